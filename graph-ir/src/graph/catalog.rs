@@ -1,0 +1,296 @@
+//! The node catalog: every node kind, its ports, parameters, defaults and
+//! docs. The loader, the validator, the schema, the CLI help and the docs read
+//! it; nothing else hard-codes node kinds.
+
+use serde_json::{json, Value};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    Layout,
+    Field,
+    Kernel,
+    Execution,
+    View,
+}
+
+impl Family {
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Layout => "layout",
+            Family::Field => "field",
+            Family::Kernel => "kernel",
+            Family::Execution => "execution",
+            Family::View => "view",
+        }
+    }
+}
+
+/// What flows along a data wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortType {
+    /// A place in the layout tree (parent → child, layout → field).
+    Layout,
+    /// A field, read or written by kernels and drawn by views.
+    Field,
+}
+
+impl PortType {
+    pub fn name(self) -> &'static str {
+        match self {
+            PortType::Layout => "layout",
+            PortType::Field => "field",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct PortSpec {
+    pub name: &'static str,
+    pub ty: PortType,
+    pub optional: bool,
+    pub doc: &'static str,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamType {
+    Int,
+    Number,
+    String,
+    /// A list of 1-3 positive integers.
+    Shape,
+    /// One of a fixed set of strings.
+    Enum(&'static [&'static str]),
+    /// Three numbers in 0..1.
+    Color,
+    /// Four numbers.
+    Rect,
+    /// Kernel code (a string).
+    Code,
+    /// A field's initial value: a number, a list of numbers, or {"npy": "path"}.
+    Init,
+    /// Kernel scalar parameters: {"name": number | {"type": .., "default": ..}}.
+    Scalars,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct ParamSpec {
+    pub name: &'static str,
+    pub ty: ParamType,
+    /// JSON text of the default; `None` means the parameter is required.
+    pub default: Option<&'static str>,
+    pub doc: &'static str,
+}
+
+impl ParamSpec {
+    pub fn default_value(&self) -> Option<Value> {
+        self.default.map(|d| serde_json::from_str(d).expect("catalog defaults are valid JSON"))
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct NodeKind {
+    pub name: &'static str,
+    pub family: Family,
+    pub doc: &'static str,
+    pub inputs: &'static [PortSpec],
+    pub outputs: &'static [PortSpec],
+    /// Kernels also get one field input per field their code uses.
+    pub dynamic_field_inputs: bool,
+    pub params: &'static [ParamSpec],
+    pub exec_in: bool,
+    pub exec_outs: &'static [&'static str],
+}
+
+impl NodeKind {
+    pub fn param(&self, name: &str) -> Option<&ParamSpec> {
+        self.params.iter().find(|p| p.name == name)
+    }
+    pub fn input(&self, name: &str) -> Option<&PortSpec> {
+        self.inputs.iter().find(|p| p.name == name)
+    }
+    pub fn output(&self, name: &str) -> Option<&PortSpec> {
+        self.outputs.iter().find(|p| p.name == name)
+    }
+}
+
+pub const COLORMAPS: &[&str] = &["viridis", "inferno", "magma", "grayscale", "coolwarm"];
+pub const FIELD_TYPES: &[&str] = &[
+    "f32", "i32", "u32", "vec2", "vec3", "vec4", "ivec2", "ivec3", "ivec4", "uvec2", "uvec3", "uvec4", "mat2", "mat3", "mat4",
+];
+
+const LAYOUT_IN: PortSpec = PortSpec {
+    name: "parent",
+    ty: PortType::Layout,
+    optional: true,
+    doc: "The enclosing layout node; unwired means this node is a root with its own buffer.",
+};
+const CELLS_OUT: PortSpec = PortSpec {
+    name: "cells",
+    ty: PortType::Layout,
+    optional: true,
+    doc: "Wire to child layout nodes and to fields placed in each cell.",
+};
+
+static KINDS: &[NodeKind] = &[
+    NodeKind {
+        name: "dense",
+        family: Family::Layout,
+        doc: "A dense block of cells over 1-3 axes. Fields wired to `cells` share each cell (array of structures); nesting dense nodes gives blocked layouts.",
+        inputs: &[LAYOUT_IN],
+        outputs: &[CELLS_OUT],
+        dynamic_field_inputs: false,
+        params: &[ParamSpec {
+            name: "shape",
+            ty: ParamType::Shape,
+            default: None,
+            doc: "Cells per axis, e.g. [128, 128]. Nested nodes multiply per axis and must have the same number of axes.",
+        }],
+        exec_in: false,
+        exec_outs: &[],
+    },
+    NodeKind {
+        name: "field",
+        family: Family::Field,
+        doc: "A field of values stored in the layout cell it is wired to; its node id is its name.",
+        inputs: &[PortSpec { name: "layout", ty: PortType::Layout, optional: false, doc: "The layout node whose cells hold this field." }],
+        outputs: &[PortSpec { name: "field", ty: PortType::Field, optional: false, doc: "Wire to kernel ports and views." }],
+        dynamic_field_inputs: false,
+        params: &[
+            ParamSpec {
+                name: "type",
+                ty: ParamType::Enum(FIELD_TYPES),
+                default: Some("\"f32\""),
+                doc: "Element type: f32, i32, u32, vecN (f32), ivecN, uvecN (N = 2..4), matN (f32, N = 2..4).",
+            },
+            ParamSpec {
+                name: "init",
+                ty: ParamType::Init,
+                default: Some("0"),
+                doc: "Initial value: a number (every component), a list with one number per component, or {\"npy\": \"file.npy\"} relative to the graph file.",
+            },
+        ],
+        exec_in: false,
+        exec_outs: &[],
+    },
+    NodeKind {
+        name: "kernel",
+        family: Family::Kernel,
+        doc: "A parallel loop whose body is Weft kernel code. Each field the code indexes (`x[i]`) is an input port of the same name.",
+        inputs: &[],
+        outputs: &[],
+        dynamic_field_inputs: true,
+        params: &[
+            ParamSpec { name: "code", ty: ParamType::Code, default: None, doc: "Kernel code with an entry `fn kernel(i: i32, ...)`; see docs/kernel-language.md." },
+            ParamSpec { name: "range", ty: ParamType::Shape, default: Some("null"), doc: "Loop extent per axis, e.g. [640, 320]. Give either `range` or `over`." },
+            ParamSpec { name: "over", ty: ParamType::String, default: Some("null"), doc: "Loop over every cell of the field wired to this port name." },
+            ParamSpec { name: "scalars", ty: ParamType::Scalars, default: Some("{}"), doc: "Scalar parameters: {\"dt\": 0.0002, \"n\": {\"type\": \"i32\", \"default\": 3}}." },
+        ],
+        exec_in: true,
+        exec_outs: &["then"],
+    },
+    NodeKind {
+        name: "on_start",
+        family: Family::Execution,
+        doc: "Runs the chain wired to `then` once, before the first frame (frame() is 0).",
+        inputs: &[],
+        outputs: &[],
+        dynamic_field_inputs: false,
+        params: &[],
+        exec_in: false,
+        exec_outs: &["then"],
+    },
+    NodeKind {
+        name: "on_frame",
+        family: Family::Execution,
+        doc: "Runs the chain wired to `then` once per frame (frame() counts from 1).",
+        inputs: &[],
+        outputs: &[],
+        dynamic_field_inputs: false,
+        params: &[],
+        exec_in: false,
+        exec_outs: &["then"],
+    },
+    NodeKind {
+        name: "repeat",
+        family: Family::Execution,
+        doc: "Runs the chain wired to `body` `count` times (substeps), then continues with `then`.",
+        inputs: &[],
+        outputs: &[],
+        dynamic_field_inputs: false,
+        params: &[ParamSpec { name: "count", ty: ParamType::Int, default: Some("1"), doc: "How many times the body runs (1 to 1000000)." }],
+        exec_in: true,
+        exec_outs: &["body", "then"],
+    },
+    NodeKind {
+        name: "image",
+        family: Family::View,
+        doc: "Draws a 2D field: a scalar through a colormap, or a vec3/vec4 as RGB. Axis 0 is x (left to right), axis 1 is y (bottom to top).",
+        inputs: &[PortSpec { name: "field", ty: PortType::Field, optional: false, doc: "A 2D field of f32/i32/u32, vec3 or vec4." }],
+        outputs: &[],
+        dynamic_field_inputs: false,
+        params: &[
+            ParamSpec { name: "colormap", ty: ParamType::Enum(COLORMAPS), default: Some("\"viridis\""), doc: "Colormap for scalar fields." },
+            ParamSpec { name: "min", ty: ParamType::Number, default: Some("null"), doc: "Value drawn at the low end; with `max` fixes the range, otherwise the range is the frame's min..max." },
+            ParamSpec { name: "max", ty: ParamType::Number, default: Some("null"), doc: "Value drawn at the high end." },
+        ],
+        exec_in: false,
+        exec_outs: &[],
+    },
+    NodeKind {
+        name: "particles",
+        family: Family::View,
+        doc: "Draws a field of vec2 positions as discs.",
+        inputs: &[
+            PortSpec { name: "positions", ty: PortType::Field, optional: false, doc: "A 1D field of vec2 positions." },
+            PortSpec { name: "color", ty: PortType::Field, optional: true, doc: "Optional per-particle colour: a vec3 field (RGB in 0..1) or a u32 field (0xRRGGBB)." },
+        ],
+        outputs: &[],
+        dynamic_field_inputs: false,
+        params: &[
+            ParamSpec { name: "width", ty: ParamType::Int, default: Some("512"), doc: "Image width in pixels." },
+            ParamSpec { name: "height", ty: ParamType::Int, default: Some("512"), doc: "Image height in pixels." },
+            ParamSpec { name: "radius", ty: ParamType::Number, default: Some("1.5"), doc: "Disc radius in pixels." },
+            ParamSpec { name: "color", ty: ParamType::Color, default: Some("[0.4, 0.8, 1.0]"), doc: "Disc colour when no colour field is wired." },
+            ParamSpec { name: "background", ty: ParamType::Color, default: Some("[0.07, 0.15, 0.18]"), doc: "Background colour." },
+            ParamSpec { name: "domain", ty: ParamType::Rect, default: Some("[0, 0, 1, 1]"), doc: "The rectangle [min x, min y, max x, max y] mapped to the image." },
+        ],
+        exec_in: false,
+        exec_outs: &[],
+    },
+];
+
+pub fn kinds() -> &'static [NodeKind] {
+    KINDS
+}
+
+pub fn kind(name: &str) -> Option<&'static NodeKind> {
+    KINDS.iter().find(|k| k.name == name)
+}
+
+/// The JSON Schema fragment describing one parameter type.
+pub fn param_schema(p: &ParamSpec) -> Value {
+    let mut s = match p.ty {
+        ParamType::Int => json!({"type": "integer"}),
+        ParamType::Number => json!({"type": ["number", "null"]}),
+        ParamType::String => json!({"type": ["string", "null"]}),
+        ParamType::Code => json!({"type": "string"}),
+        ParamType::Shape => json!({"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}, "minItems": 1, "maxItems": 3}),
+        ParamType::Enum(v) => json!({"enum": v}),
+        ParamType::Color => json!({"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3}),
+        ParamType::Rect => json!({"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4}),
+        ParamType::Init => json!({"anyOf": [
+            {"type": "number"},
+            {"type": "array", "items": {"type": "number"}},
+            {"type": "object", "properties": {"npy": {"type": "string"}}, "required": ["npy"], "additionalProperties": false}
+        ]}),
+        ParamType::Scalars => json!({"type": "object", "additionalProperties": {"anyOf": [
+            {"type": "number"},
+            {"type": "object", "properties": {"type": {"enum": ["f32", "i32", "u32"]}, "default": {"type": "number"}}, "required": ["type"], "additionalProperties": false}
+        ]}}),
+    };
+    s["description"] = json!(p.doc);
+    if let Some(d) = p.default_value() {
+        s["default"] = d;
+    }
+    s
+}

@@ -1,0 +1,193 @@
+//! The graph file (JSON): parsing with precise errors, migration, and atomic saving.
+
+use super::error::{GraphError, GraphErrors};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::path::Path;
+
+pub const FORMAT: &str = "weft-graph";
+pub const VERSION: u32 = 1;
+
+/// A whole graph file.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GraphDoc {
+    /// Always "weft-graph".
+    pub format: String,
+    /// Format version; this build reads version 1.
+    pub version: u32,
+    /// Free text shown in tools.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// Seed of the kernel language's `random()`.
+    #[serde(default)]
+    pub seed: u32,
+    pub nodes: Vec<NodeDoc>,
+    /// Data wires: layout tree edges and field bindings.
+    #[serde(default)]
+    pub wires: Vec<WireDoc>,
+    /// Execution wires: which node runs after which.
+    #[serde(default)]
+    pub exec: Vec<WireDoc>,
+}
+
+/// One node.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NodeDoc {
+    /// Stable unique id: letters, digits, `_` and `-`. Field nodes use it as their name.
+    pub id: String,
+    /// Node kind from the catalog (see docs/graph-format.md).
+    pub kind: String,
+    /// Parameters of the kind; missing ones take their defaults.
+    #[serde(default)]
+    pub params: Map<String, Value>,
+    /// Editor position [x, y].
+    #[serde(default)]
+    pub pos: [f32; 2],
+}
+
+/// A wire from `node.port` to `node.port` (`node` alone picks the only port / exec input).
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WireDoc {
+    pub from: String,
+    pub to: String,
+}
+
+impl GraphDoc {
+    pub fn node(&self, id: &str) -> Option<&NodeDoc> {
+        self.nodes.iter().find(|n| n.id == id)
+    }
+    pub fn node_mut(&mut self, id: &str) -> Option<&mut NodeDoc> {
+        self.nodes.iter_mut().find(|n| n.id == id)
+    }
+
+    /// Parses graph JSON. Never panics; errors name the node where there is one.
+    pub fn parse(text: &str) -> Result<GraphDoc, GraphErrors> {
+        let value: Value = serde_json::from_str(text)
+            .map_err(|e| GraphError::Syntax { line: e.line(), col: e.column(), message: strip_position(&e.to_string()) })?;
+        Self::from_value(value)
+    }
+
+    pub fn from_value(value: Value) -> Result<GraphDoc, GraphErrors> {
+        let Value::Object(mut top) = value else {
+            return Err(doc_err("a graph file must be a JSON object with \"format\": \"weft-graph\"").into());
+        };
+        match top.get("format") {
+            Some(Value::String(f)) if f == FORMAT => {}
+            Some(other) => return Err(doc_err(format!("\"format\" is {} but must be \"{}\"", other, FORMAT)).into()),
+            None => return Err(doc_err(format!("missing \"format\": \"{}\"; this is not a Weft graph", FORMAT)).into()),
+        }
+        let version = match top.get("version") {
+            Some(v) => v.as_u64().filter(|&v| v >= 1 && v <= u32::MAX as u64).ok_or_else(|| {
+                doc_err(format!("\"version\" is {} but must be a positive integer", v))
+            })?,
+            None => return Err(doc_err("missing \"version\"").into()),
+        };
+        if version > VERSION as u64 {
+            return Err(doc_err(format!(
+                "graph format version {} is newer than this weft understands (up to {}); upgrade weft to open it",
+                version, VERSION
+            ))
+            .into());
+        }
+        migrate(&mut top, version as u32)?;
+        // Nodes one by one, so a bad node is named by its id.
+        let mut errors = Vec::new();
+        let nodes = match top.remove("nodes") {
+            Some(Value::Array(a)) => a,
+            Some(_) => return Err(doc_err("\"nodes\" must be a list").into()),
+            None => return Err(doc_err("missing \"nodes\" list").into()),
+        };
+        let mut parsed = Vec::new();
+        for (i, n) in nodes.into_iter().enumerate() {
+            let id = match n.get("id") {
+                Some(Value::String(s)) => s.clone(),
+                _ => {
+                    errors.push(doc_err(format!("node #{} has no string \"id\"", i + 1)));
+                    continue;
+                }
+            };
+            match serde_json::from_value::<NodeDoc>(n) {
+                Ok(node) => parsed.push(node),
+                Err(e) => errors.push(GraphError::node_msg(&id, strip_position(&e.to_string()))),
+            }
+        }
+        top.insert("nodes".into(), Value::Array(vec![]));
+        let mut doc: GraphDoc = match serde_json::from_value(Value::Object(top)) {
+            Ok(d) => d,
+            Err(e) => {
+                errors.push(doc_err(format!("graph: {}", strip_position(&e.to_string()))));
+                return Err(GraphErrors(errors));
+            }
+        };
+        if !errors.is_empty() {
+            return Err(GraphErrors(errors));
+        }
+        doc.nodes = parsed;
+        Ok(doc)
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("graph documents always serialize") + "\n"
+    }
+
+    pub fn load(path: &Path) -> Result<GraphDoc, GraphErrors> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| doc_err(format!("cannot read {}: {}", path.display(), e)))?;
+        Self::parse(&text)
+    }
+
+    /// Writes to a temporary file beside `path`, then renames over it, so a
+    /// crash never leaves a half-written graph.
+    pub fn save_atomic(&self, path: &Path) -> std::io::Result<()> {
+        write_atomic(path, self.to_json().as_bytes())
+    }
+}
+
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| "graph".into());
+    let tmp = dir.join(format!(".{}.tmp{}", name, std::process::id()));
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+fn doc_err(m: impl Into<String>) -> GraphError {
+    GraphError::Document { message: m.into() }
+}
+
+/// serde_json appends " at line X column Y" relative to a sub-value, which would mislead.
+fn strip_position(s: &str) -> String {
+    match s.rfind(" at line ") {
+        Some(p) => s[..p].to_string(),
+        None => s.to_string(),
+    }
+}
+
+/// Upgrades older documents in place. Version 1 is the first format, so
+/// there is nothing to migrate yet; each future version adds one step here.
+fn migrate(top: &mut Map<String, Value>, from: u32) -> Result<(), GraphError> {
+    if from < VERSION {
+        return Err(doc_err(format!("no migration from version {}", from)));
+    }
+    top.insert("version".into(), Value::from(VERSION));
+    Ok(())
+}
+
+/// Splits `node.port`; `node` alone gives an empty port.
+pub fn split_endpoint(s: &str) -> (&str, &str) {
+    match s.split_once('.') {
+        Some((n, p)) => (n, p),
+        None => (s, ""),
+    }
+}

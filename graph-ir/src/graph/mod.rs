@@ -1,0 +1,12 @@
+//! The graph document and its translation to the IR.
+
+pub mod build;
+pub mod catalog;
+pub mod document;
+pub mod error;
+pub mod npy;
+pub mod schema;
+
+pub use build::{build_program, BuildOptions, MAX_LAYOUT_WORDS, MAX_RANGE};
+pub use document::{GraphDoc, NodeDoc, WireDoc};
+pub use error::{GraphError, GraphErrors};

@@ -1,0 +1,605 @@
+//! The Weft IR: one `Program` holding the layout tree, fields, kernels, the
+//! schedule and the views.
+//!
+//! Kernels use structured control flow in the style of Taichi's CHI IR: a
+//! function owns an arena of instructions; a `Block` lists instruction handles
+//! in execution order; control-flow instructions own nested blocks. Every
+//! value-producing instruction is an SSA value usable by later instructions of
+//! the same block or of nested blocks. Mutable state lives in `Local`s.
+//!
+//! Field access is abstract (`FieldLoad` / `FieldStore` / `FieldAtomic` name a
+//! field and a logical index) until the access-lowering pass rewrites it to
+//! word addresses in a root buffer (`BufLoad` / `BufStore` / `BufAtomic`).
+
+pub mod builtins;
+mod printer;
+mod validate;
+pub mod eval;
+
+pub use builtins::Builtin;
+pub use printer::print_program;
+pub use validate::{validate_kernel, validate_program, ValidationError};
+
+use crate::arena::{Arena, Handle};
+use crate::types::{Scalar, Type};
+
+pub type InstId = Handle<Inst>;
+pub type LocalId = Handle<Local>;
+pub type FuncId = Handle<Function>;
+pub type FieldId = Handle<Field>;
+pub type LayoutId = Handle<LayoutNode>;
+pub type KernelId = Handle<Kernel>;
+pub type Block = Vec<InstId>;
+
+/// A position in a kernel's code (1-based line and column); `line == 0` means
+/// the instruction was synthesised by a pass with no better position.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Span {
+    pub line: u32,
+    pub col: u32,
+}
+
+impl std::fmt::Display for Span {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.line, self.col)
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Program {
+    pub layouts: Arena<LayoutNode>,
+    pub fields: Arena<Field>,
+    pub kernels: Arena<Kernel>,
+    pub schedule: Schedule,
+    pub views: Vec<View>,
+    pub seed: u32,
+}
+
+impl Program {
+    /// Layout nodes without a parent: each owns one buffer of 32-bit words.
+    pub fn roots(&self) -> impl Iterator<Item = LayoutId> + '_ {
+        self.layouts.iter().filter(|(_, l)| l.parent.is_none()).map(|(h, _)| h)
+    }
+    pub fn field_by_name(&self, name: &str) -> Option<FieldId> {
+        self.fields.iter().find(|(_, f)| f.name == name).map(|(h, _)| h)
+    }
+    pub fn kernel_by_name(&self, name: &str) -> Option<KernelId> {
+        self.kernels.iter().find(|(_, k)| k.name == name).map(|(h, _)| h)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayoutKind {
+    Dense,
+}
+
+/// One node of the layout tree (Taichi's SNode).
+#[derive(Clone, Debug)]
+pub struct LayoutNode {
+    /// The graph node this came from.
+    pub node_id: String,
+    pub kind: LayoutKind,
+    /// Cells per axis at this level; every node of one tree has the same number of axes.
+    pub shape: Vec<u32>,
+    pub parent: Option<LayoutId>,
+    /// Children in storage order within one cell.
+    pub children: Vec<LayoutChild>,
+    /// Words per cell (filled in by `layout::compute`).
+    pub cell_words: u64,
+    /// Word offset of this node's block inside its parent's cell.
+    pub offset_in_parent: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayoutChild {
+    Layout(LayoutId),
+    Field(FieldId),
+}
+
+/// How a field's components are stored; separate from the compute type so
+/// that quantized storage can be added without touching kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Storage {
+    /// One 32-bit word per component, holding the compute type's bits.
+    Word,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum FieldInit {
+    /// Every component of every cell starts as these words (one per component).
+    Constant(Vec<u32>),
+    /// Row-major cell data, one word per component, loaded from a file.
+    Data(Vec<u32>),
+}
+
+#[derive(Clone, Debug)]
+pub struct Field {
+    /// The graph node id, which is also the name used in dumps.
+    pub name: String,
+    pub ty: Type,
+    pub storage: Storage,
+    pub layout: LayoutId,
+    /// Logical extent per axis (product of the shapes along the layout path).
+    pub shape: Vec<u32>,
+    /// Word offset of the field's components inside its layout node's cell.
+    pub offset_in_cell: u64,
+    pub init: FieldInit,
+}
+
+impl Field {
+    pub fn cells(&self) -> u64 {
+        self.shape.iter().map(|&s| s as u64).product()
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum Iteration {
+    /// A dense 1-3-D index range starting at zero.
+    Range(Vec<u32>),
+    /// Every cell of a field.
+    Field(FieldId),
+}
+
+#[derive(Clone, Debug)]
+pub struct KernelParam {
+    pub name: String,
+    pub ty: Type,
+    /// Current value as one word (bits of the scalar).
+    pub value: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    /// The graph node id of the kernel node.
+    pub name: String,
+    pub iteration: Iteration,
+    /// Number of loop axes (= arguments of the entry function).
+    pub dims: usize,
+    pub params: Vec<KernelParam>,
+    /// The loop body; its arguments are the loop indices (i32 each).
+    pub entry: Function,
+    /// Helper functions callable from the entry or from each other.
+    pub functions: Arena<Function>,
+    /// Fields bound to the kernel's ports, in port order: (port name, field).
+    pub bindings: Vec<(String, FieldId)>,
+}
+
+impl Kernel {
+    pub fn iteration_shape(&self, program: &Program) -> Vec<u32> {
+        match &self.iteration {
+            Iteration::Range(s) => s.clone(),
+            Iteration::Field(f) => program.fields[*f].shape.clone(),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Local {
+    pub name: String,
+    pub ty: Type,
+}
+
+#[derive(Clone, Debug)]
+pub struct Function {
+    pub name: String,
+    pub args: Vec<Type>,
+    pub ret: Type,
+    pub insts: Arena<Inst>,
+    pub locals: Arena<Local>,
+    pub body: Block,
+    pub span: Span,
+}
+
+impl Function {
+    pub fn new(name: &str, args: Vec<Type>, ret: Type, span: Span) -> Self {
+        Function {
+            name: name.to_string(),
+            args,
+            ret,
+            insts: Arena::new(),
+            locals: Arena::new(),
+            body: Vec::new(),
+            span,
+        }
+    }
+    pub fn ty(&self, v: InstId) -> Type {
+        self.insts[v].ty
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Inst {
+    pub kind: InstKind,
+    /// Result type; `Void` for instructions that produce no value.
+    pub ty: Type,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    Neg,
+    /// Logical not on bool, bitwise not on integers.
+    Not,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Shl,
+    Shr,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    LogicalAnd,
+    LogicalOr,
+    /// Matrix * vector, matrix * matrix, vector * matrix (linear algebra product).
+    MatMul,
+}
+
+impl BinaryOp {
+    pub fn is_comparison(self) -> bool {
+        matches!(self, BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge)
+    }
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "+",
+            BinaryOp::Sub => "-",
+            BinaryOp::Mul => "*",
+            BinaryOp::Div => "/",
+            BinaryOp::Rem => "%",
+            BinaryOp::BitAnd => "&",
+            BinaryOp::BitOr => "|",
+            BinaryOp::BitXor => "^",
+            BinaryOp::Shl => "<<",
+            BinaryOp::Shr => ">>",
+            BinaryOp::Eq => "==",
+            BinaryOp::Ne => "!=",
+            BinaryOp::Lt => "<",
+            BinaryOp::Le => "<=",
+            BinaryOp::Gt => ">",
+            BinaryOp::Ge => ">=",
+            BinaryOp::LogicalAnd => "&&",
+            BinaryOp::LogicalOr => "||",
+            BinaryOp::MatMul => "matmul",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AtomicOp {
+    Add,
+    Sub,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+    Exchange,
+    /// Stores `value` when the current value equals `cmp`; returns the old value.
+    CompareExchange,
+}
+
+impl AtomicOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            AtomicOp::Add => "add",
+            AtomicOp::Sub => "sub",
+            AtomicOp::Min => "min",
+            AtomicOp::Max => "max",
+            AtomicOp::And => "and",
+            AtomicOp::Or => "or",
+            AtomicOp::Xor => "xor",
+            AtomicOp::Exchange => "exchange",
+            AtomicOp::CompareExchange => "compare_exchange",
+        }
+    }
+}
+
+/// A scalar constant, stored as its 32-bit pattern.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Const {
+    pub scalar: Scalar,
+    pub bits: u32,
+}
+
+impl Const {
+    pub fn f32(v: f32) -> Self {
+        Const { scalar: Scalar::F32, bits: v.to_bits() }
+    }
+    pub fn i32(v: i32) -> Self {
+        Const { scalar: Scalar::I32, bits: v as u32 }
+    }
+    pub fn u32(v: u32) -> Self {
+        Const { scalar: Scalar::U32, bits: v }
+    }
+    pub fn bool(v: bool) -> Self {
+        Const { scalar: Scalar::Bool, bits: v as u32 }
+    }
+}
+
+impl std::fmt::Display for Const {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.scalar {
+            Scalar::F32 => write!(f, "{:?}f", f32::from_bits(self.bits)),
+            Scalar::I32 => write!(f, "{}i", self.bits as i32),
+            Scalar::U32 => write!(f, "{}u", self.bits),
+            Scalar::Bool => write!(f, "{}", self.bits != 0),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum InstKind {
+    /// A scalar constant (vectors are built with `Construct`).
+    Const(Const),
+    /// The n-th argument of the enclosing function (loop index n in the entry).
+    Arg(u32),
+    /// The n-th kernel parameter.
+    Param(u32),
+    /// The frame number (0 during `on_start`).
+    Frame,
+    Unary(UnaryOp, InstId),
+    Binary(BinaryOp, InstId, InstId),
+    /// Component-wise select: `cond ? accept : reject`.
+    Select { cond: InstId, accept: InstId, reject: InstId },
+    /// Numeric conversion to the instruction's type (component-wise).
+    Cast(InstId),
+    /// Bit reinterpretation to the instruction's type (component-wise).
+    Bitcast(InstId),
+    /// Builds a vector from scalars/vectors, or a matrix from column vectors.
+    Construct(Vec<InstId>),
+    /// Component (vector) or column (matrix) at a constant index.
+    Extract(InstId, u32),
+    /// Component or column at a run-time index (checked against the size).
+    ExtractDyn(InstId, InstId),
+    /// A copy of a vector/matrix with one component/column replaced.
+    Insert { base: InstId, index: u32, value: InstId },
+    /// A copy with a component/column at a run-time index replaced.
+    InsertDyn { base: InstId, index: InstId, value: InstId },
+    Swizzle(InstId, Vec<u8>),
+    Builtin(Builtin, Vec<InstId>),
+    Call(FuncId, Vec<InstId>),
+    /// A uniform f32 in [0, 1): deterministic per (seed, frame, kernel, loop index, call order).
+    Random,
+    LocalLoad(LocalId),
+    LocalStore(LocalId, InstId),
+    FieldLoad { field: FieldId, index: Vec<InstId> },
+    FieldStore { field: FieldId, index: Vec<InstId>, value: InstId },
+    /// Atomic read-modify-write on a whole scalar field element; returns the old value.
+    FieldAtomic { op: AtomicOp, field: FieldId, index: Vec<InstId>, value: InstId, cmp: Option<InstId> },
+    /// Fails the launch when `0 <= index < extent` does not hold (debug checks).
+    BoundsCheck { field: FieldId, axis: u32, index: InstId, extent: u32 },
+    /// Loads the word at `addr` (u32) of the root buffer, reinterpreted as the instruction's scalar type.
+    BufLoad { root: LayoutId, addr: InstId },
+    BufStore { root: LayoutId, addr: InstId, value: InstId },
+    BufAtomic { op: AtomicOp, root: LayoutId, addr: InstId, value: InstId, cmp: Option<InstId> },
+    If { cond: InstId, accept: Block, reject: Block },
+    /// `for counter in (begin..end).step_by(step)`; `LoopCounter(this)` reads the counter.
+    RangeFor { begin: InstId, end: InstId, step: InstId, body: Block },
+    LoopCounter(InstId),
+    /// Repeats `body` until a `Break`.
+    Loop { body: Block },
+    Break,
+    Continue,
+    Return(Option<InstId>),
+}
+
+impl InstKind {
+    /// Value operands (not nested blocks), in order.
+    pub fn operands(&self) -> Vec<InstId> {
+        use InstKind::*;
+        match self {
+            Const(_) | Arg(_) | Param(_) | Frame | Random | LocalLoad(_) | Break | Continue | LoopCounter(_) => vec![],
+            Unary(_, a) | Cast(a) | Bitcast(a) | Extract(a, _) | Swizzle(a, _) | LocalStore(_, a) => vec![*a],
+            Binary(_, a, b) | ExtractDyn(a, b) => vec![*a, *b],
+            Select { cond, accept, reject } => vec![*cond, *accept, *reject],
+            Insert { base, value, .. } => vec![*base, *value],
+            InsertDyn { base, index, value } => vec![*base, *index, *value],
+            Construct(v) | Builtin(_, v) | Call(_, v) => v.clone(),
+            FieldLoad { index, .. } => index.clone(),
+            FieldStore { index, value, .. } => {
+                let mut v = index.clone();
+                v.push(*value);
+                v
+            }
+            FieldAtomic { index, value, cmp, .. } => {
+                let mut v = index.clone();
+                v.push(*value);
+                v.extend(cmp);
+                v
+            }
+            BoundsCheck { index, .. } => vec![*index],
+            BufLoad { addr, .. } => vec![*addr],
+            BufStore { addr, value, .. } => vec![*addr, *value],
+            BufAtomic { addr, value, cmp, .. } => {
+                let mut v = vec![*addr, *value];
+                v.extend(cmp);
+                v
+            }
+            If { cond, .. } => vec![*cond],
+            RangeFor { begin, end, step, .. } => vec![*begin, *end, *step],
+            Loop { .. } => vec![],
+            Return(v) => v.iter().copied().collect(),
+        }
+    }
+
+    /// Rewrites every value operand through `f`.
+    pub fn map_operands(&mut self, mut f: impl FnMut(InstId) -> InstId) {
+        use InstKind::*;
+        match self {
+            Const(_) | Arg(_) | Param(_) | Frame | Random | LocalLoad(_) | Break | Continue | LoopCounter(_) | Loop { .. } => {}
+            Unary(_, a) | Cast(a) | Bitcast(a) | Extract(a, _) | Swizzle(a, _) | LocalStore(_, a) => *a = f(*a),
+            Binary(_, a, b) | ExtractDyn(a, b) => {
+                *a = f(*a);
+                *b = f(*b);
+            }
+            Select { cond, accept, reject } => {
+                *cond = f(*cond);
+                *accept = f(*accept);
+                *reject = f(*reject);
+            }
+            Insert { base, value, .. } => {
+                *base = f(*base);
+                *value = f(*value);
+            }
+            InsertDyn { base, index, value } => {
+                *base = f(*base);
+                *index = f(*index);
+                *value = f(*value);
+            }
+            Construct(v) | Builtin(_, v) | Call(_, v) | FieldLoad { index: v, .. } => v.iter_mut().for_each(|x| *x = f(*x)),
+            FieldStore { index, value, .. } => {
+                index.iter_mut().for_each(|x| *x = f(*x));
+                *value = f(*value);
+            }
+            FieldAtomic { index, value, cmp, .. } => {
+                index.iter_mut().for_each(|x| *x = f(*x));
+                *value = f(*value);
+                if let Some(c) = cmp {
+                    *c = f(*c);
+                }
+            }
+            BoundsCheck { index, .. } => *index = f(*index),
+            BufLoad { addr, .. } => *addr = f(*addr),
+            BufStore { addr, value, .. } => {
+                *addr = f(*addr);
+                *value = f(*value);
+            }
+            BufAtomic { addr, value, cmp, .. } => {
+                *addr = f(*addr);
+                *value = f(*value);
+                if let Some(c) = cmp {
+                    *c = f(*c);
+                }
+            }
+            If { cond, .. } => *cond = f(*cond),
+            RangeFor { begin, end, step, .. } => {
+                *begin = f(*begin);
+                *end = f(*end);
+                *step = f(*step);
+            }
+            Return(v) => {
+                if let Some(x) = v {
+                    *x = f(*x)
+                }
+            }
+        }
+    }
+
+    /// Nested blocks, in order.
+    pub fn blocks(&self) -> Vec<&Block> {
+        match self {
+            InstKind::If { accept, reject, .. } => vec![accept, reject],
+            InstKind::RangeFor { body, .. } | InstKind::Loop { body } => vec![body],
+            _ => vec![],
+        }
+    }
+    pub fn blocks_mut(&mut self) -> Vec<&mut Block> {
+        match self {
+            InstKind::If { accept, reject, .. } => vec![accept, reject],
+            InstKind::RangeFor { body, .. } | InstKind::Loop { body } => vec![body],
+            _ => vec![],
+        }
+    }
+
+    /// True when removing an unused instance cannot change behaviour.
+    pub fn is_pure(&self) -> bool {
+        use InstKind::*;
+        matches!(
+            self,
+            Const(_)
+                | Arg(_)
+                | Param(_)
+                | Frame
+                | Unary(..)
+                | Binary(..)
+                | Select { .. }
+                | Cast(_)
+                | Bitcast(_)
+                | Construct(_)
+                | Extract(..)
+                | Insert { .. }
+                | Swizzle(..)
+                | Builtin(..)
+                | LocalLoad(_)
+                | FieldLoad { .. }
+                | BufLoad { .. }
+                | LoopCounter(_)
+        )
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Schedule {
+    pub on_start: Vec<Step>,
+    pub on_frame: Vec<Step>,
+}
+
+#[derive(Clone, Debug)]
+pub enum Step {
+    Launch(KernelId),
+    Repeat { node_id: String, count: u32, body: Vec<Step> },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Colormap {
+    Grayscale,
+    Viridis,
+    Inferno,
+    Magma,
+    Coolwarm,
+}
+
+impl Colormap {
+    pub const ALL: [(&'static str, Colormap); 5] = [
+        ("grayscale", Colormap::Grayscale),
+        ("viridis", Colormap::Viridis),
+        ("inferno", Colormap::Inferno),
+        ("magma", Colormap::Magma),
+        ("coolwarm", Colormap::Coolwarm),
+    ];
+    pub fn parse(s: &str) -> Option<Colormap> {
+        Self::ALL.iter().find(|(n, _)| *n == s).map(|(_, c)| *c)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum View {
+    Image {
+        node_id: String,
+        field: FieldId,
+        colormap: Colormap,
+        /// `None` = auto range (min..max of the frame).
+        range: Option<(f32, f32)>,
+    },
+    Particles {
+        node_id: String,
+        positions: FieldId,
+        color_field: Option<FieldId>,
+        color: [f32; 3],
+        background: [f32; 3],
+        radius: f32,
+        width: u32,
+        height: u32,
+        /// Domain rectangle mapped to the image: (min x, min y, max x, max y).
+        domain: [f32; 4],
+    },
+}
+
+impl View {
+    pub fn node_id(&self) -> &str {
+        match self {
+            View::Image { node_id, .. } | View::Particles { node_id, .. } => node_id,
+        }
+    }
+}

@@ -1,0 +1,311 @@
+//! The IR's invariants, checked in one place.
+//!
+//! Runs after every pass in tests and debug builds. A program that validates
+//! may still be rejected by a backend with an error, but must not make it panic.
+//!
+//! Invariants:
+//! - every operand is defined earlier in the same block or an enclosing block
+//!   (SSA dominance in structured control flow), and refers to a value;
+//! - each instruction's result type agrees with its operands;
+//! - `Break` / `Continue` appear only inside loops, `LoopCounter` only inside
+//!   the `RangeFor` it names; locals, fields, functions and roots exist;
+//! - after access lowering (`lowered == true`) no abstract field access remains,
+//!   and before it no buffer access exists.
+
+use super::*;
+use std::collections::HashSet;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidationError {
+    pub kernel: String,
+    pub function: String,
+    pub span: Span,
+    pub message: String,
+}
+
+impl std::fmt::Display for ValidationError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "IR invalid in kernel '{}' fn {} at {}: {}", self.kernel, self.function, self.span, self.message)
+    }
+}
+
+pub fn validate_program(program: &Program, lowered: bool) -> Result<(), ValidationError> {
+    for (_, k) in program.kernels.iter() {
+        validate_kernel(program, k, lowered)?;
+    }
+    Ok(())
+}
+
+pub fn validate_kernel(program: &Program, kernel: &Kernel, lowered: bool) -> Result<(), ValidationError> {
+    for (_, f) in kernel.functions.iter() {
+        check_function(program, kernel, f, lowered)?;
+    }
+    check_function(program, kernel, &kernel.entry, lowered)?;
+    if kernel.entry.args.len() != kernel.dims {
+        return Err(err(kernel, &kernel.entry, Span::default(), "entry arguments do not match loop dimensions".into()));
+    }
+    Ok(())
+}
+
+fn err(kernel: &Kernel, f: &Function, span: Span, message: String) -> ValidationError {
+    ValidationError { kernel: kernel.name.clone(), function: f.name.clone(), span, message }
+}
+
+struct Ctx<'a> {
+    program: &'a Program,
+    kernel: &'a Kernel,
+    f: &'a Function,
+    lowered: bool,
+    defined: HashSet<InstId>,
+    seen: HashSet<InstId>,
+    loops: Vec<Option<InstId>>,
+}
+
+fn check_function(program: &Program, kernel: &Kernel, f: &Function, lowered: bool) -> Result<(), ValidationError> {
+    let mut ctx = Ctx { program, kernel, f, lowered, defined: HashSet::new(), seen: HashSet::new(), loops: vec![] };
+    ctx.block(&f.body)
+}
+
+impl Ctx<'_> {
+    fn fail(&self, h: InstId, msg: String) -> ValidationError {
+        let span = self.f.insts.get(h).map(|i| i.span).unwrap_or_default();
+        err(self.kernel, self.f, span, format!("{:?}: {}", h, msg))
+    }
+
+    fn block(&mut self, block: &Block) -> Result<(), ValidationError> {
+        let scope_start: Vec<InstId> = Vec::new();
+        let mut added = scope_start;
+        for &h in block {
+            if self.f.insts.get(h).is_none() {
+                return Err(self.fail(h, "instruction handle out of range".into()));
+            }
+            if !self.seen.insert(h) {
+                return Err(self.fail(h, "instruction placed in more than one block position".into()));
+            }
+            self.inst(h)?;
+            self.defined.insert(h);
+            added.push(h);
+        }
+        for h in added {
+            self.defined.remove(&h);
+        }
+        Ok(())
+    }
+
+    fn ty(&self, h: InstId) -> Type {
+        self.f.insts[h].ty
+    }
+
+    fn inst(&mut self, h: InstId) -> Result<(), ValidationError> {
+        let inst = &self.f.insts[h];
+        for op in inst.kind.operands() {
+            if !self.defined.contains(&op) {
+                return Err(self.fail(h, format!("operand {:?} is not defined before use", op)));
+            }
+            if self.ty(op) == Type::Void {
+                return Err(self.fail(h, format!("operand {:?} has no value", op)));
+            }
+        }
+        let t = inst.ty;
+        let bad = |s: &Self, m: &str| Err(s.fail(h, m.to_string()));
+        match &inst.kind {
+            InstKind::Const(c) => {
+                if t != Type::Scalar(c.scalar) {
+                    return bad(self, "constant type mismatch");
+                }
+            }
+            InstKind::Arg(i) => {
+                if self.f.args.get(*i as usize) != Some(&t) {
+                    return bad(self, "argument index or type mismatch");
+                }
+            }
+            InstKind::Param(i) => {
+                if self.kernel.params.get(*i as usize).map(|p| p.ty) != Some(t) {
+                    return bad(self, "parameter index or type mismatch");
+                }
+            }
+            InstKind::Frame => {
+                if t != Type::I32 {
+                    return bad(self, "frame must be i32");
+                }
+            }
+            InstKind::Unary(_, a) => {
+                if self.ty(*a) != t {
+                    return bad(self, "unary result type differs from operand");
+                }
+            }
+            InstKind::Binary(op, a, b) => {
+                let (ta, tb) = (self.ty(*a), self.ty(*b));
+                if *op == BinaryOp::MatMul {
+                    if !matches!(ta, Type::Matrix(_)) && !matches!(tb, Type::Matrix(_)) {
+                        return bad(self, "matmul needs a matrix operand");
+                    }
+                } else if ta != tb {
+                    return bad(self, &format!("binary operands differ: {} and {}", ta, tb));
+                } else if op.is_comparison() {
+                    if t.scalar() != Some(Scalar::Bool) || t.components() != ta.components() {
+                        return bad(self, "comparison must give bool of the operand width");
+                    }
+                } else if t != ta {
+                    return bad(self, "binary result type differs from operands");
+                }
+            }
+            InstKind::Select { cond, accept, reject } => {
+                if self.ty(*accept) != t || self.ty(*reject) != t {
+                    return bad(self, "select arms differ from result");
+                }
+                let c = self.ty(*cond);
+                if c.scalar() != Some(Scalar::Bool) || !(c.is_scalar() || c.components() == t.components()) {
+                    return bad(self, "select condition must be bool");
+                }
+            }
+            InstKind::Cast(a) | InstKind::Bitcast(a) => {
+                if self.ty(*a).components() != t.components() {
+                    return bad(self, "conversion changes the component count");
+                }
+            }
+            InstKind::Construct(v) => {
+                let n: usize = v.iter().map(|x| self.ty(*x).components()).sum();
+                if n != t.components() {
+                    return bad(self, "construct components do not add up");
+                }
+            }
+            InstKind::Extract(a, i) => {
+                let ta = self.ty(*a);
+                let len = match ta {
+                    Type::Vector(_, n) | Type::Matrix(n) => n as u32,
+                    _ => return bad(self, "extract from a non-composite"),
+                };
+                if *i >= len {
+                    return bad(self, "extract index out of range");
+                }
+            }
+            InstKind::ExtractDyn(a, _) | InstKind::InsertDyn { base: a, .. } | InstKind::Insert { base: a, .. } => {
+                if !matches!(self.ty(*a), Type::Vector(..) | Type::Matrix(_)) {
+                    return bad(self, "indexing a non-composite");
+                }
+            }
+            InstKind::Swizzle(a, c) => {
+                let n = match self.ty(*a) {
+                    Type::Vector(_, n) => n,
+                    _ => return bad(self, "swizzle of a non-vector"),
+                };
+                if c.iter().any(|&i| i >= n) || c.len() != t.components() {
+                    return bad(self, "swizzle component out of range");
+                }
+            }
+            InstKind::Builtin(b, args) => {
+                let tys: Vec<Type> = args.iter().map(|a| self.ty(*a)).collect();
+                match b.result_type(&tys) {
+                    Ok(r) if r == t => {}
+                    Ok(_) => return bad(self, "builtin result type mismatch"),
+                    Err(e) => return bad(self, &e),
+                }
+            }
+            InstKind::Call(fid, args) => {
+                let Some(callee) = self.kernel.functions.get(*fid) else {
+                    return bad(self, "call to a missing function");
+                };
+                let tys: Vec<Type> = args.iter().map(|a| self.ty(*a)).collect();
+                if tys != callee.args || callee.ret != t {
+                    return bad(self, "call signature mismatch");
+                }
+            }
+            InstKind::Random => {
+                if t != Type::F32 {
+                    return bad(self, "random must be f32");
+                }
+            }
+            InstKind::LocalLoad(l) | InstKind::LocalStore(l, _) => {
+                let Some(local) = self.f.locals.get(*l) else {
+                    return bad(self, "local out of range");
+                };
+                if let InstKind::LocalStore(_, v) = &inst.kind {
+                    if self.ty(*v) != local.ty {
+                        return bad(self, "local store type mismatch");
+                    }
+                } else if t != local.ty {
+                    return bad(self, "local load type mismatch");
+                }
+            }
+            InstKind::FieldLoad { field, index } | InstKind::FieldStore { field, index, .. } | InstKind::FieldAtomic { field, index, .. } => {
+                if self.lowered {
+                    return bad(self, "abstract field access after lowering");
+                }
+                let Some(fd) = self.program.fields.get(*field) else {
+                    return bad(self, "field out of range");
+                };
+                if index.len() != fd.shape.len() || index.iter().any(|i| self.ty(*i) != Type::I32) {
+                    return bad(self, "field index must be one i32 per axis");
+                }
+                match &inst.kind {
+                    InstKind::FieldLoad { .. } if t != fd.ty => return bad(self, "field load type mismatch"),
+                    InstKind::FieldStore { value, .. } if self.ty(*value) != fd.ty => {
+                        return bad(self, "field store type mismatch")
+                    }
+                    InstKind::FieldAtomic { value, .. } if self.ty(*value) != fd.ty || !fd.ty.is_scalar() => {
+                        return bad(self, "atomic on a non-scalar field or value type mismatch")
+                    }
+                    _ => {}
+                }
+            }
+            InstKind::BoundsCheck { field, index, .. } => {
+                if self.program.fields.get(*field).is_none() || self.ty(*index) != Type::I32 {
+                    return bad(self, "bounds check needs an existing field and an i32 index");
+                }
+            }
+            InstKind::BufLoad { root, addr } | InstKind::BufStore { root, addr, .. } | InstKind::BufAtomic { root, addr, .. } => {
+                if !self.lowered {
+                    return bad(self, "buffer access before lowering");
+                }
+                if self.program.layouts.get(*root).is_none_or(|l| l.parent.is_some()) {
+                    return bad(self, "buffer access names a non-root layout");
+                }
+                if self.ty(*addr) != Type::U32 {
+                    return bad(self, "buffer address must be u32");
+                }
+            }
+            InstKind::If { cond, accept, reject } => {
+                if self.ty(*cond) != Type::BOOL {
+                    return bad(self, "if condition must be bool");
+                }
+                let (a, r) = (accept.clone(), reject.clone());
+                self.block(&a)?;
+                self.block(&r)?;
+            }
+            InstKind::RangeFor { begin, end, step, body } => {
+                let tb = self.ty(*begin);
+                if !tb.is_scalar() || !tb.is_int() || self.ty(*end) != tb || self.ty(*step) != tb {
+                    return bad(self, "range bounds must be integers of one type");
+                }
+                let body = body.clone();
+                self.loops.push(Some(h));
+                self.block(&body)?;
+                self.loops.pop();
+            }
+            InstKind::LoopCounter(l) => {
+                if !self.loops.contains(&Some(*l)) {
+                    return bad(self, "loop counter outside its loop");
+                }
+            }
+            InstKind::Loop { body } => {
+                let body = body.clone();
+                self.loops.push(None);
+                self.block(&body)?;
+                self.loops.pop();
+            }
+            InstKind::Break | InstKind::Continue => {
+                if self.loops.is_empty() {
+                    return bad(self, "break/continue outside a loop");
+                }
+            }
+            InstKind::Return(v) => {
+                let rt = v.map(|v| self.ty(v)).unwrap_or(Type::Void);
+                if rt != self.f.ret {
+                    return bad(self, "return type mismatch");
+                }
+            }
+        }
+        Ok(())
+    }
+}

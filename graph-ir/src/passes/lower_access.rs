@@ -1,0 +1,217 @@
+//! Lowers abstract field access to word addresses in root buffers.
+//!
+//! Pre: valid IR with `FieldLoad` / `FieldStore` / `FieldAtomic` and
+//! computed layouts (`graph::build::compute_layout`). Post: valid lowered IR
+//! with only `BufLoad` / `BufStore` / `BufAtomic`, one per component, plus
+//! `BoundsCheck`s before each access when `bounds_checks` is set.
+//!
+//! For a field on layout path root = L0 → … → Lk, the logical index I on
+//! axis d splits into per-level cell indices idx_l = (I / S_l) mod shape_l,
+//! where S_l is the product of the extents below level l on that axis; each
+//! level contributes (row-major cell index) × (words per cell) plus the
+//! child's offset, and the field adds its offset in the cell and the
+//! component. Kernel code never sees any of this: changing the layout only
+//! changes this arithmetic.
+
+use crate::graph::build::root_of;
+use crate::ir::*;
+use crate::types::{Scalar, Type};
+
+pub fn run(program: &mut Program, bounds_checks: bool) {
+    let snapshot = program.clone();
+    for k in program.kernels.handles().collect::<Vec<_>>() {
+        let kernel = &mut program.kernels[k];
+        lower_function(&snapshot, &mut kernel.entry, bounds_checks);
+        for fid in kernel.functions.handles().collect::<Vec<_>>() {
+            lower_function(&snapshot, &mut kernel.functions[fid], bounds_checks);
+        }
+    }
+}
+
+struct Emitter<'a> {
+    f: &'a mut Function,
+    out: Vec<InstId>,
+    span: Span,
+}
+
+impl Emitter<'_> {
+    fn emit(&mut self, kind: InstKind, ty: Type) -> InstId {
+        let h = self.f.insts.append(Inst { kind, ty, span: self.span });
+        self.out.push(h);
+        h
+    }
+    fn u32c(&mut self, v: u64) -> InstId {
+        self.emit(InstKind::Const(Const::u32(v as u32)), Type::U32)
+    }
+    fn bin(&mut self, op: BinaryOp, a: InstId, b: InstId) -> InstId {
+        self.emit(InstKind::Binary(op, a, b), Type::U32)
+    }
+}
+
+fn lower_function(p: &Program, f: &mut Function, checks: bool) {
+    let body = std::mem::take(&mut f.body);
+    f.body = lower_block(p, f, body, checks);
+}
+
+fn lower_block(p: &Program, f: &mut Function, block: Block, checks: bool) -> Block {
+    let mut out = Vec::with_capacity(block.len());
+    for h in block {
+        let mut kind = f.insts[h].kind.clone();
+        for b in kind.blocks_mut() {
+            *b = lower_block(p, f, std::mem::take(b), checks);
+        }
+        f.insts[h].kind = kind.clone();
+        let (field, index) = match &kind {
+            InstKind::FieldLoad { field, index } | InstKind::FieldStore { field, index, .. } | InstKind::FieldAtomic { field, index, .. } => (*field, index.clone()),
+            _ => {
+                out.push(h);
+                continue;
+            }
+        };
+        let span = f.insts[h].span;
+        let ty = f.insts[h].ty;
+        let mut e = Emitter { f, out: Vec::new(), span };
+        let base = address(p, &mut e, field, &index, checks);
+        let fty = p.fields[field].ty;
+        let root = root_of(p, p.fields[field].layout);
+        let scalar = fty.scalar().expect("field type");
+        let comps = fty.components();
+        let comp_addr = |e: &mut Emitter, c: usize| if c == 0 { base } else {
+            let k = e.u32c(c as u64);
+            e.bin(BinaryOp::Add, base, k)
+        };
+        // The original handle ends up holding the access's value, so its uses stay valid.
+        let final_kind = match kind {
+            InstKind::FieldLoad { .. } => {
+                let words: Vec<InstId> = (0..comps)
+                    .map(|c| {
+                        let a = comp_addr(&mut e, c);
+                        e.emit(InstKind::BufLoad { root, addr: a }, Type::Scalar(scalar))
+                    })
+                    .collect();
+                assemble(&mut e, fty, words)
+            }
+            InstKind::FieldStore { value, .. } => {
+                let parts = split(&mut e, fty, value);
+                for (c, part) in parts.into_iter().enumerate() {
+                    let a = comp_addr(&mut e, c);
+                    e.emit(InstKind::BufStore { root, addr: a, value: part }, Type::Void);
+                }
+                None
+            }
+            InstKind::FieldAtomic { op, value, cmp, .. } => {
+                let parts = split(&mut e, fty, value);
+                let cmp_parts = cmp.map(|c| split(&mut e, fty, c));
+                let olds: Vec<InstId> = parts
+                    .into_iter()
+                    .enumerate()
+                    .map(|(c, part)| {
+                        let a = comp_addr(&mut e, c);
+                        let cmpc = cmp_parts.as_ref().map(|cp| cp[c]);
+                        e.emit(InstKind::BufAtomic { op, root, addr: a, value: part, cmp: cmpc }, Type::Scalar(scalar))
+                    })
+                    .collect();
+                assemble(&mut e, fty, olds)
+            }
+            _ => unreachable!("only field accesses reach here"),
+        };
+        out.extend(std::mem::take(&mut e.out));
+        match final_kind {
+            Some(k) => {
+                f.insts[h].kind = k;
+                f.insts[h].ty = ty;
+                out.push(h);
+            }
+            None => {}
+        }
+    }
+    out
+}
+
+/// Turns per-component words into the kind for the original handle: the
+/// single word's own instruction (moved), or a `Construct`.
+fn assemble(e: &mut Emitter, ty: Type, words: Vec<InstId>) -> Option<InstKind> {
+    if words.len() == 1 {
+        let w = e.out.pop().expect("the word was emitted last");
+        debug_assert_eq!(w, words[0]);
+        return Some(e.f.insts[w].kind.clone());
+    }
+    Some(match ty {
+        Type::Matrix(n) => {
+            let cols: Vec<InstId> = words.chunks(n as usize).map(|c| e.emit(InstKind::Construct(c.to_vec()), Type::Vector(Scalar::F32, n))).collect();
+            InstKind::Construct(cols)
+        }
+        _ => InstKind::Construct(words),
+    })
+}
+
+/// Per-component scalars of a value (column-major for matrices).
+fn split(e: &mut Emitter, ty: Type, v: InstId) -> Vec<InstId> {
+    match ty {
+        Type::Scalar(_) => vec![v],
+        Type::Vector(s, n) => (0..n as u32).map(|c| e.emit(InstKind::Extract(v, c), Type::Scalar(s))).collect(),
+        Type::Matrix(n) => {
+            let mut out = Vec::new();
+            for c in 0..n as u32 {
+                let col = e.emit(InstKind::Extract(v, c), Type::Vector(Scalar::F32, n));
+                for r in 0..n as u32 {
+                    out.push(e.emit(InstKind::Extract(col, r), Type::F32));
+                }
+            }
+            out
+        }
+        Type::Void => vec![],
+    }
+}
+
+fn address(p: &Program, e: &mut Emitter, field: FieldId, index: &[InstId], checks: bool) -> InstId {
+    let fd = &p.fields[field];
+    if checks {
+        for (axis, (&i, &ext)) in index.iter().zip(&fd.shape).enumerate() {
+            e.emit(InstKind::BoundsCheck { field, axis: axis as u32, index: i, extent: ext }, Type::Void);
+        }
+    }
+    let idx: Vec<InstId> = index.iter().map(|&i| e.emit(InstKind::Cast(i), Type::U32)).collect();
+    // Path from root to the field's layout node.
+    let mut path = vec![fd.layout];
+    while let Some(parent) = p.layouts[*path.last().expect("non-empty")].parent {
+        path.push(parent);
+    }
+    path.reverse();
+    let dims = fd.shape.len();
+    let mut addr = e.u32c(fd.offset_in_cell);
+    for (lvl, &l) in path.iter().enumerate() {
+        let node = &p.layouts[l];
+        // Cell index at this level, row-major (last axis fastest).
+        let mut lin: Option<InstId> = None;
+        for d in 0..dims {
+            let below: u64 = path[lvl + 1..].iter().map(|&m| p.layouts[m].shape[d] as u64).product();
+            let mut x = idx[d];
+            if below > 1 {
+                let k = e.u32c(below);
+                x = e.bin(BinaryOp::Div, x, k);
+            }
+            if lvl > 0 {
+                let k = e.u32c(node.shape[d] as u64);
+                x = e.bin(BinaryOp::Rem, x, k);
+            }
+            lin = Some(match lin {
+                None => x,
+                Some(acc) => {
+                    let k = e.u32c(node.shape[d] as u64);
+                    let m = e.bin(BinaryOp::Mul, acc, k);
+                    e.bin(BinaryOp::Add, m, x)
+                }
+            });
+        }
+        let lin = lin.expect("at least one axis");
+        let cw = e.u32c(node.cell_words);
+        let term = e.bin(BinaryOp::Mul, lin, cw);
+        addr = e.bin(BinaryOp::Add, addr, term);
+        if lvl > 0 && node.offset_in_parent > 0 {
+            let k = e.u32c(node.offset_in_parent);
+            addr = e.bin(BinaryOp::Add, addr, k);
+        }
+    }
+    addr
+}
