@@ -1,1 +1,50 @@
+//! weft-runtime: backends, field memory, kernel launch, the schedule
+//! executor and the view renderer shared by the CLI and the app.
 
+pub mod cpu;
+pub mod expect;
+pub mod load;
+pub mod memory;
+pub mod render;
+pub mod sim;
+
+pub use sim::{Backend, SimOptions, Simulation};
+
+use weft_ir::graph::GraphErrors;
+
+/// Everything that can go wrong from loading a graph to running it; every
+/// variant that concerns a node names it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("{0}")]
+    Graph(GraphErrors),
+    #[error("{message}")]
+    Compile { node: String, message: String },
+    #[error("node '{node}', code {line}:{col}: {message}")]
+    Kernel { node: String, line: u32, col: u32, message: String },
+    #[error("{0}")]
+    Io(String),
+}
+
+impl RuntimeError {
+    pub fn node(&self) -> Option<&str> {
+        match self {
+            RuntimeError::Graph(g) => g.0.first().and_then(|e| e.node()),
+            RuntimeError::Compile { node, .. } | RuntimeError::Kernel { node, .. } => Some(node),
+            RuntimeError::Io(_) => None,
+        }
+    }
+    /// Exit code for the CLI: 2 for an invalid graph, 1 for a failure while running.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            RuntimeError::Graph(_) | RuntimeError::Compile { .. } => 2,
+            _ => 1,
+        }
+    }
+}
+
+impl From<GraphErrors> for RuntimeError {
+    fn from(e: GraphErrors) -> Self {
+        RuntimeError::Graph(e)
+    }
+}

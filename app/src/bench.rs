@@ -1,0 +1,81 @@
+//! `weft bench`: compile time, per-frame and per-kernel times.
+
+use crate::cli::BenchArgs;
+use crate::fail;
+use crate::run::open;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    if v.is_empty() {
+        return 0.0;
+    }
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+pub fn bench(a: BenchArgs) -> i32 {
+    let mut sim = match open(&a.graph, &a.overrides, a.backend, a.json) {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
+    let compile_ms = ms(sim.compile_time);
+    // Warm-up: on_start and one frame, not timed.
+    if let Err(e) = sim.step_frame() {
+        return fail(&e);
+    }
+    sim.kernel_times.clear();
+    let mut frames = Vec::new();
+    for _ in 0..a.frames.max(1) {
+        let t = Instant::now();
+        if let Err(e) = sim.step_frame() {
+            return fail(&e);
+        }
+        frames.push(ms(t.elapsed()));
+    }
+    let (fmin, fmax) = frames.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    let fmed = median(&mut frames.clone());
+    let kernels: Vec<(String, f64, usize)> = sim
+        .kernel_times
+        .iter()
+        .map(|(k, v)| {
+            let mut m: Vec<f64> = v.iter().map(|d| ms(*d)).collect();
+            (k.clone(), median(&mut m), v.len())
+        })
+        .collect();
+    if a.json {
+        let per_kernel: serde_json::Map<String, serde_json::Value> = kernels.iter().map(|(k, m, n)| (k.clone(), json!({"median_ms": m, "launches": n}))).collect();
+        let out = json!({
+            "graph": a.graph.display().to_string(),
+            "backend": sim.backend().name(),
+            "threads": rayon_threads(),
+            "frames": frames.len(),
+            "compile_ms": compile_ms,
+            "frame_ms": {"median": fmed, "min": fmin, "max": fmax},
+            "kernels": per_kernel,
+        });
+        println!("{}", out);
+    } else {
+        println!("graph    {}", a.graph.display());
+        println!("backend  {} ({} threads)", sim.backend().name(), rayon_threads());
+        println!("compile  {:.2} ms", compile_ms);
+        println!("frame    median {:.3} ms  min {:.3}  max {:.3}  ({} frames after 1 warm-up)", fmed, fmin, fmax, frames.len());
+        for (k, m, n) in kernels {
+            println!("kernel   {:<20} median {:.3} ms per launch ({} launches)", k, m, n);
+        }
+    }
+    0
+}
+
+fn rayon_threads() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}

@@ -1,0 +1,120 @@
+//! Command-line arguments.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(name = "weft", version, about = "Weft: node-graph simulation. Run, check, inspect and replay graph files.", long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run a graph headless: write each view as PNG frames and dump fields as .npy.
+    Run(RunArgs),
+    /// Load, validate and compile graphs without running them; print every error.
+    Check(CheckArgs),
+    /// Print the IR of a graph after a pipeline stage.
+    Ir(IrArgs),
+    /// Time compilation, frames and kernels of a graph.
+    Bench(BenchArgs),
+    /// Re-run graphs that have NAME.expect.json beside them and compare.
+    Replay(ReplayArgs),
+    /// List every node kind with its ports and parameters.
+    Nodes,
+    /// Print the JSON Schema of graph files.
+    Schema,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum BackendArg {
+    /// The best available backend (the CPU reference backend in this build).
+    Auto,
+    /// The reference CPU backend.
+    Cpu,
+}
+
+#[derive(Args, Clone)]
+pub struct GraphOverrides {
+    /// Set a node parameter or kernel scalar: NODE.PARAM=VALUE (VALUE is JSON, or a string).
+    #[arg(long = "set", value_name = "NODE.PARAM=VALUE")]
+    pub sets: Vec<String>,
+    /// Initial data for a field from a NumPy file: FIELD=FILE.npy.
+    #[arg(long = "init", value_name = "FIELD=FILE.npy")]
+    pub inits: Vec<String>,
+    /// Seed of random() (overrides the graph's "seed").
+    #[arg(long)]
+    pub seed: Option<u32>,
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// The graph file (.json).
+    pub graph: PathBuf,
+    /// Frames to run after on_start.
+    #[arg(long, default_value_t = 1)]
+    pub frames: u32,
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    pub backend: BackendArg,
+    /// Output directory: VIEW_FRAME.png per view per frame (frame numbered from 0001), FIELD.npy dumps.
+    #[arg(long, default_value = "out")]
+    pub out: PathBuf,
+    /// Write this field as OUT/FIELD.npy at the end of the run (repeatable).
+    #[arg(long = "dump", value_name = "FIELD")]
+    pub dumps: Vec<String>,
+    /// Dump every field.
+    #[arg(long)]
+    pub dump_all: bool,
+    /// Do not write PNG frames.
+    #[arg(long)]
+    pub no_frames: bool,
+    #[command(flatten)]
+    pub overrides: GraphOverrides,
+}
+
+#[derive(Args)]
+pub struct CheckArgs {
+    /// Graph files to check.
+    #[arg(required = true)]
+    pub graphs: Vec<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct IrArgs {
+    pub graph: PathBuf,
+    /// Only this kernel node.
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// Pipeline stage: front, inline, const_fold, simplify, lower_access, final.
+    #[arg(long, default_value = "final")]
+    pub stage: String,
+}
+
+#[derive(Args)]
+pub struct BenchArgs {
+    pub graph: PathBuf,
+    /// Frames to time (after one warm-up frame).
+    #[arg(long, default_value_t = 10)]
+    pub frames: u32,
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    pub backend: BackendArg,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub overrides: GraphOverrides,
+}
+
+#[derive(Args)]
+pub struct ReplayArgs {
+    /// Graph files or directories (every *.json with a *.expect.json beside it).
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Re-record the expectations instead of comparing.
+    #[arg(long)]
+    pub update: bool,
+    #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
+    pub backend: BackendArg,
+}

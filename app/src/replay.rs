@@ -1,0 +1,105 @@
+//! `weft replay`: re-run graphs and compare with NAME.expect.json.
+
+use crate::cli::ReplayArgs;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use weft_runtime::expect::{all_stats, compare, BackendExpect, Expectation, Tolerance};
+use weft_runtime::load::{load_program, Overrides};
+use weft_runtime::{RuntimeError, SimOptions, Simulation};
+
+pub fn expect_path(graph: &Path) -> PathBuf {
+    let stem = graph.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
+    graph.with_file_name(format!("{}.expect.json", stem))
+}
+
+fn collect(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut v: Vec<PathBuf> = std::fs::read_dir(p)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|x| x.extension().is_some_and(|e| e == "json") && !x.to_string_lossy().ends_with(".expect.json") && expect_path(x).exists())
+                .collect();
+            v.sort();
+            out.extend(v);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    out
+}
+
+pub fn replay(a: ReplayArgs) -> i32 {
+    let graphs = collect(&a.paths);
+    if graphs.is_empty() {
+        eprintln!("error: no graphs with a NAME.expect.json beside them were found");
+        return 2;
+    }
+    let backend = "cpu";
+    let mut failed = 0;
+    for g in &graphs {
+        let ep = expect_path(g);
+        let existing: Option<Expectation> = std::fs::read_to_string(&ep).ok().and_then(|t| serde_json::from_str(&t).ok());
+        if existing.is_none() && !a.update {
+            eprintln!("FAIL {}: cannot read expectations {} (record them with --update)", g.display(), ep.display());
+            failed += 1;
+            continue;
+        }
+        let frames = existing.as_ref().map(|e| e.frames).unwrap_or(3);
+        let stats = match run_graph(g, frames) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("FAIL {}: {}", g.display(), e);
+                failed += 1;
+                continue;
+            }
+        };
+        if a.update {
+            let mut exp = existing.unwrap_or(Expectation { format: "weft-expect".into(), version: 1, frames, tolerance: Tolerance::default(), backends: BTreeMap::new() });
+            exp.backends.insert(backend.into(), BackendExpect { fields: stats });
+            let text = serde_json::to_string_pretty(&exp).expect("serializes") + "\n";
+            if let Err(e) = weft_ir::graph::document::write_atomic(&ep, text.as_bytes()) {
+                eprintln!("FAIL {}: cannot write {}: {}", g.display(), ep.display(), e);
+                failed += 1;
+                continue;
+            }
+            println!("recorded {} ({} frames, {})", ep.display(), frames, backend);
+            continue;
+        }
+        let exp = existing.expect("checked above");
+        let Some(be) = exp.backends.get(backend) else {
+            eprintln!("FAIL {}: {} has no '{}' entry (record it with --update)", g.display(), ep.display(), backend);
+            failed += 1;
+            continue;
+        };
+        let diffs = compare(&be.fields, &stats, &exp.tolerance);
+        if diffs.is_empty() {
+            println!("ok   {} ({} frames, {})", g.display(), frames, backend);
+        } else {
+            failed += 1;
+            println!("FAIL {} ({} frames, {})", g.display(), frames, backend);
+            for d in diffs {
+                println!("     {}", d);
+            }
+        }
+    }
+    if failed > 0 {
+        eprintln!("{} of {} graphs failed", failed, graphs.len());
+        1
+    } else {
+        0
+    }
+}
+
+fn run_graph(g: &Path, frames: u32) -> Result<BTreeMap<String, weft_runtime::expect::FieldStats>, RuntimeError> {
+    let (_, program) = load_program(g, &Overrides::default())?;
+    let mut sim = Simulation::new(program, &SimOptions::default())?;
+    sim.start()?;
+    for _ in 0..frames {
+        sim.step_frame()?;
+    }
+    Ok(all_stats(&sim))
+}

@@ -1,0 +1,145 @@
+//! `weft run`, `weft check`, `weft ir`, `weft nodes`.
+
+use crate::cli::{BackendArg, CheckArgs, GraphOverrides, IrArgs, RunArgs};
+use crate::fail;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::Path;
+use weft_ir::graph::catalog;
+use weft_ir::ir::print_program;
+use weft_ir::passes::{run_pipeline, PassOptions, STAGES};
+use weft_runtime::load::{load_program, Overrides};
+use weft_runtime::memory::field_to_npy;
+use weft_runtime::{RuntimeError, SimOptions, Simulation};
+
+pub fn overrides(o: &GraphOverrides) -> Overrides {
+    Overrides { sets: o.sets.clone(), inits: o.inits.clone() }
+}
+
+/// Loads and compiles a graph for the chosen backend, saying which was picked.
+pub fn open(graph: &Path, o: &GraphOverrides, backend: BackendArg, quiet: bool) -> Result<Simulation, RuntimeError> {
+    let (_, program) = load_program(graph, &overrides(o))?;
+    let sim = Simulation::new(program, &SimOptions { seed: o.seed, ..Default::default() })?;
+    if !quiet && backend == BackendArg::Auto {
+        eprintln!("backend: {} (reference interpreter; no GPU backend in this build)", sim.backend().name());
+    }
+    Ok(sim)
+}
+
+pub fn run(a: RunArgs) -> i32 {
+    match run_inner(&a) {
+        Ok(()) => 0,
+        Err(e) => fail(&e),
+    }
+}
+
+fn run_inner(a: &RunArgs) -> Result<(), RuntimeError> {
+    let mut sim = open(&a.graph, &a.overrides, a.backend, false)?;
+    for d in &a.dumps {
+        if sim.field(d).is_none() {
+            let names: Vec<String> = sim.program.fields.iter().map(|(_, f)| f.name.clone()).collect();
+            return Err(RuntimeError::Graph(weft_ir::graph::GraphError::Document { message: format!("--dump {}: no field node '{}' (fields: {})", d, d, names.join(", ")) }.into()));
+        }
+    }
+    std::fs::create_dir_all(&a.out).map_err(|e| RuntimeError::Io(format!("cannot create {}: {}", a.out.display(), e)))?;
+    let bar = if std::io::stderr().is_terminal() {
+        let b = ProgressBar::new(a.frames as u64);
+        b.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} frames {elapsed} eta {eta}").expect("valid template"));
+        Some(b)
+    } else {
+        None
+    };
+    sim.start()?;
+    for _ in 0..a.frames {
+        sim.step_frame()?;
+        if !a.no_frames {
+            for (view, img) in sim.render_views() {
+                let path = a.out.join(format!("{}_{:04}.png", view, sim.frame));
+                img.write_png(&path).map_err(RuntimeError::Io)?;
+            }
+        }
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let mut names: Vec<String> = a.dumps.clone();
+    if a.dump_all {
+        names = sim.program.fields.iter().map(|(_, f)| f.name.clone()).collect();
+    }
+    for n in names {
+        let f = sim.field(&n).expect("checked above");
+        let arr = field_to_npy(&sim.program, f, sim.read_field(f));
+        let path = a.out.join(format!("{}.npy", n));
+        weft_ir::graph::npy::write_npy(&path, &arr).map_err(|e| RuntimeError::Io(format!("cannot write {}: {}", path.display(), e)))?;
+    }
+    Ok(())
+}
+
+pub fn check(a: CheckArgs) -> i32 {
+    let mut worst = 0;
+    for g in &a.graphs {
+        let r = load_program(g, &Overrides::default()).and_then(|(_, p)| Simulation::new(p, &SimOptions::default()).map(|_| ()));
+        match r {
+            Ok(()) => println!("{}: ok", g.display()),
+            Err(e) => {
+                for line in e.to_string().lines() {
+                    eprintln!("{}: error: {}", g.display(), line);
+                }
+                worst = worst.max(e.exit_code());
+            }
+        }
+    }
+    worst
+}
+
+pub fn ir(a: IrArgs) -> i32 {
+    if !STAGES.contains(&a.stage.as_str()) {
+        eprintln!("error: unknown stage '{}'; stages: {}", a.stage, STAGES.join(", "));
+        return 2;
+    }
+    let r = load_program(&a.graph, &Overrides::default()).and_then(|(_, mut p)| {
+        if let Some(k) = &a.kernel {
+            if p.kernel_by_name(k).is_none() {
+                return Err(RuntimeError::Graph(weft_ir::graph::GraphError::Document { message: format!("--kernel {}: no kernel node '{}'", k, k) }.into()));
+            }
+        }
+        let opts = PassOptions { validate: true, ..Default::default() };
+        run_pipeline(&mut p, &opts, Some(&a.stage)).map_err(|e| RuntimeError::Compile { node: e.kernel.clone(), message: e.to_string() })?;
+        Ok(p)
+    });
+    match r {
+        Ok(p) => {
+            print!("{}", print_program(&p, a.kernel.as_deref()));
+            0
+        }
+        Err(e) => fail(&e),
+    }
+}
+
+pub fn nodes() -> i32 {
+    for k in catalog::kinds() {
+        println!("{} ({}) — {}", k.name, k.family.name(), k.doc);
+        for p in k.inputs {
+            println!("  in  {}: {}{} — {}", p.name, p.ty.name(), if p.optional { " (optional)" } else { "" }, p.doc);
+        }
+        if k.dynamic_field_inputs {
+            println!("  in  <name>: field — one per field the code indexes");
+        }
+        for p in k.outputs {
+            println!("  out {}: {} — {}", p.name, p.ty.name(), p.doc);
+        }
+        if k.exec_in {
+            println!("  exec in");
+        }
+        for e in k.exec_outs {
+            println!("  exec out {}", e);
+        }
+        for p in k.params {
+            println!("  param {} = {} — {}", p.name, p.default.unwrap_or("(required)"), p.doc);
+        }
+    }
+    0
+}

@@ -1,0 +1,368 @@
+//! The reference interpreter: executes `weft_codegen::cpu` code, one loop
+//! iteration per call, in parallel over the kernel's range with rayon.
+//!
+//! Clarity over speed: every op's meaning comes from `weft_ir::ir::eval`
+//! (shared with constant folding). Kernels without atomics give identical
+//! results for any thread count because iterations share no state.
+
+use crate::RuntimeError;
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicU32, Ordering};
+use weft_codegen::cpu::{CpuFunction, CpuKernel, Op};
+use weft_ir::ir::eval;
+use weft_ir::ir::{AtomicOp, BinaryOp, Builtin, Program, Span};
+use weft_ir::types::{Scalar, Type};
+
+pub struct Launch<'a> {
+    pub program: &'a Program,
+    pub kernel: &'a CpuKernel,
+    /// Buffers in `kernel.roots` order.
+    pub buffers: Vec<&'a [AtomicU32]>,
+    pub params: &'a [u32],
+    pub frame: i32,
+    pub seed: u32,
+    pub shape: &'a [u32],
+}
+
+struct Fault {
+    span: Span,
+    message: String,
+}
+
+pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
+    let total: u64 = l.shape.iter().map(|&s| s as u64).product();
+    let khash = eval::kernel_hash(&l.kernel.name);
+    let regs = l.kernel.entry.regs as usize;
+    let dims = l.shape.len();
+    let result = (0..total as usize).into_par_iter().with_min_len(256).try_for_each_init(
+        || vec![0u32; regs],
+        |r, lin| {
+            let mut rest = lin as u64;
+            for d in (0..dims).rev() {
+                let (slot, _) = l.kernel.entry.arg_slots[d];
+                r[slot as usize] = (rest % l.shape[d] as u64) as u32;
+                rest /= l.shape[d] as u64;
+            }
+            let mut rng = eval::rng_seed(l.seed, l.frame, khash, lin as u32);
+            exec(l, &l.kernel.entry, r, &mut rng, 0).map(|_| ())
+        },
+    );
+    result.map_err(|f| RuntimeError::Kernel { node: l.kernel.name.clone(), line: f.span.line, col: f.span.col, message: f.message })
+}
+
+const MAX_CALL_DEPTH: u32 = 64;
+
+fn exec(l: &Launch, f: &CpuFunction, r: &mut [u32], rng: &mut u32, depth: u32) -> Result<(u32, u32), Fault> {
+    let ops = &f.ops;
+    let mut pc = 0usize;
+    macro_rules! s {
+        ($x:expr) => {
+            r[$x as usize]
+        };
+    }
+    loop {
+        match &ops[pc] {
+            Op::Const { dst, bits } => s!(*dst) = *bits,
+            Op::Copy { dst, src, n } => {
+                let (d, sr, n) = (*dst as usize, *src as usize, *n as usize);
+                r.copy_within(sr..sr + n, d);
+            }
+            Op::AddF { dst, a, b } => s!(*dst) = (f32::from_bits(s!(*a)) + f32::from_bits(s!(*b))).to_bits(),
+            Op::SubF { dst, a, b } => s!(*dst) = (f32::from_bits(s!(*a)) - f32::from_bits(s!(*b))).to_bits(),
+            Op::MulF { dst, a, b } => s!(*dst) = (f32::from_bits(s!(*a)) * f32::from_bits(s!(*b))).to_bits(),
+            Op::AddU { dst, a, b } => s!(*dst) = s!(*a).wrapping_add(s!(*b)),
+            Op::MulU { dst, a, b } => s!(*dst) = s!(*a).wrapping_mul(s!(*b)),
+            Op::Unary { op, s, dst, a, n } => {
+                for c in 0..*n {
+                    s!(dst + c) = eval::unary(*op, *s, s!(a + c));
+                }
+            }
+            Op::Binary { op, s, dst, a, b, n } => {
+                for c in 0..*n {
+                    s!(dst + c) = eval::binary(*op, *s, s!(a + c), s!(b + c));
+                }
+            }
+            Op::Select { dst, cond, cond_n, a, b, n } => {
+                for c in 0..*n {
+                    let k = if *cond_n == 1 { s!(*cond) } else { s!(cond + c) };
+                    s!(dst + c) = if k != 0 { s!(a + c) } else { s!(b + c) };
+                }
+            }
+            Op::Cast { from, to, dst, a, n } => {
+                for c in 0..*n {
+                    s!(dst + c) = eval::cast(*from, *to, s!(a + c));
+                }
+            }
+            Op::ExtractDyn { dst, src, index, elem, len } => {
+                let i = (s!(*index) as i32).clamp(0, *len as i32 - 1) as u32;
+                let from = (src + i * elem) as usize;
+                r.copy_within(from..from + *elem as usize, *dst as usize);
+            }
+            Op::InsertDyn { dst, index, value, elem, len } => {
+                let i = (s!(*index) as i32).clamp(0, *len as i32 - 1) as u32;
+                let v = *value as usize;
+                r.copy_within(v..v + *elem as usize, (dst + i * elem) as usize);
+            }
+            Op::BuiltinWise { b, s, dst, args, nargs, n } => {
+                let mut w = [0u32; 3];
+                for c in 0..*n {
+                    for k in 0..*nargs as usize {
+                        w[k] = s!(args[k] + c);
+                    }
+                    s!(dst + c) = eval::builtin_scalar(*b, *s, &w[..*nargs as usize]).unwrap_or(0);
+                }
+            }
+            Op::BuiltinSpecial { b, ty, dst, args } => special(*b, *ty, *dst, *args, r),
+            Op::MatMul { dst, a, b, a_ty, b_ty } => matmul(*dst, *a, *b, *a_ty, *b_ty, r),
+            Op::Param { dst, index } => s!(*dst) = l.params[*index as usize],
+            Op::Frame { dst } => s!(*dst) = l.frame as u32,
+            Op::Random { dst } => s!(*dst) = eval::rng_next(rng).to_bits(),
+            Op::BufLoad { dst, root, addr } => {
+                s!(*dst) = l.buffers[*root as usize][s!(*addr) as usize].load(Ordering::Relaxed);
+            }
+            Op::BufStore { root, addr, src } => {
+                l.buffers[*root as usize][s!(*addr) as usize].store(s!(*src), Ordering::Relaxed);
+            }
+            Op::BufAtomic { op, s, dst, root, addr, value, cmp } => {
+                let cell = &l.buffers[*root as usize][s!(*addr) as usize];
+                s!(*dst) = atomic(cell, *op, *s, s!(*value), s!(*cmp));
+            }
+            Op::BoundsCheck { index, extent, field, axis, span } => {
+                let i = s!(*index) as i32;
+                if i < 0 || i as u32 >= *extent {
+                    let name = l.program.fields.iter().nth(*field as usize).map(|(_, f)| f.name.clone()).unwrap_or_default();
+                    return Err(Fault {
+                        span: *span,
+                        message: format!("index {} is out of bounds for axis {} of field '{}' (extent {})", i, axis, name, extent),
+                    });
+                }
+            }
+            Op::Jump { target } => {
+                pc = *target as usize;
+                continue;
+            }
+            Op::JumpIfFalse { cond, target } => {
+                if s!(*cond) == 0 {
+                    pc = *target as usize;
+                    continue;
+                }
+            }
+            Op::JumpIfGe { signed, counter, end, target } => {
+                let ge = if *signed { s!(*counter) as i32 >= s!(*end) as i32 } else { s!(*counter) >= s!(*end) };
+                if ge {
+                    pc = *target as usize;
+                    continue;
+                }
+            }
+            Op::Call { func, args, dst, ret_n } => {
+                if depth >= MAX_CALL_DEPTH {
+                    return Err(Fault { span: Span::default(), message: "helper calls nested too deeply".into() });
+                }
+                let callee = &l.kernel.functions[*func as usize];
+                let mut cr = vec![0u32; callee.regs as usize];
+                for (k, (slot, n)) in args.iter().enumerate() {
+                    let (cs, _) = callee.arg_slots[k];
+                    cr[cs as usize..(cs + n) as usize].copy_from_slice(&r[*slot as usize..(slot + n) as usize]);
+                }
+                let (src, n) = exec(l, callee, &mut cr, rng, depth + 1)?;
+                let n = n.min(*ret_n) as usize;
+                r[*dst as usize..*dst as usize + n].copy_from_slice(&cr[src as usize..src as usize + n]);
+            }
+            Op::Return { src, n } => return Ok((*src, *n)),
+        }
+        pc += 1;
+    }
+}
+
+fn atomic(cell: &AtomicU32, op: AtomicOp, s: Scalar, v: u32, cmp: u32) -> u32 {
+    let rmw = |f: &dyn Fn(u32) -> u32| -> u32 {
+        let mut cur = cell.load(Ordering::Relaxed);
+        loop {
+            match cell.compare_exchange_weak(cur, f(cur), Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(old) => return old,
+                Err(now) => cur = now,
+            }
+        }
+    };
+    let ff = f32::from_bits;
+    match (op, s) {
+        (AtomicOp::Exchange, _) => cell.swap(v, Ordering::AcqRel),
+        (AtomicOp::CompareExchange, _) => match cell.compare_exchange(cmp, v, Ordering::AcqRel, Ordering::Relaxed) {
+            Ok(old) | Err(old) => old,
+        },
+        (AtomicOp::Add, Scalar::F32) => rmw(&|c| (ff(c) + ff(v)).to_bits()),
+        (AtomicOp::Sub, Scalar::F32) => rmw(&|c| (ff(c) - ff(v)).to_bits()),
+        (AtomicOp::Min, Scalar::F32) => rmw(&|c| ff(c).min(ff(v)).to_bits()),
+        (AtomicOp::Max, Scalar::F32) => rmw(&|c| ff(c).max(ff(v)).to_bits()),
+        (AtomicOp::Add, _) => cell.fetch_add(v, Ordering::AcqRel),
+        (AtomicOp::Sub, _) => cell.fetch_sub(v, Ordering::AcqRel),
+        (AtomicOp::Min, Scalar::I32) => rmw(&|c| (c as i32).min(v as i32) as u32),
+        (AtomicOp::Max, Scalar::I32) => rmw(&|c| (c as i32).max(v as i32) as u32),
+        (AtomicOp::Min, _) => cell.fetch_min(v, Ordering::AcqRel),
+        (AtomicOp::Max, _) => cell.fetch_max(v, Ordering::AcqRel),
+        (AtomicOp::And, _) => cell.fetch_and(v, Ordering::AcqRel),
+        (AtomicOp::Or, _) => cell.fetch_or(v, Ordering::AcqRel),
+        (AtomicOp::Xor, _) => cell.fetch_xor(v, Ordering::AcqRel),
+    }
+}
+
+fn rf(r: &[u32], at: u32, n: usize) -> Vec<f32> {
+    r[at as usize..at as usize + n].iter().map(|&w| f32::from_bits(w)).collect()
+}
+
+fn wf(r: &mut [u32], at: u32, v: &[f32]) {
+    for (k, x) in v.iter().enumerate() {
+        r[at as usize + k] = x.to_bits();
+    }
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Determinant of an n×n column-major matrix by cofactor expansion (n ≤ 4).
+pub fn det(m: &[f32], n: usize) -> f32 {
+    match n {
+        1 => m[0],
+        2 => m[0] * m[3] - m[2] * m[1],
+        _ => (0..n)
+            .map(|c| {
+                let sign = if c % 2 == 0 { 1.0 } else { -1.0 };
+                sign * m[c * n] * det(&minor(m, n, 0, c), n - 1)
+            })
+            .sum(),
+    }
+}
+
+/// The (n-1)×(n-1) matrix without row `row` and column `col` (column-major).
+fn minor(m: &[f32], n: usize, row: usize, col: usize) -> Vec<f32> {
+    let mut out = Vec::with_capacity((n - 1) * (n - 1));
+    for c in (0..n).filter(|&c| c != col) {
+        for r in (0..n).filter(|&r| r != row) {
+            out.push(m[c * n + r]);
+        }
+    }
+    out
+}
+
+fn special(b: Builtin, ty: Type, dst: u32, args: [u32; 2], r: &mut [u32]) {
+    let n = ty.components();
+    match b {
+        Builtin::Length => {
+            let a = rf(r, args[0], n);
+            wf(r, dst, &[dot(&a, &a).sqrt()]);
+        }
+        Builtin::Distance => {
+            let (a, c) = (rf(r, args[0], n), rf(r, args[1], n));
+            let d: Vec<f32> = a.iter().zip(&c).map(|(x, y)| x - y).collect();
+            wf(r, dst, &[dot(&d, &d).sqrt()]);
+        }
+        Builtin::Normalize => {
+            let a = rf(r, args[0], n);
+            let inv = 1.0 / dot(&a, &a).sqrt();
+            let v: Vec<f32> = a.iter().map(|x| x * inv).collect();
+            wf(r, dst, &v);
+        }
+        Builtin::Dot => match ty.scalar() {
+            Some(Scalar::F32) => {
+                let v = dot(&rf(r, args[0], n), &rf(r, args[1], n));
+                wf(r, dst, &[v]);
+            }
+            Some(s) => {
+                let mut acc = 0u32;
+                for c in 0..n as u32 {
+                    let p = eval::binary(BinaryOp::Mul, s, r[(args[0] + c) as usize], r[(args[1] + c) as usize]);
+                    acc = acc.wrapping_add(p);
+                }
+                r[dst as usize] = acc;
+            }
+            None => {}
+        },
+        Builtin::Cross => {
+            let (a, c) = (rf(r, args[0], 3), rf(r, args[1], 3));
+            wf(r, dst, &[a[1] * c[2] - a[2] * c[1], a[2] * c[0] - a[0] * c[2], a[0] * c[1] - a[1] * c[0]]);
+        }
+        Builtin::Reflect => {
+            let (i, nn) = (rf(r, args[0], n), rf(r, args[1], n));
+            let d = 2.0 * dot(&nn, &i);
+            let v: Vec<f32> = i.iter().zip(&nn).map(|(x, y)| x - d * y).collect();
+            wf(r, dst, &v);
+        }
+        Builtin::Outer => {
+            let (a, c) = (rf(r, args[0], n), rf(r, args[1], n));
+            // Column j of a ⊗ c is a * c[j].
+            let mut m = Vec::with_capacity(n * n);
+            for cj in &c {
+                for ai in &a {
+                    m.push(ai * cj);
+                }
+            }
+            wf(r, dst, &m);
+        }
+        Builtin::Transpose | Builtin::Determinant | Builtin::Inverse => {
+            let Type::Matrix(k) = ty else { return };
+            let k = k as usize;
+            let m = rf(r, args[0], k * k);
+            match b {
+                Builtin::Transpose => {
+                    let t: Vec<f32> = (0..k * k).map(|i| m[(i % k) * k + i / k]).collect();
+                    wf(r, dst, &t);
+                }
+                Builtin::Determinant => wf(r, dst, &[det(&m, k)]),
+                _ => {
+                    let d = det(&m, k);
+                    // inverse = adjugate / det; adj[c][r] = cofactor(r, c) (column-major).
+                    let mut inv = vec![0.0; k * k];
+                    for c in 0..k {
+                        for row in 0..k {
+                            let sign = if (row + c) % 2 == 0 { 1.0 } else { -1.0 };
+                            inv[c * k + row] = sign * det(&minor(&m, k, c, row), k - 1) / d;
+                        }
+                    }
+                    wf(r, dst, &inv);
+                }
+            }
+        }
+        Builtin::IsNan | Builtin::IsInf => {
+            for c in 0..n as u32 {
+                let x = f32::from_bits(r[(args[0] + c) as usize]);
+                r[(dst + c) as usize] = if b == Builtin::IsNan { x.is_nan() } else { x.is_infinite() } as u32;
+            }
+        }
+        Builtin::Any | Builtin::All => {
+            let it = (0..n as u32).map(|c| r[(args[0] + c) as usize] != 0);
+            let v = if b == Builtin::Any { it.into_iter().any(|x| x) } else { it.into_iter().all(|x| x) };
+            r[dst as usize] = v as u32;
+        }
+        _ => {}
+    }
+}
+
+fn matmul(dst: u32, a: u32, b: u32, at: Type, bt: Type, r: &mut [u32]) {
+    match (at, bt) {
+        (Type::Matrix(n), Type::Vector(_, _)) => {
+            let n = n as usize;
+            let (m, v) = (rf(r, a, n * n), rf(r, b, n));
+            let out: Vec<f32> = (0..n).map(|i| (0..n).map(|k| m[k * n + i] * v[k]).sum()).collect();
+            wf(r, dst, &out);
+        }
+        (Type::Vector(_, _), Type::Matrix(n)) => {
+            let n = n as usize;
+            let (v, m) = (rf(r, a, n), rf(r, b, n * n));
+            let out: Vec<f32> = (0..n).map(|j| dot(&v, &m[j * n..j * n + n])).collect();
+            wf(r, dst, &out);
+        }
+        (Type::Matrix(n), Type::Matrix(_)) => {
+            let n = n as usize;
+            let (ma, mb) = (rf(r, a, n * n), rf(r, b, n * n));
+            let mut out = vec![0.0f32; n * n];
+            for j in 0..n {
+                for i in 0..n {
+                    out[j * n + i] = (0..n).map(|k| ma[k * n + i] * mb[j * n + k]).sum();
+                }
+            }
+            wf(r, dst, &out);
+        }
+        _ => {}
+    }
+}

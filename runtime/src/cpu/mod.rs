@@ -1,0 +1,3 @@
+//! The reference CPU backend.
+
+pub mod interp;

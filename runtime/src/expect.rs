@@ -1,0 +1,128 @@
+//! Recorded expectations (`NAME.expect.json` beside `NAME.json`) and their
+//! comparison, used by `weft replay` and the tests.
+//!
+//! ```json
+//! { "format": "weft-expect", "version": 1, "frames": 3,
+//!   "tolerance": { "rel": 1e-4, "abs": 1e-6 },
+//!   "backends": { "cpu": { "fields": { "x": { "type": "vec2<f32>", "sum": 1.5, "min": 0.1,
+//!       "max": 0.9, "mean_abs": 0.4, "nonfinite": 0 } } } } }
+//! ```
+//! Integer fields also record `checksum` (FNV-1a of the words), compared exactly.
+
+use crate::sim::Simulation;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use weft_ir::types::{Scalar, Type};
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Expectation {
+    pub format: String,
+    pub version: u32,
+    /// Frames to run before comparing.
+    pub frames: u32,
+    #[serde(default)]
+    pub tolerance: Tolerance,
+    /// Per backend name ("cpu", ...).
+    pub backends: BTreeMap<String, BackendExpect>,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Tolerance {
+    pub rel: f64,
+    pub abs: f64,
+}
+
+impl Default for Tolerance {
+    fn default() -> Self {
+        Tolerance { rel: 1e-4, abs: 1e-6 }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BackendExpect {
+    pub fields: BTreeMap<String, FieldStats>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FieldStats {
+    #[serde(rename = "type")]
+    pub ty: String,
+    pub sum: f64,
+    pub min: f64,
+    pub max: f64,
+    pub mean_abs: f64,
+    pub nonfinite: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<String>,
+}
+
+pub fn field_stats(ty: Type, words: &[u32]) -> FieldStats {
+    let s = ty.scalar().unwrap_or(Scalar::F32);
+    let mut st = FieldStats { ty: ty.to_string(), sum: 0.0, min: f64::INFINITY, max: f64::NEG_INFINITY, mean_abs: 0.0, nonfinite: 0, checksum: None };
+    for &w in words {
+        let v = match s {
+            Scalar::I32 => w as i32 as f64,
+            Scalar::U32 | Scalar::Bool => w as f64,
+            Scalar::F32 => f32::from_bits(w) as f64,
+        };
+        if !v.is_finite() {
+            st.nonfinite += 1;
+            continue;
+        }
+        st.sum += v;
+        st.min = st.min.min(v);
+        st.max = st.max.max(v);
+        st.mean_abs += v.abs();
+    }
+    let n = (words.len() as u64 - st.nonfinite).max(1) as f64;
+    st.mean_abs /= n;
+    if st.min > st.max {
+        st.min = 0.0;
+        st.max = 0.0;
+    }
+    if s != Scalar::F32 {
+        let h = words.iter().flat_map(|w| w.to_le_bytes()).fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3));
+        st.checksum = Some(format!("{:016x}", h));
+    }
+    st
+}
+
+/// Statistics of every field of a simulation.
+pub fn all_stats(sim: &Simulation) -> BTreeMap<String, FieldStats> {
+    sim.program.fields.iter().map(|(h, f)| (f.name.clone(), field_stats(f.ty, &sim.read_field(h)))).collect()
+}
+
+fn close(a: f64, b: f64, t: &Tolerance) -> bool {
+    (a - b).abs() <= t.abs + t.rel * a.abs().max(b.abs())
+}
+
+/// Every difference between expected and actual statistics, as readable lines.
+pub fn compare(expected: &BTreeMap<String, FieldStats>, actual: &BTreeMap<String, FieldStats>, tol: &Tolerance) -> Vec<String> {
+    let mut diffs = Vec::new();
+    for (name, e) in expected {
+        let Some(a) = actual.get(name) else {
+            diffs.push(format!("field '{}': expected but the graph has no such field", name));
+            continue;
+        };
+        if e.ty != a.ty {
+            diffs.push(format!("field '{}': type {} expected, got {}", name, e.ty, a.ty));
+            continue;
+        }
+        for (what, x, y) in [("sum", e.sum, a.sum), ("min", e.min, a.min), ("max", e.max, a.max), ("mean_abs", e.mean_abs, a.mean_abs)] {
+            if !close(x, y, tol) {
+                diffs.push(format!("field '{}': {} expected {} got {} (diff {:.3e})", name, what, x, y, (x - y).abs()));
+            }
+        }
+        if e.nonfinite != a.nonfinite {
+            diffs.push(format!("field '{}': {} non-finite values expected, got {}", name, e.nonfinite, a.nonfinite));
+        }
+        if e.checksum.is_some() && e.checksum != a.checksum {
+            diffs.push(format!("field '{}': checksum expected {} got {}", name, e.checksum.as_deref().unwrap_or("-"), a.checksum.as_deref().unwrap_or("-")));
+        }
+    }
+    diffs
+}

@@ -1,0 +1,66 @@
+//! Loading a graph file with command-line overrides into a `Program`.
+
+use crate::RuntimeError;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use weft_ir::graph::{build_program, catalog, BuildOptions, GraphDoc, GraphError, GraphErrors};
+use weft_ir::ir::Program;
+
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    /// `NODE.PARAM=VALUE`: a node parameter (VALUE as JSON, else a string) or a kernel scalar.
+    pub sets: Vec<String>,
+    /// `FIELD=FILE.npy`: initial data for a field node (path relative to the working directory).
+    pub inits: Vec<String>,
+}
+
+pub fn read_doc(path: &Path) -> Result<GraphDoc, RuntimeError> {
+    GraphDoc::load(path).map_err(RuntimeError::Graph)
+}
+
+fn usage(m: String) -> RuntimeError {
+    RuntimeError::Graph(GraphErrors(vec![GraphError::Document { message: m }]))
+}
+
+/// Applies overrides to the document (so they are validated like the file itself).
+pub fn apply_overrides(doc: &mut GraphDoc, o: &Overrides) -> Result<(), RuntimeError> {
+    for s in &o.sets {
+        let (lhs, value) = s.split_once('=').ok_or_else(|| usage(format!("--set {}: expected NODE.PARAM=VALUE", s)))?;
+        let (node, param) = lhs.split_once('.').ok_or_else(|| usage(format!("--set {}: expected NODE.PARAM=VALUE", s)))?;
+        let value: Value = serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_string()));
+        let n = doc.node_mut(node).ok_or_else(|| usage(format!("--set {}: there is no node '{}'", s, node)))?;
+        let kind = catalog::kind(&n.kind);
+        if kind.is_some_and(|k| k.param(param).is_some()) {
+            n.params.insert(param.to_string(), value);
+            continue;
+        }
+        let is_scalar = n.params.get("scalars").and_then(Value::as_object).is_some_and(|m| m.contains_key(param));
+        if !is_scalar {
+            return Err(RuntimeError::Graph(GraphError::param(node, param, format!("--set: '{}' has no parameter or scalar '{}'", n.kind, param)).into()));
+        }
+        let scalars = n.params.get_mut("scalars").and_then(Value::as_object_mut).expect("checked above");
+        match scalars.get_mut(param) {
+            Some(Value::Object(d)) => {
+                d.insert("default".into(), value);
+            }
+            Some(slot) => *slot = value,
+            None => unreachable!("checked above"),
+        }
+    }
+    for i in &o.inits {
+        let (field, file) = i.split_once('=').ok_or_else(|| usage(format!("--init {}: expected FIELD=FILE.npy", i)))?;
+        let n = doc.node_mut(field).filter(|n| n.kind == "field").ok_or_else(|| usage(format!("--init {}: there is no field node '{}'", i, field)))?;
+        let abs = std::fs::canonicalize(file).map_err(|e| RuntimeError::Graph(GraphError::param(field, "init", format!("--init: cannot open {}: {}", file, e)).into()))?;
+        n.params.insert("init".into(), serde_json::json!({"npy": abs.to_string_lossy()}));
+    }
+    Ok(())
+}
+
+/// Reads, overrides, validates and builds a graph file.
+pub fn load_program(path: &Path, o: &Overrides) -> Result<(GraphDoc, Program), RuntimeError> {
+    let mut doc = read_doc(path)?;
+    apply_overrides(&mut doc, o)?;
+    let base_dir: PathBuf = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let program = build_program(&doc, &BuildOptions { base_dir })?;
+    Ok((doc, program))
+}

@@ -1,0 +1,150 @@
+//! Field memory on the host: one buffer of 32-bit words per root layout node.
+//!
+//! Words are atomics so that parallel kernels may read and write them safely
+//! (plain accesses are relaxed loads/stores; `+=` in kernels are real atomic
+//! read-modify-writes).
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use weft_ir::graph::build::{root_of, root_words};
+use weft_ir::graph::npy::{DType, NpyArray};
+use weft_ir::ir::*;
+use weft_ir::types::{Scalar, Type};
+
+pub struct FieldMemory {
+    /// Indexed by layout handle; only roots have buffers (others are empty).
+    pub buffers: Vec<Vec<AtomicU32>>,
+}
+
+/// Word address of component 0 of `field` at logical `index` (row-major per level).
+pub fn field_address(p: &Program, field: FieldId, index: &[u32]) -> u64 {
+    let fd = &p.fields[field];
+    let mut path = vec![fd.layout];
+    while let Some(parent) = p.layouts[*path.last().expect("non-empty")].parent {
+        path.push(parent);
+    }
+    path.reverse();
+    let mut addr = fd.offset_in_cell;
+    for (lvl, &l) in path.iter().enumerate() {
+        let node = &p.layouts[l];
+        let mut lin = 0u64;
+        for d in 0..index.len() {
+            let below: u64 = path[lvl + 1..].iter().map(|&m| p.layouts[m].shape[d] as u64).product();
+            let mut x = index[d] as u64 / below;
+            if lvl > 0 {
+                x %= node.shape[d] as u64;
+            }
+            lin = lin * node.shape[d] as u64 + x;
+        }
+        addr += lin * node.cell_words;
+        if lvl > 0 {
+            addr += node.offset_in_parent;
+        }
+    }
+    addr
+}
+
+/// Calls `f(linear, index)` for every cell of a shape in row-major order.
+pub fn for_each_index(shape: &[u32], mut f: impl FnMut(usize, &[u32])) {
+    let total: usize = shape.iter().map(|&s| s as usize).product();
+    let mut idx = vec![0u32; shape.len()];
+    for lin in 0..total {
+        f(lin, &idx);
+        for d in (0..shape.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < shape[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+}
+
+impl FieldMemory {
+    /// Allocates every root buffer and writes every field's initial value.
+    pub fn new(p: &Program) -> FieldMemory {
+        let mut buffers: Vec<Vec<AtomicU32>> = (0..p.layouts.len()).map(|_| Vec::new()).collect();
+        for r in p.roots() {
+            let n = root_words(p, r) as usize;
+            buffers[r.index()] = (0..n).map(|_| AtomicU32::new(0)).collect();
+        }
+        let mut m = FieldMemory { buffers };
+        m.reset(p);
+        m
+    }
+
+    /// Restores every field to its initial value.
+    pub fn reset(&mut self, p: &Program) {
+        for (h, f) in p.fields.iter() {
+            let comps = f.ty.components();
+            let (words, constant) = match &f.init {
+                FieldInit::Constant(w) => (w.as_slice(), true),
+                FieldInit::Data(d) => (d.as_slice(), false),
+            };
+            let root = root_of(p, f.layout).index();
+            let buf = &self.buffers[root];
+            for_each_index(&f.shape, |lin, idx| {
+                let a = field_address(p, h, idx) as usize;
+                for c in 0..comps {
+                    let w = if constant { words[c] } else { words[lin * comps + c] };
+                    buf[a + c].store(w, Ordering::Relaxed);
+                }
+            });
+        }
+    }
+
+    /// Reads a whole field in logical row-major order (components last).
+    pub fn read_field(&self, p: &Program, field: FieldId) -> Vec<u32> {
+        let f = &p.fields[field];
+        let comps = f.ty.components();
+        let buf = &self.buffers[root_of(p, f.layout).index()];
+        let mut out = vec![0u32; f.cells() as usize * comps];
+        for_each_index(&f.shape, |lin, idx| {
+            let a = field_address(p, field, idx) as usize;
+            for c in 0..comps {
+                out[lin * comps + c] = buf[a + c].load(Ordering::Relaxed);
+            }
+        });
+        out
+    }
+
+    /// Overwrites a whole field from logical row-major words.
+    pub fn write_field(&self, p: &Program, field: FieldId, words: &[u32]) {
+        let f = &p.fields[field];
+        let comps = f.ty.components();
+        let buf = &self.buffers[root_of(p, f.layout).index()];
+        for_each_index(&f.shape, |lin, idx| {
+            let a = field_address(p, field, idx) as usize;
+            for c in 0..comps {
+                buf[a + c].store(words[lin * comps + c], Ordering::Relaxed);
+            }
+        });
+    }
+}
+
+/// A field's data as a NumPy array: shape = field shape + [N] for vectors, + [N, N] for matrices (row-major rows).
+pub fn field_to_npy(p: &Program, field: FieldId, mut words: Vec<u32>) -> NpyArray {
+    let f = &p.fields[field];
+    let mut shape: Vec<usize> = f.shape.iter().map(|&s| s as usize).collect();
+    match f.ty {
+        Type::Vector(_, n) => shape.push(n as usize),
+        Type::Matrix(n) => {
+            let n = n as usize;
+            shape.extend([n, n]);
+            for cell in words.chunks_mut(n * n) {
+                let m = cell.to_vec();
+                for r in 0..n {
+                    for c in 0..n {
+                        cell[r * n + c] = m[c * n + r];
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    let dtype = match f.ty.scalar() {
+        Some(Scalar::I32) => DType::I32,
+        Some(Scalar::U32) => DType::U32,
+        _ => DType::F32,
+    };
+    NpyArray { dtype, shape, words }
+}

@@ -1,0 +1,199 @@
+//! Draws views to RGBA images on the CPU (used by `weft run`; the GPU
+//! renderer of a later issue must match it within a small tolerance).
+//!
+//! Images: axis 0 of the field is x (left to right), axis 1 is y (bottom to
+//! top), one pixel per cell. Particles: discs with a one-pixel soft edge,
+//! drawn in index order.
+
+use weft_ir::ir::{Colormap, Program, View};
+use weft_ir::types::{Scalar, Type};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Image {
+    pub width: u32,
+    pub height: u32,
+    /// Row-major from the top row, 4 bytes per pixel.
+    pub rgba: Vec<u8>,
+}
+
+impl Image {
+    pub fn new(width: u32, height: u32, bg: [u8; 4]) -> Image {
+        let rgba = bg.iter().copied().cycle().take((width * height * 4) as usize).collect();
+        Image { width, height, rgba }
+    }
+    pub fn pixel(&self, x: u32, y: u32) -> [u8; 4] {
+        let i = ((y * self.width + x) * 4) as usize;
+        [self.rgba[i], self.rgba[i + 1], self.rgba[i + 2], self.rgba[i + 3]]
+    }
+    /// True when every pixel has the same colour.
+    pub fn is_blank(&self) -> bool {
+        self.rgba.chunks(4).all(|p| p == &self.rgba[..4])
+    }
+
+    pub fn write_png(&self, path: &std::path::Path) -> Result<(), String> {
+        let mut bytes = Vec::new();
+        {
+            let mut enc = png::Encoder::new(&mut bytes, self.width, self.height);
+            enc.set_color(png::ColorType::Rgba);
+            enc.set_depth(png::BitDepth::Eight);
+            let mut w = enc.write_header().map_err(|e| e.to_string())?;
+            w.write_image_data(&self.rgba).map_err(|e| e.to_string())?;
+        }
+        weft_ir::graph::document::write_atomic(path, &bytes).map_err(|e| format!("cannot write {}: {}", path.display(), e))
+    }
+}
+
+fn to_u8(x: f32) -> u8 {
+    (x.clamp(0.0, 1.0) * 255.0 + 0.5) as u8
+}
+
+/// Polynomial fits of matplotlib's perceptual colormaps (max error < 1/255 visually).
+pub fn colormap(map: Colormap, t: f32) -> [f32; 3] {
+    let t = if t.is_nan() { 0.0 } else { t.clamp(0.0, 1.0) };
+    let poly = |c: [[f32; 3]; 7]| -> [f32; 3] {
+        let mut out = [0.0; 3];
+        for (k, o) in out.iter_mut().enumerate() {
+            let mut v = c[6][k];
+            for i in (0..6).rev() {
+                v = v * t + c[i][k];
+            }
+            *o = v.clamp(0.0, 1.0);
+        }
+        out
+    };
+    match map {
+        Colormap::Grayscale => [t, t, t],
+        Colormap::Viridis => poly([
+            [0.277_727_3, 0.005_407_344_5, 0.334_099_8],
+            [0.105_093_04, 1.404_613_5, 1.384_590_2],
+            [-0.330_861_8, 0.214_847_56, 0.095_095_165],
+            [-4.634_230_6, -5.799_101, -19.332_441],
+            [6.228_27, 14.179_933, 56.690_55],
+            [4.776_385, -13.745_145, -65.353_03],
+            [-5.435_455_6, 4.645_852_6, 26.312_435],
+        ]),
+        Colormap::Inferno => poly([
+            [0.000_218_940_37, 0.001_651_004_6, -0.019_480_899],
+            [0.106_513_42, 0.563_956_4, 3.932_712_4],
+            [11.602_493, -3.972_854, -15.942_394],
+            [-41.703_996, 17.436_399, 44.354_145],
+            [77.162_94, -33.402_358, -81.807_304],
+            [-71.319_43, 32.626_064, 73.209_52],
+            [25.131_126, -12.242_669, -23.070_326],
+        ]),
+        Colormap::Magma => poly([
+            [-0.002_136_485, -0.000_749_655, -0.005_386_127],
+            [0.251_660_5, 0.677_523_2, 2.494_026_6],
+            [8.353_717, -3.577_719_5, 0.314_467_9],
+            [-27.668_73, 14.264_73, -13.649_213],
+            [52.176_14, -27.943_607, 12.944_169],
+            [-50.768_52, 29.046_58, 4.234_153],
+            [18.655_705, -11.489_774, -5.601_961_6],
+        ]),
+        Colormap::Coolwarm => {
+            let (cold, mid, warm) = ([0.230, 0.299, 0.754], [0.865, 0.865, 0.865], [0.706, 0.016, 0.150]);
+            let (a, b, u) = if t < 0.5 { (cold, mid, t * 2.0) } else { (mid, warm, t * 2.0 - 1.0) };
+            [a[0] + (b[0] - a[0]) * u, a[1] + (b[1] - a[1]) * u, a[2] + (b[2] - a[2]) * u]
+        }
+    }
+}
+
+/// Renders one view from field data read with `read(field) -> words`.
+pub fn render_view(p: &Program, view: &View, read: &dyn Fn(weft_ir::ir::FieldId) -> Vec<u32>) -> Image {
+    match view {
+        View::Image { field, colormap: map, range, .. } => {
+            let f = &p.fields[*field];
+            let (w, h) = (f.shape[0], f.shape[1]);
+            let words = read(*field);
+            let mut img = Image::new(w, h, [0, 0, 0, 255]);
+            let comps = f.ty.components();
+            let value = |k: usize| -> f32 {
+                let b = words[k];
+                match f.ty.scalar() {
+                    Some(Scalar::I32) => b as i32 as f32,
+                    Some(Scalar::U32) => b as f32,
+                    _ => f32::from_bits(b),
+                }
+            };
+            let (lo, hi) = match range {
+                Some(r) => *r,
+                None if comps == 1 => {
+                    let mut lo = f32::INFINITY;
+                    let mut hi = f32::NEG_INFINITY;
+                    for k in 0..words.len() {
+                        let v = value(k);
+                        if v.is_finite() {
+                            lo = lo.min(v);
+                            hi = hi.max(v);
+                        }
+                    }
+                    if lo > hi {
+                        (0.0, 1.0)
+                    } else {
+                        (lo, hi)
+                    }
+                }
+                None => (0.0, 1.0),
+            };
+            let span = if hi > lo { hi - lo } else { 1.0 };
+            for x in 0..w {
+                for y in 0..h {
+                    let cell = (x * h + y) as usize;
+                    let rgb = if comps == 1 {
+                        colormap(*map, (value(cell) - lo) / span)
+                    } else {
+                        let c = |k: usize| (value(cell * comps + k) - lo) / span;
+                        [c(0), c(1), c(2)]
+                    };
+                    let alpha = if f.ty == Type::Vector(Scalar::F32, 4) { value(cell * 4 + 3) } else { 1.0 };
+                    let i = (((h - 1 - y) * w + x) * 4) as usize;
+                    img.rgba[i..i + 4].copy_from_slice(&[to_u8(rgb[0]), to_u8(rgb[1]), to_u8(rgb[2]), to_u8(alpha)]);
+                }
+            }
+            img
+        }
+        View::Particles { positions, color_field, color, background, radius, width, height, domain, .. } => {
+            let bg = [to_u8(background[0]), to_u8(background[1]), to_u8(background[2]), 255];
+            let mut img = Image::new(*width, *height, bg);
+            let pos = read(*positions);
+            let colors = color_field.map(|c| (read(c), p.fields[c].ty));
+            let n = pos.len() / 2;
+            let (w, h) = (*width as f32, *height as f32);
+            let rad = radius.max(0.0);
+            for k in 0..n {
+                let (px, py) = (f32::from_bits(pos[2 * k]), f32::from_bits(pos[2 * k + 1]));
+                if !px.is_finite() || !py.is_finite() {
+                    continue;
+                }
+                let cx = (px - domain[0]) / (domain[2] - domain[0]) * w;
+                let cy = (1.0 - (py - domain[1]) / (domain[3] - domain[1])) * h;
+                let rgb = match &colors {
+                    Some((c, Type::Vector(..))) => [f32::from_bits(c[3 * k]), f32::from_bits(c[3 * k + 1]), f32::from_bits(c[3 * k + 2])],
+                    Some((c, _)) => {
+                        let v = c[k];
+                        [((v >> 16) & 255) as f32 / 255.0, ((v >> 8) & 255) as f32 / 255.0, (v & 255) as f32 / 255.0]
+                    }
+                    None => *color,
+                };
+                let reach = rad + 1.0;
+                let (x0, x1) = ((cx - reach).floor().max(0.0) as i64, (cx + reach).ceil().min(w - 1.0) as i64);
+                let (y0, y1) = ((cy - reach).floor().max(0.0) as i64, (cy + reach).ceil().min(h - 1.0) as i64);
+                for y in y0..=y1 {
+                    for x in x0..=x1 {
+                        let d = ((x as f32 + 0.5 - cx).powi(2) + (y as f32 + 0.5 - cy).powi(2)).sqrt();
+                        let cover = (rad + 0.5 - d).clamp(0.0, 1.0);
+                        if cover <= 0.0 {
+                            continue;
+                        }
+                        let i = ((y as u32 * width + x as u32) * 4) as usize;
+                        for c in 0..3 {
+                            let old = img.rgba[i + c] as f32 / 255.0;
+                            img.rgba[i + c] = to_u8(old + (rgb[c] - old) * cover);
+                        }
+                    }
+                }
+            }
+            img
+        }
+    }
+}
