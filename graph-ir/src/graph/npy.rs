@@ -66,7 +66,9 @@ pub fn parse_npy(bytes: &[u8]) -> Result<NpyArray, String> {
     let header = bytes.get(start..start + hlen).ok_or("truncated .npy header")?;
     let header = std::str::from_utf8(header).map_err(|_| "non-text .npy header")?;
     let descr = dict_value(header, "descr").ok_or("no 'descr' in .npy header")?;
-    let descr = descr.trim_matches(|c| c == '\'' || c == '"');
+    let quote = descr.chars().next().filter(|c| *c == '\'' || *c == '"').ok_or("bad 'descr' in .npy header")?;
+    let descr = &descr[1..];
+    let descr = &descr[..descr.find(quote).ok_or("bad 'descr' in .npy header")?];
     if dict_value(header, "fortran_order").is_some_and(|v| v.starts_with("True")) {
         return Err("Fortran-ordered arrays are not supported; save with np.ascontiguousarray".into());
     }

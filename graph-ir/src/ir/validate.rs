@@ -243,8 +243,11 @@ impl Ctx<'_> {
                     InstKind::FieldStore { value, .. } if self.ty(*value) != fd.ty => {
                         return bad(self, "field store type mismatch")
                     }
-                    InstKind::FieldAtomic { value, .. } if self.ty(*value) != fd.ty || !fd.ty.is_scalar() => {
-                        return bad(self, "atomic on a non-scalar field or value type mismatch")
+                    InstKind::FieldAtomic { op, value, .. }
+                        if self.ty(*value) != fd.ty
+                            || (!fd.ty.is_scalar() && !matches!(op, AtomicOp::Add | AtomicOp::Sub | AtomicOp::Min | AtomicOp::Max)) =>
+                    {
+                        return bad(self, "atomic value type mismatch, or a non-scalar atomic other than add/sub/min/max")
                     }
                     _ => {}
                 }

@@ -450,6 +450,19 @@ impl<'a> FnLowerer<'a> {
         if init.diverge.is_some() {
             return Err(err(l, "`let ... else` is not supported"));
         }
+        if let (syn::Pat::Tuple(pt), syn::Expr::Tuple(et)) = (pat, &*init.expr) {
+            if declared.is_some() || pt.elems.len() != et.elems.len() {
+                return Err(err(l, "tuple `let` needs as many names as values: `let (a, b) = (x, y);`"));
+            }
+            let vals = et.elems.iter().map(|e| self.lower_expr(e, None)).collect::<R<Vec<_>>>()?;
+            for (p, v) in pt.elems.iter().zip(vals) {
+                if v.ty == Type::Void {
+                    return Err(err(p, "this value is empty"));
+                }
+                self.bind_pattern(p, v)?;
+            }
+            return Ok(());
+        }
         let v = self.lower_expr(&init.expr, declared)?;
         if v.ty == Type::Void {
             return Err(err(&init.expr, format!("`{}` has no value to bind", self.text(&init.expr))));
@@ -896,10 +909,22 @@ impl<'a> FnLowerer<'a> {
                 return Ok(self.unit());
             }
             if !path.is_empty() && matches!(op, BinaryOp::Add | BinaryOp::Sub) {
+                // One component of a vector element: an atomic on the whole
+                // element whose other components add exactly zero.
+                if let (Type::Vector(s, n), [(Access::Const(c), _)]) = (*ty, path.as_slice()) {
+                    let target = self.text(&b.left);
+                    let v = self.coerce(rv, Type::Scalar(s), &b.right, &format!("`{}`", target))?;
+                    let zero = self.konst(Const { scalar: s, bits: if s == Scalar::F32 { 0.0f32.to_bits() } else { 0 } }, sp);
+                    let parts: Vec<InstId> = (0..n as u32).map(|k| if k == *c { v.id } else { zero.id }).collect();
+                    let delta = self.val(InstKind::Construct(parts), *ty, sp);
+                    let aop = if op == BinaryOp::Add { AtomicOp::Add } else { AtomicOp::Sub };
+                    self.emit(InstKind::FieldAtomic { op: aop, field: *field, index: index.clone(), value: delta.id, cmp: None }, *ty, sp);
+                    return Ok(self.unit());
+                }
                 return Err(err(
                     b,
                     format!(
-                        "atomic `{}=` works on whole field elements; write `{}` += a full {} value instead",
+                        "atomic `{}=` works on whole field elements or one vector component; write `{}` += a full {} value instead",
                         op.symbol(),
                         self.text(&b.left),
                         self.field_elem_name(&place)
