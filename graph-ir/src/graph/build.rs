@@ -519,8 +519,8 @@ impl Builder<'_> {
             Iteration::Range(s) => s.clone(),
             Iteration::Field(f) => self.program.fields[*f].shape.clone(),
         };
-        let total: u64 = shape.iter().map(|&x| x as u64).product();
-        if total > MAX_RANGE {
+        let total: u128 = shape.iter().map(|&x| x as u128).product();
+        if total > MAX_RANGE as u128 {
             return Err(GraphError::param(&id, "range", format!("{} iterations exceed the cap of {}", total, MAX_RANGE)));
         }
         let ptys: Vec<(String, Type)> = params.iter().map(|p| (p.name.clone(), p.ty)).collect();
@@ -751,7 +751,7 @@ pub fn compute_layout(program: &mut Program) -> Result<(), GraphError> {
                 }
                 LayoutChild::Layout(cl) => {
                     let cw = words(program, cl)?;
-                    let cells: u64 = program.layouts[cl].shape.iter().map(|&s| s as u64).product();
+                    let cells: u64 = program.layouts[cl].shape.iter().fold(1u64, |a, &s| a.saturating_mul(s as u64));
                     program.layouts[cl].offset_in_parent = off;
                     off = cells.checked_mul(cw).and_then(|x| x.checked_add(off)).filter(|&x| x <= MAX_LAYOUT_WORDS).ok_or_else(|| too_big(program, cl))?;
                 }
@@ -767,7 +767,7 @@ pub fn compute_layout(program: &mut Program) -> Result<(), GraphError> {
     let roots: Vec<LayoutId> = program.roots().collect();
     for r in roots {
         let cw = words(program, r)?;
-        let cells: u64 = program.layouts[r].shape.iter().map(|&s| s as u64).product();
+        let cells: u64 = program.layouts[r].shape.iter().fold(1u64, |a, &s| a.saturating_mul(s as u64));
         if cells.checked_mul(cw).is_none_or(|x| x > MAX_LAYOUT_WORDS) {
             return Err(too_big(program, r));
         }
@@ -786,5 +786,5 @@ pub fn root_of(program: &Program, mut l: LayoutId) -> LayoutId {
 /// Total words of a root's buffer.
 pub fn root_words(program: &Program, root: LayoutId) -> u64 {
     let l = &program.layouts[root];
-    l.shape.iter().map(|&s| s as u64).product::<u64>() * l.cell_words
+    l.shape.iter().fold(1u64, |a, &s| a.saturating_mul(s as u64)).saturating_mul(l.cell_words)
 }

@@ -1,0 +1,375 @@
+//! Kernel-language features run on the reference backend and checked
+//! against values computed independently in Rust.
+
+use serde_json::json;
+use weft_tests::*;
+
+#[test]
+fn arithmetic_and_literal_typing() {
+    let sim = run_kernel(
+        &[F("out", "f32", &[16], json!(0)), F("iout", "i32", &[16], json!(0)), F("uout", "u32", &[16], json!(0))],
+        "fn kernel(i: i32) {
+            out[i] = i as f32 * 0.5 + 1.0 - 2.0 / 4.0;
+            iout[i] = (i * 7 - 20) / 3 + (i * 7 - 20) % 3;
+            uout[i] = (i as u32) * 3u32 + 1;
+        }",
+        &[16],
+    );
+    let (o, io, uo) = (f32s(&sim, "out"), i32s(&sim, "iout"), words(&sim, "uout"));
+    for i in 0..16 {
+        assert_eq!(o[i], i as f32 * 0.5 + 1.0 - 0.5);
+        let x = i as i32 * 7 - 20;
+        assert_eq!(io[i], x / 3 + x % 3, "i={}", i);
+        assert_eq!(uo[i], i as u32 * 3 + 1);
+    }
+}
+
+#[test]
+fn integer_edge_semantics() {
+    let sim = run_kernel(
+        &[F("o", "i32", &[8], json!(0)), F("u", "u32", &[4], json!(0))],
+        "fn kernel(i: i32) {
+            if i == 0 { o[i] = 7 / (i - i); }
+            if i == 1 { o[i] = 7 % (i - i); }
+            if i == 2 { o[i] = 1 << 33; }
+            if i == 3 { o[i] = -16 >> 2; }
+            if i == 4 { o[i] = 2147483647 + i - 3; }
+            if i == 5 { o[i] = (0xF0 & 0x3C) | (1 ^ 3); }
+            if i == 6 { o[i] = 3.99 as i32 + (-3.99) as i32; }
+            if i == 7 { o[i] = 1e20 as i32; }
+            if i < 4 { u[i] = select(i == 0, 4000000000u32 / 3u32, 4294967295u32 + 2u32 * (i as u32)); }
+        }",
+        &[8],
+    );
+    let o = i32s(&sim, "o");
+    assert_eq!(o, vec![7, 0, 2, -4, i32::MIN, (0xF0 & 0x3C) | 2, 0, i32::MAX]);
+    assert_eq!(words(&sim, "u"), vec![4000000000 / 3, 1, 3, 5]);
+}
+
+#[test]
+fn control_flow() {
+    let sim = run_kernel(
+        &[F("o", "i32", &[10], json!(0))],
+        "fn kernel(i: i32) {
+            let mut acc = 0;
+            for k in (0..i).step_by(2) { acc += k; }
+            for k in 0..=3 { if k == 2 { continue; } acc += 100 * k; }
+            let mut n = 0;
+            while n < 100 { n += 7; if n > 50 { break; } }
+            acc += n;
+            let mut m = 0;
+            loop { m += 1; if m * m > i { break; } }
+            acc += 1000 * m;
+            let bonus = if i % 2 == 0 { 10000 } else { 20000 };
+            if i == 9 { o[i] = -1; return; }
+            o[i] = acc + bonus;
+        }",
+        &[10],
+    );
+    let o = i32s(&sim, "o");
+    for i in 0..10i32 {
+        let mut acc: i32 = (0..i).step_by(2).sum();
+        acc += 100 * (0 + 1 + 3);
+        let mut n = 0;
+        while n < 100 {
+            n += 7;
+            if n > 50 {
+                break;
+            }
+        }
+        acc += n;
+        let mut m = 0;
+        loop {
+            m += 1;
+            if m * m > i {
+                break;
+            }
+        }
+        acc += 1000 * m;
+        let want = if i == 9 { -1 } else { acc + if i % 2 == 0 { 10000 } else { 20000 } };
+        assert_eq!(o[i as usize], want, "i={}", i);
+    }
+}
+
+#[test]
+fn short_circuit_protects_field_reads() {
+    // `i > 0 && x[i - 1] > 0` must not read x[-1].
+    let sim = run_kernel(
+        &[F("x", "i32", &[4], json!(1)), F("o", "i32", &[4], json!(0))],
+        "fn kernel(i: i32) { o[i] = select(i > 0 && x[i - 1] > 0, 1, 0) + select(i == 0 || x[i - 1] > 5, 10, 0); }",
+        &[4],
+    );
+    assert_eq!(i32s(&sim, "o"), vec![10, 1, 1, 1]);
+}
+
+#[test]
+fn helper_functions_inlined_and_called() {
+    let code = "fn sq(x: f32) -> f32 { x * x }
+        fn clamp01(x: f32) -> f32 { if x < 0.0 { return 0.0; } if x > 1.0 { return 1.0; } x }
+        fn both(x: f32) -> f32 { clamp01(sq(x) - 0.5) }
+        fn kernel(i: i32) { o[i] = both(i as f32 * 0.25); }";
+    let sim = run_kernel(&[F("o", "f32", &[8], json!(0))], code, &[8]);
+    let o = f32s(&sim, "o");
+    for i in 0..8 {
+        let x = i as f32 * 0.25;
+        assert_eq!(o[i], (x * x - 0.5).clamp(0.0, 1.0));
+    }
+    // Single-exit helpers are inlined; the early-return helper stays a real call.
+    let mut p = build(&kernel_graph(&[F("o", "f32", &[8], json!(0))], code, &[8], json!({}))).unwrap();
+    weft_ir::passes::run_pipeline(&mut p, &Default::default(), Some("inline")).unwrap();
+    let text = weft_ir::ir::print_program(&p, None);
+    let entry = &text[text.find("entry kernel").unwrap()..];
+    assert_eq!(entry.matches("call fn").count(), 1, "{}", entry);
+}
+
+#[test]
+fn vectors_swizzles_and_component_assignment() {
+    let sim = run_kernel(
+        &[F("o", "vec4", &[4], json!(0)), F("iv", "ivec3", &[4], json!(0))],
+        "fn kernel(i: i32) {
+            let f = i as f32;
+            let mut v = vec4(f, f + 1.0, vec2(f + 2.0, f + 3.0));
+            v.xy = v.yx;
+            v[2] = v.w * 2.0;
+            let k = i % 4;
+            v[k] += 100.0;
+            o[i] = v + vec4(1.0) * 0.5;
+            o[i].w -= 1.0;
+            iv[i] = ivec3(i, i * 2, i * 3).zyx + 1;
+        }",
+        &[4],
+    );
+    let o = f32s(&sim, "o");
+    let iv = i32s(&sim, "iv");
+    for i in 0..4 {
+        let f = i as f32;
+        let mut v = [f + 1.0, f, (f + 3.0) * 2.0, f + 3.0];
+        v[i % 4] += 100.0;
+        let want: Vec<f32> = v.iter().enumerate().map(|(c, x)| x + 0.5 - if c == 3 { 1.0 } else { 0.0 }).collect();
+        assert_eq!(&o[i * 4..i * 4 + 4], &want[..], "i={}", i);
+        assert_eq!(&iv[i * 3..i * 3 + 3], &[3 * i as i32 + 1, 2 * i as i32 + 1, i as i32 + 1]);
+    }
+}
+
+#[test]
+fn matrices() {
+    let sim = run_kernel(
+        &[F("o", "vec2", &[1], json!(0)), F("m", "mat3", &[2], json!(0)), F("d", "f32", &[2], json!(0))],
+        "fn kernel(i: i32) {
+            let a = mat2(vec2(1.0, 2.0), vec2(3.0, 4.0));
+            o[0] = a * vec2(5.0, 6.0) + vec2(1.0, 1.0) * a * 0.0;
+            let b = mat3(2.0, 0.0, 1.0, 1.0, 3.0, 0.0, 0.0, 1.0, 4.0);
+            m[0] = inverse(b) * b;
+            m[1] = transpose(b) + outer(vec3(1.0, 2.0, 3.0), vec3(0.0, 1.0, 0.0));
+            d[0] = determinant(b);
+            d[1] = (a * a)[1][0];
+        }",
+        &[1],
+    );
+    // Column-major: a = [[1,3],[2,4]] in rows; a*(5,6) = (1*5+3*6, 2*5+4*6).
+    assert_eq!(f32s(&sim, "o"), vec![23.0, 34.0]);
+    let m = f32s(&sim, "m");
+    for c in 0..3 {
+        for r in 0..3 {
+            let want = if c == r { 1.0 } else { 0.0 };
+            assert!(close(m[c * 3 + r], want, 1e-5, 1e-5), "inverse(b)*b [{}][{}] = {}", c, r, m[c * 3 + r]);
+        }
+    }
+    // transpose(b) columns are b's rows; outer(u, e1) has column 1 = u.
+    let b_rows = [[2.0, 1.0, 0.0], [0.0, 3.0, 1.0], [1.0, 0.0, 4.0]];
+    for c in 0..3 {
+        for r in 0..3 {
+            let outer = if c == 1 { (r + 1) as f32 } else { 0.0 };
+            assert_eq!(m[9 + c * 3 + r], b_rows[c][r] + outer);
+        }
+    }
+    // det of b (rows [2,1,0],[0,3,1],[1,0,4]) = 2*12 - 1*(0-1) + 0 = 25.
+    let d = f32s(&sim, "d");
+    assert_eq!(d[0], 25.0);
+    // a*a = [[7,15],[10,22]] rows; column 1 row 0 = 15.
+    assert_eq!(d[1], 15.0);
+}
+
+#[test]
+fn math_builtins_match_rust() {
+    let n = 64u32;
+    let code = "fn kernel(i: i32) {
+        let x = (i as f32 - 32.0) * 0.13;
+        let p = abs(x) + 0.01;
+        o[(i, 0)] = sin(x); o[(i, 1)] = cos(x); o[(i, 2)] = tan(x * 0.3);
+        o[(i, 3)] = exp(x * 0.5); o[(i, 4)] = log(p); o[(i, 5)] = sqrt(p); o[(i, 6)] = rsqrt(p);
+        o[(i, 7)] = floor(x); o[(i, 8)] = ceil(x); o[(i, 9)] = round(x); o[(i, 10)] = fract(x);
+        o[(i, 11)] = pow(p, 1.7); o[(i, 12)] = atan2(x, 1.5); o[(i, 13)] = tanh(x); o[(i, 14)] = clamp(x, -1.0, 2.0);
+        o[(i, 15)] = smoothstep(-1.0, 1.0, x); o[(i, 16)] = step(0.5, x); o[(i, 17)] = lerp(1.0, 3.0, x);
+        o[(i, 18)] = length(vec3(x, 1.0, 2.0)); o[(i, 19)] = dot(vec2(x, 2.0), vec2(3.0, x));
+        o[(i, 20)] = normalize(vec2(x, 1.0)).y; o[(i, 21)] = cross(vec3(x, 1.0, 0.0), vec3(0.0, 1.0, x)).x;
+        o[(i, 22)] = sign(x) + min(x, 0.5) + max(x, -0.5); o[(i, 23)] = exp2(x * 0.3) + log2(p);
+        o[(i, 24)] = x.abs().sqrt(); o[(i, 25)] = fma(x, 2.0, 1.0); o[(i, 26)] = asin(clamp(x * 0.2, -1.0, 1.0));
+        o[(i, 27)] = distance(vec2(x, 0.0), vec2(0.0, 1.0)); o[(i, 28)] = reflect(vec2(x, -1.0), vec2(0.0, 1.0)).y;
+        o[(i, 29)] = sinh(x * 0.5) + cosh(x * 0.5) + trunc(x) + saturate(x);
+    }";
+    let sim = run_kernel(&[F("o", "f32", &[n, 30], json!(0))], code, &[n]);
+    let o = f32s(&sim, "o");
+    for i in 0..n as usize {
+        let x = (i as f32 - 32.0) * 0.13;
+        let p = x.abs() + 0.01;
+        let sstep = {
+            let t = ((x + 1.0) / 2.0).clamp(0.0, 1.0);
+            t * t * (3.0 - 2.0 * t)
+        };
+        let nrm = 1.0 / (x * x + 1.0f32).sqrt();
+        let want = [
+            x.sin(),
+            x.cos(),
+            (x * 0.3).tan(),
+            (x * 0.5).exp(),
+            p.ln(),
+            p.sqrt(),
+            1.0 / p.sqrt(),
+            x.floor(),
+            x.ceil(),
+            x.round_ties_even(),
+            x - x.floor(),
+            p.powf(1.7),
+            x.atan2(1.5),
+            x.tanh(),
+            x.clamp(-1.0, 2.0),
+            sstep,
+            if x < 0.5 { 0.0 } else { 1.0 },
+            1.0 + 2.0 * x,
+            (x * x + 5.0).sqrt(),
+            3.0 * x + 2.0 * x,
+            nrm,
+            x,
+            x.signum() * (x != 0.0) as i32 as f32 + x.min(0.5) + x.max(-0.5),
+            (x * 0.3).exp2() + p.log2(),
+            x.abs().sqrt(),
+            x.mul_add(2.0, 1.0),
+            (x * 0.2).clamp(-1.0, 1.0).asin(),
+            (x * x + 1.0f32).sqrt(),
+            1.0,
+            (x * 0.5).sinh() + (x * 0.5).cosh() + x.trunc() + x.clamp(0.0, 1.0),
+        ];
+        for (k, w) in want.iter().enumerate() {
+            let got = o[i * 30 + k];
+            assert!(close(got, *w, 2e-6, 1e-6), "builtin #{} at x={}: got {} want {}", k, x, got, w);
+        }
+    }
+}
+
+#[test]
+fn atomics_are_real_and_return_old_values() {
+    let n = 20000u32;
+    let sim = run_kernel(
+        &[
+            F("count", "i32", &[1], json!(0)),
+            F("fsum", "f32", &[1], json!(0)),
+            F("hi", "i32", &[1], json!(-5)),
+            F("lo", "u32", &[1], json!(4000000000u32)),
+            F("slot", "i32", &[20000], json!(-1)),
+            F("vsum", "vec2", &[1], json!(0)),
+            F("bits", "u32", &[1], json!(0)),
+            F("cas", "i32", &[1], json!(0)),
+        ],
+        "fn kernel(i: i32) {
+            let old = atomic_add(count[0], 1);
+            slot[old] = i;
+            fsum[0] += 0.5;
+            atomic_max(hi[0], i % 977);
+            atomic_min(lo[0], (i as u32) + 10u32);
+            vsum[0] += vec2(1.0, 2.0);
+            vsum[0].y -= 1.0;
+            atomic_or(bits[0], 1u32 << ((i % 32) as u32));
+            loop {
+                let cur = cas[0];
+                if atomic_compare_exchange(cas[0], cur, cur + 2) == cur { break; }
+            }
+        }",
+        &[n],
+    );
+    assert_eq!(i32s(&sim, "count"), vec![n as i32]);
+    assert_eq!(f32s(&sim, "fsum"), vec![n as f32 * 0.5]);
+    assert_eq!(i32s(&sim, "hi"), vec![976]);
+    assert_eq!(words(&sim, "lo"), vec![10]);
+    assert_eq!(f32s(&sim, "vsum"), vec![n as f32, n as f32]);
+    assert_eq!(words(&sim, "bits"), vec![u32::MAX]);
+    assert_eq!(i32s(&sim, "cas"), vec![2 * n as i32]);
+    // Every iteration got a distinct slot: the slots hold a permutation of 0..n.
+    let mut s = i32s(&sim, "slot");
+    s.sort();
+    assert_eq!(s, (0..n as i32).collect::<Vec<_>>());
+}
+
+#[test]
+fn random_is_deterministic_uniform_and_seeded() {
+    let code = "fn kernel(i: i32) { r[i] = random(); r2[i] = random(); }";
+    let fields = [F("r", "f32", &[4096], json!(0)), F("r2", "f32", &[4096], json!(0))];
+    let a = run_kernel(&fields, code, &[4096]);
+    let b = run_kernel(&fields, code, &[4096]);
+    let (ra, rb) = (f32s(&a, "r"), f32s(&b, "r"));
+    assert_eq!(ra, rb);
+    assert_ne!(ra, f32s(&a, "r2"), "successive calls differ");
+    assert!(ra.iter().all(|&x| (0.0..1.0).contains(&x)));
+    let mean = ra.iter().sum::<f32>() / ra.len() as f32;
+    assert!((mean - 0.5).abs() < 0.02, "mean {}", mean);
+    // Matches the documented generator exactly.
+    let h = weft_ir::ir::eval::kernel_hash("k");
+    for i in [0usize, 1, 77, 4095] {
+        let mut st = weft_ir::ir::eval::rng_seed(0, 0, h, i as u32);
+        assert_eq!(ra[i], weft_ir::ir::eval::rng_next(&mut st));
+    }
+    let mut g = kernel_graph(&fields, code, &[4096], json!({}));
+    g["seed"] = json!(99);
+    let c = run(&g, 0).unwrap();
+    assert_ne!(f32s(&c, "r"), ra, "the graph seed changes the sequence");
+}
+
+#[test]
+fn bitcast_and_bit_operations() {
+    let sim = run_kernel(
+        &[F("u", "u32", &[3], json!(0)), F("f", "f32", &[1], json!(0))],
+        "fn kernel(i: i32) {
+            u[0] = bitcast::<u32>(1.0);
+            u[1] = bitcast::<u32>(-2) >> 28u32;
+            u[2] = !0u32 ^ 0xFFu32;
+            f[0] = bitcast::<f32>(0x40490fdbu32);
+        }",
+        &[1],
+    );
+    assert_eq!(words(&sim, "u"), vec![1.0f32.to_bits(), 0xF, !0u32 ^ 0xFF]);
+    assert_eq!(f32s(&sim, "f"), vec![std::f32::consts::PI]);
+}
+
+#[test]
+fn frame_counter_and_scalars() {
+    let g = serde_json::json!({
+        "format": "weft-graph", "version": 1,
+        "nodes": [
+            {"id": "L", "kind": "dense", "params": {"shape": [3]}},
+            {"id": "acc", "kind": "field", "params": {"type": "i32"}},
+            {"id": "k", "kind": "kernel", "params": {"range": [3], "scalars": {"step": {"type": "i32", "default": 10}},
+                "code": "fn kernel(i: i32) { acc[i] += frame() * step + i; }"}},
+            {"id": "f", "kind": "on_frame"}
+        ],
+        "wires": [{"from": "L.cells", "to": "acc.layout"}, {"from": "acc", "to": "k.acc"}],
+        "exec": [{"from": "f", "to": "k"}]
+    });
+    let sim = run(&g, 4).unwrap();
+    // frames 1..=4: sum(frame*10 + i) = 100 + 4i.
+    assert_eq!(i32s(&sim, "acc"), vec![100, 104, 108]);
+}
+
+#[test]
+fn out_of_bounds_access_is_a_clear_error() {
+    let g = kernel_graph(&[F("x", "f32", &[8], json!(0))], "fn kernel(i: i32) {\n    x[i + 1] = 1.0;\n}", &[8], json!({}));
+    let e = run(&g, 0).err().expect("must fail").to_string();
+    assert!(e.contains("node 'k'") && e.contains("2:5") && e.contains("out of bounds") && e.contains("'x'"), "{}", e);
+}
+
+#[test]
+fn non_atomic_kernels_are_identical_for_any_thread_count() {
+    let g = example("julia");
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap().install(|| f32s(&run(&g, 2).unwrap(), "pixels"));
+    let many = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap().install(|| f32s(&run(&g, 2).unwrap(), "pixels"));
+    assert_eq!(one, many);
+}
