@@ -33,9 +33,10 @@ pub fn kernel_graph(fields: &[F], code: &str, range: &[u32], scalars: Value) -> 
 
 pub fn build(doc: &Value) -> Result<weft_ir::ir::Program, GraphErrors> {
     let d = GraphDoc::from_value(doc.clone())?;
-    build_program(&d, &BuildOptions { base_dir: root() })
+    build_program(&d, &BuildOptions { base_dir: root().join("graphs") })
 }
 
+/// (npy paths are relative to graphs/.)
 /// Builds, compiles and runs `on_start` plus `frames` frames.
 pub fn run(doc: &Value, frames: u32) -> Result<Simulation, RuntimeError> {
     let p = build(doc)?;

@@ -1,19 +1,816 @@
-use std::path::Path;
-use weft_ir::graph::{build_program, BuildOptions, GraphDoc};
-use weft_runtime::{SimOptions, Simulation};
+//! Deterministic mutation fuzzer for graph loading, building, compiling and
+//! (for small graphs) running one frame.
+//!
+//! Seeds are the example graphs in ../graphs and the bad-graph corpus in
+//! tests/bad. Each mutant gets 1-3 structural mutations of its JSON value
+//! (keys, values, nodes, ids, wires, kinds, shapes, kernel code) or one or two
+//! byte-level mutations of its text. For every mutant:
+//!
+//! * nothing panics (parse, build, pass pipeline, codegen, run, render);
+//! * every error is document-level (`Syntax` / `Document`) or names a node id
+//!   that appears in the mutant (a node's id or a wire / exec endpoint), and
+//!   errors from `build_program` or later always name a node;
+//! * no case takes more than 10 s (a hang is reported with the mutant).
+//!
+//! Environment: `WEFT_FUZZ_SEED` (default fixed) and `WEFT_FUZZ_SCALE`
+//! (multiplies the number of mutants, default 1) for longer local runs.
+//! Failing mutants are written to `$CARGO_TARGET_TMPDIR/fuzz-failures/`.
+
+use serde_json::{json, Map, Value};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Mutex};
+use std::time::{Duration, Instant};
+use weft_ir::graph::build::root_words;
+use weft_ir::graph::{build_program, BuildOptions, GraphDoc, GraphError, GraphErrors};
+use weft_ir::ir::{Program, Step};
+use weft_runtime::{RuntimeError, SimOptions, Simulation};
+
+const CASE_TIME_LIMIT: Duration = Duration::from_secs(10);
+/// Run a frame only when the schedule's loop iterations (on_start + one frame) stay under this.
+const MAX_RUN_ITERATIONS: u64 = 1_200_000;
+/// Allocate field memory (Simulation::new) only up to this many words per root.
+const MAX_ALLOC_WORDS: u64 = 1 << 20;
+/// Frames actually run per example seed graph (they cost 0.1-0.4 s each in a debug build).
+const MAX_RUNS_PER_EXAMPLE: usize = 12;
+
+// ---------------------------------------------------------------- RNG
+
+/// xorshift64* — small, deterministic, good enough for mutation choices.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            (self.next() % n as u64) as usize
+        }
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+    fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+        &xs[self.below(xs.len())]
+    }
+}
+
+// ---------------------------------------------------------------- random JSON
+
+const STRINGS: &[&str] = &[
+    "",
+    "x",
+    "g",
+    "k",
+    "cells",
+    "g.cells",
+    "x.field",
+    "f32",
+    "vec2",
+    "mat4",
+    "dense",
+    "kernel",
+    "field",
+    "on_frame",
+    "repeat",
+    "then",
+    "body",
+    "fn kernel(i: i32) {}",
+    "fn kernel(i: i32, j: i32) { }",
+    "weft-graph",
+    "..",
+    ".",
+    "a.b.c",
+    "é☃🦀",
+    "\u{0}\u{1}",
+    "   ",
+    "9999999999999999999999",
+    "nope.npy",
+    "../graphs/mpm88_x0.npy",
+    "/dev/zero",
+    "/",
+];
+
+fn random_string(rng: &mut Rng) -> String {
+    match rng.below(4) {
+        0 => "z".repeat(rng.below(200) + 1),
+        _ => rng.pick(STRINGS).to_string(),
+    }
+}
+
+fn random_number(rng: &mut Rng) -> Value {
+    match rng.below(16) {
+        0 => json!(0),
+        1 => json!(1),
+        2 => json!(-1),
+        3 => json!(2147483647),
+        4 => json!(2147483648u64),
+        5 => json!(-2147483649i64),
+        6 => json!(u64::MAX),
+        7 => json!(i64::MIN),
+        8 => json!(1e300),
+        9 => json!(-1e300),
+        10 => json!(0.5),
+        11 => json!(1e-45),
+        12 => json!(1u64 << 30),
+        13 => json!(1u64 << 31),
+        14 => json!(1e12),
+        _ => json!(rng.below(1000) as i64 - 500),
+    }
+}
+
+fn random_value(rng: &mut Rng, depth: u32) -> Value {
+    match rng.below(if depth > 2 { 6 } else { 9 }) {
+        0 => Value::Null,
+        1 => Value::Bool(rng.chance(50)),
+        2 | 3 => random_number(rng),
+        4 | 5 => Value::String(random_string(rng)),
+        6 => Value::Array(vec![]),
+        7 => Value::Array((0..rng.below(5)).map(|_| random_value(rng, depth + 1)).collect()),
+        _ => {
+            let mut m = Map::new();
+            for _ in 0..rng.below(4) {
+                m.insert(random_string(rng), random_value(rng, depth + 1));
+            }
+            if rng.chance(30) {
+                m.insert("npy".into(), Value::String(random_string(rng)));
+            }
+            Value::Object(m)
+        }
+    }
+}
+
+// ---------------------------------------------------------------- paths into a JSON value
+
+#[derive(Clone, Debug)]
+enum Seg {
+    Key(String),
+    Idx(usize),
+}
+
+fn all_paths(v: &Value, prefix: &mut Vec<Seg>, out: &mut Vec<Vec<Seg>>) {
+    match v {
+        Value::Object(m) => {
+            for (k, c) in m {
+                prefix.push(Seg::Key(k.clone()));
+                out.push(prefix.clone());
+                all_paths(c, prefix, out);
+                prefix.pop();
+            }
+        }
+        Value::Array(a) => {
+            for (i, c) in a.iter().enumerate() {
+                prefix.push(Seg::Idx(i));
+                out.push(prefix.clone());
+                all_paths(c, prefix, out);
+                prefix.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+fn get_mut<'a>(mut v: &'a mut Value, path: &[Seg]) -> Option<&'a mut Value> {
+    for s in path {
+        v = match (s, v) {
+            (Seg::Key(k), Value::Object(m)) => m.get_mut(k)?,
+            (Seg::Idx(i), Value::Array(a)) => a.get_mut(*i)?,
+            _ => return None,
+        };
+    }
+    Some(v)
+}
+
+/// Removes the value at `path` from its parent object or array.
+fn remove_at(v: &mut Value, path: &[Seg]) {
+    let Some((last, parent)) = path.split_last() else { return };
+    match (last, get_mut(v, parent)) {
+        (Seg::Key(k), Some(Value::Object(m))) => {
+            m.shift_remove(k);
+        }
+        (Seg::Idx(i), Some(Value::Array(a))) if *i < a.len() => {
+            a.remove(*i);
+        }
+        _ => {}
+    }
+}
+
+// ---------------------------------------------------------------- structural mutations
+
+fn nodes_mut(v: &mut Value) -> Option<&mut Vec<Value>> {
+    v.get_mut("nodes")?.as_array_mut()
+}
+
+fn node_ids(v: &Value) -> Vec<String> {
+    v.get("nodes").and_then(Value::as_array).map(|a| a.iter().filter_map(|n| n.get("id")?.as_str().map(str::to_string)).collect()).unwrap_or_default()
+}
+
+const PORTS: &[&str] = &["cells", "parent", "layout", "field", "positions", "color", "then", "body", "x", "v", "T", "alive", "pixels", "", "nope", "cells.extra"];
+const KINDS: &[&str] = &["dense", "field", "kernel", "on_start", "on_frame", "repeat", "image", "particles", "Dense", "", "kernel "];
+const TOKENS: &[&str] = &[
+    "i", "j", "p", "x", "v", "0", "1", "-1", "0.5", "1e40", "2147483647", "4294967296", "3u32", "1.0f64", "true", "+", "-", "*", "/", "%", "<<", ">>", "&&",
+    "||", "==", "=", "+=", "!", "(", ")", "{", "}", "[", "]", ";", ",", ".", "..", "..=", ":", "->", "let", "mut", "fn", "kernel", "if", "else", "for",
+    "in", "return", "break", "continue", "as", "f32", "i32", "u32", "bool", "vec2", "vec3", "ivec2", "mat2", "mat4", "bvec2", "sqrt", "max", "select",
+    "length", "atomic_add", "atomic_max", "frame()", "random()", "bitcast::<u32>", ".x", ".xy", ".w", "[0]", "[9]", "(i, j)", "(i, j, 0)", "self", "&",
+    "loop", "while",
+];
+
+fn mutate_code(rng: &mut Rng, code: &str) -> String {
+    let mut chars: Vec<char> = code.chars().collect();
+    match rng.below(7) {
+        0 if !chars.is_empty() => {
+            let at = rng.below(chars.len());
+            let n = (rng.below(6) + 1).min(chars.len() - at);
+            chars.drain(at..at + n);
+        }
+        1 => {
+            const CH: &[char] = &['(', ')', '{', '}', '[', ']', ';', ',', '.', '+', '-', '*', '/', '<', '>', '=', '!', '&', '|', '^', '%', ':', '\'', '"', '#', '@', '$', '\\', ' ', '\n', '0', '9', 'a', 'x', '_', 'é', '\u{0}'];
+            let at = rng.below(chars.len() + 1);
+            chars.insert(at, *rng.pick(CH));
+        }
+        2 if !chars.is_empty() => {
+            let at = rng.below(chars.len());
+            chars[at] = char::from_u32(rng.below(0x80) as u32).unwrap_or('?');
+        }
+        _ => {
+            // Token-level: split into identifier/number runs and single other chars.
+            let mut toks: Vec<String> = Vec::new();
+            for c in chars.iter().copied() {
+                let word = c.is_alphanumeric() || c == '_';
+                match toks.last_mut() {
+                    Some(t) if word && t.chars().all(|c| c.is_alphanumeric() || c == '_') => t.push(c),
+                    _ => toks.push(c.to_string()),
+                }
+            }
+            let real: Vec<usize> = (0..toks.len()).filter(|&i| !toks[i].trim().is_empty()).collect();
+            if real.is_empty() {
+                return TOKENS[rng.below(TOKENS.len())].to_string();
+            }
+            let i = *rng.pick(&real);
+            match rng.below(4) {
+                0 => {
+                    toks.remove(i);
+                }
+                1 => {
+                    let t = toks[i].clone();
+                    toks.insert(i, t);
+                }
+                2 => {
+                    let j = *rng.pick(&real);
+                    toks.swap(i, j);
+                }
+                _ => toks[i] = rng.pick(TOKENS).to_string(),
+            }
+            return toks.concat();
+        }
+    }
+    chars.into_iter().collect()
+}
+
+/// One structural mutation; returns its description.
+fn mutate_value(rng: &mut Rng, v: &mut Value) -> String {
+    let ids = node_ids(v);
+    for _attempt in 0..8 {
+        match rng.below(15) {
+            0 => {
+                let mut paths = Vec::new();
+                all_paths(v, &mut Vec::new(), &mut paths);
+                if paths.is_empty() {
+                    continue;
+                }
+                let p = rng.pick(&paths).clone();
+                remove_at(v, &p);
+                return format!("delete {:?}", p);
+            }
+            1 | 2 => {
+                let mut paths = Vec::new();
+                all_paths(v, &mut Vec::new(), &mut paths);
+                let new = random_value(rng, 0);
+                if paths.is_empty() || rng.chance(3) {
+                    *v = new;
+                    return "replace the whole document".into();
+                }
+                let p = rng.pick(&paths).clone();
+                let d = format!("replace {:?} with {}", p, new);
+                if let Some(slot) = get_mut(v, &p) {
+                    *slot = new;
+                }
+                return d;
+            }
+            3 => {
+                let Some(nodes) = nodes_mut(v) else { continue };
+                if nodes.is_empty() {
+                    continue;
+                }
+                let i = rng.below(nodes.len());
+                let n = nodes[i].clone();
+                nodes.insert(rng.below(nodes.len() + 1), n);
+                return format!("duplicate node #{}", i);
+            }
+            4 => {
+                let Some(nodes) = nodes_mut(v) else { continue };
+                if nodes.len() < 2 {
+                    continue;
+                }
+                let (a, b) = (rng.below(nodes.len()), rng.below(nodes.len()));
+                let ia = nodes[a].get("id").cloned();
+                let ib = nodes[b].get("id").cloned();
+                if let (Some(ia), Some(ib)) = (ia, ib) {
+                    nodes[a]["id"] = ib;
+                    nodes[b]["id"] = ia;
+                    return format!("swap ids of nodes #{} and #{}", a, b);
+                }
+            }
+            5 | 6 => {
+                let which = if rng.chance(60) { "wires" } else { "exec" };
+                let Some(ws) = v.get_mut(which).and_then(Value::as_array_mut) else { continue };
+                if ws.is_empty() {
+                    continue;
+                }
+                let i = rng.below(ws.len());
+                let end = if rng.chance(50) { "from" } else { "to" };
+                let Some(s) = ws[i].get(end).and_then(Value::as_str).map(str::to_string) else { continue };
+                let node = s.split('.').next().unwrap_or("").to_string();
+                let new = if rng.chance(20) { node.clone() } else { format!("{}.{}", node, rng.pick(PORTS)) };
+                ws[i][end] = Value::String(new.clone());
+                return format!("{}[{}].{}: {} -> {}", which, i, end, s, new);
+            }
+            7 => {
+                let which = if rng.chance(60) { "wires" } else { "exec" };
+                let Some(ws) = v.get_mut(which).and_then(Value::as_array_mut) else { continue };
+                if ws.is_empty() {
+                    continue;
+                }
+                let i = rng.below(ws.len());
+                ws.remove(i);
+                return format!("drop {}[{}]", which, i);
+            }
+            8 | 9 => {
+                let which = if rng.chance(60) { "wires" } else { "exec" };
+                let mut end = |rng: &mut Rng| -> String {
+                    let n = if ids.is_empty() || rng.chance(10) { random_string(rng) } else { rng.pick(&ids).clone() };
+                    if rng.chance(15) {
+                        n
+                    } else {
+                        format!("{}.{}", n, rng.pick(PORTS))
+                    }
+                };
+                let w = json!({"from": end(rng), "to": end(rng)});
+                let d = format!("add {} {}", which, w);
+                match v.get_mut(which) {
+                    Some(Value::Array(ws)) => ws.push(w),
+                    Some(_) => continue,
+                    None => {
+                        if let Some(m) = v.as_object_mut() {
+                            m.insert(which.into(), Value::Array(vec![w]));
+                        } else {
+                            continue;
+                        }
+                    }
+                }
+                return d;
+            }
+            10 => {
+                let Some(nodes) = nodes_mut(v) else { continue };
+                if nodes.is_empty() {
+                    continue;
+                }
+                let i = rng.below(nodes.len());
+                let k = rng.pick(KINDS);
+                nodes[i]["kind"] = json!(k);
+                return format!("node #{} kind -> {:?}", i, k);
+            }
+            11 => {
+                // A shape (or range) entry.
+                let Some(nodes) = nodes_mut(v) else { continue };
+                let mut spots = Vec::new();
+                for (i, n) in nodes.iter().enumerate() {
+                    for key in ["shape", "range"] {
+                        if let Some(a) = n.get("params").and_then(|p| p.get(key)).and_then(Value::as_array) {
+                            for j in 0..a.len() {
+                                spots.push((i, key, j));
+                            }
+                        }
+                    }
+                }
+                if spots.is_empty() {
+                    continue;
+                }
+                let (i, key, j) = *rng.pick(&spots);
+                let new = match rng.below(8) {
+                    0 => json!(0),
+                    1 => json!(-1),
+                    2 => json!(1u64 << 31),
+                    3 => json!(1e12),
+                    4 => json!(1u64 << 30),
+                    5 => json!(1),
+                    6 => json!(65536),
+                    _ => json!(3),
+                };
+                let d = format!("node #{} {}[{}] -> {}", i, key, j, new);
+                nodes[i]["params"][key][j] = new;
+                if rng.chance(15) {
+                    if let Some(a) = nodes[i]["params"][key].as_array_mut() {
+                        a.push(json!(2));
+                    }
+                }
+                return d;
+            }
+            _ => {
+                // Kernel code.
+                let Some(nodes) = nodes_mut(v) else { continue };
+                let kernels: Vec<usize> = (0..nodes.len()).filter(|&i| nodes[i].get("params").and_then(|p| p.get("code")).is_some_and(Value::is_string)).collect();
+                if kernels.is_empty() {
+                    continue;
+                }
+                let i = *rng.pick(&kernels);
+                let code = nodes[i]["params"]["code"].as_str().unwrap_or("").to_string();
+                let mut new = code.clone();
+                for _ in 0..rng.below(3) + 1 {
+                    new = mutate_code(rng, &new);
+                }
+                nodes[i]["params"]["code"] = Value::String(new);
+                return format!("mutate code of node #{}", i);
+            }
+        }
+    }
+    "no-op".into()
+}
+
+fn mutate_bytes(rng: &mut Rng, text: &str) -> (String, String) {
+    let mut b = text.as_bytes().to_vec();
+    let d = match rng.below(5) {
+        0 => {
+            let n = rng.below(b.len() + 1);
+            b.truncate(n);
+            format!("truncate to {} bytes", n)
+        }
+        1 if !b.is_empty() => {
+            let i = rng.below(b.len());
+            b[i] ^= (rng.below(255) + 1) as u8;
+            format!("flip byte {}", i)
+        }
+        2 => {
+            let i = rng.below(b.len() + 1);
+            let g: Vec<u8> = (0..rng.below(8) + 1).map(|_| rng.next() as u8).collect();
+            b.splice(i..i, g.iter().copied());
+            format!("insert {:?} at {}", g, i)
+        }
+        3 if !b.is_empty() => {
+            let i = rng.below(b.len());
+            let n = (rng.below(40) + 1).min(b.len() - i);
+            b.drain(i..i + n);
+            format!("delete {} bytes at {}", n, i)
+        }
+        _ => {
+            let i = rng.below(b.len() + 1);
+            let g = [b"[", b"{", b"]", b"}", b",", b":", b"\"", b"\\"][rng.below(8)];
+            b.splice(i..i, g.iter().copied());
+            format!("insert {:?} at {}", String::from_utf8_lossy(g), i)
+        }
+    };
+    (String::from_utf8_lossy(&b).into_owned(), d)
+}
+
+// ---------------------------------------------------------------- running one case
+
+struct Seed {
+    name: String,
+    text: String,
+    base_dir: PathBuf,
+    /// Big graphs (mpm88) are built and compiled but never run.
+    runnable: bool,
+    example: bool,
+    codes: HashSet<String>,
+}
+
+struct Mutant {
+    label: String,
+    text: String,
+    base_dir: PathBuf,
+    allow_run: bool,
+    codes: HashSet<String>,
+}
+
+#[derive(Default, Debug)]
+struct Outcome {
+    parsed: bool,
+    built: bool,
+    compiled: bool,
+    ran: bool,
+    /// Problems with the product's behaviour.
+    problems: Vec<String>,
+    first_error: Option<String>,
+}
+
+/// Node ids a blamed error may name: node ids and wire / exec endpoint nodes of the mutant.
+fn known_ids(text: &str) -> HashSet<String> {
+    let mut out = HashSet::new();
+    let Ok(v) = serde_json::from_str::<Value>(text) else { return out };
+    out.extend(node_ids(&v));
+    for key in ["wires", "exec"] {
+        if let Some(ws) = v.get(key).and_then(Value::as_array) {
+            for w in ws {
+                for end in ["from", "to"] {
+                    if let Some(s) = w.get(end).and_then(Value::as_str) {
+                        out.insert(s.split_once('.').map(|x| x.0).unwrap_or(s).to_string());
+                        out.insert(s.to_string());
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn check_errors(stage: &str, errs: &GraphErrors, known: &HashSet<String>, must_name_node: bool, out: &mut Outcome) {
+    if errs.0.is_empty() {
+        out.problems.push(format!("{}: failed with an empty error list", stage));
+    }
+    out.first_error.get_or_insert_with(|| errs.0.first().map(|e| e.to_string()).unwrap_or_default());
+    for e in &errs.0 {
+        match (e, e.node()) {
+            (GraphError::Syntax { line, col, .. }, _) => {
+                if must_name_node {
+                    out.problems.push(format!("{}: JSON syntax error after parsing: {}", stage, e));
+                } else if *line == 0 || *col == 0 {
+                    out.problems.push(format!("{}: syntax error without line:col: {}", stage, e));
+                }
+            }
+            (GraphError::Document { .. }, _) if must_name_node => out.problems.push(format!("{}: error names no node: {}", stage, e)),
+            (_, Some(id)) if !known.contains(id) => out.problems.push(format!("{}: error names node '{}' which is not in the graph: {}", stage, id, e)),
+            (GraphError::Code { line, col, .. }, _) if *line == 0 || *col == 0 => out.problems.push(format!("{}: code error without line:col: {}", stage, e)),
+            _ => {}
+        }
+    }
+}
+
+fn check_runtime(stage: &str, e: &RuntimeError, known: &HashSet<String>, out: &mut Outcome) {
+    out.first_error.get_or_insert_with(|| e.to_string());
+    match e {
+        RuntimeError::Graph(g) => check_errors(stage, g, known, true, out),
+        RuntimeError::Compile { node, .. } | RuntimeError::Kernel { node, .. } => {
+            if !known.contains(node) {
+                out.problems.push(format!("{}: error names node '{}' which is not in the graph: {}", stage, node, e));
+            }
+        }
+        RuntimeError::Io(_) => out.problems.push(format!("{}: unexpected I/O error: {}", stage, e)),
+    }
+}
+
+/// Loop iterations of on_start plus one frame (saturating).
+fn schedule_work(p: &Program) -> u64 {
+    fn steps(p: &Program, s: &[Step]) -> u64 {
+        s.iter().fold(0u64, |acc, st| {
+            acc.saturating_add(match st {
+                Step::Launch(k) => p.kernels[*k].iteration_shape(p).iter().fold(1u64, |a, &x| a.saturating_mul(x as u64)),
+                Step::Repeat { count, body, .. } => steps(p, body).saturating_mul(*count as u64),
+            })
+        })
+    }
+    steps(p, &p.schedule.on_start).saturating_add(steps(p, &p.schedule.on_frame))
+}
+
+fn kernel_codes(v: &Value) -> Vec<String> {
+    v.get("nodes")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|n| n.get("params")?.get("code")?.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+/// Mutated code may loop forever (the interpreter has no watchdog, by design),
+/// so only run code that is unchanged or has no loops.
+fn code_may_run(m: &Mutant, v: &Value) -> bool {
+    kernel_codes(v).iter().all(|c| m.codes.contains(c) || !(c.contains("while") || c.contains("loop") || c.contains("for")))
+}
+
+fn run_case(m: &Mutant, may_run: bool) -> Outcome {
+    let mut out = Outcome::default();
+    let known = known_ids(&m.text);
+    let doc = match GraphDoc::parse(&m.text) {
+        Ok(d) => d,
+        Err(e) => {
+            check_errors("parse", &e, &known, false, &mut out);
+            return out;
+        }
+    };
+    out.parsed = true;
+    // A parsed document round-trips through its own serializer.
+    if let Err(e) = GraphDoc::parse(&doc.to_json()) {
+        out.problems.push(format!("the parsed document does not re-parse after to_json: {}", e));
+    }
+    let mut program = match build_program(&doc, &BuildOptions { base_dir: m.base_dir.clone() }) {
+        Ok(p) => p,
+        Err(e) => {
+            check_errors("build", &e, &known, true, &mut out);
+            return out;
+        }
+    };
+    out.built = true;
+    let max_root = program.roots().map(|r| root_words(&program, r)).max().unwrap_or(0);
+    if max_root > MAX_ALLOC_WORDS {
+        // Compile without allocating field memory (which could be up to 1 GiB).
+        if let Err(e) = weft_ir::passes::run_pipeline(&mut program, &SimOptions::default().passes, None) {
+            check_runtime("passes", &RuntimeError::Compile { node: e.kernel.clone(), message: e.to_string() }, &known, &mut out);
+            return out;
+        }
+        for (_, k) in program.kernels.iter() {
+            if let Err(e) = weft_codegen::cpu::compile_kernel(&program, k) {
+                check_runtime("codegen", &RuntimeError::Compile { node: e.kernel.clone(), message: e.to_string() }, &known, &mut out);
+                return out;
+            }
+        }
+        out.compiled = true;
+        return out;
+    }
+    let work = schedule_work(&program);
+    let value: Value = serde_json::from_str(&m.text).unwrap_or(Value::Null);
+    let run = may_run && m.allow_run && work <= MAX_RUN_ITERATIONS && code_may_run(m, &value);
+    let mut sim = match Simulation::new(program, &SimOptions::default()) {
+        Ok(s) => s,
+        Err(e) => {
+            check_runtime("compile", &e, &known, &mut out);
+            return out;
+        }
+    };
+    out.compiled = true;
+    if !run {
+        return out;
+    }
+    out.ran = true;
+    if let Err(e) = sim.step_frame() {
+        check_runtime("frame", &e, &known, &mut out);
+        return out;
+    }
+    for (id, img) in sim.render_views() {
+        let _ = (id, img);
+    }
+    out
+}
+
+// ---------------------------------------------------------------- panic capture
+
+static LAST_PANIC: Mutex<Option<String>> = Mutex::new(None);
+
+fn install_quiet_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info.payload().downcast_ref::<String>().cloned().or_else(|| info.payload().downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+        let loc = info.location().map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column())).unwrap_or_default();
+        *LAST_PANIC.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!("{} at {}", msg, loc));
+    }));
+}
+
+enum CaseResult {
+    Done(Outcome),
+    Panicked(String),
+    TimedOut,
+}
+
+fn run_guarded(m: &Mutant, may_run: bool) -> (CaseResult, Duration) {
+    let (tx, rx) = mpsc::channel();
+    let label = m.label.clone();
+    let mc = Mutant { label: m.label.clone(), text: m.text.clone(), base_dir: m.base_dir.clone(), allow_run: m.allow_run, codes: m.codes.clone() };
+    let t = Instant::now();
+    std::thread::Builder::new()
+        .name(format!("fuzz {}", label))
+        .stack_size(64 << 20)
+        .spawn(move || {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(&mc, may_run)));
+            let _ = tx.send(match r {
+                Ok(o) => CaseResult::Done(o),
+                Err(_) => CaseResult::Panicked(LAST_PANIC.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_else(|| "unknown panic".into())),
+            });
+        })
+        .expect("spawn fuzz thread");
+    match rx.recv_timeout(CASE_TIME_LIMIT) {
+        Ok(r) => (r, t.elapsed()),
+        Err(_) => (CaseResult::TimedOut, t.elapsed()),
+    }
+}
+
+// ---------------------------------------------------------------- the test
+
+fn seeds() -> Vec<Seed> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let graphs = root.join("../graphs");
+    let mut out = Vec::new();
+    let codes_of = |text: &str| -> HashSet<String> { serde_json::from_str::<Value>(text).map(|v| kernel_codes(&v).into_iter().collect()).unwrap_or_default() };
+    for name in ["julia", "heat", "life", "mpm88"] {
+        let text = std::fs::read_to_string(graphs.join(format!("{}.json", name))).expect("example graph");
+        out.push(Seed { name: name.into(), codes: codes_of(&text), text, base_dir: graphs.clone(), runnable: name != "mpm88", example: true });
+    }
+    let bad = root.join("bad");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&bad).map(|d| d.filter_map(|e| Some(e.ok()?.path())).filter(|p| p.extension().is_some_and(|e| e == "json")).collect()).unwrap_or_default();
+    files.sort();
+    for f in files {
+        let text = std::fs::read_to_string(&f).expect("bad graph");
+        let name = format!("bad/{}", f.file_stem().unwrap().to_string_lossy());
+        out.push(Seed { name, codes: codes_of(&text), text, base_dir: bad.clone(), runnable: true, example: false });
+    }
+    out
+}
+
 #[test]
-fn timing() {
-    for g in ["julia", "heat", "life", "mpm88"] {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../graphs");
-        let text = std::fs::read_to_string(dir.join(format!("{}.json", g))).unwrap();
-        let t = std::time::Instant::now();
-        let doc = GraphDoc::parse(&text).unwrap();
-        let p = build_program(&doc, &BuildOptions { base_dir: dir.clone() }).unwrap();
-        let t1 = t.elapsed();
-        let mut sim = Simulation::new(p, &SimOptions::default()).unwrap();
-        let t2 = t.elapsed();
-        sim.step_frame().unwrap();
-        let t3 = t.elapsed();
-        println!("{} build {:?} compile {:?} frame {:?}", g, t1, t2 - t1, t3 - t2);
+fn mutated_graphs_never_panic_hang_or_blame_unknown_nodes() {
+    install_quiet_panic_hook();
+    let seed: u64 = std::env::var("WEFT_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5EED_0F_3EF7);
+    let scale: usize = std::env::var("WEFT_FUZZ_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
+    let fail_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fuzz-failures");
+    let _ = std::fs::remove_dir_all(&fail_dir);
+    let mut rng = Rng::new(seed);
+    let seeds = seeds();
+    assert!(seeds.len() >= 4 + 40, "expected the four examples and the bad corpus");
+
+    let (mut total, mut parsed, mut built, mut compiled, mut ran) = (0usize, 0usize, 0usize, 0usize, 0usize);
+    let mut failures: Vec<String> = Vec::new();
+    let mut slowest = (Duration::ZERO, String::new());
+    let t0 = Instant::now();
+    'seeds: for s in &seeds {
+        let count = scale
+            * match s.name.as_str() {
+                "mpm88" => 40,
+                _ if s.example => 90,
+                _ => 5,
+            };
+        let value: Value = serde_json::from_str(&s.text).unwrap_or(Value::Null);
+        let mut runs = 0usize;
+        for i in 0..count {
+            let (text, desc) = if rng.chance(25) || value.is_null() {
+                let (mut t, mut d) = mutate_bytes(&mut rng, &s.text);
+                if rng.chance(30) {
+                    let (t2, d2) = mutate_bytes(&mut rng, &t);
+                    t = t2;
+                    d = format!("{}; {}", d, d2);
+                }
+                (t, d)
+            } else {
+                let mut v = value.clone();
+                let n = rng.below(3) + 1;
+                let d: Vec<String> = (0..n).map(|_| mutate_value(&mut rng, &mut v)).collect();
+                (serde_json::to_string_pretty(&v).unwrap(), d.join("; "))
+            };
+            let m = Mutant { label: format!("{}#{}", s.name, i), text, base_dir: s.base_dir.clone(), allow_run: s.runnable, codes: s.codes.clone() };
+            let may_run = !s.example || runs < MAX_RUNS_PER_EXAMPLE;
+            total += 1;
+            let (result, took) = run_guarded(&m, may_run);
+            if took > slowest.0 {
+                slowest = (took, m.label.clone());
+            }
+            let problem = match result {
+                CaseResult::Done(o) => {
+                    parsed += o.parsed as usize;
+                    built += o.built as usize;
+                    compiled += o.compiled as usize;
+                    ran += o.ran as usize;
+                    if o.ran && s.example {
+                        runs += 1;
+                    }
+                    (!o.problems.is_empty()).then(|| o.problems.join("\n    "))
+                }
+                CaseResult::Panicked(p) => Some(format!("PANIC: {}", p)),
+                CaseResult::TimedOut => Some(format!("HANG: no result after {:?}", CASE_TIME_LIMIT)),
+            };
+            if let Some(p) = problem {
+                let _ = std::fs::create_dir_all(&fail_dir);
+                let file = fail_dir.join(format!("{}.json", m.label.replace(['/', '#'], "_")));
+                let _ = std::fs::write(&file, &m.text);
+                let shown: String = if m.text.len() > 1500 { format!("{}… ({} bytes, full text in {})", &m.text[..m.text.floor_char_boundary(1500)], m.text.len(), file.display()) } else { m.text.clone() };
+                failures.push(format!("{} [{}]\n    {}\n  mutant ({}):\n{}", m.label, desc, p, file.display(), shown));
+                if p.starts_with("HANG") {
+                    // The stuck thread keeps a core busy; stop here.
+                    break 'seeds;
+                }
+            }
+        }
+    }
+    let elapsed = t0.elapsed();
+    println!(
+        "fuzz: seed {:#x}, {} mutants from {} seed graphs: {} parsed, {} built, {} compiled, {} ran a frame; {} failed; {:.1?} total, slowest {} ({:.1?})",
+        seed,
+        total,
+        seeds.len(),
+        parsed,
+        built,
+        compiled,
+        ran,
+        failures.len(),
+        elapsed,
+        slowest.1,
+        slowest.0
+    );
+    assert!(total >= 600 || scale == 0, "only {} mutants", total);
+    if !failures.is_empty() {
+        panic!("{} of {} mutants misbehaved:\n\n{}", failures.len(), total, failures.join("\n\n"));
     }
 }
