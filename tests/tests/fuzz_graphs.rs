@@ -279,10 +279,13 @@ fn mutate_code(rng: &mut Rng, code: &str) -> String {
 }
 
 /// One structural mutation; returns its description.
-fn mutate_value(rng: &mut Rng, v: &mut Value) -> String {
+fn mutate_value(rng: &mut Rng, v: &mut Value, gentle: bool) -> String {
     let ids = node_ids(v);
     for _attempt in 0..8 {
-        match rng.below(15) {
+        // Gentle mutations keep the document mostly valid so that more mutants
+        // reach the kernel front end, the passes, codegen and the interpreter.
+        let choice = if gentle { *rng.pick(&[15, 15, 15, 15, 16, 16, 11, 5]) } else { rng.below(17) };
+        match choice {
             0 => {
                 let mut paths = Vec::new();
                 all_paths(v, &mut Vec::new(), &mut paths);
@@ -358,7 +361,7 @@ fn mutate_value(rng: &mut Rng, v: &mut Value) -> String {
             }
             8 | 9 => {
                 let which = if rng.chance(60) { "wires" } else { "exec" };
-                let mut end = |rng: &mut Rng| -> String {
+                let end = |rng: &mut Rng| -> String {
                     let n = if ids.is_empty() || rng.chance(10) { random_string(rng) } else { rng.pick(&ids).clone() };
                     if rng.chance(15) {
                         n
@@ -424,6 +427,36 @@ fn mutate_value(rng: &mut Rng, v: &mut Value) -> String {
                     if let Some(a) = nodes[i]["params"][key].as_array_mut() {
                         a.push(json!(2));
                     }
+                }
+                return d;
+            }
+            16 => {
+                // A parameter value (or a scalar's value).
+                let Some(nodes) = nodes_mut(v) else { continue };
+                let mut spots = Vec::new();
+                for (i, n) in nodes.iter().enumerate() {
+                    if let Some(p) = n.get("params").and_then(Value::as_object) {
+                        for (k, pv) in p {
+                            if k != "code" {
+                                spots.push((i, k.clone(), None));
+                            }
+                            if let Some(sc) = pv.as_object().filter(|_| k == "scalars") {
+                                for name in sc.keys() {
+                                    spots.push((i, k.clone(), Some(name.clone())));
+                                }
+                            }
+                        }
+                    }
+                }
+                if spots.is_empty() {
+                    continue;
+                }
+                let (i, k, sub) = rng.pick(&spots).clone();
+                let new = if rng.chance(60) { random_number(rng) } else { random_value(rng, 1) };
+                let d = format!("node #{} param {}{} -> {}", i, k, sub.as_ref().map(|s| format!(".{}", s)).unwrap_or_default(), new);
+                match sub {
+                    Some(name) => nodes[i]["params"][k.as_str()][name.as_str()] = new,
+                    None => nodes[i]["params"][k.as_str()] = new,
                 }
                 return d;
             }
@@ -726,6 +759,7 @@ fn mutated_graphs_never_panic_hang_or_blame_unknown_nodes() {
     install_quiet_panic_hook();
     let seed: u64 = std::env::var("WEFT_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5EED_0F_3EF7);
     let scale: usize = std::env::var("WEFT_FUZZ_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
+    let verbose = std::env::var_os("WEFT_FUZZ_VERBOSE").is_some();
     let fail_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fuzz-failures");
     let _ = std::fs::remove_dir_all(&fail_dir);
     let mut rng = Rng::new(seed);
@@ -739,8 +773,8 @@ fn mutated_graphs_never_panic_hang_or_blame_unknown_nodes() {
     'seeds: for s in &seeds {
         let count = scale
             * match s.name.as_str() {
-                "mpm88" => 40,
-                _ if s.example => 90,
+                "mpm88" => 60,
+                _ if s.example => 150,
                 _ => 5,
             };
         let value: Value = serde_json::from_str(&s.text).unwrap_or(Value::Null);
@@ -756,8 +790,9 @@ fn mutated_graphs_never_panic_hang_or_blame_unknown_nodes() {
                 (t, d)
             } else {
                 let mut v = value.clone();
-                let n = rng.below(3) + 1;
-                let d: Vec<String> = (0..n).map(|_| mutate_value(&mut rng, &mut v)).collect();
+                let gentle = rng.chance(if s.example { 70 } else { 40 });
+                let n = if gentle { 1 } else { rng.below(3) + 1 };
+                let d: Vec<String> = (0..n).map(|_| mutate_value(&mut rng, &mut v, gentle)).collect();
                 (serde_json::to_string_pretty(&v).unwrap(), d.join("; "))
             };
             let m = Mutant { label: format!("{}#{}", s.name, i), text, base_dir: s.base_dir.clone(), allow_run: s.runnable, codes: s.codes.clone() };
@@ -769,6 +804,9 @@ fn mutated_graphs_never_panic_hang_or_blame_unknown_nodes() {
             }
             let problem = match result {
                 CaseResult::Done(o) => {
+                    if verbose {
+                        println!("{:<28} {:<60} {}", m.label, desc.chars().take(60).collect::<String>(), if o.ran { "ran".to_string() } else if o.compiled { "compiled".to_string() } else { o.first_error.clone().unwrap_or_default().chars().take(150).collect() });
+                    }
                     parsed += o.parsed as usize;
                     built += o.built as usize;
                     compiled += o.compiled as usize;
@@ -795,6 +833,8 @@ fn mutated_graphs_never_panic_hang_or_blame_unknown_nodes() {
         }
     }
     let elapsed = t0.elapsed();
+    // Back to the default hook so the verdict below is printed.
+    let _ = std::panic::take_hook();
     println!(
         "fuzz: seed {:#x}, {} mutants from {} seed graphs: {} parsed, {} built, {} compiled, {} ran a frame; {} failed; {:.1?} total, slowest {} ({:.1?})",
         seed,

@@ -988,6 +988,18 @@ impl<'a> FnLowerer<'a> {
         Ok(out)
     }
 
+    /// `name[...]` where `name` is neither a local, a scalar nor a wired field.
+    fn check_unwired(&self, base: &syn::Expr) -> R<()> {
+        if let syn::Expr::Path(p) = base {
+            if let Some(id) = p.path.get_ident() {
+                if self.lookup(&id.to_string()).is_none() && !self.env.params.iter().any(|(n, _)| id == n) {
+                    return Err(err(base, format!("`{}` is not a field wired to this kernel (no wire reaches port `{}`)", id, id)));
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn lower_index(&mut self, ix: &syn::ExprIndex) -> R<Val> {
         let sp = span_of(ix);
         if let Some((field, ty, ndim)) = self.field_port(&ix.expr) {
@@ -995,16 +1007,7 @@ impl<'a> FnLowerer<'a> {
             let index = self.lower_field_index(&ix.index, ndim, &name)?;
             return Ok(self.val(InstKind::FieldLoad { field, index }, ty, sp));
         }
-        if let syn::Expr::Path(p) = &*ix.expr {
-            if let Some(id) = p.path.get_ident() {
-                if self.lookup(&id.to_string()).is_none() && !self.env.params.iter().any(|(n, _)| id == n) {
-                    return Err(err(
-                        &ix.expr,
-                        format!("`{}` is not a field wired to this kernel (no wire reaches port `{}`)", id, id),
-                    ));
-                }
-            }
-        }
+        self.check_unwired(&ix.expr)?;
         let base = self.lower_expr(&ix.expr, None)?;
         let Some(len) = composite_len(base.ty) else {
             return Err(err(&ix.expr, format!("`{}` is {} and cannot be indexed", self.text(&ix.expr), base.ty)));
@@ -1087,6 +1090,7 @@ impl<'a> FnLowerer<'a> {
                     let index = self.lower_field_index(&ix.index, ndim, &name)?;
                     return Ok(Place::Field { field, ty, index, path: vec![] });
                 }
+                self.check_unwired(&ix.expr)?;
                 let mut place = self.lower_place(&ix.expr)?;
                 let cur = self.place_type(&place);
                 let Some(len) = composite_len(cur) else {
