@@ -73,7 +73,7 @@ fn rejects_with_positions_and_plain_words() {
     rejects("fn kernel(i: i32) { x[i] = 1.0 +; }", 1, 33, "syntax error");
     rejects("fn kernel(i: i32) { x[i] = dt as vec2; }", 1, 28, "cannot convert f32 to vec2<f32>");
     rejects("fn kernel(i: i32) { grid_v[(i, 0)] *= 2.0; x = 1.0; }", 1, 44, "`x` is a field");
-    rejects("fn kernel(i: i32) { n[i] = 99999999999; }", 1, 28, "out of range");
+    rejects("fn kernel(i: i32) { n[i] = 99999999999; }", 1, 28, "does not fit in i32");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
