@@ -47,6 +47,9 @@ pub struct GraphOverrides {
     /// Seed of random() (overrides the graph's "seed").
     #[arg(long)]
     pub seed: Option<u32>,
+    /// CPU worker threads (default: one per core; 1 makes float atomics repeat exactly).
+    #[arg(long)]
+    pub threads: Option<usize>,
 }
 
 #[derive(Args)]
@@ -115,6 +118,12 @@ pub struct ReplayArgs {
     /// Re-record the expectations instead of comparing.
     #[arg(long)]
     pub update: bool,
+    /// With --update: frames to record (default: the recorded count, or 3 for a new file).
+    #[arg(long)]
+    pub frames: Option<u32>,
     #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
     pub backend: BackendArg,
+    /// CPU worker threads. The default, 1, makes floating-point atomics add in a fixed order so runs repeat exactly.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
 }

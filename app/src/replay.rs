@@ -48,8 +48,9 @@ pub fn replay(a: ReplayArgs) -> i32 {
             failed += 1;
             continue;
         }
-        let frames = existing.as_ref().map(|e| e.frames).unwrap_or(3);
-        let stats = match run_graph(g, frames) {
+        let recorded = existing.as_ref().map(|e| e.frames);
+        let frames = if a.update { a.frames.or(recorded).unwrap_or(3) } else { recorded.unwrap_or(3) };
+        let stats = match run_graph(g, frames, a.threads) {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("FAIL {}: {}", g.display(), e);
@@ -58,7 +59,12 @@ pub fn replay(a: ReplayArgs) -> i32 {
             }
         };
         if a.update {
-            let mut exp = existing.unwrap_or(Expectation { format: "weft-expect".into(), version: 1, frames, tolerance: Tolerance::default(), backends: BTreeMap::new() });
+            let mut exp = existing.clone().unwrap_or(Expectation { format: "weft-expect".into(), version: 1, frames, tolerance: Tolerance::default(), backends: BTreeMap::new() });
+            if exp.frames != frames {
+                // Other backends' entries were recorded for a different frame count.
+                exp.backends.clear();
+                exp.frames = frames;
+            }
             exp.backends.insert(backend.into(), BackendExpect { fields: stats });
             let text = serde_json::to_string_pretty(&exp).expect("serializes") + "\n";
             if let Err(e) = weft_ir::graph::document::write_atomic(&ep, text.as_bytes()) {
@@ -94,9 +100,9 @@ pub fn replay(a: ReplayArgs) -> i32 {
     }
 }
 
-fn run_graph(g: &Path, frames: u32) -> Result<BTreeMap<String, weft_runtime::expect::FieldStats>, RuntimeError> {
+fn run_graph(g: &Path, frames: u32, threads: usize) -> Result<BTreeMap<String, weft_runtime::expect::FieldStats>, RuntimeError> {
     let (_, program) = load_program(g, &Overrides::default())?;
-    let mut sim = Simulation::new(program, &SimOptions::default())?;
+    let mut sim = Simulation::new(program, &SimOptions { threads: Some(threads), ..Default::default() })?;
     sim.start()?;
     for _ in 0..frames {
         sim.step_frame()?;

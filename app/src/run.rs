@@ -19,7 +19,7 @@ pub fn overrides(o: &GraphOverrides) -> Overrides {
 /// Loads and compiles a graph for the chosen backend, saying which was picked.
 pub fn open(graph: &Path, o: &GraphOverrides, backend: BackendArg, quiet: bool) -> Result<Simulation, RuntimeError> {
     let (_, program) = load_program(graph, &overrides(o))?;
-    let sim = Simulation::new(program, &SimOptions { seed: o.seed, ..Default::default() })?;
+    let sim = Simulation::new(program, &SimOptions { seed: o.seed, threads: o.threads, ..Default::default() })?;
     if !quiet && backend == BackendArg::Auto {
         eprintln!("backend: {} (reference interpreter; no GPU backend in this build)", sim.backend().name());
     }

@@ -5,7 +5,7 @@
 //! { "format": "weft-expect", "version": 1, "frames": 3,
 //!   "tolerance": { "rel": 1e-4, "abs": 1e-6 },
 //!   "backends": { "cpu": { "fields": { "x": { "type": "vec2<f32>", "sum": 1.5, "min": 0.1,
-//!       "max": 0.9, "mean_abs": 0.4, "nonfinite": 0 } } } } }
+//!       "max": 0.9, "mean_abs": 0.4, "count": 128, "nonfinite": 0 } } } } }
 //! ```
 //! Integer fields also record `checksum` (FNV-1a of the words), compared exactly.
 
@@ -55,6 +55,8 @@ pub struct FieldStats {
     pub min: f64,
     pub max: f64,
     pub mean_abs: f64,
+    /// Finite values counted.
+    pub count: u64,
     pub nonfinite: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checksum: Option<String>,
@@ -62,7 +64,7 @@ pub struct FieldStats {
 
 pub fn field_stats(ty: Type, words: &[u32]) -> FieldStats {
     let s = ty.scalar().unwrap_or(Scalar::F32);
-    let mut st = FieldStats { ty: ty.to_string(), sum: 0.0, min: f64::INFINITY, max: f64::NEG_INFINITY, mean_abs: 0.0, nonfinite: 0, checksum: None };
+    let mut st = FieldStats { ty: ty.to_string(), sum: 0.0, min: f64::INFINITY, max: f64::NEG_INFINITY, mean_abs: 0.0, count: 0, nonfinite: 0, checksum: None };
     for &w in words {
         let v = match s {
             Scalar::I32 => w as i32 as f64,
@@ -78,8 +80,8 @@ pub fn field_stats(ty: Type, words: &[u32]) -> FieldStats {
         st.max = st.max.max(v);
         st.mean_abs += v.abs();
     }
-    let n = (words.len() as u64 - st.nonfinite).max(1) as f64;
-    st.mean_abs /= n;
+    st.count = words.len() as u64 - st.nonfinite;
+    st.mean_abs /= st.count.max(1) as f64;
     if st.min > st.max {
         st.min = 0.0;
         st.max = 0.0;
@@ -96,8 +98,9 @@ pub fn all_stats(sim: &Simulation) -> BTreeMap<String, FieldStats> {
     sim.program.fields.iter().map(|(h, f)| (f.name.clone(), field_stats(f.ty, &sim.read_field(h)))).collect()
 }
 
-fn close(a: f64, b: f64, t: &Tolerance) -> bool {
-    (a - b).abs() <= t.abs + t.rel * a.abs().max(b.abs())
+/// `|a - b| <= abs + rel * scale`, where `scale` is at least the values' own size.
+fn close(a: f64, b: f64, scale: f64, t: &Tolerance) -> bool {
+    (a - b).abs() <= t.abs + t.rel * a.abs().max(b.abs()).max(scale)
 }
 
 /// Every difference between expected and actual statistics, as readable lines.
@@ -112,13 +115,22 @@ pub fn compare(expected: &BTreeMap<String, FieldStats>, actual: &BTreeMap<String
             diffs.push(format!("field '{}': type {} expected, got {}", name, e.ty, a.ty));
             continue;
         }
-        for (what, x, y) in [("sum", e.sum, a.sum), ("min", e.min, a.min), ("max", e.max, a.max), ("mean_abs", e.mean_abs, a.mean_abs)] {
-            if !close(x, y, tol) {
+        // A sum's rounding error grows with the sum of magnitudes, not with the
+        // (possibly cancelling) sum itself; extremes compare on the field's scale.
+        let sum_scale = e.mean_abs * e.count as f64;
+        let range_scale = e.min.abs().max(e.max.abs());
+        for (what, x, y, scale) in [
+            ("sum", e.sum, a.sum, sum_scale),
+            ("min", e.min, a.min, range_scale),
+            ("max", e.max, a.max, range_scale),
+            ("mean_abs", e.mean_abs, a.mean_abs, 0.0),
+        ] {
+            if !close(x, y, scale, tol) {
                 diffs.push(format!("field '{}': {} expected {} got {} (diff {:.3e})", name, what, x, y, (x - y).abs()));
             }
         }
-        if e.nonfinite != a.nonfinite {
-            diffs.push(format!("field '{}': {} non-finite values expected, got {}", name, e.nonfinite, a.nonfinite));
+        if e.count != a.count || e.nonfinite != a.nonfinite {
+            diffs.push(format!("field '{}': {} finite and {} non-finite values expected, got {} and {}", name, e.count, e.nonfinite, a.count, a.nonfinite));
         }
         if e.checksum.is_some() && e.checksum != a.checksum {
             diffs.push(format!("field '{}': checksum expected {} got {}", name, e.checksum.as_deref().unwrap_or("-"), a.checksum.as_deref().unwrap_or("-")));

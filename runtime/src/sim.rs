@@ -30,11 +30,14 @@ pub struct SimOptions {
     pub passes: PassOptions,
     /// Overrides the graph's seed.
     pub seed: Option<u32>,
+    /// Worker threads for kernel launches (`None`: one per core). With one
+    /// thread, floating-point atomics add in a fixed order, so runs repeat exactly.
+    pub threads: Option<usize>,
 }
 
 impl Default for SimOptions {
     fn default() -> Self {
-        SimOptions { passes: PassOptions::default(), seed: None }
+        SimOptions { passes: PassOptions::default(), seed: None, threads: None }
     }
 }
 
@@ -48,6 +51,7 @@ pub struct Simulation {
     /// Launch durations per kernel node id.
     pub kernel_times: BTreeMap<String, Vec<Duration>>,
     pub compile_time: Duration,
+    pool: Option<rayon::ThreadPool>,
 }
 
 impl Simulation {
@@ -66,7 +70,16 @@ impl Simulation {
             .map_err(|e| RuntimeError::Compile { node: e.kernel.clone(), message: e.to_string() })?;
         let compile_time = t0.elapsed();
         let memory = FieldMemory::new(&program);
-        Ok(Simulation { program, kernels, memory, frame: 0, started: false, kernel_times: BTreeMap::new(), compile_time })
+        let pool = match opts.threads {
+            Some(n) => Some(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(n.max(1))
+                    .build()
+                    .map_err(|e| RuntimeError::Io(format!("cannot start {} worker threads: {}", n, e)))?,
+            ),
+            None => None,
+        };
+        Ok(Simulation { program, kernels, memory, frame: 0, started: false, kernel_times: BTreeMap::new(), compile_time, pool })
     }
 
     pub fn backend(&self) -> Backend {
@@ -119,7 +132,11 @@ impl Simulation {
         let params: Vec<u32> = kernel.params.iter().map(|p| p.value).collect();
         let buffers: Vec<&[std::sync::atomic::AtomicU32]> = ck.roots.iter().map(|r| self.memory.buffers[r.index()].as_slice()).collect();
         let t = Instant::now();
-        launch(&Launch { program: &self.program, kernel: ck, buffers, params: &params, frame: self.frame, seed: self.program.seed, shape: &shape })?;
+        let l = Launch { program: &self.program, kernel: ck, buffers, params: &params, frame: self.frame, seed: self.program.seed, shape: &shape };
+        match &self.pool {
+            Some(pool) => pool.install(|| launch(&l))?,
+            None => launch(&l)?,
+        }
         let d = t.elapsed();
         self.kernel_times.entry(kernel.name.clone()).or_default().push(d);
         Ok(())

@@ -40,7 +40,7 @@ pub fn build(doc: &Value) -> Result<weft_ir::ir::Program, GraphErrors> {
 /// Builds, compiles and runs `on_start` plus `frames` frames.
 pub fn run(doc: &Value, frames: u32) -> Result<Simulation, RuntimeError> {
     let p = build(doc)?;
-    let mut sim = Simulation::new(p, &SimOptions { passes: weft_ir::passes::PassOptions { validate: true, ..Default::default() }, seed: None })?;
+    let mut sim = Simulation::new(p, &SimOptions { passes: weft_ir::passes::PassOptions { validate: true, ..Default::default() }, ..Default::default() })?;
     sim.start()?;
     for _ in 0..frames {
         sim.step_frame()?;

@@ -391,7 +391,8 @@ fn mutate_value(rng: &mut Rng, v: &mut Value, gentle: bool) -> String {
                 }
                 let i = rng.below(nodes.len());
                 let k = rng.pick(KINDS);
-                nodes[i]["kind"] = json!(k);
+                let Some(n) = nodes[i].as_object_mut() else { continue };
+                n.insert("kind".into(), json!(k));
                 return format!("node #{} kind -> {:?}", i, k);
             }
             11 => {
@@ -696,8 +697,15 @@ fn run_case(m: &Mutant, may_run: bool) -> Outcome {
 
 static LAST_PANIC: Mutex<Option<String>> = Mutex::new(None);
 
+/// Panics in fuzz case threads (and the rayon workers they use) are recorded
+/// quietly; a panic on the test's own thread is printed as usual.
 fn install_quiet_panic_hook() {
-    std::panic::set_hook(Box::new(|info| {
+    let default = std::panic::take_hook();
+    let test_thread = std::thread::current().id();
+    std::panic::set_hook(Box::new(move |info| {
+        if std::thread::current().id() == test_thread {
+            return default(info);
+        }
         let msg = info.payload().downcast_ref::<String>().cloned().or_else(|| info.payload().downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
         let loc = info.location().map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column())).unwrap_or_default();
         *LAST_PANIC.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!("{} at {}", msg, loc));

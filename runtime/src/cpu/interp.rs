@@ -63,6 +63,7 @@ fn exec(l: &Launch, f: &CpuFunction, r: &mut [u32], rng: &mut u32, depth: u32) -
     loop {
         match &ops[pc] {
             Op::Const { dst, bits } => s!(*dst) = *bits,
+            Op::Copy { dst, src, n: 1 } => s!(*dst) = s!(*src),
             Op::Copy { dst, src, n } => {
                 let (d, sr, n) = (*dst as usize, *src as usize, *n as usize);
                 r.copy_within(sr..sr + n, d);
@@ -206,10 +207,17 @@ fn atomic(cell: &AtomicU32, op: AtomicOp, s: Scalar, v: u32, cmp: u32) -> u32 {
     }
 }
 
-fn rf(r: &[u32], at: u32, n: usize) -> Vec<f32> {
-    r[at as usize..at as usize + n].iter().map(|&w| f32::from_bits(w)).collect()
+/// Reads `n` (≤ 16) f32 words into a stack array.
+#[inline]
+fn rf(r: &[u32], at: u32, n: usize) -> [f32; 16] {
+    let mut out = [0.0f32; 16];
+    for (k, o) in out.iter_mut().enumerate().take(n) {
+        *o = f32::from_bits(r[at as usize + k]);
+    }
+    out
 }
 
+#[inline]
 fn wf(r: &mut [u32], at: u32, v: &[f32]) {
     for (k, x) in v.iter().enumerate() {
         r[at as usize + k] = x.to_bits();
@@ -249,23 +257,26 @@ fn special(b: Builtin, ty: Type, dst: u32, args: [u32; 2], r: &mut [u32]) {
     let n = ty.components();
     match b {
         Builtin::Length => {
-            let a = rf(r, args[0], n);
-            wf(r, dst, &[dot(&a, &a).sqrt()]);
+            let a = &rf(r, args[0], n)[..n];
+            wf(r, dst, &[dot(a, a).sqrt()]);
         }
         Builtin::Distance => {
             let (a, c) = (rf(r, args[0], n), rf(r, args[1], n));
-            let d: Vec<f32> = a.iter().zip(&c).map(|(x, y)| x - y).collect();
-            wf(r, dst, &[dot(&d, &d).sqrt()]);
+            let mut d = [0.0f32; 16];
+            for k in 0..n {
+                d[k] = a[k] - c[k];
+            }
+            wf(r, dst, &[dot(&d[..n], &d[..n]).sqrt()]);
         }
         Builtin::Normalize => {
-            let a = rf(r, args[0], n);
-            let inv = 1.0 / dot(&a, &a).sqrt();
-            let v: Vec<f32> = a.iter().map(|x| x * inv).collect();
-            wf(r, dst, &v);
+            let mut a = rf(r, args[0], n);
+            let inv = 1.0 / dot(&a[..n], &a[..n]).sqrt();
+            a.iter_mut().for_each(|x| *x *= inv);
+            wf(r, dst, &a[..n]);
         }
         Builtin::Dot => match ty.scalar() {
             Some(Scalar::F32) => {
-                let v = dot(&rf(r, args[0], n), &rf(r, args[1], n));
+                let v = dot(&rf(r, args[0], n)[..n], &rf(r, args[1], n)[..n]);
                 wf(r, dst, &[v]);
             }
             Some(s) => {
@@ -283,40 +294,43 @@ fn special(b: Builtin, ty: Type, dst: u32, args: [u32; 2], r: &mut [u32]) {
             wf(r, dst, &[a[1] * c[2] - a[2] * c[1], a[2] * c[0] - a[0] * c[2], a[0] * c[1] - a[1] * c[0]]);
         }
         Builtin::Reflect => {
-            let (i, nn) = (rf(r, args[0], n), rf(r, args[1], n));
-            let d = 2.0 * dot(&nn, &i);
-            let v: Vec<f32> = i.iter().zip(&nn).map(|(x, y)| x - d * y).collect();
-            wf(r, dst, &v);
+            let (mut i, nn) = (rf(r, args[0], n), rf(r, args[1], n));
+            let d = 2.0 * dot(&nn[..n], &i[..n]);
+            for k in 0..n {
+                i[k] -= d * nn[k];
+            }
+            wf(r, dst, &i[..n]);
         }
         Builtin::Outer => {
             let (a, c) = (rf(r, args[0], n), rf(r, args[1], n));
             // Column j of a ⊗ c is a * c[j].
-            let mut m = Vec::with_capacity(n * n);
-            for cj in &c {
-                for ai in &a {
-                    m.push(ai * cj);
+            let mut m = [0.0f32; 16];
+            for j in 0..n {
+                for i in 0..n {
+                    m[j * n + i] = a[i] * c[j];
                 }
             }
-            wf(r, dst, &m);
+            wf(r, dst, &m[..n * n]);
         }
         Builtin::Transpose | Builtin::Determinant | Builtin::Inverse => {
             let Type::Matrix(k) = ty else { return };
             let k = k as usize;
             let m = rf(r, args[0], k * k);
+            let m = &m[..k * k];
             match b {
                 Builtin::Transpose => {
                     let t: Vec<f32> = (0..k * k).map(|i| m[(i % k) * k + i / k]).collect();
                     wf(r, dst, &t);
                 }
-                Builtin::Determinant => wf(r, dst, &[det(&m, k)]),
+                Builtin::Determinant => wf(r, dst, &[det(m, k)]),
                 _ => {
-                    let d = det(&m, k);
+                    let d = det(m, k);
                     // inverse = adjugate / det; adj[c][r] = cofactor(r, c) (column-major).
                     let mut inv = vec![0.0; k * k];
                     for c in 0..k {
                         for row in 0..k {
                             let sign = if (row + c) % 2 == 0 { 1.0 } else { -1.0 };
-                            inv[c * k + row] = sign * det(&minor(&m, k, c, row), k - 1) / d;
+                            inv[c * k + row] = sign * det(&minor(m, k, c, row), k - 1) / d;
                         }
                     }
                     wf(r, dst, &inv);
@@ -343,25 +357,31 @@ fn matmul(dst: u32, a: u32, b: u32, at: Type, bt: Type, r: &mut [u32]) {
         (Type::Matrix(n), Type::Vector(_, _)) => {
             let n = n as usize;
             let (m, v) = (rf(r, a, n * n), rf(r, b, n));
-            let out: Vec<f32> = (0..n).map(|i| (0..n).map(|k| m[k * n + i] * v[k]).sum()).collect();
-            wf(r, dst, &out);
+            let mut out = [0.0f32; 4];
+            for (i, o) in out.iter_mut().enumerate().take(n) {
+                *o = (0..n).map(|k| m[k * n + i] * v[k]).sum();
+            }
+            wf(r, dst, &out[..n]);
         }
         (Type::Vector(_, _), Type::Matrix(n)) => {
             let n = n as usize;
             let (v, m) = (rf(r, a, n), rf(r, b, n * n));
-            let out: Vec<f32> = (0..n).map(|j| dot(&v, &m[j * n..j * n + n])).collect();
-            wf(r, dst, &out);
+            let mut out = [0.0f32; 4];
+            for (j, o) in out.iter_mut().enumerate().take(n) {
+                *o = dot(&v[..n], &m[j * n..j * n + n]);
+            }
+            wf(r, dst, &out[..n]);
         }
         (Type::Matrix(n), Type::Matrix(_)) => {
             let n = n as usize;
             let (ma, mb) = (rf(r, a, n * n), rf(r, b, n * n));
-            let mut out = vec![0.0f32; n * n];
+            let mut out = [0.0f32; 16];
             for j in 0..n {
                 for i in 0..n {
                     out[j * n + i] = (0..n).map(|k| ma[k * n + i] * mb[j * n + k]).sum();
                 }
             }
-            wf(r, dst, &out);
+            wf(r, dst, &out[..n * n]);
         }
         _ => {}
     }
