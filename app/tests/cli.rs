@@ -1,0 +1,159 @@
+//! The `weft` binary as a user runs it: outputs, exit codes, messages.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn weft(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_weft")).args(args).current_dir(root()).output().expect("weft runs")
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("weft-cli-{}-{}", name, std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+#[test]
+fn every_command_has_help() {
+    for cmd in [vec!["--help"], vec!["run", "--help"], vec!["check", "--help"], vec!["ir", "--help"], vec!["bench", "--help"], vec!["replay", "--help"], vec!["nodes", "--help"], vec!["schema", "--help"]] {
+        let o = weft(&cmd);
+        assert!(o.status.success(), "{:?}", cmd);
+        assert!(text(&o).contains("Usage"), "{:?}", cmd);
+    }
+}
+
+#[test]
+fn run_writes_frames_and_dumps() {
+    let out = tmp("run");
+    let o = weft(&["run", "graphs/julia.json", "--frames", "2", "--out", out.to_str().unwrap(), "--dump", "pixels", "--set", "paint.speed=0.5"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(out.join("view_0001.png").exists() && out.join("view_0002.png").exists());
+    let a = weft_ir::graph::npy::read_npy(&out.join("pixels.npy")).unwrap();
+    assert_eq!(a.shape, vec![640, 320]);
+    // --init replaces a field's initial data; --dump-all writes every field.
+    let init = out.join("x.npy");
+    std::fs::copy(root().join("graphs/mpm88_x0.npy"), &init).unwrap();
+    let o = weft(&["run", "graphs/mpm88.json", "--frames", "1", "--no-frames", "--set", "substeps.count=1", "--init", &format!("x={}", init.display()), "--out", out.to_str().unwrap(), "--dump-all"]);
+    assert!(o.status.success(), "{}", text(&o));
+    for f in ["x", "v", "C", "J", "grid_v", "grid_m"] {
+        assert!(out.join(format!("{}.npy", f)).exists(), "{} dumped", f);
+    }
+    let c = weft_ir::graph::npy::read_npy(&out.join("C.npy")).unwrap();
+    assert_eq!(c.shape, vec![8192, 2, 2]);
+}
+
+#[test]
+fn invalid_graphs_exit_2_naming_the_node() {
+    let dir = tmp("bad");
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, r#"{"format": "weft-graph", "version": 1, "nodes": [
+        {"id": "L", "kind": "dense", "params": {"shape": [4]}},
+        {"id": "x", "kind": "field", "params": {"type": "vec2"}},
+        {"id": "k", "kind": "kernel", "params": {"range": [4], "code": "fn kernel(i: i32) {\n    x[i] = 1.0;\n}"}}],
+      "wires": [{"from": "L.cells", "to": "x.layout"}, {"from": "x", "to": "k.x"}]}"#).unwrap();
+    let o = weft(&["run", bad.to_str().unwrap(), "--out", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let t = text(&o);
+    assert!(t.contains("node 'k', code 2:12") && t.contains("`1.0` is f32 but `x[i]` expects vec2<f32>"), "{}", t);
+    std::fs::write(&bad, "{\"format\": \"weft-graph\",\n \"version\": 1,\n \"nodes\": [}").unwrap();
+    let o = weft(&["check", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("line 3:"), "{}", text(&o));
+    let o = weft(&["run", "graphs/julia.json", "--set", "nosuch.speed=1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("no node 'nosuch'"));
+}
+
+#[test]
+fn check_prints_every_error() {
+    let dir = tmp("check");
+    let bad = dir.join("two.json");
+    std::fs::write(&bad, r#"{"format": "weft-graph", "version": 1, "nodes": [
+        {"id": "a", "kind": "dense", "params": {"shape": [0]}},
+        {"id": "b", "kind": "wibble"}]}"#).unwrap();
+    let o = weft(&["check", bad.to_str().unwrap(), "graphs/heat.json"]);
+    assert_eq!(o.status.code(), Some(2));
+    let t = text(&o);
+    assert!(t.contains("node 'a', param 'shape'") && t.contains("node 'b': unknown node kind 'wibble'"), "{}", t);
+    assert!(t.contains("graphs/heat.json: ok"), "{}", t);
+}
+
+#[test]
+fn runtime_faults_exit_1_naming_the_kernel() {
+    let dir = tmp("oob");
+    let g = dir.join("oob.json");
+    std::fs::write(&g, r#"{"format": "weft-graph", "version": 1, "nodes": [
+        {"id": "L", "kind": "dense", "params": {"shape": [4]}},
+        {"id": "x", "kind": "field"},
+        {"id": "k", "kind": "kernel", "params": {"range": [5], "code": "fn kernel(i: i32) { x[i] = 1.0; }"}},
+        {"id": "s", "kind": "on_start"}],
+      "wires": [{"from": "L.cells", "to": "x.layout"}, {"from": "x", "to": "k.x"}],
+      "exec": [{"from": "s", "to": "k"}]}"#).unwrap();
+    let o = weft(&["run", g.to_str().unwrap(), "--out", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let t = text(&o);
+    assert!(t.contains("node 'k', code 1:21: index 4 is out of bounds for axis 0 of field 'x' (extent 4)"), "{}", t);
+}
+
+#[test]
+fn ir_prints_each_stage() {
+    for stage in ["front", "inline", "const_fold", "simplify", "lower_access", "final"] {
+        let o = weft(&["ir", "graphs/heat.json", "--kernel", "diffuse", "--stage", stage]);
+        assert!(o.status.success(), "{}", text(&o));
+        let t = text(&o);
+        assert!(t.contains("kernel 'diffuse'"));
+        assert_eq!(t.contains("buf_load"), matches!(stage, "lower_access" | "final"), "stage {}", stage);
+    }
+    assert_eq!(weft(&["ir", "graphs/heat.json", "--stage", "bogus"]).status.code(), Some(2));
+}
+
+#[test]
+fn bench_json_has_the_documented_keys() {
+    let o = weft(&["bench", "graphs/heat.json", "--frames", "2", "--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    for k in ["compile_ms", "frame_ms", "kernels", "backend"] {
+        assert!(v.get(k).is_some(), "missing {}", k);
+    }
+    for k in ["median", "min", "max"] {
+        assert!(v["frame_ms"][k].as_f64().is_some());
+    }
+    assert!(v["kernels"]["diffuse"]["median_ms"].as_f64().is_some());
+}
+
+#[test]
+fn replay_passes_then_reports_a_mismatch() {
+    let dir = tmp("replay");
+    for f in ["heat.json", "heat.expect.json"] {
+        std::fs::copy(root().join("graphs").join(f), dir.join(f)).unwrap();
+    }
+    let o = weft(&["replay", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let p = dir.join("heat.expect.json");
+    let mut e: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    let s = e["backends"]["cpu"]["fields"]["T"]["sum"].as_f64().unwrap();
+    e["backends"]["cpu"]["fields"]["T"]["sum"] = serde_json::json!(s * 1.5 + 1.0);
+    std::fs::write(&p, serde_json::to_string(&e).unwrap()).unwrap();
+    let o = weft(&["replay", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).contains("field 'T': sum expected"), "{}", text(&o));
+    // --update re-records and the replay passes again.
+    assert!(weft(&["replay", "--update", dir.to_str().unwrap()]).status.success());
+    assert!(weft(&["replay", dir.to_str().unwrap()]).status.success());
+}
+
+#[test]
+fn schema_command_matches_the_committed_schema() {
+    let o = weft(&["schema"]);
+    let committed = std::fs::read_to_string(root().join("docs/graph.schema.json")).unwrap();
+    assert_eq!(String::from_utf8_lossy(&o.stdout), committed, "docs/graph.schema.json is stale: run `weft schema > docs/graph.schema.json`");
+}
