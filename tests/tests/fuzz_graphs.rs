@@ -742,6 +742,90 @@ fn run_guarded(m: &Mutant, may_run: bool) -> (CaseResult, Duration) {
 
 // ---------------------------------------------------------------- the test
 
+/// A small graph that uses most of the kernel language (helpers, vectors,
+/// matrices, swizzles, casts, loops, atomics, random(), frame(), scalars),
+/// nested layouts and every view kind, so that mutants of it are cheap to run.
+const KITCHEN_SINK: &str = r#"{
+  "format": "weft-graph",
+  "version": 1,
+  "description": "fuzz seed",
+  "seed": 7,
+  "nodes": [
+    { "id": "pts", "kind": "dense", "params": { "shape": [16] } },
+    { "id": "p", "kind": "field", "params": { "type": "vec2", "init": [0.5, 0.5] } },
+    { "id": "vel", "kind": "field", "params": { "type": "vec2" } },
+    { "id": "m", "kind": "field", "params": { "type": "mat2" } },
+    { "id": "cnt", "kind": "field", "params": { "type": "i32", "init": 2 } },
+    { "id": "col", "kind": "field", "params": { "type": "u32" } },
+    { "id": "w", "kind": "field", "params": { "type": "f32" } },
+    { "id": "grid", "kind": "dense", "params": { "shape": [4, 4] } },
+    { "id": "acc", "kind": "field", "params": { "type": "i32" } },
+    { "id": "blk", "kind": "dense", "params": { "shape": [2, 2] } },
+    { "id": "h", "kind": "field", "params": { "type": "f32" } },
+    { "id": "gv", "kind": "field", "params": { "type": "vec3" } },
+    { "id": "start", "kind": "on_start" },
+    { "id": "init", "kind": "kernel", "params": { "over": "p", "code": "fn kernel(i: i32) {\n    let r = random();\n    p[i] = vec2(r, fract(r * 7.0));\n    vel[i] = vec2(0.0, -1.0) * 0.01;\n    m[i] = mat2(1.0);\n    cnt[i] = i % 3;\n    col[i] = (i as u32) * 4096u32 + 255u32;\n}\n" } },
+    { "id": "frame", "kind": "on_frame" },
+    { "id": "clear", "kind": "kernel", "params": { "range": [4, 4], "code": "fn kernel(i: i32, j: i32) {\n    acc[(i, j)] = 0;\n}\n" } },
+    { "id": "sub", "kind": "repeat", "params": { "count": 3 } },
+    { "id": "step", "kind": "kernel", "params": { "over": "p", "scalars": { "dt": 0.5, "n": { "type": "i32", "default": 3 } }, "code": "fn rot(a: f32) -> mat2 {\n    mat2(cos(a), sin(a), -sin(a), cos(a))\n}\n\nfn kernel(i: i32) {\n    let mut x = p[i];\n    let v = rot(0.1) * vel[i] * dt;\n    x = x + v;\n    for k in 0..3 {\n        if k == 1 {\n            continue;\n        }\n        x.y = clamp(x.y + 0.001 * k as f32, 0.0, 1.0);\n    }\n    p[i] = x;\n    m[i] = m[i] * transpose(rot(0.01)) + outer(v, v);\n    w[i] = length(x) + determinant(m[i]) + dot(x, v);\n    let cell = clamp((x * 4.0) as ivec2, ivec2(0, 0), ivec2(3, 3));\n    let old = atomic_add(acc[cell], 1);\n    cnt[i] += select(x.x > 0.5 && old < n, 1, -1);\n}\n" } },
+    { "id": "paint", "kind": "kernel", "params": { "over": "h", "code": "fn kernel(i: i32, j: i32) {\n    let c = acc[(i / 2, j / 2)];\n    let t = frame() as f32 * 0.1;\n    h[(i, j)] = smoothstep(0.0, 4.0, c as f32) + sin(t + i as f32) * 0.1;\n    gv[(i, j)] = normalize(vec3(1.0, i as f32, j as f32 + 1.0)).zyx;\n}\n" } },
+    { "id": "heat", "kind": "image", "params": { "colormap": "magma" } },
+    { "id": "rgb", "kind": "image" },
+    { "id": "dots", "kind": "particles", "params": { "width": 32, "height": 32, "radius": 2.0 } }
+  ],
+  "wires": [
+    { "from": "pts.cells", "to": "p.layout" },
+    { "from": "pts.cells", "to": "vel.layout" },
+    { "from": "pts.cells", "to": "m.layout" },
+    { "from": "pts.cells", "to": "cnt.layout" },
+    { "from": "pts.cells", "to": "col.layout" },
+    { "from": "pts.cells", "to": "w.layout" },
+    { "from": "grid.cells", "to": "acc.layout" },
+    { "from": "grid.cells", "to": "blk.parent" },
+    { "from": "blk.cells", "to": "h.layout" },
+    { "from": "blk.cells", "to": "gv.layout" },
+    { "from": "p.field", "to": "init.p" },
+    { "from": "vel.field", "to": "init.vel" },
+    { "from": "m.field", "to": "init.m" },
+    { "from": "cnt.field", "to": "init.cnt" },
+    { "from": "col.field", "to": "init.col" },
+    { "from": "acc.field", "to": "clear.acc" },
+    { "from": "p.field", "to": "step.p" },
+    { "from": "vel.field", "to": "step.vel" },
+    { "from": "m.field", "to": "step.m" },
+    { "from": "w.field", "to": "step.w" },
+    { "from": "acc.field", "to": "step.acc" },
+    { "from": "cnt.field", "to": "step.cnt" },
+    { "from": "acc.field", "to": "paint.acc" },
+    { "from": "h.field", "to": "paint.h" },
+    { "from": "gv.field", "to": "paint.gv" },
+    { "from": "h.field", "to": "heat.field" },
+    { "from": "gv.field", "to": "rgb" },
+    { "from": "p.field", "to": "dots.positions" },
+    { "from": "col.field", "to": "dots.color" }
+  ],
+  "exec": [
+    { "from": "start.then", "to": "init" },
+    { "from": "frame.then", "to": "clear" },
+    { "from": "clear.then", "to": "sub" },
+    { "from": "sub.body", "to": "step" },
+    { "from": "sub.then", "to": "paint" }
+  ]
+}"#;
+
+#[test]
+fn kitchen_sink_seed_builds_and_runs() {
+    let doc = GraphDoc::parse(KITCHEN_SINK).expect("seed parses");
+    let program = build_program(&doc, &BuildOptions::default()).expect("seed builds");
+    let mut sim = Simulation::new(program, &SimOptions::default()).expect("seed compiles");
+    sim.step_frame().expect("frame 1");
+    sim.step_frame().expect("frame 2");
+    assert_eq!(sim.render_views().len(), 3);
+    let acc = sim.read_field(sim.field("acc").unwrap());
+    assert_eq!(acc.iter().map(|&x| x as i32).sum::<i32>(), 16 * 3, "every particle lands in one cell per substep");
+}
+
 fn seeds() -> Vec<Seed> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let graphs = root.join("../graphs");
@@ -751,6 +835,7 @@ fn seeds() -> Vec<Seed> {
         let text = std::fs::read_to_string(graphs.join(format!("{}.json", name))).expect("example graph");
         out.push(Seed { name: name.into(), codes: codes_of(&text), text, base_dir: graphs.clone(), runnable: name != "mpm88", example: true });
     }
+    out.push(Seed { name: "sink".into(), codes: codes_of(KITCHEN_SINK), text: KITCHEN_SINK.into(), base_dir: graphs.clone(), runnable: true, example: false });
     let bad = root.join("bad");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&bad).map(|d| d.filter_map(|e| Some(e.ok()?.path())).filter(|p| p.extension().is_some_and(|e| e == "json")).collect()).unwrap_or_default();
     files.sort();
