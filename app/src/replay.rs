@@ -42,7 +42,23 @@ pub fn replay(a: ReplayArgs) -> i32 {
     let mut failed = 0;
     for g in &graphs {
         let ep = expect_path(g);
-        let existing: Option<Expectation> = std::fs::read_to_string(&ep).ok().and_then(|t| serde_json::from_str(&t).ok());
+        let existing: Option<Expectation> = match std::fs::read_to_string(&ep) {
+            Err(_) => None,
+            Ok(t) => match serde_json::from_str::<Expectation>(&t) {
+                Ok(e) if e.format == "weft-expect" && e.version == 1 => Some(e),
+                Ok(e) => {
+                    eprintln!("FAIL {}: {} is format '{}' version {}; expected 'weft-expect' version 1", g.display(), ep.display(), e.format, e.version);
+                    failed += 1;
+                    continue;
+                }
+                Err(e) if !a.update => {
+                    eprintln!("FAIL {}: {} is not a valid expectation file: {}", g.display(), ep.display(), e);
+                    failed += 1;
+                    continue;
+                }
+                Err(_) => None,
+            },
+        };
         if existing.is_none() && !a.update {
             eprintln!("FAIL {}: cannot read expectations {} (record them with --update)", g.display(), ep.display());
             failed += 1;

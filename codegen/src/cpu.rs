@@ -45,8 +45,14 @@ pub enum Op {
     BoundsCheck { index: Slot, extent: u32, field: u32, axis: u32, span: Span },
     Jump { target: u32 },
     JumpIfFalse { cond: Slot, target: u32 },
-    /// Jumps to `target` when `counter >= end` (signed or unsigned).
-    JumpIfGe { signed: bool, counter: Slot, end: Slot, target: u32 },
+    /// Starts a range loop: `counter = begin` and the trip count (a u64 in
+    /// `remaining`, `remaining + 1`) computed without overflow; a step that
+    /// is not positive is a fault at `span`.
+    ForInit { signed: bool, inclusive: bool, counter: Slot, begin: Slot, end: Slot, step: Slot, remaining: Slot, span: Span },
+    /// Jumps to `target` when no iterations remain.
+    ForTest { remaining: Slot, target: u32 },
+    /// `counter += step; remaining -= 1`.
+    ForStep { counter: Slot, step: Slot, remaining: Slot },
     Call { func: u32, args: Vec<(Slot, u32)>, dst: Slot, ret_n: u32 },
     Return { src: Slot, n: u32 },
 }
@@ -286,13 +292,23 @@ impl Ctx<'_> {
                     self.patch(j, end);
                 }
             }
-            InstKind::RangeFor { begin, end, step, body } => {
+            InstKind::RangeFor { begin, end, step, inclusive, body } => {
                 let bt = ts(self, *begin);
                 let counter = self.alloc(1);
+                let remaining = self.alloc(2);
                 self.slots.insert(h, counter);
-                self.ops.push(Op::Copy { dst: counter, src: self.slot(*begin), n: 1 });
+                self.ops.push(Op::ForInit {
+                    signed: bt.scalar() == Some(Scalar::I32),
+                    inclusive: *inclusive,
+                    counter,
+                    begin: self.slot(*begin),
+                    end: self.slot(*end),
+                    step: self.slot(*step),
+                    remaining,
+                    span: inst.span,
+                });
                 let head = self.ops.len();
-                self.ops.push(Op::JumpIfGe { signed: bt.scalar() == Some(Scalar::I32), counter, end: self.slot(*end), target: 0 });
+                self.ops.push(Op::ForTest { remaining, target: 0 });
                 self.loops.push((vec![], vec![]));
                 self.block(body)?;
                 let (breaks, conts) = self.loops.pop().expect("loop");
@@ -300,7 +316,7 @@ impl Ctx<'_> {
                 for c in conts {
                     self.patch(c, cont);
                 }
-                self.ops.push(Op::AddU { dst: counter, a: counter, b: self.slot(*step) });
+                self.ops.push(Op::ForStep { counter, step: self.slot(*step), remaining });
                 self.ops.push(Op::Jump { target: head as u32 });
                 let exit = self.ops.len() as u32;
                 self.patch(head, exit);
@@ -348,7 +364,7 @@ impl Ctx<'_> {
 
     fn patch(&mut self, at: usize, target: u32) {
         match &mut self.ops[at] {
-            Op::Jump { target: t } | Op::JumpIfFalse { target: t, .. } | Op::JumpIfGe { target: t, .. } => *t = target,
+            Op::Jump { target: t } | Op::JumpIfFalse { target: t, .. } | Op::ForTest { target: t, .. } => *t = target,
             _ => unreachable!("only jumps are patched"),
         }
     }

@@ -43,7 +43,9 @@ pub fn apply_overrides(doc: &mut GraphDoc, o: &Overrides) -> Result<(), RuntimeE
             Some(Value::Object(d)) => {
                 d.insert("default".into(), value);
             }
-            Some(slot) => *slot = value,
+            // A plain-number scalar's type comes from how it is written (1.0 is
+            // f32, 1 is i32): keep an f32 scalar f32 when set to a whole number.
+            Some(slot) => *slot = if slot.is_f64() && (value.is_i64() || value.is_u64()) { Value::from(value.as_f64().unwrap_or(0.0)) } else { value },
             None => unreachable!("checked above"),
         }
     }

@@ -27,9 +27,9 @@ pub fn field_address(p: &Program, field: FieldId, index: &[u32]) -> u64 {
     for (lvl, &l) in path.iter().enumerate() {
         let node = &p.layouts[l];
         let mut lin = 0u64;
-        for d in 0..index.len() {
+        for (d, &i) in index.iter().enumerate() {
             let below: u64 = path[lvl + 1..].iter().map(|&m| p.layouts[m].shape[d] as u64).product();
-            let mut x = index[d] as u64 / below;
+            let mut x = i as u64 / below;
             if lvl > 0 {
                 x %= node.shape[d] as u64;
             }

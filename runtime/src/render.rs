@@ -48,6 +48,7 @@ fn to_u8(x: f32) -> u8 {
 }
 
 /// Polynomial fits of matplotlib's perceptual colormaps (max error < 1/255 visually).
+#[allow(clippy::excessive_precision)]
 pub fn colormap(map: Colormap, t: f32) -> [f32; 3] {
     let t = if t.is_nan() { 0.0 } else { t.clamp(0.0, 1.0) };
     let poly = |c: [[f32; 3]; 7]| -> [f32; 3] {
@@ -186,9 +187,9 @@ pub fn render_view(p: &Program, view: &View, read: &dyn Fn(weft_ir::ir::FieldId)
                             continue;
                         }
                         let i = ((y as u32 * width + x as u32) * 4) as usize;
-                        for c in 0..3 {
+                        for (c, &target) in rgb.iter().enumerate() {
                             let old = img.rgba[i + c] as f32 / 255.0;
-                            img.rgba[i + c] = to_u8(old + (rgb[c] - old) * cover);
+                            img.rgba[i + c] = to_u8(old + (target - old) * cover);
                         }
                     }
                 }

@@ -25,7 +25,7 @@ impl Backend {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct SimOptions {
     pub passes: PassOptions,
     /// Overrides the graph's seed.
@@ -35,11 +35,6 @@ pub struct SimOptions {
     pub threads: Option<usize>,
 }
 
-impl Default for SimOptions {
-    fn default() -> Self {
-        SimOptions { passes: PassOptions::default(), seed: None, threads: None }
-    }
-}
 
 pub struct Simulation {
     pub program: Program,
@@ -52,6 +47,8 @@ pub struct Simulation {
     pub kernel_times: BTreeMap<String, Vec<Duration>>,
     pub compile_time: Duration,
     pool: Option<rayon::ThreadPool>,
+    /// Launches so far per kernel (indexed like `program.kernels`).
+    launches: Vec<u32>,
 }
 
 impl Simulation {
@@ -70,6 +67,7 @@ impl Simulation {
             .map_err(|e| RuntimeError::Compile { node: e.kernel.clone(), message: e.to_string() })?;
         let compile_time = t0.elapsed();
         let memory = FieldMemory::new(&program);
+        let kernels_len = kernels.len();
         let pool = match opts.threads {
             Some(n) => Some(
                 rayon::ThreadPoolBuilder::new()
@@ -79,7 +77,7 @@ impl Simulation {
             ),
             None => None,
         };
-        Ok(Simulation { program, kernels, memory, frame: 0, started: false, kernel_times: BTreeMap::new(), compile_time, pool })
+        Ok(Simulation { program, kernels, memory, frame: 0, started: false, kernel_times: BTreeMap::new(), compile_time, pool, launches: vec![0; kernels_len] })
     }
 
     pub fn backend(&self) -> Backend {
@@ -107,6 +105,7 @@ impl Simulation {
     /// Restores initial field values and the frame counter.
     pub fn reset(&mut self) {
         self.memory.reset(&self.program);
+        self.launches.iter_mut().for_each(|l| *l = 0);
         self.frame = 0;
         self.started = false;
     }
@@ -132,12 +131,14 @@ impl Simulation {
         let params: Vec<u32> = kernel.params.iter().map(|p| p.value).collect();
         let buffers: Vec<&[std::sync::atomic::AtomicU32]> = ck.roots.iter().map(|r| self.memory.buffers[r.index()].as_slice()).collect();
         let t = Instant::now();
-        let l = Launch { program: &self.program, kernel: ck, buffers, params: &params, frame: self.frame, seed: self.program.seed, shape: &shape };
+        let launch_index = self.launches[k.index()];
+        let l = Launch { program: &self.program, kernel: ck, buffers, params: &params, frame: self.frame, seed: self.program.seed, launch_index, shape: &shape };
         match &self.pool {
             Some(pool) => pool.install(|| launch(&l))?,
             None => launch(&l)?,
         }
         let d = t.elapsed();
+        self.launches[k.index()] = launch_index.wrapping_add(1);
         self.kernel_times.entry(kernel.name.clone()).or_default().push(d);
         Ok(())
     }

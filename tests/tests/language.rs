@@ -315,7 +315,7 @@ fn random_is_deterministic_uniform_and_seeded() {
     // Matches the documented generator exactly.
     let h = weft_ir::ir::eval::kernel_hash("k");
     for i in [0usize, 1, 77, 4095] {
-        let mut st = weft_ir::ir::eval::rng_seed(0, 0, h, i as u32);
+        let mut st = weft_ir::ir::eval::rng_seed(0, 0, h, 0, i as u32);
         assert_eq!(ra[i], weft_ir::ir::eval::rng_next(&mut st));
     }
     let mut g = kernel_graph(&fields, code, &[4096], json!({}));
@@ -372,4 +372,84 @@ fn non_atomic_kernels_are_identical_for_any_thread_count() {
     let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap().install(|| f32s(&run(&g, 2).unwrap(), "pixels"));
     let many = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap().install(|| f32s(&run(&g, 2).unwrap(), "pixels"));
     assert_eq!(one, many);
+}
+
+#[test]
+fn range_loops_near_the_integer_limits() {
+    let sim = run_kernel(
+        &[F("o", "i32", &[4], json!(0))],
+        "fn kernel(i: i32) {
+            let mut a = 0;
+            for k in 2147483640..=2147483647 { a += 1; }
+            let mut b = 0;
+            for k in (2147483600..2147483647).step_by(40) { b += k - 2147483600 + 1; }
+            let mut c = 0;
+            for k in 5..=4 { c += 1; }
+            let mut d = 0u32;
+            for k in (4294967290u32..=4294967295u32).step_by(2u32) { d += 1u32; }
+            o[0] = a; o[1] = b; o[2] = c + -2147483648 - -2147483647; o[3] = d as i32;
+        }",
+        &[1],
+    );
+    assert_eq!(i32s(&sim, "o"), vec![8, 1 + 41, -1, 3]);
+}
+
+#[test]
+fn bad_steps_and_literals_are_errors() {
+    let g = kernel_graph(&[F("o", "i32", &[1], json!(0))], "fn kernel(i: i32) { o[0] = 2147483648; }", &[1], json!({}));
+    assert!(build(&g).err().unwrap().to_string().contains("does not fit in i32"));
+    let g = kernel_graph(&[F("o", "i32", &[1], json!(0))], "fn kernel(i: i32) { for k in (0..10).step_by(-1) { o[0] += 1; } }", &[1], json!({}));
+    assert!(build(&g).err().unwrap().to_string().contains("positive step"));
+    // A step only known at run time fails the launch, naming the loop.
+    let g = kernel_graph(&[F("o", "i32", &[1], json!(0))], "fn kernel(i: i32) {\n  for k in (0..10).step_by(i - 1) { o[0] += 1; }\n}", &[1], json!({}));
+    let e = run(&g, 0).err().expect("fails").to_string();
+    assert!(e.contains("node 'k', code 2:3") && e.contains("positive step, got -1"), "{}", e);
+}
+
+#[test]
+fn random_differs_between_substeps() {
+    let g = serde_json::json!({
+        "format": "weft-graph", "version": 1,
+        "nodes": [
+            {"id": "L", "kind": "dense", "params": {"shape": [4]}},
+            {"id": "r", "kind": "field"},
+            {"id": "n", "kind": "field", "params": {"type": "i32"}},
+            {"id": "k", "kind": "kernel", "params": {"range": [1], "code": "fn kernel(i: i32) { r[n[0]] = random(); n[0] += 1; }"}},
+            {"id": "f", "kind": "on_frame"}, {"id": "rep", "kind": "repeat", "params": {"count": 2}}
+        ],
+        "wires": [{"from": "L.cells", "to": "r.layout"}, {"from": "L.cells", "to": "n.layout"}, {"from": "r", "to": "k.r"}, {"from": "n", "to": "k.n"}],
+        "exec": [{"from": "f", "to": "rep"}, {"from": "rep.body", "to": "k"}]
+    });
+    let sim = run(&g, 2).unwrap();
+    let r = f32s(&sim, "r");
+    for a in 0..4 {
+        for b in a + 1..4 {
+            assert_ne!(r[a], r[b], "launches {} and {} drew the same number", a, b);
+        }
+    }
+}
+
+#[test]
+fn helpers_may_return_from_every_branch() {
+    let sim = run_kernel(
+        &[F("o", "f32", &[2], json!(0))],
+        "fn f(x: f32) -> f32 { if x > 0.0 { return 1.0; } else { return 2.0; } }
+         fn g(x: f32) -> f32 { loop { if x > 0.0 { return x; } return -x; } }
+         fn kernel(i: i32) { o[i] = f(i as f32) + g(i as f32 - 0.5); }",
+        &[2],
+    );
+    assert_eq!(f32s(&sim, "o"), vec![2.5, 1.5]);
+}
+
+#[test]
+fn matrix_init_lists_are_row_major_like_npy() {
+    let sim = run_kernel(
+        &[F("m", "mat2", &[1], json!([1, 2, 3, 4])), F("o", "f32", &[2], json!(0))],
+        "fn kernel(i: i32) { o[0] = m[0][0][1]; o[1] = (m[0] * vec2(1.0, 0.0)).y; }",
+        &[1],
+    );
+    // Rows [1 2; 3 4]: column 0 is (1, 3).
+    assert_eq!(f32s(&sim, "o"), vec![3.0, 3.0]);
+    let arr = weft_runtime::memory::field_to_npy(&sim.program, sim.field("m").unwrap(), words(&sim, "m"));
+    assert_eq!(arr.words.iter().map(|&w| f32::from_bits(w)).collect::<Vec<_>>(), vec![1.0, 2.0, 3.0, 4.0]);
 }

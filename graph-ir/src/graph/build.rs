@@ -159,7 +159,7 @@ fn check_param(ty: ParamType, v: &Value) -> Result<(), String> {
             Value::Array(a) if (1..=3).contains(&a.len()) => {
                 for x in a {
                     match x.as_i64() {
-                        Some(n) if n >= 1 && n <= 1 << 30 => {}
+                        Some(n) if (1..=1 << 30).contains(&n) => {}
                         Some(n) => return Err(format!("every extent must be between 1 and 2^30, got {}", n)),
                         None => return Err(format!("extents must be integers, got {}", x)),
                     }
@@ -243,7 +243,6 @@ fn resolve_wires(doc: &GraphDoc, nodes: &[Node], index: &HashMap<&str, usize>, e
             errors.push(GraphError::port(f.id(), fport, format!("'{}' has no output port '{}' (outputs: {})", f.kind.name, fport, if have.is_empty() { "none".into() } else { have.join(", ") })));
             continue;
         };
-        let tport_owned;
         let tport = if tport.is_empty() && t.kind.inputs.len() == 1 { t.kind.inputs[0].name } else { tport };
         let in_ty = if let Some(p) = t.kind.input(tport) {
             p.ty
@@ -268,7 +267,7 @@ fn resolve_wires(doc: &GraphDoc, nodes: &[Node], index: &HashMap<&str, usize>, e
             ));
             continue;
         }
-        tport_owned = tport.to_string();
+        let tport_owned = tport.to_string();
         if inputs[ti].insert(tport_owned.clone(), fi).is_some() {
             errors.push(GraphError::port(t.id(), &tport_owned, "more than one wire reaches this input; an input takes one wire"));
         }
@@ -424,7 +423,17 @@ impl Builder<'_> {
                 if a.len() != f.ty.components() {
                     return Err(perr(format!("a {} has {} components but the list has {} numbers", f.ty, f.ty.components(), a.len())));
                 }
-                let words = a.iter().map(|x| word(x.as_f64().unwrap_or(0.0))).collect::<Result<Vec<_>, _>>().map_err(perr)?;
+                let mut words = a.iter().map(|x| word(x.as_f64().unwrap_or(0.0))).collect::<Result<Vec<_>, _>>().map_err(perr)?;
+                if let Type::Matrix(k) = f.ty {
+                    // Lists are written row by row, like .npy files; storage is by column.
+                    let k = k as usize;
+                    let rows = words.clone();
+                    for r in 0..k {
+                        for c in 0..k {
+                            words[c * k + r] = rows[r * k + c];
+                        }
+                    }
+                }
                 Ok(FieldInit::Constant(words))
             }
             Value::Object(o) => {
@@ -544,7 +553,7 @@ impl Builder<'_> {
         let mut incoming: HashMap<usize, usize> = HashMap::new();
         for w in &doc.exec {
             let (fnode, fpin) = split_endpoint(&w.from);
-            let (tnode, _) = split_endpoint(&w.to);
+            let (tnode, tpin) = split_endpoint(&w.to);
             let (Some(&fi), Some(&ti)) = (self.index.get(fnode), self.index.get(tnode)) else {
                 let missing = if self.index.contains_key(fnode) { tnode } else { fnode };
                 let blame = if self.index.contains_key(fnode) { fnode } else { tnode };
@@ -553,8 +562,17 @@ impl Builder<'_> {
             };
             let fk = self.nodes[fi].kind;
             let fpin = if fpin.is_empty() && fk.exec_outs.len() == 1 { fk.exec_outs[0] } else { fpin };
+            if fpin.is_empty() && fk.exec_outs.len() > 1 {
+                let pins: Vec<String> = fk.exec_outs.iter().map(|p| format!("'{}.{}'", fnode, p)).collect();
+                self.errors.push(GraphError::node_msg(self.nodes[fi].id(), format!("execution wire {} -> {} must name one of the pins {}", w.from, w.to, pins.join(" or "))));
+                continue;
+            }
             if !fk.exec_outs.contains(&fpin) {
                 self.errors.push(GraphError::port(self.nodes[fi].id(), fpin, format!("'{}' has no execution output '{}' (it has: {})", fk.name, fpin, if fk.exec_outs.is_empty() { "none".into() } else { fk.exec_outs.join(", ") })));
+                continue;
+            }
+            if !tpin.is_empty() && tpin != "exec" {
+                self.errors.push(GraphError::port(self.nodes[ti].id(), tpin, format!("execution wires arrive at the node itself ('{}' or '{}.exec'), not at '{}'", tnode, tnode, w.to)));
                 continue;
             }
             if !self.nodes[ti].kind.exec_in {

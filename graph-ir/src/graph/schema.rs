@@ -21,7 +21,7 @@ pub fn graph_schema() -> Value {
                 "description": k.doc,
                 "type": "object",
                 "properties": {
-                    "id": {"type": "string", "pattern": "^[A-Za-z0-9_-]+$"},
+                    "id": {"type": "string", "pattern": "^[A-Za-z0-9_-]+$", "maxLength": 64},
                     "kind": {"const": k.name},
                     "params": params,
                     "pos": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
@@ -33,6 +33,7 @@ pub fn graph_schema() -> Value {
         .collect();
     schema["properties"]["nodes"]["items"] = json!({"oneOf": variants});
     schema["properties"]["format"]["const"] = json!("weft-graph");
+    schema["properties"]["version"]["minimum"] = json!(1);
     schema["title"] = json!("Weft graph");
     schema
 }

@@ -88,20 +88,8 @@ pub fn binary(op: BinaryOp, s: Scalar, a: u32, b: u32) -> u32 {
             Add => a.wrapping_add(b),
             Sub => a.wrapping_sub(b),
             Mul => a.wrapping_mul(b),
-            Div => {
-                if b == 0 {
-                    a
-                } else {
-                    a / b
-                }
-            }
-            Rem => {
-                if b == 0 {
-                    0
-                } else {
-                    a % b
-                }
-            }
+            Div => a.checked_div(b).unwrap_or(a),
+            Rem => a.checked_rem(b).unwrap_or(0),
             BitAnd => a & b,
             BitOr => a | b,
             BitXor => a ^ b,
@@ -233,9 +221,11 @@ pub fn pcg_hash(v: u32) -> u32 {
     (word >> 22) ^ word
 }
 
-/// Initial random state of one loop iteration. Every backend must compute it this way.
-pub fn rng_seed(seed: u32, frame: i32, kernel_hash: u32, linear_index: u32) -> u32 {
-    pcg_hash(seed ^ pcg_hash((frame as u32) ^ pcg_hash(kernel_hash ^ pcg_hash(linear_index))))
+/// Initial random state of one loop iteration. Every backend must compute it
+/// this way. `launch` counts earlier launches of the same kernel node in this
+/// run (so each substep of a `repeat` draws new numbers).
+pub fn rng_seed(seed: u32, frame: i32, kernel_hash: u32, launch: u32, linear_index: u32) -> u32 {
+    pcg_hash(seed ^ pcg_hash((frame as u32) ^ pcg_hash(kernel_hash ^ pcg_hash(launch ^ pcg_hash(linear_index)))))
 }
 
 /// Advances the state and returns a uniform f32 in [0, 1) with 24 random bits.

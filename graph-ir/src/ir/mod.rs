@@ -384,8 +384,12 @@ pub enum InstKind {
     BufStore { root: LayoutId, addr: InstId, value: InstId },
     BufAtomic { op: AtomicOp, root: LayoutId, addr: InstId, value: InstId, cmp: Option<InstId> },
     If { cond: InstId, accept: Block, reject: Block },
-    /// `for counter in (begin..end).step_by(step)`; `LoopCounter(this)` reads the counter.
-    RangeFor { begin: InstId, end: InstId, step: InstId, body: Block },
+    /// `for counter in (begin..end).step_by(step)` (`..=end` when `inclusive`);
+    /// `LoopCounter(this)` reads the counter. The trip count is computed once,
+    /// before the first iteration, without overflow: the counter takes the
+    /// values begin + k * step that lie in the range, even near the type's
+    /// maximum. A step that is not positive is a run-time error.
+    RangeFor { begin: InstId, end: InstId, step: InstId, inclusive: bool, body: Block },
     LoopCounter(InstId),
     /// Repeats `body` until a `Break`.
     Loop { body: Block },

@@ -134,8 +134,9 @@ fn print_block(out: &mut String, program: &Program, f: &Function, block: &Block,
                 let _ = writeln!(out, "{}}}", pad);
                 continue;
             }
-            InstKind::RangeFor { begin, end, step, body } => {
-                let _ = writeln!(out, "{}{:?} = for {:?}..{:?} step {:?} {{", pad, h, begin, end, step);
+            InstKind::RangeFor { begin, end, step, inclusive, body } => {
+                let dots = if *inclusive { "..=" } else { ".." };
+                let _ = writeln!(out, "{}{:?} = for {:?}{}{:?} step {:?} {{", pad, h, begin, dots, end, step);
                 print_block(out, program, f, body, depth + 1);
                 let _ = writeln!(out, "{}}}", pad);
                 continue;

@@ -276,7 +276,7 @@ impl Ctx<'_> {
                 self.block(&a)?;
                 self.block(&r)?;
             }
-            InstKind::RangeFor { begin, end, step, body } => {
+            InstKind::RangeFor { begin, end, step, body, .. } => {
                 let tb = self.ty(*begin);
                 if !tb.is_scalar() || !tb.is_int() || self.ty(*end) != tb || self.ty(*step) != tb {
                     return bad(self, "range bounds must be integers of one type");

@@ -375,6 +375,7 @@ impl<'a> FnLowerer<'a> {
         let ret = self.func.ret;
         let tail = self.lower_block_stmts(&f.block.stmts, if ret == Type::Void { None } else { Some(ret) })?;
         match (tail, ret) {
+            (Some(v), r) if r != Type::Void && v.ty == Type::Void && self.diverges(self.blocks.last().expect("body")) => {}
             (Some(v), r) if r != Type::Void => {
                 let v = self.coerce(v, r, &f.block, "the return value")?;
                 self.emit(InstKind::Return(Some(v.id)), Type::Void, span_of(&f.block));
@@ -382,7 +383,7 @@ impl<'a> FnLowerer<'a> {
             (Some(v), _) if v.ty != Type::Void => {
                 return Err(err(&f.block, format!("`{}` returns nothing but its body ends in a value of type {}", f.sig.ident, v.ty)))
             }
-            (_, r) if r != Type::Void && !self.ends_in_return() => {
+            (_, r) if r != Type::Void && !self.diverges(self.blocks.last().expect("body")) => {
                 return Err(err(&f.block, format!("`{}` must return a value of type {}", f.sig.ident, r)))
             }
             _ => {}
@@ -391,8 +392,22 @@ impl<'a> FnLowerer<'a> {
         Ok(self.func)
     }
 
-    fn ends_in_return(&self) -> bool {
-        self.blocks.last().and_then(|b| b.last()).is_some_and(|h| matches!(self.func.insts[*h].kind, InstKind::Return(_)))
+    /// True when control cannot reach the end of `block`: it ends in a
+    /// `return`, an `if` whose branches both diverge, or a `loop` without `break`.
+    fn diverges(&self, block: &Block) -> bool {
+        fn breaks(f: &Function, b: &Block) -> bool {
+            b.iter().any(|&h| match &f.insts[h].kind {
+                InstKind::Break => true,
+                InstKind::If { accept, reject, .. } => breaks(f, accept) || breaks(f, reject),
+                _ => false,
+            })
+        }
+        match block.last().map(|h| &self.func.insts[*h].kind) {
+            Some(InstKind::Return(_)) => true,
+            Some(InstKind::If { accept, reject, .. }) => self.diverges(accept) && self.diverges(reject),
+            Some(InstKind::Loop { body }) => !breaks(&self.func, body),
+            _ => false,
+        }
     }
 
     fn bind_pattern(&mut self, pat: &syn::Pat, v: Val) -> R<()> {
@@ -650,7 +665,7 @@ impl<'a> FnLowerer<'a> {
                 };
                 let v: u64 = i.base10_parse().map_err(|_| err(lit, "integer literal out of range"))?;
                 let c = match scalar {
-                    Scalar::I32 if v <= i32::MAX as u64 + 1 => Const::i32(v as u32 as i32),
+                    Scalar::I32 if v <= i32::MAX as u64 => Const::i32(v as i32),
                     Scalar::U32 if v <= u32::MAX as u64 => Const::u32(v as u32),
                     Scalar::F32 => Const::f32(v as f32),
                     s => return Err(err(lit, format!("`{}` does not fit in {}", v, s.name()))),
@@ -698,6 +713,17 @@ impl<'a> FnLowerer<'a> {
 
     fn lower_unary(&mut self, u: &syn::ExprUnary, want: Option<Type>) -> R<Val> {
         let sp = span_of(u);
+        // `-2147483648` is a literal, not the negation of an out-of-range one.
+        if let (syn::UnOp::Neg(_), syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. })) = (&u.op, &*u.expr) {
+            let signed_ctx = matches!(i.suffix(), "i32") || (i.suffix().is_empty() && !matches!(want.and_then(|t| t.scalar()), Some(Scalar::F32 | Scalar::U32)));
+            if signed_ctx {
+                let v: u64 = i.base10_parse().map_err(|_| err(u, "integer literal out of range"))?;
+                if v > 1 << 31 {
+                    return Err(err(u, format!("`-{}` does not fit in i32", v)));
+                }
+                return Ok(self.konst(Const::i32((-(v as i64)) as i32), sp));
+            }
+        }
         let v = self.lower_expr(&u.expr, want)?;
         match u.op {
             syn::UnOp::Neg(_) => {
@@ -1530,21 +1556,18 @@ impl<'a> FnLowerer<'a> {
         let (Some(start), Some(end)) = (&r.start, &r.end) else {
             return Err(err(r, "`for` ranges need both ends: `a..b`"));
         };
-        let (b, mut e) = self.lower_pair(start, end, Some(Type::I32))?;
+        let (b, e) = self.lower_pair(start, end, Some(Type::I32))?;
         if b.ty != e.ty || !b.ty.is_int() || !b.ty.is_scalar() {
             return Err(err(r, format!("range ends must be integers of one type, got {} and {}", b.ty, e.ty)));
         }
-        if matches!(r.limits, syn::RangeLimits::Closed(_)) {
-            let one = self.konst(Const { scalar: b.ty.scalar().expect("int"), bits: 1 }, sp);
-            e = self.val(InstKind::Binary(BinaryOp::Add, e.id, one.id), e.ty, sp);
-        }
+        let inclusive = matches!(r.limits, syn::RangeLimits::Closed(_));
         let st = match step {
             Some(s) => {
                 let v = self.lower_expr(s, Some(b.ty))?;
                 if v.ty != b.ty {
                     return Err(err(s, format!("the step is {} but the range is {}", v.ty, b.ty)));
                 }
-                if self.const_int(v.id).is_some_and(|c| c <= 0) {
+                if self.const_int(v.id).is_some_and(|c| c <= 0 || (b.ty == Type::I32 && c >= 1 << 31)) {
                     return Err(err(s, "`step_by` needs a positive step"));
                 }
                 v
@@ -1562,7 +1585,7 @@ impl<'a> FnLowerer<'a> {
             s.scopes.pop();
             r.map(|_| ())
         })?;
-        self.func.insts[for_id].kind = InstKind::RangeFor { begin: b.id, end: e.id, step: st.id, body };
+        self.func.insts[for_id].kind = InstKind::RangeFor { begin: b.id, end: e.id, step: st.id, inclusive, body };
         self.blocks.last_mut().expect("open block").push(for_id);
         Ok(())
     }

@@ -116,13 +116,10 @@ fn lower_block(p: &Program, f: &mut Function, block: Block, checks: bool) -> Blo
             _ => unreachable!("only field accesses reach here"),
         };
         out.extend(std::mem::take(&mut e.out));
-        match final_kind {
-            Some(k) => {
-                f.insts[h].kind = k;
-                f.insts[h].ty = ty;
-                out.push(h);
-            }
-            None => {}
+        if let Some(k) = final_kind {
+            f.insts[h].kind = k;
+            f.insts[h].ty = ty;
+            out.push(h);
         }
     }
     out
@@ -184,9 +181,9 @@ fn address(p: &Program, e: &mut Emitter, field: FieldId, index: &[InstId], check
         let node = &p.layouts[l];
         // Cell index at this level, row-major (last axis fastest).
         let mut lin: Option<InstId> = None;
-        for d in 0..dims {
+        for (d, &index_d) in idx.iter().enumerate().take(dims) {
             let below: u64 = path[lvl + 1..].iter().map(|&m| p.layouts[m].shape[d] as u64).product();
-            let mut x = idx[d];
+            let mut x = index_d;
             if below > 1 {
                 let k = e.u32c(below);
                 x = e.bin(BinaryOp::Div, x, k);

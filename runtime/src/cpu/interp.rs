@@ -21,6 +21,8 @@ pub struct Launch<'a> {
     pub params: &'a [u32],
     pub frame: i32,
     pub seed: u32,
+    /// Earlier launches of this kernel in the run (feeds `random()`).
+    pub launch_index: u32,
     pub shape: &'a [u32],
 }
 
@@ -43,7 +45,7 @@ pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
                 r[slot as usize] = (rest % l.shape[d] as u64) as u32;
                 rest /= l.shape[d] as u64;
             }
-            let mut rng = eval::rng_seed(l.seed, l.frame, khash, lin as u32);
+            let mut rng = eval::rng_seed(l.seed, l.frame, khash, l.launch_index, lin as u32);
             exec(l, &l.kernel.entry, r, &mut rng, 0).map(|_| ())
         },
     );
@@ -148,12 +150,37 @@ fn exec(l: &Launch, f: &CpuFunction, r: &mut [u32], rng: &mut u32, depth: u32) -
                     continue;
                 }
             }
-            Op::JumpIfGe { signed, counter, end, target } => {
-                let ge = if *signed { s!(*counter) as i32 >= s!(*end) as i32 } else { s!(*counter) >= s!(*end) };
-                if ge {
+            Op::ForInit { signed, inclusive, counter, begin, end, step, remaining, span } => {
+                let (b, e, st) = if *signed {
+                    (s!(*begin) as i32 as i64, s!(*end) as i32 as i64, s!(*step) as i32 as i64)
+                } else {
+                    (s!(*begin) as i64, s!(*end) as i64, s!(*step) as i64)
+                };
+                if st <= 0 {
+                    return Err(Fault { span: *span, message: format!("`step_by` needs a positive step, got {}", st) });
+                }
+                let trips: u64 = if *inclusive {
+                    if e < b { 0 } else { ((e - b) / st + 1) as u64 }
+                } else if e <= b {
+                    0
+                } else {
+                    ((e - b - 1) / st + 1) as u64
+                };
+                s!(*counter) = s!(*begin);
+                s!(*remaining) = trips as u32;
+                s!(remaining + 1) = (trips >> 32) as u32;
+            }
+            Op::ForTest { remaining, target } => {
+                if s!(*remaining) == 0 && s!(remaining + 1) == 0 {
                     pc = *target as usize;
                     continue;
                 }
+            }
+            Op::ForStep { counter, step, remaining } => {
+                s!(*counter) = s!(*counter).wrapping_add(s!(*step));
+                let left = (((s!(remaining + 1)) as u64) << 32 | s!(*remaining) as u64) - 1;
+                s!(*remaining) = left as u32;
+                s!(remaining + 1) = (left >> 32) as u32;
             }
             Op::Call { func, args, dst, ret_n } => {
                 if depth >= MAX_CALL_DEPTH {
