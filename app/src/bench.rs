@@ -24,7 +24,7 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 pub fn bench(a: BenchArgs) -> i32 {
-    let mut sim = match open(&a.graph, &a.overrides, a.backend, a.json) {
+    let mut sim = match open(&a.graph, &a.overrides, a.backend, a.json, true) {
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
@@ -58,6 +58,7 @@ pub fn bench(a: BenchArgs) -> i32 {
             "graph": a.graph.display().to_string(),
             "backend": sim.backend().name(),
             "threads": rayon_threads(),
+            "device": sim.device_name(),
             "frames": frames.len(),
             "compile_ms": compile_ms,
             "frame_ms": {"median": fmed, "min": fmin, "max": fmax},
@@ -66,7 +67,10 @@ pub fn bench(a: BenchArgs) -> i32 {
         println!("{}", out);
     } else {
         println!("graph    {}", a.graph.display());
-        println!("backend  {} ({} threads)", sim.backend().name(), rayon_threads());
+        match sim.device_name() {
+            Some(d) => println!("backend  wgpu on {} (kernel times: submit to completion, one submit per launch)", d),
+            None => println!("backend  {} ({} threads)", sim.backend().name(), rayon_threads()),
+        }
         println!("compile  {:.2} ms", compile_ms);
         println!("frame    median {:.3} ms  min {:.3}  max {:.3}  ({} frames after 1 warm-up)", fmed, fmin, fmax, frames.len());
         for (k, m, n) in kernels {

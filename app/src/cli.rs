@@ -22,6 +22,8 @@ pub enum Command {
     Bench(BenchArgs),
     /// Re-run graphs that have NAME.expect.json beside them and compare.
     Replay(ReplayArgs),
+    /// Print the shader code the wgpu backend generates for a graph's kernels.
+    Emit(EmitArgs),
     /// List every node kind with its ports and parameters.
     Nodes,
     /// Print the JSON Schema of graph files.
@@ -30,10 +32,22 @@ pub enum Command {
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum BackendArg {
-    /// The best available backend (the CPU reference backend in this build).
+    /// wgpu on a hardware GPU when there is one, otherwise the CPU backend.
     Auto,
-    /// The reference CPU backend.
+    /// The reference CPU backend (interpreter, multi-threaded).
     Cpu,
+    /// wgpu compute (Vulkan, Metal, DX12, GL; Mesa's lavapipe on CPU-only machines).
+    Wgpu,
+}
+
+impl BackendArg {
+    pub fn backend(self) -> weft_runtime::Backend {
+        match self {
+            BackendArg::Auto => weft_runtime::Backend::Auto,
+            BackendArg::Cpu => weft_runtime::Backend::Cpu,
+            BackendArg::Wgpu => weft_runtime::Backend::Wgpu,
+        }
+    }
 }
 
 #[derive(Args, Clone)]
@@ -93,6 +107,27 @@ pub struct IrArgs {
     /// Pipeline stage: front, inline, const_fold, simplify, lower_access, final.
     #[arg(long, default_value = "final")]
     pub stage: String,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum EmitFormat {
+    /// WGSL text written by naga from the generated module.
+    Wgsl,
+    /// SPIR-V (binary, written to --out).
+    Spirv,
+}
+
+#[derive(Args)]
+pub struct EmitArgs {
+    #[arg(value_enum)]
+    pub format: EmitFormat,
+    pub graph: PathBuf,
+    /// Only this kernel node.
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// For spirv: the directory to write KERNEL.spv files into.
+    #[arg(long, default_value = "out")]
+    pub out: PathBuf,
 }
 
 #[derive(Args)]

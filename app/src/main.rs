@@ -18,6 +18,7 @@ fn main() {
         cli::Command::Ir(a) => run::ir(a),
         cli::Command::Bench(a) => bench::bench(a),
         cli::Command::Replay(a) => replay::replay(a),
+        cli::Command::Emit(a) => run::emit(a),
         cli::Command::Nodes => run::nodes(),
         cli::Command::Schema => {
             print!("{}", weft_ir::graph::schema::graph_schema_text());

@@ -38,7 +38,14 @@ pub fn replay(a: ReplayArgs) -> i32 {
         eprintln!("error: no graphs with a NAME.expect.json beside them were found");
         return 2;
     }
-    let backend = "cpu";
+    let backend = match a.backend {
+        crate::cli::BackendArg::Wgpu => "wgpu",
+        crate::cli::BackendArg::Cpu => "cpu",
+        crate::cli::BackendArg::Auto => {
+            eprintln!("error: replay compares one named backend: use --backend cpu or --backend wgpu");
+            return 2;
+        }
+    };
     let mut failed = 0;
     for g in &graphs {
         let ep = expect_path(g);
@@ -66,7 +73,7 @@ pub fn replay(a: ReplayArgs) -> i32 {
         }
         let recorded = existing.as_ref().map(|e| e.frames);
         let frames = if a.update { a.frames.or(recorded).unwrap_or(3) } else { recorded.unwrap_or(3) };
-        let stats = match run_graph(g, frames, a.threads) {
+        let stats = match run_graph(g, frames, a.threads, a.backend.backend()) {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("FAIL {}: {}", g.display(), e);
@@ -116,12 +123,12 @@ pub fn replay(a: ReplayArgs) -> i32 {
     }
 }
 
-fn run_graph(g: &Path, frames: u32, threads: usize) -> Result<BTreeMap<String, weft_runtime::expect::FieldStats>, RuntimeError> {
+fn run_graph(g: &Path, frames: u32, threads: usize, backend: weft_runtime::Backend) -> Result<BTreeMap<String, weft_runtime::expect::FieldStats>, RuntimeError> {
     let (_, program) = load_program(g, &Overrides::default())?;
-    let mut sim = Simulation::new(program, &SimOptions { threads: Some(threads), ..Default::default() })?;
+    let mut sim = Simulation::new(program, &SimOptions { threads: Some(threads), backend, ..Default::default() })?;
     sim.start()?;
     for _ in 0..frames {
         sim.step_frame()?;
     }
-    Ok(all_stats(&sim))
+    all_stats(&sim)
 }

@@ -17,11 +17,14 @@ pub fn overrides(o: &GraphOverrides) -> Overrides {
 }
 
 /// Loads and compiles a graph for the chosen backend, saying which was picked.
-pub fn open(graph: &Path, o: &GraphOverrides, backend: BackendArg, quiet: bool) -> Result<Simulation, RuntimeError> {
+pub fn open(graph: &Path, o: &GraphOverrides, backend: BackendArg, quiet: bool, profile: bool) -> Result<Simulation, RuntimeError> {
     let (_, program) = load_program(graph, &overrides(o))?;
-    let sim = Simulation::new(program, &SimOptions { seed: o.seed, threads: o.threads, ..Default::default() })?;
-    if !quiet && backend == BackendArg::Auto {
-        eprintln!("backend: {} (reference interpreter; no GPU backend in this build)", sim.backend().name());
+    let sim = Simulation::new(program, &SimOptions { seed: o.seed, threads: o.threads, backend: backend.backend(), profile, ..Default::default() })?;
+    if !quiet {
+        match sim.device_name() {
+            Some(d) => eprintln!("backend: wgpu on {}", d),
+            None => eprintln!("backend: cpu (reference interpreter{})", if backend == BackendArg::Auto { "; no hardware GPU adapter found" } else { "" }),
+        }
     }
     Ok(sim)
 }
@@ -34,7 +37,7 @@ pub fn run(a: RunArgs) -> i32 {
 }
 
 fn run_inner(a: &RunArgs) -> Result<(), RuntimeError> {
-    let mut sim = open(&a.graph, &a.overrides, a.backend, false)?;
+    let mut sim = open(&a.graph, &a.overrides, a.backend, false, false)?;
     for d in &a.dumps {
         if sim.field(d).is_none() {
             let names: Vec<String> = sim.program.fields.iter().map(|(_, f)| f.name.clone()).collect();
@@ -53,7 +56,7 @@ fn run_inner(a: &RunArgs) -> Result<(), RuntimeError> {
     for _ in 0..a.frames {
         sim.step_frame()?;
         if !a.no_frames {
-            for (view, img) in sim.render_views() {
+            for (view, img) in sim.render_views()? {
                 let path = a.out.join(format!("{}_{:04}.png", view, sim.frame));
                 img.write_png(&path).map_err(RuntimeError::Io)?;
             }
@@ -71,7 +74,7 @@ fn run_inner(a: &RunArgs) -> Result<(), RuntimeError> {
     }
     for n in names {
         let f = sim.field(&n).expect("checked above");
-        let arr = field_to_npy(&sim.program, f, sim.read_field(f));
+        let arr = field_to_npy(&sim.program, f, sim.read_field(f)?);
         let path = a.out.join(format!("{}.npy", n));
         weft_ir::graph::npy::write_npy(&path, &arr).map_err(|e| RuntimeError::Io(format!("cannot write {}: {}", path.display(), e)))?;
     }
@@ -117,6 +120,51 @@ pub fn ir(a: IrArgs) -> i32 {
         }
         Err(e) => fail(&e),
     }
+}
+
+pub fn emit(a: crate::cli::EmitArgs) -> i32 {
+    let r = load_program(&a.graph, &Overrides::default()).and_then(|(_, mut p)| {
+        if let Some(k) = &a.kernel {
+            if p.kernel_by_name(k).is_none() {
+                return Err(RuntimeError::Graph(weft_ir::graph::GraphError::Document { message: format!("--kernel {}: no kernel node '{}'", k, k) }.into()));
+            }
+        }
+        run_pipeline(&mut p, &PassOptions::default(), None).map_err(|e| RuntimeError::Compile { node: e.kernel.clone(), message: e.to_string() })?;
+        Ok(p)
+    });
+    let p = match r {
+        Ok(p) => p,
+        Err(e) => return fail(&e),
+    };
+    for (_, k) in p.kernels.iter() {
+        if a.kernel.as_ref().is_some_and(|n| *n != k.name) {
+            continue;
+        }
+        let gk = match weft_codegen::gpu::compile_kernel(&p, k, &Default::default()) {
+            Ok(g) => g,
+            Err(e) => return fail(&RuntimeError::Compile { node: e.kernel.clone(), message: e.to_string() }),
+        };
+        match a.format {
+            crate::cli::EmitFormat::Wgsl => match weft_codegen::gpu::to_wgsl(&gk) {
+                Ok(text) => println!("// kernel '{}'\n{}", k.name, text),
+                Err(e) => return fail(&RuntimeError::Compile { node: k.name.clone(), message: format!("node '{}': cannot write WGSL: {}", k.name, e) }),
+            },
+            crate::cli::EmitFormat::Spirv => {
+                let words = match weft_codegen::gpu::to_spirv(&gk) {
+                    Ok(w) => w,
+                    Err(e) => return fail(&RuntimeError::Compile { node: k.name.clone(), message: format!("node '{}': cannot write SPIR-V: {}", k.name, e) }),
+                };
+                let _ = std::fs::create_dir_all(&a.out);
+                let path = a.out.join(format!("{}.spv", k.name));
+                let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                if let Err(e) = std::fs::write(&path, bytes) {
+                    return fail(&RuntimeError::Io(format!("cannot write {}: {}", path.display(), e)));
+                }
+                println!("wrote {}", path.display());
+            }
+        }
+    }
+    0
 }
 
 pub fn nodes() -> i32 {

@@ -3,6 +3,7 @@
 //! the reference interpreter in weft-runtime executes.
 
 pub mod cpu;
+pub mod gpu;
 
 /// Codegen may refuse valid IR (an unsupported construct on a backend), but never panics.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]

@@ -94,8 +94,8 @@ pub fn field_stats(ty: Type, words: &[u32]) -> FieldStats {
 }
 
 /// Statistics of every field of a simulation.
-pub fn all_stats(sim: &Simulation) -> BTreeMap<String, FieldStats> {
-    sim.program.fields.iter().map(|(h, f)| (f.name.clone(), field_stats(f.ty, &sim.read_field(h)))).collect()
+pub fn all_stats(sim: &Simulation) -> Result<BTreeMap<String, FieldStats>, crate::RuntimeError> {
+    sim.program.fields.iter().map(|(h, f)| Ok((f.name.clone(), field_stats(f.ty, &sim.read_field(h)?)))).collect()
 }
 
 /// `|a - b| <= abs + rel * scale`, where `scale` is at least the values' own size.

@@ -3,6 +3,7 @@
 
 pub mod cpu;
 pub mod expect;
+pub mod gpu;
 pub mod load;
 pub mod memory;
 pub mod render;
@@ -24,6 +25,9 @@ pub enum RuntimeError {
     Kernel { node: String, line: u32, col: u32, message: String },
     #[error("{0}")]
     Io(String),
+    /// The GPU or its driver failed (no adapter, limits, device lost).
+    #[error("{0}")]
+    Device(String),
 }
 
 impl RuntimeError {
@@ -31,7 +35,7 @@ impl RuntimeError {
         match self {
             RuntimeError::Graph(g) => g.0.first().and_then(|e| e.node()),
             RuntimeError::Compile { node, .. } | RuntimeError::Kernel { node, .. } => Some(node),
-            RuntimeError::Io(_) => None,
+            RuntimeError::Io(_) | RuntimeError::Device(_) => None,
         }
     }
     /// Exit code for the CLI: 2 for an invalid graph, 1 for a failure while running.

@@ -121,6 +121,35 @@ impl FieldMemory {
     }
 }
 
+/// Reads a field in logical row-major order out of its root's words.
+pub fn extract_field(p: &Program, field: FieldId, root: &[u32]) -> Vec<u32> {
+    let f = &p.fields[field];
+    let comps = f.ty.components();
+    let mut out = vec![0u32; f.cells() as usize * comps];
+    for_each_index(&f.shape, |lin, idx| {
+        let a = field_address(p, field, idx) as usize;
+        out[lin * comps..lin * comps + comps].copy_from_slice(&root[a..a + comps]);
+    });
+    out
+}
+
+/// Writes a field's logical row-major words into its root's words.
+pub fn insert_field(p: &Program, field: FieldId, words: &[u32], root: &mut [u32]) {
+    let f = &p.fields[field];
+    let comps = f.ty.components();
+    for_each_index(&f.shape, |lin, idx| {
+        let a = field_address(p, field, idx) as usize;
+        root[a..a + comps].copy_from_slice(&words[lin * comps..lin * comps + comps]);
+    });
+}
+
+impl FieldMemory {
+    /// A plain copy of one root buffer.
+    pub fn root_words(&self, root: LayoutId) -> Vec<u32> {
+        self.buffers[root.index()].iter().map(|w| w.load(Ordering::Relaxed)).collect()
+    }
+}
+
 /// A field's data as a NumPy array: shape = field shape + [N] for vectors, + [N, N] for matrices (row-major rows).
 pub fn field_to_npy(p: &Program, field: FieldId, mut words: Vec<u32>) -> NpyArray {
     let f = &p.fields[field];

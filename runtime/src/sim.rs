@@ -2,7 +2,9 @@
 //! `on_frame` chain per frame. Records per-kernel launch times.
 
 use crate::cpu::interp::{launch, Launch};
-use crate::memory::FieldMemory;
+use crate::gpu::{AdapterChoice, GpuContext, GpuEngine};
+use crate::memory::{extract_field, insert_field, FieldMemory};
+use std::sync::Arc;
 use crate::render::{render_view, Image};
 use crate::RuntimeError;
 use std::collections::BTreeMap;
@@ -11,16 +13,23 @@ use weft_codegen::cpu::{compile_kernel, CpuKernel};
 use weft_ir::ir::*;
 use weft_ir::passes::{run_pipeline, PassOptions};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Backend {
     /// The reference interpreter.
+    #[default]
     Cpu,
+    /// Compute pipelines through wgpu (Vulkan, Metal, DX12, GL; lavapipe on CPU-only machines).
+    Wgpu,
+    /// wgpu on a hardware GPU when there is one, otherwise the CPU interpreter.
+    Auto,
 }
 
 impl Backend {
     pub fn name(self) -> &'static str {
         match self {
             Backend::Cpu => "cpu",
+            Backend::Wgpu => "wgpu",
+            Backend::Auto => "auto",
         }
     }
 }
@@ -33,13 +42,32 @@ pub struct SimOptions {
     /// Worker threads for kernel launches (`None`: one per core). With one
     /// thread, floating-point atomics add in a fixed order, so runs repeat exactly.
     pub threads: Option<usize>,
+    pub backend: Backend,
+    /// A GPU device to share (the app's); otherwise one is opened when needed.
+    pub gpu: Option<Arc<GpuContext>>,
+    /// GPU: one submit per launch so per-kernel times can be measured.
+    pub profile: bool,
+    /// GPU: use the compare-exchange loop for f32 atomics even when the adapter has native ones.
+    pub force_cas_float_atomics: bool,
+}
+
+impl std::fmt::Debug for GpuContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GpuContext({})", self.describe())
+    }
+}
+
+enum Engine {
+    Cpu { kernels: Vec<CpuKernel>, memory: FieldMemory },
+    Gpu(Box<GpuEngine>),
 }
 
 
 pub struct Simulation {
     pub program: Program,
-    kernels: Vec<CpuKernel>,
-    memory: FieldMemory,
+    engine: Engine,
+    backend: Backend,
+    profile: bool,
     /// Frames completed (0 after `on_start`).
     pub frame: i32,
     started: bool,
@@ -59,15 +87,45 @@ impl Simulation {
             program.seed = s;
         }
         run_pipeline(&mut program, &opts.passes, None).map_err(|e| RuntimeError::Compile { node: e.kernel.clone(), message: e.to_string() })?;
-        let kernels = program
-            .kernels
-            .iter()
-            .map(|(_, k)| compile_kernel(&program, k))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| RuntimeError::Compile { node: e.kernel.clone(), message: e.to_string() })?;
+        let backend = match opts.backend {
+            Backend::Auto => {
+                let ctx = match &opts.gpu {
+                    Some(c) => Some(c.clone()),
+                    None => GpuContext::new(AdapterChoice::HardwareOnly).ok().map(Arc::new),
+                };
+                match ctx {
+                    Some(c) => return Self::new(program, &SimOptions { backend: Backend::Wgpu, gpu: Some(c), ..opts.clone() }),
+                    None => Backend::Cpu,
+                }
+            }
+            b => b,
+        };
+        let engine = match backend {
+            Backend::Cpu | Backend::Auto => {
+                let kernels = program
+                    .kernels
+                    .iter()
+                    .map(|(_, k)| compile_kernel(&program, k))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| RuntimeError::Compile { node: e.kernel.clone(), message: e.to_string() })?;
+                Engine::Cpu { kernels, memory: FieldMemory::new(&program) }
+            }
+            Backend::Wgpu => {
+                let ctx = match &opts.gpu {
+                    Some(c) => c.clone(),
+                    None => Arc::new(GpuContext::new(AdapterChoice::Any)?),
+                };
+                let gopts = weft_codegen::gpu::GpuOptions { native_float_atomics: ctx.float_atomics && !opts.force_cas_float_atomics };
+                let engine = GpuEngine::new(&program, ctx, &gopts)?;
+                let init = FieldMemory::new(&program);
+                for r in program.roots() {
+                    engine.write_root(r, &init.root_words(r));
+                }
+                Engine::Gpu(Box::new(engine))
+            }
+        };
         let compile_time = t0.elapsed();
-        let memory = FieldMemory::new(&program);
-        let kernels_len = kernels.len();
+        let kernels_len = program.kernels.len();
         let pool = match opts.threads {
             Some(n) => Some(
                 rayon::ThreadPoolBuilder::new()
@@ -77,11 +135,31 @@ impl Simulation {
             ),
             None => None,
         };
-        Ok(Simulation { program, kernels, memory, frame: 0, started: false, kernel_times: BTreeMap::new(), compile_time, pool, launches: vec![0; kernels_len] })
+        Ok(Simulation {
+            program,
+            engine,
+            backend,
+            profile: opts.profile,
+            frame: 0,
+            started: false,
+            kernel_times: BTreeMap::new(),
+            compile_time,
+            pool,
+            launches: vec![0; kernels_len],
+        })
     }
 
+    /// The backend actually running (never `Auto`).
     pub fn backend(&self) -> Backend {
-        Backend::Cpu
+        self.backend
+    }
+
+    /// The GPU adapter in use, if any.
+    pub fn device_name(&self) -> Option<String> {
+        match &self.engine {
+            Engine::Gpu(g) => Some(g.ctx.describe()),
+            Engine::Cpu { .. } => None,
+        }
     }
 
     /// Runs `on_start` (once; later calls do nothing).
@@ -103,14 +181,33 @@ impl Simulation {
     }
 
     /// Restores initial field values and the frame counter.
-    pub fn reset(&mut self) {
-        self.memory.reset(&self.program);
+    pub fn reset(&mut self) -> Result<(), RuntimeError> {
+        match &mut self.engine {
+            Engine::Cpu { memory, .. } => memory.reset(&self.program),
+            Engine::Gpu(g) => {
+                let init = FieldMemory::new(&self.program);
+                for r in self.program.roots() {
+                    g.write_root(r, &init.root_words(r));
+                }
+            }
+        }
         self.launches.iter_mut().for_each(|l| *l = 0);
         self.frame = 0;
         self.started = false;
+        Ok(())
     }
 
     fn run_steps(&mut self, steps: &[Step]) -> Result<(), RuntimeError> {
+        if let Engine::Gpu(_) = self.engine {
+            let mut list = Vec::new();
+            self.flatten(steps, &mut list);
+            let Engine::Gpu(g) = &self.engine else { unreachable!("checked above") };
+            let times = g.run(&self.program, &list, self.profile)?;
+            for (k, d) in times {
+                self.kernel_times.entry(self.program.kernels[k].name.clone()).or_default().push(d);
+            }
+            return Ok(());
+        }
         for s in steps {
             match s {
                 Step::Launch(k) => self.launch(*k)?,
@@ -124,12 +221,30 @@ impl Simulation {
         Ok(())
     }
 
+    /// The launches of `steps` in order: (kernel, frame, launch index).
+    fn flatten(&mut self, steps: &[Step], out: &mut Vec<(KernelId, i32, u32)>) {
+        for s in steps {
+            match s {
+                Step::Launch(k) => {
+                    out.push((*k, self.frame, self.launches[k.index()]));
+                    self.launches[k.index()] = self.launches[k.index()].wrapping_add(1);
+                }
+                Step::Repeat { count, body, .. } => {
+                    for _ in 0..*count {
+                        self.flatten(body, out);
+                    }
+                }
+            }
+        }
+    }
+
     fn launch(&mut self, k: KernelId) -> Result<(), RuntimeError> {
+        let Engine::Cpu { kernels, memory } = &self.engine else { unreachable!("CPU launches only") };
         let kernel = &self.program.kernels[k];
-        let ck = &self.kernels[k.index()];
+        let ck = &kernels[k.index()];
         let shape = kernel.iteration_shape(&self.program);
         let params: Vec<u32> = kernel.params.iter().map(|p| p.value).collect();
-        let buffers: Vec<&[std::sync::atomic::AtomicU32]> = ck.roots.iter().map(|r| self.memory.buffers[r.index()].as_slice()).collect();
+        let buffers: Vec<&[std::sync::atomic::AtomicU32]> = ck.roots.iter().map(|r| memory.buffers[r.index()].as_slice()).collect();
         let t = Instant::now();
         let launch_index = self.launches[k.index()];
         let l = Launch { program: &self.program, kernel: ck, buffers, params: &params, frame: self.frame, seed: self.program.seed, launch_index, shape: &shape };
@@ -160,20 +275,43 @@ impl Simulation {
     }
 
     /// Field contents in logical row-major order, one word per component.
-    pub fn read_field(&self, f: FieldId) -> Vec<u32> {
-        self.memory.read_field(&self.program, f)
+    pub fn read_field(&self, f: FieldId) -> Result<Vec<u32>, RuntimeError> {
+        match &self.engine {
+            Engine::Cpu { memory, .. } => Ok(memory.read_field(&self.program, f)),
+            Engine::Gpu(g) => {
+                let root = weft_ir::graph::build::root_of(&self.program, self.program.fields[f].layout);
+                Ok(extract_field(&self.program, f, &g.read_root(root)?))
+            }
+        }
     }
 
-    pub fn write_field(&mut self, f: FieldId, words: &[u32]) {
-        self.memory.write_field(&self.program, f, words)
+    pub fn write_field(&mut self, f: FieldId, words: &[u32]) -> Result<(), RuntimeError> {
+        match &self.engine {
+            Engine::Cpu { memory, .. } => memory.write_field(&self.program, f, words),
+            Engine::Gpu(g) => {
+                let root = weft_ir::graph::build::root_of(&self.program, self.program.fields[f].layout);
+                let mut all = g.read_root(root)?;
+                insert_field(&self.program, f, words, &mut all);
+                g.write_root(root, &all);
+            }
+        }
+        Ok(())
     }
 
-    /// Every view, rendered: (view node id, image).
-    pub fn render_views(&self) -> Vec<(String, Image)> {
-        self.program
-            .views
-            .iter()
-            .map(|v| (v.node_id().to_string(), render_view(&self.program, v, &|f| self.read_field(f))))
-            .collect()
+    /// Every view, rendered on the CPU: (view node id, image).
+    pub fn render_views(&self) -> Result<Vec<(String, Image)>, RuntimeError> {
+        let mut data: std::collections::HashMap<FieldId, Vec<u32>> = std::collections::HashMap::new();
+        for v in &self.program.views {
+            let fields = match v {
+                View::Image { field, .. } => vec![*field],
+                View::Particles { positions, color_field, .. } => std::iter::once(*positions).chain(*color_field).collect(),
+            };
+            for f in fields {
+                if let std::collections::hash_map::Entry::Vacant(e) = data.entry(f) {
+                    e.insert(self.read_field(f)?);
+                }
+            }
+        }
+        Ok(self.program.views.iter().map(|v| (v.node_id().to_string(), render_view(&self.program, v, &|f| data[&f].clone()))).collect())
     }
 }

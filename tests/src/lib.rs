@@ -55,7 +55,7 @@ pub fn run_kernel(fields: &[F], code: &str, range: &[u32]) -> Simulation {
 }
 
 pub fn words(sim: &Simulation, name: &str) -> Vec<u32> {
-    sim.read_field(sim.field(name).unwrap_or_else(|| panic!("no field {}", name)))
+    sim.read_field(sim.field(name).unwrap_or_else(|| panic!("no field {}", name))).unwrap_or_else(|e| panic!("reading {}: {}", name, e))
 }
 pub fn f32s(sim: &Simulation, name: &str) -> Vec<f32> {
     words(sim, name).into_iter().map(f32::from_bits).collect()

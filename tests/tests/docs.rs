@@ -26,7 +26,7 @@ fn graph_format_worked_example_runs() {
     let sim = run(first, 2).unwrap_or_else(|e| panic!("worked example fails: {}", e));
     let u = f32s(&sim, "u");
     assert!(u.iter().any(|&x| x != 0.0), "field u changed");
-    assert!(sim.render_views().iter().all(|(_, img)| !img.is_blank()));
+    assert!(sim.render_views().unwrap().iter().all(|(_, img)| !img.is_blank()));
 }
 
 #[test]

@@ -36,7 +36,8 @@ fn julia_pixels_match_an_independent_computation() {
         }
     }
     assert_eq!(mismatches, 0, "pixels differing from the reference");
-    let img = &sim.render_views()[0].1;
+    let views = sim.render_views().unwrap();
+    let img = &views[0].1;
     assert_eq!((img.width, img.height), (640, 320));
     assert!(!img.is_blank());
 }
@@ -143,7 +144,7 @@ fn every_example_draws_a_non_blank_frame() {
             set_param(&mut g, "substeps", "count", json!(2));
         }
         let sim = run(&g, 1).unwrap();
-        let views = sim.render_views();
+        let views = sim.render_views().unwrap();
         assert!(!views.is_empty(), "{} has a view", name);
         for (id, img) in views {
             assert!(!img.is_blank(), "{} view {} is blank", name, id);

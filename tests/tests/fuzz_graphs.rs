@@ -216,14 +216,93 @@ fn node_ids(v: &Value) -> Vec<String> {
     v.get("nodes").and_then(Value::as_array).map(|a| a.iter().filter_map(|n| n.get("id")?.as_str().map(str::to_string)).collect()).unwrap_or_default()
 }
 
-const PORTS: &[&str] = &["cells", "parent", "layout", "field", "positions", "color", "then", "body", "x", "v", "T", "alive", "pixels", "", "nope", "cells.extra"];
+const PORTS: &[&str] =
+    &["cells", "parent", "layout", "field", "positions", "color", "then", "body", "x", "v", "T", "alive", "pixels", "", "nope", "cells.extra"];
 const KINDS: &[&str] = &["dense", "field", "kernel", "on_start", "on_frame", "repeat", "image", "particles", "Dense", "", "kernel "];
 const TOKENS: &[&str] = &[
-    "i", "j", "p", "x", "v", "0", "1", "-1", "0.5", "1e40", "2147483647", "4294967296", "3u32", "1.0f64", "true", "+", "-", "*", "/", "%", "<<", ">>", "&&",
-    "||", "==", "=", "+=", "!", "(", ")", "{", "}", "[", "]", ";", ",", ".", "..", "..=", ":", "->", "let", "mut", "fn", "kernel", "if", "else", "for",
-    "in", "return", "break", "continue", "as", "f32", "i32", "u32", "bool", "vec2", "vec3", "ivec2", "mat2", "mat4", "bvec2", "sqrt", "max", "select",
-    "length", "atomic_add", "atomic_max", "frame()", "random()", "bitcast::<u32>", ".x", ".xy", ".w", "[0]", "[9]", "(i, j)", "(i, j, 0)", "self", "&",
-    "loop", "while",
+    "i",
+    "j",
+    "p",
+    "x",
+    "v",
+    "0",
+    "1",
+    "-1",
+    "0.5",
+    "1e40",
+    "2147483647",
+    "4294967296",
+    "3u32",
+    "1.0f64",
+    "true",
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "<<",
+    ">>",
+    "&&",
+    "||",
+    "==",
+    "=",
+    "+=",
+    "!",
+    "(",
+    ")",
+    "{",
+    "}",
+    "[",
+    "]",
+    ";",
+    ",",
+    ".",
+    "..",
+    "..=",
+    ":",
+    "->",
+    "let",
+    "mut",
+    "fn",
+    "kernel",
+    "if",
+    "else",
+    "for",
+    "in",
+    "return",
+    "break",
+    "continue",
+    "as",
+    "f32",
+    "i32",
+    "u32",
+    "bool",
+    "vec2",
+    "vec3",
+    "ivec2",
+    "mat2",
+    "mat4",
+    "bvec2",
+    "sqrt",
+    "max",
+    "select",
+    "length",
+    "atomic_add",
+    "atomic_max",
+    "frame()",
+    "random()",
+    "bitcast::<u32>",
+    ".x",
+    ".xy",
+    ".w",
+    "[0]",
+    "[9]",
+    "(i, j)",
+    "(i, j, 0)",
+    "self",
+    "&",
+    "loop",
+    "while",
 ];
 
 fn mutate_code(rng: &mut Rng, code: &str) -> String {
@@ -235,7 +314,10 @@ fn mutate_code(rng: &mut Rng, code: &str) -> String {
             chars.drain(at..at + n);
         }
         1 => {
-            const CH: &[char] = &['(', ')', '{', '}', '[', ']', ';', ',', '.', '+', '-', '*', '/', '<', '>', '=', '!', '&', '|', '^', '%', ':', '\'', '"', '#', '@', '$', '\\', ' ', '\n', '0', '9', 'a', 'x', '_', 'é', '\u{0}'];
+            const CH: &[char] = &[
+                '(', ')', '{', '}', '[', ']', ';', ',', '.', '+', '-', '*', '/', '<', '>', '=', '!', '&', '|', '^', '%', ':', '\'', '"', '#', '@', '$', '\\',
+                ' ', '\n', '0', '9', 'a', 'x', '_', 'é', '\u{0}',
+            ];
             let at = rng.below(chars.len() + 1);
             chars.insert(at, *rng.pick(CH));
         }
@@ -464,7 +546,8 @@ fn mutate_value(rng: &mut Rng, v: &mut Value, gentle: bool) -> String {
             _ => {
                 // Kernel code.
                 let Some(nodes) = nodes_mut(v) else { continue };
-                let kernels: Vec<usize> = (0..nodes.len()).filter(|&i| nodes[i].get("params").and_then(|p| p.get("code")).is_some_and(Value::is_string)).collect();
+                let kernels: Vec<usize> =
+                    (0..nodes.len()).filter(|&i| nodes[i].get("params").and_then(|p| p.get("code")).is_some_and(Value::is_string)).collect();
                 if kernels.is_empty() {
                     continue;
                 }
@@ -630,9 +713,9 @@ fn kernel_codes(v: &Value) -> Vec<String> {
 /// no `for` or (for the small seeds) only small integer literals.
 fn code_may_run(m: &Mutant, v: &Value) -> bool {
     let small_literals = |c: &str| c.split(|ch: char| !ch.is_ascii_digit()).filter(|d| !d.is_empty()).all(|d| d.parse::<u64>().is_ok_and(|n| n <= 64));
-    kernel_codes(v).iter().all(|c| {
-        m.codes.contains(c) || !(c.contains("while") || c.contains("loop") || (c.contains("for") && !(m.small && small_literals(c))))
-    })
+    kernel_codes(v)
+        .iter()
+        .all(|c| m.codes.contains(c) || !(c.contains("while") || c.contains("loop") || (c.contains("for") && !(m.small && small_literals(c)))))
 }
 
 fn run_case(m: &Mutant, may_run: bool) -> Outcome {
@@ -693,7 +776,7 @@ fn run_case(m: &Mutant, may_run: bool) -> Outcome {
         check_runtime("frame", &e, &known, &mut out);
         return out;
     }
-    for (id, img) in sim.render_views() {
+    for (id, img) in sim.render_views().unwrap() {
         let _ = (id, img);
     }
     out
@@ -727,7 +810,8 @@ enum CaseResult {
 fn run_guarded(m: &Mutant, may_run: bool) -> (CaseResult, Duration) {
     let (tx, rx) = mpsc::channel();
     let label = m.label.clone();
-    let mc = Mutant { label: m.label.clone(), text: m.text.clone(), base_dir: m.base_dir.clone(), allow_run: m.allow_run, codes: m.codes.clone(), small: m.small };
+    let mc =
+        Mutant { label: m.label.clone(), text: m.text.clone(), base_dir: m.base_dir.clone(), allow_run: m.allow_run, codes: m.codes.clone(), small: m.small };
     let t = Instant::now();
     std::thread::Builder::new()
         .name(format!("fuzz {}", label))
@@ -827,9 +911,78 @@ fn kitchen_sink_seed_builds_and_runs() {
     let mut sim = Simulation::new(program, &SimOptions::default()).expect("seed compiles");
     sim.step_frame().expect("frame 1");
     sim.step_frame().expect("frame 2");
-    assert_eq!(sim.render_views().len(), 3);
-    let acc = sim.read_field(sim.field("acc").unwrap());
+    assert_eq!(sim.render_views().unwrap().len(), 3);
+    let acc = sim.read_field(sim.field("acc").unwrap()).unwrap();
     assert_eq!(acc.iter().map(|&x| x as i32).sum::<i32>(), 16 * 3, "every particle lands in one cell per substep");
+}
+
+/// Hand-written edge cases, run as they are and used as mutation seeds:
+/// (name, kernel code, field type, field init). Each runs over a 4-cell field `x`.
+fn edge_cases() -> Vec<(String, String, &'static str, Value)> {
+    let mut v: Vec<(String, String, &'static str, Value)> = vec![
+        ("int_edges".into(), "fn kernel(i: i32) {\n    let a = -2147483647 - 1;\n    let b = a / -1;\n    let c = a % -1;\n    let d = abs(a);\n    let e = -a;\n    let f = a * -1;\n    let s = 1 << 40;\n    let t = a >> 99;\n    let m = min(a, 3) - 2147483647;\n    x[i] = (b + c + d + e + f + s + t + m) as f32 + sign(a) as f32 + (1e40 as i32) as f32 + (-1.0 as u32) as f32;\n}\n".into(), "f32", json!(0)),
+        ("int_edges_runtime".into(), "fn kernel(i: i32) {\n    let a = x[i] as i32 - 2147483647 - 1;\n    let z = i - i - 1;\n    let s = 1 << (i + 40);\n    let u = (i as u32) / (i as u32 - i as u32);\n    let v = (i as u32) % 0u32;\n    x[i] = (a / z + a % z + abs(a) + -a + a * z + s + (a >> (i + 99))) as f32 + u as f32 + v as f32 + sign(a) as f32;\n}\n".into(), "f32", json!(0)),
+        ("float_edges".into(), "fn kernel(i: i32) {\n    let z = x[i] * 0.0;\n    x[i] = sqrt(-1.0) + log(z) + pow(z, -1.0) + acosh(z) + z / z + 1.0 % z + normalize(vec2(z, z)).x + 1e30 * 1e30 + (z / z) as i32 as f32;\n}\n".into(), "f32", json!(0)),
+        ("matrix_edges".into(), "fn kernel(i: i32) {\n    let m = mat2(0.0);\n    let n = inverse(m);\n    let c = m[i * 7];\n    x[i] = determinant(n) + c.x + n[i - 9][i];\n}\n".into(), "f32", json!(0)),
+        ("vector_dynamic_index".into(), "fn kernel(i: i32) {\n    let mut v = vec4(1.0, 2.0, 3.0, 4.0);\n    v[i * 1000] = 5.0;\n    v[-i] = 6.0;\n    x[i] = v[i * 1000] + v[-2147483647 - 1];\n}\n".into(), "f32", json!(0)),
+        ("ranges_at_int_limits".into(), "fn kernel(i: i32) {\n    let mut s = 0;\n    for k in 2147483640..2147483647 { s += 1; }\n    for k in 2147483640..=2147483647 { s += 1; }\n    for k in (-2147483647 - 1)..(-2147483647 + 2) { s += 1; }\n    for k in 4294967290u32..=4294967295u32 { s += 1; }\n    for k in (0..2147483647).step_by(1000000000) { s += 1; }\n    for k in (0..=2147483647).step_by(2147483647) { s += 1; }\n    for k in 5..-5 { s += 1000; }\n    x[i] = s as f32;\n}\n".into(), "f32", json!(0)),
+        ("step_by_zero_at_runtime".into(), "fn kernel(i: i32) {\n    let mut s = 0;\n    for k in (0..10).step_by(i - i) { s += k; }\n    x[i] = s as f32;\n}\n".into(), "f32", json!(0)),
+        ("index_out_of_bounds".into(), "fn kernel(i: i32) {\n    x[i + 100] = 1.0;\n}\n".into(), "f32", json!(0)),
+        ("index_min_int".into(), "fn kernel(i: i32) {\n    x[-2147483647 - 1 + i] = 1.0;\n}\n".into(), "f32", json!(0)),
+        ("atomics_on_i32".into(), "fn kernel(i: i32) {\n    let o = atomic_compare_exchange(x[0], 0, 1) + atomic_xor(x[(i + 1) % 4], -1) + atomic_min(x[i], -2147483647 - 1);\n    x[i] += o;\n}\n".into(), "i32", json!(2147483647)),
+        ("bitcast_nan".into(), "fn kernel(i: i32) {\n    x[i] = bitcast::<f32>(2139095041u32) + bitcast::<f32>(i) + bitcast::<f32>(4294967295u32);\n}\n".into(), "f32", json!(0)),
+        ("helper_named_like_field".into(), "fn x(a: f32) -> f32 {\n    a\n}\nfn kernel(i: i32) {\n    x[i] = 1.0;\n}\n".into(), "f32", json!(0)),
+        ("unicode".into(), "// ünïcödé ☃ 🦀\nfn kernel(i: i32) {\n    let é = 1.0;\n    x[i] = é;\n}\n".into(), "f32", json!(0)),
+        ("unicode_error".into(), "fn kernel(i: i32) {\n    let é☃ = 1.0; x[i] = zz;\n}\n".into(), "f32", json!(0)),
+        ("empty_code".into(), String::new(), "f32", json!(0)),
+        ("only_comments".into(), "// fn kernel(i: i32) { x[i] = 1.0; }\n/* /* nested */ */".into(), "f32", json!(0)),
+        ("huge_literals".into(), "fn kernel(i: i32) {\n    x[i] = 1e39 + 340282366920938463463374607431768211456.0 + 99999999999999999999999 as f32;\n}\n".into(), "f32", json!(0)),
+        ("deep_brackets_in_comment".into(), format!("// {}\n/* {} */\nfn kernel(i: i32) {{\n    x[i] = 1.0;\n}}\n", "(".repeat(500), "{[".repeat(500)), "f32", json!(0)),
+        ("long_but_flat".into(), format!("fn kernel(i: i32) {{\n{}    x[i] = 1.0;\n}}\n", "    x[i] = x[i] + 1.0 - 0.5 * 2.0;\n".repeat(2000)), "f32", json!(0)),
+        ("many_matrix_ops".into(), "fn kernel(i: i32) {\n    let a = mat4(1.0) * mat4(2.0) * transpose(mat4(3.0)) * inverse(mat4(4.0));\n    x[i] = determinant(a) + dot(a * vec4(1.0), vec4(1.0)) + length(cross(vec3(1.0, 0.0, 0.0), vec3(0.0, 1.0, 0.0)));\n}\n".into(), "f32", json!(0)),
+        ("recursion_through_three".into(), "fn a(n: i32) -> i32 { b(n) }\nfn b(n: i32) -> i32 { c(n) }\nfn c(n: i32) -> i32 { if n > 0 { a(n - 1) } else { 0 } }\nfn kernel(i: i32) { x[i] = a(i) as f32; }\n".into(), "f32", json!(0)),
+    ];
+    // Deep nesting must give an error, not overflow the stack.
+    for (name, expr) in [
+        ("parens", format!("{}1.0{}", "(".repeat(5000), ")".repeat(5000))),
+        ("blocks", format!("{}1.0{}", "{ ".repeat(5000), " }".repeat(5000))),
+        ("ifs", format!("{}1.0{}", "if i > 0 { ".repeat(3000), " } else { 0.0 }".repeat(3000))),
+        ("else_ifs", format!("{}{{ 1.0 }}", "if i == 1 { 1.0 } else ".repeat(5000))),
+        ("calls", format!("{}1.0{}", "abs(".repeat(5000), ")".repeat(5000))),
+        ("negations", format!("{}1.0", "-".repeat(20000))),
+        ("sum", format!("1.0{}", " + 1.0".repeat(20000))),
+        ("methods", format!("1.0{}", ".abs()".repeat(10000))),
+        ("casts", format!("1.0{}", " as f32".repeat(10000))),
+        ("indexing", format!("{}0{}", "x[".repeat(3000), "]".repeat(3000))),
+    ] {
+        v.push((format!("deep_{}", name), format!("fn kernel(i: i32) {{\n    x[i] = {};\n}}\n", expr), "f32", json!(0)));
+    }
+    // Each helper calls the next twice: inlining everything would make 2^40 copies.
+    v.push((
+        "exponential_inlining".into(),
+        format!(
+            "{}fn f40(a: f32) -> f32 {{\n    a\n}}\nfn kernel(i: i32) {{\n    x[i] = f0(1.0);\n}}\n",
+            (0..40).map(|k| format!("fn f{}(a: f32) -> f32 {{\n    f{}(a) + f{}(a)\n}}\n", k, k + 1, k + 1)).collect::<String>()
+        ),
+        "f32",
+        json!(0),
+    ));
+    v
+}
+
+fn edge_graph(code: &str, ty: &str, init: &Value) -> String {
+    serde_json::to_string_pretty(&json!({
+        "format": "weft-graph", "version": 1,
+        "nodes": [
+            {"id": "g", "kind": "dense", "params": {"shape": [4]}},
+            {"id": "x", "kind": "field", "params": {"type": ty, "init": init}},
+            {"id": "k", "kind": "kernel", "params": {"over": "x", "code": code}},
+            {"id": "t", "kind": "on_frame"}
+        ],
+        "wires": [{"from": "g.cells", "to": "x.layout"}, {"from": "x.field", "to": "k.x"}],
+        "exec": [{"from": "t.then", "to": "k"}]
+    }))
+    .unwrap()
 }
 
 fn seeds() -> Vec<Seed> {
@@ -843,12 +996,24 @@ fn seeds() -> Vec<Seed> {
     }
     out.push(Seed { name: "sink".into(), codes: codes_of(KITCHEN_SINK), text: KITCHEN_SINK.into(), base_dir: graphs.clone(), runnable: true, example: false });
     let bad = root.join("bad");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&bad).map(|d| d.filter_map(|e| Some(e.ok()?.path())).filter(|p| p.extension().is_some_and(|e| e == "json")).collect()).unwrap_or_default();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&bad)
+        .map(|d| d.filter_map(|e| Some(e.ok()?.path())).filter(|p| p.extension().is_some_and(|e| e == "json")).collect())
+        .unwrap_or_default();
     files.sort();
     for f in files {
         let text = std::fs::read_to_string(&f).expect("bad graph");
         let name = format!("bad/{}", f.file_stem().unwrap().to_string_lossy());
         out.push(Seed { name, codes: codes_of(&text), text, base_dir: bad.clone(), runnable: true, example: false });
+    }
+    // A position that overflows f32: the document must still save and re-open.
+    let mut v: Value = serde_json::from_str(&edge_graph("fn kernel(i: i32) {\n    x[i] = 1.0;\n}\n", "f32", &json!(0))).unwrap();
+    v["nodes"][1]["pos"] = json!([1e300, -1e300]);
+    let text = serde_json::to_string_pretty(&v).unwrap();
+    out.push(Seed { name: "edge/pos_overflow".into(), codes: codes_of(&text), text, base_dir: graphs.clone(), runnable: true, example: false });
+    // Edge cases last: a hang stops the run, and every other seed should have had its turn.
+    for (name, code, ty, init) in edge_cases() {
+        let text = edge_graph(&code, ty, &init);
+        out.push(Seed { name: format!("edge/{}", name), codes: codes_of(&text), text, base_dir: graphs.clone(), runnable: true, example: false });
     }
     out
 }
@@ -866,7 +1031,8 @@ fn mutated_graphs_never_panic_hang_or_blame_unknown_nodes() {
     assert!(seeds.len() >= 4 + 40, "expected the four examples and the bad corpus");
 
     let (mut total, mut parsed, mut built, mut compiled, mut ran) = (0usize, 0usize, 0usize, 0usize, 0usize);
-    let mut failures: Vec<String> = Vec::new();
+    // (problem, report) per misbehaving mutant.
+    let mut failures: Vec<(String, String)> = Vec::new();
     let mut slowest = (Duration::ZERO, String::new());
     let t0 = Instant::now();
     'seeds: for s in &seeds {
@@ -874,13 +1040,16 @@ fn mutated_graphs_never_panic_hang_or_blame_unknown_nodes() {
             * match s.name.as_str() {
                 "mpm88" => 60,
                 "sink" => 300,
+                _ if s.name.starts_with("edge/") => 4,
                 _ if s.example => 150,
                 _ => 5,
             };
         let value: Value = serde_json::from_str(&s.text).unwrap_or(Value::Null);
         let mut runs = 0usize;
-        for i in 0..count {
-            let (text, desc) = if rng.chance(25) || value.is_null() {
+        for i in 0..=count {
+            let (text, desc) = if i == 0 {
+                (s.text.clone(), "unmutated".to_string())
+            } else if rng.chance(25) || value.is_null() {
                 let (mut t, mut d) = mutate_bytes(&mut rng, &s.text);
                 if rng.chance(30) {
                     let (t2, d2) = mutate_bytes(&mut rng, &t);
@@ -895,7 +1064,14 @@ fn mutated_graphs_never_panic_hang_or_blame_unknown_nodes() {
                 let d: Vec<String> = (0..n).map(|_| mutate_value(&mut rng, &mut v, gentle)).collect();
                 (serde_json::to_string_pretty(&v).unwrap(), d.join("; "))
             };
-            let m = Mutant { label: format!("{}#{}", s.name, i), text, base_dir: s.base_dir.clone(), allow_run: s.runnable, codes: s.codes.clone(), small: !s.example };
+            let m = Mutant {
+                label: format!("{}#{}", s.name, i),
+                text,
+                base_dir: s.base_dir.clone(),
+                allow_run: s.runnable,
+                codes: s.codes.clone(),
+                small: !s.example,
+            };
             let may_run = !s.example || runs < MAX_RUNS_PER_EXAMPLE * scale;
             total += 1;
             let (result, took) = run_guarded(&m, may_run);
@@ -905,7 +1081,18 @@ fn mutated_graphs_never_panic_hang_or_blame_unknown_nodes() {
             let problem = match result {
                 CaseResult::Done(o) => {
                     if verbose {
-                        println!("{:<28} {:<60} {}", m.label, desc.chars().take(60).collect::<String>(), if o.ran { "ran".to_string() } else if o.compiled { "compiled".to_string() } else { o.first_error.clone().unwrap_or_default().chars().take(150).collect() });
+                        println!(
+                            "{:<28} {:<60} {}",
+                            m.label,
+                            desc.chars().take(60).collect::<String>(),
+                            if o.ran {
+                                "ran".to_string()
+                            } else if o.compiled {
+                                "compiled".to_string()
+                            } else {
+                                o.first_error.clone().unwrap_or_default().chars().take(150).collect()
+                            }
+                        );
                     }
                     parsed += o.parsed as usize;
                     built += o.built as usize;
@@ -923,8 +1110,12 @@ fn mutated_graphs_never_panic_hang_or_blame_unknown_nodes() {
                 let _ = std::fs::create_dir_all(&fail_dir);
                 let file = fail_dir.join(format!("{}.json", m.label.replace(['/', '#'], "_")));
                 let _ = std::fs::write(&file, &m.text);
-                let shown: String = if m.text.len() > 1500 { format!("{}… ({} bytes, full text in {})", &m.text[..m.text.floor_char_boundary(1500)], m.text.len(), file.display()) } else { m.text.clone() };
-                failures.push(format!("{} [{}]\n    {}\n  mutant ({}):\n{}", m.label, desc, p, file.display(), shown));
+                let shown: String = if m.text.len() > 800 {
+                    format!("{}… ({} bytes, full text in {})", &m.text[..m.text.floor_char_boundary(800)], m.text.len(), file.display())
+                } else {
+                    m.text.clone()
+                };
+                failures.push((p.clone(), format!("{} [{}]\n    {}\n  mutant ({}):\n{}", m.label, desc, p, file.display(), shown)));
                 if p.starts_with("HANG") {
                     // The stuck thread keeps a core busy; stop here.
                     break 'seeds;
@@ -951,6 +1142,147 @@ fn mutated_graphs_never_panic_hang_or_blame_unknown_nodes() {
     );
     assert!(total >= 600 || scale == 0, "only {} mutants", total);
     if !failures.is_empty() {
-        panic!("{} of {} mutants misbehaved:\n\n{}", failures.len(), total, failures.join("\n\n"));
+        // One line per kind of problem (numbers blanked), then the first few mutants in full.
+        let mut kinds: Vec<(String, usize, String)> = Vec::new();
+        for (p, _) in &failures {
+            let mut key = String::new();
+            for c in p.lines().next().unwrap_or("").chars().take(160) {
+                match (c.is_ascii_digit(), key.ends_with('#')) {
+                    (true, true) => {}
+                    (true, false) => key.push('#'),
+                    _ => key.push(c),
+                }
+            }
+            match kinds.iter_mut().find(|k| k.0 == key) {
+                Some(k) => k.1 += 1,
+                None => kinds.push((key, 1, p.lines().next().unwrap_or("").to_string())),
+            }
+        }
+        let summary: Vec<String> = kinds.iter().map(|(_, n, example)| format!("  {:>4} x {}", n, example)).collect();
+        const SHOWN: usize = 12;
+        let detail: Vec<&str> = failures.iter().take(SHOWN).map(|f| f.1.as_str()).collect();
+        panic!(
+            "{} of {} mutants misbehaved:\n{}\n\n{}{}",
+            failures.len(),
+            total,
+            summary.join("\n"),
+            detail.join("\n\n"),
+            if failures.len() > SHOWN {
+                format!("\n\n... and {} more; every failing mutant is in {}", failures.len() - SHOWN, fail_dir.display())
+            } else {
+                String::new()
+            }
+        );
     }
+}
+
+/// `--set NODE.PARAM=VALUE` and `--init FIELD=FILE` overrides (runtime::load)
+/// on the example graphs and the kitchen sink: never a panic, and every error
+/// is document-level or names a node of the graph.
+#[test]
+fn random_overrides_never_panic() {
+    use weft_runtime::load::{apply_overrides, Overrides};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let graphs = root.join("../graphs");
+    let mut texts: Vec<(String, PathBuf)> =
+        ["julia", "heat", "life", "mpm88"].iter().map(|n| (std::fs::read_to_string(graphs.join(format!("{}.json", n))).unwrap(), graphs.clone())).collect();
+    texts.push((KITCHEN_SINK.to_string(), graphs.clone()));
+    const VALUES: &[&str] = &[
+        "1",
+        "0",
+        "-1",
+        "0.5",
+        "1e300",
+        "2147483648",
+        "[1,2]",
+        "[0]",
+        "[16]",
+        "[4,4]",
+        "[1,2,3,4]",
+        "{}",
+        "null",
+        "true",
+        "abc",
+        "\"s\"",
+        "",
+        "=",
+        "{\"type\":\"u32\"}",
+        "{\"npy\":\"nope.npy\"}",
+        "{\"npy\":\"/dev/zero\"}",
+        "fn kernel(i: i32) {}",
+    ];
+    let bad = root.join("bad");
+    let files: Vec<String> = ["fixture_f32_16.npy", "fixture_i32_16.npy", "fixture_f32_8.npy", "fixture_bad_magic.npy", "nope.npy", "."]
+        .iter()
+        .map(|f| bad.join(f).to_string_lossy().into_owned())
+        .chain(["/dev/zero".to_string(), "/dev/null".to_string(), String::new()])
+        .collect();
+    let mut rng = Rng::new(0xC0FFEE);
+    let mut failures = Vec::new();
+    let mut applied = 0;
+    let cases = 400 * std::env::var("WEFT_FUZZ_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(1usize);
+    for case in 0..cases {
+        let (text, base_dir) = &texts[case % texts.len()];
+        let value: Value = serde_json::from_str(text).unwrap();
+        let ids = node_ids(&value);
+        let params_of = |id: &str, rng: &mut Rng| -> Vec<String> {
+            let mut out: Vec<String> = if rng.chance(15) { vec!["nope".into(), "code".into(), "shape".into(), "init".into()] } else { vec![] };
+            if let Some(n) = value["nodes"].as_array().and_then(|a| a.iter().find(|n| n["id"] == id)) {
+                if let Some(p) = n["params"].as_object() {
+                    out.extend(p.keys().cloned());
+                    if let Some(sc) = p.get("scalars").and_then(Value::as_object) {
+                        out.extend(sc.keys().cloned());
+                    }
+                }
+            }
+            if out.is_empty() {
+                out.push("nope".into());
+            }
+            out
+        };
+        let mut o = Overrides::default();
+        for _ in 0..rng.below(3) + 1 {
+            let node = if rng.chance(5) { "nope".to_string() } else { rng.pick(&ids).clone() };
+            let choices = params_of(&node, &mut rng);
+            let param = rng.pick(&choices).clone();
+            o.sets.push(match rng.below(30) {
+                0 => format!("{}{}", node, param),
+                1 => format!("{}.{}", node, param),
+                _ => format!("{}.{}={}", node, param, rng.pick(VALUES)),
+            });
+        }
+        if rng.chance(40) {
+            let fields: Vec<String> =
+                value["nodes"].as_array().unwrap().iter().filter(|n| n["kind"] == "field").filter_map(|n| n["id"].as_str().map(str::to_string)).collect();
+            let field = if rng.chance(10) { rng.pick(&ids).clone() } else { rng.pick(&fields).clone() };
+            o.inits.push(if rng.chance(10) { field } else { format!("{}={}", field, rng.pick(&files)) });
+        }
+        let label = format!("case {}: sets {:?} inits {:?}", case, o.sets, o.inits);
+        let known = known_ids(text);
+        let text = text.clone();
+        let base_dir = base_dir.clone();
+        let r = std::panic::catch_unwind(move || {
+            let mut doc = GraphDoc::parse(&text).unwrap();
+            apply_overrides(&mut doc, &o).map(|_| build_program(&doc, &BuildOptions { base_dir }))
+        });
+        let mut out = Outcome::default();
+        match r {
+            Err(p) => {
+                failures.push(format!("{}: PANIC {:?}", label, p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))))
+            }
+            // Malformed overrides are usage errors: document-level is fine.
+            Ok(Err(RuntimeError::Graph(e))) => check_errors("overrides", &e, &known, false, &mut out),
+            Ok(Err(e)) => check_runtime("overrides", &e, &known, &mut out),
+            Ok(Ok(Err(e))) => {
+                applied += 1;
+                check_errors("build", &e, &known, true, &mut out)
+            }
+            Ok(Ok(Ok(_))) => applied += 1,
+        }
+        if !out.problems.is_empty() {
+            failures.push(format!("{}: {}", label, out.problems.join("; ")));
+        }
+    }
+    println!("overrides: {} cases, {} applied", cases, applied);
+    assert!(failures.is_empty(), "{} override cases misbehaved:\n{}", failures.len(), failures.join("\n"));
 }

@@ -50,6 +50,12 @@ pub fn write_npy(path: &Path, a: &NpyArray) -> std::io::Result<()> {
 }
 
 pub fn read_npy(path: &Path) -> Result<NpyArray, String> {
+    // Reading a device (/dev/zero) or FIFO, or a file far larger than any field, would never finish or exhaust memory.
+    if let Ok(m) = std::fs::metadata(path) {
+        if !m.is_file() || m.len() > (1 << 31) + (1 << 20) {
+            return Err(format!("cannot read {}: not a regular .npy file of at most 2 GiB", path.display()));
+        }
+    }
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {}", path.display(), e))?;
     parse_npy(&bytes).map_err(|e| format!("{}: {}", path.display(), e))
 }

@@ -1,0 +1,1097 @@
+//! IR → `naga::Module` for the wgpu backend (one module per kernel).
+//!
+//! Pre: a kernel that passed the lowered-IR validator. Post: a module that
+//! passes naga's validator, or a `CodegenError` naming the kernel; never a
+//! panic. The module is built directly (no WGSL text) and matches the CPU
+//! interpreter's semantics: integer rules from `ir::eval` (shift amounts
+//! masked, saturating float→int), clamped dynamic component indices,
+//! overflow-safe range loops, the same PCG random numbers.
+//!
+//! Bindings (group 0): 0 = this launch's record (read-only storage at a
+//! dynamic offset: frame, launch, seed, total, shape[3], threads per row,
+//! scalar params...), 1 = error words (first failed check + 1, its index),
+//! 2.. = root buffers in `GpuKernel::roots` order, as `array<u32>`, or
+//! `array<atomic<u32>>` when the kernel uses atomics on that root.
+
+use crate::CodegenError;
+use naga::{
+    AddressSpace, ArraySize, AtomicFunction, BinaryOperator as BO, Block as NBlock, Expression as E, Function as NFunction, FunctionArgument,
+    FunctionResult, GlobalVariable, Handle, Literal, LocalVariable, MathFunction as MF, Module, ResourceBinding, Scalar as NScalar, ScalarKind,
+    Span, Statement as S, StorageAccess, Type as NType, TypeInner, UnaryOperator, VectorSize,
+};
+use std::collections::HashMap;
+use weft_ir::ir::*;
+use weft_ir::types::{Scalar, Type};
+
+/// Words of a launch record before the scalar parameters.
+pub const RECORD_HEADER_WORDS: u32 = 8;
+pub const WORKGROUP_SIZE: u32 = 64;
+
+/// What a failed bounds check reports.
+#[derive(Clone, Debug)]
+pub struct CheckSite {
+    pub span: Span32,
+    pub field: FieldId,
+    pub axis: u32,
+    pub extent: u32,
+}
+
+/// A code position (line, col) — kept separate from naga's `Span`.
+#[derive(Clone, Copy, Debug)]
+pub struct Span32 {
+    pub line: u32,
+    pub col: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct GpuKernel {
+    pub name: String,
+    pub module: Module,
+    /// Root layout nodes bound at bindings 2.. in this order.
+    pub roots: Vec<LayoutId>,
+    /// Check id → site (ids start at 0; the error buffer stores id + 1).
+    pub checks: Vec<CheckSite>,
+    /// Range loops, by fault id, for "non-positive step" faults.
+    pub step_faults: Vec<Span32>,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GpuOptions {
+    /// Use the adapter's native f32 atomic add (SHADER_FLOAT32_ATOMIC) instead of a compare-exchange loop.
+    pub native_float_atomics: bool,
+}
+
+fn cerr(kernel: &Kernel, m: impl Into<String>) -> CodegenError {
+    CodegenError { kernel: kernel.name.clone(), backend: "wgpu", message: m.into() }
+}
+
+const SP: Span = Span::UNDEFINED;
+
+struct Types {
+    cache: HashMap<Type, Handle<NType>>,
+}
+
+fn nscalar(s: Scalar) -> NScalar {
+    match s {
+        Scalar::Bool => NScalar::BOOL,
+        Scalar::I32 => NScalar::I32,
+        Scalar::U32 => NScalar::U32,
+        Scalar::F32 => NScalar::F32,
+    }
+}
+
+fn vsize(n: u8) -> VectorSize {
+    match n {
+        2 => VectorSize::Bi,
+        3 => VectorSize::Tri,
+        _ => VectorSize::Quad,
+    }
+}
+
+fn kind(s: Scalar) -> ScalarKind {
+    nscalar(s).kind
+}
+
+impl Types {
+    fn get(&mut self, m: &mut Module, t: Type) -> Handle<NType> {
+        if let Some(h) = self.cache.get(&t) {
+            return *h;
+        }
+        let inner = match t {
+            Type::Scalar(s) => TypeInner::Scalar(nscalar(s)),
+            Type::Vector(s, n) => TypeInner::Vector { size: vsize(n), scalar: nscalar(s) },
+            Type::Matrix(n) => TypeInner::Matrix { columns: vsize(n), rows: vsize(n), scalar: NScalar::F32 },
+            Type::Void => TypeInner::Scalar(NScalar::U32),
+        };
+        let h = m.types.insert(NType { name: None, inner }, SP);
+        self.cache.insert(t, h);
+        h
+    }
+}
+
+struct Globals {
+    record: Handle<GlobalVariable>,
+    errors: Handle<GlobalVariable>,
+    roots: Vec<(LayoutId, Handle<GlobalVariable>, bool)>,
+    rng: Handle<GlobalVariable>,
+}
+
+pub fn compile_kernel(program: &Program, kernel: &Kernel, opts: &GpuOptions) -> Result<GpuKernel, CodegenError> {
+    let _ = opts;
+    let mut m = Module::default();
+    let mut types = Types { cache: HashMap::new() };
+    // Which roots are used, and which atomically.
+    let mut roots: Vec<(LayoutId, bool)> = Vec::new();
+    let mut note = |root: LayoutId, atomic: bool| match roots.iter_mut().find(|r| r.0 == root) {
+        Some(r) => r.1 |= atomic,
+        None => roots.push((root, atomic)),
+    };
+    for f in std::iter::once(&kernel.entry).chain(kernel.functions.iter().map(|(_, f)| f)) {
+        for (_, inst) in f.insts.iter() {
+            match &inst.kind {
+                InstKind::BufLoad { root, .. } | InstKind::BufStore { root, .. } => note(*root, false),
+                InstKind::BufAtomic { root, .. } => note(*root, true),
+                _ => {}
+            }
+        }
+    }
+    let u32_ty = types.get(&mut m, Type::U32);
+    let atomic_u32 = m.types.insert(NType { name: None, inner: TypeInner::Atomic(NScalar::U32) }, SP);
+    let arr = |m: &mut Module, base: Handle<NType>| m.types.insert(NType { name: None, inner: TypeInner::Array { base, size: ArraySize::Dynamic, stride: 4 } }, SP);
+    let arr_u32 = arr(&mut m, u32_ty);
+    let arr_atomic = arr(&mut m, atomic_u32);
+    let storage = |access| AddressSpace::Storage { access };
+    let record = m.global_variables.append(
+        GlobalVariable { name: Some("launch".into()), space: storage(StorageAccess::LOAD), binding: Some(ResourceBinding { group: 0, binding: 0 }), ty: arr_u32, init: None, memory_decorations: Default::default() },
+        SP,
+    );
+    let errors = m.global_variables.append(
+        GlobalVariable { name: Some("errors".into()), space: storage(StorageAccess::LOAD | StorageAccess::STORE), binding: Some(ResourceBinding { group: 0, binding: 1 }), ty: arr_atomic, init: None, memory_decorations: Default::default() },
+        SP,
+    );
+    let mut groots = Vec::new();
+    for (k, (root, atomic)) in roots.iter().enumerate() {
+        let g = m.global_variables.append(
+            GlobalVariable {
+                name: Some(format!("buf_{}", program.layouts[*root].node_id.replace('-', "_"))),
+                space: storage(StorageAccess::LOAD | StorageAccess::STORE),
+                binding: Some(ResourceBinding { group: 0, binding: 2 + k as u32 }),
+                ty: if *atomic { arr_atomic } else { arr_u32 },
+                init: None,
+                memory_decorations: Default::default(),
+            },
+            SP,
+        );
+        groots.push((*root, g, *atomic));
+    }
+    let rng = m.global_variables.append(GlobalVariable { name: Some("rng_state".into()), space: AddressSpace::Private, binding: None, ty: u32_ty, init: None, memory_decorations: Default::default() }, SP);
+    let globals = Globals { record, errors, roots: groots, rng };
+
+    let mut ctx = ModCtx { kernel, m, types, globals, checks: Vec::new(), step_faults: Vec::new(), funcs: Vec::new(), pcg: None, random: None };
+    ctx.build_rng_helpers();
+    // Helpers in order; calls only go to already-declared functions because
+    // the front end forbids recursion: declare in dependency order.
+    let order = call_order(kernel);
+    let mut fmap: HashMap<usize, Handle<NFunction>> = HashMap::new();
+    for fi in order {
+        let f = &kernel.functions[FuncId::new(fi)];
+        let nf = ctx.function(f, &fmap, false)?;
+        let h = ctx.m.functions.append(nf, SP);
+        fmap.insert(fi, h);
+    }
+    let body = ctx.function(&kernel.entry, &fmap, true)?;
+    let body_h = ctx.m.functions.append(body, SP);
+    let entry = ctx.entry_point(body_h)?;
+    ctx.m.entry_points.push(entry);
+    let _ = &ctx.funcs;
+    let m = ctx.m;
+    let mut v = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all());
+    v.validate(&m).map_err(|e| cerr(kernel, format!("generated shader does not validate: {}", e.emit_to_string(""))))?;
+    Ok(GpuKernel { name: kernel.name.clone(), module: m, roots: roots.iter().map(|r| r.0).collect(), checks: ctx.checks, step_faults: ctx.step_faults })
+}
+
+/// Helper functions ordered so that callees come before callers.
+fn call_order(kernel: &Kernel) -> Vec<usize> {
+    fn visit(k: &Kernel, f: usize, done: &mut Vec<usize>) {
+        if done.contains(&f) {
+            return;
+        }
+        for (_, inst) in k.functions[FuncId::new(f)].insts.iter() {
+            if let InstKind::Call(c, _) = inst.kind {
+                visit(k, c.index(), done);
+            }
+        }
+        done.push(f);
+    }
+    let mut done = Vec::new();
+    for f in 0..kernel.functions.len() {
+        visit(kernel, f, &mut done);
+    }
+    done
+}
+
+/// Emits WGSL text for a kernel (for `weft emit wgsl`).
+pub fn to_wgsl(k: &GpuKernel) -> Result<String, String> {
+    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
+        .validate(&k.module)
+        .map_err(|e| e.emit_to_string(""))?;
+    naga::back::wgsl::write_string(&k.module, &info, naga::back::wgsl::WriterFlags::empty()).map_err(|e| e.to_string())
+}
+
+/// Emits SPIR-V words for a kernel (for `weft emit spirv`).
+pub fn to_spirv(k: &GpuKernel) -> Result<Vec<u32>, String> {
+    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
+        .validate(&k.module)
+        .map_err(|e| e.emit_to_string(""))?;
+    naga::back::spv::write_vec(&k.module, &info, &naga::back::spv::Options::default(), None).map_err(|e| e.to_string())
+}
+
+struct ModCtx<'a> {
+    kernel: &'a Kernel,
+    m: Module,
+    types: Types,
+    globals: Globals,
+    checks: Vec<CheckSite>,
+    step_faults: Vec<Span32>,
+    funcs: Vec<Handle<NFunction>>,
+    pcg: Option<Handle<NFunction>>,
+    random: Option<Handle<NFunction>>,
+}
+
+/// Builds one naga function's expressions and statements.
+struct Fb<'c, 'a> {
+    c: &'c mut ModCtx<'a>,
+    f: NFunction,
+}
+
+impl Fb<'_, '_> {
+    fn ty(&mut self, t: Type) -> Handle<NType> {
+        self.c.types.get(&mut self.c.m, t)
+    }
+    /// Appends an expression that must be emitted, emitting it into `b`.
+    fn e(&mut self, b: &mut NBlock, expr: E) -> Handle<E> {
+        let h = self.f.expressions.append(expr, SP);
+        b.push(S::Emit(naga::Range::new_from_bounds(h, h)), SP);
+        h
+    }
+    /// Appends a pre-emitted expression (literal, argument, global, local, call/atomic result).
+    fn pre(&mut self, expr: E) -> Handle<E> {
+        self.f.expressions.append(expr, SP)
+    }
+    fn u32c(&mut self, v: u32) -> Handle<E> {
+        self.pre(E::Literal(Literal::U32(v)))
+    }
+    fn i32c(&mut self, v: i32) -> Handle<E> {
+        self.pre(E::Literal(Literal::I32(v)))
+    }
+    fn f32c(&mut self, v: f32) -> Handle<E> {
+        self.pre(E::Literal(Literal::F32(v)))
+    }
+    fn bin(&mut self, b: &mut NBlock, op: BO, l: Handle<E>, r: Handle<E>) -> Handle<E> {
+        self.e(b, E::Binary { op, left: l, right: r })
+    }
+    fn math(&mut self, b: &mut NBlock, fun: MF, args: &[Handle<E>]) -> Handle<E> {
+        self.e(b, E::Math { fun, arg: args[0], arg1: args.get(1).copied(), arg2: args.get(2).copied(), arg3: None })
+    }
+    fn cast(&mut self, b: &mut NBlock, x: Handle<E>, s: Scalar, convert: bool) -> Handle<E> {
+        let width = if s == Scalar::Bool { 1 } else { 4 };
+        self.e(b, E::As { expr: x, kind: kind(s), convert: if convert { Some(width) } else { None } })
+    }
+    fn global(&mut self, g: Handle<GlobalVariable>) -> Handle<E> {
+        self.pre(E::GlobalVariable(g))
+    }
+    fn record_const(&mut self, b: &mut NBlock, i: u32) -> Handle<E> {
+        let g = self.global(self.c.globals.record);
+        let p = self.e(b, E::AccessIndex { base: g, index: i });
+        self.e(b, E::Load { pointer: p })
+    }
+    fn local(&mut self, name: &str, t: Type) -> Handle<E> {
+        let ty = self.ty(t);
+        let l = self.f.local_variables.append(LocalVariable { name: Some(name.into()), ty, init: None }, SP);
+        self.pre(E::LocalVariable(l))
+    }
+}
+
+impl<'a> ModCtx<'a> {
+    fn build_rng_helpers(&mut self) {
+        let u = self.types.get(&mut self.m, Type::U32);
+        let f32t = self.types.get(&mut self.m, Type::F32);
+        // pcg(v: u32) -> u32
+        let mut fb = Fb { c: self, f: NFunction { name: Some("pcg_hash".into()), ..Default::default() } };
+        fb.f.arguments.push(FunctionArgument { name: Some("v".into()), ty: u, binding: None });
+        fb.f.result = Some(FunctionResult { ty: u, binding: None });
+        let mut b = NBlock::new();
+        let v = fb.pre(E::FunctionArgument(0));
+        let (k1, k2, k3) = (fb.u32c(747796405), fb.u32c(2891336453), fb.u32c(277803737));
+        let (c28, c4, c22) = (fb.u32c(28), fb.u32c(4), fb.u32c(22));
+        let t = fb.bin(&mut b, BO::Multiply, v, k1);
+        let state = fb.bin(&mut b, BO::Add, t, k2);
+        let sh = fb.bin(&mut b, BO::ShiftRight, state, c28);
+        let sh = fb.bin(&mut b, BO::Add, sh, c4);
+        let x = fb.bin(&mut b, BO::ShiftRight, state, sh);
+        let x = fb.bin(&mut b, BO::ExclusiveOr, x, state);
+        let word = fb.bin(&mut b, BO::Multiply, x, k3);
+        let y = fb.bin(&mut b, BO::ShiftRight, word, c22);
+        let r = fb.bin(&mut b, BO::ExclusiveOr, y, word);
+        b.push(S::Return { value: Some(r) }, SP);
+        fb.f.body = b;
+        let f = fb.f;
+        let pcg = self.m.functions.append(f, SP);
+        self.pcg = Some(pcg);
+        // random() -> f32
+        let mut fb = Fb { c: self, f: NFunction { name: Some("random".into()), ..Default::default() } };
+        fb.f.result = Some(FunctionResult { ty: f32t, binding: None });
+        let mut b = NBlock::new();
+        let g = fb.global(fb.c.globals.rng);
+        let cur = fb.e(&mut b, E::Load { pointer: g });
+        let next = fb.pre(E::CallResult(pcg));
+        b.push(S::Call { function: pcg, arguments: vec![cur], result: Some(next) }, SP);
+        b.push(S::Store { pointer: g, value: next }, SP);
+        let c8 = fb.u32c(8);
+        let top = fb.bin(&mut b, BO::ShiftRight, next, c8);
+        let fl = fb.cast(&mut b, top, Scalar::F32, true);
+        let scale = fb.f32c(1.0 / 16_777_216.0);
+        let r = fb.bin(&mut b, BO::Multiply, fl, scale);
+        b.push(S::Return { value: Some(r) }, SP);
+        fb.f.body = b;
+        let f = fb.f;
+        self.random = Some(self.m.functions.append(f, SP));
+    }
+
+    fn function(&mut self, f: &Function, fmap: &HashMap<usize, Handle<NFunction>>, is_entry: bool) -> Result<NFunction, CodegenError> {
+        let kernel = self.kernel;
+        let mut fb = Fb { c: self, f: NFunction { name: Some(if is_entry { "kernel_body".into() } else { format!("fn_{}", f.name) }), ..Default::default() } };
+        for (k, t) in f.args.iter().enumerate() {
+            let ty = fb.ty(*t);
+            fb.f.arguments.push(FunctionArgument { name: Some(format!("a{}", k)), ty, binding: None });
+        }
+        if f.ret != Type::Void {
+            let ty = fb.ty(f.ret);
+            fb.f.result = Some(FunctionResult { ty, binding: None });
+        }
+        let mut g = Gen { fb, f, values: HashMap::new(), locals: Vec::new(), fors: HashMap::new(), fmap, kernel };
+        for (_, l) in f.locals.iter() {
+            let h = g.fb.local(&l.name.replace('.', "_"), l.ty);
+            g.locals.push(h);
+        }
+        let mut body = NBlock::new();
+        g.block(&f.body, &mut body)?;
+        if f.ret != Type::Void {
+            // Unreachable by construction (every path returns), but naga wants a terminator.
+            let ty = g.fb.ty(f.ret);
+            let z = g.fb.pre(E::ZeroValue(ty));
+            body.push(S::Return { value: Some(z) }, SP);
+        }
+        g.fb.f.body = body;
+        Ok(g.fb.f)
+    }
+
+    fn entry_point(&mut self, body: Handle<NFunction>) -> Result<naga::EntryPoint, CodegenError> {
+        let dims = self.kernel.dims;
+        let uvec3 = self.types.get(&mut self.m, Type::Vector(Scalar::U32, 3));
+        let khash = eval::kernel_hash(&self.kernel.name);
+        let mut fb = Fb { c: self, f: NFunction { name: Some("main".into()), ..Default::default() } };
+        fb.f.arguments.push(FunctionArgument { name: Some("gid".into()), ty: uvec3, binding: Some(naga::Binding::BuiltIn(naga::BuiltIn::GlobalInvocationId)) });
+        let mut b = NBlock::new();
+        let gid = fb.pre(E::FunctionArgument(0));
+        let gx = fb.e(&mut b, E::AccessIndex { base: gid, index: 0 });
+        let gy = fb.e(&mut b, E::AccessIndex { base: gid, index: 1 });
+        let row = fb.record_const(&mut b, 7);
+        let t = fb.bin(&mut b, BO::Multiply, gy, row);
+        let linear = fb.bin(&mut b, BO::Add, gx, t);
+        let total = fb.record_const(&mut b, 3);
+        let past = fb.bin(&mut b, BO::GreaterEqual, linear, total);
+        let mut ret = NBlock::new();
+        ret.push(S::Return { value: None }, SP);
+        b.push(S::If { condition: past, accept: ret, reject: NBlock::new() }, SP);
+        // Row-major decomposition of the linear index.
+        let mut idx = vec![linear; dims];
+        let mut rest = linear;
+        for d in (0..dims).rev() {
+            let ext = fb.record_const(&mut b, 4 + d as u32);
+            let i = fb.bin(&mut b, BO::Modulo, rest, ext);
+            idx[d] = fb.cast(&mut b, i, Scalar::I32, false);
+            rest = fb.bin(&mut b, BO::Divide, rest, ext);
+        }
+        // rng_state = rng_seed(seed, frame, khash, launch, linear)
+        let pcg = fb.c.pcg.expect("built first");
+        let call = |fb: &mut Fb, b: &mut NBlock, x: Handle<E>| {
+            let r = fb.pre(E::CallResult(pcg));
+            b.push(S::Call { function: pcg, arguments: vec![x], result: Some(r) }, SP);
+            r
+        };
+        let launch = fb.record_const(&mut b, 1);
+        let frame = fb.record_const(&mut b, 0);
+        let seed = fb.record_const(&mut b, 2);
+        let kh = fb.u32c(khash);
+        let h1 = call(&mut fb, &mut b, linear);
+        let x = fb.bin(&mut b, BO::ExclusiveOr, launch, h1);
+        let h2 = call(&mut fb, &mut b, x);
+        let x = fb.bin(&mut b, BO::ExclusiveOr, kh, h2);
+        let h3 = call(&mut fb, &mut b, x);
+        let x = fb.bin(&mut b, BO::ExclusiveOr, frame, h3);
+        let h4 = call(&mut fb, &mut b, x);
+        let x = fb.bin(&mut b, BO::ExclusiveOr, seed, h4);
+        let st = call(&mut fb, &mut b, x);
+        let g = fb.global(fb.c.globals.rng);
+        b.push(S::Store { pointer: g, value: st }, SP);
+        b.push(S::Call { function: body, arguments: idx, result: None }, SP);
+        fb.f.body = b;
+        Ok(naga::EntryPoint {
+            name: "main".into(),
+            stage: naga::ShaderStage::Compute,
+            early_depth_test: None,
+            workgroup_size: [WORKGROUP_SIZE, 1, 1],
+            workgroup_size_overrides: None,
+            function: fb.f,
+            mesh_info: None,
+            task_payload: None,
+            incoming_ray_payload: None,
+        })
+    }
+}
+
+struct Gen<'g, 'c, 'a> {
+    fb: Fb<'c, 'a>,
+    f: &'g Function,
+    values: HashMap<InstId, Handle<E>>,
+    locals: Vec<Handle<E>>,
+    /// RangeFor → (counter local, remaining local).
+    fors: HashMap<InstId, (Handle<E>, Handle<E>)>,
+    fmap: &'g HashMap<usize, Handle<NFunction>>,
+    kernel: &'a Kernel,
+}
+
+impl Gen<'_, '_, '_> {
+    fn v(&self, h: InstId) -> Handle<E> {
+        self.values[&h]
+    }
+    fn t(&self, h: InstId) -> Type {
+        self.f.insts[h].ty
+    }
+    fn span(&self, h: InstId) -> Span32 {
+        let s = self.f.insts[h].span;
+        Span32 { line: s.line, col: s.col }
+    }
+
+    fn block(&mut self, block: &Block, out: &mut NBlock) -> Result<(), CodegenError> {
+        for &h in block {
+            self.inst(h, out)?;
+        }
+        Ok(())
+    }
+
+    fn root(&self, l: LayoutId) -> (Handle<GlobalVariable>, bool) {
+        let r = self.fb.c.globals.roots.iter().find(|r| r.0 == l).expect("roots collected from the same instructions");
+        (r.1, r.2)
+    }
+
+    /// `return` with a zero value when the function has a result.
+    fn early_return(&mut self, b: &mut NBlock) {
+        let value = match self.f.ret {
+            Type::Void => None,
+            t => {
+                let ty = self.fb.ty(t);
+                Some(self.fb.pre(E::ZeroValue(ty)))
+            }
+        };
+        b.push(S::Return { value }, SP);
+    }
+
+    /// Records check `id` as the first failure (if none yet) with `index`.
+    fn record_fault(&mut self, b: &mut NBlock, id: u32, index: Handle<E>) {
+        let g = self.fb.global(self.fb.c.globals.errors);
+        let p0 = self.fb.e(b, E::AccessIndex { base: g, index: 0 });
+        let zero = self.fb.u32c(0);
+        let code = self.fb.u32c(id + 1);
+        let cmp_ty = self.fb.c.m.generate_predeclared_type(naga::PredeclaredType::AtomicCompareExchangeWeakResult(NScalar::U32));
+        let res = self.fb.pre(E::AtomicResult { ty: cmp_ty, comparison: true });
+        b.push(S::Atomic { pointer: p0, fun: AtomicFunction::Exchange { compare: Some(zero) }, value: code, result: Some(res) }, SP);
+        let exchanged = self.fb.e(b, E::AccessIndex { base: res, index: 1 });
+        let mut then = NBlock::new();
+        let p1 = self.fb.e(&mut then, E::AccessIndex { base: g, index: 1 });
+        then.push(S::Store { pointer: p1, value: index }, SP);
+        b.push(S::If { condition: exchanged, accept: then, reject: NBlock::new() }, SP);
+    }
+
+    fn to_u32_bits(&mut self, b: &mut NBlock, v: Handle<E>, s: Scalar) -> Handle<E> {
+        if s == Scalar::U32 {
+            v
+        } else {
+            self.fb.cast(b, v, Scalar::U32, false)
+        }
+    }
+
+    fn from_u32_bits(&mut self, b: &mut NBlock, v: Handle<E>, s: Scalar) -> Handle<E> {
+        if s == Scalar::U32 {
+            v
+        } else {
+            self.fb.cast(b, v, s, false)
+        }
+    }
+
+    /// Rust-style saturating float → integer conversion (NaN → 0), component-wise.
+    fn float_to_int(&mut self, b: &mut NBlock, x: Handle<E>, ty: Type) -> Handle<E> {
+        let s = ty.scalar().expect("int");
+        let n = ty.components();
+        let splat = |g: &mut Self, b: &mut NBlock, v: Handle<E>| if n == 1 { v } else { g.fb.e(b, E::Splat { size: vsize(n as u8), value: v }) };
+        let (lo, hi, top) = match s {
+            Scalar::I32 => (-2147483648.0f32, 2147483520.0f32, 2147483648.0f32),
+            _ => (0.0, 4294967040.0, 4294967296.0),
+        };
+        let (lo, hi, topc) = (self.fb.f32c(lo), self.fb.f32c(hi), self.fb.f32c(top));
+        let (lo, hi, topc) = (splat(self, b, lo), splat(self, b, hi), splat(self, b, topc));
+        let clamped = self.fb.math(b, MF::Clamp, &[x, lo, hi]);
+        let conv = self.fb.cast(b, clamped, s, true);
+        let too_big = self.fb.bin(b, BO::GreaterEqual, x, topc);
+        let maxv = match s {
+            Scalar::I32 => self.fb.i32c(i32::MAX),
+            _ => self.fb.u32c(u32::MAX),
+        };
+        let maxv = splat(self, b, maxv);
+        let sat = self.fb.e(b, E::Select { condition: too_big, accept: maxv, reject: conv });
+        let nan = self.fb.bin(b, BO::NotEqual, x, x);
+        let zero = match s {
+            Scalar::I32 => self.fb.i32c(0),
+            _ => self.fb.u32c(0),
+        };
+        let zero = splat(self, b, zero);
+        self.fb.e(b, E::Select { condition: nan, accept: zero, reject: sat })
+    }
+
+    /// Applies a binary op column by column (WGSL has no component-wise matrix * and /).
+    fn per_column(&mut self, b: &mut NBlock, op: BO, l: Handle<E>, r: Handle<E>, n: u8, ty: Type) -> Handle<E> {
+        let cols: Vec<Handle<E>> = (0..n as u32)
+            .map(|c| {
+                let a = self.fb.e(b, E::AccessIndex { base: l, index: c });
+                let d = self.fb.e(b, E::AccessIndex { base: r, index: c });
+                self.fb.bin(b, op, a, d)
+            })
+            .collect();
+        let t = self.fb.ty(ty);
+        self.fb.e(b, E::Compose { ty: t, components: cols })
+    }
+
+    fn inst(&mut self, h: InstId, b: &mut NBlock) -> Result<(), CodegenError> {
+        let inst = &self.f.insts[h];
+        let ty = inst.ty;
+        let value: Option<Handle<E>> = match &inst.kind {
+            InstKind::Const(c) => Some(self.fb.pre(E::Literal(match c.scalar {
+                Scalar::F32 => Literal::F32(f32::from_bits(c.bits)),
+                Scalar::I32 => Literal::I32(c.bits as i32),
+                Scalar::U32 => Literal::U32(c.bits),
+                Scalar::Bool => Literal::Bool(c.bits != 0),
+            }))),
+            InstKind::Arg(i) => Some(self.fb.pre(E::FunctionArgument(*i))),
+            InstKind::Param(i) => {
+                let w = self.fb.record_const(b, RECORD_HEADER_WORDS + i);
+                Some(self.from_u32_bits(b, w, ty.scalar().expect("scalar param")))
+            }
+            InstKind::Frame => {
+                let w = self.fb.record_const(b, 0);
+                Some(self.fb.cast(b, w, Scalar::I32, false))
+            }
+            InstKind::Unary(op, a) => {
+                let op = match (op, ty.scalar()) {
+                    (UnaryOp::Neg, _) => UnaryOperator::Negate,
+                    (UnaryOp::Not, Some(Scalar::Bool)) => UnaryOperator::LogicalNot,
+                    (UnaryOp::Not, _) => UnaryOperator::BitwiseNot,
+                };
+                let a = self.v(*a);
+                if let Type::Matrix(n) = ty {
+                    // -m: negate column by column.
+                    let cols: Vec<Handle<E>> = (0..n as u32)
+                        .map(|c| {
+                            let col = self.fb.e(b, E::AccessIndex { base: a, index: c });
+                            self.fb.e(b, E::Unary { op, expr: col })
+                        })
+                        .collect();
+                    let t = self.fb.ty(ty);
+                    Some(self.fb.e(b, E::Compose { ty: t, components: cols }))
+                } else {
+                    Some(self.fb.e(b, E::Unary { op, expr: a }))
+                }
+            }
+            InstKind::Binary(op, l, r) => Some(self.binary(b, *op, *l, *r, ty)?),
+            InstKind::Select { cond, accept, reject } => {
+                let (c, a, r) = (self.v(*cond), self.v(*accept), self.v(*reject));
+                if let Type::Matrix(n) = ty {
+                    let cols: Vec<Handle<E>> = (0..n as u32)
+                        .map(|k| {
+                            let x = self.fb.e(b, E::AccessIndex { base: a, index: k });
+                            let y = self.fb.e(b, E::AccessIndex { base: r, index: k });
+                            self.fb.e(b, E::Select { condition: c, accept: x, reject: y })
+                        })
+                        .collect();
+                    let t = self.fb.ty(ty);
+                    Some(self.fb.e(b, E::Compose { ty: t, components: cols }))
+                } else {
+                    Some(self.fb.e(b, E::Select { condition: c, accept: a, reject: r }))
+                }
+            }
+            InstKind::Cast(a) => {
+                let from = self.t(*a).scalar().expect("typed");
+                let to = ty.scalar().expect("typed");
+                let av = self.v(*a);
+                Some(if from == to {
+                    av
+                } else if from == Scalar::F32 && to.is_integer() {
+                    self.float_to_int(b, av, ty)
+                } else {
+                    self.fb.cast(b, av, to, true)
+                })
+            }
+            InstKind::Bitcast(a) => {
+                let av = self.v(*a);
+                Some(if self.t(*a) == ty { av } else { self.fb.cast(b, av, ty.scalar().expect("typed"), false) })
+            }
+            InstKind::Construct(parts) => {
+                let comps: Vec<Handle<E>> = parts.iter().map(|p| self.v(*p)).collect();
+                let t = self.fb.ty(ty);
+                Some(self.fb.e(b, E::Compose { ty: t, components: comps }))
+            }
+            InstKind::Extract(a, i) => {
+                let av = self.v(*a);
+                Some(self.fb.e(b, E::AccessIndex { base: av, index: *i }))
+            }
+            InstKind::ExtractDyn(a, i) => {
+                let len = match self.t(*a) {
+                    Type::Vector(_, n) | Type::Matrix(n) => n as i32,
+                    _ => return Err(cerr(self.kernel, "indexing a non-composite")),
+                };
+                let idx = self.clamped_index(b, *i, len);
+                let av = self.v(*a);
+                Some(self.fb.e(b, E::Access { base: av, index: idx }))
+            }
+            InstKind::Insert { base, index, value } => {
+                let n = match self.t(*base) {
+                    Type::Vector(_, n) | Type::Matrix(n) => n as u32,
+                    _ => return Err(cerr(self.kernel, "inserting into a non-composite")),
+                };
+                let bv = self.v(*base);
+                let vv = self.v(*value);
+                let comps: Vec<Handle<E>> = (0..n).map(|k| if k == *index { vv } else { self.fb.e(b, E::AccessIndex { base: bv, index: k }) }).collect();
+                let t = self.fb.ty(ty);
+                Some(self.fb.e(b, E::Compose { ty: t, components: comps }))
+            }
+            InstKind::InsertDyn { base, index, value } => {
+                let n = match self.t(*base) {
+                    Type::Vector(_, n) | Type::Matrix(n) => n,
+                    _ => return Err(cerr(self.kernel, "inserting into a non-composite")),
+                };
+                let idx = self.clamped_index(b, *index, n as i32);
+                let bv = self.v(*base);
+                let vv = self.v(*value);
+                let comps: Vec<Handle<E>> = (0..n as u32)
+                    .map(|k| {
+                        let old = self.fb.e(b, E::AccessIndex { base: bv, index: k });
+                        let kc = self.fb.i32c(k as i32);
+                        let here = self.fb.bin(b, BO::Equal, idx, kc);
+                        self.fb.e(b, E::Select { condition: here, accept: vv, reject: old })
+                    })
+                    .collect();
+                let t = self.fb.ty(ty);
+                Some(self.fb.e(b, E::Compose { ty: t, components: comps }))
+            }
+            InstKind::Swizzle(a, comps) => {
+                let av = self.v(*a);
+                let mut pattern = [naga::SwizzleComponent::X; 4];
+                for (k, &c) in comps.iter().enumerate() {
+                    pattern[k] = [naga::SwizzleComponent::X, naga::SwizzleComponent::Y, naga::SwizzleComponent::Z, naga::SwizzleComponent::W][c as usize];
+                }
+                Some(self.fb.e(b, E::Swizzle { size: vsize(comps.len() as u8), vector: av, pattern }))
+            }
+            InstKind::Builtin(bi, args) => Some(self.builtin(b, *bi, args, ty)?),
+            InstKind::Call(fid, args) => {
+                let func = *self.fmap.get(&fid.index()).ok_or_else(|| cerr(self.kernel, "call to an undeclared helper"))?;
+                let a: Vec<Handle<E>> = args.iter().map(|x| self.v(*x)).collect();
+                let result = if ty == Type::Void { None } else { Some(self.fb.pre(E::CallResult(func))) };
+                b.push(S::Call { function: func, arguments: a, result }, SP);
+                result
+            }
+            InstKind::Random => {
+                let func = self.fb.c.random.expect("built first");
+                let r = self.fb.pre(E::CallResult(func));
+                b.push(S::Call { function: func, arguments: vec![], result: Some(r) }, SP);
+                Some(r)
+            }
+            InstKind::LocalLoad(l) => {
+                let p = self.locals[l.index()];
+                Some(self.fb.e(b, E::Load { pointer: p }))
+            }
+            InstKind::LocalStore(l, v) => {
+                let p = self.locals[l.index()];
+                let vv = self.v(*v);
+                b.push(S::Store { pointer: p, value: vv }, SP);
+                None
+            }
+            InstKind::BoundsCheck { field, axis, index, extent } => {
+                let id = self.fb.c.checks.len() as u32;
+                self.fb.c.checks.push(CheckSite { span: self.span(h), field: *field, axis: *axis, extent: *extent });
+                let iv = self.v(*index);
+                let iu = self.fb.cast(b, iv, Scalar::U32, false);
+                let ext = self.fb.u32c(*extent);
+                let bad = self.fb.bin(b, BO::GreaterEqual, iu, ext);
+                let mut then = NBlock::new();
+                self.record_fault(&mut then, id, iu);
+                self.early_return(&mut then);
+                b.push(S::If { condition: bad, accept: then, reject: NBlock::new() }, SP);
+                None
+            }
+            InstKind::BufLoad { root, addr } => {
+                let (g, _) = self.root(*root);
+                let gv = self.fb.global(g);
+                let a = self.v(*addr);
+                let p = self.fb.e(b, E::Access { base: gv, index: a });
+                let w = self.fb.e(b, E::Load { pointer: p });
+                Some(self.from_u32_bits(b, w, ty.scalar().expect("scalar")))
+            }
+            InstKind::BufStore { root, addr, value } => {
+                let (g, _) = self.root(*root);
+                let gv = self.fb.global(g);
+                let a = self.v(*addr);
+                let p = self.fb.e(b, E::Access { base: gv, index: a });
+                let vv = self.v(*value);
+                let w = self.to_u32_bits(b, vv, self.t(*value).scalar().expect("scalar"));
+                b.push(S::Store { pointer: p, value: w }, SP);
+                None
+            }
+            InstKind::BufAtomic { op, root, addr, value, cmp } => Some(self.atomic(b, *op, *root, *addr, *value, *cmp, ty)?),
+            InstKind::If { cond, accept, reject } => {
+                let c = self.v(*cond);
+                let mut a = NBlock::new();
+                self.block(accept, &mut a)?;
+                let mut r = NBlock::new();
+                self.block(reject, &mut r)?;
+                b.push(S::If { condition: c, accept: a, reject: r }, SP);
+                None
+            }
+            InstKind::RangeFor { begin, end, step, inclusive, body } => {
+                self.range_for(b, h, *begin, *end, *step, *inclusive, body)?;
+                None
+            }
+            InstKind::LoopCounter(l) => {
+                let (counter, _) = self.fors[l];
+                Some(self.fb.e(b, E::Load { pointer: counter }))
+            }
+            InstKind::Loop { body } => {
+                let mut nb = NBlock::new();
+                self.block(body, &mut nb)?;
+                b.push(S::Loop { body: nb, continuing: NBlock::new(), break_if: None }, SP);
+                None
+            }
+            InstKind::Break => {
+                b.push(S::Break, SP);
+                None
+            }
+            InstKind::Continue => {
+                b.push(S::Continue, SP);
+                None
+            }
+            InstKind::Return(v) => {
+                let value = v.map(|x| self.v(x));
+                b.push(S::Return { value }, SP);
+                None
+            }
+            InstKind::FieldLoad { .. } | InstKind::FieldStore { .. } | InstKind::FieldAtomic { .. } => {
+                return Err(cerr(self.kernel, "abstract field access reached codegen; access lowering did not run"))
+            }
+        };
+        if let Some(v) = value {
+            self.values.insert(h, v);
+        }
+        Ok(())
+    }
+
+    fn clamped_index(&mut self, b: &mut NBlock, i: InstId, len: i32) -> Handle<E> {
+        let iv = self.v(i);
+        let iv = if self.t(i).scalar() == Some(Scalar::U32) {
+            let m = self.fb.u32c(len as u32 - 1);
+            let c = self.fb.math(b, MF::Min, &[iv, m]);
+            self.fb.cast(b, c, Scalar::I32, false)
+        } else {
+            iv
+        };
+        let (lo, hi) = (self.fb.i32c(0), self.fb.i32c(len - 1));
+        self.fb.math(b, MF::Clamp, &[iv, lo, hi])
+    }
+
+    fn binary(&mut self, b: &mut NBlock, op: BinaryOp, l: InstId, r: InstId, ty: Type) -> Result<Handle<E>, CodegenError> {
+        let (lv, rv) = (self.v(l), self.v(r));
+        let lt = self.t(l);
+        let s = lt.scalar().expect("typed");
+        let nop = match op {
+            BinaryOp::Add => BO::Add,
+            BinaryOp::Sub => BO::Subtract,
+            BinaryOp::Mul | BinaryOp::MatMul => BO::Multiply,
+            BinaryOp::Div => BO::Divide,
+            BinaryOp::Rem => BO::Modulo,
+            BinaryOp::BitAnd if s == Scalar::Bool => BO::LogicalAnd,
+            BinaryOp::BitOr if s == Scalar::Bool => BO::LogicalOr,
+            BinaryOp::BitXor if s == Scalar::Bool => BO::NotEqual,
+            BinaryOp::BitAnd => BO::And,
+            BinaryOp::BitOr => BO::InclusiveOr,
+            BinaryOp::BitXor => BO::ExclusiveOr,
+            BinaryOp::Shl | BinaryOp::Shr => {
+                // WGSL wants a u32 amount; the IR takes it modulo 32.
+                let n = lt.components();
+                let ru = if self.t(r).scalar() == Some(Scalar::U32) { rv } else { self.fb.cast(b, rv, Scalar::U32, false) };
+                let m = self.fb.u32c(31);
+                let m = if n == 1 { m } else { self.fb.e(b, E::Splat { size: vsize(n as u8), value: m }) };
+                let amount = self.fb.bin(b, BO::And, ru, m);
+                let o = if op == BinaryOp::Shl { BO::ShiftLeft } else { BO::ShiftRight };
+                return Ok(self.fb.bin(b, o, lv, amount));
+            }
+            BinaryOp::Eq => BO::Equal,
+            BinaryOp::Ne => BO::NotEqual,
+            BinaryOp::Lt => BO::Less,
+            BinaryOp::Le => BO::LessEqual,
+            BinaryOp::Gt => BO::Greater,
+            BinaryOp::Ge => BO::GreaterEqual,
+            BinaryOp::LogicalAnd => BO::LogicalAnd,
+            BinaryOp::LogicalOr => BO::LogicalOr,
+        };
+        if let (Type::Matrix(n), BinaryOp::Mul | BinaryOp::Div | BinaryOp::Rem) = (lt, op) {
+            return Ok(self.per_column(b, nop, lv, rv, n, ty));
+        }
+        Ok(self.fb.bin(b, nop, lv, rv))
+    }
+
+    fn builtin(&mut self, b: &mut NBlock, bi: Builtin, args: &[InstId], ty: Type) -> Result<Handle<E>, CodegenError> {
+        let a: Vec<Handle<E>> = args.iter().map(|x| self.v(*x)).collect();
+        let at = self.t(args[0]);
+        let fun = match bi {
+            Builtin::Abs => MF::Abs,
+            Builtin::Sign => MF::Sign,
+            Builtin::Min => MF::Min,
+            Builtin::Max => MF::Max,
+            Builtin::Clamp => MF::Clamp,
+            Builtin::Saturate => MF::Saturate,
+            Builtin::Floor => MF::Floor,
+            Builtin::Ceil => MF::Ceil,
+            Builtin::Round => MF::Round,
+            Builtin::Trunc => MF::Trunc,
+            Builtin::Fract => MF::Fract,
+            Builtin::Pow => MF::Pow,
+            Builtin::Exp => MF::Exp,
+            Builtin::Exp2 => MF::Exp2,
+            Builtin::Log => MF::Log,
+            Builtin::Log2 => MF::Log2,
+            Builtin::Sqrt => MF::Sqrt,
+            Builtin::Rsqrt => MF::InverseSqrt,
+            Builtin::Sin => MF::Sin,
+            Builtin::Cos => MF::Cos,
+            Builtin::Tan => MF::Tan,
+            Builtin::Asin => MF::Asin,
+            Builtin::Acos => MF::Acos,
+            Builtin::Atan => MF::Atan,
+            Builtin::Sinh => MF::Sinh,
+            Builtin::Cosh => MF::Cosh,
+            Builtin::Tanh => MF::Tanh,
+            Builtin::Asinh => MF::Asinh,
+            Builtin::Acosh => MF::Acosh,
+            Builtin::Atanh => MF::Atanh,
+            Builtin::Atan2 => MF::Atan2,
+            Builtin::Lerp => MF::Mix,
+            Builtin::Smoothstep => MF::SmoothStep,
+            Builtin::Step => MF::Step,
+            Builtin::Fma => MF::Fma,
+            Builtin::Length => MF::Length,
+            Builtin::Distance => MF::Distance,
+            Builtin::Normalize => MF::Normalize,
+            Builtin::Dot => {
+                if at.is_float() {
+                    MF::Dot
+                } else {
+                    // Integer dot with wrapping, as the CPU does.
+                    let n = at.components() as u32;
+                    let mut acc: Option<Handle<E>> = None;
+                    for c in 0..n {
+                        let x = self.fb.e(b, E::AccessIndex { base: a[0], index: c });
+                        let y = self.fb.e(b, E::AccessIndex { base: a[1], index: c });
+                        let p = self.fb.bin(b, BO::Multiply, x, y);
+                        acc = Some(match acc {
+                            None => p,
+                            Some(s) => self.fb.bin(b, BO::Add, s, p),
+                        });
+                    }
+                    return Ok(acc.expect("vectors have components"));
+                }
+            }
+            Builtin::Cross => MF::Cross,
+            Builtin::Reflect => MF::Reflect,
+            Builtin::Transpose => MF::Transpose,
+            Builtin::Determinant => MF::Determinant,
+            Builtin::Outer => {
+                // Column j = a * b[j] (WGSL has no outer product).
+                let n = at.components() as u32;
+                let cols: Vec<Handle<E>> = (0..n)
+                    .map(|j| {
+                        let bj = self.fb.e(b, E::AccessIndex { base: a[1], index: j });
+                        self.fb.bin(b, BO::Multiply, a[0], bj)
+                    })
+                    .collect();
+                let t = self.fb.ty(ty);
+                return Ok(self.fb.e(b, E::Compose { ty: t, components: cols }));
+            }
+            Builtin::Inverse => return Ok(self.inverse(b, a[0], at)),
+            Builtin::IsNan => return Ok(self.fb.bin(b, BO::NotEqual, a[0], a[0])),
+            Builtin::IsInf => {
+                let abs = self.fb.math(b, MF::Abs, &[a[0]]);
+                let big = self.fb.f32c(f32::MAX);
+                let big = if at.components() == 1 { big } else { self.fb.e(b, E::Splat { size: vsize(at.components() as u8), value: big }) };
+                return Ok(self.fb.bin(b, BO::Greater, abs, big));
+            }
+            Builtin::Any | Builtin::All => {
+                let fun = if bi == Builtin::Any { naga::RelationalFunction::Any } else { naga::RelationalFunction::All };
+                return Ok(self.fb.e(b, E::Relational { fun, argument: a[0] }));
+            }
+        };
+        Ok(self.fb.math(b, fun, &a))
+    }
+
+    /// inverse(m) = adjugate / determinant, from cofactors (matches the CPU).
+    fn inverse(&mut self, b: &mut NBlock, m: Handle<E>, t: Type) -> Handle<E> {
+        let Type::Matrix(n) = t else { return m };
+        let n = n as usize;
+        let mut el = vec![vec![m; n]; n];
+        for (c, col) in el.iter_mut().enumerate() {
+            let cv = self.fb.e(b, E::AccessIndex { base: m, index: c as u32 });
+            for (r, x) in col.iter_mut().enumerate() {
+                *x = self.fb.e(b, E::AccessIndex { base: cv, index: r as u32 });
+            }
+        }
+        let det = self.fb.math(b, MF::Determinant, &[m]);
+        let mut cols = Vec::new();
+        for c in 0..n {
+            let mut comps = Vec::new();
+            for r in 0..n {
+                // inv[c][r] = cofactor(row c, col r) / det.
+                let minor: Vec<Vec<Handle<E>>> = (0..n).filter(|&cc| cc != r).map(|cc| (0..n).filter(|&rr| rr != c).map(|rr| el[cc][rr]).collect()).collect();
+                let d = self.det_expr(b, &minor);
+                let d = if (r + c) % 2 == 1 { self.fb.e(b, E::Unary { op: UnaryOperator::Negate, expr: d }) } else { d };
+                comps.push(self.fb.bin(b, BO::Divide, d, det));
+            }
+            let vt = self.fb.ty(Type::Vector(Scalar::F32, n as u8));
+            cols.push(self.fb.e(b, E::Compose { ty: vt, components: comps }));
+        }
+        let mt = self.fb.ty(t);
+        self.fb.e(b, E::Compose { ty: mt, components: cols })
+    }
+
+    /// Determinant by cofactor expansion along row 0 of a column-major element grid.
+    fn det_expr(&mut self, b: &mut NBlock, m: &[Vec<Handle<E>>]) -> Handle<E> {
+        let n = m.len();
+        if n == 1 {
+            return m[0][0];
+        }
+        if n == 2 {
+            let p = self.fb.bin(b, BO::Multiply, m[0][0], m[1][1]);
+            let q = self.fb.bin(b, BO::Multiply, m[1][0], m[0][1]);
+            return self.fb.bin(b, BO::Subtract, p, q);
+        }
+        let mut acc: Option<Handle<E>> = None;
+        for c in 0..n {
+            let sub: Vec<Vec<Handle<E>>> = (0..n).filter(|&cc| cc != c).map(|cc| m[cc][1..].to_vec()).collect();
+            let d = self.det_expr(b, &sub);
+            let term = self.fb.bin(b, BO::Multiply, m[c][0], d);
+            acc = Some(match acc {
+                None => term,
+                Some(s) => self.fb.bin(b, if c % 2 == 0 { BO::Add } else { BO::Subtract }, s, term),
+            });
+        }
+        acc.expect("n > 0")
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn atomic(&mut self, b: &mut NBlock, op: AtomicOp, root: LayoutId, addr: InstId, value: InstId, cmp: Option<InstId>, ty: Type) -> Result<Handle<E>, CodegenError> {
+        let s = ty.scalar().expect("scalar atomic");
+        let (g, _) = self.root(root);
+        let gv = self.fb.global(g);
+        let a = self.v(addr);
+        let p = self.fb.e(b, E::Access { base: gv, index: a });
+        let vv = self.v(value);
+        let vu = self.to_u32_bits(b, vv, s);
+        let u = self.fb.ty(Type::U32);
+        let native = match (op, s) {
+            (AtomicOp::Add, Scalar::I32 | Scalar::U32) => Some(AtomicFunction::Add),
+            (AtomicOp::Sub, Scalar::I32 | Scalar::U32) => Some(AtomicFunction::Subtract),
+            (AtomicOp::And, _) => Some(AtomicFunction::And),
+            (AtomicOp::Or, _) => Some(AtomicFunction::InclusiveOr),
+            (AtomicOp::Xor, _) => Some(AtomicFunction::ExclusiveOr),
+            (AtomicOp::Min, Scalar::U32) => Some(AtomicFunction::Min),
+            (AtomicOp::Max, Scalar::U32) => Some(AtomicFunction::Max),
+            (AtomicOp::Exchange, _) => Some(AtomicFunction::Exchange { compare: None }),
+            _ => None,
+        };
+        if let Some(fun) = native {
+            let r = self.fb.pre(E::AtomicResult { ty: u, comparison: false });
+            b.push(S::Atomic { pointer: p, fun, value: vu, result: Some(r) }, SP);
+            return Ok(self.from_u32_bits(b, r, s));
+        }
+        let cmp_ty = self.fb.c.m.generate_predeclared_type(naga::PredeclaredType::AtomicCompareExchangeWeakResult(NScalar::U32));
+        if op == AtomicOp::CompareExchange {
+            let cv = self.v(cmp.expect("compare_exchange has a comparand"));
+            let cu = self.to_u32_bits(b, cv, s);
+            let r = self.fb.pre(E::AtomicResult { ty: cmp_ty, comparison: true });
+            b.push(S::Atomic { pointer: p, fun: AtomicFunction::Exchange { compare: Some(cu) }, value: vu, result: Some(r) }, SP);
+            let old = self.fb.e(b, E::AccessIndex { base: r, index: 0 });
+            return Ok(self.from_u32_bits(b, old, s));
+        }
+        // Compare-exchange loop on the bit pattern: f32 add/sub/min/max, i32 min/max.
+        let result = self.fb.local("atomic_old", Type::U32);
+        let mut body = NBlock::new();
+        let old = self.fb.e(&mut body, E::Load { pointer: p });
+        let oldv = self.from_u32_bits(&mut body, old, s);
+        let newv = match op {
+            AtomicOp::Add => self.fb.bin(&mut body, BO::Add, oldv, vv),
+            AtomicOp::Sub => self.fb.bin(&mut body, BO::Subtract, oldv, vv),
+            AtomicOp::Min => self.fb.math(&mut body, MF::Min, &[oldv, vv]),
+            AtomicOp::Max => self.fb.math(&mut body, MF::Max, &[oldv, vv]),
+            _ => return Err(cerr(self.kernel, format!("atomic {} on {} is not supported by the wgpu backend", op.name(), ty))),
+        };
+        let newu = self.to_u32_bits(&mut body, newv, s);
+        let r = self.fb.pre(E::AtomicResult { ty: cmp_ty, comparison: true });
+        body.push(S::Atomic { pointer: p, fun: AtomicFunction::Exchange { compare: Some(old) }, value: newu, result: Some(r) }, SP);
+        let ok = self.fb.e(&mut body, E::AccessIndex { base: r, index: 1 });
+        let mut done = NBlock::new();
+        done.push(S::Store { pointer: result, value: old }, SP);
+        done.push(S::Break, SP);
+        body.push(S::If { condition: ok, accept: done, reject: NBlock::new() }, SP);
+        b.push(S::Loop { body, continuing: NBlock::new(), break_if: None }, SP);
+        let out = self.fb.e(b, E::Load { pointer: result });
+        Ok(self.from_u32_bits(b, out, s))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn range_for(&mut self, b: &mut NBlock, h: InstId, begin: InstId, end: InstId, step: InstId, inclusive: bool, body: &Block) -> Result<(), CodegenError> {
+        let t = self.t(begin);
+        let signed = t.scalar() == Some(Scalar::I32);
+        let counter = self.fb.local("counter", t);
+        let remaining = self.fb.local("remaining", Type::U32);
+        let (bv, ev, sv) = (self.v(begin), self.v(end), self.v(step));
+        // A step that is not positive is a fault.
+        let zero = if signed { self.fb.i32c(0) } else { self.fb.u32c(0) };
+        let bad = self.fb.bin(b, BO::LessEqual, sv, zero);
+        let fault = self.fb.c.step_faults.len() as u32;
+        self.fb.c.step_faults.push(self.span(h));
+        let mut then = NBlock::new();
+        let su = self.to_u32_bits(&mut then, sv, t.scalar().expect("int"));
+        self.record_fault(&mut then, 0x8000_0000 | fault, su);
+        self.early_return(&mut then);
+        b.push(S::If { condition: bad, accept: then, reject: NBlock::new() }, SP);
+        // Trip count in u32: (end - begin) fits when end >= begin.
+        let bu = self.to_u32_bits(b, bv, t.scalar().expect("int"));
+        let eu = self.to_u32_bits(b, ev, t.scalar().expect("int"));
+        let stu = self.to_u32_bits(b, sv, t.scalar().expect("int"));
+        let diff = self.fb.bin(b, BO::Subtract, eu, bu);
+        let one = self.fb.u32c(1);
+        let nonempty = self.fb.bin(b, if inclusive { BO::GreaterEqual } else { BO::Greater }, ev, bv);
+        let span = if inclusive { diff } else { self.fb.bin(b, BO::Subtract, diff, one) };
+        let q = self.fb.bin(b, BO::Divide, span, stu);
+        let trips = self.fb.bin(b, BO::Add, q, one);
+        let zero_u = self.fb.u32c(0);
+        let trips = self.fb.e(b, E::Select { condition: nonempty, accept: trips, reject: zero_u });
+        b.push(S::Store { pointer: counter, value: bv }, SP);
+        b.push(S::Store { pointer: remaining, value: trips }, SP);
+        self.fors.insert(h, (counter, remaining));
+        let mut nb = NBlock::new();
+        let left = self.fb.e(&mut nb, E::Load { pointer: remaining });
+        let zero_u2 = self.fb.u32c(0);
+        let done = self.fb.bin(&mut nb, BO::Equal, left, zero_u2);
+        let mut brk = NBlock::new();
+        brk.push(S::Break, SP);
+        nb.push(S::If { condition: done, accept: brk, reject: NBlock::new() }, SP);
+        self.block(body, &mut nb)?;
+        let mut cont = NBlock::new();
+        let c = self.fb.e(&mut cont, E::Load { pointer: counter });
+        let c2 = self.fb.bin(&mut cont, BO::Add, c, sv);
+        cont.push(S::Store { pointer: counter, value: c2 }, SP);
+        let r = self.fb.e(&mut cont, E::Load { pointer: remaining });
+        let one2 = self.fb.u32c(1);
+        let r2 = self.fb.bin(&mut cont, BO::Subtract, r, one2);
+        cont.push(S::Store { pointer: remaining, value: r2 }, SP);
+        b.push(S::Loop { body: nb, continuing: cont, break_if: None }, SP);
+        Ok(())
+    }
+}

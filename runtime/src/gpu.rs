@@ -1,0 +1,355 @@
+//! The wgpu backend: compute pipelines from `weft_codegen::gpu`, fields in
+//! storage buffers that stay on the GPU between kernels and frames.
+//!
+//! One frame (or `on_start`) is one buffer write of all launch records and
+//! one submit: every launch has a record at its own dynamic offset, bind
+//! groups and pipelines are created once. Fields are read back only for
+//! dumps, statistics and views. Validation errors, device loss and failed
+//! bounds checks become `RuntimeError`s naming the node, never panics.
+
+use crate::RuntimeError;
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use weft_codegen::gpu::{compile_kernel, GpuKernel, GpuOptions, RECORD_HEADER_WORDS, WORKGROUP_SIZE};
+use weft_ir::graph::build::root_words;
+use weft_ir::ir::*;
+
+/// Which adapters `GpuContext::new` accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdapterChoice {
+    /// Any adapter, software rasterizers (lavapipe) included.
+    Any,
+    /// Only hardware (discrete, integrated or virtual) GPUs.
+    HardwareOnly,
+}
+
+/// A wgpu device shared by simulations (and later by the app's viewport).
+pub struct GpuContext {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub info: wgpu::AdapterInfo,
+    pub limits: wgpu::Limits,
+    pub float_atomics: bool,
+    errors: Arc<Mutex<Vec<String>>>,
+}
+
+impl GpuContext {
+    pub fn new(choice: AdapterChoice) -> Result<GpuContext, RuntimeError> {
+        // Vulkan / Metal / DX12 first; GL only when none of those has an adapter.
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let mut adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::PRIMARY));
+        if adapters.is_empty() {
+            adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::SECONDARY));
+        }
+        let score = |a: &wgpu::Adapter| match a.get_info().device_type {
+            wgpu::DeviceType::DiscreteGpu => 4,
+            wgpu::DeviceType::IntegratedGpu => 3,
+            wgpu::DeviceType::VirtualGpu => 2,
+            wgpu::DeviceType::Other => 1,
+            wgpu::DeviceType::Cpu => 0,
+        };
+        let found: Vec<String> = adapters.iter().map(|a| format!("{} ({:?}, {:?})", a.get_info().name, a.get_info().device_type, a.get_info().backend)).collect();
+        let adapter = adapters
+            .into_iter()
+            .filter(|a| a.get_downlevel_capabilities().flags.contains(wgpu::DownlevelFlags::COMPUTE_SHADERS))
+            .filter(|a| choice == AdapterChoice::Any || score(a) >= 2)
+            .max_by_key(score)
+            .ok_or_else(|| {
+                RuntimeError::Device(if found.is_empty() {
+                    "no GPU adapter found (on a machine without a GPU, install Mesa's lavapipe: apt-get install mesa-vulkan-drivers)".to_string()
+                } else {
+                    format!("no suitable GPU adapter among: {}", found.join(", "))
+                })
+            })?;
+        let info = adapter.get_info();
+        let float_atomics = adapter.features().contains(wgpu::Features::SHADER_FLOAT32_ATOMIC);
+        let mut required_features = wgpu::Features::empty();
+        if float_atomics {
+            required_features |= wgpu::Features::SHADER_FLOAT32_ATOMIC;
+        }
+        let limits = adapter.limits();
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("weft"),
+            required_features,
+            required_limits: limits.clone(),
+            ..Default::default()
+        }))
+        .map_err(|e| RuntimeError::Device(format!("cannot open {}: {}", info.name, e)))?;
+        let errors = Arc::new(Mutex::new(Vec::new()));
+        let sink = errors.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            if let Ok(mut v) = sink.lock() {
+                v.push(e.to_string());
+            }
+        }));
+        let sink = errors.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            if let Ok(mut v) = sink.lock() {
+                v.push(format!("device lost ({:?}): {}", reason, message));
+            }
+        });
+        Ok(GpuContext { device, queue, info, limits, float_atomics, errors })
+    }
+
+    pub fn describe(&self) -> String {
+        format!("{} ({:?}, {:?})", self.info.name, self.info.device_type, self.info.backend)
+    }
+
+    /// Errors reported by wgpu since the last call.
+    fn take_errors(&self) -> Vec<String> {
+        self.errors.lock().map(|mut v| std::mem::take(&mut *v)).unwrap_or_default()
+    }
+
+    fn wait(&self) -> Result<(), RuntimeError> {
+        self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| RuntimeError::Device(format!("waiting for the GPU failed: {}", e)))?;
+        Ok(())
+    }
+}
+
+struct Compiled {
+    code: GpuKernel,
+    pipeline: wgpu::ComputePipeline,
+    bind_group: wgpu::BindGroup,
+}
+
+pub struct GpuEngine {
+    pub ctx: Arc<GpuContext>,
+    kernels: Vec<Compiled>,
+    /// Indexed by layout handle; only roots have buffers.
+    buffers: Vec<Option<wgpu::Buffer>>,
+    records: wgpu::Buffer,
+    record_capacity: u64,
+    record_stride: u64,
+    errors: wgpu::Buffer,
+    error_readback: wgpu::Buffer,
+    params_words: u32,
+}
+
+const MAX_RECORDS_PER_SUBMIT: u64 = 4096;
+
+impl GpuEngine {
+    pub fn new(program: &Program, ctx: Arc<GpuContext>, opts: &GpuOptions) -> Result<GpuEngine, RuntimeError> {
+        let dev = &ctx.device;
+        let max_binding = ctx.limits.max_storage_buffer_binding_size as u64;
+        let max_buffer = ctx.limits.max_buffer_size;
+        let mut buffers: Vec<Option<wgpu::Buffer>> = (0..program.layouts.len()).map(|_| None).collect();
+        for r in program.roots() {
+            let bytes = (root_words(program, r) * 4).max(4);
+            if bytes > max_binding || bytes > max_buffer {
+                return Err(RuntimeError::Device(format!(
+                    "layout node '{}' needs {} MiB, but {} allows at most {} MiB per storage buffer",
+                    program.layouts[r].node_id,
+                    bytes >> 20,
+                    ctx.info.name,
+                    max_binding.min(max_buffer) >> 20
+                )));
+            }
+            buffers[r.index()] = Some(dev.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(&program.layouts[r].node_id),
+                size: bytes.div_ceil(4) * 4,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }));
+        }
+        let params_words = program.kernels.iter().map(|(_, k)| k.params.len() as u32).max().unwrap_or(0);
+        let align = ctx.limits.min_storage_buffer_offset_alignment.max(4) as u64;
+        let record_bytes = ((RECORD_HEADER_WORDS + params_words) * 4) as u64;
+        let record_stride = record_bytes.div_ceil(align) * align;
+        let record_capacity = MAX_RECORDS_PER_SUBMIT;
+        let records = dev.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("launch records"),
+            size: record_stride * record_capacity,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let errors = dev.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("errors"),
+            size: 16,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let error_readback = dev.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("errors readback"),
+            size: 16,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut kernels = Vec::new();
+        for (_, k) in program.kernels.iter() {
+            let code = compile_kernel(program, k, opts).map_err(|e| RuntimeError::Compile { node: e.kernel.clone(), message: e.to_string() })?;
+            let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
+            let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some(&k.name), source: wgpu::ShaderSource::Naga(Cow::Owned(code.module.clone())) });
+            let storage = |binding: u32, read_only: bool, dynamic: bool| wgpu::BindGroupLayoutEntry {
+                binding,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Storage { read_only }, has_dynamic_offset: dynamic, min_binding_size: None },
+                count: None,
+            };
+            let mut entries = vec![storage(0, true, true), storage(1, false, false)];
+            for (n, _) in code.roots.iter().enumerate() {
+                entries.push(storage(2 + n as u32, false, false));
+            }
+            let bgl = dev.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some(&k.name), entries: &entries });
+            let layout = dev.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor { label: Some(&k.name), bind_group_layouts: &[Some(&bgl)], immediate_size: 0 });
+            let pipeline = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(&k.name),
+                layout: Some(&layout),
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: None,
+            });
+            let mut bind = vec![
+                wgpu::BindGroupEntry { binding: 0, resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: &records, offset: 0, size: std::num::NonZeroU64::new(record_bytes) }) },
+                wgpu::BindGroupEntry { binding: 1, resource: errors.as_entire_binding() },
+            ];
+            for (n, r) in code.roots.iter().enumerate() {
+                bind.push(wgpu::BindGroupEntry { binding: 2 + n as u32, resource: buffers[r.index()].as_ref().expect("roots have buffers").as_entire_binding() });
+            }
+            let bind_group = dev.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(&k.name), layout: &bgl, entries: &bind });
+            if let Some(e) = pollster::block_on(scope.pop()) {
+                return Err(RuntimeError::Compile { node: k.name.clone(), message: format!("node '{}': the wgpu backend rejected the kernel: {}", k.name, e) });
+            }
+            kernels.push(Compiled { code, pipeline, bind_group });
+        }
+        Ok(GpuEngine { ctx, kernels, buffers, records, record_capacity, record_stride, errors, error_readback, params_words })
+    }
+
+    pub fn write_root(&self, root: LayoutId, words: &[u32]) {
+        if let Some(b) = &self.buffers[root.index()] {
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            self.ctx.queue.write_buffer(b, 0, &bytes);
+        }
+    }
+
+    pub fn read_root(&self, root: LayoutId) -> Result<Vec<u32>, RuntimeError> {
+        let Some(b) = &self.buffers[root.index()] else { return Ok(Vec::new()) };
+        let bytes = self.read_buffer(b, b.size())?;
+        Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+    }
+
+    fn read_buffer(&self, b: &wgpu::Buffer, size: u64) -> Result<Vec<u8>, RuntimeError> {
+        let dev = &self.ctx.device;
+        let staging = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("readback"), size, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+        let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("readback") });
+        enc.copy_buffer_to_buffer(b, 0, &staging, 0, size);
+        self.ctx.queue.submit([enc.finish()]);
+        self.map_read(&staging)
+    }
+
+    fn map_read(&self, staging: &wgpu::Buffer) -> Result<Vec<u8>, RuntimeError> {
+        let slice = staging.slice(..);
+        let (tx, rx) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        self.ctx.wait()?;
+        match rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(RuntimeError::Device(format!("reading back from the GPU failed: {}", e))),
+            Err(_) => return Err(RuntimeError::Device("reading back from the GPU failed: no answer".into())),
+        }
+        let data = slice.get_mapped_range().map_err(|e| RuntimeError::Device(format!("reading back from the GPU failed: {}", e)))?.to_vec();
+        staging.unmap();
+        Ok(data)
+    }
+
+    /// Runs launches in order as few submits as possible; with `timing`, one
+    /// submit per launch and its wall time (submit to completion) returned.
+    pub fn run(&self, program: &Program, launches: &[(KernelId, i32, u32)], timing: bool) -> Result<Vec<(KernelId, Duration)>, RuntimeError> {
+        let mut times = Vec::new();
+        let chunk = if timing { 1 } else { self.record_capacity as usize };
+        for part in launches.chunks(chunk) {
+            let mut data = vec![0u8; (self.record_stride as usize) * part.len()];
+            let mut dispatches = Vec::new();
+            for (n, &(k, frame, launch)) in part.iter().enumerate() {
+                let kernel = &program.kernels[k];
+                let shape = kernel.iteration_shape(program);
+                let total: u64 = shape.iter().map(|&s| s as u64).product();
+                let groups = total.div_ceil(WORKGROUP_SIZE as u64);
+                let max_dim = self.ctx.limits.max_compute_workgroups_per_dimension as u64;
+                let gx = groups.clamp(1, max_dim);
+                let gy = groups.div_ceil(gx).max(1);
+                if gy > max_dim {
+                    return Err(RuntimeError::Device(format!("node '{}': {} iterations exceed what one dispatch can cover on {}", kernel.name, total, self.ctx.info.name)));
+                }
+                let mut words = vec![0u32; (RECORD_HEADER_WORDS + self.params_words) as usize];
+                words[0] = frame as u32;
+                words[1] = launch;
+                words[2] = program.seed;
+                words[3] = total as u32;
+                for (d, &s) in shape.iter().enumerate() {
+                    words[4 + d] = s;
+                }
+                words[7] = (gx * WORKGROUP_SIZE as u64) as u32;
+                for (i, p) in kernel.params.iter().enumerate() {
+                    words[RECORD_HEADER_WORDS as usize + i] = p.value;
+                }
+                let at = n * self.record_stride as usize;
+                for (i, w) in words.iter().enumerate() {
+                    data[at + i * 4..at + i * 4 + 4].copy_from_slice(&w.to_le_bytes());
+                }
+                dispatches.push((k, (n as u64 * self.record_stride) as u32, gx as u32, gy as u32));
+            }
+            self.ctx.queue.write_buffer(&self.records, 0, &data);
+            let mut enc = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("frame") });
+            {
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("kernels"), timestamp_writes: None });
+                for &(k, offset, gx, gy) in &dispatches {
+                    let c = &self.kernels[k.index()];
+                    pass.set_pipeline(&c.pipeline);
+                    pass.set_bind_group(0, &c.bind_group, &[offset]);
+                    pass.dispatch_workgroups(gx, gy, 1);
+                }
+            }
+            let t = Instant::now();
+            self.ctx.queue.submit([enc.finish()]);
+            self.ctx.wait()?;
+            if timing {
+                times.push((part[0].0, t.elapsed()));
+            }
+            if let Some(e) = self.ctx.take_errors().into_iter().next() {
+                let node = part.first().map(|l| program.kernels[l.0].name.clone()).unwrap_or_default();
+                return Err(RuntimeError::Device(format!("node '{}': GPU error: {}", node, e)));
+            }
+            self.check_faults(program, part)?;
+        }
+        Ok(times)
+    }
+
+    /// Reads the error words; reports the first failed check against its kernel.
+    fn check_faults(&self, program: &Program, part: &[(KernelId, i32, u32)]) -> Result<(), RuntimeError> {
+        let mut enc = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("errors") });
+        enc.copy_buffer_to_buffer(&self.errors, 0, &self.error_readback, 0, 16);
+        self.ctx.queue.submit([enc.finish()]);
+        let bytes = self.map_read(&self.error_readback)?;
+        let w = |i: usize| u32::from_le_bytes([bytes[i * 4], bytes[i * 4 + 1], bytes[i * 4 + 2], bytes[i * 4 + 3]]);
+        let (code, value) = (w(0), w(1));
+        if code == 0 {
+            return Ok(());
+        }
+        self.ctx.queue.write_buffer(&self.errors, 0, &[0u8; 16]);
+        // Which kernel: the first in this part whose code has that check id.
+        for &(k, _, _) in part {
+            let c = &self.kernels[k.index()].code;
+            let name = &program.kernels[k].name;
+            // The shader stores the fault id + 1; step faults have the top bit set.
+            let id = code - 1;
+            if id & 0x8000_0000 != 0 {
+                if let Some(s) = c.step_faults.get((id & 0x7fff_ffff) as usize) {
+                    return Err(RuntimeError::Kernel { node: name.clone(), line: s.line, col: s.col, message: format!("`step_by` needs a positive step, got {}", value as i32) });
+                }
+            } else if let Some(s) = c.checks.get(id as usize) {
+                let field = &program.fields[s.field].name;
+                return Err(RuntimeError::Kernel {
+                    node: name.clone(),
+                    line: s.span.line,
+                    col: s.span.col,
+                    message: format!("index {} is out of bounds for axis {} of field '{}' (extent {})", value as i32, s.axis, field, s.extent),
+                });
+            }
+        }
+        Err(RuntimeError::Device(format!("a kernel reported fault {:#x}", code)))
+    }
+}
