@@ -37,10 +37,14 @@ pub struct GpuContext {
 impl GpuContext {
     pub fn new(choice: AdapterChoice) -> Result<GpuContext, RuntimeError> {
         // Vulkan / Metal / DX12 first; GL only when none of those has an adapter.
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let mut adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::PRIMARY));
+        let instance_for = |backends: wgpu::Backends| {
+            let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+            desc.backends = desc.backends & backends;
+            wgpu::Instance::new(desc)
+        };
+        let mut adapters = pollster::block_on(instance_for(wgpu::Backends::PRIMARY).enumerate_adapters(wgpu::Backends::PRIMARY));
         if adapters.is_empty() {
-            adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::SECONDARY));
+            adapters = pollster::block_on(instance_for(wgpu::Backends::SECONDARY).enumerate_adapters(wgpu::Backends::SECONDARY));
         }
         let score = |a: &wgpu::Adapter| match a.get_info().device_type {
             wgpu::DeviceType::DiscreteGpu => 4,
@@ -214,6 +218,11 @@ impl GpuEngine {
             kernels.push(Compiled { code, pipeline, bind_group });
         }
         Ok(GpuEngine { ctx, kernels, buffers, records, record_capacity, record_stride, errors, error_readback, params_words })
+    }
+
+    /// The storage buffer holding a root layout node's words (for GPU views).
+    pub fn root_buffer(&self, root: LayoutId) -> Option<&wgpu::Buffer> {
+        self.buffers[root.index()].as_ref()
     }
 
     pub fn write_root(&self, root: LayoutId, words: &[u32]) {

@@ -154,6 +154,14 @@ impl Simulation {
         self.backend
     }
 
+    /// The GPU engine, when running on wgpu (for drawing views from its buffers).
+    pub fn gpu_engine(&self) -> Option<&GpuEngine> {
+        match &self.engine {
+            Engine::Gpu(g) => Some(g),
+            Engine::Cpu { .. } => None,
+        }
+    }
+
     /// The GPU adapter in use, if any.
     pub fn device_name(&self) -> Option<String> {
         match &self.engine {
