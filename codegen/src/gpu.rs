@@ -47,8 +47,8 @@ pub struct Span32 {
 pub struct GpuKernel {
     pub name: String,
     pub module: Module,
-    /// Root layout nodes bound at bindings 2.. in this order.
-    pub roots: Vec<LayoutId>,
+    /// Root layout nodes bound at bindings 2.. in this order, with how each is declared.
+    pub roots: Vec<(LayoutId, RootKind)>,
     /// Check id → site (ids start at 0; the error buffer stores id + 1).
     pub checks: Vec<CheckSite>,
     /// Range loops, by fault id, for "non-positive step" faults.
@@ -109,37 +109,59 @@ impl Types {
     }
 }
 
+/// How a kernel declares one root buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RootKind {
+    /// `array<u32>`: no atomics on this root.
+    Plain,
+    /// `array<atomic<u32>>`: integer atomics, and f32 atomics as compare-exchange loops.
+    AtomicU32,
+    /// `array<atomic<f32>>`: only f32 add/sub atomics, done natively (SHADER_FLOAT32_ATOMIC).
+    AtomicF32,
+}
+
 struct Globals {
     record: Handle<GlobalVariable>,
     errors: Handle<GlobalVariable>,
-    roots: Vec<(LayoutId, Handle<GlobalVariable>, bool)>,
+    roots: Vec<(LayoutId, Handle<GlobalVariable>, RootKind)>,
     rng: Handle<GlobalVariable>,
 }
 
 pub fn compile_kernel(program: &Program, kernel: &Kernel, opts: &GpuOptions) -> Result<GpuKernel, CodegenError> {
-    let _ = opts;
     let mut m = Module::default();
     let mut types = Types { cache: HashMap::new() };
-    // Which roots are used, and which atomically.
-    let mut roots: Vec<(LayoutId, bool)> = Vec::new();
-    let mut note = |root: LayoutId, atomic: bool| match roots.iter_mut().find(|r| r.0 == root) {
-        Some(r) => r.1 |= atomic,
-        None => roots.push((root, atomic)),
+    // Which roots are used, and how: (root, any atomic, any atomic that needs u32 words).
+    let mut uses: Vec<(LayoutId, bool, bool)> = Vec::new();
+    let mut note = |root: LayoutId, atomic: bool, needs_u32: bool| match uses.iter_mut().find(|r| r.0 == root) {
+        Some(r) => {
+            r.1 |= atomic;
+            r.2 |= needs_u32;
+        }
+        None => uses.push((root, atomic, needs_u32)),
     };
     for f in std::iter::once(&kernel.entry).chain(kernel.functions.iter().map(|(_, f)| f)) {
         for (_, inst) in f.insts.iter() {
             match &inst.kind {
-                InstKind::BufLoad { root, .. } | InstKind::BufStore { root, .. } => note(*root, false),
-                InstKind::BufAtomic { root, .. } => note(*root, true),
+                InstKind::BufLoad { root, .. } | InstKind::BufStore { root, .. } => note(*root, false, false),
+                InstKind::BufAtomic { root, op, .. } => {
+                    let native = opts.native_float_atomics && inst.ty == Type::F32 && matches!(op, AtomicOp::Add | AtomicOp::Sub);
+                    note(*root, true, !native)
+                }
                 _ => {}
             }
         }
     }
+    let roots: Vec<(LayoutId, RootKind)> = uses
+        .iter()
+        .map(|&(r, atomic, needs_u32)| (r, if !atomic { RootKind::Plain } else if needs_u32 { RootKind::AtomicU32 } else { RootKind::AtomicF32 }))
+        .collect();
     let u32_ty = types.get(&mut m, Type::U32);
     let atomic_u32 = m.types.insert(NType { name: None, inner: TypeInner::Atomic(NScalar::U32) }, SP);
     let arr = |m: &mut Module, base: Handle<NType>| m.types.insert(NType { name: None, inner: TypeInner::Array { base, size: ArraySize::Dynamic, stride: 4 } }, SP);
     let arr_u32 = arr(&mut m, u32_ty);
     let arr_atomic = arr(&mut m, atomic_u32);
+    let atomic_f32 = m.types.insert(NType { name: None, inner: TypeInner::Atomic(NScalar::F32) }, SP);
+    let arr_atomic_f32 = arr(&mut m, atomic_f32);
     let storage = |access| AddressSpace::Storage { access };
     let record = m.global_variables.append(
         GlobalVariable { name: Some("launch".into()), space: storage(StorageAccess::LOAD), binding: Some(ResourceBinding { group: 0, binding: 0 }), ty: arr_u32, init: None, memory_decorations: Default::default() },
@@ -150,19 +172,23 @@ pub fn compile_kernel(program: &Program, kernel: &Kernel, opts: &GpuOptions) -> 
         SP,
     );
     let mut groots = Vec::new();
-    for (k, (root, atomic)) in roots.iter().enumerate() {
+    for (k, (root, rk)) in roots.iter().enumerate() {
         let g = m.global_variables.append(
             GlobalVariable {
                 name: Some(format!("buf_{}", program.layouts[*root].node_id.replace('-', "_"))),
                 space: storage(StorageAccess::LOAD | StorageAccess::STORE),
                 binding: Some(ResourceBinding { group: 0, binding: 2 + k as u32 }),
-                ty: if *atomic { arr_atomic } else { arr_u32 },
+                ty: match rk {
+                    RootKind::Plain => arr_u32,
+                    RootKind::AtomicU32 => arr_atomic,
+                    RootKind::AtomicF32 => arr_atomic_f32,
+                },
                 init: None,
                 memory_decorations: Default::default(),
             },
             SP,
         );
-        groots.push((*root, g, *atomic));
+        groots.push((*root, g, *rk));
     }
     let rng = m.global_variables.append(GlobalVariable { name: Some("rng_state".into()), space: AddressSpace::Private, binding: None, ty: u32_ty, init: None, memory_decorations: Default::default() }, SP);
     let globals = Globals { record, errors, roots: groots, rng };
@@ -187,7 +213,7 @@ pub fn compile_kernel(program: &Program, kernel: &Kernel, opts: &GpuOptions) -> 
     let m = ctx.m;
     let mut v = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all());
     v.validate(&m).map_err(|e| cerr(kernel, format!("generated shader does not validate: {}", e.emit_to_string(""))))?;
-    Ok(GpuKernel { name: kernel.name.clone(), module: m, roots: roots.iter().map(|r| r.0).collect(), checks: ctx.checks, step_faults: ctx.step_faults })
+    Ok(GpuKernel { name: kernel.name.clone(), module: m, roots, checks: ctx.checks, step_faults: ctx.step_faults })
 }
 
 /// Helper functions ordered so that callees come before callers.
@@ -461,7 +487,7 @@ impl Gen<'_, '_, '_> {
         Ok(())
     }
 
-    fn root(&self, l: LayoutId) -> (Handle<GlobalVariable>, bool) {
+    fn root(&self, l: LayoutId) -> (Handle<GlobalVariable>, RootKind) {
         let r = self.fb.c.globals.roots.iter().find(|r| r.0 == l).expect("roots collected from the same instructions");
         (r.1, r.2)
     }
@@ -510,6 +536,19 @@ impl Gen<'_, '_, '_> {
         }
     }
 
+    /// isnan / isinf from the bit pattern: shader compilers may assume
+    /// NaN-free arithmetic and fold `x != x` to false.
+    fn float_class(&mut self, b: &mut NBlock, x: Handle<E>, n: usize, nan: bool) -> Handle<E> {
+        let splat = |g: &mut Self, b: &mut NBlock, v: Handle<E>| if n == 1 { v } else { g.fb.e(b, E::Splat { size: vsize(n as u8), value: v }) };
+        let bits = self.fb.cast(b, x, Scalar::U32, false);
+        let mask = self.fb.u32c(0x7fff_ffff);
+        let mask = splat(self, b, mask);
+        let mag = self.fb.bin(b, BO::And, bits, mask);
+        let inf = self.fb.u32c(0x7f80_0000);
+        let inf = splat(self, b, inf);
+        self.fb.bin(b, if nan { BO::Greater } else { BO::Equal }, mag, inf)
+    }
+
     /// Rust-style saturating float → integer conversion (NaN → 0), component-wise.
     fn float_to_int(&mut self, b: &mut NBlock, x: Handle<E>, ty: Type) -> Handle<E> {
         let s = ty.scalar().expect("int");
@@ -530,7 +569,7 @@ impl Gen<'_, '_, '_> {
         };
         let maxv = splat(self, b, maxv);
         let sat = self.fb.e(b, E::Select { condition: too_big, accept: maxv, reject: conv });
-        let nan = self.fb.bin(b, BO::NotEqual, x, x);
+        let nan = self.float_class(b, x, n, true);
         let zero = match s {
             Scalar::I32 => self.fb.i32c(0),
             _ => self.fb.u32c(0),
@@ -719,20 +758,30 @@ impl Gen<'_, '_, '_> {
                 None
             }
             InstKind::BufLoad { root, addr } => {
-                let (g, _) = self.root(*root);
+                let (g, rk) = self.root(*root);
                 let gv = self.fb.global(g);
                 let a = self.v(*addr);
                 let p = self.fb.e(b, E::Access { base: gv, index: a });
                 let w = self.fb.e(b, E::Load { pointer: p });
-                Some(self.from_u32_bits(b, w, ty.scalar().expect("scalar")))
+                let s = ty.scalar().expect("scalar");
+                Some(match rk {
+                    RootKind::AtomicF32 if s == Scalar::F32 => w,
+                    RootKind::AtomicF32 => self.fb.cast(b, w, s, false),
+                    _ => self.from_u32_bits(b, w, s),
+                })
             }
             InstKind::BufStore { root, addr, value } => {
-                let (g, _) = self.root(*root);
+                let (g, rk) = self.root(*root);
                 let gv = self.fb.global(g);
                 let a = self.v(*addr);
                 let p = self.fb.e(b, E::Access { base: gv, index: a });
                 let vv = self.v(*value);
-                let w = self.to_u32_bits(b, vv, self.t(*value).scalar().expect("scalar"));
+                let s = self.t(*value).scalar().expect("scalar");
+                let w = match rk {
+                    RootKind::AtomicF32 if s == Scalar::F32 => vv,
+                    RootKind::AtomicF32 => self.fb.cast(b, vv, Scalar::F32, false),
+                    _ => self.to_u32_bits(b, vv, s),
+                };
                 b.push(S::Store { pointer: p, value: w }, SP);
                 None
             }
@@ -915,13 +964,8 @@ impl Gen<'_, '_, '_> {
                 return Ok(self.fb.e(b, E::Compose { ty: t, components: cols }));
             }
             Builtin::Inverse => return Ok(self.inverse(b, a[0], at)),
-            Builtin::IsNan => return Ok(self.fb.bin(b, BO::NotEqual, a[0], a[0])),
-            Builtin::IsInf => {
-                let abs = self.fb.math(b, MF::Abs, &[a[0]]);
-                let big = self.fb.f32c(f32::MAX);
-                let big = if at.components() == 1 { big } else { self.fb.e(b, E::Splat { size: vsize(at.components() as u8), value: big }) };
-                return Ok(self.fb.bin(b, BO::Greater, abs, big));
-            }
+            Builtin::IsNan => return Ok(self.float_class(b, a[0], at.components(), true)),
+            Builtin::IsInf => return Ok(self.float_class(b, a[0], at.components(), false)),
             Builtin::Any | Builtin::All => {
                 let fun = if bi == Builtin::Any { naga::RelationalFunction::Any } else { naga::RelationalFunction::All };
                 return Ok(self.fb.e(b, E::Relational { fun, argument: a[0] }));
@@ -986,11 +1030,19 @@ impl Gen<'_, '_, '_> {
     #[allow(clippy::too_many_arguments)]
     fn atomic(&mut self, b: &mut NBlock, op: AtomicOp, root: LayoutId, addr: InstId, value: InstId, cmp: Option<InstId>, ty: Type) -> Result<Handle<E>, CodegenError> {
         let s = ty.scalar().expect("scalar atomic");
-        let (g, _) = self.root(root);
+        let (g, rk) = self.root(root);
         let gv = self.fb.global(g);
         let a = self.v(addr);
         let p = self.fb.e(b, E::Access { base: gv, index: a });
         let vv = self.v(value);
+        if rk == RootKind::AtomicF32 {
+            // Native float atomics: SPIR-V has only an atomic add, so subtract adds the negation.
+            let f = self.fb.ty(Type::F32);
+            let amount = if op == AtomicOp::Sub { self.fb.e(b, E::Unary { op: UnaryOperator::Negate, expr: vv }) } else { vv };
+            let r = self.fb.pre(E::AtomicResult { ty: f, comparison: false });
+            b.push(S::Atomic { pointer: p, fun: AtomicFunction::Add, value: amount, result: Some(r) }, SP);
+            return Ok(r);
+        }
         let vu = self.to_u32_bits(b, vv, s);
         let u = self.fb.ty(Type::U32);
         let native = match (op, s) {

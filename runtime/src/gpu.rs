@@ -128,6 +128,8 @@ pub struct GpuEngine {
     errors: wgpu::Buffer,
     error_readback: wgpu::Buffer,
     params_words: u32,
+    /// Whether f32 atomics use the adapter's native support (else compare-exchange loops).
+    pub native_float_atomics: bool,
 }
 
 const MAX_RECORDS_PER_SUBMIT: u64 = 4096;
@@ -208,7 +210,7 @@ impl GpuEngine {
                 wgpu::BindGroupEntry { binding: 0, resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: &records, offset: 0, size: std::num::NonZeroU64::new(record_bytes) }) },
                 wgpu::BindGroupEntry { binding: 1, resource: errors.as_entire_binding() },
             ];
-            for (n, r) in code.roots.iter().enumerate() {
+            for (n, (r, _)) in code.roots.iter().enumerate() {
                 bind.push(wgpu::BindGroupEntry { binding: 2 + n as u32, resource: buffers[r.index()].as_ref().expect("roots have buffers").as_entire_binding() });
             }
             let bind_group = dev.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(&k.name), layout: &bgl, entries: &bind });
@@ -217,7 +219,7 @@ impl GpuEngine {
             }
             kernels.push(Compiled { code, pipeline, bind_group });
         }
-        Ok(GpuEngine { ctx, kernels, buffers, records, record_capacity, record_stride, errors, error_readback, params_words })
+        Ok(GpuEngine { ctx, kernels, buffers, records, record_capacity, record_stride, errors, error_readback, params_words, native_float_atomics: opts.native_float_atomics })
     }
 
     /// The storage buffer holding a root layout node's words (for GPU views).
