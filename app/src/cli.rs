@@ -156,8 +156,9 @@ pub struct ReplayArgs {
     /// With --update: frames to record (default: the recorded count, or 3 for a new file).
     #[arg(long)]
     pub frames: Option<u32>,
-    #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
-    pub backend: BackendArg,
+    /// Only this backend (default: every backend recorded in the file; cpu for a new file).
+    #[arg(long, value_enum)]
+    pub backend: Option<BackendArg>,
     /// CPU worker threads. The default, 1, makes floating-point atomics add in a fixed order so runs repeat exactly.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,

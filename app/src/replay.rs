@@ -38,15 +38,17 @@ pub fn replay(a: ReplayArgs) -> i32 {
         eprintln!("error: no graphs with a NAME.expect.json beside them were found");
         return 2;
     }
-    let backend = match a.backend {
-        crate::cli::BackendArg::Wgpu => "wgpu",
-        crate::cli::BackendArg::Cpu => "cpu",
-        crate::cli::BackendArg::Auto => {
-            eprintln!("error: replay compares one named backend: use --backend cpu or --backend wgpu");
+    let named: Option<&'static str> = match a.backend {
+        Some(crate::cli::BackendArg::Wgpu) => Some("wgpu"),
+        Some(crate::cli::BackendArg::Cpu) => Some("cpu"),
+        Some(crate::cli::BackendArg::Auto) => {
+            eprintln!("error: replay compares named backends: use --backend cpu or --backend wgpu (or neither, for every recorded backend)");
             return 2;
         }
+        None => None,
     };
     let mut failed = 0;
+    let mut runs = 0;
     for g in &graphs {
         let ep = expect_path(g);
         let existing: Option<Expectation> = match std::fs::read_to_string(&ep) {
@@ -71,52 +73,64 @@ pub fn replay(a: ReplayArgs) -> i32 {
             failed += 1;
             continue;
         }
+        let recorded_backends: Vec<String> = existing.as_ref().map(|e| e.backends.keys().cloned().collect()).unwrap_or_default();
+        let backends: Vec<String> = match named {
+            Some(b) => vec![b.to_string()],
+            None if recorded_backends.is_empty() => vec!["cpu".to_string()],
+            None => recorded_backends,
+        };
         let recorded = existing.as_ref().map(|e| e.frames);
         let frames = if a.update { a.frames.or(recorded).unwrap_or(3) } else { recorded.unwrap_or(3) };
-        let stats = match run_graph(g, frames, a.threads, a.backend.backend()) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("FAIL {}: {}", g.display(), e);
-                failed += 1;
+        let mut exp = existing.unwrap_or(Expectation { format: "weft-expect".into(), version: 1, frames, tolerance: Tolerance::default(), field_tolerance: BTreeMap::new(), backends: BTreeMap::new() });
+        if a.update && exp.frames != frames {
+            // Other backends' entries were recorded for a different frame count.
+            exp.backends.clear();
+            exp.frames = frames;
+        }
+        for backend in backends {
+            runs += 1;
+            let b = if backend == "wgpu" { weft_runtime::Backend::Wgpu } else { weft_runtime::Backend::Cpu };
+            let stats = match run_graph(g, frames, a.threads, b) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("FAIL {} ({}): {}", g.display(), backend, e);
+                    failed += 1;
+                    continue;
+                }
+            };
+            if a.update {
+                exp.backends.insert(backend.clone(), BackendExpect { fields: stats });
                 continue;
             }
-        };
-        if a.update {
-            let mut exp = existing.clone().unwrap_or(Expectation { format: "weft-expect".into(), version: 1, frames, tolerance: Tolerance::default(), backends: BTreeMap::new() });
-            if exp.frames != frames {
-                // Other backends' entries were recorded for a different frame count.
-                exp.backends.clear();
-                exp.frames = frames;
+            let Some(be) = exp.backends.get(&backend) else {
+                eprintln!("FAIL {}: {} has no '{}' entry (record it with --update --backend {})", g.display(), ep.display(), backend, backend);
+                failed += 1;
+                continue;
+            };
+            let diffs = compare(&be.fields, &stats, &exp.tolerance, &exp.field_tolerance);
+            if diffs.is_empty() {
+                println!("ok   {} ({} frames, {})", g.display(), frames, backend);
+            } else {
+                failed += 1;
+                println!("FAIL {} ({} frames, {})", g.display(), frames, backend);
+                for d in diffs {
+                    println!("     {}", d);
+                }
             }
-            exp.backends.insert(backend.into(), BackendExpect { fields: stats });
+        }
+        if a.update {
             let text = serde_json::to_string_pretty(&exp).expect("serializes") + "\n";
             if let Err(e) = weft_ir::graph::document::write_atomic(&ep, text.as_bytes()) {
                 eprintln!("FAIL {}: cannot write {}: {}", g.display(), ep.display(), e);
                 failed += 1;
                 continue;
             }
-            println!("recorded {} ({} frames, {})", ep.display(), frames, backend);
-            continue;
-        }
-        let exp = existing.expect("checked above");
-        let Some(be) = exp.backends.get(backend) else {
-            eprintln!("FAIL {}: {} has no '{}' entry (record it with --update)", g.display(), ep.display(), backend);
-            failed += 1;
-            continue;
-        };
-        let diffs = compare(&be.fields, &stats, &exp.tolerance);
-        if diffs.is_empty() {
-            println!("ok   {} ({} frames, {})", g.display(), frames, backend);
-        } else {
-            failed += 1;
-            println!("FAIL {} ({} frames, {})", g.display(), frames, backend);
-            for d in diffs {
-                println!("     {}", d);
-            }
+            let names: Vec<&String> = exp.backends.keys().collect();
+            println!("recorded {} ({} frames; {})", ep.display(), frames, names.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "));
         }
     }
     if failed > 0 {
-        eprintln!("{} of {} graphs failed", failed, graphs.len());
+        eprintln!("{} of {} runs failed", failed, runs.max(failed));
         1
     } else {
         0

@@ -4,6 +4,7 @@
 //! ```json
 //! { "format": "weft-expect", "version": 1, "frames": 3,
 //!   "tolerance": { "rel": 1e-4, "abs": 1e-6 },
+//!   "field_tolerance": { "C": { "rel": 0.25, "abs": 1e-6 } },
 //!   "backends": { "cpu": { "fields": { "x": { "type": "vec2<f32>", "sum": 1.5, "min": 0.1,
 //!       "max": 0.9, "mean_abs": 0.4, "count": 128, "nonfinite": 0 } } } } }
 //! ```
@@ -23,7 +24,11 @@ pub struct Expectation {
     pub frames: u32,
     #[serde(default)]
     pub tolerance: Tolerance,
-    /// Per backend name ("cpu", ...).
+    /// Looser (or tighter) tolerances for named fields, e.g. ones dominated by
+    /// the order of floating-point atomics on a GPU.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub field_tolerance: BTreeMap<String, Tolerance>,
+    /// Per backend name ("cpu", "wgpu").
     pub backends: BTreeMap<String, BackendExpect>,
 }
 
@@ -104,9 +109,10 @@ fn close(a: f64, b: f64, scale: f64, t: &Tolerance) -> bool {
 }
 
 /// Every difference between expected and actual statistics, as readable lines.
-pub fn compare(expected: &BTreeMap<String, FieldStats>, actual: &BTreeMap<String, FieldStats>, tol: &Tolerance) -> Vec<String> {
+pub fn compare(expected: &BTreeMap<String, FieldStats>, actual: &BTreeMap<String, FieldStats>, default: &Tolerance, per_field: &BTreeMap<String, Tolerance>) -> Vec<String> {
     let mut diffs = Vec::new();
     for (name, e) in expected {
+        let tol = per_field.get(name).unwrap_or(default);
         let Some(a) = actual.get(name) else {
             diffs.push(format!("field '{}': expected but the graph has no such field", name));
             continue;

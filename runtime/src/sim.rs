@@ -322,4 +322,14 @@ impl Simulation {
         }
         Ok(self.program.views.iter().map(|v| (v.node_id().to_string(), render_view(&self.program, v, &|f| data[&f].clone()))).collect())
     }
+
+    /// Every view, drawn on the GPU straight from the field buffers by a
+    /// renderer made for this simulation (`GpuViewRenderer::new(sim.gpu_engine()?, &sim.program)`).
+    pub fn render_views_gpu(&self, renderer: &crate::gpu_render::GpuViewRenderer) -> Result<Vec<(String, Image)>, RuntimeError> {
+        let engine = self.gpu_engine().ok_or_else(|| RuntimeError::Device("GPU views need the wgpu backend; this simulation runs on the CPU".into()))?;
+        if !renderer.is_for(engine) || renderer.len() != self.program.views.len() {
+            return Err(RuntimeError::Device("the GPU view renderer was made for another simulation".into()));
+        }
+        self.program.views.iter().enumerate().map(|(i, v)| Ok((v.node_id().to_string(), renderer.render_to_image(i)?))).collect()
+    }
 }
