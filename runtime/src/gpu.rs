@@ -32,6 +32,16 @@ pub struct GpuContext {
     pub limits: wgpu::Limits,
     pub float_atomics: bool,
     errors: Arc<Mutex<Vec<String>>>,
+    /// Compiled kernels by content hash, so a graph edit recompiles only what changed.
+    pipelines: Mutex<std::collections::HashMap<u64, Arc<CachedKernel>>>,
+    /// How many kernels this context has compiled (for tests and the app's status line).
+    pub compiled_count: std::sync::atomic::AtomicUsize,
+}
+
+struct CachedKernel {
+    code: GpuKernel,
+    pipeline: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
 }
 
 impl GpuContext {
@@ -93,7 +103,7 @@ impl GpuContext {
                 v.push(format!("device lost ({:?}): {}", reason, message));
             }
         });
-        Ok(GpuContext { device, queue, info, limits, float_atomics, errors })
+        Ok(GpuContext { device, queue, info, limits, float_atomics, errors, pipelines: Mutex::new(Default::default()), compiled_count: Default::default() })
     }
 
     pub fn describe(&self) -> String {
@@ -112,9 +122,18 @@ impl GpuContext {
 }
 
 struct Compiled {
-    code: GpuKernel,
-    pipeline: wgpu::ComputePipeline,
+    cached: Arc<CachedKernel>,
     bind_group: wgpu::BindGroup,
+}
+
+/// The cache key: the kernel's lowered IR (which fixes its code, field
+/// addresses and bindings) and the code-generation options.
+fn kernel_key(program: &Program, k: &Kernel, opts: &GpuOptions) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    print_program(program, Some(&k.name)).hash(&mut h);
+    opts.native_float_atomics.hash(&mut h);
+    h.finish()
 }
 
 pub struct GpuEngine {
@@ -183,41 +202,31 @@ impl GpuEngine {
         });
         let mut kernels = Vec::new();
         for (_, k) in program.kernels.iter() {
-            let code = compile_kernel(program, k, opts).map_err(|e| RuntimeError::Compile { node: e.kernel.clone(), message: e.to_string() })?;
-            let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
-            let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some(&k.name), source: wgpu::ShaderSource::Naga(Cow::Owned(code.module.clone())) });
-            let storage = |binding: u32, read_only: bool, dynamic: bool| wgpu::BindGroupLayoutEntry {
-                binding,
-                visibility: wgpu::ShaderStages::COMPUTE,
-                ty: wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Storage { read_only }, has_dynamic_offset: dynamic, min_binding_size: None },
-                count: None,
+            let key = kernel_key(program, k, opts);
+            let hit = ctx.pipelines.lock().ok().and_then(|c| c.get(&key).cloned());
+            let cached = match hit {
+                Some(c) => c,
+                None => {
+                    let c = Arc::new(Self::compile(program, k, &ctx, opts)?);
+                    if let Ok(mut cache) = ctx.pipelines.lock() {
+                        cache.insert(key, c.clone());
+                    }
+                    c
+                }
             };
-            let mut entries = vec![storage(0, true, true), storage(1, false, false)];
-            for (n, _) in code.roots.iter().enumerate() {
-                entries.push(storage(2 + n as u32, false, false));
-            }
-            let bgl = dev.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some(&k.name), entries: &entries });
-            let layout = dev.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor { label: Some(&k.name), bind_group_layouts: &[Some(&bgl)], immediate_size: 0 });
-            let pipeline = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(&k.name),
-                layout: Some(&layout),
-                module: &module,
-                entry_point: Some("main"),
-                compilation_options: Default::default(),
-                cache: None,
-            });
+            let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
             let mut bind = vec![
                 wgpu::BindGroupEntry { binding: 0, resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: &records, offset: 0, size: std::num::NonZeroU64::new(record_bytes) }) },
                 wgpu::BindGroupEntry { binding: 1, resource: errors.as_entire_binding() },
             ];
-            for (n, (r, _)) in code.roots.iter().enumerate() {
+            for (n, (r, _)) in cached.code.roots.iter().enumerate() {
                 bind.push(wgpu::BindGroupEntry { binding: 2 + n as u32, resource: buffers[r.index()].as_ref().expect("roots have buffers").as_entire_binding() });
             }
-            let bind_group = dev.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(&k.name), layout: &bgl, entries: &bind });
+            let bind_group = dev.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(&k.name), layout: &cached.layout, entries: &bind });
             if let Some(e) = pollster::block_on(scope.pop()) {
-                return Err(RuntimeError::Compile { node: k.name.clone(), message: format!("node '{}': the wgpu backend rejected the kernel: {}", k.name, e) });
+                return Err(RuntimeError::Compile { node: k.name.clone(), message: format!("node '{}': the wgpu backend rejected the kernel's bindings: {}", k.name, e) });
             }
-            kernels.push(Compiled { code, pipeline, bind_group });
+            kernels.push(Compiled { cached, bind_group });
         }
         Ok(GpuEngine { ctx, kernels, buffers, records, record_capacity, record_stride, errors, error_readback, params_words, native_float_atomics: opts.native_float_atomics })
     }
@@ -225,6 +234,38 @@ impl GpuEngine {
     /// The storage buffer holding a root layout node's words (for GPU views).
     pub fn root_buffer(&self, root: LayoutId) -> Option<&wgpu::Buffer> {
         self.buffers[root.index()].as_ref()
+    }
+
+    fn compile(program: &Program, k: &Kernel, ctx: &GpuContext, opts: &GpuOptions) -> Result<CachedKernel, RuntimeError> {
+        let dev = &ctx.device;
+        let code = compile_kernel(program, k, opts).map_err(|e| RuntimeError::Compile { node: e.kernel.clone(), message: e.to_string() })?;
+        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some(&k.name), source: wgpu::ShaderSource::Naga(Cow::Owned(code.module.clone())) });
+        let storage = |binding: u32, read_only: bool, dynamic: bool| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Storage { read_only }, has_dynamic_offset: dynamic, min_binding_size: None },
+            count: None,
+        };
+        let mut entries = vec![storage(0, true, true), storage(1, false, false)];
+        for (n, _) in code.roots.iter().enumerate() {
+            entries.push(storage(2 + n as u32, false, false));
+        }
+        let layout = dev.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some(&k.name), entries: &entries });
+        let pl = dev.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor { label: Some(&k.name), bind_group_layouts: &[Some(&layout)], immediate_size: 0 });
+        let pipeline = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(&k.name),
+            layout: Some(&pl),
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(RuntimeError::Compile { node: k.name.clone(), message: format!("node '{}': the wgpu backend rejected the kernel: {}", k.name, e) });
+        }
+        ctx.compiled_count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(CachedKernel { code, pipeline, layout })
     }
 
     pub fn write_root(&self, root: LayoutId, words: &[u32]) {
@@ -309,7 +350,7 @@ impl GpuEngine {
                 let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("kernels"), timestamp_writes: None });
                 for &(k, offset, gx, gy) in &dispatches {
                     let c = &self.kernels[k.index()];
-                    pass.set_pipeline(&c.pipeline);
+                    pass.set_pipeline(&c.cached.pipeline);
                     pass.set_bind_group(0, &c.bind_group, &[offset]);
                     pass.dispatch_workgroups(gx, gy, 1);
                 }
@@ -343,7 +384,7 @@ impl GpuEngine {
         self.ctx.queue.write_buffer(&self.errors, 0, &[0u8; 16]);
         // Which kernel: the first in this part whose code has that check id.
         for &(k, _, _) in part {
-            let c = &self.kernels[k.index()].code;
+            let c = &self.kernels[k.index()].cached.code;
             let name = &program.kernels[k].name;
             // The shader stores the fault id + 1; step faults have the top bit set.
             let id = code - 1;

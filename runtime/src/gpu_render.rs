@@ -92,7 +92,8 @@ fn address_fn(p: &Program, field: FieldId, name: &str, node: &str) -> Result<Str
     let fd = &p.fields[field];
     let path = layout_path(p, fd.layout);
     let dims = fd.shape.len();
-    let big = |v: u64| -> Result<u32, RuntimeError> { u32::try_from(v).map_err(|_| dev_err(node, format!("field '{}' is too large to draw on the GPU", fd.name))) };
+    let big =
+        |v: u64| -> Result<u32, RuntimeError> { u32::try_from(v).map_err(|_| dev_err(node, format!("field '{}' is too large to draw on the GPU", fd.name))) };
     let args: Vec<String> = (0..dims).map(|d| format!("i{}: u32", d)).collect();
     let mut s = format!("fn {}({}) -> u32 {{\n    var a: u32 = {}u;\n", name, args.join(", "), big(fd.offset_in_cell)?);
     for (lvl, &l) in path.iter().enumerate() {
@@ -396,7 +397,14 @@ fn particle_shaders(
     s.push_str(&load_fn(p, &roots, positions, "ld_pos"));
     let rad = radius.max(0.0);
     let _ = writeln!(s, "const W: f32 = {};\nconst H: f32 = {};\nconst RAD: f32 = {};", flit(width as f32), flit(height as f32), flit(rad));
-    let _ = writeln!(s, "const D0: f32 = {};\nconst D1: f32 = {};\nconst D2: f32 = {};\nconst D3: f32 = {};", flit(domain[0]), flit(domain[1]), flit(domain[2]), flit(domain[3]));
+    let _ = writeln!(
+        s,
+        "const D0: f32 = {};\nconst D1: f32 = {};\nconst D2: f32 = {};\nconst D3: f32 = {};",
+        flit(domain[0]),
+        flit(domain[1]),
+        flit(domain[2]),
+        flit(domain[3])
+    );
     let _ = writeln!(s, "const BG: vec3<f32> = vec3<f32>({}, {}, {});", flit(background[0]), flit(background[1]), flit(background[2]));
     match color_field {
         Some(c) => {
@@ -545,10 +553,12 @@ impl GpuViewRenderer {
             }
             let bgl = dev.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some(node), entries: &entries });
             let group = dev.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(node), layout: &bgl, entries: &bind });
-            let layout = dev.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor { label: Some(node), bind_group_layouts: &[Some(&bgl)], immediate_size: 0 });
+            let layout =
+                dev.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor { label: Some(node), bind_group_layouts: &[Some(&bgl)], immediate_size: 0 });
             (layout, group)
         };
-        let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some(node), source: wgpu::ShaderSource::Wgsl(parts.render.as_str().into()) });
+        let module =
+            dev.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some(node), source: wgpu::ShaderSource::Wgsl(parts.render.as_str().into()) });
         let (layout, bind_group) = layout_and_group(parts.stage, minmax.as_ref().map(|_| false));
         let pipeline = dev.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
             label: Some(node),
@@ -573,7 +583,8 @@ impl GpuViewRenderer {
         let mut wgsl = parts.render.clone();
         let reduce = match (&parts.reduce, minmax.clone()) {
             (Some(src), Some(mm)) => {
-                let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some(node), source: wgpu::ShaderSource::Wgsl(src.as_str().into()) });
+                let module =
+                    dev.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some(node), source: wgpu::ShaderSource::Wgsl(src.as_str().into()) });
                 let (layout, group) = layout_and_group(wgpu::ShaderStages::COMPUTE, Some(true));
                 let pipeline = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                     label: Some(node),
@@ -633,14 +644,27 @@ impl GpuViewRenderer {
     /// view covers its whole rectangle. Auto-range images also record a
     /// compute pass (before the render pass) finding the frame's min/max.
     /// wgpu validation errors surface when the encoder is finished/submitted.
-    pub fn render(&self, encoder: &mut wgpu::CommandEncoder, view_index: usize, target: &wgpu::TextureView, rect: Option<[f32; 4]>) -> Result<(), RuntimeError> {
-        let v = self.views.get(view_index).ok_or_else(|| RuntimeError::Device(format!("no view number {} (the program has {})", view_index, self.views.len())))?;
+    pub fn render(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        view_index: usize,
+        target: &wgpu::TextureView,
+        rect: Option<[f32; 4]>,
+    ) -> Result<(), RuntimeError> {
+        let v =
+            self.views.get(view_index).ok_or_else(|| RuntimeError::Device(format!("no view number {} (the program has {})", view_index, self.views.len())))?;
         let tex = target.texture();
         if tex.format().remove_srgb_suffix() != self.format.remove_srgb_suffix() {
             return Err(dev_err(&v.node_id, format!("the target is {:?} but the renderer draws {:?}", tex.format(), self.format)));
         }
         if let Some([x, y, w, h]) = rect {
-            let ok = [x, y, w, h].iter().all(|c| c.is_finite()) && x >= 0.0 && y >= 0.0 && w > 0.0 && h > 0.0 && x + w <= tex.width() as f32 && y + h <= tex.height() as f32;
+            let ok = [x, y, w, h].iter().all(|c| c.is_finite())
+                && x >= 0.0
+                && y >= 0.0
+                && w > 0.0
+                && h > 0.0
+                && x + w <= tex.width() as f32
+                && y + h <= tex.height() as f32;
             if !ok {
                 return Err(dev_err(&v.node_id, format!("rectangle {:?} is not inside the {}x{} target", rect, tex.width(), tex.height())));
             }
@@ -677,14 +701,16 @@ impl GpuViewRenderer {
     /// Draws view `view_index` at its natural size into an offscreen texture
     /// and reads it back (one submit, waiting for the GPU).
     pub fn render_to_image(&self, view_index: usize) -> Result<Image, RuntimeError> {
-        let v = self.views.get(view_index).ok_or_else(|| RuntimeError::Device(format!("no view number {} (the program has {})", view_index, self.views.len())))?;
+        let v =
+            self.views.get(view_index).ok_or_else(|| RuntimeError::Device(format!("no view number {} (the program has {})", view_index, self.views.len())))?;
         self.render_to_image_sized(view_index, v.width, v.height)
     }
 
     /// Like `render_to_image`, stretched to `width` x `height` pixels
     /// (images scale by nearest cell; particle discs scale with the view).
     pub fn render_to_image_sized(&self, view_index: usize, w: u32, h: u32) -> Result<Image, RuntimeError> {
-        let v = self.views.get(view_index).ok_or_else(|| RuntimeError::Device(format!("no view number {} (the program has {})", view_index, self.views.len())))?;
+        let v =
+            self.views.get(view_index).ok_or_else(|| RuntimeError::Device(format!("no view number {} (the program has {})", view_index, self.views.len())))?;
         if w == 0 || h == 0 {
             return Err(dev_err(&v.node_id, format!("cannot draw into {}x{} pixels", w, h)));
         }
@@ -722,7 +748,10 @@ impl GpuViewRenderer {
         let recorded = self.render(&mut enc, view_index, &view, None);
         enc.copy_texture_to_buffer(
             wgpu::TexelCopyTextureInfo { texture: &texture, mip_level: 0, origin: wgpu::Origin3d::ZERO, aspect: wgpu::TextureAspect::All },
-            wgpu::TexelCopyBufferInfo { buffer: &staging, layout: wgpu::TexelCopyBufferLayout { offset: 0, bytes_per_row: Some(padded), rows_per_image: Some(h) } },
+            wgpu::TexelCopyBufferInfo {
+                buffer: &staging,
+                layout: wgpu::TexelCopyBufferLayout { offset: 0, bytes_per_row: Some(padded), rows_per_image: Some(h) },
+            },
             wgpu::Extent3d { width: w, height: h, depth_or_array_layers: 1 },
         );
         let cmd = enc.finish();

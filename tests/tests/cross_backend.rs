@@ -261,3 +261,26 @@ fn large_ranges_dispatch_beyond_one_grid_row() {
     let o = words(&w, "o");
     assert!(o.iter().enumerate().all(|(i, &x)| x == (i as u32).wrapping_mul(3) + 1));
 }
+
+#[test]
+fn editing_one_kernel_recompiles_only_that_kernel() {
+    if !gpu_available() {
+        return;
+    }
+    use std::sync::atomic::Ordering;
+    let ctx = std::sync::Arc::new(weft_runtime::gpu::GpuContext::new(weft_runtime::gpu::AdapterChoice::Any).unwrap());
+    let open = |g: &Value| {
+        let opts = SimOptions { backend: Backend::Wgpu, gpu: Some(ctx.clone()), ..Default::default() };
+        Simulation::new(build(g).unwrap(), &opts).unwrap()
+    };
+    let mut g = example("heat");
+    let _ = open(&g);
+    let first = ctx.compiled_count.load(Ordering::Relaxed);
+    assert_eq!(first, 3, "heat has three kernels");
+    let _ = open(&g);
+    assert_eq!(ctx.compiled_count.load(Ordering::Relaxed), first, "an unchanged graph compiles nothing");
+    set(&mut g, "apply", "code", json!("fn kernel(i: i32, j: i32) { T[(i, j)] = T_next[(i, j)] * 0.5; }"));
+    let s = open(&g);
+    assert_eq!(ctx.compiled_count.load(Ordering::Relaxed), first + 1, "only the edited kernel compiles");
+    assert_eq!(s.backend(), Backend::Wgpu);
+}
