@@ -68,7 +68,7 @@ pub fn bench(a: BenchArgs) -> i32 {
     } else {
         println!("graph    {}", a.graph.display());
         match sim.device_name() {
-            Some(d) => println!("backend  wgpu on {} (kernel times: submit to completion, one submit per launch)", d),
+            Some(d) => println!("backend  wgpu on {} (one submit per launch while profiling)", d),
             None => println!("backend  {} ({} threads)", sim.backend().name(), rayon_threads()),
         }
         println!("compile  {:.2} ms", compile_ms);

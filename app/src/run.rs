@@ -52,11 +52,20 @@ fn run_inner(a: &RunArgs) -> Result<(), RuntimeError> {
     } else {
         None
     };
+    // On wgpu the views are drawn by the GPU straight from the field buffers.
+    let gpu_views = match sim.gpu_engine() {
+        Some(engine) if !a.no_frames => Some(weft_runtime::gpu_render::GpuViewRenderer::new(engine, &sim.program)?),
+        _ => None,
+    };
     sim.start()?;
     for _ in 0..a.frames {
         sim.step_frame()?;
         if !a.no_frames {
-            for (view, img) in sim.render_views()? {
+            let images = match &gpu_views {
+                Some(r) => sim.render_views_gpu(r)?,
+                None => sim.render_views()?,
+            };
+            for (view, img) in images {
                 let path = a.out.join(format!("{}_{:04}.png", view, sim.frame));
                 img.write_png(&path).map_err(RuntimeError::Io)?;
             }

@@ -595,6 +595,11 @@ impl Gen<'_, '_, '_> {
         let inst = &self.f.insts[h];
         let ty = inst.ty;
         let value: Option<Handle<E>> = match &inst.kind {
+            // naga refuses non-finite float literals: build NaN / inf from their bits.
+            InstKind::Const(c) if c.scalar == Scalar::F32 && !f32::from_bits(c.bits).is_finite() => {
+                let bits = self.fb.u32c(c.bits);
+                Some(self.fb.cast(b, bits, Scalar::F32, false))
+            }
             InstKind::Const(c) => Some(self.fb.pre(E::Literal(match c.scalar {
                 Scalar::F32 => Literal::F32(f32::from_bits(c.bits)),
                 Scalar::I32 => Literal::I32(c.bits as i32),

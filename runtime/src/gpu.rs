@@ -31,6 +31,8 @@ pub struct GpuContext {
     pub info: wgpu::AdapterInfo,
     pub limits: wgpu::Limits,
     pub float_atomics: bool,
+    /// GPU timestamps are available for timing kernels.
+    pub timestamps: bool,
     errors: Arc<Mutex<Vec<String>>>,
     /// Compiled kernels by content hash, so a graph edit recompiles only what changed.
     pipelines: Mutex<std::collections::HashMap<u64, Arc<CachedKernel>>>,
@@ -78,9 +80,13 @@ impl GpuContext {
             })?;
         let info = adapter.get_info();
         let float_atomics = adapter.features().contains(wgpu::Features::SHADER_FLOAT32_ATOMIC);
+        let timestamps = adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
         let mut required_features = wgpu::Features::empty();
         if float_atomics {
             required_features |= wgpu::Features::SHADER_FLOAT32_ATOMIC;
+        }
+        if timestamps {
+            required_features |= wgpu::Features::TIMESTAMP_QUERY;
         }
         let limits = adapter.limits();
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
@@ -103,7 +109,7 @@ impl GpuContext {
                 v.push(format!("device lost ({:?}): {}", reason, message));
             }
         });
-        Ok(GpuContext { device, queue, info, limits, float_atomics, errors, pipelines: Mutex::new(Default::default()), compiled_count: Default::default() })
+        Ok(GpuContext { device, queue, info, limits, float_atomics, timestamps, errors, pipelines: Mutex::new(Default::default()), compiled_count: Default::default() })
     }
 
     pub fn describe(&self) -> String {
@@ -149,6 +155,8 @@ pub struct GpuEngine {
     params_words: u32,
     /// Whether f32 atomics use the adapter's native support (else compare-exchange loops).
     pub native_float_atomics: bool,
+    /// Two timestamps per profiled launch, when the adapter has them.
+    timer: Option<(wgpu::QuerySet, wgpu::Buffer, wgpu::Buffer)>,
 }
 
 const MAX_RECORDS_PER_SUBMIT: u64 = 4096;
@@ -228,7 +236,13 @@ impl GpuEngine {
             }
             kernels.push(Compiled { cached, bind_group });
         }
-        Ok(GpuEngine { ctx, kernels, buffers, records, record_capacity, record_stride, errors, error_readback, params_words, native_float_atomics: opts.native_float_atomics })
+        let timer = ctx.timestamps.then(|| {
+            let qs = dev.create_query_set(&wgpu::QuerySetDescriptor { label: Some("kernel timer"), ty: wgpu::QueryType::Timestamp, count: 2 });
+            let resolve = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("timestamps"), size: 16, usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC, mapped_at_creation: false });
+            let read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("timestamps readback"), size: 16, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+            (qs, resolve, read)
+        });
+        Ok(GpuEngine { ctx, kernels, buffers, records, record_capacity, record_stride, errors, error_readback, params_words, native_float_atomics: opts.native_float_atomics, timer })
     }
 
     /// The storage buffer holding a root layout node's words (for GPU views).
@@ -307,8 +321,18 @@ impl GpuEngine {
         Ok(data)
     }
 
-    /// Runs launches in order as few submits as possible; with `timing`, one
-    /// submit per launch and its wall time (submit to completion) returned.
+    /// How profiled launches are timed.
+    pub fn timing_method(&self) -> &'static str {
+        if self.timer.is_some() {
+            "GPU timestamps"
+        } else {
+            "wall time from submit to completion"
+        }
+    }
+
+    /// Runs launches in order in as few submits as possible; with `timing`,
+    /// one submit per launch, timed by GPU timestamps when the adapter has
+    /// them, otherwise by wall time from submit to completion.
     pub fn run(&self, program: &Program, launches: &[(KernelId, i32, u32)], timing: bool) -> Result<Vec<(KernelId, Duration)>, RuntimeError> {
         let mut times = Vec::new();
         let chunk = if timing { 1 } else { self.record_capacity as usize };
@@ -346,8 +370,10 @@ impl GpuEngine {
             }
             self.ctx.queue.write_buffer(&self.records, 0, &data);
             let mut enc = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("frame") });
+            let timer = if timing { self.timer.as_ref() } else { None };
             {
-                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("kernels"), timestamp_writes: None });
+                let timestamp_writes = timer.map(|(qs, _, _)| wgpu::ComputePassTimestampWrites { query_set: qs, beginning_of_pass_write_index: Some(0), end_of_pass_write_index: Some(1) });
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("kernels"), timestamp_writes });
                 for &(k, offset, gx, gy) in &dispatches {
                     let c = &self.kernels[k.index()];
                     pass.set_pipeline(&c.cached.pipeline);
@@ -355,11 +381,25 @@ impl GpuEngine {
                     pass.dispatch_workgroups(gx, gy, 1);
                 }
             }
+            if let Some((qs, resolve, read)) = timer {
+                enc.resolve_query_set(qs, 0..2, resolve, 0);
+                enc.copy_buffer_to_buffer(resolve, 0, read, 0, 16);
+            }
             let t = Instant::now();
             self.ctx.queue.submit([enc.finish()]);
             self.ctx.wait()?;
+            let wall = t.elapsed();
             if timing {
-                times.push((part[0].0, t.elapsed()));
+                let d = match timer {
+                    Some((_, _, read)) => {
+                        let b = self.map_read(read)?;
+                        let ts = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+                        let ns = ts(1).saturating_sub(ts(0)) as f64 * self.ctx.queue.get_timestamp_period() as f64;
+                        Duration::from_nanos(ns as u64)
+                    }
+                    None => wall,
+                };
+                times.push((part[0].0, d));
             }
             if let Some(e) = self.ctx.take_errors().into_iter().next() {
                 let node = part.first().map(|l| program.kernels[l.0].name.clone()).unwrap_or_default();

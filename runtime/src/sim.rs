@@ -165,7 +165,12 @@ impl Simulation {
     /// The GPU adapter in use, if any.
     pub fn device_name(&self) -> Option<String> {
         match &self.engine {
-            Engine::Gpu(g) => Some(format!("{}, f32 atomics: {}", g.ctx.describe(), if g.native_float_atomics { "native" } else { "compare-exchange loop" })),
+            Engine::Gpu(g) => Some(format!(
+                "{}, f32 atomics: {}, kernel timing: {}",
+                g.ctx.describe(),
+                if g.native_float_atomics { "native" } else { "compare-exchange loop" },
+                g.timing_method()
+            )),
             Engine::Cpu { .. } => None,
         }
     }

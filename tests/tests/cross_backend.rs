@@ -284,3 +284,14 @@ fn editing_one_kernel_recompiles_only_that_kernel() {
     assert_eq!(ctx.compiled_count.load(Ordering::Relaxed), first + 1, "only the edited kernel compiles");
     assert_eq!(s.backend(), Backend::Wgpu);
 }
+
+#[test]
+fn non_finite_constants_compile_on_the_gpu() {
+    if !gpu_available() {
+        return;
+    }
+    let g = kernel_graph(&[F("o", "f32", &[3], json!(0))], "fn kernel(i: i32) { o[0] = bitcast::<f32>(2143289344u32); o[1] = bitcast::<f32>(0x7f800000u32); o[2] = -bitcast::<f32>(0x7f800000u32); }", &[1], json!({}));
+    let w = sim(&g, 0, Backend::Wgpu, false).unwrap();
+    let o = f32s(&w, "o");
+    assert!(o[0].is_nan() && o[1] == f32::INFINITY && o[2] == f32::NEG_INFINITY, "{:?}", o);
+}

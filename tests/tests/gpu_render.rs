@@ -1,0 +1,405 @@
+//! The GPU view renderer (`weft_runtime::gpu_render`) against the CPU
+//! renderer (`weft_runtime::render`), both drawing the same simulation state
+//! of a wgpu-backed simulation: every view of the example graphs, and small
+//! graphs covering each field type, colormap, range mode, particle colour
+//! source and a blocked (nested) layout.
+//!
+//! Tolerance: per channel, at least 99.5% of pixels differ by at most 3
+//! levels of 255, and no channel anywhere by more than 40.
+//!
+//! Without a wgpu adapter these tests fail when CI=true and skip (with a
+//! visible message) otherwise.
+
+use serde_json::{json, Value};
+use std::sync::{Arc, OnceLock};
+use weft_runtime::gpu::{AdapterChoice, GpuContext};
+use weft_runtime::gpu_render::GpuViewRenderer;
+use weft_runtime::render::Image;
+use weft_runtime::{Backend, RuntimeError, SimOptions, Simulation};
+use weft_tests::*;
+
+/// One device shared by every test (opening lavapipe is slow).
+fn gpu() -> Option<Arc<GpuContext>> {
+    static CTX: OnceLock<Result<Arc<GpuContext>, String>> = OnceLock::new();
+    match CTX.get_or_init(|| GpuContext::new(AdapterChoice::Any).map(Arc::new).map_err(|e| e.to_string())) {
+        Ok(c) => Some(c.clone()),
+        Err(e) if std::env::var("CI").as_deref() == Ok("true") => panic!("CI=true but no wgpu adapter: {}", e),
+        Err(e) => {
+            eprintln!("skipping: no wgpu adapter ({})", e);
+            None
+        }
+    }
+}
+
+fn gpu_sim(doc: &Value, frames: u32, ctx: &Arc<GpuContext>) -> Simulation {
+    let p = build(doc).unwrap_or_else(|e| panic!("graph does not build: {}", e));
+    let opts = SimOptions { backend: Backend::Wgpu, gpu: Some(ctx.clone()), ..Default::default() };
+    let mut s = Simulation::new(p, &opts).unwrap_or_else(|e| panic!("simulation: {}", e));
+    s.start().unwrap_or_else(|e| panic!("on_start: {}", e));
+    for _ in 0..frames {
+        s.step_frame().unwrap_or_else(|e| panic!("frame: {}", e));
+    }
+    s
+}
+
+fn set(g: &mut Value, node: &str, param: &str, v: Value) {
+    for n in g["nodes"].as_array_mut().expect("nodes") {
+        if n["id"] == node {
+            n["params"][param] = v;
+            return;
+        }
+    }
+    panic!("no node {}", node);
+}
+
+/// NaN and ±inf bit patterns as kernel scalars (run-time values: the wgpu
+/// code generator folds constant `bitcast`s into float literals, and naga
+/// rejects NaN and infinite literals).
+fn special_floats() -> Value {
+    json!({
+        "nan_bits": {"type": "u32", "default": 2143289344u32},
+        "inf_bits": {"type": "u32", "default": 2139095040u32},
+        "ninf_bits": {"type": "u32", "default": 4286578688u32}
+    })
+}
+
+/// Adds a view node wired to fields: `ports` = [(port, field node id)].
+fn add_view(g: &mut Value, id: &str, kind: &str, params: Value, ports: &[(&str, &str)]) {
+    g["nodes"].as_array_mut().expect("nodes").push(json!({"id": id, "kind": kind, "params": params}));
+    for (port, field) in ports {
+        g["wires"].as_array_mut().expect("wires").push(json!({"from": format!("{}.field", field), "to": format!("{}.{}", id, port)}));
+    }
+}
+
+struct Stats {
+    /// Fraction of pixels whose channels all differ by at most 3.
+    within3: f64,
+    max: u8,
+    /// Pixels with any channel differing at all.
+    differing: usize,
+    worst: (u32, u32, [u8; 4], [u8; 4]),
+}
+
+fn diff(cpu: &Image, gpu: &Image) -> Stats {
+    assert_eq!((cpu.width, cpu.height), (gpu.width, gpu.height), "image sizes differ");
+    let (mut ok, mut max, mut differing, mut worst) = (0usize, 0u8, 0usize, (0, 0, [0; 4], [0; 4]));
+    for y in 0..cpu.height {
+        for x in 0..cpu.width {
+            let (a, b) = (cpu.pixel(x, y), gpu.pixel(x, y));
+            let d = (0..4).map(|c| a[c].abs_diff(b[c])).max().unwrap_or(0);
+            if d <= 3 {
+                ok += 1;
+            }
+            if d > 0 {
+                differing += 1;
+            }
+            if d > max {
+                max = d;
+                worst = (x, y, a, b);
+            }
+        }
+    }
+    Stats { within3: ok as f64 / (cpu.width as f64 * cpu.height as f64), max, differing, worst }
+}
+
+/// Renders every view of `sim` on both renderers and checks the tolerance;
+/// returns one report line per view.
+fn check_views(name: &str, sim: &Simulation) -> Vec<String> {
+    let engine = sim.gpu_engine().expect("wgpu backend");
+    let renderer = GpuViewRenderer::new(engine, &sim.program).unwrap_or_else(|e| panic!("{}: renderer: {}", name, e));
+    let cpu = sim.render_views().unwrap_or_else(|e| panic!("{}: CPU render: {}", name, e));
+    let gpu = sim.render_views_gpu(&renderer).unwrap_or_else(|e| panic!("{}: GPU render: {}", name, e));
+    assert_eq!(cpu.len(), gpu.len());
+    assert!(!cpu.is_empty(), "{} has no views", name);
+    let mut lines = Vec::new();
+    let mut bad = Vec::new();
+    for (i, ((id, a), (id2, b))) in cpu.iter().zip(&gpu).enumerate() {
+        assert_eq!(id, id2);
+        let s = diff(a, b);
+        let line = format!(
+            "{}/{}: {}x{}, {:.4}% of pixels within 3 levels, {} pixels differ at all, max diff {} (at {:?}: cpu {:?} gpu {:?})",
+            name,
+            id,
+            a.width,
+            a.height,
+            s.within3 * 100.0,
+            s.differing,
+            s.max,
+            (s.worst.0, s.worst.1),
+            s.worst.2,
+            s.worst.3
+        );
+        eprintln!("{}", line);
+        if s.within3 < 0.995 || s.max > 40 {
+            bad.push(line.clone());
+            let dir = std::env::temp_dir().join("weft_gpu_render");
+            let _ = std::fs::create_dir_all(&dir);
+            let _ = a.write_png(&dir.join(format!("{}_{}_cpu.png", name, id)));
+            let _ = b.write_png(&dir.join(format!("{}_{}_gpu.png", name, id)));
+            eprintln!("(images written to {}; WGSL:\n{})", dir.display(), renderer.wgsl(i).unwrap_or(""));
+        }
+        lines.push(line);
+    }
+    assert!(bad.is_empty(), "GPU views differ from the CPU renderer:\n{}", bad.join("\n"));
+    lines
+}
+
+#[test]
+fn example_views_match_cpu() {
+    let Some(ctx) = gpu() else { return };
+    for (name, frames) in [("julia", 1), ("heat", 2), ("life", 2), ("mpm88", 2)] {
+        let mut g = example(name);
+        if name == "mpm88" {
+            set(&mut g, "substeps", "count", json!(2));
+        }
+        let sim = gpu_sim(&g, frames, &ctx);
+        let lines = check_views(name, &sim);
+        assert!(!lines.is_empty());
+        let engine = sim.gpu_engine().expect("wgpu backend");
+        let renderer = GpuViewRenderer::new(engine, &sim.program).expect("renderer");
+        for (id, img) in sim.render_views_gpu(&renderer).expect("GPU views") {
+            assert!(!img.is_blank(), "{}/{}: the GPU image is blank", name, id);
+        }
+    }
+}
+
+#[test]
+fn life_auto_range_and_every_colormap() {
+    let Some(ctx) = gpu() else { return };
+    // The example with its fixed range removed, drawn with each colormap.
+    for map in ["viridis", "inferno", "magma", "grayscale", "coolwarm"] {
+        let mut g = example("life");
+        set(&mut g, "view", "colormap", json!(map));
+        for n in g["nodes"].as_array_mut().unwrap() {
+            if n["id"] == "view" {
+                let p = n["params"].as_object_mut().unwrap();
+                p.remove("min");
+                p.remove("max");
+            }
+        }
+        let sim = gpu_sim(&g, 1, &ctx);
+        check_views(&format!("life_{}", map), &sim);
+    }
+}
+
+/// A gradient with NaN, ±inf and negative values, auto range, every colormap.
+#[test]
+fn scalar_f32_auto_range_with_nan_and_inf() {
+    let Some(ctx) = gpu() else { return };
+    let code = "fn kernel(i: i32, j: i32) {
+        let mut v = (i as f32 - 20.0) * 0.37 + sin(j as f32 * 0.3) * 4.0;
+        if i == 3 && j == 5 { v = bitcast::<f32>(nan_bits); }
+        if i == 7 { v = bitcast::<f32>(inf_bits); }
+        if j == 2 && i > 50 { v = bitcast::<f32>(ninf_bits); }
+        s[(i, j)] = v;
+    }";
+    let mut g = kernel_graph(&[F("s", "f32", &[97, 41], json!(0))], code, &[97, 41], special_floats());
+    for map in ["viridis", "inferno", "magma", "grayscale", "coolwarm"] {
+        add_view(&mut g, &format!("v_{}", map), "image", json!({"colormap": map}), &[("field", "s")]);
+    }
+    // A fixed range that the data exceeds on both sides.
+    add_view(&mut g, "fixed", "image", json!({"colormap": "coolwarm", "min": -3.0, "max": 5.5}), &[("field", "s")]);
+    let sim = gpu_sim(&g, 0, &ctx);
+    check_views("f32_nan_inf", &sim);
+}
+
+#[test]
+fn all_non_finite_uses_unit_range() {
+    let Some(ctx) = gpu() else { return };
+    let code = "fn kernel(i: i32, j: i32) { s[(i, j)] = select(i % 2 == 0, bitcast::<f32>(nan_bits), bitcast::<f32>(inf_bits)); }";
+    let mut g = kernel_graph(&[F("s", "f32", &[8, 4], json!(0))], code, &[8, 4], special_floats());
+    add_view(&mut g, "v", "image", json!({"colormap": "viridis"}), &[("field", "s")]);
+    // A constant field: hi == lo, so span 1.
+    g["nodes"].as_array_mut().unwrap().push(json!({"id": "c_cells", "kind": "dense", "params": {"shape": [5, 3]}}));
+    g["nodes"].as_array_mut().unwrap().push(json!({"id": "c", "kind": "field", "params": {"type": "f32", "init": 0.25}}));
+    g["wires"].as_array_mut().unwrap().push(json!({"from": "c_cells.cells", "to": "c.layout"}));
+    add_view(&mut g, "const", "image", json!({"colormap": "magma"}), &[("field", "c")]);
+    let sim = gpu_sim(&g, 0, &ctx);
+    check_views("non_finite", &sim);
+}
+
+#[test]
+fn integer_images() {
+    let Some(ctx) = gpu() else { return };
+    let code = "fn kernel(i: i32, j: i32) {
+        a[(i, j)] = (i * 7 - j * 13) % 50 - 20;
+        u[(i, j)] = (i as u32) * 2654435761u32 ^ (j as u32);
+    }";
+    let mut g = kernel_graph(&[F("a", "i32", &[70, 33], json!(0)), F("u", "u32", &[70, 33], json!(0))], code, &[70, 33], json!({}));
+    add_view(&mut g, "i32_auto", "image", json!({"colormap": "viridis"}), &[("field", "a")]);
+    add_view(&mut g, "i32_fixed", "image", json!({"colormap": "grayscale", "min": -10, "max": 10}), &[("field", "a")]);
+    add_view(&mut g, "u32_auto", "image", json!({"colormap": "inferno"}), &[("field", "u")]);
+    let sim = gpu_sim(&g, 0, &ctx);
+    check_views("integers", &sim);
+}
+
+#[test]
+fn vector_images() {
+    let Some(ctx) = gpu() else { return };
+    let code = "fn kernel(i: i32, j: i32) {
+        let x = i as f32 / 63.0;
+        let y = j as f32 / 47.0;
+        c[(i, j)] = vec3(x * 1.4 - 0.2, y, 0.5 + sin(x * 9.0) * 0.7);
+        d[(i, j)] = vec4(y, x, 1.0 - x, x * 1.2 - 0.1);
+        if i == 5 && j == 6 {
+            c[(i, j)] = vec3(bitcast::<f32>(nan_bits), bitcast::<f32>(inf_bits), bitcast::<f32>(ninf_bits));
+            d[(i, j)] = vec4(0.5, 0.5, 0.5, bitcast::<f32>(nan_bits));
+        }
+    }";
+    let mut g = kernel_graph(&[F("c", "vec3", &[64, 48], json!(0)), F("d", "vec4", &[64, 48], json!(0))], code, &[64, 48], special_floats());
+    add_view(&mut g, "vec3_auto", "image", json!({}), &[("field", "c")]);
+    add_view(&mut g, "vec3_fixed", "image", json!({"min": -0.5, "max": 2.0}), &[("field", "c")]);
+    add_view(&mut g, "vec4_auto", "image", json!({}), &[("field", "d")]);
+    let sim = gpu_sim(&g, 0, &ctx);
+    check_views("vectors", &sim);
+}
+
+fn particle_code(color: &str) -> String {
+    format!(
+        "fn kernel(p: i32) {{
+        let t = p as f32;
+        let r = fract(sin(t * 12.9898) * 43758.5453) * 1.2;
+        let a = t * 2.39996;
+        x[p] = vec2(cos(a) * r, sin(a) * r * 0.8);
+        if p % 97 == 3 {{ x[p] = vec2(bitcast::<f32>(nan_bits), 0.0); }}
+        if p % 89 == 5 {{ x[p] = vec2(0.1, bitcast::<f32>(inf_bits)); }}
+        {}
+    }}",
+        color
+    )
+}
+
+#[test]
+fn particles_with_u32_colours() {
+    let Some(ctx) = gpu() else { return };
+    let code = particle_code("col[p] = ((p as u32) * 2654435761u32) & 16777215u32;");
+    let mut g = kernel_graph(&[F("x", "vec2", &[3000], json!(0)), F("col", "u32", &[3000], json!(0))], &code, &[3000], special_floats());
+    let params = |radius: f64| json!({"width": 200, "height": 150, "radius": radius, "domain": [-1.0, -1.0, 1.0, 1.0], "background": [0.1, 0.2, 0.3]});
+    add_view(&mut g, "r3", "particles", params(3.0), &[("positions", "x"), ("color", "col")]);
+    add_view(&mut g, "r0", "particles", params(0.0), &[("positions", "x"), ("color", "col")]);
+    add_view(&mut g, "r0_3", "particles", params(0.3), &[("positions", "x"), ("color", "col")]);
+    add_view(&mut g, "big", "particles", params(12.5), &[("positions", "x"), ("color", "col")]);
+    add_view(
+        &mut g,
+        "constant",
+        "particles",
+        json!({"width": 97, "height": 211, "radius": 1.5, "color": [1.0, 0.5, 0.0], "domain": [-0.5, -1.2, 0.9, 0.3]}),
+        &[("positions", "x")],
+    );
+    let sim = gpu_sim(&g, 0, &ctx);
+    check_views("particles_u32", &sim);
+}
+
+#[test]
+fn particles_with_vec3_colours() {
+    let Some(ctx) = gpu() else { return };
+    let code = particle_code("col[p] = vec3(fract(t * 0.013), fract(t * 0.007), 1.0 - fract(t * 0.011));");
+    let mut g = kernel_graph(&[F("x", "vec2", &[2500], json!(0)), F("col", "vec3", &[2500], json!(0))], &code, &[2500], special_floats());
+    add_view(
+        &mut g,
+        "v",
+        "particles",
+        json!({"width": 256, "height": 256, "radius": 2.2, "domain": [-1.0, -1.0, 1.0, 1.0]}),
+        &[("positions", "x"), ("color", "col")],
+    );
+    let sim = gpu_sim(&g, 0, &ctx);
+    check_views("particles_vec3", &sim);
+}
+
+/// dense [4, 4] of dense [16, 16] with interleaved fields (and a field on
+/// the outer node), and a 1-D blocked particle layout.
+#[test]
+fn blocked_layouts() {
+    let Some(ctx) = gpu() else { return };
+    let code = "fn kernel(i: i32, j: i32) {
+        a[(i, j)] = sin(i as f32 * 0.21) + cos(j as f32 * 0.17) * 2.0 + select(i % 16 == 0, 1.5, 0.0);
+        b[(i, j)] = vec3(i as f32 / 63.0, j as f32 / 63.0, select((i / 16 + j / 16) % 2 == 0, 0.2, 0.9));
+        n[(i, j)] = i * 64 + j;
+    }";
+    let g = json!({
+        "format": "weft-graph", "version": 1,
+        "nodes": [
+            {"id": "outer", "kind": "dense", "params": {"shape": [4, 4]}},
+            {"id": "inner", "kind": "dense", "params": {"shape": [16, 16]}},
+            {"id": "o", "kind": "field", "params": {"type": "f32", "init": 7}},
+            {"id": "a", "kind": "field", "params": {"type": "f32"}},
+            {"id": "b", "kind": "field", "params": {"type": "vec3"}},
+            {"id": "n", "kind": "field", "params": {"type": "i32"}},
+            {"id": "k", "kind": "kernel", "params": {"code": code, "range": [64, 64]}},
+            {"id": "start", "kind": "on_start"},
+            {"id": "va", "kind": "image", "params": {"colormap": "viridis"}},
+            {"id": "vb", "kind": "image", "params": {}},
+            {"id": "vn", "kind": "image", "params": {"colormap": "magma"}},
+            {"id": "vo", "kind": "image", "params": {"colormap": "grayscale", "min": 0, "max": 10}},
+            {"id": "pouter", "kind": "dense", "params": {"shape": [8]}},
+            {"id": "pinner", "kind": "dense", "params": {"shape": [64]}},
+            {"id": "m", "kind": "field", "params": {"type": "f32"}},
+            {"id": "x", "kind": "field", "params": {"type": "vec2"}},
+            {"id": "col", "kind": "field", "params": {"type": "vec3"}},
+            {"id": "kp", "kind": "kernel", "params": {"code": "fn kernel(p: i32) {\n let t = p as f32;\n x[p] = vec2(fract(t * 0.6180339), fract(t * 0.3819660));\n col[p] = vec3(fract(t * 0.01), 0.5, 1.0 - fract(t * 0.03));\n m[p] = t;\n}", "range": [512]}},
+            {"id": "vp", "kind": "particles", "params": {"width": 128, "height": 96, "radius": 2.5}}
+        ],
+        "wires": [
+            {"from": "outer.cells", "to": "inner.parent"},
+            {"from": "outer.cells", "to": "o.layout"},
+            {"from": "inner.cells", "to": "a.layout"},
+            {"from": "inner.cells", "to": "b.layout"},
+            {"from": "inner.cells", "to": "n.layout"},
+            {"from": "a.field", "to": "k.a"},
+            {"from": "b.field", "to": "k.b"},
+            {"from": "n.field", "to": "k.n"},
+            {"from": "a.field", "to": "va.field"},
+            {"from": "b.field", "to": "vb.field"},
+            {"from": "n.field", "to": "vn.field"},
+            {"from": "o.field", "to": "vo.field"},
+            {"from": "pouter.cells", "to": "pinner.parent"},
+            {"from": "pinner.cells", "to": "m.layout"},
+            {"from": "pinner.cells", "to": "x.layout"},
+            {"from": "pinner.cells", "to": "col.layout"},
+            {"from": "x.field", "to": "kp.x"},
+            {"from": "col.field", "to": "kp.col"},
+            {"from": "m.field", "to": "kp.m"},
+            {"from": "x.field", "to": "vp.positions"},
+            {"from": "col.field", "to": "vp.color"}
+        ],
+        "exec": [{"from": "start.then", "to": "k"}, {"from": "k.then", "to": "kp"}]
+    });
+    let sim = gpu_sim(&g, 0, &ctx);
+    // The storage really is blocked: cell (0, 16) of `a` is in the second outer cell.
+    let p = &sim.program;
+    let a = p.field_by_name("a").unwrap();
+    assert!(weft_runtime::memory::field_address(p, a, &[0, 16]) > weft_runtime::memory::field_address(p, a, &[1, 0]));
+    check_views("blocked", &sim);
+}
+
+/// `render` into a bigger target with a rectangle: images scale by nearest cell.
+#[test]
+fn scaled_render_and_errors() {
+    let Some(ctx) = gpu() else { return };
+    let code = "fn kernel(i: i32, j: i32) { s[(i, j)] = (i * 3 + j * 5) as f32; }";
+    let mut g = kernel_graph(&[F("s", "f32", &[13, 7], json!(0))], code, &[13, 7], json!({}));
+    add_view(&mut g, "v", "image", json!({"colormap": "viridis"}), &[("field", "s")]);
+    let sim = gpu_sim(&g, 0, &ctx);
+    let engine = sim.gpu_engine().unwrap();
+    let r = GpuViewRenderer::new(engine, &sim.program).unwrap();
+    assert_eq!(r.view_info(0), Some(("v", 13, 7)));
+    let natural = r.render_to_image(0).unwrap();
+    let big = r.render_to_image_sized(0, 39, 21).unwrap();
+    for y in 0..21 {
+        for x in 0..39 {
+            assert_eq!(big.pixel(x, y), natural.pixel(x / 3, y / 3), "pixel ({}, {}) of the 3x image", x, y);
+        }
+    }
+    // Errors are values naming the view, never panics.
+    assert!(matches!(r.render_to_image(5), Err(RuntimeError::Device(_))));
+    assert!(matches!(r.render_to_image_sized(0, 0, 10), Err(RuntimeError::Device(_))));
+    // A renderer made for another simulation is refused.
+    let other = gpu_sim(&g, 0, &ctx);
+    match other.render_views_gpu(&r) {
+        Err(RuntimeError::Device(m)) => assert!(m.contains("another simulation"), "{}", m),
+        other => panic!("expected an error, got {:?}", other.map(|v| v.len())),
+    }
+    // A CPU simulation has no GPU views.
+    let cpu = Simulation::new(build(&g).unwrap(), &SimOptions::default()).unwrap();
+    assert!(matches!(cpu.render_views_gpu(&r), Err(RuntimeError::Device(_))));
+}
