@@ -157,3 +157,59 @@ fn schema_command_matches_the_committed_schema() {
     let committed = std::fs::read_to_string(root().join("docs/graph.schema.json")).unwrap();
     assert_eq!(String::from_utf8_lossy(&o.stdout), committed, "docs/graph.schema.json is stale: run `weft schema > docs/graph.schema.json`");
 }
+
+fn gpu_available() -> bool {
+    let o = weft(&["run", "graphs/heat.json", "--backend", "wgpu", "--frames", "0", "--no-frames", "--out", std::env::temp_dir().to_str().unwrap()]);
+    if o.status.success() {
+        return true;
+    }
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but wgpu cannot run: {}", text(&o));
+    eprintln!("skipping: no wgpu adapter ({})", text(&o));
+    false
+}
+
+#[test]
+fn wgpu_backend_runs_renders_and_emits() {
+    if !gpu_available() {
+        return;
+    }
+    let out = tmp("wgpu");
+    let o = weft(&["run", "graphs/life.json", "--backend", "wgpu", "--frames", "2", "--out", out.to_str().unwrap(), "--dump", "alive"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("backend: wgpu on"), "{}", text(&o));
+    assert!(out.join("view_0002.png").exists() && out.join("alive.npy").exists());
+    let o = weft(&["emit", "wgsl", "graphs/heat.json", "--kernel", "diffuse"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(t.contains("@compute") && t.contains("fn kernel_body"), "{}", t);
+    let o = weft(&["emit", "spirv", "graphs/heat.json", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let spv = std::fs::read(out.join("diffuse.spv")).unwrap();
+    assert_eq!(&spv[..4], &0x0723_0203u32.to_le_bytes(), "SPIR-V magic");
+    let o = weft(&["bench", "graphs/heat.json", "--backend", "wgpu", "--frames", "2", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("bench json");
+    assert_eq!(v["backend"], "wgpu");
+    assert!(v["kernels"]["diffuse"]["median_ms"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn oversized_fields_for_the_device_are_a_clear_error() {
+    if !gpu_available() {
+        return;
+    }
+    // 2^27 words = 512 MiB: inside Weft's cap, beyond most adapters' storage-buffer binding limit.
+    let dir = tmp("big");
+    let g = dir.join("big.json");
+    std::fs::write(&g, r#"{"format": "weft-graph", "version": 1, "nodes": [
+        {"id": "huge", "kind": "dense", "params": {"shape": [134217728]}},
+        {"id": "x", "kind": "field"}],
+      "wires": [{"from": "huge.cells", "to": "x.layout"}]}"#).unwrap();
+    let o = weft(&["run", g.to_str().unwrap(), "--backend", "wgpu", "--frames", "0", "--no-frames", "--out", dir.to_str().unwrap()]);
+    let t = text(&o);
+    if o.status.success() {
+        eprintln!("this adapter binds 512 MiB storage buffers; nothing to check");
+        return;
+    }
+    assert_eq!(o.status.code(), Some(1), "{}", t);
+    assert!(t.contains("layout node 'huge' needs 512 MiB") && t.contains("allows at most"), "{}", t);
+}
