@@ -154,6 +154,11 @@ impl Simulation {
         self.backend
     }
 
+    /// GPU: one submit per launch so `kernel_times` can be measured (slower frames).
+    pub fn set_profile(&mut self, on: bool) {
+        self.profile = on;
+    }
+
     /// The GPU engine, when running on wgpu (for drawing views from its buffers).
     pub fn gpu_engine(&self) -> Option<&GpuEngine> {
         match &self.engine {
