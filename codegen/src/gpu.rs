@@ -520,7 +520,7 @@ impl Gen<'_, '_, '_> {
         b.push(S::If { condition: exchanged, accept: then, reject: NBlock::new() }, SP);
     }
 
-    fn to_u32_bits(&mut self, b: &mut NBlock, v: Handle<E>, s: Scalar) -> Handle<E> {
+    fn bits_as_u32(&mut self, b: &mut NBlock, v: Handle<E>, s: Scalar) -> Handle<E> {
         if s == Scalar::U32 {
             v
         } else {
@@ -528,7 +528,7 @@ impl Gen<'_, '_, '_> {
         }
     }
 
-    fn from_u32_bits(&mut self, b: &mut NBlock, v: Handle<E>, s: Scalar) -> Handle<E> {
+    fn bits_from_u32(&mut self, b: &mut NBlock, v: Handle<E>, s: Scalar) -> Handle<E> {
         if s == Scalar::U32 {
             v
         } else {
@@ -609,7 +609,7 @@ impl Gen<'_, '_, '_> {
             InstKind::Arg(i) => Some(self.fb.pre(E::FunctionArgument(*i))),
             InstKind::Param(i) => {
                 let w = self.fb.record_const(b, RECORD_HEADER_WORDS + i);
-                Some(self.from_u32_bits(b, w, ty.scalar().expect("scalar param")))
+                Some(self.bits_from_u32(b, w, ty.scalar().expect("scalar param")))
             }
             InstKind::Frame => {
                 let w = self.fb.record_const(b, 0);
@@ -772,7 +772,7 @@ impl Gen<'_, '_, '_> {
                 Some(match rk {
                     RootKind::AtomicF32 if s == Scalar::F32 => w,
                     RootKind::AtomicF32 => self.fb.cast(b, w, s, false),
-                    _ => self.from_u32_bits(b, w, s),
+                    _ => self.bits_from_u32(b, w, s),
                 })
             }
             InstKind::BufStore { root, addr, value } => {
@@ -785,7 +785,7 @@ impl Gen<'_, '_, '_> {
                 let w = match rk {
                     RootKind::AtomicF32 if s == Scalar::F32 => vv,
                     RootKind::AtomicF32 => self.fb.cast(b, vv, Scalar::F32, false),
-                    _ => self.to_u32_bits(b, vv, s),
+                    _ => self.bits_as_u32(b, vv, s),
                 };
                 b.push(S::Store { pointer: p, value: w }, SP);
                 None
@@ -1048,7 +1048,7 @@ impl Gen<'_, '_, '_> {
             b.push(S::Atomic { pointer: p, fun: AtomicFunction::Add, value: amount, result: Some(r) }, SP);
             return Ok(r);
         }
-        let vu = self.to_u32_bits(b, vv, s);
+        let vu = self.bits_as_u32(b, vv, s);
         let u = self.fb.ty(Type::U32);
         let native = match (op, s) {
             (AtomicOp::Add, Scalar::I32 | Scalar::U32) => Some(AtomicFunction::Add),
@@ -1064,22 +1064,22 @@ impl Gen<'_, '_, '_> {
         if let Some(fun) = native {
             let r = self.fb.pre(E::AtomicResult { ty: u, comparison: false });
             b.push(S::Atomic { pointer: p, fun, value: vu, result: Some(r) }, SP);
-            return Ok(self.from_u32_bits(b, r, s));
+            return Ok(self.bits_from_u32(b, r, s));
         }
         let cmp_ty = self.fb.c.m.generate_predeclared_type(naga::PredeclaredType::AtomicCompareExchangeWeakResult(NScalar::U32));
         if op == AtomicOp::CompareExchange {
             let cv = self.v(cmp.expect("compare_exchange has a comparand"));
-            let cu = self.to_u32_bits(b, cv, s);
+            let cu = self.bits_as_u32(b, cv, s);
             let r = self.fb.pre(E::AtomicResult { ty: cmp_ty, comparison: true });
             b.push(S::Atomic { pointer: p, fun: AtomicFunction::Exchange { compare: Some(cu) }, value: vu, result: Some(r) }, SP);
             let old = self.fb.e(b, E::AccessIndex { base: r, index: 0 });
-            return Ok(self.from_u32_bits(b, old, s));
+            return Ok(self.bits_from_u32(b, old, s));
         }
         // Compare-exchange loop on the bit pattern: f32 add/sub/min/max, i32 min/max.
         let result = self.fb.local("atomic_old", Type::U32);
         let mut body = NBlock::new();
         let old = self.fb.e(&mut body, E::Load { pointer: p });
-        let oldv = self.from_u32_bits(&mut body, old, s);
+        let oldv = self.bits_from_u32(&mut body, old, s);
         let newv = match op {
             AtomicOp::Add => self.fb.bin(&mut body, BO::Add, oldv, vv),
             AtomicOp::Sub => self.fb.bin(&mut body, BO::Subtract, oldv, vv),
@@ -1087,7 +1087,7 @@ impl Gen<'_, '_, '_> {
             AtomicOp::Max => self.fb.math(&mut body, MF::Max, &[oldv, vv]),
             _ => return Err(cerr(self.kernel, format!("atomic {} on {} is not supported by the wgpu backend", op.name(), ty))),
         };
-        let newu = self.to_u32_bits(&mut body, newv, s);
+        let newu = self.bits_as_u32(&mut body, newv, s);
         let r = self.fb.pre(E::AtomicResult { ty: cmp_ty, comparison: true });
         body.push(S::Atomic { pointer: p, fun: AtomicFunction::Exchange { compare: Some(old) }, value: newu, result: Some(r) }, SP);
         let ok = self.fb.e(&mut body, E::AccessIndex { base: r, index: 1 });
@@ -1097,7 +1097,7 @@ impl Gen<'_, '_, '_> {
         body.push(S::If { condition: ok, accept: done, reject: NBlock::new() }, SP);
         b.push(S::Loop { body, continuing: NBlock::new(), break_if: None }, SP);
         let out = self.fb.e(b, E::Load { pointer: result });
-        Ok(self.from_u32_bits(b, out, s))
+        Ok(self.bits_from_u32(b, out, s))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1113,14 +1113,14 @@ impl Gen<'_, '_, '_> {
         let fault = self.fb.c.step_faults.len() as u32;
         self.fb.c.step_faults.push(self.span(h));
         let mut then = NBlock::new();
-        let su = self.to_u32_bits(&mut then, sv, t.scalar().expect("int"));
+        let su = self.bits_as_u32(&mut then, sv, t.scalar().expect("int"));
         self.record_fault(&mut then, 0x8000_0000 | fault, su);
         self.early_return(&mut then);
         b.push(S::If { condition: bad, accept: then, reject: NBlock::new() }, SP);
         // Trip count in u32: (end - begin) fits when end >= begin.
-        let bu = self.to_u32_bits(b, bv, t.scalar().expect("int"));
-        let eu = self.to_u32_bits(b, ev, t.scalar().expect("int"));
-        let stu = self.to_u32_bits(b, sv, t.scalar().expect("int"));
+        let bu = self.bits_as_u32(b, bv, t.scalar().expect("int"));
+        let eu = self.bits_as_u32(b, ev, t.scalar().expect("int"));
+        let stu = self.bits_as_u32(b, sv, t.scalar().expect("int"));
         let diff = self.fb.bin(b, BO::Subtract, eu, bu);
         let one = self.fb.u32c(1);
         let nonempty = self.fb.bin(b, if inclusive { BO::GreaterEqual } else { BO::Greater }, ev, bv);

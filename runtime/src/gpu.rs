@@ -51,7 +51,7 @@ impl GpuContext {
         // Vulkan / Metal / DX12 first; GL only when none of those has an adapter.
         let instance_for = |backends: wgpu::Backends| {
             let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
-            desc.backends = desc.backends & backends;
+            desc.backends &= backends;
             wgpu::Instance::new(desc)
         };
         let mut adapters = pollster::block_on(instance_for(wgpu::Backends::PRIMARY).enumerate_adapters(wgpu::Backends::PRIMARY));
@@ -164,7 +164,7 @@ const MAX_RECORDS_PER_SUBMIT: u64 = 4096;
 impl GpuEngine {
     pub fn new(program: &Program, ctx: Arc<GpuContext>, opts: &GpuOptions) -> Result<GpuEngine, RuntimeError> {
         let dev = &ctx.device;
-        let max_binding = ctx.limits.max_storage_buffer_binding_size as u64;
+        let max_binding = ctx.limits.max_storage_buffer_binding_size;
         let max_buffer = ctx.limits.max_buffer_size;
         let mut buffers: Vec<Option<wgpu::Buffer>> = (0..program.layouts.len()).map(|_| None).collect();
         for r in program.roots() {
