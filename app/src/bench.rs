@@ -53,7 +53,9 @@ pub fn bench(a: BenchArgs) -> i32 {
             }
         }
     }
-    let (fmin, fmax) = frames.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    let (fmin, fmax) = frames.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &x| {
+        (lo.min(x), hi.max(x))
+    });
     let fmed = median(&mut frames.clone());
     let kernels: Vec<(String, f64, usize)> = sim
         .kernel_times
@@ -64,7 +66,10 @@ pub fn bench(a: BenchArgs) -> i32 {
         })
         .collect();
     if a.json {
-        let per_kernel: serde_json::Map<String, serde_json::Value> = kernels.iter().map(|(k, m, n)| (k.clone(), json!({"median_ms": m, "launches": n}))).collect();
+        let per_kernel: serde_json::Map<String, serde_json::Value> = kernels
+            .iter()
+            .map(|(k, m, n)| (k.clone(), json!({"median_ms": m, "launches": n})))
+            .collect();
         let out = json!({
             "graph": a.graph.display().to_string(),
             "backend": sim.backend().name(),
@@ -79,18 +84,36 @@ pub fn bench(a: BenchArgs) -> i32 {
     } else {
         println!("graph    {}", a.graph.display());
         match sim.device_name() {
-            Some(d) => println!("backend  wgpu on {} (frames: one submit each; kernels: a separate profiled pass)", d),
-            None => println!("backend  {} ({} threads)", sim.backend().name(), rayon_threads()),
+            Some(d) => println!(
+                "backend  wgpu on {} (frames: one submit each; kernels: a separate profiled pass)",
+                d
+            ),
+            None => println!(
+                "backend  {} ({} threads)",
+                sim.backend().name(),
+                rayon_threads()
+            ),
         }
         println!("compile  {:.2} ms", compile_ms);
-        println!("frame    median {:.3} ms  min {:.3}  max {:.3}  ({} frames after 1 warm-up)", fmed, fmin, fmax, frames.len());
+        println!(
+            "frame    median {:.3} ms  min {:.3}  max {:.3}  ({} frames after 1 warm-up)",
+            fmed,
+            fmin,
+            fmax,
+            frames.len()
+        );
         for (k, m, n) in kernels {
-            println!("kernel   {:<20} median {:.3} ms per launch ({} launches)", k, m, n);
+            println!(
+                "kernel   {:<20} median {:.3} ms per launch ({} launches)",
+                k, m, n
+            );
         }
     }
     0
 }
 
 fn rayon_threads() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }

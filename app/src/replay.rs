@@ -8,7 +8,10 @@ use weft_runtime::load::{load_program, Overrides};
 use weft_runtime::{RuntimeError, SimOptions, Simulation};
 
 pub fn expect_path(graph: &Path) -> PathBuf {
-    let stem = graph.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
+    let stem = graph
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_default();
     graph.with_file_name(format!("{}.expect.json", stem))
 }
 
@@ -21,7 +24,11 @@ fn collect(paths: &[PathBuf]) -> Vec<PathBuf> {
                 .flatten()
                 .flatten()
                 .map(|e| e.path())
-                .filter(|x| x.extension().is_some_and(|e| e == "json") && !x.to_string_lossy().ends_with(".expect.json") && expect_path(x).exists())
+                .filter(|x| {
+                    x.extension().is_some_and(|e| e == "json")
+                        && !x.to_string_lossy().ends_with(".expect.json")
+                        && expect_path(x).exists()
+                })
                 .collect();
             v.sort();
             out.extend(v);
@@ -53,43 +60,82 @@ pub fn replay(a: ReplayArgs) -> i32 {
         let ep = expect_path(g);
         let existing: Option<Expectation> = match std::fs::read_to_string(&ep) {
             Err(_) => None,
-            Ok(t) => match serde_json::from_str::<Expectation>(&t) {
-                Ok(e) if e.format == "weft-expect" && e.version == 1 => Some(e),
-                Ok(e) => {
-                    eprintln!("FAIL {}: {} is format '{}' version {}; expected 'weft-expect' version 1", g.display(), ep.display(), e.format, e.version);
-                    failed += 1;
-                    continue;
+            Ok(t) => {
+                match serde_json::from_str::<Expectation>(&t) {
+                    Ok(e) if e.format == "weft-expect" && e.version == 1 => Some(e),
+                    Ok(e) => {
+                        eprintln!("FAIL {}: {} is format '{}' version {}; expected 'weft-expect' version 1", g.display(), ep.display(), e.format, e.version);
+                        failed += 1;
+                        continue;
+                    }
+                    Err(e) if !a.update => {
+                        eprintln!(
+                            "FAIL {}: {} is not a valid expectation file: {}",
+                            g.display(),
+                            ep.display(),
+                            e
+                        );
+                        failed += 1;
+                        continue;
+                    }
+                    Err(_) => None,
                 }
-                Err(e) if !a.update => {
-                    eprintln!("FAIL {}: {} is not a valid expectation file: {}", g.display(), ep.display(), e);
-                    failed += 1;
-                    continue;
-                }
-                Err(_) => None,
-            },
+            }
         };
         if existing.is_none() && !a.update {
-            eprintln!("FAIL {}: cannot read expectations {} (record them with --update)", g.display(), ep.display());
+            eprintln!(
+                "FAIL {}: cannot read expectations {} (record them with --update)",
+                g.display(),
+                ep.display()
+            );
             failed += 1;
             continue;
         }
-        let recorded_backends: Vec<String> = existing.as_ref().map(|e| e.backends.keys().cloned().collect()).unwrap_or_default();
+        let recorded_backends: Vec<String> = existing
+            .as_ref()
+            .map(|e| e.backends.keys().cloned().collect())
+            .unwrap_or_default();
         let backends: Vec<String> = match named {
             Some(b) => vec![b.to_string()],
             None if recorded_backends.is_empty() => vec!["cpu".to_string()],
             None => recorded_backends,
         };
         let recorded = existing.as_ref().map(|e| e.frames);
-        let frames = if a.update { a.frames.or(recorded).unwrap_or(3) } else { recorded.unwrap_or(3) };
-        let mut exp = existing.unwrap_or(Expectation { format: "weft-expect".into(), version: 1, frames, tolerance: Tolerance::default(), field_tolerance: BTreeMap::new(), backends: BTreeMap::new() });
+        let frames = if a.update {
+            a.frames.or(recorded).unwrap_or(3)
+        } else {
+            recorded.unwrap_or(3)
+        };
+        let mut exp = existing.unwrap_or(Expectation {
+            format: "weft-expect".into(),
+            version: 1,
+            frames,
+            tolerance: Tolerance::default(),
+            field_tolerance: BTreeMap::new(),
+            backends: BTreeMap::new(),
+        });
         if a.update && exp.frames != frames {
             // Other backends' entries were recorded for a different frame count.
             exp.backends.clear();
             exp.frames = frames;
         }
         for backend in backends {
+            let b = if backend == "wgpu" {
+                weft_runtime::Backend::Wgpu
+            } else {
+                weft_runtime::Backend::Cpu
+            };
+            // A recorded wgpu entry on a machine without any adapter is skipped,
+            // unless it was asked for by name or this is CI.
+            if b == weft_runtime::Backend::Wgpu
+                && named.is_none()
+                && std::env::var("CI").as_deref() != Ok("true")
+                && !wgpu_available()
+            {
+                println!("skip {} ({}): no wgpu adapter on this machine (install a GPU driver, or Mesa's lavapipe: mesa-vulkan-drivers)", g.display(), backend);
+                continue;
+            }
             runs += 1;
-            let b = if backend == "wgpu" { weft_runtime::Backend::Wgpu } else { weft_runtime::Backend::Cpu };
             let stats = match run_graph(g, frames, a.threads, b) {
                 Ok(s) => s,
                 Err(e) => {
@@ -99,11 +145,18 @@ pub fn replay(a: ReplayArgs) -> i32 {
                 }
             };
             if a.update {
-                exp.backends.insert(backend.clone(), BackendExpect { fields: stats });
+                exp.backends
+                    .insert(backend.clone(), BackendExpect { fields: stats });
                 continue;
             }
             let Some(be) = exp.backends.get(&backend) else {
-                eprintln!("FAIL {}: {} has no '{}' entry (record it with --update --backend {})", g.display(), ep.display(), backend, backend);
+                eprintln!(
+                    "FAIL {}: {} has no '{}' entry (record it with --update --backend {})",
+                    g.display(),
+                    ep.display(),
+                    backend,
+                    backend
+                );
                 failed += 1;
                 continue;
             };
@@ -126,7 +179,16 @@ pub fn replay(a: ReplayArgs) -> i32 {
                 continue;
             }
             let names: Vec<&String> = exp.backends.keys().collect();
-            println!("recorded {} ({} frames; {})", ep.display(), frames, names.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "));
+            println!(
+                "recorded {} ({} frames; {})",
+                ep.display(),
+                frames,
+                names
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
         }
     }
     if failed > 0 {
@@ -137,9 +199,28 @@ pub fn replay(a: ReplayArgs) -> i32 {
     }
 }
 
-fn run_graph(g: &Path, frames: u32, threads: usize, backend: weft_runtime::Backend) -> Result<BTreeMap<String, weft_runtime::expect::FieldStats>, RuntimeError> {
+fn wgpu_available() -> bool {
+    static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AVAILABLE.get_or_init(|| {
+        weft_runtime::gpu::GpuContext::new(weft_runtime::gpu::AdapterChoice::Any).is_ok()
+    })
+}
+
+fn run_graph(
+    g: &Path,
+    frames: u32,
+    threads: usize,
+    backend: weft_runtime::Backend,
+) -> Result<BTreeMap<String, weft_runtime::expect::FieldStats>, RuntimeError> {
     let (_, program) = load_program(g, &Overrides::default())?;
-    let mut sim = Simulation::new(program, &SimOptions { threads: Some(threads), backend, ..Default::default() })?;
+    let mut sim = Simulation::new(
+        program,
+        &SimOptions {
+            threads: Some(threads),
+            backend,
+            ..Default::default()
+        },
+    )?;
     sim.start()?;
     for _ in 0..frames {
         sim.step_frame()?;

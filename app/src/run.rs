@@ -13,17 +13,42 @@ use weft_runtime::memory::field_to_npy;
 use weft_runtime::{RuntimeError, SimOptions, Simulation};
 
 pub fn overrides(o: &GraphOverrides) -> Overrides {
-    Overrides { sets: o.sets.clone(), inits: o.inits.clone() }
+    Overrides {
+        sets: o.sets.clone(),
+        inits: o.inits.clone(),
+    }
 }
 
 /// Loads and compiles a graph for the chosen backend, saying which was picked.
-pub fn open(graph: &Path, o: &GraphOverrides, backend: BackendArg, quiet: bool, profile: bool) -> Result<Simulation, RuntimeError> {
+pub fn open(
+    graph: &Path,
+    o: &GraphOverrides,
+    backend: BackendArg,
+    quiet: bool,
+    profile: bool,
+) -> Result<Simulation, RuntimeError> {
     let (_, program) = load_program(graph, &overrides(o))?;
-    let sim = Simulation::new(program, &SimOptions { seed: o.seed, threads: o.threads, backend: backend.backend(), profile, ..Default::default() })?;
+    let sim = Simulation::new(
+        program,
+        &SimOptions {
+            seed: o.seed,
+            threads: o.threads,
+            backend: backend.backend(),
+            profile,
+            ..Default::default()
+        },
+    )?;
     if !quiet {
         match sim.device_name() {
             Some(d) => eprintln!("backend: wgpu on {}", d),
-            None => eprintln!("backend: cpu (reference interpreter{})", if backend == BackendArg::Auto { "; no hardware GPU adapter found" } else { "" }),
+            None => eprintln!(
+                "backend: cpu (reference interpreter{})",
+                if backend == BackendArg::Auto {
+                    "; no hardware GPU adapter found"
+                } else {
+                    ""
+                }
+            ),
         }
     }
     Ok(sim)
@@ -40,21 +65,43 @@ fn run_inner(a: &RunArgs) -> Result<(), RuntimeError> {
     let mut sim = open(&a.graph, &a.overrides, a.backend, false, false)?;
     for d in &a.dumps {
         if sim.field(d).is_none() {
-            let names: Vec<String> = sim.program.fields.iter().map(|(_, f)| f.name.clone()).collect();
-            return Err(RuntimeError::Graph(weft_ir::graph::GraphError::Document { message: format!("--dump {}: no field node '{}' (fields: {})", d, d, names.join(", ")) }.into()));
+            let names: Vec<String> = sim
+                .program
+                .fields
+                .iter()
+                .map(|(_, f)| f.name.clone())
+                .collect();
+            return Err(RuntimeError::Graph(
+                weft_ir::graph::GraphError::Document {
+                    message: format!(
+                        "--dump {}: no field node '{}' (fields: {})",
+                        d,
+                        d,
+                        names.join(", ")
+                    ),
+                }
+                .into(),
+            ));
         }
     }
-    std::fs::create_dir_all(&a.out).map_err(|e| RuntimeError::Io(format!("cannot create {}: {}", a.out.display(), e)))?;
+    std::fs::create_dir_all(&a.out)
+        .map_err(|e| RuntimeError::Io(format!("cannot create {}: {}", a.out.display(), e)))?;
     let bar = if std::io::stderr().is_terminal() {
         let b = ProgressBar::new(a.frames as u64);
-        b.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} frames {elapsed} eta {eta}").expect("valid template"));
+        b.set_style(
+            ProgressStyle::with_template("{bar:40} {pos}/{len} frames {elapsed} eta {eta}")
+                .expect("valid template"),
+        );
         Some(b)
     } else {
         None
     };
     // On wgpu the views are drawn by the GPU straight from the field buffers.
     let gpu_views = match sim.gpu_engine() {
-        Some(engine) if !a.no_frames => Some(weft_runtime::gpu_render::GpuViewRenderer::new(engine, &sim.program)?),
+        Some(engine) if !a.no_frames => Some(weft_runtime::gpu_render::GpuViewRenderer::new(
+            engine,
+            &sim.program,
+        )?),
         _ => None,
     };
     sim.start()?;
@@ -79,13 +126,19 @@ fn run_inner(a: &RunArgs) -> Result<(), RuntimeError> {
     }
     let mut names: Vec<String> = a.dumps.clone();
     if a.dump_all {
-        names = sim.program.fields.iter().map(|(_, f)| f.name.clone()).collect();
+        names = sim
+            .program
+            .fields
+            .iter()
+            .map(|(_, f)| f.name.clone())
+            .collect();
     }
     for n in names {
         let f = sim.field(&n).expect("checked above");
         let arr = field_to_npy(&sim.program, f, sim.read_field(f)?);
         let path = a.out.join(format!("{}.npy", n));
-        weft_ir::graph::npy::write_npy(&path, &arr).map_err(|e| RuntimeError::Io(format!("cannot write {}: {}", path.display(), e)))?;
+        weft_ir::graph::npy::write_npy(&path, &arr)
+            .map_err(|e| RuntimeError::Io(format!("cannot write {}: {}", path.display(), e)))?;
     }
     Ok(())
 }
@@ -93,7 +146,8 @@ fn run_inner(a: &RunArgs) -> Result<(), RuntimeError> {
 pub fn check(a: CheckArgs) -> i32 {
     let mut worst = 0;
     for g in &a.graphs {
-        let r = load_program(g, &Overrides::default()).and_then(|(_, p)| Simulation::new(p, &SimOptions::default()).map(|_| ()));
+        let r = load_program(g, &Overrides::default())
+            .and_then(|(_, p)| Simulation::new(p, &SimOptions::default()).map(|_| ()));
         match r {
             Ok(()) => println!("{}: ok", g.display()),
             Err(e) => {
@@ -109,17 +163,32 @@ pub fn check(a: CheckArgs) -> i32 {
 
 pub fn ir(a: IrArgs) -> i32 {
     if !STAGES.contains(&a.stage.as_str()) {
-        eprintln!("error: unknown stage '{}'; stages: {}", a.stage, STAGES.join(", "));
+        eprintln!(
+            "error: unknown stage '{}'; stages: {}",
+            a.stage,
+            STAGES.join(", ")
+        );
         return 2;
     }
     let r = load_program(&a.graph, &Overrides::default()).and_then(|(_, mut p)| {
         if let Some(k) = &a.kernel {
             if p.kernel_by_name(k).is_none() {
-                return Err(RuntimeError::Graph(weft_ir::graph::GraphError::Document { message: format!("--kernel {}: no kernel node '{}'", k, k) }.into()));
+                return Err(RuntimeError::Graph(
+                    weft_ir::graph::GraphError::Document {
+                        message: format!("--kernel {}: no kernel node '{}'", k, k),
+                    }
+                    .into(),
+                ));
             }
         }
-        let opts = PassOptions { validate: true, ..Default::default() };
-        run_pipeline(&mut p, &opts, Some(&a.stage)).map_err(|e| RuntimeError::Compile { node: e.kernel.clone(), message: e.to_string() })?;
+        let opts = PassOptions {
+            validate: true,
+            ..Default::default()
+        };
+        run_pipeline(&mut p, &opts, Some(&a.stage)).map_err(|e| RuntimeError::Compile {
+            node: e.kernel.clone(),
+            message: e.to_string(),
+        })?;
         Ok(p)
     });
     match r {
@@ -135,10 +204,18 @@ pub fn emit(a: crate::cli::EmitArgs) -> i32 {
     let r = load_program(&a.graph, &Overrides::default()).and_then(|(_, mut p)| {
         if let Some(k) = &a.kernel {
             if p.kernel_by_name(k).is_none() {
-                return Err(RuntimeError::Graph(weft_ir::graph::GraphError::Document { message: format!("--kernel {}: no kernel node '{}'", k, k) }.into()));
+                return Err(RuntimeError::Graph(
+                    weft_ir::graph::GraphError::Document {
+                        message: format!("--kernel {}: no kernel node '{}'", k, k),
+                    }
+                    .into(),
+                ));
             }
         }
-        run_pipeline(&mut p, &PassOptions::default(), None).map_err(|e| RuntimeError::Compile { node: e.kernel.clone(), message: e.to_string() })?;
+        run_pipeline(&mut p, &PassOptions::default(), None).map_err(|e| RuntimeError::Compile {
+            node: e.kernel.clone(),
+            message: e.to_string(),
+        })?;
         Ok(p)
     });
     let p = match r {
@@ -151,23 +228,42 @@ pub fn emit(a: crate::cli::EmitArgs) -> i32 {
         }
         let gk = match weft_codegen::gpu::compile_kernel(&p, k, &Default::default()) {
             Ok(g) => g,
-            Err(e) => return fail(&RuntimeError::Compile { node: e.kernel.clone(), message: e.to_string() }),
+            Err(e) => {
+                return fail(&RuntimeError::Compile {
+                    node: e.kernel.clone(),
+                    message: e.to_string(),
+                })
+            }
         };
         match a.format {
             crate::cli::EmitFormat::Wgsl => match weft_codegen::gpu::to_wgsl(&gk) {
                 Ok(text) => println!("// kernel '{}'\n{}", k.name, text),
-                Err(e) => return fail(&RuntimeError::Compile { node: k.name.clone(), message: format!("node '{}': cannot write WGSL: {}", k.name, e) }),
+                Err(e) => {
+                    return fail(&RuntimeError::Compile {
+                        node: k.name.clone(),
+                        message: format!("node '{}': cannot write WGSL: {}", k.name, e),
+                    })
+                }
             },
             crate::cli::EmitFormat::Spirv => {
                 let words = match weft_codegen::gpu::to_spirv(&gk) {
                     Ok(w) => w,
-                    Err(e) => return fail(&RuntimeError::Compile { node: k.name.clone(), message: format!("node '{}': cannot write SPIR-V: {}", k.name, e) }),
+                    Err(e) => {
+                        return fail(&RuntimeError::Compile {
+                            node: k.name.clone(),
+                            message: format!("node '{}': cannot write SPIR-V: {}", k.name, e),
+                        })
+                    }
                 };
                 let _ = std::fs::create_dir_all(&a.out);
                 let path = a.out.join(format!("{}.spv", k.name));
                 let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
                 if let Err(e) = std::fs::write(&path, bytes) {
-                    return fail(&RuntimeError::Io(format!("cannot write {}: {}", path.display(), e)));
+                    return fail(&RuntimeError::Io(format!(
+                        "cannot write {}: {}",
+                        path.display(),
+                        e
+                    )));
                 }
                 println!("wrote {}", path.display());
             }
@@ -180,7 +276,13 @@ pub fn nodes() -> i32 {
     for k in catalog::kinds() {
         println!("{} ({}) — {}", k.name, k.family.name(), k.doc);
         for p in k.inputs {
-            println!("  in  {}: {}{} — {}", p.name, p.ty.name(), if p.optional { " (optional)" } else { "" }, p.doc);
+            println!(
+                "  in  {}: {}{} — {}",
+                p.name,
+                p.ty.name(),
+                if p.optional { " (optional)" } else { "" },
+                p.doc
+            );
         }
         if k.dynamic_field_inputs {
             println!("  in  <name>: field — one per field the code indexes");
@@ -195,7 +297,12 @@ pub fn nodes() -> i32 {
             println!("  exec out {}", e);
         }
         for p in k.params {
-            println!("  param {} = {} — {}", p.name, p.default.unwrap_or("(required)"), p.doc);
+            println!(
+                "  param {} = {} — {}",
+                p.name,
+                p.default.unwrap_or("(required)"),
+                p.doc
+            );
         }
     }
     0

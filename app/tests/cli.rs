@@ -4,11 +4,18 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn weft(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weft")).args(args).current_dir(root()).output().expect("weft runs")
+    Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("weft runs")
 }
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -19,12 +26,25 @@ fn tmp(name: &str) -> PathBuf {
 }
 
 fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 #[test]
 fn every_command_has_help() {
-    for cmd in [vec!["--help"], vec!["run", "--help"], vec!["check", "--help"], vec!["ir", "--help"], vec!["bench", "--help"], vec!["replay", "--help"], vec!["nodes", "--help"], vec!["schema", "--help"]] {
+    for cmd in [
+        vec!["--help"],
+        vec!["run", "--help"],
+        vec!["check", "--help"],
+        vec!["ir", "--help"],
+        vec!["bench", "--help"],
+        vec!["replay", "--help"],
+        vec!["nodes", "--help"],
+        vec!["schema", "--help"],
+    ] {
         let o = weft(&cmd);
         assert!(o.status.success(), "{:?}", cmd);
         assert!(text(&o).contains("Usage"), "{:?}", cmd);
@@ -34,7 +54,18 @@ fn every_command_has_help() {
 #[test]
 fn run_writes_frames_and_dumps() {
     let out = tmp("run");
-    let o = weft(&["run", "graphs/julia.json", "--frames", "2", "--out", out.to_str().unwrap(), "--dump", "pixels", "--set", "paint.speed=0.5"]);
+    let o = weft(&[
+        "run",
+        "graphs/julia.json",
+        "--frames",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+        "--dump",
+        "pixels",
+        "--set",
+        "paint.speed=0.5",
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(out.join("view_0001.png").exists() && out.join("view_0002.png").exists());
     let a = weft_ir::graph::npy::read_npy(&out.join("pixels.npy")).unwrap();
@@ -42,7 +73,20 @@ fn run_writes_frames_and_dumps() {
     // --init replaces a field's initial data; --dump-all writes every field.
     let init = out.join("x.npy");
     std::fs::copy(root().join("graphs/mpm88_x0.npy"), &init).unwrap();
-    let o = weft(&["run", "graphs/mpm88.json", "--frames", "1", "--no-frames", "--set", "substeps.count=1", "--init", &format!("x={}", init.display()), "--out", out.to_str().unwrap(), "--dump-all"]);
+    let o = weft(&[
+        "run",
+        "graphs/mpm88.json",
+        "--frames",
+        "1",
+        "--no-frames",
+        "--set",
+        "substeps.count=1",
+        "--init",
+        &format!("x={}", init.display()),
+        "--out",
+        out.to_str().unwrap(),
+        "--dump-all",
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     for f in ["x", "v", "C", "J", "grid_v", "grid_m"] {
         assert!(out.join(format!("{}.npy", f)).exists(), "{} dumped", f);
@@ -63,8 +107,17 @@ fn invalid_graphs_exit_2_naming_the_node() {
     let o = weft(&["run", bad.to_str().unwrap(), "--out", dir.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     let t = text(&o);
-    assert!(t.contains("node 'k', code 2:12") && t.contains("`1.0` is f32 but `x[i]` expects vec2<f32>"), "{}", t);
-    std::fs::write(&bad, "{\"format\": \"weft-graph\",\n \"version\": 1,\n \"nodes\": [}").unwrap();
+    assert!(
+        t.contains("node 'k', code 2:12")
+            && t.contains("`1.0` is f32 but `x[i]` expects vec2<f32>"),
+        "{}",
+        t
+    );
+    std::fs::write(
+        &bad,
+        "{\"format\": \"weft-graph\",\n \"version\": 1,\n \"nodes\": [}",
+    )
+    .unwrap();
     let o = weft(&["check", bad.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("line 3:"), "{}", text(&o));
@@ -77,13 +130,21 @@ fn invalid_graphs_exit_2_naming_the_node() {
 fn check_prints_every_error() {
     let dir = tmp("check");
     let bad = dir.join("two.json");
-    std::fs::write(&bad, r#"{"format": "weft-graph", "version": 1, "nodes": [
+    std::fs::write(
+        &bad,
+        r#"{"format": "weft-graph", "version": 1, "nodes": [
         {"id": "a", "kind": "dense", "params": {"shape": [0]}},
-        {"id": "b", "kind": "wibble"}]}"#).unwrap();
+        {"id": "b", "kind": "wibble"}]}"#,
+    )
+    .unwrap();
     let o = weft(&["check", bad.to_str().unwrap(), "graphs/heat.json"]);
     assert_eq!(o.status.code(), Some(2));
     let t = text(&o);
-    assert!(t.contains("node 'a', param 'shape'") && t.contains("node 'b': unknown node kind 'wibble'"), "{}", t);
+    assert!(
+        t.contains("node 'a', param 'shape'") && t.contains("node 'b': unknown node kind 'wibble'"),
+        "{}",
+        t
+    );
     assert!(t.contains("graphs/heat.json: ok"), "{}", t);
 }
 
@@ -101,19 +162,49 @@ fn runtime_faults_exit_1_naming_the_kernel() {
     let o = weft(&["run", g.to_str().unwrap(), "--out", dir.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     let t = text(&o);
-    assert!(t.contains("node 'k', code 1:21: index 4 is out of bounds for axis 0 of field 'x' (extent 4)"), "{}", t);
+    assert!(
+        t.contains(
+            "node 'k', code 1:21: index 4 is out of bounds for axis 0 of field 'x' (extent 4)"
+        ),
+        "{}",
+        t
+    );
 }
 
 #[test]
 fn ir_prints_each_stage() {
-    for stage in ["front", "inline", "const_fold", "simplify", "lower_access", "final"] {
-        let o = weft(&["ir", "graphs/heat.json", "--kernel", "diffuse", "--stage", stage]);
+    for stage in [
+        "front",
+        "inline",
+        "const_fold",
+        "simplify",
+        "lower_access",
+        "final",
+    ] {
+        let o = weft(&[
+            "ir",
+            "graphs/heat.json",
+            "--kernel",
+            "diffuse",
+            "--stage",
+            stage,
+        ]);
         assert!(o.status.success(), "{}", text(&o));
         let t = text(&o);
         assert!(t.contains("kernel 'diffuse'"));
-        assert_eq!(t.contains("buf_load"), matches!(stage, "lower_access" | "final"), "stage {}", stage);
+        assert_eq!(
+            t.contains("buf_load"),
+            matches!(stage, "lower_access" | "final"),
+            "stage {}",
+            stage
+        );
     }
-    assert_eq!(weft(&["ir", "graphs/heat.json", "--stage", "bogus"]).status.code(), Some(2));
+    assert_eq!(
+        weft(&["ir", "graphs/heat.json", "--stage", "bogus"])
+            .status
+            .code(),
+        Some(2)
+    );
 }
 
 #[test]
@@ -139,7 +230,8 @@ fn replay_passes_then_reports_a_mismatch() {
     let o = weft(&["replay", dir.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));
     let p = dir.join("heat.expect.json");
-    let mut e: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    let mut e: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
     let s = e["backends"]["cpu"]["fields"]["T"]["sum"].as_f64().unwrap();
     e["backends"]["cpu"]["fields"]["T"]["sum"] = serde_json::json!(s * 1.5 + 1.0);
     std::fs::write(&p, serde_json::to_string(&e).unwrap()).unwrap();
@@ -147,7 +239,9 @@ fn replay_passes_then_reports_a_mismatch() {
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o).contains("field 'T': sum expected"), "{}", text(&o));
     // --update re-records and the replay passes again.
-    assert!(weft(&["replay", "--update", dir.to_str().unwrap()]).status.success());
+    assert!(weft(&["replay", "--update", dir.to_str().unwrap()])
+        .status
+        .success());
     assert!(weft(&["replay", dir.to_str().unwrap()]).status.success());
 }
 
@@ -155,15 +249,33 @@ fn replay_passes_then_reports_a_mismatch() {
 fn schema_command_matches_the_committed_schema() {
     let o = weft(&["schema"]);
     let committed = std::fs::read_to_string(root().join("docs/graph.schema.json")).unwrap();
-    assert_eq!(String::from_utf8_lossy(&o.stdout), committed, "docs/graph.schema.json is stale: run `weft schema > docs/graph.schema.json`");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        committed,
+        "docs/graph.schema.json is stale: run `weft schema > docs/graph.schema.json`"
+    );
 }
 
 fn gpu_available() -> bool {
-    let o = weft(&["run", "graphs/heat.json", "--backend", "wgpu", "--frames", "0", "--no-frames", "--out", std::env::temp_dir().to_str().unwrap()]);
+    let o = weft(&[
+        "run",
+        "graphs/heat.json",
+        "--backend",
+        "wgpu",
+        "--frames",
+        "0",
+        "--no-frames",
+        "--out",
+        std::env::temp_dir().to_str().unwrap(),
+    ]);
     if o.status.success() {
         return true;
     }
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but wgpu cannot run: {}", text(&o));
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "CI=true but wgpu cannot run: {}",
+        text(&o)
+    );
     eprintln!("skipping: no wgpu adapter ({})", text(&o));
     false
 }
@@ -174,19 +286,48 @@ fn wgpu_backend_runs_renders_and_emits() {
         return;
     }
     let out = tmp("wgpu");
-    let o = weft(&["run", "graphs/life.json", "--backend", "wgpu", "--frames", "2", "--out", out.to_str().unwrap(), "--dump", "alive"]);
+    let o = weft(&[
+        "run",
+        "graphs/life.json",
+        "--backend",
+        "wgpu",
+        "--frames",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+        "--dump",
+        "alive",
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("backend: wgpu on"), "{}", text(&o));
     assert!(out.join("view_0002.png").exists() && out.join("alive.npy").exists());
     let o = weft(&["emit", "wgsl", "graphs/heat.json", "--kernel", "diffuse"]);
     assert!(o.status.success(), "{}", text(&o));
     let t = String::from_utf8_lossy(&o.stdout);
-    assert!(t.contains("@compute") && t.contains("fn kernel_body"), "{}", t);
-    let o = weft(&["emit", "spirv", "graphs/heat.json", "--out", out.to_str().unwrap()]);
+    assert!(
+        t.contains("@compute") && t.contains("fn kernel_body"),
+        "{}",
+        t
+    );
+    let o = weft(&[
+        "emit",
+        "spirv",
+        "graphs/heat.json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     let spv = std::fs::read(out.join("diffuse.spv")).unwrap();
     assert_eq!(&spv[..4], &0x0723_0203u32.to_le_bytes(), "SPIR-V magic");
-    let o = weft(&["bench", "graphs/heat.json", "--backend", "wgpu", "--frames", "2", "--json"]);
+    let o = weft(&[
+        "bench",
+        "graphs/heat.json",
+        "--backend",
+        "wgpu",
+        "--frames",
+        "2",
+        "--json",
+    ]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("bench json");
     assert_eq!(v["backend"], "wgpu");
     assert!(v["kernels"]["diffuse"]["median_ms"].as_f64().unwrap() > 0.0);
@@ -200,16 +341,34 @@ fn oversized_fields_for_the_device_are_a_clear_error() {
     // 2^27 words = 512 MiB: inside Weft's cap, beyond most adapters' storage-buffer binding limit.
     let dir = tmp("big");
     let g = dir.join("big.json");
-    std::fs::write(&g, r#"{"format": "weft-graph", "version": 1, "nodes": [
+    std::fs::write(
+        &g,
+        r#"{"format": "weft-graph", "version": 1, "nodes": [
         {"id": "huge", "kind": "dense", "params": {"shape": [134217728]}},
         {"id": "x", "kind": "field"}],
-      "wires": [{"from": "huge.cells", "to": "x.layout"}]}"#).unwrap();
-    let o = weft(&["run", g.to_str().unwrap(), "--backend", "wgpu", "--frames", "0", "--no-frames", "--out", dir.to_str().unwrap()]);
+      "wires": [{"from": "huge.cells", "to": "x.layout"}]}"#,
+    )
+    .unwrap();
+    let o = weft(&[
+        "run",
+        g.to_str().unwrap(),
+        "--backend",
+        "wgpu",
+        "--frames",
+        "0",
+        "--no-frames",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
     let t = text(&o);
     if o.status.success() {
         eprintln!("this adapter binds 512 MiB storage buffers; nothing to check");
         return;
     }
     assert_eq!(o.status.code(), Some(1), "{}", t);
-    assert!(t.contains("layout node 'huge' needs 512 MiB") && t.contains("allows at most"), "{}", t);
+    assert!(
+        t.contains("layout node 'huge' needs 512 MiB") && t.contains("allows at most"),
+        "{}",
+        t
+    );
 }

@@ -7,54 +7,195 @@
 //! alias their loop's counter slot (a counter value cannot escape its body).
 
 use crate::CodegenError;
+use std::collections::HashMap;
 use weft_ir::ir::*;
 use weft_ir::types::{Scalar, Type};
-use std::collections::HashMap;
 
 pub type Slot = u32;
 
 #[derive(Clone, Debug)]
 pub enum Op {
-    Const { dst: Slot, bits: u32 },
-    Copy { dst: Slot, src: Slot, n: u32 },
-    Unary { op: UnaryOp, s: Scalar, dst: Slot, a: Slot, n: u32 },
-    Binary { op: BinaryOp, s: Scalar, dst: Slot, a: Slot, b: Slot, n: u32 },
+    Const {
+        dst: Slot,
+        bits: u32,
+    },
+    Copy {
+        dst: Slot,
+        src: Slot,
+        n: u32,
+    },
+    Unary {
+        op: UnaryOp,
+        s: Scalar,
+        dst: Slot,
+        a: Slot,
+        n: u32,
+    },
+    Binary {
+        op: BinaryOp,
+        s: Scalar,
+        dst: Slot,
+        a: Slot,
+        b: Slot,
+        n: u32,
+    },
     /// Fast paths for the most common scalar arithmetic.
-    AddF { dst: Slot, a: Slot, b: Slot },
-    SubF { dst: Slot, a: Slot, b: Slot },
-    MulF { dst: Slot, a: Slot, b: Slot },
-    AddU { dst: Slot, a: Slot, b: Slot },
-    MulU { dst: Slot, a: Slot, b: Slot },
+    AddF {
+        dst: Slot,
+        a: Slot,
+        b: Slot,
+    },
+    SubF {
+        dst: Slot,
+        a: Slot,
+        b: Slot,
+    },
+    MulF {
+        dst: Slot,
+        a: Slot,
+        b: Slot,
+    },
+    AddU {
+        dst: Slot,
+        a: Slot,
+        b: Slot,
+    },
+    MulU {
+        dst: Slot,
+        a: Slot,
+        b: Slot,
+    },
     /// `cond_n` is 1 (scalar condition) or `n` (component-wise).
-    Select { dst: Slot, cond: Slot, cond_n: u32, a: Slot, b: Slot, n: u32 },
-    Cast { from: Scalar, to: Scalar, dst: Slot, a: Slot, n: u32 },
+    Select {
+        dst: Slot,
+        cond: Slot,
+        cond_n: u32,
+        a: Slot,
+        b: Slot,
+        n: u32,
+    },
+    Cast {
+        from: Scalar,
+        to: Scalar,
+        dst: Slot,
+        a: Slot,
+        n: u32,
+    },
     /// Copies element `index` (clamped to `len - 1`) of `elem` words each.
-    ExtractDyn { dst: Slot, src: Slot, index: Slot, elem: u32, len: u32 },
-    InsertDyn { dst: Slot, index: Slot, value: Slot, elem: u32, len: u32 },
+    ExtractDyn {
+        dst: Slot,
+        src: Slot,
+        index: Slot,
+        elem: u32,
+        len: u32,
+    },
+    InsertDyn {
+        dst: Slot,
+        index: Slot,
+        value: Slot,
+        elem: u32,
+        len: u32,
+    },
     /// Component-wise built-in over `n` components.
-    BuiltinWise { b: Builtin, s: Scalar, dst: Slot, args: [Slot; 3], nargs: u32, n: u32 },
+    BuiltinWise {
+        b: Builtin,
+        s: Scalar,
+        dst: Slot,
+        args: [Slot; 3],
+        nargs: u32,
+        n: u32,
+    },
     /// Built-ins that are not component-wise; `ty` is the first argument's type.
-    BuiltinSpecial { b: Builtin, ty: Type, dst: Slot, args: [Slot; 2] },
-    MatMul { dst: Slot, a: Slot, b: Slot, a_ty: Type, b_ty: Type },
-    Param { dst: Slot, index: u32 },
-    Frame { dst: Slot },
-    Random { dst: Slot },
-    BufLoad { dst: Slot, root: u32, addr: Slot },
-    BufStore { root: u32, addr: Slot, src: Slot },
-    BufAtomic { op: AtomicOp, s: Scalar, dst: Slot, root: u32, addr: Slot, value: Slot, cmp: Slot },
-    BoundsCheck { index: Slot, extent: u32, field: u32, axis: u32, span: Span },
-    Jump { target: u32 },
-    JumpIfFalse { cond: Slot, target: u32 },
+    BuiltinSpecial {
+        b: Builtin,
+        ty: Type,
+        dst: Slot,
+        args: [Slot; 2],
+    },
+    MatMul {
+        dst: Slot,
+        a: Slot,
+        b: Slot,
+        a_ty: Type,
+        b_ty: Type,
+    },
+    Param {
+        dst: Slot,
+        index: u32,
+    },
+    Frame {
+        dst: Slot,
+    },
+    Random {
+        dst: Slot,
+    },
+    BufLoad {
+        dst: Slot,
+        root: u32,
+        addr: Slot,
+    },
+    BufStore {
+        root: u32,
+        addr: Slot,
+        src: Slot,
+    },
+    BufAtomic {
+        op: AtomicOp,
+        s: Scalar,
+        dst: Slot,
+        root: u32,
+        addr: Slot,
+        value: Slot,
+        cmp: Slot,
+    },
+    BoundsCheck {
+        index: Slot,
+        extent: u32,
+        field: u32,
+        axis: u32,
+        span: Span,
+    },
+    Jump {
+        target: u32,
+    },
+    JumpIfFalse {
+        cond: Slot,
+        target: u32,
+    },
     /// Starts a range loop: `counter = begin` and the trip count (a u64 in
     /// `remaining`, `remaining + 1`) computed without overflow; a step that
     /// is not positive is a fault at `span`.
-    ForInit { signed: bool, inclusive: bool, counter: Slot, begin: Slot, end: Slot, step: Slot, remaining: Slot, span: Span },
+    ForInit {
+        signed: bool,
+        inclusive: bool,
+        counter: Slot,
+        begin: Slot,
+        end: Slot,
+        step: Slot,
+        remaining: Slot,
+        span: Span,
+    },
     /// Jumps to `target` when no iterations remain.
-    ForTest { remaining: Slot, target: u32 },
+    ForTest {
+        remaining: Slot,
+        target: u32,
+    },
     /// `counter += step; remaining -= 1`.
-    ForStep { counter: Slot, step: Slot, remaining: Slot },
-    Call { func: u32, args: Vec<(Slot, u32)>, dst: Slot, ret_n: u32 },
-    Return { src: Slot, n: u32 },
+    ForStep {
+        counter: Slot,
+        step: Slot,
+        remaining: Slot,
+    },
+    Call {
+        func: u32,
+        args: Vec<(Slot, u32)>,
+        dst: Slot,
+        ret_n: u32,
+    },
+    Return {
+        src: Slot,
+        n: u32,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -84,7 +225,12 @@ pub fn compile_kernel(program: &Program, kernel: &Kernel) -> Result<CpuKernel, C
         .map(|(_, f)| compile_function(program, kernel, f, &mut roots))
         .collect::<Result<Vec<_>, _>>()?;
     let entry = compile_function(program, kernel, &kernel.entry, &mut roots)?;
-    Ok(CpuKernel { name: kernel.name.clone(), entry, functions, roots })
+    Ok(CpuKernel {
+        name: kernel.name.clone(),
+        entry,
+        functions,
+        roots,
+    })
 }
 
 struct Ctx<'a> {
@@ -100,9 +246,24 @@ struct Ctx<'a> {
     arg_slots: Vec<(Slot, u32)>,
 }
 
-fn compile_function(program: &Program, kernel: &Kernel, f: &Function, roots: &mut Vec<LayoutId>) -> Result<CpuFunction, CodegenError> {
+fn compile_function(
+    program: &Program,
+    kernel: &Kernel,
+    f: &Function,
+    roots: &mut Vec<LayoutId>,
+) -> Result<CpuFunction, CodegenError> {
     let _ = program;
-    let mut c = Ctx { kernel, f, slots: HashMap::new(), locals: vec![], regs: 0, ops: vec![], loops: vec![], roots, arg_slots: vec![] };
+    let mut c = Ctx {
+        kernel,
+        f,
+        slots: HashMap::new(),
+        locals: vec![],
+        regs: 0,
+        ops: vec![],
+        loops: vec![],
+        roots,
+        arg_slots: vec![],
+    };
     for t in &f.args {
         let s = c.alloc(t.components() as u32);
         c.arg_slots.push((s, t.components() as u32));
@@ -114,7 +275,12 @@ fn compile_function(program: &Program, kernel: &Kernel, f: &Function, roots: &mu
     c.block(&f.body)?;
     // Falling off the end returns nothing.
     c.ops.push(Op::Return { src: 0, n: 0 });
-    Ok(CpuFunction { name: f.name.clone(), ops: c.ops, regs: c.regs.max(1), arg_slots: c.arg_slots })
+    Ok(CpuFunction {
+        name: f.name.clone(),
+        ops: c.ops,
+        regs: c.regs.max(1),
+        arg_slots: c.arg_slots,
+    })
 }
 
 impl Ctx<'_> {
@@ -125,7 +291,11 @@ impl Ctx<'_> {
     }
     fn err(&self, h: InstId, m: &str) -> CodegenError {
         let span = self.f.insts[h].span;
-        CodegenError { kernel: self.kernel.name.clone(), backend: "cpu", message: format!("{} (at code {})", m, span) }
+        CodegenError {
+            kernel: self.kernel.name.clone(),
+            backend: "cpu",
+            message: format!("{} (at code {})", m, span),
+        }
     }
     fn slot(&self, h: InstId) -> Slot {
         self.slots[&h]
@@ -151,7 +321,11 @@ impl Ctx<'_> {
         let inst = &self.f.insts[h];
         let ty = inst.ty;
         let n = ty.components() as u32;
-        let dst = if ty != Type::Void && !matches!(inst.kind, InstKind::LoopCounter(_)) { self.alloc(n) } else { 0 };
+        let dst = if ty != Type::Void && !matches!(inst.kind, InstKind::LoopCounter(_)) {
+            self.alloc(n)
+        } else {
+            0
+        };
         if ty != Type::Void {
             self.slots.insert(h, dst);
         }
@@ -167,10 +341,22 @@ impl Ctx<'_> {
             InstKind::Random => self.ops.push(Op::Random { dst }),
             InstKind::Unary(op, a) => {
                 let s = ty.scalar().expect("typed");
-                self.ops.push(Op::Unary { op: *op, s, dst, a: self.slot(*a), n });
+                self.ops.push(Op::Unary {
+                    op: *op,
+                    s,
+                    dst,
+                    a: self.slot(*a),
+                    n,
+                });
             }
             InstKind::Binary(BinaryOp::MatMul, a, b) => {
-                self.ops.push(Op::MatMul { dst, a: self.slot(*a), b: self.slot(*b), a_ty: ts(self, *a), b_ty: ts(self, *b) });
+                self.ops.push(Op::MatMul {
+                    dst,
+                    a: self.slot(*a),
+                    b: self.slot(*b),
+                    a_ty: ts(self, *a),
+                    b_ty: ts(self, *b),
+                });
             }
             InstKind::Binary(op, a, b) => {
                 let at = ts(self, *a);
@@ -180,26 +366,62 @@ impl Ctx<'_> {
                     (BinaryOp::Add, Scalar::F32, 1) => Some(Op::AddF { dst, a: sa, b: sb }),
                     (BinaryOp::Sub, Scalar::F32, 1) => Some(Op::SubF { dst, a: sa, b: sb }),
                     (BinaryOp::Mul, Scalar::F32, 1) => Some(Op::MulF { dst, a: sa, b: sb }),
-                    (BinaryOp::Add, Scalar::U32 | Scalar::I32, 1) => Some(Op::AddU { dst, a: sa, b: sb }),
-                    (BinaryOp::Mul, Scalar::U32 | Scalar::I32, 1) => Some(Op::MulU { dst, a: sa, b: sb }),
+                    (BinaryOp::Add, Scalar::U32 | Scalar::I32, 1) => {
+                        Some(Op::AddU { dst, a: sa, b: sb })
+                    }
+                    (BinaryOp::Mul, Scalar::U32 | Scalar::I32, 1) => {
+                        Some(Op::MulU { dst, a: sa, b: sb })
+                    }
                     _ => None,
                 };
-                self.ops.push(fast.unwrap_or(Op::Binary { op: *op, s, dst, a: sa, b: sb, n: at.components() as u32 }));
+                self.ops.push(fast.unwrap_or(Op::Binary {
+                    op: *op,
+                    s,
+                    dst,
+                    a: sa,
+                    b: sb,
+                    n: at.components() as u32,
+                }));
             }
-            InstKind::Select { cond, accept, reject } => {
+            InstKind::Select {
+                cond,
+                accept,
+                reject,
+            } => {
                 let cond_n = ts(self, *cond).components() as u32;
-                self.ops.push(Op::Select { dst, cond: self.slot(*cond), cond_n, a: self.slot(*accept), b: self.slot(*reject), n });
+                self.ops.push(Op::Select {
+                    dst,
+                    cond: self.slot(*cond),
+                    cond_n,
+                    a: self.slot(*accept),
+                    b: self.slot(*reject),
+                    n,
+                });
             }
             InstKind::Cast(a) => {
                 let from = ts(self, *a).scalar().expect("typed");
-                self.ops.push(Op::Cast { from, to: ty.scalar().expect("typed"), dst, a: self.slot(*a), n });
+                self.ops.push(Op::Cast {
+                    from,
+                    to: ty.scalar().expect("typed"),
+                    dst,
+                    a: self.slot(*a),
+                    n,
+                });
             }
-            InstKind::Bitcast(a) => self.ops.push(Op::Copy { dst, src: self.slot(*a), n }),
+            InstKind::Bitcast(a) => self.ops.push(Op::Copy {
+                dst,
+                src: self.slot(*a),
+                n,
+            }),
             InstKind::Construct(parts) => {
                 let mut at = dst;
                 for &p in parts {
                     let pn = ts(self, p).components() as u32;
-                    self.ops.push(Op::Copy { dst: at, src: self.slot(p), n: pn });
+                    self.ops.push(Op::Copy {
+                        dst: at,
+                        src: self.slot(p),
+                        n: pn,
+                    });
                     at += pn;
                 }
             }
@@ -212,72 +434,175 @@ impl Ctx<'_> {
                     Type::Vector(_, l) | Type::Matrix(l) => l as u32,
                     _ => return Err(self.err(h, "indexing a non-composite")),
                 };
-                self.ops.push(Op::ExtractDyn { dst, src: self.slot(*a), index: self.slot(*i), elem: n, len });
+                self.ops.push(Op::ExtractDyn {
+                    dst,
+                    src: self.slot(*a),
+                    index: self.slot(*i),
+                    elem: n,
+                    len,
+                });
             }
             InstKind::Insert { base, index, value } => {
                 let vn = ts(self, *value).components() as u32;
-                self.ops.push(Op::Copy { dst, src: self.slot(*base), n });
-                self.ops.push(Op::Copy { dst: dst + index * vn, src: self.slot(*value), n: vn });
+                self.ops.push(Op::Copy {
+                    dst,
+                    src: self.slot(*base),
+                    n,
+                });
+                self.ops.push(Op::Copy {
+                    dst: dst + index * vn,
+                    src: self.slot(*value),
+                    n: vn,
+                });
             }
             InstKind::InsertDyn { base, index, value } => {
                 let vn = ts(self, *value).components() as u32;
-                self.ops.push(Op::Copy { dst, src: self.slot(*base), n });
-                self.ops.push(Op::InsertDyn { dst, index: self.slot(*index), value: self.slot(*value), elem: vn, len: n / vn });
+                self.ops.push(Op::Copy {
+                    dst,
+                    src: self.slot(*base),
+                    n,
+                });
+                self.ops.push(Op::InsertDyn {
+                    dst,
+                    index: self.slot(*index),
+                    value: self.slot(*value),
+                    elem: vn,
+                    len: n / vn,
+                });
             }
             InstKind::Swizzle(a, comps) => {
                 let src = self.slot(*a);
                 for (k, &c) in comps.iter().enumerate() {
-                    self.ops.push(Op::Copy { dst: dst + k as u32, src: src + c as u32, n: 1 });
+                    self.ops.push(Op::Copy {
+                        dst: dst + k as u32,
+                        src: src + c as u32,
+                        n: 1,
+                    });
                 }
             }
             InstKind::Builtin(b, args) => {
                 let at = ts(self, args[0]);
                 match b.shape() {
-                    builtins::Shape::FloatWise(_) | builtins::Shape::NumericWise(_) if !matches!(b, Builtin::Normalize | Builtin::Reflect) => {
+                    builtins::Shape::FloatWise(_) | builtins::Shape::NumericWise(_)
+                        if !matches!(b, Builtin::Normalize | Builtin::Reflect) =>
+                    {
                         let mut a = [0; 3];
                         for (k, &x) in args.iter().enumerate() {
                             a[k] = self.slot(x);
                         }
-                        self.ops.push(Op::BuiltinWise { b: *b, s: at.scalar().expect("typed"), dst, args: a, nargs: args.len() as u32, n });
+                        self.ops.push(Op::BuiltinWise {
+                            b: *b,
+                            s: at.scalar().expect("typed"),
+                            dst,
+                            args: a,
+                            nargs: args.len() as u32,
+                            n,
+                        });
                     }
                     _ => {
                         let a0 = self.slot(args[0]);
                         let a1 = args.get(1).map(|&x| self.slot(x)).unwrap_or(0);
-                        self.ops.push(Op::BuiltinSpecial { b: *b, ty: at, dst, args: [a0, a1] });
+                        self.ops.push(Op::BuiltinSpecial {
+                            b: *b,
+                            ty: at,
+                            dst,
+                            args: [a0, a1],
+                        });
                     }
                 }
             }
             InstKind::Call(fid, args) => {
-                let a: Vec<(Slot, u32)> = args.iter().map(|&x| (self.slot(x), ts(self, x).components() as u32)).collect();
-                self.ops.push(Op::Call { func: fid.index() as u32, args: a, dst, ret_n: n });
+                let a: Vec<(Slot, u32)> = args
+                    .iter()
+                    .map(|&x| (self.slot(x), ts(self, x).components() as u32))
+                    .collect();
+                self.ops.push(Op::Call {
+                    func: fid.index() as u32,
+                    args: a,
+                    dst,
+                    ret_n: n,
+                });
             }
-            InstKind::LocalLoad(l) => self.ops.push(Op::Copy { dst, src: self.locals[l.index()], n }),
+            InstKind::LocalLoad(l) => self.ops.push(Op::Copy {
+                dst,
+                src: self.locals[l.index()],
+                n,
+            }),
             InstKind::LocalStore(l, v) => {
                 let vn = ts(self, *v).components() as u32;
-                self.ops.push(Op::Copy { dst: self.locals[l.index()], src: self.slot(*v), n: vn });
+                self.ops.push(Op::Copy {
+                    dst: self.locals[l.index()],
+                    src: self.slot(*v),
+                    n: vn,
+                });
             }
-            InstKind::BoundsCheck { field, axis, index, extent } => {
-                self.ops.push(Op::BoundsCheck { index: self.slot(*index), extent: *extent, field: field.index() as u32, axis: *axis, span: inst.span });
+            InstKind::BoundsCheck {
+                field,
+                axis,
+                index,
+                extent,
+            } => {
+                self.ops.push(Op::BoundsCheck {
+                    index: self.slot(*index),
+                    extent: *extent,
+                    field: field.index() as u32,
+                    axis: *axis,
+                    span: inst.span,
+                });
             }
             InstKind::BufLoad { root, addr } => {
                 let r = self.root(*root);
-                self.ops.push(Op::BufLoad { dst, root: r, addr: self.slot(*addr) });
+                self.ops.push(Op::BufLoad {
+                    dst,
+                    root: r,
+                    addr: self.slot(*addr),
+                });
             }
             InstKind::BufStore { root, addr, value } => {
                 let r = self.root(*root);
-                self.ops.push(Op::BufStore { root: r, addr: self.slot(*addr), src: self.slot(*value) });
+                self.ops.push(Op::BufStore {
+                    root: r,
+                    addr: self.slot(*addr),
+                    src: self.slot(*value),
+                });
             }
-            InstKind::BufAtomic { op, root, addr, value, cmp } => {
+            InstKind::BufAtomic {
+                op,
+                root,
+                addr,
+                value,
+                cmp,
+            } => {
                 let r = self.root(*root);
                 let cmp = cmp.map(|c| self.slot(c)).unwrap_or(0);
-                self.ops.push(Op::BufAtomic { op: *op, s: ty.scalar().expect("typed"), dst, root: r, addr: self.slot(*addr), value: self.slot(*value), cmp });
+                self.ops.push(Op::BufAtomic {
+                    op: *op,
+                    s: ty.scalar().expect("typed"),
+                    dst,
+                    root: r,
+                    addr: self.slot(*addr),
+                    value: self.slot(*value),
+                    cmp,
+                });
             }
-            InstKind::FieldLoad { .. } | InstKind::FieldStore { .. } | InstKind::FieldAtomic { .. } => {
-                return Err(self.err(h, "abstract field access reached codegen; access lowering did not run"))
+            InstKind::FieldLoad { .. }
+            | InstKind::FieldStore { .. }
+            | InstKind::FieldAtomic { .. } => {
+                return Err(self.err(
+                    h,
+                    "abstract field access reached codegen; access lowering did not run",
+                ))
             }
-            InstKind::If { cond, accept, reject } => {
+            InstKind::If {
+                cond,
+                accept,
+                reject,
+            } => {
                 let jf = self.ops.len();
-                self.ops.push(Op::JumpIfFalse { cond: self.slot(*cond), target: 0 });
+                self.ops.push(Op::JumpIfFalse {
+                    cond: self.slot(*cond),
+                    target: 0,
+                });
                 self.block(accept)?;
                 if reject.is_empty() {
                     let end = self.ops.len() as u32;
@@ -292,7 +617,13 @@ impl Ctx<'_> {
                     self.patch(j, end);
                 }
             }
-            InstKind::RangeFor { begin, end, step, inclusive, body } => {
+            InstKind::RangeFor {
+                begin,
+                end,
+                step,
+                inclusive,
+                body,
+            } => {
                 let bt = ts(self, *begin);
                 let counter = self.alloc(1);
                 let remaining = self.alloc(2);
@@ -308,7 +639,10 @@ impl Ctx<'_> {
                     span: inst.span,
                 });
                 let head = self.ops.len();
-                self.ops.push(Op::ForTest { remaining, target: 0 });
+                self.ops.push(Op::ForTest {
+                    remaining,
+                    target: 0,
+                });
                 self.loops.push((vec![], vec![]));
                 self.block(body)?;
                 let (breaks, conts) = self.loops.pop().expect("loop");
@@ -316,8 +650,14 @@ impl Ctx<'_> {
                 for c in conts {
                     self.patch(c, cont);
                 }
-                self.ops.push(Op::ForStep { counter, step: self.slot(*step), remaining });
-                self.ops.push(Op::Jump { target: head as u32 });
+                self.ops.push(Op::ForStep {
+                    counter,
+                    step: self.slot(*step),
+                    remaining,
+                });
+                self.ops.push(Op::Jump {
+                    target: head as u32,
+                });
                 let exit = self.ops.len() as u32;
                 self.patch(head, exit);
                 for b in breaks {
@@ -355,7 +695,10 @@ impl Ctx<'_> {
                 }
             }
             InstKind::Return(v) => match v {
-                Some(v) => self.ops.push(Op::Return { src: self.slot(*v), n: ts(self, *v).components() as u32 }),
+                Some(v) => self.ops.push(Op::Return {
+                    src: self.slot(*v),
+                    n: ts(self, *v).components() as u32,
+                }),
                 None => self.ops.push(Op::Return { src: 0, n: 0 }),
             },
         }
@@ -364,7 +707,9 @@ impl Ctx<'_> {
 
     fn patch(&mut self, at: usize, target: u32) {
         match &mut self.ops[at] {
-            Op::Jump { target: t } | Op::JumpIfFalse { target: t, .. } | Op::ForTest { target: t, .. } => *t = target,
+            Op::Jump { target: t }
+            | Op::JumpIfFalse { target: t, .. }
+            | Op::ForTest { target: t, .. } => *t = target,
             _ => unreachable!("only jumps are patched"),
         }
     }

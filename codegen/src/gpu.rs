@@ -15,9 +15,11 @@
 
 use crate::CodegenError;
 use naga::{
-    AddressSpace, ArraySize, AtomicFunction, BinaryOperator as BO, Block as NBlock, Expression as E, Function as NFunction, FunctionArgument,
-    FunctionResult, GlobalVariable, Handle, Literal, LocalVariable, MathFunction as MF, Module, ResourceBinding, Scalar as NScalar, ScalarKind,
-    Span, Statement as S, StorageAccess, Type as NType, TypeInner, UnaryOperator, VectorSize,
+    AddressSpace, ArraySize, AtomicFunction, BinaryOperator as BO, Block as NBlock,
+    Expression as E, Function as NFunction, FunctionArgument, FunctionResult, GlobalVariable,
+    Handle, Literal, LocalVariable, MathFunction as MF, Module, ResourceBinding, Scalar as NScalar,
+    ScalarKind, Span, Statement as S, StorageAccess, Type as NType, TypeInner, UnaryOperator,
+    VectorSize,
 };
 use std::collections::HashMap;
 use weft_ir::ir::*;
@@ -62,7 +64,11 @@ pub struct GpuOptions {
 }
 
 fn cerr(kernel: &Kernel, m: impl Into<String>) -> CodegenError {
-    CodegenError { kernel: kernel.name.clone(), backend: "wgpu", message: m.into() }
+    CodegenError {
+        kernel: kernel.name.clone(),
+        backend: "wgpu",
+        message: m.into(),
+    }
 }
 
 const SP: Span = Span::UNDEFINED;
@@ -99,8 +105,15 @@ impl Types {
         }
         let inner = match t {
             Type::Scalar(s) => TypeInner::Scalar(nscalar(s)),
-            Type::Vector(s, n) => TypeInner::Vector { size: vsize(n), scalar: nscalar(s) },
-            Type::Matrix(n) => TypeInner::Matrix { columns: vsize(n), rows: vsize(n), scalar: NScalar::F32 },
+            Type::Vector(s, n) => TypeInner::Vector {
+                size: vsize(n),
+                scalar: nscalar(s),
+            },
+            Type::Matrix(n) => TypeInner::Matrix {
+                columns: vsize(n),
+                rows: vsize(n),
+                scalar: NScalar::F32,
+            },
             Type::Void => TypeInner::Scalar(NScalar::U32),
         };
         let h = m.types.insert(NType { name: None, inner }, SP);
@@ -127,24 +140,36 @@ struct Globals {
     rng: Handle<GlobalVariable>,
 }
 
-pub fn compile_kernel(program: &Program, kernel: &Kernel, opts: &GpuOptions) -> Result<GpuKernel, CodegenError> {
+pub fn compile_kernel(
+    program: &Program,
+    kernel: &Kernel,
+    opts: &GpuOptions,
+) -> Result<GpuKernel, CodegenError> {
     let mut m = Module::default();
-    let mut types = Types { cache: HashMap::new() };
+    let mut types = Types {
+        cache: HashMap::new(),
+    };
     // Which roots are used, and how: (root, any atomic, any atomic that needs u32 words).
     let mut uses: Vec<(LayoutId, bool, bool)> = Vec::new();
-    let mut note = |root: LayoutId, atomic: bool, needs_u32: bool| match uses.iter_mut().find(|r| r.0 == root) {
-        Some(r) => {
-            r.1 |= atomic;
-            r.2 |= needs_u32;
-        }
-        None => uses.push((root, atomic, needs_u32)),
-    };
+    let mut note =
+        |root: LayoutId, atomic: bool, needs_u32: bool| match uses.iter_mut().find(|r| r.0 == root)
+        {
+            Some(r) => {
+                r.1 |= atomic;
+                r.2 |= needs_u32;
+            }
+            None => uses.push((root, atomic, needs_u32)),
+        };
     for f in std::iter::once(&kernel.entry).chain(kernel.functions.iter().map(|(_, f)| f)) {
         for (_, inst) in f.insts.iter() {
             match &inst.kind {
-                InstKind::BufLoad { root, .. } | InstKind::BufStore { root, .. } => note(*root, false, false),
+                InstKind::BufLoad { root, .. } | InstKind::BufStore { root, .. } => {
+                    note(*root, false, false)
+                }
                 InstKind::BufAtomic { root, op, .. } => {
-                    let native = opts.native_float_atomics && inst.ty == Type::F32 && matches!(op, AtomicOp::Add | AtomicOp::Sub);
+                    let native = opts.native_float_atomics
+                        && inst.ty == Type::F32
+                        && matches!(op, AtomicOp::Add | AtomicOp::Sub);
                     note(*root, true, !native)
                 }
                 _ => {}
@@ -153,31 +178,92 @@ pub fn compile_kernel(program: &Program, kernel: &Kernel, opts: &GpuOptions) -> 
     }
     let roots: Vec<(LayoutId, RootKind)> = uses
         .iter()
-        .map(|&(r, atomic, needs_u32)| (r, if !atomic { RootKind::Plain } else if needs_u32 { RootKind::AtomicU32 } else { RootKind::AtomicF32 }))
+        .map(|&(r, atomic, needs_u32)| {
+            (
+                r,
+                if !atomic {
+                    RootKind::Plain
+                } else if needs_u32 {
+                    RootKind::AtomicU32
+                } else {
+                    RootKind::AtomicF32
+                },
+            )
+        })
         .collect();
     let u32_ty = types.get(&mut m, Type::U32);
-    let atomic_u32 = m.types.insert(NType { name: None, inner: TypeInner::Atomic(NScalar::U32) }, SP);
-    let arr = |m: &mut Module, base: Handle<NType>| m.types.insert(NType { name: None, inner: TypeInner::Array { base, size: ArraySize::Dynamic, stride: 4 } }, SP);
+    let atomic_u32 = m.types.insert(
+        NType {
+            name: None,
+            inner: TypeInner::Atomic(NScalar::U32),
+        },
+        SP,
+    );
+    let arr = |m: &mut Module, base: Handle<NType>| {
+        m.types.insert(
+            NType {
+                name: None,
+                inner: TypeInner::Array {
+                    base,
+                    size: ArraySize::Dynamic,
+                    stride: 4,
+                },
+            },
+            SP,
+        )
+    };
     let arr_u32 = arr(&mut m, u32_ty);
     let arr_atomic = arr(&mut m, atomic_u32);
-    let atomic_f32 = m.types.insert(NType { name: None, inner: TypeInner::Atomic(NScalar::F32) }, SP);
+    let atomic_f32 = m.types.insert(
+        NType {
+            name: None,
+            inner: TypeInner::Atomic(NScalar::F32),
+        },
+        SP,
+    );
     let arr_atomic_f32 = arr(&mut m, atomic_f32);
     let storage = |access| AddressSpace::Storage { access };
     let record = m.global_variables.append(
-        GlobalVariable { name: Some("launch".into()), space: storage(StorageAccess::LOAD), binding: Some(ResourceBinding { group: 0, binding: 0 }), ty: arr_u32, init: None, memory_decorations: Default::default() },
+        GlobalVariable {
+            name: Some("launch".into()),
+            space: storage(StorageAccess::LOAD),
+            binding: Some(ResourceBinding {
+                group: 0,
+                binding: 0,
+            }),
+            ty: arr_u32,
+            init: None,
+            memory_decorations: Default::default(),
+        },
         SP,
     );
     let errors = m.global_variables.append(
-        GlobalVariable { name: Some("errors".into()), space: storage(StorageAccess::LOAD | StorageAccess::STORE), binding: Some(ResourceBinding { group: 0, binding: 1 }), ty: arr_atomic, init: None, memory_decorations: Default::default() },
+        GlobalVariable {
+            name: Some("errors".into()),
+            space: storage(StorageAccess::LOAD | StorageAccess::STORE),
+            binding: Some(ResourceBinding {
+                group: 0,
+                binding: 1,
+            }),
+            ty: arr_atomic,
+            init: None,
+            memory_decorations: Default::default(),
+        },
         SP,
     );
     let mut groots = Vec::new();
     for (k, (root, rk)) in roots.iter().enumerate() {
         let g = m.global_variables.append(
             GlobalVariable {
-                name: Some(format!("buf_{}", program.layouts[*root].node_id.replace('-', "_"))),
+                name: Some(format!(
+                    "buf_{}",
+                    program.layouts[*root].node_id.replace('-', "_")
+                )),
                 space: storage(StorageAccess::LOAD | StorageAccess::STORE),
-                binding: Some(ResourceBinding { group: 0, binding: 2 + k as u32 }),
+                binding: Some(ResourceBinding {
+                    group: 0,
+                    binding: 2 + k as u32,
+                }),
                 ty: match rk {
                     RootKind::Plain => arr_u32,
                     RootKind::AtomicU32 => arr_atomic,
@@ -190,10 +276,35 @@ pub fn compile_kernel(program: &Program, kernel: &Kernel, opts: &GpuOptions) -> 
         );
         groots.push((*root, g, *rk));
     }
-    let rng = m.global_variables.append(GlobalVariable { name: Some("rng_state".into()), space: AddressSpace::Private, binding: None, ty: u32_ty, init: None, memory_decorations: Default::default() }, SP);
-    let globals = Globals { record, errors, roots: groots, rng };
+    let rng = m.global_variables.append(
+        GlobalVariable {
+            name: Some("rng_state".into()),
+            space: AddressSpace::Private,
+            binding: None,
+            ty: u32_ty,
+            init: None,
+            memory_decorations: Default::default(),
+        },
+        SP,
+    );
+    let globals = Globals {
+        record,
+        errors,
+        roots: groots,
+        rng,
+    };
 
-    let mut ctx = ModCtx { kernel, m, types, globals, checks: Vec::new(), step_faults: Vec::new(), funcs: Vec::new(), pcg: None, random: None };
+    let mut ctx = ModCtx {
+        kernel,
+        m,
+        types,
+        globals,
+        checks: Vec::new(),
+        step_faults: Vec::new(),
+        funcs: Vec::new(),
+        pcg: None,
+        random: None,
+    };
     ctx.build_rng_helpers();
     // Helpers in order; calls only go to already-declared functions because
     // the front end forbids recursion: declare in dependency order.
@@ -211,9 +322,26 @@ pub fn compile_kernel(program: &Program, kernel: &Kernel, opts: &GpuOptions) -> 
     ctx.m.entry_points.push(entry);
     let _ = &ctx.funcs;
     let m = ctx.m;
-    let mut v = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all());
-    v.validate(&m).map_err(|e| cerr(kernel, format!("generated shader does not validate: {}", e.emit_to_string(""))))?;
-    Ok(GpuKernel { name: kernel.name.clone(), module: m, roots, checks: ctx.checks, step_faults: ctx.step_faults })
+    let mut v = naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::all(),
+    );
+    v.validate(&m).map_err(|e| {
+        cerr(
+            kernel,
+            format!(
+                "generated shader does not validate: {}",
+                e.emit_to_string("")
+            ),
+        )
+    })?;
+    Ok(GpuKernel {
+        name: kernel.name.clone(),
+        module: m,
+        roots,
+        checks: ctx.checks,
+        step_faults: ctx.step_faults,
+    })
 }
 
 /// Helper functions ordered so that callees come before callers.
@@ -238,18 +366,26 @@ fn call_order(kernel: &Kernel) -> Vec<usize> {
 
 /// Emits WGSL text for a kernel (for `weft emit wgsl`).
 pub fn to_wgsl(k: &GpuKernel) -> Result<String, String> {
-    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
-        .validate(&k.module)
-        .map_err(|e| e.emit_to_string(""))?;
-    naga::back::wgsl::write_string(&k.module, &info, naga::back::wgsl::WriterFlags::empty()).map_err(|e| e.to_string())
+    let info = naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::all(),
+    )
+    .validate(&k.module)
+    .map_err(|e| e.emit_to_string(""))?;
+    naga::back::wgsl::write_string(&k.module, &info, naga::back::wgsl::WriterFlags::empty())
+        .map_err(|e| e.to_string())
 }
 
 /// Emits SPIR-V words for a kernel (for `weft emit spirv`).
 pub fn to_spirv(k: &GpuKernel) -> Result<Vec<u32>, String> {
-    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
-        .validate(&k.module)
-        .map_err(|e| e.emit_to_string(""))?;
-    naga::back::spv::write_vec(&k.module, &info, &naga::back::spv::Options::default(), None).map_err(|e| e.to_string())
+    let info = naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::all(),
+    )
+    .validate(&k.module)
+    .map_err(|e| e.emit_to_string(""))?;
+    naga::back::spv::write_vec(&k.module, &info, &naga::back::spv::Options::default(), None)
+        .map_err(|e| e.to_string())
 }
 
 struct ModCtx<'a> {
@@ -294,14 +430,37 @@ impl Fb<'_, '_> {
         self.pre(E::Literal(Literal::F32(v)))
     }
     fn bin(&mut self, b: &mut NBlock, op: BO, l: Handle<E>, r: Handle<E>) -> Handle<E> {
-        self.e(b, E::Binary { op, left: l, right: r })
+        self.e(
+            b,
+            E::Binary {
+                op,
+                left: l,
+                right: r,
+            },
+        )
     }
     fn math(&mut self, b: &mut NBlock, fun: MF, args: &[Handle<E>]) -> Handle<E> {
-        self.e(b, E::Math { fun, arg: args[0], arg1: args.get(1).copied(), arg2: args.get(2).copied(), arg3: None })
+        self.e(
+            b,
+            E::Math {
+                fun,
+                arg: args[0],
+                arg1: args.get(1).copied(),
+                arg2: args.get(2).copied(),
+                arg3: None,
+            },
+        )
     }
     fn cast(&mut self, b: &mut NBlock, x: Handle<E>, s: Scalar, convert: bool) -> Handle<E> {
         let width = if s == Scalar::Bool { 1 } else { 4 };
-        self.e(b, E::As { expr: x, kind: kind(s), convert: if convert { Some(width) } else { None } })
+        self.e(
+            b,
+            E::As {
+                expr: x,
+                kind: kind(s),
+                convert: if convert { Some(width) } else { None },
+            },
+        )
     }
     fn global(&mut self, g: Handle<GlobalVariable>) -> Handle<E> {
         self.pre(E::GlobalVariable(g))
@@ -313,7 +472,14 @@ impl Fb<'_, '_> {
     }
     fn local(&mut self, name: &str, t: Type) -> Handle<E> {
         let ty = self.ty(t);
-        let l = self.f.local_variables.append(LocalVariable { name: Some(name.into()), ty, init: None }, SP);
+        let l = self.f.local_variables.append(
+            LocalVariable {
+                name: Some(name.into()),
+                ty,
+                init: None,
+            },
+            SP,
+        );
         self.pre(E::LocalVariable(l))
     }
 }
@@ -323,9 +489,22 @@ impl<'a> ModCtx<'a> {
         let u = self.types.get(&mut self.m, Type::U32);
         let f32t = self.types.get(&mut self.m, Type::F32);
         // pcg(v: u32) -> u32
-        let mut fb = Fb { c: self, f: NFunction { name: Some("pcg_hash".into()), ..Default::default() } };
-        fb.f.arguments.push(FunctionArgument { name: Some("v".into()), ty: u, binding: None });
-        fb.f.result = Some(FunctionResult { ty: u, binding: None });
+        let mut fb = Fb {
+            c: self,
+            f: NFunction {
+                name: Some("pcg_hash".into()),
+                ..Default::default()
+            },
+        };
+        fb.f.arguments.push(FunctionArgument {
+            name: Some("v".into()),
+            ty: u,
+            binding: None,
+        });
+        fb.f.result = Some(FunctionResult {
+            ty: u,
+            binding: None,
+        });
         let mut b = NBlock::new();
         let v = fb.pre(E::FunctionArgument(0));
         let (k1, k2, k3) = (fb.u32c(747796405), fb.u32c(2891336453), fb.u32c(277803737));
@@ -345,14 +524,36 @@ impl<'a> ModCtx<'a> {
         let pcg = self.m.functions.append(f, SP);
         self.pcg = Some(pcg);
         // random() -> f32
-        let mut fb = Fb { c: self, f: NFunction { name: Some("random".into()), ..Default::default() } };
-        fb.f.result = Some(FunctionResult { ty: f32t, binding: None });
+        let mut fb = Fb {
+            c: self,
+            f: NFunction {
+                name: Some("random".into()),
+                ..Default::default()
+            },
+        };
+        fb.f.result = Some(FunctionResult {
+            ty: f32t,
+            binding: None,
+        });
         let mut b = NBlock::new();
         let g = fb.global(fb.c.globals.rng);
         let cur = fb.e(&mut b, E::Load { pointer: g });
         let next = fb.pre(E::CallResult(pcg));
-        b.push(S::Call { function: pcg, arguments: vec![cur], result: Some(next) }, SP);
-        b.push(S::Store { pointer: g, value: next }, SP);
+        b.push(
+            S::Call {
+                function: pcg,
+                arguments: vec![cur],
+                result: Some(next),
+            },
+            SP,
+        );
+        b.push(
+            S::Store {
+                pointer: g,
+                value: next,
+            },
+            SP,
+        );
         let c8 = fb.u32c(8);
         let top = fb.bin(&mut b, BO::ShiftRight, next, c8);
         let fl = fb.cast(&mut b, top, Scalar::F32, true);
@@ -364,18 +565,45 @@ impl<'a> ModCtx<'a> {
         self.random = Some(self.m.functions.append(f, SP));
     }
 
-    fn function(&mut self, f: &Function, fmap: &HashMap<usize, Handle<NFunction>>, is_entry: bool) -> Result<NFunction, CodegenError> {
+    fn function(
+        &mut self,
+        f: &Function,
+        fmap: &HashMap<usize, Handle<NFunction>>,
+        is_entry: bool,
+    ) -> Result<NFunction, CodegenError> {
         let kernel = self.kernel;
-        let mut fb = Fb { c: self, f: NFunction { name: Some(if is_entry { "kernel_body".into() } else { format!("fn_{}", f.name) }), ..Default::default() } };
+        let mut fb = Fb {
+            c: self,
+            f: NFunction {
+                name: Some(if is_entry {
+                    "kernel_body".into()
+                } else {
+                    format!("fn_{}", f.name)
+                }),
+                ..Default::default()
+            },
+        };
         for (k, t) in f.args.iter().enumerate() {
             let ty = fb.ty(*t);
-            fb.f.arguments.push(FunctionArgument { name: Some(format!("a{}", k)), ty, binding: None });
+            fb.f.arguments.push(FunctionArgument {
+                name: Some(format!("a{}", k)),
+                ty,
+                binding: None,
+            });
         }
         if f.ret != Type::Void {
             let ty = fb.ty(f.ret);
             fb.f.result = Some(FunctionResult { ty, binding: None });
         }
-        let mut g = Gen { fb, f, values: HashMap::new(), locals: Vec::new(), fors: HashMap::new(), fmap, kernel };
+        let mut g = Gen {
+            fb,
+            f,
+            values: HashMap::new(),
+            locals: Vec::new(),
+            fors: HashMap::new(),
+            fmap,
+            kernel,
+        };
         for (_, l) in f.locals.iter() {
             let h = g.fb.local(&l.name.replace('.', "_"), l.ty);
             g.locals.push(h);
@@ -396,12 +624,34 @@ impl<'a> ModCtx<'a> {
         let dims = self.kernel.dims;
         let uvec3 = self.types.get(&mut self.m, Type::Vector(Scalar::U32, 3));
         let khash = eval::kernel_hash(&self.kernel.name);
-        let mut fb = Fb { c: self, f: NFunction { name: Some("main".into()), ..Default::default() } };
-        fb.f.arguments.push(FunctionArgument { name: Some("gid".into()), ty: uvec3, binding: Some(naga::Binding::BuiltIn(naga::BuiltIn::GlobalInvocationId)) });
+        let mut fb = Fb {
+            c: self,
+            f: NFunction {
+                name: Some("main".into()),
+                ..Default::default()
+            },
+        };
+        fb.f.arguments.push(FunctionArgument {
+            name: Some("gid".into()),
+            ty: uvec3,
+            binding: Some(naga::Binding::BuiltIn(naga::BuiltIn::GlobalInvocationId)),
+        });
         let mut b = NBlock::new();
         let gid = fb.pre(E::FunctionArgument(0));
-        let gx = fb.e(&mut b, E::AccessIndex { base: gid, index: 0 });
-        let gy = fb.e(&mut b, E::AccessIndex { base: gid, index: 1 });
+        let gx = fb.e(
+            &mut b,
+            E::AccessIndex {
+                base: gid,
+                index: 0,
+            },
+        );
+        let gy = fb.e(
+            &mut b,
+            E::AccessIndex {
+                base: gid,
+                index: 1,
+            },
+        );
         let row = fb.record_const(&mut b, 7);
         let t = fb.bin(&mut b, BO::Multiply, gy, row);
         let linear = fb.bin(&mut b, BO::Add, gx, t);
@@ -409,7 +659,14 @@ impl<'a> ModCtx<'a> {
         let past = fb.bin(&mut b, BO::GreaterEqual, linear, total);
         let mut ret = NBlock::new();
         ret.push(S::Return { value: None }, SP);
-        b.push(S::If { condition: past, accept: ret, reject: NBlock::new() }, SP);
+        b.push(
+            S::If {
+                condition: past,
+                accept: ret,
+                reject: NBlock::new(),
+            },
+            SP,
+        );
         // Row-major decomposition of the linear index.
         let mut idx = vec![linear; dims];
         let mut rest = linear;
@@ -423,7 +680,14 @@ impl<'a> ModCtx<'a> {
         let pcg = fb.c.pcg.expect("built first");
         let call = |fb: &mut Fb, b: &mut NBlock, x: Handle<E>| {
             let r = fb.pre(E::CallResult(pcg));
-            b.push(S::Call { function: pcg, arguments: vec![x], result: Some(r) }, SP);
+            b.push(
+                S::Call {
+                    function: pcg,
+                    arguments: vec![x],
+                    result: Some(r),
+                },
+                SP,
+            );
             r
         };
         let launch = fb.record_const(&mut b, 1);
@@ -440,8 +704,21 @@ impl<'a> ModCtx<'a> {
         let x = fb.bin(&mut b, BO::ExclusiveOr, seed, h4);
         let st = call(&mut fb, &mut b, x);
         let g = fb.global(fb.c.globals.rng);
-        b.push(S::Store { pointer: g, value: st }, SP);
-        b.push(S::Call { function: body, arguments: idx, result: None }, SP);
+        b.push(
+            S::Store {
+                pointer: g,
+                value: st,
+            },
+            SP,
+        );
+        b.push(
+            S::Call {
+                function: body,
+                arguments: idx,
+                result: None,
+            },
+            SP,
+        );
         fb.f.body = b;
         Ok(naga::EntryPoint {
             name: "main".into(),
@@ -477,7 +754,10 @@ impl Gen<'_, '_, '_> {
     }
     fn span(&self, h: InstId) -> Span32 {
         let s = self.f.insts[h].span;
-        Span32 { line: s.line, col: s.col }
+        Span32 {
+            line: s.line,
+            col: s.col,
+        }
     }
 
     fn block(&mut self, block: &Block, out: &mut NBlock) -> Result<(), CodegenError> {
@@ -488,7 +768,14 @@ impl Gen<'_, '_, '_> {
     }
 
     fn root(&self, l: LayoutId) -> (Handle<GlobalVariable>, RootKind) {
-        let r = self.fb.c.globals.roots.iter().find(|r| r.0 == l).expect("roots collected from the same instructions");
+        let r = self
+            .fb
+            .c
+            .globals
+            .roots
+            .iter()
+            .find(|r| r.0 == l)
+            .expect("roots collected from the same instructions");
         (r.1, r.2)
     }
 
@@ -510,14 +797,48 @@ impl Gen<'_, '_, '_> {
         let p0 = self.fb.e(b, E::AccessIndex { base: g, index: 0 });
         let zero = self.fb.u32c(0);
         let code = self.fb.u32c(id + 1);
-        let cmp_ty = self.fb.c.m.generate_predeclared_type(naga::PredeclaredType::AtomicCompareExchangeWeakResult(NScalar::U32));
-        let res = self.fb.pre(E::AtomicResult { ty: cmp_ty, comparison: true });
-        b.push(S::Atomic { pointer: p0, fun: AtomicFunction::Exchange { compare: Some(zero) }, value: code, result: Some(res) }, SP);
-        let exchanged = self.fb.e(b, E::AccessIndex { base: res, index: 1 });
+        let cmp_ty = self.fb.c.m.generate_predeclared_type(
+            naga::PredeclaredType::AtomicCompareExchangeWeakResult(NScalar::U32),
+        );
+        let res = self.fb.pre(E::AtomicResult {
+            ty: cmp_ty,
+            comparison: true,
+        });
+        b.push(
+            S::Atomic {
+                pointer: p0,
+                fun: AtomicFunction::Exchange {
+                    compare: Some(zero),
+                },
+                value: code,
+                result: Some(res),
+            },
+            SP,
+        );
+        let exchanged = self.fb.e(
+            b,
+            E::AccessIndex {
+                base: res,
+                index: 1,
+            },
+        );
         let mut then = NBlock::new();
         let p1 = self.fb.e(&mut then, E::AccessIndex { base: g, index: 1 });
-        then.push(S::Store { pointer: p1, value: index }, SP);
-        b.push(S::If { condition: exchanged, accept: then, reject: NBlock::new() }, SP);
+        then.push(
+            S::Store {
+                pointer: p1,
+                value: index,
+            },
+            SP,
+        );
+        b.push(
+            S::If {
+                condition: exchanged,
+                accept: then,
+                reject: NBlock::new(),
+            },
+            SP,
+        );
     }
 
     fn bits_as_u32(&mut self, b: &mut NBlock, v: Handle<E>, s: Scalar) -> Handle<E> {
@@ -539,21 +860,46 @@ impl Gen<'_, '_, '_> {
     /// isnan / isinf from the bit pattern: shader compilers may assume
     /// NaN-free arithmetic and fold `x != x` to false.
     fn float_class(&mut self, b: &mut NBlock, x: Handle<E>, n: usize, nan: bool) -> Handle<E> {
-        let splat = |g: &mut Self, b: &mut NBlock, v: Handle<E>| if n == 1 { v } else { g.fb.e(b, E::Splat { size: vsize(n as u8), value: v }) };
+        let splat = |g: &mut Self, b: &mut NBlock, v: Handle<E>| {
+            if n == 1 {
+                v
+            } else {
+                g.fb.e(
+                    b,
+                    E::Splat {
+                        size: vsize(n as u8),
+                        value: v,
+                    },
+                )
+            }
+        };
         let bits = self.fb.cast(b, x, Scalar::U32, false);
         let mask = self.fb.u32c(0x7fff_ffff);
         let mask = splat(self, b, mask);
         let mag = self.fb.bin(b, BO::And, bits, mask);
         let inf = self.fb.u32c(0x7f80_0000);
         let inf = splat(self, b, inf);
-        self.fb.bin(b, if nan { BO::Greater } else { BO::Equal }, mag, inf)
+        self.fb
+            .bin(b, if nan { BO::Greater } else { BO::Equal }, mag, inf)
     }
 
     /// Rust-style saturating float → integer conversion (NaN → 0), component-wise.
     fn float_to_int(&mut self, b: &mut NBlock, x: Handle<E>, ty: Type) -> Handle<E> {
         let s = ty.scalar().expect("int");
         let n = ty.components();
-        let splat = |g: &mut Self, b: &mut NBlock, v: Handle<E>| if n == 1 { v } else { g.fb.e(b, E::Splat { size: vsize(n as u8), value: v }) };
+        let splat = |g: &mut Self, b: &mut NBlock, v: Handle<E>| {
+            if n == 1 {
+                v
+            } else {
+                g.fb.e(
+                    b,
+                    E::Splat {
+                        size: vsize(n as u8),
+                        value: v,
+                    },
+                )
+            }
+        };
         let (lo, hi, top) = match s {
             Scalar::I32 => (-2147483648.0f32, 2147483520.0f32, 2147483648.0f32),
             _ => (0.0, 4294967040.0, 4294967296.0),
@@ -568,18 +914,40 @@ impl Gen<'_, '_, '_> {
             _ => self.fb.u32c(u32::MAX),
         };
         let maxv = splat(self, b, maxv);
-        let sat = self.fb.e(b, E::Select { condition: too_big, accept: maxv, reject: conv });
+        let sat = self.fb.e(
+            b,
+            E::Select {
+                condition: too_big,
+                accept: maxv,
+                reject: conv,
+            },
+        );
         let nan = self.float_class(b, x, n, true);
         let zero = match s {
             Scalar::I32 => self.fb.i32c(0),
             _ => self.fb.u32c(0),
         };
         let zero = splat(self, b, zero);
-        self.fb.e(b, E::Select { condition: nan, accept: zero, reject: sat })
+        self.fb.e(
+            b,
+            E::Select {
+                condition: nan,
+                accept: zero,
+                reject: sat,
+            },
+        )
     }
 
     /// Applies a binary op column by column (WGSL has no component-wise matrix * and /).
-    fn per_column(&mut self, b: &mut NBlock, op: BO, l: Handle<E>, r: Handle<E>, n: u8, ty: Type) -> Handle<E> {
+    fn per_column(
+        &mut self,
+        b: &mut NBlock,
+        op: BO,
+        l: Handle<E>,
+        r: Handle<E>,
+        n: u8,
+        ty: Type,
+    ) -> Handle<E> {
         let cols: Vec<Handle<E>> = (0..n as u32)
             .map(|c| {
                 let a = self.fb.e(b, E::AccessIndex { base: l, index: c });
@@ -588,7 +956,13 @@ impl Gen<'_, '_, '_> {
             })
             .collect();
         let t = self.fb.ty(ty);
-        self.fb.e(b, E::Compose { ty: t, components: cols })
+        self.fb.e(
+            b,
+            E::Compose {
+                ty: t,
+                components: cols,
+            },
+        )
     }
 
     fn inst(&mut self, h: InstId, b: &mut NBlock) -> Result<(), CodegenError> {
@@ -596,7 +970,9 @@ impl Gen<'_, '_, '_> {
         let ty = inst.ty;
         let value: Option<Handle<E>> = match &inst.kind {
             // naga refuses non-finite float literals: build NaN / inf from their bits.
-            InstKind::Const(c) if c.scalar == Scalar::F32 && !f32::from_bits(c.bits).is_finite() => {
+            InstKind::Const(c)
+                if c.scalar == Scalar::F32 && !f32::from_bits(c.bits).is_finite() =>
+            {
                 let bits = self.fb.u32c(c.bits);
                 Some(self.fb.cast(b, bits, Scalar::F32, false))
             }
@@ -631,26 +1007,56 @@ impl Gen<'_, '_, '_> {
                         })
                         .collect();
                     let t = self.fb.ty(ty);
-                    Some(self.fb.e(b, E::Compose { ty: t, components: cols }))
+                    Some(self.fb.e(
+                        b,
+                        E::Compose {
+                            ty: t,
+                            components: cols,
+                        },
+                    ))
                 } else {
                     Some(self.fb.e(b, E::Unary { op, expr: a }))
                 }
             }
             InstKind::Binary(op, l, r) => Some(self.binary(b, *op, *l, *r, ty)?),
-            InstKind::Select { cond, accept, reject } => {
+            InstKind::Select {
+                cond,
+                accept,
+                reject,
+            } => {
                 let (c, a, r) = (self.v(*cond), self.v(*accept), self.v(*reject));
                 if let Type::Matrix(n) = ty {
                     let cols: Vec<Handle<E>> = (0..n as u32)
                         .map(|k| {
                             let x = self.fb.e(b, E::AccessIndex { base: a, index: k });
                             let y = self.fb.e(b, E::AccessIndex { base: r, index: k });
-                            self.fb.e(b, E::Select { condition: c, accept: x, reject: y })
+                            self.fb.e(
+                                b,
+                                E::Select {
+                                    condition: c,
+                                    accept: x,
+                                    reject: y,
+                                },
+                            )
                         })
                         .collect();
                     let t = self.fb.ty(ty);
-                    Some(self.fb.e(b, E::Compose { ty: t, components: cols }))
+                    Some(self.fb.e(
+                        b,
+                        E::Compose {
+                            ty: t,
+                            components: cols,
+                        },
+                    ))
                 } else {
-                    Some(self.fb.e(b, E::Select { condition: c, accept: a, reject: r }))
+                    Some(self.fb.e(
+                        b,
+                        E::Select {
+                            condition: c,
+                            accept: a,
+                            reject: r,
+                        },
+                    ))
                 }
             }
             InstKind::Cast(a) => {
@@ -667,16 +1073,32 @@ impl Gen<'_, '_, '_> {
             }
             InstKind::Bitcast(a) => {
                 let av = self.v(*a);
-                Some(if self.t(*a) == ty { av } else { self.fb.cast(b, av, ty.scalar().expect("typed"), false) })
+                Some(if self.t(*a) == ty {
+                    av
+                } else {
+                    self.fb.cast(b, av, ty.scalar().expect("typed"), false)
+                })
             }
             InstKind::Construct(parts) => {
                 let comps: Vec<Handle<E>> = parts.iter().map(|p| self.v(*p)).collect();
                 let t = self.fb.ty(ty);
-                Some(self.fb.e(b, E::Compose { ty: t, components: comps }))
+                Some(self.fb.e(
+                    b,
+                    E::Compose {
+                        ty: t,
+                        components: comps,
+                    },
+                ))
             }
             InstKind::Extract(a, i) => {
                 let av = self.v(*a);
-                Some(self.fb.e(b, E::AccessIndex { base: av, index: *i }))
+                Some(self.fb.e(
+                    b,
+                    E::AccessIndex {
+                        base: av,
+                        index: *i,
+                    },
+                ))
             }
             InstKind::ExtractDyn(a, i) => {
                 let len = match self.t(*a) {
@@ -685,7 +1107,13 @@ impl Gen<'_, '_, '_> {
                 };
                 let idx = self.clamped_index(b, *i, len);
                 let av = self.v(*a);
-                Some(self.fb.e(b, E::Access { base: av, index: idx }))
+                Some(self.fb.e(
+                    b,
+                    E::Access {
+                        base: av,
+                        index: idx,
+                    },
+                ))
             }
             InstKind::Insert { base, index, value } => {
                 let n = match self.t(*base) {
@@ -694,9 +1122,23 @@ impl Gen<'_, '_, '_> {
                 };
                 let bv = self.v(*base);
                 let vv = self.v(*value);
-                let comps: Vec<Handle<E>> = (0..n).map(|k| if k == *index { vv } else { self.fb.e(b, E::AccessIndex { base: bv, index: k }) }).collect();
+                let comps: Vec<Handle<E>> = (0..n)
+                    .map(|k| {
+                        if k == *index {
+                            vv
+                        } else {
+                            self.fb.e(b, E::AccessIndex { base: bv, index: k })
+                        }
+                    })
+                    .collect();
                 let t = self.fb.ty(ty);
-                Some(self.fb.e(b, E::Compose { ty: t, components: comps }))
+                Some(self.fb.e(
+                    b,
+                    E::Compose {
+                        ty: t,
+                        components: comps,
+                    },
+                ))
             }
             InstKind::InsertDyn { base, index, value } => {
                 let n = match self.t(*base) {
@@ -711,32 +1153,78 @@ impl Gen<'_, '_, '_> {
                         let old = self.fb.e(b, E::AccessIndex { base: bv, index: k });
                         let kc = self.fb.i32c(k as i32);
                         let here = self.fb.bin(b, BO::Equal, idx, kc);
-                        self.fb.e(b, E::Select { condition: here, accept: vv, reject: old })
+                        self.fb.e(
+                            b,
+                            E::Select {
+                                condition: here,
+                                accept: vv,
+                                reject: old,
+                            },
+                        )
                     })
                     .collect();
                 let t = self.fb.ty(ty);
-                Some(self.fb.e(b, E::Compose { ty: t, components: comps }))
+                Some(self.fb.e(
+                    b,
+                    E::Compose {
+                        ty: t,
+                        components: comps,
+                    },
+                ))
             }
             InstKind::Swizzle(a, comps) => {
                 let av = self.v(*a);
                 let mut pattern = [naga::SwizzleComponent::X; 4];
                 for (k, &c) in comps.iter().enumerate() {
-                    pattern[k] = [naga::SwizzleComponent::X, naga::SwizzleComponent::Y, naga::SwizzleComponent::Z, naga::SwizzleComponent::W][c as usize];
+                    pattern[k] = [
+                        naga::SwizzleComponent::X,
+                        naga::SwizzleComponent::Y,
+                        naga::SwizzleComponent::Z,
+                        naga::SwizzleComponent::W,
+                    ][c as usize];
                 }
-                Some(self.fb.e(b, E::Swizzle { size: vsize(comps.len() as u8), vector: av, pattern }))
+                Some(self.fb.e(
+                    b,
+                    E::Swizzle {
+                        size: vsize(comps.len() as u8),
+                        vector: av,
+                        pattern,
+                    },
+                ))
             }
             InstKind::Builtin(bi, args) => Some(self.builtin(b, *bi, args, ty)?),
             InstKind::Call(fid, args) => {
-                let func = *self.fmap.get(&fid.index()).ok_or_else(|| cerr(self.kernel, "call to an undeclared helper"))?;
+                let func = *self
+                    .fmap
+                    .get(&fid.index())
+                    .ok_or_else(|| cerr(self.kernel, "call to an undeclared helper"))?;
                 let a: Vec<Handle<E>> = args.iter().map(|x| self.v(*x)).collect();
-                let result = if ty == Type::Void { None } else { Some(self.fb.pre(E::CallResult(func))) };
-                b.push(S::Call { function: func, arguments: a, result }, SP);
+                let result = if ty == Type::Void {
+                    None
+                } else {
+                    Some(self.fb.pre(E::CallResult(func)))
+                };
+                b.push(
+                    S::Call {
+                        function: func,
+                        arguments: a,
+                        result,
+                    },
+                    SP,
+                );
                 result
             }
             InstKind::Random => {
                 let func = self.fb.c.random.expect("built first");
                 let r = self.fb.pre(E::CallResult(func));
-                b.push(S::Call { function: func, arguments: vec![], result: Some(r) }, SP);
+                b.push(
+                    S::Call {
+                        function: func,
+                        arguments: vec![],
+                        result: Some(r),
+                    },
+                    SP,
+                );
                 Some(r)
             }
             InstKind::LocalLoad(l) => {
@@ -746,12 +1234,28 @@ impl Gen<'_, '_, '_> {
             InstKind::LocalStore(l, v) => {
                 let p = self.locals[l.index()];
                 let vv = self.v(*v);
-                b.push(S::Store { pointer: p, value: vv }, SP);
+                b.push(
+                    S::Store {
+                        pointer: p,
+                        value: vv,
+                    },
+                    SP,
+                );
                 None
             }
-            InstKind::BoundsCheck { field, axis, index, extent } => {
+            InstKind::BoundsCheck {
+                field,
+                axis,
+                index,
+                extent,
+            } => {
                 let id = self.fb.c.checks.len() as u32;
-                self.fb.c.checks.push(CheckSite { span: self.span(h), field: *field, axis: *axis, extent: *extent });
+                self.fb.c.checks.push(CheckSite {
+                    span: self.span(h),
+                    field: *field,
+                    axis: *axis,
+                    extent: *extent,
+                });
                 let iv = self.v(*index);
                 let iu = self.fb.cast(b, iv, Scalar::U32, false);
                 let ext = self.fb.u32c(*extent);
@@ -759,7 +1263,14 @@ impl Gen<'_, '_, '_> {
                 let mut then = NBlock::new();
                 self.record_fault(&mut then, id, iu);
                 self.early_return(&mut then);
-                b.push(S::If { condition: bad, accept: then, reject: NBlock::new() }, SP);
+                b.push(
+                    S::If {
+                        condition: bad,
+                        accept: then,
+                        reject: NBlock::new(),
+                    },
+                    SP,
+                );
                 None
             }
             InstKind::BufLoad { root, addr } => {
@@ -787,20 +1298,49 @@ impl Gen<'_, '_, '_> {
                     RootKind::AtomicF32 => self.fb.cast(b, vv, Scalar::F32, false),
                     _ => self.bits_as_u32(b, vv, s),
                 };
-                b.push(S::Store { pointer: p, value: w }, SP);
+                b.push(
+                    S::Store {
+                        pointer: p,
+                        value: w,
+                    },
+                    SP,
+                );
                 None
             }
-            InstKind::BufAtomic { op, root, addr, value, cmp } => Some(self.atomic(b, *op, *root, *addr, *value, *cmp, ty)?),
-            InstKind::If { cond, accept, reject } => {
+            InstKind::BufAtomic {
+                op,
+                root,
+                addr,
+                value,
+                cmp,
+            } => Some(self.atomic(b, *op, *root, *addr, *value, *cmp, ty)?),
+            InstKind::If {
+                cond,
+                accept,
+                reject,
+            } => {
                 let c = self.v(*cond);
                 let mut a = NBlock::new();
                 self.block(accept, &mut a)?;
                 let mut r = NBlock::new();
                 self.block(reject, &mut r)?;
-                b.push(S::If { condition: c, accept: a, reject: r }, SP);
+                b.push(
+                    S::If {
+                        condition: c,
+                        accept: a,
+                        reject: r,
+                    },
+                    SP,
+                );
                 None
             }
-            InstKind::RangeFor { begin, end, step, inclusive, body } => {
+            InstKind::RangeFor {
+                begin,
+                end,
+                step,
+                inclusive,
+                body,
+            } => {
                 self.range_for(b, h, *begin, *end, *step, *inclusive, body)?;
                 None
             }
@@ -811,7 +1351,14 @@ impl Gen<'_, '_, '_> {
             InstKind::Loop { body } => {
                 let mut nb = NBlock::new();
                 self.block(body, &mut nb)?;
-                b.push(S::Loop { body: nb, continuing: NBlock::new(), break_if: None }, SP);
+                b.push(
+                    S::Loop {
+                        body: nb,
+                        continuing: NBlock::new(),
+                        break_if: None,
+                    },
+                    SP,
+                );
                 None
             }
             InstKind::Break => {
@@ -827,8 +1374,13 @@ impl Gen<'_, '_, '_> {
                 b.push(S::Return { value }, SP);
                 None
             }
-            InstKind::FieldLoad { .. } | InstKind::FieldStore { .. } | InstKind::FieldAtomic { .. } => {
-                return Err(cerr(self.kernel, "abstract field access reached codegen; access lowering did not run"))
+            InstKind::FieldLoad { .. }
+            | InstKind::FieldStore { .. }
+            | InstKind::FieldAtomic { .. } => {
+                return Err(cerr(
+                    self.kernel,
+                    "abstract field access reached codegen; access lowering did not run",
+                ))
             }
         };
         if let Some(v) = value {
@@ -850,7 +1402,14 @@ impl Gen<'_, '_, '_> {
         self.fb.math(b, MF::Clamp, &[iv, lo, hi])
     }
 
-    fn binary(&mut self, b: &mut NBlock, op: BinaryOp, l: InstId, r: InstId, ty: Type) -> Result<Handle<E>, CodegenError> {
+    fn binary(
+        &mut self,
+        b: &mut NBlock,
+        op: BinaryOp,
+        l: InstId,
+        r: InstId,
+        ty: Type,
+    ) -> Result<Handle<E>, CodegenError> {
         let (lv, rv) = (self.v(l), self.v(r));
         let lt = self.t(l);
         let s = lt.scalar().expect("typed");
@@ -869,11 +1428,29 @@ impl Gen<'_, '_, '_> {
             BinaryOp::Shl | BinaryOp::Shr => {
                 // WGSL wants a u32 amount; the IR takes it modulo 32.
                 let n = lt.components();
-                let ru = if self.t(r).scalar() == Some(Scalar::U32) { rv } else { self.fb.cast(b, rv, Scalar::U32, false) };
+                let ru = if self.t(r).scalar() == Some(Scalar::U32) {
+                    rv
+                } else {
+                    self.fb.cast(b, rv, Scalar::U32, false)
+                };
                 let m = self.fb.u32c(31);
-                let m = if n == 1 { m } else { self.fb.e(b, E::Splat { size: vsize(n as u8), value: m }) };
+                let m = if n == 1 {
+                    m
+                } else {
+                    self.fb.e(
+                        b,
+                        E::Splat {
+                            size: vsize(n as u8),
+                            value: m,
+                        },
+                    )
+                };
                 let amount = self.fb.bin(b, BO::And, ru, m);
-                let o = if op == BinaryOp::Shl { BO::ShiftLeft } else { BO::ShiftRight };
+                let o = if op == BinaryOp::Shl {
+                    BO::ShiftLeft
+                } else {
+                    BO::ShiftRight
+                };
                 return Ok(self.fb.bin(b, o, lv, amount));
             }
             BinaryOp::Eq => BO::Equal,
@@ -891,7 +1468,13 @@ impl Gen<'_, '_, '_> {
         Ok(self.fb.bin(b, nop, lv, rv))
     }
 
-    fn builtin(&mut self, b: &mut NBlock, bi: Builtin, args: &[InstId], ty: Type) -> Result<Handle<E>, CodegenError> {
+    fn builtin(
+        &mut self,
+        b: &mut NBlock,
+        bi: Builtin,
+        args: &[InstId],
+        ty: Type,
+    ) -> Result<Handle<E>, CodegenError> {
         let a: Vec<Handle<E>> = args.iter().map(|x| self.v(*x)).collect();
         let at = self.t(args[0]);
         let fun = match bi {
@@ -941,8 +1524,20 @@ impl Gen<'_, '_, '_> {
                     let n = at.components() as u32;
                     let mut acc: Option<Handle<E>> = None;
                     for c in 0..n {
-                        let x = self.fb.e(b, E::AccessIndex { base: a[0], index: c });
-                        let y = self.fb.e(b, E::AccessIndex { base: a[1], index: c });
+                        let x = self.fb.e(
+                            b,
+                            E::AccessIndex {
+                                base: a[0],
+                                index: c,
+                            },
+                        );
+                        let y = self.fb.e(
+                            b,
+                            E::AccessIndex {
+                                base: a[1],
+                                index: c,
+                            },
+                        );
                         let p = self.fb.bin(b, BO::Multiply, x, y);
                         acc = Some(match acc {
                             None => p,
@@ -961,19 +1556,41 @@ impl Gen<'_, '_, '_> {
                 let n = at.components() as u32;
                 let cols: Vec<Handle<E>> = (0..n)
                     .map(|j| {
-                        let bj = self.fb.e(b, E::AccessIndex { base: a[1], index: j });
+                        let bj = self.fb.e(
+                            b,
+                            E::AccessIndex {
+                                base: a[1],
+                                index: j,
+                            },
+                        );
                         self.fb.bin(b, BO::Multiply, a[0], bj)
                     })
                     .collect();
                 let t = self.fb.ty(ty);
-                return Ok(self.fb.e(b, E::Compose { ty: t, components: cols }));
+                return Ok(self.fb.e(
+                    b,
+                    E::Compose {
+                        ty: t,
+                        components: cols,
+                    },
+                ));
             }
             Builtin::Inverse => return Ok(self.inverse(b, a[0], at)),
             Builtin::IsNan => return Ok(self.float_class(b, a[0], at.components(), true)),
             Builtin::IsInf => return Ok(self.float_class(b, a[0], at.components(), false)),
             Builtin::Any | Builtin::All => {
-                let fun = if bi == Builtin::Any { naga::RelationalFunction::Any } else { naga::RelationalFunction::All };
-                return Ok(self.fb.e(b, E::Relational { fun, argument: a[0] }));
+                let fun = if bi == Builtin::Any {
+                    naga::RelationalFunction::Any
+                } else {
+                    naga::RelationalFunction::All
+                };
+                return Ok(self.fb.e(
+                    b,
+                    E::Relational {
+                        fun,
+                        argument: a[0],
+                    },
+                ));
             }
         };
         Ok(self.fb.math(b, fun, &a))
@@ -985,9 +1602,21 @@ impl Gen<'_, '_, '_> {
         let n = n as usize;
         let mut el = vec![vec![m; n]; n];
         for (c, col) in el.iter_mut().enumerate() {
-            let cv = self.fb.e(b, E::AccessIndex { base: m, index: c as u32 });
+            let cv = self.fb.e(
+                b,
+                E::AccessIndex {
+                    base: m,
+                    index: c as u32,
+                },
+            );
             for (r, x) in col.iter_mut().enumerate() {
-                *x = self.fb.e(b, E::AccessIndex { base: cv, index: r as u32 });
+                *x = self.fb.e(
+                    b,
+                    E::AccessIndex {
+                        base: cv,
+                        index: r as u32,
+                    },
+                );
             }
         }
         let det = self.fb.math(b, MF::Determinant, &[m]);
@@ -996,16 +1625,41 @@ impl Gen<'_, '_, '_> {
             let mut comps = Vec::new();
             for r in 0..n {
                 // inv[c][r] = cofactor(row c, col r) / det.
-                let minor: Vec<Vec<Handle<E>>> = (0..n).filter(|&cc| cc != r).map(|cc| (0..n).filter(|&rr| rr != c).map(|rr| el[cc][rr]).collect()).collect();
+                let minor: Vec<Vec<Handle<E>>> = (0..n)
+                    .filter(|&cc| cc != r)
+                    .map(|cc| (0..n).filter(|&rr| rr != c).map(|rr| el[cc][rr]).collect())
+                    .collect();
                 let d = self.det_expr(b, &minor);
-                let d = if (r + c) % 2 == 1 { self.fb.e(b, E::Unary { op: UnaryOperator::Negate, expr: d }) } else { d };
+                let d = if (r + c) % 2 == 1 {
+                    self.fb.e(
+                        b,
+                        E::Unary {
+                            op: UnaryOperator::Negate,
+                            expr: d,
+                        },
+                    )
+                } else {
+                    d
+                };
                 comps.push(self.fb.bin(b, BO::Divide, d, det));
             }
             let vt = self.fb.ty(Type::Vector(Scalar::F32, n as u8));
-            cols.push(self.fb.e(b, E::Compose { ty: vt, components: comps }));
+            cols.push(self.fb.e(
+                b,
+                E::Compose {
+                    ty: vt,
+                    components: comps,
+                },
+            ));
         }
         let mt = self.fb.ty(t);
-        self.fb.e(b, E::Compose { ty: mt, components: cols })
+        self.fb.e(
+            b,
+            E::Compose {
+                ty: mt,
+                components: cols,
+            },
+        )
     }
 
     /// Determinant by cofactor expansion along row 0 of a column-major element grid.
@@ -1021,19 +1675,33 @@ impl Gen<'_, '_, '_> {
         }
         let mut acc: Option<Handle<E>> = None;
         for c in 0..n {
-            let sub: Vec<Vec<Handle<E>>> = (0..n).filter(|&cc| cc != c).map(|cc| m[cc][1..].to_vec()).collect();
+            let sub: Vec<Vec<Handle<E>>> = (0..n)
+                .filter(|&cc| cc != c)
+                .map(|cc| m[cc][1..].to_vec())
+                .collect();
             let d = self.det_expr(b, &sub);
             let term = self.fb.bin(b, BO::Multiply, m[c][0], d);
             acc = Some(match acc {
                 None => term,
-                Some(s) => self.fb.bin(b, if c % 2 == 0 { BO::Add } else { BO::Subtract }, s, term),
+                Some(s) => self
+                    .fb
+                    .bin(b, if c % 2 == 0 { BO::Add } else { BO::Subtract }, s, term),
             });
         }
         acc.expect("n > 0")
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn atomic(&mut self, b: &mut NBlock, op: AtomicOp, root: LayoutId, addr: InstId, value: InstId, cmp: Option<InstId>, ty: Type) -> Result<Handle<E>, CodegenError> {
+    fn atomic(
+        &mut self,
+        b: &mut NBlock,
+        op: AtomicOp,
+        root: LayoutId,
+        addr: InstId,
+        value: InstId,
+        cmp: Option<InstId>,
+        ty: Type,
+    ) -> Result<Handle<E>, CodegenError> {
         let s = ty.scalar().expect("scalar atomic");
         let (g, rk) = self.root(root);
         let gv = self.fb.global(g);
@@ -1043,9 +1711,30 @@ impl Gen<'_, '_, '_> {
         if rk == RootKind::AtomicF32 {
             // Native float atomics: SPIR-V has only an atomic add, so subtract adds the negation.
             let f = self.fb.ty(Type::F32);
-            let amount = if op == AtomicOp::Sub { self.fb.e(b, E::Unary { op: UnaryOperator::Negate, expr: vv }) } else { vv };
-            let r = self.fb.pre(E::AtomicResult { ty: f, comparison: false });
-            b.push(S::Atomic { pointer: p, fun: AtomicFunction::Add, value: amount, result: Some(r) }, SP);
+            let amount = if op == AtomicOp::Sub {
+                self.fb.e(
+                    b,
+                    E::Unary {
+                        op: UnaryOperator::Negate,
+                        expr: vv,
+                    },
+                )
+            } else {
+                vv
+            };
+            let r = self.fb.pre(E::AtomicResult {
+                ty: f,
+                comparison: false,
+            });
+            b.push(
+                S::Atomic {
+                    pointer: p,
+                    fun: AtomicFunction::Add,
+                    value: amount,
+                    result: Some(r),
+                },
+                SP,
+            );
             return Ok(r);
         }
         let vu = self.bits_as_u32(b, vv, s);
@@ -1062,16 +1751,40 @@ impl Gen<'_, '_, '_> {
             _ => None,
         };
         if let Some(fun) = native {
-            let r = self.fb.pre(E::AtomicResult { ty: u, comparison: false });
-            b.push(S::Atomic { pointer: p, fun, value: vu, result: Some(r) }, SP);
+            let r = self.fb.pre(E::AtomicResult {
+                ty: u,
+                comparison: false,
+            });
+            b.push(
+                S::Atomic {
+                    pointer: p,
+                    fun,
+                    value: vu,
+                    result: Some(r),
+                },
+                SP,
+            );
             return Ok(self.bits_from_u32(b, r, s));
         }
-        let cmp_ty = self.fb.c.m.generate_predeclared_type(naga::PredeclaredType::AtomicCompareExchangeWeakResult(NScalar::U32));
+        let cmp_ty = self.fb.c.m.generate_predeclared_type(
+            naga::PredeclaredType::AtomicCompareExchangeWeakResult(NScalar::U32),
+        );
         if op == AtomicOp::CompareExchange {
             let cv = self.v(cmp.expect("compare_exchange has a comparand"));
             let cu = self.bits_as_u32(b, cv, s);
-            let r = self.fb.pre(E::AtomicResult { ty: cmp_ty, comparison: true });
-            b.push(S::Atomic { pointer: p, fun: AtomicFunction::Exchange { compare: Some(cu) }, value: vu, result: Some(r) }, SP);
+            let r = self.fb.pre(E::AtomicResult {
+                ty: cmp_ty,
+                comparison: true,
+            });
+            b.push(
+                S::Atomic {
+                    pointer: p,
+                    fun: AtomicFunction::Exchange { compare: Some(cu) },
+                    value: vu,
+                    result: Some(r),
+                },
+                SP,
+            );
             let old = self.fb.e(b, E::AccessIndex { base: r, index: 0 });
             return Ok(self.bits_from_u32(b, old, s));
         }
@@ -1085,30 +1798,83 @@ impl Gen<'_, '_, '_> {
             AtomicOp::Sub => self.fb.bin(&mut body, BO::Subtract, oldv, vv),
             AtomicOp::Min => self.fb.math(&mut body, MF::Min, &[oldv, vv]),
             AtomicOp::Max => self.fb.math(&mut body, MF::Max, &[oldv, vv]),
-            _ => return Err(cerr(self.kernel, format!("atomic {} on {} is not supported by the wgpu backend", op.name(), ty))),
+            _ => {
+                return Err(cerr(
+                    self.kernel,
+                    format!(
+                        "atomic {} on {} is not supported by the wgpu backend",
+                        op.name(),
+                        ty
+                    ),
+                ))
+            }
         };
         let newu = self.bits_as_u32(&mut body, newv, s);
-        let r = self.fb.pre(E::AtomicResult { ty: cmp_ty, comparison: true });
-        body.push(S::Atomic { pointer: p, fun: AtomicFunction::Exchange { compare: Some(old) }, value: newu, result: Some(r) }, SP);
+        let r = self.fb.pre(E::AtomicResult {
+            ty: cmp_ty,
+            comparison: true,
+        });
+        body.push(
+            S::Atomic {
+                pointer: p,
+                fun: AtomicFunction::Exchange { compare: Some(old) },
+                value: newu,
+                result: Some(r),
+            },
+            SP,
+        );
         let ok = self.fb.e(&mut body, E::AccessIndex { base: r, index: 1 });
         let mut done = NBlock::new();
-        done.push(S::Store { pointer: result, value: old }, SP);
+        done.push(
+            S::Store {
+                pointer: result,
+                value: old,
+            },
+            SP,
+        );
         done.push(S::Break, SP);
-        body.push(S::If { condition: ok, accept: done, reject: NBlock::new() }, SP);
-        b.push(S::Loop { body, continuing: NBlock::new(), break_if: None }, SP);
+        body.push(
+            S::If {
+                condition: ok,
+                accept: done,
+                reject: NBlock::new(),
+            },
+            SP,
+        );
+        b.push(
+            S::Loop {
+                body,
+                continuing: NBlock::new(),
+                break_if: None,
+            },
+            SP,
+        );
         let out = self.fb.e(b, E::Load { pointer: result });
         Ok(self.bits_from_u32(b, out, s))
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn range_for(&mut self, b: &mut NBlock, h: InstId, begin: InstId, end: InstId, step: InstId, inclusive: bool, body: &Block) -> Result<(), CodegenError> {
+    fn range_for(
+        &mut self,
+        b: &mut NBlock,
+        h: InstId,
+        begin: InstId,
+        end: InstId,
+        step: InstId,
+        inclusive: bool,
+        body: &Block,
+    ) -> Result<(), CodegenError> {
         let t = self.t(begin);
         let signed = t.scalar() == Some(Scalar::I32);
         let counter = self.fb.local("counter", t);
         let remaining = self.fb.local("remaining", Type::U32);
         let (bv, ev, sv) = (self.v(begin), self.v(end), self.v(step));
         // A step that is not positive is a fault.
-        let zero = if signed { self.fb.i32c(0) } else { self.fb.u32c(0) };
+        let zero = if signed {
+            self.fb.i32c(0)
+        } else {
+            self.fb.u32c(0)
+        };
         let bad = self.fb.bin(b, BO::LessEqual, sv, zero);
         let fault = self.fb.c.step_faults.len() as u32;
         self.fb.c.step_faults.push(self.span(h));
@@ -1116,21 +1882,60 @@ impl Gen<'_, '_, '_> {
         let su = self.bits_as_u32(&mut then, sv, t.scalar().expect("int"));
         self.record_fault(&mut then, 0x8000_0000 | fault, su);
         self.early_return(&mut then);
-        b.push(S::If { condition: bad, accept: then, reject: NBlock::new() }, SP);
+        b.push(
+            S::If {
+                condition: bad,
+                accept: then,
+                reject: NBlock::new(),
+            },
+            SP,
+        );
         // Trip count in u32: (end - begin) fits when end >= begin.
         let bu = self.bits_as_u32(b, bv, t.scalar().expect("int"));
         let eu = self.bits_as_u32(b, ev, t.scalar().expect("int"));
         let stu = self.bits_as_u32(b, sv, t.scalar().expect("int"));
         let diff = self.fb.bin(b, BO::Subtract, eu, bu);
         let one = self.fb.u32c(1);
-        let nonempty = self.fb.bin(b, if inclusive { BO::GreaterEqual } else { BO::Greater }, ev, bv);
-        let span = if inclusive { diff } else { self.fb.bin(b, BO::Subtract, diff, one) };
+        let nonempty = self.fb.bin(
+            b,
+            if inclusive {
+                BO::GreaterEqual
+            } else {
+                BO::Greater
+            },
+            ev,
+            bv,
+        );
+        let span = if inclusive {
+            diff
+        } else {
+            self.fb.bin(b, BO::Subtract, diff, one)
+        };
         let q = self.fb.bin(b, BO::Divide, span, stu);
         let trips = self.fb.bin(b, BO::Add, q, one);
         let zero_u = self.fb.u32c(0);
-        let trips = self.fb.e(b, E::Select { condition: nonempty, accept: trips, reject: zero_u });
-        b.push(S::Store { pointer: counter, value: bv }, SP);
-        b.push(S::Store { pointer: remaining, value: trips }, SP);
+        let trips = self.fb.e(
+            b,
+            E::Select {
+                condition: nonempty,
+                accept: trips,
+                reject: zero_u,
+            },
+        );
+        b.push(
+            S::Store {
+                pointer: counter,
+                value: bv,
+            },
+            SP,
+        );
+        b.push(
+            S::Store {
+                pointer: remaining,
+                value: trips,
+            },
+            SP,
+        );
         self.fors.insert(h, (counter, remaining));
         let mut nb = NBlock::new();
         let left = self.fb.e(&mut nb, E::Load { pointer: remaining });
@@ -1138,17 +1943,43 @@ impl Gen<'_, '_, '_> {
         let done = self.fb.bin(&mut nb, BO::Equal, left, zero_u2);
         let mut brk = NBlock::new();
         brk.push(S::Break, SP);
-        nb.push(S::If { condition: done, accept: brk, reject: NBlock::new() }, SP);
+        nb.push(
+            S::If {
+                condition: done,
+                accept: brk,
+                reject: NBlock::new(),
+            },
+            SP,
+        );
         self.block(body, &mut nb)?;
         let mut cont = NBlock::new();
         let c = self.fb.e(&mut cont, E::Load { pointer: counter });
         let c2 = self.fb.bin(&mut cont, BO::Add, c, sv);
-        cont.push(S::Store { pointer: counter, value: c2 }, SP);
+        cont.push(
+            S::Store {
+                pointer: counter,
+                value: c2,
+            },
+            SP,
+        );
         let r = self.fb.e(&mut cont, E::Load { pointer: remaining });
         let one2 = self.fb.u32c(1);
         let r2 = self.fb.bin(&mut cont, BO::Subtract, r, one2);
-        cont.push(S::Store { pointer: remaining, value: r2 }, SP);
-        b.push(S::Loop { body: nb, continuing: cont, break_if: None }, SP);
+        cont.push(
+            S::Store {
+                pointer: remaining,
+                value: r2,
+            },
+            SP,
+        );
+        b.push(
+            S::Loop {
+                body: nb,
+                continuing: cont,
+                break_if: None,
+            },
+            SP,
+        );
         Ok(())
     }
 }

@@ -13,7 +13,10 @@ pub struct Handle<T> {
 
 impl<T> Handle<T> {
     pub fn new(index: usize) -> Self {
-        Handle { index: index as u32, _marker: PhantomData }
+        Handle {
+            index: index as u32,
+            _marker: PhantomData,
+        }
     }
     pub fn index(self) -> usize {
         self.index as usize
@@ -79,7 +82,10 @@ impl<T> Arena<T> {
         self.items.is_empty()
     }
     pub fn iter(&self) -> impl Iterator<Item = (Handle<T>, &T)> {
-        self.items.iter().enumerate().map(|(i, v)| (Handle::new(i), v))
+        self.items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (Handle::new(i), v))
     }
     pub fn handles(&self) -> impl Iterator<Item = Handle<T>> {
         (0..self.items.len()).map(Handle::new)

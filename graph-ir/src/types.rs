@@ -100,7 +100,11 @@ impl Type {
             Some(_) => return None,
             None => (name.as_str(), None),
         };
-        let size = |c: char| c.to_digit(10).filter(|n| (2..=4).contains(n)).map(|n| n as u8);
+        let size = |c: char| {
+            c.to_digit(10)
+                .filter(|n| (2..=4).contains(n))
+                .map(|n| n as u8)
+        };
         let last = base.chars().last()?;
         let n = size(last)?;
         let stem = &base[..base.len() - 1];

@@ -8,7 +8,12 @@ use weft_ir::types::{Scalar, Type};
 fn env_fields() -> Vec<(String, FieldId, Type, usize)> {
     vec![
         ("x".into(), FieldId::new(0), Type::F32, 1),
-        ("grid_v".into(), FieldId::new(1), Type::Vector(Scalar::F32, 2), 2),
+        (
+            "grid_v".into(),
+            FieldId::new(1),
+            Type::Vector(Scalar::F32, 2),
+            2,
+        ),
         ("n".into(), FieldId::new(2), Type::I32, 1),
     ]
 }
@@ -16,7 +21,11 @@ fn env_fields() -> Vec<(String, FieldId, Type, usize)> {
 fn lower(code: &str, dims: usize) -> Result<(), CodeError> {
     let fields = env_fields();
     let params = vec![("dt".to_string(), Type::F32), ("k".to_string(), Type::I32)];
-    let env = KernelEnv { dims, params: &params, fields: &fields };
+    let env = KernelEnv {
+        dims,
+        params: &params,
+        fields: &fields,
+    };
     lower_kernel(code, &env).map(|_| ())
 }
 
@@ -24,8 +33,13 @@ fn lower(code: &str, dims: usize) -> Result<(), CodeError> {
 fn check_rejects(code: &str, line: u32, col: u32, needle: &str) -> Option<String> {
     match lower(code, 1) {
         Ok(()) => Some(format!("accepted bad code:\n{}", code)),
-        Err(e) if !e.message.contains(needle) => Some(format!("message {:?} lacks {:?}", e.message, needle)),
-        Err(e) if (e.line, e.col) != (line, col) => Some(format!("{:?}: at {}:{}, expected {}:{}", e.message, e.line, e.col, line, col)),
+        Err(e) if !e.message.contains(needle) => {
+            Some(format!("message {:?} lacks {:?}", e.message, needle))
+        }
+        Err(e) if (e.line, e.col) != (line, col) => Some(format!(
+            "{:?}: at {}:{}, expected {}:{}",
+            e.message, e.line, e.col, line, col
+        )),
         Err(_) => None,
     }
 }
@@ -54,26 +68,108 @@ fn accepts_the_language() {
 #[test]
 fn rejects_with_positions_and_plain_words() {
     let mut problems = Vec::new();
-    let mut rejects = |code: &str, line: u32, col: u32, needle: &str| problems.extend(check_rejects(code, line, col, needle));
-    rejects("fn kernel(i: i32) {\n    grid_v[(i, 0)] = x[i];\n}", 2, 22, "`x[i]` is f32 but `grid_v[(i, 0)]` expects vec2<f32>");
-    rejects("fn kernel(i: i32) {\n  let a = 1.0 + k;\n}", 2, 11, "`1.0` is f32 but `k` is i32");
-    rejects("fn kernel(i: i32) { y[i] = 1.0; }", 1, 21, "`y` is not a field wired to this kernel");
-    rejects("fn kernel(i: i32) { let a = b; }", 1, 29, "unknown name `b`");
-    rejects("fn kernel(i: i32) { let a = 1; a = 2; }", 1, 32, "declare it with `let mut a`");
-    rejects("fn kernel(i: i32) { break; }", 1, 21, "`break` outside a loop");
+    let mut rejects = |code: &str, line: u32, col: u32, needle: &str| {
+        problems.extend(check_rejects(code, line, col, needle))
+    };
+    rejects(
+        "fn kernel(i: i32) {\n    grid_v[(i, 0)] = x[i];\n}",
+        2,
+        22,
+        "`x[i]` is f32 but `grid_v[(i, 0)]` expects vec2<f32>",
+    );
+    rejects(
+        "fn kernel(i: i32) {\n  let a = 1.0 + k;\n}",
+        2,
+        11,
+        "`1.0` is f32 but `k` is i32",
+    );
+    rejects(
+        "fn kernel(i: i32) { y[i] = 1.0; }",
+        1,
+        21,
+        "`y` is not a field wired to this kernel",
+    );
+    rejects(
+        "fn kernel(i: i32) { let a = b; }",
+        1,
+        29,
+        "unknown name `b`",
+    );
+    rejects(
+        "fn kernel(i: i32) { let a = 1; a = 2; }",
+        1,
+        32,
+        "declare it with `let mut a`",
+    );
+    rejects(
+        "fn kernel(i: i32) { break; }",
+        1,
+        21,
+        "`break` outside a loop",
+    );
     rejects("fn f(a: f32) -> f32 { g(a) }\nfn g(a: f32) -> f32 { f(a) }\nfn kernel(i: i32) { x[i] = f(1.0); }", 2, 23, "recursion is not allowed");
-    rejects("fn kernel(i: i32, j: i32) { }", 1, 1, "this kernel loops over 1 axes");
-    rejects("fn kernel(i: i32) { x[i] = sqrt(k); }", 1, 28, "convert integers with `as f32`");
-    rejects("fn kernel(i: i32) { x[(i, 1)] = 0.0; }", 1, 23, "`x` has 1 axes but is indexed with 2");
-    rejects("fn kernel(i: i32) { x[i] = nope(1.0); }", 1, 28, "unknown function `nope`");
-    rejects("fn kernel(i: i32) { x[i] = 1.0 }\nfn kernel(i: i32) {}", 2, 4, "defined twice");
+    rejects(
+        "fn kernel(i: i32, j: i32) { }",
+        1,
+        1,
+        "this kernel loops over 1 axes",
+    );
+    rejects(
+        "fn kernel(i: i32) { x[i] = sqrt(k); }",
+        1,
+        28,
+        "convert integers with `as f32`",
+    );
+    rejects(
+        "fn kernel(i: i32) { x[(i, 1)] = 0.0; }",
+        1,
+        23,
+        "`x` has 1 axes but is indexed with 2",
+    );
+    rejects(
+        "fn kernel(i: i32) { x[i] = nope(1.0); }",
+        1,
+        28,
+        "unknown function `nope`",
+    );
+    rejects(
+        "fn kernel(i: i32) { x[i] = 1.0 }\nfn kernel(i: i32) {}",
+        2,
+        4,
+        "defined twice",
+    );
     rejects("fn main() {}", 1, 1, "entry function `fn kernel");
-    rejects("fn kernel(i: i32) { if k { } }", 1, 24, "a condition must be bool");
-    rejects("fn kernel(i: i32) { let v = vec2(1.0, 2.0); x[i] = v.z; }", 1, 52, "not a valid swizzle");
+    rejects(
+        "fn kernel(i: i32) { if k { } }",
+        1,
+        24,
+        "a condition must be bool",
+    );
+    rejects(
+        "fn kernel(i: i32) { let v = vec2(1.0, 2.0); x[i] = v.z; }",
+        1,
+        52,
+        "not a valid swizzle",
+    );
     rejects("fn kernel(i: i32) { x[i] = 1.0 +; }", 1, 33, "syntax error");
-    rejects("fn kernel(i: i32) { x[i] = dt as vec2; }", 1, 28, "cannot convert f32 to vec2<f32>");
-    rejects("fn kernel(i: i32) { grid_v[(i, 0)] *= 2.0; x = 1.0; }", 1, 44, "`x` is a field");
-    rejects("fn kernel(i: i32) { n[i] = 99999999999; }", 1, 28, "does not fit in i32");
+    rejects(
+        "fn kernel(i: i32) { x[i] = dt as vec2; }",
+        1,
+        28,
+        "cannot convert f32 to vec2<f32>",
+    );
+    rejects(
+        "fn kernel(i: i32) { grid_v[(i, 0)] *= 2.0; x = 1.0; }",
+        1,
+        44,
+        "`x` is a field",
+    );
+    rejects(
+        "fn kernel(i: i32) { n[i] = 99999999999; }",
+        1,
+        28,
+        "does not fit in i32",
+    );
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
@@ -81,7 +177,11 @@ fn rejects_with_positions_and_plain_words() {
 fn lowered_ir_validates() {
     let fields = env_fields();
     let params = vec![("dt".to_string(), Type::F32)];
-    let env = KernelEnv { dims: 1, params: &params, fields: &fields };
+    let env = KernelEnv {
+        dims: 1,
+        params: &params,
+        fields: &fields,
+    };
     let code = "fn f(v: vec2) -> f32 { let mut a = 0.0; for c in 0..2 { a += v[c]; } a }\n\
                 fn kernel(i: i32) { let mut w = vec2(1.0, dt); w.y += 1.0; if f(w) > 1.0 && i > 0 { x[i] += 1.0; } else { x[i] = 0.0; } }";
     let lk = lower_kernel(code, &env).unwrap();
@@ -110,7 +210,11 @@ fn lowered_ir_validates() {
         name: "k".into(),
         iteration: weft_ir::ir::Iteration::Range(vec![4]),
         dims: 1,
-        params: vec![weft_ir::ir::KernelParam { name: "dt".into(), ty: Type::F32, value: 0 }],
+        params: vec![weft_ir::ir::KernelParam {
+            name: "dt".into(),
+            ty: Type::F32,
+            value: 0,
+        }],
         entry: lk.entry,
         functions: lk.functions,
         bindings: vec![],

@@ -17,8 +17,22 @@ fn program(code: &str, shape: &[u32]) -> Program {
 
 fn count(p: &Program, pred: impl Fn(&InstKind) -> bool) -> usize {
     let k = &p.kernels.iter().next().unwrap().1;
-    fn walk(f: &weft_ir::ir::Function, b: &weft_ir::ir::Block, pred: &dyn Fn(&InstKind) -> bool) -> usize {
-        b.iter().map(|&h| pred(&f.insts[h].kind) as usize + f.insts[h].kind.blocks().iter().map(|nb| walk(f, nb, pred)).sum::<usize>()).sum()
+    fn walk(
+        f: &weft_ir::ir::Function,
+        b: &weft_ir::ir::Block,
+        pred: &dyn Fn(&InstKind) -> bool,
+    ) -> usize {
+        b.iter()
+            .map(|&h| {
+                pred(&f.insts[h].kind) as usize
+                    + f.insts[h]
+                        .kind
+                        .blocks()
+                        .iter()
+                        .map(|nb| walk(f, nb, pred))
+                        .sum::<usize>()
+            })
+            .sum()
     }
     walk(&k.entry, &k.entry.body, &pred)
 }
@@ -38,35 +52,97 @@ fn const_fold_and_simplify_remove_constant_work() {
     const_fold::run(&mut p);
     validate_program(&p, false).unwrap();
     let text = print_program(&p, None);
-    assert!(text.contains("const 7.0f") && text.contains("const 3.0f"), "{}", text);
+    assert!(
+        text.contains("const 7.0f") && text.contains("const 3.0f"),
+        "{}",
+        text
+    );
     simplify::run(&mut p);
     validate_program(&p, false).unwrap();
     // The dead branch and the unused operands are gone: one store, two constants feeding it.
     assert_eq!(count(&p, |k| matches!(k, InstKind::If { .. })), 0);
     assert_eq!(count(&p, |k| matches!(k, InstKind::FieldStore { .. })), 1);
-    assert!(count(&p, |k| matches!(k, InstKind::Const(_))) <= 2, "{}", print_program(&p, None));
+    assert!(
+        count(&p, |k| matches!(k, InstKind::Const(_))) <= 2,
+        "{}",
+        print_program(&p, None)
+    );
 }
 
 #[test]
 fn lower_access_produces_word_accesses_with_checks() {
-    let mut p = program("fn kernel(i: i32, j: i32) { x[(i, j)] = x[(j, i)] + vec2(1.0); }", &[4, 4]);
+    let mut p = program(
+        "fn kernel(i: i32, j: i32) { x[(i, j)] = x[(j, i)] + vec2(1.0); }",
+        &[4, 4],
+    );
     lower_access::run(&mut p, true);
     validate_program(&p, true).unwrap();
-    assert_eq!(count(&p, |k| matches!(k, InstKind::FieldLoad { .. } | InstKind::FieldStore { .. })), 0);
-    assert_eq!(count(&p, |k| matches!(k, InstKind::BufLoad { .. })), 2, "one load per component");
+    assert_eq!(
+        count(&p, |k| matches!(
+            k,
+            InstKind::FieldLoad { .. } | InstKind::FieldStore { .. }
+        )),
+        0
+    );
+    assert_eq!(
+        count(&p, |k| matches!(k, InstKind::BufLoad { .. })),
+        2,
+        "one load per component"
+    );
     assert_eq!(count(&p, |k| matches!(k, InstKind::BufStore { .. })), 2);
-    assert_eq!(count(&p, |k| matches!(k, InstKind::BoundsCheck { .. })), 4, "two axes, two accesses");
-    let mut q = program("fn kernel(i: i32, j: i32) { x[(i, j)] = vec2(1.0); }", &[4, 4]);
+    assert_eq!(
+        count(&p, |k| matches!(k, InstKind::BoundsCheck { .. })),
+        4,
+        "two axes, two accesses"
+    );
+    let mut q = program(
+        "fn kernel(i: i32, j: i32) { x[(i, j)] = vec2(1.0); }",
+        &[4, 4],
+    );
     lower_access::run(&mut q, false);
     assert_eq!(count(&q, |k| matches!(k, InstKind::BoundsCheck { .. })), 0);
 }
 
 #[test]
 fn full_pipeline_validates_after_every_pass_on_every_example() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("graphs");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("graphs");
     for name in ["julia", "mpm88", "heat", "life"] {
         let doc = GraphDoc::load(&root.join(format!("{}.json", name))).unwrap();
-        let mut p = build_program(&doc, &BuildOptions { base_dir: root.clone() }).unwrap();
-        run_pipeline(&mut p, &PassOptions { bounds_checks: true, validate: true }, None).unwrap_or_else(|e| panic!("{}: {}", name, e));
+        let mut p = build_program(
+            &doc,
+            &BuildOptions {
+                base_dir: root.clone(),
+            },
+        )
+        .unwrap();
+        run_pipeline(
+            &mut p,
+            &PassOptions {
+                bounds_checks: true,
+                validate: true,
+            },
+            None,
+        )
+        .unwrap_or_else(|e| panic!("{}: {}", name, e));
     }
+}
+
+#[test]
+fn large_helpers_called_twice_stay_functions() {
+    // A helper over the size limit, called from two places.
+    let mut body = String::from("let mut a = x;");
+    for k in 0..120 {
+        body.push_str(&format!(" a = a * 1.0001 + {}.0;", k % 7));
+    }
+    let code = format!("fn big(x: f32) -> f32 {{ {} a }}\nfn small(x: f32) -> f32 {{ x + 1.0 }}\nfn kernel(i: i32) {{ x[i] = vec2(big(1.0) + small(2.0), big(i as f32)); }}", body);
+    let mut p = program(&code, &[8]);
+    inline::run(&mut p);
+    validate_program(&p, false).unwrap();
+    let text = print_program(&p, None);
+    let entry = &text[text.find("entry kernel").unwrap()..];
+    assert_eq!(entry.matches("call fn0").count(), 2, "big stays a function");
+    assert_eq!(entry.matches("call fn1").count(), 0, "small is inlined");
 }

@@ -41,7 +41,10 @@ pub struct Tolerance {
 
 impl Default for Tolerance {
     fn default() -> Self {
-        Tolerance { rel: 1e-4, abs: 1e-6 }
+        Tolerance {
+            rel: 1e-4,
+            abs: 1e-6,
+        }
     }
 }
 
@@ -69,7 +72,16 @@ pub struct FieldStats {
 
 pub fn field_stats(ty: Type, words: &[u32]) -> FieldStats {
     let s = ty.scalar().unwrap_or(Scalar::F32);
-    let mut st = FieldStats { ty: ty.to_string(), sum: 0.0, min: f64::INFINITY, max: f64::NEG_INFINITY, mean_abs: 0.0, count: 0, nonfinite: 0, checksum: None };
+    let mut st = FieldStats {
+        ty: ty.to_string(),
+        sum: 0.0,
+        min: f64::INFINITY,
+        max: f64::NEG_INFINITY,
+        mean_abs: 0.0,
+        count: 0,
+        nonfinite: 0,
+        checksum: None,
+    };
     for &w in words {
         let v = match s {
             Scalar::I32 => w as i32 as f64,
@@ -92,7 +104,12 @@ pub fn field_stats(ty: Type, words: &[u32]) -> FieldStats {
         st.max = 0.0;
     }
     if s != Scalar::F32 {
-        let h = words.iter().flat_map(|w| w.to_le_bytes()).fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3));
+        let h = words
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .fold(0xcbf29ce484222325u64, |h, b| {
+                (h ^ b as u64).wrapping_mul(0x100000001b3)
+            });
         st.checksum = Some(format!("{:016x}", h));
     }
     st
@@ -100,7 +117,11 @@ pub fn field_stats(ty: Type, words: &[u32]) -> FieldStats {
 
 /// Statistics of every field of a simulation.
 pub fn all_stats(sim: &Simulation) -> Result<BTreeMap<String, FieldStats>, crate::RuntimeError> {
-    sim.program.fields.iter().map(|(h, f)| Ok((f.name.clone(), field_stats(f.ty, &sim.read_field(h)?)))).collect()
+    sim.program
+        .fields
+        .iter()
+        .map(|(h, f)| Ok((f.name.clone(), field_stats(f.ty, &sim.read_field(h)?))))
+        .collect()
 }
 
 /// `|a - b| <= abs + rel * scale`, where `scale` is at least the values' own size.
@@ -109,16 +130,27 @@ fn close(a: f64, b: f64, scale: f64, t: &Tolerance) -> bool {
 }
 
 /// Every difference between expected and actual statistics, as readable lines.
-pub fn compare(expected: &BTreeMap<String, FieldStats>, actual: &BTreeMap<String, FieldStats>, default: &Tolerance, per_field: &BTreeMap<String, Tolerance>) -> Vec<String> {
+pub fn compare(
+    expected: &BTreeMap<String, FieldStats>,
+    actual: &BTreeMap<String, FieldStats>,
+    default: &Tolerance,
+    per_field: &BTreeMap<String, Tolerance>,
+) -> Vec<String> {
     let mut diffs = Vec::new();
     for (name, e) in expected {
         let tol = per_field.get(name).unwrap_or(default);
         let Some(a) = actual.get(name) else {
-            diffs.push(format!("field '{}': expected but the graph has no such field", name));
+            diffs.push(format!(
+                "field '{}': expected but the graph has no such field",
+                name
+            ));
             continue;
         };
         if e.ty != a.ty {
-            diffs.push(format!("field '{}': type {} expected, got {}", name, e.ty, a.ty));
+            diffs.push(format!(
+                "field '{}': type {} expected, got {}",
+                name, e.ty, a.ty
+            ));
             continue;
         }
         // A sum's rounding error grows with the sum of magnitudes, not with the
@@ -132,14 +164,29 @@ pub fn compare(expected: &BTreeMap<String, FieldStats>, actual: &BTreeMap<String
             ("mean_abs", e.mean_abs, a.mean_abs, 0.0),
         ] {
             if !close(x, y, scale, tol) {
-                diffs.push(format!("field '{}': {} expected {} got {} (diff {:.3e})", name, what, x, y, (x - y).abs()));
+                diffs.push(format!(
+                    "field '{}': {} expected {} got {} (diff {:.3e})",
+                    name,
+                    what,
+                    x,
+                    y,
+                    (x - y).abs()
+                ));
             }
         }
         if e.count != a.count || e.nonfinite != a.nonfinite {
-            diffs.push(format!("field '{}': {} finite and {} non-finite values expected, got {} and {}", name, e.count, e.nonfinite, a.count, a.nonfinite));
+            diffs.push(format!(
+                "field '{}': {} finite and {} non-finite values expected, got {} and {}",
+                name, e.count, e.nonfinite, a.count, a.nonfinite
+            ));
         }
         if e.checksum.is_some() && e.checksum != a.checksum {
-            diffs.push(format!("field '{}': checksum expected {} got {}", name, e.checksum.as_deref().unwrap_or("-"), a.checksum.as_deref().unwrap_or("-")));
+            diffs.push(format!(
+                "field '{}': checksum expected {} got {}",
+                name,
+                e.checksum.as_deref().unwrap_or("-"),
+                a.checksum.as_deref().unwrap_or("-")
+            ));
         }
     }
     diffs

@@ -11,7 +11,9 @@ use crate::RuntimeError;
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use weft_codegen::gpu::{compile_kernel, GpuKernel, GpuOptions, RECORD_HEADER_WORDS, WORKGROUP_SIZE};
+use weft_codegen::gpu::{
+    compile_kernel, GpuKernel, GpuOptions, RECORD_HEADER_WORDS, WORKGROUP_SIZE,
+};
 use weft_ir::graph::build::root_words;
 use weft_ir::ir::*;
 
@@ -54,9 +56,14 @@ impl GpuContext {
             desc.backends &= backends;
             wgpu::Instance::new(desc)
         };
-        let mut adapters = pollster::block_on(instance_for(wgpu::Backends::PRIMARY).enumerate_adapters(wgpu::Backends::PRIMARY));
+        let mut adapters = pollster::block_on(
+            instance_for(wgpu::Backends::PRIMARY).enumerate_adapters(wgpu::Backends::PRIMARY),
+        );
         if adapters.is_empty() {
-            adapters = pollster::block_on(instance_for(wgpu::Backends::SECONDARY).enumerate_adapters(wgpu::Backends::SECONDARY));
+            adapters = pollster::block_on(
+                instance_for(wgpu::Backends::SECONDARY)
+                    .enumerate_adapters(wgpu::Backends::SECONDARY),
+            );
         }
         let score = |a: &wgpu::Adapter| match a.get_info().device_type {
             wgpu::DeviceType::DiscreteGpu => 4,
@@ -65,7 +72,17 @@ impl GpuContext {
             wgpu::DeviceType::Other => 1,
             wgpu::DeviceType::Cpu => 0,
         };
-        let found: Vec<String> = adapters.iter().map(|a| format!("{} ({:?}, {:?})", a.get_info().name, a.get_info().device_type, a.get_info().backend)).collect();
+        let found: Vec<String> = adapters
+            .iter()
+            .map(|a| {
+                format!(
+                    "{} ({:?}, {:?})",
+                    a.get_info().name,
+                    a.get_info().device_type,
+                    a.get_info().backend
+                )
+            })
+            .collect();
         let adapter = adapters
             .into_iter()
             .filter(|a| a.get_downlevel_capabilities().flags.contains(wgpu::DownlevelFlags::COMPUTE_SHADERS))
@@ -79,7 +96,9 @@ impl GpuContext {
                 })
             })?;
         let info = adapter.get_info();
-        let float_atomics = adapter.features().contains(wgpu::Features::SHADER_FLOAT32_ATOMIC);
+        let float_atomics = adapter
+            .features()
+            .contains(wgpu::Features::SHADER_FLOAT32_ATOMIC);
         let timestamps = adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
         let mut required_features = wgpu::Features::empty();
         if float_atomics {
@@ -109,20 +128,38 @@ impl GpuContext {
                 v.push(format!("device lost ({:?}): {}", reason, message));
             }
         });
-        Ok(GpuContext { device, queue, info, limits, float_atomics, timestamps, errors, pipelines: Mutex::new(Default::default()), compiled_count: Default::default() })
+        Ok(GpuContext {
+            device,
+            queue,
+            info,
+            limits,
+            float_atomics,
+            timestamps,
+            errors,
+            pipelines: Mutex::new(Default::default()),
+            compiled_count: Default::default(),
+        })
     }
 
     pub fn describe(&self) -> String {
-        format!("{} ({:?}, {:?})", self.info.name, self.info.device_type, self.info.backend)
+        format!(
+            "{} ({:?}, {:?})",
+            self.info.name, self.info.device_type, self.info.backend
+        )
     }
 
     /// Errors reported by wgpu since the last call.
     fn take_errors(&self) -> Vec<String> {
-        self.errors.lock().map(|mut v| std::mem::take(&mut *v)).unwrap_or_default()
+        self.errors
+            .lock()
+            .map(|mut v| std::mem::take(&mut *v))
+            .unwrap_or_default()
     }
 
     fn wait(&self) -> Result<(), RuntimeError> {
-        self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| RuntimeError::Device(format!("waiting for the GPU failed: {}", e)))?;
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| RuntimeError::Device(format!("waiting for the GPU failed: {}", e)))?;
         Ok(())
     }
 }
@@ -162,11 +199,16 @@ pub struct GpuEngine {
 const MAX_RECORDS_PER_SUBMIT: u64 = 4096;
 
 impl GpuEngine {
-    pub fn new(program: &Program, ctx: Arc<GpuContext>, opts: &GpuOptions) -> Result<GpuEngine, RuntimeError> {
+    pub fn new(
+        program: &Program,
+        ctx: Arc<GpuContext>,
+        opts: &GpuOptions,
+    ) -> Result<GpuEngine, RuntimeError> {
         let dev = &ctx.device;
         let max_binding = ctx.limits.max_storage_buffer_binding_size;
         let max_buffer = ctx.limits.max_buffer_size;
-        let mut buffers: Vec<Option<wgpu::Buffer>> = (0..program.layouts.len()).map(|_| None).collect();
+        let mut buffers: Vec<Option<wgpu::Buffer>> =
+            (0..program.layouts.len()).map(|_| None).collect();
         for r in program.roots() {
             let bytes = (root_words(program, r) * 4).max(4);
             if bytes > max_binding || bytes > max_buffer {
@@ -181,11 +223,18 @@ impl GpuEngine {
             buffers[r.index()] = Some(dev.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(&program.layouts[r].node_id),
                 size: bytes.div_ceil(4) * 4,
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+                usage: wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_SRC
+                    | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             }));
         }
-        let params_words = program.kernels.iter().map(|(_, k)| k.params.len() as u32).max().unwrap_or(0);
+        let params_words = program
+            .kernels
+            .iter()
+            .map(|(_, k)| k.params.len() as u32)
+            .max()
+            .unwrap_or(0);
         let align = ctx.limits.min_storage_buffer_offset_alignment.max(4) as u64;
         let record_bytes = ((RECORD_HEADER_WORDS + params_words) * 4) as u64;
         let record_stride = record_bytes.div_ceil(align) * align;
@@ -199,7 +248,9 @@ impl GpuEngine {
         let errors = dev.create_buffer(&wgpu::BufferDescriptor {
             label: Some("errors"),
             size: 16,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
         let error_readback = dev.create_buffer(&wgpu::BufferDescriptor {
@@ -224,25 +275,77 @@ impl GpuEngine {
             };
             let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
             let mut bind = vec![
-                wgpu::BindGroupEntry { binding: 0, resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: &records, offset: 0, size: std::num::NonZeroU64::new(record_bytes) }) },
-                wgpu::BindGroupEntry { binding: 1, resource: errors.as_entire_binding() },
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: &records,
+                        offset: 0,
+                        size: std::num::NonZeroU64::new(record_bytes),
+                    }),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: errors.as_entire_binding(),
+                },
             ];
             for (n, (r, _)) in cached.code.roots.iter().enumerate() {
-                bind.push(wgpu::BindGroupEntry { binding: 2 + n as u32, resource: buffers[r.index()].as_ref().expect("roots have buffers").as_entire_binding() });
+                bind.push(wgpu::BindGroupEntry {
+                    binding: 2 + n as u32,
+                    resource: buffers[r.index()]
+                        .as_ref()
+                        .expect("roots have buffers")
+                        .as_entire_binding(),
+                });
             }
-            let bind_group = dev.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(&k.name), layout: &cached.layout, entries: &bind });
+            let bind_group = dev.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some(&k.name),
+                layout: &cached.layout,
+                entries: &bind,
+            });
             if let Some(e) = pollster::block_on(scope.pop()) {
-                return Err(RuntimeError::Compile { node: k.name.clone(), message: format!("node '{}': the wgpu backend rejected the kernel's bindings: {}", k.name, e) });
+                return Err(RuntimeError::Compile {
+                    node: k.name.clone(),
+                    message: format!(
+                        "node '{}': the wgpu backend rejected the kernel's bindings: {}",
+                        k.name, e
+                    ),
+                });
             }
             kernels.push(Compiled { cached, bind_group });
         }
         let timer = ctx.timestamps.then(|| {
-            let qs = dev.create_query_set(&wgpu::QuerySetDescriptor { label: Some("kernel timer"), ty: wgpu::QueryType::Timestamp, count: 2 });
-            let resolve = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("timestamps"), size: 16, usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC, mapped_at_creation: false });
-            let read = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("timestamps readback"), size: 16, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+            let qs = dev.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("kernel timer"),
+                ty: wgpu::QueryType::Timestamp,
+                count: 2,
+            });
+            let resolve = dev.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("timestamps"),
+                size: 16,
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            let read = dev.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("timestamps readback"),
+                size: 16,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
             (qs, resolve, read)
         });
-        Ok(GpuEngine { ctx, kernels, buffers, records, record_capacity, record_stride, errors, error_readback, params_words, native_float_atomics: opts.native_float_atomics, timer })
+        Ok(GpuEngine {
+            ctx,
+            kernels,
+            buffers,
+            records,
+            record_capacity,
+            record_stride,
+            errors,
+            error_readback,
+            params_words,
+            native_float_atomics: opts.native_float_atomics,
+            timer,
+        })
     }
 
     /// The storage buffer holding a root layout node's words (for GPU views).
@@ -250,23 +353,45 @@ impl GpuEngine {
         self.buffers[root.index()].as_ref()
     }
 
-    fn compile(program: &Program, k: &Kernel, ctx: &GpuContext, opts: &GpuOptions) -> Result<CachedKernel, RuntimeError> {
+    fn compile(
+        program: &Program,
+        k: &Kernel,
+        ctx: &GpuContext,
+        opts: &GpuOptions,
+    ) -> Result<CachedKernel, RuntimeError> {
         let dev = &ctx.device;
-        let code = compile_kernel(program, k, opts).map_err(|e| RuntimeError::Compile { node: e.kernel.clone(), message: e.to_string() })?;
+        let code = compile_kernel(program, k, opts).map_err(|e| RuntimeError::Compile {
+            node: e.kernel.clone(),
+            message: e.to_string(),
+        })?;
         let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some(&k.name), source: wgpu::ShaderSource::Naga(Cow::Owned(code.module.clone())) });
+        let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(&k.name),
+            source: wgpu::ShaderSource::Naga(Cow::Owned(code.module.clone())),
+        });
         let storage = |binding: u32, read_only: bool, dynamic: bool| wgpu::BindGroupLayoutEntry {
             binding,
             visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Storage { read_only }, has_dynamic_offset: dynamic, min_binding_size: None },
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Storage { read_only },
+                has_dynamic_offset: dynamic,
+                min_binding_size: None,
+            },
             count: None,
         };
         let mut entries = vec![storage(0, true, true), storage(1, false, false)];
         for (n, _) in code.roots.iter().enumerate() {
             entries.push(storage(2 + n as u32, false, false));
         }
-        let layout = dev.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some(&k.name), entries: &entries });
-        let pl = dev.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor { label: Some(&k.name), bind_group_layouts: &[Some(&layout)], immediate_size: 0 });
+        let layout = dev.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some(&k.name),
+            entries: &entries,
+        });
+        let pl = dev.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some(&k.name),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
         let pipeline = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(&k.name),
             layout: Some(&pl),
@@ -276,10 +401,21 @@ impl GpuEngine {
             cache: None,
         });
         if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(RuntimeError::Compile { node: k.name.clone(), message: format!("node '{}': the wgpu backend rejected the kernel: {}", k.name, e) });
+            return Err(RuntimeError::Compile {
+                node: k.name.clone(),
+                message: format!(
+                    "node '{}': the wgpu backend rejected the kernel: {}",
+                    k.name, e
+                ),
+            });
         }
-        ctx.compiled_count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Ok(CachedKernel { code, pipeline, layout })
+        ctx.compiled_count
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(CachedKernel {
+            code,
+            pipeline,
+            layout,
+        })
     }
 
     pub fn write_root(&self, root: LayoutId, words: &[u32]) {
@@ -290,15 +426,27 @@ impl GpuEngine {
     }
 
     pub fn read_root(&self, root: LayoutId) -> Result<Vec<u32>, RuntimeError> {
-        let Some(b) = &self.buffers[root.index()] else { return Ok(Vec::new()) };
+        let Some(b) = &self.buffers[root.index()] else {
+            return Ok(Vec::new());
+        };
         let bytes = self.read_buffer(b, b.size())?;
-        Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
     }
 
     fn read_buffer(&self, b: &wgpu::Buffer, size: u64) -> Result<Vec<u8>, RuntimeError> {
         let dev = &self.ctx.device;
-        let staging = dev.create_buffer(&wgpu::BufferDescriptor { label: Some("readback"), size, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
-        let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("readback") });
+        let staging = dev.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("readback"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("readback"),
+        });
         enc.copy_buffer_to_buffer(b, 0, &staging, 0, size);
         self.ctx.queue.submit([enc.finish()]);
         self.map_read(&staging)
@@ -313,10 +461,22 @@ impl GpuEngine {
         self.ctx.wait()?;
         match rx.recv() {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(RuntimeError::Device(format!("reading back from the GPU failed: {}", e))),
-            Err(_) => return Err(RuntimeError::Device("reading back from the GPU failed: no answer".into())),
+            Ok(Err(e)) => {
+                return Err(RuntimeError::Device(format!(
+                    "reading back from the GPU failed: {}",
+                    e
+                )))
+            }
+            Err(_) => {
+                return Err(RuntimeError::Device(
+                    "reading back from the GPU failed: no answer".into(),
+                ))
+            }
         }
-        let data = slice.get_mapped_range().map_err(|e| RuntimeError::Device(format!("reading back from the GPU failed: {}", e)))?.to_vec();
+        let data = slice
+            .get_mapped_range()
+            .map_err(|e| RuntimeError::Device(format!("reading back from the GPU failed: {}", e)))?
+            .to_vec();
         staging.unmap();
         Ok(data)
     }
@@ -333,9 +493,18 @@ impl GpuEngine {
     /// Runs launches in order in as few submits as possible; with `timing`,
     /// one submit per launch, timed by GPU timestamps when the adapter has
     /// them, otherwise by wall time from submit to completion.
-    pub fn run(&self, program: &Program, launches: &[(KernelId, i32, u32)], timing: bool) -> Result<Vec<(KernelId, Duration)>, RuntimeError> {
+    pub fn run(
+        &self,
+        program: &Program,
+        launches: &[(KernelId, i32, u32)],
+        timing: bool,
+    ) -> Result<Vec<(KernelId, Duration)>, RuntimeError> {
         let mut times = Vec::new();
-        let chunk = if timing { 1 } else { self.record_capacity as usize };
+        let chunk = if timing {
+            1
+        } else {
+            self.record_capacity as usize
+        };
         for part in launches.chunks(chunk) {
             let mut data = vec![0u8; (self.record_stride as usize) * part.len()];
             let mut dispatches = Vec::new();
@@ -348,7 +517,10 @@ impl GpuEngine {
                 let gx = groups.clamp(1, max_dim);
                 let gy = groups.div_ceil(gx).max(1);
                 if gy > max_dim {
-                    return Err(RuntimeError::Device(format!("node '{}': {} iterations exceed what one dispatch can cover on {}", kernel.name, total, self.ctx.info.name)));
+                    return Err(RuntimeError::Device(format!(
+                        "node '{}': {} iterations exceed what one dispatch can cover on {}",
+                        kernel.name, total, self.ctx.info.name
+                    )));
                 }
                 let mut words = vec![0u32; (RECORD_HEADER_WORDS + self.params_words) as usize];
                 words[0] = frame as u32;
@@ -366,14 +538,31 @@ impl GpuEngine {
                 for (i, w) in words.iter().enumerate() {
                     data[at + i * 4..at + i * 4 + 4].copy_from_slice(&w.to_le_bytes());
                 }
-                dispatches.push((k, (n as u64 * self.record_stride) as u32, gx as u32, gy as u32));
+                dispatches.push((
+                    k,
+                    (n as u64 * self.record_stride) as u32,
+                    gx as u32,
+                    gy as u32,
+                ));
             }
             self.ctx.queue.write_buffer(&self.records, 0, &data);
-            let mut enc = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("frame") });
+            let mut enc = self
+                .ctx
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("frame"),
+                });
             let timer = if timing { self.timer.as_ref() } else { None };
             {
-                let timestamp_writes = timer.map(|(qs, _, _)| wgpu::ComputePassTimestampWrites { query_set: qs, beginning_of_pass_write_index: Some(0), end_of_pass_write_index: Some(1) });
-                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("kernels"), timestamp_writes });
+                let timestamp_writes = timer.map(|(qs, _, _)| wgpu::ComputePassTimestampWrites {
+                    query_set: qs,
+                    beginning_of_pass_write_index: Some(0),
+                    end_of_pass_write_index: Some(1),
+                });
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("kernels"),
+                    timestamp_writes,
+                });
                 for &(k, offset, gx, gy) in &dispatches {
                     let c = &self.kernels[k.index()];
                     pass.set_pipeline(&c.cached.pipeline);
@@ -393,8 +582,11 @@ impl GpuEngine {
                 let d = match timer {
                     Some((_, _, read)) => {
                         let b = self.map_read(read)?;
-                        let ts = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
-                        let ns = ts(1).saturating_sub(ts(0)) as f64 * self.ctx.queue.get_timestamp_period() as f64;
+                        let ts = |i: usize| {
+                            u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes"))
+                        };
+                        let ns = ts(1).saturating_sub(ts(0)) as f64
+                            * self.ctx.queue.get_timestamp_period() as f64;
                         Duration::from_nanos(ns as u64)
                     }
                     None => wall,
@@ -402,8 +594,14 @@ impl GpuEngine {
                 times.push((part[0].0, d));
             }
             if let Some(e) = self.ctx.take_errors().into_iter().next() {
-                let node = part.first().map(|l| program.kernels[l.0].name.clone()).unwrap_or_default();
-                return Err(RuntimeError::Device(format!("node '{}': GPU error: {}", node, e)));
+                let node = part
+                    .first()
+                    .map(|l| program.kernels[l.0].name.clone())
+                    .unwrap_or_default();
+                return Err(RuntimeError::Device(format!(
+                    "node '{}': GPU error: {}",
+                    node, e
+                )));
             }
             self.check_faults(program, part)?;
         }
@@ -411,12 +609,28 @@ impl GpuEngine {
     }
 
     /// Reads the error words; reports the first failed check against its kernel.
-    fn check_faults(&self, program: &Program, part: &[(KernelId, i32, u32)]) -> Result<(), RuntimeError> {
-        let mut enc = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("errors") });
+    fn check_faults(
+        &self,
+        program: &Program,
+        part: &[(KernelId, i32, u32)],
+    ) -> Result<(), RuntimeError> {
+        let mut enc = self
+            .ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("errors"),
+            });
         enc.copy_buffer_to_buffer(&self.errors, 0, &self.error_readback, 0, 16);
         self.ctx.queue.submit([enc.finish()]);
         let bytes = self.map_read(&self.error_readback)?;
-        let w = |i: usize| u32::from_le_bytes([bytes[i * 4], bytes[i * 4 + 1], bytes[i * 4 + 2], bytes[i * 4 + 3]]);
+        let w = |i: usize| {
+            u32::from_le_bytes([
+                bytes[i * 4],
+                bytes[i * 4 + 1],
+                bytes[i * 4 + 2],
+                bytes[i * 4 + 3],
+            ])
+        };
         let (code, value) = (w(0), w(1));
         if code == 0 {
             return Ok(());
@@ -430,7 +644,12 @@ impl GpuEngine {
             let id = code - 1;
             if id & 0x8000_0000 != 0 {
                 if let Some(s) = c.step_faults.get((id & 0x7fff_ffff) as usize) {
-                    return Err(RuntimeError::Kernel { node: name.clone(), line: s.line, col: s.col, message: format!("`step_by` needs a positive step, got {}", value as i32) });
+                    return Err(RuntimeError::Kernel {
+                        node: name.clone(),
+                        line: s.line,
+                        col: s.col,
+                        message: format!("`step_by` needs a positive step, got {}", value as i32),
+                    });
                 }
             } else if let Some(s) = c.checks.get(id as usize) {
                 let field = &program.fields[s.field].name;
@@ -438,10 +657,16 @@ impl GpuEngine {
                     node: name.clone(),
                     line: s.span.line,
                     col: s.span.col,
-                    message: format!("index {} is out of bounds for axis {} of field '{}' (extent {})", value as i32, s.axis, field, s.extent),
+                    message: format!(
+                        "index {} is out of bounds for axis {} of field '{}' (extent {})",
+                        value as i32, s.axis, field, s.extent
+                    ),
                 });
             }
         }
-        Err(RuntimeError::Device(format!("a kernel reported fault {:#x}", code)))
+        Err(RuntimeError::Device(format!(
+            "a kernel reported fault {:#x}",
+            code
+        )))
     }
 }

@@ -92,20 +92,42 @@ fn address_fn(p: &Program, field: FieldId, name: &str, node: &str) -> Result<Str
     let fd = &p.fields[field];
     let path = layout_path(p, fd.layout);
     let dims = fd.shape.len();
-    let big =
-        |v: u64| -> Result<u32, RuntimeError> { u32::try_from(v).map_err(|_| dev_err(node, format!("field '{}' is too large to draw on the GPU", fd.name))) };
+    let big = |v: u64| -> Result<u32, RuntimeError> {
+        u32::try_from(v).map_err(|_| {
+            dev_err(
+                node,
+                format!("field '{}' is too large to draw on the GPU", fd.name),
+            )
+        })
+    };
     let args: Vec<String> = (0..dims).map(|d| format!("i{}: u32", d)).collect();
-    let mut s = format!("fn {}({}) -> u32 {{\n    var a: u32 = {}u;\n", name, args.join(", "), big(fd.offset_in_cell)?);
+    let mut s = format!(
+        "fn {}({}) -> u32 {{\n    var a: u32 = {}u;\n",
+        name,
+        args.join(", "),
+        big(fd.offset_in_cell)?
+    );
     for (lvl, &l) in path.iter().enumerate() {
         let n = &p.layouts[l];
         let mut lin = String::from("0u");
         for d in 0..dims {
-            let below: u64 = path[lvl + 1..].iter().map(|&m| p.layouts[m].shape[d] as u64).product();
-            let mut x = if below == 1 { format!("i{}", d) } else { format!("(i{} / {}u)", d, big(below)?) };
+            let below: u64 = path[lvl + 1..]
+                .iter()
+                .map(|&m| p.layouts[m].shape[d] as u64)
+                .product();
+            let mut x = if below == 1 {
+                format!("i{}", d)
+            } else {
+                format!("(i{} / {}u)", d, big(below)?)
+            };
             if lvl > 0 {
                 x = format!("({} % {}u)", x, n.shape[d]);
             }
-            lin = if lin == "0u" { x } else { format!("({}) * {}u + {}", lin, n.shape[d], x) };
+            lin = if lin == "0u" {
+                x
+            } else {
+                format!("({}) * {}u + {}", lin, n.shape[d], x)
+            };
         }
         let _ = write!(s, "    a += ({}) * {}u", lin, big(n.cell_words)?);
         if lvl > 0 {
@@ -132,7 +154,12 @@ fn roots_of(p: &Program, fields: &[FieldId]) -> Vec<LayoutId> {
 fn root_decls(roots: &[LayoutId], first_binding: u32) -> String {
     let mut s = String::new();
     for k in 0..roots.len() {
-        let _ = writeln!(s, "@group(0) @binding({}) var<storage, read> root{}: array<u32>;", first_binding + k as u32, k);
+        let _ = writeln!(
+            s,
+            "@group(0) @binding({}) var<storage, read> root{}: array<u32>;",
+            first_binding + k as u32,
+            k
+        );
     }
     s
 }
@@ -140,7 +167,10 @@ fn root_decls(roots: &[LayoutId], first_binding: u32) -> String {
 /// `fn NAME(a: u32) -> u32` loading a word of `field`'s root.
 fn load_fn(p: &Program, roots: &[LayoutId], field: FieldId, name: &str) -> String {
     let r = root_of(p, p.fields[field].layout);
-    let k = roots.iter().position(|&x| x == r).expect("field's root is bound");
+    let k = roots
+        .iter()
+        .position(|&x| x == r)
+        .expect("field's root is bound");
     format!("fn {}(a: u32) -> u32 {{ return root{}[a]; }}\n", name, k)
 }
 
@@ -246,7 +276,13 @@ struct ShaderParts {
     stage: wgpu::ShaderStages,
 }
 
-fn image_shaders(p: &Program, node: &str, field: FieldId, map: Colormap, range: Option<(f32, f32)>) -> Result<ShaderParts, RuntimeError> {
+fn image_shaders(
+    p: &Program,
+    node: &str,
+    field: FieldId,
+    map: Colormap,
+    range: Option<(f32, f32)>,
+) -> Result<ShaderParts, RuntimeError> {
     let f = &p.fields[field];
     if f.shape.len() != 2 {
         return Err(dev_err(node, format!("field '{}' is not 2-D", f.name)));
@@ -271,7 +307,12 @@ fn image_shaders(p: &Program, node: &str, field: FieldId, map: Colormap, range: 
         render.push_str("fn range() -> vec2<f32> {\n    let mx = minmax[1];\n    if (mx == 0u) { return vec2<f32>(0.0, 1.0); }\n    return vec2<f32>(value_of_key(~minmax[0]), value_of_key(mx));\n}\n");
     } else {
         let (lo, hi) = range.unwrap_or((0.0, 1.0));
-        let _ = writeln!(render, "fn range() -> vec2<f32> {{ return vec2<f32>({}, {}); }}", flit(lo), flit(hi));
+        let _ = writeln!(
+            render,
+            "fn range() -> vec2<f32> {{ return vec2<f32>({}, {}); }}",
+            flit(lo),
+            flit(hi)
+        );
     }
     render.push_str(
         r#"
@@ -309,7 +350,9 @@ fn ranged(b: u32, lo: f32, span: f32) -> f32 {
 "#,
     );
     if comps == 1 {
-        render.push_str("    let rgb = cmap(ranged(ld(a), lo, span));\n    return vec4<f32>(rgb, 1.0);\n}\n");
+        render.push_str(
+            "    let rgb = cmap(ranged(ld(a), lo, span));\n    return vec4<f32>(rgb, 1.0);\n}\n",
+        );
     } else {
         render.push_str("    let rgb = vec3<f32>(ranged(ld(a), lo, span), ranged(ld(a + 1u), lo, span), ranged(ld(a + 2u), lo, span));\n");
         if vec4 {
@@ -358,13 +401,27 @@ const CELLS: u32 = {cells}u;
 "#,
             cells = cells,
             wg = REDUCE_WG,
-            finite_check = if is_float { "if (!is_finite_bits(b)) { continue; }" } else { "" }
+            finite_check = if is_float {
+                "if (!is_finite_bits(b)) { continue; }"
+            } else {
+                ""
+            }
         );
         Some(r)
     } else {
         None
     };
-    Ok(ShaderParts { render, reduce, roots, width: w, height: h, instances: 1, cells, blend: false, stage: wgpu::ShaderStages::FRAGMENT })
+    Ok(ShaderParts {
+        render,
+        reduce,
+        roots,
+        width: w,
+        height: h,
+        instances: 1,
+        cells,
+        blend: false,
+        stage: wgpu::ShaderStages::FRAGMENT,
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -382,7 +439,10 @@ fn particle_shaders(
 ) -> Result<ShaderParts, RuntimeError> {
     let pf = &p.fields[positions];
     if pf.shape.len() != 1 || pf.ty != Type::Vector(Scalar::F32, 2) {
-        return Err(dev_err(node, format!("positions field '{}' is not a 1-D vec2 field", pf.name)));
+        return Err(dev_err(
+            node,
+            format!("positions field '{}' is not a 1-D vec2 field", pf.name),
+        ));
     }
     let n = pf.shape[0];
     if n == u32::MAX {
@@ -396,7 +456,13 @@ fn particle_shaders(
     s.push_str(&address_fn(p, positions, "addr_pos", node)?);
     s.push_str(&load_fn(p, &roots, positions, "ld_pos"));
     let rad = radius.max(0.0);
-    let _ = writeln!(s, "const W: f32 = {};\nconst H: f32 = {};\nconst RAD: f32 = {};", flit(width as f32), flit(height as f32), flit(rad));
+    let _ = writeln!(
+        s,
+        "const W: f32 = {};\nconst H: f32 = {};\nconst RAD: f32 = {};",
+        flit(width as f32),
+        flit(height as f32),
+        flit(rad)
+    );
     let _ = writeln!(
         s,
         "const D0: f32 = {};\nconst D1: f32 = {};\nconst D2: f32 = {};\nconst D3: f32 = {};",
@@ -405,7 +471,13 @@ fn particle_shaders(
         flit(domain[2]),
         flit(domain[3])
     );
-    let _ = writeln!(s, "const BG: vec3<f32> = vec3<f32>({}, {}, {});", flit(background[0]), flit(background[1]), flit(background[2]));
+    let _ = writeln!(
+        s,
+        "const BG: vec3<f32> = vec3<f32>({}, {}, {});",
+        flit(background[0]),
+        flit(background[1]),
+        flit(background[2])
+    );
     match color_field {
         Some(c) => {
             s.push_str(&address_fn(p, c, "addr_col", node)?);
@@ -417,7 +489,13 @@ fn particle_shaders(
             }
         }
         None => {
-            let _ = writeln!(s, "fn particle_rgb(k: u32) -> vec3<f32> {{ return vec3<f32>({}, {}, {}); }}", flit(color[0]), flit(color[1]), flit(color[2]));
+            let _ = writeln!(
+                s,
+                "fn particle_rgb(k: u32) -> vec3<f32> {{ return vec3<f32>({}, {}, {}); }}",
+                flit(color[0]),
+                flit(color[1]),
+                flit(color[2])
+            );
         }
     }
     s.push_str(
@@ -478,7 +556,17 @@ fn clip(q: vec2<f32>) -> vec4<f32> {
 }
 "#,
     );
-    Ok(ShaderParts { render: s, reduce: None, roots, width, height, instances: n + 1, cells: n as u64, blend: true, stage: wgpu::ShaderStages::VERTEX })
+    Ok(ShaderParts {
+        render: s,
+        reduce: None,
+        roots,
+        width,
+        height,
+        instances: n + 1,
+        cells: n as u64,
+        blend: true,
+        stage: wgpu::ShaderStages::VERTEX,
+    })
 }
 
 impl GpuViewRenderer {
@@ -491,7 +579,11 @@ impl GpuViewRenderer {
     /// window surface's). Colours are written as they are computed, so use a
     /// non-sRGB format (or view) to get the CPU renderer's values.
     /// `render_to_image` works for `Rgba8Unorm` and `Bgra8Unorm`.
-    pub fn with_format(engine: &GpuEngine, program: &Program, format: wgpu::TextureFormat) -> Result<GpuViewRenderer, RuntimeError> {
+    pub fn with_format(
+        engine: &GpuEngine,
+        program: &Program,
+        format: wgpu::TextureFormat,
+    ) -> Result<GpuViewRenderer, RuntimeError> {
         let ctx = engine.ctx.clone();
         let dev = &ctx.device;
         let mut views = Vec::new();
@@ -499,14 +591,46 @@ impl GpuViewRenderer {
         for v in &program.views {
             let node = v.node_id().to_string();
             let parts = match v {
-                View::Image { field, colormap, range, .. } => image_shaders(program, &node, *field, *colormap, *range)?,
-                View::Particles { positions, color_field, color, background, radius, width, height, domain, .. } => {
-                    particle_shaders(program, &node, *positions, *color_field, *color, *background, *radius, *width, *height, *domain)?
-                }
+                View::Image {
+                    field,
+                    colormap,
+                    range,
+                    ..
+                } => image_shaders(program, &node, *field, *colormap, *range)?,
+                View::Particles {
+                    positions,
+                    color_field,
+                    color,
+                    background,
+                    radius,
+                    width,
+                    height,
+                    domain,
+                    ..
+                } => particle_shaders(
+                    program,
+                    &node,
+                    *positions,
+                    *color_field,
+                    *color,
+                    *background,
+                    *radius,
+                    *width,
+                    *height,
+                    *domain,
+                )?,
             };
             let mut buffers = Vec::new();
             for &r in &parts.roots {
-                let b = engine.root_buffer(r).ok_or_else(|| dev_err(&node, format!("layout node '{}' has no GPU buffer", program.layouts[r].node_id)))?;
+                let b = engine.root_buffer(r).ok_or_else(|| {
+                    dev_err(
+                        &node,
+                        format!(
+                            "layout node '{}' has no GPU buffer",
+                            program.layouts[r].node_id
+                        ),
+                    )
+                })?;
                 if !all_roots.iter().any(|(x, _)| *x == r) {
                     all_roots.push((r, b.clone()));
                 }
@@ -518,19 +642,42 @@ impl GpuViewRenderer {
             let validation = pollster::block_on(scope.pop());
             let memory = pollster::block_on(oom.pop());
             if let Some(e) = validation.or(memory) {
-                return Err(dev_err(&node, format!("the GPU renderer could not be built on {}: {}", ctx.info.name, e)));
+                return Err(dev_err(
+                    &node,
+                    format!(
+                        "the GPU renderer could not be built on {}: {}",
+                        ctx.info.name, e
+                    ),
+                ));
             }
             views.push(built);
         }
-        Ok(GpuViewRenderer { ctx, format, views, roots: all_roots })
+        Ok(GpuViewRenderer {
+            ctx,
+            format,
+            views,
+            roots: all_roots,
+        })
     }
 
-    fn build_view(dev: &wgpu::Device, format: wgpu::TextureFormat, node: &str, parts: &ShaderParts, buffers: &[wgpu::Buffer]) -> ViewPipeline {
-        let storage = |binding: u32, visibility: wgpu::ShaderStages, read_only: bool| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility,
-            ty: wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Storage { read_only }, has_dynamic_offset: false, min_binding_size: None },
-            count: None,
+    fn build_view(
+        dev: &wgpu::Device,
+        format: wgpu::TextureFormat,
+        node: &str,
+        parts: &ShaderParts,
+        buffers: &[wgpu::Buffer],
+    ) -> ViewPipeline {
+        let storage = |binding: u32, visibility: wgpu::ShaderStages, read_only: bool| {
+            wgpu::BindGroupLayoutEntry {
+                binding,
+                visibility,
+                ty: wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Storage { read_only },
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                },
+                count: None,
+            }
         };
         let minmax = parts.reduce.as_ref().map(|_| {
             dev.create_buffer(&wgpu::BufferDescriptor {
@@ -545,26 +692,53 @@ impl GpuViewRenderer {
             let mut bind = Vec::new();
             if let (Some(rw), Some(mm)) = (minmax_rw, &minmax) {
                 entries.push(storage(0, visibility, !rw));
-                bind.push(wgpu::BindGroupEntry { binding: 0, resource: mm.as_entire_binding() });
+                bind.push(wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: mm.as_entire_binding(),
+                });
             }
             for (k, b) in buffers.iter().enumerate() {
                 entries.push(storage(1 + k as u32, visibility, true));
-                bind.push(wgpu::BindGroupEntry { binding: 1 + k as u32, resource: b.as_entire_binding() });
+                bind.push(wgpu::BindGroupEntry {
+                    binding: 1 + k as u32,
+                    resource: b.as_entire_binding(),
+                });
             }
-            let bgl = dev.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some(node), entries: &entries });
-            let group = dev.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(node), layout: &bgl, entries: &bind });
-            let layout =
-                dev.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor { label: Some(node), bind_group_layouts: &[Some(&bgl)], immediate_size: 0 });
+            let bgl = dev.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                label: Some(node),
+                entries: &entries,
+            });
+            let group = dev.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some(node),
+                layout: &bgl,
+                entries: &bind,
+            });
+            let layout = dev.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some(node),
+                bind_group_layouts: &[Some(&bgl)],
+                immediate_size: 0,
+            });
             (layout, group)
         };
-        let module =
-            dev.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some(node), source: wgpu::ShaderSource::Wgsl(parts.render.as_str().into()) });
+        let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(node),
+            source: wgpu::ShaderSource::Wgsl(parts.render.as_str().into()),
+        });
         let (layout, bind_group) = layout_and_group(parts.stage, minmax.as_ref().map(|_| false));
         let pipeline = dev.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
             label: Some(node),
             layout: Some(&layout),
-            vertex: wgpu::VertexState { module: &module, entry_point: Some("vs"), compilation_options: Default::default(), buffers: &[] },
-            primitive: wgpu::PrimitiveState { topology: wgpu::PrimitiveTopology::TriangleList, cull_mode: None, ..Default::default() },
+            vertex: wgpu::VertexState {
+                module: &module,
+                entry_point: Some("vs"),
+                compilation_options: Default::default(),
+                buffers: &[],
+            },
+            primitive: wgpu::PrimitiveState {
+                topology: wgpu::PrimitiveTopology::TriangleList,
+                cull_mode: None,
+                ..Default::default()
+            },
             depth_stencil: None,
             multisample: wgpu::MultisampleState::default(),
             fragment: Some(wgpu::FragmentState {
@@ -573,7 +747,11 @@ impl GpuViewRenderer {
                 compilation_options: Default::default(),
                 targets: &[Some(wgpu::ColorTargetState {
                     format,
-                    blend: if parts.blend { Some(wgpu::BlendState::ALPHA_BLENDING) } else { None },
+                    blend: if parts.blend {
+                        Some(wgpu::BlendState::ALPHA_BLENDING)
+                    } else {
+                        None
+                    },
                     write_mask: wgpu::ColorWrites::ALL,
                 })],
             }),
@@ -583,8 +761,10 @@ impl GpuViewRenderer {
         let mut wgsl = parts.render.clone();
         let reduce = match (&parts.reduce, minmax.clone()) {
             (Some(src), Some(mm)) => {
-                let module =
-                    dev.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some(node), source: wgpu::ShaderSource::Wgsl(src.as_str().into()) });
+                let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some(node),
+                    source: wgpu::ShaderSource::Wgsl(src.as_str().into()),
+                });
                 let (layout, group) = layout_and_group(wgpu::ShaderStages::COMPUTE, Some(true));
                 let pipeline = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                     label: Some(node),
@@ -594,14 +774,26 @@ impl GpuViewRenderer {
                     compilation_options: Default::default(),
                     cache: None,
                 });
-                let groups = parts.cells.div_ceil(REDUCE_WG as u64).clamp(1, REDUCE_MAX_GROUPS) as u32;
+                let groups = parts
+                    .cells
+                    .div_ceil(REDUCE_WG as u64)
+                    .clamp(1, REDUCE_MAX_GROUPS) as u32;
                 wgsl.push_str("\n// ---- reduction ----\n");
                 wgsl.push_str(src);
                 Some((mm, pipeline, group, groups))
             }
             _ => None,
         };
-        ViewPipeline { node_id: node.to_string(), width: parts.width, height: parts.height, pipeline, bind_group, instances: parts.instances, reduce, wgsl }
+        ViewPipeline {
+            node_id: node.to_string(),
+            width: parts.width,
+            height: parts.height,
+            pipeline,
+            bind_group,
+            instances: parts.instances,
+            reduce,
+            wgsl,
+        }
     }
 
     pub fn context(&self) -> &Arc<GpuContext> {
@@ -624,7 +816,9 @@ impl GpuViewRenderer {
 
     /// The view's node id and its natural size in pixels (one pixel per cell for images).
     pub fn view_info(&self, view_index: usize) -> Option<(&str, u32, u32)> {
-        self.views.get(view_index).map(|v| (v.node_id.as_str(), v.width, v.height))
+        self.views
+            .get(view_index)
+            .map(|v| (v.node_id.as_str(), v.width, v.height))
     }
 
     /// The generated WGSL of a view (for debugging).
@@ -634,7 +828,11 @@ impl GpuViewRenderer {
 
     /// True when this renderer reads `engine`'s buffers (it was made for it).
     pub fn is_for(&self, engine: &GpuEngine) -> bool {
-        Arc::ptr_eq(&self.ctx, &engine.ctx) && self.roots.iter().all(|(r, b)| engine.root_buffer(*r) == Some(b))
+        Arc::ptr_eq(&self.ctx, &engine.ctx)
+            && self
+                .roots
+                .iter()
+                .all(|(r, b)| engine.root_buffer(*r) == Some(b))
     }
 
     /// Records the drawing of view `view_index` into `encoder`, into `target`
@@ -651,11 +849,23 @@ impl GpuViewRenderer {
         target: &wgpu::TextureView,
         rect: Option<[f32; 4]>,
     ) -> Result<(), RuntimeError> {
-        let v =
-            self.views.get(view_index).ok_or_else(|| RuntimeError::Device(format!("no view number {} (the program has {})", view_index, self.views.len())))?;
+        let v = self.views.get(view_index).ok_or_else(|| {
+            RuntimeError::Device(format!(
+                "no view number {} (the program has {})",
+                view_index,
+                self.views.len()
+            ))
+        })?;
         let tex = target.texture();
         if tex.format().remove_srgb_suffix() != self.format.remove_srgb_suffix() {
-            return Err(dev_err(&v.node_id, format!("the target is {:?} but the renderer draws {:?}", tex.format(), self.format)));
+            return Err(dev_err(
+                &v.node_id,
+                format!(
+                    "the target is {:?} but the renderer draws {:?}",
+                    tex.format(),
+                    self.format
+                ),
+            ));
         }
         if let Some([x, y, w, h]) = rect {
             let ok = [x, y, w, h].iter().all(|c| c.is_finite())
@@ -666,12 +876,23 @@ impl GpuViewRenderer {
                 && x + w <= tex.width() as f32
                 && y + h <= tex.height() as f32;
             if !ok {
-                return Err(dev_err(&v.node_id, format!("rectangle {:?} is not inside the {}x{} target", rect, tex.width(), tex.height())));
+                return Err(dev_err(
+                    &v.node_id,
+                    format!(
+                        "rectangle {:?} is not inside the {}x{} target",
+                        rect,
+                        tex.width(),
+                        tex.height()
+                    ),
+                ));
             }
         }
         if let Some((mm, pipeline, group, groups)) = &v.reduce {
             encoder.clear_buffer(mm, 0, None);
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(&v.node_id), timestamp_writes: None });
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some(&v.node_id),
+                timestamp_writes: None,
+            });
             pass.set_pipeline(pipeline);
             pass.set_bind_group(0, group, &[]);
             pass.dispatch_workgroups(*groups, 1, 1);
@@ -682,7 +903,10 @@ impl GpuViewRenderer {
                 view: target,
                 depth_slice: None,
                 resolve_target: None,
-                ops: wgpu::Operations { load: wgpu::LoadOp::Load, store: wgpu::StoreOp::Store },
+                ops: wgpu::Operations {
+                    load: wgpu::LoadOp::Load,
+                    store: wgpu::StoreOp::Store,
+                },
             })],
             depth_stencil_attachment: None,
             timestamp_writes: None,
@@ -701,35 +925,72 @@ impl GpuViewRenderer {
     /// Draws view `view_index` at its natural size into an offscreen texture
     /// and reads it back (one submit, waiting for the GPU).
     pub fn render_to_image(&self, view_index: usize) -> Result<Image, RuntimeError> {
-        let v =
-            self.views.get(view_index).ok_or_else(|| RuntimeError::Device(format!("no view number {} (the program has {})", view_index, self.views.len())))?;
+        let v = self.views.get(view_index).ok_or_else(|| {
+            RuntimeError::Device(format!(
+                "no view number {} (the program has {})",
+                view_index,
+                self.views.len()
+            ))
+        })?;
         self.render_to_image_sized(view_index, v.width, v.height)
     }
 
     /// Like `render_to_image`, stretched to `width` x `height` pixels
     /// (images scale by nearest cell; particle discs scale with the view).
-    pub fn render_to_image_sized(&self, view_index: usize, w: u32, h: u32) -> Result<Image, RuntimeError> {
-        let v =
-            self.views.get(view_index).ok_or_else(|| RuntimeError::Device(format!("no view number {} (the program has {})", view_index, self.views.len())))?;
+    pub fn render_to_image_sized(
+        &self,
+        view_index: usize,
+        w: u32,
+        h: u32,
+    ) -> Result<Image, RuntimeError> {
+        let v = self.views.get(view_index).ok_or_else(|| {
+            RuntimeError::Device(format!(
+                "no view number {} (the program has {})",
+                view_index,
+                self.views.len()
+            ))
+        })?;
         if w == 0 || h == 0 {
-            return Err(dev_err(&v.node_id, format!("cannot draw into {}x{} pixels", w, h)));
+            return Err(dev_err(
+                &v.node_id,
+                format!("cannot draw into {}x{} pixels", w, h),
+            ));
         }
         let swap = match self.format {
             wgpu::TextureFormat::Rgba8Unorm => false,
             wgpu::TextureFormat::Bgra8Unorm => true,
-            f => return Err(dev_err(&v.node_id, format!("render_to_image needs an Rgba8Unorm or Bgra8Unorm renderer, not {:?}", f))),
+            f => {
+                return Err(dev_err(
+                    &v.node_id,
+                    format!(
+                        "render_to_image needs an Rgba8Unorm or Bgra8Unorm renderer, not {:?}",
+                        f
+                    ),
+                ))
+            }
         };
         let max = self.ctx.limits.max_texture_dimension_2d;
         if w > max || h > max {
-            return Err(dev_err(&v.node_id, format!("{}x{} pixels exceed the {} pixel texture limit of {}", w, h, max, self.ctx.info.name)));
+            return Err(dev_err(
+                &v.node_id,
+                format!(
+                    "{}x{} pixels exceed the {} pixel texture limit of {}",
+                    w, h, max, self.ctx.info.name
+                ),
+            ));
         }
         let dev = &self.ctx.device;
-        let padded = (w * 4).div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT) * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT;
+        let padded = (w * 4).div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT)
+            * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT;
         let oom = dev.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
         let texture = dev.create_texture(&wgpu::TextureDescriptor {
             label: Some(&v.node_id),
-            size: wgpu::Extent3d { width: w, height: h, depth_or_array_layers: 1 },
+            size: wgpu::Extent3d {
+                width: w,
+                height: h,
+                depth_or_array_layers: 1,
+            },
             mip_level_count: 1,
             sample_count: 1,
             dimension: wgpu::TextureDimension::D2,
@@ -744,15 +1005,30 @@ impl GpuViewRenderer {
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(&v.node_id) });
+        let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some(&v.node_id),
+        });
         let recorded = self.render(&mut enc, view_index, &view, None);
         enc.copy_texture_to_buffer(
-            wgpu::TexelCopyTextureInfo { texture: &texture, mip_level: 0, origin: wgpu::Origin3d::ZERO, aspect: wgpu::TextureAspect::All },
+            wgpu::TexelCopyTextureInfo {
+                texture: &texture,
+                mip_level: 0,
+                origin: wgpu::Origin3d::ZERO,
+                aspect: wgpu::TextureAspect::All,
+            },
             wgpu::TexelCopyBufferInfo {
                 buffer: &staging,
-                layout: wgpu::TexelCopyBufferLayout { offset: 0, bytes_per_row: Some(padded), rows_per_image: Some(h) },
+                layout: wgpu::TexelCopyBufferLayout {
+                    offset: 0,
+                    bytes_per_row: Some(padded),
+                    rows_per_image: Some(h),
+                },
             },
-            wgpu::Extent3d { width: w, height: h, depth_or_array_layers: 1 },
+            wgpu::Extent3d {
+                width: w,
+                height: h,
+                depth_or_array_layers: 1,
+            },
         );
         let cmd = enc.finish();
         if recorded.is_ok() {
@@ -762,9 +1038,14 @@ impl GpuViewRenderer {
         let memory = pollster::block_on(oom.pop());
         recorded?;
         if let Some(e) = validation.or(memory) {
-            return Err(dev_err(&v.node_id, format!("GPU error while drawing: {}", e)));
+            return Err(dev_err(
+                &v.node_id,
+                format!("GPU error while drawing: {}", e),
+            ));
         }
-        let bytes = self.map_read(&staging).map_err(|e| dev_err(&v.node_id, e))?;
+        let bytes = self
+            .map_read(&staging)
+            .map_err(|e| dev_err(&v.node_id, e))?;
         let mut rgba = Vec::with_capacity((w * h * 4) as usize);
         for row in bytes.chunks_exact(padded as usize).take(h as usize) {
             rgba.extend_from_slice(&row[..(w * 4) as usize]);
@@ -774,7 +1055,11 @@ impl GpuViewRenderer {
                 px.swap(0, 2);
             }
         }
-        Ok(Image { width: w, height: h, rgba })
+        Ok(Image {
+            width: w,
+            height: h,
+            rgba,
+        })
     }
 
     fn map_read(&self, staging: &wgpu::Buffer) -> Result<Vec<u8>, String> {
@@ -783,13 +1068,19 @@ impl GpuViewRenderer {
         slice.map_async(wgpu::MapMode::Read, move |r| {
             let _ = tx.send(r);
         });
-        self.ctx.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| format!("waiting for the GPU failed: {}", e))?;
+        self.ctx
+            .device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| format!("waiting for the GPU failed: {}", e))?;
         match rx.recv() {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(format!("reading the image back failed: {}", e)),
             Err(_) => return Err("reading the image back failed: no answer".into()),
         }
-        let data = slice.get_mapped_range().map_err(|e| format!("reading the image back failed: {}", e))?.to_vec();
+        let data = slice
+            .get_mapped_range()
+            .map_err(|e| format!("reading the image back failed: {}", e))?
+            .to_vec();
         staging.unmap();
         Ok(data)
     }

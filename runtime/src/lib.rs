@@ -23,7 +23,12 @@ pub enum RuntimeError {
     #[error("{message}")]
     Compile { node: String, message: String },
     #[error("node '{node}', code {line}:{col}: {message}")]
-    Kernel { node: String, line: u32, col: u32, message: String },
+    Kernel {
+        node: String,
+        line: u32,
+        col: u32,
+        message: String,
+    },
     #[error("{0}")]
     Io(String),
     /// The GPU or its driver failed (no adapter, limits, device lost).

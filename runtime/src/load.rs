@@ -25,35 +25,80 @@ fn usage(m: String) -> RuntimeError {
 /// Applies overrides to the document (so they are validated like the file itself).
 pub fn apply_overrides(doc: &mut GraphDoc, o: &Overrides) -> Result<(), RuntimeError> {
     for s in &o.sets {
-        let (lhs, value) = s.split_once('=').ok_or_else(|| usage(format!("--set {}: expected NODE.PARAM=VALUE", s)))?;
-        let (node, param) = lhs.split_once('.').ok_or_else(|| usage(format!("--set {}: expected NODE.PARAM=VALUE", s)))?;
-        let value: Value = serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_string()));
-        let n = doc.node_mut(node).ok_or_else(|| usage(format!("--set {}: there is no node '{}'", s, node)))?;
+        let (lhs, value) = s
+            .split_once('=')
+            .ok_or_else(|| usage(format!("--set {}: expected NODE.PARAM=VALUE", s)))?;
+        let (node, param) = lhs
+            .split_once('.')
+            .ok_or_else(|| usage(format!("--set {}: expected NODE.PARAM=VALUE", s)))?;
+        let value: Value =
+            serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_string()));
+        let n = doc
+            .node_mut(node)
+            .ok_or_else(|| usage(format!("--set {}: there is no node '{}'", s, node)))?;
         let kind = catalog::kind(&n.kind);
         if kind.is_some_and(|k| k.param(param).is_some()) {
             n.params.insert(param.to_string(), value);
             continue;
         }
-        let is_scalar = n.params.get("scalars").and_then(Value::as_object).is_some_and(|m| m.contains_key(param));
+        let is_scalar = n
+            .params
+            .get("scalars")
+            .and_then(Value::as_object)
+            .is_some_and(|m| m.contains_key(param));
         if !is_scalar {
-            return Err(RuntimeError::Graph(GraphError::param(node, param, format!("--set: '{}' has no parameter or scalar '{}'", n.kind, param)).into()));
+            return Err(RuntimeError::Graph(
+                GraphError::param(
+                    node,
+                    param,
+                    format!("--set: '{}' has no parameter or scalar '{}'", n.kind, param),
+                )
+                .into(),
+            ));
         }
-        let scalars = n.params.get_mut("scalars").and_then(Value::as_object_mut).expect("checked above");
+        let scalars = n
+            .params
+            .get_mut("scalars")
+            .and_then(Value::as_object_mut)
+            .expect("checked above");
         match scalars.get_mut(param) {
             Some(Value::Object(d)) => {
                 d.insert("default".into(), value);
             }
             // A plain-number scalar's type comes from how it is written (1.0 is
             // f32, 1 is i32): keep an f32 scalar f32 when set to a whole number.
-            Some(slot) => *slot = if slot.is_f64() && (value.is_i64() || value.is_u64()) { Value::from(value.as_f64().unwrap_or(0.0)) } else { value },
+            Some(slot) => {
+                *slot = if slot.is_f64() && (value.is_i64() || value.is_u64()) {
+                    Value::from(value.as_f64().unwrap_or(0.0))
+                } else {
+                    value
+                }
+            }
             None => unreachable!("checked above"),
         }
     }
     for i in &o.inits {
-        let (field, file) = i.split_once('=').ok_or_else(|| usage(format!("--init {}: expected FIELD=FILE.npy", i)))?;
-        let n = doc.node_mut(field).filter(|n| n.kind == "field").ok_or_else(|| usage(format!("--init {}: there is no field node '{}'", i, field)))?;
-        let abs = std::fs::canonicalize(file).map_err(|e| RuntimeError::Graph(GraphError::param(field, "init", format!("--init: cannot open {}: {}", file, e)).into()))?;
-        n.params.insert("init".into(), serde_json::json!({"npy": abs.to_string_lossy()}));
+        let (field, file) = i
+            .split_once('=')
+            .ok_or_else(|| usage(format!("--init {}: expected FIELD=FILE.npy", i)))?;
+        let n = doc
+            .node_mut(field)
+            .filter(|n| n.kind == "field")
+            .ok_or_else(|| usage(format!("--init {}: there is no field node '{}'", i, field)))?;
+        let abs = std::fs::canonicalize(file).map_err(|e| {
+            RuntimeError::Graph(
+                GraphError::param(
+                    field,
+                    "init",
+                    format!("--init: cannot open {}: {}", file, e),
+                )
+                .into(),
+            )
+        })?;
+        n.params.insert(
+            "init".into(),
+            serde_json::json!({"npy": abs.to_string_lossy()}),
+        );
     }
     Ok(())
 }

@@ -28,7 +28,10 @@ pub fn field_address(p: &Program, field: FieldId, index: &[u32]) -> u64 {
         let node = &p.layouts[l];
         let mut lin = 0u64;
         for (d, &i) in index.iter().enumerate() {
-            let below: u64 = path[lvl + 1..].iter().map(|&m| p.layouts[m].shape[d] as u64).product();
+            let below: u64 = path[lvl + 1..]
+                .iter()
+                .map(|&m| p.layouts[m].shape[d] as u64)
+                .product();
             let mut x = i as u64 / below;
             if lvl > 0 {
                 x %= node.shape[d] as u64;
@@ -85,7 +88,11 @@ impl FieldMemory {
             for_each_index(&f.shape, |lin, idx| {
                 let a = field_address(p, h, idx) as usize;
                 for c in 0..comps {
-                    let w = if constant { words[c] } else { words[lin * comps + c] };
+                    let w = if constant {
+                        words[c]
+                    } else {
+                        words[lin * comps + c]
+                    };
                     buf[a + c].store(w, Ordering::Relaxed);
                 }
             });
@@ -146,7 +153,10 @@ pub fn insert_field(p: &Program, field: FieldId, words: &[u32], root: &mut [u32]
 impl FieldMemory {
     /// A plain copy of one root buffer.
     pub fn root_words(&self, root: LayoutId) -> Vec<u32> {
-        self.buffers[root.index()].iter().map(|w| w.load(Ordering::Relaxed)).collect()
+        self.buffers[root.index()]
+            .iter()
+            .map(|w| w.load(Ordering::Relaxed))
+            .collect()
     }
 }
 
@@ -175,5 +185,9 @@ pub fn field_to_npy(p: &Program, field: FieldId, mut words: Vec<u32>) -> NpyArra
         Some(Scalar::U32) => DType::U32,
         _ => DType::F32,
     };
-    NpyArray { dtype, shape, words }
+    NpyArray {
+        dtype,
+        shape,
+        words,
+    }
 }

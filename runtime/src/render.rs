@@ -18,12 +18,26 @@ pub struct Image {
 
 impl Image {
     pub fn new(width: u32, height: u32, bg: [u8; 4]) -> Image {
-        let rgba = bg.iter().copied().cycle().take((width * height * 4) as usize).collect();
-        Image { width, height, rgba }
+        let rgba = bg
+            .iter()
+            .copied()
+            .cycle()
+            .take((width * height * 4) as usize)
+            .collect();
+        Image {
+            width,
+            height,
+            rgba,
+        }
     }
     pub fn pixel(&self, x: u32, y: u32) -> [u8; 4] {
         let i = ((y * self.width + x) * 4) as usize;
-        [self.rgba[i], self.rgba[i + 1], self.rgba[i + 2], self.rgba[i + 3]]
+        [
+            self.rgba[i],
+            self.rgba[i + 1],
+            self.rgba[i + 2],
+            self.rgba[i + 3],
+        ]
     }
     /// True when every pixel has the same colour.
     pub fn is_blank(&self) -> bool {
@@ -39,7 +53,8 @@ impl Image {
             let mut w = enc.write_header().map_err(|e| e.to_string())?;
             w.write_image_data(&self.rgba).map_err(|e| e.to_string())?;
         }
-        weft_ir::graph::document::write_atomic(path, &bytes).map_err(|e| format!("cannot write {}: {}", path.display(), e))
+        weft_ir::graph::document::write_atomic(path, &bytes)
+            .map_err(|e| format!("cannot write {}: {}", path.display(), e))
     }
 }
 
@@ -92,17 +107,38 @@ pub fn colormap(map: Colormap, t: f32) -> [f32; 3] {
             [18.655_705, -11.489_774, -5.601_961_6],
         ]),
         Colormap::Coolwarm => {
-            let (cold, mid, warm) = ([0.230, 0.299, 0.754], [0.865, 0.865, 0.865], [0.706, 0.016, 0.150]);
-            let (a, b, u) = if t < 0.5 { (cold, mid, t * 2.0) } else { (mid, warm, t * 2.0 - 1.0) };
-            [a[0] + (b[0] - a[0]) * u, a[1] + (b[1] - a[1]) * u, a[2] + (b[2] - a[2]) * u]
+            let (cold, mid, warm) = (
+                [0.230, 0.299, 0.754],
+                [0.865, 0.865, 0.865],
+                [0.706, 0.016, 0.150],
+            );
+            let (a, b, u) = if t < 0.5 {
+                (cold, mid, t * 2.0)
+            } else {
+                (mid, warm, t * 2.0 - 1.0)
+            };
+            [
+                a[0] + (b[0] - a[0]) * u,
+                a[1] + (b[1] - a[1]) * u,
+                a[2] + (b[2] - a[2]) * u,
+            ]
         }
     }
 }
 
 /// Renders one view from field data read with `read(field) -> words`.
-pub fn render_view(p: &Program, view: &View, read: &dyn Fn(weft_ir::ir::FieldId) -> Vec<u32>) -> Image {
+pub fn render_view(
+    p: &Program,
+    view: &View,
+    read: &dyn Fn(weft_ir::ir::FieldId) -> Vec<u32>,
+) -> Image {
     match view {
-        View::Image { field, colormap: map, range, .. } => {
+        View::Image {
+            field,
+            colormap: map,
+            range,
+            ..
+        } => {
             let f = &p.fields[*field];
             let (w, h) = (f.shape[0], f.shape[1]);
             let words = read(*field);
@@ -146,15 +182,39 @@ pub fn render_view(p: &Program, view: &View, read: &dyn Fn(weft_ir::ir::FieldId)
                         let c = |k: usize| (value(cell * comps + k) - lo) / span;
                         [c(0), c(1), c(2)]
                     };
-                    let alpha = if f.ty == Type::Vector(Scalar::F32, 4) { value(cell * 4 + 3) } else { 1.0 };
+                    let alpha = if f.ty == Type::Vector(Scalar::F32, 4) {
+                        value(cell * 4 + 3)
+                    } else {
+                        1.0
+                    };
                     let i = (((h - 1 - y) * w + x) * 4) as usize;
-                    img.rgba[i..i + 4].copy_from_slice(&[to_u8(rgb[0]), to_u8(rgb[1]), to_u8(rgb[2]), to_u8(alpha)]);
+                    img.rgba[i..i + 4].copy_from_slice(&[
+                        to_u8(rgb[0]),
+                        to_u8(rgb[1]),
+                        to_u8(rgb[2]),
+                        to_u8(alpha),
+                    ]);
                 }
             }
             img
         }
-        View::Particles { positions, color_field, color, background, radius, width, height, domain, .. } => {
-            let bg = [to_u8(background[0]), to_u8(background[1]), to_u8(background[2]), 255];
+        View::Particles {
+            positions,
+            color_field,
+            color,
+            background,
+            radius,
+            width,
+            height,
+            domain,
+            ..
+        } => {
+            let bg = [
+                to_u8(background[0]),
+                to_u8(background[1]),
+                to_u8(background[2]),
+                255,
+            ];
             let mut img = Image::new(*width, *height, bg);
             let pos = read(*positions);
             let colors = color_field.map(|c| (read(c), p.fields[c].ty));
@@ -169,19 +229,34 @@ pub fn render_view(p: &Program, view: &View, read: &dyn Fn(weft_ir::ir::FieldId)
                 let cx = (px - domain[0]) / (domain[2] - domain[0]) * w;
                 let cy = (1.0 - (py - domain[1]) / (domain[3] - domain[1])) * h;
                 let rgb = match &colors {
-                    Some((c, Type::Vector(..))) => [f32::from_bits(c[3 * k]), f32::from_bits(c[3 * k + 1]), f32::from_bits(c[3 * k + 2])],
+                    Some((c, Type::Vector(..))) => [
+                        f32::from_bits(c[3 * k]),
+                        f32::from_bits(c[3 * k + 1]),
+                        f32::from_bits(c[3 * k + 2]),
+                    ],
                     Some((c, _)) => {
                         let v = c[k];
-                        [((v >> 16) & 255) as f32 / 255.0, ((v >> 8) & 255) as f32 / 255.0, (v & 255) as f32 / 255.0]
+                        [
+                            ((v >> 16) & 255) as f32 / 255.0,
+                            ((v >> 8) & 255) as f32 / 255.0,
+                            (v & 255) as f32 / 255.0,
+                        ]
                     }
                     None => *color,
                 };
                 let reach = rad + 1.0;
-                let (x0, x1) = ((cx - reach).floor().max(0.0) as i64, (cx + reach).ceil().min(w - 1.0) as i64);
-                let (y0, y1) = ((cy - reach).floor().max(0.0) as i64, (cy + reach).ceil().min(h - 1.0) as i64);
+                let (x0, x1) = (
+                    (cx - reach).floor().max(0.0) as i64,
+                    (cx + reach).ceil().min(w - 1.0) as i64,
+                );
+                let (y0, y1) = (
+                    (cy - reach).floor().max(0.0) as i64,
+                    (cy + reach).ceil().min(h - 1.0) as i64,
+                );
                 for y in y0..=y1 {
                     for x in x0..=x1 {
-                        let d = ((x as f32 + 0.5 - cx).powi(2) + (y as f32 + 0.5 - cy).powi(2)).sqrt();
+                        let d =
+                            ((x as f32 + 0.5 - cx).powi(2) + (y as f32 + 0.5 - cy).powi(2)).sqrt();
                         let cover = (rad + 0.5 - d).clamp(0.0, 1.0);
                         if cover <= 0.0 {
                             continue;

@@ -4,10 +4,10 @@
 use crate::cpu::interp::{launch, Launch};
 use crate::gpu::{AdapterChoice, GpuContext, GpuEngine};
 use crate::memory::{extract_field, insert_field, FieldMemory};
-use std::sync::Arc;
 use crate::render::{render_view, Image};
 use crate::RuntimeError;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weft_codegen::cpu::{compile_kernel, CpuKernel};
 use weft_ir::ir::*;
@@ -58,10 +58,12 @@ impl std::fmt::Debug for GpuContext {
 }
 
 enum Engine {
-    Cpu { kernels: Vec<CpuKernel>, memory: FieldMemory },
+    Cpu {
+        kernels: Vec<CpuKernel>,
+        memory: FieldMemory,
+    },
     Gpu(Box<GpuEngine>),
 }
-
 
 pub struct Simulation {
     pub program: Program,
@@ -86,15 +88,29 @@ impl Simulation {
         if let Some(s) = opts.seed {
             program.seed = s;
         }
-        run_pipeline(&mut program, &opts.passes, None).map_err(|e| RuntimeError::Compile { node: e.kernel.clone(), message: e.to_string() })?;
+        run_pipeline(&mut program, &opts.passes, None).map_err(|e| RuntimeError::Compile {
+            node: e.kernel.clone(),
+            message: e.to_string(),
+        })?;
         let backend = match opts.backend {
             Backend::Auto => {
                 let ctx = match &opts.gpu {
                     Some(c) => Some(c.clone()),
-                    None => GpuContext::new(AdapterChoice::HardwareOnly).ok().map(Arc::new),
+                    None => GpuContext::new(AdapterChoice::HardwareOnly)
+                        .ok()
+                        .map(Arc::new),
                 };
                 match ctx {
-                    Some(c) => return Self::new(program, &SimOptions { backend: Backend::Wgpu, gpu: Some(c), ..opts.clone() }),
+                    Some(c) => {
+                        return Self::new(
+                            program,
+                            &SimOptions {
+                                backend: Backend::Wgpu,
+                                gpu: Some(c),
+                                ..opts.clone()
+                            },
+                        )
+                    }
                     None => Backend::Cpu,
                 }
             }
@@ -107,15 +123,23 @@ impl Simulation {
                     .iter()
                     .map(|(_, k)| compile_kernel(&program, k))
                     .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| RuntimeError::Compile { node: e.kernel.clone(), message: e.to_string() })?;
-                Engine::Cpu { kernels, memory: FieldMemory::new(&program) }
+                    .map_err(|e| RuntimeError::Compile {
+                        node: e.kernel.clone(),
+                        message: e.to_string(),
+                    })?;
+                Engine::Cpu {
+                    kernels,
+                    memory: FieldMemory::new(&program),
+                }
             }
             Backend::Wgpu => {
                 let ctx = match &opts.gpu {
                     Some(c) => c.clone(),
                     None => Arc::new(GpuContext::new(AdapterChoice::Any)?),
                 };
-                let gopts = weft_codegen::gpu::GpuOptions { native_float_atomics: ctx.float_atomics && !opts.force_cas_float_atomics };
+                let gopts = weft_codegen::gpu::GpuOptions {
+                    native_float_atomics: ctx.float_atomics && !opts.force_cas_float_atomics,
+                };
                 let engine = GpuEngine::new(&program, ctx, &gopts)?;
                 let init = FieldMemory::new(&program);
                 for r in program.roots() {
@@ -131,7 +155,9 @@ impl Simulation {
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(n.max(1))
                     .build()
-                    .map_err(|e| RuntimeError::Io(format!("cannot start {} worker threads: {}", n, e)))?,
+                    .map_err(|e| {
+                        RuntimeError::Io(format!("cannot start {} worker threads: {}", n, e))
+                    })?,
             ),
             None => None,
         };
@@ -173,7 +199,11 @@ impl Simulation {
             Engine::Gpu(g) => Some(format!(
                 "{}, f32 atomics: {}, kernel timing: {}",
                 g.ctx.describe(),
-                if g.native_float_atomics { "native" } else { "compare-exchange loop" },
+                if g.native_float_atomics {
+                    "native"
+                } else {
+                    "compare-exchange loop"
+                },
                 g.timing_method()
             )),
             Engine::Cpu { .. } => None,
@@ -219,10 +249,15 @@ impl Simulation {
         if let Engine::Gpu(_) = self.engine {
             let mut list = Vec::new();
             self.flatten(steps, &mut list);
-            let Engine::Gpu(g) = &self.engine else { unreachable!("checked above") };
+            let Engine::Gpu(g) = &self.engine else {
+                unreachable!("checked above")
+            };
             let times = g.run(&self.program, &list, self.profile)?;
             for (k, d) in times {
-                self.kernel_times.entry(self.program.kernels[k].name.clone()).or_default().push(d);
+                self.kernel_times
+                    .entry(self.program.kernels[k].name.clone())
+                    .or_default()
+                    .push(d);
             }
             return Ok(());
         }
@@ -257,29 +292,54 @@ impl Simulation {
     }
 
     fn launch(&mut self, k: KernelId) -> Result<(), RuntimeError> {
-        let Engine::Cpu { kernels, memory } = &self.engine else { unreachable!("CPU launches only") };
+        let Engine::Cpu { kernels, memory } = &self.engine else {
+            unreachable!("CPU launches only")
+        };
         let kernel = &self.program.kernels[k];
         let ck = &kernels[k.index()];
         let shape = kernel.iteration_shape(&self.program);
         let params: Vec<u32> = kernel.params.iter().map(|p| p.value).collect();
-        let buffers: Vec<&[std::sync::atomic::AtomicU32]> = ck.roots.iter().map(|r| memory.buffers[r.index()].as_slice()).collect();
+        let buffers: Vec<&[std::sync::atomic::AtomicU32]> = ck
+            .roots
+            .iter()
+            .map(|r| memory.buffers[r.index()].as_slice())
+            .collect();
         let t = Instant::now();
         let launch_index = self.launches[k.index()];
-        let l = Launch { program: &self.program, kernel: ck, buffers, params: &params, frame: self.frame, seed: self.program.seed, launch_index, shape: &shape };
+        let l = Launch {
+            program: &self.program,
+            kernel: ck,
+            buffers,
+            params: &params,
+            frame: self.frame,
+            seed: self.program.seed,
+            launch_index,
+            shape: &shape,
+        };
         match &self.pool {
             Some(pool) => pool.install(|| launch(&l))?,
             None => launch(&l)?,
         }
         let d = t.elapsed();
         self.launches[k.index()] = launch_index.wrapping_add(1);
-        self.kernel_times.entry(kernel.name.clone()).or_default().push(d);
+        self.kernel_times
+            .entry(kernel.name.clone())
+            .or_default()
+            .push(d);
         Ok(())
     }
 
     /// Sets a kernel's scalar parameter without recompiling or touching field state.
     pub fn set_param(&mut self, kernel: &str, name: &str, value: f64) -> Result<(), String> {
-        let k = self.program.kernel_by_name(kernel).ok_or_else(|| format!("no kernel node '{}'", kernel))?;
-        let p = self.program.kernels[k].params.iter_mut().find(|p| p.name == name).ok_or_else(|| format!("kernel '{}' has no scalar '{}'", kernel, name))?;
+        let k = self
+            .program
+            .kernel_by_name(kernel)
+            .ok_or_else(|| format!("no kernel node '{}'", kernel))?;
+        let p = self.program.kernels[k]
+            .params
+            .iter_mut()
+            .find(|p| p.name == name)
+            .ok_or_else(|| format!("kernel '{}' has no scalar '{}'", kernel, name))?;
         p.value = match p.ty.scalar() {
             Some(weft_ir::Scalar::F32) => (value as f32).to_bits(),
             Some(weft_ir::Scalar::U32) => value as u32,
@@ -297,7 +357,8 @@ impl Simulation {
         match &self.engine {
             Engine::Cpu { memory, .. } => Ok(memory.read_field(&self.program, f)),
             Engine::Gpu(g) => {
-                let root = weft_ir::graph::build::root_of(&self.program, self.program.fields[f].layout);
+                let root =
+                    weft_ir::graph::build::root_of(&self.program, self.program.fields[f].layout);
                 Ok(extract_field(&self.program, f, &g.read_root(root)?))
             }
         }
@@ -307,7 +368,8 @@ impl Simulation {
         match &self.engine {
             Engine::Cpu { memory, .. } => memory.write_field(&self.program, f, words),
             Engine::Gpu(g) => {
-                let root = weft_ir::graph::build::root_of(&self.program, self.program.fields[f].layout);
+                let root =
+                    weft_ir::graph::build::root_of(&self.program, self.program.fields[f].layout);
                 let mut all = g.read_root(root)?;
                 insert_field(&self.program, f, words, &mut all);
                 g.write_root(root, &all);
@@ -318,11 +380,16 @@ impl Simulation {
 
     /// Every view, rendered on the CPU: (view node id, image).
     pub fn render_views(&self) -> Result<Vec<(String, Image)>, RuntimeError> {
-        let mut data: std::collections::HashMap<FieldId, Vec<u32>> = std::collections::HashMap::new();
+        let mut data: std::collections::HashMap<FieldId, Vec<u32>> =
+            std::collections::HashMap::new();
         for v in &self.program.views {
             let fields = match v {
                 View::Image { field, .. } => vec![*field],
-                View::Particles { positions, color_field, .. } => std::iter::once(*positions).chain(*color_field).collect(),
+                View::Particles {
+                    positions,
+                    color_field,
+                    ..
+                } => std::iter::once(*positions).chain(*color_field).collect(),
             };
             for f in fields {
                 if let std::collections::hash_map::Entry::Vacant(e) = data.entry(f) {
@@ -330,16 +397,40 @@ impl Simulation {
                 }
             }
         }
-        Ok(self.program.views.iter().map(|v| (v.node_id().to_string(), render_view(&self.program, v, &|f| data[&f].clone()))).collect())
+        Ok(self
+            .program
+            .views
+            .iter()
+            .map(|v| {
+                (
+                    v.node_id().to_string(),
+                    render_view(&self.program, v, &|f| data[&f].clone()),
+                )
+            })
+            .collect())
     }
 
     /// Every view, drawn on the GPU straight from the field buffers by a
     /// renderer made for this simulation (`GpuViewRenderer::new(sim.gpu_engine()?, &sim.program)`).
-    pub fn render_views_gpu(&self, renderer: &crate::gpu_render::GpuViewRenderer) -> Result<Vec<(String, Image)>, RuntimeError> {
-        let engine = self.gpu_engine().ok_or_else(|| RuntimeError::Device("GPU views need the wgpu backend; this simulation runs on the CPU".into()))?;
+    pub fn render_views_gpu(
+        &self,
+        renderer: &crate::gpu_render::GpuViewRenderer,
+    ) -> Result<Vec<(String, Image)>, RuntimeError> {
+        let engine = self.gpu_engine().ok_or_else(|| {
+            RuntimeError::Device(
+                "GPU views need the wgpu backend; this simulation runs on the CPU".into(),
+            )
+        })?;
         if !renderer.is_for(engine) || renderer.len() != self.program.views.len() {
-            return Err(RuntimeError::Device("the GPU view renderer was made for another simulation".into()));
+            return Err(RuntimeError::Device(
+                "the GPU view renderer was made for another simulation".into(),
+            ));
         }
-        self.program.views.iter().enumerate().map(|(i, v)| Ok((v.node_id().to_string(), renderer.render_to_image(i)?))).collect()
+        self.program
+            .views
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Ok((v.node_id().to_string(), renderer.render_to_image(i)?)))
+            .collect()
     }
 }

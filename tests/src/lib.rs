@@ -7,7 +7,10 @@ use weft_runtime::{RuntimeError, SimOptions, Simulation};
 
 /// Repository root (the workspace).
 pub fn root() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
 }
 
 /// A field for `kernel_graph`: (name, type, shape, init).
@@ -33,14 +36,28 @@ pub fn kernel_graph(fields: &[F], code: &str, range: &[u32], scalars: Value) -> 
 
 pub fn build(doc: &Value) -> Result<weft_ir::ir::Program, GraphErrors> {
     let d = GraphDoc::from_value(doc.clone())?;
-    build_program(&d, &BuildOptions { base_dir: root().join("graphs") })
+    build_program(
+        &d,
+        &BuildOptions {
+            base_dir: root().join("graphs"),
+        },
+    )
 }
 
 /// (npy paths are relative to graphs/.)
 /// Builds, compiles and runs `on_start` plus `frames` frames.
 pub fn run(doc: &Value, frames: u32) -> Result<Simulation, RuntimeError> {
     let p = build(doc)?;
-    let mut sim = Simulation::new(p, &SimOptions { passes: weft_ir::passes::PassOptions { validate: true, ..Default::default() }, ..Default::default() })?;
+    let mut sim = Simulation::new(
+        p,
+        &SimOptions {
+            passes: weft_ir::passes::PassOptions {
+                validate: true,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    )?;
     sim.start()?;
     for _ in 0..frames {
         sim.step_frame()?;
@@ -55,7 +72,11 @@ pub fn run_kernel(fields: &[F], code: &str, range: &[u32]) -> Simulation {
 }
 
 pub fn words(sim: &Simulation, name: &str) -> Vec<u32> {
-    sim.read_field(sim.field(name).unwrap_or_else(|| panic!("no field {}", name))).unwrap_or_else(|e| panic!("reading {}: {}", name, e))
+    sim.read_field(
+        sim.field(name)
+            .unwrap_or_else(|| panic!("no field {}", name)),
+    )
+    .unwrap_or_else(|e| panic!("reading {}: {}", name, e))
 }
 pub fn f32s(sim: &Simulation, name: &str) -> Vec<f32> {
     words(sim, name).into_iter().map(f32::from_bits).collect()
@@ -66,7 +87,8 @@ pub fn i32s(sim: &Simulation, name: &str) -> Vec<i32> {
 
 /// Loads an example graph from graphs/.
 pub fn example(name: &str) -> Value {
-    let text = std::fs::read_to_string(root().join("graphs").join(format!("{}.json", name))).expect("example exists");
+    let text = std::fs::read_to_string(root().join("graphs").join(format!("{}.json", name)))
+        .expect("example exists");
     serde_json::from_str(&text).expect("example is JSON")
 }
 

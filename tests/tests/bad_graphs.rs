@@ -32,12 +32,22 @@ fn parse_expect(text: &str) -> Result<Expect, String> {
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         if let Some(v) = line.strip_prefix("node: ") {
             let v = v.trim();
-            node = Some(if v == "-" { None } else { Some(v.split('|').map(|s| s.trim().to_string()).collect()) });
+            node = Some(if v == "-" {
+                None
+            } else {
+                Some(v.split('|').map(|s| s.trim().to_string()).collect())
+            });
         } else if let Some(v) = line.strip_prefix("contains: ") {
             contains.push(v.trim_end().to_string());
         } else if let Some(v) = line.strip_prefix("at: ") {
-            let (l, c) = v.trim().split_once(':').ok_or_else(|| format!("bad `at:` line {:?}", line))?;
-            at = Some((l.parse().map_err(|_| format!("bad line in {:?}", line))?, c.parse().map_err(|_| format!("bad col in {:?}", line))?));
+            let (l, c) = v
+                .trim()
+                .split_once(':')
+                .ok_or_else(|| format!("bad `at:` line {:?}", line))?;
+            at = Some((
+                l.parse().map_err(|_| format!("bad line in {:?}", line))?,
+                c.parse().map_err(|_| format!("bad col in {:?}", line))?,
+            ));
         } else {
             return Err(format!("unrecognised expect line {:?}", line));
         }
@@ -58,6 +68,7 @@ struct Failure {
 }
 
 /// Parse, build and compile; `Ok(())` if the graph was accepted.
+#[allow(clippy::result_large_err)] // a test helper: the failure is inspected, not propagated
 fn load(text: &str) -> Result<(), Failure> {
     let from_graph = |e: weft_ir::graph::GraphErrors| {
         let first = e.0.first().cloned();
@@ -69,11 +80,22 @@ fn load(text: &str) -> Result<(), Failure> {
         }
     };
     let doc = GraphDoc::parse(text).map_err(from_graph)?;
-    let program = build_program(&doc, &BuildOptions { base_dir: bad_dir() }).map_err(from_graph)?;
+    let program = build_program(
+        &doc,
+        &BuildOptions {
+            base_dir: bad_dir(),
+        },
+    )
+    .map_err(from_graph)?;
     match Simulation::new(program, &SimOptions::default()) {
         Ok(_) => Ok(()),
         Err(RuntimeError::Graph(g)) => Err(from_graph(g)),
-        Err(e) => Err(Failure { node: e.node().map(str::to_string), message: e.to_string(), graph_error: None, all: e.to_string() }),
+        Err(e) => Err(Failure {
+            node: e.node().map(str::to_string),
+            message: e.to_string(),
+            graph_error: None,
+            all: e.to_string(),
+        }),
     }
 }
 
@@ -83,14 +105,26 @@ fn check_case(name: &str, text: &str, expect: &Expect) -> Result<(), String> {
         Err(f) => f,
     };
     if std::env::var_os("WEFT_BAD_VERBOSE").is_some() {
-        println!("{:<36} {:?}", name, f.graph_error.as_ref().map(|e| e.to_string()).unwrap_or_else(|| f.message.clone()));
+        println!(
+            "{:<36} {:?}",
+            name,
+            f.graph_error
+                .as_ref()
+                .map(|e| e.to_string())
+                .unwrap_or_else(|| f.message.clone())
+        );
     }
     let mut problems = Vec::new();
     match &expect.node {
-        None if f.node.is_some() => problems.push(format!("expected a document-level error, got one naming node {:?}", f.node.as_deref().unwrap())),
-        Some(ids) if !f.node.as_ref().is_some_and(|n| ids.contains(n)) => {
-            problems.push(format!("expected the error to name node {}, got {:?}", ids.join(" or "), f.node))
-        }
+        None if f.node.is_some() => problems.push(format!(
+            "expected a document-level error, got one naming node {:?}",
+            f.node.as_deref().unwrap()
+        )),
+        Some(ids) if !f.node.as_ref().is_some_and(|n| ids.contains(n)) => problems.push(format!(
+            "expected the error to name node {}, got {:?}",
+            ids.join(" or "),
+            f.node
+        )),
         _ => {}
     }
     for c in &expect.contains {
@@ -99,22 +133,32 @@ fn check_case(name: &str, text: &str, expect: &Expect) -> Result<(), String> {
         }
     }
     match &f.graph_error {
-        Some(GraphError::Syntax { line, col, .. }) if *line == 0 || *col == 0 => problems.push("JSON syntax error without a line:col".into()),
+        Some(GraphError::Syntax { line, col, .. }) if *line == 0 || *col == 0 => {
+            problems.push("JSON syntax error without a line:col".into())
+        }
         _ => {}
     }
     if name.starts_with("code_") {
         match &f.graph_error {
             Some(GraphError::Code { line, col, .. }) => {
                 if *line == 0 || *col == 0 {
-                    problems.push(format!("kernel code error at {}:{}; positions are 1-based", line, col));
+                    problems.push(format!(
+                        "kernel code error at {}:{}; positions are 1-based",
+                        line, col
+                    ));
                 }
                 if let Some((l, c)) = expect.at {
                     if (l, c) != (*line, *col) {
-                        problems.push(format!("expected the error at code {}:{}, got {}:{}", l, c, line, col));
+                        problems.push(format!(
+                            "expected the error at code {}:{}, got {}:{}",
+                            l, c, line, col
+                        ));
                     }
                 }
             }
-            _ => problems.push("a kernel code error must be GraphError::Code with a line:col".into()),
+            _ => {
+                problems.push("a kernel code error must be GraphError::Code with a line:col".into())
+            }
         }
     } else if expect.at.is_some() {
         problems.push("`at:` is only for code_* cases".into());
@@ -122,7 +166,12 @@ fn check_case(name: &str, text: &str, expect: &Expect) -> Result<(), String> {
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(format!("{}\n      first error: {}\n      all errors:  {}", problems.join("\n      "), f.message, f.all.replace('\n', "\n                   ")))
+        Err(format!(
+            "{}\n      first error: {}\n      all errors:  {}",
+            problems.join("\n      "),
+            f.message,
+            f.all.replace('\n', "\n                   ")
+        ))
     }
 }
 
@@ -135,7 +184,11 @@ fn every_bad_graph_is_rejected_with_a_precise_error() {
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .collect();
     files.sort();
-    assert!(files.len() >= 40, "the corpus has only {} cases", files.len());
+    assert!(
+        files.len() >= 40,
+        "the corpus has only {} cases",
+        files.len()
+    );
     let mut failures = Vec::new();
     for path in &files {
         let name = path.file_stem().unwrap().to_string_lossy().to_string();
@@ -144,7 +197,8 @@ fn every_bad_graph_is_rejected_with_a_precise_error() {
             .map_err(|e| format!("cannot read {}: {}", expect_path.display(), e))
             .and_then(|t| parse_expect(&t))
             .and_then(|expect| {
-                let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {}", path.display(), e))?;
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read {}: {}", path.display(), e))?;
                 match std::panic::catch_unwind(|| check_case(&name, &text, &expect)) {
                     Ok(r) => r,
                     Err(p) => Err(format!("PANIC: {}", panic_message(&p))),
@@ -164,12 +218,24 @@ fn every_bad_graph_is_rejected_with_a_precise_error() {
             }
         }
     }
-    println!("bad graphs: {} cases, {} failed", files.len(), failures.len());
+    println!(
+        "bad graphs: {} cases, {} failed",
+        files.len(),
+        failures.len()
+    );
     if !failures.is_empty() {
-        panic!("{} of {} bad graphs were not rejected as expected:\n{}", failures.len(), files.len(), failures.join("\n"));
+        panic!(
+            "{} of {} bad graphs were not rejected as expected:\n{}",
+            failures.len(),
+            files.len(),
+            failures.join("\n")
+        );
     }
 }
 
 fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
-    p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_else(|| "non-string panic".into())
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "non-string panic".into())
 }

@@ -13,7 +13,9 @@ use weft_tests::*;
 fn gpu_available() -> bool {
     match weft_runtime::gpu::GpuContext::new(weft_runtime::gpu::AdapterChoice::Any) {
         Ok(_) => true,
-        Err(e) if std::env::var("CI").as_deref() == Ok("true") => panic!("CI=true but no wgpu adapter: {}", e),
+        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("CI=true but no wgpu adapter: {}", e)
+        }
         Err(e) => {
             eprintln!("skipping: no wgpu adapter ({})", e);
             false
@@ -21,9 +23,19 @@ fn gpu_available() -> bool {
     }
 }
 
-fn sim(doc: &Value, frames: u32, backend: Backend, force_cas: bool) -> Result<Simulation, weft_runtime::RuntimeError> {
+fn sim(
+    doc: &Value,
+    frames: u32,
+    backend: Backend,
+    force_cas: bool,
+) -> Result<Simulation, weft_runtime::RuntimeError> {
     let p = build(doc)?;
-    let opts = SimOptions { backend, threads: Some(1), force_cas_float_atomics: force_cas, ..Default::default() };
+    let opts = SimOptions {
+        backend,
+        threads: Some(1),
+        force_cas_float_atomics: force_cas,
+        ..Default::default()
+    };
     let mut s = Simulation::new(p, &opts)?;
     s.start()?;
     for _ in 0..frames {
@@ -41,9 +53,18 @@ struct Tol {
     frac: f64,
 }
 
-const TIGHT: Tol = Tol { rel: 1e-6, abs: 1e-7, frac: 1.0 };
+const TIGHT: Tol = Tol {
+    rel: 1e-6,
+    abs: 1e-7,
+    frac: 1.0,
+};
 
-fn compare(name: &str, cpu: &Simulation, gpu: &Simulation, tol: &dyn Fn(&str) -> Option<Tol>) -> Vec<String> {
+fn compare(
+    name: &str,
+    cpu: &Simulation,
+    gpu: &Simulation,
+    tol: &dyn Fn(&str) -> Option<Tol>,
+) -> Vec<String> {
     let mut problems = Vec::new();
     for (h, f) in cpu.program.fields.iter() {
         let a = cpu.read_field(h).unwrap();
@@ -52,22 +73,44 @@ fn compare(name: &str, cpu: &Simulation, gpu: &Simulation, tol: &dyn Fn(&str) ->
         if !f.ty.is_float() {
             let bad = a.iter().zip(&b).filter(|(x, y)| x != y).count();
             if bad > 0 {
-                problems.push(format!("{}: integer field '{}' differs in {} of {} components", name, f.name, bad, a.len()));
+                problems.push(format!(
+                    "{}: integer field '{}' differs in {} of {} components",
+                    name,
+                    f.name,
+                    bad,
+                    a.len()
+                ));
             }
             continue;
         }
         let Some(t) = tol(&f.name) else { continue };
         let fa: Vec<f64> = a.iter().map(|&w| f32::from_bits(w) as f64).collect();
         let fb: Vec<f64> = b.iter().map(|&w| f32::from_bits(w) as f64).collect();
-        let scale = fa.iter().fold(0.0f64, |m, x| if x.is_finite() { m.max(x.abs()) } else { m });
+        let scale = fa.iter().fold(
+            0.0f64,
+            |m, x| if x.is_finite() { m.max(x.abs()) } else { m },
+        );
         let limit = t.abs + t.rel * scale;
-        let within = fa.iter().zip(&fb).filter(|(x, y)| (*x - *y).abs() <= limit || (x.is_nan() && y.is_nan()) || *x == *y).count();
+        let within = fa
+            .iter()
+            .zip(&fb)
+            .filter(|(x, y)| (*x - *y).abs() <= limit || (x.is_nan() && y.is_nan()) || *x == *y)
+            .count();
         let frac = within as f64 / fa.len().max(1) as f64;
         if frac < t.frac {
-            if let Some((k, (x, y))) = fa.iter().zip(&fb).enumerate().find(|(_, (x, y))| (*x - *y).abs() > limit && *x != *y && !(x.is_nan() && y.is_nan())) {
-                problems.push(format!("{}: field '{}' first mismatch at component {}: cpu {} wgpu {}", name, f.name, k, x, y));
+            if let Some((k, (x, y))) = fa.iter().zip(&fb).enumerate().find(|(_, (x, y))| {
+                (*x - *y).abs() > limit && *x != *y && !(x.is_nan() && y.is_nan())
+            }) {
+                problems.push(format!(
+                    "{}: field '{}' first mismatch at component {}: cpu {} wgpu {}",
+                    name, f.name, k, x, y
+                ));
             }
-            let worst = fa.iter().zip(&fb).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max);
+            let worst = fa
+                .iter()
+                .zip(&fb)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0.0, f64::max);
             problems.push(format!(
                 "{}: field '{}': {:.4}% of components within {:.2e} (need {:.4}%), worst |diff| {:.3e}",
                 name,
@@ -83,7 +126,12 @@ fn compare(name: &str, cpu: &Simulation, gpu: &Simulation, tol: &dyn Fn(&str) ->
 }
 
 fn set(g: &mut Value, node: &str, param: &str, v: Value) {
-    let n = g["nodes"].as_array_mut().unwrap().iter_mut().find(|n| n["id"] == node).unwrap();
+    let n = g["nodes"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|n| n["id"] == node)
+        .unwrap();
     n["params"][param] = v;
 }
 
@@ -99,14 +147,23 @@ fn examples_agree_across_backends() {
             set(&mut g, "substeps", "count", json!(20));
         }
         let c = sim(&g, frames, Backend::Cpu, false).unwrap();
-        let w = sim(&g, frames, Backend::Wgpu, false).unwrap_or_else(|e| panic!("{} on wgpu: {}", name, e));
+        let w = sim(&g, frames, Backend::Wgpu, false)
+            .unwrap_or_else(|e| panic!("{} on wgpu: {}", name, e));
         problems.extend(compare(name, &c, &w, &|field| match (name, field) {
             // Escape counts can change by one at the set's boundary when cos/length differ by an ulp.
-            ("julia", _) => Some(Tol { rel: 1e-6, abs: 0.0, frac: 0.9995 }),
+            ("julia", _) => Some(Tol {
+                rel: 1e-6,
+                abs: 0.0,
+                frac: 0.9995,
+            }),
             // Float atomics add in a different order on the GPU; positions and
             // velocities agree closely, the affine field C is dominated by that noise.
             ("mpm88", "C") => None,
-            ("mpm88", _) => Some(Tol { rel: 1e-4, abs: 1e-7, frac: 1.0 }),
+            ("mpm88", _) => Some(Tol {
+                rel: 1e-4,
+                abs: 1e-7,
+                frac: 1.0,
+            }),
             _ => Some(TIGHT),
         }));
         if name == "mpm88" {
@@ -123,9 +180,22 @@ fn examples_agree_across_backends() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-/// Kernels covering the language: (name, fields, code, range, float tolerance).
-fn corpus() -> Vec<(&'static str, Vec<(&'static str, &'static str, Vec<u32>, Value)>, &'static str, Vec<u32>, Tol)> {
-    let math = Tol { rel: 2e-6, abs: 2e-6, frac: 1.0 };
+/// One corpus entry: (name, fields as (name, type, shape, init), code, range, float tolerance).
+type Case = (
+    &'static str,
+    Vec<(&'static str, &'static str, Vec<u32>, Value)>,
+    &'static str,
+    Vec<u32>,
+    Tol,
+);
+
+/// Kernels covering the language.
+fn corpus() -> Vec<Case> {
+    let math = Tol {
+        rel: 2e-6,
+        abs: 2e-6,
+        frac: 1.0,
+    };
     vec![
         ("arith", vec![("o", "f32", vec![64], json!(0)), ("io", "i32", vec![64], json!(0)), ("uo", "u32", vec![64], json!(0))],
          "fn kernel(i: i32) { o[i] = i as f32 * 0.5 + 1.0 / (i as f32 + 1.0); io[i] = (i * 7 - 200) / 3 + (i * 7 - 200) % 3 + (-i >> 2) + (i << 29); uo[i] = (i as u32) * 2654435761u32 ^ ((i as u32) >> 3u32); }",
@@ -205,7 +275,10 @@ fn corpus() -> Vec<(&'static str, Vec<(&'static str, &'static str, Vec<u32>, Val
 }
 
 fn corpus_graph(fields: &[(&str, &str, Vec<u32>, Value)], code: &str, range: &[u32]) -> Value {
-    let fs: Vec<F> = fields.iter().map(|(n, t, s, i)| F(n, t, s, i.clone())).collect();
+    let fs: Vec<F> = fields
+        .iter()
+        .map(|(n, t, s, i)| F(n, t, s, i.clone()))
+        .collect();
     kernel_graph(&fs, code, range, json!({}))
 }
 
@@ -217,7 +290,8 @@ fn language_corpus_agrees_across_backends() {
     let mut problems = Vec::new();
     for (name, fields, code, range, tol) in corpus() {
         let g = corpus_graph(&fields, code, &range);
-        let c = sim(&g, 1, Backend::Cpu, false).unwrap_or_else(|e| panic!("{} on cpu: {}", name, e));
+        let c =
+            sim(&g, 1, Backend::Cpu, false).unwrap_or_else(|e| panic!("{} on cpu: {}", name, e));
         for force_cas in [false, true] {
             if force_cas && name != "atomics" {
                 continue;
@@ -229,7 +303,11 @@ fn language_corpus_agrees_across_backends() {
                     continue;
                 }
             };
-            let label = if force_cas { format!("{} (cas)", name) } else { name.to_string() };
+            let label = if force_cas {
+                format!("{} (cas)", name)
+            } else {
+                name.to_string()
+            };
             problems.extend(compare(&label, &c, &w, &|_| Some(tol)));
         }
     }
@@ -241,12 +319,37 @@ fn faults_on_the_gpu_name_the_kernel_and_line() {
     if !gpu_available() {
         return;
     }
-    let g = kernel_graph(&[F("x", "f32", &[8], json!(0))], "fn kernel(i: i32) {\n    x[i + 1] = 1.0;\n}", &[8], json!({}));
-    let e = sim(&g, 0, Backend::Wgpu, false).err().expect("must fail").to_string();
-    assert!(e.contains("node 'k', code 2:5") && e.contains("index 8 is out of bounds for axis 0 of field 'x' (extent 8)"), "{}", e);
-    let g = kernel_graph(&[F("o", "i32", &[1], json!(0))], "fn kernel(i: i32) {\n  for k in (0..10).step_by(i - 1) { o[0] += 1; }\n}", &[1], json!({}));
-    let e = sim(&g, 0, Backend::Wgpu, false).err().expect("must fail").to_string();
-    assert!(e.contains("node 'k', code 2:3") && e.contains("positive step, got -1"), "{}", e);
+    let g = kernel_graph(
+        &[F("x", "f32", &[8], json!(0))],
+        "fn kernel(i: i32) {\n    x[i + 1] = 1.0;\n}",
+        &[8],
+        json!({}),
+    );
+    let e = sim(&g, 0, Backend::Wgpu, false)
+        .err()
+        .expect("must fail")
+        .to_string();
+    assert!(
+        e.contains("node 'k', code 2:5")
+            && e.contains("index 8 is out of bounds for axis 0 of field 'x' (extent 8)"),
+        "{}",
+        e
+    );
+    let g = kernel_graph(
+        &[F("o", "i32", &[1], json!(0))],
+        "fn kernel(i: i32) {\n  for k in (0..10).step_by(i - 1) { o[0] += 1; }\n}",
+        &[1],
+        json!({}),
+    );
+    let e = sim(&g, 0, Backend::Wgpu, false)
+        .err()
+        .expect("must fail")
+        .to_string();
+    assert!(
+        e.contains("node 'k', code 2:3") && e.contains("positive step, got -1"),
+        "{}",
+        e
+    );
 }
 
 #[test]
@@ -256,10 +359,18 @@ fn large_ranges_dispatch_beyond_one_grid_row() {
     }
     // 65535 * 64 = 4194240 threads fit in one row of workgroups; go past it.
     let n = 4_400_000u32;
-    let g = kernel_graph(&[F("o", "u32", &[n], json!(0))], "fn kernel(i: i32) { o[i] = (i as u32) * 3u32 + 1u32; }", &[n], json!({}));
+    let g = kernel_graph(
+        &[F("o", "u32", &[n], json!(0))],
+        "fn kernel(i: i32) { o[i] = (i as u32) * 3u32 + 1u32; }",
+        &[n],
+        json!({}),
+    );
     let w = sim(&g, 0, Backend::Wgpu, false).unwrap();
     let o = words(&w, "o");
-    assert!(o.iter().enumerate().all(|(i, &x)| x == (i as u32).wrapping_mul(3) + 1));
+    assert!(o
+        .iter()
+        .enumerate()
+        .all(|(i, &x)| x == (i as u32).wrapping_mul(3) + 1));
 }
 
 #[test]
@@ -268,9 +379,15 @@ fn editing_one_kernel_recompiles_only_that_kernel() {
         return;
     }
     use std::sync::atomic::Ordering;
-    let ctx = std::sync::Arc::new(weft_runtime::gpu::GpuContext::new(weft_runtime::gpu::AdapterChoice::Any).unwrap());
+    let ctx = std::sync::Arc::new(
+        weft_runtime::gpu::GpuContext::new(weft_runtime::gpu::AdapterChoice::Any).unwrap(),
+    );
     let open = |g: &Value| {
-        let opts = SimOptions { backend: Backend::Wgpu, gpu: Some(ctx.clone()), ..Default::default() };
+        let opts = SimOptions {
+            backend: Backend::Wgpu,
+            gpu: Some(ctx.clone()),
+            ..Default::default()
+        };
         Simulation::new(build(g).unwrap(), &opts).unwrap()
     };
     let mut g = example("heat");
@@ -278,10 +395,23 @@ fn editing_one_kernel_recompiles_only_that_kernel() {
     let first = ctx.compiled_count.load(Ordering::Relaxed);
     assert_eq!(first, 3, "heat has three kernels");
     let _ = open(&g);
-    assert_eq!(ctx.compiled_count.load(Ordering::Relaxed), first, "an unchanged graph compiles nothing");
-    set(&mut g, "apply", "code", json!("fn kernel(i: i32, j: i32) { T[(i, j)] = T_next[(i, j)] * 0.5; }"));
+    assert_eq!(
+        ctx.compiled_count.load(Ordering::Relaxed),
+        first,
+        "an unchanged graph compiles nothing"
+    );
+    set(
+        &mut g,
+        "apply",
+        "code",
+        json!("fn kernel(i: i32, j: i32) { T[(i, j)] = T_next[(i, j)] * 0.5; }"),
+    );
     let s = open(&g);
-    assert_eq!(ctx.compiled_count.load(Ordering::Relaxed), first + 1, "only the edited kernel compiles");
+    assert_eq!(
+        ctx.compiled_count.load(Ordering::Relaxed),
+        first + 1,
+        "only the edited kernel compiles"
+    );
     assert_eq!(s.backend(), Backend::Wgpu);
 }
 
@@ -293,5 +423,9 @@ fn non_finite_constants_compile_on_the_gpu() {
     let g = kernel_graph(&[F("o", "f32", &[3], json!(0))], "fn kernel(i: i32) { o[0] = bitcast::<f32>(2143289344u32); o[1] = bitcast::<f32>(0x7f800000u32); o[2] = -bitcast::<f32>(0x7f800000u32); }", &[1], json!({}));
     let w = sim(&g, 0, Backend::Wgpu, false).unwrap();
     let o = f32s(&w, "o");
-    assert!(o[0].is_nan() && o[1] == f32::INFINITY && o[2] == f32::NEG_INFINITY, "{:?}", o);
+    assert!(
+        o[0].is_nan() && o[1] == f32::INFINITY && o[2] == f32::NEG_INFINITY,
+        "{:?}",
+        o
+    );
 }

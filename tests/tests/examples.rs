@@ -6,7 +6,12 @@ use serde_json::json;
 use weft_tests::*;
 
 fn set_param(g: &mut serde_json::Value, node: &str, param: &str, v: serde_json::Value) {
-    let n = g["nodes"].as_array_mut().unwrap().iter_mut().find(|n| n["id"] == node).unwrap_or_else(|| panic!("no node {}", node));
+    let n = g["nodes"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|n| n["id"] == node)
+        .unwrap_or_else(|| panic!("no node {}", node));
     n["params"][param] = v;
 }
 
@@ -46,8 +51,18 @@ fn julia_pixels_match_an_independent_computation() {
 fn heat_on_a_tiny_grid_matches_hand_arithmetic() {
     let mut g = example("heat");
     set_param(&mut g, "grid", "shape", json!([5, 5]));
-    set_param(&mut g, "diffuse", "scalars", json!({"alpha": 0.2, "boundary": 0.0, "n": 5}));
-    set_param(&mut g, "init_sources", "code", json!("fn kernel(i: i32, j: i32) { source[(i, j)] = select(i == 2 && j == 2, 1.0, 0.0); }"));
+    set_param(
+        &mut g,
+        "diffuse",
+        "scalars",
+        json!({"alpha": 0.2, "boundary": 0.0, "n": 5}),
+    );
+    set_param(
+        &mut g,
+        "init_sources",
+        "code",
+        json!("fn kernel(i: i32, j: i32) { source[(i, j)] = select(i == 2 && j == 2, 1.0, 0.0); }"),
+    );
     set_param(&mut g, "substeps", "count", json!(3));
     let sim = run(&g, 1).unwrap();
     let t = f32s(&sim, "T");
@@ -58,10 +73,22 @@ fn heat_on_a_tiny_grid_matches_hand_arithmetic() {
     // diagonal (1,1) has lap = 0.2 + 0.2 = 0.4, so 0.08; the source stays 1.
     assert_eq!(at(2, 2), 1.0);
     for (i, j) in [(1, 2), (3, 2), (2, 1), (2, 3)] {
-        assert!(close(at(i, j), 0.24, 1e-6, 0.0), "({},{}) = {}", i, j, at(i, j));
+        assert!(
+            close(at(i, j), 0.24, 1e-6, 0.0),
+            "({},{}) = {}",
+            i,
+            j,
+            at(i, j)
+        );
     }
     for (i, j) in [(1, 1), (1, 3), (3, 1), (3, 3)] {
-        assert!(close(at(i, j), 0.08, 1e-6, 0.0), "({},{}) = {}", i, j, at(i, j));
+        assert!(
+            close(at(i, j), 0.08, 1e-6, 0.0),
+            "({},{}) = {}",
+            i,
+            j,
+            at(i, j)
+        );
     }
     for k in 0..5 {
         for (i, j) in [(0, k), (4, k), (k, 0), (k, 4)] {
@@ -97,7 +124,11 @@ fn life_matches_a_plain_implementation() {
     sim.start().unwrap();
     let mut reference = i32s(&sim, "alive");
     let density = reference.iter().filter(|&&x| x == 1).count() as f32 / reference.len() as f32;
-    assert!((density - 0.2).abs() < 0.01, "random start density {}", density);
+    assert!(
+        (density - 0.2).abs() < 0.01,
+        "random start density {}",
+        density
+    );
     for _ in 0..4 {
         sim.step_frame().unwrap();
         reference = life_step(&reference, 512);
@@ -113,14 +144,26 @@ fn mpm88_first_substep_conserves_mass_and_applies_gravity() {
     let n = 8192.0f64;
     let p_mass = (1.0f64 / 128.0 * 0.5).powi(2);
     let grid_m: f64 = f32s(&sim, "grid_m").iter().map(|&x| x as f64).sum();
-    assert!((grid_m - n * p_mass).abs() < 1e-4 * n * p_mass, "grid mass {} vs particle mass {}", grid_m, n * p_mass);
+    assert!(
+        (grid_m - n * p_mass).abs() < 1e-4 * n * p_mass,
+        "grid mass {} vs particle mass {}",
+        grid_m,
+        n * p_mass
+    );
     // Momentum change over the first substep is the gravity impulse: every
     // particle's velocity goes from (0, -1) to (0, -1 - dt g).
     let v = f32s(&sim, "v");
-    let (sx, sy) = v.chunks(2).fold((0.0f64, 0.0f64), |(a, b), c| (a + c[0] as f64, b + c[1] as f64));
+    let (sx, sy) = v.chunks(2).fold((0.0f64, 0.0f64), |(a, b), c| {
+        (a + c[0] as f64, b + c[1] as f64)
+    });
     let dt_g = 2e-4 * 9.8;
     assert!((sx / n).abs() < 1e-6, "mean vx {}", sx / n);
-    assert!(((sy / n) - (-1.0 - dt_g)).abs() < 1e-5, "mean vy {} vs {}", sy / n, -1.0 - dt_g);
+    assert!(
+        ((sy / n) - (-1.0 - dt_g)).abs() < 1e-5,
+        "mean vy {} vs {}",
+        sy / n,
+        -1.0 - dt_g
+    );
 }
 
 #[test]
@@ -129,9 +172,16 @@ fn mpm88_particles_stay_in_the_domain() {
     set_param(&mut g, "substeps", "count", json!(25));
     let sim = run(&g, 8).unwrap();
     let x = f32s(&sim, "x");
-    assert!(x.iter().all(|&c| c.is_finite() && (0.0..=1.0).contains(&c)), "a particle left the unit square");
+    assert!(
+        x.iter().all(|&c| c.is_finite() && (0.0..=1.0).contains(&c)),
+        "a particle left the unit square"
+    );
     let mean_y = x.chunks(2).map(|p| p[1] as f64).sum::<f64>() / 8192.0;
-    assert!(mean_y < 0.37, "particles fell from mean y 0.4 under gravity (mean y {})", mean_y);
+    assert!(
+        mean_y < 0.37,
+        "particles fell from mean y 0.4 under gravity (mean y {})",
+        mean_y
+    );
     let j = f32s(&sim, "J");
     assert!(j.iter().all(|&v| v.is_finite() && v > 0.0));
 }
@@ -155,7 +205,15 @@ fn every_example_draws_a_non_blank_frame() {
 #[test]
 fn blocked_and_flat_layouts_give_the_same_field() {
     let code = "fn kernel(i: i32, j: i32) { a[(i, j)] = i * 1000 + j; b[(i, j)] = vec2((i + j) as f32, 0.5); }";
-    let flat = kernel_graph(&[F("a", "i32", &[32, 32], json!(0)), F("b", "vec2", &[32, 32], json!(0))], code, &[32, 32], json!({}));
+    let flat = kernel_graph(
+        &[
+            F("a", "i32", &[32, 32], json!(0)),
+            F("b", "vec2", &[32, 32], json!(0)),
+        ],
+        code,
+        &[32, 32],
+        json!({}),
+    );
     // Same fields on a dense [4,4] of dense [8,8] blocks, stored together (AOS).
     let mut blocked = flat.clone();
     let nodes = blocked["nodes"].as_array_mut().unwrap();
@@ -175,6 +233,13 @@ fn blocked_and_flat_layouts_give_the_same_field() {
     let p = &s2.program;
     let a = p.field_by_name("a").unwrap();
     let addr = weft_runtime::memory::field_address(p, a, &[0, 8]);
-    assert_eq!(addr, 8 * 8 * 3, "block 1 starts after 64 cells of 3 words (a + b.xy)");
-    assert_eq!(weft_runtime::memory::field_address(p, p.field_by_name("b").unwrap(), &[0, 0]), 1);
+    assert_eq!(
+        addr,
+        8 * 8 * 3,
+        "block 1 starts after 64 cells of 3 words (a + b.xy)"
+    );
+    assert_eq!(
+        weft_runtime::memory::field_address(p, p.field_by_name("b").unwrap(), &[0, 0]),
+        1
+    );
 }

@@ -137,7 +137,11 @@ fn random_value(rng: &mut Rng, depth: u32) -> Value {
         2 | 3 => random_number(rng),
         4 | 5 => Value::String(random_string(rng)),
         6 => Value::Array(vec![]),
-        7 => Value::Array((0..rng.below(5)).map(|_| random_value(rng, depth + 1)).collect()),
+        7 => Value::Array(
+            (0..rng.below(5))
+                .map(|_| random_value(rng, depth + 1))
+                .collect(),
+        ),
         _ => {
             let mut m = Map::new();
             for _ in 0..rng.below(4) {
@@ -194,7 +198,9 @@ fn get_mut<'a>(mut v: &'a mut Value, path: &[Seg]) -> Option<&'a mut Value> {
 
 /// Removes the value at `path` from its parent object or array.
 fn remove_at(v: &mut Value, path: &[Seg]) {
-    let Some((last, parent)) = path.split_last() else { return };
+    let Some((last, parent)) = path.split_last() else {
+        return;
+    };
     match (last, get_mut(v, parent)) {
         (Seg::Key(k), Some(Value::Object(m))) => {
             m.shift_remove(k);
@@ -213,12 +219,47 @@ fn nodes_mut(v: &mut Value) -> Option<&mut Vec<Value>> {
 }
 
 fn node_ids(v: &Value) -> Vec<String> {
-    v.get("nodes").and_then(Value::as_array).map(|a| a.iter().filter_map(|n| n.get("id")?.as_str().map(str::to_string)).collect()).unwrap_or_default()
+    v.get("nodes")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|n| n.get("id")?.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
-const PORTS: &[&str] =
-    &["cells", "parent", "layout", "field", "positions", "color", "then", "body", "x", "v", "T", "alive", "pixels", "", "nope", "cells.extra"];
-const KINDS: &[&str] = &["dense", "field", "kernel", "on_start", "on_frame", "repeat", "image", "particles", "Dense", "", "kernel "];
+const PORTS: &[&str] = &[
+    "cells",
+    "parent",
+    "layout",
+    "field",
+    "positions",
+    "color",
+    "then",
+    "body",
+    "x",
+    "v",
+    "T",
+    "alive",
+    "pixels",
+    "",
+    "nope",
+    "cells.extra",
+];
+const KINDS: &[&str] = &[
+    "dense",
+    "field",
+    "kernel",
+    "on_start",
+    "on_frame",
+    "repeat",
+    "image",
+    "particles",
+    "Dense",
+    "",
+    "kernel ",
+];
 const TOKENS: &[&str] = &[
     "i",
     "j",
@@ -315,8 +356,9 @@ fn mutate_code(rng: &mut Rng, code: &str) -> String {
         }
         1 => {
             const CH: &[char] = &[
-                '(', ')', '{', '}', '[', ']', ';', ',', '.', '+', '-', '*', '/', '<', '>', '=', '!', '&', '|', '^', '%', ':', '\'', '"', '#', '@', '$', '\\',
-                ' ', '\n', '0', '9', 'a', 'x', '_', 'é', '\u{0}',
+                '(', ')', '{', '}', '[', ']', ';', ',', '.', '+', '-', '*', '/', '<', '>', '=',
+                '!', '&', '|', '^', '%', ':', '\'', '"', '#', '@', '$', '\\', ' ', '\n', '0', '9',
+                'a', 'x', '_', 'é', '\u{0}',
             ];
             let at = rng.below(chars.len() + 1);
             chars.insert(at, *rng.pick(CH));
@@ -331,11 +373,15 @@ fn mutate_code(rng: &mut Rng, code: &str) -> String {
             for c in chars.iter().copied() {
                 let word = c.is_alphanumeric() || c == '_';
                 match toks.last_mut() {
-                    Some(t) if word && t.chars().all(|c| c.is_alphanumeric() || c == '_') => t.push(c),
+                    Some(t) if word && t.chars().all(|c| c.is_alphanumeric() || c == '_') => {
+                        t.push(c)
+                    }
                     _ => toks.push(c.to_string()),
                 }
             }
-            let real: Vec<usize> = (0..toks.len()).filter(|&i| !toks[i].trim().is_empty()).collect();
+            let real: Vec<usize> = (0..toks.len())
+                .filter(|&i| !toks[i].trim().is_empty())
+                .collect();
             if real.is_empty() {
                 return TOKENS[rng.below(TOKENS.len())].to_string();
             }
@@ -366,7 +412,11 @@ fn mutate_value(rng: &mut Rng, v: &mut Value, gentle: bool) -> String {
     for _attempt in 0..8 {
         // Gentle mutations keep the document mostly valid so that more mutants
         // reach the kernel front end, the passes, codegen and the interpreter.
-        let choice = if gentle { *rng.pick(&[15, 15, 15, 15, 16, 16, 11, 5]) } else { rng.below(17) };
+        let choice = if gentle {
+            *rng.pick(&[15, 15, 15, 15, 16, 16, 11, 5])
+        } else {
+            rng.below(17)
+        };
         match choice {
             0 => {
                 let mut paths = Vec::new();
@@ -419,21 +469,31 @@ fn mutate_value(rng: &mut Rng, v: &mut Value, gentle: bool) -> String {
             }
             5 | 6 => {
                 let which = if rng.chance(60) { "wires" } else { "exec" };
-                let Some(ws) = v.get_mut(which).and_then(Value::as_array_mut) else { continue };
+                let Some(ws) = v.get_mut(which).and_then(Value::as_array_mut) else {
+                    continue;
+                };
                 if ws.is_empty() {
                     continue;
                 }
                 let i = rng.below(ws.len());
                 let end = if rng.chance(50) { "from" } else { "to" };
-                let Some(s) = ws[i].get(end).and_then(Value::as_str).map(str::to_string) else { continue };
+                let Some(s) = ws[i].get(end).and_then(Value::as_str).map(str::to_string) else {
+                    continue;
+                };
                 let node = s.split('.').next().unwrap_or("").to_string();
-                let new = if rng.chance(20) { node.clone() } else { format!("{}.{}", node, rng.pick(PORTS)) };
+                let new = if rng.chance(20) {
+                    node.clone()
+                } else {
+                    format!("{}.{}", node, rng.pick(PORTS))
+                };
                 ws[i][end] = Value::String(new.clone());
                 return format!("{}[{}].{}: {} -> {}", which, i, end, s, new);
             }
             7 => {
                 let which = if rng.chance(60) { "wires" } else { "exec" };
-                let Some(ws) = v.get_mut(which).and_then(Value::as_array_mut) else { continue };
+                let Some(ws) = v.get_mut(which).and_then(Value::as_array_mut) else {
+                    continue;
+                };
                 if ws.is_empty() {
                     continue;
                 }
@@ -444,7 +504,11 @@ fn mutate_value(rng: &mut Rng, v: &mut Value, gentle: bool) -> String {
             8 | 9 => {
                 let which = if rng.chance(60) { "wires" } else { "exec" };
                 let end = |rng: &mut Rng| -> String {
-                    let n = if ids.is_empty() || rng.chance(10) { random_string(rng) } else { rng.pick(&ids).clone() };
+                    let n = if ids.is_empty() || rng.chance(10) {
+                        random_string(rng)
+                    } else {
+                        rng.pick(&ids).clone()
+                    };
                     if rng.chance(15) {
                         n
                     } else {
@@ -473,7 +537,9 @@ fn mutate_value(rng: &mut Rng, v: &mut Value, gentle: bool) -> String {
                 }
                 let i = rng.below(nodes.len());
                 let k = rng.pick(KINDS);
-                let Some(n) = nodes[i].as_object_mut() else { continue };
+                let Some(n) = nodes[i].as_object_mut() else {
+                    continue;
+                };
                 n.insert("kind".into(), json!(k));
                 return format!("node #{} kind -> {:?}", i, k);
             }
@@ -483,7 +549,11 @@ fn mutate_value(rng: &mut Rng, v: &mut Value, gentle: bool) -> String {
                 let mut spots = Vec::new();
                 for (i, n) in nodes.iter().enumerate() {
                     for key in ["shape", "range"] {
-                        if let Some(a) = n.get("params").and_then(|p| p.get(key)).and_then(Value::as_array) {
+                        if let Some(a) = n
+                            .get("params")
+                            .and_then(|p| p.get(key))
+                            .and_then(Value::as_array)
+                        {
                             for j in 0..a.len() {
                                 spots.push((i, key, j));
                             }
@@ -535,8 +605,18 @@ fn mutate_value(rng: &mut Rng, v: &mut Value, gentle: bool) -> String {
                     continue;
                 }
                 let (i, k, sub) = rng.pick(&spots).clone();
-                let new = if rng.chance(60) { random_number(rng) } else { random_value(rng, 1) };
-                let d = format!("node #{} param {}{} -> {}", i, k, sub.as_ref().map(|s| format!(".{}", s)).unwrap_or_default(), new);
+                let new = if rng.chance(60) {
+                    random_number(rng)
+                } else {
+                    random_value(rng, 1)
+                };
+                let d = format!(
+                    "node #{} param {}{} -> {}",
+                    i,
+                    k,
+                    sub.as_ref().map(|s| format!(".{}", s)).unwrap_or_default(),
+                    new
+                );
                 match sub {
                     Some(name) => nodes[i]["params"][k.as_str()][name.as_str()] = new,
                     None => nodes[i]["params"][k.as_str()] = new,
@@ -546,13 +626,22 @@ fn mutate_value(rng: &mut Rng, v: &mut Value, gentle: bool) -> String {
             _ => {
                 // Kernel code.
                 let Some(nodes) = nodes_mut(v) else { continue };
-                let kernels: Vec<usize> =
-                    (0..nodes.len()).filter(|&i| nodes[i].get("params").and_then(|p| p.get("code")).is_some_and(Value::is_string)).collect();
+                let kernels: Vec<usize> = (0..nodes.len())
+                    .filter(|&i| {
+                        nodes[i]
+                            .get("params")
+                            .and_then(|p| p.get("code"))
+                            .is_some_and(Value::is_string)
+                    })
+                    .collect();
                 if kernels.is_empty() {
                     continue;
                 }
                 let i = *rng.pick(&kernels);
-                let code = nodes[i]["params"]["code"].as_str().unwrap_or("").to_string();
+                let code = nodes[i]["params"]["code"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string();
                 let mut new = code.clone();
                 for _ in 0..rng.below(3) + 1 {
                     new = mutate_code(rng, &new);
@@ -636,7 +725,9 @@ struct Outcome {
 /// Node ids a blamed error may name: node ids and wire / exec endpoint nodes of the mutant.
 fn known_ids(text: &str) -> HashSet<String> {
     let mut out = HashSet::new();
-    let Ok(v) = serde_json::from_str::<Value>(text) else { return out };
+    let Ok(v) = serde_json::from_str::<Value>(text) else {
+        return out;
+    };
     out.extend(node_ids(&v));
     for key in ["wires", "exec"] {
         if let Some(ws) = v.get(key).and_then(Value::as_array) {
@@ -653,23 +744,40 @@ fn known_ids(text: &str) -> HashSet<String> {
     out
 }
 
-fn check_errors(stage: &str, errs: &GraphErrors, known: &HashSet<String>, must_name_node: bool, out: &mut Outcome) {
+fn check_errors(
+    stage: &str,
+    errs: &GraphErrors,
+    known: &HashSet<String>,
+    must_name_node: bool,
+    out: &mut Outcome,
+) {
     if errs.0.is_empty() {
-        out.problems.push(format!("{}: failed with an empty error list", stage));
+        out.problems
+            .push(format!("{}: failed with an empty error list", stage));
     }
-    out.first_error.get_or_insert_with(|| errs.0.first().map(|e| e.to_string()).unwrap_or_default());
+    out.first_error
+        .get_or_insert_with(|| errs.0.first().map(|e| e.to_string()).unwrap_or_default());
     for e in &errs.0 {
         match (e, e.node()) {
             (GraphError::Syntax { line, col, .. }, _) => {
                 if must_name_node {
-                    out.problems.push(format!("{}: JSON syntax error after parsing: {}", stage, e));
+                    out.problems
+                        .push(format!("{}: JSON syntax error after parsing: {}", stage, e));
                 } else if *line == 0 || *col == 0 {
-                    out.problems.push(format!("{}: syntax error without line:col: {}", stage, e));
+                    out.problems
+                        .push(format!("{}: syntax error without line:col: {}", stage, e));
                 }
             }
-            (GraphError::Document { .. }, _) if must_name_node => out.problems.push(format!("{}: error names no node: {}", stage, e)),
-            (_, Some(id)) if !known.contains(id) => out.problems.push(format!("{}: error names node '{}' which is not in the graph: {}", stage, id, e)),
-            (GraphError::Code { line, col, .. }, _) if *line == 0 || *col == 0 => out.problems.push(format!("{}: code error without line:col: {}", stage, e)),
+            (GraphError::Document { .. }, _) if must_name_node => out
+                .problems
+                .push(format!("{}: error names no node: {}", stage, e)),
+            (_, Some(id)) if !known.contains(id) => out.problems.push(format!(
+                "{}: error names node '{}' which is not in the graph: {}",
+                stage, id, e
+            )),
+            (GraphError::Code { line, col, .. }, _) if *line == 0 || *col == 0 => out
+                .problems
+                .push(format!("{}: code error without line:col: {}", stage, e)),
             _ => {}
         }
     }
@@ -681,10 +789,18 @@ fn check_runtime(stage: &str, e: &RuntimeError, known: &HashSet<String>, out: &m
         RuntimeError::Graph(g) => check_errors(stage, g, known, true, out),
         RuntimeError::Compile { node, .. } | RuntimeError::Kernel { node, .. } => {
             if !known.contains(node) {
-                out.problems.push(format!("{}: error names node '{}' which is not in the graph: {}", stage, node, e));
+                out.problems.push(format!(
+                    "{}: error names node '{}' which is not in the graph: {}",
+                    stage, node, e
+                ));
             }
         }
-        RuntimeError::Io(_) => out.problems.push(format!("{}: unexpected I/O error: {}", stage, e)),
+        RuntimeError::Io(_) => out
+            .problems
+            .push(format!("{}: unexpected I/O error: {}", stage, e)),
+        RuntimeError::Device(_) => out
+            .problems
+            .push(format!("{}: unexpected device error: {}", stage, e)),
     }
 }
 
@@ -693,7 +809,10 @@ fn schedule_work(p: &Program) -> u64 {
     fn steps(p: &Program, s: &[Step]) -> u64 {
         s.iter().fold(0u64, |acc, st| {
             acc.saturating_add(match st {
-                Step::Launch(k) => p.kernels[*k].iteration_shape(p).iter().fold(1u64, |a, &x| a.saturating_mul(x as u64)),
+                Step::Launch(k) => p.kernels[*k]
+                    .iteration_shape(p)
+                    .iter()
+                    .fold(1u64, |a, &x| a.saturating_mul(x as u64)),
                 Step::Repeat { count, body, .. } => steps(p, body).saturating_mul(*count as u64),
             })
         })
@@ -704,7 +823,11 @@ fn schedule_work(p: &Program) -> u64 {
 fn kernel_codes(v: &Value) -> Vec<String> {
     v.get("nodes")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|n| n.get("params")?.get("code")?.as_str().map(str::to_string)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|n| n.get("params")?.get("code")?.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -712,10 +835,17 @@ fn kernel_codes(v: &Value) -> Vec<String> {
 /// so only run code that is unchanged, or has no `while` / `loop` and either
 /// no `for` or (for the small seeds) only small integer literals.
 fn code_may_run(m: &Mutant, v: &Value) -> bool {
-    let small_literals = |c: &str| c.split(|ch: char| !ch.is_ascii_digit()).filter(|d| !d.is_empty()).all(|d| d.parse::<u64>().is_ok_and(|n| n <= 64));
-    kernel_codes(v)
-        .iter()
-        .all(|c| m.codes.contains(c) || !(c.contains("while") || c.contains("loop") || (c.contains("for") && !(m.small && small_literals(c)))))
+    let small_literals = |c: &str| {
+        c.split(|ch: char| !ch.is_ascii_digit())
+            .filter(|d| !d.is_empty())
+            .all(|d| d.parse::<u64>().is_ok_and(|n| n <= 64))
+    };
+    kernel_codes(v).iter().all(|c| {
+        m.codes.contains(c)
+            || !(c.contains("while")
+                || c.contains("loop")
+                || (c.contains("for") && !(m.small && small_literals(c))))
+    })
 }
 
 fn run_case(m: &Mutant, may_run: bool) -> Outcome {
@@ -731,9 +861,17 @@ fn run_case(m: &Mutant, may_run: bool) -> Outcome {
     out.parsed = true;
     // A parsed document round-trips through its own serializer.
     if let Err(e) = GraphDoc::parse(&doc.to_json()) {
-        out.problems.push(format!("the parsed document does not re-parse after to_json: {}", e));
+        out.problems.push(format!(
+            "the parsed document does not re-parse after to_json: {}",
+            e
+        ));
     }
-    let mut program = match build_program(&doc, &BuildOptions { base_dir: m.base_dir.clone() }) {
+    let mut program = match build_program(
+        &doc,
+        &BuildOptions {
+            base_dir: m.base_dir.clone(),
+        },
+    ) {
         Ok(p) => p,
         Err(e) => {
             check_errors("build", &e, &known, true, &mut out);
@@ -741,16 +879,38 @@ fn run_case(m: &Mutant, may_run: bool) -> Outcome {
         }
     };
     out.built = true;
-    let max_root = program.roots().map(|r| root_words(&program, r)).max().unwrap_or(0);
+    let max_root = program
+        .roots()
+        .map(|r| root_words(&program, r))
+        .max()
+        .unwrap_or(0);
     if max_root > MAX_ALLOC_WORDS {
         // Compile without allocating field memory (which could be up to 1 GiB).
-        if let Err(e) = weft_ir::passes::run_pipeline(&mut program, &SimOptions::default().passes, None) {
-            check_runtime("passes", &RuntimeError::Compile { node: e.kernel.clone(), message: e.to_string() }, &known, &mut out);
+        if let Err(e) =
+            weft_ir::passes::run_pipeline(&mut program, &SimOptions::default().passes, None)
+        {
+            check_runtime(
+                "passes",
+                &RuntimeError::Compile {
+                    node: e.kernel.clone(),
+                    message: e.to_string(),
+                },
+                &known,
+                &mut out,
+            );
             return out;
         }
         for (_, k) in program.kernels.iter() {
             if let Err(e) = weft_codegen::cpu::compile_kernel(&program, k) {
-                check_runtime("codegen", &RuntimeError::Compile { node: e.kernel.clone(), message: e.to_string() }, &known, &mut out);
+                check_runtime(
+                    "codegen",
+                    &RuntimeError::Compile {
+                        node: e.kernel.clone(),
+                        message: e.to_string(),
+                    },
+                    &known,
+                    &mut out,
+                );
                 return out;
             }
         }
@@ -795,8 +955,16 @@ fn install_quiet_panic_hook() {
         if std::thread::current().id() == test_thread {
             return default(info);
         }
-        let msg = info.payload().downcast_ref::<String>().cloned().or_else(|| info.payload().downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
-        let loc = info.location().map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column())).unwrap_or_default();
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| info.payload().downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        let loc = info
+            .location()
+            .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()))
+            .unwrap_or_default();
         *LAST_PANIC.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!("{} at {}", msg, loc));
     }));
 }
@@ -810,17 +978,30 @@ enum CaseResult {
 fn run_guarded(m: &Mutant, may_run: bool) -> (CaseResult, Duration) {
     let (tx, rx) = mpsc::channel();
     let label = m.label.clone();
-    let mc =
-        Mutant { label: m.label.clone(), text: m.text.clone(), base_dir: m.base_dir.clone(), allow_run: m.allow_run, codes: m.codes.clone(), small: m.small };
+    let mc = Mutant {
+        label: m.label.clone(),
+        text: m.text.clone(),
+        base_dir: m.base_dir.clone(),
+        allow_run: m.allow_run,
+        codes: m.codes.clone(),
+        small: m.small,
+    };
     let t = Instant::now();
     std::thread::Builder::new()
         .name(format!("fuzz {}", label))
         .stack_size(64 << 20)
         .spawn(move || {
-            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(&mc, may_run)));
+            let r =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(&mc, may_run)));
             let _ = tx.send(match r {
                 Ok(o) => CaseResult::Done(o),
-                Err(_) => CaseResult::Panicked(LAST_PANIC.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_else(|| "unknown panic".into())),
+                Err(_) => CaseResult::Panicked(
+                    LAST_PANIC
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .take()
+                        .unwrap_or_else(|| "unknown panic".into()),
+                ),
             });
         })
         .expect("spawn fuzz thread");
@@ -913,7 +1094,11 @@ fn kitchen_sink_seed_builds_and_runs() {
     sim.step_frame().expect("frame 2");
     assert_eq!(sim.render_views().unwrap().len(), 3);
     let acc = sim.read_field(sim.field("acc").unwrap()).unwrap();
-    assert_eq!(acc.iter().map(|&x| x as i32).sum::<i32>(), 16 * 3, "every particle lands in one cell per substep");
+    assert_eq!(
+        acc.iter().map(|&x| x as i32).sum::<i32>(),
+        16 * 3,
+        "every particle lands in one cell per substep"
+    );
 }
 
 /// Hand-written edge cases, run as they are and used as mutation seeds:
@@ -944,18 +1129,45 @@ fn edge_cases() -> Vec<(String, String, &'static str, Value)> {
     ];
     // Deep nesting must give an error, not overflow the stack.
     for (name, expr) in [
-        ("parens", format!("{}1.0{}", "(".repeat(5000), ")".repeat(5000))),
-        ("blocks", format!("{}1.0{}", "{ ".repeat(5000), " }".repeat(5000))),
-        ("ifs", format!("{}1.0{}", "if i > 0 { ".repeat(3000), " } else { 0.0 }".repeat(3000))),
-        ("else_ifs", format!("{}{{ 1.0 }}", "if i == 1 { 1.0 } else ".repeat(5000))),
-        ("calls", format!("{}1.0{}", "abs(".repeat(5000), ")".repeat(5000))),
+        (
+            "parens",
+            format!("{}1.0{}", "(".repeat(5000), ")".repeat(5000)),
+        ),
+        (
+            "blocks",
+            format!("{}1.0{}", "{ ".repeat(5000), " }".repeat(5000)),
+        ),
+        (
+            "ifs",
+            format!(
+                "{}1.0{}",
+                "if i > 0 { ".repeat(3000),
+                " } else { 0.0 }".repeat(3000)
+            ),
+        ),
+        (
+            "else_ifs",
+            format!("{}{{ 1.0 }}", "if i == 1 { 1.0 } else ".repeat(5000)),
+        ),
+        (
+            "calls",
+            format!("{}1.0{}", "abs(".repeat(5000), ")".repeat(5000)),
+        ),
         ("negations", format!("{}1.0", "-".repeat(20000))),
         ("sum", format!("1.0{}", " + 1.0".repeat(20000))),
         ("methods", format!("1.0{}", ".abs()".repeat(10000))),
         ("casts", format!("1.0{}", " as f32".repeat(10000))),
-        ("indexing", format!("{}0{}", "x[".repeat(3000), "]".repeat(3000))),
+        (
+            "indexing",
+            format!("{}0{}", "x[".repeat(3000), "]".repeat(3000)),
+        ),
     ] {
-        v.push((format!("deep_{}", name), format!("fn kernel(i: i32) {{\n    x[i] = {};\n}}\n", expr), "f32", json!(0)));
+        v.push((
+            format!("deep_{}", name),
+            format!("fn kernel(i: i32) {{\n    x[i] = {};\n}}\n", expr),
+            "f32",
+            json!(0),
+        ));
     }
     // Each helper calls the next twice: inlining everything would make 2^40 copies.
     v.push((
@@ -989,31 +1201,83 @@ fn seeds() -> Vec<Seed> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let graphs = root.join("../graphs");
     let mut out = Vec::new();
-    let codes_of = |text: &str| -> HashSet<String> { serde_json::from_str::<Value>(text).map(|v| kernel_codes(&v).into_iter().collect()).unwrap_or_default() };
+    let codes_of = |text: &str| -> HashSet<String> {
+        serde_json::from_str::<Value>(text)
+            .map(|v| kernel_codes(&v).into_iter().collect())
+            .unwrap_or_default()
+    };
     for name in ["julia", "heat", "life", "mpm88"] {
-        let text = std::fs::read_to_string(graphs.join(format!("{}.json", name))).expect("example graph");
-        out.push(Seed { name: name.into(), codes: codes_of(&text), text, base_dir: graphs.clone(), runnable: name != "mpm88", example: true });
+        let text =
+            std::fs::read_to_string(graphs.join(format!("{}.json", name))).expect("example graph");
+        out.push(Seed {
+            name: name.into(),
+            codes: codes_of(&text),
+            text,
+            base_dir: graphs.clone(),
+            runnable: name != "mpm88",
+            example: true,
+        });
     }
-    out.push(Seed { name: "sink".into(), codes: codes_of(KITCHEN_SINK), text: KITCHEN_SINK.into(), base_dir: graphs.clone(), runnable: true, example: false });
+    out.push(Seed {
+        name: "sink".into(),
+        codes: codes_of(KITCHEN_SINK),
+        text: KITCHEN_SINK.into(),
+        base_dir: graphs.clone(),
+        runnable: true,
+        example: false,
+    });
     let bad = root.join("bad");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&bad)
-        .map(|d| d.filter_map(|e| Some(e.ok()?.path())).filter(|p| p.extension().is_some_and(|e| e == "json")).collect())
+        .map(|d| {
+            d.filter_map(|e| Some(e.ok()?.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "json"))
+                .collect()
+        })
         .unwrap_or_default();
     files.sort();
     for f in files {
         let text = std::fs::read_to_string(&f).expect("bad graph");
         let name = format!("bad/{}", f.file_stem().unwrap().to_string_lossy());
-        out.push(Seed { name, codes: codes_of(&text), text, base_dir: bad.clone(), runnable: true, example: false });
+        out.push(Seed {
+            name,
+            codes: codes_of(&text),
+            text,
+            base_dir: bad.clone(),
+            runnable: true,
+            example: false,
+        });
     }
     // A position that overflows f32: the document must still save and re-open.
-    let mut v: Value = serde_json::from_str(&edge_graph("fn kernel(i: i32) {\n    x[i] = 1.0;\n}\n", "f32", &json!(0))).unwrap();
+    let mut v: Value = serde_json::from_str(&edge_graph(
+        "fn kernel(i: i32) {\n    x[i] = 1.0;\n}\n",
+        "f32",
+        &json!(0),
+    ))
+    .unwrap();
     v["nodes"][1]["pos"] = json!([1e300, -1e300]);
     let text = serde_json::to_string_pretty(&v).unwrap();
-    out.push(Seed { name: "edge/pos_overflow".into(), codes: codes_of(&text), text, base_dir: graphs.clone(), runnable: true, example: false });
+    out.push(Seed {
+        name: "edge/pos_overflow".into(),
+        codes: codes_of(&text),
+        text,
+        base_dir: graphs.clone(),
+        runnable: true,
+        example: false,
+    });
     // Edge cases last: a hang stops the run, and every other seed should have had its turn.
     for (name, code, ty, init) in edge_cases() {
         let text = edge_graph(&code, ty, &init);
-        out.push(Seed { name: format!("edge/{}", name), codes: codes_of(&text), text, base_dir: graphs.clone(), runnable: true, example: false });
+        // The exponential-inlining program must compile quickly, but running it
+        // really makes 2^40 calls: like any language, that takes forever.
+        let runnable = name != "exponential_inlining";
+        out.push(Seed {
+            name: format!("edge/{}", name),
+            codes: codes_of(&text),
+            text,
+            base_dir: graphs.clone(),
+            runnable,
+            example: false,
+        });
     }
     out
 }
@@ -1021,16 +1285,26 @@ fn seeds() -> Vec<Seed> {
 #[test]
 fn mutated_graphs_never_panic_hang_or_blame_unknown_nodes() {
     install_quiet_panic_hook();
-    let seed: u64 = std::env::var("WEFT_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5EED_0F_3EF7);
-    let scale: usize = std::env::var("WEFT_FUZZ_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
+    let seed: u64 = std::env::var("WEFT_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5EED_0F_3EF7);
+    let scale: usize = std::env::var("WEFT_FUZZ_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
     let verbose = std::env::var_os("WEFT_FUZZ_VERBOSE").is_some();
     let fail_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fuzz-failures");
     let _ = std::fs::remove_dir_all(&fail_dir);
     let mut rng = Rng::new(seed);
     let seeds = seeds();
-    assert!(seeds.len() >= 4 + 40, "expected the four examples and the bad corpus");
+    assert!(
+        seeds.len() >= 4 + 40,
+        "expected the four examples and the bad corpus"
+    );
 
-    let (mut total, mut parsed, mut built, mut compiled, mut ran) = (0usize, 0usize, 0usize, 0usize, 0usize);
+    let (mut total, mut parsed, mut built, mut compiled, mut ran) =
+        (0usize, 0usize, 0usize, 0usize, 0usize);
     // (problem, report) per misbehaving mutant.
     let mut failures: Vec<(String, String)> = Vec::new();
     let mut slowest = (Duration::ZERO, String::new());
@@ -1059,9 +1333,15 @@ fn mutated_graphs_never_panic_hang_or_blame_unknown_nodes() {
                 (t, d)
             } else {
                 let mut v = value.clone();
-                let gentle = rng.chance(if s.example || s.name == "sink" { 70 } else { 40 });
+                let gentle = rng.chance(if s.example || s.name == "sink" {
+                    70
+                } else {
+                    40
+                });
                 let n = if gentle { 1 } else { rng.below(3) + 1 };
-                let d: Vec<String> = (0..n).map(|_| mutate_value(&mut rng, &mut v, gentle)).collect();
+                let d: Vec<String> = (0..n)
+                    .map(|_| mutate_value(&mut rng, &mut v, gentle))
+                    .collect();
                 (serde_json::to_string_pretty(&v).unwrap(), d.join("; "))
             };
             let m = Mutant {
@@ -1090,7 +1370,12 @@ fn mutated_graphs_never_panic_hang_or_blame_unknown_nodes() {
                             } else if o.compiled {
                                 "compiled".to_string()
                             } else {
-                                o.first_error.clone().unwrap_or_default().chars().take(150).collect()
+                                o.first_error
+                                    .clone()
+                                    .unwrap_or_default()
+                                    .chars()
+                                    .take(150)
+                                    .collect()
                             }
                         );
                     }
@@ -1104,18 +1389,35 @@ fn mutated_graphs_never_panic_hang_or_blame_unknown_nodes() {
                     (!o.problems.is_empty()).then(|| o.problems.join("\n    "))
                 }
                 CaseResult::Panicked(p) => Some(format!("PANIC: {}", p)),
-                CaseResult::TimedOut => Some(format!("HANG: no result after {:?}", CASE_TIME_LIMIT)),
+                CaseResult::TimedOut => {
+                    Some(format!("HANG: no result after {:?}", CASE_TIME_LIMIT))
+                }
             };
             if let Some(p) = problem {
                 let _ = std::fs::create_dir_all(&fail_dir);
                 let file = fail_dir.join(format!("{}.json", m.label.replace(['/', '#'], "_")));
                 let _ = std::fs::write(&file, &m.text);
                 let shown: String = if m.text.len() > 800 {
-                    format!("{}… ({} bytes, full text in {})", &m.text[..m.text.floor_char_boundary(800)], m.text.len(), file.display())
+                    format!(
+                        "{}… ({} bytes, full text in {})",
+                        &m.text[..m.text.floor_char_boundary(800)],
+                        m.text.len(),
+                        file.display()
+                    )
                 } else {
                     m.text.clone()
                 };
-                failures.push((p.clone(), format!("{} [{}]\n    {}\n  mutant ({}):\n{}", m.label, desc, p, file.display(), shown)));
+                failures.push((
+                    p.clone(),
+                    format!(
+                        "{} [{}]\n    {}\n  mutant ({}):\n{}",
+                        m.label,
+                        desc,
+                        p,
+                        file.display(),
+                        shown
+                    ),
+                ));
                 if p.starts_with("HANG") {
                     // The stuck thread keeps a core busy; stop here.
                     break 'seeds;
@@ -1158,7 +1460,10 @@ fn mutated_graphs_never_panic_hang_or_blame_unknown_nodes() {
                 None => kinds.push((key, 1, p.lines().next().unwrap_or("").to_string())),
             }
         }
-        let summary: Vec<String> = kinds.iter().map(|(_, n, example)| format!("  {:>4} x {}", n, example)).collect();
+        let summary: Vec<String> = kinds
+            .iter()
+            .map(|(_, n, example)| format!("  {:>4} x {}", n, example))
+            .collect();
         const SHOWN: usize = 12;
         let detail: Vec<&str> = failures.iter().take(SHOWN).map(|f| f.1.as_str()).collect();
         panic!(
@@ -1168,7 +1473,11 @@ fn mutated_graphs_never_panic_hang_or_blame_unknown_nodes() {
             summary.join("\n"),
             detail.join("\n\n"),
             if failures.len() > SHOWN {
-                format!("\n\n... and {} more; every failing mutant is in {}", failures.len() - SHOWN, fail_dir.display())
+                format!(
+                    "\n\n... and {} more; every failing mutant is in {}",
+                    failures.len() - SHOWN,
+                    fail_dir.display()
+                )
             } else {
                 String::new()
             }
@@ -1184,8 +1493,15 @@ fn random_overrides_never_panic() {
     use weft_runtime::load::{apply_overrides, Overrides};
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let graphs = root.join("../graphs");
-    let mut texts: Vec<(String, PathBuf)> =
-        ["julia", "heat", "life", "mpm88"].iter().map(|n| (std::fs::read_to_string(graphs.join(format!("{}.json", n))).unwrap(), graphs.clone())).collect();
+    let mut texts: Vec<(String, PathBuf)> = ["julia", "heat", "life", "mpm88"]
+        .iter()
+        .map(|n| {
+            (
+                std::fs::read_to_string(graphs.join(format!("{}.json", n))).unwrap(),
+                graphs.clone(),
+            )
+        })
+        .collect();
     texts.push((KITCHEN_SINK.to_string(), graphs.clone()));
     const VALUES: &[&str] = &[
         "1",
@@ -1212,22 +1528,44 @@ fn random_overrides_never_panic() {
         "fn kernel(i: i32) {}",
     ];
     let bad = root.join("bad");
-    let files: Vec<String> = ["fixture_f32_16.npy", "fixture_i32_16.npy", "fixture_f32_8.npy", "fixture_bad_magic.npy", "nope.npy", "."]
-        .iter()
-        .map(|f| bad.join(f).to_string_lossy().into_owned())
-        .chain(["/dev/zero".to_string(), "/dev/null".to_string(), String::new()])
-        .collect();
+    let files: Vec<String> = [
+        "fixture_f32_16.npy",
+        "fixture_i32_16.npy",
+        "fixture_f32_8.npy",
+        "fixture_bad_magic.npy",
+        "nope.npy",
+        ".",
+    ]
+    .iter()
+    .map(|f| bad.join(f).to_string_lossy().into_owned())
+    .chain([
+        "/dev/zero".to_string(),
+        "/dev/null".to_string(),
+        String::new(),
+    ])
+    .collect();
     let mut rng = Rng::new(0xC0FFEE);
     let mut failures = Vec::new();
     let mut applied = 0;
-    let cases = 400 * std::env::var("WEFT_FUZZ_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(1usize);
+    let cases = 400
+        * std::env::var("WEFT_FUZZ_SCALE")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(1usize);
     for case in 0..cases {
         let (text, base_dir) = &texts[case % texts.len()];
         let value: Value = serde_json::from_str(text).unwrap();
         let ids = node_ids(&value);
         let params_of = |id: &str, rng: &mut Rng| -> Vec<String> {
-            let mut out: Vec<String> = if rng.chance(15) { vec!["nope".into(), "code".into(), "shape".into(), "init".into()] } else { vec![] };
-            if let Some(n) = value["nodes"].as_array().and_then(|a| a.iter().find(|n| n["id"] == id)) {
+            let mut out: Vec<String> = if rng.chance(15) {
+                vec!["nope".into(), "code".into(), "shape".into(), "init".into()]
+            } else {
+                vec![]
+            };
+            if let Some(n) = value["nodes"]
+                .as_array()
+                .and_then(|a| a.iter().find(|n| n["id"] == id))
+            {
                 if let Some(p) = n["params"].as_object() {
                     out.extend(p.keys().cloned());
                     if let Some(sc) = p.get("scalars").and_then(Value::as_object) {
@@ -1242,7 +1580,11 @@ fn random_overrides_never_panic() {
         };
         let mut o = Overrides::default();
         for _ in 0..rng.below(3) + 1 {
-            let node = if rng.chance(5) { "nope".to_string() } else { rng.pick(&ids).clone() };
+            let node = if rng.chance(5) {
+                "nope".to_string()
+            } else {
+                rng.pick(&ids).clone()
+            };
             let choices = params_of(&node, &mut rng);
             let param = rng.pick(&choices).clone();
             o.sets.push(match rng.below(30) {
@@ -1252,10 +1594,23 @@ fn random_overrides_never_panic() {
             });
         }
         if rng.chance(40) {
-            let fields: Vec<String> =
-                value["nodes"].as_array().unwrap().iter().filter(|n| n["kind"] == "field").filter_map(|n| n["id"].as_str().map(str::to_string)).collect();
-            let field = if rng.chance(10) { rng.pick(&ids).clone() } else { rng.pick(&fields).clone() };
-            o.inits.push(if rng.chance(10) { field } else { format!("{}={}", field, rng.pick(&files)) });
+            let fields: Vec<String> = value["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|n| n["kind"] == "field")
+                .filter_map(|n| n["id"].as_str().map(str::to_string))
+                .collect();
+            let field = if rng.chance(10) {
+                rng.pick(&ids).clone()
+            } else {
+                rng.pick(&fields).clone()
+            };
+            o.inits.push(if rng.chance(10) {
+                field
+            } else {
+                format!("{}={}", field, rng.pick(&files))
+            });
         }
         let label = format!("case {}: sets {:?} inits {:?}", case, o.sets, o.inits);
         let known = known_ids(text);
@@ -1267,11 +1622,17 @@ fn random_overrides_never_panic() {
         });
         let mut out = Outcome::default();
         match r {
-            Err(p) => {
-                failures.push(format!("{}: PANIC {:?}", label, p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))))
-            }
+            Err(p) => failures.push(format!(
+                "{}: PANIC {:?}",
+                label,
+                p.downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            )),
             // Malformed overrides are usage errors: document-level is fine.
-            Ok(Err(RuntimeError::Graph(e))) => check_errors("overrides", &e, &known, false, &mut out),
+            Ok(Err(RuntimeError::Graph(e))) => {
+                check_errors("overrides", &e, &known, false, &mut out)
+            }
             Ok(Err(e)) => check_runtime("overrides", &e, &known, &mut out),
             Ok(Ok(Err(e))) => {
                 applied += 1;
@@ -1284,5 +1645,10 @@ fn random_overrides_never_panic() {
         }
     }
     println!("overrides: {} cases, {} applied", cases, applied);
-    assert!(failures.is_empty(), "{} override cases misbehaved:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} override cases misbehaved:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -10,17 +10,35 @@ fn check(name: &str, doc: &serde_json::Value) {
     let mut problems = Vec::new();
     for stage in STAGES {
         let mut p = build(doc).unwrap();
-        run_pipeline(&mut p, &PassOptions { bounds_checks: true, validate: true }, Some(stage)).unwrap();
+        run_pipeline(
+            &mut p,
+            &PassOptions {
+                bounds_checks: true,
+                validate: true,
+            },
+            Some(stage),
+        )
+        .unwrap();
         let text = print_program(&p, None);
-        let path = root().join("tests/golden").join(format!("{}.{}.txt", name, stage));
+        let path = root()
+            .join("tests/golden")
+            .join(format!("{}.{}.txt", name, stage));
         if std::env::var_os("UPDATE_GOLDEN").is_some() {
             std::fs::write(&path, &text).unwrap();
             continue;
         }
         match std::fs::read_to_string(&path) {
             Ok(want) if want == text => {}
-            Ok(want) => problems.push(format!("{} differs:\n--- expected\n{}\n--- got\n{}", path.display(), want, text)),
-            Err(_) => problems.push(format!("{} is missing (record with UPDATE_GOLDEN=1)", path.display())),
+            Ok(want) => problems.push(format!(
+                "{} differs:\n--- expected\n{}\n--- got\n{}",
+                path.display(),
+                want,
+                text
+            )),
+            Err(_) => problems.push(format!(
+                "{} is missing (record with UPDATE_GOLDEN=1)",
+                path.display()
+            )),
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
@@ -39,10 +57,18 @@ fn saxpy_with_helper() {
 
 #[test]
 fn blocked_vector_field_access() {
-    let mut g = kernel_graph(&[F("v", "vec2", &[8, 8], json!(0))], "fn kernel(i: i32, j: i32) { v[(i, j)] += vec2(1.0, 0.0); }", &[8, 8], json!({}));
+    let mut g = kernel_graph(
+        &[F("v", "vec2", &[8, 8], json!(0))],
+        "fn kernel(i: i32, j: i32) { v[(i, j)] += vec2(1.0, 0.0); }",
+        &[8, 8],
+        json!({}),
+    );
     let nodes = g["nodes"].as_array_mut().unwrap();
     nodes.push(json!({"id": "blocks", "kind": "dense", "params": {"shape": [2, 2]}}));
     nodes.iter_mut().find(|n| n["id"] == "v_cells").unwrap()["params"]["shape"] = json!([4, 4]);
-    g["wires"].as_array_mut().unwrap().push(json!({"from": "blocks.cells", "to": "v_cells.parent"}));
+    g["wires"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"from": "blocks.cells", "to": "v_cells.parent"}));
     check("blocked", &g);
 }

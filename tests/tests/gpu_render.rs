@@ -21,9 +21,15 @@ use weft_tests::*;
 /// One device shared by every test (opening lavapipe is slow).
 fn gpu() -> Option<Arc<GpuContext>> {
     static CTX: OnceLock<Result<Arc<GpuContext>, String>> = OnceLock::new();
-    match CTX.get_or_init(|| GpuContext::new(AdapterChoice::Any).map(Arc::new).map_err(|e| e.to_string())) {
+    match CTX.get_or_init(|| {
+        GpuContext::new(AdapterChoice::Any)
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+    }) {
         Ok(c) => Some(c.clone()),
-        Err(e) if std::env::var("CI").as_deref() == Ok("true") => panic!("CI=true but no wgpu adapter: {}", e),
+        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("CI=true but no wgpu adapter: {}", e)
+        }
         Err(e) => {
             eprintln!("skipping: no wgpu adapter ({})", e);
             None
@@ -33,7 +39,11 @@ fn gpu() -> Option<Arc<GpuContext>> {
 
 fn gpu_sim(doc: &Value, frames: u32, ctx: &Arc<GpuContext>) -> Simulation {
     let p = build(doc).unwrap_or_else(|e| panic!("graph does not build: {}", e));
-    let opts = SimOptions { backend: Backend::Wgpu, gpu: Some(ctx.clone()), ..Default::default() };
+    let opts = SimOptions {
+        backend: Backend::Wgpu,
+        gpu: Some(ctx.clone()),
+        ..Default::default()
+    };
     let mut s = Simulation::new(p, &opts).unwrap_or_else(|e| panic!("simulation: {}", e));
     s.start().unwrap_or_else(|e| panic!("on_start: {}", e));
     for _ in 0..frames {
@@ -65,9 +75,15 @@ fn special_floats() -> Value {
 
 /// Adds a view node wired to fields: `ports` = [(port, field node id)].
 fn add_view(g: &mut Value, id: &str, kind: &str, params: Value, ports: &[(&str, &str)]) {
-    g["nodes"].as_array_mut().expect("nodes").push(json!({"id": id, "kind": kind, "params": params}));
+    g["nodes"]
+        .as_array_mut()
+        .expect("nodes")
+        .push(json!({"id": id, "kind": kind, "params": params}));
     for (port, field) in ports {
-        g["wires"].as_array_mut().expect("wires").push(json!({"from": format!("{}.field", field), "to": format!("{}.{}", id, port)}));
+        g["wires"]
+            .as_array_mut()
+            .expect("wires")
+            .push(json!({"from": format!("{}.field", field), "to": format!("{}.{}", id, port)}));
     }
 }
 
@@ -81,7 +97,11 @@ struct Stats {
 }
 
 fn diff(cpu: &Image, gpu: &Image) -> Stats {
-    assert_eq!((cpu.width, cpu.height), (gpu.width, gpu.height), "image sizes differ");
+    assert_eq!(
+        (cpu.width, cpu.height),
+        (gpu.width, gpu.height),
+        "image sizes differ"
+    );
     let (mut ok, mut max, mut differing, mut worst) = (0usize, 0u8, 0usize, (0, 0, [0; 4], [0; 4]));
     for y in 0..cpu.height {
         for x in 0..cpu.width {
@@ -99,16 +119,26 @@ fn diff(cpu: &Image, gpu: &Image) -> Stats {
             }
         }
     }
-    Stats { within3: ok as f64 / (cpu.width as f64 * cpu.height as f64), max, differing, worst }
+    Stats {
+        within3: ok as f64 / (cpu.width as f64 * cpu.height as f64),
+        max,
+        differing,
+        worst,
+    }
 }
 
 /// Renders every view of `sim` on both renderers and checks the tolerance;
 /// returns one report line per view.
 fn check_views(name: &str, sim: &Simulation) -> Vec<String> {
     let engine = sim.gpu_engine().expect("wgpu backend");
-    let renderer = GpuViewRenderer::new(engine, &sim.program).unwrap_or_else(|e| panic!("{}: renderer: {}", name, e));
-    let cpu = sim.render_views().unwrap_or_else(|e| panic!("{}: CPU render: {}", name, e));
-    let gpu = sim.render_views_gpu(&renderer).unwrap_or_else(|e| panic!("{}: GPU render: {}", name, e));
+    let renderer = GpuViewRenderer::new(engine, &sim.program)
+        .unwrap_or_else(|e| panic!("{}: renderer: {}", name, e));
+    let cpu = sim
+        .render_views()
+        .unwrap_or_else(|e| panic!("{}: CPU render: {}", name, e));
+    let gpu = sim
+        .render_views_gpu(&renderer)
+        .unwrap_or_else(|e| panic!("{}: GPU render: {}", name, e));
     assert_eq!(cpu.len(), gpu.len());
     assert!(!cpu.is_empty(), "{} has no views", name);
     let mut lines = Vec::new();
@@ -136,11 +166,19 @@ fn check_views(name: &str, sim: &Simulation) -> Vec<String> {
             let _ = std::fs::create_dir_all(&dir);
             let _ = a.write_png(&dir.join(format!("{}_{}_cpu.png", name, id)));
             let _ = b.write_png(&dir.join(format!("{}_{}_gpu.png", name, id)));
-            eprintln!("(images written to {}; WGSL:\n{})", dir.display(), renderer.wgsl(i).unwrap_or(""));
+            eprintln!(
+                "(images written to {}; WGSL:\n{})",
+                dir.display(),
+                renderer.wgsl(i).unwrap_or("")
+            );
         }
         lines.push(line);
     }
-    assert!(bad.is_empty(), "GPU views differ from the CPU renderer:\n{}", bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "GPU views differ from the CPU renderer:\n{}",
+        bad.join("\n")
+    );
     lines
 }
 
@@ -193,12 +231,29 @@ fn scalar_f32_auto_range_with_nan_and_inf() {
         if j == 2 && i > 50 { v = bitcast::<f32>(ninf_bits); }
         s[(i, j)] = v;
     }";
-    let mut g = kernel_graph(&[F("s", "f32", &[97, 41], json!(0))], code, &[97, 41], special_floats());
+    let mut g = kernel_graph(
+        &[F("s", "f32", &[97, 41], json!(0))],
+        code,
+        &[97, 41],
+        special_floats(),
+    );
     for map in ["viridis", "inferno", "magma", "grayscale", "coolwarm"] {
-        add_view(&mut g, &format!("v_{}", map), "image", json!({"colormap": map}), &[("field", "s")]);
+        add_view(
+            &mut g,
+            &format!("v_{}", map),
+            "image",
+            json!({"colormap": map}),
+            &[("field", "s")],
+        );
     }
     // A fixed range that the data exceeds on both sides.
-    add_view(&mut g, "fixed", "image", json!({"colormap": "coolwarm", "min": -3.0, "max": 5.5}), &[("field", "s")]);
+    add_view(
+        &mut g,
+        "fixed",
+        "image",
+        json!({"colormap": "coolwarm", "min": -3.0, "max": 5.5}),
+        &[("field", "s")],
+    );
     let sim = gpu_sim(&g, 0, &ctx);
     check_views("f32_nan_inf", &sim);
 }
@@ -207,13 +262,39 @@ fn scalar_f32_auto_range_with_nan_and_inf() {
 fn all_non_finite_uses_unit_range() {
     let Some(ctx) = gpu() else { return };
     let code = "fn kernel(i: i32, j: i32) { s[(i, j)] = select(i % 2 == 0, bitcast::<f32>(nan_bits), bitcast::<f32>(inf_bits)); }";
-    let mut g = kernel_graph(&[F("s", "f32", &[8, 4], json!(0))], code, &[8, 4], special_floats());
-    add_view(&mut g, "v", "image", json!({"colormap": "viridis"}), &[("field", "s")]);
+    let mut g = kernel_graph(
+        &[F("s", "f32", &[8, 4], json!(0))],
+        code,
+        &[8, 4],
+        special_floats(),
+    );
+    add_view(
+        &mut g,
+        "v",
+        "image",
+        json!({"colormap": "viridis"}),
+        &[("field", "s")],
+    );
     // A constant field: hi == lo, so span 1.
-    g["nodes"].as_array_mut().unwrap().push(json!({"id": "c_cells", "kind": "dense", "params": {"shape": [5, 3]}}));
-    g["nodes"].as_array_mut().unwrap().push(json!({"id": "c", "kind": "field", "params": {"type": "f32", "init": 0.25}}));
-    g["wires"].as_array_mut().unwrap().push(json!({"from": "c_cells.cells", "to": "c.layout"}));
-    add_view(&mut g, "const", "image", json!({"colormap": "magma"}), &[("field", "c")]);
+    g["nodes"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"id": "c_cells", "kind": "dense", "params": {"shape": [5, 3]}}));
+    g["nodes"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"id": "c", "kind": "field", "params": {"type": "f32", "init": 0.25}}));
+    g["wires"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"from": "c_cells.cells", "to": "c.layout"}));
+    add_view(
+        &mut g,
+        "const",
+        "image",
+        json!({"colormap": "magma"}),
+        &[("field", "c")],
+    );
     let sim = gpu_sim(&g, 0, &ctx);
     check_views("non_finite", &sim);
 }
@@ -225,10 +306,36 @@ fn integer_images() {
         a[(i, j)] = (i * 7 - j * 13) % 50 - 20;
         u[(i, j)] = (i as u32) * 2654435761u32 ^ (j as u32);
     }";
-    let mut g = kernel_graph(&[F("a", "i32", &[70, 33], json!(0)), F("u", "u32", &[70, 33], json!(0))], code, &[70, 33], json!({}));
-    add_view(&mut g, "i32_auto", "image", json!({"colormap": "viridis"}), &[("field", "a")]);
-    add_view(&mut g, "i32_fixed", "image", json!({"colormap": "grayscale", "min": -10, "max": 10}), &[("field", "a")]);
-    add_view(&mut g, "u32_auto", "image", json!({"colormap": "inferno"}), &[("field", "u")]);
+    let mut g = kernel_graph(
+        &[
+            F("a", "i32", &[70, 33], json!(0)),
+            F("u", "u32", &[70, 33], json!(0)),
+        ],
+        code,
+        &[70, 33],
+        json!({}),
+    );
+    add_view(
+        &mut g,
+        "i32_auto",
+        "image",
+        json!({"colormap": "viridis"}),
+        &[("field", "a")],
+    );
+    add_view(
+        &mut g,
+        "i32_fixed",
+        "image",
+        json!({"colormap": "grayscale", "min": -10, "max": 10}),
+        &[("field", "a")],
+    );
+    add_view(
+        &mut g,
+        "u32_auto",
+        "image",
+        json!({"colormap": "inferno"}),
+        &[("field", "u")],
+    );
     let sim = gpu_sim(&g, 0, &ctx);
     check_views("integers", &sim);
 }
@@ -246,9 +353,23 @@ fn vector_images() {
             d[(i, j)] = vec4(0.5, 0.5, 0.5, bitcast::<f32>(nan_bits));
         }
     }";
-    let mut g = kernel_graph(&[F("c", "vec3", &[64, 48], json!(0)), F("d", "vec4", &[64, 48], json!(0))], code, &[64, 48], special_floats());
+    let mut g = kernel_graph(
+        &[
+            F("c", "vec3", &[64, 48], json!(0)),
+            F("d", "vec4", &[64, 48], json!(0)),
+        ],
+        code,
+        &[64, 48],
+        special_floats(),
+    );
     add_view(&mut g, "vec3_auto", "image", json!({}), &[("field", "c")]);
-    add_view(&mut g, "vec3_fixed", "image", json!({"min": -0.5, "max": 2.0}), &[("field", "c")]);
+    add_view(
+        &mut g,
+        "vec3_fixed",
+        "image",
+        json!({"min": -0.5, "max": 2.0}),
+        &[("field", "c")],
+    );
     add_view(&mut g, "vec4_auto", "image", json!({}), &[("field", "d")]);
     let sim = gpu_sim(&g, 0, &ctx);
     check_views("vectors", &sim);
@@ -273,12 +394,44 @@ fn particle_code(color: &str) -> String {
 fn particles_with_u32_colours() {
     let Some(ctx) = gpu() else { return };
     let code = particle_code("col[p] = ((p as u32) * 2654435761u32) & 16777215u32;");
-    let mut g = kernel_graph(&[F("x", "vec2", &[3000], json!(0)), F("col", "u32", &[3000], json!(0))], &code, &[3000], special_floats());
+    let mut g = kernel_graph(
+        &[
+            F("x", "vec2", &[3000], json!(0)),
+            F("col", "u32", &[3000], json!(0)),
+        ],
+        &code,
+        &[3000],
+        special_floats(),
+    );
     let params = |radius: f64| json!({"width": 200, "height": 150, "radius": radius, "domain": [-1.0, -1.0, 1.0, 1.0], "background": [0.1, 0.2, 0.3]});
-    add_view(&mut g, "r3", "particles", params(3.0), &[("positions", "x"), ("color", "col")]);
-    add_view(&mut g, "r0", "particles", params(0.0), &[("positions", "x"), ("color", "col")]);
-    add_view(&mut g, "r0_3", "particles", params(0.3), &[("positions", "x"), ("color", "col")]);
-    add_view(&mut g, "big", "particles", params(12.5), &[("positions", "x"), ("color", "col")]);
+    add_view(
+        &mut g,
+        "r3",
+        "particles",
+        params(3.0),
+        &[("positions", "x"), ("color", "col")],
+    );
+    add_view(
+        &mut g,
+        "r0",
+        "particles",
+        params(0.0),
+        &[("positions", "x"), ("color", "col")],
+    );
+    add_view(
+        &mut g,
+        "r0_3",
+        "particles",
+        params(0.3),
+        &[("positions", "x"), ("color", "col")],
+    );
+    add_view(
+        &mut g,
+        "big",
+        "particles",
+        params(12.5),
+        &[("positions", "x"), ("color", "col")],
+    );
     add_view(
         &mut g,
         "constant",
@@ -293,8 +446,17 @@ fn particles_with_u32_colours() {
 #[test]
 fn particles_with_vec3_colours() {
     let Some(ctx) = gpu() else { return };
-    let code = particle_code("col[p] = vec3(fract(t * 0.013), fract(t * 0.007), 1.0 - fract(t * 0.011));");
-    let mut g = kernel_graph(&[F("x", "vec2", &[2500], json!(0)), F("col", "vec3", &[2500], json!(0))], &code, &[2500], special_floats());
+    let code =
+        particle_code("col[p] = vec3(fract(t * 0.013), fract(t * 0.007), 1.0 - fract(t * 0.011));");
+    let mut g = kernel_graph(
+        &[
+            F("x", "vec2", &[2500], json!(0)),
+            F("col", "vec3", &[2500], json!(0)),
+        ],
+        &code,
+        &[2500],
+        special_floats(),
+    );
     add_view(
         &mut g,
         "v",
@@ -368,7 +530,10 @@ fn blocked_layouts() {
     // The storage really is blocked: cell (0, 16) of `a` is in the second outer cell.
     let p = &sim.program;
     let a = p.field_by_name("a").unwrap();
-    assert!(weft_runtime::memory::field_address(p, a, &[0, 16]) > weft_runtime::memory::field_address(p, a, &[1, 0]));
+    assert!(
+        weft_runtime::memory::field_address(p, a, &[0, 16])
+            > weft_runtime::memory::field_address(p, a, &[1, 0])
+    );
     check_views("blocked", &sim);
 }
 
@@ -377,8 +542,19 @@ fn blocked_layouts() {
 fn scaled_render_and_errors() {
     let Some(ctx) = gpu() else { return };
     let code = "fn kernel(i: i32, j: i32) { s[(i, j)] = (i * 3 + j * 5) as f32; }";
-    let mut g = kernel_graph(&[F("s", "f32", &[13, 7], json!(0))], code, &[13, 7], json!({}));
-    add_view(&mut g, "v", "image", json!({"colormap": "viridis"}), &[("field", "s")]);
+    let mut g = kernel_graph(
+        &[F("s", "f32", &[13, 7], json!(0))],
+        code,
+        &[13, 7],
+        json!({}),
+    );
+    add_view(
+        &mut g,
+        "v",
+        "image",
+        json!({"colormap": "viridis"}),
+        &[("field", "s")],
+    );
     let sim = gpu_sim(&g, 0, &ctx);
     let engine = sim.gpu_engine().unwrap();
     let r = GpuViewRenderer::new(engine, &sim.program).unwrap();
@@ -387,12 +563,21 @@ fn scaled_render_and_errors() {
     let big = r.render_to_image_sized(0, 39, 21).unwrap();
     for y in 0..21 {
         for x in 0..39 {
-            assert_eq!(big.pixel(x, y), natural.pixel(x / 3, y / 3), "pixel ({}, {}) of the 3x image", x, y);
+            assert_eq!(
+                big.pixel(x, y),
+                natural.pixel(x / 3, y / 3),
+                "pixel ({}, {}) of the 3x image",
+                x,
+                y
+            );
         }
     }
     // Errors are values naming the view, never panics.
     assert!(matches!(r.render_to_image(5), Err(RuntimeError::Device(_))));
-    assert!(matches!(r.render_to_image_sized(0, 0, 10), Err(RuntimeError::Device(_))));
+    assert!(matches!(
+        r.render_to_image_sized(0, 0, 10),
+        Err(RuntimeError::Device(_))
+    ));
     // A renderer made for another simulation is refused.
     let other = gpu_sim(&g, 0, &ctx);
     match other.render_views_gpu(&r) {
@@ -401,5 +586,8 @@ fn scaled_render_and_errors() {
     }
     // A CPU simulation has no GPU views.
     let cpu = Simulation::new(build(&g).unwrap(), &SimOptions::default()).unwrap();
-    assert!(matches!(cpu.render_views_gpu(&r), Err(RuntimeError::Device(_))));
+    assert!(matches!(
+        cpu.render_views_gpu(&r),
+        Err(RuntimeError::Device(_))
+    ));
 }

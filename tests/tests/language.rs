@@ -7,7 +7,11 @@ use weft_tests::*;
 #[test]
 fn arithmetic_and_literal_typing() {
     let sim = run_kernel(
-        &[F("out", "f32", &[16], json!(0)), F("iout", "i32", &[16], json!(0)), F("uout", "u32", &[16], json!(0))],
+        &[
+            F("out", "f32", &[16], json!(0)),
+            F("iout", "i32", &[16], json!(0)),
+            F("uout", "u32", &[16], json!(0)),
+        ],
         "fn kernel(i: i32) {
             out[i] = i as f32 * 0.5 + 1.0 - 2.0 / 4.0;
             iout[i] = (i * 7 - 20) / 3 + (i * 7 - 20) % 3;
@@ -42,7 +46,10 @@ fn integer_edge_semantics() {
         &[8],
     );
     let o = i32s(&sim, "o");
-    assert_eq!(o, vec![7, 0, 2, -4, i32::MIN, (0xF0 & 0x3C) | 2, 0, i32::MAX]);
+    assert_eq!(
+        o,
+        vec![7, 0, 2, -4, i32::MIN, (0xF0 & 0x3C) | 2, 0, i32::MAX]
+    );
     assert_eq!(words(&sim, "u"), vec![4000000000 / 3, 1, 3, 5]);
 }
 
@@ -86,7 +93,11 @@ fn control_flow() {
             }
         }
         acc += 1000 * m;
-        let want = if i == 9 { -1 } else { acc + if i % 2 == 0 { 10000 } else { 20000 } };
+        let want = if i == 9 {
+            -1
+        } else {
+            acc + if i % 2 == 0 { 10000 } else { 20000 }
+        };
         assert_eq!(o[i as usize], want, "i={}", i);
     }
 }
@@ -115,7 +126,13 @@ fn helper_functions_inlined_and_called() {
         assert_eq!(o[i], (x * x - 0.5).clamp(0.0, 1.0));
     }
     // Single-exit helpers are inlined; the early-return helper stays a real call.
-    let mut p = build(&kernel_graph(&[F("o", "f32", &[8], json!(0))], code, &[8], json!({}))).unwrap();
+    let mut p = build(&kernel_graph(
+        &[F("o", "f32", &[8], json!(0))],
+        code,
+        &[8],
+        json!({}),
+    ))
+    .unwrap();
     weft_ir::passes::run_pipeline(&mut p, &Default::default(), Some("inline")).unwrap();
     let text = weft_ir::ir::print_program(&p, None);
     let entry = &text[text.find("entry kernel").unwrap()..];
@@ -125,7 +142,10 @@ fn helper_functions_inlined_and_called() {
 #[test]
 fn vectors_swizzles_and_component_assignment() {
     let sim = run_kernel(
-        &[F("o", "vec4", &[4], json!(0)), F("iv", "ivec3", &[4], json!(0))],
+        &[
+            F("o", "vec4", &[4], json!(0)),
+            F("iv", "ivec3", &[4], json!(0)),
+        ],
         "fn kernel(i: i32) {
             let f = i as f32;
             let mut v = vec4(f, f + 1.0, vec2(f + 2.0, f + 3.0));
@@ -145,16 +165,27 @@ fn vectors_swizzles_and_component_assignment() {
         let f = i as f32;
         let mut v = [f + 1.0, f, (f + 3.0) * 2.0, f + 3.0];
         v[i % 4] += 100.0;
-        let want: Vec<f32> = v.iter().enumerate().map(|(c, x)| x + 0.5 - if c == 3 { 1.0 } else { 0.0 }).collect();
+        let want: Vec<f32> = v
+            .iter()
+            .enumerate()
+            .map(|(c, x)| x + 0.5 - if c == 3 { 1.0 } else { 0.0 })
+            .collect();
         assert_eq!(&o[i * 4..i * 4 + 4], &want[..], "i={}", i);
-        assert_eq!(&iv[i * 3..i * 3 + 3], &[3 * i as i32 + 1, 2 * i as i32 + 1, i as i32 + 1]);
+        assert_eq!(
+            &iv[i * 3..i * 3 + 3],
+            &[3 * i as i32 + 1, 2 * i as i32 + 1, i as i32 + 1]
+        );
     }
 }
 
 #[test]
 fn matrices() {
     let sim = run_kernel(
-        &[F("o", "vec2", &[1], json!(0)), F("m", "mat3", &[2], json!(0)), F("d", "f32", &[2], json!(0))],
+        &[
+            F("o", "vec2", &[1], json!(0)),
+            F("m", "mat3", &[2], json!(0)),
+            F("d", "f32", &[2], json!(0)),
+        ],
         "fn kernel(i: i32) {
             let a = mat2(vec2(1.0, 2.0), vec2(3.0, 4.0));
             o[0] = a * vec2(5.0, 6.0) + vec2(1.0, 1.0) * a * 0.0;
@@ -172,7 +203,13 @@ fn matrices() {
     for c in 0..3 {
         for r in 0..3 {
             let want = if c == r { 1.0 } else { 0.0 };
-            assert!(close(m[c * 3 + r], want, 1e-5, 1e-5), "inverse(b)*b [{}][{}] = {}", c, r, m[c * 3 + r]);
+            assert!(
+                close(m[c * 3 + r], want, 1e-5, 1e-5),
+                "inverse(b)*b [{}][{}] = {}",
+                c,
+                r,
+                m[c * 3 + r]
+            );
         }
     }
     // transpose(b) columns are b's rows; outer(u, e1) has column 1 = u.
@@ -252,7 +289,14 @@ fn math_builtins_match_rust() {
         ];
         for (k, w) in want.iter().enumerate() {
             let got = o[i * 30 + k];
-            assert!(close(got, *w, 2e-6, 1e-6), "builtin #{} at x={}: got {} want {}", k, x, got, w);
+            assert!(
+                close(got, *w, 2e-6, 1e-6),
+                "builtin #{} at x={}: got {} want {}",
+                k,
+                x,
+                got,
+                w
+            );
         }
     }
 }
@@ -303,7 +347,10 @@ fn atomics_are_real_and_return_old_values() {
 #[test]
 fn random_is_deterministic_uniform_and_seeded() {
     let code = "fn kernel(i: i32) { r[i] = random(); r2[i] = random(); }";
-    let fields = [F("r", "f32", &[4096], json!(0)), F("r2", "f32", &[4096], json!(0))];
+    let fields = [
+        F("r", "f32", &[4096], json!(0)),
+        F("r2", "f32", &[4096], json!(0)),
+    ];
     let a = run_kernel(&fields, code, &[4096]);
     let b = run_kernel(&fields, code, &[4096]);
     let (ra, rb) = (f32s(&a, "r"), f32s(&b, "r"));
@@ -361,16 +408,36 @@ fn frame_counter_and_scalars() {
 
 #[test]
 fn out_of_bounds_access_is_a_clear_error() {
-    let g = kernel_graph(&[F("x", "f32", &[8], json!(0))], "fn kernel(i: i32) {\n    x[i + 1] = 1.0;\n}", &[8], json!({}));
+    let g = kernel_graph(
+        &[F("x", "f32", &[8], json!(0))],
+        "fn kernel(i: i32) {\n    x[i + 1] = 1.0;\n}",
+        &[8],
+        json!({}),
+    );
     let e = run(&g, 0).err().expect("must fail").to_string();
-    assert!(e.contains("node 'k'") && e.contains("2:5") && e.contains("out of bounds") && e.contains("'x'"), "{}", e);
+    assert!(
+        e.contains("node 'k'")
+            && e.contains("2:5")
+            && e.contains("out of bounds")
+            && e.contains("'x'"),
+        "{}",
+        e
+    );
 }
 
 #[test]
 fn non_atomic_kernels_are_identical_for_any_thread_count() {
     let g = example("julia");
-    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap().install(|| f32s(&run(&g, 2).unwrap(), "pixels"));
-    let many = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap().install(|| f32s(&run(&g, 2).unwrap(), "pixels"));
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap()
+        .install(|| f32s(&run(&g, 2).unwrap(), "pixels"));
+    let many = rayon::ThreadPoolBuilder::new()
+        .num_threads(4)
+        .build()
+        .unwrap()
+        .install(|| f32s(&run(&g, 2).unwrap(), "pixels"));
     assert_eq!(one, many);
 }
 
@@ -396,14 +463,41 @@ fn range_loops_near_the_integer_limits() {
 
 #[test]
 fn bad_steps_and_literals_are_errors() {
-    let g = kernel_graph(&[F("o", "i32", &[1], json!(0))], "fn kernel(i: i32) { o[0] = 2147483648; }", &[1], json!({}));
-    assert!(build(&g).err().unwrap().to_string().contains("does not fit in i32"));
-    let g = kernel_graph(&[F("o", "i32", &[1], json!(0))], "fn kernel(i: i32) { for k in (0..10).step_by(-1) { o[0] += 1; } }", &[1], json!({}));
-    assert!(build(&g).err().unwrap().to_string().contains("positive step"));
+    let g = kernel_graph(
+        &[F("o", "i32", &[1], json!(0))],
+        "fn kernel(i: i32) { o[0] = 2147483648; }",
+        &[1],
+        json!({}),
+    );
+    assert!(build(&g)
+        .err()
+        .unwrap()
+        .to_string()
+        .contains("does not fit in i32"));
+    let g = kernel_graph(
+        &[F("o", "i32", &[1], json!(0))],
+        "fn kernel(i: i32) { for k in (0..10).step_by(-1) { o[0] += 1; } }",
+        &[1],
+        json!({}),
+    );
+    assert!(build(&g)
+        .err()
+        .unwrap()
+        .to_string()
+        .contains("positive step"));
     // A step only known at run time fails the launch, naming the loop.
-    let g = kernel_graph(&[F("o", "i32", &[1], json!(0))], "fn kernel(i: i32) {\n  for k in (0..10).step_by(i - 1) { o[0] += 1; }\n}", &[1], json!({}));
+    let g = kernel_graph(
+        &[F("o", "i32", &[1], json!(0))],
+        "fn kernel(i: i32) {\n  for k in (0..10).step_by(i - 1) { o[0] += 1; }\n}",
+        &[1],
+        json!({}),
+    );
     let e = run(&g, 0).err().expect("fails").to_string();
-    assert!(e.contains("node 'k', code 2:3") && e.contains("positive step, got -1"), "{}", e);
+    assert!(
+        e.contains("node 'k', code 2:3") && e.contains("positive step, got -1"),
+        "{}",
+        e
+    );
 }
 
 #[test]
@@ -444,12 +538,22 @@ fn helpers_may_return_from_every_branch() {
 #[test]
 fn matrix_init_lists_are_row_major_like_npy() {
     let sim = run_kernel(
-        &[F("m", "mat2", &[1], json!([1, 2, 3, 4])), F("o", "f32", &[2], json!(0))],
+        &[
+            F("m", "mat2", &[1], json!([1, 2, 3, 4])),
+            F("o", "f32", &[2], json!(0)),
+        ],
         "fn kernel(i: i32) { o[0] = m[0][0][1]; o[1] = (m[0] * vec2(1.0, 0.0)).y; }",
         &[1],
     );
     // Rows [1 2; 3 4]: column 0 is (1, 3).
     assert_eq!(f32s(&sim, "o"), vec![3.0, 3.0]);
-    let arr = weft_runtime::memory::field_to_npy(&sim.program, sim.field("m").unwrap(), words(&sim, "m"));
-    assert_eq!(arr.words.iter().map(|&w| f32::from_bits(w)).collect::<Vec<_>>(), vec![1.0, 2.0, 3.0, 4.0]);
+    let arr =
+        weft_runtime::memory::field_to_npy(&sim.program, sim.field("m").unwrap(), words(&sim, "m"));
+    assert_eq!(
+        arr.words
+            .iter()
+            .map(|&w| f32::from_bits(w))
+            .collect::<Vec<_>>(),
+        vec![1.0, 2.0, 3.0, 4.0]
+    );
 }

@@ -54,7 +54,14 @@ pub fn build_program(doc: &GraphDoc, opts: &BuildOptions) -> Result<Program, Gra
     if !errors.is_empty() {
         return Err(GraphErrors(errors));
     }
-    let mut b = Builder { nodes: &nodes, index: &index, inputs: &inputs, program: Program::default(), opts, errors: vec![] };
+    let mut b = Builder {
+        nodes: &nodes,
+        index: &index,
+        inputs: &inputs,
+        program: Program::default(),
+        opts,
+        errors: vec![],
+    };
     b.program.seed = doc.seed;
     b.layouts();
     b.fields();
@@ -68,7 +75,11 @@ pub fn build_program(doc: &GraphDoc, opts: &BuildOptions) -> Result<Program, Gra
 }
 
 fn valid_id(id: &str) -> bool {
-    !id.is_empty() && id.len() <= 64 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    !id.is_empty()
+        && id.len() <= 64
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 fn resolve_nodes<'a>(doc: &'a GraphDoc, errors: &mut Vec<GraphError>) -> Vec<Node<'a>> {
@@ -76,16 +87,29 @@ fn resolve_nodes<'a>(doc: &'a GraphDoc, errors: &mut Vec<GraphError>) -> Vec<Nod
     let mut out = Vec::new();
     for n in &doc.nodes {
         if !valid_id(&n.id) {
-            errors.push(GraphError::node_msg(&n.id, "node ids must be 1-64 letters, digits, `_` or `-`"));
+            errors.push(GraphError::node_msg(
+                &n.id,
+                "node ids must be 1-64 letters, digits, `_` or `-`",
+            ));
             continue;
         }
         if !seen.insert(n.id.as_str()) {
-            errors.push(GraphError::node_msg(&n.id, "duplicate node id; every node needs its own id"));
+            errors.push(GraphError::node_msg(
+                &n.id,
+                "duplicate node id; every node needs its own id",
+            ));
             continue;
         }
         let Some(kind) = catalog::kind(&n.kind) else {
             let known: Vec<&str> = catalog::kinds().iter().map(|k| k.name).collect();
-            errors.push(GraphError::node_msg(&n.id, format!("unknown node kind '{}'; known kinds: {}", n.kind, known.join(", "))));
+            errors.push(GraphError::node_msg(
+                &n.id,
+                format!(
+                    "unknown node kind '{}'; known kinds: {}",
+                    n.kind,
+                    known.join(", ")
+                ),
+            ));
             continue;
         };
         let mut params = serde_json::Map::new();
@@ -94,7 +118,20 @@ fn resolve_nodes<'a>(doc: &'a GraphDoc, errors: &mut Vec<GraphError>) -> Vec<Nod
             match kind.param(k) {
                 None => {
                     let known: Vec<&str> = kind.params.iter().map(|p| p.name).collect();
-                    errors.push(GraphError::param(&n.id, k, format!("'{}' has no parameter '{}' (it has: {})", kind.name, k, if known.is_empty() { "none".to_string() } else { known.join(", ") })));
+                    errors.push(GraphError::param(
+                        &n.id,
+                        k,
+                        format!(
+                            "'{}' has no parameter '{}' (it has: {})",
+                            kind.name,
+                            k,
+                            if known.is_empty() {
+                                "none".to_string()
+                            } else {
+                                known.join(", ")
+                            }
+                        ),
+                    ));
                     ok = false;
                 }
                 Some(spec) => match check_param(spec.ty, v) {
@@ -115,7 +152,11 @@ fn resolve_nodes<'a>(doc: &'a GraphDoc, errors: &mut Vec<GraphError>) -> Vec<Nod
                         params.insert(spec.name.into(), d);
                     }
                     None if ok => {
-                        errors.push(GraphError::param(&n.id, spec.name, format!("required parameter '{}' is missing", spec.name)));
+                        errors.push(GraphError::param(
+                            &n.id,
+                            spec.name,
+                            format!("required parameter '{}' is missing", spec.name),
+                        ));
                         ok = false;
                     }
                     None => {}
@@ -127,16 +168,30 @@ fn resolve_nodes<'a>(doc: &'a GraphDoc, errors: &mut Vec<GraphError>) -> Vec<Nod
         }
         let mut field_ports = Vec::new();
         if kind.dynamic_field_inputs {
-            let scalars: Vec<String> = params.get("scalars").and_then(|s| s.as_object()).map(|m| m.keys().cloned().collect()).unwrap_or_default();
+            let scalars: Vec<String> = params
+                .get("scalars")
+                .and_then(|s| s.as_object())
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default();
             match lang::field_ports(params["code"].as_str().unwrap_or(""), &scalars) {
                 Ok(p) => field_ports = p,
                 Err(e) => {
-                    errors.push(GraphError::Code { node: n.id.clone(), line: e.line, col: e.col, message: e.message });
+                    errors.push(GraphError::Code {
+                        node: n.id.clone(),
+                        line: e.line,
+                        col: e.col,
+                        message: e.message,
+                    });
                     continue;
                 }
             }
         }
-        out.push(Node { doc: n, kind, params, field_ports });
+        out.push(Node {
+            doc: n,
+            kind,
+            params,
+            field_ports,
+        });
     }
     out
 }
@@ -144,30 +199,46 @@ fn resolve_nodes<'a>(doc: &'a GraphDoc, errors: &mut Vec<GraphError>) -> Vec<Nod
 fn check_param(ty: ParamType, v: &Value) -> Result<(), String> {
     let num = |v: &Value| v.as_f64().filter(|x| x.is_finite());
     match ty {
-        ParamType::Int => v.as_i64().map(|_| ()).ok_or_else(|| format!("expected an integer, got {}", v)),
+        ParamType::Int => v
+            .as_i64()
+            .map(|_| ())
+            .ok_or_else(|| format!("expected an integer, got {}", v)),
         ParamType::Number => match v {
             Value::Null => Ok(()),
-            _ => num(v).map(|_| ()).ok_or_else(|| format!("expected a number, got {}", v)),
+            _ => num(v)
+                .map(|_| ())
+                .ok_or_else(|| format!("expected a number, got {}", v)),
         },
         ParamType::String => match v {
             Value::Null | Value::String(_) => Ok(()),
             _ => Err(format!("expected a string, got {}", v)),
         },
-        ParamType::Code => v.as_str().map(|_| ()).ok_or_else(|| format!("expected kernel code as a string, got {}", v)),
+        ParamType::Code => v
+            .as_str()
+            .map(|_| ())
+            .ok_or_else(|| format!("expected kernel code as a string, got {}", v)),
         ParamType::Shape => match v {
             Value::Null => Ok(()),
             Value::Array(a) if (1..=3).contains(&a.len()) => {
                 for x in a {
                     match x.as_i64() {
                         Some(n) if (1..=1 << 30).contains(&n) => {}
-                        Some(n) => return Err(format!("every extent must be between 1 and 2^30, got {}", n)),
+                        Some(n) => {
+                            return Err(format!(
+                                "every extent must be between 1 and 2^30, got {}",
+                                n
+                            ))
+                        }
                         None => return Err(format!("extents must be integers, got {}", x)),
                     }
                 }
                 Ok(())
             }
             Value::Array(a) => Err(format!("a shape has 1 to 3 axes, got {}", a.len())),
-            _ => Err(format!("expected a list of 1-3 positive integers like [128, 128], got {}", v)),
+            _ => Err(format!(
+                "expected a list of 1-3 positive integers like [128, 128], got {}",
+                v
+            )),
         },
         ParamType::Enum(opts) => match v.as_str() {
             Some(s) if opts.contains(&s) => Ok(()),
@@ -183,12 +254,20 @@ fn check_param(ty: ParamType, v: &Value) -> Result<(), String> {
         ParamType::Init => match v {
             Value::Number(_) => Ok(()),
             Value::Array(a) if !a.is_empty() && a.iter().all(|x| num(x).is_some()) => Ok(()),
-            Value::Object(o) if o.len() == 1 && o.get("npy").is_some_and(Value::is_string) => Ok(()),
-            _ => Err(format!("expected a number, a list of numbers or {{\"npy\": \"file.npy\"}}, got {}", v)),
+            Value::Object(o) if o.len() == 1 && o.get("npy").is_some_and(Value::is_string) => {
+                Ok(())
+            }
+            _ => Err(format!(
+                "expected a number, a list of numbers or {{\"npy\": \"file.npy\"}}, got {}",
+                v
+            )),
         },
         ParamType::Scalars => {
             let Some(o) = v.as_object() else {
-                return Err(format!("expected an object of scalar parameters, got {}", v));
+                return Err(format!(
+                    "expected an object of scalar parameters, got {}",
+                    v
+                ));
             };
             for (k, s) in o {
                 if syn::parse_str::<syn::Ident>(k).is_err() {
@@ -199,16 +278,27 @@ fn check_param(ty: ParamType, v: &Value) -> Result<(), String> {
                     Value::Object(d) => {
                         let t = d.get("type").and_then(Value::as_str);
                         if !matches!(t, Some("f32" | "i32" | "u32")) {
-                            return Err(format!("scalar '{}' needs \"type\": \"f32\", \"i32\" or \"u32\"", k));
+                            return Err(format!(
+                                "scalar '{}' needs \"type\": \"f32\", \"i32\" or \"u32\"",
+                                k
+                            ));
                         }
                         if d.keys().any(|k| k != "type" && k != "default") {
-                            return Err(format!("scalar '{}' takes only \"type\" and \"default\"", k));
+                            return Err(format!(
+                                "scalar '{}' takes only \"type\" and \"default\"",
+                                k
+                            ));
                         }
                         if d.get("default").is_some_and(|x| num(x).is_none()) {
                             return Err(format!("scalar '{}' has a non-numeric default", k));
                         }
                     }
-                    _ => return Err(format!("scalar '{}' must be a number or {{\"type\": .., \"default\": ..}}", k)),
+                    _ => {
+                        return Err(format!(
+                            "scalar '{}' must be a number or {{\"type\": .., \"default\": ..}}",
+                            k
+                        ))
+                    }
                 }
             }
             Ok(())
@@ -219,7 +309,12 @@ fn check_param(ty: ParamType, v: &Value) -> Result<(), String> {
 /// For every node, its wired inputs: port name -> source node index.
 type Inputs = Vec<HashMap<String, usize>>;
 
-fn resolve_wires(doc: &GraphDoc, nodes: &[Node], index: &HashMap<&str, usize>, errors: &mut Vec<GraphError>) -> Inputs {
+fn resolve_wires(
+    doc: &GraphDoc,
+    nodes: &[Node],
+    index: &HashMap<&str, usize>,
+    errors: &mut Vec<GraphError>,
+) -> Inputs {
     let mut inputs: Inputs = vec![HashMap::new(); nodes.len()];
     let known: HashSet<&str> = doc.nodes.iter().map(|n| n.id.as_str()).collect();
     for w in &doc.wires {
@@ -231,19 +326,46 @@ fn resolve_wires(doc: &GraphDoc, nodes: &[Node], index: &HashMap<&str, usize>, e
                 if !known.contains(n) {
                     let other = if n == fnode { tnode } else { fnode };
                     let blame = if known.contains(other) { other } else { n };
-                    errors.push(GraphError::node_msg(blame, format!("wire {} -> {} refers to missing node '{}' (in '{}')", w.from, w.to, n, end)));
+                    errors.push(GraphError::node_msg(
+                        blame,
+                        format!(
+                            "wire {} -> {} refers to missing node '{}' (in '{}')",
+                            w.from, w.to, n, end
+                        ),
+                    ));
                 }
             }
             continue;
         };
         let (f, t) = (&nodes[fi], &nodes[ti]);
-        let fport = if fport.is_empty() && f.kind.outputs.len() == 1 { f.kind.outputs[0].name } else { fport };
+        let fport = if fport.is_empty() && f.kind.outputs.len() == 1 {
+            f.kind.outputs[0].name
+        } else {
+            fport
+        };
         let Some(out) = f.kind.output(fport) else {
             let have: Vec<&str> = f.kind.outputs.iter().map(|p| p.name).collect();
-            errors.push(GraphError::port(f.id(), fport, format!("'{}' has no output port '{}' (outputs: {})", f.kind.name, fport, if have.is_empty() { "none".into() } else { have.join(", ") })));
+            errors.push(GraphError::port(
+                f.id(),
+                fport,
+                format!(
+                    "'{}' has no output port '{}' (outputs: {})",
+                    f.kind.name,
+                    fport,
+                    if have.is_empty() {
+                        "none".into()
+                    } else {
+                        have.join(", ")
+                    }
+                ),
+            ));
             continue;
         };
-        let tport = if tport.is_empty() && t.kind.inputs.len() == 1 { t.kind.inputs[0].name } else { tport };
+        let tport = if tport.is_empty() && t.kind.inputs.len() == 1 {
+            t.kind.inputs[0].name
+        } else {
+            tport
+        };
         let in_ty = if let Some(p) = t.kind.input(tport) {
             p.ty
         } else if t.kind.dynamic_field_inputs && t.field_ports.iter().any(|p| p == tport) {
@@ -252,9 +374,26 @@ fn resolve_wires(doc: &GraphDoc, nodes: &[Node], index: &HashMap<&str, usize>, e
             let mut have: Vec<String> = t.kind.inputs.iter().map(|p| p.name.to_string()).collect();
             have.extend(t.field_ports.iter().cloned());
             let msg = if t.kind.dynamic_field_inputs {
-                format!("kernel code uses no field named '{}' (its field ports: {})", tport, if have.is_empty() { "none".into() } else { have.join(", ") })
+                format!(
+                    "kernel code uses no field named '{}' (its field ports: {})",
+                    tport,
+                    if have.is_empty() {
+                        "none".into()
+                    } else {
+                        have.join(", ")
+                    }
+                )
             } else {
-                format!("'{}' has no input port '{}' (inputs: {})", t.kind.name, tport, have.join(", "))
+                format!(
+                    "'{}' has no input port '{}' (inputs: {})",
+                    t.kind.name,
+                    tport,
+                    if have.is_empty() {
+                        "none".to_string()
+                    } else {
+                        have.join(", ")
+                    }
+                )
             };
             errors.push(GraphError::port(t.id(), tport, msg));
             continue;
@@ -263,24 +402,47 @@ fn resolve_wires(doc: &GraphDoc, nodes: &[Node], index: &HashMap<&str, usize>, e
             errors.push(GraphError::port(
                 t.id(),
                 tport,
-                format!("cannot wire {} output '{}.{}' to {} input '{}.{}'", out.ty.name(), f.id(), fport, in_ty.name(), t.id(), tport),
+                format!(
+                    "cannot wire {} output '{}.{}' to {} input '{}.{}'",
+                    out.ty.name(),
+                    f.id(),
+                    fport,
+                    in_ty.name(),
+                    t.id(),
+                    tport
+                ),
             ));
             continue;
         }
         let tport_owned = tport.to_string();
         if inputs[ti].insert(tport_owned.clone(), fi).is_some() {
-            errors.push(GraphError::port(t.id(), &tport_owned, "more than one wire reaches this input; an input takes one wire"));
+            errors.push(GraphError::port(
+                t.id(),
+                &tport_owned,
+                "more than one wire reaches this input; an input takes one wire",
+            ));
         }
     }
     for (i, n) in nodes.iter().enumerate() {
         for p in n.kind.inputs.iter().filter(|p| !p.optional) {
             if !inputs[i].contains_key(p.name) {
-                errors.push(GraphError::port(n.id(), p.name, format!("required input '{}' is not wired", p.name)));
+                errors.push(GraphError::port(
+                    n.id(),
+                    p.name,
+                    format!("required input '{}' is not wired", p.name),
+                ));
             }
         }
         for p in &n.field_ports {
             if !inputs[i].contains_key(p) {
-                errors.push(GraphError::port(n.id(), p, format!("the code uses field '{}' but no field is wired to port '{}'", p, p)));
+                errors.push(GraphError::port(
+                    n.id(),
+                    p,
+                    format!(
+                        "the code uses field '{}' but no field is wired to port '{}'",
+                        p, p
+                    ),
+                ));
             }
         }
     }
@@ -298,7 +460,9 @@ struct Builder<'a> {
 
 impl Builder<'_> {
     fn of_family(&self, fam: Family) -> Vec<usize> {
-        (0..self.nodes.len()).filter(|&i| self.nodes[i].kind.family == fam).collect()
+        (0..self.nodes.len())
+            .filter(|&i| self.nodes[i].kind.family == fam)
+            .collect()
     }
 
     fn layouts(&mut self) {
@@ -315,7 +479,16 @@ impl Builder<'_> {
                         return true;
                     }
                 }
-                let shape: Vec<u32> = self.nodes[i].p("shape").as_array().map(|a| a.iter().filter_map(|x| x.as_u64()).map(|x| x as u32).collect()).unwrap_or_default();
+                let shape: Vec<u32> = self.nodes[i]
+                    .p("shape")
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|x| x.as_u64())
+                            .map(|x| x as u32)
+                            .collect()
+                    })
+                    .unwrap_or_default();
                 let parent_h = parent.map(|p| handle[&p]);
                 let h = self.program.layouts.append(LayoutNode {
                     node_id: self.nodes[i].id().to_string(),
@@ -327,21 +500,31 @@ impl Builder<'_> {
                     offset_in_parent: 0,
                 });
                 if let Some(ph) = parent_h {
-                    self.program.layouts[ph].children.push(LayoutChild::Layout(h));
+                    self.program.layouts[ph]
+                        .children
+                        .push(LayoutChild::Layout(h));
                 }
                 handle.insert(i, h);
                 false
             });
             if pending.len() == before {
                 for &i in &pending {
-                    self.errors.push(GraphError::port(self.nodes[i].id(), "parent", "layout nodes form a cycle through their 'parent' wires"));
+                    self.errors.push(GraphError::port(
+                        self.nodes[i].id(),
+                        "parent",
+                        "layout nodes form a cycle through their 'parent' wires",
+                    ));
                 }
                 return;
             }
         }
         for &i in &dense {
             if self.nodes[i].p("shape").is_null() {
-                self.errors.push(GraphError::param(self.nodes[i].id(), "shape", "a dense node needs a shape like [128, 128]"));
+                self.errors.push(GraphError::param(
+                    self.nodes[i].id(),
+                    "shape",
+                    "a dense node needs a shape like [128, 128]",
+                ));
             }
         }
         for (h, l) in self.program.layouts.iter() {
@@ -358,7 +541,11 @@ impl Builder<'_> {
     fn layout_of(&self, node: usize) -> Option<LayoutId> {
         let src = *self.inputs[node].get("layout")?;
         let id = self.nodes[src].id();
-        self.program.layouts.iter().find(|(_, l)| l.node_id == id).map(|(h, _)| h)
+        self.program
+            .layouts
+            .iter()
+            .find(|(_, l)| l.node_id == id)
+            .map(|(h, _)| h)
     }
 
     fn fields(&mut self) {
@@ -369,10 +556,15 @@ impl Builder<'_> {
             let n = &self.nodes[i];
             let id = n.id().to_string();
             let Some(layout) = self.layout_of(i) else {
-                self.errors.push(GraphError::port(&id, "layout", "a field must be wired to a layout node's 'cells'"));
+                self.errors.push(GraphError::port(
+                    &id,
+                    "layout",
+                    "a field must be wired to a layout node's 'cells'",
+                ));
                 continue;
             };
-            let ty = Type::parse(n.p("type").as_str().unwrap_or("f32")).expect("catalog enum lists valid types");
+            let ty = Type::parse(n.p("type").as_str().unwrap_or("f32"))
+                .expect("catalog enum lists valid types");
             // Logical shape: product of extents along the path from the root.
             let mut shape = self.program.layouts[layout].shape.clone();
             let mut cur = self.program.layouts[layout].parent;
@@ -382,9 +574,19 @@ impl Builder<'_> {
                 }
                 cur = self.program.layouts[p].parent;
             }
-            let field = Field { name: id.clone(), ty, storage: Storage::Word, layout, shape, offset_in_cell: 0, init: FieldInit::Constant(vec![0; ty.components()]) };
+            let field = Field {
+                name: id.clone(),
+                ty,
+                storage: Storage::Word,
+                layout,
+                shape,
+                offset_in_cell: 0,
+                init: FieldInit::Constant(vec![0; ty.components()]),
+            };
             let h = self.program.fields.append(field);
-            self.program.layouts[layout].children.push(LayoutChild::Field(h));
+            self.program.layouts[layout]
+                .children
+                .push(LayoutChild::Field(h));
         }
         if let Err(e) = compute_layout(&mut self.program) {
             self.errors.push(e);
@@ -392,7 +594,9 @@ impl Builder<'_> {
         }
         for i in self.of_family(Family::Field) {
             let id = self.nodes[i].id();
-            let Some(h) = self.program.field_by_name(id) else { continue };
+            let Some(h) = self.program.field_by_name(id) else {
+                continue;
+            };
             match self.field_init(i, h) {
                 Ok(init) => self.program.fields[h].init = init,
                 Err(e) => self.errors.push(e),
@@ -407,7 +611,9 @@ impl Builder<'_> {
         let word = |x: f64| -> Result<u32, String> {
             match s {
                 Scalar::F32 => Ok((x as f32).to_bits()),
-                Scalar::I32 if x.fract() == 0.0 && x >= i32::MIN as f64 && x <= i32::MAX as f64 => Ok(x as i32 as u32),
+                Scalar::I32 if x.fract() == 0.0 && x >= i32::MIN as f64 && x <= i32::MAX as f64 => {
+                    Ok(x as i32 as u32)
+                }
                 Scalar::U32 if x.fract() == 0.0 && x >= 0.0 && x <= u32::MAX as f64 => Ok(x as u32),
                 _ => Err(format!("{} does not fit a {} field", x, f.ty)),
             }
@@ -421,9 +627,21 @@ impl Builder<'_> {
             }
             Value::Array(a) => {
                 if a.len() != f.ty.components() {
-                    return Err(perr(format!("a {} has {} components but the list has {} numbers", f.ty, f.ty.components(), a.len())));
+                    let n = f.ty.components();
+                    return Err(perr(format!(
+                        "a {} has {} component{} but the list has {} number{}",
+                        f.ty,
+                        n,
+                        if n == 1 { "" } else { "s" },
+                        a.len(),
+                        if a.len() == 1 { "" } else { "s" }
+                    )));
                 }
-                let mut words = a.iter().map(|x| word(x.as_f64().unwrap_or(0.0))).collect::<Result<Vec<_>, _>>().map_err(perr)?;
+                let mut words = a
+                    .iter()
+                    .map(|x| word(x.as_f64().unwrap_or(0.0)))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(perr)?;
                 if let Type::Matrix(k) = f.ty {
                     // Lists are written row by row, like .npy files; storage is by column.
                     let k = k as usize;
@@ -446,7 +664,10 @@ impl Builder<'_> {
                     _ => npy::DType::U32,
                 };
                 if arr.dtype != want_dtype {
-                    return Err(perr(format!("{} holds {:?} data but field '{}' is {}", rel, arr.dtype, f.name, f.ty)));
+                    return Err(perr(format!(
+                        "{} holds {:?} data but field '{}' is {}",
+                        rel, arr.dtype, f.name, f.ty
+                    )));
                 }
                 let mut want: Vec<usize> = f.shape.iter().map(|&x| x as usize).collect();
                 match f.ty {
@@ -455,7 +676,10 @@ impl Builder<'_> {
                     _ => {}
                 }
                 if arr.shape != want {
-                    return Err(perr(format!("{} has shape {:?} but field '{}' needs {:?}", rel, arr.shape, f.name, want)));
+                    return Err(perr(format!(
+                        "{} has shape {:?} but field '{}' needs {:?}",
+                        rel, arr.shape, f.name, want
+                    )));
                 }
                 let mut words = arr.words;
                 if let Type::Matrix(k) = f.ty {
@@ -494,7 +718,9 @@ impl Builder<'_> {
         if let Some(o) = n.p("scalars").as_object() {
             for (name, v) in o {
                 let (ty, val) = match v {
-                    Value::Number(x) if x.is_i64() || x.is_u64() => (Type::I32, x.as_f64().unwrap_or(0.0)),
+                    Value::Number(x) if x.is_i64() || x.is_u64() => {
+                        (Type::I32, x.as_f64().unwrap_or(0.0))
+                    }
                     Value::Number(x) => (Type::F32, x.as_f64().unwrap_or(0.0)),
                     Value::Object(d) => (
                         Type::parse(d["type"].as_str().unwrap_or("f32")).unwrap_or(Type::F32),
@@ -502,27 +728,61 @@ impl Builder<'_> {
                     ),
                     _ => (Type::F32, 0.0),
                 };
-                let value = scalar_bits(ty, val).map_err(|m| GraphError::param(&id, "scalars", format!("'{}': {}", name, m)))?;
-                params.push(KernelParam { name: name.clone(), ty, value });
+                let value = scalar_bits(ty, val)
+                    .map_err(|m| GraphError::param(&id, "scalars", format!("'{}': {}", name, m)))?;
+                params.push(KernelParam {
+                    name: name.clone(),
+                    ty,
+                    value,
+                });
             }
         }
         let mut bindings = Vec::new();
         let mut env_fields = Vec::new();
         for port in &n.field_ports {
             let src = self.inputs[i][port];
-            let fid = self.program.field_by_name(self.nodes[src].id()).expect("field nodes were built");
+            let fid = self
+                .program
+                .field_by_name(self.nodes[src].id())
+                .expect("field nodes were built");
             let f = &self.program.fields[fid];
             env_fields.push((port.clone(), fid, f.ty, f.shape.len()));
             bindings.push((port.clone(), fid));
         }
         let iteration = match (n.p("range"), n.p("over")) {
-            (Value::Array(a), Value::Null) => Iteration::Range(a.iter().filter_map(Value::as_u64).map(|x| x as u32).collect()),
+            (Value::Array(a), Value::Null) => Iteration::Range(
+                a.iter()
+                    .filter_map(Value::as_u64)
+                    .map(|x| x as u32)
+                    .collect(),
+            ),
             (Value::Null, Value::String(port)) => match bindings.iter().find(|b| &b.0 == port) {
                 Some(&(_, f)) => Iteration::Field(f),
-                None => return Err(GraphError::param(&id, "over", format!("'{}' is not one of this kernel's field ports (the code must index it)", port))),
+                None => {
+                    return Err(GraphError::param(
+                        &id,
+                        "over",
+                        format!(
+                            "'{}' is not one of this kernel's field ports (the code must index it)",
+                            port
+                        ),
+                    ))
+                }
             },
-            (Value::Null, Value::Null) => return Err(GraphError::param(&id, "range", "a kernel needs either 'range' (e.g. [128, 128]) or 'over' (a field port name)")),
-            _ => return Err(GraphError::param(&id, "over", "give either 'range' or 'over', not both")),
+            (Value::Null, Value::Null) => {
+                return Err(GraphError::param(
+                    &id,
+                    "range",
+                    "a kernel needs either 'range' (e.g. [128, 128]) or 'over' (a field port name)",
+                ))
+            }
+            _ => {
+                return Err(GraphError::param(
+                    &id,
+                    "over",
+                    "give either 'range' or 'over', not both",
+                ))
+            }
         };
         let shape = match &iteration {
             Iteration::Range(s) => s.clone(),
@@ -530,15 +790,41 @@ impl Builder<'_> {
         };
         let total: u128 = shape.iter().map(|&x| x as u128).product();
         if total > MAX_RANGE as u128 {
-            return Err(GraphError::param(&id, "range", format!("{} iterations exceed the cap of {}", total, MAX_RANGE)));
+            return Err(GraphError::param(
+                &id,
+                "range",
+                format!("{} iterations exceed the cap of {}", total, MAX_RANGE),
+            ));
         }
         let ptys: Vec<(String, Type)> = params.iter().map(|p| (p.name.clone(), p.ty)).collect();
-        let env = KernelEnv { dims: shape.len(), params: &ptys, fields: &env_fields };
+        let env = KernelEnv {
+            dims: shape.len(),
+            params: &ptys,
+            fields: &env_fields,
+        };
         let code = n.p("code").as_str().unwrap_or("");
-        let lowered = lang::lower_kernel(code, &env).map_err(|e| GraphError::Code { node: id.clone(), line: e.line, col: e.col, message: e.message })?;
-        let k = Kernel { name: id.clone(), iteration, dims: shape.len(), params, entry: lowered.entry, functions: lowered.functions, bindings };
+        let lowered = lang::lower_kernel(code, &env).map_err(|e| GraphError::Code {
+            node: id.clone(),
+            line: e.line,
+            col: e.col,
+            message: e.message,
+        })?;
+        let k = Kernel {
+            name: id.clone(),
+            iteration,
+            dims: shape.len(),
+            params,
+            entry: lowered.entry,
+            functions: lowered.functions,
+            bindings,
+        };
         if let Err(e) = validate_kernel(&self.program, &k, false) {
-            return Err(GraphError::Code { node: id, line: e.span.line, col: e.span.col, message: format!("internal compiler error: {}", e.message) });
+            return Err(GraphError::Code {
+                node: id,
+                line: e.span.line,
+                col: e.span.col,
+                message: format!("internal compiler error: {}", e.message),
+            });
         }
         self.program.kernels.append(k);
         Ok(())
@@ -555,20 +841,67 @@ impl Builder<'_> {
             let (fnode, fpin) = split_endpoint(&w.from);
             let (tnode, tpin) = split_endpoint(&w.to);
             let (Some(&fi), Some(&ti)) = (self.index.get(fnode), self.index.get(tnode)) else {
-                let missing = if self.index.contains_key(fnode) { tnode } else { fnode };
-                let blame = if self.index.contains_key(fnode) { fnode } else { tnode };
-                self.errors.push(GraphError::node_msg(if self.index.contains_key(blame) { blame } else { missing }, format!("execution wire {} -> {} refers to missing node '{}'", w.from, w.to, missing)));
+                let missing = if self.index.contains_key(fnode) {
+                    tnode
+                } else {
+                    fnode
+                };
+                let blame = if self.index.contains_key(fnode) {
+                    fnode
+                } else {
+                    tnode
+                };
+                self.errors.push(GraphError::node_msg(
+                    if self.index.contains_key(blame) {
+                        blame
+                    } else {
+                        missing
+                    },
+                    format!(
+                        "execution wire {} -> {} refers to missing node '{}'",
+                        w.from, w.to, missing
+                    ),
+                ));
                 continue;
             };
             let fk = self.nodes[fi].kind;
-            let fpin = if fpin.is_empty() && fk.exec_outs.len() == 1 { fk.exec_outs[0] } else { fpin };
+            let fpin = if fpin.is_empty() && fk.exec_outs.len() == 1 {
+                fk.exec_outs[0]
+            } else {
+                fpin
+            };
             if fpin.is_empty() && fk.exec_outs.len() > 1 {
-                let pins: Vec<String> = fk.exec_outs.iter().map(|p| format!("'{}.{}'", fnode, p)).collect();
-                self.errors.push(GraphError::node_msg(self.nodes[fi].id(), format!("execution wire {} -> {} must name one of the pins {}", w.from, w.to, pins.join(" or "))));
+                let pins: Vec<String> = fk
+                    .exec_outs
+                    .iter()
+                    .map(|p| format!("'{}.{}'", fnode, p))
+                    .collect();
+                self.errors.push(GraphError::node_msg(
+                    self.nodes[fi].id(),
+                    format!(
+                        "execution wire {} -> {} must name one of the pins {}",
+                        w.from,
+                        w.to,
+                        pins.join(" or ")
+                    ),
+                ));
                 continue;
             }
             if !fk.exec_outs.contains(&fpin) {
-                self.errors.push(GraphError::port(self.nodes[fi].id(), fpin, format!("'{}' has no execution output '{}' (it has: {})", fk.name, fpin, if fk.exec_outs.is_empty() { "none".into() } else { fk.exec_outs.join(", ") })));
+                self.errors.push(GraphError::port(
+                    self.nodes[fi].id(),
+                    fpin,
+                    format!(
+                        "'{}' has no execution output '{}' (it has: {})",
+                        fk.name,
+                        fpin,
+                        if fk.exec_outs.is_empty() {
+                            "none".into()
+                        } else {
+                            fk.exec_outs.join(", ")
+                        }
+                    ),
+                ));
                 continue;
             }
             if !tpin.is_empty() && tpin != "exec" {
@@ -576,7 +909,13 @@ impl Builder<'_> {
                 continue;
             }
             if !self.nodes[ti].kind.exec_in {
-                self.errors.push(GraphError::node_msg(self.nodes[ti].id(), format!("'{}' nodes cannot be the target of an execution wire", self.nodes[ti].kind.name)));
+                self.errors.push(GraphError::node_msg(
+                    self.nodes[ti].id(),
+                    format!(
+                        "'{}' nodes cannot be the target of an execution wire",
+                        self.nodes[ti].kind.name
+                    ),
+                ));
                 continue;
             }
             if next.insert((fi, fpin.to_string()), ti).is_some() {
@@ -584,6 +923,16 @@ impl Builder<'_> {
             }
             if incoming.insert(ti, fi).is_some() {
                 self.errors.push(GraphError::node_msg(self.nodes[ti].id(), "more than one execution wire arrives here; each node runs at one place in the schedule"));
+            }
+        }
+        for n in self.nodes.iter().filter(|n| n.kind.name == "repeat") {
+            let count = n.p("count").as_i64().unwrap_or(1);
+            if !(1..=MAX_REPEAT).contains(&count) {
+                self.errors.push(GraphError::param(
+                    n.id(),
+                    "count",
+                    format!("count must be 1 to {}, got {}", MAX_REPEAT, count),
+                ));
             }
         }
         if !self.errors.is_empty() {
@@ -598,7 +947,15 @@ impl Builder<'_> {
                 "on_frame" => &mut on_frame,
                 _ => continue,
             };
-            match chain(self.nodes, &next, i, "then", &self.program, &mut visited, &mut Vec::new()) {
+            match chain(
+                self.nodes,
+                &next,
+                i,
+                "then",
+                &self.program,
+                &mut visited,
+                &mut Vec::new(),
+            ) {
                 Ok(steps) => which.extend(steps),
                 Err(e) => {
                     self.errors.push(e);
@@ -606,14 +963,20 @@ impl Builder<'_> {
                 }
             }
         }
-        // Nodes on a cycle that no event reaches.
-        for (&(fi, _), _) in next.iter() {
+        // Nodes on a cycle that no event reaches (in node order, so the blame is stable).
+        let mut froms: Vec<usize> = next.keys().map(|k| k.0).collect();
+        froms.sort_unstable();
+        froms.dedup();
+        for fi in froms {
             if !visited.contains(&fi) && self.nodes[fi].kind.exec_in {
                 let mut cur = fi;
                 let mut seen = HashSet::new();
                 while let Some(&src) = incoming.get(&cur) {
                     if !seen.insert(cur) {
-                        self.errors.push(GraphError::node_msg(self.nodes[cur].id(), "execution wires form a cycle; use a 'repeat' node for loops"));
+                        self.errors.push(GraphError::node_msg(
+                            self.nodes[cur].id(),
+                            "execution wires form a cycle; use a 'repeat' node for loops",
+                        ));
                         return;
                     }
                     cur = src;
@@ -630,58 +993,119 @@ impl Builder<'_> {
         for i in self.of_family(Family::View) {
             let n = &self.nodes[i];
             let id = n.id().to_string();
-            let field_at = |port: &str| self.inputs[i].get(port).and_then(|&s| self.program.field_by_name(self.nodes[s].id()));
-            let nums = |v: &Value| -> Vec<f32> { v.as_array().map(|a| a.iter().filter_map(Value::as_f64).map(|x| x as f32).collect()).unwrap_or_default() };
+            let field_at = |port: &str| {
+                self.inputs[i]
+                    .get(port)
+                    .and_then(|&s| self.program.field_by_name(self.nodes[s].id()))
+            };
+            let nums = |v: &Value| -> Vec<f32> {
+                v.as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(Value::as_f64)
+                            .map(|x| x as f32)
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
             match n.kind.name {
                 "image" => {
                     let Some(f) = field_at("field") else { continue };
                     let fd = &self.program.fields[f];
-                    let ok_ty = matches!(fd.ty, Type::Scalar(s) if s.is_numeric()) || matches!(fd.ty, Type::Vector(Scalar::F32, 3 | 4));
+                    let ok_ty = matches!(fd.ty, Type::Scalar(s) if s.is_numeric())
+                        || matches!(fd.ty, Type::Vector(Scalar::F32, 3 | 4));
                     if fd.shape.len() != 2 || !ok_ty {
-                        self.errors.push(GraphError::port(&id, "field", format!("an image needs a 2D scalar, vec3 or vec4 field; '{}' is {}-D {}", fd.name, fd.shape.len(), fd.ty)));
+                        self.errors.push(GraphError::port(
+                            &id,
+                            "field",
+                            format!(
+                                "an image needs a 2D scalar, vec3 or vec4 field; '{}' is {}-D {}",
+                                fd.name,
+                                fd.shape.len(),
+                                fd.ty
+                            ),
+                        ));
                         continue;
                     }
                     let range = match (n.p("min").as_f64(), n.p("max").as_f64()) {
                         (Some(a), Some(b)) => Some((a as f32, b as f32)),
                         (None, None) => None,
                         _ => {
-                            self.errors.push(GraphError::param(&id, "max", "give both 'min' and 'max' for a fixed range, or neither for auto"));
+                            self.errors.push(GraphError::param(
+                                &id,
+                                "max",
+                                "give both 'min' and 'max' for a fixed range, or neither for auto",
+                            ));
                             continue;
                         }
                     };
-                    let colormap = Colormap::parse(n.p("colormap").as_str().unwrap_or("viridis")).unwrap_or(Colormap::Viridis);
-                    self.program.views.push(View::Image { node_id: id, field: f, colormap, range });
+                    let colormap = Colormap::parse(n.p("colormap").as_str().unwrap_or("viridis"))
+                        .unwrap_or(Colormap::Viridis);
+                    self.program.views.push(View::Image {
+                        node_id: id,
+                        field: f,
+                        colormap,
+                        range,
+                    });
                 }
                 "particles" => {
-                    let Some(pos) = field_at("positions") else { continue };
+                    let Some(pos) = field_at("positions") else {
+                        continue;
+                    };
                     let fd = &self.program.fields[pos];
                     if fd.shape.len() != 1 || fd.ty != Type::Vector(Scalar::F32, 2) {
-                        self.errors.push(GraphError::port(&id, "positions", format!("particles need a 1D vec2 field; '{}' is {}-D {}", fd.name, fd.shape.len(), fd.ty)));
+                        self.errors.push(GraphError::port(
+                            &id,
+                            "positions",
+                            format!(
+                                "particles need a 1D vec2 field; '{}' is {}-D {}",
+                                fd.name,
+                                fd.shape.len(),
+                                fd.ty
+                            ),
+                        ));
                         continue;
                     }
                     let color_field = field_at("color");
                     if let Some(c) = color_field {
                         let cd = &self.program.fields[c];
-                        if cd.shape != fd.shape || !(cd.ty == Type::Vector(Scalar::F32, 3) || cd.ty == Type::U32) {
+                        if cd.shape != fd.shape
+                            || !(cd.ty == Type::Vector(Scalar::F32, 3) || cd.ty == Type::U32)
+                        {
                             self.errors.push(GraphError::port(&id, "color", format!("the colour field must be vec3 or u32 with the positions' shape {:?}; '{}' is {:?} {}", fd.shape, cd.name, cd.shape, cd.ty)));
                             continue;
                         }
                     }
-                    let (w, h) = (n.p("width").as_i64().unwrap_or(512), n.p("height").as_i64().unwrap_or(512));
+                    let (w, h) = (
+                        n.p("width").as_i64().unwrap_or(512),
+                        n.p("height").as_i64().unwrap_or(512),
+                    );
                     if !(1..=8192).contains(&w) || !(1..=8192).contains(&h) {
-                        self.errors.push(GraphError::param(&id, "width", "width and height must be 1 to 8192 pixels"));
+                        self.errors.push(GraphError::param(
+                            &id,
+                            "width",
+                            "width and height must be 1 to 8192 pixels",
+                        ));
                         continue;
                     }
                     let c = nums(n.p("color"));
                     let bg = nums(n.p("background"));
                     let d = nums(n.p("domain"));
                     if d[2] <= d[0] || d[3] <= d[1] {
-                        self.errors.push(GraphError::param(&id, "domain", "domain must be [min x, min y, max x, max y] with max > min"));
+                        self.errors.push(GraphError::param(
+                            &id,
+                            "domain",
+                            "domain must be [min x, min y, max x, max y] with max > min",
+                        ));
                         continue;
                     }
                     let radius = n.p("radius").as_f64().unwrap_or(1.5) as f32;
                     if !(0.0..=256.0).contains(&radius) {
-                        self.errors.push(GraphError::param(&id, "radius", "radius must be 0 to 256 pixels"));
+                        self.errors.push(GraphError::param(
+                            &id,
+                            "radius",
+                            "radius must be 0 to 256 pixels",
+                        ));
                         continue;
                     }
                     self.program.views.push(View::Particles {
@@ -705,8 +1129,14 @@ impl Builder<'_> {
 fn scalar_bits(ty: Type, v: f64) -> Result<u32, String> {
     match ty {
         Type::Scalar(Scalar::F32) => Ok((v as f32).to_bits()),
-        Type::Scalar(Scalar::I32) if v.fract() == 0.0 && v >= i32::MIN as f64 && v <= i32::MAX as f64 => Ok(v as i32 as u32),
-        Type::Scalar(Scalar::U32) if v.fract() == 0.0 && v >= 0.0 && v <= u32::MAX as f64 => Ok(v as u32),
+        Type::Scalar(Scalar::I32)
+            if v.fract() == 0.0 && v >= i32::MIN as f64 && v <= i32::MAX as f64 =>
+        {
+            Ok(v as i32 as u32)
+        }
+        Type::Scalar(Scalar::U32) if v.fract() == 0.0 && v >= 0.0 && v <= u32::MAX as f64 => {
+            Ok(v as u32)
+        }
         _ => Err(format!("{} is not a valid {}", v, ty)),
     }
 }
@@ -725,7 +1155,10 @@ fn chain(
     let mut cur = next.get(&(start, pin.to_string())).copied();
     while let Some(i) = cur {
         if stack.contains(&i) || !visited.insert(i) {
-            return Err(GraphError::node_msg(nodes[i].id(), "execution wires form a cycle; use a 'repeat' node for loops"));
+            return Err(GraphError::node_msg(
+                nodes[i].id(),
+                "execution wires form a cycle; use a 'repeat' node for loops",
+            ));
         }
         stack.push(i);
         let n = &nodes[i];
@@ -737,12 +1170,25 @@ fn chain(
             Family::Execution if n.kind.name == "repeat" => {
                 let count = n.p("count").as_i64().unwrap_or(1);
                 if !(1..=MAX_REPEAT).contains(&count) {
-                    return Err(GraphError::param(n.id(), "count", format!("count must be 1 to {}, got {}", MAX_REPEAT, count)));
+                    return Err(GraphError::param(
+                        n.id(),
+                        "count",
+                        format!("count must be 1 to {}, got {}", MAX_REPEAT, count),
+                    ));
                 }
                 let body = chain(nodes, next, i, "body", program, visited, stack)?;
-                steps.push(Step::Repeat { node_id: n.id().to_string(), count: count as u32, body });
+                steps.push(Step::Repeat {
+                    node_id: n.id().to_string(),
+                    count: count as u32,
+                    body,
+                });
             }
-            _ => return Err(GraphError::node_msg(n.id(), "this node cannot be part of an execution chain")),
+            _ => {
+                return Err(GraphError::node_msg(
+                    n.id(),
+                    "this node cannot be part of an execution chain",
+                ))
+            }
         }
         stack.pop();
         cur = next.get(&(i, "then".to_string())).copied();
@@ -759,8 +1205,17 @@ pub fn compute_layout(program: &mut Program) -> Result<(), GraphError> {
     fn words(program: &mut Program, l: LayoutId) -> Result<u64, GraphError> {
         let mut off = 0u64;
         let children = program.layouts[l].children.clone();
-        let mut order: Vec<LayoutChild> = children.iter().filter(|c| matches!(c, LayoutChild::Field(_))).copied().collect();
-        order.extend(children.iter().filter(|c| matches!(c, LayoutChild::Layout(_))).copied());
+        let mut order: Vec<LayoutChild> = children
+            .iter()
+            .filter(|c| matches!(c, LayoutChild::Field(_)))
+            .copied()
+            .collect();
+        order.extend(
+            children
+                .iter()
+                .filter(|c| matches!(c, LayoutChild::Layout(_)))
+                .copied(),
+        );
         for c in &order {
             match *c {
                 LayoutChild::Field(f) => {
@@ -769,9 +1224,16 @@ pub fn compute_layout(program: &mut Program) -> Result<(), GraphError> {
                 }
                 LayoutChild::Layout(cl) => {
                     let cw = words(program, cl)?;
-                    let cells: u64 = program.layouts[cl].shape.iter().fold(1u64, |a, &s| a.saturating_mul(s as u64));
+                    let cells: u64 = program.layouts[cl]
+                        .shape
+                        .iter()
+                        .fold(1u64, |a, &s| a.saturating_mul(s as u64));
                     program.layouts[cl].offset_in_parent = off;
-                    off = cells.checked_mul(cw).and_then(|x| x.checked_add(off)).filter(|&x| x <= MAX_LAYOUT_WORDS).ok_or_else(|| too_big(program, cl))?;
+                    off = cells
+                        .checked_mul(cw)
+                        .and_then(|x| x.checked_add(off))
+                        .filter(|&x| x <= MAX_LAYOUT_WORDS)
+                        .ok_or_else(|| too_big(program, cl))?;
                 }
             }
         }
@@ -780,12 +1242,22 @@ pub fn compute_layout(program: &mut Program) -> Result<(), GraphError> {
         Ok(off)
     }
     fn too_big(program: &Program, l: LayoutId) -> GraphError {
-        GraphError::param(&program.layouts[l].node_id, "shape", format!("the layout needs more than the cap of {} words (1 GiB) of storage", MAX_LAYOUT_WORDS))
+        GraphError::param(
+            &program.layouts[l].node_id,
+            "shape",
+            format!(
+                "the layout needs more than the cap of {} words (1 GiB) of storage",
+                MAX_LAYOUT_WORDS
+            ),
+        )
     }
     let roots: Vec<LayoutId> = program.roots().collect();
     for r in roots {
         let cw = words(program, r)?;
-        let cells: u64 = program.layouts[r].shape.iter().fold(1u64, |a, &s| a.saturating_mul(s as u64));
+        let cells: u64 = program.layouts[r]
+            .shape
+            .iter()
+            .fold(1u64, |a, &s| a.saturating_mul(s as u64));
         if cells.checked_mul(cw).is_none_or(|x| x > MAX_LAYOUT_WORDS) {
             return Err(too_big(program, r));
         }
@@ -804,5 +1276,8 @@ pub fn root_of(program: &Program, mut l: LayoutId) -> LayoutId {
 /// Total words of a root's buffer.
 pub fn root_words(program: &Program, root: LayoutId) -> u64 {
     let l = &program.layouts[root];
-    l.shape.iter().fold(1u64, |a, &s| a.saturating_mul(s as u64)).saturating_mul(l.cell_words)
+    l.shape
+        .iter()
+        .fold(1u64, |a, &s| a.saturating_mul(s as u64))
+        .saturating_mul(l.cell_words)
 }

@@ -83,7 +83,8 @@ pub struct ParamSpec {
 
 impl ParamSpec {
     pub fn default_value(&self) -> Option<Value> {
-        self.default.map(|d| serde_json::from_str(d).expect("catalog defaults are valid JSON"))
+        self.default
+            .map(|d| serde_json::from_str(d).expect("catalog defaults are valid JSON"))
     }
 }
 
@@ -115,7 +116,8 @@ impl NodeKind {
 
 pub const COLORMAPS: &[&str] = &["viridis", "inferno", "magma", "grayscale", "coolwarm"];
 pub const FIELD_TYPES: &[&str] = &[
-    "f32", "i32", "u32", "vec2", "vec3", "vec4", "ivec2", "ivec3", "ivec4", "uvec2", "uvec3", "uvec4", "mat2", "mat3", "mat4",
+    "f32", "i32", "u32", "vec2", "vec3", "vec4", "ivec2", "ivec3", "ivec4", "uvec2", "uvec3",
+    "uvec4", "mat2", "mat3", "mat4",
 ];
 
 const LAYOUT_IN: PortSpec = PortSpec {
@@ -274,10 +276,16 @@ pub fn param_schema(p: &ParamSpec) -> Value {
         ParamType::Number => json!({"type": ["number", "null"]}),
         ParamType::String => json!({"type": ["string", "null"]}),
         ParamType::Code => json!({"type": "string"}),
-        ParamType::Shape => json!({"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}, "minItems": 1, "maxItems": 3}),
+        ParamType::Shape => {
+            json!({"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}, "minItems": 1, "maxItems": 3})
+        }
         ParamType::Enum(v) => json!({"enum": v}),
-        ParamType::Color => json!({"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3}),
-        ParamType::Rect => json!({"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4}),
+        ParamType::Color => {
+            json!({"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3})
+        }
+        ParamType::Rect => {
+            json!({"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4})
+        }
         ParamType::Init => json!({"anyOf": [
             {"type": "number"},
             {"type": "array", "items": {"type": "number"}},

@@ -67,23 +67,49 @@ impl GraphDoc {
     /// Parses graph JSON. Never panics; errors name the node where there is one.
     pub fn parse(text: &str) -> Result<GraphDoc, GraphErrors> {
         let value: Value = serde_json::from_str(text)
-            .map_err(|e| GraphError::Syntax { line: e.line(), col: e.column(), message: strip_position(&e.to_string()) })?;
+            // serde_json reports column 0 for an error at a line break.
+            .map_err(|e| GraphError::Syntax {
+                line: e.line(),
+                col: e.column().max(1),
+                message: strip_position(&e.to_string()),
+            })?;
         Self::from_value(value)
     }
 
     pub fn from_value(value: Value) -> Result<GraphDoc, GraphErrors> {
         let Value::Object(mut top) = value else {
-            return Err(doc_err("a graph file must be a JSON object with \"format\": \"weft-graph\"").into());
+            return Err(doc_err(
+                "a graph file must be a JSON object with \"format\": \"weft-graph\"",
+            )
+            .into());
         };
         match top.get("format") {
             Some(Value::String(f)) if f == FORMAT => {}
-            Some(other) => return Err(doc_err(format!("\"format\" is {} but must be \"{}\"", other, FORMAT)).into()),
-            None => return Err(doc_err(format!("missing \"format\": \"{}\"; this is not a Weft graph", FORMAT)).into()),
+            Some(other) => {
+                return Err(doc_err(format!(
+                    "\"format\" is {} but must be \"{}\"",
+                    other, FORMAT
+                ))
+                .into())
+            }
+            None => {
+                return Err(doc_err(format!(
+                    "missing \"format\": \"{}\"; this is not a Weft graph",
+                    FORMAT
+                ))
+                .into())
+            }
         }
         let version = match top.get("version") {
-            Some(v) => v.as_u64().filter(|&v| v >= 1 && v <= u32::MAX as u64).ok_or_else(|| {
-                doc_err(format!("\"version\" is {} but must be a positive integer", v))
-            })?,
+            Some(v) => v
+                .as_u64()
+                .filter(|&v| v >= 1 && v <= u32::MAX as u64)
+                .ok_or_else(|| {
+                    doc_err(format!(
+                        "\"version\" is {} but must be a positive integer",
+                        v
+                    ))
+                })?,
             None => return Err(doc_err("missing \"version\"").into()),
         };
         if version > VERSION as u64 {
@@ -111,6 +137,12 @@ impl GraphDoc {
                 }
             };
             match serde_json::from_value::<NodeDoc>(n) {
+                Ok(node) if node.pos.iter().any(|p| !p.is_finite()) => {
+                    errors.push(GraphError::node_msg(
+                        &id,
+                        "\"pos\" must be two finite numbers (f32 range)",
+                    ));
+                }
                 Ok(node) => parsed.push(node),
                 Err(e) => errors.push(GraphError::node_msg(&id, strip_position(&e.to_string()))),
             }
@@ -119,7 +151,10 @@ impl GraphDoc {
         let mut doc: GraphDoc = match serde_json::from_value(Value::Object(top)) {
             Ok(d) => d,
             Err(e) => {
-                errors.push(doc_err(format!("graph: {}", strip_position(&e.to_string()))));
+                errors.push(doc_err(format!(
+                    "graph: {}",
+                    strip_position(&e.to_string())
+                )));
                 return Err(GraphErrors(errors));
             }
         };
@@ -149,8 +184,14 @@ impl GraphDoc {
 
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| "graph".into());
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| "graph".into());
     let tmp = dir.join(format!(".{}.tmp{}", name, std::process::id()));
     {
         let mut f = std::fs::File::create(&tmp)?;

@@ -6,15 +6,32 @@ use std::fmt;
 #[derive(Clone, Debug, PartialEq)]
 pub enum GraphError {
     /// The file is not valid JSON.
-    Syntax { line: usize, col: usize, message: String },
+    Syntax {
+        line: usize,
+        col: usize,
+        message: String,
+    },
     /// A problem with the document as a whole (format, version, top-level keys).
     Document { message: String },
     /// A problem with a node as a whole (unknown kind, duplicate id, ...).
     Node { node: String, message: String },
-    Param { node: String, param: String, message: String },
-    Port { node: String, port: String, message: String },
+    Param {
+        node: String,
+        param: String,
+        message: String,
+    },
+    Port {
+        node: String,
+        port: String,
+        message: String,
+    },
     /// An error in a kernel's code, at line:col of that code.
-    Code { node: String, line: u32, col: u32, message: String },
+    Code {
+        node: String,
+        line: u32,
+        col: u32,
+        message: String,
+    },
 }
 
 impl GraphError {
@@ -28,25 +45,51 @@ impl GraphError {
         }
     }
     pub fn node_msg(node: &str, message: impl Into<String>) -> Self {
-        GraphError::Node { node: node.to_string(), message: message.into() }
+        GraphError::Node {
+            node: node.to_string(),
+            message: message.into(),
+        }
     }
     pub fn param(node: &str, param: &str, message: impl Into<String>) -> Self {
-        GraphError::Param { node: node.to_string(), param: param.to_string(), message: message.into() }
+        GraphError::Param {
+            node: node.to_string(),
+            param: param.to_string(),
+            message: message.into(),
+        }
     }
     pub fn port(node: &str, port: &str, message: impl Into<String>) -> Self {
-        GraphError::Port { node: node.to_string(), port: port.to_string(), message: message.into() }
+        GraphError::Port {
+            node: node.to_string(),
+            port: port.to_string(),
+            message: message.into(),
+        }
     }
 }
 
 impl fmt::Display for GraphError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            GraphError::Syntax { line, col, message } => write!(f, "invalid JSON at line {}:{}: {}", line, col, message),
+            GraphError::Syntax { line, col, message } => {
+                write!(f, "invalid JSON at line {}:{}: {}", line, col, message)
+            }
             GraphError::Document { message } => write!(f, "{}", message),
             GraphError::Node { node, message } => write!(f, "node '{}': {}", node, message),
-            GraphError::Param { node, param, message } => write!(f, "node '{}', param '{}': {}", node, param, message),
-            GraphError::Port { node, port, message } => write!(f, "node '{}', port '{}': {}", node, port, message),
-            GraphError::Code { node, line, col, message } => write!(f, "node '{}', code {}:{}: {}", node, line, col, message),
+            GraphError::Param {
+                node,
+                param,
+                message,
+            } => write!(f, "node '{}', param '{}': {}", node, param, message),
+            GraphError::Port {
+                node,
+                port,
+                message,
+            } => write!(f, "node '{}', port '{}': {}", node, port, message),
+            GraphError::Code {
+                node,
+                line,
+                col,
+                message,
+            } => write!(f, "node '{}', code {}:{}: {}", node, line, col, message),
         }
     }
 }

@@ -32,9 +32,20 @@ pub struct NpyArray {
 pub fn write_npy(path: &Path, a: &NpyArray) -> std::io::Result<()> {
     let shape = match a.shape.len() {
         1 => format!("({},)", a.shape[0]),
-        _ => format!("({})", a.shape.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")),
+        _ => format!(
+            "({})",
+            a.shape
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     };
-    let mut header = format!("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", a.dtype.descr(), shape);
+    let mut header = format!(
+        "{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}",
+        a.dtype.descr(),
+        shape
+    );
     let unpadded = 10 + header.len() + 1;
     header.push_str(&" ".repeat((64 - unpadded % 64) % 64));
     header.push('\n');
@@ -53,10 +64,14 @@ pub fn read_npy(path: &Path) -> Result<NpyArray, String> {
     // Reading a device (/dev/zero) or FIFO, or a file far larger than any field, would never finish or exhaust memory.
     if let Ok(m) = std::fs::metadata(path) {
         if !m.is_file() || m.len() > (1 << 31) + (1 << 20) {
-            return Err(format!("cannot read {}: not a regular .npy file of at most 2 GiB", path.display()));
+            return Err(format!(
+                "cannot read {}: not a regular .npy file of at most 2 GiB",
+                path.display()
+            ));
         }
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {}", path.display(), e))?;
+    let bytes =
+        std::fs::read(path).map_err(|e| format!("cannot read {}: {}", path.display(), e))?;
     parse_npy(&bytes).map_err(|e| format!("{}: {}", path.display(), e))
 }
 
@@ -66,17 +81,28 @@ pub fn parse_npy(bytes: &[u8]) -> Result<NpyArray, String> {
     }
     let (hlen, start) = match bytes[6] {
         1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
-        2 | 3 if bytes.len() >= 12 => (u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize, 12),
+        2 | 3 if bytes.len() >= 12 => (
+            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
+            12,
+        ),
         v => return Err(format!("unsupported .npy version {}", v)),
     };
-    let header = bytes.get(start..start + hlen).ok_or("truncated .npy header")?;
+    let header = bytes
+        .get(start..start + hlen)
+        .ok_or("truncated .npy header")?;
     let header = std::str::from_utf8(header).map_err(|_| "non-text .npy header")?;
     let descr = dict_value(header, "descr").ok_or("no 'descr' in .npy header")?;
-    let quote = descr.chars().next().filter(|c| *c == '\'' || *c == '"').ok_or("bad 'descr' in .npy header")?;
+    let quote = descr
+        .chars()
+        .next()
+        .filter(|c| *c == '\'' || *c == '"')
+        .ok_or("bad 'descr' in .npy header")?;
     let descr = &descr[1..];
     let descr = &descr[..descr.find(quote).ok_or("bad 'descr' in .npy header")?];
     if dict_value(header, "fortran_order").is_some_and(|v| v.starts_with("True")) {
-        return Err("Fortran-ordered arrays are not supported; save with np.ascontiguousarray".into());
+        return Err(
+            "Fortran-ordered arrays are not supported; save with np.ascontiguousarray".into(),
+        );
     }
     let shape_text = dict_value(header, "shape").ok_or("no 'shape' in .npy header")?;
     let inner = shape_text.trim_start_matches('(');
@@ -85,9 +111,15 @@ pub fn parse_npy(bytes: &[u8]) -> Result<NpyArray, String> {
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .map(|s| s.parse::<usize>().map_err(|_| format!("bad shape entry '{}'", s)))
+        .map(|s| {
+            s.parse::<usize>()
+                .map_err(|_| format!("bad shape entry '{}'", s))
+        })
         .collect::<Result<_, _>>()?;
-    let count = shape.iter().try_fold(1usize, |a, &b| a.checked_mul(b)).ok_or("shape too large")?;
+    let count = shape
+        .iter()
+        .try_fold(1usize, |a, &b| a.checked_mul(b))
+        .ok_or("shape too large")?;
     let data = &bytes[start + hlen..];
     let (size, dtype): (usize, DType) = match descr {
         "<f4" => (4, DType::F32),
@@ -96,11 +128,20 @@ pub fn parse_npy(bytes: &[u8]) -> Result<NpyArray, String> {
         "<f8" => (8, DType::F32),
         "<i8" => (8, DType::I32),
         "|u1" | "|b1" => (1, DType::U32),
-        d => return Err(format!("unsupported dtype '{}' (use float32, int32 or uint32)", d)),
+        d => {
+            return Err(format!(
+                "unsupported dtype '{}' (use float32, int32 or uint32)",
+                d
+            ))
+        }
     };
     let need = count.checked_mul(size).ok_or("shape too large")?;
     if data.len() < need {
-        return Err(format!("file holds {} bytes of data but its shape needs {}", data.len(), need));
+        return Err(format!(
+            "file holds {} bytes of data but its shape needs {}",
+            data.len(),
+            need
+        ));
     }
     let words = (0..count)
         .map(|i| {
@@ -113,11 +154,17 @@ pub fn parse_npy(bytes: &[u8]) -> Result<NpyArray, String> {
             }
         })
         .collect();
-    Ok(NpyArray { dtype, shape, words })
+    Ok(NpyArray {
+        dtype,
+        shape,
+        words,
+    })
 }
 
 fn dict_value<'a>(header: &'a str, key: &str) -> Option<&'a str> {
-    let p = header.find(&format!("'{}'", key)).or_else(|| header.find(&format!("\"{}\"", key)))?;
+    let p = header
+        .find(&format!("'{}'", key))
+        .or_else(|| header.find(&format!("\"{}\"", key)))?;
     let rest = &header[p + key.len() + 2..];
     let colon = rest.find(':')?;
     Some(rest[colon + 1..].trim_start())
@@ -131,7 +178,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("weft-npy-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("a.npy");
-        let a = NpyArray { dtype: DType::F32, shape: vec![2, 3], words: (0..6).map(|i| (i as f32).to_bits()).collect() };
+        let a = NpyArray {
+            dtype: DType::F32,
+            shape: vec![2, 3],
+            words: (0..6).map(|i| (i as f32).to_bits()).collect(),
+        };
         write_npy(&p, &a).unwrap();
         assert_eq!(read_npy(&p).unwrap(), a);
         assert!(parse_npy(b"garbage").is_err());

@@ -6,7 +6,8 @@ use super::document::GraphDoc;
 use serde_json::{json, Value};
 
 pub fn graph_schema() -> Value {
-    let mut schema = serde_json::to_value(schemars::schema_for!(GraphDoc)).expect("schema serializes");
+    let mut schema =
+        serde_json::to_value(schemars::schema_for!(GraphDoc)).expect("schema serializes");
     let variants: Vec<Value> = catalog::kinds()
         .iter()
         .map(|k| {

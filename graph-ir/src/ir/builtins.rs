@@ -128,7 +128,11 @@ impl Builtin {
     }
 
     pub fn name(self) -> &'static str {
-        Self::ALL.iter().find(|(_, b)| *b == self).map(|(n, _)| *n).unwrap_or("?")
+        Self::ALL
+            .iter()
+            .find(|(_, b)| *b == self)
+            .map(|(n, _)| *n)
+            .unwrap_or("?")
     }
 
     pub fn shape(self) -> Shape {
@@ -137,11 +141,14 @@ impl Builtin {
             Abs | Sign => Shape::NumericWise(1),
             Min | Max => Shape::NumericWise(2),
             Clamp => Shape::NumericWise(3),
-            Saturate | Floor | Ceil | Round | Trunc | Fract | Exp | Exp2 | Log | Log2 | Sqrt | Rsqrt | Sin | Cos | Tan
-            | Asin | Acos | Atan | Sinh | Cosh | Tanh | Asinh | Acosh | Atanh | Normalize => Shape::FloatWise(1),
+            Saturate | Floor | Ceil | Round | Trunc | Fract | Exp | Exp2 | Log | Log2 | Sqrt
+            | Rsqrt | Sin | Cos | Tan | Asin | Acos | Atan | Sinh | Cosh | Tanh | Asinh | Acosh
+            | Atanh | Normalize => Shape::FloatWise(1),
             Pow | Atan2 | Step | Reflect => Shape::FloatWise(2),
             Lerp | Smoothstep | Fma => Shape::FloatWise(3),
-            Length | Transpose | Determinant | Inverse | IsNan | IsInf | Any | All => Shape::Special(1),
+            Length | Transpose | Determinant | Inverse | IsNan | IsInf | Any | All => {
+                Shape::Special(1)
+            }
             Distance | Dot | Cross | Outer => Shape::Special(2),
         }
     }
@@ -156,19 +163,35 @@ impl Builtin {
     pub fn result_type(self, args: &[Type]) -> Result<Type, String> {
         use Builtin::*;
         if args.len() != self.arity() {
-            return Err(format!("`{}` takes {} argument(s), got {}", self.name(), self.arity(), args.len()));
+            return Err(format!(
+                "`{}` takes {} argument(s), got {}",
+                self.name(),
+                self.arity(),
+                args.len()
+            ));
         }
         let same = |what: &str, ok: &dyn Fn(Type) -> bool| -> Result<Type, String> {
             let t = args[0];
             if let Some(bad) = args.iter().find(|a| **a != t) {
-                return Err(format!("`{}` needs arguments of one type, got {} and {}", self.name(), t, bad));
+                return Err(format!(
+                    "`{}` needs arguments of one type, got {} and {}",
+                    self.name(),
+                    t,
+                    bad
+                ));
             }
             if !ok(t) || t.is_scalar() && !ok(t) {
-                return Err(format!("`{}` needs {} arguments, got {}", self.name(), what, t));
+                return Err(format!(
+                    "`{}` needs {} arguments, got {}",
+                    self.name(),
+                    what,
+                    t
+                ));
             }
             Ok(t)
         };
-        let float_sv = |t: Type| matches!(t, Type::Scalar(Scalar::F32) | Type::Vector(Scalar::F32, _));
+        let float_sv =
+            |t: Type| matches!(t, Type::Scalar(Scalar::F32) | Type::Vector(Scalar::F32, _));
         let num_sv = |t: Type| match t {
             Type::Scalar(s) | Type::Vector(s, _) => s.is_numeric(),
             _ => false,
@@ -191,16 +214,23 @@ impl Builtin {
                     t => Err(format!("`length` needs a float vector, got {}", t)),
                 },
                 Distance => {
-                    let t = same("float vector", &|t| matches!(t, Type::Vector(Scalar::F32, _)))?;
+                    let t = same("float vector", &|t| {
+                        matches!(t, Type::Vector(Scalar::F32, _))
+                    })?;
                     let _ = t;
                     Ok(Type::F32)
                 }
-                Dot => match same("numeric vector", &|t| matches!(t, Type::Vector(s, _) if s.is_numeric()))? {
+                Dot => match same(
+                    "numeric vector",
+                    &|t| matches!(t, Type::Vector(s, _) if s.is_numeric()),
+                )? {
                     Type::Vector(s, _) => Ok(Type::Scalar(s)),
                     _ => unreachable!("checked vector above"),
                 },
                 Cross => same("vec3<f32>", &|t| t == Type::Vector(Scalar::F32, 3)),
-                Outer => match same("float vector", &|t| matches!(t, Type::Vector(Scalar::F32, _)))? {
+                Outer => match same("float vector", &|t| {
+                    matches!(t, Type::Vector(Scalar::F32, _))
+                })? {
                     Type::Vector(_, n) => Ok(Type::Matrix(n)),
                     _ => unreachable!("checked vector above"),
                 },
@@ -215,7 +245,11 @@ impl Builtin {
                 IsNan | IsInf => match args[0] {
                     Type::Scalar(Scalar::F32) => Ok(Type::BOOL),
                     Type::Vector(Scalar::F32, n) => Ok(Type::Vector(Scalar::Bool, n)),
-                    t => Err(format!("`{}` needs f32 or a float vector, got {}", self.name(), t)),
+                    t => Err(format!(
+                        "`{}` needs f32 or a float vector, got {}",
+                        self.name(),
+                        t
+                    )),
                 },
                 Any | All => match args[0] {
                     Type::Vector(Scalar::Bool, _) => Ok(Type::BOOL),

@@ -119,7 +119,10 @@ pub fn binary(op: BinaryOp, s: Scalar, a: u32, b: u32) -> u32 {
 #[inline]
 pub fn cast(from: Scalar, to: Scalar, a: u32) -> u32 {
     match (from, to) {
-        (Scalar::I32, Scalar::I32) | (Scalar::U32, Scalar::U32) | (Scalar::F32, Scalar::F32) | (Scalar::Bool, Scalar::Bool) => a,
+        (Scalar::I32, Scalar::I32)
+        | (Scalar::U32, Scalar::U32)
+        | (Scalar::F32, Scalar::F32)
+        | (Scalar::Bool, Scalar::Bool) => a,
         (Scalar::F32, Scalar::I32) => f(a) as i32 as u32,
         (Scalar::F32, Scalar::U32) => f(a) as u32,
         (Scalar::I32, Scalar::F32) => fb(a as i32 as f32),
@@ -225,7 +228,11 @@ pub fn pcg_hash(v: u32) -> u32 {
 /// this way. `launch` counts earlier launches of the same kernel node in this
 /// run (so each substep of a `repeat` draws new numbers).
 pub fn rng_seed(seed: u32, frame: i32, kernel_hash: u32, launch: u32, linear_index: u32) -> u32 {
-    pcg_hash(seed ^ pcg_hash((frame as u32) ^ pcg_hash(kernel_hash ^ pcg_hash(launch ^ pcg_hash(linear_index)))))
+    pcg_hash(
+        seed ^ pcg_hash(
+            (frame as u32) ^ pcg_hash(kernel_hash ^ pcg_hash(launch ^ pcg_hash(linear_index))),
+        ),
+    )
 }
 
 /// Advances the state and returns a uniform f32 in [0, 1) with 24 random bits.
@@ -237,5 +244,7 @@ pub fn rng_next(state: &mut u32) -> f32 {
 
 /// FNV-1a of a kernel's node id: stable across edits of other nodes.
 pub fn kernel_hash(name: &str) -> u32 {
-    name.bytes().fold(0x811c9dc5u32, |h, b| (h ^ b as u32).wrapping_mul(0x01000193))
+    name.bytes().fold(0x811c9dc5u32, |h, b| {
+        (h ^ b as u32).wrapping_mul(0x01000193)
+    })
 }

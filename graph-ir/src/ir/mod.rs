@@ -12,9 +12,9 @@
 //! word addresses in a root buffer (`BufLoad` / `BufStore` / `BufAtomic`).
 
 pub mod builtins;
+pub mod eval;
 mod printer;
 mod validate;
-pub mod eval;
 
 pub use builtins::Builtin;
 pub use printer::print_program;
@@ -58,13 +58,22 @@ pub struct Program {
 impl Program {
     /// Layout nodes without a parent: each owns one buffer of 32-bit words.
     pub fn roots(&self) -> impl Iterator<Item = LayoutId> + '_ {
-        self.layouts.iter().filter(|(_, l)| l.parent.is_none()).map(|(h, _)| h)
+        self.layouts
+            .iter()
+            .filter(|(_, l)| l.parent.is_none())
+            .map(|(h, _)| h)
     }
     pub fn field_by_name(&self, name: &str) -> Option<FieldId> {
-        self.fields.iter().find(|(_, f)| f.name == name).map(|(h, _)| h)
+        self.fields
+            .iter()
+            .find(|(_, f)| f.name == name)
+            .map(|(h, _)| h)
     }
     pub fn kernel_by_name(&self, name: &str) -> Option<KernelId> {
-        self.kernels.iter().find(|(_, k)| k.name == name).map(|(h, _)| h)
+        self.kernels
+            .iter()
+            .find(|(_, k)| k.name == name)
+            .map(|(h, _)| h)
     }
 }
 
@@ -248,7 +257,10 @@ pub enum BinaryOp {
 
 impl BinaryOp {
     pub fn is_comparison(self) -> bool {
-        matches!(self, BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge)
+        matches!(
+            self,
+            BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge
+        )
     }
     pub fn symbol(self) -> &'static str {
         match self {
@@ -314,16 +326,28 @@ pub struct Const {
 
 impl Const {
     pub fn f32(v: f32) -> Self {
-        Const { scalar: Scalar::F32, bits: v.to_bits() }
+        Const {
+            scalar: Scalar::F32,
+            bits: v.to_bits(),
+        }
     }
     pub fn i32(v: i32) -> Self {
-        Const { scalar: Scalar::I32, bits: v as u32 }
+        Const {
+            scalar: Scalar::I32,
+            bits: v as u32,
+        }
     }
     pub fn u32(v: u32) -> Self {
-        Const { scalar: Scalar::U32, bits: v }
+        Const {
+            scalar: Scalar::U32,
+            bits: v,
+        }
     }
     pub fn bool(v: bool) -> Self {
-        Const { scalar: Scalar::Bool, bits: v as u32 }
+        Const {
+            scalar: Scalar::Bool,
+            bits: v as u32,
+        }
     }
 }
 
@@ -351,7 +375,11 @@ pub enum InstKind {
     Unary(UnaryOp, InstId),
     Binary(BinaryOp, InstId, InstId),
     /// Component-wise select: `cond ? accept : reject`.
-    Select { cond: InstId, accept: InstId, reject: InstId },
+    Select {
+        cond: InstId,
+        accept: InstId,
+        reject: InstId,
+    },
     /// Numeric conversion to the instruction's type (component-wise).
     Cast(InstId),
     /// Bit reinterpretation to the instruction's type (component-wise).
@@ -363,9 +391,17 @@ pub enum InstKind {
     /// Component or column at a run-time index (checked against the size).
     ExtractDyn(InstId, InstId),
     /// A copy of a vector/matrix with one component/column replaced.
-    Insert { base: InstId, index: u32, value: InstId },
+    Insert {
+        base: InstId,
+        index: u32,
+        value: InstId,
+    },
     /// A copy with a component/column at a run-time index replaced.
-    InsertDyn { base: InstId, index: InstId, value: InstId },
+    InsertDyn {
+        base: InstId,
+        index: InstId,
+        value: InstId,
+    },
     Swizzle(InstId, Vec<u8>),
     Builtin(Builtin, Vec<InstId>),
     Call(FuncId, Vec<InstId>),
@@ -373,26 +409,69 @@ pub enum InstKind {
     Random,
     LocalLoad(LocalId),
     LocalStore(LocalId, InstId),
-    FieldLoad { field: FieldId, index: Vec<InstId> },
-    FieldStore { field: FieldId, index: Vec<InstId>, value: InstId },
+    FieldLoad {
+        field: FieldId,
+        index: Vec<InstId>,
+    },
+    FieldStore {
+        field: FieldId,
+        index: Vec<InstId>,
+        value: InstId,
+    },
     /// Atomic read-modify-write on a whole scalar field element; returns the old value.
-    FieldAtomic { op: AtomicOp, field: FieldId, index: Vec<InstId>, value: InstId, cmp: Option<InstId> },
+    FieldAtomic {
+        op: AtomicOp,
+        field: FieldId,
+        index: Vec<InstId>,
+        value: InstId,
+        cmp: Option<InstId>,
+    },
     /// Fails the launch when `0 <= index < extent` does not hold (debug checks).
-    BoundsCheck { field: FieldId, axis: u32, index: InstId, extent: u32 },
+    BoundsCheck {
+        field: FieldId,
+        axis: u32,
+        index: InstId,
+        extent: u32,
+    },
     /// Loads the word at `addr` (u32) of the root buffer, reinterpreted as the instruction's scalar type.
-    BufLoad { root: LayoutId, addr: InstId },
-    BufStore { root: LayoutId, addr: InstId, value: InstId },
-    BufAtomic { op: AtomicOp, root: LayoutId, addr: InstId, value: InstId, cmp: Option<InstId> },
-    If { cond: InstId, accept: Block, reject: Block },
+    BufLoad {
+        root: LayoutId,
+        addr: InstId,
+    },
+    BufStore {
+        root: LayoutId,
+        addr: InstId,
+        value: InstId,
+    },
+    BufAtomic {
+        op: AtomicOp,
+        root: LayoutId,
+        addr: InstId,
+        value: InstId,
+        cmp: Option<InstId>,
+    },
+    If {
+        cond: InstId,
+        accept: Block,
+        reject: Block,
+    },
     /// `for counter in (begin..end).step_by(step)` (`..=end` when `inclusive`);
     /// `LoopCounter(this)` reads the counter. The trip count is computed once,
     /// before the first iteration, without overflow: the counter takes the
     /// values begin + k * step that lie in the range, even near the type's
     /// maximum. A step that is not positive is a run-time error.
-    RangeFor { begin: InstId, end: InstId, step: InstId, inclusive: bool, body: Block },
+    RangeFor {
+        begin: InstId,
+        end: InstId,
+        step: InstId,
+        inclusive: bool,
+        body: Block,
+    },
     LoopCounter(InstId),
     /// Repeats `body` until a `Break`.
-    Loop { body: Block },
+    Loop {
+        body: Block,
+    },
     Break,
     Continue,
     Return(Option<InstId>),
@@ -403,10 +482,20 @@ impl InstKind {
     pub fn operands(&self) -> Vec<InstId> {
         use InstKind::*;
         match self {
-            Const(_) | Arg(_) | Param(_) | Frame | Random | LocalLoad(_) | Break | Continue | LoopCounter(_) => vec![],
-            Unary(_, a) | Cast(a) | Bitcast(a) | Extract(a, _) | Swizzle(a, _) | LocalStore(_, a) => vec![*a],
+            Const(_) | Arg(_) | Param(_) | Frame | Random | LocalLoad(_) | Break | Continue
+            | LoopCounter(_) => vec![],
+            Unary(_, a)
+            | Cast(a)
+            | Bitcast(a)
+            | Extract(a, _)
+            | Swizzle(a, _)
+            | LocalStore(_, a) => vec![*a],
             Binary(_, a, b) | ExtractDyn(a, b) => vec![*a, *b],
-            Select { cond, accept, reject } => vec![*cond, *accept, *reject],
+            Select {
+                cond,
+                accept,
+                reject,
+            } => vec![*cond, *accept, *reject],
             Insert { base, value, .. } => vec![*base, *value],
             InsertDyn { base, index, value } => vec![*base, *index, *value],
             Construct(v) | Builtin(_, v) | Call(_, v) => v.clone(),
@@ -416,7 +505,9 @@ impl InstKind {
                 v.push(*value);
                 v
             }
-            FieldAtomic { index, value, cmp, .. } => {
+            FieldAtomic {
+                index, value, cmp, ..
+            } => {
                 let mut v = index.clone();
                 v.push(*value);
                 v.extend(cmp);
@@ -425,13 +516,17 @@ impl InstKind {
             BoundsCheck { index, .. } => vec![*index],
             BufLoad { addr, .. } => vec![*addr],
             BufStore { addr, value, .. } => vec![*addr, *value],
-            BufAtomic { addr, value, cmp, .. } => {
+            BufAtomic {
+                addr, value, cmp, ..
+            } => {
                 let mut v = vec![*addr, *value];
                 v.extend(cmp);
                 v
             }
             If { cond, .. } => vec![*cond],
-            RangeFor { begin, end, step, .. } => vec![*begin, *end, *step],
+            RangeFor {
+                begin, end, step, ..
+            } => vec![*begin, *end, *step],
             Loop { .. } => vec![],
             Return(v) => v.iter().copied().collect(),
         }
@@ -441,13 +536,31 @@ impl InstKind {
     pub fn map_operands(&mut self, mut f: impl FnMut(InstId) -> InstId) {
         use InstKind::*;
         match self {
-            Const(_) | Arg(_) | Param(_) | Frame | Random | LocalLoad(_) | Break | Continue | LoopCounter(_) | Loop { .. } => {}
-            Unary(_, a) | Cast(a) | Bitcast(a) | Extract(a, _) | Swizzle(a, _) | LocalStore(_, a) => *a = f(*a),
+            Const(_)
+            | Arg(_)
+            | Param(_)
+            | Frame
+            | Random
+            | LocalLoad(_)
+            | Break
+            | Continue
+            | LoopCounter(_)
+            | Loop { .. } => {}
+            Unary(_, a)
+            | Cast(a)
+            | Bitcast(a)
+            | Extract(a, _)
+            | Swizzle(a, _)
+            | LocalStore(_, a) => *a = f(*a),
             Binary(_, a, b) | ExtractDyn(a, b) => {
                 *a = f(*a);
                 *b = f(*b);
             }
-            Select { cond, accept, reject } => {
+            Select {
+                cond,
+                accept,
+                reject,
+            } => {
                 *cond = f(*cond);
                 *accept = f(*accept);
                 *reject = f(*reject);
@@ -461,12 +574,16 @@ impl InstKind {
                 *index = f(*index);
                 *value = f(*value);
             }
-            Construct(v) | Builtin(_, v) | Call(_, v) | FieldLoad { index: v, .. } => v.iter_mut().for_each(|x| *x = f(*x)),
+            Construct(v) | Builtin(_, v) | Call(_, v) | FieldLoad { index: v, .. } => {
+                v.iter_mut().for_each(|x| *x = f(*x))
+            }
             FieldStore { index, value, .. } => {
                 index.iter_mut().for_each(|x| *x = f(*x));
                 *value = f(*value);
             }
-            FieldAtomic { index, value, cmp, .. } => {
+            FieldAtomic {
+                index, value, cmp, ..
+            } => {
                 index.iter_mut().for_each(|x| *x = f(*x));
                 *value = f(*value);
                 if let Some(c) = cmp {
@@ -479,7 +596,9 @@ impl InstKind {
                 *addr = f(*addr);
                 *value = f(*value);
             }
-            BufAtomic { addr, value, cmp, .. } => {
+            BufAtomic {
+                addr, value, cmp, ..
+            } => {
                 *addr = f(*addr);
                 *value = f(*value);
                 if let Some(c) = cmp {
@@ -487,7 +606,9 @@ impl InstKind {
                 }
             }
             If { cond, .. } => *cond = f(*cond),
-            RangeFor { begin, end, step, .. } => {
+            RangeFor {
+                begin, end, step, ..
+            } => {
                 *begin = f(*begin);
                 *end = f(*end);
                 *step = f(*step);
@@ -552,7 +673,11 @@ pub struct Schedule {
 #[derive(Clone, Debug)]
 pub enum Step {
     Launch(KernelId),
-    Repeat { node_id: String, count: u32, body: Vec<Step> },
+    Repeat {
+        node_id: String,
+        count: u32,
+        body: Vec<Step>,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,7 +7,10 @@ pub fn print_program(program: &Program, only_kernel: Option<&str>) -> String {
     let mut out = String::new();
     if only_kernel.is_none() {
         for (h, l) in program.layouts.iter() {
-            let parent = l.parent.map(|p| format!(" parent=L{}", p.index())).unwrap_or_default();
+            let parent = l
+                .parent
+                .map(|p| format!(" parent=L{}", p.index()))
+                .unwrap_or_default();
             let _ = writeln!(
                 out,
                 "layout L{} '{}' {:?} shape={:?}{} cell_words={} offset={}",
@@ -47,8 +50,18 @@ fn print_kernel(out: &mut String, program: &Program, k: &Kernel) {
         Iteration::Range(s) => format!("range {:?}", s),
         Iteration::Field(f) => format!("cells of {}", program.fields[*f].name),
     };
-    let params: Vec<String> = k.params.iter().map(|p| format!("{}: {}", p.name, p.ty)).collect();
-    let _ = writeln!(out, "kernel '{}' over {} params({})", k.name, iter, params.join(", "));
+    let params: Vec<String> = k
+        .params
+        .iter()
+        .map(|p| format!("{}: {}", p.name, p.ty))
+        .collect();
+    let _ = writeln!(
+        out,
+        "kernel '{}' over {} params({})",
+        k.name,
+        iter,
+        params.join(", ")
+    );
     for (_, f) in k.functions.iter() {
         print_function(out, program, f, "fn");
     }
@@ -58,7 +71,14 @@ fn print_kernel(out: &mut String, program: &Program, k: &Kernel) {
 
 fn print_function(out: &mut String, program: &Program, f: &Function, what: &str) {
     let args: Vec<String> = f.args.iter().map(|t| t.to_string()).collect();
-    let _ = writeln!(out, "  {} {}({}) -> {} {{", what, f.name, args.join(", "), f.ret);
+    let _ = writeln!(
+        out,
+        "  {} {}({}) -> {} {{",
+        what,
+        f.name,
+        args.join(", "),
+        f.ret
+    );
     for (h, l) in f.locals.iter() {
         let _ = writeln!(out, "    local ${} '{}': {}", h.index(), l.name, l.ty);
     }
@@ -67,14 +87,23 @@ fn print_function(out: &mut String, program: &Program, f: &Function, what: &str)
 }
 
 fn list(v: &[InstId]) -> String {
-    v.iter().map(|h| format!("{:?}", h)).collect::<Vec<_>>().join(", ")
+    v.iter()
+        .map(|h| format!("{:?}", h))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn print_block(out: &mut String, program: &Program, f: &Function, block: &Block, depth: usize) {
     for &h in block {
         let inst = &f.insts[h];
         let pad = "  ".repeat(depth);
-        let fname = |id: FieldId| program.fields.get(id).map(|x| x.name.clone()).unwrap_or_else(|| "?".into());
+        let fname = |id: FieldId| {
+            program
+                .fields
+                .get(id)
+                .map(|x| x.name.clone())
+                .unwrap_or_else(|| "?".into())
+        };
         let text = match &inst.kind {
             InstKind::Const(c) => format!("const {}", c),
             InstKind::Arg(i) => format!("arg {}", i),
@@ -82,16 +111,27 @@ fn print_block(out: &mut String, program: &Program, f: &Function, block: &Block,
             InstKind::Frame => "frame".into(),
             InstKind::Unary(op, a) => format!("{:?} {:?}", op, a).to_lowercase(),
             InstKind::Binary(op, a, b) => format!("{:?} {} {:?}", a, op.symbol(), b),
-            InstKind::Select { cond, accept, reject } => format!("select {:?} ? {:?} : {:?}", cond, accept, reject),
+            InstKind::Select {
+                cond,
+                accept,
+                reject,
+            } => format!("select {:?} ? {:?} : {:?}", cond, accept, reject),
             InstKind::Cast(a) => format!("cast {:?}", a),
             InstKind::Bitcast(a) => format!("bitcast {:?}", a),
             InstKind::Construct(v) => format!("construct({})", list(v)),
             InstKind::Extract(a, i) => format!("extract {:?}[{}]", a, i),
             InstKind::ExtractDyn(a, i) => format!("extract {:?}[{:?}]", a, i),
-            InstKind::Insert { base, index, value } => format!("insert {:?}[{}] = {:?}", base, index, value),
-            InstKind::InsertDyn { base, index, value } => format!("insert {:?}[{:?}] = {:?}", base, index, value),
+            InstKind::Insert { base, index, value } => {
+                format!("insert {:?}[{}] = {:?}", base, index, value)
+            }
+            InstKind::InsertDyn { base, index, value } => {
+                format!("insert {:?}[{:?}] = {:?}", base, index, value)
+            }
             InstKind::Swizzle(a, c) => {
-                let s: String = c.iter().map(|&i| ['x', 'y', 'z', 'w'][i as usize]).collect();
+                let s: String = c
+                    .iter()
+                    .map(|&i| ['x', 'y', 'z', 'w'][i as usize])
+                    .collect();
                 format!("{:?}.{}", a, s)
             }
             InstKind::Builtin(b, v) => format!("{}({})", b.name(), list(v)),
@@ -99,11 +139,28 @@ fn print_block(out: &mut String, program: &Program, f: &Function, block: &Block,
             InstKind::Random => "random".into(),
             InstKind::LocalLoad(l) => format!("load ${}", l.index()),
             InstKind::LocalStore(l, v) => format!("store ${} = {:?}", l.index(), v),
-            InstKind::FieldLoad { field, index } => format!("field_load {}[{}]", fname(*field), list(index)),
-            InstKind::FieldStore { field, index, value } => {
-                format!("field_store {}[{}] = {:?}", fname(*field), list(index), value)
+            InstKind::FieldLoad { field, index } => {
+                format!("field_load {}[{}]", fname(*field), list(index))
             }
-            InstKind::FieldAtomic { op, field, index, value, cmp } => format!(
+            InstKind::FieldStore {
+                field,
+                index,
+                value,
+            } => {
+                format!(
+                    "field_store {}[{}] = {:?}",
+                    fname(*field),
+                    list(index),
+                    value
+                )
+            }
+            InstKind::FieldAtomic {
+                op,
+                field,
+                index,
+                value,
+                cmp,
+            } => format!(
                 "field_atomic_{} {}[{}], {:?}{}",
                 op.name(),
                 fname(*field),
@@ -111,12 +168,31 @@ fn print_block(out: &mut String, program: &Program, f: &Function, block: &Block,
                 value,
                 cmp.map(|c| format!(", cmp {:?}", c)).unwrap_or_default()
             ),
-            InstKind::BoundsCheck { field, axis, index, extent } => {
-                format!("bounds_check {} axis {}: 0 <= {:?} < {}", fname(*field), axis, index, extent)
+            InstKind::BoundsCheck {
+                field,
+                axis,
+                index,
+                extent,
+            } => {
+                format!(
+                    "bounds_check {} axis {}: 0 <= {:?} < {}",
+                    fname(*field),
+                    axis,
+                    index,
+                    extent
+                )
             }
             InstKind::BufLoad { root, addr } => format!("buf_load L{}[{:?}]", root.index(), addr),
-            InstKind::BufStore { root, addr, value } => format!("buf_store L{}[{:?}] = {:?}", root.index(), addr, value),
-            InstKind::BufAtomic { op, root, addr, value, cmp } => format!(
+            InstKind::BufStore { root, addr, value } => {
+                format!("buf_store L{}[{:?}] = {:?}", root.index(), addr, value)
+            }
+            InstKind::BufAtomic {
+                op,
+                root,
+                addr,
+                value,
+                cmp,
+            } => format!(
                 "buf_atomic_{} L{}[{:?}], {:?}{}",
                 op.name(),
                 root.index(),
@@ -124,7 +200,11 @@ fn print_block(out: &mut String, program: &Program, f: &Function, block: &Block,
                 value,
                 cmp.map(|c| format!(", cmp {:?}", c)).unwrap_or_default()
             ),
-            InstKind::If { cond, accept, reject } => {
+            InstKind::If {
+                cond,
+                accept,
+                reject,
+            } => {
                 let _ = writeln!(out, "{}if {:?} {{", pad, cond);
                 print_block(out, program, f, accept, depth + 1);
                 if !reject.is_empty() {
@@ -134,9 +214,19 @@ fn print_block(out: &mut String, program: &Program, f: &Function, block: &Block,
                 let _ = writeln!(out, "{}}}", pad);
                 continue;
             }
-            InstKind::RangeFor { begin, end, step, inclusive, body } => {
+            InstKind::RangeFor {
+                begin,
+                end,
+                step,
+                inclusive,
+                body,
+            } => {
                 let dots = if *inclusive { "..=" } else { ".." };
-                let _ = writeln!(out, "{}{:?} = for {:?}{}{:?} step {:?} {{", pad, h, begin, dots, end, step);
+                let _ = writeln!(
+                    out,
+                    "{}{:?} = for {:?}{}{:?} step {:?} {{",
+                    pad, h, begin, dots, end, step
+                );
                 print_block(out, program, f, body, depth + 1);
                 let _ = writeln!(out, "{}}}", pad);
                 continue;

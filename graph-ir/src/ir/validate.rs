@@ -25,7 +25,11 @@ pub struct ValidationError {
 
 impl std::fmt::Display for ValidationError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "IR invalid in kernel '{}' fn {} at {}: {}", self.kernel, self.function, self.span, self.message)
+        write!(
+            f,
+            "IR invalid in kernel '{}' fn {} at {}: {}",
+            self.kernel, self.function, self.span, self.message
+        )
     }
 }
 
@@ -36,19 +40,33 @@ pub fn validate_program(program: &Program, lowered: bool) -> Result<(), Validati
     Ok(())
 }
 
-pub fn validate_kernel(program: &Program, kernel: &Kernel, lowered: bool) -> Result<(), ValidationError> {
+pub fn validate_kernel(
+    program: &Program,
+    kernel: &Kernel,
+    lowered: bool,
+) -> Result<(), ValidationError> {
     for (_, f) in kernel.functions.iter() {
         check_function(program, kernel, f, lowered)?;
     }
     check_function(program, kernel, &kernel.entry, lowered)?;
     if kernel.entry.args.len() != kernel.dims {
-        return Err(err(kernel, &kernel.entry, Span::default(), "entry arguments do not match loop dimensions".into()));
+        return Err(err(
+            kernel,
+            &kernel.entry,
+            Span::default(),
+            "entry arguments do not match loop dimensions".into(),
+        ));
     }
     Ok(())
 }
 
 fn err(kernel: &Kernel, f: &Function, span: Span, message: String) -> ValidationError {
-    ValidationError { kernel: kernel.name.clone(), function: f.name.clone(), span, message }
+    ValidationError {
+        kernel: kernel.name.clone(),
+        function: f.name.clone(),
+        span,
+        message,
+    }
 }
 
 struct Ctx<'a> {
@@ -61,8 +79,21 @@ struct Ctx<'a> {
     loops: Vec<Option<InstId>>,
 }
 
-fn check_function(program: &Program, kernel: &Kernel, f: &Function, lowered: bool) -> Result<(), ValidationError> {
-    let mut ctx = Ctx { program, kernel, f, lowered, defined: HashSet::new(), seen: HashSet::new(), loops: vec![] };
+fn check_function(
+    program: &Program,
+    kernel: &Kernel,
+    f: &Function,
+    lowered: bool,
+) -> Result<(), ValidationError> {
+    let mut ctx = Ctx {
+        program,
+        kernel,
+        f,
+        lowered,
+        defined: HashSet::new(),
+        seen: HashSet::new(),
+        loops: vec![],
+    };
     ctx.block(&f.body)
 }
 
@@ -80,7 +111,10 @@ impl Ctx<'_> {
                 return Err(self.fail(h, "instruction handle out of range".into()));
             }
             if !self.seen.insert(h) {
-                return Err(self.fail(h, "instruction placed in more than one block position".into()));
+                return Err(self.fail(
+                    h,
+                    "instruction placed in more than one block position".into(),
+                ));
             }
             self.inst(h)?;
             self.defined.insert(h);
@@ -150,12 +184,18 @@ impl Ctx<'_> {
                     return bad(self, "binary result type differs from operands");
                 }
             }
-            InstKind::Select { cond, accept, reject } => {
+            InstKind::Select {
+                cond,
+                accept,
+                reject,
+            } => {
                 if self.ty(*accept) != t || self.ty(*reject) != t {
                     return bad(self, "select arms differ from result");
                 }
                 let c = self.ty(*cond);
-                if c.scalar() != Some(Scalar::Bool) || !(c.is_scalar() || c.components() == t.components()) {
+                if c.scalar() != Some(Scalar::Bool)
+                    || !(c.is_scalar() || c.components() == t.components())
+                {
                     return bad(self, "select condition must be bool");
                 }
             }
@@ -180,7 +220,9 @@ impl Ctx<'_> {
                     return bad(self, "extract index out of range");
                 }
             }
-            InstKind::ExtractDyn(a, _) | InstKind::InsertDyn { base: a, .. } | InstKind::Insert { base: a, .. } => {
+            InstKind::ExtractDyn(a, _)
+            | InstKind::InsertDyn { base: a, .. }
+            | InstKind::Insert { base: a, .. } => {
                 if !matches!(self.ty(*a), Type::Vector(..) | Type::Matrix(_)) {
                     return bad(self, "indexing a non-composite");
                 }
@@ -228,7 +270,9 @@ impl Ctx<'_> {
                     return bad(self, "local load type mismatch");
                 }
             }
-            InstKind::FieldLoad { field, index } | InstKind::FieldStore { field, index, .. } | InstKind::FieldAtomic { field, index, .. } => {
+            InstKind::FieldLoad { field, index }
+            | InstKind::FieldStore { field, index, .. }
+            | InstKind::FieldAtomic { field, index, .. } => {
                 if self.lowered {
                     return bad(self, "abstract field access after lowering");
                 }
@@ -254,21 +298,35 @@ impl Ctx<'_> {
             }
             InstKind::BoundsCheck { field, index, .. } => {
                 if self.program.fields.get(*field).is_none() || self.ty(*index) != Type::I32 {
-                    return bad(self, "bounds check needs an existing field and an i32 index");
+                    return bad(
+                        self,
+                        "bounds check needs an existing field and an i32 index",
+                    );
                 }
             }
-            InstKind::BufLoad { root, addr } | InstKind::BufStore { root, addr, .. } | InstKind::BufAtomic { root, addr, .. } => {
+            InstKind::BufLoad { root, addr }
+            | InstKind::BufStore { root, addr, .. }
+            | InstKind::BufAtomic { root, addr, .. } => {
                 if !self.lowered {
                     return bad(self, "buffer access before lowering");
                 }
-                if self.program.layouts.get(*root).is_none_or(|l| l.parent.is_some()) {
+                if self
+                    .program
+                    .layouts
+                    .get(*root)
+                    .is_none_or(|l| l.parent.is_some())
+                {
                     return bad(self, "buffer access names a non-root layout");
                 }
                 if self.ty(*addr) != Type::U32 {
                     return bad(self, "buffer address must be u32");
                 }
             }
-            InstKind::If { cond, accept, reject } => {
+            InstKind::If {
+                cond,
+                accept,
+                reject,
+            } => {
                 if self.ty(*cond) != Type::BOOL {
                     return bad(self, "if condition must be bool");
                 }
@@ -276,7 +334,13 @@ impl Ctx<'_> {
                 self.block(&a)?;
                 self.block(&r)?;
             }
-            InstKind::RangeFor { begin, end, step, body, .. } => {
+            InstKind::RangeFor {
+                begin,
+                end,
+                step,
+                body,
+                ..
+            } => {
                 let tb = self.ty(*begin);
                 if !tb.is_scalar() || !tb.is_int() || self.ty(*end) != tb || self.ty(*step) != tb {
                     return bad(self, "range bounds must be integers of one type");

@@ -36,7 +36,11 @@ type R<T> = Result<T, CodeError>;
 
 fn err<T: Spanned>(node: &T, message: impl Into<String>) -> CodeError {
     let s = span_of(node);
-    CodeError { line: s.line, col: s.col, message: message.into() }
+    CodeError {
+        line: s.line,
+        col: s.col,
+        message: message.into(),
+    }
 }
 
 struct Sig {
@@ -54,21 +58,33 @@ pub fn lower_kernel(code: &str, env: &KernelEnv) -> R<LoweredKernel> {
             other => return Err(err(other, "only `fn` items are allowed in kernel code")),
         }
     }
-    let entry_pos = fns.iter().position(|f| f.sig.ident == ENTRY_NAME).ok_or_else(|| CodeError {
-        line: 1,
-        col: 1,
-        message: format!("kernel code needs an entry function `fn {}(...)` taking the loop indices", ENTRY_NAME),
-    })?;
+    let entry_pos = fns
+        .iter()
+        .position(|f| f.sig.ident == ENTRY_NAME)
+        .ok_or_else(|| CodeError {
+            line: 1,
+            col: 1,
+            message: format!(
+                "kernel code needs an entry function `fn {}(...)` taking the loop indices",
+                ENTRY_NAME
+            ),
+        })?;
     // Signatures first, so helpers may call each other in any order.
     let mut sigs: HashMap<String, Sig> = HashMap::new();
     let mut helper_order = Vec::new();
     for (n, f) in fns.iter().enumerate() {
         let name = f.sig.ident.to_string();
         if Builtin::from_name(&name).is_some() || RESERVED.contains(&name.as_str()) {
-            return Err(err(&f.sig.ident, format!("`{}` is a built-in function and cannot be redefined", name)));
+            return Err(err(
+                &f.sig.ident,
+                format!("`{}` is a built-in function and cannot be redefined", name),
+            ));
         }
         if sigs.contains_key(&name) || (n != entry_pos && name == ENTRY_NAME) {
-            return Err(err(&f.sig.ident, format!("function `{}` is defined twice", name)));
+            return Err(err(
+                &f.sig.ident,
+                format!("function `{}` is defined twice", name),
+            ));
         }
         if n == entry_pos {
             continue;
@@ -80,7 +96,9 @@ pub fn lower_kernel(code: &str, env: &KernelEnv) -> R<LoweredKernel> {
         for input in &f.sig.inputs {
             match input {
                 syn::FnArg::Typed(pt) => args.push(parse_type(&pt.ty)?),
-                syn::FnArg::Receiver(r) => return Err(err(r, "`self` is not allowed in kernel code")),
+                syn::FnArg::Receiver(r) => {
+                    return Err(err(r, "`self` is not allowed in kernel code"))
+                }
             }
         }
         let ret = match &f.sig.output {
@@ -97,13 +115,23 @@ pub fn lower_kernel(code: &str, env: &KernelEnv) -> R<LoweredKernel> {
     for &n in &helper_order {
         let f = fns[n];
         let sig = &sigs[&f.sig.ident.to_string()];
-        let func = Function::new(&f.sig.ident.to_string(), sig.args.clone(), sig.ret, span_of(&f.sig.ident));
+        let func = Function::new(
+            &f.sig.ident.to_string(),
+            sig.args.clone(),
+            sig.ret,
+            span_of(&f.sig.ident),
+        );
         let lowered = FnLowerer::new(code, env, &sigs, func, false).lower_fn(f)?;
         functions.append(lowered);
     }
     let ef = fns[entry_pos];
     let entry_args = entry_arg_types(ef, env.dims)?;
-    let func = Function::new(ENTRY_NAME, vec![Type::I32; env.dims], Type::Void, span_of(&ef.sig.ident));
+    let func = Function::new(
+        ENTRY_NAME,
+        vec![Type::I32; env.dims],
+        Type::Void,
+        span_of(&ef.sig.ident),
+    );
     let mut lw = FnLowerer::new(code, env, &sigs, func, true);
     lw.entry_vector_arg = entry_args;
     let entry = lw.lower_fn(ef)?;
@@ -112,8 +140,19 @@ pub fn lower_kernel(code: &str, env: &KernelEnv) -> R<LoweredKernel> {
 
 /// Names that are language functions rather than math built-ins.
 const RESERVED: &[&str] = &[
-    "random", "frame", "select", "bitcast", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_and",
-    "atomic_or", "atomic_xor", "atomic_exchange", "atomic_compare_exchange",
+    "random",
+    "frame",
+    "select",
+    "bitcast",
+    "atomic_add",
+    "atomic_sub",
+    "atomic_min",
+    "atomic_max",
+    "atomic_and",
+    "atomic_or",
+    "atomic_xor",
+    "atomic_exchange",
+    "atomic_compare_exchange",
 ];
 
 /// Checks the entry signature; returns true when it takes one ivecN instead of N i32s.
@@ -130,7 +169,11 @@ fn entry_arg_types(f: &syn::ItemFn, dims: usize) -> R<bool> {
     if !matches!(f.sig.output, syn::ReturnType::Default) {
         return Err(err(&f.sig.output, "the entry function returns nothing"));
     }
-    let want = if dims == 1 { "i32".to_string() } else { format!("{} i32 arguments or one ivec{}", dims, dims) };
+    let want = if dims == 1 {
+        "i32".to_string()
+    } else {
+        format!("{} i32 arguments or one ivec{}", dims, dims)
+    };
     if inputs.len() == 1 && dims > 1 {
         let t = parse_type(&inputs[0].ty)?;
         if t == Type::Vector(Scalar::I32, dims as u8) {
@@ -140,12 +183,18 @@ fn entry_arg_types(f: &syn::ItemFn, dims: usize) -> R<bool> {
     if inputs.len() != dims {
         return Err(err(
             &f.sig,
-            format!("this kernel loops over {} axes, so `fn {}` takes {}", dims, ENTRY_NAME, want),
+            format!(
+                "this kernel loops over {} axes, so `fn {}` takes {}",
+                dims, ENTRY_NAME, want
+            ),
         ));
     }
     for i in &inputs {
         if parse_type(&i.ty)? != Type::I32 {
-            return Err(err(&i.ty, format!("loop indices are i32; `fn {}` takes {}", ENTRY_NAME, want)));
+            return Err(err(
+                &i.ty,
+                format!("loop indices are i32; `fn {}` takes {}", ENTRY_NAME, want),
+            ));
         }
     }
     Ok(false)
@@ -168,7 +217,12 @@ fn check_recursion(fns: &[&syn::ItemFn], sigs: &HashMap<String, Sig>) -> R<()> {
     for f in fns {
         let mut c = Calls(vec![]);
         c.visit_block(&f.block);
-        graph.insert(f.sig.ident.to_string(), c.0.into_iter().filter(|(n, _)| sigs.contains_key(n)).collect());
+        graph.insert(
+            f.sig.ident.to_string(),
+            c.0.into_iter()
+                .filter(|(n, _)| sigs.contains_key(n))
+                .collect(),
+        );
     }
     // Depth-first search for a cycle, reporting the call that closes it.
     fn dfs(
@@ -208,16 +262,22 @@ fn check_recursion(fns: &[&syn::ItemFn], sigs: &HashMap<String, Sig>) -> R<()> {
 pub(crate) fn parse_type(t: &syn::Type) -> R<Type> {
     let text = match t {
         syn::Type::Path(p) if p.qself.is_none() => {
-            let seg = p.path.segments.last().ok_or_else(|| err(t, "unknown type"))?;
+            let seg = p
+                .path
+                .segments
+                .last()
+                .ok_or_else(|| err(t, "unknown type"))?;
             let mut s = seg.ident.to_string();
             if let syn::PathArguments::AngleBracketed(a) = &seg.arguments {
                 let inner: Vec<String> = a
                     .args
                     .iter()
                     .map(|g| match g {
-                        syn::GenericArgument::Type(syn::Type::Path(p)) => {
-                            p.path.get_ident().map(|i| i.to_string()).unwrap_or_default()
-                        }
+                        syn::GenericArgument::Type(syn::Type::Path(p)) => p
+                            .path
+                            .get_ident()
+                            .map(|i| i.to_string())
+                            .unwrap_or_default(),
                         _ => String::new(),
                     })
                     .collect();
@@ -226,7 +286,12 @@ pub(crate) fn parse_type(t: &syn::Type) -> R<Type> {
             s
         }
         syn::Type::Tuple(tt) if tt.elems.is_empty() => return Ok(Type::Void),
-        _ => return Err(err(t, "unsupported type; use i32, u32, f32, bool, vecN, ivecN, uvecN, bvecN or matN")),
+        _ => {
+            return Err(err(
+                t,
+                "unsupported type; use i32, u32, f32, bool, vecN, ivecN, uvecN, bvecN or matN",
+            ))
+        }
     };
     Type::parse(&text).ok_or_else(|| {
         err(t, format!("unknown type `{}`; use i32, u32, f32, bool, vecN, ivecN, uvecN, bvecN or matN (N = 2..4)", text))
@@ -254,8 +319,17 @@ enum Access {
 }
 
 enum Place {
-    Local { local: LocalId, ty: Type, path: Vec<(Access, Type)> },
-    Field { field: FieldId, ty: Type, index: Vec<InstId>, path: Vec<(Access, Type)> },
+    Local {
+        local: LocalId,
+        ty: Type,
+        path: Vec<(Access, Type)>,
+    },
+    Field {
+        field: FieldId,
+        ty: Type,
+        index: Vec<InstId>,
+        path: Vec<(Access, Type)>,
+    },
 }
 
 struct FnLowerer<'a> {
@@ -313,7 +387,13 @@ fn vec_or_scalar(s: Scalar, n: usize) -> Type {
 }
 
 impl<'a> FnLowerer<'a> {
-    fn new(code: &'a str, env: &'a KernelEnv<'a>, sigs: &'a HashMap<String, Sig>, func: Function, is_entry: bool) -> Self {
+    fn new(
+        code: &'a str,
+        env: &'a KernelEnv<'a>,
+        sigs: &'a HashMap<String, Sig>,
+        func: Function,
+        is_entry: bool,
+    ) -> Self {
         FnLowerer {
             code,
             env,
@@ -333,12 +413,18 @@ impl<'a> FnLowerer<'a> {
 
     fn emit(&mut self, kind: InstKind, ty: Type, span: Span) -> InstId {
         let id = self.func.insts.append(Inst { kind, ty, span });
-        self.blocks.last_mut().expect("a block is always open").push(id);
+        self.blocks
+            .last_mut()
+            .expect("a block is always open")
+            .push(id);
         id
     }
 
     fn val(&mut self, kind: InstKind, ty: Type, span: Span) -> Val {
-        Val { id: self.emit(kind, ty, span), ty }
+        Val {
+            id: self.emit(kind, ty, span),
+            ty,
+        }
     }
 
     fn konst(&mut self, c: Const, span: Span) -> Val {
@@ -350,14 +436,18 @@ impl<'a> FnLowerer<'a> {
     }
 
     fn bind(&mut self, name: String, b: Binding) {
-        self.scopes.last_mut().expect("a scope is always open").insert(name, b);
+        self.scopes
+            .last_mut()
+            .expect("a scope is always open")
+            .insert(name, b);
     }
 
     fn lower_fn(mut self, f: &syn::ItemFn) -> R<Function> {
         let sp = span_of(&f.sig.ident);
         if self.is_entry && self.entry_vector_arg {
-            let comps: Vec<InstId> =
-                (0..self.env.dims).map(|i| self.emit(InstKind::Arg(i as u32), Type::I32, sp)).collect();
+            let comps: Vec<InstId> = (0..self.env.dims)
+                .map(|i| self.emit(InstKind::Arg(i as u32), Type::I32, sp))
+                .collect();
             let ty = Type::Vector(Scalar::I32, self.env.dims as u8);
             let v = self.val(InstKind::Construct(comps), ty, sp);
             if let syn::FnArg::Typed(pt) = &f.sig.inputs[0] {
@@ -373,18 +463,33 @@ impl<'a> FnLowerer<'a> {
             }
         }
         let ret = self.func.ret;
-        let tail = self.lower_block_stmts(&f.block.stmts, if ret == Type::Void { None } else { Some(ret) })?;
+        let tail = self.lower_block_stmts(
+            &f.block.stmts,
+            if ret == Type::Void { None } else { Some(ret) },
+        )?;
         match (tail, ret) {
-            (Some(v), r) if r != Type::Void && v.ty == Type::Void && self.diverges(self.blocks.last().expect("body")) => {}
+            (Some(v), r)
+                if r != Type::Void
+                    && v.ty == Type::Void
+                    && self.diverges(self.blocks.last().expect("body")) => {}
             (Some(v), r) if r != Type::Void => {
                 let v = self.coerce(v, r, &f.block, "the return value")?;
                 self.emit(InstKind::Return(Some(v.id)), Type::Void, span_of(&f.block));
             }
             (Some(v), _) if v.ty != Type::Void => {
-                return Err(err(&f.block, format!("`{}` returns nothing but its body ends in a value of type {}", f.sig.ident, v.ty)))
+                return Err(err(
+                    &f.block,
+                    format!(
+                        "`{}` returns nothing but its body ends in a value of type {}",
+                        f.sig.ident, v.ty
+                    ),
+                ))
             }
             (_, r) if r != Type::Void && !self.diverges(self.blocks.last().expect("body")) => {
-                return Err(err(&f.block, format!("`{}` must return a value of type {}", f.sig.ident, r)))
+                return Err(err(
+                    &f.block,
+                    format!("`{}` must return a value of type {}", f.sig.ident, r),
+                ))
             }
             _ => {}
         }
@@ -404,7 +509,9 @@ impl<'a> FnLowerer<'a> {
         }
         match block.last().map(|h| &self.func.insts[*h].kind) {
             Some(InstKind::Return(_)) => true,
-            Some(InstKind::If { accept, reject, .. }) => self.diverges(accept) && self.diverges(reject),
+            Some(InstKind::If { accept, reject, .. }) => {
+                self.diverges(accept) && self.diverges(reject)
+            }
             Some(InstKind::Loop { body }) => !breaks(&self.func, body),
             _ => false,
         }
@@ -418,7 +525,10 @@ impl<'a> FnLowerer<'a> {
                 }
                 let name = pi.ident.to_string();
                 if pi.mutability.is_some() {
-                    let local = self.func.locals.append(Local { name: name.clone(), ty: v.ty });
+                    let local = self.func.locals.append(Local {
+                        name: name.clone(),
+                        ty: v.ty,
+                    });
                     self.emit(InstKind::LocalStore(local, v.id), Type::Void, span_of(pat));
                     self.bind(name, Binding::Local(local, v.ty));
                 } else {
@@ -446,8 +556,15 @@ impl<'a> FnLowerer<'a> {
                         tail = Some(v);
                     }
                 }
-                syn::Stmt::Item(i) => return Err(err(i, "items cannot be declared inside a function; move it to the top level")),
-                syn::Stmt::Macro(m) => return Err(err(m, "macros are not supported in kernel code")),
+                syn::Stmt::Item(i) => {
+                    return Err(err(
+                        i,
+                        "items cannot be declared inside a function; move it to the top level",
+                    ))
+                }
+                syn::Stmt::Macro(m) => {
+                    return Err(err(m, "macros are not supported in kernel code"))
+                }
             }
         }
         self.scopes.pop();
@@ -460,16 +577,26 @@ impl<'a> FnLowerer<'a> {
             p => (p, None),
         };
         let Some(init) = &l.init else {
-            return Err(err(l, "variables must be initialised where they are declared: `let x = ...;`"));
+            return Err(err(
+                l,
+                "variables must be initialised where they are declared: `let x = ...;`",
+            ));
         };
         if init.diverge.is_some() {
             return Err(err(l, "`let ... else` is not supported"));
         }
         if let (syn::Pat::Tuple(pt), syn::Expr::Tuple(et)) = (pat, &*init.expr) {
             if declared.is_some() || pt.elems.len() != et.elems.len() {
-                return Err(err(l, "tuple `let` needs as many names as values: `let (a, b) = (x, y);`"));
+                return Err(err(
+                    l,
+                    "tuple `let` needs as many names as values: `let (a, b) = (x, y);`",
+                ));
             }
-            let vals = et.elems.iter().map(|e| self.lower_expr(e, None)).collect::<R<Vec<_>>>()?;
+            let vals = et
+                .elems
+                .iter()
+                .map(|e| self.lower_expr(e, None))
+                .collect::<R<Vec<_>>>()?;
             for (p, v) in pt.elems.iter().zip(vals) {
                 if v.ty == Type::Void {
                     return Err(err(p, "this value is empty"));
@@ -480,7 +607,10 @@ impl<'a> FnLowerer<'a> {
         }
         let v = self.lower_expr(&init.expr, declared)?;
         if v.ty == Type::Void {
-            return Err(err(&init.expr, format!("`{}` has no value to bind", self.text(&init.expr))));
+            return Err(err(
+                &init.expr,
+                format!("`{}` has no value to bind", self.text(&init.expr)),
+            ));
         }
         let v = match declared {
             Some(t) => self.coerce(v, t, &init.expr, &self.text(pat))?,
@@ -494,7 +624,16 @@ impl<'a> FnLowerer<'a> {
         if v.ty == want {
             return Ok(v);
         }
-        Err(err(node, format!("`{}` is {} but {} expects {}", self.text(node), v.ty, what, want)))
+        Err(err(
+            node,
+            format!(
+                "`{}` is {} but {} expects {}",
+                self.text(node),
+                v.ty,
+                what,
+                want
+            ),
+        ))
     }
 
     fn lower_expr(&mut self, e: &syn::Expr, want: Option<Type>) -> R<Val> {
@@ -627,7 +766,10 @@ impl<'a> FnLowerer<'a> {
 
     fn unit(&self) -> Val {
         // A void value never reaches an operand: every consumer checks for Void first.
-        Val { id: InstId::new(usize::MAX >> 40), ty: Type::Void }
+        Val {
+            id: InstId::new(usize::MAX >> 40),
+            ty: Type::Void,
+        }
     }
 
     fn nested(&mut self, f: impl FnOnce(&mut Self) -> R<()>) -> R<Block> {
@@ -642,9 +784,19 @@ impl<'a> FnLowerer<'a> {
             Type::Scalar(Scalar::Bool) => Ok(c),
             Type::Vector(Scalar::Bool, _) => Err(err(
                 node,
-                format!("`{}` compares vectors component-wise; wrap it in all(...) or any(...)", self.text(node)),
+                format!(
+                    "`{}` compares vectors component-wise; wrap it in all(...) or any(...)",
+                    self.text(node)
+                ),
             )),
-            t => Err(err(node, format!("`{}` is {} but a condition must be bool", self.text(node), t))),
+            t => Err(err(
+                node,
+                format!(
+                    "`{}` is {} but a condition must be bool",
+                    self.text(node),
+                    t
+                ),
+            )),
         }
     }
 
@@ -663,7 +815,9 @@ impl<'a> FnLowerer<'a> {
                     },
                     s => return Err(err(lit, format!("unsupported literal suffix `{}`", s))),
                 };
-                let v: u64 = i.base10_parse().map_err(|_| err(lit, "integer literal out of range"))?;
+                let v: u64 = i
+                    .base10_parse()
+                    .map_err(|_| err(lit, "integer literal out of range"))?;
                 let c = match scalar {
                     Scalar::I32 if v <= i32::MAX as u64 => Const::i32(v as i32),
                     Scalar::U32 if v <= u32::MAX as u64 => Const::u32(v as u32),
@@ -674,9 +828,17 @@ impl<'a> FnLowerer<'a> {
             }
             syn::Lit::Float(f) => {
                 if !matches!(f.suffix(), "" | "f32") {
-                    return Err(err(lit, format!("unsupported literal suffix `{}`; kernel floats are f32", f.suffix())));
+                    return Err(err(
+                        lit,
+                        format!(
+                            "unsupported literal suffix `{}`; kernel floats are f32",
+                            f.suffix()
+                        ),
+                    ));
                 }
-                let v: f32 = f.base10_parse().map_err(|_| err(lit, "bad float literal"))?;
+                let v: f32 = f
+                    .base10_parse()
+                    .map_err(|_| err(lit, "bad float literal"))?;
                 Ok(self.konst(Const::f32(v), sp))
             }
             syn::Lit::Bool(b) => Ok(self.konst(Const::bool(b.value), sp)),
@@ -706,7 +868,13 @@ impl<'a> FnLowerer<'a> {
             _ => {}
         }
         if self.env.fields.iter().any(|f| f.0 == name) {
-            return Err(err(p, format!("`{}` is a field; read one element with `{}[index]`", name, name)));
+            return Err(err(
+                p,
+                format!(
+                    "`{}` is a field; read one element with `{}[index]`",
+                    name, name
+                ),
+            ));
         }
         Err(err(p, format!("unknown name `{}`", name)))
     }
@@ -714,10 +882,24 @@ impl<'a> FnLowerer<'a> {
     fn lower_unary(&mut self, u: &syn::ExprUnary, want: Option<Type>) -> R<Val> {
         let sp = span_of(u);
         // `-2147483648` is a literal, not the negation of an out-of-range one.
-        if let (syn::UnOp::Neg(_), syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. })) = (&u.op, &*u.expr) {
-            let signed_ctx = matches!(i.suffix(), "i32") || (i.suffix().is_empty() && !matches!(want.and_then(|t| t.scalar()), Some(Scalar::F32 | Scalar::U32)));
+        if let (
+            syn::UnOp::Neg(_),
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(i),
+                ..
+            }),
+        ) = (&u.op, &*u.expr)
+        {
+            let signed_ctx = matches!(i.suffix(), "i32")
+                || (i.suffix().is_empty()
+                    && !matches!(
+                        want.and_then(|t| t.scalar()),
+                        Some(Scalar::F32 | Scalar::U32)
+                    ));
             if signed_ctx {
-                let v: u64 = i.base10_parse().map_err(|_| err(u, "integer literal out of range"))?;
+                let v: u64 = i
+                    .base10_parse()
+                    .map_err(|_| err(u, "integer literal out of range"))?;
                 if v > 1 << 31 {
                     return Err(err(u, format!("`-{}` does not fit in i32", v)));
                 }
@@ -728,13 +910,23 @@ impl<'a> FnLowerer<'a> {
         match u.op {
             syn::UnOp::Neg(_) => {
                 if v.ty.scalar().is_none_or(|s| !s.is_numeric()) {
-                    return Err(err(u, format!("cannot negate `{}` of type {}", self.text(&u.expr), v.ty)));
+                    return Err(err(
+                        u,
+                        format!("cannot negate `{}` of type {}", self.text(&u.expr), v.ty),
+                    ));
                 }
                 Ok(self.val(InstKind::Unary(UnaryOp::Neg, v.id), v.ty, sp))
             }
             syn::UnOp::Not(_) => {
                 if v.ty.scalar() == Some(Scalar::F32) || v.ty == Type::Void {
-                    return Err(err(u, format!("`!` needs bool or an integer, `{}` is {}", self.text(&u.expr), v.ty)));
+                    return Err(err(
+                        u,
+                        format!(
+                            "`!` needs bool or an integer, `{}` is {}",
+                            self.text(&u.expr),
+                            v.ty
+                        ),
+                    ));
                 }
                 Ok(self.val(InstKind::Unary(UnaryOp::Not, v.id), v.ty, sp))
             }
@@ -822,7 +1014,15 @@ impl<'a> FnLowerer<'a> {
     }
 
     /// Applies a binary operator with broadcasting and type checks.
-    fn binary(&mut self, op: BinaryOp, l: Val, r: Val, ln: &syn::Expr, rn: &syn::Expr, sp: Span) -> R<Val> {
+    fn binary(
+        &mut self,
+        op: BinaryOp,
+        l: Val,
+        r: Val,
+        ln: &syn::Expr,
+        rn: &syn::Expr,
+        sp: Span,
+    ) -> R<Val> {
         let mismatch = |s: &Self| {
             err(
                 ln,
@@ -842,8 +1042,15 @@ impl<'a> FnLowerer<'a> {
         // Linear algebra products.
         if op == BinaryOp::Mul {
             match (l.ty, r.ty) {
-                (Type::Matrix(n), Type::Vector(Scalar::F32, m)) | (Type::Vector(Scalar::F32, m), Type::Matrix(n)) if n == m => {
-                    return Ok(self.val(InstKind::Binary(BinaryOp::MatMul, l.id, r.id), Type::Vector(Scalar::F32, n), sp))
+                (Type::Matrix(n), Type::Vector(Scalar::F32, m))
+                | (Type::Vector(Scalar::F32, m), Type::Matrix(n))
+                    if n == m =>
+                {
+                    return Ok(self.val(
+                        InstKind::Binary(BinaryOp::MatMul, l.id, r.id),
+                        Type::Vector(Scalar::F32, n),
+                        sp,
+                    ))
                 }
                 (Type::Matrix(n), Type::Matrix(m)) if n == m => {
                     return Ok(self.val(InstKind::Binary(BinaryOp::MatMul, l.id, r.id), l.ty, sp))
@@ -852,8 +1059,14 @@ impl<'a> FnLowerer<'a> {
             }
         }
         if matches!(op, BinaryOp::Shl | BinaryOp::Shr) {
-            if !l.ty.is_int() || !r.ty.is_int() || (r.ty.components() != 1 && r.ty.components() != l.ty.components()) {
-                return Err(err(ln, format!("shifts need integers, got {} and {}", l.ty, r.ty)));
+            if !l.ty.is_int()
+                || !r.ty.is_int()
+                || (r.ty.components() != 1 && r.ty.components() != l.ty.components())
+            {
+                return Err(err(
+                    ln,
+                    format!("shifts need integers, got {} and {}", l.ty, r.ty),
+                ));
             }
             let mut rv = r;
             if rv.ty.scalar() != l.ty.scalar() {
@@ -880,15 +1093,24 @@ impl<'a> FnLowerer<'a> {
         let t = l.ty;
         let s = t.scalar().expect("non-void");
         let ok = match op {
-            BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Rem => s.is_numeric(),
+            BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Rem => {
+                s.is_numeric()
+            }
             BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor => s != Scalar::F32,
             BinaryOp::Eq | BinaryOp::Ne => !matches!(t, Type::Matrix(_)),
             _ => s.is_numeric() && !matches!(t, Type::Matrix(_)),
         };
         if !ok {
-            return Err(err(ln, format!("`{}` is not defined for {}", op.symbol(), t)));
+            return Err(err(
+                ln,
+                format!("`{}` is not defined for {}", op.symbol(), t),
+            ));
         }
-        let rt = if op.is_comparison() { vec_or_scalar(Scalar::Bool, t.components()) } else { t };
+        let rt = if op.is_comparison() {
+            vec_or_scalar(Scalar::Bool, t.components())
+        } else {
+            t
+        };
         Ok(self.val(InstKind::Binary(op, l.id, r.id), rt, sp))
     }
 
@@ -898,7 +1120,10 @@ impl<'a> FnLowerer<'a> {
         let is_and = matches!(b.op, syn::BinOp::And(_));
         let l = self.lower_expr(&b.left, Some(Type::BOOL))?;
         let l = self.cond(l, &b.left)?;
-        let tmp = self.func.locals.append(Local { name: "logic".into(), ty: Type::BOOL });
+        let tmp = self.func.locals.append(Local {
+            name: "logic".into(),
+            ty: Type::BOOL,
+        });
         self.emit(InstKind::LocalStore(tmp, l.id), Type::Void, sp);
         let rhs = self.nested(|s| {
             let r = s.lower_expr(&b.right, Some(Type::BOOL))?;
@@ -907,7 +1132,15 @@ impl<'a> FnLowerer<'a> {
             Ok(())
         })?;
         let (accept, reject) = if is_and { (rhs, vec![]) } else { (vec![], rhs) };
-        self.emit(InstKind::If { cond: l.id, accept, reject }, Type::Void, sp);
+        self.emit(
+            InstKind::If {
+                cond: l.id,
+                accept,
+                reject,
+            },
+            Type::Void,
+            sp,
+        );
         Ok(self.val(InstKind::LocalLoad(tmp), Type::BOOL, sp))
     }
 
@@ -916,9 +1149,22 @@ impl<'a> FnLowerer<'a> {
         let place = self.lower_place(&b.left)?;
         let pty = self.place_type(&place);
         let want = pty.scalar().map(Type::Scalar);
-        let rv = self.lower_expr(&b.right, if is_literal(&b.right) { want } else { Some(pty) })?;
+        let rv = self.lower_expr(
+            &b.right,
+            if is_literal(&b.right) {
+                want
+            } else {
+                Some(pty)
+            },
+        )?;
         // Parallel `+=` / `-=` on a whole field element are atomic, as in Taichi.
-        if let Place::Field { field, ty, index, path } = &place {
+        if let Place::Field {
+            field,
+            ty,
+            index,
+            path,
+        } = &place
+        {
             if path.is_empty() && matches!(op, BinaryOp::Add | BinaryOp::Sub) {
                 let mut v = rv;
                 if v.ty.is_scalar() && v.ty != *ty && v.ty.scalar() == ty.scalar() {
@@ -926,9 +1172,19 @@ impl<'a> FnLowerer<'a> {
                 }
                 let target = self.text(&b.left);
                 let v = self.coerce(v, *ty, &b.right, &format!("`{}`", target))?;
-                let aop = if op == BinaryOp::Add { AtomicOp::Add } else { AtomicOp::Sub };
+                let aop = if op == BinaryOp::Add {
+                    AtomicOp::Add
+                } else {
+                    AtomicOp::Sub
+                };
                 self.emit(
-                    InstKind::FieldAtomic { op: aop, field: *field, index: index.clone(), value: v.id, cmp: None },
+                    InstKind::FieldAtomic {
+                        op: aop,
+                        field: *field,
+                        index: index.clone(),
+                        value: v.id,
+                        cmp: None,
+                    },
                     *ty,
                     sp,
                 );
@@ -940,11 +1196,37 @@ impl<'a> FnLowerer<'a> {
                 if let (Type::Vector(s, n), [(Access::Const(c), _)]) = (*ty, path.as_slice()) {
                     let target = self.text(&b.left);
                     let v = self.coerce(rv, Type::Scalar(s), &b.right, &format!("`{}`", target))?;
-                    let zero = self.konst(Const { scalar: s, bits: if s == Scalar::F32 { 0.0f32.to_bits() } else { 0 } }, sp);
-                    let parts: Vec<InstId> = (0..n as u32).map(|k| if k == *c { v.id } else { zero.id }).collect();
+                    let zero = self.konst(
+                        Const {
+                            scalar: s,
+                            bits: if s == Scalar::F32 {
+                                0.0f32.to_bits()
+                            } else {
+                                0
+                            },
+                        },
+                        sp,
+                    );
+                    let parts: Vec<InstId> = (0..n as u32)
+                        .map(|k| if k == *c { v.id } else { zero.id })
+                        .collect();
                     let delta = self.val(InstKind::Construct(parts), *ty, sp);
-                    let aop = if op == BinaryOp::Add { AtomicOp::Add } else { AtomicOp::Sub };
-                    self.emit(InstKind::FieldAtomic { op: aop, field: *field, index: index.clone(), value: delta.id, cmp: None }, *ty, sp);
+                    let aop = if op == BinaryOp::Add {
+                        AtomicOp::Add
+                    } else {
+                        AtomicOp::Sub
+                    };
+                    self.emit(
+                        InstKind::FieldAtomic {
+                            op: aop,
+                            field: *field,
+                            index: index.clone(),
+                            value: delta.id,
+                            cmp: None,
+                        },
+                        *ty,
+                        sp,
+                    );
                     return Ok(self.unit());
                 }
                 return Err(err(
@@ -979,7 +1261,11 @@ impl<'a> FnLowerer<'a> {
         if self.lookup(&name).is_some() {
             return None;
         }
-        self.env.fields.iter().find(|f| f.0 == name).map(|f| (f.1, f.2, f.3))
+        self.env
+            .fields
+            .iter()
+            .find(|f| f.0 == name)
+            .map(|f| (f.1, f.2, f.3))
     }
 
     /// Lowers a field index expression: scalar, `(i, j)`, `[i, j]` or an ivecN.
@@ -995,20 +1281,40 @@ impl<'a> FnLowerer<'a> {
             let v = self.lower_expr(p, Some(Type::I32))?;
             match v.ty {
                 Type::Scalar(Scalar::I32) => out.push(v.id),
-                Type::Scalar(Scalar::U32) => out.push(self.emit(InstKind::Cast(v.id), Type::I32, sp)),
+                Type::Scalar(Scalar::U32) => {
+                    out.push(self.emit(InstKind::Cast(v.id), Type::I32, sp))
+                }
                 Type::Vector(s, n) if s.is_integer() => {
                     for c in 0..n {
                         let x = self.emit(InstKind::Extract(v.id, c as u32), Type::Scalar(s), sp);
-                        out.push(if s == Scalar::U32 { self.emit(InstKind::Cast(x), Type::I32, sp) } else { x });
+                        out.push(if s == Scalar::U32 {
+                            self.emit(InstKind::Cast(x), Type::I32, sp)
+                        } else {
+                            x
+                        });
                     }
                 }
-                t => return Err(err(p, format!("field index `{}` is {} but indices must be integers", self.text(p), t))),
+                t => {
+                    return Err(err(
+                        p,
+                        format!(
+                            "field index `{}` is {} but indices must be integers",
+                            self.text(p),
+                            t
+                        ),
+                    ))
+                }
             }
         }
         if out.len() != ndim {
             return Err(err(
                 idx,
-                format!("`{}` has {} axes but is indexed with {} index(es)", fname, ndim, out.len()),
+                format!(
+                    "`{}` has {} axes but is indexed with {} index(es)",
+                    fname,
+                    ndim,
+                    out.len()
+                ),
             ));
         }
         Ok(out)
@@ -1018,8 +1324,16 @@ impl<'a> FnLowerer<'a> {
     fn check_unwired(&self, base: &syn::Expr) -> R<()> {
         if let syn::Expr::Path(p) = base {
             if let Some(id) = p.path.get_ident() {
-                if self.lookup(&id.to_string()).is_none() && !self.env.params.iter().any(|(n, _)| id == n) {
-                    return Err(err(base, format!("`{}` is not a field wired to this kernel (no wire reaches port `{}`)", id, id)));
+                if self.lookup(&id.to_string()).is_none()
+                    && !self.env.params.iter().any(|(n, _)| id == n)
+                {
+                    return Err(err(
+                        base,
+                        format!(
+                            "`{}` is not a field wired to this kernel (no wire reaches port `{}`)",
+                            id, id
+                        ),
+                    ));
                 }
             }
         }
@@ -1036,18 +1350,35 @@ impl<'a> FnLowerer<'a> {
         self.check_unwired(&ix.expr)?;
         let base = self.lower_expr(&ix.expr, None)?;
         let Some(len) = composite_len(base.ty) else {
-            return Err(err(&ix.expr, format!("`{}` is {} and cannot be indexed", self.text(&ix.expr), base.ty)));
+            return Err(err(
+                &ix.expr,
+                format!(
+                    "`{}` is {} and cannot be indexed",
+                    self.text(&ix.expr),
+                    base.ty
+                ),
+            ));
         };
         let et = element_type(base.ty);
         let i = self.lower_expr(&ix.index, Some(Type::I32))?;
         if let Some(c) = self.const_int(i.id) {
             if c < 0 || c as u32 >= len {
-                return Err(err(&ix.index, format!("index {} is out of range for {}", c, base.ty)));
+                return Err(err(
+                    &ix.index,
+                    format!("index {} is out of range for {}", c, base.ty),
+                ));
             }
             return Ok(self.val(InstKind::Extract(base.id, c as u32), et, sp));
         }
         if !i.ty.is_int() || !i.ty.is_scalar() {
-            return Err(err(&ix.index, format!("index `{}` is {} but must be an integer", self.text(&ix.index), i.ty)));
+            return Err(err(
+                &ix.index,
+                format!(
+                    "index `{}` is {} but must be an integer",
+                    self.text(&ix.index),
+                    i.ty
+                ),
+            ));
         }
         Ok(self.val(InstKind::ExtractDyn(base.id, i.id), et, sp))
     }
@@ -1067,24 +1398,37 @@ impl<'a> FnLowerer<'a> {
                 let comps = self.swizzle(base.ty, &id.to_string(), node)?;
                 let s = base.ty.scalar().expect("vector");
                 if comps.len() == 1 {
-                    Ok(self.val(InstKind::Extract(base.id, comps[0] as u32), Type::Scalar(s), sp))
+                    Ok(self.val(
+                        InstKind::Extract(base.id, comps[0] as u32),
+                        Type::Scalar(s),
+                        sp,
+                    ))
                 } else {
                     let t = Type::Vector(s, comps.len() as u8);
                     Ok(self.val(InstKind::Swizzle(base.id, comps), t, sp))
                 }
             }
-            syn::Member::Unnamed(i) => Err(err(node, format!("`.{}` is not supported; use `[{}]`", i.index, i.index))),
+            syn::Member::Unnamed(i) => Err(err(
+                node,
+                format!("`.{}` is not supported; use `[{}]`", i.index, i.index),
+            )),
         }
     }
 
     fn swizzle(&self, ty: Type, s: &str, node: &syn::Expr) -> R<Vec<u8>> {
         let Type::Vector(_, n) = ty else {
-            return Err(err(node, format!("`.{}` needs a vector, but this is {}", s, ty)));
+            return Err(err(
+                node,
+                format!("`.{}` needs a vector, but this is {}", s, ty),
+            ));
         };
         let comps: Option<Vec<u8>> = s.chars().map(swizzle_index).collect();
         match comps {
             Some(c) if !c.is_empty() && c.len() <= 4 && c.iter().all(|&i| i < n) => Ok(c),
-            _ => Err(err(node, format!("`.{}` is not a valid swizzle of {}", s, ty))),
+            _ => Err(err(
+                node,
+                format!("`.{}` is not a valid swizzle of {}", s, ty),
+            )),
         }
     }
 
@@ -1094,19 +1438,35 @@ impl<'a> FnLowerer<'a> {
         match e {
             syn::Expr::Paren(p) => self.lower_place(&p.expr),
             syn::Expr::Path(p) => {
-                let name = p.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
+                let name = p
+                    .path
+                    .get_ident()
+                    .map(|i| i.to_string())
+                    .unwrap_or_default();
                 match self.lookup(&name) {
-                    Some(Binding::Local(local, ty)) => Ok(Place::Local { local, ty, path: vec![] }),
+                    Some(Binding::Local(local, ty)) => Ok(Place::Local {
+                        local,
+                        ty,
+                        path: vec![],
+                    }),
                     Some(Binding::Value(_)) => Err(err(
                         e,
-                        format!("`{}` is not mutable; declare it with `let mut {}`", name, name),
+                        format!(
+                            "`{}` is not mutable; declare it with `let mut {}`",
+                            name, name
+                        ),
                     )),
-                    None if self.env.fields.iter().any(|f| f.0 == name) => {
-                        Err(err(e, format!("`{}` is a field; assign one element with `{}[index] = ...`", name, name)))
-                    }
-                    None if self.env.params.iter().any(|p| p.0 == name) => {
-                        Err(err(e, format!("`{}` is a kernel parameter and cannot be assigned", name)))
-                    }
+                    None if self.env.fields.iter().any(|f| f.0 == name) => Err(err(
+                        e,
+                        format!(
+                            "`{}` is a field; assign one element with `{}[index] = ...`",
+                            name, name
+                        ),
+                    )),
+                    None if self.env.params.iter().any(|p| p.0 == name) => Err(err(
+                        e,
+                        format!("`{}` is a kernel parameter and cannot be assigned", name),
+                    )),
                     None => Err(err(e, format!("unknown name `{}`", name))),
                 }
             }
@@ -1114,22 +1474,38 @@ impl<'a> FnLowerer<'a> {
                 if let Some((field, ty, ndim)) = self.field_port(&ix.expr) {
                     let name = self.text(&ix.expr);
                     let index = self.lower_field_index(&ix.index, ndim, &name)?;
-                    return Ok(Place::Field { field, ty, index, path: vec![] });
+                    return Ok(Place::Field {
+                        field,
+                        ty,
+                        index,
+                        path: vec![],
+                    });
                 }
                 self.check_unwired(&ix.expr)?;
                 let mut place = self.lower_place(&ix.expr)?;
                 let cur = self.place_type(&place);
                 let Some(len) = composite_len(cur) else {
-                    return Err(err(&ix.expr, format!("`{}` is {} and cannot be indexed", self.text(&ix.expr), cur)));
+                    return Err(err(
+                        &ix.expr,
+                        format!("`{}` is {} and cannot be indexed", self.text(&ix.expr), cur),
+                    ));
                 };
                 let i = self.lower_expr(&ix.index, Some(Type::I32))?;
                 let acc = match self.const_int(i.id) {
                     Some(c) if c < 0 || c as u32 >= len => {
-                        return Err(err(&ix.index, format!("index {} is out of range for {}", c, cur)))
+                        return Err(err(
+                            &ix.index,
+                            format!("index {} is out of range for {}", c, cur),
+                        ))
                     }
                     Some(c) => Access::Const(c as u32),
                     None if i.ty.is_int() && i.ty.is_scalar() => Access::Dyn(i.id),
-                    None => return Err(err(&ix.index, format!("index is {} but must be an integer", i.ty))),
+                    None => {
+                        return Err(err(
+                            &ix.index,
+                            format!("index is {} but must be an integer", i.ty),
+                        ))
+                    }
                 };
                 self.place_path(&mut place).push((acc, element_type(cur)));
                 Ok(place)
@@ -1149,7 +1525,11 @@ impl<'a> FnLowerer<'a> {
                 }
                 let s = cur.scalar().expect("vector");
                 let t = vec_or_scalar(s, comps.len());
-                let acc = if comps.len() == 1 { Access::Const(comps[0] as u32) } else { Access::Swizzle(comps) };
+                let acc = if comps.len() == 1 {
+                    Access::Const(comps[0] as u32)
+                } else {
+                    Access::Swizzle(comps)
+                };
                 self.place_path(&mut place).push((acc, t));
                 Ok(place)
             }
@@ -1165,16 +1545,25 @@ impl<'a> FnLowerer<'a> {
 
     fn place_type(&self, p: &Place) -> Type {
         match p {
-            Place::Local { ty, path, .. } | Place::Field { ty, path, .. } => path.last().map(|x| x.1).unwrap_or(*ty),
+            Place::Local { ty, path, .. } | Place::Field { ty, path, .. } => {
+                path.last().map(|x| x.1).unwrap_or(*ty)
+            }
         }
     }
 
     fn load_root(&mut self, p: &Place, sp: Span) -> Val {
         match p {
             Place::Local { local, ty, .. } => self.val(InstKind::LocalLoad(*local), *ty, sp),
-            Place::Field { field, ty, index, .. } => {
-                self.val(InstKind::FieldLoad { field: *field, index: index.clone() }, *ty, sp)
-            }
+            Place::Field {
+                field, ty, index, ..
+            } => self.val(
+                InstKind::FieldLoad {
+                    field: *field,
+                    index: index.clone(),
+                },
+                *ty,
+                sp,
+            ),
         }
     }
 
@@ -1215,16 +1604,39 @@ impl<'a> FnLowerer<'a> {
             for (n, (acc, _)) in path.iter().enumerate().rev() {
                 let base = chain[n];
                 cur = match acc {
-                    Access::Const(i) => self.val(InstKind::Insert { base: base.id, index: *i, value: cur.id }, base.ty, sp),
-                    Access::Dyn(i) => {
-                        self.val(InstKind::InsertDyn { base: base.id, index: *i, value: cur.id }, base.ty, sp)
-                    }
+                    Access::Const(i) => self.val(
+                        InstKind::Insert {
+                            base: base.id,
+                            index: *i,
+                            value: cur.id,
+                        },
+                        base.ty,
+                        sp,
+                    ),
+                    Access::Dyn(i) => self.val(
+                        InstKind::InsertDyn {
+                            base: base.id,
+                            index: *i,
+                            value: cur.id,
+                        },
+                        base.ty,
+                        sp,
+                    ),
                     Access::Swizzle(comps) => {
                         let s = base.ty.scalar().expect("vector");
                         let mut b = base;
                         for (k, &c) in comps.iter().enumerate() {
-                            let x = self.val(InstKind::Extract(cur.id, k as u32), Type::Scalar(s), sp);
-                            b = self.val(InstKind::Insert { base: b.id, index: c as u32, value: x.id }, base.ty, sp);
+                            let x =
+                                self.val(InstKind::Extract(cur.id, k as u32), Type::Scalar(s), sp);
+                            b = self.val(
+                                InstKind::Insert {
+                                    base: b.id,
+                                    index: c as u32,
+                                    value: x.id,
+                                },
+                                base.ty,
+                                sp,
+                            );
                         }
                         b
                     }
@@ -1237,7 +1649,15 @@ impl<'a> FnLowerer<'a> {
                 self.emit(InstKind::LocalStore(local, new_root.id), Type::Void, sp);
             }
             Place::Field { field, index, .. } => {
-                self.emit(InstKind::FieldStore { field, index, value: new_root.id }, Type::Void, sp);
+                self.emit(
+                    InstKind::FieldStore {
+                        field,
+                        index,
+                        value: new_root.id,
+                    },
+                    Type::Void,
+                    sp,
+                );
             }
         }
     }
@@ -1267,11 +1687,17 @@ impl<'a> FnLowerer<'a> {
             }
         }
         if fp.path.segments.len() != 1 {
-            return Err(err(&c.func, format!("unknown function `{}`", self.text(&c.func))));
+            return Err(err(
+                &c.func,
+                format!("unknown function `{}`", self.text(&c.func)),
+            ));
         }
         let argc = |n: usize| -> R<()> {
             if args.len() != n {
-                return Err(err(c, format!("`{}` takes {} argument(s), got {}", name, n, args.len())));
+                return Err(err(
+                    c,
+                    format!("`{}` takes {} argument(s), got {}", name, n, args.len()),
+                ));
             }
             Ok(())
         };
@@ -1289,14 +1715,27 @@ impl<'a> FnLowerer<'a> {
                 let cnd = self.lower_expr(args[0], Some(Type::BOOL))?;
                 let (a, b) = self.lower_pair(args[1], args[2], want)?;
                 if a.ty != b.ty {
-                    return Err(err(c, format!("`select` arms differ: {} and {}", a.ty, b.ty)));
+                    return Err(err(
+                        c,
+                        format!("`select` arms differ: {} and {}", a.ty, b.ty),
+                    ));
                 }
                 let ok = cnd.ty == Type::BOOL
-                    || (cnd.ty.scalar() == Some(Scalar::Bool) && cnd.ty.components() == a.ty.components() && a.ty.is_vector());
+                    || (cnd.ty.scalar() == Some(Scalar::Bool)
+                        && cnd.ty.components() == a.ty.components()
+                        && a.ty.is_vector());
                 if !ok {
                     return Err(err(args[0], format!("`select` condition is {} but must be bool (or a bool vector of the arms' width)", cnd.ty)));
                 }
-                return Ok(self.val(InstKind::Select { cond: cnd.id, accept: a.id, reject: b.id }, a.ty, sp));
+                return Ok(self.val(
+                    InstKind::Select {
+                        cond: cnd.id,
+                        accept: a.id,
+                        reject: b.id,
+                    },
+                    a.ty,
+                    sp,
+                ));
             }
             "bitcast" => {
                 argc(1)?;
@@ -1308,7 +1747,11 @@ impl<'a> FnLowerer<'a> {
                     _ => return Err(err(c, "write `bitcast::<T>(x)` with the target type")),
                 };
                 let v = self.lower_expr(args[0], None)?;
-                if v.ty.components() != to.components() || to.scalar() == Some(Scalar::Bool) || v.ty.scalar() == Some(Scalar::Bool) || matches!(to, Type::Matrix(_)) {
+                if v.ty.components() != to.components()
+                    || to.scalar() == Some(Scalar::Bool)
+                    || v.ty.scalar() == Some(Scalar::Bool)
+                    || matches!(to, Type::Matrix(_))
+                {
                     return Err(err(c, format!("cannot reinterpret {} as {}", v.ty, to)));
                 }
                 return Ok(self.val(InstKind::Bitcast(v.id), to, sp));
@@ -1324,12 +1767,25 @@ impl<'a> FnLowerer<'a> {
         }
         if let Some(sig) = self.sigs.get(&name) {
             if args.len() != sig.args.len() {
-                return Err(err(c, format!("`{}` takes {} argument(s), got {}", name, sig.args.len(), args.len())));
+                return Err(err(
+                    c,
+                    format!(
+                        "`{}` takes {} argument(s), got {}",
+                        name,
+                        sig.args.len(),
+                        args.len()
+                    ),
+                ));
             }
             let mut ids = Vec::new();
             for (k, a) in args.iter().enumerate() {
                 let v = self.lower_expr(a, Some(sig.args[k]))?;
-                let v = self.coerce(v, sig.args[k], *a, &format!("argument {} of `{}`", k + 1, name))?;
+                let v = self.coerce(
+                    v,
+                    sig.args[k],
+                    *a,
+                    &format!("argument {} of `{}`", k + 1, name),
+                )?;
                 ids.push(v.id);
             }
             let (id, ret) = (sig.id, sig.ret);
@@ -1342,7 +1798,13 @@ impl<'a> FnLowerer<'a> {
     fn lower_method(&mut self, m: &syn::ExprMethodCall, want: Option<Type>) -> R<Val> {
         let name = m.method.to_string();
         let Some(b) = Builtin::from_name(&name) else {
-            return Err(err(&m.method, format!("unknown method `{}`; methods are the math built-ins, e.g. `x.sqrt()`", name)));
+            return Err(err(
+                &m.method,
+                format!(
+                    "unknown method `{}`; methods are the math built-ins, e.g. `x.sqrt()`",
+                    name
+                ),
+            ));
         };
         let mut args: Vec<&syn::Expr> = vec![&m.receiver];
         args.extend(m.args.iter());
@@ -1350,9 +1812,23 @@ impl<'a> FnLowerer<'a> {
         self.builtin(b, vals, m)
     }
 
-    fn lower_builtin_args<T: Spanned>(&mut self, b: Builtin, args: &[&syn::Expr], want: Option<Type>, node: &T) -> R<Vec<Val>> {
+    fn lower_builtin_args<T: Spanned>(
+        &mut self,
+        b: Builtin,
+        args: &[&syn::Expr],
+        want: Option<Type>,
+        node: &T,
+    ) -> R<Vec<Val>> {
         if args.len() != b.arity() {
-            return Err(err(node, format!("`{}` takes {} argument(s), got {}", b.name(), b.arity(), args.len())));
+            return Err(err(
+                node,
+                format!(
+                    "`{}` takes {} argument(s), got {}",
+                    b.name(),
+                    b.arity(),
+                    args.len()
+                ),
+            ));
         }
         let sp = span_of(node);
         let mut vals: Vec<Option<Val>> = vec![None; args.len()];
@@ -1361,7 +1837,13 @@ impl<'a> FnLowerer<'a> {
                 vals[k] = Some(self.lower_expr(a, None)?);
             }
         }
-        let anchor = vals.iter().flatten().map(|v| v.ty).find(|t| t.is_vector()).or_else(|| vals.iter().flatten().map(|v| v.ty).next()).or(want);
+        let anchor = vals
+            .iter()
+            .flatten()
+            .map(|v| v.ty)
+            .find(|t| t.is_vector())
+            .or_else(|| vals.iter().flatten().map(|v| v.ty).next())
+            .or(want);
         let lit_ty = match (b.shape(), anchor) {
             (crate::ir::builtins::Shape::FloatWise(_), _) => Some(Type::F32),
             (_, Some(t)) => t.scalar().map(Type::Scalar),
@@ -1373,7 +1855,10 @@ impl<'a> FnLowerer<'a> {
             }
         }
         let mut out: Vec<Val> = vals.into_iter().map(|v| v.expect("lowered")).collect();
-        if matches!(b.shape(), crate::ir::builtins::Shape::FloatWise(_) | crate::ir::builtins::Shape::NumericWise(_)) {
+        if matches!(
+            b.shape(),
+            crate::ir::builtins::Shape::FloatWise(_) | crate::ir::builtins::Shape::NumericWise(_)
+        ) {
             if let Some(vt) = out.iter().map(|v| v.ty).find(|t| t.is_vector()) {
                 for v in out.iter_mut() {
                     if v.ty.is_scalar() && v.ty.scalar() == vt.scalar() {
@@ -1388,14 +1873,20 @@ impl<'a> FnLowerer<'a> {
     fn builtin<T: Spanned>(&mut self, b: Builtin, vals: Vec<Val>, node: &T) -> R<Val> {
         let tys: Vec<Type> = vals.iter().map(|v| v.ty).collect();
         let rt = b.result_type(&tys).map_err(|m| {
-            let hint = if tys.iter().any(|t| t.is_int()) && matches!(b.shape(), crate::ir::builtins::Shape::FloatWise(_)) {
+            let hint = if tys.iter().any(|t| t.is_int())
+                && matches!(b.shape(), crate::ir::builtins::Shape::FloatWise(_))
+            {
                 " (convert integers with `as f32`)"
             } else {
                 ""
             };
             err(node, format!("{}{}", m, hint))
         })?;
-        Ok(self.val(InstKind::Builtin(b, vals.iter().map(|v| v.id).collect()), rt, span_of(node)))
+        Ok(self.val(
+            InstKind::Builtin(b, vals.iter().map(|v| v.id).collect()),
+            rt,
+            span_of(node),
+        ))
     }
 
     fn lower_constructor(&mut self, t: Type, args: &[&syn::Expr], node: &syn::ExprCall) -> R<Val> {
@@ -1412,7 +1903,9 @@ impl<'a> FnLowerer<'a> {
                 let zero = self.konst(Const::f32(0.0), sp);
                 let cols: Vec<InstId> = (0..n)
                     .map(|c| {
-                        let comps: Vec<InstId> = (0..n).map(|r| if r == c { vals[0].id } else { zero.id }).collect();
+                        let comps: Vec<InstId> = (0..n)
+                            .map(|r| if r == c { vals[0].id } else { zero.id })
+                            .collect();
                         self.emit(InstKind::Construct(comps), Type::Vector(Scalar::F32, n), sp)
                     })
                     .collect();
@@ -1420,16 +1913,34 @@ impl<'a> FnLowerer<'a> {
             }
             let col_t = Type::Vector(Scalar::F32, n);
             if vals.len() == n as usize && vals.iter().all(|v| v.ty == col_t) {
-                return Ok(self.val(InstKind::Construct(vals.iter().map(|v| v.id).collect()), t, sp));
+                return Ok(self.val(
+                    InstKind::Construct(vals.iter().map(|v| v.id).collect()),
+                    t,
+                    sp,
+                ));
             }
             if vals.len() == (n * n) as usize && vals.iter().all(|v| v.ty == Type::F32) {
                 let cols: Vec<InstId> = vals
                     .chunks(n as usize)
-                    .map(|c| self.emit(InstKind::Construct(c.iter().map(|v| v.id).collect()), col_t, sp))
+                    .map(|c| {
+                        self.emit(
+                            InstKind::Construct(c.iter().map(|v| v.id).collect()),
+                            col_t,
+                            sp,
+                        )
+                    })
                     .collect();
                 return Ok(self.val(InstKind::Construct(cols), t, sp));
             }
-            return Err(err(node, format!("{} takes one f32 (diagonal), {} column vectors or {} f32s", t, n, n * n)));
+            return Err(err(
+                node,
+                format!(
+                    "{} takes one f32 (diagonal), {} column vectors or {} f32s",
+                    t,
+                    n,
+                    n * n
+                ),
+            ));
         }
         if vals.len() == 1 && vals[0].ty == Type::Scalar(s) {
             return Ok(self.splat(vals[0], t, sp));
@@ -1437,14 +1948,30 @@ impl<'a> FnLowerer<'a> {
         let mut total = 0;
         for (k, v) in vals.iter().enumerate() {
             if v.ty.scalar() != Some(s) || matches!(v.ty, Type::Matrix(_)) {
-                return Err(err(args[k], format!("`{}` is {} but {} is built from {} values", self.text(args[k]), v.ty, t, s.name())));
+                return Err(err(
+                    args[k],
+                    format!(
+                        "`{}` is {} but {} is built from {} values",
+                        self.text(args[k]),
+                        v.ty,
+                        t,
+                        s.name()
+                    ),
+                ));
             }
             total += v.ty.components();
         }
         if total != t.components() {
-            return Err(err(node, format!("{} needs {} components, got {}", t, t.components(), total)));
+            return Err(err(
+                node,
+                format!("{} needs {} components, got {}", t, t.components(), total),
+            ));
         }
-        Ok(self.val(InstKind::Construct(vals.iter().map(|v| v.id).collect()), t, sp))
+        Ok(self.val(
+            InstKind::Construct(vals.iter().map(|v| v.id).collect()),
+            t,
+            sp,
+        ))
     }
 
     fn lower_atomic(&mut self, opname: &str, args: &[&syn::Expr], c: &syn::ExprCall) -> R<Val> {
@@ -1461,16 +1988,40 @@ impl<'a> FnLowerer<'a> {
             "compare_exchange" => AtomicOp::CompareExchange,
             _ => return Err(err(&c.func, format!("unknown atomic `atomic_{}`", opname))),
         };
-        let n = if op == AtomicOp::CompareExchange { 3 } else { 2 };
+        let n = if op == AtomicOp::CompareExchange {
+            3
+        } else {
+            2
+        };
         if args.len() != n {
-            return Err(err(c, format!("`atomic_{}` takes {} arguments, got {}", opname, n, args.len())));
+            return Err(err(
+                c,
+                format!(
+                    "`atomic_{}` takes {} arguments, got {}",
+                    opname,
+                    n,
+                    args.len()
+                ),
+            ));
         }
         let place = self.lower_place(args[0])?;
-        let Place::Field { field, ty, index, path } = place else {
-            return Err(err(args[0], "the first argument of an atomic must be a field element, e.g. `x[i]`"));
+        let Place::Field {
+            field,
+            ty,
+            index,
+            path,
+        } = place
+        else {
+            return Err(err(
+                args[0],
+                "the first argument of an atomic must be a field element, e.g. `x[i]`",
+            ));
         };
         if !path.is_empty() {
-            return Err(err(args[0], "atomics work on whole field elements, not on components"));
+            return Err(err(
+                args[0],
+                "atomics work on whole field elements, not on components",
+            ));
         }
         let scalar = ty.scalar().expect("field type");
         let allowed = match op {
@@ -1479,17 +2030,43 @@ impl<'a> FnLowerer<'a> {
             AtomicOp::Exchange | AtomicOp::CompareExchange => ty.is_scalar(),
         };
         if !allowed {
-            return Err(err(c, format!("`atomic_{}` is not available for {} fields", opname, ty)));
+            return Err(err(
+                c,
+                format!("`atomic_{}` is not available for {} fields", opname, ty),
+            ));
         }
         let mut vals = Vec::new();
         for a in &args[1..] {
             let v = self.lower_expr(a, Some(ty))?;
-            let v = if v.ty.is_scalar() && !ty.is_scalar() && v.ty.scalar() == Some(scalar) { self.splat(v, ty, sp) } else { v };
-            let v = self.coerce(v, ty, *a, &format!("`atomic_{}` on `{}`", opname, self.text(args[0])))?;
+            let v = if v.ty.is_scalar() && !ty.is_scalar() && v.ty.scalar() == Some(scalar) {
+                self.splat(v, ty, sp)
+            } else {
+                v
+            };
+            let v = self.coerce(
+                v,
+                ty,
+                *a,
+                &format!("`atomic_{}` on `{}`", opname, self.text(args[0])),
+            )?;
             vals.push(v.id);
         }
-        let (value, cmp) = if op == AtomicOp::CompareExchange { (vals[1], Some(vals[0])) } else { (vals[0], None) };
-        Ok(self.val(InstKind::FieldAtomic { op, field, index, value, cmp }, ty, sp))
+        let (value, cmp) = if op == AtomicOp::CompareExchange {
+            (vals[1], Some(vals[0]))
+        } else {
+            (vals[0], None)
+        };
+        Ok(self.val(
+            InstKind::FieldAtomic {
+                op,
+                field,
+                index,
+                value,
+                cmp,
+            },
+            ty,
+            sp,
+        ))
     }
 
     // ---- control flow ----
@@ -1499,12 +2076,19 @@ impl<'a> FnLowerer<'a> {
         let c = self.lower_expr(&i.cond, Some(Type::BOOL))?;
         let c = self.cond(c, &i.cond)?;
         let mut result: Option<(LocalId, Type)> = None;
-        let needs_value = i.else_branch.is_some() && i.then_branch.stmts.last().is_some_and(|s| matches!(s, syn::Stmt::Expr(_, None)));
+        let needs_value = i.else_branch.is_some()
+            && i.then_branch
+                .stmts
+                .last()
+                .is_some_and(|s| matches!(s, syn::Stmt::Expr(_, None)));
         let accept = self.nested(|s| {
             let v = s.lower_block_stmts(&i.then_branch.stmts, want)?;
             if let (true, Some(v)) = (needs_value, v) {
                 if v.ty != Type::Void {
-                    let l = s.func.locals.append(Local { name: "if_value".into(), ty: v.ty });
+                    let l = s.func.locals.append(Local {
+                        name: "if_value".into(),
+                        ty: v.ty,
+                    });
                     s.emit(InstKind::LocalStore(l, v.id), Type::Void, sp);
                     result = Some((l, v.ty));
                 }
@@ -1525,15 +2109,31 @@ impl<'a> FnLowerer<'a> {
                             s.emit(InstKind::LocalStore(l, v.id), Type::Void, sp);
                         }
                         Some(v) => {
-                            return Err(err(&**e, format!("`if` branches differ: {} and {}", ty, v.ty)));
+                            return Err(err(
+                                &**e,
+                                format!("`if` branches differ: {} and {}", ty, v.ty),
+                            ));
                         }
-                        None => return Err(err(&**e, format!("the `else` branch must end in a {} value", ty))),
+                        None => {
+                            return Err(err(
+                                &**e,
+                                format!("the `else` branch must end in a {} value", ty),
+                            ))
+                        }
                     }
                 }
                 Ok(())
             })?,
         };
-        self.emit(InstKind::If { cond: c.id, accept, reject }, Type::Void, sp);
+        self.emit(
+            InstKind::If {
+                cond: c.id,
+                accept,
+                reject,
+            },
+            Type::Void,
+            sp,
+        );
         Ok(match result {
             Some((l, ty)) => self.val(InstKind::LocalLoad(l), ty, sp),
             None => self.unit(),
@@ -1547,34 +2147,61 @@ impl<'a> FnLowerer<'a> {
         }
         // Accept `a..b`, `a..=b`, `(a..b).step_by(s)`.
         let (range, step) = match &*f.expr {
-            syn::Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => (strip_paren(&m.receiver), Some(&m.args[0])),
+            syn::Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => {
+                (strip_paren(&m.receiver), Some(&m.args[0]))
+            }
             other => (strip_paren(other), None),
         };
         let syn::Expr::Range(r) = range else {
-            return Err(err(&f.expr, "`for` loops run over ranges: `for i in a..b` or `for i in (a..b).step_by(s)`"));
+            return Err(err(
+                &f.expr,
+                "`for` loops run over ranges: `for i in a..b` or `for i in (a..b).step_by(s)`",
+            ));
         };
         let (Some(start), Some(end)) = (&r.start, &r.end) else {
             return Err(err(r, "`for` ranges need both ends: `a..b`"));
         };
         let (b, e) = self.lower_pair(start, end, Some(Type::I32))?;
         if b.ty != e.ty || !b.ty.is_int() || !b.ty.is_scalar() {
-            return Err(err(r, format!("range ends must be integers of one type, got {} and {}", b.ty, e.ty)));
+            return Err(err(
+                r,
+                format!(
+                    "range ends must be integers of one type, got {} and {}",
+                    b.ty, e.ty
+                ),
+            ));
         }
         let inclusive = matches!(r.limits, syn::RangeLimits::Closed(_));
         let st = match step {
             Some(s) => {
                 let v = self.lower_expr(s, Some(b.ty))?;
                 if v.ty != b.ty {
-                    return Err(err(s, format!("the step is {} but the range is {}", v.ty, b.ty)));
+                    return Err(err(
+                        s,
+                        format!("the step is {} but the range is {}", v.ty, b.ty),
+                    ));
                 }
-                if self.const_int(v.id).is_some_and(|c| c <= 0 || (b.ty == Type::I32 && c >= 1 << 31)) {
+                if self
+                    .const_int(v.id)
+                    .is_some_and(|c| c <= 0 || (b.ty == Type::I32 && c >= 1 << 31))
+                {
                     return Err(err(s, "`step_by` needs a positive step"));
                 }
                 v
             }
-            None => self.konst(Const { scalar: b.ty.scalar().expect("int"), bits: 1 }, sp),
+            None => self.konst(
+                Const {
+                    scalar: b.ty.scalar().expect("int"),
+                    bits: 1,
+                },
+                sp,
+            ),
         };
-        let for_id = self.func.insts.append(Inst { kind: InstKind::Break, ty: Type::Void, span: sp });
+        let for_id = self.func.insts.append(Inst {
+            kind: InstKind::Break,
+            ty: Type::Void,
+            span: sp,
+        });
         let body = self.nested(|s| {
             s.scopes.push(HashMap::new());
             let counter = s.val(InstKind::LoopCounter(for_id), b.ty, span_of(&f.pat));
@@ -1585,7 +2212,13 @@ impl<'a> FnLowerer<'a> {
             s.scopes.pop();
             r.map(|_| ())
         })?;
-        self.func.insts[for_id].kind = InstKind::RangeFor { begin: b.id, end: e.id, step: st.id, inclusive, body };
+        self.func.insts[for_id].kind = InstKind::RangeFor {
+            begin: b.id,
+            end: e.id,
+            step: st.id,
+            inclusive,
+            body,
+        };
         self.blocks.last_mut().expect("open block").push(for_id);
         Ok(())
     }

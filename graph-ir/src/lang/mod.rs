@@ -31,7 +31,11 @@ pub(crate) fn parse(code: &str) -> Result<syn::File, CodeError> {
     check_nesting(code)?;
     syn::parse_file(code).map_err(|e| {
         let start = e.span().start();
-        CodeError { line: start.line as u32, col: start.column as u32 + 1, message: format!("syntax error: {}", e) }
+        CodeError {
+            line: start.line as u32,
+            col: start.column as u32 + 1,
+            message: format!("syntax error: {}", e),
+        }
     })
 }
 
@@ -45,13 +49,21 @@ pub const MAX_CHAIN: usize = 512;
 /// code would overflow the stack (an abort) instead of giving an error. This
 /// lexical pre-check bounds the depth any of them can reach.
 fn check_nesting(code: &str) -> Result<(), CodeError> {
-    const KEYWORDS: &[&str] = &["as", "else", "if", "return", "break", "match", "while", "loop", "for", "let"];
+    const KEYWORDS: &[&str] = &[
+        "as", "else", "if", "return", "break", "match", "while", "loop", "for", "let",
+    ];
     let mut levels: Vec<usize> = Vec::new();
     let mut chain = 0usize;
     let mut pending_reset = false;
     let chars: Vec<char> = code.chars().collect();
     let (mut i, mut line, mut col) = (0usize, 1u32, 1u32);
-    let too_deep = |line, col, message: &str| Err(CodeError { line, col, message: message.into() });
+    let too_deep = |line, col, message: &str| {
+        Err(CodeError {
+            line,
+            col,
+            message: message.into(),
+        })
+    };
     while i < chars.len() {
         let (c, next) = (chars[i], chars.get(i + 1).copied());
         let (at_line, at_col) = (line, col);
@@ -88,7 +100,11 @@ fn check_nesting(code: &str) -> Result<(), CodeError> {
             }
             i += 1;
         } else if c.is_ascii_digit() {
-            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_' || (chars[i] == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit))) {
+            while i < chars.len()
+                && (chars[i].is_alphanumeric()
+                    || chars[i] == '_'
+                    || (chars[i] == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit)))
+            {
                 i += 1;
             }
         } else if c.is_alphanumeric() || c == '_' {

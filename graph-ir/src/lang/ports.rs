@@ -8,7 +8,10 @@ use syn::visit::Visit;
 
 pub fn field_ports(code: &str, params: &[String]) -> Result<Vec<String>, CodeError> {
     let file = parse(code)?;
-    let mut v = Collector { ports: Vec::new(), scopes: vec![params.to_vec()] };
+    let mut v = Collector {
+        ports: Vec::new(),
+        scopes: vec![params.to_vec()],
+    };
     v.visit_file(&file);
     Ok(v.ports)
 }
@@ -20,7 +23,9 @@ struct Collector {
 
 fn ident_of(e: &syn::Expr) -> Option<String> {
     match e {
-        syn::Expr::Path(p) if p.path.segments.len() == 1 && p.qself.is_none() => Some(p.path.segments[0].ident.to_string()),
+        syn::Expr::Path(p) if p.path.segments.len() == 1 && p.qself.is_none() => {
+            Some(p.path.segments[0].ident.to_string())
+        }
         syn::Expr::Paren(p) => ident_of(&p.expr),
         _ => None,
     }
@@ -100,6 +105,9 @@ mod tests {
         // `x` is a helper argument inside `f` but a field in `kernel`; `v` is a
         // field until the `let` that shadows it.
         let code = "fn f(x: vec2) -> f32 { x[0] }\nfn kernel(i: i32) { let a = v[i]; let v = vec2(1.0, 2.0); x[i] = f(v) + v[1] + a; }";
-        assert_eq!(field_ports(code, &[]).unwrap(), vec!["v".to_string(), "x".to_string()]);
+        assert_eq!(
+            field_ports(code, &[]).unwrap(),
+            vec!["v".to_string(), "x".to_string()]
+        );
     }
 }

@@ -34,7 +34,13 @@ fn fold_function(f: &mut Function) {
 
 fn fold_block(f: &mut Function, block: &Block) {
     for &h in block {
-        for b in f.insts[h].kind.blocks().into_iter().cloned().collect::<Vec<_>>() {
+        for b in f.insts[h]
+            .kind
+            .blocks()
+            .into_iter()
+            .cloned()
+            .collect::<Vec<_>>()
+        {
             fold_block(f, &b);
         }
         if let Some(c) = fold(f, h) {
@@ -50,8 +56,12 @@ fn fold_block(f: &mut Function, block: &Block) {
 
 /// `Extract(Construct(..), i)` where the selected component is a scalar constant.
 fn forward(f: &Function, h: InstId) -> Option<InstId> {
-    let InstKind::Extract(base, i) = f.insts[h].kind else { return None };
-    let InstKind::Construct(parts) = &f.insts[base].kind else { return None };
+    let InstKind::Extract(base, i) = f.insts[h].kind else {
+        return None;
+    };
+    let InstKind::Construct(parts) = &f.insts[base].kind else {
+        return None;
+    };
     if !f.insts[h].ty.is_scalar() || !matches!(f.insts[base].ty, Type::Vector(..)) {
         return None;
     }
@@ -68,22 +78,40 @@ fn forward(f: &Function, h: InstId) -> Option<InstId> {
 
 fn fold(f: &Function, h: InstId) -> Option<Const> {
     let inst = &f.insts[h];
-    let Type::Scalar(rs) = inst.ty else { return None };
+    let Type::Scalar(rs) = inst.ty else {
+        return None;
+    };
     match &inst.kind {
         InstKind::Unary(op, a) => {
             let a = konst(f, *a)?;
-            Some(Const { scalar: rs, bits: eval::unary(*op, a.scalar, a.bits) })
+            Some(Const {
+                scalar: rs,
+                bits: eval::unary(*op, a.scalar, a.bits),
+            })
         }
         InstKind::Binary(op, a, b) if *op != BinaryOp::MatMul => {
             let (a, b) = (konst(f, *a)?, konst(f, *b)?);
-            Some(Const { scalar: rs, bits: eval::binary(*op, a.scalar, a.bits, b.bits) })
+            Some(Const {
+                scalar: rs,
+                bits: eval::binary(*op, a.scalar, a.bits, b.bits),
+            })
         }
         InstKind::Cast(a) => {
             let a = konst(f, *a)?;
-            Some(Const { scalar: rs, bits: eval::cast(a.scalar, rs, a.bits) })
+            Some(Const {
+                scalar: rs,
+                bits: eval::cast(a.scalar, rs, a.bits),
+            })
         }
-        InstKind::Bitcast(a) => Some(Const { scalar: rs, bits: konst(f, *a)?.bits }),
-        InstKind::Select { cond, accept, reject } => {
+        InstKind::Bitcast(a) => Some(Const {
+            scalar: rs,
+            bits: konst(f, *a)?.bits,
+        }),
+        InstKind::Select {
+            cond,
+            accept,
+            reject,
+        } => {
             let c = konst(f, *cond)?;
             konst(f, if c.bits != 0 { *accept } else { *reject })
         }

@@ -36,7 +36,11 @@ struct Emitter<'a> {
 
 impl Emitter<'_> {
     fn emit(&mut self, kind: InstKind, ty: Type) -> InstId {
-        let h = self.f.insts.append(Inst { kind, ty, span: self.span });
+        let h = self.f.insts.append(Inst {
+            kind,
+            ty,
+            span: self.span,
+        });
         self.out.push(h);
         h
     }
@@ -62,7 +66,9 @@ fn lower_block(p: &Program, f: &mut Function, block: Block, checks: bool) -> Blo
         }
         f.insts[h].kind = kind.clone();
         let (field, index) = match &kind {
-            InstKind::FieldLoad { field, index } | InstKind::FieldStore { field, index, .. } | InstKind::FieldAtomic { field, index, .. } => (*field, index.clone()),
+            InstKind::FieldLoad { field, index }
+            | InstKind::FieldStore { field, index, .. }
+            | InstKind::FieldAtomic { field, index, .. } => (*field, index.clone()),
             _ => {
                 out.push(h);
                 continue;
@@ -70,15 +76,23 @@ fn lower_block(p: &Program, f: &mut Function, block: Block, checks: bool) -> Blo
         };
         let span = f.insts[h].span;
         let ty = f.insts[h].ty;
-        let mut e = Emitter { f, out: Vec::new(), span };
+        let mut e = Emitter {
+            f,
+            out: Vec::new(),
+            span,
+        };
         let base = address(p, &mut e, field, &index, checks);
         let fty = p.fields[field].ty;
         let root = root_of(p, p.fields[field].layout);
         let scalar = fty.scalar().expect("field type");
         let comps = fty.components();
-        let comp_addr = |e: &mut Emitter, c: usize| if c == 0 { base } else {
-            let k = e.u32c(c as u64);
-            e.bin(BinaryOp::Add, base, k)
+        let comp_addr = |e: &mut Emitter, c: usize| {
+            if c == 0 {
+                base
+            } else {
+                let k = e.u32c(c as u64);
+                e.bin(BinaryOp::Add, base, k)
+            }
         };
         // The original handle ends up holding the access's value, so its uses stay valid.
         let final_kind = match kind {
@@ -95,7 +109,14 @@ fn lower_block(p: &Program, f: &mut Function, block: Block, checks: bool) -> Blo
                 let parts = split(&mut e, fty, value);
                 for (c, part) in parts.into_iter().enumerate() {
                     let a = comp_addr(&mut e, c);
-                    e.emit(InstKind::BufStore { root, addr: a, value: part }, Type::Void);
+                    e.emit(
+                        InstKind::BufStore {
+                            root,
+                            addr: a,
+                            value: part,
+                        },
+                        Type::Void,
+                    );
                 }
                 None
             }
@@ -108,7 +129,16 @@ fn lower_block(p: &Program, f: &mut Function, block: Block, checks: bool) -> Blo
                     .map(|(c, part)| {
                         let a = comp_addr(&mut e, c);
                         let cmpc = cmp_parts.as_ref().map(|cp| cp[c]);
-                        e.emit(InstKind::BufAtomic { op, root, addr: a, value: part, cmp: cmpc }, Type::Scalar(scalar))
+                        e.emit(
+                            InstKind::BufAtomic {
+                                op,
+                                root,
+                                addr: a,
+                                value: part,
+                                cmp: cmpc,
+                            },
+                            Type::Scalar(scalar),
+                        )
                     })
                     .collect();
                 assemble(&mut e, fty, olds)
@@ -135,7 +165,15 @@ fn assemble(e: &mut Emitter, ty: Type, words: Vec<InstId>) -> Option<InstKind> {
     }
     Some(match ty {
         Type::Matrix(n) => {
-            let cols: Vec<InstId> = words.chunks(n as usize).map(|c| e.emit(InstKind::Construct(c.to_vec()), Type::Vector(Scalar::F32, n))).collect();
+            let cols: Vec<InstId> = words
+                .chunks(n as usize)
+                .map(|c| {
+                    e.emit(
+                        InstKind::Construct(c.to_vec()),
+                        Type::Vector(Scalar::F32, n),
+                    )
+                })
+                .collect();
             InstKind::Construct(cols)
         }
         _ => InstKind::Construct(words),
@@ -146,7 +184,9 @@ fn assemble(e: &mut Emitter, ty: Type, words: Vec<InstId>) -> Option<InstKind> {
 fn split(e: &mut Emitter, ty: Type, v: InstId) -> Vec<InstId> {
     match ty {
         Type::Scalar(_) => vec![v],
-        Type::Vector(s, n) => (0..n as u32).map(|c| e.emit(InstKind::Extract(v, c), Type::Scalar(s))).collect(),
+        Type::Vector(s, n) => (0..n as u32)
+            .map(|c| e.emit(InstKind::Extract(v, c), Type::Scalar(s)))
+            .collect(),
         Type::Matrix(n) => {
             let mut out = Vec::new();
             for c in 0..n as u32 {
@@ -165,10 +205,21 @@ fn address(p: &Program, e: &mut Emitter, field: FieldId, index: &[InstId], check
     let fd = &p.fields[field];
     if checks {
         for (axis, (&i, &ext)) in index.iter().zip(&fd.shape).enumerate() {
-            e.emit(InstKind::BoundsCheck { field, axis: axis as u32, index: i, extent: ext }, Type::Void);
+            e.emit(
+                InstKind::BoundsCheck {
+                    field,
+                    axis: axis as u32,
+                    index: i,
+                    extent: ext,
+                },
+                Type::Void,
+            );
         }
     }
-    let idx: Vec<InstId> = index.iter().map(|&i| e.emit(InstKind::Cast(i), Type::U32)).collect();
+    let idx: Vec<InstId> = index
+        .iter()
+        .map(|&i| e.emit(InstKind::Cast(i), Type::U32))
+        .collect();
     // Path from root to the field's layout node.
     let mut path = vec![fd.layout];
     while let Some(parent) = p.layouts[*path.last().expect("non-empty")].parent {
@@ -182,7 +233,10 @@ fn address(p: &Program, e: &mut Emitter, field: FieldId, index: &[InstId], check
         // Cell index at this level, row-major (last axis fastest).
         let mut lin: Option<InstId> = None;
         for (d, &index_d) in idx.iter().enumerate().take(dims) {
-            let below: u64 = path[lvl + 1..].iter().map(|&m| p.layouts[m].shape[d] as u64).product();
+            let below: u64 = path[lvl + 1..]
+                .iter()
+                .map(|&m| p.layouts[m].shape[d] as u64)
+                .product();
             let mut x = index_d;
             if below > 1 {
                 let k = e.u32c(below);

@@ -21,12 +21,22 @@ pub struct PassOptions {
 
 impl Default for PassOptions {
     fn default() -> Self {
-        PassOptions { bounds_checks: true, validate: cfg!(debug_assertions) }
+        PassOptions {
+            bounds_checks: true,
+            validate: cfg!(debug_assertions),
+        }
     }
 }
 
 /// Pipeline stages in order; `weft ir --stage NAME` prints the IR after one.
-pub const STAGES: &[&str] = &["front", "inline", "const_fold", "simplify", "lower_access", "final"];
+pub const STAGES: &[&str] = &[
+    "front",
+    "inline",
+    "const_fold",
+    "simplify",
+    "lower_access",
+    "final",
+];
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct PassError {
@@ -37,15 +47,27 @@ pub struct PassError {
 
 impl std::fmt::Display for PassError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "node '{}': internal compiler error after pass {}: {}", self.kernel, self.pass, self.message)
+        write!(
+            f,
+            "node '{}': internal compiler error after pass {}: {}",
+            self.kernel, self.pass, self.message
+        )
     }
 }
 
 /// Runs the pipeline; stops after `stop_after` when given (a name from `STAGES`).
-pub fn run_pipeline(program: &mut Program, opts: &PassOptions, stop_after: Option<&str>) -> Result<(), PassError> {
+pub fn run_pipeline(
+    program: &mut Program,
+    opts: &PassOptions,
+    stop_after: Option<&str>,
+) -> Result<(), PassError> {
     let check = |p: &Program, pass: &'static str, lowered: bool| -> Result<(), PassError> {
         if opts.validate {
-            validate_program(p, lowered).map_err(|e| PassError { pass, kernel: e.kernel.clone(), message: e.to_string() })?;
+            validate_program(p, lowered).map_err(|e| PassError {
+                pass,
+                kernel: e.kernel.clone(),
+                message: e.to_string(),
+            })?;
         }
         Ok(())
     };

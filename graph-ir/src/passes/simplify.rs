@@ -28,10 +28,13 @@ pub fn simplify_function(f: &mut Function) {
     f.body = const_ifs(f, body);
     loop {
         let live = live_values(f);
-        let loaded: HashSet<LocalId> = reachable(f).into_iter().filter_map(|h| match f.insts[h].kind {
-            InstKind::LocalLoad(l) => Some(l),
-            _ => None,
-        }).collect();
+        let loaded: HashSet<LocalId> = reachable(f)
+            .into_iter()
+            .filter_map(|h| match f.insts[h].kind {
+                InstKind::LocalLoad(l) => Some(l),
+                _ => None,
+            })
+            .collect();
         let mut removed = false;
         let body = std::mem::take(&mut f.body);
         f.body = sweep(f, body, &live, &loaded, &mut removed);
@@ -87,9 +90,18 @@ fn const_ifs(f: &mut Function, block: Block) -> Block {
         for b in kind.blocks_mut() {
             *b = const_ifs(f, std::mem::take(b));
         }
-        if let InstKind::If { cond, accept, reject } = &kind {
+        if let InstKind::If {
+            cond,
+            accept,
+            reject,
+        } = &kind
+        {
             if let InstKind::Const(c) = f.insts[*cond].kind {
-                out.extend(if c.bits != 0 { accept.clone() } else { reject.clone() });
+                out.extend(if c.bits != 0 {
+                    accept.clone()
+                } else {
+                    reject.clone()
+                });
                 continue;
             }
         }
@@ -124,7 +136,13 @@ fn live_values(f: &Function) -> HashSet<InstId> {
     used
 }
 
-fn sweep(f: &mut Function, block: Block, live: &HashSet<InstId>, loaded: &HashSet<LocalId>, removed: &mut bool) -> Block {
+fn sweep(
+    f: &mut Function,
+    block: Block,
+    live: &HashSet<InstId>,
+    loaded: &HashSet<LocalId>,
+    removed: &mut bool,
+) -> Block {
     let mut out = Vec::with_capacity(block.len());
     for h in block {
         let mut kind = f.insts[h].kind.clone();

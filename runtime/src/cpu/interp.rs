@@ -36,25 +36,39 @@ pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
     let khash = eval::kernel_hash(&l.kernel.name);
     let regs = l.kernel.entry.regs as usize;
     let dims = l.shape.len();
-    let result = (0..total as usize).into_par_iter().with_min_len(256).try_for_each_init(
-        || vec![0u32; regs],
-        |r, lin| {
-            let mut rest = lin as u64;
-            for d in (0..dims).rev() {
-                let (slot, _) = l.kernel.entry.arg_slots[d];
-                r[slot as usize] = (rest % l.shape[d] as u64) as u32;
-                rest /= l.shape[d] as u64;
-            }
-            let mut rng = eval::rng_seed(l.seed, l.frame, khash, l.launch_index, lin as u32);
-            exec(l, &l.kernel.entry, r, &mut rng, 0).map(|_| ())
-        },
-    );
-    result.map_err(|f| RuntimeError::Kernel { node: l.kernel.name.clone(), line: f.span.line, col: f.span.col, message: f.message })
+    let result = (0..total as usize)
+        .into_par_iter()
+        .with_min_len(256)
+        .try_for_each_init(
+            || vec![0u32; regs],
+            |r, lin| {
+                let mut rest = lin as u64;
+                for d in (0..dims).rev() {
+                    let (slot, _) = l.kernel.entry.arg_slots[d];
+                    r[slot as usize] = (rest % l.shape[d] as u64) as u32;
+                    rest /= l.shape[d] as u64;
+                }
+                let mut rng = eval::rng_seed(l.seed, l.frame, khash, l.launch_index, lin as u32);
+                exec(l, &l.kernel.entry, r, &mut rng, 0).map(|_| ())
+            },
+        );
+    result.map_err(|f| RuntimeError::Kernel {
+        node: l.kernel.name.clone(),
+        line: f.span.line,
+        col: f.span.col,
+        message: f.message,
+    })
 }
 
 const MAX_CALL_DEPTH: u32 = 64;
 
-fn exec(l: &Launch, f: &CpuFunction, r: &mut [u32], rng: &mut u32, depth: u32) -> Result<(u32, u32), Fault> {
+fn exec(
+    l: &Launch,
+    f: &CpuFunction,
+    r: &mut [u32],
+    rng: &mut u32,
+    depth: u32,
+) -> Result<(u32, u32), Fault> {
     let ops = &f.ops;
     let mut pc = 0usize;
     macro_rules! s {
@@ -70,9 +84,15 @@ fn exec(l: &Launch, f: &CpuFunction, r: &mut [u32], rng: &mut u32, depth: u32) -
                 let (d, sr, n) = (*dst as usize, *src as usize, *n as usize);
                 r.copy_within(sr..sr + n, d);
             }
-            Op::AddF { dst, a, b } => s!(*dst) = (f32::from_bits(s!(*a)) + f32::from_bits(s!(*b))).to_bits(),
-            Op::SubF { dst, a, b } => s!(*dst) = (f32::from_bits(s!(*a)) - f32::from_bits(s!(*b))).to_bits(),
-            Op::MulF { dst, a, b } => s!(*dst) = (f32::from_bits(s!(*a)) * f32::from_bits(s!(*b))).to_bits(),
+            Op::AddF { dst, a, b } => {
+                s!(*dst) = (f32::from_bits(s!(*a)) + f32::from_bits(s!(*b))).to_bits()
+            }
+            Op::SubF { dst, a, b } => {
+                s!(*dst) = (f32::from_bits(s!(*a)) - f32::from_bits(s!(*b))).to_bits()
+            }
+            Op::MulF { dst, a, b } => {
+                s!(*dst) = (f32::from_bits(s!(*a)) * f32::from_bits(s!(*b))).to_bits()
+            }
             Op::AddU { dst, a, b } => s!(*dst) = s!(*a).wrapping_add(s!(*b)),
             Op::MulU { dst, a, b } => s!(*dst) = s!(*a).wrapping_mul(s!(*b)),
             Op::Unary { op, s, dst, a, n } => {
@@ -80,33 +100,76 @@ fn exec(l: &Launch, f: &CpuFunction, r: &mut [u32], rng: &mut u32, depth: u32) -
                     s!(dst + c) = eval::unary(*op, *s, s!(a + c));
                 }
             }
-            Op::Binary { op, s, dst, a, b, n } => {
+            Op::Binary {
+                op,
+                s,
+                dst,
+                a,
+                b,
+                n,
+            } => {
                 for c in 0..*n {
                     s!(dst + c) = eval::binary(*op, *s, s!(a + c), s!(b + c));
                 }
             }
-            Op::Select { dst, cond, cond_n, a, b, n } => {
+            Op::Select {
+                dst,
+                cond,
+                cond_n,
+                a,
+                b,
+                n,
+            } => {
                 for c in 0..*n {
-                    let k = if *cond_n == 1 { s!(*cond) } else { s!(cond + c) };
+                    let k = if *cond_n == 1 {
+                        s!(*cond)
+                    } else {
+                        s!(cond + c)
+                    };
                     s!(dst + c) = if k != 0 { s!(a + c) } else { s!(b + c) };
                 }
             }
-            Op::Cast { from, to, dst, a, n } => {
+            Op::Cast {
+                from,
+                to,
+                dst,
+                a,
+                n,
+            } => {
                 for c in 0..*n {
                     s!(dst + c) = eval::cast(*from, *to, s!(a + c));
                 }
             }
-            Op::ExtractDyn { dst, src, index, elem, len } => {
+            Op::ExtractDyn {
+                dst,
+                src,
+                index,
+                elem,
+                len,
+            } => {
                 let i = (s!(*index) as i32).clamp(0, *len as i32 - 1) as u32;
                 let from = (src + i * elem) as usize;
                 r.copy_within(from..from + *elem as usize, *dst as usize);
             }
-            Op::InsertDyn { dst, index, value, elem, len } => {
+            Op::InsertDyn {
+                dst,
+                index,
+                value,
+                elem,
+                len,
+            } => {
                 let i = (s!(*index) as i32).clamp(0, *len as i32 - 1) as u32;
                 let v = *value as usize;
                 r.copy_within(v..v + *elem as usize, (dst + i * elem) as usize);
             }
-            Op::BuiltinWise { b, s, dst, args, nargs, n } => {
+            Op::BuiltinWise {
+                b,
+                s,
+                dst,
+                args,
+                nargs,
+                n,
+            } => {
                 let mut w = [0u32; 3];
                 for c in 0..*n {
                     for k in 0..*nargs as usize {
@@ -116,7 +179,13 @@ fn exec(l: &Launch, f: &CpuFunction, r: &mut [u32], rng: &mut u32, depth: u32) -
                 }
             }
             Op::BuiltinSpecial { b, ty, dst, args } => special(*b, *ty, *dst, *args, r),
-            Op::MatMul { dst, a, b, a_ty, b_ty } => matmul(*dst, *a, *b, *a_ty, *b_ty, r),
+            Op::MatMul {
+                dst,
+                a,
+                b,
+                a_ty,
+                b_ty,
+            } => matmul(*dst, *a, *b, *a_ty, *b_ty, r),
             Op::Param { dst, index } => s!(*dst) = l.params[*index as usize],
             Op::Frame { dst } => s!(*dst) = l.frame as u32,
             Op::Random { dst } => s!(*dst) = eval::rng_next(rng).to_bits(),
@@ -126,17 +195,40 @@ fn exec(l: &Launch, f: &CpuFunction, r: &mut [u32], rng: &mut u32, depth: u32) -
             Op::BufStore { root, addr, src } => {
                 l.buffers[*root as usize][s!(*addr) as usize].store(s!(*src), Ordering::Relaxed);
             }
-            Op::BufAtomic { op, s, dst, root, addr, value, cmp } => {
+            Op::BufAtomic {
+                op,
+                s,
+                dst,
+                root,
+                addr,
+                value,
+                cmp,
+            } => {
                 let cell = &l.buffers[*root as usize][s!(*addr) as usize];
                 s!(*dst) = atomic(cell, *op, *s, s!(*value), s!(*cmp));
             }
-            Op::BoundsCheck { index, extent, field, axis, span } => {
+            Op::BoundsCheck {
+                index,
+                extent,
+                field,
+                axis,
+                span,
+            } => {
                 let i = s!(*index) as i32;
                 if i < 0 || i as u32 >= *extent {
-                    let name = l.program.fields.iter().nth(*field as usize).map(|(_, f)| f.name.clone()).unwrap_or_default();
+                    let name = l
+                        .program
+                        .fields
+                        .iter()
+                        .nth(*field as usize)
+                        .map(|(_, f)| f.name.clone())
+                        .unwrap_or_default();
                     return Err(Fault {
                         span: *span,
-                        message: format!("index {} is out of bounds for axis {} of field '{}' (extent {})", i, axis, name, extent),
+                        message: format!(
+                            "index {} is out of bounds for axis {} of field '{}' (extent {})",
+                            i, axis, name, extent
+                        ),
                     });
                 }
             }
@@ -150,17 +242,37 @@ fn exec(l: &Launch, f: &CpuFunction, r: &mut [u32], rng: &mut u32, depth: u32) -
                     continue;
                 }
             }
-            Op::ForInit { signed, inclusive, counter, begin, end, step, remaining, span } => {
+            Op::ForInit {
+                signed,
+                inclusive,
+                counter,
+                begin,
+                end,
+                step,
+                remaining,
+                span,
+            } => {
                 let (b, e, st) = if *signed {
-                    (s!(*begin) as i32 as i64, s!(*end) as i32 as i64, s!(*step) as i32 as i64)
+                    (
+                        s!(*begin) as i32 as i64,
+                        s!(*end) as i32 as i64,
+                        s!(*step) as i32 as i64,
+                    )
                 } else {
                     (s!(*begin) as i64, s!(*end) as i64, s!(*step) as i64)
                 };
                 if st <= 0 {
-                    return Err(Fault { span: *span, message: format!("`step_by` needs a positive step, got {}", st) });
+                    return Err(Fault {
+                        span: *span,
+                        message: format!("`step_by` needs a positive step, got {}", st),
+                    });
                 }
                 let trips: u64 = if *inclusive {
-                    if e < b { 0 } else { ((e - b) / st + 1) as u64 }
+                    if e < b {
+                        0
+                    } else {
+                        ((e - b) / st + 1) as u64
+                    }
                 } else if e <= b {
                     0
                 } else {
@@ -176,25 +288,39 @@ fn exec(l: &Launch, f: &CpuFunction, r: &mut [u32], rng: &mut u32, depth: u32) -
                     continue;
                 }
             }
-            Op::ForStep { counter, step, remaining } => {
+            Op::ForStep {
+                counter,
+                step,
+                remaining,
+            } => {
                 s!(*counter) = s!(*counter).wrapping_add(s!(*step));
                 let left = (((s!(remaining + 1)) as u64) << 32 | s!(*remaining) as u64) - 1;
                 s!(*remaining) = left as u32;
                 s!(remaining + 1) = (left >> 32) as u32;
             }
-            Op::Call { func, args, dst, ret_n } => {
+            Op::Call {
+                func,
+                args,
+                dst,
+                ret_n,
+            } => {
                 if depth >= MAX_CALL_DEPTH {
-                    return Err(Fault { span: Span::default(), message: "helper calls nested too deeply".into() });
+                    return Err(Fault {
+                        span: Span::default(),
+                        message: "helper calls nested too deeply".into(),
+                    });
                 }
                 let callee = &l.kernel.functions[*func as usize];
                 let mut cr = vec![0u32; callee.regs as usize];
                 for (k, (slot, n)) in args.iter().enumerate() {
                     let (cs, _) = callee.arg_slots[k];
-                    cr[cs as usize..(cs + n) as usize].copy_from_slice(&r[*slot as usize..(slot + n) as usize]);
+                    cr[cs as usize..(cs + n) as usize]
+                        .copy_from_slice(&r[*slot as usize..(slot + n) as usize]);
                 }
                 let (src, n) = exec(l, callee, &mut cr, rng, depth + 1)?;
                 let n = n.min(*ret_n) as usize;
-                r[*dst as usize..*dst as usize + n].copy_from_slice(&cr[src as usize..src as usize + n]);
+                r[*dst as usize..*dst as usize + n]
+                    .copy_from_slice(&cr[src as usize..src as usize + n]);
             }
             Op::Return { src, n } => return Ok((*src, *n)),
         }
@@ -215,9 +341,11 @@ fn atomic(cell: &AtomicU32, op: AtomicOp, s: Scalar, v: u32, cmp: u32) -> u32 {
     let ff = f32::from_bits;
     match (op, s) {
         (AtomicOp::Exchange, _) => cell.swap(v, Ordering::AcqRel),
-        (AtomicOp::CompareExchange, _) => match cell.compare_exchange(cmp, v, Ordering::AcqRel, Ordering::Relaxed) {
-            Ok(old) | Err(old) => old,
-        },
+        (AtomicOp::CompareExchange, _) => {
+            match cell.compare_exchange(cmp, v, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(old) | Err(old) => old,
+            }
+        }
         (AtomicOp::Add, Scalar::F32) => rmw(&|c| (ff(c) + ff(v)).to_bits()),
         (AtomicOp::Sub, Scalar::F32) => rmw(&|c| (ff(c) - ff(v)).to_bits()),
         (AtomicOp::Min, Scalar::F32) => rmw(&|c| ff(c).min(ff(v)).to_bits()),
@@ -309,7 +437,12 @@ fn special(b: Builtin, ty: Type, dst: u32, args: [u32; 2], r: &mut [u32]) {
             Some(s) => {
                 let mut acc = 0u32;
                 for c in 0..n as u32 {
-                    let p = eval::binary(BinaryOp::Mul, s, r[(args[0] + c) as usize], r[(args[1] + c) as usize]);
+                    let p = eval::binary(
+                        BinaryOp::Mul,
+                        s,
+                        r[(args[0] + c) as usize],
+                        r[(args[1] + c) as usize],
+                    );
                     acc = acc.wrapping_add(p);
                 }
                 r[dst as usize] = acc;
@@ -318,7 +451,15 @@ fn special(b: Builtin, ty: Type, dst: u32, args: [u32; 2], r: &mut [u32]) {
         },
         Builtin::Cross => {
             let (a, c) = (rf(r, args[0], 3), rf(r, args[1], 3));
-            wf(r, dst, &[a[1] * c[2] - a[2] * c[1], a[2] * c[0] - a[0] * c[2], a[0] * c[1] - a[1] * c[0]]);
+            wf(
+                r,
+                dst,
+                &[
+                    a[1] * c[2] - a[2] * c[1],
+                    a[2] * c[0] - a[0] * c[2],
+                    a[0] * c[1] - a[1] * c[0],
+                ],
+            );
         }
         Builtin::Reflect => {
             let (mut i, nn) = (rf(r, args[0], n), rf(r, args[1], n));
@@ -367,12 +508,20 @@ fn special(b: Builtin, ty: Type, dst: u32, args: [u32; 2], r: &mut [u32]) {
         Builtin::IsNan | Builtin::IsInf => {
             for c in 0..n as u32 {
                 let x = f32::from_bits(r[(args[0] + c) as usize]);
-                r[(dst + c) as usize] = if b == Builtin::IsNan { x.is_nan() } else { x.is_infinite() } as u32;
+                r[(dst + c) as usize] = if b == Builtin::IsNan {
+                    x.is_nan()
+                } else {
+                    x.is_infinite()
+                } as u32;
             }
         }
         Builtin::Any | Builtin::All => {
             let it = (0..n as u32).map(|c| r[(args[0] + c) as usize] != 0);
-            let v = if b == Builtin::Any { it.into_iter().any(|x| x) } else { it.into_iter().all(|x| x) };
+            let v = if b == Builtin::Any {
+                it.into_iter().any(|x| x)
+            } else {
+                it.into_iter().all(|x| x)
+            };
             r[dst as usize] = v as u32;
         }
         _ => {}
