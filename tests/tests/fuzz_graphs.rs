@@ -1288,7 +1288,7 @@ fn mutated_graphs_never_panic_hang_or_blame_unknown_nodes() {
     let seed: u64 = std::env::var("WEFT_FUZZ_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5EED_0F_3EF7);
+        .unwrap_or(0x005E_ED0F_3EF7);
     let scale: usize = std::env::var("WEFT_FUZZ_SCALE")
         .ok()
         .and_then(|s| s.parse().ok())
