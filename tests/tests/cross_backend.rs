@@ -269,6 +269,23 @@ fn corpus() -> Vec<Case> {
             atomic_or(bits[0], 1u32 << ((i % 32) as u32)); atomic_min(fmin[0], (i % 50) as f32 - 3.5);
             loop { let cur = cas[0]; if atomic_compare_exchange(cas[0], cur, cur + 2) == cur { break; } }
         }", vec![4096], TIGHT),
+        ("three_d_and_mat4", vec![("a", "i32", vec![5, 6, 7], json!(0)), ("m", "mat4", vec![5], json!(0)), ("d", "f32", vec![5], json!(0)), ("u", "u32", vec![5], json!(0))],
+         "fn pick(v: ivec3) -> i32 { if v.x > v.y { return v.x; } if v.y > v.z { return v.y; } v.z }
+          fn kernel(i: i32, j: i32, k: i32) {
+            a[(i, j, k)] = i * 100 + j * 10 + k + pick(ivec3(i, j, k));
+            if j == 0 && k == 0 {
+                let f = i as f32 + 2.0;
+                let mut b = mat4(f);
+                b[1][0] = 0.5; b[3][2] = -1.0 + f * 0.1; b[2][3] = 0.25;
+                let c = i % 4;
+                b[c] = b[c] + vec4(0.1, 0.2, 0.3, 0.4);
+                m[i] = inverse(b) * 2.0 + transpose(b);
+                d[i] = determinant(b);
+                let mut s = 0u32;
+                for q in (3u32..40u32).step_by(5u32) { s += q ^ (i as u32); }
+                u[i] = s;
+            }
+        }", vec![5, 6, 7], Tol { rel: 1e-5, abs: 1e-6, frac: 1.0 }),
         ("layouts", vec![("a", "i32", vec![16, 16], json!(0)), ("b", "vec2", vec![16, 16], json!(0))],
          "fn kernel(i: i32, j: i32) { a[(i, j)] = i * 1000 + j; b[(j, i)] = vec2((i + j) as f32, 0.5); }", vec![16, 16], TIGHT),
     ]
