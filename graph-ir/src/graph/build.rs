@@ -173,7 +173,19 @@ fn resolve_nodes<'a>(doc: &'a GraphDoc, errors: &mut Vec<GraphError>) -> Vec<Nod
                 .and_then(|s| s.as_object())
                 .map(|m| m.keys().cloned().collect())
                 .unwrap_or_default();
-            match lang::field_ports(params["code"].as_str().unwrap_or(""), &scalars) {
+            let ports = match (&params["code"], &params["expr"]) {
+                (Value::String(code), Value::Null) => lang::field_ports(code, &scalars),
+                (Value::Null, expr @ Value::Object(_)) => Ok(super::expr::expr_field_ports(expr)),
+                (Value::Null, Value::Null) => {
+                    errors.push(GraphError::param(&n.id, "code", "a kernel needs 'code' (kernel language) or 'expr' (an expression body)"));
+                    continue;
+                }
+                _ => {
+                    errors.push(GraphError::param(&n.id, "expr", "give either 'code' or 'expr', not both"));
+                    continue;
+                }
+            };
+            match ports {
                 Ok(p) => field_ports = p,
                 Err(e) => {
                     errors.push(GraphError::Code {
@@ -213,10 +225,14 @@ fn check_param(ty: ParamType, v: &Value) -> Result<(), String> {
             Value::Null | Value::String(_) => Ok(()),
             _ => Err(format!("expected a string, got {}", v)),
         },
-        ParamType::Code => v
-            .as_str()
-            .map(|_| ())
-            .ok_or_else(|| format!("expected kernel code as a string, got {}", v)),
+        ParamType::Code => match v {
+            Value::Null | Value::String(_) => Ok(()),
+            _ => Err(format!("expected kernel code as a string, got {}", v)),
+        },
+        ParamType::Expr => match v {
+            Value::Null | Value::Object(_) => Ok(()),
+            _ => Err(format!("expected an expression body {{\"nodes\": [...], \"wires\": [...]}}, got {}", v)),
+        },
         ParamType::Shape => match v {
             Value::Null => Ok(()),
             Value::Array(a) if (1..=3).contains(&a.len()) => {
@@ -375,7 +391,7 @@ fn resolve_wires(
             have.extend(t.field_ports.iter().cloned());
             let msg = if t.kind.dynamic_field_inputs {
                 format!(
-                    "kernel code uses no field named '{}' (its field ports: {})",
+                    "the kernel's body uses no field named '{}' (its field ports: {})",
                     tport,
                     if have.is_empty() {
                         "none".into()
@@ -802,13 +818,29 @@ impl Builder<'_> {
             params: &ptys,
             fields: &env_fields,
         };
-        let code = n.p("code").as_str().unwrap_or("");
-        let lowered = lang::lower_kernel(code, &env).map_err(|e| GraphError::Code {
-            node: id.clone(),
-            line: e.line,
-            col: e.col,
-            message: e.message,
-        })?;
+        let lowered = match n.p("expr") {
+            expr @ Value::Object(_) => {
+                // An expression body becomes code, one statement per expression
+                // node; errors are reported at the node that produced the line.
+                let scalar_names: Vec<String> = ptys.iter().map(|p| p.0.clone()).collect();
+                let generated = super::expr::expr_to_code(&id, expr, shape.len(), &scalar_names)?;
+                lang::lower_kernel(&generated.code, &env).map_err(|e| {
+                    match generated.lines.get(e.line.saturating_sub(1) as usize).cloned().flatten() {
+                        Some(expr_node) => GraphError::Expr { node: id.clone(), expr_node, port: None, message: e.message },
+                        None => GraphError::param(&id, "expr", e.message),
+                    }
+                })?
+            }
+            _ => {
+                let code = n.p("code").as_str().unwrap_or("");
+                lang::lower_kernel(code, &env).map_err(|e| GraphError::Code {
+                    node: id.clone(),
+                    line: e.line,
+                    col: e.col,
+                    message: e.message,
+                })?
+            }
+        };
         let k = Kernel {
             name: id.clone(),
             iteration,

@@ -66,6 +66,8 @@ pub enum ParamType {
     Rect,
     /// Kernel code (a string).
     Code,
+    /// An expression body: {"nodes": [...], "wires": [...]}.
+    Expr,
     /// A field's initial value: a number, a list of numbers, or {"npy": "path"}.
     Init,
     /// Kernel scalar parameters: {"name": number | {"type": .., "default": ..}}.
@@ -182,7 +184,8 @@ static KINDS: &[NodeKind] = &[
         outputs: &[],
         dynamic_field_inputs: true,
         params: &[
-            ParamSpec { name: "code", ty: ParamType::Code, default: None, doc: "Kernel code with an entry `fn kernel(i: i32, ...)`; see docs/kernel-language.md." },
+            ParamSpec { name: "code", ty: ParamType::Code, default: Some("null"), doc: "Kernel code with an entry `fn kernel(i: i32, ...)`; see docs/kernel-language.md. Give either `code` or `expr`." },
+            ParamSpec { name: "expr", ty: ParamType::Expr, default: Some("null"), doc: "An expression body: {\"nodes\": [...], \"wires\": [...]} of expression nodes instead of code; see docs/graph-format.md." },
             ParamSpec { name: "range", ty: ParamType::Shape, default: Some("null"), doc: "Loop extent per axis, e.g. [640, 320]. Give either `range` or `over`." },
             ParamSpec { name: "over", ty: ParamType::String, default: Some("null"), doc: "Loop over every cell of the field wired to this port name." },
             ParamSpec { name: "scalars", ty: ParamType::Scalars, default: Some("{}"), doc: "Scalar parameters: {\"dt\": 0.0002, \"n\": {\"type\": \"i32\", \"default\": 3}}." },
@@ -275,7 +278,16 @@ pub fn param_schema(p: &ParamSpec) -> Value {
         ParamType::Int => json!({"type": "integer"}),
         ParamType::Number => json!({"type": ["number", "null"]}),
         ParamType::String => json!({"type": ["string", "null"]}),
-        ParamType::Code => json!({"type": "string"}),
+        ParamType::Code => json!({"type": ["string", "null"]}),
+        ParamType::Expr => json!({"type": ["object", "null"], "properties": {
+            "nodes": {"type": "array", "items": {"type": "object", "properties": {
+                "id": {"type": "string"},
+                "kind": {"enum": super::expr::EXPR_KINDS.iter().map(|k| k.name).collect::<Vec<_>>()},
+                "params": {"type": "object"},
+                "pos": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
+            }, "required": ["id", "kind"], "additionalProperties": false}},
+            "wires": {"type": "array", "items": {"type": "object", "properties": {"from": {"type": "string"}, "to": {"type": "string"}}, "required": ["from", "to"], "additionalProperties": false}}
+        }, "required": ["nodes"], "additionalProperties": false}),
         ParamType::Shape => {
             json!({"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}, "minItems": 1, "maxItems": 3})
         }

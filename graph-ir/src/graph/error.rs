@@ -32,6 +32,13 @@ pub enum GraphError {
         col: u32,
         message: String,
     },
+    /// An error in an expression kernel's body, at one of its expression nodes.
+    Expr {
+        node: String,
+        expr_node: String,
+        port: Option<String>,
+        message: String,
+    },
 }
 
 impl GraphError {
@@ -40,7 +47,8 @@ impl GraphError {
             GraphError::Node { node, .. }
             | GraphError::Param { node, .. }
             | GraphError::Port { node, .. }
-            | GraphError::Code { node, .. } => Some(node),
+            | GraphError::Code { node, .. }
+            | GraphError::Expr { node, .. } => Some(node),
             _ => None,
         }
     }
@@ -90,6 +98,12 @@ impl fmt::Display for GraphError {
                 col,
                 message,
             } => write!(f, "node '{}', code {}:{}: {}", node, line, col, message),
+            GraphError::Expr { node, expr_node, port: Some(p), message } => {
+                write!(f, "node '{}', expression node '{}', input '{}': {}", node, expr_node, p, message)
+            }
+            GraphError::Expr { node, expr_node, port: None, message } => {
+                write!(f, "node '{}', expression node '{}': {}", node, expr_node, message)
+            }
         }
     }
 }

@@ -4,6 +4,7 @@ pub mod build;
 pub mod catalog;
 pub mod document;
 pub mod error;
+pub mod expr;
 pub mod npy;
 pub mod schema;
 
