@@ -6,12 +6,15 @@ use std::path::PathBuf;
 #[derive(Parser)]
 #[command(name = "weft", version, about = "Weft: node-graph simulation. Run, check, inspect and replay graph files.", long_about = None)]
 pub struct Cli {
+    /// Without a command, `weft` opens the desktop app.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 #[derive(Subcommand)]
 pub enum Command {
+    /// Open the desktop app (node editor, inspector, live viewport).
+    Gui(GuiArgs),
     /// Run a graph headless: write each view as PNG frames and dump fields as .npy.
     Run(RunArgs),
     /// Load, validate and compile graphs without running them; print every error.
@@ -89,6 +92,18 @@ pub struct RunArgs {
     pub no_frames: bool,
     #[command(flatten)]
     pub overrides: GraphOverrides,
+}
+
+#[derive(Args)]
+pub struct GuiArgs {
+    /// A graph file to open.
+    pub graph: Option<PathBuf>,
+    /// Write a screenshot of the whole window to FILE (PNG) and exit.
+    #[arg(long, value_name = "FILE")]
+    pub screenshot: Option<PathBuf>,
+    /// With --screenshot: run this many simulation frames first.
+    #[arg(long, default_value_t = 10)]
+    pub after_frames: u32,
 }
 
 #[derive(Args)]

@@ -1,10 +1,12 @@
-//! The `weft` command line: run, check, ir, bench, replay.
+//! The `weft` command line (run, check, ir, bench, replay, emit) and, with
+//! no command or `weft gui`, the desktop app.
 //!
 //! Exit codes: 0 success; 1 a failure while running (kernel fault, I/O,
 //! replay mismatch); 2 an invalid graph or bad usage.
 
 mod bench;
 mod cli;
+mod gui;
 mod replay;
 mod run;
 
@@ -13,14 +15,16 @@ use clap::Parser;
 fn main() {
     let args = cli::Cli::parse();
     let code = match args.command {
-        cli::Command::Run(a) => run::run(a),
-        cli::Command::Check(a) => run::check(a),
-        cli::Command::Ir(a) => run::ir(a),
-        cli::Command::Bench(a) => bench::bench(a),
-        cli::Command::Replay(a) => replay::replay(a),
-        cli::Command::Emit(a) => run::emit(a),
-        cli::Command::Nodes => run::nodes(),
-        cli::Command::Schema => {
+        None => gui::run(gui::GuiOptions::default()),
+        Some(cli::Command::Gui(a)) => gui::run(gui::GuiOptions { graph: a.graph, screenshot: a.screenshot, after_frames: a.after_frames }),
+        Some(cli::Command::Run(a)) => run::run(a),
+        Some(cli::Command::Check(a)) => run::check(a),
+        Some(cli::Command::Ir(a)) => run::ir(a),
+        Some(cli::Command::Bench(a)) => bench::bench(a),
+        Some(cli::Command::Replay(a)) => replay::replay(a),
+        Some(cli::Command::Emit(a)) => run::emit(a),
+        Some(cli::Command::Nodes) => run::nodes(),
+        Some(cli::Command::Schema) => {
             print!("{}", weft_ir::graph::schema::graph_schema_text());
             0
         }

@@ -214,14 +214,11 @@ pub fn compile_kernel(
     };
     let arr_u32 = arr(&mut m, u32_ty);
     let arr_atomic = arr(&mut m, atomic_u32);
-    let atomic_f32 = m.types.insert(
-        NType {
-            name: None,
-            inner: TypeInner::Atomic(NScalar::F32),
-        },
-        SP,
-    );
-    let arr_atomic_f32 = arr(&mut m, atomic_f32);
+    // atomic<f32> needs SHADER_FLOAT32_ATOMIC even when unused: declare it only when a root uses it.
+    let arr_atomic_f32 = roots.iter().any(|r| r.1 == RootKind::AtomicF32).then(|| {
+        let atomic_f32 = m.types.insert(NType { name: None, inner: TypeInner::Atomic(NScalar::F32) }, SP);
+        arr(&mut m, atomic_f32)
+    });
     let storage = |access| AddressSpace::Storage { access };
     let record = m.global_variables.append(
         GlobalVariable {
@@ -267,7 +264,7 @@ pub fn compile_kernel(
                 ty: match rk {
                     RootKind::Plain => arr_u32,
                     RootKind::AtomicU32 => arr_atomic,
-                    RootKind::AtomicF32 => arr_atomic_f32,
+                    RootKind::AtomicF32 => arr_atomic_f32.expect("declared when a root needs it"),
                 },
                 init: None,
                 memory_decorations: Default::default(),

@@ -141,6 +141,29 @@ impl GpuContext {
         })
     }
 
+    /// Wraps a device the caller already opened (the app shares eframe's).
+    pub fn from_shared(adapter: &wgpu::Adapter, device: wgpu::Device, queue: wgpu::Queue) -> GpuContext {
+        let features = device.features();
+        let errors = Arc::new(Mutex::new(Vec::new()));
+        let sink = errors.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            if let Ok(mut v) = sink.lock() {
+                v.push(e.to_string());
+            }
+        }));
+        GpuContext {
+            limits: device.limits(),
+            float_atomics: features.contains(wgpu::Features::SHADER_FLOAT32_ATOMIC),
+            timestamps: features.contains(wgpu::Features::TIMESTAMP_QUERY),
+            device,
+            queue,
+            info: adapter.get_info(),
+            errors,
+            pipelines: Mutex::new(Default::default()),
+            compiled_count: Default::default(),
+        }
+    }
+
     pub fn describe(&self) -> String {
         format!(
             "{} ({:?}, {:?})",

@@ -1,0 +1,505 @@
+//! The desktop app: node editor, inspector, live viewport, problems and log.
+//!
+//! The document changes only through `model::Command`s, applied once per
+//! frame at the start of `ui`; the node editor is rebuilt from the document
+//! whenever its revision changes.
+
+pub mod graph_view;
+pub mod model;
+pub mod viewport;
+
+use graph_view::{build_snarl, GraphViewer, NodeView};
+use model::{Command, Model};
+use std::path::{Path, PathBuf};
+use viewport::{ViewBackend, Viewport};
+
+/// Options of `weft gui`.
+#[derive(Clone, Debug, Default)]
+pub struct GuiOptions {
+    pub graph: Option<PathBuf>,
+    /// Write a screenshot of the whole window here after `after_frames` simulation frames, then exit.
+    pub screenshot: Option<PathBuf>,
+    pub after_frames: u32,
+}
+
+pub fn run(opts: GuiOptions) -> i32 {
+    let native = eframe::NativeOptions {
+        renderer: eframe::Renderer::Wgpu,
+        viewport: egui::ViewportBuilder::default().with_inner_size([1400.0, 860.0]).with_title("Weft"),
+        ..Default::default()
+    };
+    let r = eframe::run_native("Weft", native, Box::new(move |cc| Ok(Box::new(WeftApp::new(cc.wgpu_render_state.as_ref(), opts)))));
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: cannot open the window: {}", e);
+            1
+        }
+    }
+}
+
+enum Pending {
+    New,
+    Open(PathBuf),
+}
+
+pub struct WeftApp {
+    pub model: Model,
+    snarl: egui_snarl::Snarl<NodeView>,
+    snarl_revision: u64,
+    pub viewport: Viewport,
+    pub selected: Option<String>,
+    open_code: Option<String>,
+    search: String,
+    zoom: f32,
+    confirm: Option<Pending>,
+    recovery_offer: Option<PathBuf>,
+    last_autosave: f64,
+    recent: Vec<PathBuf>,
+    opts: GuiOptions,
+    screenshot_requested: bool,
+    status: String,
+}
+
+fn config_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("WEFT_CONFIG_DIR") {
+        return PathBuf::from(d);
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("weft")).unwrap_or_else(|| std::env::temp_dir().join("weft"))
+}
+
+pub fn recovery_path() -> PathBuf {
+    config_dir().join("recovery.json")
+}
+
+fn examples_dir() -> Option<PathBuf> {
+    let here = PathBuf::from("graphs");
+    if here.is_dir() {
+        return Some(here);
+    }
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?.join("graphs");
+    built.is_dir().then_some(built)
+}
+
+impl WeftApp {
+    pub fn new(render_state: Option<&eframe::egui_wgpu::RenderState>, opts: GuiOptions) -> WeftApp {
+        let model = match &opts.graph {
+            Some(p) => Model::open(p),
+            None => Model::new(model::empty_doc(), None),
+        };
+        let recent = std::fs::read_to_string(config_dir().join("recent.txt")).map(|t| t.lines().map(PathBuf::from).collect()).unwrap_or_default();
+        let recovery = recovery_path();
+        let recovery_offer = (opts.screenshot.is_none() && recovery.exists()).then_some(recovery);
+        let mut viewport = Viewport::new(render_state);
+        if opts.graph.is_some() && opts.screenshot.is_some() {
+            viewport.playing = true;
+        }
+        let snarl = build_snarl(&model);
+        WeftApp {
+            snarl,
+            snarl_revision: model.revision,
+            model,
+            viewport,
+            selected: None,
+            open_code: None,
+            search: String::new(),
+            zoom: 1.0,
+            confirm: None,
+            recovery_offer,
+            last_autosave: 0.0,
+            recent,
+            opts,
+            screenshot_requested: false,
+            status: String::new(),
+        }
+    }
+
+    fn base_dir(&self) -> Option<PathBuf> {
+        self.model.path.as_ref().and_then(|p| p.parent()).map(Path::to_path_buf)
+    }
+
+    fn open_now(&mut self, path: &Path) {
+        self.model = Model::open(path);
+        self.selected = None;
+        self.open_code = None;
+        self.viewport.sim = None;
+        self.remember(path);
+    }
+
+    fn remember(&mut self, path: &Path) {
+        let p = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        self.recent.retain(|r| r != &p);
+        self.recent.insert(0, p);
+        self.recent.truncate(10);
+        let _ = std::fs::create_dir_all(config_dir());
+        let text: Vec<String> = self.recent.iter().map(|p| p.display().to_string()).collect();
+        let _ = weft_ir::graph::document::write_atomic(&config_dir().join("recent.txt"), text.join("\n").as_bytes());
+    }
+
+    fn request(&mut self, p: Pending) {
+        if self.model.dirty {
+            self.confirm = Some(p);
+        } else {
+            self.do_pending(p);
+        }
+    }
+
+    fn do_pending(&mut self, p: Pending) {
+        match p {
+            Pending::New => {
+                self.model = Model::new(model::empty_doc(), None);
+                self.viewport.sim = None;
+            }
+            Pending::Open(path) => self.open_now(&path),
+        }
+    }
+
+    fn save(&mut self, save_as: bool) {
+        let path = match (&self.model.path, save_as) {
+            (Some(p), false) => Some(p.clone()),
+            _ => rfd::FileDialog::new().add_filter("Weft graph", &["json"]).set_file_name("graph.json").save_file(),
+        };
+        if let Some(p) = path {
+            match self.model.save_as(&p) {
+                Ok(()) => {
+                    let _ = std::fs::remove_file(recovery_path());
+                    self.remember(&p);
+                }
+                Err(e) => self.model.log.push(e),
+            }
+        }
+    }
+
+    fn autosave(&mut self, now: f64) {
+        if self.model.dirty && now - self.last_autosave > 15.0 {
+            self.last_autosave = now;
+            let _ = std::fs::create_dir_all(config_dir());
+            if let Err(e) = self.model.doc.save_atomic(&recovery_path()) {
+                self.model.log.push(format!("autosave failed: {}", e));
+            }
+        }
+    }
+
+    fn shortcuts(&mut self, ctx: &egui::Context) {
+        let typing = ctx.egui_wants_keyboard_input();
+        let (undo, redo, save, delete) = ctx.input_mut(|i| {
+            let redo = i.consume_key(egui::Modifiers::COMMAND | egui::Modifiers::SHIFT, egui::Key::Z) || i.consume_key(egui::Modifiers::COMMAND, egui::Key::Y);
+            let undo = i.consume_key(egui::Modifiers::COMMAND, egui::Key::Z);
+            let save = i.consume_key(egui::Modifiers::COMMAND, egui::Key::S);
+            let delete = !typing && (i.key_pressed(egui::Key::Delete) || i.key_pressed(egui::Key::X) && i.modifiers.is_none());
+            (undo, redo, save, delete)
+        });
+        if undo && !typing {
+            self.model.undo();
+        }
+        if redo && !typing {
+            self.model.redo();
+        }
+        if save {
+            self.save(false);
+        }
+        if delete {
+            if let Some(id) = self.selected.take() {
+                self.model.push(Command::RemoveNode { id });
+            }
+        }
+    }
+
+    fn menu(&mut self, ui: &mut egui::Ui) {
+        egui::MenuBar::new().ui(ui, |ui| {
+            ui.menu_button("File", |ui| {
+                if ui.button("New").clicked() {
+                    self.request(Pending::New);
+                    ui.close();
+                }
+                if ui.button("Open…").clicked() {
+                    if let Some(p) = rfd::FileDialog::new().add_filter("Weft graph", &["json"]).pick_file() {
+                        self.request(Pending::Open(p));
+                    }
+                    ui.close();
+                }
+                if ui.button("Save  (Ctrl+S)").clicked() {
+                    self.save(false);
+                    ui.close();
+                }
+                if ui.button("Save As…").clicked() {
+                    self.save(true);
+                    ui.close();
+                }
+                ui.menu_button("Examples", |ui| {
+                    let mut files: Vec<PathBuf> = examples_dir()
+                        .and_then(|d| std::fs::read_dir(d).ok())
+                        .into_iter()
+                        .flatten()
+                        .flatten()
+                        .map(|e| e.path())
+                        .filter(|p| p.extension().is_some_and(|e| e == "json") && !p.to_string_lossy().ends_with(".expect.json"))
+                        .collect();
+                    files.sort();
+                    for f in files {
+                        let name = f.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
+                        if ui.button(name).clicked() {
+                            self.request(Pending::Open(f));
+                            ui.close();
+                        }
+                    }
+                });
+                ui.menu_button("Recent", |ui| {
+                    for f in self.recent.clone() {
+                        if ui.button(f.display().to_string()).clicked() {
+                            self.request(Pending::Open(f));
+                            ui.close();
+                        }
+                    }
+                });
+            });
+            ui.menu_button("Edit", |ui| {
+                if ui.add_enabled(self.model.can_undo(), egui::Button::new("Undo  (Ctrl+Z)")).clicked() {
+                    self.model.undo();
+                    ui.close();
+                }
+                if ui.add_enabled(self.model.can_redo(), egui::Button::new("Redo  (Ctrl+Shift+Z)")).clicked() {
+                    self.model.redo();
+                    ui.close();
+                }
+            });
+            let title = match &self.model.path {
+                Some(p) => p.display().to_string(),
+                None => "untitled".into(),
+            };
+            ui.label(format!("{}{}", title, if self.model.dirty { " •" } else { "" }));
+        });
+    }
+
+    fn viewport_panel(&mut self, ui: &mut egui::Ui) {
+        ui.horizontal(|ui| {
+            let label = if self.viewport.playing { "⏸ Pause" } else { "▶ Play" };
+            if ui.button(label).clicked() {
+                self.viewport.playing = !self.viewport.playing;
+            }
+            if ui.button("Step").clicked() {
+                self.viewport.step();
+            }
+            if ui.button("Reset").clicked() {
+                self.viewport.reset();
+            }
+            let mut b = self.viewport.backend;
+            egui::ComboBox::from_id_salt("backend").selected_text(match b {
+                ViewBackend::Wgpu => "wgpu",
+                ViewBackend::Cpu => "cpu",
+            }).show_ui(ui, |ui| {
+                if self.viewport.has_gpu() {
+                    ui.selectable_value(&mut b, ViewBackend::Wgpu, "wgpu");
+                }
+                ui.selectable_value(&mut b, ViewBackend::Cpu, "cpu");
+            });
+            if b != self.viewport.backend {
+                self.viewport.backend = b;
+                let base = self.base_dir();
+                self.viewport.rebuild(self.model.revision, &self.model.doc, base);
+            }
+        });
+        let fps = if self.viewport.frame_ms > 0.0 { 1000.0 / self.viewport.frame_ms } else { 0.0 };
+        let frame = self.viewport.sim.as_ref().map(|s| s.frame).unwrap_or(0);
+        ui.label(format!("frame {}   {:.1} ms ({:.0} fps){}", frame, self.viewport.frame_ms, fps, if self.viewport.compiling() { "   compiling…" } else { "" }));
+        let times = self.viewport.kernel_times();
+        if !times.is_empty() {
+            ui.label(times.iter().map(|(k, ms)| format!("{} {:.2} ms", k, ms)).collect::<Vec<_>>().join("   ")).on_hover_text("median launch time per kernel");
+        }
+        if let Some(e) = &self.viewport.error {
+            ui.colored_label(egui::Color32::from_rgb(255, 110, 110), e);
+        }
+        ui.separator();
+        let mut zoom = self.zoom;
+        self.viewport.ui(ui, &mut zoom);
+        self.zoom = zoom;
+    }
+
+    fn inspector(&mut self, ui: &mut egui::Ui, commands: &mut Vec<Command>) {
+        let Some(id) = self.selected.clone() else {
+            ui.weak("Click a node's title to inspect it. Right-click the editor to add nodes.");
+            return;
+        };
+        let Some(doc) = self.model.doc.node(&id).cloned() else {
+            self.selected = None;
+            return;
+        };
+        let kind = weft_ir::graph::catalog::kind(&doc.kind);
+        ui.heading(&id);
+        if let Some(k) = kind {
+            ui.label(format!("{} — {}", k.name, k.doc));
+        }
+        graph_view::param_editors(ui, &doc, false, commands, &mut self.open_code);
+        for p in self.model.problems_of(&id) {
+            ui.colored_label(egui::Color32::from_rgb(255, 110, 110), p.to_string());
+        }
+    }
+
+    fn code_window(&mut self, ctx: &egui::Context, commands: &mut Vec<Command>) {
+        let Some(id) = self.open_code.clone() else { return };
+        let Some(doc) = self.model.doc.node(&id) else {
+            self.open_code = None;
+            return;
+        };
+        let mut code = doc.params.get("code").and_then(|v| v.as_str()).unwrap_or("").to_string();
+        let problems: Vec<String> = self.model.problems_of(&id).iter().map(|p| p.to_string()).collect();
+        let mut open = true;
+        egui::Window::new(format!("code · {}", id)).open(&mut open).default_size([560.0, 420.0]).show(ctx, |ui| {
+            let r = ui.add(egui::TextEdit::multiline(&mut code).code_editor().desired_rows(18).desired_width(f32::INFINITY));
+            if r.changed() {
+                commands.push(Command::SetParam { node: id.clone(), param: "code".into(), value: code.clone().into() });
+            }
+            for p in &problems {
+                ui.colored_label(egui::Color32::from_rgb(255, 110, 110), p);
+            }
+        });
+        if !open {
+            self.open_code = None;
+        }
+    }
+
+    fn problems_panel(&mut self, ui: &mut egui::Ui) {
+        egui::ScrollArea::vertical().max_height(140.0).show(ui, |ui| {
+            if self.model.problems.is_empty() {
+                ui.weak("No problems.");
+            }
+            for p in self.model.problems.clone() {
+                let r = ui.add(egui::Label::new(egui::RichText::new(p.to_string()).color(egui::Color32::from_rgb(255, 110, 110))).sense(egui::Sense::click()));
+                if r.clicked() {
+                    self.selected = p.node().map(str::to_string);
+                }
+            }
+            for line in self.model.log.iter().rev().take(20) {
+                ui.weak(line);
+            }
+        });
+    }
+
+    fn dialogs(&mut self, ctx: &egui::Context) {
+        if let Some(p) = self.confirm.take() {
+            let mut keep = true;
+            egui::Modal::new(egui::Id::new("unsaved")).show(ctx, |ui| {
+                ui.label("The graph has unsaved changes.");
+                ui.horizontal(|ui| {
+                    if ui.button("Save").clicked() {
+                        self.save(false);
+                        keep = false;
+                    }
+                    if ui.button("Discard").clicked() {
+                        self.model.dirty = false;
+                        keep = false;
+                    }
+                    if ui.button("Cancel").clicked() {
+                        keep = false;
+                        self.status = "cancelled".into();
+                    }
+                });
+            });
+            if keep {
+                self.confirm = Some(p);
+            } else if !self.model.dirty {
+                self.do_pending(p);
+            }
+        }
+        if let Some(path) = self.recovery_offer.clone() {
+            egui::Modal::new(egui::Id::new("recover")).show(ctx, |ui| {
+                ui.label("Weft found unsaved work from a previous session.");
+                ui.horizontal(|ui| {
+                    if ui.button("Recover").clicked() {
+                        if let Ok(doc) = weft_ir::graph::GraphDoc::load(&path) {
+                            self.model = Model::new(doc, None);
+                            self.model.dirty = true;
+                        }
+                        self.recovery_offer = None;
+                    }
+                    if ui.button("Discard").clicked() {
+                        let _ = std::fs::remove_file(&path);
+                        self.recovery_offer = None;
+                    }
+                });
+            });
+        }
+    }
+
+    fn screenshot(&mut self, ctx: &egui::Context) {
+        let Some(path) = self.opts.screenshot.clone() else { return };
+        let ready = self.viewport.frames_run >= self.opts.after_frames as u64 || (self.viewport.sim.is_none() && !self.viewport.compiling() && ctx.cumulative_frame_nr() > 30);
+        if ready && !self.screenshot_requested {
+            self.viewport.playing = false;
+            self.screenshot_requested = true;
+            ctx.send_viewport_cmd(egui::ViewportCommand::Screenshot(Default::default()));
+        }
+        let shot = ctx.input(|i| {
+            i.raw.events.iter().find_map(|e| match e {
+                egui::Event::Screenshot { image, .. } => Some(image.clone()),
+                _ => None,
+            })
+        });
+        if let Some(image) = shot {
+            let img = weft_runtime::render::Image { width: image.size[0] as u32, height: image.size[1] as u32, rgba: image.pixels.iter().flat_map(|c| c.to_array()).collect() };
+            if let Err(e) = img.write_png(&path) {
+                eprintln!("error: {}", e);
+            }
+            ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+        }
+        ctx.request_repaint();
+    }
+}
+
+impl eframe::App for WeftApp {
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        let ctx = ui.ctx().clone();
+        self.shortcuts(&ctx);
+        self.model.apply_pending();
+        if self.snarl_revision != self.model.revision || self.snarl.nodes().count() != self.model.doc.nodes.len() {
+            self.snarl = build_snarl(&self.model);
+            self.snarl_revision = self.model.revision;
+        }
+        let base = self.base_dir();
+        self.viewport.sync(self.model.revision, &self.model.doc, base, !self.model.problems.is_empty());
+        self.viewport.update(&ctx);
+        let now = ctx.input(|i| i.time);
+        self.autosave(now);
+
+        let mut commands = Vec::new();
+        egui::Panel::top("menu").show(ui, |ui| self.menu(ui));
+        egui::Panel::bottom("problems").resizable(true).show(ui, |ui| {
+            ui.label(egui::RichText::new("Problems").strong());
+            self.problems_panel(ui);
+        });
+        egui::Panel::right("side").resizable(true).default_size(520.0).show(ui, |ui| {
+            egui::Panel::top("inspector").resizable(true).default_size(260.0).show(ui, |ui| {
+                egui::ScrollArea::vertical().show(ui, |ui| self.inspector(ui, &mut commands));
+            });
+            egui::CentralPanel::default().show(ui, |ui| self.viewport_panel(ui));
+        });
+        egui::CentralPanel::default().show(ui, |ui| {
+            let mut viewer = GraphViewer { model: &self.model, commands: vec![], selected: &mut self.selected, open_code: &mut self.open_code, search: &mut self.search, refusal: None };
+            self.snarl.show(&mut viewer, &egui_snarl::ui::SnarlStyle::default(), "graph", ui);
+            commands.append(&mut viewer.commands);
+            if let Some(why) = viewer.refusal.take() {
+                self.model.log.push(format!("wire refused: {}", why));
+                self.status = why;
+            }
+            if !self.status.is_empty() {
+                ui.colored_label(egui::Color32::from_rgb(255, 200, 120), &self.status);
+            }
+        });
+        // Node moves are committed when the pointer is released (one undo step per drag).
+        if !ctx.input(|i| i.pointer.any_down()) {
+            for (_, pos, v) in self.snarl.nodes_pos_ids() {
+                if let Some(n) = self.model.doc.node(&v.id) {
+                    if (n.pos[0] - pos.x).abs() > 0.5 || (n.pos[1] - pos.y).abs() > 0.5 {
+                        commands.push(Command::MoveNode { id: v.id.clone(), pos: [pos.x, pos.y] });
+                    }
+                }
+            }
+        }
+        self.code_window(&ctx, &mut commands);
+        self.dialogs(&ctx);
+        for c in commands {
+            self.model.push(c);
+        }
+        self.screenshot(&ctx);
+    }
+}
