@@ -16,7 +16,11 @@ fn main() {
     let args = cli::Cli::parse();
     let code = match args.command {
         None => gui::run(gui::GuiOptions::default()),
-        Some(cli::Command::Gui(a)) => gui::run(gui::GuiOptions { graph: a.graph, screenshot: a.screenshot, after_frames: a.after_frames }),
+        Some(cli::Command::Gui(a)) => gui::run(gui::GuiOptions {
+            graph: a.graph,
+            screenshot: a.screenshot,
+            after_frames: a.after_frames,
+        }),
         Some(cli::Command::Run(a)) => run::run(a),
         Some(cli::Command::Check(a)) => run::check(a),
         Some(cli::Command::Ir(a)) => run::ir(a),

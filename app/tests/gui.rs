@@ -12,13 +12,18 @@ use gui::{GuiOptions, WeftApp};
 use std::path::{Path, PathBuf};
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 fn gpu_ok() -> bool {
     match weft_runtime::gpu::GpuContext::new(weft_runtime::gpu::AdapterChoice::Any) {
         Ok(_) => true,
-        Err(e) if std::env::var("CI").as_deref() == Ok("true") => panic!("CI=true but no wgpu adapter: {}", e),
+        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("CI=true but no wgpu adapter: {}", e)
+        }
         Err(e) => {
             eprintln!("skipping: no wgpu adapter ({})", e);
             false
@@ -30,8 +35,14 @@ fn harness(graph: &str) -> Harness<'static, WeftApp> {
     // Keep recent files and recovery data out of the user's home.
     let cfg = std::env::temp_dir().join(format!("weft-gui-test-{}", std::process::id()));
     std::env::set_var("WEFT_CONFIG_DIR", &cfg);
-    let opts = GuiOptions { graph: Some(root().join("graphs").join(graph)), ..Default::default() };
-    Harness::builder().with_size((1400.0, 860.0)).wgpu().build_eframe(move |cc| WeftApp::new(cc.wgpu_render_state.as_ref(), opts))
+    let opts = GuiOptions {
+        graph: Some(root().join("graphs").join(graph)),
+        ..Default::default()
+    };
+    Harness::builder()
+        .with_size((1400.0, 860.0))
+        .wgpu()
+        .build_eframe(move |cc| WeftApp::new(cc.wgpu_render_state.as_ref(), opts))
 }
 
 /// Steps until the background compile has produced a simulation.
@@ -49,18 +60,42 @@ fn wait_for_sim(h: &mut Harness<'static, WeftApp>) {
 #[test]
 fn edits_undo_redo_refusals_and_save_round_trip() {
     let mut m = Model::new(gui::model::empty_doc(), None);
-    m.push(Command::AddNode { kind: "dense".into(), pos: [0.0, 0.0] });
-    m.push(Command::AddNode { kind: "field".into(), pos: [200.0, 0.0] });
+    m.push(Command::AddNode {
+        kind: "dense".into(),
+        pos: [0.0, 0.0],
+    });
+    m.push(Command::AddNode {
+        kind: "field".into(),
+        pos: [200.0, 0.0],
+    });
     assert!(m.apply_pending());
     assert_eq!(m.doc.nodes.len(), 2);
     // An incompatible wire is refused with the reason, and changes nothing.
-    let why = m.check_wire("field1.field", "dense1.parent", false).unwrap_err();
-    assert!(why.contains("cannot wire a field output 'field1.field' to a layout input 'dense1.parent'"), "{}", why);
-    m.push(Command::Connect { from: "field1.field".into(), to: "dense1.parent".into(), exec: false });
+    let why = m
+        .check_wire("field1.field", "dense1.parent", false)
+        .unwrap_err();
+    assert!(
+        why.contains("cannot wire a field output 'field1.field' to a layout input 'dense1.parent'"),
+        "{}",
+        why
+    );
+    m.push(Command::Connect {
+        from: "field1.field".into(),
+        to: "dense1.parent".into(),
+        exec: false,
+    });
     assert!(!m.apply_pending());
     assert!(m.log.last().unwrap().contains("cannot wire"));
-    m.push(Command::Connect { from: "dense1.cells".into(), to: "field1.layout".into(), exec: false });
-    m.push(Command::SetParam { node: "field1".into(), param: "type".into(), value: "vec2".into() });
+    m.push(Command::Connect {
+        from: "dense1.cells".into(),
+        to: "field1.layout".into(),
+        exec: false,
+    });
+    m.push(Command::SetParam {
+        node: "field1".into(),
+        param: "type".into(),
+        value: "vec2".into(),
+    });
     assert!(m.apply_pending());
     assert!(m.problems.is_empty(), "{:?}", m.problems);
     m.undo();
@@ -68,10 +103,16 @@ fn edits_undo_redo_refusals_and_save_round_trip() {
     m.redo();
     assert_eq!(m.doc.node("field1").unwrap().params["type"], "vec2");
     // Removing a node removes its wires.
-    m.push(Command::RemoveNode { id: "dense1".into() });
+    m.push(Command::RemoveNode {
+        id: "dense1".into(),
+    });
     m.apply_pending();
     assert!(m.doc.wires.is_empty());
-    assert_eq!(m.problems[0].node(), Some("field1"), "the field lost its layout");
+    assert_eq!(
+        m.problems[0].node(),
+        Some("field1"),
+        "the field lost its layout"
+    );
     m.undo();
     let dir = std::env::temp_dir().join(format!("weft-gui-save-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -79,7 +120,10 @@ fn edits_undo_redo_refusals_and_save_round_trip() {
     m.save_as(&path).unwrap();
     assert!(!m.dirty);
     let back = weft_ir::graph::GraphDoc::load(&path).unwrap();
-    assert_eq!(back, m.doc, "saving and reloading gives the identical graph");
+    assert_eq!(
+        back, m.doc,
+        "saving and reloading gives the identical graph"
+    );
 }
 
 #[test]
@@ -98,8 +142,16 @@ fn opens_runs_steps_and_the_viewport_changes() {
     assert_eq!(h.state().viewport.sim.as_ref().unwrap().frame, 2);
     h.get_by_label_contains("frame 2");
     let after = h.render().expect("renders");
-    let changed = before.pixels().zip(after.pixels()).filter(|(a, b)| a != b).count();
-    assert!(changed > 500, "the viewport changed after two frames ({} pixels)", changed);
+    let changed = before
+        .pixels()
+        .zip(after.pixels())
+        .filter(|(a, b)| a != b)
+        .count();
+    assert!(
+        changed > 500,
+        "the viewport changed after two frames ({} pixels)",
+        changed
+    );
     // Play runs frames on its own; pause stops.
     h.get_by_label("▶ Play").click();
     h.run_steps(5);
@@ -115,10 +167,23 @@ fn a_kernel_typo_is_reported_on_its_node_and_undo_restores_it() {
     }
     let mut h = harness("heat.json");
     wait_for_sim(&mut h);
-    let code = h.state().model.doc.node("apply").unwrap().params["code"].as_str().unwrap().replace("T_next[(i, j)]", "T_nxt[(i, j)] + 1");
-    h.state_mut().model.push(Command::SetParam { node: "apply".into(), param: "code".into(), value: code.into() });
+    let code = h.state().model.doc.node("apply").unwrap().params["code"]
+        .as_str()
+        .unwrap()
+        .replace("T_next[(i, j)]", "T_nxt[(i, j)] + 1");
+    h.state_mut().model.push(Command::SetParam {
+        node: "apply".into(),
+        param: "code".into(),
+        value: code.into(),
+    });
     h.run_steps(3);
-    let problem = h.state().model.problems.first().map(|p| p.to_string()).unwrap_or_default();
+    let problem = h
+        .state()
+        .model
+        .problems
+        .first()
+        .map(|p| p.to_string())
+        .unwrap_or_default();
     assert!(problem.contains("node 'apply'"), "{}", problem);
     // The problem is listed; clicking it selects the node, whose inspector shows it.
     h.get_by_label(&problem).click();
@@ -129,7 +194,11 @@ fn a_kernel_typo_is_reported_on_its_node_and_undo_restores_it() {
     h.run_steps(1);
     h.get_by_label("Undo  (Ctrl+Z)").click();
     h.run_steps(2);
-    assert!(h.state().model.problems.is_empty(), "{:?}", h.state().model.problems);
+    assert!(
+        h.state().model.problems.is_empty(),
+        "{:?}",
+        h.state().model.problems
+    );
     h.get_by_label("Edit").click();
     h.run_steps(1);
     h.get_by_label("Redo  (Ctrl+Shift+Z)").click();

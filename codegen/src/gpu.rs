@@ -216,7 +216,13 @@ pub fn compile_kernel(
     let arr_atomic = arr(&mut m, atomic_u32);
     // atomic<f32> needs SHADER_FLOAT32_ATOMIC even when unused: declare it only when a root uses it.
     let arr_atomic_f32 = roots.iter().any(|r| r.1 == RootKind::AtomicF32).then(|| {
-        let atomic_f32 = m.types.insert(NType { name: None, inner: TypeInner::Atomic(NScalar::F32) }, SP);
+        let atomic_f32 = m.types.insert(
+            NType {
+                name: None,
+                inner: TypeInner::Atomic(NScalar::F32),
+            },
+            SP,
+        );
         arr(&mut m, atomic_f32)
     });
     let storage = |access| AddressSpace::Storage { access };

@@ -142,7 +142,11 @@ impl GpuContext {
     }
 
     /// Wraps a device the caller already opened (the app shares eframe's).
-    pub fn from_shared(adapter: &wgpu::Adapter, device: wgpu::Device, queue: wgpu::Queue) -> GpuContext {
+    pub fn from_shared(
+        adapter: &wgpu::Adapter,
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+    ) -> GpuContext {
         let features = device.features();
         let errors = Arc::new(Mutex::new(Vec::new()));
         let sink = errors.clone();

@@ -141,7 +141,13 @@ fn examples_agree_across_backends() {
         return;
     }
     let mut problems = Vec::new();
-    for (name, frames) in [("julia", 2), ("heat", 2), ("heat_color", 2), ("life", 3), ("mpm88", 1)] {
+    for (name, frames) in [
+        ("julia", 2),
+        ("heat", 2),
+        ("heat_color", 2),
+        ("life", 3),
+        ("mpm88", 1),
+    ] {
         let mut g = example(name);
         if name == "mpm88" {
             set(&mut g, "substeps", "count", json!(20));

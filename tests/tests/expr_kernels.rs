@@ -12,8 +12,19 @@ fn colour_mapping_expression_matches_its_formula() {
     let (cold, warm) = ([0.05f32, 0.1, 0.4], [1.0f32, 0.55, 0.1]);
     for (c, &tv) in t.iter().enumerate() {
         for k in 0..3 {
-            let want = if tv > 0.9 { 1.0 } else { cold[k] + (warm[k] - cold[k]) * tv };
-            assert_eq!(rgb[c * 3 + k], want, "cell {} channel {} (T = {})", c, k, tv);
+            let want = if tv > 0.9 {
+                1.0
+            } else {
+                cold[k] + (warm[k] - cold[k]) * tv
+            };
+            assert_eq!(
+                rgb[c * 3 + k],
+                want,
+                "cell {} channel {} (T = {})",
+                c,
+                k,
+                tv
+            );
         }
     }
     assert!(t.iter().any(|&x| x > 0.9) && t.iter().any(|&x| x < 0.9));
@@ -64,8 +75,16 @@ fn arithmetic_indices_and_atomics_in_expressions() {
 #[test]
 fn errors_name_the_expression_node() {
     let cases = [
-        (json!({"nodes": [{"id": "a", "kind": "wibble"}]}), "expression node 'a'", "unknown expression node kind 'wibble'"),
-        (json!({"nodes": [{"id": "w", "kind": "write", "params": {"field": "x"}}]}), "expression node 'w', input 'value'", "not wired"),
+        (
+            json!({"nodes": [{"id": "a", "kind": "wibble"}]}),
+            "expression node 'a'",
+            "unknown expression node kind 'wibble'",
+        ),
+        (
+            json!({"nodes": [{"id": "w", "kind": "write", "params": {"field": "x"}}]}),
+            "expression node 'w', input 'value'",
+            "not wired",
+        ),
         (
             json!({"nodes": [{"id": "v", "kind": "const", "params": {"type": "vec3", "value": [1, 2, 3]}}, {"id": "w", "kind": "write", "params": {"field": "x"}}],
                    "wires": [{"from": "v", "to": "w.value"}]}),
@@ -78,14 +97,26 @@ fn errors_name_the_expression_node() {
             "expression node '",
             "cycle",
         ),
-        (json!({"nodes": [{"id": "s", "kind": "scalar", "params": {"name": "nope"}}]}), "expression node 's'", "no scalar 'nope'"),
-        (json!({"nodes": [{"id": "i", "kind": "index", "params": {"axis": 2}}]}), "expression node 'i'", "axis 2 does not exist"),
+        (
+            json!({"nodes": [{"id": "s", "kind": "scalar", "params": {"name": "nope"}}]}),
+            "expression node 's'",
+            "no scalar 'nope'",
+        ),
+        (
+            json!({"nodes": [{"id": "i", "kind": "index", "params": {"axis": 2}}]}),
+            "expression node 'i'",
+            "axis 2 does not exist",
+        ),
         (
             json!({"nodes": [{"id": "c", "kind": "const"}, {"id": "f", "kind": "call", "params": {"fn": "frobnicate"}}], "wires": [{"from": "c", "to": "f.a"}]}),
             "expression node 'f'",
             "not a built-in",
         ),
-        (json!({"nodes": [{"id": "c", "kind": "const"}], "wires": [{"from": "c", "to": "c.nope"}]}), "expression node 'c', input 'nope'", "has no input 'nope'"),
+        (
+            json!({"nodes": [{"id": "c", "kind": "const"}], "wires": [{"from": "c", "to": "c.nope"}]}),
+            "expression node 'c', input 'nope'",
+            "has no input 'nope'",
+        ),
     ];
     let mut problems = Vec::new();
     for (expr, node, needle) in cases {

@@ -20,7 +20,10 @@ pub fn build_snarl(model: &Model) -> Snarl<NodeView> {
     let mut snarl = Snarl::new();
     let mut ids = std::collections::HashMap::new();
     for n in &model.doc.nodes {
-        let id = snarl.insert_node(egui::pos2(n.pos[0], n.pos[1]), NodeView { id: n.id.clone() });
+        let id = snarl.insert_node(
+            egui::pos2(n.pos[0], n.pos[1]),
+            NodeView { id: n.id.clone() },
+        );
         ids.insert(n.id.clone(), id);
     }
     let pin_index = |node: &NodeDoc, name: &str, output: bool| -> Option<usize> {
@@ -31,11 +34,40 @@ pub fn build_snarl(model: &Model) -> Snarl<NodeView> {
     let mut connect = |from: &str, to: &str, exec: bool| {
         let (fnode, fport) = weft_ir::graph::document::split_endpoint(from);
         let (tnode, tport) = weft_ir::graph::document::split_endpoint(to);
-        let (Some(fd), Some(td)) = (model.doc.node(fnode), model.doc.node(tnode)) else { return };
-        let fport = if fport.is_empty() { pins(fd).1.first().map(|p| p.name.clone()).unwrap_or_default() } else { fport.to_string() };
-        let tport = if exec { "exec".to_string() } else if tport.is_empty() { pins(td).0.first().map(|p| p.name.clone()).unwrap_or_default() } else { tport.to_string() };
+        let (Some(fd), Some(td)) = (model.doc.node(fnode), model.doc.node(tnode)) else {
+            return;
+        };
+        let fport = if fport.is_empty() {
+            pins(fd)
+                .1
+                .first()
+                .map(|p| p.name.clone())
+                .unwrap_or_default()
+        } else {
+            fport.to_string()
+        };
+        let tport = if exec {
+            "exec".to_string()
+        } else if tport.is_empty() {
+            pins(td)
+                .0
+                .first()
+                .map(|p| p.name.clone())
+                .unwrap_or_default()
+        } else {
+            tport.to_string()
+        };
         if let (Some(o), Some(i)) = (pin_index(fd, &fport, true), pin_index(td, &tport, false)) {
-            snarl.connect(OutPinId { node: ids[fnode], output: o }, InPinId { node: ids[tnode], input: i });
+            snarl.connect(
+                OutPinId {
+                    node: ids[fnode],
+                    output: o,
+                },
+                InPinId {
+                    node: ids[tnode],
+                    input: i,
+                },
+            );
         }
     };
     for w in &model.doc.wires {
@@ -80,13 +112,26 @@ impl GraphViewer<'_> {
         self.model.doc.node(&v.id)
     }
 
-    fn endpoints(&self, from: &OutPin, to: &InPin, snarl: &Snarl<NodeView>) -> Option<(String, String, bool)> {
+    fn endpoints(
+        &self,
+        from: &OutPin,
+        to: &InPin,
+        snarl: &Snarl<NodeView>,
+    ) -> Option<(String, String, bool)> {
         let f = self.doc_node(&snarl[from.id.node])?;
         let t = self.doc_node(&snarl[to.id.node])?;
         let out = pins(f).1.get(from.id.output)?.clone();
         let inp = pins(t).0.get(to.id.input)?.clone();
         let exec = out.kind == PinKind::Exec || inp.kind == PinKind::Exec;
-        Some((format!("{}.{}", f.id, out.name), if exec { t.id.clone() } else { format!("{}.{}", t.id, inp.name) }, exec))
+        Some((
+            format!("{}.{}", f.id, out.name),
+            if exec {
+                t.id.clone()
+            } else {
+                format!("{}.{}", t.id, inp.name)
+            },
+            exec,
+        ))
     }
 }
 
@@ -95,12 +140,29 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
         node.id.clone()
     }
 
-    fn show_header(&mut self, node: NodeId, _inputs: &[InPin], _outputs: &[OutPin], ui: &mut Ui, snarl: &mut Snarl<NodeView>) {
+    fn show_header(
+        &mut self,
+        node: NodeId,
+        _inputs: &[InPin],
+        _outputs: &[OutPin],
+        ui: &mut Ui,
+        snarl: &mut Snarl<NodeView>,
+    ) {
         let id = snarl[node].id.clone();
-        let Some(doc) = self.model.doc.node(&id) else { return };
+        let Some(doc) = self.model.doc.node(&id) else {
+            return;
+        };
         let problems = self.model.problems_of(&id);
-        let color = if problems.is_empty() { catalog::kind(&doc.kind).map(|k| family_color(k.family)).unwrap_or(Color32::GRAY) } else { Color32::from_rgb(255, 90, 90) };
-        let text = egui::RichText::new(format!("{}  ·  {}", id, doc.kind)).color(color).strong();
+        let color = if problems.is_empty() {
+            catalog::kind(&doc.kind)
+                .map(|k| family_color(k.family))
+                .unwrap_or(Color32::GRAY)
+        } else {
+            Color32::from_rgb(255, 90, 90)
+        };
+        let text = egui::RichText::new(format!("{}  ·  {}", id, doc.kind))
+            .color(color)
+            .strong();
         let mut r = ui.add(egui::Label::new(text).sense(egui::Sense::click()));
         if !problems.is_empty() {
             let msg: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
@@ -119,24 +181,46 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
         self.doc_node(node).map(|n| pins(n).1.len()).unwrap_or(0)
     }
 
-    fn show_input(&mut self, pin: &InPin, ui: &mut Ui, snarl: &mut Snarl<NodeView>) -> impl SnarlPin + 'static {
-        let p = self.doc_node(&snarl[pin.id.node]).and_then(|n| pins(n).0.get(pin.id.input).cloned());
+    fn show_input(
+        &mut self,
+        pin: &InPin,
+        ui: &mut Ui,
+        snarl: &mut Snarl<NodeView>,
+    ) -> impl SnarlPin + 'static {
+        let p = self
+            .doc_node(&snarl[pin.id.node])
+            .and_then(|n| pins(n).0.get(pin.id.input).cloned());
         match p {
             Some(p) => {
                 ui.label(&p.name);
-                let info = if p.kind == PinKind::Exec { PinInfo::triangle() } else { PinInfo::circle() };
+                let info = if p.kind == PinKind::Exec {
+                    PinInfo::triangle()
+                } else {
+                    PinInfo::circle()
+                };
                 info.with_fill(pin_color(p.kind))
             }
             None => PinInfo::circle(),
         }
     }
 
-    fn show_output(&mut self, pin: &OutPin, ui: &mut Ui, snarl: &mut Snarl<NodeView>) -> impl SnarlPin + 'static {
-        let p = self.doc_node(&snarl[pin.id.node]).and_then(|n| pins(n).1.get(pin.id.output).cloned());
+    fn show_output(
+        &mut self,
+        pin: &OutPin,
+        ui: &mut Ui,
+        snarl: &mut Snarl<NodeView>,
+    ) -> impl SnarlPin + 'static {
+        let p = self
+            .doc_node(&snarl[pin.id.node])
+            .and_then(|n| pins(n).1.get(pin.id.output).cloned());
         match p {
             Some(p) => {
                 ui.label(&p.name);
-                let info = if p.kind == PinKind::Exec { PinInfo::triangle() } else { PinInfo::circle() };
+                let info = if p.kind == PinKind::Exec {
+                    PinInfo::triangle()
+                } else {
+                    PinInfo::circle()
+                };
                 info.with_fill(pin_color(p.kind))
             }
             None => PinInfo::circle(),
@@ -144,12 +228,23 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
     }
 
     fn has_body(&mut self, node: &NodeView) -> bool {
-        self.doc_node(node).and_then(|n| catalog::kind(&n.kind)).is_some_and(|k| !k.params.is_empty())
+        self.doc_node(node)
+            .and_then(|n| catalog::kind(&n.kind))
+            .is_some_and(|k| !k.params.is_empty())
     }
 
-    fn show_body(&mut self, node: NodeId, _inputs: &[InPin], _outputs: &[OutPin], ui: &mut Ui, snarl: &mut Snarl<NodeView>) {
+    fn show_body(
+        &mut self,
+        node: NodeId,
+        _inputs: &[InPin],
+        _outputs: &[OutPin],
+        ui: &mut Ui,
+        snarl: &mut Snarl<NodeView>,
+    ) {
         let id = snarl[node].id.clone();
-        let Some(doc) = self.model.doc.node(&id).cloned() else { return };
+        let Some(doc) = self.model.doc.node(&id).cloned() else {
+            return;
+        };
         ui.vertical(|ui| {
             ui.set_max_width(220.0);
             param_editors(ui, &doc, true, &mut self.commands, self.open_code);
@@ -162,7 +257,10 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
 
     fn show_graph_menu(&mut self, pos: egui::Pos2, ui: &mut Ui, _snarl: &mut Snarl<NodeView>) {
         if let Some(kind) = add_node_menu(ui, self.search) {
-            self.commands.push(Command::AddNode { kind, pos: [pos.x, pos.y] });
+            self.commands.push(Command::AddNode {
+                kind,
+                pos: [pos.x, pos.y],
+            });
             ui.close();
         }
     }
@@ -171,42 +269,67 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
         true
     }
 
-    fn show_node_menu(&mut self, node: NodeId, _inputs: &[InPin], _outputs: &[OutPin], ui: &mut Ui, snarl: &mut Snarl<NodeView>) {
+    fn show_node_menu(
+        &mut self,
+        node: NodeId,
+        _inputs: &[InPin],
+        _outputs: &[OutPin],
+        ui: &mut Ui,
+        snarl: &mut Snarl<NodeView>,
+    ) {
         let id = snarl[node].id.clone();
         if ui.button("Delete").clicked() {
             self.commands.push(Command::RemoveNode { id: id.clone() });
             ui.close();
         }
-        if self.model.doc.node(&id).is_some_and(|n| n.kind == "kernel") && ui.button("Edit code…").clicked() {
+        if self.model.doc.node(&id).is_some_and(|n| n.kind == "kernel")
+            && ui.button("Edit code…").clicked()
+        {
             *self.open_code = Some(id);
             ui.close();
         }
     }
 
     fn connect(&mut self, from: &OutPin, to: &InPin, snarl: &mut Snarl<NodeView>) {
-        let Some((f, t, exec)) = self.endpoints(from, to, snarl) else { return };
+        let Some((f, t, exec)) = self.endpoints(from, to, snarl) else {
+            return;
+        };
         match self.model.check_wire(&f, &t, exec) {
-            Ok(()) => self.commands.push(Command::Connect { from: f, to: t, exec }),
+            Ok(()) => self.commands.push(Command::Connect {
+                from: f,
+                to: t,
+                exec,
+            }),
             Err(why) => self.refusal = Some(why),
         }
     }
 
     fn disconnect(&mut self, from: &OutPin, to: &InPin, snarl: &mut Snarl<NodeView>) {
         if let Some((f, t, exec)) = self.endpoints(from, to, snarl) {
-            self.commands.push(Command::Disconnect { from: f, to: t, exec });
+            self.commands.push(Command::Disconnect {
+                from: f,
+                to: t,
+                exec,
+            });
         }
     }
 
     fn drop_outputs(&mut self, pin: &OutPin, snarl: &mut Snarl<NodeView>) {
         for r in &pin.remotes {
-            let to = InPin { id: *r, remotes: vec![pin.id] };
+            let to = InPin {
+                id: *r,
+                remotes: vec![pin.id],
+            };
             self.disconnect(pin, &to, snarl);
         }
     }
 
     fn drop_inputs(&mut self, pin: &InPin, snarl: &mut Snarl<NodeView>) {
         for r in &pin.remotes {
-            let from = OutPin { id: *r, remotes: vec![pin.id] };
+            let from = OutPin {
+                id: *r,
+                remotes: vec![pin.id],
+            };
             self.disconnect(&from, pin, snarl);
         }
     }
@@ -215,16 +338,36 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
 /// The searchable add-node menu, grouped by family. Returns the chosen kind.
 pub fn add_node_menu(ui: &mut Ui, search: &mut String) -> Option<String> {
     ui.label("Add node");
-    let r = ui.add(egui::TextEdit::singleline(search).hint_text("search…").desired_width(180.0));
+    let r = ui.add(
+        egui::TextEdit::singleline(search)
+            .hint_text("search…")
+            .desired_width(180.0),
+    );
     r.request_focus();
     let q = search.to_lowercase();
     let mut chosen = None;
-    for fam in [Family::Layout, Family::Field, Family::Kernel, Family::Execution, Family::View] {
-        let kinds: Vec<_> = catalog::kinds().iter().filter(|k| k.family == fam && (q.is_empty() || k.name.contains(&q) || k.doc.to_lowercase().contains(&q))).collect();
+    for fam in [
+        Family::Layout,
+        Family::Field,
+        Family::Kernel,
+        Family::Execution,
+        Family::View,
+    ] {
+        let kinds: Vec<_> = catalog::kinds()
+            .iter()
+            .filter(|k| {
+                k.family == fam
+                    && (q.is_empty() || k.name.contains(&q) || k.doc.to_lowercase().contains(&q))
+            })
+            .collect();
         if kinds.is_empty() {
             continue;
         }
-        ui.label(egui::RichText::new(fam.name()).small().color(family_color(fam)));
+        ui.label(
+            egui::RichText::new(fam.name())
+                .small()
+                .color(family_color(fam)),
+        );
         for k in kinds {
             if ui.button(k.name).on_hover_text(k.doc).clicked() {
                 chosen = Some(k.name.to_string());
@@ -238,14 +381,31 @@ pub fn add_node_menu(ui: &mut Ui, search: &mut String) -> Option<String> {
 }
 
 /// Editors for a node's parameters (compact on node bodies, full in the inspector).
-pub fn param_editors(ui: &mut Ui, doc: &NodeDoc, compact: bool, commands: &mut Vec<Command>, open_code: &mut Option<String>) {
-    let Some(kind) = catalog::kind(&doc.kind) else { return };
+pub fn param_editors(
+    ui: &mut Ui,
+    doc: &NodeDoc,
+    compact: bool,
+    commands: &mut Vec<Command>,
+    open_code: &mut Option<String>,
+) {
+    let Some(kind) = catalog::kind(&doc.kind) else {
+        return;
+    };
     for spec in kind.params {
-        let value = doc.params.get(spec.name).cloned().or_else(|| spec.default_value()).unwrap_or(Value::Null);
+        let value = doc
+            .params
+            .get(spec.name)
+            .cloned()
+            .or_else(|| spec.default_value())
+            .unwrap_or(Value::Null);
         ui.horizontal(|ui| {
             ui.label(spec.name).on_hover_text(spec.doc);
             if let Some(v) = param_widget(ui, doc, spec, &value, compact, open_code) {
-                commands.push(Command::SetParam { node: doc.id.clone(), param: spec.name.to_string(), value: v });
+                commands.push(Command::SetParam {
+                    node: doc.id.clone(),
+                    param: spec.name.to_string(),
+                    value: v,
+                });
             }
         });
     }
@@ -254,14 +414,25 @@ pub fn param_editors(ui: &mut Ui, doc: &NodeDoc, compact: bool, commands: &mut V
 fn number(ui: &mut Ui, v: &Value, int: bool) -> Option<Value> {
     if int {
         let mut x = v.as_i64().unwrap_or(0);
-        ui.add(egui::DragValue::new(&mut x)).changed().then(|| Value::from(x))
+        ui.add(egui::DragValue::new(&mut x))
+            .changed()
+            .then(|| Value::from(x))
     } else {
         let mut x = v.as_f64().unwrap_or(0.0);
-        ui.add(egui::DragValue::new(&mut x).speed(0.01)).changed().then(|| Value::from(x))
+        ui.add(egui::DragValue::new(&mut x).speed(0.01))
+            .changed()
+            .then(|| Value::from(x))
     }
 }
 
-fn param_widget(ui: &mut Ui, doc: &NodeDoc, spec: &ParamSpec, v: &Value, compact: bool, open_code: &mut Option<String>) -> Option<Value> {
+fn param_widget(
+    ui: &mut Ui,
+    doc: &NodeDoc,
+    spec: &ParamSpec,
+    v: &Value,
+    compact: bool,
+    open_code: &mut Option<String>,
+) -> Option<Value> {
     match spec.ty {
         ParamType::Int => number(ui, v, true),
         ParamType::Number => {
@@ -279,20 +450,33 @@ fn param_widget(ui: &mut Ui, doc: &NodeDoc, spec: &ParamSpec, v: &Value, compact
         ParamType::Enum(opts) => {
             let mut cur = v.as_str().unwrap_or("").to_string();
             let before = cur.clone();
-            egui::ComboBox::from_id_salt((&doc.id, spec.name)).selected_text(&cur).show_ui(ui, |ui| {
-                for o in opts {
-                    ui.selectable_value(&mut cur, o.to_string(), *o);
-                }
-            });
+            egui::ComboBox::from_id_salt((&doc.id, spec.name))
+                .selected_text(&cur)
+                .show_ui(ui, |ui| {
+                    for o in opts {
+                        ui.selectable_value(&mut cur, o.to_string(), *o);
+                    }
+                });
             (cur != before).then(|| Value::from(cur))
         }
         ParamType::String => {
             let mut s = v.as_str().unwrap_or("").to_string();
             let r = ui.add(egui::TextEdit::singleline(&mut s).desired_width(90.0));
-            r.lost_focus().then(|| if s.is_empty() { Value::Null } else { Value::from(s) }).filter(|nv| nv != v)
+            r.lost_focus()
+                .then(|| {
+                    if s.is_empty() {
+                        Value::Null
+                    } else {
+                        Value::from(s)
+                    }
+                })
+                .filter(|nv| nv != v)
         }
         ParamType::Shape => {
-            let mut dims: Vec<i64> = v.as_array().map(|a| a.iter().filter_map(Value::as_i64).collect()).unwrap_or_default();
+            let mut dims: Vec<i64> = v
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_i64).collect())
+                .unwrap_or_default();
             let mut changed = false;
             for d in dims.iter_mut() {
                 changed |= ui.add(egui::DragValue::new(d).range(1..=1 << 20)).changed();
@@ -303,12 +487,29 @@ fn param_widget(ui: &mut Ui, doc: &NodeDoc, spec: &ParamSpec, v: &Value, compact
             changed.then(|| Value::from(dims))
         }
         ParamType::Color => {
-            let c: Vec<f32> = v.as_array().map(|a| a.iter().filter_map(Value::as_f64).map(|x| x as f32).collect()).unwrap_or_default();
-            let mut rgb = [c.first().copied().unwrap_or(0.0), c.get(1).copied().unwrap_or(0.0), c.get(2).copied().unwrap_or(0.0)];
-            ui.color_edit_button_rgb(&mut rgb).changed().then(|| Value::from(rgb.iter().map(|x| *x as f64).collect::<Vec<_>>()))
+            let c: Vec<f32> = v
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_f64)
+                        .map(|x| x as f32)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let mut rgb = [
+                c.first().copied().unwrap_or(0.0),
+                c.get(1).copied().unwrap_or(0.0),
+                c.get(2).copied().unwrap_or(0.0),
+            ];
+            ui.color_edit_button_rgb(&mut rgb)
+                .changed()
+                .then(|| Value::from(rgb.iter().map(|x| *x as f64).collect::<Vec<_>>()))
         }
         ParamType::Rect => {
-            let mut r: Vec<f64> = v.as_array().map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_else(|| vec![0.0, 0.0, 1.0, 1.0]);
+            let mut r: Vec<f64> = v
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_f64).collect())
+                .unwrap_or_else(|| vec![0.0, 0.0, 1.0, 1.0]);
             let mut changed = false;
             for x in r.iter_mut() {
                 changed |= ui.add(egui::DragValue::new(x).speed(0.01)).changed();
@@ -324,7 +525,11 @@ fn param_widget(ui: &mut Ui, doc: &NodeDoc, spec: &ParamSpec, v: &Value, compact
         }
         ParamType::Expr => {
             if !v.is_null() {
-                let n = v.get("nodes").and_then(Value::as_array).map(|a| a.len()).unwrap_or(0);
+                let n = v
+                    .get("nodes")
+                    .and_then(Value::as_array)
+                    .map(|a| a.len())
+                    .unwrap_or(0);
                 ui.weak(format!("expression body, {} nodes", n));
             }
             None
@@ -335,8 +540,14 @@ fn param_widget(ui: &mut Ui, doc: &NodeDoc, spec: &ParamSpec, v: &Value, compact
                 return None;
             }
             let id = ui.id().with((&doc.id, spec.name, "json"));
-            let mut text = ui.data_mut(|d| d.get_temp::<String>(id)).unwrap_or_else(|| v.to_string());
-            let r = ui.add(egui::TextEdit::singleline(&mut text).code_editor().desired_width(200.0));
+            let mut text = ui
+                .data_mut(|d| d.get_temp::<String>(id))
+                .unwrap_or_else(|| v.to_string());
+            let r = ui.add(
+                egui::TextEdit::singleline(&mut text)
+                    .code_editor()
+                    .desired_width(200.0),
+            );
             ui.data_mut(|d| d.insert_temp(id, text.clone()));
             if r.lost_focus() {
                 ui.data_mut(|d| d.remove::<String>(id));

@@ -25,10 +25,16 @@ pub struct GuiOptions {
 pub fn run(opts: GuiOptions) -> i32 {
     let native = eframe::NativeOptions {
         renderer: eframe::Renderer::Wgpu,
-        viewport: egui::ViewportBuilder::default().with_inner_size([1400.0, 860.0]).with_title("Weft"),
+        viewport: egui::ViewportBuilder::default()
+            .with_inner_size([1400.0, 860.0])
+            .with_title("Weft"),
         ..Default::default()
     };
-    let r = eframe::run_native("Weft", native, Box::new(move |cc| Ok(Box::new(WeftApp::new(cc.wgpu_render_state.as_ref(), opts)))));
+    let r = eframe::run_native(
+        "Weft",
+        native,
+        Box::new(move |cc| Ok(Box::new(WeftApp::new(cc.wgpu_render_state.as_ref(), opts)))),
+    );
     match r {
         Ok(()) => 0,
         Err(e) => {
@@ -65,7 +71,9 @@ fn config_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("WEFT_CONFIG_DIR") {
         return PathBuf::from(d);
     }
-    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("weft")).unwrap_or_else(|| std::env::temp_dir().join("weft"))
+    std::env::var_os("HOME")
+        .map(|h| PathBuf::from(h).join(".cache").join("weft"))
+        .unwrap_or_else(|| std::env::temp_dir().join("weft"))
 }
 
 pub fn recovery_path() -> PathBuf {
@@ -77,7 +85,9 @@ fn examples_dir() -> Option<PathBuf> {
     if here.is_dir() {
         return Some(here);
     }
-    let built = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?.join("graphs");
+    let built = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()?
+        .join("graphs");
     built.is_dir().then_some(built)
 }
 
@@ -87,7 +97,9 @@ impl WeftApp {
             Some(p) => Model::open(p),
             None => Model::new(model::empty_doc(), None),
         };
-        let recent = std::fs::read_to_string(config_dir().join("recent.txt")).map(|t| t.lines().map(PathBuf::from).collect()).unwrap_or_default();
+        let recent = std::fs::read_to_string(config_dir().join("recent.txt"))
+            .map(|t| t.lines().map(PathBuf::from).collect())
+            .unwrap_or_default();
         let recovery = recovery_path();
         let recovery_offer = (opts.screenshot.is_none() && recovery.exists()).then_some(recovery);
         let mut viewport = Viewport::new(render_state);
@@ -115,7 +127,11 @@ impl WeftApp {
     }
 
     fn base_dir(&self) -> Option<PathBuf> {
-        self.model.path.as_ref().and_then(|p| p.parent()).map(Path::to_path_buf)
+        self.model
+            .path
+            .as_ref()
+            .and_then(|p| p.parent())
+            .map(Path::to_path_buf)
     }
 
     fn open_now(&mut self, path: &Path) {
@@ -132,8 +148,15 @@ impl WeftApp {
         self.recent.insert(0, p);
         self.recent.truncate(10);
         let _ = std::fs::create_dir_all(config_dir());
-        let text: Vec<String> = self.recent.iter().map(|p| p.display().to_string()).collect();
-        let _ = weft_ir::graph::document::write_atomic(&config_dir().join("recent.txt"), text.join("\n").as_bytes());
+        let text: Vec<String> = self
+            .recent
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        let _ = weft_ir::graph::document::write_atomic(
+            &config_dir().join("recent.txt"),
+            text.join("\n").as_bytes(),
+        );
     }
 
     fn request(&mut self, p: Pending) {
@@ -157,7 +180,10 @@ impl WeftApp {
     fn save(&mut self, save_as: bool) {
         let path = match (&self.model.path, save_as) {
             (Some(p), false) => Some(p.clone()),
-            _ => rfd::FileDialog::new().add_filter("Weft graph", &["json"]).set_file_name("graph.json").save_file(),
+            _ => rfd::FileDialog::new()
+                .add_filter("Weft graph", &["json"])
+                .set_file_name("graph.json")
+                .save_file(),
         };
         if let Some(p) = path {
             match self.model.save_as(&p) {
@@ -183,10 +209,15 @@ impl WeftApp {
     fn shortcuts(&mut self, ctx: &egui::Context) {
         let typing = ctx.egui_wants_keyboard_input();
         let (undo, redo, save, delete) = ctx.input_mut(|i| {
-            let redo = i.consume_key(egui::Modifiers::COMMAND | egui::Modifiers::SHIFT, egui::Key::Z) || i.consume_key(egui::Modifiers::COMMAND, egui::Key::Y);
+            let redo = i.consume_key(
+                egui::Modifiers::COMMAND | egui::Modifiers::SHIFT,
+                egui::Key::Z,
+            ) || i.consume_key(egui::Modifiers::COMMAND, egui::Key::Y);
             let undo = i.consume_key(egui::Modifiers::COMMAND, egui::Key::Z);
             let save = i.consume_key(egui::Modifiers::COMMAND, egui::Key::S);
-            let delete = !typing && (i.key_pressed(egui::Key::Delete) || i.key_pressed(egui::Key::X) && i.modifiers.is_none());
+            let delete = !typing
+                && (i.key_pressed(egui::Key::Delete)
+                    || i.key_pressed(egui::Key::X) && i.modifiers.is_none());
             (undo, redo, save, delete)
         });
         if undo && !typing {
@@ -213,7 +244,10 @@ impl WeftApp {
                     ui.close();
                 }
                 if ui.button("Open…").clicked() {
-                    if let Some(p) = rfd::FileDialog::new().add_filter("Weft graph", &["json"]).pick_file() {
+                    if let Some(p) = rfd::FileDialog::new()
+                        .add_filter("Weft graph", &["json"])
+                        .pick_file()
+                    {
                         self.request(Pending::Open(p));
                     }
                     ui.close();
@@ -233,11 +267,17 @@ impl WeftApp {
                         .flatten()
                         .flatten()
                         .map(|e| e.path())
-                        .filter(|p| p.extension().is_some_and(|e| e == "json") && !p.to_string_lossy().ends_with(".expect.json"))
+                        .filter(|p| {
+                            p.extension().is_some_and(|e| e == "json")
+                                && !p.to_string_lossy().ends_with(".expect.json")
+                        })
                         .collect();
                     files.sort();
                     for f in files {
-                        let name = f.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
+                        let name = f
+                            .file_stem()
+                            .map(|s| s.to_string_lossy().to_string())
+                            .unwrap_or_default();
                         if ui.button(name).clicked() {
                             self.request(Pending::Open(f));
                             ui.close();
@@ -254,11 +294,20 @@ impl WeftApp {
                 });
             });
             ui.menu_button("Edit", |ui| {
-                if ui.add_enabled(self.model.can_undo(), egui::Button::new("Undo  (Ctrl+Z)")).clicked() {
+                if ui
+                    .add_enabled(self.model.can_undo(), egui::Button::new("Undo  (Ctrl+Z)"))
+                    .clicked()
+                {
                     self.model.undo();
                     ui.close();
                 }
-                if ui.add_enabled(self.model.can_redo(), egui::Button::new("Redo  (Ctrl+Shift+Z)")).clicked() {
+                if ui
+                    .add_enabled(
+                        self.model.can_redo(),
+                        egui::Button::new("Redo  (Ctrl+Shift+Z)"),
+                    )
+                    .clicked()
+                {
                     self.model.redo();
                     ui.close();
                 }
@@ -267,13 +316,21 @@ impl WeftApp {
                 Some(p) => p.display().to_string(),
                 None => "untitled".into(),
             };
-            ui.label(format!("{}{}", title, if self.model.dirty { " •" } else { "" }));
+            ui.label(format!(
+                "{}{}",
+                title,
+                if self.model.dirty { " •" } else { "" }
+            ));
         });
     }
 
     fn viewport_panel(&mut self, ui: &mut egui::Ui) {
         ui.horizontal(|ui| {
-            let label = if self.viewport.playing { "⏸ Pause" } else { "▶ Play" };
+            let label = if self.viewport.playing {
+                "⏸ Pause"
+            } else {
+                "▶ Play"
+            };
             if ui.button(label).clicked() {
                 self.viewport.playing = !self.viewport.playing;
             }
@@ -284,27 +341,51 @@ impl WeftApp {
                 self.viewport.reset();
             }
             let mut b = self.viewport.backend;
-            egui::ComboBox::from_id_salt("backend").selected_text(match b {
-                ViewBackend::Wgpu => "wgpu",
-                ViewBackend::Cpu => "cpu",
-            }).show_ui(ui, |ui| {
-                if self.viewport.has_gpu() {
-                    ui.selectable_value(&mut b, ViewBackend::Wgpu, "wgpu");
-                }
-                ui.selectable_value(&mut b, ViewBackend::Cpu, "cpu");
-            });
+            egui::ComboBox::from_id_salt("backend")
+                .selected_text(match b {
+                    ViewBackend::Wgpu => "wgpu",
+                    ViewBackend::Cpu => "cpu",
+                })
+                .show_ui(ui, |ui| {
+                    if self.viewport.has_gpu() {
+                        ui.selectable_value(&mut b, ViewBackend::Wgpu, "wgpu");
+                    }
+                    ui.selectable_value(&mut b, ViewBackend::Cpu, "cpu");
+                });
             if b != self.viewport.backend {
                 self.viewport.backend = b;
                 let base = self.base_dir();
-                self.viewport.rebuild(self.model.revision, &self.model.doc, base);
+                self.viewport
+                    .rebuild(self.model.revision, &self.model.doc, base);
             }
         });
-        let fps = if self.viewport.frame_ms > 0.0 { 1000.0 / self.viewport.frame_ms } else { 0.0 };
+        let fps = if self.viewport.frame_ms > 0.0 {
+            1000.0 / self.viewport.frame_ms
+        } else {
+            0.0
+        };
         let frame = self.viewport.sim.as_ref().map(|s| s.frame).unwrap_or(0);
-        ui.label(format!("frame {}   {:.1} ms ({:.0} fps){}", frame, self.viewport.frame_ms, fps, if self.viewport.compiling() { "   compiling…" } else { "" }));
+        ui.label(format!(
+            "frame {}   {:.1} ms ({:.0} fps){}",
+            frame,
+            self.viewport.frame_ms,
+            fps,
+            if self.viewport.compiling() {
+                "   compiling…"
+            } else {
+                ""
+            }
+        ));
         let times = self.viewport.kernel_times();
         if !times.is_empty() {
-            ui.label(times.iter().map(|(k, ms)| format!("{} {:.2} ms", k, ms)).collect::<Vec<_>>().join("   ")).on_hover_text("median launch time per kernel");
+            ui.label(
+                times
+                    .iter()
+                    .map(|(k, ms)| format!("{} {:.2} ms", k, ms))
+                    .collect::<Vec<_>>()
+                    .join("   "),
+            )
+            .on_hover_text("median launch time per kernel");
         }
         if let Some(e) = &self.viewport.error {
             ui.colored_label(egui::Color32::from_rgb(255, 110, 110), e);
@@ -336,43 +417,75 @@ impl WeftApp {
     }
 
     fn code_window(&mut self, ctx: &egui::Context, commands: &mut Vec<Command>) {
-        let Some(id) = self.open_code.clone() else { return };
+        let Some(id) = self.open_code.clone() else {
+            return;
+        };
         let Some(doc) = self.model.doc.node(&id) else {
             self.open_code = None;
             return;
         };
-        let mut code = doc.params.get("code").and_then(|v| v.as_str()).unwrap_or("").to_string();
-        let problems: Vec<String> = self.model.problems_of(&id).iter().map(|p| p.to_string()).collect();
+        let mut code = doc
+            .params
+            .get("code")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string();
+        let problems: Vec<String> = self
+            .model
+            .problems_of(&id)
+            .iter()
+            .map(|p| p.to_string())
+            .collect();
         let mut open = true;
-        egui::Window::new(format!("code · {}", id)).open(&mut open).default_size([560.0, 420.0]).show(ctx, |ui| {
-            let r = ui.add(egui::TextEdit::multiline(&mut code).code_editor().desired_rows(18).desired_width(f32::INFINITY));
-            if r.changed() {
-                commands.push(Command::SetParam { node: id.clone(), param: "code".into(), value: code.clone().into() });
-            }
-            for p in &problems {
-                ui.colored_label(egui::Color32::from_rgb(255, 110, 110), p);
-            }
-        });
+        egui::Window::new(format!("code · {}", id))
+            .open(&mut open)
+            .default_size([560.0, 420.0])
+            .show(ctx, |ui| {
+                let r = ui.add(
+                    egui::TextEdit::multiline(&mut code)
+                        .code_editor()
+                        .desired_rows(18)
+                        .desired_width(f32::INFINITY),
+                );
+                if r.changed() {
+                    commands.push(Command::SetParam {
+                        node: id.clone(),
+                        param: "code".into(),
+                        value: code.clone().into(),
+                    });
+                }
+                for p in &problems {
+                    ui.colored_label(egui::Color32::from_rgb(255, 110, 110), p);
+                }
+            });
         if !open {
             self.open_code = None;
         }
     }
 
     fn problems_panel(&mut self, ui: &mut egui::Ui) {
-        egui::ScrollArea::vertical().max_height(140.0).show(ui, |ui| {
-            if self.model.problems.is_empty() {
-                ui.weak("No problems.");
-            }
-            for p in self.model.problems.clone() {
-                let r = ui.add(egui::Label::new(egui::RichText::new(p.to_string()).color(egui::Color32::from_rgb(255, 110, 110))).sense(egui::Sense::click()));
-                if r.clicked() {
-                    self.selected = p.node().map(str::to_string);
+        egui::ScrollArea::vertical()
+            .max_height(140.0)
+            .show(ui, |ui| {
+                if self.model.problems.is_empty() {
+                    ui.weak("No problems.");
                 }
-            }
-            for line in self.model.log.iter().rev().take(20) {
-                ui.weak(line);
-            }
-        });
+                for p in self.model.problems.clone() {
+                    let r = ui.add(
+                        egui::Label::new(
+                            egui::RichText::new(p.to_string())
+                                .color(egui::Color32::from_rgb(255, 110, 110)),
+                        )
+                        .sense(egui::Sense::click()),
+                    );
+                    if r.clicked() {
+                        self.selected = p.node().map(str::to_string);
+                    }
+                }
+                for line in self.model.log.iter().rev().take(20) {
+                    ui.weak(line);
+                }
+            });
     }
 
     fn dialogs(&mut self, ctx: &egui::Context) {
@@ -422,8 +535,13 @@ impl WeftApp {
     }
 
     fn screenshot(&mut self, ctx: &egui::Context) {
-        let Some(path) = self.opts.screenshot.clone() else { return };
-        let ready = self.viewport.frames_run >= self.opts.after_frames as u64 || (self.viewport.sim.is_none() && !self.viewport.compiling() && ctx.cumulative_frame_nr() > 30);
+        let Some(path) = self.opts.screenshot.clone() else {
+            return;
+        };
+        let ready = self.viewport.frames_run >= self.opts.after_frames as u64
+            || (self.viewport.sim.is_none()
+                && !self.viewport.compiling()
+                && ctx.cumulative_frame_nr() > 30);
         if ready && !self.screenshot_requested {
             self.viewport.playing = false;
             self.screenshot_requested = true;
@@ -436,7 +554,11 @@ impl WeftApp {
             })
         });
         if let Some(image) = shot {
-            let img = weft_runtime::render::Image { width: image.size[0] as u32, height: image.size[1] as u32, rgba: image.pixels.iter().flat_map(|c| c.to_array()).collect() };
+            let img = weft_runtime::render::Image {
+                width: image.size[0] as u32,
+                height: image.size[1] as u32,
+                rgba: image.pixels.iter().flat_map(|c| c.to_array()).collect(),
+            };
             if let Err(e) = img.write_png(&path) {
                 eprintln!("error: {}", e);
             }
@@ -451,31 +573,59 @@ impl eframe::App for WeftApp {
         let ctx = ui.ctx().clone();
         self.shortcuts(&ctx);
         self.model.apply_pending();
-        if self.snarl_revision != self.model.revision || self.snarl.nodes().count() != self.model.doc.nodes.len() {
+        if self.snarl_revision != self.model.revision
+            || self.snarl.nodes().count() != self.model.doc.nodes.len()
+        {
             self.snarl = build_snarl(&self.model);
             self.snarl_revision = self.model.revision;
         }
         let base = self.base_dir();
-        self.viewport.sync(self.model.revision, &self.model.doc, base, !self.model.problems.is_empty());
+        self.viewport.sync(
+            self.model.revision,
+            &self.model.doc,
+            base,
+            !self.model.problems.is_empty(),
+        );
         self.viewport.update(&ctx);
         let now = ctx.input(|i| i.time);
         self.autosave(now);
 
         let mut commands = Vec::new();
         egui::Panel::top("menu").show(ui, |ui| self.menu(ui));
-        egui::Panel::bottom("problems").resizable(true).show(ui, |ui| {
-            ui.label(egui::RichText::new("Problems").strong());
-            self.problems_panel(ui);
-        });
-        egui::Panel::right("side").resizable(true).default_size(520.0).show(ui, |ui| {
-            egui::Panel::top("inspector").resizable(true).default_size(260.0).show(ui, |ui| {
-                egui::ScrollArea::vertical().show(ui, |ui| self.inspector(ui, &mut commands));
+        egui::Panel::bottom("problems")
+            .resizable(true)
+            .show(ui, |ui| {
+                ui.label(egui::RichText::new("Problems").strong());
+                self.problems_panel(ui);
             });
-            egui::CentralPanel::default().show(ui, |ui| self.viewport_panel(ui));
-        });
+        egui::Panel::right("side")
+            .resizable(true)
+            .default_size(520.0)
+            .show(ui, |ui| {
+                egui::Panel::top("inspector")
+                    .resizable(true)
+                    .default_size(260.0)
+                    .show(ui, |ui| {
+                        egui::ScrollArea::vertical()
+                            .show(ui, |ui| self.inspector(ui, &mut commands));
+                    });
+                egui::CentralPanel::default().show(ui, |ui| self.viewport_panel(ui));
+            });
         egui::CentralPanel::default().show(ui, |ui| {
-            let mut viewer = GraphViewer { model: &self.model, commands: vec![], selected: &mut self.selected, open_code: &mut self.open_code, search: &mut self.search, refusal: None };
-            self.snarl.show(&mut viewer, &egui_snarl::ui::SnarlStyle::default(), "graph", ui);
+            let mut viewer = GraphViewer {
+                model: &self.model,
+                commands: vec![],
+                selected: &mut self.selected,
+                open_code: &mut self.open_code,
+                search: &mut self.search,
+                refusal: None,
+            };
+            self.snarl.show(
+                &mut viewer,
+                &egui_snarl::ui::SnarlStyle::default(),
+                "graph",
+                ui,
+            );
             commands.append(&mut viewer.commands);
             if let Some(why) = viewer.refusal.take() {
                 self.model.log.push(format!("wire refused: {}", why));
@@ -490,7 +640,10 @@ impl eframe::App for WeftApp {
             for (_, pos, v) in self.snarl.nodes_pos_ids() {
                 if let Some(n) = self.model.doc.node(&v.id) {
                     if (n.pos[0] - pos.x).abs() > 0.5 || (n.pos[1] - pos.y).abs() > 0.5 {
-                        commands.push(Command::MoveNode { id: v.id.clone(), pos: [pos.x, pos.y] });
+                        commands.push(Command::MoveNode {
+                            id: v.id.clone(),
+                            pos: [pos.x, pos.y],
+                        });
                     }
                 }
             }

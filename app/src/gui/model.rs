@@ -14,13 +14,33 @@ use weft_ir::graph::{build_program, BuildOptions, GraphDoc, GraphError, NodeDoc,
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Command {
-    AddNode { kind: String, pos: [f32; 2] },
-    RemoveNode { id: String },
+    AddNode {
+        kind: String,
+        pos: [f32; 2],
+    },
+    RemoveNode {
+        id: String,
+    },
     /// A data wire `from` = "node.port" → `to` = "node.port", or (exec) "node.pin" → "node".
-    Connect { from: String, to: String, exec: bool },
-    Disconnect { from: String, to: String, exec: bool },
-    SetParam { node: String, param: String, value: Value },
-    MoveNode { id: String, pos: [f32; 2] },
+    Connect {
+        from: String,
+        to: String,
+        exec: bool,
+    },
+    Disconnect {
+        from: String,
+        to: String,
+        exec: bool,
+    },
+    SetParam {
+        node: String,
+        param: String,
+        value: Value,
+    },
+    MoveNode {
+        id: String,
+        pos: [f32; 2],
+    },
 }
 
 /// What a pin carries in the editor.
@@ -38,22 +58,43 @@ pub struct Pin {
 
 /// Input and output pins of a node, in display order (exec pins first/last).
 pub fn pins(node: &NodeDoc) -> (Vec<Pin>, Vec<Pin>) {
-    let Some(kind) = catalog::kind(&node.kind) else { return (vec![], vec![]) };
+    let Some(kind) = catalog::kind(&node.kind) else {
+        return (vec![], vec![]);
+    };
     let mut ins = Vec::new();
     if kind.exec_in {
-        ins.push(Pin { name: "exec".into(), kind: PinKind::Exec });
+        ins.push(Pin {
+            name: "exec".into(),
+            kind: PinKind::Exec,
+        });
     }
     for p in kind.inputs {
-        ins.push(Pin { name: p.name.into(), kind: PinKind::Data(p.ty) });
+        ins.push(Pin {
+            name: p.name.into(),
+            kind: PinKind::Data(p.ty),
+        });
     }
     if kind.dynamic_field_inputs {
         for port in kernel_ports(node) {
-            ins.push(Pin { name: port, kind: PinKind::Data(PortType::Field) });
+            ins.push(Pin {
+                name: port,
+                kind: PinKind::Data(PortType::Field),
+            });
         }
     }
-    let mut outs: Vec<Pin> = kind.outputs.iter().map(|p| Pin { name: p.name.into(), kind: PinKind::Data(p.ty) }).collect();
+    let mut outs: Vec<Pin> = kind
+        .outputs
+        .iter()
+        .map(|p| Pin {
+            name: p.name.into(),
+            kind: PinKind::Data(p.ty),
+        })
+        .collect();
     for e in kind.exec_outs {
-        outs.push(Pin { name: (*e).into(), kind: PinKind::Exec });
+        outs.push(Pin {
+            name: (*e).into(),
+            kind: PinKind::Exec,
+        });
     }
     (ins, outs)
 }
@@ -61,7 +102,12 @@ pub fn pins(node: &NodeDoc) -> (Vec<Pin>, Vec<Pin>) {
 /// A kernel's field ports, from its code or expression body (empty when the code does not parse).
 pub fn kernel_ports(node: &NodeDoc) -> Vec<String> {
     if let Some(code) = node.params.get("code").and_then(Value::as_str) {
-        let scalars: Vec<String> = node.params.get("scalars").and_then(Value::as_object).map(|m| m.keys().cloned().collect()).unwrap_or_default();
+        let scalars: Vec<String> = node
+            .params
+            .get("scalars")
+            .and_then(Value::as_object)
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default();
         return weft_ir::lang::field_ports(code, &scalars).unwrap_or_default();
     }
     match node.params.get("expr") {
@@ -87,12 +133,30 @@ pub struct Model {
 }
 
 pub fn empty_doc() -> GraphDoc {
-    GraphDoc { format: FORMAT.into(), version: VERSION, description: String::new(), seed: 0, nodes: vec![], wires: vec![], exec: vec![] }
+    GraphDoc {
+        format: FORMAT.into(),
+        version: VERSION,
+        description: String::new(),
+        seed: 0,
+        nodes: vec![],
+        wires: vec![],
+        exec: vec![],
+    }
 }
 
 impl Model {
     pub fn new(doc: GraphDoc, path: Option<PathBuf>) -> Model {
-        let mut m = Model { doc, path, dirty: false, revision: 0, problems: vec![], log: vec![], undo: vec![], redo: vec![], queue: vec![] };
+        let mut m = Model {
+            doc,
+            path,
+            dirty: false,
+            revision: 0,
+            problems: vec![],
+            log: vec![],
+            undo: vec![],
+            redo: vec![],
+            queue: vec![],
+        };
         m.validate();
         m
     }
@@ -104,7 +168,10 @@ impl Model {
             Err(e) => {
                 let mut m = Model::new(empty_doc(), None);
                 m.problems = e.0;
-                m.log.push(format!("could not open {}; nothing was changed on disk", path.display()));
+                m.log.push(format!(
+                    "could not open {}; nothing was changed on disk",
+                    path.display()
+                ));
                 m
             }
         }
@@ -164,7 +231,12 @@ impl Model {
 
     /// Re-validates the document (build only; compiling happens in the viewport).
     pub fn validate(&mut self) {
-        let base_dir = self.path.as_ref().and_then(|p| p.parent()).map(Path::to_path_buf).unwrap_or_default();
+        let base_dir = self
+            .path
+            .as_ref()
+            .and_then(|p| p.parent())
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
         self.problems = match build_program(&self.doc, &BuildOptions { base_dir }) {
             Ok(_) => vec![],
             Err(e) => e.0,
@@ -173,12 +245,17 @@ impl Model {
 
     /// Problems that name `node`.
     pub fn problems_of(&self, node: &str) -> Vec<&GraphError> {
-        self.problems.iter().filter(|e| e.node() == Some(node)).collect()
+        self.problems
+            .iter()
+            .filter(|e| e.node() == Some(node))
+            .collect()
     }
 
     /// Saves atomically (write, then rename); the document is unchanged on failure.
     pub fn save_as(&mut self, path: &Path) -> Result<(), String> {
-        self.doc.save_atomic(path).map_err(|e| format!("cannot save {}: {}", path.display(), e))?;
+        self.doc
+            .save_atomic(path)
+            .map_err(|e| format!("cannot save {}: {}", path.display(), e))?;
         self.path = Some(path.to_path_buf());
         self.dirty = false;
         self.log.push(format!("saved {}", path.display()));
@@ -186,23 +263,38 @@ impl Model {
     }
 
     fn fresh_id(&self, kind: &str) -> String {
-        (1..).map(|n| format!("{}{}", kind, n)).find(|id| self.doc.node(id).is_none()).expect("unbounded")
+        (1..)
+            .map(|n| format!("{}{}", kind, n))
+            .find(|id| self.doc.node(id).is_none())
+            .expect("unbounded")
     }
 
     /// Why a wire may not be made, or Ok.
     pub fn check_wire(&self, from: &str, to: &str, exec: bool) -> Result<(), String> {
         let (fnode, fport) = split_endpoint(from);
         let (tnode, tport) = split_endpoint(to);
-        let f = self.doc.node(fnode).ok_or_else(|| format!("no node '{}'", fnode))?;
-        let t = self.doc.node(tnode).ok_or_else(|| format!("no node '{}'", tnode))?;
+        let f = self
+            .doc
+            .node(fnode)
+            .ok_or_else(|| format!("no node '{}'", fnode))?;
+        let t = self
+            .doc
+            .node(tnode)
+            .ok_or_else(|| format!("no node '{}'", tnode))?;
         if fnode == tnode {
             return Err("a node cannot be wired to itself".into());
         }
         let (_, outs) = pins(f);
         let (ins, _) = pins(t);
-        let out = outs.iter().find(|p| p.name == fport).ok_or_else(|| format!("'{}' has no output '{}'", fnode, fport))?;
+        let out = outs
+            .iter()
+            .find(|p| p.name == fport)
+            .ok_or_else(|| format!("'{}' has no output '{}'", fnode, fport))?;
         let tname = if exec { "exec" } else { tport };
-        let inp = ins.iter().find(|p| p.name == tname).ok_or_else(|| format!("'{}' has no input '{}'", tnode, tname))?;
+        let inp = ins
+            .iter()
+            .find(|p| p.name == tname)
+            .ok_or_else(|| format!("'{}' has no input '{}'", tnode, tname))?;
         match (out.kind, inp.kind) {
             (PinKind::Exec, PinKind::Exec) => Ok(()),
             (PinKind::Data(a), PinKind::Data(b)) if a == b => Ok(()),
@@ -221,7 +313,8 @@ impl Model {
     fn apply(&mut self, c: Command) -> Result<bool, String> {
         match c {
             Command::AddNode { kind, pos } => {
-                let k = catalog::kind(&kind).ok_or_else(|| format!("unknown node kind '{}'", kind))?;
+                let k =
+                    catalog::kind(&kind).ok_or_else(|| format!("unknown node kind '{}'", kind))?;
                 let id = self.fresh_id(&kind);
                 let mut params = serde_json::Map::new();
                 if k.name == "kernel" {
@@ -231,13 +324,19 @@ impl Model {
                 if k.name == "dense" {
                     params.insert("shape".into(), Value::from(vec![64, 64]));
                 }
-                self.doc.nodes.push(NodeDoc { id, kind, params, pos });
+                self.doc.nodes.push(NodeDoc {
+                    id,
+                    kind,
+                    params,
+                    pos,
+                });
                 Ok(true)
             }
             Command::RemoveNode { id } => {
                 let before = self.doc.nodes.len();
                 self.doc.nodes.retain(|n| n.id != id);
-                let touches = |w: &WireDoc| split_endpoint(&w.from).0 == id || split_endpoint(&w.to).0 == id;
+                let touches =
+                    |w: &WireDoc| split_endpoint(&w.from).0 == id || split_endpoint(&w.to).0 == id;
                 self.doc.wires.retain(|w| !touches(w));
                 self.doc.exec.retain(|w| !touches(w));
                 Ok(self.doc.nodes.len() != before)
@@ -246,7 +345,11 @@ impl Model {
                 self.check_wire(&from, &to, exec)?;
                 let tnode = split_endpoint(&to).0.to_string();
                 let to = if exec { tnode.clone() } else { to };
-                let list = if exec { &mut self.doc.exec } else { &mut self.doc.wires };
+                let list = if exec {
+                    &mut self.doc.exec
+                } else {
+                    &mut self.doc.wires
+                };
                 // An input takes one wire, and an exec pin drives one node: the new wire replaces the old.
                 if exec {
                     list.retain(|w| w.from != from && split_endpoint(&w.to).0 != tnode.as_str());
@@ -257,14 +360,23 @@ impl Model {
                 Ok(true)
             }
             Command::Disconnect { from, to, exec } => {
-                let list = if exec { &mut self.doc.exec } else { &mut self.doc.wires };
+                let list = if exec {
+                    &mut self.doc.exec
+                } else {
+                    &mut self.doc.wires
+                };
                 let before = list.len();
                 let tnode = split_endpoint(&to).0.to_string();
-                list.retain(|w| !(w.from == from && (w.to == to || (exec && split_endpoint(&w.to).0 == tnode))));
+                list.retain(|w| {
+                    !(w.from == from && (w.to == to || (exec && split_endpoint(&w.to).0 == tnode)))
+                });
                 Ok(list.len() != before)
             }
             Command::SetParam { node, param, value } => {
-                let n = self.doc.node_mut(&node).ok_or_else(|| format!("no node '{}'", node))?;
+                let n = self
+                    .doc
+                    .node_mut(&node)
+                    .ok_or_else(|| format!("no node '{}'", node))?;
                 if n.params.get(&param) == Some(&value) {
                     return Ok(false);
                 }
@@ -276,7 +388,10 @@ impl Model {
                 Ok(true)
             }
             Command::MoveNode { id, pos } => {
-                let n = self.doc.node_mut(&id).ok_or_else(|| format!("no node '{}'", id))?;
+                let n = self
+                    .doc
+                    .node_mut(&id)
+                    .ok_or_else(|| format!("no node '{}'", id))?;
                 if n.pos == pos {
                     return Ok(false);
                 }

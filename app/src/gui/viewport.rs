@@ -60,9 +60,19 @@ fn without_scalars(doc: &GraphDoc) -> GraphDoc {
 
 impl Viewport {
     pub fn new(render_state: Option<&eframe::egui_wgpu::RenderState>) -> Viewport {
-        let gpu = render_state.map(|rs| Arc::new(GpuContext::from_shared(&rs.adapter, rs.device.clone(), rs.queue.clone())));
+        let gpu = render_state.map(|rs| {
+            Arc::new(GpuContext::from_shared(
+                &rs.adapter,
+                rs.device.clone(),
+                rs.queue.clone(),
+            ))
+        });
         Viewport {
-            backend: if gpu.is_some() { ViewBackend::Wgpu } else { ViewBackend::Cpu },
+            backend: if gpu.is_some() {
+                ViewBackend::Wgpu
+            } else {
+                ViewBackend::Cpu
+            },
             playing: false,
             sim: None,
             renderer: None,
@@ -83,8 +93,19 @@ impl Viewport {
     }
 
     /// Follows the document: scalars only → update in place; anything else → rebuild in the background.
-    pub fn sync(&mut self, revision: u64, doc: &GraphDoc, base_dir: Option<PathBuf>, has_problems: bool) {
-        if self.built_from.as_ref().is_some_and(|(r, _)| *r == revision) || self.pending.as_ref().is_some_and(|(r, _)| *r == revision) {
+    pub fn sync(
+        &mut self,
+        revision: u64,
+        doc: &GraphDoc,
+        base_dir: Option<PathBuf>,
+        has_problems: bool,
+    ) {
+        if self
+            .built_from
+            .as_ref()
+            .is_some_and(|(r, _)| *r == revision)
+            || self.pending.as_ref().is_some_and(|(r, _)| *r == revision)
+        {
             return;
         }
         if has_problems {
@@ -93,9 +114,17 @@ impl Viewport {
         if let (Some(sim), Some((_, old))) = (&mut self.sim, &self.built_from) {
             if without_scalars(old) == without_scalars(doc) {
                 for n in doc.nodes.iter().filter(|n| n.kind == "kernel") {
-                    for (name, v) in n.params.get("scalars").and_then(Value::as_object).into_iter().flatten() {
+                    for (name, v) in n
+                        .params
+                        .get("scalars")
+                        .and_then(Value::as_object)
+                        .into_iter()
+                        .flatten()
+                    {
                         let x = match v {
-                            Value::Object(d) => d.get("default").and_then(Value::as_f64).unwrap_or(0.0),
+                            Value::Object(d) => {
+                                d.get("default").and_then(Value::as_f64).unwrap_or(0.0)
+                            }
                             v => v.as_f64().unwrap_or(0.0),
                         };
                         let _ = sim.set_param(&n.id, name, x);
@@ -112,15 +141,44 @@ impl Viewport {
     pub fn rebuild(&mut self, revision: u64, doc: &GraphDoc, base_dir: Option<PathBuf>) {
         let (tx, rx) = channel();
         let doc2 = doc.clone();
-        let gpu = if self.backend == ViewBackend::Wgpu { self.gpu.clone() } else { None };
+        let gpu = if self.backend == ViewBackend::Wgpu {
+            self.gpu.clone()
+        } else {
+            None
+        };
         std::thread::spawn(move || {
             let r = (|| -> Built {
-                let program = build_program(&doc2, &BuildOptions { base_dir: base_dir.unwrap_or_default() }).map_err(|e| e.to_string())?;
-                let backend = if gpu.is_some() { Backend::Wgpu } else { Backend::Cpu };
-                let mut sim = Simulation::new(program, &SimOptions { backend, gpu, ..Default::default() }).map_err(|e| e.to_string())?;
+                let program = build_program(
+                    &doc2,
+                    &BuildOptions {
+                        base_dir: base_dir.unwrap_or_default(),
+                    },
+                )
+                .map_err(|e| e.to_string())?;
+                let backend = if gpu.is_some() {
+                    Backend::Wgpu
+                } else {
+                    Backend::Cpu
+                };
+                let mut sim = Simulation::new(
+                    program,
+                    &SimOptions {
+                        backend,
+                        gpu,
+                        ..Default::default()
+                    },
+                )
+                .map_err(|e| e.to_string())?;
                 sim.start().map_err(|e| e.to_string())?;
                 let renderer = match sim.gpu_engine() {
-                    Some(engine) => Some(GpuViewRenderer::with_format(engine, &sim.program, wgpu::TextureFormat::Rgba8Unorm).map_err(|e| e.to_string())?),
+                    Some(engine) => Some(
+                        GpuViewRenderer::with_format(
+                            engine,
+                            &sim.program,
+                            wgpu::TextureFormat::Rgba8Unorm,
+                        )
+                        .map_err(|e| e.to_string())?,
+                    ),
                     None => None,
                 };
                 Ok((sim, renderer))
@@ -199,7 +257,12 @@ impl Viewport {
         sim.kernel_times
             .iter()
             .map(|(k, v)| {
-                let mut ms: Vec<f64> = v.iter().rev().take(30).map(|d| d.as_secs_f64() * 1e3).collect();
+                let mut ms: Vec<f64> = v
+                    .iter()
+                    .rev()
+                    .take(30)
+                    .map(|d| d.as_secs_f64() * 1e3)
+                    .collect();
                 ms.sort_by(|a, b| a.total_cmp(b));
                 (k.clone(), ms.get(ms.len() / 2).copied().unwrap_or(0.0))
             })
@@ -211,25 +274,49 @@ impl Viewport {
         let Some(sim) = &self.sim else { return };
         match (&self.renderer, &self.gpu, &self.egui_renderer) {
             (Some(renderer), Some(gpu), Some(egui_renderer)) => {
-                let mut enc = gpu.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("viewport") });
+                let mut enc = gpu
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                        label: Some("viewport"),
+                    });
                 for i in 0..renderer.len() {
-                    let Some((name, w, h)) = renderer.view_info(i) else { continue };
+                    let Some((name, w, h)) = renderer.view_info(i) else {
+                        continue;
+                    };
                     if self.textures.len() <= i {
                         let texture = gpu.device.create_texture(&wgpu::TextureDescriptor {
                             label: Some(name),
-                            size: wgpu::Extent3d { width: w.max(1), height: h.max(1), depth_or_array_layers: 1 },
+                            size: wgpu::Extent3d {
+                                width: w.max(1),
+                                height: h.max(1),
+                                depth_or_array_layers: 1,
+                            },
                             mip_level_count: 1,
                             sample_count: 1,
                             dimension: wgpu::TextureDimension::D2,
                             format: wgpu::TextureFormat::Rgba8Unorm,
-                            usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_SRC,
+                            usage: wgpu::TextureUsages::RENDER_ATTACHMENT
+                                | wgpu::TextureUsages::TEXTURE_BINDING
+                                | wgpu::TextureUsages::COPY_SRC,
                             view_formats: &[],
                         });
                         let view = texture.create_view(&Default::default());
-                        let id = egui_renderer.write().register_native_texture(&gpu.device, &view, wgpu::FilterMode::Nearest);
-                        self.textures.push(ViewTexture { id, texture: Some(texture), handle: None, size: [w, h], name: name.to_string() });
+                        let id = egui_renderer.write().register_native_texture(
+                            &gpu.device,
+                            &view,
+                            wgpu::FilterMode::Nearest,
+                        );
+                        self.textures.push(ViewTexture {
+                            id,
+                            texture: Some(texture),
+                            handle: None,
+                            size: [w, h],
+                            name: name.to_string(),
+                        });
                     }
-                    let Some(tex) = self.textures[i].texture.as_ref() else { continue };
+                    let Some(tex) = self.textures[i].texture.as_ref() else {
+                        continue;
+                    };
                     let view = tex.create_view(&Default::default());
                     if let Err(e) = renderer.render(&mut enc, i, &view, None) {
                         self.error = Some(e.to_string());
@@ -240,10 +327,23 @@ impl Viewport {
             _ => match sim.render_views() {
                 Ok(images) => {
                     for (i, (name, img)) in images.into_iter().enumerate() {
-                        let color = egui::ColorImage::from_rgba_unmultiplied([img.width as usize, img.height as usize], &img.rgba);
+                        let color = egui::ColorImage::from_rgba_unmultiplied(
+                            [img.width as usize, img.height as usize],
+                            &img.rgba,
+                        );
                         if self.textures.len() <= i {
-                            let handle = ctx.load_texture(format!("view {}", name), color, egui::TextureOptions::NEAREST);
-                            self.textures.push(ViewTexture { id: handle.id(), texture: None, handle: Some(handle), size: [img.width, img.height], name });
+                            let handle = ctx.load_texture(
+                                format!("view {}", name),
+                                color,
+                                egui::TextureOptions::NEAREST,
+                            );
+                            self.textures.push(ViewTexture {
+                                id: handle.id(),
+                                texture: None,
+                                handle: Some(handle),
+                                size: [img.width, img.height],
+                                name,
+                            });
                         } else if let Some(h) = &mut self.textures[i].handle {
                             h.set(color, egui::TextureOptions::NEAREST);
                         }

@@ -177,11 +177,19 @@ fn resolve_nodes<'a>(doc: &'a GraphDoc, errors: &mut Vec<GraphError>) -> Vec<Nod
                 (Value::String(code), Value::Null) => lang::field_ports(code, &scalars),
                 (Value::Null, expr @ Value::Object(_)) => Ok(super::expr::expr_field_ports(expr)),
                 (Value::Null, Value::Null) => {
-                    errors.push(GraphError::param(&n.id, "code", "a kernel needs 'code' (kernel language) or 'expr' (an expression body)"));
+                    errors.push(GraphError::param(
+                        &n.id,
+                        "code",
+                        "a kernel needs 'code' (kernel language) or 'expr' (an expression body)",
+                    ));
                     continue;
                 }
                 _ => {
-                    errors.push(GraphError::param(&n.id, "expr", "give either 'code' or 'expr', not both"));
+                    errors.push(GraphError::param(
+                        &n.id,
+                        "expr",
+                        "give either 'code' or 'expr', not both",
+                    ));
                     continue;
                 }
             };
@@ -231,7 +239,10 @@ fn check_param(ty: ParamType, v: &Value) -> Result<(), String> {
         },
         ParamType::Expr => match v {
             Value::Null | Value::Object(_) => Ok(()),
-            _ => Err(format!("expected an expression body {{\"nodes\": [...], \"wires\": [...]}}, got {}", v)),
+            _ => Err(format!(
+                "expected an expression body {{\"nodes\": [...], \"wires\": [...]}}, got {}",
+                v
+            )),
         },
         ParamType::Shape => match v {
             Value::Null => Ok(()),
@@ -825,8 +836,18 @@ impl Builder<'_> {
                 let scalar_names: Vec<String> = ptys.iter().map(|p| p.0.clone()).collect();
                 let generated = super::expr::expr_to_code(&id, expr, shape.len(), &scalar_names)?;
                 lang::lower_kernel(&generated.code, &env).map_err(|e| {
-                    match generated.lines.get(e.line.saturating_sub(1) as usize).cloned().flatten() {
-                        Some(expr_node) => GraphError::Expr { node: id.clone(), expr_node, port: None, message: e.message },
+                    match generated
+                        .lines
+                        .get(e.line.saturating_sub(1) as usize)
+                        .cloned()
+                        .flatten()
+                    {
+                        Some(expr_node) => GraphError::Expr {
+                            node: id.clone(),
+                            expr_node,
+                            port: None,
+                            message: e.message,
+                        },
                         None => GraphError::param(&id, "expr", e.message),
                     }
                 })?

@@ -98,11 +98,29 @@ impl fmt::Display for GraphError {
                 col,
                 message,
             } => write!(f, "node '{}', code {}:{}: {}", node, line, col, message),
-            GraphError::Expr { node, expr_node, port: Some(p), message } => {
-                write!(f, "node '{}', expression node '{}', input '{}': {}", node, expr_node, p, message)
+            GraphError::Expr {
+                node,
+                expr_node,
+                port: Some(p),
+                message,
+            } => {
+                write!(
+                    f,
+                    "node '{}', expression node '{}', input '{}': {}",
+                    node, expr_node, p, message
+                )
             }
-            GraphError::Expr { node, expr_node, port: None, message } => {
-                write!(f, "node '{}', expression node '{}': {}", node, expr_node, message)
+            GraphError::Expr {
+                node,
+                expr_node,
+                port: None,
+                message,
+            } => {
+                write!(
+                    f,
+                    "node '{}', expression node '{}': {}",
+                    node, expr_node, message
+                )
             }
         }
     }

@@ -44,7 +44,10 @@ pub fn expr_kind(name: &str) -> Option<&'static ExprKind> {
     EXPR_KINDS.iter().find(|k| k.name == name)
 }
 
-pub const OPERATORS: &[&str] = &["+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "&&", "||", "&", "|", "^", "<<", ">>"];
+pub const OPERATORS: &[&str] = &[
+    "+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "&&", "||", "&", "|", "^", "<<",
+    ">>",
+];
 
 /// Generated code and, per line (0-based), the expression node it came from.
 pub struct ExprCode {
@@ -52,8 +55,18 @@ pub struct ExprCode {
     pub lines: Vec<Option<String>>,
 }
 
-fn err(kernel: &str, expr_node: &str, port: Option<&str>, message: impl Into<String>) -> GraphError {
-    GraphError::Expr { node: kernel.to_string(), expr_node: expr_node.to_string(), port: port.map(str::to_string), message: message.into() }
+fn err(
+    kernel: &str,
+    expr_node: &str,
+    port: Option<&str>,
+    message: impl Into<String>,
+) -> GraphError {
+    GraphError::Expr {
+        node: kernel.to_string(),
+        expr_node: expr_node.to_string(),
+        port: port.map(str::to_string),
+        message: message.into(),
+    }
 }
 
 struct ENode<'a> {
@@ -65,9 +78,21 @@ struct ENode<'a> {
 /// The field ports an expression body uses (in node order).
 pub fn expr_field_ports(expr: &Value) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for n in expr.get("nodes").and_then(Value::as_array).into_iter().flatten() {
-        if matches!(n.get("kind").and_then(Value::as_str), Some("read" | "write" | "atomic_add")) {
-            if let Some(f) = n.get("params").and_then(|p| p.get("field")).and_then(Value::as_str) {
+    for n in expr
+        .get("nodes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if matches!(
+            n.get("kind").and_then(Value::as_str),
+            Some("read" | "write" | "atomic_add")
+        ) {
+            if let Some(f) = n
+                .get("params")
+                .and_then(|p| p.get("field"))
+                .and_then(Value::as_str)
+            {
                 if !out.iter().any(|x| x == f) {
                     out.push(f.to_string());
                 }
@@ -82,29 +107,68 @@ fn ident_ok(s: &str) -> bool {
 }
 
 /// Translates an expression body into kernel code over `dims` loop axes.
-pub fn expr_to_code(kernel: &str, expr: &Value, dims: usize, scalars: &[String]) -> Result<ExprCode, GraphError> {
-    let top = expr.as_object().ok_or_else(|| GraphError::param(kernel, "expr", "expected an object with \"nodes\" and \"wires\""))?;
+pub fn expr_to_code(
+    kernel: &str,
+    expr: &Value,
+    dims: usize,
+    scalars: &[String],
+) -> Result<ExprCode, GraphError> {
+    let top = expr.as_object().ok_or_else(|| {
+        GraphError::param(
+            kernel,
+            "expr",
+            "expected an object with \"nodes\" and \"wires\"",
+        )
+    })?;
     if let Some(k) = top.keys().find(|k| *k != "nodes" && *k != "wires") {
-        return Err(GraphError::param(kernel, "expr", format!("unknown key '{}' (an expression body has \"nodes\" and \"wires\")", k)));
+        return Err(GraphError::param(
+            kernel,
+            "expr",
+            format!(
+                "unknown key '{}' (an expression body has \"nodes\" and \"wires\")",
+                k
+            ),
+        ));
     }
-    let nodes_v = top.get("nodes").and_then(Value::as_array).ok_or_else(|| GraphError::param(kernel, "expr", "\"nodes\" must be a list"))?;
+    let nodes_v = top
+        .get("nodes")
+        .and_then(Value::as_array)
+        .ok_or_else(|| GraphError::param(kernel, "expr", "\"nodes\" must be a list"))?;
     let empty = serde_json::Map::new();
     let mut nodes: Vec<ENode> = Vec::new();
     for (n, v) in nodes_v.iter().enumerate() {
-        let id = v.get("id").and_then(Value::as_str).ok_or_else(|| GraphError::param(kernel, "expr", format!("expression node #{} has no string \"id\"", n + 1)))?;
+        let id = v.get("id").and_then(Value::as_str).ok_or_else(|| {
+            GraphError::param(
+                kernel,
+                "expr",
+                format!("expression node #{} has no string \"id\"", n + 1),
+            )
+        })?;
         if !ident_ok(id) || id.starts_with("__") {
             return Err(err(kernel, id, None, "expression node ids must be identifiers (letters, digits, `_`; not starting with a digit or `__`)"));
         }
         if nodes.iter().any(|x| x.id == id) {
             return Err(err(kernel, id, None, "duplicate expression node id"));
         }
-        if let Some(k) = v.as_object().and_then(|o| o.keys().find(|k| !matches!(k.as_str(), "id" | "kind" | "params" | "pos"))) {
+        if let Some(k) = v.as_object().and_then(|o| {
+            o.keys()
+                .find(|k| !matches!(k.as_str(), "id" | "kind" | "params" | "pos"))
+        }) {
             return Err(err(kernel, id, None, format!("unknown key '{}'", k)));
         }
         let kname = v.get("kind").and_then(Value::as_str).unwrap_or("");
         let kind = expr_kind(kname).ok_or_else(|| {
             let names: Vec<&str> = EXPR_KINDS.iter().map(|k| k.name).collect();
-            err(kernel, id, None, format!("unknown expression node kind '{}'; kinds: {}", kname, names.join(", ")))
+            err(
+                kernel,
+                id,
+                None,
+                format!(
+                    "unknown expression node kind '{}'; kinds: {}",
+                    kname,
+                    names.join(", ")
+                ),
+            )
         })?;
         let params = match v.get("params") {
             None => &empty,
@@ -112,49 +176,147 @@ pub fn expr_to_code(kernel: &str, expr: &Value, dims: usize, scalars: &[String])
             Some(_) => return Err(err(kernel, id, None, "\"params\" must be an object")),
         };
         if let Some(p) = params.keys().find(|p| !kind.params.contains(&p.as_str())) {
-            return Err(err(kernel, id, None, format!("'{}' has no parameter '{}' (it has: {})", kind.name, p, if kind.params.is_empty() { "none".into() } else { kind.params.join(", ") })));
+            return Err(err(
+                kernel,
+                id,
+                None,
+                format!(
+                    "'{}' has no parameter '{}' (it has: {})",
+                    kind.name,
+                    p,
+                    if kind.params.is_empty() {
+                        "none".into()
+                    } else {
+                        kind.params.join(", ")
+                    }
+                ),
+            ));
         }
-        nodes.push(ENode { id: id.to_string(), kind, params });
+        nodes.push(ENode {
+            id: id.to_string(),
+            kind,
+            params,
+        });
     }
     // Wires: "node" -> "node.input".
     let mut inputs: HashMap<(usize, &str), usize> = HashMap::new();
-    let index: HashMap<&str, usize> = nodes.iter().enumerate().map(|(i, n)| (n.id.as_str(), i)).collect();
-    for w in top.get("wires").and_then(Value::as_array).into_iter().flatten() {
-        let (from, to) = match (w.get("from").and_then(Value::as_str), w.get("to").and_then(Value::as_str)) {
+    let index: HashMap<&str, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.id.as_str(), i))
+        .collect();
+    for w in top
+        .get("wires")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let (from, to) = match (
+            w.get("from").and_then(Value::as_str),
+            w.get("to").and_then(Value::as_str),
+        ) {
             (Some(f), Some(t)) => (f, t),
-            _ => return Err(GraphError::param(kernel, "expr", format!("expression wire {} needs string \"from\" and \"to\"", w))),
+            _ => {
+                return Err(GraphError::param(
+                    kernel,
+                    "expr",
+                    format!("expression wire {} needs string \"from\" and \"to\"", w),
+                ))
+            }
         };
         let fnode = from.split('.').next().unwrap_or(from);
         let (tnode, tport) = to.split_once('.').unwrap_or((to, ""));
         let (Some(&fi), Some(&ti)) = (index.get(fnode), index.get(tnode)) else {
-            let missing = if index.contains_key(fnode) { tnode } else { fnode };
-            return Err(GraphError::param(kernel, "expr", format!("expression wire {} -> {} refers to missing expression node '{}'", from, to, missing)));
+            let missing = if index.contains_key(fnode) {
+                tnode
+            } else {
+                fnode
+            };
+            return Err(GraphError::param(
+                kernel,
+                "expr",
+                format!(
+                    "expression wire {} -> {} refers to missing expression node '{}'",
+                    from, to, missing
+                ),
+            ));
         };
         if !nodes[fi].kind.has_value {
-            return Err(err(kernel, fnode, None, format!("'{}' nodes have no output to wire from", nodes[fi].kind.name)));
+            return Err(err(
+                kernel,
+                fnode,
+                None,
+                format!(
+                    "'{}' nodes have no output to wire from",
+                    nodes[fi].kind.name
+                ),
+            ));
         }
         let Some(&port) = nodes[ti].kind.inputs.iter().find(|p| **p == tport) else {
-            return Err(err(kernel, tnode, Some(tport), format!("'{}' has no input '{}' (inputs: {})", nodes[ti].kind.name, tport, if nodes[ti].kind.inputs.is_empty() { "none".into() } else { nodes[ti].kind.inputs.join(", ") })));
+            return Err(err(
+                kernel,
+                tnode,
+                Some(tport),
+                format!(
+                    "'{}' has no input '{}' (inputs: {})",
+                    nodes[ti].kind.name,
+                    tport,
+                    if nodes[ti].kind.inputs.is_empty() {
+                        "none".into()
+                    } else {
+                        nodes[ti].kind.inputs.join(", ")
+                    }
+                ),
+            ));
         };
         if inputs.insert((ti, port), fi).is_some() {
-            return Err(err(kernel, tnode, Some(port), "more than one wire reaches this input"));
+            return Err(err(
+                kernel,
+                tnode,
+                Some(port),
+                "more than one wire reaches this input",
+            ));
         }
     }
     // Required inputs, in the order the node uses them.
     for (i, n) in nodes.iter().enumerate() {
-        for p in n.kind.inputs.iter().filter(|p| !n.kind.optional.contains(p)) {
+        for p in n
+            .kind
+            .inputs
+            .iter()
+            .filter(|p| !n.kind.optional.contains(p))
+        {
             if !inputs.contains_key(&(i, *p)) {
-                return Err(err(kernel, &n.id, Some(p), format!("input '{}' is not wired", p)));
+                return Err(err(
+                    kernel,
+                    &n.id,
+                    Some(p),
+                    format!("input '{}' is not wired", p),
+                ));
             }
         }
     }
     // Dependency order (values before their users); cycles are errors.
     let mut order = Vec::new();
     let mut state = vec![0u8; nodes.len()];
-    fn visit(i: usize, nodes: &[ENode], inputs: &HashMap<(usize, &str), usize>, state: &mut [u8], order: &mut Vec<usize>, kernel: &str) -> Result<(), GraphError> {
+    fn visit(
+        i: usize,
+        nodes: &[ENode],
+        inputs: &HashMap<(usize, &str), usize>,
+        state: &mut [u8],
+        order: &mut Vec<usize>,
+        kernel: &str,
+    ) -> Result<(), GraphError> {
         match state[i] {
             2 => return Ok(()),
-            1 => return Err(err(kernel, &nodes[i].id, None, "expression wires form a cycle")),
+            1 => {
+                return Err(err(
+                    kernel,
+                    &nodes[i].id,
+                    None,
+                    "expression wires form a cycle",
+                ))
+            }
             _ => {}
         }
         state[i] = 1;
@@ -174,17 +336,29 @@ pub fn expr_to_code(kernel: &str, expr: &Value, dims: usize, scalars: &[String])
     let axes = ["i", "j", "k"];
     let mut code = String::new();
     let mut lines: Vec<Option<String>> = Vec::new();
-    let params: Vec<String> = axes[..dims.min(3)].iter().map(|a| format!("__{}: i32", a)).collect();
+    let params: Vec<String> = axes[..dims.min(3)]
+        .iter()
+        .map(|a| format!("__{}: i32", a))
+        .collect();
     code.push_str(&format!("fn kernel({}) {{\n", params.join(", ")));
     lines.push(None);
     for &i in &order {
         let n = &nodes[i];
         let input = |p: &str| inputs.get(&(i, p)).map(|&s| var(s));
         let param_str = |p: &str| -> Result<&str, GraphError> {
-            n.params.get(p).and_then(Value::as_str).ok_or_else(|| err(kernel, &n.id, None, format!("needs string parameter '{}'", p)))
+            n.params.get(p).and_then(Value::as_str).ok_or_else(|| {
+                err(
+                    kernel,
+                    &n.id,
+                    None,
+                    format!("needs string parameter '{}'", p),
+                )
+            })
         };
         let index_list = || -> String {
-            let idx: Vec<String> = (0..dims).map(|d| input(axes[d]).unwrap_or_else(|| format!("__{}", axes[d]))).collect();
+            let idx: Vec<String> = (0..dims)
+                .map(|d| input(axes[d]).unwrap_or_else(|| format!("__{}", axes[d])))
+                .collect();
             if idx.len() == 1 {
                 idx[0].clone()
             } else {
@@ -194,7 +368,12 @@ pub fn expr_to_code(kernel: &str, expr: &Value, dims: usize, scalars: &[String])
         let field = || -> Result<String, GraphError> {
             let f = param_str("field")?;
             if !ident_ok(f) {
-                return Err(err(kernel, &n.id, None, format!("'{}' is not a field port name", f)));
+                return Err(err(
+                    kernel,
+                    &n.id,
+                    None,
+                    format!("'{}' is not a field port name", f),
+                ));
             }
             Ok(f.to_string())
         };
@@ -202,46 +381,108 @@ pub fn expr_to_code(kernel: &str, expr: &Value, dims: usize, scalars: &[String])
             "index" => {
                 let axis = n.params.get("axis").and_then(Value::as_u64).unwrap_or(0) as usize;
                 if axis >= dims {
-                    return Err(err(kernel, &n.id, None, format!("axis {} does not exist: this kernel loops over {} axes", axis, dims)));
+                    return Err(err(
+                        kernel,
+                        &n.id,
+                        None,
+                        format!(
+                            "axis {} does not exist: this kernel loops over {} axes",
+                            axis, dims
+                        ),
+                    ));
                 }
                 format!("let {} = __{};", var(i), axes[axis])
             }
             "scalar" => {
                 let name = param_str("name")?;
                 if !scalars.iter().any(|s| s == name) {
-                    return Err(err(kernel, &n.id, None, format!("the kernel has no scalar '{}'", name)));
+                    return Err(err(
+                        kernel,
+                        &n.id,
+                        None,
+                        format!("the kernel has no scalar '{}'", name),
+                    ));
                 }
                 format!("let {} = {};", var(i), name)
             }
             "frame" => format!("let {} = frame();", var(i)),
             "random" => format!("let {} = random();", var(i)),
             "const" => {
-                let ty = n.params.get("type").and_then(Value::as_str).unwrap_or("f32");
-                let t = weft_type(ty).ok_or_else(|| err(kernel, &n.id, None, format!("unknown type '{}'", ty)))?;
+                let ty = n
+                    .params
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("f32");
+                let t = weft_type(ty)
+                    .ok_or_else(|| err(kernel, &n.id, None, format!("unknown type '{}'", ty)))?;
                 let lit = |x: &Value| -> Option<String> {
                     let v = x.as_f64()?;
-                    Some(if t.is_float() { format!("{:?}", v as f32) } else { format!("{}", v as i64) })
+                    Some(if t.is_float() {
+                        format!("{:?}", v as f32)
+                    } else {
+                        format!("{}", v as i64)
+                    })
                 };
                 let zero = Value::from(0);
                 let value = n.params.get("value").unwrap_or(&zero);
                 let text = match value {
                     Value::Array(a) => {
                         let parts: Option<Vec<String>> = a.iter().map(lit).collect();
-                        format!("{}({})", ty, parts.ok_or_else(|| err(kernel, &n.id, None, "`value` must be numbers"))?.join(", "))
+                        format!(
+                            "{}({})",
+                            ty,
+                            parts
+                                .ok_or_else(|| err(kernel, &n.id, None, "`value` must be numbers"))?
+                                .join(", ")
+                        )
                     }
-                    v => format!("({} as {})", lit(v).ok_or_else(|| err(kernel, &n.id, None, "`value` must be a number or a list of numbers"))?, ty),
+                    v => format!(
+                        "({} as {})",
+                        lit(v).ok_or_else(|| err(
+                            kernel,
+                            &n.id,
+                            None,
+                            "`value` must be a number or a list of numbers"
+                        ))?,
+                        ty
+                    ),
                 };
                 format!("let {}: {} = {};", var(i), ty, text)
             }
             "read" => format!("let {} = {}[{}];", var(i), field()?, index_list()),
-            "write" => format!("{}[{}] = {};", field()?, index_list(), input("value").unwrap_or_default()),
-            "atomic_add" => format!("{}[{}] += {};", field()?, index_list(), input("value").unwrap_or_default()),
+            "write" => format!(
+                "{}[{}] = {};",
+                field()?,
+                index_list(),
+                input("value").unwrap_or_default()
+            ),
+            "atomic_add" => format!(
+                "{}[{}] += {};",
+                field()?,
+                index_list(),
+                input("value").unwrap_or_default()
+            ),
             "op" => {
                 let op = param_str("op")?;
                 if !OPERATORS.contains(&op) {
-                    return Err(err(kernel, &n.id, None, format!("unknown operator '{}'; operators: {}", op, OPERATORS.join(" "))));
+                    return Err(err(
+                        kernel,
+                        &n.id,
+                        None,
+                        format!(
+                            "unknown operator '{}'; operators: {}",
+                            op,
+                            OPERATORS.join(" ")
+                        ),
+                    ));
                 }
-                format!("let {} = {} {} {};", var(i), input("a").unwrap_or_default(), op, input("b").unwrap_or_default())
+                format!(
+                    "let {} = {} {} {};",
+                    var(i),
+                    input("a").unwrap_or_default(),
+                    op,
+                    input("b").unwrap_or_default()
+                )
             }
             "unary" => {
                 let op = param_str("op")?;
@@ -253,29 +494,71 @@ pub fn expr_to_code(kernel: &str, expr: &Value, dims: usize, scalars: &[String])
             "call" => {
                 let f = param_str("fn")?;
                 if crate::ir::Builtin::from_name(f).is_none() {
-                    return Err(err(kernel, &n.id, None, format!("'{}' is not a built-in function", f)));
+                    return Err(err(
+                        kernel,
+                        &n.id,
+                        None,
+                        format!("'{}' is not a built-in function", f),
+                    ));
                 }
                 let args: Vec<String> = ["a", "b", "c"].iter().filter_map(|p| input(p)).collect();
                 format!("let {} = {}({});", var(i), f, args.join(", "))
             }
-            "select" => format!("let {} = select({}, {}, {});", var(i), input("cond").unwrap_or_default(), input("a").unwrap_or_default(), input("b").unwrap_or_default()),
+            "select" => format!(
+                "let {} = select({}, {}, {});",
+                var(i),
+                input("cond").unwrap_or_default(),
+                input("a").unwrap_or_default(),
+                input("b").unwrap_or_default()
+            ),
             "vec" => {
                 let ty = param_str("type")?;
-                let t = weft_type(ty).filter(|t| t.is_vector()).ok_or_else(|| err(kernel, &n.id, None, format!("'{}' is not a vector type", ty)))?;
-                let comps: Vec<String> = ["x", "y", "z", "w"].iter().take(t.components()).map(|p| input(p).ok_or_else(|| err(kernel, &n.id, Some(p), format!("a {} needs input '{}'", ty, p)))).collect::<Result<_, _>>()?;
+                let t = weft_type(ty).filter(|t| t.is_vector()).ok_or_else(|| {
+                    err(
+                        kernel,
+                        &n.id,
+                        None,
+                        format!("'{}' is not a vector type", ty),
+                    )
+                })?;
+                let comps: Vec<String> = ["x", "y", "z", "w"]
+                    .iter()
+                    .take(t.components())
+                    .map(|p| {
+                        input(p).ok_or_else(|| {
+                            err(
+                                kernel,
+                                &n.id,
+                                Some(p),
+                                format!("a {} needs input '{}'", ty, p),
+                            )
+                        })
+                    })
+                    .collect::<Result<_, _>>()?;
                 format!("let {} = {}({});", var(i), ty, comps.join(", "))
             }
             "swizzle" => {
                 let c = param_str("components")?;
                 if c.is_empty() || c.len() > 4 || !c.chars().all(|ch| "xyzwrgba".contains(ch)) {
-                    return Err(err(kernel, &n.id, None, format!("'{}' is not a swizzle (letters from xyzw or rgba)", c)));
+                    return Err(err(
+                        kernel,
+                        &n.id,
+                        None,
+                        format!("'{}' is not a swizzle (letters from xyzw or rgba)", c),
+                    ));
                 }
                 format!("let {} = {}.{};", var(i), input("v").unwrap_or_default(), c)
             }
             "cast" => {
                 let ty = param_str("type")?;
-                weft_type(ty).ok_or_else(|| err(kernel, &n.id, None, format!("unknown type '{}'", ty)))?;
-                format!("let {} = {} as {};", var(i), input("x").unwrap_or_default(), ty)
+                weft_type(ty)
+                    .ok_or_else(|| err(kernel, &n.id, None, format!("unknown type '{}'", ty)))?;
+                format!(
+                    "let {} = {} as {};",
+                    var(i),
+                    input("x").unwrap_or_default(),
+                    ty
+                )
             }
             other => unreachable!("expression kind {} has no translation", other),
         };
