@@ -222,3 +222,59 @@ fn snapshot_of_the_app() {
     let opts = egui_kittest::SnapshotOptions::new().max_failed_pixels(1500);
     h.snapshot_options("app_heat_color", &opts);
 }
+
+#[test]
+fn dropped_wires_offer_compatible_nodes_and_paste_renames() {
+    use gui::model::{compatible_kinds, PinKind};
+    use weft_ir::graph::catalog::PortType;
+    let field_inputs: Vec<&str> = compatible_kinds(PinKind::Data(PortType::Field), true)
+        .iter()
+        .map(|k| k.0)
+        .collect();
+    assert_eq!(
+        field_inputs,
+        vec!["image", "particles"],
+        "a field output can feed views (kernel ports come from code)"
+    );
+    let layout_inputs: Vec<&str> = compatible_kinds(PinKind::Data(PortType::Layout), true)
+        .iter()
+        .map(|k| k.0)
+        .collect();
+    assert_eq!(layout_inputs, vec!["dense", "field"]);
+    let exec_inputs: Vec<&str> = compatible_kinds(PinKind::Exec, true)
+        .iter()
+        .map(|k| k.0)
+        .collect();
+    assert_eq!(exec_inputs, vec!["kernel", "repeat"]);
+    // What the dropped-wire menu queues: a node and the wire to it, applied together.
+    let mut m = Model::open(&root().join("graphs/heat.json"));
+    let id = m.next_id("image");
+    m.push(Command::AddNode {
+        kind: "image".into(),
+        pos: [0.0, 0.0],
+    });
+    m.push(Command::Connect {
+        from: "T_next.field".into(),
+        to: format!("{}.field", id),
+        exec: false,
+    });
+    assert!(m.apply_pending());
+    assert!(m.doc.wires.iter().any(|w| w.to == format!("{}.field", id)));
+    assert!(m.problems.is_empty(), "{:?}", m.problems);
+    // Copy two connected nodes and paste them: new ids, the wire between them kept, one undo step.
+    let json = m.copy_json(&["grid".to_string(), "T".to_string()]);
+    let before = m.doc.nodes.len();
+    m.push(Command::Paste {
+        json,
+        offset: [40.0, 40.0],
+    });
+    assert!(m.apply_pending());
+    assert_eq!(m.doc.nodes.len(), before + 2);
+    assert!(m
+        .doc
+        .wires
+        .iter()
+        .any(|w| w.from == "grid_copy.cells" && w.to == "T_copy.layout"));
+    m.undo();
+    assert_eq!(m.doc.nodes.len(), before);
+}

@@ -2,9 +2,9 @@
 //! catalog. Every edit becomes a `Command`; the snarl is rebuilt from the
 //! document whenever it changes, so the document stays the one source of truth.
 
-use super::model::{pins, Command, Model, PinKind};
+use super::model::{compatible_kinds, pins, Command, Model, PinKind};
 use egui::{Color32, Ui};
-use egui_snarl::ui::{PinInfo, SnarlPin, SnarlViewer};
+use egui_snarl::ui::{AnyPins, PinInfo, SnarlPin, SnarlViewer};
 use egui_snarl::{InPin, InPinId, NodeId, OutPin, OutPinId, Snarl};
 use serde_json::Value;
 use weft_ir::graph::catalog::{self, Family, ParamSpec, ParamType, PortType};
@@ -262,6 +262,71 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
                 pos: [pos.x, pos.y],
             });
             ui.close();
+        }
+    }
+
+    fn has_dropped_wire_menu(&mut self, _src_pins: AnyPins, _snarl: &mut Snarl<NodeView>) -> bool {
+        true
+    }
+
+    /// Dropping a wire on empty space offers only nodes with a compatible pin, and wires the new node.
+    fn show_dropped_wire_menu(
+        &mut self,
+        pos: egui::Pos2,
+        ui: &mut Ui,
+        src_pins: AnyPins,
+        snarl: &mut Snarl<NodeView>,
+    ) {
+        let (from_output, pin) = match src_pins {
+            AnyPins::Out(p) => match p.first() {
+                Some(id) => (
+                    true,
+                    self.doc_node(&snarl[id.node])
+                        .and_then(|n| Some((n.id.clone(), pins(n).1.get(id.output)?.clone()))),
+                ),
+                None => return,
+            },
+            AnyPins::In(p) => match p.first() {
+                Some(id) => (
+                    false,
+                    self.doc_node(&snarl[id.node])
+                        .and_then(|n| Some((n.id.clone(), pins(n).0.get(id.input)?.clone()))),
+                ),
+                None => return,
+            },
+        };
+        let Some((node, pin)) = pin else { return };
+        ui.label("Add a compatible node");
+        for (kind, other) in compatible_kinds(pin.kind, from_output) {
+            if ui.button(format!("{} ({})", kind, other)).clicked() {
+                let new_id = self.model.next_id(kind);
+                let exec = pin.kind == PinKind::Exec;
+                let (from, to) = if from_output {
+                    (
+                        format!("{}.{}", node, pin.name),
+                        if exec {
+                            new_id.clone()
+                        } else {
+                            format!("{}.{}", new_id, other)
+                        },
+                    )
+                } else {
+                    (
+                        format!("{}.{}", new_id, other),
+                        if exec {
+                            node.clone()
+                        } else {
+                            format!("{}.{}", node, pin.name)
+                        },
+                    )
+                };
+                self.commands.push(Command::AddNode {
+                    kind: kind.to_string(),
+                    pos: [pos.x, pos.y],
+                });
+                self.commands.push(Command::Connect { from, to, exec });
+                ui.close();
+            }
         }
     }
 

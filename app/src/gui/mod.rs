@@ -234,6 +234,40 @@ impl WeftApp {
                 self.model.push(Command::RemoveNode { id });
             }
         }
+        if typing {
+            return;
+        }
+        // Copy / paste as graph JSON through the system clipboard (so also between windows).
+        let (copy, paste, duplicate) = ctx.input_mut(|i| {
+            let copy = i
+                .events
+                .iter()
+                .any(|e| matches!(e, egui::Event::Copy | egui::Event::Cut));
+            let paste = i.events.iter().find_map(|e| match e {
+                egui::Event::Paste(t) => Some(t.clone()),
+                _ => None,
+            });
+            let duplicate = i.consume_key(egui::Modifiers::COMMAND, egui::Key::D);
+            (copy, paste, duplicate)
+        });
+        if let Some(id) = self.selected.clone() {
+            if copy {
+                ctx.copy_text(self.model.copy_json(std::slice::from_ref(&id)));
+            }
+            if duplicate {
+                let json = self.model.copy_json(std::slice::from_ref(&id));
+                self.model.push(Command::Paste {
+                    json,
+                    offset: [40.0, 40.0],
+                });
+            }
+        }
+        if let Some(json) = paste {
+            self.model.push(Command::Paste {
+                json,
+                offset: [40.0, 40.0],
+            });
+        }
     }
 
     fn menu(&mut self, ui: &mut egui::Ui) {

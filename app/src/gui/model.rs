@@ -41,6 +41,12 @@ pub enum Command {
         id: String,
         pos: [f32; 2],
     },
+    /// Pastes graph JSON (a whole graph or `{"nodes": [...], "wires": [...], "exec": [...]}`):
+    /// ids that clash are renamed, positions are offset, wires between pasted nodes are kept.
+    Paste {
+        json: String,
+        offset: [f32; 2],
+    },
 }
 
 /// What a pin carries in the editor.
@@ -97,6 +103,26 @@ pub fn pins(node: &NodeDoc) -> (Vec<Pin>, Vec<Pin>) {
         });
     }
     (ins, outs)
+}
+
+/// Kinds that have an input (`want_input`) or output pin of this kind, with that pin's name.
+/// A new kernel has no field ports yet, so it is offered only for execution pins.
+pub fn compatible_kinds(kind: PinKind, want_input: bool) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    for k in catalog::kinds() {
+        let probe = NodeDoc {
+            id: "probe".into(),
+            kind: k.name.into(),
+            params: Default::default(),
+            pos: [0.0, 0.0],
+        };
+        let (ins, outs) = pins(&probe);
+        let list = if want_input { ins } else { outs };
+        if let Some(p) = list.iter().find(|p| p.kind == kind) {
+            out.push((k.name, p.name.clone()));
+        }
+    }
+    out
 }
 
 /// A kernel's field ports, from its code or expression body (empty when the code does not parse).
@@ -262,6 +288,28 @@ impl Model {
         Ok(())
     }
 
+    /// The given nodes and the wires among them, as graph JSON for the clipboard.
+    pub fn copy_json(&self, ids: &[String]) -> String {
+        let inside = |w: &&WireDoc| {
+            ids.iter().any(|i| i == split_endpoint(&w.from).0)
+                && ids.iter().any(|i| i == split_endpoint(&w.to).0)
+        };
+        let nodes: Vec<&NodeDoc> = self
+            .doc
+            .nodes
+            .iter()
+            .filter(|n| ids.contains(&n.id))
+            .collect();
+        let wires: Vec<&WireDoc> = self.doc.wires.iter().filter(inside).collect();
+        let exec: Vec<&WireDoc> = self.doc.exec.iter().filter(inside).collect();
+        serde_json::to_string_pretty(&serde_json::json!({"format": FORMAT, "version": VERSION, "nodes": nodes, "wires": wires, "exec": exec})).expect("serializes")
+    }
+
+    /// The id the next `AddNode` of `kind` will get (when applied alone).
+    pub fn next_id(&self, kind: &str) -> String {
+        self.fresh_id(kind)
+    }
+
     fn fresh_id(&self, kind: &str) -> String {
         (1..)
             .map(|n| format!("{}{}", kind, n))
@@ -384,6 +432,67 @@ impl Model {
                     n.params.remove(&param);
                 } else {
                     n.params.insert(param, value);
+                }
+                Ok(true)
+            }
+            Command::Paste { json, offset } => {
+                let v: Value =
+                    serde_json::from_str(&json).map_err(|e| format!("nothing to paste: {}", e))?;
+                let nodes: Vec<NodeDoc> =
+                    serde_json::from_value(v.get("nodes").cloned().unwrap_or(Value::Null))
+                        .map_err(|e| format!("nothing to paste: {}", e))?;
+                let wires: Vec<WireDoc> = v
+                    .get("wires")
+                    .cloned()
+                    .map(serde_json::from_value)
+                    .transpose()
+                    .map_err(|e| e.to_string())?
+                    .unwrap_or_default();
+                let exec: Vec<WireDoc> = v
+                    .get("exec")
+                    .cloned()
+                    .map(serde_json::from_value)
+                    .transpose()
+                    .map_err(|e| e.to_string())?
+                    .unwrap_or_default();
+                if nodes.is_empty() {
+                    return Ok(false);
+                }
+                let mut renamed = std::collections::HashMap::new();
+                for mut n in nodes {
+                    let mut id = n.id.clone();
+                    let mut k = 1;
+                    while self.doc.node(&id).is_some() {
+                        id = if k == 1 {
+                            format!("{}_copy", n.id)
+                        } else {
+                            format!("{}_copy{}", n.id, k)
+                        };
+                        k += 1;
+                    }
+                    renamed.insert(n.id.clone(), id.clone());
+                    n.id = id;
+                    n.pos = [n.pos[0] + offset[0], n.pos[1] + offset[1]];
+                    self.doc.nodes.push(n);
+                }
+                let map = |end: &str| -> Option<String> {
+                    let (node, port) = split_endpoint(end);
+                    let new = renamed.get(node)?;
+                    Some(if port.is_empty() {
+                        new.clone()
+                    } else {
+                        format!("{}.{}", new, port)
+                    })
+                };
+                for w in wires {
+                    if let (Some(from), Some(to)) = (map(&w.from), map(&w.to)) {
+                        self.doc.wires.push(WireDoc { from, to });
+                    }
+                }
+                for w in exec {
+                    if let (Some(from), Some(to)) = (map(&w.from), map(&w.to)) {
+                        self.doc.exec.push(WireDoc { from, to });
+                    }
                 }
                 Ok(true)
             }
