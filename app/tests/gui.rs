@@ -278,3 +278,51 @@ fn dropped_wires_offer_compatible_nodes_and_paste_renames() {
     m.undo();
     assert_eq!(m.doc.nodes.len(), before);
 }
+
+#[test]
+fn expression_kernels_open_in_a_nested_editor() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat_color.json");
+    wait_for_sim(&mut h);
+    // Select the kernel; its inspector offers the nested editor.
+    h.state_mut().selected = Some("colorize".into());
+    h.run_steps(2);
+    h.get_all_by_label("Edit expression…")
+        .last()
+        .expect("the inspector's button")
+        .click_accesskit();
+    h.run_steps(3);
+    assert!(
+        h.state().open_expr.is_some(),
+        "open_code = {:?}",
+        h.state().open_code
+    );
+    h.get_by_label_contains("expression · colorize");
+    h.get_by_label_contains("pick · select");
+    // An edit in the nested editor is a normal undoable edit of the kernel's `expr`.
+    let mut expr = h.state().model.doc.node("colorize").unwrap().params["expr"].clone();
+    expr["nodes"][4]["params"]["name"] = "nope".into();
+    h.state_mut().model.push(Command::SetParam {
+        node: "colorize".into(),
+        param: "expr".into(),
+        value: expr,
+    });
+    h.run_steps(3);
+    let p = h
+        .state()
+        .model
+        .problems
+        .first()
+        .map(|p| p.to_string())
+        .unwrap_or_default();
+    assert!(
+        p.contains("node 'colorize', expression node 'hot'") && p.contains("no scalar 'nope'"),
+        "{}",
+        p
+    );
+    h.state_mut().model.undo();
+    h.run_steps(2);
+    assert!(h.state().model.problems.is_empty());
+}

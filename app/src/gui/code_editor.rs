@@ -1,7 +1,7 @@
 //! A code editor for kernel code: an editable monospace text area with line
 //! numbers, syntax highlighting for the Weft kernel language and underlined
 //! problems whose messages show on hover, plus the pieces a caller needs to
-//! check code while the user types (`check_code`, `Debounce`).
+//! debounce checks while the user types (`Debounce`).
 //!
 //! Problem positions are 1-based line:col in characters, as the compiler
 //! reports them (`weft_ir::lang::CodeError`). Positions that no longer exist
@@ -17,9 +17,7 @@ use egui::{
     pos2, vec2, Color32, FontId, Galley, Rect, Response, Sense, Stroke, Style, TextBuffer,
     TextEdit, TextStyle, Ui,
 };
-use weft_ir::ir::{Builtin, FieldId};
-use weft_ir::lang::{lower_kernel, KernelEnv};
-use weft_ir::types::Type;
+use weft_ir::ir::Builtin;
 
 /// A problem to underline: 1-based line and column, and the message shown on hover.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -551,52 +549,9 @@ impl Debounce {
         }
     }
 
-    /// Whether a `touch` has not yet been answered by `due`.
-    pub fn pending(&self) -> bool {
-        self.last_touch.is_some()
-    }
-
     /// Time until `due` fires, while pending (for `ctx.request_repaint_after`).
     pub fn remaining(&self, now: f64) -> Option<Duration> {
         self.last_touch
             .map(|t| Duration::from_secs_f64((t + self.delay - now).max(0.0)))
-    }
-}
-
-/// Checks kernel code like the compiler would, without a graph: parse and
-/// type-check against `dims` loop axes, the kernel scalars and the field ports
-/// given as (name, element type, number of axes). A field the code indexes
-/// that is not in `fields` is reported as unwired, as the compiler does.
-/// Returns the first error (the compiler stops there) or nothing.
-pub fn check_code(
-    code: &str,
-    dims: usize,
-    scalars: &[(String, Type)],
-    fields: &[(String, Type, usize)],
-) -> Vec<CodeProblem> {
-    let fields: Vec<(String, FieldId, Type, usize)> = fields
-        .iter()
-        .enumerate()
-        .map(|(k, (name, ty, axes))| (name.clone(), FieldId::new(k), *ty, *axes))
-        .collect();
-    let env = KernelEnv {
-        dims,
-        params: scalars,
-        fields: &fields,
-    };
-    // The front end is not expected to panic; if it does, report it instead
-    // of taking the GUI down.
-    match std::panic::catch_unwind(|| lower_kernel(code, &env)) {
-        Ok(Ok(_)) => Vec::new(),
-        Ok(Err(e)) => vec![CodeProblem {
-            line: e.line,
-            col: e.col,
-            message: e.message,
-        }],
-        Err(_) => vec![CodeProblem {
-            line: 1,
-            col: 1,
-            message: "internal error while checking this code".into(),
-        }],
     }
 }

@@ -168,6 +168,10 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
             let msg: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
             r = r.on_hover_text(msg.join("\n"));
         }
+        if r.double_clicked() && doc.kind == "kernel" {
+            // Double-clicking a kernel opens its code (or its expression sub-graph).
+            *self.open_code = Some(id.clone());
+        }
         if r.clicked() {
             *self.selected = Some(id);
         }
@@ -582,8 +586,16 @@ fn param_widget(
             changed.then(|| Value::from(r))
         }
         ParamType::Code => {
-            let lines = v.as_str().map(|s| s.lines().count()).unwrap_or(0);
-            if ui.button(format!("Edit code… ({} lines)", lines)).clicked() {
+            let is_expr = doc.params.get("expr").is_some_and(|e| e.is_object());
+            let label = if is_expr {
+                "Edit expression…".to_string()
+            } else {
+                format!(
+                    "Edit code… ({} lines)",
+                    v.as_str().map(|s| s.lines().count()).unwrap_or(0)
+                )
+            };
+            if ui.button(label).clicked() {
                 *open_code = Some(doc.id.clone());
             }
             None

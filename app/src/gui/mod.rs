@@ -4,6 +4,8 @@
 //! frame at the start of `ui`; the node editor is rebuilt from the document
 //! whenever its revision changes.
 
+pub mod code_editor;
+pub mod expr_view;
 pub mod graph_view;
 pub mod model;
 pub mod viewport;
@@ -55,7 +57,12 @@ pub struct WeftApp {
     snarl_revision: u64,
     pub viewport: Viewport,
     pub selected: Option<String>,
-    open_code: Option<String>,
+    pub open_code: Option<String>,
+    /// The code being typed (node id, text): committed to the model after a pause.
+    code_buffer: Option<(String, String)>,
+    debounce: code_editor::Debounce,
+    /// The expression kernel whose body is open, with its editor's snarl and the revision it shows.
+    pub open_expr: Option<(String, egui_snarl::Snarl<expr_view::ExprNodeView>, u64)>,
     search: String,
     zoom: f32,
     confirm: Option<Pending>,
@@ -114,6 +121,9 @@ impl WeftApp {
             viewport,
             selected: None,
             open_code: None,
+            code_buffer: None,
+            debounce: code_editor::Debounce::new(std::time::Duration::from_millis(400)),
+            open_expr: None,
             search: String::new(),
             zoom: 1.0,
             confirm: None,
@@ -450,6 +460,48 @@ impl WeftApp {
         }
     }
 
+    /// The nested editor of an expression kernel.
+    fn expr_window(&mut self, ctx: &egui::Context, commands: &mut Vec<Command>) {
+        let Some((id, mut snarl, rev)) = self.open_expr.take() else {
+            return;
+        };
+        let Some(expr) = self
+            .model
+            .doc
+            .node(&id)
+            .and_then(|n| n.params.get("expr"))
+            .filter(|e| e.is_object())
+            .cloned()
+        else {
+            return;
+        };
+        if rev != self.model.revision {
+            snarl = expr_view::build_expr_snarl(&expr);
+        }
+        let mut open = true;
+        let mut viewer = expr_view::ExprViewer {
+            kernel: id.clone(),
+            expr: &expr,
+            commands: vec![],
+            search: &mut self.search,
+        };
+        egui::Window::new(format!("expression · {}", id))
+            .open(&mut open)
+            .default_size([640.0, 420.0])
+            .show(ctx, |ui| {
+                snarl.show(
+                    &mut viewer,
+                    &egui_snarl::ui::SnarlStyle::default(),
+                    ("expr", &id),
+                    ui,
+                );
+            });
+        commands.append(&mut viewer.commands);
+        if open {
+            self.open_expr = Some((id, snarl, self.model.revision));
+        }
+    }
+
     fn code_window(&mut self, ctx: &egui::Context, commands: &mut Vec<Command>) {
         let Some(id) = self.open_code.clone() else {
             return;
@@ -458,42 +510,80 @@ impl WeftApp {
             self.open_code = None;
             return;
         };
-        let mut code = doc
+        // An expression kernel opens its nested node editor instead.
+        if doc.params.get("expr").is_some_and(|e| e.is_object()) {
+            let expr = doc.params["expr"].clone();
+            self.open_code = None;
+            self.open_expr = Some((id, expr_view::build_expr_snarl(&expr), self.model.revision));
+            return;
+        }
+        let committed = doc
             .params
             .get("code")
             .and_then(|v| v.as_str())
             .unwrap_or("")
             .to_string();
-        let problems: Vec<String> = self
+        if self.code_buffer.as_ref().is_none_or(|(n, _)| *n != id) {
+            self.code_buffer = Some((id.clone(), committed.clone()));
+        }
+        // Errors of this kernel's code, underlined at their line:col.
+        let problems: Vec<code_editor::CodeProblem> = self
             .model
             .problems_of(&id)
-            .iter()
-            .map(|p| p.to_string())
+            .into_iter()
+            .map(|p| match p {
+                weft_ir::graph::GraphError::Code {
+                    line, col, message, ..
+                } => code_editor::CodeProblem {
+                    line: *line,
+                    col: *col,
+                    message: message.clone(),
+                },
+                other => code_editor::CodeProblem {
+                    line: 1,
+                    col: 1,
+                    message: other.to_string(),
+                },
+            })
             .collect();
+        let now = ctx.input(|i| i.time);
         let mut open = true;
+        let (_, buffer) = self.code_buffer.as_mut().expect("set above");
+        let mut edited = false;
         egui::Window::new(format!("code · {}", id))
             .open(&mut open)
-            .default_size([560.0, 420.0])
+            .default_size([600.0, 440.0])
             .show(ctx, |ui| {
-                let r = ui.add(
-                    egui::TextEdit::multiline(&mut code)
-                        .code_editor()
-                        .desired_rows(18)
-                        .desired_width(f32::INFINITY),
-                );
-                if r.changed() {
-                    commands.push(Command::SetParam {
-                        node: id.clone(),
-                        param: "code".into(),
-                        value: code.clone().into(),
-                    });
-                }
+                egui::ScrollArea::vertical().show(ui, |ui| {
+                    edited =
+                        code_editor::code_editor(ui, ("code", &id), buffer, &problems).changed();
+                });
                 for p in &problems {
-                    ui.colored_label(egui::Color32::from_rgb(255, 110, 110), p);
+                    ui.colored_label(
+                        egui::Color32::from_rgb(255, 110, 110),
+                        format!("{}:{}: {}", p.line, p.col, p.message),
+                    );
                 }
             });
+        if edited {
+            self.debounce.touch(now);
+        }
+        // Typing commits after a pause (one undo step, one re-check), or when the window closes.
+        let due = self.debounce.due(now);
+        if let Some(d) = self.debounce.remaining(now) {
+            ctx.request_repaint_after(d);
+        }
+        let text = buffer.clone();
+        if (due || !open) && text != committed {
+            commands.push(Command::SetParam {
+                node: id.clone(),
+                param: "code".into(),
+                value: text.into(),
+            });
+        }
         if !open {
             self.open_code = None;
+            self.code_buffer = None;
         }
     }
 
@@ -683,6 +773,7 @@ impl eframe::App for WeftApp {
             }
         }
         self.code_window(&ctx, &mut commands);
+        self.expr_window(&ctx, &mut commands);
         self.dialogs(&ctx);
         for c in commands {
             self.model.push(c);

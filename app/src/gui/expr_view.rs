@@ -1,0 +1,309 @@
+//! The nested editor of an expression kernel: a second snarl over the
+//! kernel's `expr` sub-graph. Each edit rewrites the `expr` parameter with a
+//! `SetParam` command, so it is undoable and re-validated like any edit.
+
+use super::model::Command;
+use egui::{Color32, Ui};
+use egui_snarl::ui::{PinInfo, SnarlPin, SnarlViewer};
+use egui_snarl::{InPin, InPinId, NodeId, OutPin, OutPinId, Snarl};
+use serde_json::{json, Value};
+use weft_ir::graph::expr::{expr_kind, EXPR_KINDS};
+
+#[derive(Clone, Debug)]
+pub struct ExprNodeView {
+    pub id: String,
+}
+
+fn nodes(expr: &Value) -> Vec<Value> {
+    expr.get("nodes")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn kind_of(expr: &Value, id: &str) -> Option<&'static weft_ir::graph::expr::ExprKind> {
+    nodes(expr)
+        .iter()
+        .find(|n| n["id"] == id)
+        .and_then(|n| n["kind"].as_str())
+        .and_then(expr_kind)
+}
+
+pub fn build_expr_snarl(expr: &Value) -> Snarl<ExprNodeView> {
+    let mut snarl = Snarl::new();
+    let mut ids = std::collections::HashMap::new();
+    for (k, n) in nodes(expr).iter().enumerate() {
+        let pos = n
+            .get("pos")
+            .and_then(Value::as_array)
+            .map(|p| {
+                egui::pos2(
+                    p[0].as_f64().unwrap_or(0.0) as f32,
+                    p[1].as_f64().unwrap_or(0.0) as f32,
+                )
+            })
+            .unwrap_or(egui::pos2(k as f32 * 160.0, 0.0));
+        let id = n["id"].as_str().unwrap_or_default().to_string();
+        ids.insert(id.clone(), snarl.insert_node(pos, ExprNodeView { id }));
+    }
+    for w in expr
+        .get("wires")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let (Some(from), Some(to)) = (w["from"].as_str(), w["to"].as_str()) else {
+            continue;
+        };
+        let (tnode, tport) = to.split_once('.').unwrap_or((to, ""));
+        let (Some(&f), Some(&t), Some(k)) = (ids.get(from), ids.get(tnode), kind_of(expr, tnode))
+        else {
+            continue;
+        };
+        if let Some(i) = k.inputs.iter().position(|p| *p == tport) {
+            snarl.connect(
+                OutPinId { node: f, output: 0 },
+                InPinId { node: t, input: i },
+            );
+        }
+    }
+    snarl
+}
+
+pub struct ExprViewer<'a> {
+    pub kernel: String,
+    pub expr: &'a Value,
+    pub commands: Vec<Command>,
+    pub search: &'a mut String,
+}
+
+impl ExprViewer<'_> {
+    fn set(&mut self, expr: Value) {
+        self.commands.push(Command::SetParam {
+            node: self.kernel.clone(),
+            param: "expr".into(),
+            value: expr,
+        });
+    }
+    fn with_wires(&self, f: impl FnOnce(&mut Vec<Value>)) -> Value {
+        let mut e = self.expr.clone();
+        let mut wires = e
+            .get("wires")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        f(&mut wires);
+        e["wires"] = Value::from(wires);
+        e
+    }
+    fn endpoint(&self, snarl: &Snarl<ExprNodeView>, to: &InPin) -> Option<String> {
+        let id = &snarl[to.id.node].id;
+        let port = kind_of(self.expr, id)?.inputs.get(to.id.input)?;
+        Some(format!("{}.{}", id, port))
+    }
+}
+
+impl SnarlViewer<ExprNodeView> for ExprViewer<'_> {
+    fn title(&mut self, node: &ExprNodeView) -> String {
+        let kind = nodes(self.expr)
+            .iter()
+            .find(|n| n["id"] == node.id.as_str())
+            .and_then(|n| n["kind"].as_str().map(str::to_string))
+            .unwrap_or_default();
+        format!("{} · {}", node.id, kind)
+    }
+
+    fn inputs(&mut self, node: &ExprNodeView) -> usize {
+        kind_of(self.expr, &node.id)
+            .map(|k| k.inputs.len())
+            .unwrap_or(0)
+    }
+
+    fn outputs(&mut self, node: &ExprNodeView) -> usize {
+        kind_of(self.expr, &node.id)
+            .map(|k| k.has_value as usize)
+            .unwrap_or(0)
+    }
+
+    fn show_input(
+        &mut self,
+        pin: &InPin,
+        ui: &mut Ui,
+        snarl: &mut Snarl<ExprNodeView>,
+    ) -> impl SnarlPin + 'static {
+        if let Some(k) = kind_of(self.expr, &snarl[pin.id.node].id) {
+            let name = k.inputs.get(pin.id.input).copied().unwrap_or("?");
+            ui.label(if k.optional.contains(&name) {
+                format!("{} (opt)", name)
+            } else {
+                name.to_string()
+            });
+        }
+        PinInfo::circle().with_fill(Color32::from_rgb(255, 200, 120))
+    }
+
+    fn show_output(
+        &mut self,
+        _pin: &OutPin,
+        ui: &mut Ui,
+        _snarl: &mut Snarl<ExprNodeView>,
+    ) -> impl SnarlPin + 'static {
+        ui.label("value");
+        PinInfo::circle().with_fill(Color32::from_rgb(255, 200, 120))
+    }
+
+    fn has_body(&mut self, node: &ExprNodeView) -> bool {
+        kind_of(self.expr, &node.id).is_some_and(|k| !k.params.is_empty())
+    }
+
+    fn show_body(
+        &mut self,
+        node: NodeId,
+        _inputs: &[InPin],
+        _outputs: &[OutPin],
+        ui: &mut Ui,
+        snarl: &mut Snarl<ExprNodeView>,
+    ) {
+        let id = snarl[node].id.clone();
+        let Some(k) = kind_of(self.expr, &id) else {
+            return;
+        };
+        let all = nodes(self.expr);
+        let Some(idx) = all.iter().position(|n| n["id"] == id.as_str()) else {
+            return;
+        };
+        for p in k.params {
+            let cur = all[idx]
+                .get("params")
+                .and_then(|x| x.get(*p))
+                .cloned()
+                .unwrap_or(Value::Null);
+            let key = ui.id().with((&id, *p));
+            let mut text =
+                ui.data_mut(|d| d.get_temp::<String>(key))
+                    .unwrap_or_else(|| match &cur {
+                        Value::String(s) => s.clone(),
+                        Value::Null => String::new(),
+                        v => v.to_string(),
+                    });
+            ui.horizontal(|ui| {
+                ui.label(*p);
+                let r = ui.add(egui::TextEdit::singleline(&mut text).desired_width(90.0));
+                ui.data_mut(|d| d.insert_temp(key, text.clone()));
+                if r.lost_focus() {
+                    ui.data_mut(|d| d.remove::<String>(key));
+                    let v = serde_json::from_str::<Value>(&text)
+                        .unwrap_or_else(|_| Value::from(text.clone()));
+                    if v != cur {
+                        let mut e = self.expr.clone();
+                        e["nodes"][idx]["params"][*p] = v;
+                        self.set(e);
+                    }
+                }
+            });
+        }
+    }
+
+    fn has_graph_menu(&mut self, _pos: egui::Pos2, _snarl: &mut Snarl<ExprNodeView>) -> bool {
+        true
+    }
+
+    fn show_graph_menu(&mut self, pos: egui::Pos2, ui: &mut Ui, _snarl: &mut Snarl<ExprNodeView>) {
+        ui.label("Add expression node");
+        ui.add(
+            egui::TextEdit::singleline(self.search)
+                .hint_text("search…")
+                .desired_width(160.0),
+        )
+        .request_focus();
+        let q = self.search.to_lowercase();
+        for k in EXPR_KINDS
+            .iter()
+            .filter(|k| q.is_empty() || k.name.contains(&q))
+        {
+            if ui.button(k.name).on_hover_text(k.doc).clicked() {
+                let taken: Vec<String> = nodes(self.expr)
+                    .iter()
+                    .filter_map(|n| n["id"].as_str().map(str::to_string))
+                    .collect();
+                let id = (1..)
+                    .map(|n| format!("{}{}", k.name, n))
+                    .find(|i| !taken.contains(i))
+                    .expect("unbounded");
+                let mut e = self.expr.clone();
+                let mut list = nodes(self.expr);
+                list.push(json!({"id": id, "kind": k.name, "params": {}, "pos": [pos.x, pos.y]}));
+                e["nodes"] = Value::from(list);
+                self.search.clear();
+                self.set(e);
+                ui.close();
+            }
+        }
+    }
+
+    fn has_node_menu(&mut self, _node: &ExprNodeView) -> bool {
+        true
+    }
+
+    fn show_node_menu(
+        &mut self,
+        node: NodeId,
+        _inputs: &[InPin],
+        _outputs: &[OutPin],
+        ui: &mut Ui,
+        snarl: &mut Snarl<ExprNodeView>,
+    ) {
+        if ui.button("Delete").clicked() {
+            let id = snarl[node].id.clone();
+            let mut e = self.with_wires(|w| {
+                w.retain(|w| {
+                    let to_node = w["to"].as_str().and_then(|t| t.split('.').next());
+                    w["from"] != id.as_str() && to_node != Some(id.as_str())
+                })
+            });
+            let list: Vec<Value> = nodes(self.expr)
+                .into_iter()
+                .filter(|n| n["id"] != id.as_str())
+                .collect();
+            e["nodes"] = Value::from(list);
+            self.set(e);
+            ui.close();
+        }
+    }
+
+    fn connect(&mut self, from: &OutPin, to: &InPin, snarl: &mut Snarl<ExprNodeView>) {
+        let f = snarl[from.id.node].id.clone();
+        let Some(t) = self.endpoint(snarl, to) else {
+            return;
+        };
+        let e = self.with_wires(|w| {
+            w.retain(|w| w["to"] != t.as_str());
+            w.push(json!({"from": f, "to": t}));
+        });
+        self.set(e);
+    }
+
+    fn disconnect(&mut self, from: &OutPin, to: &InPin, snarl: &mut Snarl<ExprNodeView>) {
+        let f = snarl[from.id.node].id.clone();
+        let Some(t) = self.endpoint(snarl, to) else {
+            return;
+        };
+        let e =
+            self.with_wires(|w| w.retain(|w| !(w["from"] == f.as_str() && w["to"] == t.as_str())));
+        self.set(e);
+    }
+
+    fn drop_inputs(&mut self, pin: &InPin, snarl: &mut Snarl<ExprNodeView>) {
+        let Some(t) = self.endpoint(snarl, pin) else {
+            return;
+        };
+        let e = self.with_wires(|w| w.retain(|w| w["to"] != t.as_str()));
+        self.set(e);
+    }
+
+    fn drop_outputs(&mut self, pin: &OutPin, snarl: &mut Snarl<ExprNodeView>) {
+        let f = snarl[pin.id.node].id.clone();
+        let e = self.with_wires(|w| w.retain(|w| w["from"] != f.as_str()));
+        self.set(e);
+    }
+}
