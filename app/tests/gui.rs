@@ -326,3 +326,63 @@ fn expression_kernels_open_in_a_nested_editor() {
     h.run_steps(2);
     assert!(h.state().model.problems.is_empty());
 }
+
+#[test]
+fn scalar_edits_keep_the_state_other_edits_recompile() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat.json");
+    wait_for_sim(&mut h);
+    for _ in 0..3 {
+        h.get_by_label("Step").click();
+        h.run_steps(2);
+    }
+    assert_eq!(h.state().viewport.sim.as_ref().unwrap().frame, 3);
+    h.state_mut().model.push(Command::SetParam {
+        node: "diffuse".into(),
+        param: "scalars".into(),
+        value: serde_json::json!({"alpha": 0.1, "boundary": 0.0, "n": 128}),
+    });
+    h.run_steps(3);
+    let sim = h.state().viewport.sim.as_ref().unwrap();
+    assert_eq!(sim.frame, 3, "a scalar change keeps the running state");
+    let alpha = sim
+        .program
+        .kernels
+        .iter()
+        .find(|(_, k)| k.name == "diffuse")
+        .unwrap()
+        .1
+        .params
+        .iter()
+        .find(|p| p.name == "alpha")
+        .unwrap()
+        .value;
+    assert_eq!(f32::from_bits(alpha), 0.1, "and takes the new value");
+    // A code edit recompiles in the background and starts over.
+    let code = h.state().model.doc.node("apply").unwrap().params["code"]
+        .as_str()
+        .unwrap()
+        .replace("T_next[(i, j)]", "T_next[(i, j)] * 0.5");
+    h.state_mut().model.push(Command::SetParam {
+        node: "apply".into(),
+        param: "code".into(),
+        value: code.into(),
+    });
+    h.step();
+    for _ in 0..400 {
+        h.step();
+        if !h.state().viewport.compiling()
+            && h.state()
+                .viewport
+                .sim
+                .as_ref()
+                .is_some_and(|s| s.frame == 0)
+        {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("the edited graph did not recompile");
+}
