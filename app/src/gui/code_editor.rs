@@ -38,21 +38,7 @@ const TYPES: &[&str] = &[
 ];
 
 /// Functions the language provides besides `Builtin::ALL`.
-const SPECIAL_FUNCTIONS: &[&str] = &[
-    "random",
-    "frame",
-    "select",
-    "bitcast",
-    "atomic_add",
-    "atomic_sub",
-    "atomic_min",
-    "atomic_max",
-    "atomic_and",
-    "atomic_or",
-    "atomic_xor",
-    "atomic_exchange",
-    "atomic_compare_exchange",
-];
+use weft_ir::lang::SPECIAL_FUNCTIONS;
 
 const CONSTANTS: &[&str] = &["PI", "TAU"];
 

@@ -139,7 +139,7 @@ pub fn lower_kernel(code: &str, env: &KernelEnv) -> R<LoweredKernel> {
 }
 
 /// Names that are language functions rather than math built-ins.
-const RESERVED: &[&str] = &[
+pub const RESERVED: &[&str] = &[
     "random",
     "frame",
     "select",

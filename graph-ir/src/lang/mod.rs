@@ -9,6 +9,8 @@ mod lower;
 mod ports;
 mod source;
 
+/// Functions the language provides besides the math built-ins (`random`, `frame`, `select`, `atomic_*`, ...).
+pub use lower::RESERVED as SPECIAL_FUNCTIONS;
 pub use lower::{lower_kernel, KernelEnv, LoweredKernel};
 pub use ports::field_ports;
 
