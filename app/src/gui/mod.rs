@@ -72,6 +72,8 @@ pub struct WeftApp {
     opts: GuiOptions,
     screenshot_requested: bool,
     status: String,
+    /// A refused wire's reason, shown at the pointer until this time.
+    refusal_until: f64,
 }
 
 fn config_dir() -> PathBuf {
@@ -133,6 +135,7 @@ impl WeftApp {
             opts,
             screenshot_requested: false,
             status: String::new(),
+            refusal_until: 0.0,
         }
     }
 
@@ -754,6 +757,7 @@ impl eframe::App for WeftApp {
             if let Some(why) = viewer.refusal.take() {
                 self.model.log.push(format!("wire refused: {}", why));
                 self.status = why;
+                self.refusal_until = now + 2.5;
             }
             if !self.status.is_empty() {
                 ui.colored_label(egui::Color32::from_rgb(255, 200, 120), &self.status);
@@ -771,6 +775,17 @@ impl eframe::App for WeftApp {
                     }
                 }
             }
+        }
+        if now < self.refusal_until {
+            // The reason a wire was refused, where the user let go of it.
+            egui::Tooltip::always_open(
+                ctx.clone(),
+                egui::LayerId::background(),
+                egui::Id::new("refusal"),
+                egui::PopupAnchor::Pointer,
+            )
+            .show(|ui| ui.colored_label(egui::Color32::from_rgb(255, 200, 120), &self.status));
+            ctx.request_repaint();
         }
         self.code_window(&ctx, &mut commands);
         self.expr_window(&ctx, &mut commands);
