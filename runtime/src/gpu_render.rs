@@ -198,7 +198,6 @@ const CORNERS = array<vec2<f32>, 6>(vec2(0.0, 0.0), vec2(1.0, 0.0), vec2(0.0, 1.
 "#;
 
 /// WGSL of the colormap (`render::colormap`): `fn cmap(t: f32) -> vec3<f32>`.
-#[allow(clippy::excessive_precision)]
 fn colormap_wgsl(map: Colormap) -> String {
     let poly = |c: [[f32; 3]; 7]| -> String {
         let mut s = String::from("fn cmap(t0: f32) -> vec3<f32> {\n    let t = sat(t0);\n");
@@ -211,47 +210,23 @@ fn colormap_wgsl(map: Colormap) -> String {
         s.push_str("    return vec3<f32>(clamp(r, 0.0, 1.0), clamp(g, 0.0, 1.0), clamp(b, 0.0, 1.0));\n}\n");
         s
     };
+    if let Some(c) = crate::render::colormap_poly(map) {
+        return poly(c);
+    }
     match map {
-        Colormap::Grayscale => "fn cmap(t0: f32) -> vec3<f32> { let t = sat(t0); return vec3<f32>(t, t, t); }\n".to_string(),
-        Colormap::Viridis => poly([
-            [0.277_727_3, 0.005_407_344_5, 0.334_099_8],
-            [0.105_093_04, 1.404_613_5, 1.384_590_2],
-            [-0.330_861_8, 0.214_847_56, 0.095_095_165],
-            [-4.634_230_6, -5.799_101, -19.332_441],
-            [6.228_27, 14.179_933, 56.690_55],
-            [4.776_385, -13.745_145, -65.353_03],
-            [-5.435_455_6, 4.645_852_6, 26.312_435],
-        ]),
-        Colormap::Inferno => poly([
-            [0.000_218_940_37, 0.001_651_004_6, -0.019_480_899],
-            [0.106_513_42, 0.563_956_4, 3.932_712_4],
-            [11.602_493, -3.972_854, -15.942_394],
-            [-41.703_996, 17.436_399, 44.354_145],
-            [77.162_94, -33.402_358, -81.807_304],
-            [-71.319_43, 32.626_064, 73.209_52],
-            [25.131_126, -12.242_669, -23.070_326],
-        ]),
-        Colormap::Magma => poly([
-            [-0.002_136_485, -0.000_749_655, -0.005_386_127],
-            [0.251_660_5, 0.677_523_2, 2.494_026_6],
-            [8.353_717, -3.577_719_5, 0.314_467_9],
-            [-27.668_73, 14.264_73, -13.649_213],
-            [52.176_14, -27.943_607, 12.944_169],
-            [-50.768_52, 29.046_58, 4.234_153],
-            [18.655_705, -11.489_774, -5.601_961_6],
-        ]),
-        Colormap::Coolwarm => format!(
-            "fn cmap(t0: f32) -> vec3<f32> {{\n    let t = sat(t0);\n    let cold = vec3<f32>({}, {}, {});\n    let mid = vec3<f32>({}, {}, {});\n    let warm = vec3<f32>({}, {}, {});\n    if (t < 0.5) {{ let u = t * 2.0; return cold + (mid - cold) * u; }}\n    let u = t * 2.0 - 1.0;\n    return mid + (warm - mid) * u;\n}}\n",
-            flit(0.230),
-            flit(0.299),
-            flit(0.754),
-            flit(0.865),
-            flit(0.865),
-            flit(0.865),
-            flit(0.706),
-            flit(0.016),
-            flit(0.150)
-        ),
+        Colormap::Coolwarm => {
+            let [cold, mid, warm] = crate::render::COOLWARM;
+            let v =
+                |c: [f32; 3]| format!("vec3<f32>({}, {}, {})", flit(c[0]), flit(c[1]), flit(c[2]));
+            format!(
+                "fn cmap(t0: f32) -> vec3<f32> {{\n    let t = sat(t0);\n    let cold = {};\n    let mid = {};\n    let warm = {};\n    if (t < 0.5) {{ let u = t * 2.0; return cold + (mid - cold) * u; }}\n    let u = t * 2.0 - 1.0;\n    return mid + (warm - mid) * u;\n}}\n",
+                v(cold),
+                v(mid),
+                v(warm)
+            )
+        }
+        _ => "fn cmap(t0: f32) -> vec3<f32> { let t = sat(t0); return vec3<f32>(t, t, t); }\n"
+            .to_string(),
     }
 }
 
