@@ -297,10 +297,15 @@ pub fn nodes() -> i32 {
             println!("  exec out {}", e);
         }
         for p in k.params {
+            let range = p
+                .range
+                .map(|(lo, hi)| format!(" [{} to {}]", lo, hi))
+                .unwrap_or_default();
             println!(
-                "  param {} = {} — {}",
+                "  param {} = {}{} — {}",
                 p.name,
                 p.default.unwrap_or("(required)"),
+                range,
                 p.doc
             );
         }

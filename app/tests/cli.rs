@@ -64,7 +64,7 @@ fn run_writes_frames_and_dumps() {
         "--dump",
         "pixels",
         "--set",
-        "paint.speed=0.5",
+        "paint.speed=0.15",
     ]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(out.join("view_0001.png").exists() && out.join("view_0002.png").exists());
@@ -124,6 +124,15 @@ fn invalid_graphs_exit_2_naming_the_node() {
     let o = weft(&["run", "graphs/julia.json", "--set", "nosuch.speed=1"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("no node 'nosuch'"));
+    // A scalar's declared range holds for --set too.
+    let o = weft(&["run", "graphs/heat.json", "--set", "diffuse.alpha=0.5"]);
+    assert_eq!(o.status.code(), Some(2));
+    let t = text(&o);
+    assert!(
+        t.contains("diffuse") && t.contains("'alpha' default 0.5 is outside its range 0 to 0.25"),
+        "{}",
+        t
+    );
 }
 
 #[test]

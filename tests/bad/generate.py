@@ -115,6 +115,12 @@ d["exec"] = [{"from": "k.then", "to": "k2"}, {"from": "k2.then", "to": "k"}]; ca
 d = base(); d["exec"].append({"from": "k.then", "to": "k"}); d["exec"] = [{"from": "k.then", "to": "k"}]; case("exec_self_loop", d, "k", "execution wires form a cycle")
 d = base(); d["nodes"].append({"id": "sub", "kind": "repeat", "params": {"count": 0}}); d["exec"] = [{"from": "tick.then", "to": "sub"}, {"from": "sub.body", "to": "k"}]
 case("exec_repeat_count_zero", d, "sub", "count must be 1 to 1000000, got 0")
+d = base(code="fn kernel(i: i32) {\n    x[i] = x[i] + rate;\n}\n"); node(d, "k")["params"]["scalars"] = {"rate": {"type": "f32", "default": 0.5, "min": 0.0, "max": 0.25}}
+case("scalar_default_out_of_range", d, "k", "scalar 'rate' default 0.5 is outside its range 0 to 0.25")
+d = base(code="fn kernel(i: i32) {\n    x[i] = x[i] + rate;\n}\n"); node(d, "k")["params"]["scalars"] = {"rate": {"type": "f32", "min": 1.0, "max": 0.0}}
+case("scalar_min_above_max", d, "k", "scalar 'rate' has min 1 above max 0")
+d = base(code="fn kernel(i: i32) {\n    x[i] = x[i] + rate;\n}\n"); node(d, "k")["params"]["scalars"] = {"rate": {"type": "f32", "max": "big"}}
+case("scalar_non_numeric_max", d, "k", "scalar 'rate' has a non-numeric max")
 d = base(); d["nodes"].append({"id": "sub", "kind": "repeat", "params": {"count": 2.5}}); case("exec_repeat_count_float", d, "sub", "expected an integer")
 
 # ---- views ----
@@ -126,7 +132,9 @@ case("view_image_min_without_max", d, "view", "give both 'min' and 'max'")
 d = base(ftype="vec2", code="fn kernel(i: i32) {\n    x[i] = vec2(0.5, 0.5);\n}\n"); d["nodes"].append({"id": "dots", "kind": "particles", "params": {"domain": [1, 1, 0, 0]}}); d["wires"].append({"from": "x.field", "to": "dots.positions"})
 case("view_particles_bad_domain", d, "dots", "domain must be")
 d = base(ftype="vec2", code="fn kernel(i: i32) {\n    x[i] = vec2(0.5, 0.5);\n}\n"); d["nodes"].append({"id": "dots", "kind": "particles", "params": {"width": 0}}); d["wires"].append({"from": "x.field", "to": "dots.positions"})
-case("view_particles_zero_width", d, "dots", "width and height must be 1 to 8192")
+case("view_particles_zero_width", d, "dots", "width must be 1 to 8192, got 0")
+d = base(ftype="vec2", code="fn kernel(i: i32) {\n    x[i] = vec2(0.5, 0.5);\n}\n"); d["nodes"].append({"id": "dots", "kind": "particles", "params": {"radius": 300.0}}); d["wires"].append({"from": "x.field", "to": "dots.positions"})
+case("view_particles_radius_out_of_range", d, "dots", "radius must be 0 to 256, got 300.0")
 
 # ---- npy init ----
 d = base(); node(d, "x")["params"]["init"] = {"npy": "no_such_file.npy"}; case("npy_missing_file", d, "x", "cannot read", "no_such_file.npy")

@@ -8,6 +8,7 @@ pub mod code_editor;
 pub mod expr_view;
 pub mod graph_view;
 pub mod model;
+pub mod params;
 pub mod viewport;
 
 use graph_view::{build_snarl, GraphViewer, NodeView};
@@ -457,7 +458,7 @@ impl WeftApp {
         if let Some(k) = kind {
             ui.label(format!("{} — {}", k.name, k.doc));
         }
-        graph_view::param_editors(ui, &doc, false, commands, &mut self.open_code);
+        params::param_editors(ui, &doc, false, commands, &mut self.open_code);
         for p in self.model.problems_of(&id) {
             ui.colored_label(egui::Color32::from_rgb(255, 110, 110), p.to_string());
         }

@@ -6,7 +6,7 @@
 //! for fields here beyond initial data read from `.npy` files, and sizes are
 //! checked against the caps before any of that.
 
-use super::catalog::{self, Family, NodeKind, ParamType, PortType};
+use super::catalog::{self, Family, NodeKind, ParamSpec, ParamType, PortType};
 use super::document::{split_endpoint, GraphDoc, NodeDoc};
 use super::error::{GraphError, GraphErrors};
 use super::npy;
@@ -21,7 +21,6 @@ use std::path::PathBuf;
 pub const MAX_LAYOUT_WORDS: u64 = 1 << 28;
 /// Cap on one kernel's loop iterations.
 pub const MAX_RANGE: u64 = i32::MAX as u64;
-const MAX_REPEAT: i64 = 1_000_000;
 
 #[derive(Clone, Debug, Default)]
 pub struct BuildOptions {
@@ -134,7 +133,7 @@ fn resolve_nodes<'a>(doc: &'a GraphDoc, errors: &mut Vec<GraphError>) -> Vec<Nod
                     ));
                     ok = false;
                 }
-                Some(spec) => match check_param(spec.ty, v) {
+                Some(spec) => match check_param(spec.ty, v).and_then(|()| check_range(spec, v)) {
                     Ok(()) => {
                         params.insert(k.clone(), v.clone());
                     }
@@ -214,6 +213,16 @@ fn resolve_nodes<'a>(doc: &'a GraphDoc, errors: &mut Vec<GraphError>) -> Vec<Nod
         });
     }
     out
+}
+
+/// Numeric parameters must lie inside their catalog range.
+fn check_range(spec: &ParamSpec, v: &Value) -> Result<(), String> {
+    match (spec.range, v.as_f64()) {
+        (Some((lo, hi)), Some(x)) if !(lo..=hi).contains(&x) => {
+            Err(format!("{} must be {} to {}, got {}", spec.name, lo, hi, v))
+        }
+        _ => Ok(()),
+    }
 }
 
 fn check_param(ty: ParamType, v: &Value) -> Result<(), String> {
@@ -310,14 +319,35 @@ fn check_param(ty: ParamType, v: &Value) -> Result<(), String> {
                                 k
                             ));
                         }
-                        if d.keys().any(|k| k != "type" && k != "default") {
+                        if d.keys().any(|k| {
+                            !matches!(k.as_str(), "type" | "default" | "min" | "max" | "doc")
+                        }) {
                             return Err(format!(
-                                "scalar '{}' takes only \"type\" and \"default\"",
+                                "scalar '{}' takes only \"type\", \"default\", \"min\", \"max\" and \"doc\"",
                                 k
                             ));
                         }
-                        if d.get("default").is_some_and(|x| num(x).is_none()) {
-                            return Err(format!("scalar '{}' has a non-numeric default", k));
+                        for key in ["default", "min", "max"] {
+                            if d.get(key).is_some_and(|x| num(x).is_none()) {
+                                return Err(format!("scalar '{}' has a non-numeric {}", k, key));
+                            }
+                        }
+                        if d.get("doc").is_some_and(|x| !x.is_string()) {
+                            return Err(format!("scalar '{}': \"doc\" must be a string", k));
+                        }
+                        let get = |key: &str| d.get(key).and_then(Value::as_f64);
+                        let (lo, hi) = (
+                            get("min").unwrap_or(f64::NEG_INFINITY),
+                            get("max").unwrap_or(f64::INFINITY),
+                        );
+                        if lo > hi {
+                            return Err(format!("scalar '{}' has min {} above max {}", k, lo, hi));
+                        }
+                        if let Some(default) = get("default").filter(|x| !(lo..=hi).contains(x)) {
+                            return Err(format!(
+                                "scalar '{}' default {} is outside its range {} to {}",
+                                k, default, lo, hi
+                            ));
                         }
                     }
                     _ => {
@@ -749,10 +779,20 @@ impl Builder<'_> {
                         (Type::I32, x.as_f64().unwrap_or(0.0))
                     }
                     Value::Number(x) => (Type::F32, x.as_f64().unwrap_or(0.0)),
-                    Value::Object(d) => (
-                        Type::parse(d["type"].as_str().unwrap_or("f32")).unwrap_or(Type::F32),
-                        d.get("default").and_then(Value::as_f64).unwrap_or(0.0),
-                    ),
+                    Value::Object(d) => {
+                        let bound =
+                            |k: &str, or: f64| d.get(k).and_then(Value::as_f64).unwrap_or(or);
+                        (
+                            Type::parse(d["type"].as_str().unwrap_or("f32")).unwrap_or(Type::F32),
+                            // Without a default, the value nearest 0 inside the range.
+                            d.get("default").and_then(Value::as_f64).unwrap_or_else(|| {
+                                0f64.clamp(
+                                    bound("min", f64::NEG_INFINITY),
+                                    bound("max", f64::INFINITY),
+                                )
+                            }),
+                        )
+                    }
                     _ => (Type::F32, 0.0),
                 };
                 let value = scalar_bits(ty, val)
@@ -978,16 +1018,6 @@ impl Builder<'_> {
                 self.errors.push(GraphError::node_msg(self.nodes[ti].id(), "more than one execution wire arrives here; each node runs at one place in the schedule"));
             }
         }
-        for n in self.nodes.iter().filter(|n| n.kind.name == "repeat") {
-            let count = n.p("count").as_i64().unwrap_or(1);
-            if !(1..=MAX_REPEAT).contains(&count) {
-                self.errors.push(GraphError::param(
-                    n.id(),
-                    "count",
-                    format!("count must be 1 to {}, got {}", MAX_REPEAT, count),
-                ));
-            }
-        }
         if !self.errors.is_empty() {
             return;
         }
@@ -1133,14 +1163,6 @@ impl Builder<'_> {
                         n.p("width").as_i64().unwrap_or(512),
                         n.p("height").as_i64().unwrap_or(512),
                     );
-                    if !(1..=8192).contains(&w) || !(1..=8192).contains(&h) {
-                        self.errors.push(GraphError::param(
-                            &id,
-                            "width",
-                            "width and height must be 1 to 8192 pixels",
-                        ));
-                        continue;
-                    }
                     let c = nums(n.p("color"));
                     let bg = nums(n.p("background"));
                     let d = nums(n.p("domain"));
@@ -1153,14 +1175,6 @@ impl Builder<'_> {
                         continue;
                     }
                     let radius = n.p("radius").as_f64().unwrap_or(1.5) as f32;
-                    if !(0.0..=256.0).contains(&radius) {
-                        self.errors.push(GraphError::param(
-                            &id,
-                            "radius",
-                            "radius must be 0 to 256 pixels",
-                        ));
-                        continue;
-                    }
                     self.program.views.push(View::Particles {
                         node_id: id,
                         positions: pos,
@@ -1221,14 +1235,8 @@ fn chain(
                 steps.push(Step::Launch(k));
             }
             Family::Execution if n.kind.name == "repeat" => {
+                // The catalog's range (checked at load) keeps this within u32.
                 let count = n.p("count").as_i64().unwrap_or(1);
-                if !(1..=MAX_REPEAT).contains(&count) {
-                    return Err(GraphError::param(
-                        n.id(),
-                        "count",
-                        format!("count must be 1 to {}, got {}", MAX_REPEAT, count),
-                    ));
-                }
                 let body = chain(nodes, next, i, "body", program, visited, stack)?;
                 steps.push(Step::Repeat {
                     node_id: n.id().to_string(),

@@ -81,6 +81,9 @@ pub struct ParamSpec {
     /// JSON text of the default; `None` means the parameter is required.
     pub default: Option<&'static str>,
     pub doc: &'static str,
+    /// Inclusive bounds of a numeric parameter: the loader rejects values outside,
+    /// the schema states them and the editor's sliders stop there.
+    pub range: Option<(f64, f64)>,
 }
 
 impl ParamSpec {
@@ -148,6 +151,7 @@ static KINDS: &[NodeKind] = &[
             ty: ParamType::Shape,
             default: None,
             doc: "Cells per axis, e.g. [128, 128]. Nested nodes multiply per axis and must have the same number of axes.",
+            range: None,
         }],
         exec_in: false,
         exec_outs: &[],
@@ -165,12 +169,14 @@ static KINDS: &[NodeKind] = &[
                 ty: ParamType::Enum(FIELD_TYPES),
                 default: Some("\"f32\""),
                 doc: "Element type: f32, i32, u32, vecN (f32), ivecN, uvecN (N = 2..4), matN (f32, N = 2..4).",
+            range: None,
             },
             ParamSpec {
                 name: "init",
                 ty: ParamType::Init,
                 default: Some("0"),
                 doc: "Initial value: a number (every component), a list with one number per component, or {\"npy\": \"file.npy\"} relative to the graph file.",
+            range: None,
             },
         ],
         exec_in: false,
@@ -184,11 +190,11 @@ static KINDS: &[NodeKind] = &[
         outputs: &[],
         dynamic_field_inputs: true,
         params: &[
-            ParamSpec { name: "code", ty: ParamType::Code, default: Some("null"), doc: "Kernel code with an entry `fn kernel(i: i32, ...)`; see docs/kernel-language.md. Give either `code` or `expr`." },
-            ParamSpec { name: "expr", ty: ParamType::Expr, default: Some("null"), doc: "An expression body: {\"nodes\": [...], \"wires\": [...]} of expression nodes instead of code; see docs/graph-format.md." },
-            ParamSpec { name: "range", ty: ParamType::Shape, default: Some("null"), doc: "Loop extent per axis, e.g. [640, 320]. Give either `range` or `over`." },
-            ParamSpec { name: "over", ty: ParamType::String, default: Some("null"), doc: "Loop over every cell of the field wired to this port name." },
-            ParamSpec { name: "scalars", ty: ParamType::Scalars, default: Some("{}"), doc: "Scalar parameters: {\"dt\": 0.0002, \"n\": {\"type\": \"i32\", \"default\": 3}}." },
+            ParamSpec { name: "code", ty: ParamType::Code, default: Some("null"), doc: "Kernel code with an entry `fn kernel(i: i32, ...)`; see docs/kernel-language.md. Give either `code` or `expr`.", range: None },
+            ParamSpec { name: "expr", ty: ParamType::Expr, default: Some("null"), doc: "An expression body: {\"nodes\": [...], \"wires\": [...]} of expression nodes instead of code; see docs/graph-format.md.", range: None },
+            ParamSpec { name: "range", ty: ParamType::Shape, default: Some("null"), doc: "Loop extent per axis, e.g. [640, 320]. Give either `range` or `over`.", range: None },
+            ParamSpec { name: "over", ty: ParamType::String, default: Some("null"), doc: "Loop over every cell of the field wired to this port name.", range: None },
+            ParamSpec { name: "scalars", ty: ParamType::Scalars, default: Some("{}"), doc: "Scalar parameters: {\"dt\": 0.0002, \"n\": {\"type\": \"i32\", \"default\": 3}}.", range: None },
         ],
         exec_in: true,
         exec_outs: &["then"],
@@ -222,7 +228,7 @@ static KINDS: &[NodeKind] = &[
         inputs: &[],
         outputs: &[],
         dynamic_field_inputs: false,
-        params: &[ParamSpec { name: "count", ty: ParamType::Int, default: Some("1"), doc: "How many times the body runs (1 to 1000000)." }],
+        params: &[ParamSpec { name: "count", ty: ParamType::Int, default: Some("1"), doc: "How many times the body runs (substeps per frame).", range: Some((1.0, 1_000_000.0)) }],
         exec_in: true,
         exec_outs: &["body", "then"],
     },
@@ -234,9 +240,9 @@ static KINDS: &[NodeKind] = &[
         outputs: &[],
         dynamic_field_inputs: false,
         params: &[
-            ParamSpec { name: "colormap", ty: ParamType::Enum(COLORMAPS), default: Some("\"viridis\""), doc: "Colormap for scalar fields." },
-            ParamSpec { name: "min", ty: ParamType::Number, default: Some("null"), doc: "Value drawn at the low end; with `max` fixes the range, otherwise the range is the frame's min..max." },
-            ParamSpec { name: "max", ty: ParamType::Number, default: Some("null"), doc: "Value drawn at the high end." },
+            ParamSpec { name: "colormap", ty: ParamType::Enum(COLORMAPS), default: Some("\"viridis\""), doc: "Colormap for scalar fields.", range: None },
+            ParamSpec { name: "min", ty: ParamType::Number, default: Some("null"), doc: "Value drawn at the low end; with `max` fixes the range, otherwise the range is the frame's min..max.", range: None },
+            ParamSpec { name: "max", ty: ParamType::Number, default: Some("null"), doc: "Value drawn at the high end.", range: None },
         ],
         exec_in: false,
         exec_outs: &[],
@@ -252,12 +258,12 @@ static KINDS: &[NodeKind] = &[
         outputs: &[],
         dynamic_field_inputs: false,
         params: &[
-            ParamSpec { name: "width", ty: ParamType::Int, default: Some("512"), doc: "Image width in pixels." },
-            ParamSpec { name: "height", ty: ParamType::Int, default: Some("512"), doc: "Image height in pixels." },
-            ParamSpec { name: "radius", ty: ParamType::Number, default: Some("1.5"), doc: "Disc radius in pixels." },
-            ParamSpec { name: "color", ty: ParamType::Color, default: Some("[0.4, 0.8, 1.0]"), doc: "Disc colour when no colour field is wired." },
-            ParamSpec { name: "background", ty: ParamType::Color, default: Some("[0.07, 0.15, 0.18]"), doc: "Background colour." },
-            ParamSpec { name: "domain", ty: ParamType::Rect, default: Some("[0, 0, 1, 1]"), doc: "The rectangle [min x, min y, max x, max y] mapped to the image." },
+            ParamSpec { name: "width", ty: ParamType::Int, default: Some("512"), doc: "Image width in pixels.", range: Some((1.0, 8192.0)) },
+            ParamSpec { name: "height", ty: ParamType::Int, default: Some("512"), doc: "Image height in pixels.", range: Some((1.0, 8192.0)) },
+            ParamSpec { name: "radius", ty: ParamType::Number, default: Some("1.5"), doc: "Disc radius in pixels.", range: Some((0.0, 256.0)) },
+            ParamSpec { name: "color", ty: ParamType::Color, default: Some("[0.4, 0.8, 1.0]"), doc: "Disc colour when no colour field is wired.", range: None },
+            ParamSpec { name: "background", ty: ParamType::Color, default: Some("[0.07, 0.15, 0.18]"), doc: "Background colour.", range: None },
+            ParamSpec { name: "domain", ty: ParamType::Rect, default: Some("[0, 0, 1, 1]"), doc: "The rectangle [min x, min y, max x, max y] mapped to the image.", range: None },
         ],
         exec_in: false,
         exec_outs: &[],
@@ -305,10 +311,14 @@ pub fn param_schema(p: &ParamSpec) -> Value {
         ]}),
         ParamType::Scalars => json!({"type": "object", "additionalProperties": {"anyOf": [
             {"type": "number"},
-            {"type": "object", "properties": {"type": {"enum": ["f32", "i32", "u32"]}, "default": {"type": "number"}}, "required": ["type"], "additionalProperties": false}
+            {"type": "object", "properties": {"type": {"enum": ["f32", "i32", "u32"]}, "default": {"type": "number"}, "min": {"type": "number"}, "max": {"type": "number"}, "doc": {"type": "string"}}, "required": ["type"], "additionalProperties": false}
         ]}}),
     };
     s["description"] = json!(p.doc);
+    if let Some((lo, hi)) = p.range {
+        s["minimum"] = json!(lo);
+        s["maximum"] = json!(hi);
+    }
     if let Some(d) = p.default_value() {
         s["default"] = d;
     }
