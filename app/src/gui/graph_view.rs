@@ -14,16 +14,45 @@ pub struct NodeView {
     pub id: String,
 }
 
-/// Builds the snarl for a document.
-pub fn build_snarl(model: &Model) -> Snarl<NodeView> {
-    let mut snarl = Snarl::new();
-    let mut ids = std::collections::HashMap::new();
+/// Brings the snarl in line with the document, keeping the `NodeId` of every
+/// node that is still there.
+///
+/// Post: one snarl node per document node, at the document's position, and
+/// exactly the document's wires. Stable ids matter because egui-snarl keeps the
+/// selection and draw order by `NodeId`: a rebuild would hand a deleted node's
+/// id, and its selection, to an unrelated node. New nodes are inserted before
+/// stale ones are removed, so a freed id is not reused (and seen selected)
+/// before the snarl has pruned it from the selection.
+pub fn sync_snarl(snarl: &mut Snarl<NodeView>, model: &Model) {
+    let mut ids: std::collections::HashMap<String, NodeId> = snarl
+        .nodes_ids_data()
+        .map(|(nid, n)| (n.value.id.clone(), nid))
+        .collect();
     for n in &model.doc.nodes {
-        let id = snarl.insert_node(
-            egui::pos2(n.pos[0], n.pos[1]),
-            NodeView { id: n.id.clone() },
-        );
-        ids.insert(n.id.clone(), id);
+        let pos = egui::pos2(n.pos[0], n.pos[1]);
+        match ids.get(&n.id) {
+            Some(&nid) => {
+                if let Some(info) = snarl.get_node_info_mut(nid) {
+                    info.pos = pos;
+                }
+            }
+            None => {
+                let nid = snarl.insert_node(pos, NodeView { id: n.id.clone() });
+                ids.insert(n.id.clone(), nid);
+            }
+        }
+    }
+    let stale: Vec<NodeId> = snarl
+        .nodes_ids_data()
+        .filter(|(_, n)| model.doc.node(&n.value.id).is_none())
+        .map(|(nid, _)| nid)
+        .collect();
+    for nid in stale {
+        snarl.remove_node(nid);
+    }
+    let wires: Vec<(OutPinId, InPinId)> = snarl.wires().collect();
+    for (o, i) in wires {
+        snarl.disconnect(o, i);
     }
     let pin_index = |node: &NodeDoc, name: &str, output: bool| -> Option<usize> {
         let (ins, outs) = pins(node);
@@ -75,7 +104,16 @@ pub fn build_snarl(model: &Model) -> Snarl<NodeView> {
     for w in &model.doc.exec {
         connect(&w.from, &w.to, true);
     }
-    snarl
+}
+
+/// The node editor's look: pins sit on the node's edge (where `pin_center`
+/// finds them), and a box selection takes the nodes it touches.
+pub fn style() -> egui_snarl::ui::SnarlStyle {
+    egui_snarl::ui::SnarlStyle {
+        select_rect_contained: Some(false),
+        pin_placement: Some(egui_snarl::ui::PinPlacement::Edge),
+        ..egui_snarl::ui::SnarlStyle::new()
+    }
 }
 
 pub fn family_color(f: Family) -> Color32 {
@@ -104,6 +142,15 @@ pub struct GraphViewer<'a> {
     pub search: &'a mut String,
     /// Why the last wire was refused (shown by the app).
     pub refusal: Option<String>,
+    /// Graph space → screen, as the editor last drew it.
+    pub to_screen: egui::emath::TSTransform,
+    /// Each node's frame in graph space, as last laid out.
+    pub node_rects: &'a mut std::collections::HashMap<String, egui::Rect>,
+    /// Frames to draw behind the nodes (a dragged one at its live place).
+    pub frames: &'a [weft_ir::graph::FrameDoc],
+    pub selected_frame: Option<&'a str>,
+    /// The selected nodes: "Frame selection" wraps them.
+    pub selection: &'a [String],
 }
 
 impl GraphViewer<'_> {
@@ -137,6 +184,24 @@ impl GraphViewer<'_> {
 impl SnarlViewer<NodeView> for GraphViewer<'_> {
     fn title(&mut self, node: &NodeView) -> String {
         node.id.clone()
+    }
+
+    fn current_transform(
+        &mut self,
+        to_global: &mut egui::emath::TSTransform,
+        _snarl: &mut Snarl<NodeView>,
+    ) {
+        self.to_screen = *to_global;
+    }
+
+    fn final_node_rect(
+        &mut self,
+        node: NodeId,
+        rect: egui::Rect,
+        _ui: &mut Ui,
+        snarl: &mut Snarl<NodeView>,
+    ) {
+        self.node_rects.insert(snarl[node].id.clone(), rect);
     }
 
     fn show_header(
@@ -266,6 +331,42 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
             });
             ui.close();
         }
+        ui.separator();
+        let label = if self.selection.is_empty() {
+            "Add frame".to_string()
+        } else {
+            format!("Frame {} selected node(s)  (Ctrl+J)", self.selection.len())
+        };
+        if ui.button(label).clicked() {
+            let rects: Vec<egui::Rect> = self
+                .selection
+                .iter()
+                .filter_map(|id| self.node_rects.get(id).copied())
+                .collect();
+            let frame = super::frames::new_frame(self.model.next_frame_id(), &rects, pos, false);
+            self.commands.push(Command::AddFrame { frame });
+            ui.close();
+        }
+        if ui.button("Add comment").clicked() {
+            let frame = super::frames::new_frame(self.model.next_frame_id(), &[], pos, true);
+            self.commands.push(Command::AddFrame { frame });
+            ui.close();
+        }
+    }
+
+    fn draw_background(
+        &mut self,
+        background: Option<&egui_snarl::ui::BackgroundPattern>,
+        viewport: &egui::Rect,
+        snarl_style: &egui_snarl::ui::SnarlStyle,
+        style: &egui::Style,
+        painter: &egui::Painter,
+        _snarl: &Snarl<NodeView>,
+    ) {
+        if let Some(b) = background {
+            b.draw(viewport, snarl_style, style, painter);
+        }
+        super::frames::paint(painter, self.frames, self.selected_frame);
     }
 
     fn has_dropped_wire_menu(&mut self, _src_pins: AnyPins, _snarl: &mut Snarl<NodeView>) -> bool {
@@ -412,6 +513,8 @@ pub fn add_node_menu(ui: &mut Ui, search: &mut String) -> Option<String> {
             .desired_width(180.0),
     );
     r.request_focus();
+    // Enter takes the first match, so "Shift+A, type, Enter" adds a node.
+    let enter = ui.input(|i| i.key_pressed(egui::Key::Enter));
     let q = search.to_lowercase();
     let mut chosen = None;
     for fam in [
@@ -437,7 +540,9 @@ pub fn add_node_menu(ui: &mut Ui, search: &mut String) -> Option<String> {
                 .color(family_color(fam)),
         );
         for k in kinds {
-            if ui.button(k.name).on_hover_text(k.doc).clicked() {
+            if ui.button(k.name).on_hover_text(k.doc).clicked()
+                || enter && !q.is_empty() && chosen.is_none()
+            {
                 chosen = Some(k.name.to_string());
             }
         }

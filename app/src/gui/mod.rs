@@ -6,12 +6,13 @@
 
 pub mod code_editor;
 pub mod expr_view;
+pub mod frames;
 pub mod graph_view;
 pub mod model;
 pub mod params;
 pub mod viewport;
 
-use graph_view::{build_snarl, GraphViewer, NodeView};
+use graph_view::{sync_snarl, GraphViewer, NodeView};
 use model::{Command, Model};
 use std::path::{Path, PathBuf};
 use viewport::{ViewBackend, Viewport};
@@ -56,6 +57,20 @@ pub struct WeftApp {
     pub model: Model,
     snarl: egui_snarl::Snarl<NodeView>,
     snarl_revision: u64,
+    /// Graph space → screen in the node editor, as last drawn.
+    pub graph_to_screen: egui::emath::TSTransform,
+    /// Node frames in graph space, as last laid out (frames use them to know
+    /// what they enclose; tests use them to point at nodes).
+    pub node_rects: std::collections::HashMap<String, egui::Rect>,
+    /// Frames: the one being dragged and the one in the inspector.
+    pub frames: frames::FramesState,
+    /// Where Shift+A / Tab opened the add-node menu (screen position).
+    pub add_menu: Option<egui::Pos2>,
+    /// The node editor's area on screen.
+    graph_rect: egui::Rect,
+    /// Bumped when another document replaces this one, so the node editor's
+    /// state (view, selection) starts fresh for it.
+    document_epoch: u64,
     pub viewport: Viewport,
     pub selected: Option<String>,
     pub open_code: Option<String>,
@@ -116,10 +131,17 @@ impl WeftApp {
         if opts.graph.is_some() && opts.screenshot.is_some() {
             viewport.playing = true;
         }
-        let snarl = build_snarl(&model);
+        let mut snarl = egui_snarl::Snarl::new();
+        sync_snarl(&mut snarl, &model);
         WeftApp {
             snarl,
             snarl_revision: model.revision,
+            document_epoch: 0,
+            add_menu: None,
+            frames: Default::default(),
+            graph_rect: egui::Rect::NOTHING,
+            graph_to_screen: Default::default(),
+            node_rects: Default::default(),
             model,
             viewport,
             selected: None,
@@ -149,11 +171,44 @@ impl WeftApp {
     }
 
     fn open_now(&mut self, path: &Path) {
-        self.model = Model::open(path);
+        self.replace_model(Model::open(path));
+        self.remember(path);
+    }
+
+    /// Another document takes over the editor (new, open, recover).
+    fn replace_model(&mut self, model: Model) {
+        self.model = model;
         self.selected = None;
         self.open_code = None;
+        self.open_expr = None;
+        self.frames = Default::default();
         self.viewport.sim = None;
-        self.remember(path);
+        self.snarl = egui_snarl::Snarl::new();
+        sync_snarl(&mut self.snarl, &self.model);
+        self.snarl_revision = self.model.revision;
+        self.document_epoch += 1;
+    }
+
+    /// The node editor's egui id (its view and selection live under it).
+    pub fn graph_id(&self) -> egui::Id {
+        egui::Id::new(("weft-graph", self.document_epoch))
+    }
+
+    /// Selected nodes: those box- or shift-selected in the editor, and the
+    /// one whose title was clicked last, in document order.
+    pub fn selection(&self, ctx: &egui::Context) -> Vec<String> {
+        let picked: Vec<&str> = egui_snarl::ui::get_selected_nodes(self.graph_id(), ctx)
+            .into_iter()
+            .filter_map(|nid| self.snarl.get_node(nid))
+            .map(|v| v.id.as_str())
+            .collect();
+        self.model
+            .doc
+            .nodes
+            .iter()
+            .filter(|n| picked.contains(&n.id.as_str()) || self.selected.as_deref() == Some(&n.id))
+            .map(|n| n.id.clone())
+            .collect()
     }
 
     fn remember(&mut self, path: &Path) {
@@ -184,8 +239,7 @@ impl WeftApp {
     fn do_pending(&mut self, p: Pending) {
         match p {
             Pending::New => {
-                self.model = Model::new(model::empty_doc(), None);
-                self.viewport.sim = None;
+                self.replace_model(Model::new(model::empty_doc(), None));
             }
             Pending::Open(path) => self.open_now(&path),
         }
@@ -243,13 +297,46 @@ impl WeftApp {
         if save {
             self.save(false);
         }
+        let selection = self.selection(ctx);
         if delete {
-            if let Some(id) = self.selected.take() {
-                self.model.push(Command::RemoveNode { id });
+            // One frame's commands are one undo step: deleting a selection undoes at once.
+            for id in &selection {
+                self.model.push(Command::RemoveNode { id: id.clone() });
+            }
+            self.selected = None;
+            if selection.is_empty() {
+                if let Some(id) = self.frames.selected.take() {
+                    self.model.push(Command::RemoveFrame { id });
+                }
             }
         }
         if typing {
             return;
+        }
+        let (add_key, pointer) = ctx.input_mut(|i| {
+            let shift_a = i.consume_key(egui::Modifiers::SHIFT, egui::Key::A);
+            let tab = i.consume_key(egui::Modifiers::NONE, egui::Key::Tab);
+            (shift_a || tab, i.pointer.hover_pos())
+        });
+        if ctx.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::J)) {
+            let rects: Vec<egui::Rect> = selection
+                .iter()
+                .filter_map(|id| self.node_rects.get(id).copied())
+                .collect();
+            if !rects.is_empty() {
+                let frame =
+                    frames::new_frame(self.model.next_frame_id(), &rects, egui::Pos2::ZERO, false);
+                self.frames.selected = Some(frame.id.clone());
+                self.model.push(Command::AddFrame { frame });
+            }
+        }
+        if add_key {
+            // The menu opens under the pointer when it is over the editor, else mid-editor.
+            self.add_menu = Some(
+                pointer
+                    .filter(|p| self.graph_rect.contains(*p))
+                    .unwrap_or(self.graph_rect.center()),
+            );
         }
         // Copy / paste as graph JSON through the system clipboard (so also between windows).
         let (copy, paste, duplicate) = ctx.input_mut(|i| {
@@ -264,12 +351,12 @@ impl WeftApp {
             let duplicate = i.consume_key(egui::Modifiers::COMMAND, egui::Key::D);
             (copy, paste, duplicate)
         });
-        if let Some(id) = self.selected.clone() {
+        if !selection.is_empty() {
             if copy {
-                ctx.copy_text(self.model.copy_json(std::slice::from_ref(&id)));
+                ctx.copy_text(self.model.copy_json(&selection));
             }
             if duplicate {
-                let json = self.model.copy_json(std::slice::from_ref(&id));
+                let json = self.model.copy_json(&selection);
                 self.model.push(Command::Paste {
                     json,
                     offset: [40.0, 40.0],
@@ -446,7 +533,13 @@ impl WeftApp {
 
     fn inspector(&mut self, ui: &mut egui::Ui, commands: &mut Vec<Command>) {
         let Some(id) = self.selected.clone() else {
-            ui.weak("Click a node's title to inspect it. Right-click the editor to add nodes.");
+            if self.frame_inspector(ui, commands) {
+                return;
+            }
+            ui.weak(
+                "Click a node's title to inspect it. Right-click the editor, Shift+A or Tab to add \
+                 nodes. Shift+drag or Shift+click selects several; Ctrl+click empty space clears.",
+            );
             return;
         };
         let Some(doc) = self.model.doc.node(&id).cloned() else {
@@ -461,6 +554,74 @@ impl WeftApp {
         params::param_editors(ui, &doc, false, commands, &mut self.open_code);
         for p in self.model.problems_of(&id) {
             ui.colored_label(egui::Color32::from_rgb(255, 110, 110), p.to_string());
+        }
+    }
+
+    /// Title, comment text and colour of the selected frame. False when none is selected.
+    fn frame_inspector(&mut self, ui: &mut egui::Ui, commands: &mut Vec<Command>) -> bool {
+        let Some(frame) = self
+            .frames
+            .selected
+            .as_ref()
+            .and_then(|id| self.model.doc.frames.iter().find(|f| &f.id == id))
+            .cloned()
+        else {
+            return false;
+        };
+        ui.heading(format!("frame {}", frame.id));
+        ui.weak(
+            "Drag the title bar to move the frame and the nodes in it; drag the corner to resize.",
+        );
+        let mut edited = frame.clone();
+        ui.horizontal(|ui| {
+            ui.label("title");
+            ui.text_edit_singleline(&mut edited.title);
+        });
+        ui.label("comment");
+        ui.add(
+            egui::TextEdit::multiline(&mut edited.text)
+                .desired_rows(4)
+                .desired_width(f32::INFINITY),
+        );
+        ui.horizontal(|ui| {
+            ui.label("colour");
+            ui.color_edit_button_rgb(&mut edited.color);
+            if ui.button("Delete frame").clicked() {
+                commands.push(Command::RemoveFrame {
+                    id: frame.id.clone(),
+                });
+            }
+        });
+        if edited != frame {
+            commands.push(Command::SetFrame { frame: edited });
+        }
+        true
+    }
+
+    /// The add-node menu opened by Shift+A or Tab; the node lands under the pointer.
+    fn add_menu_popup(&mut self, ctx: &egui::Context, commands: &mut Vec<Command>) {
+        let Some(at) = self.add_menu else {
+            return;
+        };
+        let r = egui::Area::new(egui::Id::new("add-menu"))
+            .order(egui::Order::Foreground)
+            .fixed_pos(at)
+            .show(ctx, |ui| {
+                egui::Frame::popup(ui.style())
+                    .show(ui, |ui| graph_view::add_node_menu(ui, &mut self.search))
+                    .inner
+            });
+        if let Some(kind) = r.inner {
+            let p = self.graph_to_screen.inverse() * at;
+            commands.push(Command::AddNode {
+                kind,
+                pos: [p.x, p.y],
+            });
+            self.add_menu = None;
+        } else if ctx.input(|i| i.key_pressed(egui::Key::Escape)) || r.response.clicked_elsewhere()
+        {
+            self.search.clear();
+            self.add_menu = None;
         }
     }
 
@@ -648,7 +809,7 @@ impl WeftApp {
                 ui.horizontal(|ui| {
                     if ui.button("Recover").clicked() {
                         if let Ok(doc) = weft_ir::graph::GraphDoc::load(&path) {
-                            self.model = Model::new(doc, None);
+                            self.replace_model(Model::new(doc, None));
                             self.model.dirty = true;
                         }
                         self.recovery_offer = None;
@@ -704,7 +865,7 @@ impl eframe::App for WeftApp {
         if self.snarl_revision != self.model.revision
             || self.snarl.nodes().count() != self.model.doc.nodes.len()
         {
-            self.snarl = build_snarl(&self.model);
+            sync_snarl(&mut self.snarl, &self.model);
             self.snarl_revision = self.model.revision;
         }
         let base = self.base_dir();
@@ -739,7 +900,12 @@ impl eframe::App for WeftApp {
                     });
                 egui::CentralPanel::default().show(ui, |ui| self.viewport_panel(ui));
             });
+        let graph_id = self.graph_id();
+        let selection = self.selection(&ctx);
+        let live_frames = self.frames.live(&self.model.doc.frames);
+        let selected_frame = self.frames.selected.clone();
         egui::CentralPanel::default().show(ui, |ui| {
+            self.graph_rect = ui.max_rect();
             let mut viewer = GraphViewer {
                 model: &self.model,
                 commands: vec![],
@@ -747,15 +913,50 @@ impl eframe::App for WeftApp {
                 open_code: &mut self.open_code,
                 search: &mut self.search,
                 refusal: None,
+                to_screen: self.graph_to_screen,
+                node_rects: &mut self.node_rects,
+                frames: &live_frames,
+                selected_frame: selected_frame.as_deref(),
+                selection: &selection,
             };
-            self.snarl.show(
-                &mut viewer,
-                &egui_snarl::ui::SnarlStyle::default(),
-                "graph",
-                ui,
-            );
+            let response = egui_snarl::ui::SnarlWidget::new()
+                .id(graph_id)
+                .style(graph_view::style())
+                .show(&mut self.snarl, &mut viewer, ui);
+            if response.clicked() && !ui.input(|i| i.modifiers.shift) {
+                // A click on empty space drops the inspected node (Ctrl+click also
+                // clears the box selection, as egui-snarl does).
+                *viewer.selected = None;
+            }
             commands.append(&mut viewer.commands);
-            if let Some(why) = viewer.refusal.take() {
+            self.graph_to_screen = viewer.to_screen;
+            let refusal = viewer.refusal.take();
+            if response.clicked() {
+                self.frames.selected = None;
+            }
+            // Frame title bars and grips sit on a layer just above the nodes,
+            // transformed like them, so a frame is grabbed where it is drawn.
+            let snarl_layer = egui::LayerId::new(ui.layer_id().order, graph_id);
+            let frames_layer = egui::LayerId::new(ui.layer_id().order, graph_id.with("frames"));
+            ctx.set_sublayer(snarl_layer, frames_layer);
+            ctx.set_transform_layer(frames_layer, self.graph_to_screen);
+            let clip = self.graph_to_screen.inverse() * self.graph_rect;
+            let mut frames_ui =
+                ui.new_child(egui::UiBuilder::new().layer_id(frames_layer).max_rect(clip));
+            frames_ui.set_clip_rect(clip);
+            let frame_before = self.frames.selected.clone();
+            let ev = frames::interact(
+                &mut frames_ui,
+                &self.model.doc.frames,
+                &mut self.frames,
+                &mut self.snarl,
+                &self.node_rects,
+            );
+            commands.extend(ev.commands);
+            if self.frames.selected.is_some() && self.frames.selected != frame_before {
+                self.selected = None;
+            }
+            if let Some(why) = refusal {
                 self.model.log.push(format!("wire refused: {}", why));
                 self.status = why;
                 self.refusal_until = now + 2.5;
@@ -788,6 +989,7 @@ impl eframe::App for WeftApp {
             .show(|ui| ui.colored_label(egui::Color32::from_rgb(255, 200, 120), &self.status));
             ctx.request_repaint();
         }
+        self.add_menu_popup(&ctx, &mut commands);
         self.code_window(&ctx, &mut commands);
         self.expr_window(&ctx, &mut commands);
         self.dialogs(&ctx);

@@ -1,7 +1,7 @@
 //! The editor's model: the graph document, its history and its problems.
 //!
 //! The UI never edits the document directly: it queues `Command`s, and
-//! `apply_pending` applies them once per frame, each as one undoable step.
+//! `apply_pending` applies them once per frame, together as one undoable step.
 //! Wires are checked against the node catalog before they are made, so an
 //! incompatible wire is refused with a reason instead of producing an
 //! invalid file.
@@ -10,7 +10,9 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use weft_ir::graph::catalog::{self, PortType};
 use weft_ir::graph::document::{split_endpoint, FORMAT, VERSION};
-use weft_ir::graph::{build_program, BuildOptions, GraphDoc, GraphError, NodeDoc, WireDoc};
+use weft_ir::graph::{
+    build_program, BuildOptions, FrameDoc, GraphDoc, GraphError, NodeDoc, WireDoc,
+};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Command {
@@ -40,6 +42,17 @@ pub enum Command {
     MoveNode {
         id: String,
         pos: [f32; 2],
+    },
+    /// Adds a frame (renamed when its id is taken).
+    AddFrame {
+        frame: FrameDoc,
+    },
+    /// Replaces the frame with the same id (title, text, colour, place).
+    SetFrame {
+        frame: FrameDoc,
+    },
+    RemoveFrame {
+        id: String,
     },
     /// Pastes graph JSON (a whole graph or `{"nodes": [...], "wires": [...], "exec": [...]}`):
     /// ids that clash are renamed, positions are offset, wires between pasted nodes are kept.
@@ -167,6 +180,7 @@ pub fn empty_doc() -> GraphDoc {
         nodes: vec![],
         wires: vec![],
         exec: vec![],
+        frames: vec![],
     }
 }
 
@@ -210,19 +224,19 @@ impl Model {
     /// Applies queued commands (once per frame). Returns true when the document changed.
     pub fn apply_pending(&mut self) -> bool {
         let mut changed = false;
+        let before = self.doc.clone();
         for c in std::mem::take(&mut self.queue) {
-            let before = self.doc.clone();
             match self.apply(c) {
-                Ok(true) => {
-                    self.undo.push(before);
-                    self.redo.clear();
-                    changed = true;
-                }
+                Ok(true) => changed = true,
                 Ok(false) => {}
                 Err(why) => self.log.push(why),
             }
         }
         if changed {
+            // One frame's commands come from one gesture (a drag of several
+            // nodes, deleting a selection): they undo as one step.
+            self.undo.push(before);
+            self.redo.clear();
             self.touch();
         }
         changed
@@ -358,8 +372,45 @@ impl Model {
         }
     }
 
+    /// The id the next new frame gets.
+    pub fn next_frame_id(&self) -> String {
+        (1..)
+            .map(|n| format!("frame{}", n))
+            .find(|id| !self.doc.frames.iter().any(|f| &f.id == id))
+            .expect("unbounded")
+    }
+
     fn apply(&mut self, c: Command) -> Result<bool, String> {
         match c {
+            Command::AddFrame { mut frame } => {
+                if self.doc.frames.iter().any(|f| f.id == frame.id) {
+                    frame.id = self.next_frame_id();
+                }
+                frame
+                    .check()
+                    .map_err(|m| format!("frame '{}': {}", frame.id, m))?;
+                self.doc.frames.push(frame);
+                Ok(true)
+            }
+            Command::SetFrame { frame } => {
+                frame
+                    .check()
+                    .map_err(|m| format!("frame '{}': {}", frame.id, m))?;
+                let slot = self
+                    .doc
+                    .frames
+                    .iter_mut()
+                    .find(|f| f.id == frame.id)
+                    .ok_or_else(|| format!("no frame '{}'", frame.id))?;
+                let changed = *slot != frame;
+                *slot = frame;
+                Ok(changed)
+            }
+            Command::RemoveFrame { id } => {
+                let before = self.doc.frames.len();
+                self.doc.frames.retain(|f| f.id != id);
+                Ok(self.doc.frames.len() != before)
+            }
             Command::AddNode { kind, pos } => {
                 let k =
                     catalog::kind(&kind).ok_or_else(|| format!("unknown node kind '{}'", kind))?;

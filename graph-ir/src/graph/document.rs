@@ -30,6 +30,65 @@ pub struct GraphDoc {
     /// Execution wires: which node runs after which.
     #[serde(default)]
     pub exec: Vec<WireDoc>,
+    /// Frames and comments drawn behind the nodes in the editor. They group
+    /// and explain; they never change what runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frames: Vec<FrameDoc>,
+}
+
+/// A frame: a titled, coloured box in the editor, with optional comment text.
+/// Moving a frame in the editor moves the nodes inside it.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FrameDoc {
+    /// Unique among frames: letters, digits, `_` and `-`.
+    pub id: String,
+    /// Shown in the frame's title bar.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub title: String,
+    /// Comment text shown inside the frame (plain text, several lines allowed).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub text: String,
+    /// [x, y, width, height] in editor coordinates (the same space as node `pos`).
+    pub rect: [f32; 4],
+    /// RGB in 0..1.
+    #[serde(default = "default_frame_color")]
+    pub color: [f32; 3],
+}
+
+pub fn default_frame_color() -> [f32; 3] {
+    [0.35, 0.45, 0.6]
+}
+
+impl FrameDoc {
+    /// Why this frame is not well formed, if it is not.
+    pub fn check(&self) -> Result<(), String> {
+        if self.id.is_empty()
+            || !self
+                .id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err("a frame id uses letters, digits, '_' and '-' only".into());
+        }
+        if self.rect.iter().any(|x| !x.is_finite()) || self.rect[2] <= 0.0 || self.rect[3] <= 0.0 {
+            return Err(format!(
+                "\"rect\" must be [x, y, width, height] with finite numbers and positive size, got {:?}",
+                self.rect
+            ));
+        }
+        if self
+            .color
+            .iter()
+            .any(|c| !c.is_finite() || !(0.0..=1.0).contains(c))
+        {
+            return Err(format!(
+                "\"color\" must be three numbers in 0..1, got {:?}",
+                self.color
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// One node.
@@ -148,6 +207,30 @@ impl GraphDoc {
             }
         }
         top.insert("nodes".into(), Value::Array(vec![]));
+        // Frames one by one too, so a bad frame is named by its id.
+        let mut frames = Vec::new();
+        match top.remove("frames") {
+            None => {}
+            Some(Value::Array(a)) => {
+                for (i, f) in a.into_iter().enumerate() {
+                    let id = match f.get("id") {
+                        Some(Value::String(s)) => s.clone(),
+                        _ => {
+                            errors.push(doc_err(format!("frame #{} has no string \"id\"", i + 1)));
+                            continue;
+                        }
+                    };
+                    match serde_json::from_value::<FrameDoc>(f) {
+                        Ok(frame) => frames.push(frame),
+                        Err(e) => errors.push(GraphError::Frame {
+                            frame: id,
+                            message: strip_position(&e.to_string()),
+                        }),
+                    }
+                }
+            }
+            Some(_) => errors.push(doc_err("\"frames\" must be a list")),
+        }
         let mut doc: GraphDoc = match serde_json::from_value(Value::Object(top)) {
             Ok(d) => d,
             Err(e) => {
@@ -158,6 +241,21 @@ impl GraphDoc {
                 return Err(GraphErrors(errors));
             }
         };
+        doc.frames = frames;
+        let mut frame_ids = std::collections::HashSet::new();
+        for f in &doc.frames {
+            if let Err(m) = f.check() {
+                errors.push(GraphError::Frame {
+                    frame: f.id.clone(),
+                    message: m,
+                });
+            } else if !frame_ids.insert(f.id.as_str()) {
+                errors.push(GraphError::Frame {
+                    frame: f.id.clone(),
+                    message: "another frame has the same id".into(),
+                });
+            }
+        }
         if !errors.is_empty() {
             return Err(GraphErrors(errors));
         }

@@ -32,6 +32,8 @@ pub enum GraphError {
         col: u32,
         message: String,
     },
+    /// A problem with a frame (an editor box or comment; frames never run).
+    Frame { frame: String, message: String },
     /// An error in an expression kernel's body, at one of its expression nodes.
     Expr {
         node: String,
@@ -81,6 +83,7 @@ impl fmt::Display for GraphError {
                 write!(f, "invalid JSON at line {}:{}: {}", line, col, message)
             }
             GraphError::Document { message } => write!(f, "{}", message),
+            GraphError::Frame { frame, message } => write!(f, "frame '{}': {}", frame, message),
             GraphError::Node { node, message } => write!(f, "node '{}': {}", node, message),
             GraphError::Param {
                 node,

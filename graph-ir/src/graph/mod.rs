@@ -9,5 +9,5 @@ pub mod npy;
 pub mod schema;
 
 pub use build::{build_program, BuildOptions, MAX_LAYOUT_WORDS, MAX_RANGE};
-pub use document::{GraphDoc, NodeDoc, WireDoc};
+pub use document::{FrameDoc, GraphDoc, NodeDoc, WireDoc};
 pub use error::{GraphError, GraphErrors};
