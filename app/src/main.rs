@@ -20,6 +20,7 @@ fn main() {
             graph: a.graph,
             screenshot: a.screenshot,
             after_frames: a.after_frames,
+            config_dir: None,
         }),
         Some(cli::Command::Run(a)) => run::run(a),
         Some(cli::Command::Check(a)) => run::check(a),

@@ -32,10 +32,13 @@ fn gpu_ok() -> bool {
 }
 
 fn harness(graph: &str) -> Harness<'static, WeftApp> {
-    // Keep recent files and recovery data out of the user's home.
-    let cfg = std::env::temp_dir().join(format!("weft-gui-test-{}", std::process::id()));
-    std::env::set_var("WEFT_CONFIG_DIR", &cfg);
+    // Keep recent files and recovery data out of the user's home, and each
+    // harness's autosave out of the next one's way.
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let cfg = std::env::temp_dir().join(format!("weft-gui-test-{}-{}", std::process::id(), n));
     let opts = GuiOptions {
+        config_dir: Some(cfg),
         graph: Some(root().join("graphs").join(graph)),
         ..Default::default()
     };
@@ -385,4 +388,292 @@ fn scalar_edits_keep_the_state_other_edits_recompile() {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     panic!("the edited graph did not recompile");
+}
+
+// ---- Pointer-driven tests: real presses, moves and releases at the places
+// the editor drew things (graph coordinates mapped through its transform). ----
+
+use egui::{Event, Modifiers, PointerButton, Pos2};
+
+/// Press at `a`, move to `b` over several frames, release (with `m` held).
+fn drag(h: &mut Harness<'static, WeftApp>, a: Pos2, b: Pos2, m: Modifiers) {
+    h.event(Event::ModifiersChanged(m));
+    h.event(Event::PointerMoved(a));
+    h.step();
+    h.event(Event::PointerButton {
+        pos: a,
+        button: PointerButton::Primary,
+        pressed: true,
+        modifiers: m,
+    });
+    h.step();
+    for k in 1..=8 {
+        h.event(Event::PointerMoved(a + (b - a) * (k as f32 / 8.0)));
+        h.step();
+    }
+    h.event(Event::PointerButton {
+        pos: b,
+        button: PointerButton::Primary,
+        pressed: false,
+        modifiers: m,
+    });
+    h.step();
+    h.event(Event::ModifiersChanged(Modifiers::NONE));
+    h.step();
+}
+
+fn click(h: &mut Harness<'static, WeftApp>, p: Pos2, button: PointerButton) {
+    h.event(Event::PointerMoved(p));
+    h.step();
+    for pressed in [true, false] {
+        h.event(Event::PointerButton {
+            pos: p,
+            button,
+            pressed,
+            modifiers: Modifiers::NONE,
+        });
+        h.step();
+    }
+    h.step();
+}
+
+/// Where a graph-space point is on screen.
+fn screen(h: &Harness<'static, WeftApp>, p: Pos2) -> Pos2 {
+    h.state().graph_to_screen * p
+}
+
+/// The screen position of a node's pin: on the node's edge (the editor's pin
+/// placement), at the height of the pin's label.
+fn pin(h: &Harness<'static, WeftApp>, node: &str, name: &str, output: bool) -> Pos2 {
+    let r = h.state().node_rects[node];
+    let label = h
+        .get_all_by_label(name)
+        .map(|n| n.rect())
+        .find(|l| r.contains(l.center()))
+        .unwrap_or_else(|| panic!("no pin '{}' on '{}'", name, node));
+    let x = if output { r.right() } else { r.left() };
+    screen(h, egui::pos2(x, label.center().y))
+}
+
+fn wires_into(h: &Harness<'static, WeftApp>, to: &str) -> Vec<String> {
+    h.state()
+        .model
+        .doc
+        .wires
+        .iter()
+        .filter(|w| w.to == to)
+        .map(|w| w.from.clone())
+        .collect()
+}
+
+#[test]
+fn pointer_wiring_refusal_box_select_copy_delete_and_undo() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat.json");
+    h.run_steps(3);
+    // Drag a wire from T_next's output onto the view's input: it replaces T.
+    assert_eq!(wires_into(&h, "view.field"), vec!["T.field"]);
+    let (a, b) = (
+        pin(&h, "T_next", "field", true),
+        pin(&h, "view", "field", false),
+    );
+    drag(&mut h, a, b, Modifiers::NONE);
+    assert_eq!(wires_into(&h, "view.field"), vec!["T_next.field"]);
+    // A field output dropped on a layout input is refused, with the reason on screen.
+    let wires = h.state().model.doc.wires.clone();
+    let (a, b) = (
+        pin(&h, "T", "field", true),
+        pin(&h, "grid", "parent", false),
+    );
+    drag(&mut h, a, b, Modifiers::NONE);
+    assert_eq!(h.state().model.doc.wires, wires, "nothing changed");
+    // At the pointer (tooltip) and in the editor's status line.
+    assert!(
+        h.get_all_by_label_contains("cannot wire a field output 'T.field' to a layout input")
+            .count()
+            >= 1
+    );
+    // Shift+drag a box over two fields selects both.
+    let (r1, r2) = (
+        h.state().node_rects["T_next"],
+        h.state().node_rects["source"],
+    );
+    let (a, b) = (
+        screen(&h, r1.left_top() - egui::vec2(12.0, 12.0)),
+        screen(&h, r2.right_bottom() + egui::vec2(12.0, 12.0)),
+    );
+    drag(&mut h, a, b, Modifiers::SHIFT);
+    assert_eq!(h.state().selection(&h.ctx), vec!["T_next", "source"]);
+    // Copy puts both on the clipboard as graph JSON; pasting it adds renamed copies.
+    h.event(Event::Copy);
+    h.step();
+    let copied = h
+        .output()
+        .platform_output
+        .commands
+        .iter()
+        .find_map(|c| match c {
+            egui::OutputCommand::CopyText(t) => Some(t.clone()),
+            _ => None,
+        })
+        .expect("copy wrote the clipboard");
+    assert!(copied.contains("\"T_next\"") && copied.contains("\"source\""));
+    assert!(!copied.contains("\"grid\""));
+    let n = h.state().model.doc.nodes.len();
+    h.event(Event::Paste(copied));
+    h.run_steps(2);
+    assert_eq!(h.state().model.doc.nodes.len(), n + 2);
+    assert!(h.state().model.doc.node("T_next_copy").is_some());
+    h.key_press_modifiers(Modifiers::COMMAND, egui::Key::Z);
+    h.run_steps(2);
+    assert_eq!(h.state().model.doc.nodes.len(), n);
+    // Delete removes the whole selection and its wires; one undo brings all back.
+    let before = h.state().model.doc.clone();
+    h.key_press(egui::Key::Delete);
+    h.run_steps(2);
+    let doc = &h.state().model.doc;
+    assert!(doc.node("T_next").is_none() && doc.node("source").is_none());
+    assert!(doc.node("T").is_some());
+    assert!(!doc.wires.iter().any(|w| w.from.starts_with("source.")));
+    h.key_press_modifiers(Modifiers::COMMAND, egui::Key::Z);
+    h.run_steps(2);
+    assert_eq!(h.state().model.doc, before, "one undo step restores both");
+}
+
+#[test]
+fn shift_a_adds_the_typed_node_under_the_pointer_and_clicks_select() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat.json");
+    h.run_steps(3);
+    // Empty space below the layout nodes.
+    let spot = screen(
+        &h,
+        h.state().node_rects["source"].left_bottom() + egui::vec2(0.0, 300.0),
+    );
+    h.event(Event::PointerMoved(spot));
+    h.step();
+    h.key_press_modifiers(Modifiers::SHIFT, egui::Key::A);
+    h.run_steps(2);
+    assert_eq!(h.state().add_menu, Some(spot));
+    h.event(Event::Text("imag".into()));
+    h.step();
+    h.key_press(egui::Key::Enter);
+    h.run_steps(3);
+    let n = h
+        .state()
+        .model
+        .doc
+        .node("image1")
+        .expect("Enter added the first match")
+        .clone();
+    let at = screen(&h, egui::pos2(n.pos[0], n.pos[1]));
+    assert!(
+        (at - spot).length() < 2.0,
+        "placed at {:?}, pointer at {:?}",
+        at,
+        spot
+    );
+    // A click on a node's title inspects it: the kernel's ranged scalar is a slider.
+    let title = h.get_by_label_contains("diffuse  ·").rect().center();
+    let title = screen(&h, title);
+    click(&mut h, title, PointerButton::Primary);
+    assert_eq!(h.state().selected.as_deref(), Some("diffuse"));
+    assert_eq!(
+        h.get_all_by_label("alpha: f32").count(),
+        2,
+        "on the node body and in the inspector"
+    );
+    // Tab opens the same menu; Escape closes it without adding anything.
+    let count = h.state().model.doc.nodes.len();
+    h.event(Event::PointerMoved(spot));
+    h.key_press(egui::Key::Tab);
+    h.run_steps(2);
+    assert!(h.state().add_menu.is_some());
+    h.key_press(egui::Key::Escape);
+    h.run_steps(2);
+    assert!(h.state().add_menu.is_none());
+    assert_eq!(h.state().model.doc.nodes.len(), count);
+}
+
+#[test]
+fn frames_carry_their_nodes_and_comments_are_added_from_the_menu() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat.json");
+    h.run_steps(3);
+    let before = h.state().model.doc.clone();
+    let frame = before
+        .frames
+        .iter()
+        .find(|f| f.id == "layout")
+        .unwrap()
+        .clone();
+    // Drag the "Data layout" frame by its title bar.
+    let grab = screen(&h, egui::pos2(frame.rect[0] + 60.0, frame.rect[1] + 10.0));
+    let s = h.state().graph_to_screen.scaling;
+    let delta = egui::vec2(80.0, 40.0);
+    drag(&mut h, grab, grab + delta, Modifiers::NONE);
+    h.run_steps(2);
+    let doc = h.state().model.doc.clone();
+    let moved = doc.frames.iter().find(|f| f.id == "layout").unwrap();
+    let want = delta / s;
+    assert!(
+        (moved.rect[0] - frame.rect[0] - want.x).abs() < 1.0,
+        "{:?}",
+        moved.rect
+    );
+    assert!(
+        (moved.rect[1] - frame.rect[1] - want.y).abs() < 1.0,
+        "{:?}",
+        moved.rect
+    );
+    for id in ["grid", "T", "T_next", "source", "view", "diffuse"] {
+        let (a, b) = (before.node(id).unwrap().pos, doc.node(id).unwrap().pos);
+        let inside = ["grid", "T", "T_next", "source"].contains(&id);
+        let shift = egui::vec2(b[0] - a[0], b[1] - a[1]);
+        if inside {
+            assert!(
+                (shift - want).length() < 1.0,
+                "{} moved by {:?}, the frame by {:?}",
+                id,
+                shift,
+                want
+            );
+        } else {
+            assert_eq!(shift, egui::Vec2::ZERO, "{} is outside the frame", id);
+        }
+    }
+    assert_eq!(h.state().frames.selected.as_deref(), Some("layout"));
+    h.get_by_label("frame layout");
+    h.key_press_modifiers(Modifiers::COMMAND, egui::Key::Z);
+    h.run_steps(2);
+    assert_eq!(
+        h.state().model.doc,
+        before,
+        "the frame and its nodes undo together"
+    );
+    // Right-click on empty space → "Add comment".
+    let spot = screen(
+        &h,
+        egui::pos2(frame.rect[0], frame.rect[1] + frame.rect[3] + 200.0),
+    );
+    click(&mut h, spot, PointerButton::Secondary);
+    h.get_by_label("Add comment").click();
+    h.run_steps(3);
+    let frames = &h.state().model.doc.frames;
+    assert_eq!(frames.len(), before.frames.len() + 1);
+    let note = frames.last().unwrap();
+    assert_eq!(note.title, "Note");
+    // Saved and reloaded, frames come back unchanged.
+    let dir = std::env::temp_dir().join(format!("weft-gui-frames-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("g.json");
+    h.state_mut().model.save_as(&path).unwrap();
+    let back = weft_ir::graph::GraphDoc::load(&path).unwrap();
+    assert_eq!(back.frames, h.state().model.doc.frames);
 }

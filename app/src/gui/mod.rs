@@ -24,6 +24,9 @@ pub struct GuiOptions {
     /// Write a screenshot of the whole window here after `after_frames` simulation frames, then exit.
     pub screenshot: Option<PathBuf>,
     pub after_frames: u32,
+    /// Where recent files and the recovery file live; `None` means
+    /// `$WEFT_CONFIG_DIR`, else `~/.cache/weft`.
+    pub config_dir: Option<PathBuf>,
 }
 
 pub fn run(opts: GuiOptions) -> i32 {
@@ -92,17 +95,13 @@ pub struct WeftApp {
     refusal_until: f64,
 }
 
-fn config_dir() -> PathBuf {
+fn default_config_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("WEFT_CONFIG_DIR") {
         return PathBuf::from(d);
     }
     std::env::var_os("HOME")
         .map(|h| PathBuf::from(h).join(".cache").join("weft"))
         .unwrap_or_else(|| std::env::temp_dir().join("weft"))
-}
-
-pub fn recovery_path() -> PathBuf {
-    config_dir().join("recovery.json")
 }
 
 fn examples_dir() -> Option<PathBuf> {
@@ -122,10 +121,11 @@ impl WeftApp {
             Some(p) => Model::open(p),
             None => Model::new(model::empty_doc(), None),
         };
-        let recent = std::fs::read_to_string(config_dir().join("recent.txt"))
+        let config = opts.config_dir.clone().unwrap_or_else(default_config_dir);
+        let recent = std::fs::read_to_string(config.join("recent.txt"))
             .map(|t| t.lines().map(PathBuf::from).collect())
             .unwrap_or_default();
-        let recovery = recovery_path();
+        let recovery = config.join("recovery.json");
         let recovery_offer = (opts.screenshot.is_none() && recovery.exists()).then_some(recovery);
         let mut viewport = Viewport::new(render_state);
         if opts.graph.is_some() && opts.screenshot.is_some() {
@@ -160,6 +160,17 @@ impl WeftApp {
             status: String::new(),
             refusal_until: 0.0,
         }
+    }
+
+    fn config_dir(&self) -> PathBuf {
+        self.opts
+            .config_dir
+            .clone()
+            .unwrap_or_else(default_config_dir)
+    }
+
+    pub fn recovery_path(&self) -> PathBuf {
+        self.config_dir().join("recovery.json")
     }
 
     fn base_dir(&self) -> Option<PathBuf> {
@@ -216,14 +227,14 @@ impl WeftApp {
         self.recent.retain(|r| r != &p);
         self.recent.insert(0, p);
         self.recent.truncate(10);
-        let _ = std::fs::create_dir_all(config_dir());
+        let _ = std::fs::create_dir_all(self.config_dir());
         let text: Vec<String> = self
             .recent
             .iter()
             .map(|p| p.display().to_string())
             .collect();
         let _ = weft_ir::graph::document::write_atomic(
-            &config_dir().join("recent.txt"),
+            &self.config_dir().join("recent.txt"),
             text.join("\n").as_bytes(),
         );
     }
@@ -256,7 +267,7 @@ impl WeftApp {
         if let Some(p) = path {
             match self.model.save_as(&p) {
                 Ok(()) => {
-                    let _ = std::fs::remove_file(recovery_path());
+                    let _ = std::fs::remove_file(self.recovery_path());
                     self.remember(&p);
                 }
                 Err(e) => self.model.log.push(e),
@@ -267,8 +278,8 @@ impl WeftApp {
     fn autosave(&mut self, now: f64) {
         if self.model.dirty && now - self.last_autosave > 15.0 {
             self.last_autosave = now;
-            let _ = std::fs::create_dir_all(config_dir());
-            if let Err(e) = self.model.doc.save_atomic(&recovery_path()) {
+            let _ = std::fs::create_dir_all(self.config_dir());
+            if let Err(e) = self.model.doc.save_atomic(&self.recovery_path()) {
                 self.model.log.push(format!("autosave failed: {}", e));
             }
         }
@@ -572,27 +583,32 @@ impl WeftApp {
         ui.weak(
             "Drag the title bar to move the frame and the nodes in it; drag the corner to resize.",
         );
+        // Only a widget that reports a change commits: the colour button's
+        // round trip through 8-bit colour must not edit a frame just shown.
         let mut edited = frame.clone();
+        let mut changed = false;
         ui.horizontal(|ui| {
             ui.label("title");
-            ui.text_edit_singleline(&mut edited.title);
+            changed |= ui.text_edit_singleline(&mut edited.title).changed();
         });
         ui.label("comment");
-        ui.add(
-            egui::TextEdit::multiline(&mut edited.text)
-                .desired_rows(4)
-                .desired_width(f32::INFINITY),
-        );
+        changed |= ui
+            .add(
+                egui::TextEdit::multiline(&mut edited.text)
+                    .desired_rows(4)
+                    .desired_width(f32::INFINITY),
+            )
+            .changed();
         ui.horizontal(|ui| {
             ui.label("colour");
-            ui.color_edit_button_rgb(&mut edited.color);
+            changed |= ui.color_edit_button_rgb(&mut edited.color).changed();
             if ui.button("Delete frame").clicked() {
                 commands.push(Command::RemoveFrame {
                     id: frame.id.clone(),
                 });
             }
         });
-        if edited != frame {
+        if changed && edited != frame {
             commands.push(Command::SetFrame { frame: edited });
         }
         true
