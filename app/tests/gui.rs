@@ -31,15 +31,22 @@ fn gpu_ok() -> bool {
     }
 }
 
-fn harness(graph: &str) -> Harness<'static, WeftApp> {
-    // Keep recent files and recovery data out of the user's home, and each
-    // harness's autosave out of the next one's way.
+/// A fresh configuration folder: recent files and recovery data stay out of
+/// the user's home, and one harness's autosave out of the next one's way.
+fn config_dir() -> PathBuf {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let cfg = std::env::temp_dir().join(format!("weft-gui-test-{}-{}", std::process::id(), n));
+    std::env::temp_dir().join(format!("weft-gui-test-{}-{}", std::process::id(), n))
+}
+
+fn harness(graph: &str) -> Harness<'static, WeftApp> {
+    harness_with(Some(root().join("graphs").join(graph)), config_dir())
+}
+
+fn harness_with(graph: Option<PathBuf>, cfg: PathBuf) -> Harness<'static, WeftApp> {
     let opts = GuiOptions {
         config_dir: Some(cfg),
-        graph: Some(root().join("graphs").join(graph)),
+        graph,
         ..Default::default()
     };
     Harness::builder()
@@ -676,4 +683,52 @@ fn frames_carry_their_nodes_and_comments_are_added_from_the_menu() {
     h.state_mut().model.save_as(&path).unwrap();
     let back = weft_ir::graph::GraphDoc::load(&path).unwrap();
     assert_eq!(back.frames, h.state().model.doc.frames);
+}
+
+#[test]
+fn views_tile_or_show_one_tab_at_a_time() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat_color.json");
+    wait_for_sim(&mut h);
+    h.run_steps(3);
+    // Tiled: both views' titles are on screen.
+    assert_eq!(h.get_all_by_label("view").count(), 1);
+    assert_eq!(h.get_all_by_label("color_view").count(), 1);
+    h.get_by_label("Tabs").click();
+    h.run_steps(3);
+    assert!(h.state().viewport.tabbed);
+    // Tabbed: a tab button per view, and only the first view's title below them.
+    assert_eq!(h.get_all_by_label("view").count(), 2);
+    assert_eq!(h.get_all_by_label("color_view").count(), 1);
+    h.get_by_label("color_view").click();
+    h.run_steps(3);
+    assert_eq!(h.state().viewport.tab, 1);
+    assert_eq!(h.get_all_by_label("view").count(), 1);
+    assert_eq!(h.get_all_by_label("color_view").count(), 2);
+}
+
+#[test]
+fn unsaved_work_from_a_crash_is_offered_at_the_next_start() {
+    if !gpu_ok() {
+        return;
+    }
+    let cfg = config_dir();
+    std::fs::create_dir_all(&cfg).unwrap();
+    let heat = weft_ir::graph::GraphDoc::load(&root().join("graphs/heat.json")).unwrap();
+    heat.save_atomic(&cfg.join("recovery.json")).unwrap();
+    let mut h = harness_with(None, cfg.clone());
+    h.run_steps(2);
+    assert!(h.state().model.doc.nodes.is_empty());
+    h.get_by_label("Recover").click();
+    h.run_steps(2);
+    assert_eq!(h.state().model.doc, heat, "the recovered graph, unchanged");
+    assert!(h.state().model.dirty, "and still unsaved");
+    // Declining removes the recovery file, so it is offered once.
+    let mut h = harness_with(None, cfg.clone());
+    h.run_steps(2);
+    h.get_by_label("Discard").click();
+    h.run_steps(2);
+    assert!(!cfg.join("recovery.json").exists());
 }

@@ -47,6 +47,9 @@ pub struct Viewport {
     pub frame_ms: f64,
     pub frames_run: u64,
     pub needs_draw: bool,
+    /// Show one view at a time (`tab` picks it) instead of tiling them all.
+    pub tabbed: bool,
+    pub tab: usize,
 }
 
 fn without_scalars(doc: &GraphDoc) -> GraphDoc {
@@ -85,6 +88,8 @@ impl Viewport {
             frame_ms: 0.0,
             frames_run: 0,
             needs_draw: false,
+            tabbed: false,
+            tab: 0,
         }
     }
 
@@ -367,23 +372,52 @@ impl Viewport {
             ui.centered_and_justified(|ui| ui.label(msg));
             return;
         }
+        ui.horizontal(|ui| {
+            ui.selectable_value(&mut self.tabbed, false, "Tiled");
+            ui.selectable_value(&mut self.tabbed, true, "Tabs");
+            ui.separator();
+            if self.tabbed {
+                for (k, t) in self.textures.iter().enumerate() {
+                    ui.selectable_value(&mut self.tab, k, &t.name);
+                }
+                ui.separator();
+            }
+            if ui
+                .button(format!("{:.0}%", *zoom * 100.0))
+                .on_hover_text("Scroll over the views to zoom, drag to pan; click to fit")
+                .clicked()
+            {
+                *zoom = 1.0;
+            }
+        });
+        self.tab = self.tab.min(self.textures.len() - 1);
         let scroll = ui.input(|i| i.smooth_scroll_delta.y);
         if ui.rect_contains_pointer(ui.max_rect()) && scroll != 0.0 {
             *zoom = (*zoom * (1.0 + scroll * 0.002)).clamp(0.1, 20.0);
         }
-        egui::ScrollArea::both().show(ui, |ui| {
-            let avail = ui.available_width().max(64.0);
-            let n = self.textures.len() as f32;
-            ui.horizontal_wrapped(|ui| {
-                for t in &self.textures {
-                    let aspect = t.size[1] as f32 / t.size[0].max(1) as f32;
-                    let w = (avail / n.min(2.0) - 8.0).max(64.0) * *zoom;
-                    ui.vertical(|ui| {
-                        ui.label(&t.name);
-                        ui.image((t.id, egui::vec2(w, w * aspect)));
-                    });
-                }
+        let shown: Vec<&ViewTexture> = if self.tabbed {
+            vec![&self.textures[self.tab]]
+        } else {
+            self.textures.iter().collect()
+        };
+        // Zooming takes the wheel, so the area pans by dragging only.
+        egui::ScrollArea::both()
+            .scroll_source(
+                egui::scroll_area::ScrollSource::DRAG | egui::scroll_area::ScrollSource::SCROLL_BAR,
+            )
+            .show(ui, |ui| {
+                let avail = ui.available_width().max(64.0);
+                let n = shown.len() as f32;
+                ui.horizontal_wrapped(|ui| {
+                    for t in shown {
+                        let aspect = t.size[1] as f32 / t.size[0].max(1) as f32;
+                        let w = (avail / n.min(2.0) - 8.0).max(64.0) * *zoom;
+                        ui.vertical(|ui| {
+                            ui.label(&t.name);
+                            ui.image((t.id, egui::vec2(w, w * aspect)));
+                        });
+                    }
+                });
             });
-        });
     }
 }
