@@ -104,6 +104,10 @@ pub struct GuiArgs {
     /// With --screenshot: run this many simulation frames first.
     #[arg(long, default_value_t = 10)]
     pub after_frames: u32,
+    /// Use Weft's own file dialog instead of the platform's (it is also used
+    /// whenever the platform's cannot open, e.g. without a desktop portal).
+    #[arg(long)]
+    pub weft_file_dialog: bool,
 }
 
 #[derive(Args)]

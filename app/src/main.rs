@@ -15,12 +15,17 @@ use clap::Parser;
 fn main() {
     let args = cli::Cli::parse();
     let code = match args.command {
-        None => gui::run(gui::GuiOptions::default()),
+        None => gui::run(gui::GuiOptions {
+            native_file_dialogs: true,
+            ..Default::default()
+        }),
         Some(cli::Command::Gui(a)) => gui::run(gui::GuiOptions {
             graph: a.graph,
             screenshot: a.screenshot,
             after_frames: a.after_frames,
             config_dir: None,
+            native_file_dialogs: !a.weft_file_dialog,
+            documents_dir: None,
         }),
         Some(cli::Command::Run(a)) => run::run(a),
         Some(cli::Command::Check(a)) => run::check(a),

@@ -146,8 +146,13 @@ fn run_inner(a: &RunArgs) -> Result<(), RuntimeError> {
 pub fn check(a: CheckArgs) -> i32 {
     let mut worst = 0;
     for g in &a.graphs {
-        let r = load_program(g, &Overrides::default())
-            .and_then(|(_, p)| Simulation::new(p, &SimOptions::default()).map(|_| ()));
+        let r = load_program(g, &Overrides::default()).and_then(|(doc, p)| {
+            // Warnings do not fail the check: the graph runs, perhaps not as meant.
+            for w in weft_ir::graph::lint::warnings(&doc) {
+                eprintln!("{}: {}", g.display(), w);
+            }
+            Simulation::new(p, &SimOptions::default()).map(|_| ())
+        });
         match r {
             Ok(()) => println!("{}: ok", g.display()),
             Err(e) => {

@@ -591,8 +591,17 @@ fn shift_a_adds_the_typed_node_under_the_pointer_and_clicks_select() {
     assert_eq!(h.state().selected.as_deref(), Some("diffuse"));
     assert_eq!(
         h.get_all_by_label("alpha: f32").count(),
-        2,
-        "on the node body and in the inspector"
+        1,
+        "a slider on the node body"
+    );
+    assert!(
+        h.query(
+            egui_kittest::kittest::By::new()
+                .role(egui::accesskit::Role::TextInput)
+                .value("alpha")
+        )
+        .is_some(),
+        "and its declaration (name, type, default, range, doc) in the inspector"
     );
     // Tab opens the same menu; Escape closes it without adding anything.
     let count = h.state().model.doc.nodes.len();
@@ -731,4 +740,672 @@ fn unsaved_work_from_a_crash_is_offered_at_the_next_start() {
     h.get_by_label("Discard").click();
     h.run_steps(2);
     assert!(!cfg.join("recovery.json").exists());
+}
+
+// ---- What an artist meets in the first ten minutes (issue 14). ----
+
+/// Opens File > Examples > `name` with real clicks on the menus.
+fn open_example(h: &mut Harness<'static, WeftApp>, name: &str) {
+    h.get_by_label("File").click();
+    h.run_steps(2);
+    h.get_by_label_contains("Examples").click();
+    h.run_steps(2);
+    h.get_by_label(name).click();
+    h.run_steps(2);
+}
+
+/// A harness whose file dialogs start in a fresh temporary folder.
+fn harness_in(graph: Option<&str>, docs: &Path) -> Harness<'static, WeftApp> {
+    let opts = GuiOptions {
+        config_dir: Some(config_dir()),
+        graph: graph.map(|g| root().join("graphs").join(g)),
+        documents_dir: Some(docs.to_path_buf()),
+        ..Default::default()
+    };
+    Harness::builder()
+        .with_size((1400.0, 860.0))
+        .wgpu()
+        .build_eframe(move |cc| WeftApp::new(cc.wgpu_render_state.as_ref(), opts))
+}
+
+fn temp_dir(tag: &str) -> PathBuf {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d = std::env::temp_dir().join(format!("weft-{}-{}-{}", tag, std::process::id(), n));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn click_title(h: &mut Harness<'static, WeftApp>, node: &str) {
+    let title = h
+        .get_by_label_contains(&format!("{}  ·", node))
+        .rect()
+        .center();
+    let title = screen(h, title);
+    click(h, title, PointerButton::Primary);
+}
+
+#[test]
+fn text_parameters_take_typed_characters_on_the_node_and_in_the_inspector() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat.json");
+    h.run_steps(3);
+    click_title(&mut h, "init_sources");
+    h.run_steps(2);
+    // `over` shows on the node body and in the inspector; type into each in turn.
+    for round in 0..2 {
+        let fields: Vec<_> = h
+            .get_all(
+                egui_kittest::kittest::By::new()
+                    .role(egui::accesskit::Role::TextInput)
+                    .value("source"),
+            )
+            .collect();
+        assert_eq!(fields.len(), 2, "round {}", round);
+        let field = &fields[round];
+        field.focus();
+        h.run_steps(2);
+        h.key_press_modifiers(Modifiers::COMMAND, egui::Key::A);
+        h.event(Event::Text("T".into()));
+        h.step();
+        h.event(Event::Text("_next".into()));
+        h.run_steps(2);
+        assert!(
+            h.query(
+                egui_kittest::kittest::By::new()
+                    .role(egui::accesskit::Role::TextInput)
+                    .value("T_next")
+            )
+            .is_some(),
+            "the typed text is shown while typing"
+        );
+        h.key_press(egui::Key::Enter);
+        h.run_steps(3);
+        assert_eq!(
+            h.state().model.doc.node("init_sources").unwrap().params["over"],
+            "T_next",
+            "committed on Enter"
+        );
+        // Put it back for the next round (one undo step).
+        h.state_mut().model.undo();
+        h.run_steps(3);
+    }
+}
+
+#[test]
+fn opening_one_example_after_another_rebuilds_the_viewport() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("mpm88.json");
+    wait_for_sim(&mut h);
+    open_example(&mut h, "heat_color");
+    wait_for_sim(&mut h);
+    let views: Vec<String> = h
+        .state()
+        .viewport
+        .sim
+        .as_ref()
+        .unwrap()
+        .program
+        .views
+        .iter()
+        .map(|v| v.node_id().to_string())
+        .collect();
+    assert_eq!(
+        views,
+        vec!["view", "color_view"],
+        "heat_color's views, not mpm88's"
+    );
+    // Step and Reset act on the new simulation.
+    h.get_by_label("Step").click();
+    h.run_steps(3);
+    assert_eq!(h.state().viewport.sim.as_ref().unwrap().frame, 1);
+    open_example(&mut h, "julia");
+    wait_for_sim(&mut h);
+    assert!(h
+        .state()
+        .viewport
+        .sim
+        .as_ref()
+        .unwrap()
+        .program
+        .kernel_by_name("paint")
+        .is_some());
+    assert_eq!(h.state().viewport.sim.as_ref().unwrap().frame, 0);
+}
+
+#[test]
+fn search_and_enter_adds_the_exact_kind_first() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness_with(None, config_dir());
+    h.run_steps(3);
+    for (typed, want) in [("field", "field1"), ("den", "dense1"), ("repe", "repeat1")] {
+        h.event(Event::PointerMoved(h.state().graph_rect.center()));
+        h.key_press_modifiers(Modifiers::SHIFT, egui::Key::A);
+        h.run_steps(2);
+        h.event(Event::Text(typed.into()));
+        h.step();
+        h.key_press(egui::Key::Enter);
+        h.run_steps(3);
+        assert!(
+            h.state().model.doc.node(want).is_some(),
+            "typing '{}' + Enter added {:?}",
+            typed,
+            h.state().model.doc.nodes.last().map(|n| &n.kind)
+        );
+    }
+}
+
+#[test]
+fn saving_an_untitled_graph_without_a_native_dialog_uses_weft_s_own() {
+    if !gpu_ok() {
+        return;
+    }
+    let docs = temp_dir("save");
+    let mut h = harness_in(None, &docs);
+    h.run_steps(3);
+    h.state_mut().model.push(Command::AddNode {
+        kind: "dense".into(),
+        pos: [0.0, 0.0],
+    });
+    h.run_steps(2);
+    assert!(h.state().model.dirty);
+    // Ctrl+S on an untitled graph opens Weft's file dialog; Escape cancels it, and says so.
+    h.key_press_modifiers(Modifiers::COMMAND, egui::Key::S);
+    h.run_steps(3);
+    assert!(
+        h.query_by_label_contains("Save File").is_some(),
+        "the dialog is shown"
+    );
+    // The first Escape leaves the name field, the second closes the dialog.
+    h.key_press(egui::Key::Escape);
+    h.run_steps(2);
+    h.key_press(egui::Key::Escape);
+    h.run_steps(3);
+    assert!(h.state().model.dirty, "still unsaved");
+    assert!(h
+        .state()
+        .model
+        .log
+        .iter()
+        .any(|l| l.contains("save cancelled")));
+    // Save As, type a name, Enter: written there, with .json added.
+    h.get_by_label("File").click();
+    h.run_steps(2);
+    h.get_by_label("Save As…").click();
+    h.run_steps(3);
+    h.key_press_modifiers(Modifiers::COMMAND, egui::Key::A);
+    h.event(Event::Text("pattern".into()));
+    h.run_steps(2);
+    h.key_press(egui::Key::Enter);
+    h.run_steps(4);
+    let path = docs.join("pattern.json");
+    assert!(path.exists(), "saved to {}", path.display());
+    assert!(!h.state().model.dirty);
+    assert_eq!(h.state().model.path.as_deref(), Some(path.as_path()));
+    assert_eq!(
+        weft_ir::graph::GraphDoc::load(&path).unwrap(),
+        h.state().model.doc
+    );
+    assert!(h.state().status.contains("saved"), "{}", h.state().status);
+}
+
+#[test]
+fn the_unsaved_prompt_s_save_goes_through_the_dialog_then_carries_on() {
+    if !gpu_ok() {
+        return;
+    }
+    let docs = temp_dir("prompt");
+    let mut h = harness_in(None, &docs);
+    h.run_steps(3);
+    h.state_mut().model.push(Command::AddNode {
+        kind: "dense".into(),
+        pos: [0.0, 0.0],
+    });
+    h.run_steps(2);
+    h.get_by_label("File").click();
+    h.run_steps(2);
+    h.get_by_label("New").click();
+    h.run_steps(3);
+    h.get_by_label("Save").click();
+    h.run_steps(3);
+    h.key_press_modifiers(Modifiers::COMMAND, egui::Key::A);
+    h.event(Event::Text("first".into()));
+    h.run_steps(2);
+    h.key_press(egui::Key::Enter);
+    h.run_steps(4);
+    assert!(docs.join("first.json").exists());
+    assert!(h.state().model.doc.nodes.is_empty(), "then New went ahead");
+    assert_eq!(h.state().model.path, None);
+}
+
+#[test]
+fn examples_open_as_untitled_copies_and_ctrl_s_asks_for_a_name() {
+    if !gpu_ok() {
+        return;
+    }
+    let docs = temp_dir("example");
+    let mut h = harness_in(None, &docs);
+    h.run_steps(3);
+    open_example(&mut h, "heat");
+    h.run_steps(2);
+    let heat = root().join("graphs/heat.json");
+    let shipped = std::fs::read(&heat).unwrap();
+    assert_eq!(h.state().model.path, None);
+    assert!(h.state().model.title().contains("copy of heat.json"));
+    assert!(h.get_all_by_label_contains("copy of heat.json").count() >= 1);
+    h.state_mut().model.push(Command::MoveNode {
+        id: "grid".into(),
+        pos: [5.0, 5.0],
+    });
+    h.run_steps(2);
+    h.key_press_modifiers(Modifiers::COMMAND, egui::Key::S);
+    h.run_steps(3);
+    assert!(h.query_by_label_contains("Save File").is_some());
+    h.key_press(egui::Key::Enter);
+    h.run_steps(4);
+    assert_eq!(
+        std::fs::read(&heat).unwrap(),
+        shipped,
+        "the example is untouched"
+    );
+    assert!(docs.join("heat.json").exists(), "saved as a new file");
+}
+
+#[test]
+fn ctrl_z_in_the_code_editor_undoes_the_typing_not_the_graph() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat.json");
+    h.run_steps(3);
+    // An earlier graph edit that a graph undo would take back.
+    h.state_mut().model.push(Command::MoveNode {
+        id: "grid".into(),
+        pos: [7.0, 7.0],
+    });
+    h.run_steps(2);
+    h.state_mut().open_code = Some("apply".into());
+    h.run_steps(3);
+    let editor = h.get_by_role(egui::accesskit::Role::MultilineTextInput);
+    editor.focus();
+    h.run_steps(2);
+    h.key_press_modifiers(Modifiers::COMMAND, egui::Key::End);
+    h.event(Event::Text("// typed".into()));
+    h.run_steps(2);
+    let typed = h
+        .get_by_role(egui::accesskit::Role::MultilineTextInput)
+        .value()
+        .unwrap();
+    assert!(typed.contains("// typed"));
+    h.key_press_modifiers(Modifiers::COMMAND, egui::Key::Z);
+    h.run_steps(2);
+    let after = h
+        .get_by_role(egui::accesskit::Role::MultilineTextInput)
+        .value()
+        .unwrap();
+    assert!(!after.contains("// typed"), "the typing was undone");
+    assert_eq!(
+        h.state().model.doc.node("grid").unwrap().pos,
+        [7.0, 7.0],
+        "the graph edit stays"
+    );
+}
+
+#[test]
+fn the_status_line_is_a_bar_of_its_own_and_new_clears_it() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat.json");
+    h.run_steps(3);
+    let (a, b) = (
+        pin(&h, "T", "field", true),
+        pin(&h, "grid", "parent", false),
+    );
+    drag(&mut h, a, b, Modifiers::NONE);
+    let why = h.state().status.clone();
+    assert!(why.contains("cannot wire"), "{}", why);
+    // Drawn in the status bar, below the editor, not clipped at its edge.
+    let label = h
+        .get_all_by_label(&why)
+        .map(|n| n.rect())
+        .find(|r| r.top() >= h.state().graph_rect.bottom())
+        .expect("the status bar shows the reason");
+    assert!(label.height() > 8.0);
+    h.get_by_label("File").click();
+    h.run_steps(2);
+    h.get_by_label("New").click();
+    h.run_steps(3);
+    assert_eq!(h.query_all_by_label_contains("cannot wire").count(), 0);
+}
+
+/// Every node's rect, on screen, lies inside the editor.
+fn all_nodes_visible(h: &Harness<'static, WeftApp>) -> bool {
+    let area = h.state().graph_rect;
+    h.state().model.doc.nodes.iter().all(|n| {
+        let r = h.state().node_rects.get(&n.id).copied();
+        let ok = r.is_some_and(|r| {
+            area.expand(1.0)
+                .contains_rect(h.state().graph_to_screen * r)
+        });
+        if !ok {
+            eprintln!(
+                "node '{}' at {:?} is outside {:?} (view {:?})",
+                n.id,
+                r.map(|r| h.state().graph_to_screen * r),
+                area,
+                h.state().graph_to_screen
+            );
+        }
+        ok
+    })
+}
+
+#[test]
+fn every_example_opens_fitted_and_home_f_and_ctrl_wheel_navigate() {
+    if !gpu_ok() {
+        return;
+    }
+    for g in [
+        "heat.json",
+        "julia.json",
+        "life.json",
+        "mpm88.json",
+        "heat_color.json",
+    ] {
+        let mut h = harness(g);
+        h.run_steps(4);
+        assert!(all_nodes_visible(&h), "{} opens with every node in view", g);
+        let scale = h.state().graph_to_screen.scaling;
+        assert!(scale >= 0.45, "{}: text stays legible (scale {})", g, scale);
+    }
+    let mut h = harness("heat.json");
+    h.run_steps(4);
+    let fitted = h.state().graph_to_screen;
+    // Three Ctrl+wheel notches zoom by even steps about the pointer.
+    let at = h.state().graph_rect.center();
+    h.event(Event::PointerMoved(at));
+    h.step();
+    for _ in 0..3 {
+        h.event(Event::MouseWheel {
+            unit: egui::MouseWheelUnit::Line,
+            delta: egui::vec2(0.0, 1.0),
+            phase: egui::TouchPhase::Move,
+            modifiers: Modifiers::COMMAND,
+        });
+        h.step();
+    }
+    h.run_steps(2);
+    let ratio = h.state().graph_to_screen.scaling / fitted.scaling;
+    assert!(
+        (ratio - 1.15f32.powi(3)).abs() < 0.02,
+        "three notches: ×{}",
+        ratio
+    );
+    // Middle-drag pans.
+    let before = h.state().graph_to_screen.translation;
+    let from = at + egui::vec2(0.0, 200.0);
+    h.event(Event::PointerMoved(from));
+    h.step();
+    h.event(Event::PointerButton {
+        pos: from,
+        button: PointerButton::Middle,
+        pressed: true,
+        modifiers: Modifiers::NONE,
+    });
+    h.step();
+    for k in 1..=6 {
+        h.event(Event::PointerMoved(from + egui::vec2(10.0 * k as f32, 0.0)));
+        h.step();
+    }
+    h.event(Event::PointerButton {
+        pos: from + egui::vec2(60.0, 0.0),
+        button: PointerButton::Middle,
+        pressed: false,
+        modifiers: Modifiers::NONE,
+    });
+    h.run_steps(2);
+    let moved = h.state().graph_to_screen.translation - before;
+    assert!(moved.x > 30.0, "middle-drag panned by {:?}", moved);
+    // Home frames everything again; F frames the inspected node.
+    h.key_press(egui::Key::Home);
+    h.run_steps(3);
+    assert!(all_nodes_visible(&h));
+    click_title(&mut h, "diffuse");
+    h.key_press(egui::Key::F);
+    h.run_steps(3);
+    let r = h.state().graph_to_screen * h.state().node_rects["diffuse"];
+    assert!(
+        (r.center() - h.state().graph_rect.center()).length() < 2.0,
+        "F centres the selected node"
+    );
+}
+
+#[test]
+fn dragging_a_title_moves_the_node_and_a_click_highlights_it() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat.json");
+    h.run_steps(4);
+    let before = h.state().model.doc.node("grid").unwrap().pos;
+    let title = screen(&h, h.get_by_label_contains("grid  ·").rect().center());
+    drag(
+        &mut h,
+        title,
+        title + egui::vec2(80.0, 40.0),
+        Modifiers::NONE,
+    );
+    h.run_steps(2);
+    let after = h.state().model.doc.node("grid").unwrap().pos;
+    let s = h.state().graph_to_screen.scaling;
+    assert!(
+        ((after[0] - before[0]) * s - 80.0).abs() < 3.0
+            && ((after[1] - before[1]) * s - 40.0).abs() < 3.0,
+        "moved from {:?} to {:?}",
+        before,
+        after
+    );
+    click_title(&mut h, "grid");
+    assert_eq!(h.state().selected.as_deref(), Some("grid"));
+}
+
+#[test]
+fn pins_say_what_they_carry() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat.json");
+    h.run_steps(4);
+    let model = &h.state().model;
+    let doc = |id: &str| model.doc.node(id).unwrap().clone();
+    let (t_ins, t_outs) = gui::model::pins(&doc("T"));
+    assert_eq!(
+        gui::graph_view::pin_type(model, &doc("T"), &t_outs[0], true),
+        "field f32 ('T')"
+    );
+    assert_eq!(
+        gui::graph_view::pin_type(model, &doc("T"), &t_ins[0], false),
+        "layout 2 axes"
+    );
+    let (k_ins, _) = gui::model::pins(&doc("diffuse"));
+    assert_eq!(
+        gui::graph_view::pin_type(model, &doc("diffuse"), &k_ins[0], false),
+        "exec"
+    );
+    // And on screen: hovering a pin's label shows it.
+    let p = pin(&h, "T", "field", true) - egui::vec2(12.0, 0.0);
+    h.event(Event::PointerMoved(p));
+    h.run_steps(40);
+    assert!(h.query_by_label_contains("field f32 ('T')").is_some());
+    // A code kernel has no `expr` row.
+    click_title(&mut h, "diffuse");
+    h.run_steps(2);
+    assert_eq!(h.query_all_by_label("expr").count(), 0);
+}
+
+#[test]
+fn a_new_kernel_starts_from_a_template_scalars_get_widgets_and_never_runs_is_a_warning() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness_with(None, config_dir());
+    h.run_steps(3);
+    h.event(Event::PointerMoved(h.state().graph_rect.center()));
+    h.key_press_modifiers(Modifiers::SHIFT, egui::Key::A);
+    h.run_steps(2);
+    h.event(Event::Text("kernel".into()));
+    h.step();
+    h.key_press(egui::Key::Enter);
+    h.run_steps(3);
+    let k = h.state().model.doc.node("kernel1").unwrap().clone();
+    let code = k.params["code"].as_str().unwrap();
+    assert!(code.contains("fn kernel(i: i32, j: i32)"), "{}", code);
+    assert!(code.contains("//     dst[(i, j)] = 0.5 * v;"), "{}", code);
+    assert_eq!(k.params["range"], serde_json::json!([64, 64]));
+    // No exec wire reaches it: a warning in Problems, not silence.
+    assert!(h.get_by_label_contains("kernel never runs").rect().width() > 0.0);
+    // Inspect it; add a scalar with the button, then a third axis with "+".
+    click_title(&mut h, "kernel1");
+    h.run_steps(2);
+    h.get_by_label("+ Add scalar").click();
+    h.run_steps(3);
+    assert_eq!(
+        h.state().model.doc.node("kernel1").unwrap().params["scalars"],
+        serde_json::json!({"s1": {"type": "f32", "default": 0.0}})
+    );
+    // The inspector's "+" (the node body has one too, drawn in the editor).
+    let right = h.state().graph_rect.right();
+    h.get_all_by_label("+")
+        .find(|n| n.rect().left() > right)
+        .expect("the inspector's + button")
+        .click();
+    h.run_steps(3);
+    let k = h.state().model.doc.node("kernel1").unwrap().clone();
+    assert_eq!(k.params["range"], serde_json::json!([64, 64, 64]));
+    assert!(k.params["code"]
+        .as_str()
+        .unwrap()
+        .contains("fn kernel(i: i32, j: i32, k: i32)"));
+    assert!(
+        h.state().model.problems.is_empty(),
+        "{:?}",
+        h.state().model.problems
+    );
+}
+
+#[test]
+fn the_rate_label_says_what_it_measures() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness_with(None, config_dir());
+    h.run_steps(5);
+    let label = h.state().rate_label();
+    assert!(label.contains("sim —"), "{}", label);
+    let mut h = harness("heat.json");
+    wait_for_sim(&mut h);
+    h.get_by_label("Step").click();
+    h.run_steps(3);
+    let label = h.state().rate_label();
+    assert!(
+        label.contains("ms/frame") && label.contains("display"),
+        "{}",
+        label
+    );
+}
+
+#[test]
+fn the_inspector_has_room_and_its_size_is_remembered() {
+    if !gpu_ok() {
+        return;
+    }
+    let cfg = config_dir();
+    let mut h = harness_with(Some(root().join("graphs/heat.json")), cfg.clone());
+    h.run_steps(4);
+    // The inspector starts tall enough for a kernel's parameters.
+    let play = h.get_by_label("▶ Play").rect();
+    assert!(play.top() > 330.0, "the viewport starts at {}", play.top());
+    // A remembered size is the next session's starting size.
+    std::fs::create_dir_all(&cfg).unwrap();
+    std::fs::write(
+        cfg.join("layout.json"),
+        r#"{"side_width": 600.0, "inspector_height": 420.0}"#,
+    )
+    .unwrap();
+    let mut h = harness_with(Some(root().join("graphs/heat.json")), cfg.clone());
+    h.run_steps(4);
+    let right = h.state().graph_rect.right();
+    assert!(
+        (1400.0 - right - 600.0).abs() < 20.0,
+        "side panel at {}",
+        1400.0 - right
+    );
+    let play = h.get_by_label("▶ Play").rect();
+    assert!(play.top() > 420.0, "the viewport starts at {}", play.top());
+}
+
+#[test]
+fn structural_edits_say_the_simulation_restarted() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat.json");
+    wait_for_sim(&mut h);
+    for _ in 0..2 {
+        h.get_by_label("Step").click();
+        h.run_steps(2);
+    }
+    h.state_mut().model.push(Command::SetParam {
+        node: "grid".into(),
+        param: "shape".into(),
+        value: serde_json::json!([96, 96]),
+    });
+    h.run_steps(2);
+    for _ in 0..400 {
+        h.step();
+        if !h.state().viewport.compiling() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    h.run_steps(2);
+    assert_eq!(h.state().status, "recompiled — restarted at frame 0");
+}
+
+#[test]
+fn views_zoom_on_their_own_and_read_out_the_value_under_the_pointer() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat_color.json");
+    wait_for_sim(&mut h);
+    h.get_by_label("Step").click();
+    h.run_steps(4);
+    let view = h.get_by_label("view").rect();
+    // The image sits just below its title.
+    let p = egui::pos2(view.left() + 40.0, view.bottom() + 40.0);
+    h.event(Event::PointerMoved(p));
+    h.run_steps(3);
+    let readout = h.state().viewport.readout.clone().expect("a readout");
+    assert!(readout.starts_with("T["), "{}", readout);
+    h.event(Event::MouseWheel {
+        unit: egui::MouseWheelUnit::Point,
+        delta: egui::vec2(0.0, 120.0),
+        phase: egui::TouchPhase::Move,
+        modifiers: Modifiers::NONE,
+    });
+    h.run_steps(10);
+    let nav = &h.state().viewport.view_nav;
+    assert!(nav["view"].zoom > 1.05, "{:?}", nav);
+    assert_eq!(nav["color_view"].zoom, 1.0, "the other view keeps its zoom");
+    // The scalar view has a colour bar with its range (0 to 1 in this graph).
+    assert!(h.query_by_label("0.0000").is_some() && h.query_by_label("1.0000").is_some());
 }

@@ -29,7 +29,115 @@ fn kind_of(expr: &Value, id: &str) -> Option<&'static weft_ir::graph::expr::Expr
         .and_then(expr_kind)
 }
 
+/// Column and row spacing of the automatic layout (room for a node's body).
+const LAYOUT_DX: f32 = 230.0;
+const LAYOUT_DY: f32 = 130.0;
+
+fn pos_of(n: &Value) -> Option<egui::Pos2> {
+    let p = n.get("pos")?.as_array()?;
+    Some(egui::pos2(
+        p.first()?.as_f64()? as f32,
+        p.get(1)?.as_f64()? as f32,
+    ))
+}
+
+/// Whether the saved positions would hide nodes or wires: a node without a
+/// position, or two nodes closer than a node's size.
+pub fn needs_layout(expr: &Value) -> bool {
+    let list = nodes(expr);
+    let pos: Vec<Option<egui::Pos2>> = list.iter().map(pos_of).collect();
+    pos.iter().any(Option::is_none)
+        || pos.iter().flatten().enumerate().any(|(a, p)| {
+            pos.iter()
+                .flatten()
+                .skip(a + 1)
+                .any(|q| (p.x - q.x).abs() < 180.0 && (p.y - q.y).abs() < 90.0)
+        })
+}
+
+/// The expression body with every node placed in columns by its depth in
+/// the data flow (sources left, writes right), in list order within a column.
+pub fn auto_layout(expr: &Value) -> Value {
+    let list = nodes(expr);
+    let ids: Vec<String> = list
+        .iter()
+        .map(|n| n["id"].as_str().unwrap_or_default().to_string())
+        .collect();
+    let wires: Vec<(String, String)> = expr
+        .get("wires")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|w| {
+            let to = w["to"].as_str()?;
+            Some((
+                w["from"].as_str()?.to_string(),
+                to.split('.').next().unwrap_or(to).to_string(),
+            ))
+        })
+        .collect();
+    // Longest path from a source; a cycle (an error the checker reports) stops at the node count.
+    let mut depth = vec![0usize; ids.len()];
+    for _ in 0..ids.len() {
+        let mut changed = false;
+        for (from, to) in &wires {
+            let (Some(f), Some(t)) = (
+                ids.iter().position(|i| i == from),
+                ids.iter().position(|i| i == to),
+            ) else {
+                continue;
+            };
+            if depth[t] < depth[f] + 1 && depth[f] < ids.len() {
+                depth[t] = depth[f] + 1;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let mut rows = std::collections::HashMap::new();
+    let mut e = expr.clone();
+    let placed: Vec<Value> = list
+        .into_iter()
+        .zip(&depth)
+        .map(|(mut n, d)| {
+            let row = rows.entry(*d).or_insert(0usize);
+            n["pos"] = json!([*d as f32 * LAYOUT_DX, *row as f32 * LAYOUT_DY]);
+            *row += 1;
+            n
+        })
+        .collect();
+    e["nodes"] = Value::from(placed);
+    e
+}
+
+/// The expression's nodes moved to the snarl's positions, when any moved.
+pub fn with_positions(expr: &Value, snarl: &Snarl<ExprNodeView>) -> Option<Value> {
+    let mut e = expr.clone();
+    let mut list = nodes(expr);
+    let mut moved = false;
+    for (_, pos, v) in snarl.nodes_pos_ids() {
+        if let Some(n) = list.iter_mut().find(|n| n["id"] == v.id.as_str()) {
+            if pos_of(n).is_none_or(|p| (p - pos).length() > 0.5) {
+                n["pos"] = json!([pos.x, pos.y]);
+                moved = true;
+            }
+        }
+    }
+    e["nodes"] = Value::from(list);
+    moved.then_some(e)
+}
+
+/// The nested editor's snarl; bodies whose saved places overlap open laid out.
 pub fn build_expr_snarl(expr: &Value) -> Snarl<ExprNodeView> {
+    let laid;
+    let expr = if needs_layout(expr) {
+        laid = auto_layout(expr);
+        &laid
+    } else {
+        expr
+    };
     let mut snarl = Snarl::new();
     let mut ids = std::collections::HashMap::new();
     for (k, n) in nodes(expr).iter().enumerate() {
@@ -131,25 +239,36 @@ impl SnarlViewer<ExprNodeView> for ExprViewer<'_> {
         ui: &mut Ui,
         snarl: &mut Snarl<ExprNodeView>,
     ) -> impl SnarlPin + 'static {
-        if let Some(k) = kind_of(self.expr, &snarl[pin.id.node].id) {
-            let name = k.inputs.get(pin.id.input).copied().unwrap_or("?");
-            ui.label(if k.optional.contains(&name) {
-                format!("{} (opt)", name)
-            } else {
-                name.to_string()
-            });
-        }
-        PinInfo::circle().with_fill(Color32::from_rgb(255, 200, 120))
+        let Some(k) = kind_of(self.expr, &snarl[pin.id.node].id) else {
+            return PinInfo::circle();
+        };
+        let name = k.inputs.get(pin.id.input).copied().unwrap_or("?");
+        let opt = k.optional.contains(&name);
+        let ty = input_type(k.name, name);
+        ui.label(if opt {
+            format!("{} (opt)", name)
+        } else {
+            name.to_string()
+        })
+        .on_hover_text(if opt && ty == ValueType::Index {
+            format!("{}: optional, the loop index when unwired", ty.describe())
+        } else {
+            ty.describe().to_string()
+        });
+        PinInfo::circle().with_fill(ty.color())
     }
 
     fn show_output(
         &mut self,
-        _pin: &OutPin,
+        pin: &OutPin,
         ui: &mut Ui,
-        _snarl: &mut Snarl<ExprNodeView>,
+        snarl: &mut Snarl<ExprNodeView>,
     ) -> impl SnarlPin + 'static {
-        ui.label("value");
-        PinInfo::circle().with_fill(Color32::from_rgb(255, 200, 120))
+        let ty = kind_of(self.expr, &snarl[pin.id.node].id)
+            .map(|k| output_type(k.name))
+            .unwrap_or(ValueType::Value);
+        ui.label("value").on_hover_text(ty.describe());
+        PinInfo::circle().with_fill(ty.color())
     }
 
     fn has_body(&mut self, node: &ExprNodeView) -> bool {
@@ -305,5 +424,78 @@ impl SnarlViewer<ExprNodeView> for ExprViewer<'_> {
         let f = snarl[pin.id.node].id.clone();
         let e = self.with_wires(|w| w.retain(|w| w["from"] != f.as_str()));
         self.set(e);
+    }
+}
+
+/// What an expression pin carries, as far as the node kind tells: pins are
+/// coloured by it, like the main editor's pins are by port type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueType {
+    /// An i32 cell index.
+    Index,
+    /// A bool condition.
+    Bool,
+    /// Any number or vector (its type comes from what feeds it).
+    Value,
+}
+
+impl ValueType {
+    pub fn color(self) -> Color32 {
+        match self {
+            ValueType::Index => Color32::from_rgb(120, 170, 255),
+            ValueType::Bool => Color32::from_rgb(240, 120, 170),
+            ValueType::Value => Color32::from_rgb(255, 200, 120),
+        }
+    }
+    pub fn describe(self) -> &'static str {
+        match self {
+            ValueType::Index => "i32 index",
+            ValueType::Bool => "bool",
+            ValueType::Value => "value (number or vector)",
+        }
+    }
+}
+
+fn input_type(kind: &str, input: &str) -> ValueType {
+    match (kind, input) {
+        ("read" | "write" | "atomic_add", "i" | "j" | "k") => ValueType::Index,
+        ("select", "cond") => ValueType::Bool,
+        _ => ValueType::Value,
+    }
+}
+
+fn output_type(kind: &str) -> ValueType {
+    match kind {
+        "index" | "frame" => ValueType::Index,
+        _ => ValueType::Value,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overlapping_bodies_are_laid_out_in_data_flow_columns() {
+        let e = json!({
+            "nodes": [
+                {"id": "w", "kind": "write", "params": {"field": "x"}, "pos": [0, 0]},
+                {"id": "a", "kind": "index", "params": {"axis": 0}, "pos": [10, 10]},
+                {"id": "c", "kind": "cast", "params": {"type": "f32"}, "pos": [20, 0]},
+            ],
+            "wires": [{"from": "a", "to": "c.x"}, {"from": "c", "to": "w.value"}]
+        });
+        assert!(needs_layout(&e));
+        let l = auto_layout(&e);
+        assert!(!needs_layout(&l));
+        let x = |id: &str| {
+            nodes(&l).iter().find(|n| n["id"] == id).unwrap()["pos"][0]
+                .as_f64()
+                .unwrap()
+        };
+        assert!(
+            x("a") < x("c") && x("c") < x("w"),
+            "sources left, writes right"
+        );
     }
 }

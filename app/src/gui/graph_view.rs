@@ -151,6 +151,8 @@ pub struct GraphViewer<'a> {
     pub selected_frame: Option<&'a str>,
     /// The selected nodes: "Frame selection" wraps them.
     pub selection: &'a [String],
+    /// A view to switch to this frame (frame all / selected, zoom steps).
+    pub set_transform: Option<egui::emath::TSTransform>,
 }
 
 impl GraphViewer<'_> {
@@ -181,6 +183,84 @@ impl GraphViewer<'_> {
     }
 }
 
+impl GraphViewer<'_> {
+    /// A pin's label, with what it carries on hover, and its shape and colour.
+    fn show_pin(&self, node: &str, index: usize, output: bool, ui: &mut Ui) -> PinInfo {
+        let Some(n) = self.model.doc.node(node) else {
+            return PinInfo::circle();
+        };
+        let (ins, outs) = pins(n);
+        let Some(p) = (if output { outs } else { ins }).get(index).cloned() else {
+            return PinInfo::circle();
+        };
+        ui.label(&p.name)
+            .on_hover_text(pin_type(self.model, n, &p, output));
+        let info = if p.kind == PinKind::Exec {
+            PinInfo::triangle()
+        } else {
+            PinInfo::circle()
+        };
+        info.with_fill(pin_color(p.kind))
+    }
+}
+
+/// What a pin carries, for its tooltip: `field vec2<f32>`, `layout 2 axes`, `exec`.
+pub fn pin_type(model: &Model, node: &NodeDoc, pin: &super::model::Pin, output: bool) -> String {
+    match pin.kind {
+        PinKind::Exec => "exec".into(),
+        PinKind::Data(PortType::Field) => {
+            // The field node itself, or the field wired into this input.
+            let source = if output {
+                Some(node)
+            } else {
+                let to = format!("{}.{}", node.id, pin.name);
+                model.doc.wires.iter().find(|w| w.to == to).and_then(|w| {
+                    model
+                        .doc
+                        .node(weft_ir::graph::document::split_endpoint(&w.from).0)
+                })
+            };
+            match source.filter(|f| f.kind == "field") {
+                Some(f) => {
+                    let t = f
+                        .params
+                        .get("type")
+                        .and_then(|v| v.as_str())
+                        .unwrap_or("f32");
+                    let t = weft_ir::types::Type::parse(t)
+                        .map(|t| t.to_string())
+                        .unwrap_or_else(|| t.to_string());
+                    format!("field {} ('{}')", t, f.id)
+                }
+                None => "field (not wired)".into(),
+            }
+        }
+        PinKind::Data(PortType::Layout) => {
+            let layout = if output {
+                Some(node)
+            } else {
+                let to = format!("{}.{}", node.id, pin.name);
+                model.doc.wires.iter().find(|w| w.to == to).and_then(|w| {
+                    model
+                        .doc
+                        .node(weft_ir::graph::document::split_endpoint(&w.from).0)
+                })
+            };
+            match layout
+                .and_then(|l| l.params.get("shape"))
+                .and_then(|s| s.as_array())
+            {
+                Some(shape) => format!(
+                    "layout {} ax{}",
+                    shape.len(),
+                    if shape.len() == 1 { "is" } else { "es" }
+                ),
+                None => "layout".into(),
+            }
+        }
+    }
+}
+
 impl SnarlViewer<NodeView> for GraphViewer<'_> {
     fn title(&mut self, node: &NodeView) -> String {
         node.id.clone()
@@ -191,6 +271,9 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
         to_global: &mut egui::emath::TSTransform,
         _snarl: &mut Snarl<NodeView>,
     ) {
+        if let Some(t) = self.set_transform.take() {
+            *to_global = t;
+        }
         self.to_screen = *to_global;
     }
 
@@ -198,10 +281,23 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
         &mut self,
         node: NodeId,
         rect: egui::Rect,
-        _ui: &mut Ui,
+        ui: &mut Ui,
         snarl: &mut Snarl<NodeView>,
     ) {
-        self.node_rects.insert(snarl[node].id.clone(), rect);
+        let id = &snarl[node].id;
+        // The inspected node gets a bright outline, the rest of the selection a soft one.
+        let stroke = if self.selected.as_deref() == Some(id.as_str()) {
+            Some(egui::Stroke::new(2.5, Color32::from_rgb(255, 170, 60)))
+        } else if self.selection.contains(id) {
+            Some(egui::Stroke::new(1.5, Color32::from_rgb(255, 210, 140)))
+        } else {
+            None
+        };
+        if let Some(stroke) = stroke {
+            ui.painter()
+                .rect_stroke(rect.expand(3.0), 6.0, stroke, egui::StrokeKind::Outside);
+        }
+        self.node_rects.insert(id.clone(), rect);
     }
 
     fn show_header(
@@ -217,19 +313,37 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
             return;
         };
         let problems = self.model.problems_of(&id);
-        let color = if problems.is_empty() {
+        let warnings: Vec<String> = self
+            .model
+            .warnings
+            .iter()
+            .filter(|w| w.node() == id)
+            .map(|w| w.to_string())
+            .collect();
+        let color = if !problems.is_empty() {
+            Color32::from_rgb(255, 90, 90)
+        } else if !warnings.is_empty() {
+            Color32::from_rgb(240, 200, 90)
+        } else {
             catalog::kind(&doc.kind)
                 .map(|k| family_color(k.family))
                 .unwrap_or(Color32::GRAY)
-        } else {
-            Color32::from_rgb(255, 90, 90)
         };
         let text = egui::RichText::new(format!("{}  ·  {}", id, doc.kind))
             .color(color)
             .strong();
-        let mut r = ui.add(egui::Label::new(text).sense(egui::Sense::click()));
-        if !problems.is_empty() {
-            let msg: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+        // Not selectable: a drag that starts on the title moves the node.
+        let mut r = ui.add(
+            egui::Label::new(text)
+                .selectable(false)
+                .sense(egui::Sense::click()),
+        );
+        if !problems.is_empty() || !warnings.is_empty() {
+            let msg: Vec<String> = problems
+                .iter()
+                .map(|p| p.to_string())
+                .chain(warnings)
+                .collect();
             r = r.on_hover_text(msg.join("\n"));
         }
         if r.double_clicked() && doc.kind == "kernel" {
@@ -255,21 +369,7 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
         ui: &mut Ui,
         snarl: &mut Snarl<NodeView>,
     ) -> impl SnarlPin + 'static {
-        let p = self
-            .doc_node(&snarl[pin.id.node])
-            .and_then(|n| pins(n).0.get(pin.id.input).cloned());
-        match p {
-            Some(p) => {
-                ui.label(&p.name);
-                let info = if p.kind == PinKind::Exec {
-                    PinInfo::triangle()
-                } else {
-                    PinInfo::circle()
-                };
-                info.with_fill(pin_color(p.kind))
-            }
-            None => PinInfo::circle(),
-        }
+        self.show_pin(&snarl[pin.id.node].id, pin.id.input, false, ui)
     }
 
     fn show_output(
@@ -278,21 +378,7 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
         ui: &mut Ui,
         snarl: &mut Snarl<NodeView>,
     ) -> impl SnarlPin + 'static {
-        let p = self
-            .doc_node(&snarl[pin.id.node])
-            .and_then(|n| pins(n).1.get(pin.id.output).cloned());
-        match p {
-            Some(p) => {
-                ui.label(&p.name);
-                let info = if p.kind == PinKind::Exec {
-                    PinInfo::triangle()
-                } else {
-                    PinInfo::circle()
-                };
-                info.with_fill(pin_color(p.kind))
-            }
-            None => PinInfo::circle(),
-        }
+        self.show_pin(&snarl[pin.id.node].id, pin.id.output, true, ui)
     }
 
     fn has_body(&mut self, node: &NodeView) -> bool {
@@ -504,7 +590,38 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
     }
 }
 
-/// The searchable add-node menu, grouped by family. Returns the chosen kind.
+/// How well a kind matches the search text: exact name, name prefix, name
+/// substring, then description; `None` when it does not match at all.
+pub fn search_rank(kind: &catalog::NodeKind, query: &str) -> Option<u8> {
+    let q = query.trim().to_lowercase();
+    if q.is_empty() {
+        return Some(3);
+    }
+    if kind.name == q {
+        Some(0)
+    } else if kind.name.starts_with(&q) {
+        Some(1)
+    } else if kind.name.contains(&q) {
+        Some(2)
+    } else if kind.doc.to_lowercase().contains(&q) {
+        Some(3)
+    } else {
+        None
+    }
+}
+
+/// The kinds matching `query`, best first (stable within a rank, in catalog order).
+pub fn search_kinds(query: &str) -> Vec<&'static catalog::NodeKind> {
+    let mut hits: Vec<(u8, &'static catalog::NodeKind)> = catalog::kinds()
+        .iter()
+        .filter_map(|k| search_rank(k, query).map(|r| (r, k)))
+        .collect();
+    hits.sort_by_key(|(r, _)| *r);
+    hits.into_iter().map(|(_, k)| k).collect()
+}
+
+/// The searchable add-node menu: grouped by family when empty, best match
+/// first while searching (Enter takes the first). Returns the chosen kind.
 pub fn add_node_menu(ui: &mut Ui, search: &mut String) -> Option<String> {
     ui.label("Add node");
     let r = ui.add(
@@ -513,36 +630,36 @@ pub fn add_node_menu(ui: &mut Ui, search: &mut String) -> Option<String> {
             .desired_width(180.0),
     );
     r.request_focus();
-    // Enter takes the first match, so "Shift+A, type, Enter" adds a node.
     let enter = ui.input(|i| i.key_pressed(egui::Key::Enter));
-    let q = search.to_lowercase();
     let mut chosen = None;
-    for fam in [
-        Family::Layout,
-        Family::Field,
-        Family::Kernel,
-        Family::Execution,
-        Family::View,
-    ] {
-        let kinds: Vec<_> = catalog::kinds()
-            .iter()
-            .filter(|k| {
-                k.family == fam
-                    && (q.is_empty() || k.name.contains(&q) || k.doc.to_lowercase().contains(&q))
-            })
-            .collect();
-        if kinds.is_empty() {
-            continue;
+    if search.trim().is_empty() {
+        for fam in [
+            Family::Layout,
+            Family::Field,
+            Family::Kernel,
+            Family::Execution,
+            Family::View,
+        ] {
+            ui.label(
+                egui::RichText::new(fam.name())
+                    .small()
+                    .color(family_color(fam)),
+            );
+            for k in catalog::kinds().iter().filter(|k| k.family == fam) {
+                if ui.button(k.name).on_hover_text(k.doc).clicked() {
+                    chosen = Some(k.name.to_string());
+                }
+            }
         }
-        ui.label(
-            egui::RichText::new(fam.name())
-                .small()
-                .color(family_color(fam)),
-        );
-        for k in kinds {
-            if ui.button(k.name).on_hover_text(k.doc).clicked()
-                || enter && !q.is_empty() && chosen.is_none()
-            {
+    } else {
+        let hits = search_kinds(search);
+        if hits.is_empty() {
+            ui.weak("no node kind matches");
+        }
+        for (n, k) in hits.into_iter().enumerate() {
+            let text = egui::RichText::new(k.name).color(family_color(k.family));
+            let b = ui.button(text).on_hover_text(k.doc);
+            if b.clicked() || (enter && n == 0) {
                 chosen = Some(k.name.to_string());
             }
         }

@@ -6,10 +6,13 @@
 
 pub mod code_editor;
 pub mod expr_view;
+pub mod files;
 pub mod frames;
+pub mod graph_nav;
 pub mod graph_view;
 pub mod model;
 pub mod params;
+pub mod prefs;
 pub mod viewport;
 
 use graph_view::{sync_snarl, GraphViewer, NodeView};
@@ -27,6 +30,11 @@ pub struct GuiOptions {
     /// Where recent files and the recovery file live; `None` means
     /// `$WEFT_CONFIG_DIR`, else `~/.cache/weft`.
     pub config_dir: Option<PathBuf>,
+    /// Try the platform's file dialogs before Weft's own (off in tests, so a
+    /// test never blocks on a desktop dialog).
+    pub native_file_dialogs: bool,
+    /// Where file dialogs start for an untitled graph (default: the current folder).
+    pub documents_dir: Option<PathBuf>,
 }
 
 pub fn run(opts: GuiOptions) -> i32 {
@@ -51,9 +59,16 @@ pub fn run(opts: GuiOptions) -> i32 {
     }
 }
 
-enum Pending {
-    New,
-    Open(PathBuf),
+use files::AfterSave as Pending;
+
+/// How many frames a newly opened graph is framed (see `WeftApp::fit_frames`).
+const FIT_FRAMES: u8 = 4;
+
+/// A change of the node editor's view, applied on the next frame.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NavRequest {
+    FrameAll,
+    FrameSelected,
 }
 
 pub struct WeftApp {
@@ -70,7 +85,7 @@ pub struct WeftApp {
     /// Where Shift+A / Tab opened the add-node menu (screen position).
     pub add_menu: Option<egui::Pos2>,
     /// The node editor's area on screen.
-    graph_rect: egui::Rect,
+    pub graph_rect: egui::Rect,
     /// Bumped when another document replaces this one, so the node editor's
     /// state (view, selection) starts fresh for it.
     document_epoch: u64,
@@ -83,16 +98,28 @@ pub struct WeftApp {
     /// The expression kernel whose body is open, with its editor's snarl and the revision it shows.
     pub open_expr: Option<(String, egui_snarl::Snarl<expr_view::ExprNodeView>, u64)>,
     search: String,
-    zoom: f32,
     confirm: Option<Pending>,
+    files: files::FileChooser,
+    /// Frame all / frame selected, waiting for the next frame.
+    pub nav: Option<NavRequest>,
+    /// Frames left in which a newly opened document is framed again: nodes
+    /// grow to their content over their first frames, so the fit follows.
+    fit_frames: u8,
+    /// Panel sizes, remembered between sessions.
+    prefs: prefs::Prefs,
+    /// The unsaved-changes prompt's Save, carried out on the next frame.
+    save_after_prompt: Option<Pending>,
     recovery_offer: Option<PathBuf>,
     last_autosave: f64,
     recent: Vec<PathBuf>,
     opts: GuiOptions,
     screenshot_requested: bool,
-    status: String,
+    /// The status line under the editor: what just happened.
+    pub status: String,
     /// A refused wire's reason, shown at the pointer until this time.
     refusal_until: f64,
+    /// Display frame times (s) for the frame-rate readout.
+    frame_times: std::collections::VecDeque<f64>,
 }
 
 fn default_config_dir() -> PathBuf {
@@ -133,6 +160,7 @@ impl WeftApp {
         }
         let mut snarl = egui_snarl::Snarl::new();
         sync_snarl(&mut snarl, &model);
+        let prefs = prefs::Prefs::load(&config);
         WeftApp {
             snarl,
             snarl_revision: model.revision,
@@ -150,8 +178,12 @@ impl WeftApp {
             debounce: code_editor::Debounce::new(std::time::Duration::from_millis(400)),
             open_expr: None,
             search: String::new(),
-            zoom: 1.0,
             confirm: None,
+            files: files::FileChooser::new(opts.native_file_dialogs),
+            nav: None,
+            fit_frames: FIT_FRAMES,
+            prefs,
+            save_after_prompt: None,
             recovery_offer,
             last_autosave: 0.0,
             recent,
@@ -159,6 +191,7 @@ impl WeftApp {
             screenshot_requested: false,
             status: String::new(),
             refusal_until: 0.0,
+            frame_times: Default::default(),
         }
     }
 
@@ -174,16 +207,18 @@ impl WeftApp {
     }
 
     fn base_dir(&self) -> Option<PathBuf> {
-        self.model
-            .path
-            .as_ref()
-            .and_then(|p| p.parent())
-            .map(Path::to_path_buf)
+        self.model.base_dir()
     }
 
-    fn open_now(&mut self, path: &Path) {
-        self.replace_model(Model::open(path));
-        self.remember(path);
+    fn open_now(&mut self, path: &Path, copy: bool) {
+        if copy {
+            // Examples open as untitled copies: Ctrl+S asks for a new name.
+            self.replace_model(Model::open_copy(path));
+        } else {
+            self.replace_model(Model::open(path));
+            self.remember(path);
+        }
+        self.status = format!("opened {}", self.model.title());
     }
 
     /// Another document takes over the editor (new, open, recover).
@@ -193,7 +228,12 @@ impl WeftApp {
         self.open_code = None;
         self.open_expr = None;
         self.frames = Default::default();
-        self.viewport.sim = None;
+        // The viewport follows (epoch, revision): a new document at revision
+        // 0 must not look like the one the viewport last built.
+        self.viewport.clear();
+        self.fit_frames = FIT_FRAMES;
+        self.nav = None;
+        self.status.clear();
         self.snarl = egui_snarl::Snarl::new();
         sync_snarl(&mut self.snarl, &self.model);
         self.snarl_revision = self.model.revision;
@@ -251,27 +291,88 @@ impl WeftApp {
         match p {
             Pending::New => {
                 self.replace_model(Model::new(model::empty_doc(), None));
+                self.status = "new graph".into();
             }
-            Pending::Open(path) => self.open_now(&path),
+            Pending::Open { path, copy } => self.open_now(&path, copy),
         }
     }
 
-    fn save(&mut self, save_as: bool) {
-        let path = match (&self.model.path, save_as) {
-            (Some(p), false) => Some(p.clone()),
-            _ => rfd::FileDialog::new()
-                .add_filter("Weft graph", &["json"])
-                .set_file_name("graph.json")
-                .save_file(),
-        };
-        if let Some(p) = path {
-            match self.model.save_as(&p) {
-                Ok(()) => {
-                    let _ = std::fs::remove_file(self.recovery_path());
-                    self.remember(&p);
-                }
-                Err(e) => self.model.log.push(e),
+    /// Saves to the document's file, or asks for one (Save As, untitled
+    /// graphs); then carries on with `then`. Asking may finish on a later
+    /// frame (Weft's own dialog); the graph stays unsaved until it is written.
+    fn save(&mut self, save_as: bool, then: Option<Pending>) {
+        match (&self.model.path, save_as) {
+            (Some(p), false) => {
+                let p = p.clone();
+                self.write_to(&p, then);
             }
+            _ => {
+                let dir = self.dialog_dir();
+                let name = self
+                    .model
+                    .origin
+                    .as_ref()
+                    .and_then(|o| o.file_name())
+                    .map(|n| n.to_string_lossy().to_string())
+                    .unwrap_or_else(|| "graph.json".into());
+                self.status = "choose where to save…".into();
+                if let Some((action, path)) = self.files.ask(
+                    files::FileAction::SaveAs { then },
+                    dir.as_deref(),
+                    &name,
+                    &mut self.model.log,
+                ) {
+                    self.file_chosen(action, path);
+                }
+            }
+        }
+    }
+
+    fn write_to(&mut self, p: &Path, then: Option<Pending>) {
+        match self.model.save_as(p) {
+            Ok(()) => {
+                let _ = std::fs::remove_file(self.recovery_path());
+                self.model.origin = None;
+                self.remember(p);
+                self.status = format!("saved {}", p.display());
+                if let Some(next) = then {
+                    self.do_pending(next);
+                }
+            }
+            Err(e) => {
+                self.status = e.clone();
+                self.model.log.push(e);
+            }
+        }
+    }
+
+    /// A path came back from a file dialog.
+    fn file_chosen(&mut self, action: files::FileAction, path: PathBuf) {
+        match action {
+            files::FileAction::Open => self.request(Pending::Open { path, copy: false }),
+            files::FileAction::SaveAs { then } => self.write_to(&path, then),
+        }
+    }
+
+    /// Where a file dialog starts: beside the graph, else the documents folder.
+    fn dialog_dir(&self) -> Option<PathBuf> {
+        self.model
+            .path
+            .as_ref()
+            .and_then(|p| p.parent())
+            .map(Path::to_path_buf)
+            .or_else(|| self.opts.documents_dir.clone())
+    }
+
+    fn open_dialog(&mut self) {
+        let dir = self.dialog_dir();
+        if let Some((action, path)) = self.files.ask(
+            files::FileAction::Open,
+            dir.as_deref(),
+            "",
+            &mut self.model.log,
+        ) {
+            self.file_chosen(action, path);
         }
     }
 
@@ -286,27 +387,43 @@ impl WeftApp {
     }
 
     fn shortcuts(&mut self, ctx: &egui::Context) {
+        if self.files.is_open() {
+            // Weft's file dialog has the keyboard.
+            return;
+        }
         let typing = ctx.egui_wants_keyboard_input();
-        let (undo, redo, save, delete) = ctx.input_mut(|i| {
-            let redo = i.consume_key(
-                egui::Modifiers::COMMAND | egui::Modifiers::SHIFT,
-                egui::Key::Z,
-            ) || i.consume_key(egui::Modifiers::COMMAND, egui::Key::Y);
-            let undo = i.consume_key(egui::Modifiers::COMMAND, egui::Key::Z);
+        let (undo, redo, save, delete, frame_all, frame_sel) = ctx.input_mut(|i| {
+            // While a text field has focus, Ctrl+Z is its own undo of the typing.
+            let (mut undo, mut redo) = (false, false);
+            if !typing {
+                redo = i.consume_key(
+                    egui::Modifiers::COMMAND | egui::Modifiers::SHIFT,
+                    egui::Key::Z,
+                ) || i.consume_key(egui::Modifiers::COMMAND, egui::Key::Y);
+                undo = i.consume_key(egui::Modifiers::COMMAND, egui::Key::Z);
+            }
             let save = i.consume_key(egui::Modifiers::COMMAND, egui::Key::S);
-            let delete = !typing
-                && (i.key_pressed(egui::Key::Delete)
-                    || i.key_pressed(egui::Key::X) && i.modifiers.is_none());
-            (undo, redo, save, delete)
+            let plain =
+                |i: &egui::InputState, k| !typing && i.modifiers.is_none() && i.key_pressed(k);
+            let delete = !typing && (i.key_pressed(egui::Key::Delete) || plain(i, egui::Key::X));
+            let frame_all = plain(i, egui::Key::Home);
+            let frame_sel = plain(i, egui::Key::F);
+            (undo, redo, save, delete, frame_all, frame_sel)
         });
-        if undo && !typing {
+        if undo {
             self.model.undo();
         }
-        if redo && !typing {
+        if redo {
             self.model.redo();
         }
         if save {
-            self.save(false);
+            self.save(false, None);
+        }
+        if frame_all {
+            self.nav = Some(NavRequest::FrameAll);
+        }
+        if frame_sel {
+            self.nav = Some(NavRequest::FrameSelected);
         }
         let selection = self.selection(ctx);
         if delete {
@@ -390,21 +507,16 @@ impl WeftApp {
                     ui.close();
                 }
                 if ui.button("Open…").clicked() {
-                    if let Some(p) = rfd::FileDialog::new()
-                        .add_filter("Weft graph", &["json"])
-                        .pick_file()
-                    {
-                        self.request(Pending::Open(p));
-                    }
                     ui.close();
+                    self.open_dialog();
                 }
                 if ui.button("Save  (Ctrl+S)").clicked() {
-                    self.save(false);
                     ui.close();
+                    self.save(false, None);
                 }
                 if ui.button("Save As…").clicked() {
-                    self.save(true);
                     ui.close();
+                    self.save(true, None);
                 }
                 ui.menu_button("Examples", |ui| {
                     let mut files: Vec<PathBuf> = examples_dir()
@@ -424,8 +536,15 @@ impl WeftApp {
                             .file_stem()
                             .map(|s| s.to_string_lossy().to_string())
                             .unwrap_or_default();
-                        if ui.button(name).clicked() {
-                            self.request(Pending::Open(f));
+                        if ui
+                            .button(name)
+                            .on_hover_text("opens an untitled copy: saving asks for a new name")
+                            .clicked()
+                        {
+                            self.request(Pending::Open {
+                                path: f,
+                                copy: true,
+                            });
                             ui.close();
                         }
                     }
@@ -433,7 +552,10 @@ impl WeftApp {
                 ui.menu_button("Recent", |ui| {
                     for f in self.recent.clone() {
                         if ui.button(f.display().to_string()).clicked() {
-                            self.request(Pending::Open(f));
+                            self.request(Pending::Open {
+                                path: f,
+                                copy: false,
+                            });
                             ui.close();
                         }
                     }
@@ -458,10 +580,17 @@ impl WeftApp {
                     ui.close();
                 }
             });
-            let title = match &self.model.path {
-                Some(p) => p.display().to_string(),
-                None => "untitled".into(),
-            };
+            ui.menu_button("View", |ui| {
+                if ui.button("Frame all  (Home)").clicked() {
+                    self.nav = Some(NavRequest::FrameAll);
+                    ui.close();
+                }
+                if ui.button("Frame selected  (F)").clicked() {
+                    self.nav = Some(NavRequest::FrameSelected);
+                    ui.close();
+                }
+            });
+            let title = self.model.title();
             ui.label(format!(
                 "{}{}",
                 title,
@@ -505,23 +634,10 @@ impl WeftApp {
                     .rebuild(self.model.revision, &self.model.doc, base);
             }
         });
-        let fps = if self.viewport.frame_ms > 0.0 {
-            1000.0 / self.viewport.frame_ms
-        } else {
-            0.0
-        };
-        let frame = self.viewport.sim.as_ref().map(|s| s.frame).unwrap_or(0);
-        ui.label(format!(
-            "frame {}   {:.1} ms ({:.0} fps){}",
-            frame,
-            self.viewport.frame_ms,
-            fps,
-            if self.viewport.compiling() {
-                "   compiling…"
-            } else {
-                ""
-            }
-        ));
+        ui.label(self.rate_label()).on_hover_text(
+            "sim: time the backend took for the last simulation frame; \
+             display: how often the window redraws",
+        );
         let times = self.viewport.kernel_times();
         if !times.is_empty() {
             ui.label(
@@ -537,9 +653,35 @@ impl WeftApp {
             ui.colored_label(egui::Color32::from_rgb(255, 110, 110), e);
         }
         ui.separator();
-        let mut zoom = self.zoom;
-        self.viewport.ui(ui, &mut zoom);
-        self.zoom = zoom;
+        self.viewport.ui(ui);
+    }
+
+    /// "frame 12 · sim 3.1 ms/frame · display 60 fps": what each number measures.
+    pub fn rate_label(&self) -> String {
+        let frame = self.viewport.sim.as_ref().map(|s| s.frame).unwrap_or(0);
+        let sim = if self.viewport.frames_run > 0 {
+            format!("sim {:.2} ms/frame", self.viewport.frame_ms)
+        } else {
+            "sim —".to_string()
+        };
+        let display = match (self.frame_times.front(), self.frame_times.back()) {
+            (Some(a), Some(b)) if self.frame_times.len() > 1 && b > a => format!(
+                "display {:.0} fps",
+                (self.frame_times.len() - 1) as f64 / (b - a)
+            ),
+            _ => "display —".to_string(),
+        };
+        format!(
+            "frame {}  ·  {}  ·  {}{}",
+            frame,
+            sim,
+            display,
+            if self.viewport.compiling() {
+                "  ·  compiling…"
+            } else {
+                ""
+            }
+        )
     }
 
     fn inspector(&mut self, ui: &mut egui::Ui, commands: &mut Vec<Command>) {
@@ -666,10 +808,18 @@ impl WeftApp {
             commands: vec![],
             search: &mut self.search,
         };
-        egui::Window::new(format!("expression · {}", id))
+        let mut layout = false;
+        let shown = egui::Window::new(format!("expression · {}", id))
             .open(&mut open)
-            .default_size([640.0, 420.0])
+            .default_size([720.0, 460.0])
             .show(ctx, |ui| {
+                if ui
+                    .button("Auto layout")
+                    .on_hover_text("place the nodes in columns by data flow (one undo step)")
+                    .clicked()
+                {
+                    layout = true;
+                }
                 snarl.show(
                     &mut viewer,
                     &egui_snarl::ui::SnarlStyle::default(),
@@ -678,6 +828,27 @@ impl WeftApp {
                 );
             });
         commands.append(&mut viewer.commands);
+        let released_here = ctx.input(|i| i.pointer.any_released())
+            && shown
+                .as_ref()
+                .zip(ctx.input(|i| i.pointer.interact_pos()))
+                .is_some_and(|(w, p)| w.response.rect.contains(p));
+        if layout {
+            commands.push(Command::SetParam {
+                node: id.clone(),
+                param: "expr".into(),
+                value: expr_view::auto_layout(&expr),
+            });
+        } else if released_here && commands.is_empty() {
+            // A node dragged in the nested editor keeps its place (one undo step per drag).
+            if let Some(moved) = expr_view::with_positions(&expr, &snarl) {
+                commands.push(Command::SetParam {
+                    node: id.clone(),
+                    param: "expr".into(),
+                    value: moved,
+                });
+            }
+        }
         if open {
             self.open_expr = Some((id, snarl, self.model.revision));
         }
@@ -772,8 +943,20 @@ impl WeftApp {
         egui::ScrollArea::vertical()
             .max_height(140.0)
             .show(ui, |ui| {
-                if self.model.problems.is_empty() {
+                if self.model.problems.is_empty() && self.model.warnings.is_empty() {
                     ui.weak("No problems.");
+                }
+                for w in self.model.warnings.clone() {
+                    let r = ui.add(
+                        egui::Label::new(
+                            egui::RichText::new(w.to_string())
+                                .color(egui::Color32::from_rgb(240, 200, 90)),
+                        )
+                        .sense(egui::Sense::click()),
+                    );
+                    if r.clicked() {
+                        self.selected = Some(w.node().to_string());
+                    }
                 }
                 for p in self.model.problems.clone() {
                     let r = ui.add(
@@ -796,12 +979,13 @@ impl WeftApp {
     fn dialogs(&mut self, ctx: &egui::Context) {
         if let Some(p) = self.confirm.take() {
             let mut keep = true;
+            let mut save = false;
             egui::Modal::new(egui::Id::new("unsaved")).show(ctx, |ui| {
                 ui.label("The graph has unsaved changes.");
                 ui.horizontal(|ui| {
                     if ui.button("Save").clicked() {
-                        self.save(false);
                         keep = false;
+                        save = true;
                     }
                     if ui.button("Discard").clicked() {
                         self.model.dirty = false;
@@ -813,7 +997,12 @@ impl WeftApp {
                     }
                 });
             });
-            if keep {
+            if save {
+                // New / Open go on once the graph is written (maybe after a
+                // file dialog, which opens next frame: the closing modal
+                // would refuse its file name field the keyboard focus).
+                self.save_after_prompt = Some(p);
+            } else if keep {
                 self.confirm = Some(p);
             } else if !self.model.dirty {
                 self.do_pending(p);
@@ -876,6 +1065,14 @@ impl WeftApp {
 impl eframe::App for WeftApp {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         let ctx = ui.ctx().clone();
+        let now = ctx.input(|i| i.time);
+        self.frame_times.push_back(now);
+        while self.frame_times.len() > 60 {
+            self.frame_times.pop_front();
+        }
+        if let Some(p) = self.save_after_prompt.take() {
+            self.save(false, Some(p));
+        }
         self.shortcuts(&ctx);
         self.model.apply_pending();
         if self.snarl_revision != self.model.revision
@@ -891,8 +1088,9 @@ impl eframe::App for WeftApp {
             base,
             !self.model.problems.is_empty(),
         );
-        self.viewport.update(&ctx);
-        let now = ctx.input(|i| i.time);
+        if let Some(msg) = self.viewport.update(&ctx) {
+            self.status = msg;
+        }
         self.autosave(now);
 
         let mut commands = Vec::new();
@@ -903,23 +1101,44 @@ impl eframe::App for WeftApp {
                 ui.label(egui::RichText::new("Problems").strong());
                 self.problems_panel(ui);
             });
-        egui::Panel::right("side")
+        // The status line: what the last action did (saved, refused, recompiled).
+        egui::Panel::bottom("status").show(ui, |ui| {
+            let text = if self.status.is_empty() {
+                egui::RichText::new("ready").weak()
+            } else {
+                egui::RichText::new(&self.status).color(egui::Color32::from_rgb(255, 200, 120))
+            };
+            ui.add(egui::Label::new(text).truncate());
+        });
+        let side = egui::Panel::right("side")
             .resizable(true)
-            .default_size(520.0)
+            .default_size(self.prefs.side_width)
+            .min_size(320.0)
             .show(ui, |ui| {
-                egui::Panel::top("inspector")
+                let inspector = egui::Panel::top("inspector")
                     .resizable(true)
-                    .default_size(260.0)
+                    .default_size(self.prefs.inspector_height)
+                    .min_size(160.0)
+                    .max_size((ui.available_height() - 160.0).max(160.0))
                     .show(ui, |ui| {
                         egui::ScrollArea::vertical()
+                            .auto_shrink([false, false])
                             .show(ui, |ui| self.inspector(ui, &mut commands));
                     });
                 egui::CentralPanel::default().show(ui, |ui| self.viewport_panel(ui));
+                inspector.response.rect.height()
             });
+        self.prefs.note(
+            side.response.rect.width(),
+            side.inner,
+            &self.config_dir(),
+            now,
+        );
         let graph_id = self.graph_id();
         let selection = self.selection(&ctx);
         let live_frames = self.frames.live(&self.model.doc.frames);
         let selected_frame = self.frames.selected.clone();
+        let set_transform = self.next_transform(&ctx, &selection);
         egui::CentralPanel::default().show(ui, |ui| {
             self.graph_rect = ui.max_rect();
             let mut viewer = GraphViewer {
@@ -934,6 +1153,7 @@ impl eframe::App for WeftApp {
                 frames: &live_frames,
                 selected_frame: selected_frame.as_deref(),
                 selection: &selection,
+                set_transform,
             };
             let response = egui_snarl::ui::SnarlWidget::new()
                 .id(graph_id)
@@ -977,9 +1197,6 @@ impl eframe::App for WeftApp {
                 self.status = why;
                 self.refusal_until = now + 2.5;
             }
-            if !self.status.is_empty() {
-                ui.colored_label(egui::Color32::from_rgb(255, 200, 120), &self.status);
-            }
         });
         // Node moves are committed when the pointer is released (one undo step per drag).
         if !ctx.input(|i| i.pointer.any_down()) {
@@ -1009,9 +1226,66 @@ impl eframe::App for WeftApp {
         self.code_window(&ctx, &mut commands);
         self.expr_window(&ctx, &mut commands);
         self.dialogs(&ctx);
+        if let Some((action, path)) = self.files.update(&ctx, &mut self.model.log) {
+            self.file_chosen(action, path);
+        } else if !self.files.is_open() && self.status == "choose where to save…" {
+            self.status = self.model.log.last().cloned().unwrap_or_default();
+        }
         for c in commands {
             self.model.push(c);
         }
         self.screenshot(&ctx);
+    }
+}
+
+impl WeftApp {
+    /// The node editor's view for this frame when it must change: a framing
+    /// request, the first fit of a newly opened graph (once its nodes have
+    /// been laid out, so their sizes count), or a Ctrl+wheel zoom step.
+    fn next_transform(
+        &mut self,
+        ctx: &egui::Context,
+        selection: &[String],
+    ) -> Option<egui::emath::TSTransform> {
+        let laid_out = !self.model.doc.nodes.is_empty()
+            && self
+                .model
+                .doc
+                .nodes
+                .iter()
+                .all(|n| self.node_rects.contains_key(&n.id));
+        if self.fit_frames > 0 && laid_out && self.graph_rect.is_positive() {
+            self.fit_frames -= 1;
+            self.nav.get_or_insert(NavRequest::FrameAll);
+            ctx.request_repaint();
+        }
+        if let Some(req) = self.nav.take() {
+            let ids: Vec<&String> = match req {
+                NavRequest::FrameSelected if !selection.is_empty() => selection.iter().collect(),
+                _ => self.model.doc.nodes.iter().map(|n| &n.id).collect(),
+            };
+            let rects = ids.iter().filter_map(|id| self.node_rects.get(*id));
+            if let Some(b) = graph_nav::bounds(rects) {
+                return Some(graph_nav::fit(b, self.graph_rect));
+            }
+        }
+        let notches = graph_nav::zoom_notches(ctx);
+        // egui spreads a wheel zoom over the next frames; only a pinch
+        // (`Event::Zoom`) is left to egui, the wheel zooms in our steps.
+        let pinch = ctx.input(|i| {
+            i.raw
+                .events
+                .iter()
+                .any(|e| matches!(e, egui::Event::Zoom(_)))
+        });
+        let zooming = !pinch && ctx.input(|i| i.zoom_delta() != 1.0);
+        let pointer = ctx.input(|i| i.pointer.hover_pos());
+        match pointer.filter(|p| self.graph_rect.contains(*p)) {
+            // egui's own Ctrl+wheel zoom is replaced by even steps about the pointer.
+            Some(at) if notches != 0.0 || zooming => {
+                Some(graph_nav::zoom_about(self.graph_to_screen, at, notches))
+            }
+            _ => None,
+        }
     }
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use weft_ir::graph::catalog::{self, PortType};
 use weft_ir::graph::document::{split_endpoint, FORMAT, VERSION};
 use weft_ir::graph::{
-    build_program, BuildOptions, FrameDoc, GraphDoc, GraphError, NodeDoc, WireDoc,
+    build_program, BuildOptions, FrameDoc, GraphDoc, GraphError, GraphWarning, NodeDoc, WireDoc,
 };
 
 #[derive(Clone, Debug, PartialEq)]
@@ -164,6 +164,11 @@ pub struct Model {
     pub revision: u64,
     /// Errors of the current document (from loading and validation), each naming its node.
     pub problems: Vec<GraphError>,
+    /// Warnings (e.g. a kernel that never runs): the graph still runs.
+    pub warnings: Vec<GraphWarning>,
+    /// Where an untitled copy came from (an example): relative files
+    /// (`init` data) resolve beside it, and the title names it.
+    pub origin: Option<PathBuf>,
     /// Messages for the log panel (refused wires, saves, ...).
     pub log: Vec<String>,
     undo: Vec<GraphDoc>,
@@ -192,6 +197,8 @@ impl Model {
             dirty: false,
             revision: 0,
             problems: vec![],
+            warnings: vec![],
+            origin: None,
             log: vec![],
             undo: vec![],
             redo: vec![],
@@ -214,6 +221,40 @@ impl Model {
                 ));
                 m
             }
+        }
+    }
+
+    /// Opens a file as an untitled copy (examples): saving asks for a new
+    /// name, so the shipped file is never overwritten.
+    pub fn open_copy(path: &Path) -> Model {
+        let mut m = Model::open(path);
+        if m.path.take().is_some() {
+            m.origin = Some(path.to_path_buf());
+            m.validate();
+        }
+        m
+    }
+
+    /// The folder that relative paths in the document resolve against.
+    pub fn base_dir(&self) -> Option<PathBuf> {
+        self.path
+            .as_ref()
+            .or(self.origin.as_ref())
+            .and_then(|p| p.parent())
+            .map(Path::to_path_buf)
+    }
+
+    /// What the title bar shows: the file, or "untitled" (and what it copies).
+    pub fn title(&self) -> String {
+        match (&self.path, &self.origin) {
+            (Some(p), _) => p.display().to_string(),
+            (None, Some(o)) => format!(
+                "untitled (copy of {})",
+                o.file_name()
+                    .map(|f| f.to_string_lossy())
+                    .unwrap_or_default()
+            ),
+            (None, None) => "untitled".into(),
         }
     }
 
@@ -271,16 +312,12 @@ impl Model {
 
     /// Re-validates the document (build only; compiling happens in the viewport).
     pub fn validate(&mut self) {
-        let base_dir = self
-            .path
-            .as_ref()
-            .and_then(|p| p.parent())
-            .map(Path::to_path_buf)
-            .unwrap_or_default();
+        let base_dir = self.base_dir().unwrap_or_default();
         self.problems = match build_program(&self.doc, &BuildOptions { base_dir }) {
             Ok(_) => vec![],
             Err(e) => e.0,
         };
+        self.warnings = weft_ir::graph::lint::warnings(&self.doc);
     }
 
     /// Problems that name `node`.
@@ -417,8 +454,8 @@ impl Model {
                 let id = self.fresh_id(&kind);
                 let mut params = serde_json::Map::new();
                 if k.name == "kernel" {
-                    params.insert("range".into(), Value::from(vec![64]));
-                    params.insert("code".into(), Value::from("fn kernel(i: i32) {\n}\n"));
+                    params.insert("range".into(), Value::from(vec![64, 64]));
+                    params.insert("code".into(), Value::from(kernel_template(2)));
                 }
                 if k.name == "dense" {
                     params.insert("shape".into(), Value::from(vec![64, 64]));
@@ -478,6 +515,20 @@ impl Model {
                     .ok_or_else(|| format!("no node '{}'", node))?;
                 if n.params.get(&param) == Some(&value) {
                     return Ok(false);
+                }
+                // A kernel whose code is still an untouched template follows
+                // its range: two axes give `fn kernel(i: i32, j: i32)`.
+                if n.kind == "kernel" && param == "range" {
+                    let axes = value.as_array().map(Vec::len).unwrap_or(0);
+                    let untouched = n
+                        .params
+                        .get("code")
+                        .and_then(Value::as_str)
+                        .is_some_and(|c| (1..=3).any(|a| c == kernel_template(a)));
+                    if untouched && (1..=3).contains(&axes) {
+                        n.params
+                            .insert("code".into(), Value::from(kernel_template(axes)));
+                    }
                 }
                 if value.is_null() {
                     n.params.remove(&param);
@@ -560,6 +611,30 @@ impl Model {
             }
         }
     }
+}
+
+/// The code a new kernel starts from: an entry taking one index per axis of
+/// its loop, with a commented example of reading and writing fields.
+pub fn kernel_template(axes: usize) -> String {
+    let idx = ["i", "j", "k"];
+    let params: Vec<String> = idx[..axes.clamp(1, 3)]
+        .iter()
+        .map(|v| format!("{}: i32", v))
+        .collect();
+    let at = if axes <= 1 {
+        "i".to_string()
+    } else {
+        format!("({})", idx[..axes.min(3)].join(", "))
+    };
+    format!(
+        "// Runs once per cell of the kernel's range, in parallel.\n\
+         // Every field you read or write becomes an input pin; wire a field to it.\n\
+         // For example:\n\
+         //     let v = src[{at}];\n\
+         //     dst[{at}] = 0.5 * v;\n\
+         fn kernel({}) {{\n}}\n",
+        params.join(", ")
+    )
 }
 
 fn describe(k: PinKind) -> &'static str {

@@ -21,6 +21,10 @@ pub fn param_editors(
         return;
     };
     for spec in kind.params {
+        // A code kernel has no expression body: no empty `expr` row.
+        if spec.ty == ParamType::Expr && doc.params.get(spec.name).is_none_or(Value::is_null) {
+            continue;
+        }
         let value = doc
             .params
             .get(spec.name)
@@ -154,10 +158,9 @@ fn param_widget(
             (cur != before).then(|| Value::from(cur))
         }
         ParamType::String => {
-            let mut s = v.as_str().unwrap_or("").to_string();
-            let r = ui.add(egui::TextEdit::singleline(&mut s).desired_width(90.0));
-            r.lost_focus()
-                .then(|| {
+            let committed = v.as_str().unwrap_or("");
+            text_field(ui, (&doc.id, spec.name, "text"), committed, 110.0)
+                .map(|s| {
                     if s.is_empty() {
                         Value::Null
                     } else {
@@ -171,12 +174,30 @@ fn param_widget(
                 .as_array()
                 .map(|a| a.iter().filter_map(Value::as_i64).collect())
                 .unwrap_or_default();
+            if v.is_null() {
+                return ui
+                    .small_button("set")
+                    .on_hover_text("give this node an extent")
+                    .clicked()
+                    .then(|| Value::from(vec![64, 64]));
+            }
             let mut changed = false;
             for d in dims.iter_mut() {
                 changed |= ui.add(egui::DragValue::new(d).range(1..=1 << 20)).changed();
             }
-            if v.is_null() && ui.small_button("set").clicked() {
-                return Some(Value::from(vec![64]));
+            // Layouts and loops take 1 to 3 axes.
+            if dims.len() < 3 && ui.small_button("+").on_hover_text("add an axis").clicked() {
+                dims.push(*dims.last().unwrap_or(&64));
+                changed = true;
+            }
+            if dims.len() > 1
+                && ui
+                    .small_button("−")
+                    .on_hover_text("remove the last axis")
+                    .clicked()
+            {
+                dims.pop();
+                changed = true;
             }
             changed.then(|| Value::from(dims))
         }
@@ -237,13 +258,10 @@ fn param_widget(
             None
         }
         ParamType::Scalars => {
-            if let Some(nv) = ui.vertical(|ui| scalar_rows(ui, v)).inner {
-                return Some(nv);
-            }
             if compact {
-                return None;
+                return ui.vertical(|ui| scalar_rows(ui, v)).inner;
             }
-            json_text(ui, doc, spec, v)
+            ui.vertical(|ui| scalar_table(ui, &doc.id, v)).inner
         }
         ParamType::Init => {
             if compact {
@@ -282,4 +300,235 @@ fn json_text(ui: &mut Ui, doc: &NodeDoc, spec: &ParamSpec, v: &Value) -> Option<
         }
     }
     None
+}
+
+/// A single-line text field whose typed text lives in egui's memory while it
+/// has focus (so the document's value, re-read every frame, does not wipe
+/// the keystrokes). Returns the text when the edit is committed: on Enter or
+/// when focus leaves the field.
+pub fn text_field(
+    ui: &mut Ui,
+    salt: impl std::hash::Hash + std::fmt::Debug,
+    committed: &str,
+    width: f32,
+) -> Option<String> {
+    let id = ui.id().with(salt);
+    let mut text = ui
+        .data_mut(|d| d.get_temp::<String>(id))
+        .unwrap_or_else(|| committed.to_string());
+    let r = ui.add(
+        egui::TextEdit::singleline(&mut text)
+            .id(id.with("edit"))
+            .desired_width(width),
+    );
+    if r.has_focus() {
+        ui.data_mut(|d| d.insert_temp(id, text.clone()));
+    }
+    if r.lost_focus() {
+        ui.data_mut(|d| d.remove::<String>(id));
+        return (text != committed).then_some(text);
+    }
+    None
+}
+
+/// The scalar types a kernel scalar can declare.
+const SCALAR_TYPES: [&str; 3] = ["f32", "i32", "u32"];
+
+/// The inspector's editor of kernel scalars: one row per scalar with its
+/// name, type, default, optional min / max and doc, a button to remove it,
+/// and one to add a new one. Every scalar is written back in the object
+/// form (`{"type", "default", "min", "max", "doc"}`), which the loader
+/// documents and checks. Returns the whole new `scalars` object on a change.
+fn scalar_table(ui: &mut Ui, node: &str, scalars: &Value) -> Option<Value> {
+    let map = scalars.as_object().cloned().unwrap_or_default();
+    let mut out: Option<Map<String, Value>> = None;
+    egui::Grid::new((node, "scalars"))
+        .num_columns(7)
+        .spacing([6.0, 4.0])
+        .show(ui, |ui| {
+            for h in ["name", "type", "default", "min", "max", "doc", ""] {
+                ui.weak(h);
+            }
+            ui.end_row();
+            for (name, decl) in &map {
+                let mut d = object_form(decl);
+                let mut changed = false;
+                let mut rename = None;
+                if let Some(new) = text_field(ui, (node, name, "name"), name, 70.0) {
+                    rename = Some(new);
+                }
+                let mut ty = d["type"].as_str().unwrap_or("f32").to_string();
+                egui::ComboBox::from_id_salt((node, name, "type"))
+                    .width(48.0)
+                    .selected_text(&ty)
+                    .show_ui(ui, |ui| {
+                        for t in SCALAR_TYPES {
+                            changed |= ui.selectable_value(&mut ty, t.to_string(), t).changed();
+                        }
+                    });
+                let int = ty != "f32";
+                d.insert("type".into(), Value::from(ty.as_str()));
+                let lo = d.get("min").and_then(Value::as_f64);
+                let hi = d.get("max").and_then(Value::as_f64);
+                let range = (lo.unwrap_or(f64::MIN), hi.unwrap_or(f64::MAX));
+                let mut default = d.get("default").and_then(Value::as_f64).unwrap_or(0.0);
+                let r = if int {
+                    let mut x = default as i64;
+                    let r = ui.add(egui::DragValue::new(&mut x).range(
+                        range.0.max(i32::MIN as f64) as i64..=range.1.min(u32::MAX as f64) as i64,
+                    ));
+                    default = x as f64;
+                    r
+                } else {
+                    ui.add(
+                        egui::DragValue::new(&mut default)
+                            .speed(0.01)
+                            .range(range.0..=range.1),
+                    )
+                };
+                if r.changed() {
+                    d.insert("default".into(), number_value(default, int));
+                    changed = true;
+                }
+                for (key, bound) in [("min", lo), ("max", hi)] {
+                    ui.horizontal(|ui| {
+                        let mut on = bound.is_some();
+                        if ui
+                            .checkbox(&mut on, "")
+                            .on_hover_text(format!("bounded {}", key))
+                            .changed()
+                        {
+                            if on {
+                                let x = if key == "min" {
+                                    default.min(0.0)
+                                } else {
+                                    default.max(1.0)
+                                };
+                                d.insert(key.into(), number_value(x, int));
+                            } else {
+                                d.remove(key);
+                            }
+                            changed = true;
+                        }
+                        if let Some(mut x) = bound {
+                            if ui
+                                .add(egui::DragValue::new(&mut x).speed(if int {
+                                    1.0
+                                } else {
+                                    0.01
+                                }))
+                                .changed()
+                            {
+                                d.insert(key.into(), number_value(x, int));
+                                changed = true;
+                            }
+                        }
+                    });
+                }
+                let doc = d
+                    .get("doc")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                if let Some(new) = text_field(ui, (node, name, "doc"), &doc, 120.0) {
+                    if new.is_empty() {
+                        d.remove("doc");
+                    } else {
+                        d.insert("doc".into(), Value::from(new));
+                    }
+                    changed = true;
+                }
+                let remove = ui
+                    .small_button("🗑")
+                    .on_hover_text(format!("remove scalar '{}'", name))
+                    .clicked();
+                ui.end_row();
+                if changed || rename.is_some() || remove {
+                    keep_in_range(&mut d, int);
+                    let m = out.get_or_insert_with(|| map.clone());
+                    if remove {
+                        m.remove(name);
+                    } else if let Some(new) = rename.filter(|n| !n.is_empty() && !m.contains_key(n))
+                    {
+                        // Keep the order of the rows: rebuild the map with the new key in place.
+                        let old = std::mem::take(m);
+                        for (k, val) in old {
+                            if &k == name {
+                                m.insert(new.clone(), Value::Object(d.clone()));
+                            } else {
+                                m.insert(k, val);
+                            }
+                        }
+                    } else {
+                        m.insert(name.clone(), Value::Object(d));
+                    }
+                }
+            }
+        });
+    if ui.button("+ Add scalar").clicked() {
+        let m = out.get_or_insert_with(|| map.clone());
+        let name = (1..)
+            .map(|k| format!("s{}", k))
+            .find(|n| !m.contains_key(n))
+            .expect("unbounded");
+        m.insert(name, serde_json::json!({"type": "f32", "default": 0.0}));
+    }
+    out.map(Value::Object)
+}
+
+/// A scalar declaration in its object form.
+fn object_form(decl: &Value) -> Map<String, Value> {
+    match decl {
+        Value::Object(d) => {
+            let mut d = d.clone();
+            d.entry("type").or_insert(Value::from("f32"));
+            d
+        }
+        Value::Number(n) if n.is_i64() || n.is_u64() => {
+            let mut d = Map::new();
+            d.insert("type".into(), Value::from("i32"));
+            d.insert("default".into(), decl.clone());
+            d
+        }
+        _ => {
+            let mut d = Map::new();
+            d.insert("type".into(), Value::from("f32"));
+            d.insert("default".into(), Value::from(decl.as_f64().unwrap_or(0.0)));
+            d
+        }
+    }
+}
+
+fn number_value(x: f64, int: bool) -> Value {
+    if int {
+        Value::from(x.round() as i64)
+    } else {
+        Value::from(x)
+    }
+}
+
+/// Keeps a declaration the loader accepts after an edit: integer values for
+/// integer types, u32 not negative, min ≤ max, and the default inside.
+fn keep_in_range(d: &mut Map<String, Value>, int: bool) {
+    let u = d.get("type").and_then(Value::as_str) == Some("u32");
+    let get = |d: &Map<String, Value>, k: &str| d.get(k).and_then(Value::as_f64);
+    let fix = |x: f64| if u { x.max(0.0) } else { x };
+    let mut lo = get(d, "min").map(fix);
+    let hi = get(d, "max").map(fix);
+    if let (Some(l), Some(h)) = (lo, hi) {
+        if l > h {
+            lo = Some(h);
+        }
+    }
+    for (k, b) in [("min", lo), ("max", hi)] {
+        if let Some(b) = b {
+            d.insert(k.into(), number_value(b, int));
+        }
+    }
+    if let Some(x) = get(d, "default") {
+        let x = fix(x)
+            .max(lo.unwrap_or(f64::NEG_INFINITY))
+            .min(hi.unwrap_or(f64::INFINITY));
+        d.insert("default".into(), number_value(x, int));
+    }
 }

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
 use weft_ir::graph::{build_program, BuildOptions, GraphDoc};
+use weft_ir::ir::{FieldId, View};
 use weft_runtime::gpu::GpuContext;
 use weft_runtime::gpu_render::GpuViewRenderer;
 use weft_runtime::{Backend, SimOptions, Simulation};
@@ -50,6 +51,29 @@ pub struct Viewport {
     /// Show one view at a time (`tab` picks it) instead of tiling them all.
     pub tabbed: bool,
     pub tab: usize,
+    /// Zoom and pan of each view, by view node id.
+    pub view_nav: std::collections::HashMap<String, ViewNav>,
+    /// Field values read back for the pixel readout and colour bars, with
+    /// the frame they are from (refreshed at most a few times a second).
+    probe: std::collections::HashMap<FieldId, (i32, f64, Vec<u32>)>,
+    /// The value under the pointer, as the readout shows it.
+    pub readout: Option<String>,
+}
+
+/// One view's zoom (1 = fit the tile) and pan (points).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ViewNav {
+    pub zoom: f32,
+    pub pan: egui::Vec2,
+}
+
+impl Default for ViewNav {
+    fn default() -> ViewNav {
+        ViewNav {
+            zoom: 1.0,
+            pan: egui::Vec2::ZERO,
+        }
+    }
 }
 
 fn without_scalars(doc: &GraphDoc) -> GraphDoc {
@@ -90,7 +114,27 @@ impl Viewport {
             needs_draw: false,
             tabbed: false,
             tab: 0,
+            view_nav: Default::default(),
+            probe: Default::default(),
+            readout: None,
         }
+    }
+
+    /// Forgets the running simulation and what it was built from: another
+    /// document takes over, and it must be built even if its revision number
+    /// equals the old one's.
+    pub fn clear(&mut self) {
+        self.sim = None;
+        self.renderer = None;
+        self.textures.clear();
+        self.pending = None;
+        self.built_from = None;
+        self.error = None;
+        self.frame_ms = 0.0;
+        self.frames_run = 0;
+        self.probe.clear();
+        self.view_nav.clear();
+        self.readout = None;
     }
 
     pub fn has_gpu(&self) -> bool {
@@ -194,11 +238,19 @@ impl Viewport {
         self.built_from = Some((revision, doc.clone()));
     }
 
-    /// Swaps in a finished background build; steps when playing.
-    pub fn update(&mut self, ctx: &egui::Context) {
+    /// Swaps in a finished background build; steps when playing. Returns a
+    /// message for the status line when a rebuild replaced a running simulation.
+    pub fn update(&mut self, ctx: &egui::Context) -> Option<String> {
+        let mut status = None;
         if let Some((_, rx)) = &self.pending {
             match rx.try_recv() {
                 Ok(Ok((sim, renderer))) => {
+                    if self.sim.as_ref().is_some_and(|s| s.frame > 0) {
+                        status = Some("recompiled — restarted at frame 0".to_string());
+                    }
+                    self.frames_run = 0;
+                    self.frame_ms = 0.0;
+                    self.probe.clear();
                     self.sim = Some(sim);
                     self.renderer = renderer;
                     self.textures.clear();
@@ -224,6 +276,7 @@ impl Viewport {
         if self.needs_draw {
             self.draw(ctx);
         }
+        status
     }
 
     pub fn compiling(&self) -> bool {
@@ -359,8 +412,25 @@ impl Viewport {
         }
     }
 
-    /// Draws the views tiled in the available space, keeping aspect ratios; scroll to zoom.
-    pub fn ui(&mut self, ui: &mut egui::Ui, zoom: &mut f32) {
+    /// Field words of `f` for the readout and colour bar, read back at most
+    /// four times a second and only for views on screen.
+    fn probe(&mut self, f: FieldId, now: f64) -> Option<&[u32]> {
+        let sim = self.sim.as_ref()?;
+        let fresh = self
+            .probe
+            .get(&f)
+            .is_some_and(|(frame, at, _)| *frame == sim.frame || now - at < 0.25);
+        if !fresh {
+            let words = sim.read_field(f).ok()?;
+            self.probe.insert(f, (sim.frame, now, words));
+        }
+        self.probe.get(&f).map(|(_, _, w)| w.as_slice())
+    }
+
+    /// Draws the views tiled (or one tab) in the available space, each with
+    /// its own zoom (wheel) and pan (drag; double-click resets), a readout of
+    /// the field value under the pointer, and a colour bar for scalar images.
+    pub fn ui(&mut self, ui: &mut egui::Ui) {
         if self.textures.is_empty() {
             let msg = if self.compiling() {
                 "compiling…"
@@ -383,41 +453,204 @@ impl Viewport {
                 ui.separator();
             }
             if ui
-                .button(format!("{:.0}%", *zoom * 100.0))
-                .on_hover_text("Scroll over the views to zoom, drag to pan; click to fit")
+                .button("Fit views")
+                .on_hover_text("Wheel over a view zooms it, drag pans it, double-click fits it")
                 .clicked()
             {
-                *zoom = 1.0;
+                self.view_nav.clear();
             }
         });
         self.tab = self.tab.min(self.textures.len() - 1);
-        let scroll = ui.input(|i| i.smooth_scroll_delta.y);
-        if ui.rect_contains_pointer(ui.max_rect()) && scroll != 0.0 {
-            *zoom = (*zoom * (1.0 + scroll * 0.002)).clamp(0.1, 20.0);
-        }
-        let shown: Vec<&ViewTexture> = if self.tabbed {
-            vec![&self.textures[self.tab]]
+        let shown: Vec<usize> = if self.tabbed {
+            vec![self.tab]
         } else {
-            self.textures.iter().collect()
+            (0..self.textures.len()).collect()
         };
-        // Zooming takes the wheel, so the area pans by dragging only.
-        egui::ScrollArea::both()
-            .scroll_source(
-                egui::scroll_area::ScrollSource::DRAG | egui::scroll_area::ScrollSource::SCROLL_BAR,
-            )
-            .show(ui, |ui| {
-                let avail = ui.available_width().max(64.0);
-                let n = shown.len() as f32;
-                ui.horizontal_wrapped(|ui| {
-                    for t in shown {
-                        let aspect = t.size[1] as f32 / t.size[0].max(1) as f32;
-                        let w = (avail / n.min(2.0) - 8.0).max(64.0) * *zoom;
-                        ui.vertical(|ui| {
-                            ui.label(&t.name);
-                            ui.image((t.id, egui::vec2(w, w * aspect)));
-                        });
-                    }
-                });
+        let now = ui.input(|i| i.time);
+        let avail = ui.available_width().max(64.0);
+        let n = shown.len() as f32;
+        let mut readout = None;
+        egui::ScrollArea::vertical().show(ui, |ui| {
+            ui.horizontal_wrapped(|ui| {
+                for k in shown {
+                    let w = (avail / n.min(2.0) - 8.0).max(64.0);
+                    ui.vertical(|ui| {
+                        if let Some(r) = self.view_tile(ui, k, w, now) {
+                            readout = Some(r);
+                        }
+                    });
+                }
             });
+        });
+        self.readout = readout;
+    }
+
+    /// One view: its name, the image in a tile of width `w`, the readout and colour bar.
+    fn view_tile(&mut self, ui: &mut egui::Ui, k: usize, w: f32, now: f64) -> Option<String> {
+        let (id, size, name) = {
+            let t = &self.textures[k];
+            (t.id, t.size, t.name.clone())
+        };
+        let image = self.sim.as_ref().and_then(|s| {
+            s.program.views.iter().find_map(|v| match v {
+                View::Image {
+                    node_id,
+                    field,
+                    colormap,
+                    range,
+                } if *node_id == name => Some((*field, *colormap, *range)),
+                _ => None,
+            })
+        });
+        let nav = self.view_nav.entry(name.clone()).or_default();
+        ui.label(&name);
+        let aspect = size[1] as f32 / size[0].max(1) as f32;
+        let (tile, resp) =
+            ui.allocate_exact_size(egui::vec2(w, w * aspect), egui::Sense::click_and_drag());
+        if resp.dragged() {
+            nav.pan += resp.drag_delta();
+        }
+        if resp.double_clicked() {
+            *nav = ViewNav::default();
+        }
+        let hover = resp.hover_pos();
+        if let Some(p) = hover {
+            let scroll = ui.input(|i| i.smooth_scroll_delta.y);
+            if scroll != 0.0 {
+                // Zoom about the pointer: the image point under it stays put.
+                let old = nav.zoom;
+                nav.zoom = (old * (1.0 + scroll * 0.002)).clamp(0.25, 64.0);
+                let anchor = p - tile.min - nav.pan;
+                nav.pan -= anchor * (nav.zoom / old - 1.0);
+            }
+        }
+        let shown = egui::Rect::from_min_size(tile.min + nav.pan, tile.size() * nav.zoom);
+        let painter = ui.painter_at(tile);
+        painter.rect_filled(tile, 0.0, egui::Color32::from_gray(20));
+        painter.image(
+            id,
+            shown,
+            egui::Rect::from_min_max(egui::pos2(0.0, 0.0), egui::pos2(1.0, 1.0)),
+            egui::Color32::WHITE,
+        );
+        let zoom = nav.zoom;
+        let mut readout = None;
+        if let Some(p) = hover.filter(|p| shown.contains(*p)) {
+            let u = (p - shown.min) / shown.size();
+            let x = ((u.x * size[0] as f32) as u32).min(size[0].saturating_sub(1));
+            let row = ((u.y * size[1] as f32) as u32).min(size[1].saturating_sub(1));
+            let y = size[1] - 1 - row;
+            readout = Some(match image {
+                Some((field, ..)) => self.value_at(field, x, y, now),
+                None => format!("pixel ({}, {})", x, row),
+            });
+        }
+        ui.horizontal(|ui| {
+            ui.weak(format!("{:.0}%", zoom * 100.0));
+            if let Some(r) = &readout {
+                ui.monospace(r);
+            }
+        });
+        if let Some((field, map, range)) = image {
+            self.colour_bar(ui, field, map, range, w, now);
+        }
+        readout
+    }
+
+    /// "T[37, 80] = 0.4213" for the cell (x, y) of an image view's field.
+    fn value_at(&mut self, field: FieldId, x: u32, y: u32, now: f64) -> String {
+        let Some(sim) = self.sim.as_ref() else {
+            return String::new();
+        };
+        let f = &sim.program.fields[field];
+        let (fname, ty, h) = (f.name.clone(), f.ty, f.shape[1]);
+        let comps = ty.components();
+        let cell = (x * h + y) as usize;
+        let Some(words) = self.probe(field, now) else {
+            return format!("{}[{}, {}]", fname, x, y);
+        };
+        let show = |b: u32| match ty.scalar() {
+            Some(weft_ir::Scalar::I32) => format!("{}", b as i32),
+            Some(weft_ir::Scalar::U32) => format!("{}", b),
+            _ => format!("{:.4}", f32::from_bits(b)),
+        };
+        let vals: Vec<String> = (0..comps)
+            .filter_map(|c| words.get(cell * comps + c).copied())
+            .map(show)
+            .collect();
+        let v = if vals.len() == 1 {
+            vals[0].clone()
+        } else {
+            format!("({})", vals.join(", "))
+        };
+        format!("{}[{}, {}] = {}", fname, x, y, v)
+    }
+
+    /// The colormap of a scalar image view from its low to its high value.
+    fn colour_bar(
+        &mut self,
+        ui: &mut egui::Ui,
+        field: FieldId,
+        map: weft_ir::ir::Colormap,
+        range: Option<(f32, f32)>,
+        w: f32,
+        now: f64,
+    ) {
+        let Some(sim) = self.sim.as_ref() else { return };
+        let ty = sim.program.fields[field].ty;
+        if ty.components() != 1 {
+            return;
+        }
+        let (lo, hi) = match range {
+            Some(r) => r,
+            None => {
+                let Some(words) = self.probe(field, now) else {
+                    return;
+                };
+                let value = |b: u32| match ty.scalar() {
+                    Some(weft_ir::Scalar::I32) => b as i32 as f32,
+                    Some(weft_ir::Scalar::U32) => b as f32,
+                    _ => f32::from_bits(b),
+                };
+                let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);
+                for v in words.iter().map(|b| value(*b)).filter(|v| v.is_finite()) {
+                    lo = lo.min(v);
+                    hi = hi.max(v);
+                }
+                if lo > hi {
+                    (0.0, 1.0)
+                } else {
+                    (lo, hi)
+                }
+            }
+        };
+        let (bar, _) = ui.allocate_exact_size(egui::vec2(w, 10.0), egui::Sense::hover());
+        let steps = 64;
+        for s in 0..steps {
+            let t = s as f32 / (steps - 1) as f32;
+            let c = weft_runtime::render::colormap(map, t);
+            let x0 = bar.left() + bar.width() * s as f32 / steps as f32;
+            let x1 = bar.left() + bar.width() * (s + 1) as f32 / steps as f32;
+            ui.painter().rect_filled(
+                egui::Rect::from_min_max(egui::pos2(x0, bar.top()), egui::pos2(x1, bar.bottom())),
+                0.0,
+                egui::Color32::from_rgb(
+                    (c[0] * 255.0) as u8,
+                    (c[1] * 255.0) as u8,
+                    (c[2] * 255.0) as u8,
+                ),
+            );
+        }
+        ui.horizontal(|ui| {
+            ui.set_width(w);
+            ui.small(format!("{:.4}", lo));
+            ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+                ui.small(format!(
+                    "{:.4}{}",
+                    hi,
+                    if range.is_none() { "  (auto)" } else { "" }
+                ));
+            });
+        });
     }
 }

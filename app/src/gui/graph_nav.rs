@@ -1,0 +1,113 @@
+//! Where the node editor looks: frame all / frame selected, the fit a graph
+//! opens with, and Ctrl+wheel zoom in even steps.
+//!
+//! egui-snarl owns the view transform and reports it each frame through
+//! `SnarlViewer::current_transform`, where the viewer may replace it. This
+//! module computes the replacement; the viewer applies it.
+
+use egui::emath::TSTransform;
+use egui::{Pos2, Rect, Vec2};
+
+/// Zoom per wheel notch: ten notches go from 1:1 to about 4×.
+pub const ZOOM_STEP: f32 = 1.15;
+/// The editor's zoom limits (egui-snarl's defaults).
+pub const MIN_SCALE: f32 = 0.2;
+pub const MAX_SCALE: f32 = 2.0;
+/// Framing never magnifies past 1:1, so a small graph is not blown up.
+const FIT_MAX_SCALE: f32 = 1.0;
+/// Room around framed nodes, in screen points.
+const FIT_MARGIN: f32 = 24.0;
+
+/// The transform that shows `bounds` (graph space) centred in `screen`, as
+/// large as fits up to 1:1.
+pub fn fit(bounds: Rect, screen: Rect) -> TSTransform {
+    let avail = (screen.size() - Vec2::splat(2.0 * FIT_MARGIN)).max(Vec2::splat(1.0));
+    let size = bounds.size().max(Vec2::splat(1.0));
+    let scale = (avail.x / size.x)
+        .min(avail.y / size.y)
+        .clamp(MIN_SCALE, FIT_MAX_SCALE);
+    TSTransform::from_translation(screen.center().to_vec2() - bounds.center().to_vec2() * scale)
+        * TSTransform::from_scaling(scale)
+}
+
+/// The union of the given node rects (graph space); `None` when there are none.
+pub fn bounds<'a>(rects: impl IntoIterator<Item = &'a Rect>) -> Option<Rect> {
+    rects
+        .into_iter()
+        .copied()
+        .reduce(|a, b| a.union(b))
+        .filter(|r| r.is_finite())
+}
+
+/// Ctrl/Cmd+wheel notches this frame (positive zooms in). Wheel events in
+/// points count one notch per 50 points, as a typical mouse sends.
+pub fn zoom_notches(ctx: &egui::Context) -> f32 {
+    ctx.input(|i| {
+        i.raw
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                egui::Event::MouseWheel {
+                    unit,
+                    delta,
+                    modifiers,
+                    ..
+                } if modifiers.command || modifiers.ctrl => Some(match unit {
+                    egui::MouseWheelUnit::Line => delta.y,
+                    egui::MouseWheelUnit::Page => delta.y * 3.0,
+                    egui::MouseWheelUnit::Point => delta.y / 50.0,
+                }),
+                _ => None,
+            })
+            .sum()
+    })
+}
+
+/// `prev` zoomed by `notches` steps about the screen point `at`, within the limits.
+pub fn zoom_about(prev: TSTransform, at: Pos2, notches: f32) -> TSTransform {
+    let target = (prev.scaling * ZOOM_STEP.powf(notches)).clamp(MIN_SCALE, MAX_SCALE);
+    let k = target / prev.scaling;
+    TSTransform::from_translation(at.to_vec2())
+        * TSTransform::from_scaling(k)
+        * TSTransform::from_translation(-at.to_vec2())
+        * prev
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fit_centres_and_caps_at_one_to_one() {
+        let screen = Rect::from_min_size(Pos2::new(100.0, 50.0), Vec2::new(800.0, 600.0));
+        let small = Rect::from_min_size(Pos2::ZERO, Vec2::new(100.0, 100.0));
+        let t = fit(small, screen);
+        assert_eq!(t.scaling, 1.0);
+        assert!(((t * small.center()) - screen.center()).length() < 1e-3);
+        let wide = Rect::from_min_size(Pos2::new(-500.0, 0.0), Vec2::new(3000.0, 200.0));
+        let t = fit(wide, screen);
+        let shown = t * wide;
+        assert!(
+            screen.contains_rect(shown),
+            "{:?} inside {:?}",
+            shown,
+            screen
+        );
+        assert!((shown.width() - (800.0 - 2.0 * FIT_MARGIN)).abs() < 1e-2);
+    }
+
+    #[test]
+    fn zoom_steps_are_even_and_keep_the_point_under_the_pointer() {
+        let prev =
+            TSTransform::from_translation(Vec2::new(30.0, 40.0)) * TSTransform::from_scaling(0.5);
+        let at = Pos2::new(400.0, 300.0);
+        let before = prev.inverse() * at;
+        let mut t = prev;
+        for _ in 0..3 {
+            t = zoom_about(t, at, 1.0);
+        }
+        assert!((t.scaling - 0.5 * ZOOM_STEP.powi(3)).abs() < 1e-5);
+        assert!(((t.inverse() * at) - before).length() < 1e-3);
+        assert_eq!(zoom_about(prev, at, 100.0).scaling, MAX_SCALE);
+    }
+}

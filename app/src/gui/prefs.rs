@@ -1,0 +1,85 @@
+//! Window layout remembered between sessions: the side panel's width and
+//! the inspector's height, in `layout.json` in the configuration folder.
+
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Prefs {
+    pub side_width: f32,
+    pub inspector_height: f32,
+    /// Last time the sizes were written (s, app clock); not saved.
+    #[serde(skip)]
+    written_at: f64,
+    #[serde(skip)]
+    dirty: bool,
+}
+
+impl Default for Prefs {
+    fn default() -> Prefs {
+        Prefs {
+            side_width: 480.0,
+            inspector_height: 340.0,
+            written_at: f64::NEG_INFINITY,
+            dirty: false,
+        }
+    }
+}
+
+const FILE: &str = "layout.json";
+
+impl Prefs {
+    /// The remembered sizes, or the defaults when there are none (or they are unreadable).
+    pub fn load(config: &Path) -> Prefs {
+        std::fs::read_to_string(config.join(FILE))
+            .ok()
+            .and_then(|t| serde_json::from_str::<Prefs>(&t).ok())
+            .filter(|p| p.side_width.is_finite() && p.inspector_height.is_finite())
+            .unwrap_or_default()
+    }
+
+    /// Takes this frame's sizes; writes them (atomically, at most once a
+    /// second) once they have changed.
+    pub fn note(&mut self, side_width: f32, inspector_height: f32, config: &Path, now: f64) {
+        if (side_width - self.side_width).abs() > 0.5
+            || (inspector_height - self.inspector_height).abs() > 0.5
+        {
+            self.side_width = side_width;
+            self.inspector_height = inspector_height;
+            self.dirty = true;
+        }
+        if self.dirty && now - self.written_at > 1.0 {
+            self.written_at = now;
+            self.dirty = false;
+            let _ = std::fs::create_dir_all(config);
+            if let Ok(text) = serde_json::to_string_pretty(self) {
+                let _ = weft_ir::graph::document::write_atomic(&config.join(FILE), text.as_bytes());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changed_sizes_are_written_and_read_back() {
+        let dir = std::env::temp_dir().join(format!("weft-prefs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut p = Prefs::load(&dir);
+        assert_eq!(p, Prefs::default(), "nothing saved yet");
+        p.note(p.side_width, p.inspector_height, &dir, 0.0);
+        assert!(!dir.join(FILE).exists(), "unchanged sizes are not written");
+        p.note(555.0, 401.0, &dir, 0.1);
+        let back = Prefs::load(&dir);
+        assert_eq!((back.side_width, back.inspector_height), (555.0, 401.0));
+        std::fs::write(dir.join(FILE), "not json").unwrap();
+        assert_eq!(
+            Prefs::load(&dir),
+            Prefs::default(),
+            "a broken file is ignored"
+        );
+    }
+}
