@@ -16,7 +16,7 @@ pub const MAX_SCALE: f32 = 2.0;
 /// Framing never magnifies past 1:1, so a small graph is not blown up.
 const FIT_MAX_SCALE: f32 = 1.0;
 /// Room around framed nodes, in screen points.
-const FIT_MARGIN: f32 = 24.0;
+const FIT_MARGIN: f32 = 16.0;
 
 /// The transform that shows `bounds` (graph space) centred in `screen`, as
 /// large as fits up to 1:1.

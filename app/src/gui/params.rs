@@ -192,7 +192,7 @@ fn param_widget(
             }
             if dims.len() > 1
                 && ui
-                    .small_button("−")
+                    .small_button("-")
                     .on_hover_text("remove the last axis")
                     .clicked()
             {

@@ -19,7 +19,7 @@ pub struct Prefs {
 impl Default for Prefs {
     fn default() -> Prefs {
         Prefs {
-            side_width: 480.0,
+            side_width: 440.0,
             inspector_height: 340.0,
             written_at: f64::NEG_INFINITY,
             dirty: false,

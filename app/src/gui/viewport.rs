@@ -467,13 +467,26 @@ impl Viewport {
             (0..self.textures.len()).collect()
         };
         let now = ui.input(|i| i.time);
+        // What is under the pointer (last frame's), on a line that never scrolls away.
+        ui.monospace(
+            self.readout
+                .clone()
+                .unwrap_or_else(|| "hover a view to read its values".into()),
+        );
         let avail = ui.available_width().max(64.0);
+        let avail_h = ui.available_height();
         let n = shown.len() as f32;
         let mut readout = None;
         egui::ScrollArea::vertical().show(ui, |ui| {
             ui.horizontal_wrapped(|ui| {
                 for k in shown {
-                    let w = (avail / n.min(2.0) - 8.0).max(64.0);
+                    let size = self.textures[k].size;
+                    let aspect = size[1] as f32 / size[0].max(1) as f32;
+                    let rows = (n / 2.0).ceil().max(1.0);
+                    // As wide as the column allows, as tall as the panel allows (title and colour bar below).
+                    let w = (avail / n.min(2.0) - 8.0)
+                        .min((avail_h / rows - 64.0) / aspect)
+                        .max(64.0);
                     ui.vertical(|ui| {
                         if let Some(r) = self.view_tile(ui, k, w, now) {
                             readout = Some(r);
@@ -545,12 +558,7 @@ impl Viewport {
                 None => format!("pixel ({}, {})", x, row),
             });
         }
-        ui.horizontal(|ui| {
-            ui.weak(format!("{:.0}%", zoom * 100.0));
-            if let Some(r) = &readout {
-                ui.monospace(r);
-            }
-        });
+        ui.weak(format!("{:.0}%", zoom * 100.0));
         if let Some((field, map, range)) = image {
             self.colour_bar(ui, field, map, range, w, now);
         }
