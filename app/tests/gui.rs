@@ -335,6 +335,19 @@ fn expression_kernels_open_in_a_nested_editor() {
     h.state_mut().model.undo();
     h.run_steps(2);
     assert!(h.state().model.problems.is_empty());
+    // Auto layout places the body in data-flow columns, as one undo step.
+    let before = h.state().model.doc.node("colorize").unwrap().params["expr"].clone();
+    h.get_by_label("Auto layout").click();
+    h.run_steps(3);
+    let after = h.state().model.doc.node("colorize").unwrap().params["expr"].clone();
+    assert_eq!(after, gui::expr_view::auto_layout(&before));
+    assert!(!gui::expr_view::needs_layout(&after));
+    h.state_mut().model.undo();
+    h.run_steps(2);
+    assert_eq!(
+        h.state().model.doc.node("colorize").unwrap().params["expr"],
+        before
+    );
 }
 
 #[test]
@@ -1288,6 +1301,23 @@ fn a_new_kernel_starts_from_a_template_scalars_get_widgets_and_never_runs_is_a_w
         .expect("the inspector's + button")
         .click();
     h.run_steps(3);
+    // Rename the scalar in its name field; the rename keeps its declaration.
+    h.get(
+        egui_kittest::kittest::By::new()
+            .role(egui::accesskit::Role::TextInput)
+            .value("s1"),
+    )
+    .focus();
+    h.run_steps(2);
+    h.key_press_modifiers(Modifiers::COMMAND, egui::Key::A);
+    h.event(Event::Text("rate".into()));
+    h.step();
+    h.key_press(egui::Key::Enter);
+    h.run_steps(3);
+    assert_eq!(
+        h.state().model.doc.node("kernel1").unwrap().params["scalars"],
+        serde_json::json!({"rate": {"type": "f32", "default": 0.0}})
+    );
     let k = h.state().model.doc.node("kernel1").unwrap().clone();
     assert_eq!(k.params["range"], serde_json::json!([64, 64, 64]));
     assert!(k.params["code"]
