@@ -119,7 +119,7 @@ pub struct IrArgs {
     /// Only this kernel node.
     #[arg(long)]
     pub kernel: Option<String>,
-    /// Pipeline stage: front, inline, const_fold, simplify, lower_access, final.
+    /// Pipeline stage: front, inline, const_fold, simplify, lower_access, final, legalize.
     #[arg(long, default_value = "final")]
     pub stage: String,
 }

@@ -7,7 +7,7 @@ use std::io::IsTerminal;
 use std::path::Path;
 use weft_ir::graph::catalog;
 use weft_ir::ir::print_program;
-use weft_ir::passes::{run_pipeline, PassOptions, STAGES};
+use weft_ir::passes::{run_pipeline, PassOptions, Stage};
 use weft_runtime::load::{load_program, Overrides};
 use weft_runtime::memory::field_to_npy;
 use weft_runtime::{RuntimeError, SimOptions, Simulation};
@@ -162,14 +162,15 @@ pub fn check(a: CheckArgs) -> i32 {
 }
 
 pub fn ir(a: IrArgs) -> i32 {
-    if !STAGES.contains(&a.stage.as_str()) {
+    let Some(stage) = Stage::parse(&a.stage) else {
+        let names: Vec<&str> = Stage::ALL.iter().map(|s| s.name()).collect();
         eprintln!(
             "error: unknown stage '{}'; stages: {}",
             a.stage,
-            STAGES.join(", ")
+            names.join(", ")
         );
         return 2;
-    }
+    };
     let r = load_program(&a.graph, &Overrides::default()).and_then(|(_, mut p)| {
         if let Some(k) = &a.kernel {
             if p.kernel_by_name(k).is_none() {
@@ -185,7 +186,7 @@ pub fn ir(a: IrArgs) -> i32 {
             validate: true,
             ..Default::default()
         };
-        run_pipeline(&mut p, &opts, Some(&a.stage)).map_err(|e| RuntimeError::Compile {
+        run_pipeline(&mut p, &opts, Some(stage)).map_err(|e| RuntimeError::Compile {
             node: e.kernel.clone(),
             message: e.to_string(),
         })?;

@@ -148,12 +148,10 @@ pub enum Op {
         value: Slot,
         cmp: Slot,
     },
-    BoundsCheck {
-        index: Slot,
-        extent: u32,
-        field: u32,
-        axis: u32,
-        span: Span,
+    /// Fails the invocation at `CpuKernel::fault_sites[site]`, reporting the word in `value`.
+    Trap {
+        site: u32,
+        value: Slot,
     },
     Jump {
         target: u32,
@@ -163,8 +161,8 @@ pub enum Op {
         target: u32,
     },
     /// Starts a range loop: `counter = begin` and the trip count (a u64 in
-    /// `remaining`, `remaining + 1`) computed without overflow; a step that
-    /// is not positive is a fault at `span`.
+    /// `remaining`, `remaining + 1`) computed without overflow. Legalized IR
+    /// has already trapped on a step that is not positive.
     ForInit {
         signed: bool,
         inclusive: bool,
@@ -173,7 +171,6 @@ pub enum Op {
         end: Slot,
         step: Slot,
         remaining: Slot,
-        span: Span,
     },
     /// Jumps to `target` when no iterations remain.
     ForTest {
@@ -215,6 +212,8 @@ pub struct CpuKernel {
     pub functions: Vec<CpuFunction>,
     /// Root layout index (in `Program::layouts`) of each buffer slot `root` in ops.
     pub roots: Vec<LayoutId>,
+    /// What each `Op::Trap` reports (the kernel's legalized fault sites).
+    pub fault_sites: Vec<FaultSite>,
 }
 
 pub fn compile_kernel(program: &Program, kernel: &Kernel) -> Result<CpuKernel, CodegenError> {
@@ -230,6 +229,7 @@ pub fn compile_kernel(program: &Program, kernel: &Kernel) -> Result<CpuKernel, C
         entry,
         functions,
         roots,
+        fault_sites: kernel.fault_sites.clone(),
     })
 }
 
@@ -480,6 +480,9 @@ impl Ctx<'_> {
                     });
                 }
             }
+            InstKind::Builtin(Builtin::Determinant | Builtin::Inverse, _) => {
+                return Err(self.err(h, "a matrix built-in reached codegen; legalize did not run"))
+            }
             InstKind::Builtin(b, args) => {
                 let at = ts(self, args[0]);
                 match b.shape() {
@@ -536,19 +539,12 @@ impl Ctx<'_> {
                     n: vn,
                 });
             }
-            InstKind::BoundsCheck {
-                field,
-                axis,
-                index,
-                extent,
-            } => {
-                self.ops.push(Op::BoundsCheck {
-                    index: self.slot(*index),
-                    extent: *extent,
-                    field: field.index() as u32,
-                    axis: *axis,
-                    span: inst.span,
-                });
+            InstKind::Trap { site, value } => self.ops.push(Op::Trap {
+                site: *site,
+                value: self.slot(*value),
+            }),
+            InstKind::BoundsCheck { .. } => {
+                return Err(self.err(h, "a bounds check reached codegen; legalize did not run"))
             }
             InstKind::BufLoad { root, addr } => {
                 let r = self.root(*root);
@@ -636,7 +632,6 @@ impl Ctx<'_> {
                     end: self.slot(*end),
                     step: self.slot(*step),
                     remaining,
-                    span: inst.span,
                 });
                 let head = self.ops.len();
                 self.ops.push(Op::ForTest {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use weft_codegen::gpu::{
     compile_kernel, GpuKernel, GpuOptions, RECORD_HEADER_WORDS, WORKGROUP_SIZE,
 };
-use weft_ir::graph::build::root_words;
+use weft_ir::ir::layout::root_words;
 use weft_ir::ir::*;
 
 /// Which adapters `GpuContext::new` accepts.
@@ -663,31 +663,17 @@ impl GpuEngine {
             return Ok(());
         }
         self.ctx.queue.write_buffer(&self.errors, 0, &[0u8; 16]);
-        // Which kernel: the first in this part whose code has that check id.
+        // Which kernel: the first in this part that has that fault site
+        // (the shader stores the site + 1).
+        let site = (code - 1) as usize;
         for &(k, _, _) in part {
-            let c = &self.kernels[k.index()].cached.code;
-            let name = &program.kernels[k].name;
-            // The shader stores the fault id + 1; step faults have the top bit set.
-            let id = code - 1;
-            if id & 0x8000_0000 != 0 {
-                if let Some(s) = c.step_faults.get((id & 0x7fff_ffff) as usize) {
-                    return Err(RuntimeError::Kernel {
-                        node: name.clone(),
-                        line: s.line,
-                        col: s.col,
-                        message: format!("`step_by` needs a positive step, got {}", value as i32),
-                    });
-                }
-            } else if let Some(s) = c.checks.get(id as usize) {
-                let field = &program.fields[s.field].name;
+            let kernel = &program.kernels[k];
+            if let Some(s) = kernel.fault_sites.get(site) {
                 return Err(RuntimeError::Kernel {
-                    node: name.clone(),
+                    node: kernel.name.clone(),
                     line: s.span.line,
                     col: s.span.col,
-                    message: format!(
-                        "index {} is out of bounds for axis {} of field '{}' (extent {})",
-                        value as i32, s.axis, field, s.extent
-                    ),
+                    message: s.message(program, value),
                 });
             }
         }

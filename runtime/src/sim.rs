@@ -358,7 +358,7 @@ impl Simulation {
             Engine::Cpu { memory, .. } => Ok(memory.read_field(&self.program, f)),
             Engine::Gpu(g) => {
                 let root =
-                    weft_ir::graph::build::root_of(&self.program, self.program.fields[f].layout);
+                    weft_ir::ir::layout::root_of(&self.program, self.program.fields[f].layout);
                 Ok(extract_field(&self.program, f, &g.read_root(root)?))
             }
         }
@@ -369,7 +369,7 @@ impl Simulation {
             Engine::Cpu { memory, .. } => memory.write_field(&self.program, f, words),
             Engine::Gpu(g) => {
                 let root =
-                    weft_ir::graph::build::root_of(&self.program, self.program.fields[f].layout);
+                    weft_ir::ir::layout::root_of(&self.program, self.program.fields[f].layout);
                 let mut all = g.read_root(root)?;
                 insert_field(&self.program, f, words, &mut all);
                 g.write_root(root, &all);

@@ -10,6 +10,7 @@ use super::catalog::{self, Family, NodeKind, ParamSpec, ParamType, PortType};
 use super::document::{split_endpoint, GraphDoc, NodeDoc};
 use super::error::{GraphError, GraphErrors};
 use super::npy;
+use crate::ir::layout;
 use crate::ir::*;
 use crate::lang::{self, KernelEnv};
 use crate::types::{Scalar, Type};
@@ -17,8 +18,6 @@ use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
-/// Cap on one layout tree's storage: 2^28 words (1 GiB).
-pub const MAX_LAYOUT_WORDS: u64 = 1 << 28;
 /// Cap on one kernel's loop iterations.
 pub const MAX_RANGE: u64 = i32::MAX as u64;
 
@@ -645,8 +644,9 @@ impl Builder<'_> {
                 .children
                 .push(LayoutChild::Field(h));
         }
-        if let Err(e) = compute_layout(&mut self.program) {
-            self.errors.push(e);
+        if let Err(e) = layout::compute(&mut self.program) {
+            self.errors
+                .push(GraphError::param(&e.node, "shape", e.message));
             return;
         }
         for i in self.of_family(Family::Field) {
@@ -910,6 +910,7 @@ impl Builder<'_> {
             entry: lowered.entry,
             functions: lowered.functions,
             bindings,
+            fault_sites: Vec::new(),
         };
         if let Err(e) = validate_kernel(&self.program, &k, false) {
             return Err(GraphError::Code {
@@ -1255,90 +1256,4 @@ fn chain(
         cur = next.get(&(i, "then".to_string())).copied();
     }
     Ok(steps)
-}
-
-/// Computes words per cell and offsets of children, root-first; checks caps.
-///
-/// Within a cell, fields come first (in creation order) and child layout
-/// blocks after them, so fields on one node are interleaved (array of
-/// structures) while separate nodes give separate arrays.
-pub fn compute_layout(program: &mut Program) -> Result<(), GraphError> {
-    fn words(program: &mut Program, l: LayoutId) -> Result<u64, GraphError> {
-        let mut off = 0u64;
-        let children = program.layouts[l].children.clone();
-        let mut order: Vec<LayoutChild> = children
-            .iter()
-            .filter(|c| matches!(c, LayoutChild::Field(_)))
-            .copied()
-            .collect();
-        order.extend(
-            children
-                .iter()
-                .filter(|c| matches!(c, LayoutChild::Layout(_)))
-                .copied(),
-        );
-        for c in &order {
-            match *c {
-                LayoutChild::Field(f) => {
-                    program.fields[f].offset_in_cell = off;
-                    off += program.fields[f].ty.components() as u64;
-                }
-                LayoutChild::Layout(cl) => {
-                    let cw = words(program, cl)?;
-                    let cells: u64 = program.layouts[cl]
-                        .shape
-                        .iter()
-                        .fold(1u64, |a, &s| a.saturating_mul(s as u64));
-                    program.layouts[cl].offset_in_parent = off;
-                    off = cells
-                        .checked_mul(cw)
-                        .and_then(|x| x.checked_add(off))
-                        .filter(|&x| x <= MAX_LAYOUT_WORDS)
-                        .ok_or_else(|| too_big(program, cl))?;
-                }
-            }
-        }
-        program.layouts[l].children = order;
-        program.layouts[l].cell_words = off;
-        Ok(off)
-    }
-    fn too_big(program: &Program, l: LayoutId) -> GraphError {
-        GraphError::param(
-            &program.layouts[l].node_id,
-            "shape",
-            format!(
-                "the layout needs more than the cap of {} words (1 GiB) of storage",
-                MAX_LAYOUT_WORDS
-            ),
-        )
-    }
-    let roots: Vec<LayoutId> = program.roots().collect();
-    for r in roots {
-        let cw = words(program, r)?;
-        let cells: u64 = program.layouts[r]
-            .shape
-            .iter()
-            .fold(1u64, |a, &s| a.saturating_mul(s as u64));
-        if cells.checked_mul(cw).is_none_or(|x| x > MAX_LAYOUT_WORDS) {
-            return Err(too_big(program, r));
-        }
-    }
-    Ok(())
-}
-
-/// Root layout node of `l`.
-pub fn root_of(program: &Program, mut l: LayoutId) -> LayoutId {
-    while let Some(p) = program.layouts[l].parent {
-        l = p;
-    }
-    l
-}
-
-/// Total words of a root's buffer.
-pub fn root_words(program: &Program, root: LayoutId) -> u64 {
-    let l = &program.layouts[root];
-    l.shape
-        .iter()
-        .fold(1u64, |a, &s| a.saturating_mul(s as u64))
-        .saturating_mul(l.cell_words)
 }

@@ -8,6 +8,7 @@ pub mod expr;
 pub mod npy;
 pub mod schema;
 
-pub use build::{build_program, BuildOptions, MAX_LAYOUT_WORDS, MAX_RANGE};
+pub use crate::ir::layout::MAX_LAYOUT_WORDS;
+pub use build::{build_program, BuildOptions, MAX_RANGE};
 pub use document::{FrameDoc, GraphDoc, NodeDoc, WireDoc};
 pub use error::{GraphError, GraphErrors};
