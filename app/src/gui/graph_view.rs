@@ -2,7 +2,7 @@
 //! catalog. Every edit becomes a `Command`; the snarl is rebuilt from the
 //! document whenever it changes, so the document stays the one source of truth.
 
-use super::model::{compatible_kinds, pins, Command, Model, PinKind};
+use super::model::{compatible_kinds, pins, Command, Model, Pin, PinKind};
 use egui::{Color32, Ui};
 use egui_snarl::ui::{AnyPins, PinInfo, SnarlPin, SnarlViewer};
 use egui_snarl::{InPin, InPinId, NodeId, OutPin, OutPinId, Snarl};
@@ -134,6 +134,23 @@ fn pin_color(k: PinKind) -> Color32 {
     }
 }
 
+/// Draws one pin (input or output alike): its name, and a triangle for
+/// execution pins or a circle for data pins, coloured by kind.
+fn show_pin(pin: Option<Pin>, ui: &mut Ui) -> PinInfo {
+    match pin {
+        Some(p) => {
+            ui.label(&p.name);
+            let info = if p.kind == PinKind::Exec {
+                PinInfo::triangle()
+            } else {
+                PinInfo::circle()
+            };
+            info.with_fill(pin_color(p.kind))
+        }
+        None => PinInfo::circle(),
+    }
+}
+
 pub struct GraphViewer<'a> {
     pub model: &'a Model,
     pub commands: Vec<Command>,
@@ -258,18 +275,7 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
         let p = self
             .doc_node(&snarl[pin.id.node])
             .and_then(|n| pins(n).0.get(pin.id.input).cloned());
-        match p {
-            Some(p) => {
-                ui.label(&p.name);
-                let info = if p.kind == PinKind::Exec {
-                    PinInfo::triangle()
-                } else {
-                    PinInfo::circle()
-                };
-                info.with_fill(pin_color(p.kind))
-            }
-            None => PinInfo::circle(),
-        }
+        show_pin(p, ui)
     }
 
     fn show_output(
@@ -281,18 +287,7 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
         let p = self
             .doc_node(&snarl[pin.id.node])
             .and_then(|n| pins(n).1.get(pin.id.output).cloned());
-        match p {
-            Some(p) => {
-                ui.label(&p.name);
-                let info = if p.kind == PinKind::Exec {
-                    PinInfo::triangle()
-                } else {
-                    PinInfo::circle()
-                };
-                info.with_fill(pin_color(p.kind))
-            }
-            None => PinInfo::circle(),
-        }
+        show_pin(p, ui)
     }
 
     fn has_body(&mut self, node: &NodeView) -> bool {

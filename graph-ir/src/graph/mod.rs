@@ -6,6 +6,7 @@ pub mod document;
 pub mod error;
 pub mod expr;
 pub mod npy;
+pub mod overrides;
 pub mod schema;
 
 pub use crate::ir::layout::MAX_LAYOUT_WORDS;

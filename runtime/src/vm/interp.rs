@@ -1,4 +1,4 @@
-//! The reference interpreter: executes `weft_codegen::cpu` code, one loop
+//! The reference VM's interpreter: executes `weft_codegen::vm` code, one loop
 //! iteration per call, in parallel over the kernel's range with rayon.
 //!
 //! Clarity over speed: every op's meaning comes from `weft_ir::ir::eval`
@@ -8,14 +8,14 @@
 use crate::RuntimeError;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU32, Ordering};
-use weft_codegen::cpu::{CpuFunction, CpuKernel, Op};
+use weft_codegen::vm::{VmFunction, VmKernel, Op};
 use weft_ir::ir::eval;
 use weft_ir::ir::{AtomicOp, BinaryOp, Builtin, Program, Span};
 use weft_ir::types::{Scalar, Type};
 
 pub struct Launch<'a> {
     pub program: &'a Program,
-    pub kernel: &'a CpuKernel,
+    pub kernel: &'a VmKernel,
     /// Buffers in `kernel.roots` order.
     pub buffers: Vec<&'a [AtomicU32]>,
     pub params: &'a [u32],
@@ -64,7 +64,7 @@ const MAX_CALL_DEPTH: u32 = 64;
 
 fn exec(
     l: &Launch,
-    f: &CpuFunction,
+    f: &VmFunction,
     r: &mut [u32],
     rng: &mut u32,
     depth: u32,

@@ -1,6 +1,6 @@
 //! IR → `naga::Module` for the wgpu backend (one module per kernel).
 //!
-//! Pre: a kernel that passed the lowered-IR validator. Post: a module that
+//! Pre: a kernel that passed the legalized-IR validator. Post: a module that
 //! passes naga's validator, or a `CodegenError` naming the kernel; never a
 //! panic. The module is built directly (no WGSL text) and matches the
 //! reference VM's semantics: integer rules from `ir::eval` (shift amounts
@@ -12,7 +12,7 @@
 //! Bindings (group 0): 0 = this launch's record (read-only storage at a
 //! dynamic offset: frame, launch, seed, total, shape[3], threads per row,
 //! scalar params...), 1 = error words (first failed check + 1, its index),
-//! 2.. = root buffers in `GpuKernel::roots` order, as `array<u32>`, or
+//! 2.. = root buffers in `WgpuKernel::roots` order, as `array<u32>`, or
 //! `array<atomic<u32>>` when the kernel uses atomics on that root.
 
 use crate::launch::word;
@@ -31,7 +31,7 @@ use weft_ir::types::{Scalar, Type};
 pub const WORKGROUP_SIZE: u32 = 64;
 
 #[derive(Debug, Clone)]
-pub struct GpuKernel {
+pub struct WgpuKernel {
     pub name: String,
     pub module: Module,
     /// Root layout nodes bound at bindings 2.. in this order, with how each is declared.
@@ -39,7 +39,7 @@ pub struct GpuKernel {
 }
 
 #[derive(Clone, Copy, Debug, Default)]
-pub struct GpuOptions {
+pub struct WgpuOptions {
     /// Use the adapter's native f32 atomic add (SHADER_FLOAT32_ATOMIC) instead of a compare-exchange loop.
     pub native_float_atomics: bool,
 }
@@ -121,11 +121,38 @@ struct Globals {
     rng: Handle<GlobalVariable>,
 }
 
+/// Builds and validates the kernel's module; a panic inside (ours or
+/// naga's) becomes an internal error naming the node.
 pub fn compile_kernel(
     program: &Program,
     kernel: &Kernel,
-    opts: &GpuOptions,
-) -> Result<GpuKernel, CodegenError> {
+    opts: &WgpuOptions,
+) -> Result<WgpuKernel, CodegenError> {
+    crate::guard(&kernel.name, "wgpu", || build_kernel(program, kernel, opts))
+}
+
+/// Everything `weft check` can verify without a device: the module builds,
+/// validates, and naga writes it as SPIR-V and as WGSL (the writers run
+/// inside `guard`, so a writer panic is an error naming the node).
+pub fn check_kernel(
+    program: &Program,
+    kernel: &Kernel,
+    opts: &WgpuOptions,
+) -> Result<(), CodegenError> {
+    let k = compile_kernel(program, kernel, opts)?;
+    crate::guard(&kernel.name, "wgpu", || {
+        let fail = |m: String| cerr(kernel, m);
+        to_spirv(&k).map_err(fail)?;
+        to_wgsl(&k).map_err(fail)?;
+        Ok(())
+    })
+}
+
+fn build_kernel(
+    program: &Program,
+    kernel: &Kernel,
+    opts: &WgpuOptions,
+) -> Result<WgpuKernel, CodegenError> {
     let mut m = Module::default();
     let mut types = Types {
         cache: HashMap::new(),
@@ -317,7 +344,7 @@ pub fn compile_kernel(
             ),
         )
     })?;
-    Ok(GpuKernel {
+    Ok(WgpuKernel {
         name: kernel.name.clone(),
         module: m,
         roots,
@@ -345,7 +372,7 @@ fn call_order(kernel: &Kernel) -> Vec<usize> {
 }
 
 /// Emits WGSL text for a kernel (for `weft emit wgsl`).
-pub fn to_wgsl(k: &GpuKernel) -> Result<String, String> {
+pub fn to_wgsl(k: &WgpuKernel) -> Result<String, String> {
     let info = naga::valid::Validator::new(
         naga::valid::ValidationFlags::all(),
         naga::valid::Capabilities::all(),
@@ -357,7 +384,7 @@ pub fn to_wgsl(k: &GpuKernel) -> Result<String, String> {
 }
 
 /// Emits SPIR-V words for a kernel (for `weft emit spirv`).
-pub fn to_spirv(k: &GpuKernel) -> Result<Vec<u32>, String> {
+pub fn to_spirv(k: &WgpuKernel) -> Result<Vec<u32>, String> {
     let info = naga::valid::Validator::new(
         naga::valid::ValidationFlags::all(),
         naga::valid::Capabilities::all(),

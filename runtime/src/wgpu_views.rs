@@ -2,7 +2,7 @@
 //! buffers (no CPU round trip of field data), matching the CPU renderer in
 //! `render.rs` within a few levels of 255 per channel.
 //!
-//! A `GpuViewRenderer` is made once per (GPU engine, program): it owns one
+//! A `WgpuViewRenderer` is made once per (GPU engine, program): it owns one
 //! render pipeline and bind group per view, with the field address
 //! arithmetic of the field's `ir::layout::AddressPlan` (nested/blocked layouts included)
 //! generated into each view's WGSL as constants. `render` records into a
@@ -20,7 +20,7 @@
 //!   CPU's coverage rule in the fragment shader and alpha blending (a single
 //!   draw keeps primitive order, so blending follows index order).
 
-use crate::gpu::{GpuContext, GpuEngine};
+use crate::wgpu_backend::{WgpuContext, WgpuEngine};
 use crate::render::Image;
 use crate::RuntimeError;
 use std::fmt::Write as _;
@@ -49,8 +49,8 @@ struct ViewPipeline {
 }
 
 /// Draws a program's views from a GPU engine's root buffers.
-pub struct GpuViewRenderer {
-    ctx: Arc<GpuContext>,
+pub struct WgpuViewRenderer {
+    ctx: Arc<WgpuContext>,
     format: wgpu::TextureFormat,
     views: Vec<ViewPipeline>,
     /// The root buffers the bind groups use (to check they belong to an engine).
@@ -533,9 +533,9 @@ fn clip(q: vec2<f32>) -> vec4<f32> {
     })
 }
 
-impl GpuViewRenderer {
+impl WgpuViewRenderer {
     /// A renderer drawing into `Rgba8Unorm` targets (what `render_to_image` reads back).
-    pub fn new(engine: &GpuEngine, program: &Program) -> Result<GpuViewRenderer, RuntimeError> {
+    pub fn new(engine: &WgpuEngine, program: &Program) -> Result<WgpuViewRenderer, RuntimeError> {
         Self::with_format(engine, program, wgpu::TextureFormat::Rgba8Unorm)
     }
 
@@ -544,10 +544,10 @@ impl GpuViewRenderer {
     /// non-sRGB format (or view) to get the CPU renderer's values.
     /// `render_to_image` works for `Rgba8Unorm` and `Bgra8Unorm`.
     pub fn with_format(
-        engine: &GpuEngine,
+        engine: &WgpuEngine,
         program: &Program,
         format: wgpu::TextureFormat,
-    ) -> Result<GpuViewRenderer, RuntimeError> {
+    ) -> Result<WgpuViewRenderer, RuntimeError> {
         let ctx = engine.ctx.clone();
         let dev = &ctx.device;
         let mut views = Vec::new();
@@ -616,7 +616,7 @@ impl GpuViewRenderer {
             }
             views.push(built);
         }
-        Ok(GpuViewRenderer {
+        Ok(WgpuViewRenderer {
             ctx,
             format,
             views,
@@ -760,7 +760,7 @@ impl GpuViewRenderer {
         }
     }
 
-    pub fn context(&self) -> &Arc<GpuContext> {
+    pub fn context(&self) -> &Arc<WgpuContext> {
         &self.ctx
     }
 
@@ -791,7 +791,7 @@ impl GpuViewRenderer {
     }
 
     /// True when this renderer reads `engine`'s buffers (it was made for it).
-    pub fn is_for(&self, engine: &GpuEngine) -> bool {
+    pub fn is_for(&self, engine: &WgpuEngine) -> bool {
         Arc::ptr_eq(&self.ctx, &engine.ctx)
             && self
                 .roots
