@@ -1403,6 +1403,13 @@ impl Gen<'_, '_, '_> {
         let at = self.t(args[0]);
         let fun = match bi {
             Builtin::Abs => MF::Abs,
+            // WGSL has no sign() of unsigned values; legalize rewrote it.
+            Builtin::Sign if at.scalar() == Some(Scalar::U32) => {
+                return Err(cerr(
+                    self.kernel,
+                    "sign() of an unsigned value reached codegen; legalize did not run",
+                ))
+            }
             Builtin::Sign => MF::Sign,
             Builtin::Min => MF::Min,
             Builtin::Max => MF::Max,
@@ -1478,13 +1485,6 @@ impl Gen<'_, '_, '_> {
                 return Err(cerr(
                     self.kernel,
                     "a matrix built-in reached codegen; legalize did not run",
-                ))
-            }
-            // WGSL has no sign() of unsigned values; legalize rewrote it.
-            Builtin::Sign if at.scalar() == Some(Scalar::U32) => {
-                return Err(cerr(
-                    self.kernel,
-                    "sign() of an unsigned value reached codegen; legalize did not run",
                 ))
             }
             Builtin::Outer => {
@@ -1705,7 +1705,6 @@ impl Gen<'_, '_, '_> {
         body: &Block,
     ) -> Result<(), CodegenError> {
         let t = self.t(begin);
-        let signed = t.scalar() == Some(Scalar::I32);
         let counter = self.fb.local("counter", t);
         let remaining = self.fb.local("remaining", Type::U32);
         let (bv, ev, sv) = (self.v(begin), self.v(end), self.v(step));

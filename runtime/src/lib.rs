@@ -5,7 +5,6 @@
 
 pub mod backend;
 pub mod expect;
-pub mod load;
 pub mod memory;
 pub mod render;
 pub mod sim;

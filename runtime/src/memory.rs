@@ -22,13 +22,15 @@ pub fn field_address(p: &Program, field: FieldId, index: &[u32]) -> u64 {
 
 /// Calls `f(linear, word address of each component)` for every element of
 /// `field`, in logical row-major order: the one loop behind every host copy.
-fn for_each_element(p: &Program, field: FieldId, mut f: impl FnMut(usize, &mut dyn Iterator<Item = usize>)) {
+fn for_each_element(p: &Program, field: FieldId, mut f: impl FnMut(usize, &[usize])) {
     let plan = AddressPlan::new(p, field);
+    let mut words = vec![0usize; plan.components];
     for_each_index(&p.fields[field].shape, |lin, idx| {
         let base = plan.bit_address(idx);
-        let mut words = (0..plan.components as u64)
-            .map(|c| ((base + c * plan.component_bits) / WORD_BITS) as usize);
-        f(lin, &mut words)
+        for (c, w) in words.iter_mut().enumerate() {
+            *w = ((base + c as u64 * plan.component_bits) / WORD_BITS) as usize;
+        }
+        f(lin, &words)
     });
 }
 
@@ -70,8 +72,8 @@ impl FieldMemory {
                 FieldInit::Data(d) => (d.as_slice(), false),
             };
             let buf = &self.buffers[root_of(p, f.layout).index()];
-            for_each_element(p, h, &mut |lin, addrs| {
-                for (c, a) in addrs.enumerate() {
+            for_each_element(p, h, |lin, addrs| {
+                for (c, &a) in addrs.iter().enumerate() {
                     let w = if constant {
                         words[c]
                     } else {
@@ -89,8 +91,8 @@ impl FieldMemory {
         let comps = f.ty.components();
         let buf = &self.buffers[root_of(p, f.layout).index()];
         let mut out = vec![0u32; f.cells() as usize * comps];
-        for_each_element(p, field, &mut |lin, addrs| {
-            for (c, a) in addrs.enumerate() {
+        for_each_element(p, field, |lin, addrs| {
+            for (c, &a) in addrs.iter().enumerate() {
                 out[lin * comps + c] = buf[a].load(Ordering::Relaxed);
             }
         });
@@ -102,8 +104,8 @@ impl FieldMemory {
         let f = &p.fields[field];
         let comps = f.ty.components();
         let buf = &self.buffers[root_of(p, f.layout).index()];
-        for_each_element(p, field, &mut |lin, addrs| {
-            for (c, a) in addrs.enumerate() {
+        for_each_element(p, field, |lin, addrs| {
+            for (c, &a) in addrs.iter().enumerate() {
                 buf[a].store(words[lin * comps + c], Ordering::Relaxed);
             }
         });
@@ -115,8 +117,8 @@ pub fn extract_field(p: &Program, field: FieldId, root: &[u32]) -> Vec<u32> {
     let f = &p.fields[field];
     let comps = f.ty.components();
     let mut out = vec![0u32; f.cells() as usize * comps];
-    for_each_element(p, field, &mut |lin, addrs| {
-        for (c, a) in addrs.enumerate() {
+    for_each_element(p, field, |lin, addrs| {
+        for (c, &a) in addrs.iter().enumerate() {
             out[lin * comps + c] = root[a];
         }
     });
@@ -127,8 +129,8 @@ pub fn extract_field(p: &Program, field: FieldId, root: &[u32]) -> Vec<u32> {
 pub fn insert_field(p: &Program, field: FieldId, words: &[u32], root: &mut [u32]) {
     let f = &p.fields[field];
     let comps = f.ty.components();
-    for_each_element(p, field, &mut |lin, addrs| {
-        for (c, a) in addrs.enumerate() {
+    for_each_element(p, field, |lin, addrs| {
+        for (c, &a) in addrs.iter().enumerate() {
             root[a] = words[lin * comps + c];
         }
     });
