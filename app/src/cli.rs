@@ -1,8 +1,8 @@
 //! Command-line arguments.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use weft_runtime::Backend;
 use std::path::PathBuf;
+use weft_runtime::Backend;
 
 #[derive(Parser)]
 #[command(name = "weft", version, about = "Weft: node-graph simulation. Run, check, inspect and replay graph files.", long_about = None)]

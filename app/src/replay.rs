@@ -1,11 +1,11 @@
 //! `weft replay`: re-run graphs and compare with NAME.expect.json.
 
 use crate::cli::ReplayArgs;
+use crate::load::{load_program, Overrides};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use weft_runtime::Backend;
 use weft_runtime::expect::{all_stats, compare, BackendExpect, Expectation, Tolerance};
-use crate::load::{load_program, Overrides};
+use weft_runtime::Backend;
 use weft_runtime::{RuntimeError, SimOptions, Simulation};
 
 pub fn expect_path(graph: &Path) -> PathBuf {
@@ -208,7 +208,8 @@ pub fn replay(a: ReplayArgs) -> i32 {
 fn wgpu_available() -> bool {
     static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *AVAILABLE.get_or_init(|| {
-        weft_runtime::wgpu_backend::WgpuContext::new(weft_runtime::wgpu_backend::AdapterChoice::Any).is_ok()
+        weft_runtime::wgpu_backend::WgpuContext::new(weft_runtime::wgpu_backend::AdapterChoice::Any)
+            .is_ok()
     })
 }
 

@@ -1,16 +1,16 @@
 //! `weft run`, `weft check`, `weft ir`, `weft nodes`.
 
 use crate::cli::{CheckArgs, GraphOverrides, IrArgs, RunArgs};
-use weft_runtime::Backend;
 use crate::fail;
+use crate::load::{load_program, Overrides};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::Path;
 use weft_ir::graph::catalog;
 use weft_ir::ir::print_program;
 use weft_ir::passes::{run_pipeline, PassOptions, Stage};
-use crate::load::{load_program, Overrides};
 use weft_runtime::memory::field_to_npy;
+use weft_runtime::Backend;
 use weft_runtime::{RuntimeError, SimOptions, Simulation};
 
 pub fn overrides(o: &GraphOverrides) -> Overrides {

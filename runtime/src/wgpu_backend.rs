@@ -7,14 +7,14 @@
 //! dumps, statistics and views. Validation errors, device loss and failed
 //! bounds checks become `RuntimeError`s naming the node, never panics.
 
-use crate::RuntimeError;
-use std::borrow::Cow;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 use crate::backend::Engine;
 use crate::memory::FieldMemory;
 use crate::sim::SimOptions;
+use crate::RuntimeError;
 use std::any::Any;
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use weft_codegen::launch::{word, LaunchRecord};
 use weft_codegen::wgpu::{compile_kernel, WgpuKernel, WgpuOptions, WORKGROUP_SIZE};
 use weft_ir::ir::layout::root_words;
@@ -416,42 +416,43 @@ impl WgpuEngine {
         // wgpu translates the module (naga's SPIR-V/MSL/HLSL writers) here; a
         // panic in there is caught and reported against the node.
         let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some(&k.name),
-            source: wgpu::ShaderSource::Naga(Cow::Owned(code.module.clone())),
-        });
-        let storage = |binding: u32, read_only: bool, dynamic: bool| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer {
-                ty: wgpu::BufferBindingType::Storage { read_only },
-                has_dynamic_offset: dynamic,
-                min_binding_size: None,
-            },
-            count: None,
-        };
-        let mut entries = vec![storage(0, true, true), storage(1, false, false)];
-        for (n, _) in code.roots.iter().enumerate() {
-            entries.push(storage(2 + n as u32, false, false));
-        }
-        let layout = dev.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some(&k.name),
-            entries: &entries,
-        });
-        let pl = dev.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some(&k.name),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
-        let pipeline = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(&k.name),
-            layout: Some(&pl),
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
-        (layout, pipeline)
+            let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(&k.name),
+                source: wgpu::ShaderSource::Naga(Cow::Owned(code.module.clone())),
+            });
+            let storage =
+                |binding: u32, read_only: bool, dynamic: bool| wgpu::BindGroupLayoutEntry {
+                    binding,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Storage { read_only },
+                        has_dynamic_offset: dynamic,
+                        min_binding_size: None,
+                    },
+                    count: None,
+                };
+            let mut entries = vec![storage(0, true, true), storage(1, false, false)];
+            for (n, _) in code.roots.iter().enumerate() {
+                entries.push(storage(2 + n as u32, false, false));
+            }
+            let layout = dev.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                label: Some(&k.name),
+                entries: &entries,
+            });
+            let pl = dev.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some(&k.name),
+                bind_group_layouts: &[Some(&layout)],
+                immediate_size: 0,
+            });
+            let pipeline = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(&k.name),
+                layout: Some(&pl),
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: None,
+            });
+            (layout, pipeline)
         }));
         let popped = pollster::block_on(scope.pop());
         let (layout, pipeline) = built.map_err(|p| RuntimeError::Compile {

@@ -20,8 +20,8 @@
 //!   CPU's coverage rule in the fragment shader and alpha blending (a single
 //!   draw keeps primitive order, so blending follows index order).
 
-use crate::wgpu_backend::{WgpuContext, WgpuEngine};
 use crate::render::Image;
+use crate::wgpu_backend::{WgpuContext, WgpuEngine};
 use crate::RuntimeError;
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -91,7 +91,9 @@ fn address_fn(p: &Program, field: FieldId, name: &str, node: &str) -> Result<Str
     };
     // View shaders read whole words (word storage only, see `word_aligned`).
     let big = |bits: u64| fit(bits / WORD_BITS);
-    let args: Vec<String> = (0..fd.shape.len()).map(|d| format!("i{}: u32", d)).collect();
+    let args: Vec<String> = (0..fd.shape.len())
+        .map(|d| format!("i{}: u32", d))
+        .collect();
     let mut s = format!(
         "fn {}({}) -> u32 {{\n    var a: u32 = {}u;\n",
         name,

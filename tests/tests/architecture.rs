@@ -71,16 +71,31 @@ fn dependencies_point_one_way() {
         assert!(!cg.contains(&d.to_string()), "codegen depends on {}", d);
     }
     let rt = deps("runtime");
-    assert!(!rt.contains(&"weft".to_string()), "runtime depends on the app");
+    assert!(
+        !rt.contains(&"weft".to_string()),
+        "runtime depends on the app"
+    );
     for k in ["graph-ir", "codegen", "runtime", "tests"] {
-        assert!(!deps(k).contains(&"weft".to_string()), "{} depends on the app", k);
+        assert!(
+            !deps(k).contains(&"weft".to_string()),
+            "{} depends on the app",
+            k
+        );
     }
 }
 
 #[test]
 fn the_ir_crate_knows_nothing_of_gpus_or_ui() {
     let ir = deps("graph-ir");
-    for d in ["naga", "wgpu", "eframe", "egui", "egui-snarl", "cudarc", "rayon"] {
+    for d in [
+        "naga",
+        "wgpu",
+        "eframe",
+        "egui",
+        "egui-snarl",
+        "cudarc",
+        "rayon",
+    ] {
         assert!(!ir.contains(&d.to_string()), "graph-ir depends on {}", d);
     }
     let hits = mentions("graph-ir/src", &["naga::", "wgpu::", "egui::"]);
@@ -110,8 +125,8 @@ fn backends_get_legalized_ir() {
     // Every example graph goes through the whole pipeline with the validator
     // on, ending in the legalized form that backends require.
     for name in ["julia", "mpm88", "heat", "life", "heat_color"] {
-        let doc = weft_ir::graph::GraphDoc::load(&root().join(format!("graphs/{}.json", name)))
-            .unwrap();
+        let doc =
+            weft_ir::graph::GraphDoc::load(&root().join(format!("graphs/{}.json", name))).unwrap();
         let mut p = weft_ir::graph::build_program(
             &doc,
             &weft_ir::graph::BuildOptions {
@@ -151,7 +166,10 @@ fn the_runtime_never_reads_the_graph_document() {
 #[test]
 fn passes_and_the_ir_do_not_import_the_graph_builder() {
     let mut hits = mentions("graph-ir/src/passes", &["graph::", "lang::"]);
-    hits.extend(mentions("graph-ir/src/ir", &["crate::graph", "crate::lang"]));
+    hits.extend(mentions(
+        "graph-ir/src/ir",
+        &["crate::graph", "crate::lang"],
+    ));
     assert!(hits.is_empty(), "{}", hits.join("\n"));
 }
 
@@ -174,7 +192,11 @@ fn one_layout_module_answers_where_elements_are_stored() {
         ));
     }
     hits.retain(|h| !allowed.iter().any(|a| h.starts_with(a)));
-    assert!(hits.is_empty(), "address math outside ir/layout.rs:\n{}", hits.join("\n"));
+    assert!(
+        hits.is_empty(),
+        "address math outside ir/layout.rs:\n{}",
+        hits.join("\n")
+    );
     // graph/build.rs only initialises the fields that layout::compute fills.
     let build = mentions("graph-ir/src/graph", &[".cell_words", ".offset_in_parent"]);
     assert!(build.is_empty(), "{}", build.join("\n"));
@@ -184,7 +206,10 @@ fn one_layout_module_answers_where_elements_are_stored() {
 fn one_backend_enum_and_one_launch_record() {
     let mut hits = Vec::new();
     for dir in ["runtime/src", "app/src", "codegen/src"] {
-        hits.extend(mentions(dir, &["enum Backend", "enum ViewBackend", "enum BackendArg"]));
+        hits.extend(mentions(
+            dir,
+            &["enum Backend", "enum ViewBackend", "enum BackendArg"],
+        ));
     }
     hits.retain(|h| !h.starts_with("runtime/src/backend.rs"));
     assert!(hits.is_empty(), "{}", hits.join("\n"));

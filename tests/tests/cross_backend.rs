@@ -11,7 +11,9 @@ use weft_runtime::{Backend, SimOptions, Simulation};
 use weft_tests::*;
 
 fn gpu_available() -> bool {
-    match weft_runtime::wgpu_backend::WgpuContext::new(weft_runtime::wgpu_backend::AdapterChoice::Any) {
+    match weft_runtime::wgpu_backend::WgpuContext::new(
+        weft_runtime::wgpu_backend::AdapterChoice::Any,
+    ) {
         Ok(_) => true,
         Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
             panic!("CI=true but no wgpu adapter: {}", e)
@@ -313,8 +315,7 @@ fn language_corpus_agrees_across_backends() {
     let mut problems = Vec::new();
     for (name, fields, code, range, tol) in corpus() {
         let g = corpus_graph(&fields, code, &range);
-        let c =
-            sim(&g, 1, Backend::Vm, false).unwrap_or_else(|e| panic!("{} on cpu: {}", name, e));
+        let c = sim(&g, 1, Backend::Vm, false).unwrap_or_else(|e| panic!("{} on cpu: {}", name, e));
         for force_cas in [false, true] {
             if force_cas && name != "atomics" {
                 continue;
@@ -403,7 +404,10 @@ fn editing_one_kernel_recompiles_only_that_kernel() {
     }
     use std::sync::atomic::Ordering;
     let ctx = std::sync::Arc::new(
-        weft_runtime::wgpu_backend::WgpuContext::new(weft_runtime::wgpu_backend::AdapterChoice::Any).unwrap(),
+        weft_runtime::wgpu_backend::WgpuContext::new(
+            weft_runtime::wgpu_backend::AdapterChoice::Any,
+        )
+        .unwrap(),
     );
     let open = |g: &Value| {
         let opts = SimOptions {

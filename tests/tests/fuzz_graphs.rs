@@ -21,8 +21,8 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
-use weft_ir::ir::layout::root_words;
 use weft_ir::graph::{build_program, BuildOptions, GraphDoc, GraphError, GraphErrors};
+use weft_ir::ir::layout::root_words;
 use weft_ir::ir::{Program, Step};
 use weft_runtime::{RuntimeError, SimOptions, Simulation};
 

@@ -12,9 +12,9 @@
 
 use serde_json::{json, Value};
 use std::sync::{Arc, OnceLock};
+use weft_runtime::render::Image;
 use weft_runtime::wgpu_backend::{AdapterChoice, WgpuContext};
 use weft_runtime::wgpu_views::WgpuViewRenderer;
-use weft_runtime::render::Image;
 use weft_runtime::{Backend, RuntimeError, SimOptions, Simulation};
 use weft_tests::*;
 

@@ -147,7 +147,12 @@ fn determinant_and_inverse_match_a_hand_written_reference() {
     let minor = |row: usize, col: usize| {
         let cs: Vec<usize> = (0..3).filter(|&c| c != col).collect();
         let rs: Vec<usize> = (0..3).filter(|&r| r != row).collect();
-        det2(a[cs[0]][rs[0]], a[cs[0]][rs[1]], a[cs[1]][rs[0]], a[cs[1]][rs[1]])
+        det2(
+            a[cs[0]][rs[0]],
+            a[cs[0]][rs[1]],
+            a[cs[1]][rs[0]],
+            a[cs[1]][rs[1]],
+        )
     };
     let det = a[0][0] * minor(0, 0) - a[1][0] * minor(0, 1) + a[2][0] * minor(0, 2);
     let mut inv = Vec::new();

@@ -317,12 +317,13 @@ mod tests {
             offset_in_cell: 0,
             init: FieldInit::Constant(vec![0; ty.components()]),
         };
-        let y = p
-            .fields
-            .append(field("y", Type::F32, b, vec![8, 18]));
-        let x = p
-            .fields
-            .append(field("x", Type::Vector(crate::Scalar::F32, 2), a, vec![4, 6]));
+        let y = p.fields.append(field("y", Type::F32, b, vec![8, 18]));
+        let x = p.fields.append(field(
+            "x",
+            Type::Vector(crate::Scalar::F32, 2),
+            a,
+            vec![4, 6],
+        ));
         p.layouts[a].children = vec![LayoutChild::Layout(b), LayoutChild::Field(x)];
         p.layouts[b].children = vec![LayoutChild::Field(y)];
         compute(&mut p).expect("fits");

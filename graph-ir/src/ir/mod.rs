@@ -19,7 +19,9 @@ mod validate;
 
 pub use builtins::Builtin;
 pub use printer::print_program;
-pub use validate::{validate_kernel, validate_program, validate_structure, IrForm, ValidationError};
+pub use validate::{
+    validate_kernel, validate_program, validate_structure, IrForm, ValidationError,
+};
 
 use crate::arena::{Arena, Handle};
 use crate::types::{Scalar, Type};

@@ -62,10 +62,7 @@ impl From<bool> for IrForm {
     }
 }
 
-pub fn validate_program(
-    program: &Program,
-    form: impl Into<IrForm>,
-) -> Result<(), ValidationError> {
+pub fn validate_program(program: &Program, form: impl Into<IrForm>) -> Result<(), ValidationError> {
     let form = form.into();
     validate_structure(program)?;
     for (_, k) in program.kernels.iter() {
@@ -102,7 +99,9 @@ pub fn validate_structure(program: &Program) -> Result<(), ValidationError> {
         }
         for c in &l.children {
             let ok = match *c {
-                LayoutChild::Layout(cl) => program.layouts.get(cl).is_some_and(|x| x.parent == Some(h)),
+                LayoutChild::Layout(cl) => {
+                    program.layouts.get(cl).is_some_and(|x| x.parent == Some(h))
+                }
                 LayoutChild::Field(f) => program.fields.get(f).is_some_and(|x| x.layout == h),
             };
             if !ok {
@@ -115,10 +114,16 @@ pub fn validate_structure(program: &Program) -> Result<(), ValidationError> {
             return Err(program_err(&f.name, "field: layout out of range".into()));
         };
         if f.offset_in_cell + f.element_words() as u64 > l.cell_words {
-            return Err(program_err(&f.name, "field: does not fit its layout cell".into()));
+            return Err(program_err(
+                &f.name,
+                "field: does not fit its layout cell".into(),
+            ));
         }
         if f.shape.len() != l.shape.len() {
-            return Err(program_err(&f.name, "field: axis count differs from its layout's".into()));
+            return Err(program_err(
+                &f.name,
+                "field: axis count differs from its layout's".into(),
+            ));
         }
     }
     fn steps(program: &Program, s: &[Step]) -> Result<(), ValidationError> {
@@ -149,8 +154,14 @@ pub fn validate_structure(program: &Program) -> Result<(), ValidationError> {
         }
     }
     for (_, k) in program.kernels.iter() {
-        if k.bindings.iter().any(|(_, f)| program.fields.get(*f).is_none()) {
-            return Err(program_err(&k.name, "kernel: bound field out of range".into()));
+        if k.bindings
+            .iter()
+            .any(|(_, f)| program.fields.get(*f).is_none())
+        {
+            return Err(program_err(
+                &k.name,
+                "kernel: bound field out of range".into(),
+            ));
         }
     }
     Ok(())
@@ -314,7 +325,10 @@ impl Ctx<'_> {
                     && ta.is_int()
                     && self.has_constant_zero(*b)
                 {
-                    return bad(self, "integer division by a constant zero survived legalization");
+                    return bad(
+                        self,
+                        "integer division by a constant zero survived legalization",
+                    );
                 }
             }
             InstKind::Select {
@@ -440,7 +454,10 @@ impl Ctx<'_> {
                     return bad(self, "trap before legalization");
                 }
                 if *site as usize >= self.kernel.fault_sites.len() || !self.ty(*value).is_scalar() {
-                    return bad(self, "trap needs a fault site of the kernel and a scalar value");
+                    return bad(
+                        self,
+                        "trap needs a fault site of the kernel and a scalar value",
+                    );
                 }
             }
             InstKind::BoundsCheck { field, index, .. } => {

@@ -108,7 +108,15 @@ fn legalize_block(f: &mut Function, block: Block, sites: &mut Vec<FaultSite>) ->
                 index,
                 extent,
             } => {
-                let site = push_site(sites, span, FaultKind::OutOfBounds { field, axis, extent });
+                let site = push_site(
+                    sites,
+                    span,
+                    FaultKind::OutOfBounds {
+                        field,
+                        axis,
+                        extent,
+                    },
+                );
                 // A negative i32 is a huge u32, so one unsigned compare covers both ends.
                 let iu = e.emit(InstKind::Cast(index), Type::U32);
                 let ext = e.konst(Const::u32(extent));
@@ -252,7 +260,10 @@ fn inverse(e: &mut Emitter, m: InstId) -> InstId {
             }
             comps.push(e.bin(BinaryOp::Div, cof, d, Type::F32));
         }
-        cols.push(e.emit(InstKind::Construct(comps), Type::Vector(Scalar::F32, n as u8)));
+        cols.push(e.emit(
+            InstKind::Construct(comps),
+            Type::Vector(Scalar::F32, n as u8),
+        ));
     }
     e.emit(InstKind::Construct(cols), Type::Matrix(n as u8))
 }
@@ -265,7 +276,12 @@ fn saturating_cast(e: &mut Emitter, x: InstId, ty: Type) -> InstId {
     let bty = fty.with_scalar(Scalar::Bool);
     // The largest f32 below 2^31 (2^32) and the type's bounds as f32.
     let (lo, hi, top, max) = match s {
-        Scalar::I32 => (-2147483648.0f32, 2147483520.0f32, 2147483648.0f32, Const::i32(i32::MAX)),
+        Scalar::I32 => (
+            -2147483648.0f32,
+            2147483520.0f32,
+            2147483648.0f32,
+            Const::i32(i32::MAX),
+        ),
         _ => (0.0, 4294967040.0, 4294967296.0, Const::u32(u32::MAX)),
     };
     let lo = e.splat(Const::f32(lo), fty);

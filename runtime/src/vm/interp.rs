@@ -8,7 +8,7 @@
 use crate::RuntimeError;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU32, Ordering};
-use weft_codegen::vm::{VmFunction, VmKernel, Op};
+use weft_codegen::vm::{Op, VmFunction, VmKernel};
 use weft_ir::ir::eval;
 use weft_ir::ir::{AtomicOp, BinaryOp, Builtin, Program, Span};
 use weft_ir::types::{Scalar, Type};

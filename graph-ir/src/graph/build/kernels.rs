@@ -121,7 +121,8 @@ impl Builder<'_> {
                 // An expression body becomes code, one statement per expression
                 // node; errors are reported at the node that produced the line.
                 let scalar_names: Vec<String> = ptys.iter().map(|p| p.0.clone()).collect();
-                let generated = crate::graph::expr::expr_to_code(&id, expr, shape.len(), &scalar_names)?;
+                let generated =
+                    crate::graph::expr::expr_to_code(&id, expr, shape.len(), &scalar_names)?;
                 lang::lower_kernel(&generated.code, &env).map_err(|e| {
                     match generated
                         .lines

@@ -104,7 +104,9 @@ pub(super) fn resolve_nodes<'a>(doc: &'a GraphDoc, errors: &mut Vec<GraphError>)
                 .unwrap_or_default();
             let ports = match (&params["code"], &params["expr"]) {
                 (Value::String(code), Value::Null) => lang::field_ports(code, &scalars),
-                (Value::Null, expr @ Value::Object(_)) => Ok(crate::graph::expr::expr_field_ports(expr)),
+                (Value::Null, expr @ Value::Object(_)) => {
+                    Ok(crate::graph::expr::expr_field_ports(expr))
+                }
                 (Value::Null, Value::Null) => {
                     errors.push(GraphError::param(
                         &n.id,

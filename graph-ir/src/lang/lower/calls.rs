@@ -229,7 +229,12 @@ impl<'a> FnLowerer<'a> {
         ))
     }
 
-    pub(super) fn lower_constructor(&mut self, t: Type, args: &[&syn::Expr], node: &syn::ExprCall) -> R<Val> {
+    pub(super) fn lower_constructor(
+        &mut self,
+        t: Type,
+        args: &[&syn::Expr],
+        node: &syn::ExprCall,
+    ) -> R<Val> {
         let sp = span_of(node);
         let s = t.scalar().expect("composite");
         let mut vals = Vec::new();
@@ -314,7 +319,12 @@ impl<'a> FnLowerer<'a> {
         ))
     }
 
-    pub(super) fn lower_atomic(&mut self, opname: &str, args: &[&syn::Expr], c: &syn::ExprCall) -> R<Val> {
+    pub(super) fn lower_atomic(
+        &mut self,
+        opname: &str,
+        args: &[&syn::Expr],
+        c: &syn::ExprCall,
+    ) -> R<Val> {
         let sp = span_of(c);
         let op = match opname {
             "add" => AtomicOp::Add,

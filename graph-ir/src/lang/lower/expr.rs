@@ -267,7 +267,12 @@ impl<'a> FnLowerer<'a> {
     }
 
     /// Lowers two operands, typing a literal operand from the other one.
-    pub(super) fn lower_pair(&mut self, l: &syn::Expr, r: &syn::Expr, want: Option<Type>) -> R<(Val, Val)> {
+    pub(super) fn lower_pair(
+        &mut self,
+        l: &syn::Expr,
+        r: &syn::Expr,
+        want: Option<Type>,
+    ) -> R<(Val, Val)> {
         let scalar_of = |t: Type| t.scalar().map(Type::Scalar);
         match (is_literal(l), is_literal(r)) {
             (true, false) => {

@@ -160,7 +160,11 @@ impl<'a> FnLowerer<'a> {
     }
 
     /// Lowers statements in a fresh scope; returns the trailing expression's value, if any.
-    pub(super) fn lower_block_stmts(&mut self, stmts: &[syn::Stmt], want: Option<Type>) -> R<Option<Val>> {
+    pub(super) fn lower_block_stmts(
+        &mut self,
+        stmts: &[syn::Stmt],
+        want: Option<Type>,
+    ) -> R<Option<Val>> {
         self.scopes.push(HashMap::new());
         let mut tail = None;
         for (n, s) in stmts.iter().enumerate() {
@@ -237,7 +241,13 @@ impl<'a> FnLowerer<'a> {
     }
 
     /// Checks that `v` has type `want`, naming `what` in the message.
-    pub(super) fn coerce<T: Spanned>(&mut self, v: Val, want: Type, node: &T, what: &str) -> R<Val> {
+    pub(super) fn coerce<T: Spanned>(
+        &mut self,
+        v: Val,
+        want: Type,
+        node: &T,
+        what: &str,
+    ) -> R<Val> {
         if v.ty == want {
             return Ok(v);
         }

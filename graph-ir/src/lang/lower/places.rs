@@ -25,7 +25,12 @@ impl<'a> FnLowerer<'a> {
     }
 
     /// Lowers a field index expression: scalar, `(i, j)`, `[i, j]` or an ivecN.
-    pub(super) fn lower_field_index(&mut self, idx: &syn::Expr, ndim: usize, fname: &str) -> R<Vec<InstId>> {
+    pub(super) fn lower_field_index(
+        &mut self,
+        idx: &syn::Expr,
+        ndim: usize,
+        fname: &str,
+    ) -> R<Vec<InstId>> {
         let sp = span_of(idx);
         let parts: Vec<&syn::Expr> = match idx {
             syn::Expr::Tuple(t) => t.elems.iter().collect(),
@@ -147,7 +152,12 @@ impl<'a> FnLowerer<'a> {
         }
     }
 
-    pub(super) fn lower_member(&mut self, base: Val, member: &syn::Member, node: &syn::Expr) -> R<Val> {
+    pub(super) fn lower_member(
+        &mut self,
+        base: Val,
+        member: &syn::Member,
+        node: &syn::Expr,
+    ) -> R<Val> {
         let sp = span_of(node);
         match member {
             syn::Member::Named(id) => {
