@@ -44,7 +44,7 @@ pub fn bench(a: BenchArgs) -> i32 {
     }
     // On the GPU a frame is one submit; per-kernel times need one submit per
     // launch, so they come from a separate profiled pass over as many frames.
-    if sim.gpu_engine().is_some() {
+    if sim.wgpu_engine().is_some() {
         sim.kernel_times.clear();
         sim.set_profile(true);
         for _ in 0..a.frames.max(1) {
@@ -72,7 +72,7 @@ pub fn bench(a: BenchArgs) -> i32 {
             .collect();
         let out = json!({
             "graph": a.graph.display().to_string(),
-            "backend": sim.backend().name(),
+            "backend": sim.backend_name(),
             "threads": rayon_threads(),
             "device": sim.device_name(),
             "frames": frames.len(),
@@ -90,7 +90,7 @@ pub fn bench(a: BenchArgs) -> i32 {
             ),
             None => println!(
                 "backend  {} ({} threads)",
-                sim.backend().name(),
+                sim.backend_name(),
                 rayon_threads()
             ),
         }

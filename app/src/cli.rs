@@ -2,6 +2,7 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
+use weft_runtime::Backend;
 
 #[derive(Parser)]
 #[command(name = "weft", version, about = "Weft: node-graph simulation. Run, check, inspect and replay graph files.", long_about = None)]
@@ -33,24 +34,9 @@ pub enum Command {
     Schema,
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-pub enum BackendArg {
-    /// wgpu on a hardware GPU when there is one, otherwise the CPU backend.
-    Auto,
-    /// The reference CPU backend (interpreter, multi-threaded).
-    Cpu,
-    /// wgpu compute (Vulkan, Metal, DX12, GL; Mesa's lavapipe on CPU-only machines).
-    Wgpu,
-}
-
-impl BackendArg {
-    pub fn backend(self) -> weft_runtime::Backend {
-        match self {
-            BackendArg::Auto => weft_runtime::Backend::Auto,
-            BackendArg::Cpu => weft_runtime::Backend::Cpu,
-            BackendArg::Wgpu => weft_runtime::Backend::Wgpu,
-        }
-    }
+/// `--backend NAME`: any name `weft_runtime::Backend::parse` accepts.
+fn backend_arg(s: &str) -> Result<Backend, String> {
+    s.parse()
 }
 
 #[derive(Args, Clone)]
@@ -76,8 +62,9 @@ pub struct RunArgs {
     /// Frames to run after on_start.
     #[arg(long, default_value_t = 1)]
     pub frames: u32,
-    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
-    pub backend: BackendArg,
+    /// auto (wgpu on a hardware GPU, else vm), vm (the reference VM; `cpu` is an alias for now) or wgpu.
+    #[arg(long, default_value = "auto", value_parser = backend_arg)]
+    pub backend: Backend,
     /// Output directory: VIEW_FRAME.png per view per frame (frame numbered from 0001), FIELD.npy dumps.
     #[arg(long, default_value = "out")]
     pub out: PathBuf,
@@ -123,7 +110,7 @@ pub struct IrArgs {
     /// Only this kernel node.
     #[arg(long)]
     pub kernel: Option<String>,
-    /// Pipeline stage: front, inline, const_fold, simplify, lower_access, final.
+    /// Pipeline stage: front, inline, const_fold, simplify, lower_access, final, legalize.
     #[arg(long, default_value = "final")]
     pub stage: String,
 }
@@ -155,8 +142,9 @@ pub struct BenchArgs {
     /// Frames to time (after one warm-up frame).
     #[arg(long, default_value_t = 10)]
     pub frames: u32,
-    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
-    pub backend: BackendArg,
+    /// auto (wgpu on a hardware GPU, else vm), vm (the reference VM; `cpu` is an alias for now) or wgpu.
+    #[arg(long, default_value = "auto", value_parser = backend_arg)]
+    pub backend: Backend,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -175,9 +163,9 @@ pub struct ReplayArgs {
     /// With --update: frames to record (default: the recorded count, or 3 for a new file).
     #[arg(long)]
     pub frames: Option<u32>,
-    /// Only this backend (default: every backend recorded in the file; cpu for a new file).
-    #[arg(long, value_enum)]
-    pub backend: Option<BackendArg>,
+    /// Only this backend, vm (or cpu) or wgpu (default: every backend recorded in the file; the VM for a new file).
+    #[arg(long, value_parser = backend_arg)]
+    pub backend: Option<Backend>,
     /// CPU worker threads. The default, 1, makes floating-point atomics add in a fixed order so runs repeat exactly.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,

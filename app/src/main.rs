@@ -7,6 +7,7 @@
 mod bench;
 mod cli;
 mod gui;
+mod load;
 mod replay;
 mod run;
 

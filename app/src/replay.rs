@@ -1,10 +1,11 @@
 //! `weft replay`: re-run graphs and compare with NAME.expect.json.
 
 use crate::cli::ReplayArgs;
+use crate::load::{load_program, Overrides};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use weft_runtime::expect::{all_stats, compare, BackendExpect, Expectation, Tolerance};
-use weft_runtime::load::{load_program, Overrides};
+use weft_runtime::Backend;
 use weft_runtime::{RuntimeError, SimOptions, Simulation};
 
 pub fn expect_path(graph: &Path) -> PathBuf {
@@ -46,12 +47,11 @@ pub fn replay(a: ReplayArgs) -> i32 {
         return 2;
     }
     let named: Option<&'static str> = match a.backend {
-        Some(crate::cli::BackendArg::Wgpu) => Some("wgpu"),
-        Some(crate::cli::BackendArg::Cpu) => Some("cpu"),
-        Some(crate::cli::BackendArg::Auto) => {
-            eprintln!("error: replay compares named backends: use --backend cpu or --backend wgpu (or neither, for every recorded backend)");
+        Some(Backend::Auto) => {
+            eprintln!("error: replay compares named backends: use --backend vm or --backend wgpu (or neither, for every recorded backend)");
             return 2;
         }
+        Some(b) => Some(b.record_name()),
         None => None,
     };
     let mut failed = 0;
@@ -97,7 +97,7 @@ pub fn replay(a: ReplayArgs) -> i32 {
             .unwrap_or_default();
         let backends: Vec<String> = match named {
             Some(b) => vec![b.to_string()],
-            None if recorded_backends.is_empty() => vec!["cpu".to_string()],
+            None if recorded_backends.is_empty() => vec![Backend::Vm.record_name().to_string()],
             None => recorded_backends,
         };
         let recorded = existing.as_ref().map(|e| e.frames);
@@ -120,14 +120,20 @@ pub fn replay(a: ReplayArgs) -> i32 {
             exp.frames = frames;
         }
         for backend in backends {
-            let b = if backend == "wgpu" {
-                weft_runtime::Backend::Wgpu
-            } else {
-                weft_runtime::Backend::Cpu
+            // Entries are keyed by `Backend::record_name`.
+            let Some(b) = Backend::parse(&backend) else {
+                eprintln!(
+                    "FAIL {}: unknown backend '{}' in the expectations (backends: {})",
+                    g.display(),
+                    backend,
+                    Backend::names()
+                );
+                failed += 1;
+                continue;
             };
             // A recorded wgpu entry on a machine without any adapter is skipped,
             // unless it was asked for by name or this is CI.
-            if b == weft_runtime::Backend::Wgpu
+            if b == Backend::Wgpu
                 && named.is_none()
                 && std::env::var("CI").as_deref() != Ok("true")
                 && !wgpu_available()
@@ -202,7 +208,8 @@ pub fn replay(a: ReplayArgs) -> i32 {
 fn wgpu_available() -> bool {
     static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *AVAILABLE.get_or_init(|| {
-        weft_runtime::gpu::GpuContext::new(weft_runtime::gpu::AdapterChoice::Any).is_ok()
+        weft_runtime::wgpu_backend::WgpuContext::new(weft_runtime::wgpu_backend::AdapterChoice::Any)
+            .is_ok()
     })
 }
 
@@ -210,7 +217,7 @@ fn run_graph(
     g: &Path,
     frames: u32,
     threads: usize,
-    backend: weft_runtime::Backend,
+    backend: Backend,
 ) -> Result<BTreeMap<String, weft_runtime::expect::FieldStats>, RuntimeError> {
     let (_, program) = load_program(g, &Overrides::default())?;
     let mut sim = Simulation::new(

@@ -1,15 +1,16 @@
 //! `weft run`, `weft check`, `weft ir`, `weft nodes`.
 
-use crate::cli::{BackendArg, CheckArgs, GraphOverrides, IrArgs, RunArgs};
+use crate::cli::{CheckArgs, GraphOverrides, IrArgs, RunArgs};
 use crate::fail;
+use crate::load::{load_program, Overrides};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::Path;
 use weft_ir::graph::catalog;
 use weft_ir::ir::print_program;
-use weft_ir::passes::{run_pipeline, PassOptions, STAGES};
-use weft_runtime::load::{load_program, Overrides};
+use weft_ir::passes::{run_pipeline, PassOptions, Stage};
 use weft_runtime::memory::field_to_npy;
+use weft_runtime::Backend;
 use weft_runtime::{RuntimeError, SimOptions, Simulation};
 
 pub fn overrides(o: &GraphOverrides) -> Overrides {
@@ -23,7 +24,7 @@ pub fn overrides(o: &GraphOverrides) -> Overrides {
 pub fn open(
     graph: &Path,
     o: &GraphOverrides,
-    backend: BackendArg,
+    backend: Backend,
     quiet: bool,
     profile: bool,
 ) -> Result<Simulation, RuntimeError> {
@@ -33,17 +34,18 @@ pub fn open(
         &SimOptions {
             seed: o.seed,
             threads: o.threads,
-            backend: backend.backend(),
+            backend,
             profile,
             ..Default::default()
         },
     )?;
     if !quiet {
         match sim.device_name() {
-            Some(d) => eprintln!("backend: wgpu on {}", d),
+            Some(d) => eprintln!("backend: {} on {}", sim.backend_name(), d),
             None => eprintln!(
-                "backend: cpu (reference interpreter{})",
-                if backend == BackendArg::Auto {
+                "backend: {} (the reference VM{})",
+                sim.backend_name(),
+                if backend == Backend::Auto {
                     "; no hardware GPU adapter found"
                 } else {
                     ""
@@ -97,8 +99,8 @@ fn run_inner(a: &RunArgs) -> Result<(), RuntimeError> {
         None
     };
     // On wgpu the views are drawn by the GPU straight from the field buffers.
-    let gpu_views = match sim.gpu_engine() {
-        Some(engine) if !a.no_frames => Some(weft_runtime::gpu_render::GpuViewRenderer::new(
+    let gpu_views = match sim.wgpu_engine() {
+        Some(engine) if !a.no_frames => Some(weft_runtime::wgpu_views::WgpuViewRenderer::new(
             engine,
             &sim.program,
         )?),
@@ -109,7 +111,7 @@ fn run_inner(a: &RunArgs) -> Result<(), RuntimeError> {
         sim.step_frame()?;
         if !a.no_frames {
             let images = match &gpu_views {
-                Some(r) => sim.render_views_gpu(r)?,
+                Some(r) => sim.render_views_wgpu(r)?,
                 None => sim.render_views()?,
             };
             for (view, img) in images {
@@ -146,12 +148,14 @@ fn run_inner(a: &RunArgs) -> Result<(), RuntimeError> {
 pub fn check(a: CheckArgs) -> i32 {
     let mut worst = 0;
     for g in &a.graphs {
+        // Warnings do not fail the check: the graph runs, perhaps not as meant.
+        // Every backend that needs no device builds every kernel.
         let r = load_program(g, &Overrides::default()).and_then(|(doc, p)| {
-            // Warnings do not fail the check: the graph runs, perhaps not as meant.
             for w in weft_ir::graph::lint::warnings(&doc) {
                 eprintln!("{}: {}", g.display(), w);
             }
-            Simulation::new(p, &SimOptions::default()).map(|_| ())
+            let sim = Simulation::new(p, &SimOptions::default())?;
+            weft_runtime::backend::check_offline(&sim.program)
         });
         match r {
             Ok(()) => println!("{}: ok", g.display()),
@@ -167,14 +171,15 @@ pub fn check(a: CheckArgs) -> i32 {
 }
 
 pub fn ir(a: IrArgs) -> i32 {
-    if !STAGES.contains(&a.stage.as_str()) {
+    let Some(stage) = Stage::parse(&a.stage) else {
+        let names: Vec<&str> = Stage::ALL.iter().map(|s| s.name()).collect();
         eprintln!(
             "error: unknown stage '{}'; stages: {}",
             a.stage,
-            STAGES.join(", ")
+            names.join(", ")
         );
         return 2;
-    }
+    };
     let r = load_program(&a.graph, &Overrides::default()).and_then(|(_, mut p)| {
         if let Some(k) = &a.kernel {
             if p.kernel_by_name(k).is_none() {
@@ -190,7 +195,7 @@ pub fn ir(a: IrArgs) -> i32 {
             validate: true,
             ..Default::default()
         };
-        run_pipeline(&mut p, &opts, Some(&a.stage)).map_err(|e| RuntimeError::Compile {
+        run_pipeline(&mut p, &opts, Some(stage)).map_err(|e| RuntimeError::Compile {
             node: e.kernel.clone(),
             message: e.to_string(),
         })?;
@@ -231,7 +236,7 @@ pub fn emit(a: crate::cli::EmitArgs) -> i32 {
         if a.kernel.as_ref().is_some_and(|n| *n != k.name) {
             continue;
         }
-        let gk = match weft_codegen::gpu::compile_kernel(&p, k, &Default::default()) {
+        let gk = match weft_codegen::wgpu::compile_kernel(&p, k, &Default::default()) {
             Ok(g) => g,
             Err(e) => {
                 return fail(&RuntimeError::Compile {
@@ -241,7 +246,7 @@ pub fn emit(a: crate::cli::EmitArgs) -> i32 {
             }
         };
         match a.format {
-            crate::cli::EmitFormat::Wgsl => match weft_codegen::gpu::to_wgsl(&gk) {
+            crate::cli::EmitFormat::Wgsl => match weft_codegen::wgpu::to_wgsl(&gk) {
                 Ok(text) => println!("// kernel '{}'\n{}", k.name, text),
                 Err(e) => {
                     return fail(&RuntimeError::Compile {
@@ -251,7 +256,7 @@ pub fn emit(a: crate::cli::EmitArgs) -> i32 {
                 }
             },
             crate::cli::EmitFormat::Spirv => {
-                let words = match weft_codegen::gpu::to_spirv(&gk) {
+                let words = match weft_codegen::wgpu::to_spirv(&gk) {
                     Ok(w) => w,
                     Err(e) => {
                         return fail(&RuntimeError::Compile {

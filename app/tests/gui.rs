@@ -19,7 +19,9 @@ fn root() -> PathBuf {
 }
 
 fn gpu_ok() -> bool {
-    match weft_runtime::gpu::GpuContext::new(weft_runtime::gpu::AdapterChoice::Any) {
+    match weft_runtime::wgpu_backend::WgpuContext::new(
+        weft_runtime::wgpu_backend::AdapterChoice::Any,
+    ) {
         Ok(_) => true,
         Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
             panic!("CI=true but no wgpu adapter: {}", e)

@@ -218,6 +218,7 @@ fn lowered_ir_validates() {
         entry: lk.entry,
         functions: lk.functions,
         bindings: vec![],
+        fault_sites: vec![],
     };
     validate_kernel(&program, &k, false).unwrap();
 }

@@ -1,16 +1,19 @@
-//! weft-runtime: backends, field memory, kernel launch, the schedule
-//! executor and the view renderer shared by the CLI and the app.
+//! weft-runtime: the backend interface and its backends (the reference
+//! `vm`, `wgpu`), field memory, the schedule executor and the view renderers
+//! shared by the CLI and the app. It sees only the IR, never the graph
+//! document.
 
-pub mod cpu;
+pub mod backend;
 pub mod expect;
-pub mod gpu;
-pub mod gpu_render;
-pub mod load;
 pub mod memory;
 pub mod render;
 pub mod sim;
+pub mod vm;
+pub mod wgpu_backend;
+pub mod wgpu_views;
 
-pub use sim::{Backend, SimOptions, Simulation};
+pub use backend::{Backend, Engine};
+pub use sim::{SimOptions, Simulation};
 
 use weft_ir::graph::GraphErrors;
 

@@ -5,8 +5,8 @@
 //! read-modify-writes).
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use weft_ir::graph::build::{root_of, root_words};
 use weft_ir::graph::npy::{DType, NpyArray};
+use weft_ir::ir::layout::{root_of, root_words, AddressPlan, WORD_BITS};
 use weft_ir::ir::*;
 use weft_ir::types::{Scalar, Type};
 
@@ -15,35 +15,23 @@ pub struct FieldMemory {
     pub buffers: Vec<Vec<AtomicU32>>,
 }
 
-/// Word address of component 0 of `field` at logical `index` (row-major per level).
+/// Word address of component 0 of `field` at logical `index` (the field's `AddressPlan`).
 pub fn field_address(p: &Program, field: FieldId, index: &[u32]) -> u64 {
-    let fd = &p.fields[field];
-    let mut path = vec![fd.layout];
-    while let Some(parent) = p.layouts[*path.last().expect("non-empty")].parent {
-        path.push(parent);
-    }
-    path.reverse();
-    let mut addr = fd.offset_in_cell;
-    for (lvl, &l) in path.iter().enumerate() {
-        let node = &p.layouts[l];
-        let mut lin = 0u64;
-        for (d, &i) in index.iter().enumerate() {
-            let below: u64 = path[lvl + 1..]
-                .iter()
-                .map(|&m| p.layouts[m].shape[d] as u64)
-                .product();
-            let mut x = i as u64 / below;
-            if lvl > 0 {
-                x %= node.shape[d] as u64;
-            }
-            lin = lin * node.shape[d] as u64 + x;
+    AddressPlan::new(p, field).word_address(index)
+}
+
+/// Calls `f(linear, word address of each component)` for every element of
+/// `field`, in logical row-major order: the one loop behind every host copy.
+fn for_each_element(p: &Program, field: FieldId, mut f: impl FnMut(usize, &[usize])) {
+    let plan = AddressPlan::new(p, field);
+    let mut words = vec![0usize; plan.components];
+    for_each_index(&p.fields[field].shape, |lin, idx| {
+        let base = plan.bit_address(idx);
+        for (c, w) in words.iter_mut().enumerate() {
+            *w = ((base + c as u64 * plan.component_bits) / WORD_BITS) as usize;
         }
-        addr += lin * node.cell_words;
-        if lvl > 0 {
-            addr += node.offset_in_parent;
-        }
-    }
-    addr
+        f(lin, &words)
+    });
 }
 
 /// Calls `f(linear, index)` for every cell of a shape in row-major order.
@@ -83,17 +71,15 @@ impl FieldMemory {
                 FieldInit::Constant(w) => (w.as_slice(), true),
                 FieldInit::Data(d) => (d.as_slice(), false),
             };
-            let root = root_of(p, f.layout).index();
-            let buf = &self.buffers[root];
-            for_each_index(&f.shape, |lin, idx| {
-                let a = field_address(p, h, idx) as usize;
-                for c in 0..comps {
+            let buf = &self.buffers[root_of(p, f.layout).index()];
+            for_each_element(p, h, |lin, addrs| {
+                for (c, &a) in addrs.iter().enumerate() {
                     let w = if constant {
                         words[c]
                     } else {
                         words[lin * comps + c]
                     };
-                    buf[a + c].store(w, Ordering::Relaxed);
+                    buf[a].store(w, Ordering::Relaxed);
                 }
             });
         }
@@ -105,10 +91,9 @@ impl FieldMemory {
         let comps = f.ty.components();
         let buf = &self.buffers[root_of(p, f.layout).index()];
         let mut out = vec![0u32; f.cells() as usize * comps];
-        for_each_index(&f.shape, |lin, idx| {
-            let a = field_address(p, field, idx) as usize;
-            for c in 0..comps {
-                out[lin * comps + c] = buf[a + c].load(Ordering::Relaxed);
+        for_each_element(p, field, |lin, addrs| {
+            for (c, &a) in addrs.iter().enumerate() {
+                out[lin * comps + c] = buf[a].load(Ordering::Relaxed);
             }
         });
         out
@@ -119,10 +104,9 @@ impl FieldMemory {
         let f = &p.fields[field];
         let comps = f.ty.components();
         let buf = &self.buffers[root_of(p, f.layout).index()];
-        for_each_index(&f.shape, |lin, idx| {
-            let a = field_address(p, field, idx) as usize;
-            for c in 0..comps {
-                buf[a + c].store(words[lin * comps + c], Ordering::Relaxed);
+        for_each_element(p, field, |lin, addrs| {
+            for (c, &a) in addrs.iter().enumerate() {
+                buf[a].store(words[lin * comps + c], Ordering::Relaxed);
             }
         });
     }
@@ -133,9 +117,10 @@ pub fn extract_field(p: &Program, field: FieldId, root: &[u32]) -> Vec<u32> {
     let f = &p.fields[field];
     let comps = f.ty.components();
     let mut out = vec![0u32; f.cells() as usize * comps];
-    for_each_index(&f.shape, |lin, idx| {
-        let a = field_address(p, field, idx) as usize;
-        out[lin * comps..lin * comps + comps].copy_from_slice(&root[a..a + comps]);
+    for_each_element(p, field, |lin, addrs| {
+        for (c, &a) in addrs.iter().enumerate() {
+            out[lin * comps + c] = root[a];
+        }
     });
     out
 }
@@ -144,9 +129,10 @@ pub fn extract_field(p: &Program, field: FieldId, root: &[u32]) -> Vec<u32> {
 pub fn insert_field(p: &Program, field: FieldId, words: &[u32], root: &mut [u32]) {
     let f = &p.fields[field];
     let comps = f.ty.components();
-    for_each_index(&f.shape, |lin, idx| {
-        let a = field_address(p, field, idx) as usize;
-        root[a..a + comps].copy_from_slice(&words[lin * comps..lin * comps + comps]);
+    for_each_element(p, field, |lin, addrs| {
+        for (c, &a) in addrs.iter().enumerate() {
+            root[a] = words[lin * comps + c];
+        }
     });
 }
 

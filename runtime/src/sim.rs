@@ -1,38 +1,18 @@
 //! Compiles a program once and runs its schedule: `on_start` once, then the
-//! `on_frame` chain per frame. Records per-kernel launch times.
+//! `on_frame` chain per frame. The one schedule executor: the schedule
+//! becomes launch records (`weft_codegen::launch`) that whichever backend
+//! engine runs; per-kernel launch times are recorded.
 
-use crate::cpu::interp::{launch, Launch};
-use crate::gpu::{AdapterChoice, GpuContext, GpuEngine};
-use crate::memory::{extract_field, insert_field, FieldMemory};
+use crate::backend::{self, Backend, Engine};
 use crate::render::{render_view, Image};
+use crate::wgpu_backend::{WgpuContext, WgpuEngine};
 use crate::RuntimeError;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use weft_codegen::cpu::{compile_kernel, CpuKernel};
+use weft_codegen::launch::LaunchRecord;
 use weft_ir::ir::*;
 use weft_ir::passes::{run_pipeline, PassOptions};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Backend {
-    /// The reference interpreter.
-    #[default]
-    Cpu,
-    /// Compute pipelines through wgpu (Vulkan, Metal, DX12, GL; lavapipe on CPU-only machines).
-    Wgpu,
-    /// wgpu on a hardware GPU when there is one, otherwise the CPU interpreter.
-    Auto,
-}
-
-impl Backend {
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::Cpu => "cpu",
-            Backend::Wgpu => "wgpu",
-            Backend::Auto => "auto",
-        }
-    }
-}
 
 #[derive(Clone, Debug, Default)]
 pub struct SimOptions {
@@ -44,31 +24,22 @@ pub struct SimOptions {
     pub threads: Option<usize>,
     pub backend: Backend,
     /// A GPU device to share (the app's); otherwise one is opened when needed.
-    pub gpu: Option<Arc<GpuContext>>,
+    pub gpu: Option<Arc<WgpuContext>>,
     /// GPU: one submit per launch so per-kernel times can be measured.
     pub profile: bool,
     /// GPU: use the compare-exchange loop for f32 atomics even when the adapter has native ones.
     pub force_cas_float_atomics: bool,
 }
 
-impl std::fmt::Debug for GpuContext {
+impl std::fmt::Debug for WgpuContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "GpuContext({})", self.describe())
+        write!(f, "WgpuContext({})", self.describe())
     }
-}
-
-enum Engine {
-    Cpu {
-        kernels: Vec<CpuKernel>,
-        memory: FieldMemory,
-    },
-    Gpu(Box<GpuEngine>),
 }
 
 pub struct Simulation {
     pub program: Program,
-    engine: Engine,
-    backend: Backend,
+    engine: Box<dyn Engine>,
     profile: bool,
     /// Frames completed (0 after `on_start`).
     pub frame: i32,
@@ -76,14 +47,24 @@ pub struct Simulation {
     /// Launch durations per kernel node id.
     pub kernel_times: BTreeMap<String, Vec<Duration>>,
     pub compile_time: Duration,
-    pool: Option<rayon::ThreadPool>,
     /// Launches so far per kernel (indexed like `program.kernels`).
     launches: Vec<u32>,
 }
 
 impl Simulation {
-    /// Runs the pass pipeline and code generation for every kernel, then allocates fields.
-    pub fn new(mut program: Program, opts: &SimOptions) -> Result<Simulation, RuntimeError> {
+    /// Runs the pass pipeline, then opens `opts.backend` (code generation for
+    /// every kernel, field allocation and initial values).
+    pub fn new(program: Program, opts: &SimOptions) -> Result<Simulation, RuntimeError> {
+        Self::with_engine(program, opts, |p| backend::open(opts.backend, p, opts))
+    }
+
+    /// Like `new`, with the engine made by `open` from the compiled program:
+    /// how a backend outside this crate (or a test's) runs a simulation.
+    pub fn with_engine(
+        mut program: Program,
+        opts: &SimOptions,
+        open: impl FnOnce(&Program) -> Result<Box<dyn Engine>, RuntimeError>,
+    ) -> Result<Simulation, RuntimeError> {
         let t0 = Instant::now();
         if let Some(s) = opts.seed {
             program.seed = s;
@@ -92,92 +73,24 @@ impl Simulation {
             node: e.kernel.clone(),
             message: e.to_string(),
         })?;
-        let backend = match opts.backend {
-            Backend::Auto => {
-                let ctx = match &opts.gpu {
-                    Some(c) => Some(c.clone()),
-                    None => GpuContext::new(AdapterChoice::HardwareOnly)
-                        .ok()
-                        .map(Arc::new),
-                };
-                match ctx {
-                    Some(c) => {
-                        return Self::new(
-                            program,
-                            &SimOptions {
-                                backend: Backend::Wgpu,
-                                gpu: Some(c),
-                                ..opts.clone()
-                            },
-                        )
-                    }
-                    None => Backend::Cpu,
-                }
-            }
-            b => b,
-        };
-        let engine = match backend {
-            Backend::Cpu | Backend::Auto => {
-                let kernels = program
-                    .kernels
-                    .iter()
-                    .map(|(_, k)| compile_kernel(&program, k))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| RuntimeError::Compile {
-                        node: e.kernel.clone(),
-                        message: e.to_string(),
-                    })?;
-                Engine::Cpu {
-                    kernels,
-                    memory: FieldMemory::new(&program),
-                }
-            }
-            Backend::Wgpu => {
-                let ctx = match &opts.gpu {
-                    Some(c) => c.clone(),
-                    None => Arc::new(GpuContext::new(AdapterChoice::Any)?),
-                };
-                let gopts = weft_codegen::gpu::GpuOptions {
-                    native_float_atomics: ctx.float_atomics && !opts.force_cas_float_atomics,
-                };
-                let engine = GpuEngine::new(&program, ctx, &gopts)?;
-                let init = FieldMemory::new(&program);
-                for r in program.roots() {
-                    engine.write_root(r, &init.root_words(r));
-                }
-                Engine::Gpu(Box::new(engine))
-            }
-        };
+        let engine = open(&program)?;
         let compile_time = t0.elapsed();
         let kernels_len = program.kernels.len();
-        let pool = match opts.threads {
-            Some(n) => Some(
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(n.max(1))
-                    .build()
-                    .map_err(|e| {
-                        RuntimeError::Io(format!("cannot start {} worker threads: {}", n, e))
-                    })?,
-            ),
-            None => None,
-        };
         Ok(Simulation {
             program,
             engine,
-            backend,
             profile: opts.profile,
             frame: 0,
             started: false,
             kernel_times: BTreeMap::new(),
             compile_time,
-            pool,
             launches: vec![0; kernels_len],
         })
     }
 
-    /// The backend actually running (never `Auto`).
-    pub fn backend(&self) -> Backend {
-        self.backend
+    /// The name of the backend actually running (never `auto`).
+    pub fn backend_name(&self) -> &'static str {
+        self.engine.name()
     }
 
     /// GPU: one submit per launch so `kernel_times` can be measured (slower frames).
@@ -185,29 +98,14 @@ impl Simulation {
         self.profile = on;
     }
 
-    /// The GPU engine, when running on wgpu (for drawing views from its buffers).
-    pub fn gpu_engine(&self) -> Option<&GpuEngine> {
-        match &self.engine {
-            Engine::Gpu(g) => Some(g),
-            Engine::Cpu { .. } => None,
-        }
+    /// The wgpu engine, when running on wgpu (for drawing views from its buffers).
+    pub fn wgpu_engine(&self) -> Option<&WgpuEngine> {
+        self.engine.as_any().downcast_ref::<WgpuEngine>()
     }
 
-    /// The GPU adapter in use, if any.
+    /// The device in use, if any.
     pub fn device_name(&self) -> Option<String> {
-        match &self.engine {
-            Engine::Gpu(g) => Some(format!(
-                "{}, f32 atomics: {}, kernel timing: {}",
-                g.ctx.describe(),
-                if g.native_float_atomics {
-                    "native"
-                } else {
-                    "compare-exchange loop"
-                },
-                g.timing_method()
-            )),
-            Engine::Cpu { .. } => None,
-        }
+        self.engine.device_name()
     }
 
     /// Runs `on_start` (once; later calls do nothing).
@@ -230,15 +128,7 @@ impl Simulation {
 
     /// Restores initial field values and the frame counter.
     pub fn reset(&mut self) -> Result<(), RuntimeError> {
-        match &mut self.engine {
-            Engine::Cpu { memory, .. } => memory.reset(&self.program),
-            Engine::Gpu(g) => {
-                let init = FieldMemory::new(&self.program);
-                for r in self.program.roots() {
-                    g.write_root(r, &init.root_words(r));
-                }
-            }
-        }
+        self.engine.reset(&self.program)?;
         self.launches.iter_mut().for_each(|l| *l = 0);
         self.frame = 0;
         self.started = false;
@@ -246,41 +136,26 @@ impl Simulation {
     }
 
     fn run_steps(&mut self, steps: &[Step]) -> Result<(), RuntimeError> {
-        if let Engine::Gpu(_) = self.engine {
-            let mut list = Vec::new();
-            self.flatten(steps, &mut list);
-            let Engine::Gpu(g) = &self.engine else {
-                unreachable!("checked above")
-            };
-            let times = g.run(&self.program, &list, self.profile)?;
-            for (k, d) in times {
-                self.kernel_times
-                    .entry(self.program.kernels[k].name.clone())
-                    .or_default()
-                    .push(d);
-            }
-            return Ok(());
-        }
-        for s in steps {
-            match s {
-                Step::Launch(k) => self.launch(*k)?,
-                Step::Repeat { count, body, .. } => {
-                    for _ in 0..*count {
-                        self.run_steps(body)?;
-                    }
-                }
-            }
+        let mut list = Vec::new();
+        self.flatten(steps, &mut list);
+        let times = self.engine.run(&self.program, &list, self.profile)?;
+        for (k, d) in times {
+            self.kernel_times
+                .entry(self.program.kernels[k].name.clone())
+                .or_default()
+                .push(d);
         }
         Ok(())
     }
 
-    /// The launches of `steps` in order: (kernel, frame, launch index).
-    fn flatten(&mut self, steps: &[Step], out: &mut Vec<(KernelId, i32, u32)>) {
+    /// The launches of `steps` in order, as launch records.
+    fn flatten(&mut self, steps: &[Step], out: &mut Vec<LaunchRecord>) {
         for s in steps {
             match s {
                 Step::Launch(k) => {
-                    out.push((*k, self.frame, self.launches[k.index()]));
-                    self.launches[k.index()] = self.launches[k.index()].wrapping_add(1);
+                    let n = &mut self.launches[k.index()];
+                    out.push(LaunchRecord::new(&self.program, *k, self.frame, *n));
+                    *n = n.wrapping_add(1);
                 }
                 Step::Repeat { count, body, .. } => {
                     for _ in 0..*count {
@@ -289,44 +164,6 @@ impl Simulation {
                 }
             }
         }
-    }
-
-    fn launch(&mut self, k: KernelId) -> Result<(), RuntimeError> {
-        let Engine::Cpu { kernels, memory } = &self.engine else {
-            unreachable!("CPU launches only")
-        };
-        let kernel = &self.program.kernels[k];
-        let ck = &kernels[k.index()];
-        let shape = kernel.iteration_shape(&self.program);
-        let params: Vec<u32> = kernel.params.iter().map(|p| p.value).collect();
-        let buffers: Vec<&[std::sync::atomic::AtomicU32]> = ck
-            .roots
-            .iter()
-            .map(|r| memory.buffers[r.index()].as_slice())
-            .collect();
-        let t = Instant::now();
-        let launch_index = self.launches[k.index()];
-        let l = Launch {
-            program: &self.program,
-            kernel: ck,
-            buffers,
-            params: &params,
-            frame: self.frame,
-            seed: self.program.seed,
-            launch_index,
-            shape: &shape,
-        };
-        match &self.pool {
-            Some(pool) => pool.install(|| launch(&l))?,
-            None => launch(&l)?,
-        }
-        let d = t.elapsed();
-        self.launches[k.index()] = launch_index.wrapping_add(1);
-        self.kernel_times
-            .entry(kernel.name.clone())
-            .or_default()
-            .push(d);
-        Ok(())
     }
 
     /// Sets a kernel's scalar parameter without recompiling or touching field state.
@@ -354,28 +191,11 @@ impl Simulation {
 
     /// Field contents in logical row-major order, one word per component.
     pub fn read_field(&self, f: FieldId) -> Result<Vec<u32>, RuntimeError> {
-        match &self.engine {
-            Engine::Cpu { memory, .. } => Ok(memory.read_field(&self.program, f)),
-            Engine::Gpu(g) => {
-                let root =
-                    weft_ir::graph::build::root_of(&self.program, self.program.fields[f].layout);
-                Ok(extract_field(&self.program, f, &g.read_root(root)?))
-            }
-        }
+        self.engine.read_field(&self.program, f)
     }
 
     pub fn write_field(&mut self, f: FieldId, words: &[u32]) -> Result<(), RuntimeError> {
-        match &self.engine {
-            Engine::Cpu { memory, .. } => memory.write_field(&self.program, f, words),
-            Engine::Gpu(g) => {
-                let root =
-                    weft_ir::graph::build::root_of(&self.program, self.program.fields[f].layout);
-                let mut all = g.read_root(root)?;
-                insert_field(&self.program, f, words, &mut all);
-                g.write_root(root, &all);
-            }
-        }
-        Ok(())
+        self.engine.write_field(&self.program, f, words)
     }
 
     /// Every view, rendered on the CPU: (view node id, image).
@@ -411,12 +231,12 @@ impl Simulation {
     }
 
     /// Every view, drawn on the GPU straight from the field buffers by a
-    /// renderer made for this simulation (`GpuViewRenderer::new(sim.gpu_engine()?, &sim.program)`).
-    pub fn render_views_gpu(
+    /// renderer made for this simulation (`WgpuViewRenderer::new(sim.wgpu_engine()?, &sim.program)`).
+    pub fn render_views_wgpu(
         &self,
-        renderer: &crate::gpu_render::GpuViewRenderer,
+        renderer: &crate::wgpu_views::WgpuViewRenderer,
     ) -> Result<Vec<(String, Image)>, RuntimeError> {
-        let engine = self.gpu_engine().ok_or_else(|| {
+        let engine = self.wgpu_engine().ok_or_else(|| {
             RuntimeError::Device(
                 "GPU views need the wgpu backend; this simulation runs on the CPU".into(),
             )

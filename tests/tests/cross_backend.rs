@@ -11,7 +11,9 @@ use weft_runtime::{Backend, SimOptions, Simulation};
 use weft_tests::*;
 
 fn gpu_available() -> bool {
-    match weft_runtime::gpu::GpuContext::new(weft_runtime::gpu::AdapterChoice::Any) {
+    match weft_runtime::wgpu_backend::WgpuContext::new(
+        weft_runtime::wgpu_backend::AdapterChoice::Any,
+    ) {
         Ok(_) => true,
         Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
             panic!("CI=true but no wgpu adapter: {}", e)
@@ -152,7 +154,7 @@ fn examples_agree_across_backends() {
         if name == "mpm88" {
             set(&mut g, "substeps", "count", json!(20));
         }
-        let c = sim(&g, frames, Backend::Cpu, false).unwrap();
+        let c = sim(&g, frames, Backend::Vm, false).unwrap();
         let w = sim(&g, frames, Backend::Wgpu, false)
             .unwrap_or_else(|e| panic!("{} on wgpu: {}", name, e));
         problems.extend(compare(name, &c, &w, &|field| match (name, field) {
@@ -313,8 +315,7 @@ fn language_corpus_agrees_across_backends() {
     let mut problems = Vec::new();
     for (name, fields, code, range, tol) in corpus() {
         let g = corpus_graph(&fields, code, &range);
-        let c =
-            sim(&g, 1, Backend::Cpu, false).unwrap_or_else(|e| panic!("{} on cpu: {}", name, e));
+        let c = sim(&g, 1, Backend::Vm, false).unwrap_or_else(|e| panic!("{} on cpu: {}", name, e));
         for force_cas in [false, true] {
             if force_cas && name != "atomics" {
                 continue;
@@ -403,7 +404,10 @@ fn editing_one_kernel_recompiles_only_that_kernel() {
     }
     use std::sync::atomic::Ordering;
     let ctx = std::sync::Arc::new(
-        weft_runtime::gpu::GpuContext::new(weft_runtime::gpu::AdapterChoice::Any).unwrap(),
+        weft_runtime::wgpu_backend::WgpuContext::new(
+            weft_runtime::wgpu_backend::AdapterChoice::Any,
+        )
+        .unwrap(),
     );
     let open = |g: &Value| {
         let opts = SimOptions {
@@ -435,7 +439,7 @@ fn editing_one_kernel_recompiles_only_that_kernel() {
         first + 1,
         "only the edited kernel compiles"
     );
-    assert_eq!(s.backend(), Backend::Wgpu);
+    assert_eq!(s.backend_name(), Backend::Wgpu.name());
 }
 
 #[test]

@@ -21,8 +21,8 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
-use weft_ir::graph::build::root_words;
 use weft_ir::graph::{build_program, BuildOptions, GraphDoc, GraphError, GraphErrors};
+use weft_ir::ir::layout::root_words;
 use weft_ir::ir::{Program, Step};
 use weft_runtime::{RuntimeError, SimOptions, Simulation};
 
@@ -901,7 +901,7 @@ fn run_case(m: &Mutant, may_run: bool) -> Outcome {
             return out;
         }
         for (_, k) in program.kernels.iter() {
-            if let Err(e) = weft_codegen::cpu::compile_kernel(&program, k) {
+            if let Err(e) = weft_codegen::vm::compile_kernel(&program, k) {
                 check_runtime(
                     "codegen",
                     &RuntimeError::Compile {
@@ -1485,12 +1485,12 @@ fn mutated_graphs_never_panic_hang_or_blame_unknown_nodes() {
     }
 }
 
-/// `--set NODE.PARAM=VALUE` and `--init FIELD=FILE` overrides (runtime::load)
+/// `--set NODE.PARAM=VALUE` and `--init FIELD=FILE` overrides (graph::overrides)
 /// on the example graphs and the kitchen sink: never a panic, and every error
 /// is document-level or names a node of the graph.
 #[test]
 fn random_overrides_never_panic() {
-    use weft_runtime::load::{apply_overrides, Overrides};
+    use weft_ir::graph::overrides::{apply_overrides, Overrides};
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let graphs = root.join("../graphs");
     let mut texts: Vec<(String, PathBuf)> = ["julia", "heat", "life", "mpm88"]
@@ -1630,10 +1630,7 @@ fn random_overrides_never_panic() {
                     .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
             )),
             // Malformed overrides are usage errors: document-level is fine.
-            Ok(Err(RuntimeError::Graph(e))) => {
-                check_errors("overrides", &e, &known, false, &mut out)
-            }
-            Ok(Err(e)) => check_runtime("overrides", &e, &known, &mut out),
+            Ok(Err(e)) => check_errors("overrides", &e, &known, false, &mut out),
             Ok(Ok(Err(e))) => {
                 applied += 1;
                 check_errors("build", &e, &known, true, &mut out)

@@ -3,12 +3,12 @@
 
 use serde_json::json;
 use weft_ir::ir::print_program;
-use weft_ir::passes::{run_pipeline, PassOptions, STAGES};
+use weft_ir::passes::{run_pipeline, PassOptions, Stage};
 use weft_tests::*;
 
 fn check(name: &str, doc: &serde_json::Value) {
     let mut problems = Vec::new();
-    for stage in STAGES {
+    for stage in Stage::ALL {
         let mut p = build(doc).unwrap();
         run_pipeline(
             &mut p,
@@ -22,7 +22,7 @@ fn check(name: &str, doc: &serde_json::Value) {
         let text = print_program(&p, None);
         let path = root()
             .join("tests/golden")
-            .join(format!("{}.{}.txt", name, stage));
+            .join(format!("{}.{}.txt", name, stage.name()));
         if std::env::var_os("UPDATE_GOLDEN").is_some() {
             std::fs::write(&path, &text).unwrap();
             continue;

@@ -1,4 +1,4 @@
-//! The GPU view renderer (`weft_runtime::gpu_render`) against the CPU
+//! The GPU view renderer (`weft_runtime::wgpu_views`) against the CPU
 //! renderer (`weft_runtime::render`), both drawing the same simulation state
 //! of a wgpu-backed simulation: every view of the example graphs, and small
 //! graphs covering each field type, colormap, range mode, particle colour
@@ -12,17 +12,17 @@
 
 use serde_json::{json, Value};
 use std::sync::{Arc, OnceLock};
-use weft_runtime::gpu::{AdapterChoice, GpuContext};
-use weft_runtime::gpu_render::GpuViewRenderer;
 use weft_runtime::render::Image;
+use weft_runtime::wgpu_backend::{AdapterChoice, WgpuContext};
+use weft_runtime::wgpu_views::WgpuViewRenderer;
 use weft_runtime::{Backend, RuntimeError, SimOptions, Simulation};
 use weft_tests::*;
 
 /// One device shared by every test (opening lavapipe is slow).
-fn gpu() -> Option<Arc<GpuContext>> {
-    static CTX: OnceLock<Result<Arc<GpuContext>, String>> = OnceLock::new();
+fn gpu() -> Option<Arc<WgpuContext>> {
+    static CTX: OnceLock<Result<Arc<WgpuContext>, String>> = OnceLock::new();
     match CTX.get_or_init(|| {
-        GpuContext::new(AdapterChoice::Any)
+        WgpuContext::new(AdapterChoice::Any)
             .map(Arc::new)
             .map_err(|e| e.to_string())
     }) {
@@ -37,7 +37,7 @@ fn gpu() -> Option<Arc<GpuContext>> {
     }
 }
 
-fn gpu_sim(doc: &Value, frames: u32, ctx: &Arc<GpuContext>) -> Simulation {
+fn gpu_sim(doc: &Value, frames: u32, ctx: &Arc<WgpuContext>) -> Simulation {
     let p = build(doc).unwrap_or_else(|e| panic!("graph does not build: {}", e));
     let opts = SimOptions {
         backend: Backend::Wgpu,
@@ -130,14 +130,14 @@ fn diff(cpu: &Image, gpu: &Image) -> Stats {
 /// Renders every view of `sim` on both renderers and checks the tolerance;
 /// returns one report line per view.
 fn check_views(name: &str, sim: &Simulation) -> Vec<String> {
-    let engine = sim.gpu_engine().expect("wgpu backend");
-    let renderer = GpuViewRenderer::new(engine, &sim.program)
+    let engine = sim.wgpu_engine().expect("wgpu backend");
+    let renderer = WgpuViewRenderer::new(engine, &sim.program)
         .unwrap_or_else(|e| panic!("{}: renderer: {}", name, e));
     let cpu = sim
         .render_views()
         .unwrap_or_else(|e| panic!("{}: CPU render: {}", name, e));
     let gpu = sim
-        .render_views_gpu(&renderer)
+        .render_views_wgpu(&renderer)
         .unwrap_or_else(|e| panic!("{}: GPU render: {}", name, e));
     assert_eq!(cpu.len(), gpu.len());
     assert!(!cpu.is_empty(), "{} has no views", name);
@@ -193,9 +193,9 @@ fn example_views_match_cpu() {
         let sim = gpu_sim(&g, frames, &ctx);
         let lines = check_views(name, &sim);
         assert!(!lines.is_empty());
-        let engine = sim.gpu_engine().expect("wgpu backend");
-        let renderer = GpuViewRenderer::new(engine, &sim.program).expect("renderer");
-        for (id, img) in sim.render_views_gpu(&renderer).expect("GPU views") {
+        let engine = sim.wgpu_engine().expect("wgpu backend");
+        let renderer = WgpuViewRenderer::new(engine, &sim.program).expect("renderer");
+        for (id, img) in sim.render_views_wgpu(&renderer).expect("GPU views") {
             assert!(!img.is_blank(), "{}/{}: the GPU image is blank", name, id);
         }
     }
@@ -556,8 +556,8 @@ fn scaled_render_and_errors() {
         &[("field", "s")],
     );
     let sim = gpu_sim(&g, 0, &ctx);
-    let engine = sim.gpu_engine().unwrap();
-    let r = GpuViewRenderer::new(engine, &sim.program).unwrap();
+    let engine = sim.wgpu_engine().unwrap();
+    let r = WgpuViewRenderer::new(engine, &sim.program).unwrap();
     assert_eq!(r.view_info(0), Some(("v", 13, 7)));
     let natural = r.render_to_image(0).unwrap();
     let big = r.render_to_image_sized(0, 39, 21).unwrap();
@@ -580,14 +580,14 @@ fn scaled_render_and_errors() {
     ));
     // A renderer made for another simulation is refused.
     let other = gpu_sim(&g, 0, &ctx);
-    match other.render_views_gpu(&r) {
+    match other.render_views_wgpu(&r) {
         Err(RuntimeError::Device(m)) => assert!(m.contains("another simulation"), "{}", m),
         other => panic!("expected an error, got {:?}", other.map(|v| v.len())),
     }
     // A CPU simulation has no GPU views.
     let cpu = Simulation::new(build(&g).unwrap(), &SimOptions::default()).unwrap();
     assert!(matches!(
-        cpu.render_views_gpu(&r),
+        cpu.render_views_wgpu(&r),
         Err(RuntimeError::Device(_))
     ));
 }

@@ -133,7 +133,12 @@ fn helper_functions_inlined_and_called() {
         json!({}),
     ))
     .unwrap();
-    weft_ir::passes::run_pipeline(&mut p, &Default::default(), Some("inline")).unwrap();
+    weft_ir::passes::run_pipeline(
+        &mut p,
+        &Default::default(),
+        Some(weft_ir::passes::Stage::Inline),
+    )
+    .unwrap();
     let text = weft_ir::ir::print_program(&p, None);
     let entry = &text[text.find("entry kernel").unwrap()..];
     assert_eq!(entry.matches("call fn").count(), 1, "{}", entry);

@@ -18,6 +18,7 @@ use egui::{
     TextEdit, TextStyle, Ui,
 };
 use weft_ir::ir::Builtin;
+use weft_ir::lang::lexer::{self, is_ident_char, TokenKind as LexKind};
 
 /// A problem to underline: 1-based line and column, and the message shown on hover.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,111 +65,47 @@ enum TokenKind {
     Ident,
 }
 
-fn is_ident_char(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
-}
-
-/// Splits `code` into byte ranges with a kind each; the ranges cover all of `code`.
+/// Splits `code` with the kernel language's lexer and classifies words for
+/// colouring; the ranges cover all of `code`.
 fn tokenize(code: &str) -> Vec<(Range<usize>, TokenKind)> {
-    let chars: Vec<(usize, char)> = code.char_indices().collect();
-    let n = chars.len();
-    let byte_at = |i: usize| chars.get(i).map_or(code.len(), |c| c.0);
-    let char_at = |i: usize| chars.get(i).map(|c| c.1);
-    let mut out = Vec::new();
-    let mut i = 0;
+    let tokens = lexer::tokenize(code);
+    let mut out = Vec::with_capacity(tokens.len());
     // Whether the previous significant token was the keyword `fn`.
     let mut after_fn = false;
-    while i < n {
-        let start = i;
-        let c = chars[i].1;
-        let next = char_at(i + 1);
-        let kind = if c == '/' && next == Some('/') {
-            while i < n && chars[i].1 != '\n' {
-                i += 1;
-            }
-            TokenKind::Comment
-        } else if c == '/' && next == Some('*') {
-            let mut depth = 0usize;
-            while i < n {
-                if chars[i].1 == '/' && char_at(i + 1) == Some('*') {
-                    depth += 1;
-                    i += 2;
-                } else if chars[i].1 == '*' && char_at(i + 1) == Some('/') {
-                    depth -= 1;
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
+    for (n, t) in tokens.iter().enumerate() {
+        let word = &code[t.range.clone()];
+        let kind = match t.kind {
+            LexKind::Whitespace => TokenKind::Whitespace,
+            LexKind::Comment => TokenKind::Comment,
+            LexKind::Str => TokenKind::Str,
+            LexKind::Number => TokenKind::Number,
+            LexKind::Punct => TokenKind::Punct,
+            LexKind::Word => {
+                let called = tokens[n + 1..]
+                    .iter()
+                    .find(|t| t.kind != LexKind::Whitespace)
+                    .is_some_and(|t| code[t.range.clone()].starts_with('('));
+                if KEYWORDS.contains(&word) {
+                    TokenKind::Keyword
+                } else if TYPES.contains(&word) {
+                    TokenKind::Type
+                } else if CONSTANTS.contains(&word) {
+                    TokenKind::Number
+                } else if called
+                    && (Builtin::from_name(word).is_some() || SPECIAL_FUNCTIONS.contains(&word))
+                {
+                    TokenKind::Builtin
+                } else if called || after_fn {
+                    TokenKind::Function
                 } else {
-                    i += 1;
+                    TokenKind::Ident
                 }
             }
-            TokenKind::Comment
-        } else if c == '"' {
-            i += 1;
-            while i < n && chars[i].1 != '"' && chars[i].1 != '\n' {
-                i += if chars[i].1 == '\\' { 2 } else { 1 };
-            }
-            i = (i + 1).min(n);
-            TokenKind::Str
-        } else if c.is_ascii_digit() {
-            let radix_prefix = c == '0' && matches!(next, Some('x' | 'X' | 'b' | 'B' | 'o' | 'O'));
-            i += 1;
-            while i < n {
-                let ch = chars[i].1;
-                let after = char_at(i + 1);
-                let exponent_sign = !radix_prefix
-                    && (ch == '+' || ch == '-')
-                    && matches!(chars[i - 1].1, 'e' | 'E')
-                    && after.is_some_and(|a| a.is_ascii_digit());
-                let fraction_dot = !radix_prefix
-                    && ch == '.'
-                    && chars[start..i].iter().all(|c| c.1 != '.')
-                    && after.is_none_or(|a| a.is_ascii_digit() || !(is_ident_char(a) || a == '.'));
-                if is_ident_char(ch) || exponent_sign || fraction_dot {
-                    i += 1;
-                } else {
-                    break;
-                }
-            }
-            TokenKind::Number
-        } else if is_ident_char(c) {
-            while i < n && is_ident_char(chars[i].1) {
-                i += 1;
-            }
-            let word = &code[byte_at(start)..byte_at(i)];
-            let called = chars[i..]
-                .iter()
-                .find(|c| !c.1.is_whitespace())
-                .is_some_and(|c| c.1 == '(');
-            if KEYWORDS.contains(&word) {
-                TokenKind::Keyword
-            } else if TYPES.contains(&word) {
-                TokenKind::Type
-            } else if CONSTANTS.contains(&word) {
-                TokenKind::Number
-            } else if called
-                && (Builtin::from_name(word).is_some() || SPECIAL_FUNCTIONS.contains(&word))
-            {
-                TokenKind::Builtin
-            } else if called || after_fn {
-                TokenKind::Function
-            } else {
-                TokenKind::Ident
-            }
-        } else if c.is_whitespace() {
-            while i < n && chars[i].1.is_whitespace() {
-                i += 1;
-            }
-            TokenKind::Whitespace
-        } else {
-            i += 1;
-            TokenKind::Punct
         };
         if !matches!(kind, TokenKind::Whitespace | TokenKind::Comment) {
-            after_fn = kind == TokenKind::Keyword && &code[byte_at(start)..byte_at(i)] == "fn";
+            after_fn = kind == TokenKind::Keyword && word == "fn";
         }
-        out.push((byte_at(start)..byte_at(i), kind));
+        out.push((t.range.clone(), kind));
     }
     out
 }

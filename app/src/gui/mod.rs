@@ -18,7 +18,8 @@ pub mod viewport;
 use graph_view::{sync_snarl, GraphViewer, NodeView};
 use model::{Command, Model};
 use std::path::{Path, PathBuf};
-use viewport::{ViewBackend, Viewport};
+use viewport::Viewport;
+use weft_runtime::Backend;
 
 /// Options of `weft gui`.
 #[derive(Clone, Debug, Default)]
@@ -617,15 +618,12 @@ impl WeftApp {
             }
             let mut b = self.viewport.backend;
             egui::ComboBox::from_id_salt("backend")
-                .selected_text(match b {
-                    ViewBackend::Wgpu => "wgpu",
-                    ViewBackend::Cpu => "cpu",
-                })
+                .selected_text(b.name())
                 .show_ui(ui, |ui| {
                     if self.viewport.has_gpu() {
-                        ui.selectable_value(&mut b, ViewBackend::Wgpu, "wgpu");
+                        ui.selectable_value(&mut b, Backend::Wgpu, Backend::Wgpu.name());
                     }
-                    ui.selectable_value(&mut b, ViewBackend::Cpu, "cpu");
+                    ui.selectable_value(&mut b, Backend::Vm, Backend::Vm.name());
                 });
             if b != self.viewport.backend {
                 self.viewport.backend = b;

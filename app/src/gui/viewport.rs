@@ -12,15 +12,9 @@ use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
 use weft_ir::graph::{build_program, BuildOptions, GraphDoc};
 use weft_ir::ir::{FieldId, View};
-use weft_runtime::gpu::GpuContext;
-use weft_runtime::gpu_render::GpuViewRenderer;
+use weft_runtime::wgpu_backend::WgpuContext;
+use weft_runtime::wgpu_views::WgpuViewRenderer;
 use weft_runtime::{Backend, SimOptions, Simulation};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ViewBackend {
-    Wgpu,
-    Cpu,
-}
 
 struct ViewTexture {
     id: egui::TextureId,
@@ -31,15 +25,16 @@ struct ViewTexture {
     name: String,
 }
 
-type Built = Result<(Simulation, Option<GpuViewRenderer>), String>;
+type Built = Result<(Simulation, Option<WgpuViewRenderer>), String>;
 
 pub struct Viewport {
-    pub backend: ViewBackend,
+    /// `Backend::Wgpu` or `Backend::Vm`.
+    pub backend: Backend,
     pub playing: bool,
     pub sim: Option<Simulation>,
-    renderer: Option<GpuViewRenderer>,
+    renderer: Option<WgpuViewRenderer>,
     textures: Vec<ViewTexture>,
-    gpu: Option<Arc<GpuContext>>,
+    gpu: Option<Arc<WgpuContext>>,
     egui_renderer: Option<Arc<egui::mutex::RwLock<eframe::egui_wgpu::Renderer>>>,
     pending: Option<(u64, Receiver<Built>)>,
     /// The document revision the running simulation was built from.
@@ -88,7 +83,7 @@ fn without_scalars(doc: &GraphDoc) -> GraphDoc {
 impl Viewport {
     pub fn new(render_state: Option<&eframe::egui_wgpu::RenderState>) -> Viewport {
         let gpu = render_state.map(|rs| {
-            Arc::new(GpuContext::from_shared(
+            Arc::new(WgpuContext::from_shared(
                 &rs.adapter,
                 rs.device.clone(),
                 rs.queue.clone(),
@@ -96,9 +91,9 @@ impl Viewport {
         });
         Viewport {
             backend: if gpu.is_some() {
-                ViewBackend::Wgpu
+                Backend::Wgpu
             } else {
-                ViewBackend::Cpu
+                Backend::Vm
             },
             playing: false,
             sim: None,
@@ -190,7 +185,7 @@ impl Viewport {
     pub fn rebuild(&mut self, revision: u64, doc: &GraphDoc, base_dir: Option<PathBuf>) {
         let (tx, rx) = channel();
         let doc2 = doc.clone();
-        let gpu = if self.backend == ViewBackend::Wgpu {
+        let gpu = if self.backend == Backend::Wgpu {
             self.gpu.clone()
         } else {
             None
@@ -207,7 +202,7 @@ impl Viewport {
                 let backend = if gpu.is_some() {
                     Backend::Wgpu
                 } else {
-                    Backend::Cpu
+                    Backend::Vm
                 };
                 let mut sim = Simulation::new(
                     program,
@@ -219,9 +214,9 @@ impl Viewport {
                 )
                 .map_err(|e| e.to_string())?;
                 sim.start().map_err(|e| e.to_string())?;
-                let renderer = match sim.gpu_engine() {
+                let renderer = match sim.wgpu_engine() {
                     Some(engine) => Some(
-                        GpuViewRenderer::with_format(
+                        WgpuViewRenderer::with_format(
                             engine,
                             &sim.program,
                             wgpu::TextureFormat::Rgba8Unorm,

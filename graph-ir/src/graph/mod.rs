@@ -7,9 +7,11 @@ pub mod error;
 pub mod expr;
 pub mod lint;
 pub mod npy;
+pub mod overrides;
 pub mod schema;
 
-pub use build::{build_program, BuildOptions, MAX_LAYOUT_WORDS, MAX_RANGE};
+pub use crate::ir::layout::MAX_LAYOUT_WORDS;
+pub use build::{build_program, BuildOptions, MAX_RANGE};
 pub use document::{FrameDoc, GraphDoc, NodeDoc, WireDoc};
 pub use error::{GraphError, GraphErrors};
 pub use lint::GraphWarning;

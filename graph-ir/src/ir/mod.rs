@@ -13,12 +13,15 @@
 
 pub mod builtins;
 pub mod eval;
+pub mod layout;
 mod printer;
 mod validate;
 
 pub use builtins::Builtin;
 pub use printer::print_program;
-pub use validate::{validate_kernel, validate_program, ValidationError};
+pub use validate::{
+    validate_kernel, validate_program, validate_structure, IrForm, ValidationError,
+};
 
 use crate::arena::{Arena, Handle};
 use crate::types::{Scalar, Type};
@@ -93,7 +96,7 @@ pub struct LayoutNode {
     pub parent: Option<LayoutId>,
     /// Children in storage order within one cell.
     pub children: Vec<LayoutChild>,
-    /// Words per cell (filled in by `layout::compute`).
+    /// Words per cell (filled in by `layout::compute`, which owns all address math).
     pub cell_words: u64,
     /// Word offset of this node's block inside its parent's cell.
     pub offset_in_parent: u64,
@@ -171,6 +174,55 @@ pub struct Kernel {
     pub functions: Arena<Function>,
     /// Fields bound to the kernel's ports, in port order: (port name, field).
     pub bindings: Vec<(String, FieldId)>,
+    /// What each `Trap { site }` reports (filled by `passes::legalize`).
+    pub fault_sites: Vec<FaultSite>,
+}
+
+/// A place where a launch can fail at run time, and what it means.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FaultSite {
+    pub span: Span,
+    pub kind: FaultKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultKind {
+    /// A field index outside `0..extent` (the trapped value is the i32 index).
+    OutOfBounds {
+        field: FieldId,
+        axis: u32,
+        extent: u32,
+    },
+    /// `step_by` with a step that is not positive (the trapped value is the step).
+    NonPositiveStep { signed: bool },
+}
+
+impl FaultSite {
+    /// The user-facing message for this fault with the trapped value's bits:
+    /// every backend reports faults through this one function.
+    pub fn message(&self, program: &Program, value: u32) -> String {
+        match self.kind {
+            FaultKind::OutOfBounds {
+                field,
+                axis,
+                extent,
+            } => format!(
+                "index {} is out of bounds for axis {} of field '{}' (extent {})",
+                value as i32,
+                axis,
+                program.fields.get(field).map_or("?", |f| f.name.as_str()),
+                extent
+            ),
+            FaultKind::NonPositiveStep { signed } => format!(
+                "`step_by` needs a positive step, got {}",
+                if signed {
+                    value as i32 as i64
+                } else {
+                    value as i64
+                }
+            ),
+        }
+    }
 }
 
 impl Kernel {
@@ -433,6 +485,12 @@ pub enum InstKind {
         index: InstId,
         extent: u32,
     },
+    /// Fails the launch at `Kernel::fault_sites[site]`, reporting `value`'s
+    /// bits; the invocation does no further work (legalized IR only).
+    Trap {
+        site: u32,
+        value: InstId,
+    },
     /// Loads the word at `addr` (u32) of the root buffer, reinterpreted as the instruction's scalar type.
     BufLoad {
         root: LayoutId,
@@ -513,7 +571,7 @@ impl InstKind {
                 v.extend(cmp);
                 v
             }
-            BoundsCheck { index, .. } => vec![*index],
+            BoundsCheck { index, .. } | Trap { value: index, .. } => vec![*index],
             BufLoad { addr, .. } => vec![*addr],
             BufStore { addr, value, .. } => vec![*addr, *value],
             BufAtomic {
@@ -590,7 +648,7 @@ impl InstKind {
                     *c = f(*c);
                 }
             }
-            BoundsCheck { index, .. } => *index = f(*index),
+            BoundsCheck { index, .. } | Trap { value: index, .. } => *index = f(*index),
             BufLoad { addr, .. } => *addr = f(*addr),
             BufStore { addr, value, .. } => {
                 *addr = f(*addr);

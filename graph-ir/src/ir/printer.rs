@@ -62,6 +62,9 @@ fn print_kernel(out: &mut String, program: &Program, k: &Kernel) {
         iter,
         params.join(", ")
     );
+    for (i, site) in k.fault_sites.iter().enumerate() {
+        let _ = writeln!(out, "  fault site {} at {}: {:?}", i, site.span, site.kind);
+    }
     for (_, f) in k.functions.iter() {
         print_function(out, program, f, "fn");
     }
@@ -182,6 +185,7 @@ fn print_block(out: &mut String, program: &Program, f: &Function, block: &Block,
                     extent
                 )
             }
+            InstKind::Trap { site, value } => format!("trap site {} {:?}", site, value),
             InstKind::BufLoad { root, addr } => format!("buf_load L{}[{:?}]", root.index(), addr),
             InstKind::BufStore { root, addr, value } => {
                 format!("buf_store L{}[{:?}] = {:?}", root.index(), addr, value)

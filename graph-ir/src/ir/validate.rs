@@ -9,8 +9,15 @@
 //! - each instruction's result type agrees with its operands;
 //! - `Break` / `Continue` appear only inside loops, `LoopCounter` only inside
 //!   the `RangeFor` it names; locals, fields, functions and roots exist;
-//! - after access lowering (`lowered == true`) no abstract field access remains,
-//!   and before it no buffer access exists.
+//! - after access lowering (`IrForm::Lowered`) no abstract field access
+//!   remains, and before it no buffer access exists;
+//! - after legalization (`IrForm::Legalized`) no bounds check, matrix
+//!   determinant/inverse, `sign` of an unsigned value or integer division by
+//!   a constant zero remains, and every `Trap` names a fault site; before it
+//!   no `Trap` exists;
+//! - program level: layout parents and children agree, every field lies
+//!   inside its layout cell, roots fit the storage cap, the schedule launches
+//!   existing kernels and views name existing fields.
 
 use super::*;
 use std::collections::HashSet;
@@ -33,9 +40,129 @@ impl std::fmt::Display for ValidationError {
     }
 }
 
-pub fn validate_program(program: &Program, lowered: bool) -> Result<(), ValidationError> {
+/// Which stage of lowering a program is in; each form allows different instructions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum IrForm {
+    /// Abstract field access (front end up to access lowering).
+    Abstract,
+    /// Word-addressed buffer access (after `lower_access`).
+    Lowered,
+    /// What backends accept (after `legalize`).
+    Legalized,
+}
+
+/// `false` = abstract, `true` = lowered (the older boolean form of the argument).
+impl From<bool> for IrForm {
+    fn from(lowered: bool) -> Self {
+        if lowered {
+            IrForm::Lowered
+        } else {
+            IrForm::Abstract
+        }
+    }
+}
+
+pub fn validate_program(program: &Program, form: impl Into<IrForm>) -> Result<(), ValidationError> {
+    let form = form.into();
+    validate_structure(program)?;
     for (_, k) in program.kernels.iter() {
-        validate_kernel(program, k, lowered)?;
+        validate_kernel(program, k, form)?;
+    }
+    Ok(())
+}
+
+fn program_err(node: &str, message: String) -> ValidationError {
+    ValidationError {
+        kernel: node.to_string(),
+        function: String::new(),
+        span: Span::default(),
+        message,
+    }
+}
+
+/// The program-level invariants: layouts, fields, schedule and views.
+pub fn validate_structure(program: &Program) -> Result<(), ValidationError> {
+    for (h, l) in program.layouts.iter() {
+        let bad = |m: &str| Err(program_err(&l.node_id, format!("layout: {}", m)));
+        if let Some(p) = l.parent {
+            let Some(pl) = program.layouts.get(p) else {
+                return bad("parent out of range");
+            };
+            if !pl.children.contains(&LayoutChild::Layout(h)) {
+                return bad("not among its parent's children");
+            }
+            if pl.shape.len() != l.shape.len() {
+                return bad("axis count differs from its parent's");
+            }
+        } else if layout::root_words(program, h) > layout::MAX_LAYOUT_WORDS {
+            return bad("root exceeds the storage cap");
+        }
+        for c in &l.children {
+            let ok = match *c {
+                LayoutChild::Layout(cl) => {
+                    program.layouts.get(cl).is_some_and(|x| x.parent == Some(h))
+                }
+                LayoutChild::Field(f) => program.fields.get(f).is_some_and(|x| x.layout == h),
+            };
+            if !ok {
+                return bad("a child does not point back to this node");
+            }
+        }
+    }
+    for (_, f) in program.fields.iter() {
+        let Some(l) = program.layouts.get(f.layout) else {
+            return Err(program_err(&f.name, "field: layout out of range".into()));
+        };
+        if f.offset_in_cell + f.element_words() as u64 > l.cell_words {
+            return Err(program_err(
+                &f.name,
+                "field: does not fit its layout cell".into(),
+            ));
+        }
+        if f.shape.len() != l.shape.len() {
+            return Err(program_err(
+                &f.name,
+                "field: axis count differs from its layout's".into(),
+            ));
+        }
+    }
+    fn steps(program: &Program, s: &[Step]) -> Result<(), ValidationError> {
+        for st in s {
+            match st {
+                Step::Launch(k) if program.kernels.get(*k).is_none() => {
+                    return Err(program_err("schedule", "launch of a missing kernel".into()))
+                }
+                Step::Launch(_) => {}
+                Step::Repeat { body, .. } => steps(program, body)?,
+            }
+        }
+        Ok(())
+    }
+    steps(program, &program.schedule.on_start)?;
+    steps(program, &program.schedule.on_frame)?;
+    for v in &program.views {
+        let fields = match v {
+            View::Image { field, .. } => vec![*field],
+            View::Particles {
+                positions,
+                color_field,
+                ..
+            } => std::iter::once(*positions).chain(*color_field).collect(),
+        };
+        if fields.iter().any(|f| program.fields.get(*f).is_none()) {
+            return Err(program_err(v.node_id(), "view: field out of range".into()));
+        }
+    }
+    for (_, k) in program.kernels.iter() {
+        if k.bindings
+            .iter()
+            .any(|(_, f)| program.fields.get(*f).is_none())
+        {
+            return Err(program_err(
+                &k.name,
+                "kernel: bound field out of range".into(),
+            ));
+        }
     }
     Ok(())
 }
@@ -43,12 +170,13 @@ pub fn validate_program(program: &Program, lowered: bool) -> Result<(), Validati
 pub fn validate_kernel(
     program: &Program,
     kernel: &Kernel,
-    lowered: bool,
+    form: impl Into<IrForm>,
 ) -> Result<(), ValidationError> {
+    let form = form.into();
     for (_, f) in kernel.functions.iter() {
-        check_function(program, kernel, f, lowered)?;
+        check_function(program, kernel, f, form)?;
     }
-    check_function(program, kernel, &kernel.entry, lowered)?;
+    check_function(program, kernel, &kernel.entry, form)?;
     if kernel.entry.args.len() != kernel.dims {
         return Err(err(
             kernel,
@@ -73,7 +201,7 @@ struct Ctx<'a> {
     program: &'a Program,
     kernel: &'a Kernel,
     f: &'a Function,
-    lowered: bool,
+    form: IrForm,
     defined: HashSet<InstId>,
     seen: HashSet<InstId>,
     loops: Vec<Option<InstId>>,
@@ -83,13 +211,13 @@ fn check_function(
     program: &Program,
     kernel: &Kernel,
     f: &Function,
-    lowered: bool,
+    form: IrForm,
 ) -> Result<(), ValidationError> {
     let mut ctx = Ctx {
         program,
         kernel,
         f,
-        lowered,
+        form,
         defined: HashSet::new(),
         seen: HashSet::new(),
         loops: vec![],
@@ -128,6 +256,15 @@ impl Ctx<'_> {
 
     fn ty(&self, h: InstId) -> Type {
         self.f.insts[h].ty
+    }
+
+    /// Whether `h` is a constant zero or a vector built with one.
+    fn has_constant_zero(&self, h: InstId) -> bool {
+        match &self.f.insts[h].kind {
+            InstKind::Const(c) => c.bits == 0,
+            InstKind::Construct(parts) => parts.iter().any(|p| self.has_constant_zero(*p)),
+            _ => false,
+        }
     }
 
     fn inst(&mut self, h: InstId) -> Result<(), ValidationError> {
@@ -182,6 +319,16 @@ impl Ctx<'_> {
                     }
                 } else if t != ta {
                     return bad(self, "binary result type differs from operands");
+                }
+                if self.form == IrForm::Legalized
+                    && matches!(op, BinaryOp::Div | BinaryOp::Rem)
+                    && ta.is_int()
+                    && self.has_constant_zero(*b)
+                {
+                    return bad(
+                        self,
+                        "integer division by a constant zero survived legalization",
+                    );
                 }
             }
             InstKind::Select {
@@ -238,6 +385,12 @@ impl Ctx<'_> {
             }
             InstKind::Builtin(b, args) => {
                 let tys: Vec<Type> = args.iter().map(|a| self.ty(*a)).collect();
+                if self.form == IrForm::Legalized
+                    && (matches!(b, Builtin::Determinant | Builtin::Inverse)
+                        || (*b == Builtin::Sign && tys[0].scalar() == Some(Scalar::U32)))
+                {
+                    return bad(self, &format!("{} survived legalization", b.name()));
+                }
                 match b.result_type(&tys) {
                     Ok(r) if r == t => {}
                     Ok(_) => return bad(self, "builtin result type mismatch"),
@@ -273,7 +426,7 @@ impl Ctx<'_> {
             InstKind::FieldLoad { field, index }
             | InstKind::FieldStore { field, index, .. }
             | InstKind::FieldAtomic { field, index, .. } => {
-                if self.lowered {
+                if self.form != IrForm::Abstract {
                     return bad(self, "abstract field access after lowering");
                 }
                 let Some(fd) = self.program.fields.get(*field) else {
@@ -296,7 +449,21 @@ impl Ctx<'_> {
                     _ => {}
                 }
             }
+            InstKind::Trap { site, value } => {
+                if self.form != IrForm::Legalized {
+                    return bad(self, "trap before legalization");
+                }
+                if *site as usize >= self.kernel.fault_sites.len() || !self.ty(*value).is_scalar() {
+                    return bad(
+                        self,
+                        "trap needs a fault site of the kernel and a scalar value",
+                    );
+                }
+            }
             InstKind::BoundsCheck { field, index, .. } => {
+                if self.form == IrForm::Legalized {
+                    return bad(self, "bounds check after legalization");
+                }
                 if self.program.fields.get(*field).is_none() || self.ty(*index) != Type::I32 {
                     return bad(
                         self,
@@ -307,7 +474,7 @@ impl Ctx<'_> {
             InstKind::BufLoad { root, addr }
             | InstKind::BufStore { root, addr, .. }
             | InstKind::BufAtomic { root, addr, .. } => {
-                if !self.lowered {
+                if self.form == IrForm::Abstract {
                     return bad(self, "buffer access before lowering");
                 }
                 if self

@@ -1,10 +1,12 @@
 //! The Weft kernel language: a Rust-syntax subset parsed with `syn`.
 //!
+//! `lexer` is the token splitter shared with the app's code editor,
 //! `source` handles positions and snippets, `ports` finds the field ports a
 //! kernel's code uses, and `lower` type-checks the code and builds IR (type
 //! inference happens there, because only the front end knows literals and
 //! source text to name in errors).
 
+pub mod lexer;
 mod lower;
 mod ports;
 mod source;
@@ -57,8 +59,6 @@ fn check_nesting(code: &str) -> Result<(), CodeError> {
     let mut levels: Vec<usize> = Vec::new();
     let mut chain = 0usize;
     let mut pending_reset = false;
-    let chars: Vec<char> = code.chars().collect();
-    let (mut i, mut line, mut col) = (0usize, 1u32, 1u32);
     let too_deep = |line, col, message: &str| {
         Err(CodeError {
             line,
@@ -66,76 +66,16 @@ fn check_nesting(code: &str) -> Result<(), CodeError> {
             message: message.into(),
         })
     };
-    while i < chars.len() {
-        let (c, next) = (chars[i], chars.get(i + 1).copied());
-        let (at_line, at_col) = (line, col);
-        let start = i;
-        // Skip comments and string literals; find the extent of this token.
-        let mut counts = 0usize;
-        let mut significant = true;
-        if c == '/' && next == Some('/') {
-            while i < chars.len() && chars[i] != '\n' {
-                i += 1;
-            }
-            significant = false;
-        } else if c == '/' && next == Some('*') {
-            let mut depth = 0usize;
-            while i < chars.len() {
-                if chars[i] == '/' && chars.get(i + 1) == Some(&'*') {
-                    depth += 1;
-                    i += 2;
-                } else if chars[i] == '*' && chars.get(i + 1) == Some(&'/') {
-                    depth -= 1;
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    i += 1;
-                }
-            }
-            significant = false;
-        } else if c == '"' {
-            i += 1;
-            while i < chars.len() && chars[i] != '"' {
-                i += if chars[i] == '\\' { 2 } else { 1 };
-            }
-            i += 1;
-        } else if c.is_ascii_digit() {
-            while i < chars.len()
-                && (chars[i].is_alphanumeric()
-                    || chars[i] == '_'
-                    || (chars[i] == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit)))
-            {
-                i += 1;
-            }
-        } else if c.is_alphanumeric() || c == '_' {
-            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
-                i += 1;
-            }
-            let word: String = chars[start..i].iter().collect();
-            if KEYWORDS.contains(&word.as_str()) {
-                counts = 1;
-            }
-        } else {
-            i += 1;
-            if c.is_whitespace() {
-                significant = false;
-            } else if "+-*/%!&|^<>=.".contains(c) {
-                counts = 1;
-            }
-        }
-        for &ch in &chars[start..i.min(chars.len())] {
-            if ch == '\n' {
-                line += 1;
-                col = 1;
-            } else {
-                col += 1;
-            }
-        }
-        if !significant {
-            continue;
-        }
+    for tok in lexer::tokenize(code) {
+        let (at_line, at_col) = (tok.line, tok.col);
+        let text = &code[tok.range.clone()];
+        let c = text.chars().next().unwrap_or(' ');
+        let counts = match tok.kind {
+            lexer::TokenKind::Whitespace | lexer::TokenKind::Comment => continue,
+            lexer::TokenKind::Word => KEYWORDS.contains(&text) as usize,
+            lexer::TokenKind::Punct => "+-*/%!&|^<>=.".contains(c) as usize,
+            lexer::TokenKind::Str | lexer::TokenKind::Number => 0,
+        };
         // After a closing brace, a new statement starts unless the expression goes on.
         if pending_reset && counts == 0 {
             if let Some(n) = levels.last_mut() {

@@ -1,19 +1,16 @@
 //! Lowers abstract field access to word addresses in root buffers.
 //!
 //! Pre: valid IR with `FieldLoad` / `FieldStore` / `FieldAtomic` and
-//! computed layouts (`graph::build::compute_layout`). Post: valid lowered IR
+//! computed layouts (`ir::layout::compute`). Post: valid lowered IR
 //! with only `BufLoad` / `BufStore` / `BufAtomic`, one per component, plus
 //! `BoundsCheck`s before each access when `bounds_checks` is set.
 //!
-//! For a field on layout path root = L0 → … → Lk, the logical index I on
-//! axis d splits into per-level cell indices idx_l = (I / S_l) mod shape_l,
-//! where S_l is the product of the extents below level l on that axis; each
-//! level contributes (row-major cell index) × (words per cell) plus the
-//! child's offset, and the field adds its offset in the cell and the
-//! component. Kernel code never sees any of this: changing the layout only
-//! changes this arithmetic.
+//! The arithmetic is not decided here: this pass emits, as IR, the
+//! field's `ir::layout::AddressPlan` (the same plan host copies, dumps and
+//! GPU views evaluate), dispatching on each level's `LayoutKind`. Kernel
+//! code never sees any of this: changing the layout only changes the plan.
 
-use crate::graph::build::root_of;
+use crate::ir::layout::{AddressPlan, WORD_BITS};
 use crate::ir::*;
 use crate::types::{Scalar, Type};
 
@@ -81,16 +78,17 @@ fn lower_block(p: &Program, f: &mut Function, block: Block, checks: bool) -> Blo
             out: Vec::new(),
             span,
         };
-        let base = address(p, &mut e, field, &index, checks);
+        let plan = AddressPlan::new(p, field);
+        let base = address(p, &plan, &mut e, &index, checks);
         let fty = p.fields[field].ty;
-        let root = root_of(p, p.fields[field].layout);
+        let root = plan.root;
         let scalar = fty.scalar().expect("field type");
-        let comps = fty.components();
+        let comps = plan.components;
         let comp_addr = |e: &mut Emitter, c: usize| {
             if c == 0 {
                 base
             } else {
-                let k = e.u32c(c as u64);
+                let k = e.u32c(plan.component_word_offset(c));
                 e.bin(BinaryOp::Add, base, k)
             }
         };
@@ -201,13 +199,20 @@ fn split(e: &mut Emitter, ty: Type, v: InstId) -> Vec<InstId> {
     }
 }
 
-fn address(p: &Program, e: &mut Emitter, field: FieldId, index: &[InstId], checks: bool) -> InstId {
-    let fd = &p.fields[field];
+/// Emits the plan's word address of component 0 (plus bounds checks).
+fn address(
+    p: &Program,
+    plan: &AddressPlan,
+    e: &mut Emitter,
+    index: &[InstId],
+    checks: bool,
+) -> InstId {
+    let fd = &p.fields[plan.field];
     if checks {
         for (axis, (&i, &ext)) in index.iter().zip(&fd.shape).enumerate() {
             e.emit(
                 InstKind::BoundsCheck {
-                    field,
+                    field: plan.field,
                     axis: axis as u32,
                     index: i,
                     extent: ext,
@@ -216,51 +221,46 @@ fn address(p: &Program, e: &mut Emitter, field: FieldId, index: &[InstId], check
             );
         }
     }
+    // Only word storage exists today; sub-word storage will extract bits here.
+    match plan.storage {
+        Storage::Word => debug_assert!(plan.word_aligned()),
+    }
     let idx: Vec<InstId> = index
         .iter()
         .map(|&i| e.emit(InstKind::Cast(i), Type::U32))
         .collect();
-    // Path from root to the field's layout node.
-    let mut path = vec![fd.layout];
-    while let Some(parent) = p.layouts[*path.last().expect("non-empty")].parent {
-        path.push(parent);
-    }
-    path.reverse();
-    let dims = fd.shape.len();
-    let mut addr = e.u32c(fd.offset_in_cell);
-    for (lvl, &l) in path.iter().enumerate() {
-        let node = &p.layouts[l];
+    let mut addr = e.u32c(plan.base_bits / WORD_BITS);
+    for level in &plan.levels {
+        match level.kind {
+            LayoutKind::Dense => {}
+        }
         // Cell index at this level, row-major (last axis fastest).
         let mut lin: Option<InstId> = None;
-        for (d, &index_d) in idx.iter().enumerate().take(dims) {
-            let below: u64 = path[lvl + 1..]
-                .iter()
-                .map(|&m| p.layouts[m].shape[d] as u64)
-                .product();
+        for (step, &index_d) in level.axes.iter().zip(&idx) {
             let mut x = index_d;
-            if below > 1 {
-                let k = e.u32c(below);
+            if step.divisor > 1 {
+                let k = e.u32c(step.divisor);
                 x = e.bin(BinaryOp::Div, x, k);
             }
-            if lvl > 0 {
-                let k = e.u32c(node.shape[d] as u64);
+            if let Some(m) = step.modulus {
+                let k = e.u32c(m as u64);
                 x = e.bin(BinaryOp::Rem, x, k);
             }
             lin = Some(match lin {
                 None => x,
                 Some(acc) => {
-                    let k = e.u32c(node.shape[d] as u64);
+                    let k = e.u32c(step.extent as u64);
                     let m = e.bin(BinaryOp::Mul, acc, k);
                     e.bin(BinaryOp::Add, m, x)
                 }
             });
         }
         let lin = lin.expect("at least one axis");
-        let cw = e.u32c(node.cell_words);
+        let cw = e.u32c(level.cell_bits / WORD_BITS);
         let term = e.bin(BinaryOp::Mul, lin, cw);
         addr = e.bin(BinaryOp::Add, addr, term);
-        if lvl > 0 && node.offset_in_parent > 0 {
-            let k = e.u32c(node.offset_in_parent);
+        if level.offset_bits > 0 {
+            let k = e.u32c(level.offset_bits / WORD_BITS);
             addr = e.bin(BinaryOp::Add, addr, k);
         }
     }

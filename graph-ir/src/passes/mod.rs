@@ -1,15 +1,20 @@
 //! IR passes and the one ordered pipeline that runs them.
 //!
-//! Each pass lives in its own file with its pre/postconditions. The
-//! validator runs after every pass when `PassOptions::validate` is set (tests
-//! and debug builds set it).
+//! Each pass lives in its own file with its pre/postconditions and is run
+//! through the [`Pass`] trait, which states the IR forms it accepts and
+//! leaves. The program-level validator (layouts, schedule, views and every
+//! kernel) runs after every pass when `PassOptions::validate` is set (tests
+//! and debug builds set it). The order is the "lowering order" contract:
+//! front end → inline → const-fold → simplify → access lowering → fold and
+//! simplify the address arithmetic → legalize → backend.
 
 pub mod const_fold;
 pub mod inline;
+pub mod legalize;
 pub mod lower_access;
 pub mod simplify;
 
-use crate::ir::{validate_program, Program};
+use crate::ir::{validate_program, IrForm, Program};
 
 #[derive(Clone, Debug)]
 pub struct PassOptions {
@@ -28,15 +33,152 @@ impl Default for PassOptions {
     }
 }
 
+/// One step of the pipeline.
+pub trait Pass {
+    fn name(&self) -> &'static str;
+    /// Whether the pass may run on IR of this form (its precondition).
+    fn accepts(&self, form: IrForm) -> bool;
+    /// The form the pass leaves, given the form it got (its postcondition).
+    fn output(&self, input: IrForm) -> IrForm {
+        input
+    }
+    fn run(&self, program: &mut Program);
+}
+
+struct Inline;
+struct ConstFold;
+struct Simplify;
+struct LowerAccess {
+    bounds_checks: bool,
+}
+struct Legalize;
+
+impl Pass for Inline {
+    fn name(&self) -> &'static str {
+        "inline"
+    }
+    fn accepts(&self, form: IrForm) -> bool {
+        form == IrForm::Abstract
+    }
+    fn run(&self, program: &mut Program) {
+        inline::run(program)
+    }
+}
+
+impl Pass for ConstFold {
+    fn name(&self) -> &'static str {
+        "const_fold"
+    }
+    fn accepts(&self, form: IrForm) -> bool {
+        form != IrForm::Legalized
+    }
+    fn run(&self, program: &mut Program) {
+        const_fold::run(program)
+    }
+}
+
+impl Pass for Simplify {
+    fn name(&self) -> &'static str {
+        "simplify"
+    }
+    fn accepts(&self, form: IrForm) -> bool {
+        form != IrForm::Legalized
+    }
+    fn run(&self, program: &mut Program) {
+        simplify::run(program)
+    }
+}
+
+impl Pass for LowerAccess {
+    fn name(&self) -> &'static str {
+        "lower_access"
+    }
+    fn accepts(&self, form: IrForm) -> bool {
+        form == IrForm::Abstract
+    }
+    fn output(&self, _: IrForm) -> IrForm {
+        IrForm::Lowered
+    }
+    fn run(&self, program: &mut Program) {
+        lower_access::run(program, self.bounds_checks)
+    }
+}
+
+impl Pass for Legalize {
+    fn name(&self) -> &'static str {
+        "legalize"
+    }
+    fn accepts(&self, form: IrForm) -> bool {
+        form == IrForm::Lowered
+    }
+    fn output(&self, _: IrForm) -> IrForm {
+        IrForm::Legalized
+    }
+    fn run(&self, program: &mut Program) {
+        legalize::run(program)
+    }
+}
+
 /// Pipeline stages in order; `weft ir --stage NAME` prints the IR after one.
-pub const STAGES: &[&str] = &[
-    "front",
-    "inline",
-    "const_fold",
-    "simplify",
-    "lower_access",
-    "final",
-];
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Stage {
+    /// As the front end built it.
+    Front,
+    Inline,
+    ConstFold,
+    Simplify,
+    LowerAccess,
+    /// Address arithmetic folded and simplified.
+    Final,
+    /// What backends compile.
+    Legalize,
+}
+
+impl Stage {
+    pub const ALL: [Stage; 7] = [
+        Stage::Front,
+        Stage::Inline,
+        Stage::ConstFold,
+        Stage::Simplify,
+        Stage::LowerAccess,
+        Stage::Final,
+        Stage::Legalize,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Front => "front",
+            Stage::Inline => "inline",
+            Stage::ConstFold => "const_fold",
+            Stage::Simplify => "simplify",
+            Stage::LowerAccess => "lower_access",
+            Stage::Final => "final",
+            Stage::Legalize => "legalize",
+        }
+    }
+    pub fn parse(name: &str) -> Option<Stage> {
+        Stage::ALL.into_iter().find(|s| s.name() == name)
+    }
+    /// The passes that take the program from the previous stage to this one.
+    fn passes(self, opts: &PassOptions) -> Vec<Box<dyn Pass>> {
+        match self {
+            Stage::Front => vec![],
+            Stage::Inline => vec![Box::new(Inline)],
+            Stage::ConstFold => vec![Box::new(ConstFold)],
+            Stage::Simplify => vec![Box::new(Simplify)],
+            Stage::LowerAccess => vec![Box::new(LowerAccess {
+                bounds_checks: opts.bounds_checks,
+            })],
+            Stage::Final => vec![Box::new(ConstFold), Box::new(Simplify)],
+            Stage::Legalize => vec![Box::new(Legalize)],
+        }
+    }
+}
+
+impl std::fmt::Display for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct PassError {
@@ -55,15 +197,16 @@ impl std::fmt::Display for PassError {
     }
 }
 
-/// Runs the pipeline; stops after `stop_after` when given (a name from `STAGES`).
+/// Runs the pipeline from the front end's output; stops after `stop_after`
+/// when given. Without it the result is legalized IR, ready for a backend.
 pub fn run_pipeline(
     program: &mut Program,
     opts: &PassOptions,
-    stop_after: Option<&str>,
+    stop_after: Option<Stage>,
 ) -> Result<(), PassError> {
-    let check = |p: &Program, pass: &'static str, lowered: bool| -> Result<(), PassError> {
+    let check = |p: &Program, pass: &'static str, form: IrForm| -> Result<(), PassError> {
         if opts.validate {
-            validate_program(p, lowered).map_err(|e| PassError {
+            validate_program(p, form).map_err(|e| PassError {
                 pass,
                 kernel: e.kernel.clone(),
                 message: e.to_string(),
@@ -71,33 +214,24 @@ pub fn run_pipeline(
         }
         Ok(())
     };
-    check(program, "front", false)?;
-    if stop_after == Some("front") {
-        return Ok(());
+    let mut form = IrForm::Abstract;
+    check(program, "front", form)?;
+    for stage in Stage::ALL {
+        for pass in stage.passes(opts) {
+            if !pass.accepts(form) {
+                return Err(PassError {
+                    pass: pass.name(),
+                    kernel: String::new(),
+                    message: format!("the pass cannot run on {:?} IR", form),
+                });
+            }
+            pass.run(program);
+            form = pass.output(form);
+            check(program, pass.name(), form)?;
+        }
+        if stop_after == Some(stage) {
+            break;
+        }
     }
-    inline::run(program);
-    check(program, "inline", false)?;
-    if stop_after == Some("inline") {
-        return Ok(());
-    }
-    const_fold::run(program);
-    check(program, "const_fold", false)?;
-    if stop_after == Some("const_fold") {
-        return Ok(());
-    }
-    simplify::run(program);
-    check(program, "simplify", false)?;
-    if stop_after == Some("simplify") {
-        return Ok(());
-    }
-    lower_access::run(program, opts.bounds_checks);
-    check(program, "lower_access", true)?;
-    if stop_after == Some("lower_access") {
-        return Ok(());
-    }
-    // Address arithmetic from lowering folds and shrinks further.
-    const_fold::run(program);
-    simplify::run(program);
-    check(program, "final", true)?;
     Ok(())
 }

@@ -2,9 +2,9 @@
 //! buffers (no CPU round trip of field data), matching the CPU renderer in
 //! `render.rs` within a few levels of 255 per channel.
 //!
-//! A `GpuViewRenderer` is made once per (GPU engine, program): it owns one
+//! A `WgpuViewRenderer` is made once per (GPU engine, program): it owns one
 //! render pipeline and bind group per view, with the field address
-//! arithmetic of `memory::field_address` (nested/blocked layouts included)
+//! arithmetic of the field's `ir::layout::AddressPlan` (nested/blocked layouts included)
 //! generated into each view's WGSL as constants. `render` records into a
 //! caller's command encoder and can draw into any target of the renderer's
 //! format (the app's viewport); `render_to_image` draws into an offscreen
@@ -20,13 +20,13 @@
 //!   CPU's coverage rule in the fragment shader and alpha blending (a single
 //!   draw keeps primitive order, so blending follows index order).
 
-use crate::gpu::{GpuContext, GpuEngine};
 use crate::render::Image;
+use crate::wgpu_backend::{WgpuContext, WgpuEngine};
 use crate::RuntimeError;
 use std::fmt::Write as _;
 use std::sync::Arc;
-use weft_ir::graph::build::root_of;
-use weft_ir::ir::{Colormap, FieldId, LayoutId, Program, View};
+use weft_ir::ir::layout::{root_of, AddressPlan, WORD_BITS};
+use weft_ir::ir::{Colormap, FieldId, LayoutId, LayoutKind, Program, View};
 use weft_ir::types::{Scalar, Type};
 
 /// Workgroup size of the min/max reduction.
@@ -49,8 +49,8 @@ struct ViewPipeline {
 }
 
 /// Draws a program's views from a GPU engine's root buffers.
-pub struct GpuViewRenderer {
-    ctx: Arc<GpuContext>,
+pub struct WgpuViewRenderer {
+    ctx: Arc<WgpuContext>,
     format: wgpu::TextureFormat,
     views: Vec<ViewPipeline>,
     /// The root buffers the bind groups use (to check they belong to an engine).
@@ -76,23 +76,12 @@ fn flit(x: f32) -> String {
     }
 }
 
-/// The path of layout nodes from the root down to `l`.
-fn layout_path(p: &Program, l: LayoutId) -> Vec<LayoutId> {
-    let mut path = vec![l];
-    while let Some(parent) = p.layouts[*path.last().expect("non-empty")].parent {
-        path.push(parent);
-    }
-    path.reverse();
-    path
-}
-
 /// `fn NAME(i0: u32, ..) -> u32`: the word address of component 0 of
-/// `field` at a logical index — `memory::field_address` in WGSL.
+/// `field` at a logical index — the field's `AddressPlan` written as WGSL.
 fn address_fn(p: &Program, field: FieldId, name: &str, node: &str) -> Result<String, RuntimeError> {
     let fd = &p.fields[field];
-    let path = layout_path(p, fd.layout);
-    let dims = fd.shape.len();
-    let big = |v: u64| -> Result<u32, RuntimeError> {
+    let plan = AddressPlan::new(p, field);
+    let fit = |v: u64| -> Result<u32, RuntimeError> {
         u32::try_from(v).map_err(|_| {
             dev_err(
                 node,
@@ -100,38 +89,40 @@ fn address_fn(p: &Program, field: FieldId, name: &str, node: &str) -> Result<Str
             )
         })
     };
-    let args: Vec<String> = (0..dims).map(|d| format!("i{}: u32", d)).collect();
+    // View shaders read whole words (word storage only, see `word_aligned`).
+    let big = |bits: u64| fit(bits / WORD_BITS);
+    let args: Vec<String> = (0..fd.shape.len())
+        .map(|d| format!("i{}: u32", d))
+        .collect();
     let mut s = format!(
         "fn {}({}) -> u32 {{\n    var a: u32 = {}u;\n",
         name,
         args.join(", "),
-        big(fd.offset_in_cell)?
+        big(plan.base_bits)?
     );
-    for (lvl, &l) in path.iter().enumerate() {
-        let n = &p.layouts[l];
+    for (lvl, level) in plan.levels.iter().enumerate() {
+        match level.kind {
+            LayoutKind::Dense => {}
+        }
         let mut lin = String::from("0u");
-        for d in 0..dims {
-            let below: u64 = path[lvl + 1..]
-                .iter()
-                .map(|&m| p.layouts[m].shape[d] as u64)
-                .product();
-            let mut x = if below == 1 {
+        for (d, step) in level.axes.iter().enumerate() {
+            let mut x = if step.divisor == 1 {
                 format!("i{}", d)
             } else {
-                format!("(i{} / {}u)", d, big(below)?)
+                format!("(i{} / {}u)", d, fit(step.divisor)?)
             };
-            if lvl > 0 {
-                x = format!("({} % {}u)", x, n.shape[d]);
+            if let Some(m) = step.modulus {
+                x = format!("({} % {}u)", x, m);
             }
             lin = if lin == "0u" {
                 x
             } else {
-                format!("({}) * {}u + {}", lin, n.shape[d], x)
+                format!("({}) * {}u + {}", lin, step.extent, x)
             };
         }
-        let _ = write!(s, "    a += ({}) * {}u", lin, big(n.cell_words)?);
+        let _ = write!(s, "    a += ({}) * {}u", lin, big(level.cell_bits)?);
         if lvl > 0 {
-            let _ = write!(s, " + {}u", big(n.offset_in_parent)?);
+            let _ = write!(s, " + {}u", big(level.offset_bits)?);
         }
         s.push_str(";\n");
     }
@@ -544,9 +535,9 @@ fn clip(q: vec2<f32>) -> vec4<f32> {
     })
 }
 
-impl GpuViewRenderer {
+impl WgpuViewRenderer {
     /// A renderer drawing into `Rgba8Unorm` targets (what `render_to_image` reads back).
-    pub fn new(engine: &GpuEngine, program: &Program) -> Result<GpuViewRenderer, RuntimeError> {
+    pub fn new(engine: &WgpuEngine, program: &Program) -> Result<WgpuViewRenderer, RuntimeError> {
         Self::with_format(engine, program, wgpu::TextureFormat::Rgba8Unorm)
     }
 
@@ -555,10 +546,10 @@ impl GpuViewRenderer {
     /// non-sRGB format (or view) to get the CPU renderer's values.
     /// `render_to_image` works for `Rgba8Unorm` and `Bgra8Unorm`.
     pub fn with_format(
-        engine: &GpuEngine,
+        engine: &WgpuEngine,
         program: &Program,
         format: wgpu::TextureFormat,
-    ) -> Result<GpuViewRenderer, RuntimeError> {
+    ) -> Result<WgpuViewRenderer, RuntimeError> {
         let ctx = engine.ctx.clone();
         let dev = &ctx.device;
         let mut views = Vec::new();
@@ -627,7 +618,7 @@ impl GpuViewRenderer {
             }
             views.push(built);
         }
-        Ok(GpuViewRenderer {
+        Ok(WgpuViewRenderer {
             ctx,
             format,
             views,
@@ -771,7 +762,7 @@ impl GpuViewRenderer {
         }
     }
 
-    pub fn context(&self) -> &Arc<GpuContext> {
+    pub fn context(&self) -> &Arc<WgpuContext> {
         &self.ctx
     }
 
@@ -802,7 +793,7 @@ impl GpuViewRenderer {
     }
 
     /// True when this renderer reads `engine`'s buffers (it was made for it).
-    pub fn is_for(&self, engine: &GpuEngine) -> bool {
+    pub fn is_for(&self, engine: &WgpuEngine) -> bool {
         Arc::ptr_eq(&self.ctx, &engine.ctx)
             && self
                 .roots

@@ -1,4 +1,4 @@
-//! The wgpu backend: compute pipelines from `weft_codegen::gpu`, fields in
+//! The wgpu backend: compute pipelines from `weft_codegen::wgpu`, fields in
 //! storage buffers that stay on the GPU between kernels and frames.
 //!
 //! One frame (or `on_start`) is one buffer write of all launch records and
@@ -7,17 +7,20 @@
 //! dumps, statistics and views. Validation errors, device loss and failed
 //! bounds checks become `RuntimeError`s naming the node, never panics.
 
+use crate::backend::Engine;
+use crate::memory::FieldMemory;
+use crate::sim::SimOptions;
 use crate::RuntimeError;
+use std::any::Any;
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use weft_codegen::gpu::{
-    compile_kernel, GpuKernel, GpuOptions, RECORD_HEADER_WORDS, WORKGROUP_SIZE,
-};
-use weft_ir::graph::build::root_words;
+use weft_codegen::launch::{word, LaunchRecord};
+use weft_codegen::wgpu::{compile_kernel, WgpuKernel, WgpuOptions, WORKGROUP_SIZE};
+use weft_ir::ir::layout::root_words;
 use weft_ir::ir::*;
 
-/// Which adapters `GpuContext::new` accepts.
+/// Which adapters `WgpuContext::new` accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AdapterChoice {
     /// Any adapter, software rasterizers (lavapipe) included.
@@ -27,7 +30,7 @@ pub enum AdapterChoice {
 }
 
 /// A wgpu device shared by simulations (and later by the app's viewport).
-pub struct GpuContext {
+pub struct WgpuContext {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     pub info: wgpu::AdapterInfo,
@@ -43,13 +46,13 @@ pub struct GpuContext {
 }
 
 struct CachedKernel {
-    code: GpuKernel,
+    code: WgpuKernel,
     pipeline: wgpu::ComputePipeline,
     layout: wgpu::BindGroupLayout,
 }
 
-impl GpuContext {
-    pub fn new(choice: AdapterChoice) -> Result<GpuContext, RuntimeError> {
+impl WgpuContext {
+    pub fn new(choice: AdapterChoice) -> Result<WgpuContext, RuntimeError> {
         // Vulkan / Metal / DX12 first; GL only when none of those has an adapter.
         let instance_for = |backends: wgpu::Backends| {
             let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
@@ -128,7 +131,7 @@ impl GpuContext {
                 v.push(format!("device lost ({:?}): {}", reason, message));
             }
         });
-        Ok(GpuContext {
+        Ok(WgpuContext {
             device,
             queue,
             info,
@@ -146,7 +149,7 @@ impl GpuContext {
         adapter: &wgpu::Adapter,
         device: wgpu::Device,
         queue: wgpu::Queue,
-    ) -> GpuContext {
+    ) -> WgpuContext {
         let features = device.features();
         let errors = Arc::new(Mutex::new(Vec::new()));
         let sink = errors.clone();
@@ -155,7 +158,7 @@ impl GpuContext {
                 v.push(e.to_string());
             }
         }));
-        GpuContext {
+        WgpuContext {
             limits: device.limits(),
             float_atomics: features.contains(wgpu::Features::SHADER_FLOAT32_ATOMIC),
             timestamps: features.contains(wgpu::Features::TIMESTAMP_QUERY),
@@ -198,7 +201,7 @@ struct Compiled {
 
 /// The cache key: the kernel's lowered IR (which fixes its code, field
 /// addresses and bindings) and the code-generation options.
-fn kernel_key(program: &Program, k: &Kernel, opts: &GpuOptions) -> u64 {
+fn kernel_key(program: &Program, k: &Kernel, opts: &WgpuOptions) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     print_program(program, Some(&k.name)).hash(&mut h);
@@ -206,8 +209,8 @@ fn kernel_key(program: &Program, k: &Kernel, opts: &GpuOptions) -> u64 {
     h.finish()
 }
 
-pub struct GpuEngine {
-    pub ctx: Arc<GpuContext>,
+pub struct WgpuEngine {
+    pub ctx: Arc<WgpuContext>,
     kernels: Vec<Compiled>,
     /// Indexed by layout handle; only roots have buffers.
     buffers: Vec<Option<wgpu::Buffer>>,
@@ -225,12 +228,30 @@ pub struct GpuEngine {
 
 const MAX_RECORDS_PER_SUBMIT: u64 = 4096;
 
-impl GpuEngine {
+impl WgpuEngine {
+    /// Opens the engine for a simulation: code-generation options from the
+    /// context and `opts`, root buffers holding every field's initial value.
+    pub fn open(
+        program: &Program,
+        ctx: Arc<WgpuContext>,
+        opts: &SimOptions,
+    ) -> Result<WgpuEngine, RuntimeError> {
+        let gopts = WgpuOptions {
+            native_float_atomics: ctx.float_atomics && !opts.force_cas_float_atomics,
+        };
+        let engine = WgpuEngine::new(program, ctx, &gopts)?;
+        let init = FieldMemory::new(program);
+        for r in program.roots() {
+            engine.write_words(r, &init.root_words(r));
+        }
+        Ok(engine)
+    }
+
     pub fn new(
         program: &Program,
-        ctx: Arc<GpuContext>,
-        opts: &GpuOptions,
-    ) -> Result<GpuEngine, RuntimeError> {
+        ctx: Arc<WgpuContext>,
+        opts: &WgpuOptions,
+    ) -> Result<WgpuEngine, RuntimeError> {
         let dev = &ctx.device;
         let max_binding = ctx.limits.max_storage_buffer_binding_size;
         let max_buffer = ctx.limits.max_buffer_size;
@@ -263,7 +284,7 @@ impl GpuEngine {
             .max()
             .unwrap_or(0);
         let align = ctx.limits.min_storage_buffer_offset_alignment.max(4) as u64;
-        let record_bytes = ((RECORD_HEADER_WORDS + params_words) * 4) as u64;
+        let record_bytes = ((word::HEADER + params_words) * 4) as u64;
         let record_stride = record_bytes.div_ceil(align) * align;
         let record_capacity = MAX_RECORDS_PER_SUBMIT;
         let records = dev.create_buffer(&wgpu::BufferDescriptor {
@@ -360,7 +381,7 @@ impl GpuEngine {
             });
             (qs, resolve, read)
         });
-        Ok(GpuEngine {
+        Ok(WgpuEngine {
             ctx,
             kernels,
             buffers,
@@ -383,8 +404,8 @@ impl GpuEngine {
     fn compile(
         program: &Program,
         k: &Kernel,
-        ctx: &GpuContext,
-        opts: &GpuOptions,
+        ctx: &WgpuContext,
+        opts: &WgpuOptions,
     ) -> Result<CachedKernel, RuntimeError> {
         let dev = &ctx.device;
         let code = compile_kernel(program, k, opts).map_err(|e| RuntimeError::Compile {
@@ -392,42 +413,57 @@ impl GpuEngine {
             message: e.to_string(),
         })?;
         let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some(&k.name),
-            source: wgpu::ShaderSource::Naga(Cow::Owned(code.module.clone())),
-        });
-        let storage = |binding: u32, read_only: bool, dynamic: bool| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer {
-                ty: wgpu::BufferBindingType::Storage { read_only },
-                has_dynamic_offset: dynamic,
-                min_binding_size: None,
-            },
-            count: None,
-        };
-        let mut entries = vec![storage(0, true, true), storage(1, false, false)];
-        for (n, _) in code.roots.iter().enumerate() {
-            entries.push(storage(2 + n as u32, false, false));
-        }
-        let layout = dev.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some(&k.name),
-            entries: &entries,
-        });
-        let pl = dev.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some(&k.name),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
-        let pipeline = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(&k.name),
-            layout: Some(&pl),
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
-        if let Some(e) = pollster::block_on(scope.pop()) {
+        // wgpu translates the module (naga's SPIR-V/MSL/HLSL writers) here; a
+        // panic in there is caught and reported against the node.
+        let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(&k.name),
+                source: wgpu::ShaderSource::Naga(Cow::Owned(code.module.clone())),
+            });
+            let storage =
+                |binding: u32, read_only: bool, dynamic: bool| wgpu::BindGroupLayoutEntry {
+                    binding,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Storage { read_only },
+                        has_dynamic_offset: dynamic,
+                        min_binding_size: None,
+                    },
+                    count: None,
+                };
+            let mut entries = vec![storage(0, true, true), storage(1, false, false)];
+            for (n, _) in code.roots.iter().enumerate() {
+                entries.push(storage(2 + n as u32, false, false));
+            }
+            let layout = dev.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                label: Some(&k.name),
+                entries: &entries,
+            });
+            let pl = dev.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some(&k.name),
+                bind_group_layouts: &[Some(&layout)],
+                immediate_size: 0,
+            });
+            let pipeline = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(&k.name),
+                layout: Some(&pl),
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: None,
+            });
+            (layout, pipeline)
+        }));
+        let popped = pollster::block_on(scope.pop());
+        let (layout, pipeline) = built.map_err(|p| RuntimeError::Compile {
+            node: k.name.clone(),
+            message: format!(
+                "node '{}': internal error in the wgpu backend (please report it): {}",
+                k.name,
+                weft_codegen::panic_message(p.as_ref())
+            ),
+        })?;
+        if let Some(e) = popped {
             return Err(RuntimeError::Compile {
                 node: k.name.clone(),
                 message: format!(
@@ -445,14 +481,14 @@ impl GpuEngine {
         })
     }
 
-    pub fn write_root(&self, root: LayoutId, words: &[u32]) {
+    pub fn write_words(&self, root: LayoutId, words: &[u32]) {
         if let Some(b) = &self.buffers[root.index()] {
             let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
             self.ctx.queue.write_buffer(b, 0, &bytes);
         }
     }
 
-    pub fn read_root(&self, root: LayoutId) -> Result<Vec<u32>, RuntimeError> {
+    pub fn read_words(&self, root: LayoutId) -> Result<Vec<u32>, RuntimeError> {
         let Some(b) = &self.buffers[root.index()] else {
             return Ok(Vec::new());
         };
@@ -520,10 +556,10 @@ impl GpuEngine {
     /// Runs launches in order in as few submits as possible; with `timing`,
     /// one submit per launch, timed by GPU timestamps when the adapter has
     /// them, otherwise by wall time from submit to completion.
-    pub fn run(
+    fn run_launches(
         &self,
         program: &Program,
-        launches: &[(KernelId, i32, u32)],
+        launches: &[LaunchRecord],
         timing: bool,
     ) -> Result<Vec<(KernelId, Duration)>, RuntimeError> {
         let mut times = Vec::new();
@@ -535,10 +571,10 @@ impl GpuEngine {
         for part in launches.chunks(chunk) {
             let mut data = vec![0u8; (self.record_stride as usize) * part.len()];
             let mut dispatches = Vec::new();
-            for (n, &(k, frame, launch)) in part.iter().enumerate() {
+            for (n, rec) in part.iter().enumerate() {
+                let k = rec.kernel;
                 let kernel = &program.kernels[k];
-                let shape = kernel.iteration_shape(program);
-                let total: u64 = shape.iter().map(|&s| s as u64).product();
+                let total = rec.total();
                 let groups = total.div_ceil(WORKGROUP_SIZE as u64);
                 let max_dim = self.ctx.limits.max_compute_workgroups_per_dimension as u64;
                 let gx = groups.clamp(1, max_dim);
@@ -549,18 +585,7 @@ impl GpuEngine {
                         kernel.name, total, self.ctx.info.name
                     )));
                 }
-                let mut words = vec![0u32; (RECORD_HEADER_WORDS + self.params_words) as usize];
-                words[0] = frame as u32;
-                words[1] = launch;
-                words[2] = program.seed;
-                words[3] = total as u32;
-                for (d, &s) in shape.iter().enumerate() {
-                    words[4 + d] = s;
-                }
-                words[7] = (gx * WORKGROUP_SIZE as u64) as u32;
-                for (i, p) in kernel.params.iter().enumerate() {
-                    words[RECORD_HEADER_WORDS as usize + i] = p.value;
-                }
+                let words = rec.words((gx * WORKGROUP_SIZE as u64) as u32, self.params_words);
                 let at = n * self.record_stride as usize;
                 for (i, w) in words.iter().enumerate() {
                     data[at + i * 4..at + i * 4 + 4].copy_from_slice(&w.to_le_bytes());
@@ -618,12 +643,12 @@ impl GpuEngine {
                     }
                     None => wall,
                 };
-                times.push((part[0].0, d));
+                times.push((part[0].kernel, d));
             }
             if let Some(e) = self.ctx.take_errors().into_iter().next() {
                 let node = part
                     .first()
-                    .map(|l| program.kernels[l.0].name.clone())
+                    .map(|l| program.kernels[l.kernel].name.clone())
                     .unwrap_or_default();
                 return Err(RuntimeError::Device(format!(
                     "node '{}': GPU error: {}",
@@ -636,11 +661,7 @@ impl GpuEngine {
     }
 
     /// Reads the error words; reports the first failed check against its kernel.
-    fn check_faults(
-        &self,
-        program: &Program,
-        part: &[(KernelId, i32, u32)],
-    ) -> Result<(), RuntimeError> {
+    fn check_faults(&self, program: &Program, part: &[LaunchRecord]) -> Result<(), RuntimeError> {
         let mut enc = self
             .ctx
             .device
@@ -663,31 +684,17 @@ impl GpuEngine {
             return Ok(());
         }
         self.ctx.queue.write_buffer(&self.errors, 0, &[0u8; 16]);
-        // Which kernel: the first in this part whose code has that check id.
-        for &(k, _, _) in part {
-            let c = &self.kernels[k.index()].cached.code;
-            let name = &program.kernels[k].name;
-            // The shader stores the fault id + 1; step faults have the top bit set.
-            let id = code - 1;
-            if id & 0x8000_0000 != 0 {
-                if let Some(s) = c.step_faults.get((id & 0x7fff_ffff) as usize) {
-                    return Err(RuntimeError::Kernel {
-                        node: name.clone(),
-                        line: s.line,
-                        col: s.col,
-                        message: format!("`step_by` needs a positive step, got {}", value as i32),
-                    });
-                }
-            } else if let Some(s) = c.checks.get(id as usize) {
-                let field = &program.fields[s.field].name;
+        // Which kernel: the first in this part that has that fault site
+        // (the shader stores the site + 1).
+        let site = (code - 1) as usize;
+        for rec in part {
+            let kernel = &program.kernels[rec.kernel];
+            if let Some(s) = kernel.fault_sites.get(site) {
                 return Err(RuntimeError::Kernel {
-                    node: name.clone(),
+                    node: kernel.name.clone(),
                     line: s.span.line,
                     col: s.span.col,
-                    message: format!(
-                        "index {} is out of bounds for axis {} of field '{}' (extent {})",
-                        value as i32, s.axis, field, s.extent
-                    ),
+                    message: s.message(program, value),
                 });
             }
         }
@@ -695,5 +702,46 @@ impl GpuEngine {
             "a kernel reported fault {:#x}",
             code
         )))
+    }
+}
+
+impl Engine for WgpuEngine {
+    fn name(&self) -> &'static str {
+        "wgpu"
+    }
+
+    fn write_root(&self, root: LayoutId, words: &[u32]) -> Result<(), RuntimeError> {
+        self.write_words(root, words);
+        Ok(())
+    }
+
+    fn read_root(&self, root: LayoutId) -> Result<Vec<u32>, RuntimeError> {
+        self.read_words(root)
+    }
+
+    fn run(
+        &mut self,
+        program: &Program,
+        launches: &[LaunchRecord],
+        timing: bool,
+    ) -> Result<Vec<(KernelId, Duration)>, RuntimeError> {
+        self.run_launches(program, launches, timing)
+    }
+
+    fn device_name(&self) -> Option<String> {
+        Some(format!(
+            "{}, f32 atomics: {}, kernel timing: {}",
+            self.ctx.describe(),
+            if self.native_float_atomics {
+                "native"
+            } else {
+                "compare-exchange loop"
+            },
+            self.timing_method()
+        ))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
     }
 }

@@ -1,10 +1,11 @@
-//! Loading a graph file with command-line overrides into a `Program`.
+//! Loading a graph file with the driver's overrides (`--set`, `--init`)
+//! into a `Program`. The CLI and tests call this; the runtime never does
+//! (it sees only the IR).
 
-use crate::RuntimeError;
+use super::{build_program, catalog, BuildOptions, GraphDoc, GraphError, GraphErrors};
+use crate::ir::Program;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use weft_ir::graph::{build_program, catalog, BuildOptions, GraphDoc, GraphError, GraphErrors};
-use weft_ir::ir::Program;
 
 #[derive(Clone, Debug, Default)]
 pub struct Overrides {
@@ -14,16 +15,16 @@ pub struct Overrides {
     pub inits: Vec<String>,
 }
 
-pub fn read_doc(path: &Path) -> Result<GraphDoc, RuntimeError> {
-    GraphDoc::load(path).map_err(RuntimeError::Graph)
+pub fn read_doc(path: &Path) -> Result<GraphDoc, GraphErrors> {
+    GraphDoc::load(path)
 }
 
-fn usage(m: String) -> RuntimeError {
-    RuntimeError::Graph(GraphErrors(vec![GraphError::Document { message: m }]))
+fn usage(m: String) -> GraphErrors {
+    GraphErrors(vec![GraphError::Document { message: m }])
 }
 
 /// Applies overrides to the document (so they are validated like the file itself).
-pub fn apply_overrides(doc: &mut GraphDoc, o: &Overrides) -> Result<(), RuntimeError> {
+pub fn apply_overrides(doc: &mut GraphDoc, o: &Overrides) -> Result<(), GraphErrors> {
     for s in &o.sets {
         let (lhs, value) = s
             .split_once('=')
@@ -47,14 +48,12 @@ pub fn apply_overrides(doc: &mut GraphDoc, o: &Overrides) -> Result<(), RuntimeE
             .and_then(Value::as_object)
             .is_some_and(|m| m.contains_key(param));
         if !is_scalar {
-            return Err(RuntimeError::Graph(
-                GraphError::param(
-                    node,
-                    param,
-                    format!("--set: '{}' has no parameter or scalar '{}'", n.kind, param),
-                )
-                .into(),
-            ));
+            return Err(GraphError::param(
+                node,
+                param,
+                format!("--set: '{}' has no parameter or scalar '{}'", n.kind, param),
+            )
+            .into());
         }
         let scalars = n
             .params
@@ -86,14 +85,11 @@ pub fn apply_overrides(doc: &mut GraphDoc, o: &Overrides) -> Result<(), RuntimeE
             .filter(|n| n.kind == "field")
             .ok_or_else(|| usage(format!("--init {}: there is no field node '{}'", i, field)))?;
         let abs = std::fs::canonicalize(file).map_err(|e| {
-            RuntimeError::Graph(
-                GraphError::param(
-                    field,
-                    "init",
-                    format!("--init: cannot open {}: {}", file, e),
-                )
-                .into(),
-            )
+            GraphErrors::from(GraphError::param(
+                field,
+                "init",
+                format!("--init: cannot open {}: {}", file, e),
+            ))
         })?;
         n.params.insert(
             "init".into(),
@@ -104,7 +100,7 @@ pub fn apply_overrides(doc: &mut GraphDoc, o: &Overrides) -> Result<(), RuntimeE
 }
 
 /// Reads, overrides, validates and builds a graph file.
-pub fn load_program(path: &Path, o: &Overrides) -> Result<(GraphDoc, Program), RuntimeError> {
+pub fn load_program(path: &Path, o: &Overrides) -> Result<(GraphDoc, Program), GraphErrors> {
     let mut doc = read_doc(path)?;
     apply_overrides(&mut doc, o)?;
     let base_dir: PathBuf = path.parent().map(Path::to_path_buf).unwrap_or_default();

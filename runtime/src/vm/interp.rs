@@ -1,4 +1,4 @@
-//! The reference interpreter: executes `weft_codegen::cpu` code, one loop
+//! The reference VM's interpreter: executes `weft_codegen::vm` code, one loop
 //! iteration per call, in parallel over the kernel's range with rayon.
 //!
 //! Clarity over speed: every op's meaning comes from `weft_ir::ir::eval`
@@ -8,14 +8,14 @@
 use crate::RuntimeError;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU32, Ordering};
-use weft_codegen::cpu::{CpuFunction, CpuKernel, Op};
+use weft_codegen::vm::{Op, VmFunction, VmKernel};
 use weft_ir::ir::eval;
 use weft_ir::ir::{AtomicOp, BinaryOp, Builtin, Program, Span};
 use weft_ir::types::{Scalar, Type};
 
 pub struct Launch<'a> {
     pub program: &'a Program,
-    pub kernel: &'a CpuKernel,
+    pub kernel: &'a VmKernel,
     /// Buffers in `kernel.roots` order.
     pub buffers: Vec<&'a [AtomicU32]>,
     pub params: &'a [u32],
@@ -64,7 +64,7 @@ const MAX_CALL_DEPTH: u32 = 64;
 
 fn exec(
     l: &Launch,
-    f: &CpuFunction,
+    f: &VmFunction,
     r: &mut [u32],
     rng: &mut u32,
     depth: u32,
@@ -207,30 +207,12 @@ fn exec(
                 let cell = &l.buffers[*root as usize][s!(*addr) as usize];
                 s!(*dst) = atomic(cell, *op, *s, s!(*value), s!(*cmp));
             }
-            Op::BoundsCheck {
-                index,
-                extent,
-                field,
-                axis,
-                span,
-            } => {
-                let i = s!(*index) as i32;
-                if i < 0 || i as u32 >= *extent {
-                    let name = l
-                        .program
-                        .fields
-                        .iter()
-                        .nth(*field as usize)
-                        .map(|(_, f)| f.name.clone())
-                        .unwrap_or_default();
-                    return Err(Fault {
-                        span: *span,
-                        message: format!(
-                            "index {} is out of bounds for axis {} of field '{}' (extent {})",
-                            i, axis, name, extent
-                        ),
-                    });
-                }
+            Op::Trap { site, value } => {
+                let site = &l.kernel.fault_sites[*site as usize];
+                return Err(Fault {
+                    span: site.span,
+                    message: site.message(l.program, s!(*value)),
+                });
             }
             Op::Jump { target } => {
                 pc = *target as usize;
@@ -250,7 +232,6 @@ fn exec(
                 end,
                 step,
                 remaining,
-                span,
             } => {
                 let (b, e, st) = if *signed {
                     (
@@ -261,12 +242,8 @@ fn exec(
                 } else {
                     (s!(*begin) as i64, s!(*end) as i64, s!(*step) as i64)
                 };
-                if st <= 0 {
-                    return Err(Fault {
-                        span: *span,
-                        message: format!("`step_by` needs a positive step, got {}", st),
-                    });
-                }
+                // Legalized IR trapped on `st <= 0` before the loop.
+                let st = st.max(1);
                 let trips: u64 = if *inclusive {
                     if e < b {
                         0
@@ -383,31 +360,6 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
-/// Determinant of an n×n column-major matrix by cofactor expansion (n ≤ 4).
-pub fn det(m: &[f32], n: usize) -> f32 {
-    match n {
-        1 => m[0],
-        2 => m[0] * m[3] - m[2] * m[1],
-        _ => (0..n)
-            .map(|c| {
-                let sign = if c % 2 == 0 { 1.0 } else { -1.0 };
-                sign * m[c * n] * det(&minor(m, n, 0, c), n - 1)
-            })
-            .sum(),
-    }
-}
-
-/// The (n-1)×(n-1) matrix without row `row` and column `col` (column-major).
-fn minor(m: &[f32], n: usize, row: usize, col: usize) -> Vec<f32> {
-    let mut out = Vec::with_capacity((n - 1) * (n - 1));
-    for c in (0..n).filter(|&c| c != col) {
-        for r in (0..n).filter(|&r| r != row) {
-            out.push(m[c * n + r]);
-        }
-    }
-    out
-}
-
 fn special(b: Builtin, ty: Type, dst: u32, args: [u32; 2], r: &mut [u32]) {
     let n = ty.components();
     match b {
@@ -480,30 +432,12 @@ fn special(b: Builtin, ty: Type, dst: u32, args: [u32; 2], r: &mut [u32]) {
             }
             wf(r, dst, &m[..n * n]);
         }
-        Builtin::Transpose | Builtin::Determinant | Builtin::Inverse => {
+        Builtin::Transpose => {
             let Type::Matrix(k) = ty else { return };
             let k = k as usize;
             let m = rf(r, args[0], k * k);
-            let m = &m[..k * k];
-            match b {
-                Builtin::Transpose => {
-                    let t: Vec<f32> = (0..k * k).map(|i| m[(i % k) * k + i / k]).collect();
-                    wf(r, dst, &t);
-                }
-                Builtin::Determinant => wf(r, dst, &[det(m, k)]),
-                _ => {
-                    let d = det(m, k);
-                    // inverse = adjugate / det; adj[c][r] = cofactor(r, c) (column-major).
-                    let mut inv = vec![0.0; k * k];
-                    for c in 0..k {
-                        for row in 0..k {
-                            let sign = if (row + c) % 2 == 0 { 1.0 } else { -1.0 };
-                            inv[c * k + row] = sign * det(&minor(m, k, c, row), k - 1) / d;
-                        }
-                    }
-                    wf(r, dst, &inv);
-                }
-            }
+            let t: Vec<f32> = (0..k * k).map(|i| m[(i % k) * k + i / k]).collect();
+            wf(r, dst, &t);
         }
         Builtin::IsNan | Builtin::IsInf => {
             for c in 0..n as u32 {

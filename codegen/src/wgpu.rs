@@ -1,18 +1,21 @@
 //! IR → `naga::Module` for the wgpu backend (one module per kernel).
 //!
-//! Pre: a kernel that passed the lowered-IR validator. Post: a module that
+//! Pre: a kernel that passed the legalized-IR validator. Post: a module that
 //! passes naga's validator, or a `CodegenError` naming the kernel; never a
-//! panic. The module is built directly (no WGSL text) and matches the CPU
-//! interpreter's semantics: integer rules from `ir::eval` (shift amounts
-//! masked, saturating float→int), clamped dynamic component indices,
-//! overflow-safe range loops, the same PCG random numbers.
+//! panic. The module is built directly (no WGSL text) and matches the
+//! reference VM's semantics: integer rules from `ir::eval` (shift amounts
+//! masked), clamped dynamic component indices, overflow-safe range loops,
+//! the same PCG random numbers. Saturating casts, matrix inverse and
+//! determinant, fault checks and division by constant zeros arrive already
+//! rewritten by `passes::legalize`; a `Trap` records its fault site.
 //!
 //! Bindings (group 0): 0 = this launch's record (read-only storage at a
 //! dynamic offset: frame, launch, seed, total, shape[3], threads per row,
 //! scalar params...), 1 = error words (first failed check + 1, its index),
-//! 2.. = root buffers in `GpuKernel::roots` order, as `array<u32>`, or
+//! 2.. = root buffers in `WgpuKernel::roots` order, as `array<u32>`, or
 //! `array<atomic<u32>>` when the kernel uses atomics on that root.
 
+use crate::launch::word;
 use crate::CodegenError;
 use naga::{
     AddressSpace, ArraySize, AtomicFunction, BinaryOperator as BO, Block as NBlock,
@@ -25,40 +28,18 @@ use std::collections::HashMap;
 use weft_ir::ir::*;
 use weft_ir::types::{Scalar, Type};
 
-/// Words of a launch record before the scalar parameters.
-pub const RECORD_HEADER_WORDS: u32 = 8;
 pub const WORKGROUP_SIZE: u32 = 64;
 
-/// What a failed bounds check reports.
-#[derive(Clone, Debug)]
-pub struct CheckSite {
-    pub span: Span32,
-    pub field: FieldId,
-    pub axis: u32,
-    pub extent: u32,
-}
-
-/// A code position (line, col) — kept separate from naga's `Span`.
-#[derive(Clone, Copy, Debug)]
-pub struct Span32 {
-    pub line: u32,
-    pub col: u32,
-}
-
 #[derive(Debug, Clone)]
-pub struct GpuKernel {
+pub struct WgpuKernel {
     pub name: String,
     pub module: Module,
     /// Root layout nodes bound at bindings 2.. in this order, with how each is declared.
     pub roots: Vec<(LayoutId, RootKind)>,
-    /// Check id → site (ids start at 0; the error buffer stores id + 1).
-    pub checks: Vec<CheckSite>,
-    /// Range loops, by fault id, for "non-positive step" faults.
-    pub step_faults: Vec<Span32>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
-pub struct GpuOptions {
+pub struct WgpuOptions {
     /// Use the adapter's native f32 atomic add (SHADER_FLOAT32_ATOMIC) instead of a compare-exchange loop.
     pub native_float_atomics: bool,
 }
@@ -140,11 +121,38 @@ struct Globals {
     rng: Handle<GlobalVariable>,
 }
 
+/// Builds and validates the kernel's module; a panic inside (ours or
+/// naga's) becomes an internal error naming the node.
 pub fn compile_kernel(
     program: &Program,
     kernel: &Kernel,
-    opts: &GpuOptions,
-) -> Result<GpuKernel, CodegenError> {
+    opts: &WgpuOptions,
+) -> Result<WgpuKernel, CodegenError> {
+    crate::guard(&kernel.name, "wgpu", || build_kernel(program, kernel, opts))
+}
+
+/// Everything `weft check` can verify without a device: the module builds,
+/// validates, and naga writes it as SPIR-V and as WGSL (the writers run
+/// inside `guard`, so a writer panic is an error naming the node).
+pub fn check_kernel(
+    program: &Program,
+    kernel: &Kernel,
+    opts: &WgpuOptions,
+) -> Result<(), CodegenError> {
+    let k = compile_kernel(program, kernel, opts)?;
+    crate::guard(&kernel.name, "wgpu", || {
+        let fail = |m: String| cerr(kernel, m);
+        to_spirv(&k).map_err(fail)?;
+        to_wgsl(&k).map_err(fail)?;
+        Ok(())
+    })
+}
+
+fn build_kernel(
+    program: &Program,
+    kernel: &Kernel,
+    opts: &WgpuOptions,
+) -> Result<WgpuKernel, CodegenError> {
     let mut m = Module::default();
     let mut types = Types {
         cache: HashMap::new(),
@@ -302,8 +310,6 @@ pub fn compile_kernel(
         m,
         types,
         globals,
-        checks: Vec::new(),
-        step_faults: Vec::new(),
         funcs: Vec::new(),
         pcg: None,
         random: None,
@@ -338,12 +344,10 @@ pub fn compile_kernel(
             ),
         )
     })?;
-    Ok(GpuKernel {
+    Ok(WgpuKernel {
         name: kernel.name.clone(),
         module: m,
         roots,
-        checks: ctx.checks,
-        step_faults: ctx.step_faults,
     })
 }
 
@@ -368,7 +372,7 @@ fn call_order(kernel: &Kernel) -> Vec<usize> {
 }
 
 /// Emits WGSL text for a kernel (for `weft emit wgsl`).
-pub fn to_wgsl(k: &GpuKernel) -> Result<String, String> {
+pub fn to_wgsl(k: &WgpuKernel) -> Result<String, String> {
     let info = naga::valid::Validator::new(
         naga::valid::ValidationFlags::all(),
         naga::valid::Capabilities::all(),
@@ -380,7 +384,7 @@ pub fn to_wgsl(k: &GpuKernel) -> Result<String, String> {
 }
 
 /// Emits SPIR-V words for a kernel (for `weft emit spirv`).
-pub fn to_spirv(k: &GpuKernel) -> Result<Vec<u32>, String> {
+pub fn to_spirv(k: &WgpuKernel) -> Result<Vec<u32>, String> {
     let info = naga::valid::Validator::new(
         naga::valid::ValidationFlags::all(),
         naga::valid::Capabilities::all(),
@@ -396,8 +400,6 @@ struct ModCtx<'a> {
     m: Module,
     types: Types,
     globals: Globals,
-    checks: Vec<CheckSite>,
-    step_faults: Vec<Span32>,
     funcs: Vec<Handle<NFunction>>,
     pcg: Option<Handle<NFunction>>,
     random: Option<Handle<NFunction>>,
@@ -655,10 +657,10 @@ impl<'a> ModCtx<'a> {
                 index: 1,
             },
         );
-        let row = fb.record_const(&mut b, 7);
+        let row = fb.record_const(&mut b, word::THREADS_PER_ROW);
         let t = fb.bin(&mut b, BO::Multiply, gy, row);
         let linear = fb.bin(&mut b, BO::Add, gx, t);
-        let total = fb.record_const(&mut b, 3);
+        let total = fb.record_const(&mut b, word::TOTAL);
         let past = fb.bin(&mut b, BO::GreaterEqual, linear, total);
         let mut ret = NBlock::new();
         ret.push(S::Return { value: None }, SP);
@@ -674,7 +676,7 @@ impl<'a> ModCtx<'a> {
         let mut idx = vec![linear; dims];
         let mut rest = linear;
         for d in (0..dims).rev() {
-            let ext = fb.record_const(&mut b, 4 + d as u32);
+            let ext = fb.record_const(&mut b, word::SHAPE + d as u32);
             let i = fb.bin(&mut b, BO::Modulo, rest, ext);
             idx[d] = fb.cast(&mut b, i, Scalar::I32, false);
             rest = fb.bin(&mut b, BO::Divide, rest, ext);
@@ -693,9 +695,9 @@ impl<'a> ModCtx<'a> {
             );
             r
         };
-        let launch = fb.record_const(&mut b, 1);
-        let frame = fb.record_const(&mut b, 0);
-        let seed = fb.record_const(&mut b, 2);
+        let launch = fb.record_const(&mut b, word::LAUNCH);
+        let frame = fb.record_const(&mut b, word::FRAME);
+        let seed = fb.record_const(&mut b, word::SEED);
         let kh = fb.u32c(khash);
         let h1 = call(&mut fb, &mut b, linear);
         let x = fb.bin(&mut b, BO::ExclusiveOr, launch, h1);
@@ -755,14 +757,6 @@ impl Gen<'_, '_, '_> {
     fn t(&self, h: InstId) -> Type {
         self.f.insts[h].ty
     }
-    fn span(&self, h: InstId) -> Span32 {
-        let s = self.f.insts[h].span;
-        Span32 {
-            line: s.line,
-            col: s.col,
-        }
-    }
-
     fn block(&mut self, block: &Block, out: &mut NBlock) -> Result<(), CodegenError> {
         for &h in block {
             self.inst(h, out)?;
@@ -886,61 +880,6 @@ impl Gen<'_, '_, '_> {
             .bin(b, if nan { BO::Greater } else { BO::Equal }, mag, inf)
     }
 
-    /// Rust-style saturating float → integer conversion (NaN → 0), component-wise.
-    fn float_to_int(&mut self, b: &mut NBlock, x: Handle<E>, ty: Type) -> Handle<E> {
-        let s = ty.scalar().expect("int");
-        let n = ty.components();
-        let splat = |g: &mut Self, b: &mut NBlock, v: Handle<E>| {
-            if n == 1 {
-                v
-            } else {
-                g.fb.e(
-                    b,
-                    E::Splat {
-                        size: vsize(n as u8),
-                        value: v,
-                    },
-                )
-            }
-        };
-        let (lo, hi, top) = match s {
-            Scalar::I32 => (-2147483648.0f32, 2147483520.0f32, 2147483648.0f32),
-            _ => (0.0, 4294967040.0, 4294967296.0),
-        };
-        let (lo, hi, topc) = (self.fb.f32c(lo), self.fb.f32c(hi), self.fb.f32c(top));
-        let (lo, hi, topc) = (splat(self, b, lo), splat(self, b, hi), splat(self, b, topc));
-        let clamped = self.fb.math(b, MF::Clamp, &[x, lo, hi]);
-        let conv = self.fb.cast(b, clamped, s, true);
-        let too_big = self.fb.bin(b, BO::GreaterEqual, x, topc);
-        let maxv = match s {
-            Scalar::I32 => self.fb.i32c(i32::MAX),
-            _ => self.fb.u32c(u32::MAX),
-        };
-        let maxv = splat(self, b, maxv);
-        let sat = self.fb.e(
-            b,
-            E::Select {
-                condition: too_big,
-                accept: maxv,
-                reject: conv,
-            },
-        );
-        let nan = self.float_class(b, x, n, true);
-        let zero = match s {
-            Scalar::I32 => self.fb.i32c(0),
-            _ => self.fb.u32c(0),
-        };
-        let zero = splat(self, b, zero);
-        self.fb.e(
-            b,
-            E::Select {
-                condition: nan,
-                accept: zero,
-                reject: sat,
-            },
-        )
-    }
-
     /// Applies a binary op column by column (WGSL has no component-wise matrix * and /).
     fn per_column(
         &mut self,
@@ -987,11 +926,11 @@ impl Gen<'_, '_, '_> {
             }))),
             InstKind::Arg(i) => Some(self.fb.pre(E::FunctionArgument(*i))),
             InstKind::Param(i) => {
-                let w = self.fb.record_const(b, RECORD_HEADER_WORDS + i);
+                let w = self.fb.record_const(b, word::HEADER + i);
                 Some(self.bits_from_u32(b, w, ty.scalar().expect("scalar param")))
             }
             InstKind::Frame => {
-                let w = self.fb.record_const(b, 0);
+                let w = self.fb.record_const(b, word::FRAME);
                 Some(self.fb.cast(b, w, Scalar::I32, false))
             }
             InstKind::Unary(op, a) => {
@@ -1066,10 +1005,9 @@ impl Gen<'_, '_, '_> {
                 let from = self.t(*a).scalar().expect("typed");
                 let to = ty.scalar().expect("typed");
                 let av = self.v(*a);
+                // Legalized float → integer casts only see values in range.
                 Some(if from == to {
                     av
-                } else if from == Scalar::F32 && to.is_integer() {
-                    self.float_to_int(b, av, ty)
                 } else {
                     self.fb.cast(b, av, to, true)
                 })
@@ -1246,35 +1184,18 @@ impl Gen<'_, '_, '_> {
                 );
                 None
             }
-            InstKind::BoundsCheck {
-                field,
-                axis,
-                index,
-                extent,
-            } => {
-                let id = self.fb.c.checks.len() as u32;
-                self.fb.c.checks.push(CheckSite {
-                    span: self.span(h),
-                    field: *field,
-                    axis: *axis,
-                    extent: *extent,
-                });
-                let iv = self.v(*index);
-                let iu = self.fb.cast(b, iv, Scalar::U32, false);
-                let ext = self.fb.u32c(*extent);
-                let bad = self.fb.bin(b, BO::GreaterEqual, iu, ext);
-                let mut then = NBlock::new();
-                self.record_fault(&mut then, id, iu);
-                self.early_return(&mut then);
-                b.push(
-                    S::If {
-                        condition: bad,
-                        accept: then,
-                        reject: NBlock::new(),
-                    },
-                    SP,
-                );
+            InstKind::Trap { site, value } => {
+                let v = self.v(*value);
+                let bits = self.bits_as_u32(b, v, self.t(*value).scalar().expect("scalar"));
+                self.record_fault(b, *site, bits);
+                self.early_return(b);
                 None
+            }
+            InstKind::BoundsCheck { .. } => {
+                return Err(cerr(
+                    self.kernel,
+                    "a bounds check reached codegen; legalize did not run",
+                ))
             }
             InstKind::BufLoad { root, addr } => {
                 let (g, rk) = self.root(*root);
@@ -1482,6 +1403,13 @@ impl Gen<'_, '_, '_> {
         let at = self.t(args[0]);
         let fun = match bi {
             Builtin::Abs => MF::Abs,
+            // WGSL has no sign() of unsigned values; legalize rewrote it.
+            Builtin::Sign if at.scalar() == Some(Scalar::U32) => {
+                return Err(cerr(
+                    self.kernel,
+                    "sign() of an unsigned value reached codegen; legalize did not run",
+                ))
+            }
             Builtin::Sign => MF::Sign,
             Builtin::Min => MF::Min,
             Builtin::Max => MF::Max,
@@ -1553,7 +1481,12 @@ impl Gen<'_, '_, '_> {
             Builtin::Cross => MF::Cross,
             Builtin::Reflect => MF::Reflect,
             Builtin::Transpose => MF::Transpose,
-            Builtin::Determinant => MF::Determinant,
+            Builtin::Determinant | Builtin::Inverse => {
+                return Err(cerr(
+                    self.kernel,
+                    "a matrix built-in reached codegen; legalize did not run",
+                ))
+            }
             Builtin::Outer => {
                 // Column j = a * b[j] (WGSL has no outer product).
                 let n = at.components() as u32;
@@ -1578,7 +1511,6 @@ impl Gen<'_, '_, '_> {
                     },
                 ));
             }
-            Builtin::Inverse => return Ok(self.inverse(b, a[0], at)),
             Builtin::IsNan => return Ok(self.float_class(b, a[0], at.components(), true)),
             Builtin::IsInf => return Ok(self.float_class(b, a[0], at.components(), false)),
             Builtin::Any | Builtin::All => {
@@ -1597,101 +1529,6 @@ impl Gen<'_, '_, '_> {
             }
         };
         Ok(self.fb.math(b, fun, &a))
-    }
-
-    /// inverse(m) = adjugate / determinant, from cofactors (matches the CPU).
-    fn inverse(&mut self, b: &mut NBlock, m: Handle<E>, t: Type) -> Handle<E> {
-        let Type::Matrix(n) = t else { return m };
-        let n = n as usize;
-        let mut el = vec![vec![m; n]; n];
-        for (c, col) in el.iter_mut().enumerate() {
-            let cv = self.fb.e(
-                b,
-                E::AccessIndex {
-                    base: m,
-                    index: c as u32,
-                },
-            );
-            for (r, x) in col.iter_mut().enumerate() {
-                *x = self.fb.e(
-                    b,
-                    E::AccessIndex {
-                        base: cv,
-                        index: r as u32,
-                    },
-                );
-            }
-        }
-        let det = self.fb.math(b, MF::Determinant, &[m]);
-        let mut cols = Vec::new();
-        for c in 0..n {
-            let mut comps = Vec::new();
-            for r in 0..n {
-                // inv[c][r] = cofactor(row c, col r) / det.
-                let minor: Vec<Vec<Handle<E>>> = (0..n)
-                    .filter(|&cc| cc != r)
-                    .map(|cc| (0..n).filter(|&rr| rr != c).map(|rr| el[cc][rr]).collect())
-                    .collect();
-                let d = self.det_expr(b, &minor);
-                let d = if (r + c) % 2 == 1 {
-                    self.fb.e(
-                        b,
-                        E::Unary {
-                            op: UnaryOperator::Negate,
-                            expr: d,
-                        },
-                    )
-                } else {
-                    d
-                };
-                comps.push(self.fb.bin(b, BO::Divide, d, det));
-            }
-            let vt = self.fb.ty(Type::Vector(Scalar::F32, n as u8));
-            cols.push(self.fb.e(
-                b,
-                E::Compose {
-                    ty: vt,
-                    components: comps,
-                },
-            ));
-        }
-        let mt = self.fb.ty(t);
-        self.fb.e(
-            b,
-            E::Compose {
-                ty: mt,
-                components: cols,
-            },
-        )
-    }
-
-    /// Determinant by cofactor expansion along row 0 of a column-major element grid.
-    fn det_expr(&mut self, b: &mut NBlock, m: &[Vec<Handle<E>>]) -> Handle<E> {
-        let n = m.len();
-        if n == 1 {
-            return m[0][0];
-        }
-        if n == 2 {
-            let p = self.fb.bin(b, BO::Multiply, m[0][0], m[1][1]);
-            let q = self.fb.bin(b, BO::Multiply, m[1][0], m[0][1]);
-            return self.fb.bin(b, BO::Subtract, p, q);
-        }
-        let mut acc: Option<Handle<E>> = None;
-        for c in 0..n {
-            let sub: Vec<Vec<Handle<E>>> = (0..n)
-                .filter(|&cc| cc != c)
-                .map(|cc| m[cc][1..].to_vec())
-                .collect();
-            let d = self.det_expr(b, &sub);
-            let term = self.fb.bin(b, BO::Multiply, m[c][0], d);
-            acc = Some(match acc {
-                None => term,
-                Some(s) => self
-                    .fb
-                    .bin(b, if c % 2 == 0 { BO::Add } else { BO::Subtract }, s, term),
-            });
-        }
-        acc.expect("n > 0")
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1868,31 +1705,10 @@ impl Gen<'_, '_, '_> {
         body: &Block,
     ) -> Result<(), CodegenError> {
         let t = self.t(begin);
-        let signed = t.scalar() == Some(Scalar::I32);
         let counter = self.fb.local("counter", t);
         let remaining = self.fb.local("remaining", Type::U32);
         let (bv, ev, sv) = (self.v(begin), self.v(end), self.v(step));
-        // A step that is not positive is a fault.
-        let zero = if signed {
-            self.fb.i32c(0)
-        } else {
-            self.fb.u32c(0)
-        };
-        let bad = self.fb.bin(b, BO::LessEqual, sv, zero);
-        let fault = self.fb.c.step_faults.len() as u32;
-        self.fb.c.step_faults.push(self.span(h));
-        let mut then = NBlock::new();
-        let su = self.bits_as_u32(&mut then, sv, t.scalar().expect("int"));
-        self.record_fault(&mut then, 0x8000_0000 | fault, su);
-        self.early_return(&mut then);
-        b.push(
-            S::If {
-                condition: bad,
-                accept: then,
-                reject: NBlock::new(),
-            },
-            SP,
-        );
+        // Legalized IR trapped on a step that is not positive before the loop.
         // Trip count in u32: (end - begin) fits when end >= begin.
         let bu = self.bits_as_u32(b, bv, t.scalar().expect("int"));
         let eu = self.bits_as_u32(b, ev, t.scalar().expect("int"));

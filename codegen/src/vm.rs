@@ -1,6 +1,6 @@
-//! IR → flat register-machine code for the reference CPU interpreter.
+//! IR → flat register-machine code for the reference VM (`weft_runtime::vm`).
 //!
-//! Pre: a kernel that passed the lowered-IR validator. Post: one `CpuFunction`
+//! Pre: a kernel that passed the legalized-IR validator. Post: one `VmFunction`
 //! per IR function. Every SSA value gets a fixed slot range (one word per
 //! component) in a per-invocation register file; locals get slots too.
 //! Structured control flow becomes jumps with patched targets. Loop counters
@@ -148,12 +148,10 @@ pub enum Op {
         value: Slot,
         cmp: Slot,
     },
-    BoundsCheck {
-        index: Slot,
-        extent: u32,
-        field: u32,
-        axis: u32,
-        span: Span,
+    /// Fails the invocation at `VmKernel::fault_sites[site]`, reporting the word in `value`.
+    Trap {
+        site: u32,
+        value: Slot,
     },
     Jump {
         target: u32,
@@ -163,8 +161,8 @@ pub enum Op {
         target: u32,
     },
     /// Starts a range loop: `counter = begin` and the trip count (a u64 in
-    /// `remaining`, `remaining + 1`) computed without overflow; a step that
-    /// is not positive is a fault at `span`.
+    /// `remaining`, `remaining + 1`) computed without overflow. Legalized IR
+    /// has already trapped on a step that is not positive.
     ForInit {
         signed: bool,
         inclusive: bool,
@@ -173,7 +171,6 @@ pub enum Op {
         end: Slot,
         step: Slot,
         remaining: Slot,
-        span: Span,
     },
     /// Jumps to `target` when no iterations remain.
     ForTest {
@@ -199,7 +196,7 @@ pub enum Op {
 }
 
 #[derive(Clone, Debug)]
-pub struct CpuFunction {
+pub struct VmFunction {
     pub name: String,
     pub ops: Vec<Op>,
     /// Register-file size in words.
@@ -209,15 +206,22 @@ pub struct CpuFunction {
 }
 
 #[derive(Clone, Debug)]
-pub struct CpuKernel {
+pub struct VmKernel {
     pub name: String,
-    pub entry: CpuFunction,
-    pub functions: Vec<CpuFunction>,
+    pub entry: VmFunction,
+    pub functions: Vec<VmFunction>,
     /// Root layout index (in `Program::layouts`) of each buffer slot `root` in ops.
     pub roots: Vec<LayoutId>,
+    /// What each `Op::Trap` reports (the kernel's legalized fault sites).
+    pub fault_sites: Vec<FaultSite>,
 }
 
-pub fn compile_kernel(program: &Program, kernel: &Kernel) -> Result<CpuKernel, CodegenError> {
+/// Flattens every function of the kernel; a panic inside becomes an internal error naming the node.
+pub fn compile_kernel(program: &Program, kernel: &Kernel) -> Result<VmKernel, CodegenError> {
+    crate::guard(&kernel.name, "vm", || build_kernel(program, kernel))
+}
+
+fn build_kernel(program: &Program, kernel: &Kernel) -> Result<VmKernel, CodegenError> {
     let mut roots: Vec<LayoutId> = Vec::new();
     let functions = kernel
         .functions
@@ -225,11 +229,12 @@ pub fn compile_kernel(program: &Program, kernel: &Kernel) -> Result<CpuKernel, C
         .map(|(_, f)| compile_function(program, kernel, f, &mut roots))
         .collect::<Result<Vec<_>, _>>()?;
     let entry = compile_function(program, kernel, &kernel.entry, &mut roots)?;
-    Ok(CpuKernel {
+    Ok(VmKernel {
         name: kernel.name.clone(),
         entry,
         functions,
         roots,
+        fault_sites: kernel.fault_sites.clone(),
     })
 }
 
@@ -251,7 +256,7 @@ fn compile_function(
     kernel: &Kernel,
     f: &Function,
     roots: &mut Vec<LayoutId>,
-) -> Result<CpuFunction, CodegenError> {
+) -> Result<VmFunction, CodegenError> {
     let _ = program;
     let mut c = Ctx {
         kernel,
@@ -275,7 +280,7 @@ fn compile_function(
     c.block(&f.body)?;
     // Falling off the end returns nothing.
     c.ops.push(Op::Return { src: 0, n: 0 });
-    Ok(CpuFunction {
+    Ok(VmFunction {
         name: f.name.clone(),
         ops: c.ops,
         regs: c.regs.max(1),
@@ -293,7 +298,7 @@ impl Ctx<'_> {
         let span = self.f.insts[h].span;
         CodegenError {
             kernel: self.kernel.name.clone(),
-            backend: "cpu",
+            backend: "vm",
             message: format!("{} (at code {})", m, span),
         }
     }
@@ -480,6 +485,9 @@ impl Ctx<'_> {
                     });
                 }
             }
+            InstKind::Builtin(Builtin::Determinant | Builtin::Inverse, _) => {
+                return Err(self.err(h, "a matrix built-in reached codegen; legalize did not run"))
+            }
             InstKind::Builtin(b, args) => {
                 let at = ts(self, args[0]);
                 match b.shape() {
@@ -536,19 +544,12 @@ impl Ctx<'_> {
                     n: vn,
                 });
             }
-            InstKind::BoundsCheck {
-                field,
-                axis,
-                index,
-                extent,
-            } => {
-                self.ops.push(Op::BoundsCheck {
-                    index: self.slot(*index),
-                    extent: *extent,
-                    field: field.index() as u32,
-                    axis: *axis,
-                    span: inst.span,
-                });
+            InstKind::Trap { site, value } => self.ops.push(Op::Trap {
+                site: *site,
+                value: self.slot(*value),
+            }),
+            InstKind::BoundsCheck { .. } => {
+                return Err(self.err(h, "a bounds check reached codegen; legalize did not run"))
             }
             InstKind::BufLoad { root, addr } => {
                 let r = self.root(*root);
@@ -636,7 +637,6 @@ impl Ctx<'_> {
                     end: self.slot(*end),
                     step: self.slot(*step),
                     remaining,
-                    span: inst.span,
                 });
                 let head = self.ops.len();
                 self.ops.push(Op::ForTest {

@@ -1,0 +1,242 @@
+//! The layout tree and the fields on it; cell sizes and offsets come from
+//! `ir::layout::compute`. Initial values, `.npy` data included.
+
+use super::*;
+
+impl Builder<'_> {
+    pub(super) fn layouts(&mut self) {
+        let dense = self.of_family(Family::Layout);
+        let mut handle: HashMap<usize, LayoutId> = HashMap::new();
+        // Create in parent-first order; detect parent cycles.
+        let mut pending: Vec<usize> = dense.clone();
+        while !pending.is_empty() {
+            let before = pending.len();
+            pending.retain(|&i| {
+                let parent = self.inputs[i].get("parent").copied();
+                if let Some(p) = parent {
+                    if !handle.contains_key(&p) {
+                        return true;
+                    }
+                }
+                let shape: Vec<u32> = self.nodes[i]
+                    .p("shape")
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|x| x.as_u64())
+                            .map(|x| x as u32)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let parent_h = parent.map(|p| handle[&p]);
+                let h = self.program.layouts.append(LayoutNode {
+                    node_id: self.nodes[i].id().to_string(),
+                    kind: LayoutKind::Dense,
+                    shape,
+                    parent: parent_h,
+                    children: vec![],
+                    cell_words: 0,
+                    offset_in_parent: 0,
+                });
+                if let Some(ph) = parent_h {
+                    self.program.layouts[ph]
+                        .children
+                        .push(LayoutChild::Layout(h));
+                }
+                handle.insert(i, h);
+                false
+            });
+            if pending.len() == before {
+                for &i in &pending {
+                    self.errors.push(GraphError::port(
+                        self.nodes[i].id(),
+                        "parent",
+                        "layout nodes form a cycle through their 'parent' wires",
+                    ));
+                }
+                return;
+            }
+        }
+        for &i in &dense {
+            if self.nodes[i].p("shape").is_null() {
+                self.errors.push(GraphError::param(
+                    self.nodes[i].id(),
+                    "shape",
+                    "a dense node needs a shape like [128, 128]",
+                ));
+            }
+        }
+        for (h, l) in self.program.layouts.iter() {
+            if let Some(p) = l.parent {
+                let pd = self.program.layouts[p].shape.len();
+                if pd != l.shape.len() {
+                    self.errors.push(GraphError::param(&l.node_id, "shape", format!("has {} axes but its parent '{}' has {}; nested layout nodes need the same number of axes", l.shape.len(), self.program.layouts[p].node_id, pd)));
+                }
+            }
+            let _ = h;
+        }
+    }
+
+    pub(super) fn layout_of(&self, node: usize) -> Option<LayoutId> {
+        let src = *self.inputs[node].get("layout")?;
+        let id = self.nodes[src].id();
+        self.program
+            .layouts
+            .iter()
+            .find(|(_, l)| l.node_id == id)
+            .map(|(h, _)| h)
+    }
+
+    pub(super) fn fields(&mut self) {
+        if !self.errors.is_empty() {
+            return;
+        }
+        for i in self.of_family(Family::Field) {
+            let n = &self.nodes[i];
+            let id = n.id().to_string();
+            let Some(layout) = self.layout_of(i) else {
+                self.errors.push(GraphError::port(
+                    &id,
+                    "layout",
+                    "a field must be wired to a layout node's 'cells'",
+                ));
+                continue;
+            };
+            let ty = Type::parse(n.p("type").as_str().unwrap_or("f32"))
+                .expect("catalog enum lists valid types");
+            // Logical shape: product of extents along the path from the root.
+            let mut shape = self.program.layouts[layout].shape.clone();
+            let mut cur = self.program.layouts[layout].parent;
+            while let Some(p) = cur {
+                for (s, ps) in shape.iter_mut().zip(&self.program.layouts[p].shape) {
+                    *s = s.saturating_mul(*ps);
+                }
+                cur = self.program.layouts[p].parent;
+            }
+            let field = Field {
+                name: id.clone(),
+                ty,
+                storage: Storage::Word,
+                layout,
+                shape,
+                offset_in_cell: 0,
+                init: FieldInit::Constant(vec![0; ty.components()]),
+            };
+            let h = self.program.fields.append(field);
+            self.program.layouts[layout]
+                .children
+                .push(LayoutChild::Field(h));
+        }
+        if let Err(e) = layout::compute(&mut self.program) {
+            self.errors
+                .push(GraphError::param(&e.node, "shape", e.message));
+            return;
+        }
+        for i in self.of_family(Family::Field) {
+            let id = self.nodes[i].id();
+            let Some(h) = self.program.field_by_name(id) else {
+                continue;
+            };
+            match self.field_init(i, h) {
+                Ok(init) => self.program.fields[h].init = init,
+                Err(e) => self.errors.push(e),
+            }
+        }
+    }
+
+    pub(super) fn field_init(&self, node: usize, h: FieldId) -> Result<FieldInit, GraphError> {
+        let n = &self.nodes[node];
+        let f = &self.program.fields[h];
+        let s = f.ty.scalar().expect("field type");
+        let word = |x: f64| -> Result<u32, String> {
+            match s {
+                Scalar::F32 => Ok((x as f32).to_bits()),
+                Scalar::I32 if x.fract() == 0.0 && x >= i32::MIN as f64 && x <= i32::MAX as f64 => {
+                    Ok(x as i32 as u32)
+                }
+                Scalar::U32 if x.fract() == 0.0 && x >= 0.0 && x <= u32::MAX as f64 => Ok(x as u32),
+                _ => Err(format!("{} does not fit a {} field", x, f.ty)),
+            }
+        };
+        let init = n.p("init");
+        let perr = |m: String| GraphError::param(n.id(), "init", m);
+        match init {
+            Value::Number(x) => {
+                let w = word(x.as_f64().unwrap_or(0.0)).map_err(perr)?;
+                Ok(FieldInit::Constant(vec![w; f.ty.components()]))
+            }
+            Value::Array(a) => {
+                if a.len() != f.ty.components() {
+                    let n = f.ty.components();
+                    return Err(perr(format!(
+                        "a {} has {} component{} but the list has {} number{}",
+                        f.ty,
+                        n,
+                        if n == 1 { "" } else { "s" },
+                        a.len(),
+                        if a.len() == 1 { "" } else { "s" }
+                    )));
+                }
+                let mut words = a
+                    .iter()
+                    .map(|x| word(x.as_f64().unwrap_or(0.0)))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(perr)?;
+                if let Type::Matrix(k) = f.ty {
+                    // Lists are written row by row, like .npy files; storage is by column.
+                    let k = k as usize;
+                    let rows = words.clone();
+                    for r in 0..k {
+                        for c in 0..k {
+                            words[c * k + r] = rows[r * k + c];
+                        }
+                    }
+                }
+                Ok(FieldInit::Constant(words))
+            }
+            Value::Object(o) => {
+                let rel = o["npy"].as_str().unwrap_or("");
+                let path = self.opts.base_dir.join(rel);
+                let arr = npy::read_npy(&path).map_err(perr)?;
+                let want_dtype = match s {
+                    Scalar::F32 => npy::DType::F32,
+                    Scalar::I32 => npy::DType::I32,
+                    _ => npy::DType::U32,
+                };
+                if arr.dtype != want_dtype {
+                    return Err(perr(format!(
+                        "{} holds {:?} data but field '{}' is {}",
+                        rel, arr.dtype, f.name, f.ty
+                    )));
+                }
+                let mut want: Vec<usize> = f.shape.iter().map(|&x| x as usize).collect();
+                match f.ty {
+                    Type::Vector(_, k) => want.push(k as usize),
+                    Type::Matrix(k) => want.extend([k as usize, k as usize]),
+                    _ => {}
+                }
+                if arr.shape != want {
+                    return Err(perr(format!(
+                        "{} has shape {:?} but field '{}' needs {:?}",
+                        rel, arr.shape, f.name, want
+                    )));
+                }
+                let mut words = arr.words;
+                if let Type::Matrix(k) = f.ty {
+                    // NumPy stores [row][col]; fields store columns.
+                    let k = k as usize;
+                    for cell in words.chunks_mut(k * k) {
+                        let m: Vec<u32> = cell.to_vec();
+                        for r in 0..k {
+                            for c in 0..k {
+                                cell[c * k + r] = m[r * k + c];
+                            }
+                        }
+                    }
+                }
+                Ok(FieldInit::Data(words))
+            }
+            _ => Err(perr("unsupported initial value".into())),
+        }
+    }
+}

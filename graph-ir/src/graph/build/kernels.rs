@@ -1,0 +1,189 @@
+//! Kernel nodes: iteration, scalar parameters, port bindings, and the
+//! kernel code (or expression sub-graph) lowered to IR by `lang`.
+
+use super::*;
+
+impl Builder<'_> {
+    pub(super) fn kernels(&mut self) {
+        if !self.errors.is_empty() {
+            return;
+        }
+        for i in self.of_family(Family::Kernel) {
+            if let Err(e) = self.kernel(i) {
+                self.errors.push(e);
+            }
+        }
+    }
+
+    pub(super) fn kernel(&mut self, i: usize) -> Result<(), GraphError> {
+        let n = &self.nodes[i];
+        let id = n.id().to_string();
+        let mut params = Vec::new();
+        if let Some(o) = n.p("scalars").as_object() {
+            for (name, v) in o {
+                let (ty, val) = match v {
+                    Value::Number(x) if x.is_i64() || x.is_u64() => {
+                        (Type::I32, x.as_f64().unwrap_or(0.0))
+                    }
+                    Value::Number(x) => (Type::F32, x.as_f64().unwrap_or(0.0)),
+                    Value::Object(d) => {
+                        let bound =
+                            |k: &str, or: f64| d.get(k).and_then(Value::as_f64).unwrap_or(or);
+                        (
+                            Type::parse(d["type"].as_str().unwrap_or("f32")).unwrap_or(Type::F32),
+                            // Without a default, the value nearest 0 inside the range.
+                            d.get("default").and_then(Value::as_f64).unwrap_or_else(|| {
+                                0f64.clamp(
+                                    bound("min", f64::NEG_INFINITY),
+                                    bound("max", f64::INFINITY),
+                                )
+                            }),
+                        )
+                    }
+                    _ => (Type::F32, 0.0),
+                };
+                let value = scalar_bits(ty, val)
+                    .map_err(|m| GraphError::param(&id, "scalars", format!("'{}': {}", name, m)))?;
+                params.push(KernelParam {
+                    name: name.clone(),
+                    ty,
+                    value,
+                });
+            }
+        }
+        let mut bindings = Vec::new();
+        let mut env_fields = Vec::new();
+        for port in &n.field_ports {
+            let src = self.inputs[i][port];
+            let fid = self
+                .program
+                .field_by_name(self.nodes[src].id())
+                .expect("field nodes were built");
+            let f = &self.program.fields[fid];
+            env_fields.push((port.clone(), fid, f.ty, f.shape.len()));
+            bindings.push((port.clone(), fid));
+        }
+        let iteration = match (n.p("range"), n.p("over")) {
+            (Value::Array(a), Value::Null) => Iteration::Range(
+                a.iter()
+                    .filter_map(Value::as_u64)
+                    .map(|x| x as u32)
+                    .collect(),
+            ),
+            (Value::Null, Value::String(port)) => match bindings.iter().find(|b| &b.0 == port) {
+                Some(&(_, f)) => Iteration::Field(f),
+                None => {
+                    return Err(GraphError::param(
+                        &id,
+                        "over",
+                        format!(
+                            "'{}' is not one of this kernel's field ports (the code must index it)",
+                            port
+                        ),
+                    ))
+                }
+            },
+            (Value::Null, Value::Null) => {
+                return Err(GraphError::param(
+                    &id,
+                    "range",
+                    "a kernel needs either 'range' (e.g. [128, 128]) or 'over' (a field port name)",
+                ))
+            }
+            _ => {
+                return Err(GraphError::param(
+                    &id,
+                    "over",
+                    "give either 'range' or 'over', not both",
+                ))
+            }
+        };
+        let shape = match &iteration {
+            Iteration::Range(s) => s.clone(),
+            Iteration::Field(f) => self.program.fields[*f].shape.clone(),
+        };
+        let total: u128 = shape.iter().map(|&x| x as u128).product();
+        if total > MAX_RANGE as u128 {
+            return Err(GraphError::param(
+                &id,
+                "range",
+                format!("{} iterations exceed the cap of {}", total, MAX_RANGE),
+            ));
+        }
+        let ptys: Vec<(String, Type)> = params.iter().map(|p| (p.name.clone(), p.ty)).collect();
+        let env = KernelEnv {
+            dims: shape.len(),
+            params: &ptys,
+            fields: &env_fields,
+        };
+        let lowered = match n.p("expr") {
+            expr @ Value::Object(_) => {
+                // An expression body becomes code, one statement per expression
+                // node; errors are reported at the node that produced the line.
+                let scalar_names: Vec<String> = ptys.iter().map(|p| p.0.clone()).collect();
+                let generated =
+                    crate::graph::expr::expr_to_code(&id, expr, shape.len(), &scalar_names)?;
+                lang::lower_kernel(&generated.code, &env).map_err(|e| {
+                    match generated
+                        .lines
+                        .get(e.line.saturating_sub(1) as usize)
+                        .cloned()
+                        .flatten()
+                    {
+                        Some(expr_node) => GraphError::Expr {
+                            node: id.clone(),
+                            expr_node,
+                            port: None,
+                            message: e.message,
+                        },
+                        None => GraphError::param(&id, "expr", e.message),
+                    }
+                })?
+            }
+            _ => {
+                let code = n.p("code").as_str().unwrap_or("");
+                lang::lower_kernel(code, &env).map_err(|e| GraphError::Code {
+                    node: id.clone(),
+                    line: e.line,
+                    col: e.col,
+                    message: e.message,
+                })?
+            }
+        };
+        let k = Kernel {
+            name: id.clone(),
+            iteration,
+            dims: shape.len(),
+            params,
+            entry: lowered.entry,
+            functions: lowered.functions,
+            bindings,
+            fault_sites: Vec::new(),
+        };
+        if let Err(e) = validate_kernel(&self.program, &k, false) {
+            return Err(GraphError::Code {
+                node: id,
+                line: e.span.line,
+                col: e.span.col,
+                message: format!("internal compiler error: {}", e.message),
+            });
+        }
+        self.program.kernels.append(k);
+        Ok(())
+    }
+}
+
+fn scalar_bits(ty: Type, v: f64) -> Result<u32, String> {
+    match ty {
+        Type::Scalar(Scalar::F32) => Ok((v as f32).to_bits()),
+        Type::Scalar(Scalar::I32)
+            if v.fract() == 0.0 && v >= i32::MIN as f64 && v <= i32::MAX as f64 =>
+        {
+            Ok(v as i32 as u32)
+        }
+        Type::Scalar(Scalar::U32) if v.fract() == 0.0 && v >= 0.0 && v <= u32::MAX as f64 => {
+            Ok(v as u32)
+        }
+        _ => Err(format!("{} is not a valid {}", v, ty)),
+    }
+}

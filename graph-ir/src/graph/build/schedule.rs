@@ -1,0 +1,201 @@
+//! The schedule: `on_start` and `on_frame` chains of kernel launches and
+//! `repeat` blocks, followed along execution wires.
+
+use super::*;
+
+impl Builder<'_> {
+    pub(super) fn schedule(&mut self, doc: &GraphDoc) {
+        if !self.errors.is_empty() {
+            return;
+        }
+        // Resolve exec wires: (from node, pin) -> to node.
+        let mut next: HashMap<(usize, String), usize> = HashMap::new();
+        let mut incoming: HashMap<usize, usize> = HashMap::new();
+        for w in &doc.exec {
+            let (fnode, fpin) = split_endpoint(&w.from);
+            let (tnode, tpin) = split_endpoint(&w.to);
+            let (Some(&fi), Some(&ti)) = (self.index.get(fnode), self.index.get(tnode)) else {
+                let missing = if self.index.contains_key(fnode) {
+                    tnode
+                } else {
+                    fnode
+                };
+                let blame = if self.index.contains_key(fnode) {
+                    fnode
+                } else {
+                    tnode
+                };
+                self.errors.push(GraphError::node_msg(
+                    if self.index.contains_key(blame) {
+                        blame
+                    } else {
+                        missing
+                    },
+                    format!(
+                        "execution wire {} -> {} refers to missing node '{}'",
+                        w.from, w.to, missing
+                    ),
+                ));
+                continue;
+            };
+            let fk = self.nodes[fi].kind;
+            let fpin = if fpin.is_empty() && fk.exec_outs.len() == 1 {
+                fk.exec_outs[0]
+            } else {
+                fpin
+            };
+            if fpin.is_empty() && fk.exec_outs.len() > 1 {
+                let pins: Vec<String> = fk
+                    .exec_outs
+                    .iter()
+                    .map(|p| format!("'{}.{}'", fnode, p))
+                    .collect();
+                self.errors.push(GraphError::node_msg(
+                    self.nodes[fi].id(),
+                    format!(
+                        "execution wire {} -> {} must name one of the pins {}",
+                        w.from,
+                        w.to,
+                        pins.join(" or ")
+                    ),
+                ));
+                continue;
+            }
+            if !fk.exec_outs.contains(&fpin) {
+                self.errors.push(GraphError::port(
+                    self.nodes[fi].id(),
+                    fpin,
+                    format!(
+                        "'{}' has no execution output '{}' (it has: {})",
+                        fk.name,
+                        fpin,
+                        if fk.exec_outs.is_empty() {
+                            "none".into()
+                        } else {
+                            fk.exec_outs.join(", ")
+                        }
+                    ),
+                ));
+                continue;
+            }
+            if !tpin.is_empty() && tpin != "exec" {
+                self.errors.push(GraphError::port(self.nodes[ti].id(), tpin, format!("execution wires arrive at the node itself ('{}' or '{}.exec'), not at '{}'", tnode, tnode, w.to)));
+                continue;
+            }
+            if !self.nodes[ti].kind.exec_in {
+                self.errors.push(GraphError::node_msg(
+                    self.nodes[ti].id(),
+                    format!(
+                        "'{}' nodes cannot be the target of an execution wire",
+                        self.nodes[ti].kind.name
+                    ),
+                ));
+                continue;
+            }
+            if next.insert((fi, fpin.to_string()), ti).is_some() {
+                self.errors.push(GraphError::port(self.nodes[fi].id(), fpin, "more than one execution wire leaves this pin; chain nodes one after another instead"));
+            }
+            if incoming.insert(ti, fi).is_some() {
+                self.errors.push(GraphError::node_msg(self.nodes[ti].id(), "more than one execution wire arrives here; each node runs at one place in the schedule"));
+            }
+        }
+        if !self.errors.is_empty() {
+            return;
+        }
+        let mut on_start = Vec::new();
+        let mut on_frame = Vec::new();
+        let mut visited = HashSet::new();
+        for i in 0..self.nodes.len() {
+            let which = match self.nodes[i].kind.name {
+                "on_start" => &mut on_start,
+                "on_frame" => &mut on_frame,
+                _ => continue,
+            };
+            match chain(
+                self.nodes,
+                &next,
+                i,
+                "then",
+                &self.program,
+                &mut visited,
+                &mut Vec::new(),
+            ) {
+                Ok(steps) => which.extend(steps),
+                Err(e) => {
+                    self.errors.push(e);
+                    return;
+                }
+            }
+        }
+        // Nodes on a cycle that no event reaches (in node order, so the blame is stable).
+        let mut froms: Vec<usize> = next.keys().map(|k| k.0).collect();
+        froms.sort_unstable();
+        froms.dedup();
+        for fi in froms {
+            if !visited.contains(&fi) && self.nodes[fi].kind.exec_in {
+                let mut cur = fi;
+                let mut seen = HashSet::new();
+                while let Some(&src) = incoming.get(&cur) {
+                    if !seen.insert(cur) {
+                        self.errors.push(GraphError::node_msg(
+                            self.nodes[cur].id(),
+                            "execution wires form a cycle; use a 'repeat' node for loops",
+                        ));
+                        return;
+                    }
+                    cur = src;
+                }
+            }
+        }
+        self.program.schedule = Schedule { on_start, on_frame };
+    }
+}
+
+/// Follows an execution chain from `start.pin`, building steps.
+fn chain(
+    nodes: &[Node],
+    next: &HashMap<(usize, String), usize>,
+    start: usize,
+    pin: &str,
+    program: &Program,
+    visited: &mut HashSet<usize>,
+    stack: &mut Vec<usize>,
+) -> Result<Vec<Step>, GraphError> {
+    let mut steps = Vec::new();
+    let mut cur = next.get(&(start, pin.to_string())).copied();
+    while let Some(i) = cur {
+        if stack.contains(&i) || !visited.insert(i) {
+            return Err(GraphError::node_msg(
+                nodes[i].id(),
+                "execution wires form a cycle; use a 'repeat' node for loops",
+            ));
+        }
+        stack.push(i);
+        let n = &nodes[i];
+        match n.kind.family {
+            Family::Kernel => {
+                let k = program.kernel_by_name(n.id()).expect("kernels were built");
+                steps.push(Step::Launch(k));
+            }
+            Family::Execution if n.kind.name == "repeat" => {
+                // The catalog's range (checked at load) keeps this within u32.
+                let count = n.p("count").as_i64().unwrap_or(1);
+                let body = chain(nodes, next, i, "body", program, visited, stack)?;
+                steps.push(Step::Repeat {
+                    node_id: n.id().to_string(),
+                    count: count as u32,
+                    body,
+                });
+            }
+            _ => {
+                return Err(GraphError::node_msg(
+                    n.id(),
+                    "this node cannot be part of an execution chain",
+                ))
+            }
+        }
+        stack.pop();
+        cur = next.get(&(i, "then".to_string())).copied();
+    }
+    Ok(steps)
+}

@@ -1,0 +1,587 @@
+//! Expressions: dispatch, literals (typed from context), paths, unary,
+//! binary, logical and compound-assignment operators with their type rules.
+
+use super::*;
+
+impl<'a> FnLowerer<'a> {
+    pub(super) fn lower_expr(&mut self, e: &syn::Expr, want: Option<Type>) -> R<Val> {
+        let sp = span_of(e);
+        match e {
+            syn::Expr::Lit(l) => self.lower_lit(&l.lit, want),
+            syn::Expr::Paren(p) => self.lower_expr(&p.expr, want),
+            syn::Expr::Group(g) => self.lower_expr(&g.expr, want),
+            syn::Expr::Path(p) => self.lower_path(p),
+            syn::Expr::Unary(u) => self.lower_unary(u, want),
+            syn::Expr::Binary(b) => self.lower_binary(b, want),
+            syn::Expr::Assign(a) => {
+                let place = self.lower_place(&a.left)?;
+                let pty = self.place_type(&place);
+                let v = self.lower_expr(&a.right, Some(pty))?;
+                let target = self.text(&a.left);
+                let v = self.coerce(v, pty, &a.right, &format!("`{}`", target))?;
+                self.store_place(place, v, sp);
+                Ok(self.unit())
+            }
+            syn::Expr::Cast(c) => {
+                let to = parse_type(&c.ty)?;
+                let v = self.lower_expr(&c.expr, if is_literal(&c.expr) { Some(to) } else { None })?;
+                if v.ty == to {
+                    return Ok(v);
+                }
+                if v.ty.components() != to.components() || matches!(to, Type::Matrix(_)) || v.ty == Type::Void {
+                    return Err(err(e, format!("cannot convert {} to {} with `as`", v.ty, to)));
+                }
+                Ok(self.val(InstKind::Cast(v.id), to, sp))
+            }
+            syn::Expr::Field(f) => {
+                let base = self.lower_expr(&f.base, None)?;
+                self.lower_member(base, &f.member, e)
+            }
+            syn::Expr::Index(ix) => self.lower_index(ix),
+            syn::Expr::Call(c) => self.lower_call(c, want),
+            syn::Expr::MethodCall(m) => self.lower_method(m, want),
+            syn::Expr::If(i) => self.lower_if(i, want),
+            syn::Expr::Block(b) => {
+                if b.label.is_some() {
+                    return Err(err(e, "block labels are not supported"));
+                }
+                let v = self.lower_block_stmts(&b.block.stmts, want)?;
+                Ok(v.unwrap_or_else(|| self.unit()))
+            }
+            syn::Expr::ForLoop(f) => self.lower_for(f).map(|_| self.unit()),
+            syn::Expr::While(w) => {
+                if w.label.is_some() {
+                    return Err(err(e, "loop labels are not supported"));
+                }
+                let body = self.nested(|s| {
+                    let c = s.lower_expr(&w.cond, Some(Type::BOOL))?;
+                    let c = s.cond(c, &w.cond)?;
+                    let not = s.val(InstKind::Unary(UnaryOp::Not, c.id), Type::BOOL, sp);
+                    let brk = s.nested(|s| {
+                        s.emit(InstKind::Break, Type::Void, sp);
+                        Ok(())
+                    })?;
+                    s.emit(InstKind::If { cond: not.id, accept: brk, reject: vec![] }, Type::Void, sp);
+                    s.loop_depth += 1;
+                    let r = s.lower_block_stmts(&w.body.stmts, None);
+                    s.loop_depth -= 1;
+                    r.map(|_| ())
+                })?;
+                self.emit(InstKind::Loop { body }, Type::Void, sp);
+                Ok(self.unit())
+            }
+            syn::Expr::Loop(l) => {
+                if l.label.is_some() {
+                    return Err(err(e, "loop labels are not supported"));
+                }
+                let body = self.nested(|s| {
+                    s.loop_depth += 1;
+                    let r = s.lower_block_stmts(&l.body.stmts, None);
+                    s.loop_depth -= 1;
+                    r.map(|_| ())
+                })?;
+                self.emit(InstKind::Loop { body }, Type::Void, sp);
+                Ok(self.unit())
+            }
+            syn::Expr::Break(b) => {
+                if b.label.is_some() || b.expr.is_some() {
+                    return Err(err(e, "`break` takes no label or value in kernel code"));
+                }
+                if self.loop_depth == 0 {
+                    return Err(err(e, "`break` outside a loop"));
+                }
+                self.emit(InstKind::Break, Type::Void, sp);
+                Ok(self.unit())
+            }
+            syn::Expr::Continue(c) => {
+                if c.label.is_some() {
+                    return Err(err(e, "`continue` takes no label in kernel code"));
+                }
+                if self.loop_depth == 0 {
+                    return Err(err(e, "`continue` outside a loop"));
+                }
+                self.emit(InstKind::Continue, Type::Void, sp);
+                Ok(self.unit())
+            }
+            syn::Expr::Return(r) => {
+                let ret = self.func.ret;
+                let v = match &r.expr {
+                    Some(x) => {
+                        let v = self.lower_expr(x, Some(ret))?;
+                        let name = format!("`{}`'s return type", self.func.name);
+                        Some(self.coerce(v, ret, x, &name)?.id)
+                    }
+                    None if ret != Type::Void => {
+                        return Err(err(e, format!("`{}` must return a value of type {}", self.func.name, ret)))
+                    }
+                    None => None,
+                };
+                self.emit(InstKind::Return(v), Type::Void, sp);
+                Ok(self.unit())
+            }
+            syn::Expr::Tuple(t) if t.elems.is_empty() => Ok(self.unit()),
+            syn::Expr::Tuple(_) | syn::Expr::Array(_) => Err(err(
+                e,
+                "tuples and arrays are only allowed as field indices, e.g. `x[(i, j)]`; use vecN(...) for values",
+            )),
+            syn::Expr::Range(_) => Err(err(e, "ranges are only allowed in `for` loops")),
+            syn::Expr::Macro(_) => Err(err(e, "macros are not supported in kernel code")),
+            syn::Expr::Reference(_) => Err(err(e, "references are not supported in kernel code")),
+            syn::Expr::Closure(_) => Err(err(e, "closures are not supported; write a helper `fn`")),
+            _ => Err(err(e, format!("`{}` is not supported in kernel code", self.text(e)))),
+        }
+    }
+
+    pub(super) fn lower_lit(&mut self, lit: &syn::Lit, want: Option<Type>) -> R<Val> {
+        let sp = span_of(lit);
+        let want_scalar = want.and_then(|t| t.scalar());
+        match lit {
+            syn::Lit::Int(i) => {
+                let scalar = match i.suffix() {
+                    "i32" => Scalar::I32,
+                    "u32" => Scalar::U32,
+                    "f32" => Scalar::F32,
+                    "" => match want_scalar {
+                        Some(s @ (Scalar::U32 | Scalar::F32 | Scalar::I32)) => s,
+                        _ => Scalar::I32,
+                    },
+                    s => return Err(err(lit, format!("unsupported literal suffix `{}`", s))),
+                };
+                let v: u64 = i
+                    .base10_parse()
+                    .map_err(|_| err(lit, "integer literal out of range"))?;
+                let c = match scalar {
+                    Scalar::I32 if v <= i32::MAX as u64 => Const::i32(v as i32),
+                    Scalar::U32 if v <= u32::MAX as u64 => Const::u32(v as u32),
+                    Scalar::F32 => Const::f32(v as f32),
+                    s => return Err(err(lit, format!("`{}` does not fit in {}", v, s.name()))),
+                };
+                Ok(self.konst(c, sp))
+            }
+            syn::Lit::Float(f) => {
+                if !matches!(f.suffix(), "" | "f32") {
+                    return Err(err(
+                        lit,
+                        format!(
+                            "unsupported literal suffix `{}`; kernel floats are f32",
+                            f.suffix()
+                        ),
+                    ));
+                }
+                let v: f32 = f
+                    .base10_parse()
+                    .map_err(|_| err(lit, "bad float literal"))?;
+                Ok(self.konst(Const::f32(v), sp))
+            }
+            syn::Lit::Bool(b) => Ok(self.konst(Const::bool(b.value), sp)),
+            _ => Err(err(lit, "only number and bool literals are supported")),
+        }
+    }
+
+    pub(super) fn lower_path(&mut self, p: &syn::ExprPath) -> R<Val> {
+        let sp = span_of(p);
+        let Some(ident) = p.path.get_ident() else {
+            return Err(err(p, format!("unknown name `{}`", self.text(p))));
+        };
+        let name = ident.to_string();
+        if let Some(b) = self.lookup(&name) {
+            return Ok(match b {
+                Binding::Value(v) => v,
+                Binding::Local(l, ty) => self.val(InstKind::LocalLoad(l), ty, sp),
+            });
+        }
+        if let Some(i) = self.env.params.iter().position(|(n, _)| *n == name) {
+            let ty = self.env.params[i].1;
+            return Ok(self.val(InstKind::Param(i as u32), ty, sp));
+        }
+        match name.as_str() {
+            "PI" => return Ok(self.konst(Const::f32(std::f32::consts::PI), sp)),
+            "TAU" => return Ok(self.konst(Const::f32(std::f32::consts::TAU), sp)),
+            _ => {}
+        }
+        if self.env.fields.iter().any(|f| f.0 == name) {
+            return Err(err(
+                p,
+                format!(
+                    "`{}` is a field; read one element with `{}[index]`",
+                    name, name
+                ),
+            ));
+        }
+        Err(err(p, format!("unknown name `{}`", name)))
+    }
+
+    pub(super) fn lower_unary(&mut self, u: &syn::ExprUnary, want: Option<Type>) -> R<Val> {
+        let sp = span_of(u);
+        // `-2147483648` is a literal, not the negation of an out-of-range one.
+        if let (
+            syn::UnOp::Neg(_),
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(i),
+                ..
+            }),
+        ) = (&u.op, &*u.expr)
+        {
+            let signed_ctx = matches!(i.suffix(), "i32")
+                || (i.suffix().is_empty()
+                    && !matches!(
+                        want.and_then(|t| t.scalar()),
+                        Some(Scalar::F32 | Scalar::U32)
+                    ));
+            if signed_ctx {
+                let v: u64 = i
+                    .base10_parse()
+                    .map_err(|_| err(u, "integer literal out of range"))?;
+                if v > 1 << 31 {
+                    return Err(err(u, format!("`-{}` does not fit in i32", v)));
+                }
+                return Ok(self.konst(Const::i32((-(v as i64)) as i32), sp));
+            }
+        }
+        let v = self.lower_expr(&u.expr, want)?;
+        match u.op {
+            syn::UnOp::Neg(_) => {
+                if v.ty.scalar().is_none_or(|s| !s.is_numeric()) {
+                    return Err(err(
+                        u,
+                        format!("cannot negate `{}` of type {}", self.text(&u.expr), v.ty),
+                    ));
+                }
+                Ok(self.val(InstKind::Unary(UnaryOp::Neg, v.id), v.ty, sp))
+            }
+            syn::UnOp::Not(_) => {
+                if v.ty.scalar() == Some(Scalar::F32) || v.ty == Type::Void {
+                    return Err(err(
+                        u,
+                        format!(
+                            "`!` needs bool or an integer, `{}` is {}",
+                            self.text(&u.expr),
+                            v.ty
+                        ),
+                    ));
+                }
+                Ok(self.val(InstKind::Unary(UnaryOp::Not, v.id), v.ty, sp))
+            }
+            _ => Err(err(u, "dereferencing is not supported in kernel code")),
+        }
+    }
+
+    /// Lowers two operands, typing a literal operand from the other one.
+    pub(super) fn lower_pair(
+        &mut self,
+        l: &syn::Expr,
+        r: &syn::Expr,
+        want: Option<Type>,
+    ) -> R<(Val, Val)> {
+        let scalar_of = |t: Type| t.scalar().map(Type::Scalar);
+        match (is_literal(l), is_literal(r)) {
+            (true, false) => {
+                let rv = self.lower_expr(r, None)?;
+                let lv = self.lower_expr(l, scalar_of(rv.ty))?;
+                Ok((lv, rv))
+            }
+            (false, true) => {
+                let lv = self.lower_expr(l, None)?;
+                let rv = self.lower_expr(r, scalar_of(lv.ty))?;
+                Ok((lv, rv))
+            }
+            (true, true) => {
+                let w = want.and_then(scalar_of);
+                Ok((self.lower_expr(l, w)?, self.lower_expr(r, w)?))
+            }
+            (false, false) => Ok((self.lower_expr(l, None)?, self.lower_expr(r, None)?)),
+        }
+    }
+
+    pub(super) fn splat(&mut self, v: Val, to: Type, sp: Span) -> Val {
+        match to {
+            Type::Vector(_, n) => self.val(InstKind::Construct(vec![v.id; n as usize]), to, sp),
+            Type::Matrix(n) => {
+                let col = self.splat(v, Type::Vector(Scalar::F32, n), sp);
+                self.val(InstKind::Construct(vec![col.id; n as usize]), to, sp)
+            }
+            _ => v,
+        }
+    }
+
+    pub(super) fn lower_binary(&mut self, b: &syn::ExprBinary, want: Option<Type>) -> R<Val> {
+        use syn::BinOp as B;
+        let sp = span_of(b);
+        let compound = match b.op {
+            B::AddAssign(_) => Some(BinaryOp::Add),
+            B::SubAssign(_) => Some(BinaryOp::Sub),
+            B::MulAssign(_) => Some(BinaryOp::Mul),
+            B::DivAssign(_) => Some(BinaryOp::Div),
+            B::RemAssign(_) => Some(BinaryOp::Rem),
+            B::BitAndAssign(_) => Some(BinaryOp::BitAnd),
+            B::BitOrAssign(_) => Some(BinaryOp::BitOr),
+            B::BitXorAssign(_) => Some(BinaryOp::BitXor),
+            B::ShlAssign(_) => Some(BinaryOp::Shl),
+            B::ShrAssign(_) => Some(BinaryOp::Shr),
+            _ => None,
+        };
+        if let Some(op) = compound {
+            return self.lower_compound(b, op);
+        }
+        if matches!(b.op, B::And(_) | B::Or(_)) {
+            return self.lower_logical(b);
+        }
+        let op = match b.op {
+            B::Add(_) => BinaryOp::Add,
+            B::Sub(_) => BinaryOp::Sub,
+            B::Mul(_) => BinaryOp::Mul,
+            B::Div(_) => BinaryOp::Div,
+            B::Rem(_) => BinaryOp::Rem,
+            B::BitAnd(_) => BinaryOp::BitAnd,
+            B::BitOr(_) => BinaryOp::BitOr,
+            B::BitXor(_) => BinaryOp::BitXor,
+            B::Shl(_) => BinaryOp::Shl,
+            B::Shr(_) => BinaryOp::Shr,
+            B::Eq(_) => BinaryOp::Eq,
+            B::Ne(_) => BinaryOp::Ne,
+            B::Lt(_) => BinaryOp::Lt,
+            B::Le(_) => BinaryOp::Le,
+            B::Gt(_) => BinaryOp::Gt,
+            B::Ge(_) => BinaryOp::Ge,
+            _ => return Err(err(b, "unsupported operator")),
+        };
+        let want = if op.is_comparison() { None } else { want };
+        let (l, r) = self.lower_pair(&b.left, &b.right, want)?;
+        self.binary(op, l, r, &b.left, &b.right, sp)
+    }
+
+    /// Applies a binary operator with broadcasting and type checks.
+    pub(super) fn binary(
+        &mut self,
+        op: BinaryOp,
+        l: Val,
+        r: Val,
+        ln: &syn::Expr,
+        rn: &syn::Expr,
+        sp: Span,
+    ) -> R<Val> {
+        let mismatch = |s: &Self| {
+            err(
+                ln,
+                format!(
+                    "`{}` is {} but `{}` is {}; `{}` needs matching types (convert one with `as`)",
+                    s.text(ln),
+                    l.ty,
+                    s.text(rn),
+                    r.ty,
+                    op.symbol()
+                ),
+            )
+        };
+        if l.ty == Type::Void || r.ty == Type::Void {
+            return Err(mismatch(self));
+        }
+        // Linear algebra products.
+        if op == BinaryOp::Mul {
+            match (l.ty, r.ty) {
+                (Type::Matrix(n), Type::Vector(Scalar::F32, m))
+                | (Type::Vector(Scalar::F32, m), Type::Matrix(n))
+                    if n == m =>
+                {
+                    return Ok(self.val(
+                        InstKind::Binary(BinaryOp::MatMul, l.id, r.id),
+                        Type::Vector(Scalar::F32, n),
+                        sp,
+                    ))
+                }
+                (Type::Matrix(n), Type::Matrix(m)) if n == m => {
+                    return Ok(self.val(InstKind::Binary(BinaryOp::MatMul, l.id, r.id), l.ty, sp))
+                }
+                _ => {}
+            }
+        }
+        if matches!(op, BinaryOp::Shl | BinaryOp::Shr) {
+            if !l.ty.is_int()
+                || !r.ty.is_int()
+                || (r.ty.components() != 1 && r.ty.components() != l.ty.components())
+            {
+                return Err(err(
+                    ln,
+                    format!("shifts need integers, got {} and {}", l.ty, r.ty),
+                ));
+            }
+            let mut rv = r;
+            if rv.ty.scalar() != l.ty.scalar() {
+                let t = rv.ty.with_scalar(l.ty.scalar().expect("integer"));
+                rv = self.val(InstKind::Cast(rv.id), t, sp);
+            }
+            if rv.ty != l.ty {
+                rv = self.splat(rv, l.ty, sp);
+            }
+            return Ok(self.val(InstKind::Binary(op, l.id, rv.id), l.ty, sp));
+        }
+        // Broadcast a scalar against a vector/matrix of the same scalar type.
+        let (mut l, mut r) = (l, r);
+        if l.ty != r.ty && l.ty.scalar() == r.ty.scalar() {
+            if l.ty.is_scalar() {
+                l = self.splat(l, r.ty, sp);
+            } else if r.ty.is_scalar() {
+                r = self.splat(r, l.ty, sp);
+            }
+        }
+        if l.ty != r.ty {
+            return Err(mismatch(self));
+        }
+        let t = l.ty;
+        let s = t.scalar().expect("non-void");
+        let ok = match op {
+            BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Rem => {
+                s.is_numeric()
+            }
+            BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor => s != Scalar::F32,
+            BinaryOp::Eq | BinaryOp::Ne => !matches!(t, Type::Matrix(_)),
+            _ => s.is_numeric() && !matches!(t, Type::Matrix(_)),
+        };
+        if !ok {
+            return Err(err(
+                ln,
+                format!("`{}` is not defined for {}", op.symbol(), t),
+            ));
+        }
+        let rt = if op.is_comparison() {
+            vec_or_scalar(Scalar::Bool, t.components())
+        } else {
+            t
+        };
+        Ok(self.val(InstKind::Binary(op, l.id, r.id), rt, sp))
+    }
+
+    /// `a && b` / `a || b` evaluate `b` only when needed (it may read fields out of range otherwise).
+    pub(super) fn lower_logical(&mut self, b: &syn::ExprBinary) -> R<Val> {
+        let sp = span_of(b);
+        let is_and = matches!(b.op, syn::BinOp::And(_));
+        let l = self.lower_expr(&b.left, Some(Type::BOOL))?;
+        let l = self.cond(l, &b.left)?;
+        let tmp = self.func.locals.append(Local {
+            name: "logic".into(),
+            ty: Type::BOOL,
+        });
+        self.emit(InstKind::LocalStore(tmp, l.id), Type::Void, sp);
+        let rhs = self.nested(|s| {
+            let r = s.lower_expr(&b.right, Some(Type::BOOL))?;
+            let r = s.cond(r, &b.right)?;
+            s.emit(InstKind::LocalStore(tmp, r.id), Type::Void, sp);
+            Ok(())
+        })?;
+        let (accept, reject) = if is_and { (rhs, vec![]) } else { (vec![], rhs) };
+        self.emit(
+            InstKind::If {
+                cond: l.id,
+                accept,
+                reject,
+            },
+            Type::Void,
+            sp,
+        );
+        Ok(self.val(InstKind::LocalLoad(tmp), Type::BOOL, sp))
+    }
+
+    pub(super) fn lower_compound(&mut self, b: &syn::ExprBinary, op: BinaryOp) -> R<Val> {
+        let sp = span_of(b);
+        let place = self.lower_place(&b.left)?;
+        let pty = self.place_type(&place);
+        let want = pty.scalar().map(Type::Scalar);
+        let rv = self.lower_expr(
+            &b.right,
+            if is_literal(&b.right) {
+                want
+            } else {
+                Some(pty)
+            },
+        )?;
+        // Parallel `+=` / `-=` on a whole field element are atomic, as in Taichi.
+        if let Place::Field {
+            field,
+            ty,
+            index,
+            path,
+        } = &place
+        {
+            if path.is_empty() && matches!(op, BinaryOp::Add | BinaryOp::Sub) {
+                let mut v = rv;
+                if v.ty.is_scalar() && v.ty != *ty && v.ty.scalar() == ty.scalar() {
+                    v = self.splat(v, *ty, sp);
+                }
+                let target = self.text(&b.left);
+                let v = self.coerce(v, *ty, &b.right, &format!("`{}`", target))?;
+                let aop = if op == BinaryOp::Add {
+                    AtomicOp::Add
+                } else {
+                    AtomicOp::Sub
+                };
+                self.emit(
+                    InstKind::FieldAtomic {
+                        op: aop,
+                        field: *field,
+                        index: index.clone(),
+                        value: v.id,
+                        cmp: None,
+                    },
+                    *ty,
+                    sp,
+                );
+                return Ok(self.unit());
+            }
+            if !path.is_empty() && matches!(op, BinaryOp::Add | BinaryOp::Sub) {
+                // One component of a vector element: an atomic on the whole
+                // element whose other components add exactly zero.
+                if let (Type::Vector(s, n), [(Access::Const(c), _)]) = (*ty, path.as_slice()) {
+                    let target = self.text(&b.left);
+                    let v = self.coerce(rv, Type::Scalar(s), &b.right, &format!("`{}`", target))?;
+                    let zero = self.konst(
+                        Const {
+                            scalar: s,
+                            bits: if s == Scalar::F32 {
+                                0.0f32.to_bits()
+                            } else {
+                                0
+                            },
+                        },
+                        sp,
+                    );
+                    let parts: Vec<InstId> = (0..n as u32)
+                        .map(|k| if k == *c { v.id } else { zero.id })
+                        .collect();
+                    let delta = self.val(InstKind::Construct(parts), *ty, sp);
+                    let aop = if op == BinaryOp::Add {
+                        AtomicOp::Add
+                    } else {
+                        AtomicOp::Sub
+                    };
+                    self.emit(
+                        InstKind::FieldAtomic {
+                            op: aop,
+                            field: *field,
+                            index: index.clone(),
+                            value: delta.id,
+                            cmp: None,
+                        },
+                        *ty,
+                        sp,
+                    );
+                    return Ok(self.unit());
+                }
+                return Err(err(
+                    b,
+                    format!(
+                        "atomic `{}=` works on whole field elements or one vector component; write `{}` += a full {} value instead",
+                        op.symbol(),
+                        self.text(&b.left),
+                        self.field_elem_name(&place)
+                    ),
+                ));
+            }
+        }
+        let cur = self.load_place(&place, sp);
+        let nv = self.binary(op, cur, rv, &b.left, &b.right, sp)?;
+        let target = self.text(&b.left);
+        let nv = self.coerce(nv, pty, &b.right, &format!("`{}`", target))?;
+        self.store_place(place, nv, sp);
+        Ok(self.unit())
+    }
+}

@@ -1,0 +1,406 @@
+//! Type-checks kernel code and lowers it to IR.
+//!
+//! Pre: `code` is the text of one kernel node. Post: a `LoweredKernel` whose
+//! functions validate (`ir::validate_kernel`), or the first error at its
+//! line:col in plain words. Literals take their type from context (`x * 2`
+//! with `x: f32` makes `2` an f32); otherwise operand types must match and the
+//! user converts with `as`. Helper functions become IR functions (the inline
+//! pass decides later which to inline); recursion is rejected here.
+//!
+//! One file per job: this file checks signatures and recursion and defines
+//! the per-function lowering state; `function.rs` lowers statements and
+//! control flow, `expr.rs` operators, literals and the typing rules of
+//! operands, `places.rs` field and vector element access (loads, stores,
+//! compound assignment targets), `calls.rs` helper calls, built-ins,
+//! constructors and atomics.
+
+use super::source::{snippet, span_of};
+use super::{parse, CodeError};
+use crate::arena::Arena;
+use crate::ir::*;
+use crate::types::{Scalar, Type};
+use std::collections::HashMap;
+use syn::spanned::Spanned;
+
+mod calls;
+mod expr;
+mod function;
+mod places;
+
+/// What the code of one kernel can see.
+pub struct KernelEnv<'a> {
+    /// Number of loop axes (1-3): the entry function takes this many i32s (or one ivecN).
+    pub dims: usize,
+    /// Scalar parameters by name and type, in order.
+    pub params: &'a [(String, Type)],
+    /// Field ports bound to fields: (port name, field, element type, number of axes).
+    pub fields: &'a [(String, FieldId, Type, usize)],
+}
+
+pub struct LoweredKernel {
+    pub entry: Function,
+    pub functions: Arena<Function>,
+}
+
+pub const ENTRY_NAME: &str = "kernel";
+
+type R<T> = Result<T, CodeError>;
+
+fn err<T: Spanned>(node: &T, message: impl Into<String>) -> CodeError {
+    let s = span_of(node);
+    CodeError {
+        line: s.line,
+        col: s.col,
+        message: message.into(),
+    }
+}
+
+struct Sig {
+    id: FuncId,
+    args: Vec<Type>,
+    ret: Type,
+}
+
+pub fn lower_kernel(code: &str, env: &KernelEnv) -> R<LoweredKernel> {
+    let file = parse(code)?;
+    let mut fns: Vec<&syn::ItemFn> = Vec::new();
+    for item in &file.items {
+        match item {
+            syn::Item::Fn(f) => fns.push(f),
+            other => return Err(err(other, "only `fn` items are allowed in kernel code")),
+        }
+    }
+    let entry_pos = fns
+        .iter()
+        .position(|f| f.sig.ident == ENTRY_NAME)
+        .ok_or_else(|| CodeError {
+            line: 1,
+            col: 1,
+            message: format!(
+                "kernel code needs an entry function `fn {}(...)` taking the loop indices",
+                ENTRY_NAME
+            ),
+        })?;
+    // Signatures first, so helpers may call each other in any order.
+    let mut sigs: HashMap<String, Sig> = HashMap::new();
+    let mut helper_order = Vec::new();
+    for (n, f) in fns.iter().enumerate() {
+        let name = f.sig.ident.to_string();
+        if Builtin::from_name(&name).is_some() || RESERVED.contains(&name.as_str()) {
+            return Err(err(
+                &f.sig.ident,
+                format!("`{}` is a built-in function and cannot be redefined", name),
+            ));
+        }
+        if sigs.contains_key(&name) || (n != entry_pos && name == ENTRY_NAME) {
+            return Err(err(
+                &f.sig.ident,
+                format!("function `{}` is defined twice", name),
+            ));
+        }
+        if n == entry_pos {
+            continue;
+        }
+        if !f.sig.generics.params.is_empty() {
+            return Err(err(&f.sig.generics, "helper functions cannot be generic"));
+        }
+        let mut args = Vec::new();
+        for input in &f.sig.inputs {
+            match input {
+                syn::FnArg::Typed(pt) => args.push(parse_type(&pt.ty)?),
+                syn::FnArg::Receiver(r) => {
+                    return Err(err(r, "`self` is not allowed in kernel code"))
+                }
+            }
+        }
+        let ret = match &f.sig.output {
+            syn::ReturnType::Default => Type::Void,
+            syn::ReturnType::Type(_, t) => parse_type(t)?,
+        };
+        let id = FuncId::new(helper_order.len());
+        helper_order.push(n);
+        sigs.insert(name, Sig { id, args, ret });
+    }
+    check_recursion(&fns, &sigs)?;
+
+    let mut functions = Arena::new();
+    for &n in &helper_order {
+        let f = fns[n];
+        let sig = &sigs[&f.sig.ident.to_string()];
+        let func = Function::new(
+            &f.sig.ident.to_string(),
+            sig.args.clone(),
+            sig.ret,
+            span_of(&f.sig.ident),
+        );
+        let lowered = FnLowerer::new(code, env, &sigs, func, false).lower_fn(f)?;
+        functions.append(lowered);
+    }
+    let ef = fns[entry_pos];
+    let entry_args = entry_arg_types(ef, env.dims)?;
+    let func = Function::new(
+        ENTRY_NAME,
+        vec![Type::I32; env.dims],
+        Type::Void,
+        span_of(&ef.sig.ident),
+    );
+    let mut lw = FnLowerer::new(code, env, &sigs, func, true);
+    lw.entry_vector_arg = entry_args;
+    let entry = lw.lower_fn(ef)?;
+    Ok(LoweredKernel { entry, functions })
+}
+
+/// Names that are language functions rather than math built-ins.
+pub const RESERVED: &[&str] = &[
+    "random",
+    "frame",
+    "select",
+    "bitcast",
+    "atomic_add",
+    "atomic_sub",
+    "atomic_min",
+    "atomic_max",
+    "atomic_and",
+    "atomic_or",
+    "atomic_xor",
+    "atomic_exchange",
+    "atomic_compare_exchange",
+];
+
+/// Checks the entry signature; returns true when it takes one ivecN instead of N i32s.
+fn entry_arg_types(f: &syn::ItemFn, dims: usize) -> R<bool> {
+    let inputs: Vec<&syn::PatType> = f
+        .sig
+        .inputs
+        .iter()
+        .map(|a| match a {
+            syn::FnArg::Typed(t) => Ok(t),
+            syn::FnArg::Receiver(r) => Err(err(r, "`self` is not allowed in kernel code")),
+        })
+        .collect::<R<_>>()?;
+    if !matches!(f.sig.output, syn::ReturnType::Default) {
+        return Err(err(&f.sig.output, "the entry function returns nothing"));
+    }
+    let want = if dims == 1 {
+        "i32".to_string()
+    } else {
+        format!("{} i32 arguments or one ivec{}", dims, dims)
+    };
+    if inputs.len() == 1 && dims > 1 {
+        let t = parse_type(&inputs[0].ty)?;
+        if t == Type::Vector(Scalar::I32, dims as u8) {
+            return Ok(true);
+        }
+    }
+    if inputs.len() != dims {
+        return Err(err(
+            &f.sig,
+            format!(
+                "this kernel loops over {} axes, so `fn {}` takes {}",
+                dims, ENTRY_NAME, want
+            ),
+        ));
+    }
+    for i in &inputs {
+        if parse_type(&i.ty)? != Type::I32 {
+            return Err(err(
+                &i.ty,
+                format!("loop indices are i32; `fn {}` takes {}", ENTRY_NAME, want),
+            ));
+        }
+    }
+    Ok(false)
+}
+
+fn check_recursion(fns: &[&syn::ItemFn], sigs: &HashMap<String, Sig>) -> R<()> {
+    use syn::visit::Visit;
+    struct Calls(Vec<(String, CodeError)>);
+    impl<'a> Visit<'a> for Calls {
+        fn visit_expr_call(&mut self, c: &'a syn::ExprCall) {
+            if let syn::Expr::Path(p) = &*c.func {
+                if let Some(id) = p.path.get_ident() {
+                    self.0.push((id.to_string(), err(c, "")));
+                }
+            }
+            syn::visit::visit_expr_call(self, c);
+        }
+    }
+    let mut graph: HashMap<String, Vec<(String, CodeError)>> = HashMap::new();
+    for f in fns {
+        let mut c = Calls(vec![]);
+        c.visit_block(&f.block);
+        graph.insert(
+            f.sig.ident.to_string(),
+            c.0.into_iter()
+                .filter(|(n, _)| sigs.contains_key(n))
+                .collect(),
+        );
+    }
+    // Depth-first search for a cycle, reporting the call that closes it.
+    fn dfs(
+        n: &str,
+        graph: &HashMap<String, Vec<(String, CodeError)>>,
+        stack: &mut Vec<String>,
+        done: &mut Vec<String>,
+    ) -> R<()> {
+        if done.iter().any(|d| d == n) {
+            return Ok(());
+        }
+        stack.push(n.to_string());
+        for (callee, at) in graph.get(n).into_iter().flatten() {
+            if let Some(pos) = stack.iter().position(|s| s == callee) {
+                let mut cycle: Vec<String> = stack[pos..].to_vec();
+                cycle.push(callee.clone());
+                return Err(CodeError {
+                    message: format!("recursion is not allowed: {}", cycle.join(" calls ")),
+                    ..at.clone()
+                });
+            }
+            dfs(callee, graph, stack, done)?;
+        }
+        stack.pop();
+        done.push(n.to_string());
+        Ok(())
+    }
+    let mut names: Vec<&String> = graph.keys().collect();
+    names.sort();
+    let mut done = Vec::new();
+    for n in names {
+        dfs(n, &graph, &mut Vec::new(), &mut done)?;
+    }
+    Ok(())
+}
+
+pub(crate) fn parse_type(t: &syn::Type) -> R<Type> {
+    let text = match t {
+        syn::Type::Path(p) if p.qself.is_none() => {
+            let seg = p
+                .path
+                .segments
+                .last()
+                .ok_or_else(|| err(t, "unknown type"))?;
+            let mut s = seg.ident.to_string();
+            if let syn::PathArguments::AngleBracketed(a) = &seg.arguments {
+                let inner: Vec<String> = a
+                    .args
+                    .iter()
+                    .map(|g| match g {
+                        syn::GenericArgument::Type(syn::Type::Path(p)) => p
+                            .path
+                            .get_ident()
+                            .map(|i| i.to_string())
+                            .unwrap_or_default(),
+                        _ => String::new(),
+                    })
+                    .collect();
+                s = format!("{}<{}>", s, inner.join(","));
+            }
+            s
+        }
+        syn::Type::Tuple(tt) if tt.elems.is_empty() => return Ok(Type::Void),
+        _ => {
+            return Err(err(
+                t,
+                "unsupported type; use i32, u32, f32, bool, vecN, ivecN, uvecN, bvecN or matN",
+            ))
+        }
+    };
+    Type::parse(&text).ok_or_else(|| {
+        err(t, format!("unknown type `{}`; use i32, u32, f32, bool, vecN, ivecN, uvecN, bvecN or matN (N = 2..4)", text))
+    })
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Val {
+    id: InstId,
+    ty: Type,
+}
+
+#[derive(Clone, Copy)]
+enum Binding {
+    Value(Val),
+    Local(LocalId, Type),
+}
+
+/// One step into a composite when assigning: `.x`, `.xy`, `[2]`, `[i]`.
+#[derive(Clone)]
+enum Access {
+    Const(u32),
+    Dyn(InstId),
+    Swizzle(Vec<u8>),
+}
+
+enum Place {
+    Local {
+        local: LocalId,
+        ty: Type,
+        path: Vec<(Access, Type)>,
+    },
+    Field {
+        field: FieldId,
+        ty: Type,
+        index: Vec<InstId>,
+        path: Vec<(Access, Type)>,
+    },
+}
+
+struct FnLowerer<'a> {
+    code: &'a str,
+    env: &'a KernelEnv<'a>,
+    sigs: &'a HashMap<String, Sig>,
+    func: Function,
+    blocks: Vec<Block>,
+    scopes: Vec<HashMap<String, Binding>>,
+    loop_depth: usize,
+    is_entry: bool,
+    entry_vector_arg: bool,
+}
+
+fn is_literal(e: &syn::Expr) -> bool {
+    match e {
+        syn::Expr::Lit(l) => matches!(l.lit, syn::Lit::Int(_) | syn::Lit::Float(_)),
+        syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => is_literal(&u.expr),
+        syn::Expr::Paren(p) => is_literal(&p.expr),
+        _ => false,
+    }
+}
+
+fn swizzle_index(c: char) -> Option<u8> {
+    match c {
+        'x' | 'r' => Some(0),
+        'y' | 'g' => Some(1),
+        'z' | 'b' => Some(2),
+        'w' | 'a' => Some(3),
+        _ => None,
+    }
+}
+
+fn composite_len(t: Type) -> Option<u32> {
+    match t {
+        Type::Vector(_, n) | Type::Matrix(n) => Some(n as u32),
+        _ => None,
+    }
+}
+
+fn element_type(t: Type) -> Type {
+    match t {
+        Type::Vector(s, _) => Type::Scalar(s),
+        Type::Matrix(n) => Type::Vector(Scalar::F32, n),
+        other => other,
+    }
+}
+
+fn vec_or_scalar(s: Scalar, n: usize) -> Type {
+    if n == 1 {
+        Type::Scalar(s)
+    } else {
+        Type::Vector(s, n as u8)
+    }
+}
+
+fn strip_paren(e: &syn::Expr) -> &syn::Expr {
+    match e {
+        syn::Expr::Paren(p) => strip_paren(&p.expr),
+        other => other,
+    }
+}

@@ -1,0 +1,197 @@
+//! The one backend interface: every backend is an [`Engine`], chosen by one
+//! [`Backend`] enum that the CLI, the app, replay and bench all use.
+//!
+//! An engine owns its root buffers (allocated when it is opened, one per
+//! root layout node, sized by `ir::layout`), copies words in and out of them,
+//! and runs a frame's launch records in order, reporting faults as
+//! `RuntimeError`s naming the kernel node and, where it can, per-launch
+//! times. The schedule executor (`sim.rs`) is shared: it turns the schedule
+//! into `LaunchRecord`s and hands them to whichever engine runs. Adding a
+//! backend means one module implementing `Engine` plus one arm in `open`.
+
+use crate::memory::{extract_field, insert_field, FieldMemory};
+use crate::sim::SimOptions;
+use crate::vm::VmEngine;
+use crate::wgpu_backend::{AdapterChoice, WgpuContext, WgpuEngine};
+use crate::RuntimeError;
+use std::any::Any;
+use std::sync::Arc;
+use std::time::Duration;
+use weft_codegen::launch::LaunchRecord;
+use weft_ir::ir::layout::root_of;
+use weft_ir::ir::{FieldId, KernelId, LayoutId, Program};
+
+/// Which backend to run on, as users name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
+pub enum Backend {
+    /// The reference VM: IR flattened to a register machine, interpreted,
+    /// multi-threaded with rayon. The correctness oracle for every other backend.
+    #[default]
+    Vm,
+    /// Compute pipelines through wgpu (Vulkan, Metal, DX12, GL; lavapipe on CPU-only machines).
+    Wgpu,
+    /// wgpu on a hardware GPU when there is one, otherwise the VM.
+    Auto,
+}
+
+impl Backend {
+    pub const ALL: [Backend; 3] = [Backend::Auto, Backend::Vm, Backend::Wgpu];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Vm => "vm",
+            Backend::Wgpu => "wgpu",
+            Backend::Auto => "auto",
+        }
+    }
+
+    /// A backend by name. `cpu` is accepted for the VM until a compiled CPU
+    /// backend takes that name.
+    pub fn parse(name: &str) -> Option<Backend> {
+        match name {
+            "cpu" => Some(Backend::Vm),
+            _ => Backend::ALL.into_iter().find(|b| b.name() == name),
+        }
+    }
+
+    /// The key of this backend's entry in `.expect.json` files (the VM's
+    /// results were recorded as `cpu` before it was named).
+    pub fn record_name(self) -> &'static str {
+        match self {
+            Backend::Vm => "cpu",
+            b => b.name(),
+        }
+    }
+
+    /// The names `parse` accepts, for help and error messages.
+    pub fn names() -> String {
+        let mut v: Vec<&str> = Backend::ALL.iter().map(|b| b.name()).collect();
+        v.push("cpu (= vm)");
+        v.join(", ")
+    }
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Backend {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Backend::parse(s)
+            .ok_or_else(|| format!("unknown backend '{}'; backends: {}", s, Backend::names()))
+    }
+}
+
+/// What every backend implements.
+pub trait Engine: Any + Send {
+    /// The backend's name (as `Backend::name`, or the test backend's own).
+    fn name(&self) -> &'static str;
+
+    /// Overwrites a root buffer with `words`.
+    fn write_root(&self, root: LayoutId, words: &[u32]) -> Result<(), RuntimeError>;
+
+    /// A copy of a root buffer's words.
+    fn read_root(&self, root: LayoutId) -> Result<Vec<u32>, RuntimeError>;
+
+    /// Runs the launches in order. Returns the time of each launch it
+    /// measured: every launch when `timing` is set, otherwise whatever it
+    /// measures anyway (possibly nothing).
+    fn run(
+        &mut self,
+        program: &Program,
+        launches: &[LaunchRecord],
+        timing: bool,
+    ) -> Result<Vec<(KernelId, Duration)>, RuntimeError>;
+
+    /// The device in use, for status lines (`None` on the host).
+    fn device_name(&self) -> Option<String> {
+        None
+    }
+
+    /// A field in logical row-major order (an engine may read it more directly).
+    fn read_field(&self, program: &Program, field: FieldId) -> Result<Vec<u32>, RuntimeError> {
+        let root = root_of(program, program.fields[field].layout);
+        Ok(extract_field(program, field, &self.read_root(root)?))
+    }
+
+    /// Overwrites a field from logical row-major words.
+    fn write_field(
+        &self,
+        program: &Program,
+        field: FieldId,
+        words: &[u32],
+    ) -> Result<(), RuntimeError> {
+        let root = root_of(program, program.fields[field].layout);
+        let mut all = self.read_root(root)?;
+        insert_field(program, field, words, &mut all);
+        self.write_root(root, &all)
+    }
+
+    /// Restores every field's initial value.
+    fn reset(&mut self, program: &Program) -> Result<(), RuntimeError> {
+        let init = FieldMemory::new(program);
+        for r in program.roots() {
+            self.write_root(r, &init.root_words(r))?;
+        }
+        Ok(())
+    }
+
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// Opens the engine for `backend` on a compiled (legalized) program,
+/// allocating and initialising its root buffers. `Auto` picks wgpu on a
+/// hardware adapter (or the shared context in `opts`), else the VM.
+pub fn open(
+    backend: Backend,
+    program: &Program,
+    opts: &SimOptions,
+) -> Result<Box<dyn Engine>, RuntimeError> {
+    match backend {
+        Backend::Vm => Ok(Box::new(VmEngine::new(program, opts.threads)?)),
+        Backend::Wgpu => {
+            let ctx = match &opts.gpu {
+                Some(c) => c.clone(),
+                None => Arc::new(WgpuContext::new(AdapterChoice::Any)?),
+            };
+            Ok(Box::new(WgpuEngine::open(program, ctx, opts)?))
+        }
+        Backend::Auto => {
+            let ctx = match &opts.gpu {
+                Some(c) => Some(c.clone()),
+                None => WgpuContext::new(AdapterChoice::HardwareOnly)
+                    .ok()
+                    .map(Arc::new),
+            };
+            match ctx {
+                Some(c) => Ok(Box::new(WgpuEngine::open(program, c, opts)?)),
+                None => open(Backend::Vm, program, opts),
+            }
+        }
+    }
+}
+
+/// Builds the code of every backend that can be built without a device,
+/// for every kernel of a compiled (legalized) program, so that a graph that
+/// passes `weft check` never fails to compile on one of them: the VM's
+/// program and the wgpu backend's naga module (with and without native f32
+/// atomics), validated and written as SPIR-V and WGSL.
+pub fn check_offline(program: &Program) -> Result<(), RuntimeError> {
+    let compile_err = |e: weft_codegen::CodegenError| RuntimeError::Compile {
+        node: e.kernel.clone(),
+        message: e.to_string(),
+    };
+    for (_, k) in program.kernels.iter() {
+        weft_codegen::vm::compile_kernel(program, k).map_err(compile_err)?;
+        for native_float_atomics in [false, true] {
+            let opts = weft_codegen::wgpu::WgpuOptions {
+                native_float_atomics,
+            };
+            weft_codegen::wgpu::check_kernel(program, k, &opts).map_err(compile_err)?;
+        }
+    }
+    Ok(())
+}

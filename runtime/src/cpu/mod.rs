@@ -1,3 +1,0 @@
-//! The reference CPU backend.
-
-pub mod interp;

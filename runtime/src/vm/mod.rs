@@ -1,0 +1,127 @@
+//! The reference VM backend: kernels flattened by `weft_codegen::vm`,
+//! executed by the interpreter in `interp.rs` over host field memory
+//! (`memory.rs`), in parallel with rayon. Every launch is timed.
+
+pub mod interp;
+
+use crate::backend::Engine;
+use crate::memory::FieldMemory;
+use crate::RuntimeError;
+use std::any::Any;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+use weft_codegen::launch::LaunchRecord;
+use weft_codegen::vm::{compile_kernel, VmKernel};
+use weft_ir::ir::{FieldId, KernelId, LayoutId, Program};
+
+pub struct VmEngine {
+    kernels: Vec<VmKernel>,
+    memory: FieldMemory,
+    /// Worker threads when a count was asked for (`None`: rayon's global pool).
+    pool: Option<rayon::ThreadPool>,
+}
+
+impl VmEngine {
+    /// Compiles every kernel and allocates field memory with initial values.
+    pub fn new(program: &Program, threads: Option<usize>) -> Result<VmEngine, RuntimeError> {
+        let kernels = program
+            .kernels
+            .iter()
+            .map(|(_, k)| compile_kernel(program, k))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| RuntimeError::Compile {
+                node: e.kernel.clone(),
+                message: e.to_string(),
+            })?;
+        let pool = match threads {
+            Some(n) => Some(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(n.max(1))
+                    .build()
+                    .map_err(|e| {
+                        RuntimeError::Io(format!("cannot start {} worker threads: {}", n, e))
+                    })?,
+            ),
+            None => None,
+        };
+        Ok(VmEngine {
+            kernels,
+            memory: FieldMemory::new(program),
+            pool,
+        })
+    }
+}
+
+impl Engine for VmEngine {
+    fn name(&self) -> &'static str {
+        "vm"
+    }
+
+    fn write_root(&self, root: LayoutId, words: &[u32]) -> Result<(), RuntimeError> {
+        for (cell, &w) in self.memory.buffers[root.index()].iter().zip(words) {
+            cell.store(w, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    fn read_root(&self, root: LayoutId) -> Result<Vec<u32>, RuntimeError> {
+        Ok(self.memory.root_words(root))
+    }
+
+    fn run(
+        &mut self,
+        program: &Program,
+        launches: &[LaunchRecord],
+        _timing: bool,
+    ) -> Result<Vec<(KernelId, Duration)>, RuntimeError> {
+        let mut times = Vec::with_capacity(launches.len());
+        for rec in launches {
+            let kernel = &self.kernels[rec.kernel.index()];
+            let buffers: Vec<&[AtomicU32]> = kernel
+                .roots
+                .iter()
+                .map(|r| self.memory.buffers[r.index()].as_slice())
+                .collect();
+            let l = interp::Launch {
+                program,
+                kernel,
+                buffers,
+                params: &rec.params,
+                frame: rec.frame,
+                seed: rec.seed,
+                launch_index: rec.launch_index,
+                shape: &rec.shape,
+            };
+            let t = Instant::now();
+            match &self.pool {
+                Some(pool) => pool.install(|| interp::launch(&l))?,
+                None => interp::launch(&l)?,
+            }
+            times.push((rec.kernel, t.elapsed()));
+        }
+        Ok(times)
+    }
+
+    fn read_field(&self, program: &Program, field: FieldId) -> Result<Vec<u32>, RuntimeError> {
+        Ok(self.memory.read_field(program, field))
+    }
+
+    fn write_field(
+        &self,
+        program: &Program,
+        field: FieldId,
+        words: &[u32],
+    ) -> Result<(), RuntimeError> {
+        self.memory.write_field(program, field, words);
+        Ok(())
+    }
+
+    fn reset(&mut self, program: &Program) -> Result<(), RuntimeError> {
+        self.memory.reset(program);
+        Ok(())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

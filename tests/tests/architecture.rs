@@ -1,0 +1,219 @@
+//! The architecture invariants of docs/architecture.md, checked on the
+//! sources: crate dependencies (read from each Cargo.toml) and imports
+//! (searched in each crate's .rs files).
+
+use std::path::{Path, PathBuf};
+use weft_tests::root;
+
+/// The `[dependencies]` names of a crate's Cargo.toml (not dev-dependencies).
+fn deps(krate: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(root().join(krate).join("Cargo.toml")).unwrap();
+    let mut out = Vec::new();
+    let mut in_deps = false;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_deps = line == "[dependencies]";
+            continue;
+        }
+        if in_deps {
+            if let Some((name, _)) = line.split_once('=') {
+                let name = name.trim();
+                if !name.is_empty() && !name.starts_with('#') {
+                    out.push(name.split('.').next().unwrap().to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// (file relative to the repository, line number, line) of every source line
+/// under `dir` containing one of `needles`, outside `//` comments.
+fn mentions(dir: &str, needles: &[&str]) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(&root().join(dir), &mut files);
+    let mut hits = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if needles.iter().any(|x| code.contains(x)) {
+                let rel = f.strip_prefix(root()).unwrap().display().to_string();
+                hits.push(format!("{}:{}: {}", rel, n + 1, line.trim()));
+            }
+        }
+    }
+    hits
+}
+
+#[test]
+fn dependencies_point_one_way() {
+    // graph-ir <- codegen <- runtime <- app; nothing depends on app.
+    let ir = deps("graph-ir");
+    for d in ["weft-codegen", "weft-runtime", "weft"] {
+        assert!(!ir.contains(&d.to_string()), "graph-ir depends on {}", d);
+    }
+    let cg = deps("codegen");
+    assert!(cg.contains(&"weft-ir".to_string()));
+    for d in ["weft-runtime", "weft", "wgpu"] {
+        assert!(!cg.contains(&d.to_string()), "codegen depends on {}", d);
+    }
+    let rt = deps("runtime");
+    assert!(
+        !rt.contains(&"weft".to_string()),
+        "runtime depends on the app"
+    );
+    for k in ["graph-ir", "codegen", "runtime", "tests"] {
+        assert!(
+            !deps(k).contains(&"weft".to_string()),
+            "{} depends on the app",
+            k
+        );
+    }
+}
+
+#[test]
+fn the_ir_crate_knows_nothing_of_gpus_or_ui() {
+    let ir = deps("graph-ir");
+    for d in [
+        "naga",
+        "wgpu",
+        "eframe",
+        "egui",
+        "egui-snarl",
+        "cudarc",
+        "rayon",
+    ] {
+        assert!(!ir.contains(&d.to_string()), "graph-ir depends on {}", d);
+    }
+    let hits = mentions("graph-ir/src", &["naga::", "wgpu::", "egui::"]);
+    assert!(hits.is_empty(), "{}", hits.join("\n"));
+}
+
+#[test]
+fn backends_see_only_the_ir() {
+    // Code generators and runtime backends read the IR, never the graph
+    // document, the kernel language or the pass pipeline.
+    let needles = &["weft_ir::graph", "weft_ir::lang", "weft_ir::passes"];
+    let mut hits = mentions("codegen/src", needles);
+    hits.extend(mentions("runtime/src/vm", needles));
+    for f in ["runtime/src/wgpu_backend.rs", "runtime/src/wgpu_views.rs"] {
+        let text = std::fs::read_to_string(root().join(f)).unwrap();
+        for (n, l) in text.lines().enumerate() {
+            if needles.iter().any(|x| l.contains(x)) {
+                hits.push(format!("{}:{}: {}", f, n + 1, l.trim()));
+            }
+        }
+    }
+    assert!(hits.is_empty(), "{}", hits.join("\n"));
+}
+
+#[test]
+fn backends_get_legalized_ir() {
+    // Every example graph goes through the whole pipeline with the validator
+    // on, ending in the legalized form that backends require.
+    for name in ["julia", "mpm88", "heat", "life", "heat_color"] {
+        let doc =
+            weft_ir::graph::GraphDoc::load(&root().join(format!("graphs/{}.json", name))).unwrap();
+        let mut p = weft_ir::graph::build_program(
+            &doc,
+            &weft_ir::graph::BuildOptions {
+                base_dir: root().join("graphs"),
+            },
+        )
+        .unwrap();
+        weft_ir::passes::run_pipeline(
+            &mut p,
+            &weft_ir::passes::PassOptions {
+                bounds_checks: true,
+                validate: true,
+            },
+            None,
+        )
+        .unwrap();
+        weft_ir::ir::validate_program(&p, weft_ir::ir::IrForm::Legalized)
+            .unwrap_or_else(|e| panic!("{}: {}", name, e));
+    }
+}
+
+#[test]
+fn the_runtime_never_reads_the_graph_document() {
+    let hits = mentions(
+        "runtime/src",
+        &[
+            "GraphDoc",
+            "build_program",
+            "graph::build",
+            "graph::catalog",
+            "graph::overrides",
+        ],
+    );
+    assert!(hits.is_empty(), "{}", hits.join("\n"));
+}
+
+#[test]
+fn passes_and_the_ir_do_not_import_the_graph_builder() {
+    let mut hits = mentions("graph-ir/src/passes", &["graph::", "lang::"]);
+    hits.extend(mentions(
+        "graph-ir/src/ir",
+        &["crate::graph", "crate::lang"],
+    ));
+    assert!(hits.is_empty(), "{}", hits.join("\n"));
+}
+
+#[test]
+fn one_layout_module_answers_where_elements_are_stored() {
+    // Only ir/layout.rs computes with cell sizes and offsets; the IR
+    // definitions, printer and validator may name them.
+    let allowed = [
+        "graph-ir/src/ir/layout.rs",
+        "graph-ir/src/ir/mod.rs",
+        "graph-ir/src/ir/printer.rs",
+        "graph-ir/src/ir/validate.rs",
+        "graph-ir/src/graph/build.rs",
+    ];
+    let mut hits = Vec::new();
+    for dir in ["graph-ir/src", "codegen/src", "runtime/src", "app/src"] {
+        hits.extend(mentions(
+            dir,
+            &[".cell_words", ".offset_in_parent", ".offset_in_cell"],
+        ));
+    }
+    hits.retain(|h| !allowed.iter().any(|a| h.starts_with(a)));
+    assert!(
+        hits.is_empty(),
+        "address math outside ir/layout.rs:\n{}",
+        hits.join("\n")
+    );
+    // graph/build.rs only initialises the fields that layout::compute fills.
+    let build = mentions("graph-ir/src/graph", &[".cell_words", ".offset_in_parent"]);
+    assert!(build.is_empty(), "{}", build.join("\n"));
+}
+
+#[test]
+fn one_backend_enum_and_one_launch_record() {
+    let mut hits = Vec::new();
+    for dir in ["runtime/src", "app/src", "codegen/src"] {
+        hits.extend(mentions(
+            dir,
+            &["enum Backend", "enum ViewBackend", "enum BackendArg"],
+        ));
+    }
+    hits.retain(|h| !h.starts_with("runtime/src/backend.rs"));
+    assert!(hits.is_empty(), "{}", hits.join("\n"));
+    // Launch-record words are indexed through `launch::word`, not literals.
+    let literal = mentions("runtime/src", &["record_const(", "words[0]", "words[7]"]);
+    assert!(literal.is_empty(), "{}", literal.join("\n"));
+}

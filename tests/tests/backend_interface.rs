@@ -1,0 +1,117 @@
+//! A backend is one module: this file adds a do-nothing backend (it keeps
+//! root buffers on the host and records the launches it is given) without
+//! touching any other file, and checks what the shared schedule executor
+//! hands it against a hand-written expectation of the schedule.
+
+use serde_json::json;
+use std::any::Any;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use weft_codegen::launch::LaunchRecord;
+use weft_ir::ir::{KernelId, LayoutId, Program};
+use weft_runtime::{Engine, RuntimeError, SimOptions, Simulation};
+use weft_tests::*;
+
+struct Recorder {
+    roots: Mutex<Vec<Vec<u32>>>,
+    launches: Arc<Mutex<Vec<LaunchRecord>>>,
+}
+
+impl Engine for Recorder {
+    fn name(&self) -> &'static str {
+        "recorder"
+    }
+    fn write_root(&self, root: LayoutId, words: &[u32]) -> Result<(), RuntimeError> {
+        self.roots.lock().unwrap()[root.index()] = words.to_vec();
+        Ok(())
+    }
+    fn read_root(&self, root: LayoutId) -> Result<Vec<u32>, RuntimeError> {
+        Ok(self.roots.lock().unwrap()[root.index()].clone())
+    }
+    fn run(
+        &mut self,
+        _program: &Program,
+        launches: &[LaunchRecord],
+        _timing: bool,
+    ) -> Result<Vec<(KernelId, Duration)>, RuntimeError> {
+        self.launches.lock().unwrap().extend_from_slice(launches);
+        Ok(vec![])
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[test]
+fn a_do_nothing_backend_receives_the_schedule_as_launch_records() {
+    let g = json!({"format": "weft-graph", "version": 1, "seed": 9, "nodes": [
+        {"id": "L", "kind": "dense", "params": {"shape": [8]}},
+        {"id": "x", "kind": "field", "params": {"init": 2.5}},
+        {"id": "start", "kind": "on_start"},
+        {"id": "frame", "kind": "on_frame"},
+        {"id": "sub", "kind": "repeat", "params": {"count": 2}},
+        {"id": "init", "kind": "kernel", "params": {"range": [8], "code": "fn kernel(i: i32) { x[i] = 0.0; }"}},
+        {"id": "step", "kind": "kernel", "params": {"range": [8], "code": "fn kernel(i: i32) { x[i] += dt; }", "scalars": {"dt": 0.5}}}
+    ], "wires": [
+        {"from": "L.cells", "to": "x.layout"},
+        {"from": "x.field", "to": "init.x"}, {"from": "x.field", "to": "step.x"}
+    ], "exec": [
+        {"from": "start.then", "to": "init"},
+        {"from": "frame.then", "to": "sub"},
+        {"from": "sub.body", "to": "step"}
+    ]});
+    let p = build(&g).unwrap();
+    let launches = Arc::new(Mutex::new(Vec::new()));
+    let log = launches.clone();
+    let mut sim = Simulation::with_engine(p, &SimOptions::default(), move |p| {
+        let roots = (0..p.layouts.len())
+            .map(|i| {
+                let l = weft_ir::Handle::new(i);
+                vec![0; weft_ir::ir::layout::root_words(p, l) as usize]
+            })
+            .collect();
+        let e = Recorder {
+            roots: Mutex::new(roots),
+            launches: log,
+        };
+        // Like every engine, it starts with the fields' initial values.
+        let mut boxed: Box<dyn Engine> = Box::new(e);
+        boxed.reset(p)?;
+        Ok(boxed)
+    })
+    .unwrap();
+    assert_eq!(sim.backend_name(), "recorder");
+    sim.start().unwrap();
+    sim.step_frame().unwrap();
+    sim.step_frame().unwrap();
+    let init = sim.program.kernel_by_name("init").unwrap();
+    let step = sim.program.kernel_by_name("step").unwrap();
+    let got: Vec<(KernelId, i32, u32, u32, Vec<u32>, Vec<u32>)> = launches
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r.kernel,
+                r.frame,
+                r.launch_index,
+                r.seed,
+                r.shape.clone(),
+                r.params.clone(),
+            )
+        })
+        .collect();
+    let half = 0.5f32.to_bits();
+    assert_eq!(
+        got,
+        vec![
+            (init, 0, 0, 9, vec![8], vec![]),
+            (step, 1, 0, 9, vec![8], vec![half]),
+            (step, 1, 1, 9, vec![8], vec![half]),
+            (step, 2, 2, 9, vec![8], vec![half]),
+            (step, 2, 3, 9, vec![8], vec![half]),
+        ]
+    );
+    // The do-nothing backend ran nothing: x keeps its initial value.
+    assert_eq!(f32s(&sim, "x"), vec![2.5; 8]);
+}

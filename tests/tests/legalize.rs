@@ -1,0 +1,237 @@
+//! Semantics that used to be re-implemented per backend and now live once,
+//! in the legalize pass: `sign` of unsigned values, integer `/` and `%` by a
+//! literal zero, saturating casts, matrix determinant/inverse and fault
+//! sites. Results are compared with values computed here by hand (WGSL's
+//! integer rules, Rust's `as`), on the VM and — when an adapter exists — on
+//! wgpu; every kernel must also pass the device-free checks of `weft check`.
+
+use serde_json::{json, Value};
+use weft_ir::ir::{FaultKind, InstKind};
+use weft_runtime::{Backend, SimOptions, Simulation};
+use weft_tests::*;
+
+fn wgpu_available() -> bool {
+    match weft_runtime::wgpu_backend::WgpuContext::new(
+        weft_runtime::wgpu_backend::AdapterChoice::Any,
+    ) {
+        Ok(_) => true,
+        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("CI=true but no wgpu adapter: {}", e)
+        }
+        Err(e) => {
+            eprintln!("skipping wgpu: no adapter ({})", e);
+            false
+        }
+    }
+}
+
+fn backends() -> Vec<Backend> {
+    let mut v = vec![Backend::Vm];
+    if wgpu_available() {
+        v.push(Backend::Wgpu);
+    }
+    v
+}
+
+fn sim_on(doc: &Value, backend: Backend) -> Simulation {
+    let p = build(doc).unwrap();
+    let opts = SimOptions {
+        backend,
+        threads: Some(1),
+        ..Default::default()
+    };
+    let mut s = Simulation::new(p, &opts).unwrap_or_else(|e| panic!("{}: {}", backend, e));
+    weft_runtime::backend::check_offline(&s.program)
+        .unwrap_or_else(|e| panic!("device-free checks: {}", e));
+    s.start().unwrap_or_else(|e| panic!("{}: {}", backend, e));
+    s
+}
+
+#[test]
+fn sign_of_unsigned_values_on_every_backend() {
+    let g = kernel_graph(
+        &[
+            F("a", "u32", &[4], json!(0)),
+            F("v", "uvec2", &[4], json!(0)),
+        ],
+        "fn kernel(i: i32) { let x = (i as u32) * 3000000000u32; a[i] = sign(x); v[i] = sign(uvec2(x, 0u32)); }",
+        &[4],
+        json!({}),
+    );
+    for b in backends() {
+        let s = sim_on(&g, b);
+        // x = i * 3e9 (wrapping): 0, 3000000000, 1705032704, 410065408.
+        assert_eq!(words(&s, "a"), vec![0, 1, 1, 1], "{}", b);
+        assert_eq!(words(&s, "v"), vec![0, 0, 1, 0, 1, 0, 1, 0], "{}", b);
+    }
+}
+
+#[test]
+fn integer_division_by_a_literal_zero_on_every_backend() {
+    let g = kernel_graph(
+        &[
+            F("q", "i32", &[3], json!(0)),
+            F("r", "i32", &[3], json!(0)),
+            F("v", "ivec2", &[3], json!(0)),
+            F("u", "u32", &[3], json!(0)),
+        ],
+        "fn kernel(i: i32) { let x = i * 7 - 5; q[i] = x / 0; r[i] = x % 0; v[i] = ivec2(x, -x) / ivec2(2, 0); u[i] = (i as u32 + 9u32) % 0u32; }",
+        &[3],
+        json!({}),
+    );
+    for b in backends() {
+        let s = sim_on(&g, b);
+        let xs: Vec<i32> = (0..3).map(|i| i * 7 - 5).collect();
+        // WGSL: x / 0 == x, x % 0 == 0.
+        assert_eq!(i32s(&s, "q"), xs, "{}", b);
+        assert_eq!(i32s(&s, "r"), vec![0; 3], "{}", b);
+        let v: Vec<i32> = xs.iter().flat_map(|&x| [x / 2, -x]).collect();
+        assert_eq!(i32s(&s, "v"), v, "{}", b);
+        assert_eq!(words(&s, "u"), vec![0; 3], "{}", b);
+    }
+}
+
+#[test]
+fn saturating_casts_match_rust_as() {
+    let inputs = [
+        f32::NAN,
+        -1.0e30,
+        -2147483904.0,
+        -1.5,
+        -0.0,
+        0.75,
+        2147483520.0,
+        2147483648.0,
+        4294967040.0,
+        1.0e30,
+        f32::INFINITY,
+    ];
+    let n = inputs.len() as u32;
+    // The inputs come from a helper over the loop index, so constant
+    // folding cannot see them and the cast runs on the backend.
+    let mut code = String::from("fn pick(i: i32) -> f32 { let mut x = 0.0;");
+    for (k, x) in inputs.iter().enumerate() {
+        code.push_str(&format!(
+            " if i == {} {{ x = bitcast::<f32>({}u32); }}",
+            k,
+            x.to_bits()
+        ));
+    }
+    code.push_str(" x }\nfn kernel(i: i32) { let x = pick(i); s[i] = x as i32; u[i] = x as u32; }");
+    let g = kernel_graph(
+        &[F("s", "i32", &[n], json!(0)), F("u", "u32", &[n], json!(0))],
+        &code,
+        &[n],
+        json!({}),
+    );
+    let want_s: Vec<i32> = inputs.iter().map(|&x| x as i32).collect();
+    let want_u: Vec<u32> = inputs.iter().map(|&x| x as u32).collect();
+    for b in backends() {
+        let s = sim_on(&g, b);
+        assert_eq!(i32s(&s, "s"), want_s, "{}", b);
+        assert_eq!(words(&s, "u"), want_u, "{}", b);
+    }
+}
+
+#[test]
+fn determinant_and_inverse_match_a_hand_written_reference() {
+    let g = kernel_graph(
+        &[F("d", "f32", &[1], json!(0)), F("m", "mat3", &[1], json!(0))],
+        "fn kernel(i: i32) { let a = mat3(vec3(2.0, 0.5, 1.0), vec3(-1.0, 3.0, 0.25), vec3(0.0, 1.5, 4.0)); d[i] = determinant(a); m[i] = inverse(a); }",
+        &[1],
+        json!({}),
+    );
+    // Column-major a[c][r], as written above.
+    let a = [[2.0f32, 0.5, 1.0], [-1.0, 3.0, 0.25], [0.0, 1.5, 4.0]];
+    let det2 = |p: f32, q: f32, r: f32, s: f32| p * s - r * q;
+    let minor = |row: usize, col: usize| {
+        let cs: Vec<usize> = (0..3).filter(|&c| c != col).collect();
+        let rs: Vec<usize> = (0..3).filter(|&r| r != row).collect();
+        det2(
+            a[cs[0]][rs[0]],
+            a[cs[0]][rs[1]],
+            a[cs[1]][rs[0]],
+            a[cs[1]][rs[1]],
+        )
+    };
+    let det = a[0][0] * minor(0, 0) - a[1][0] * minor(0, 1) + a[2][0] * minor(0, 2);
+    let mut inv = Vec::new();
+    for c in 0..3 {
+        for r in 0..3 {
+            let cof = minor(c, r);
+            let cof = if (r + c) % 2 == 1 { -cof } else { cof };
+            inv.push(cof / det);
+        }
+    }
+    for b in backends() {
+        let s = sim_on(&g, b);
+        let d = f32s(&s, "d")[0];
+        let m = f32s(&s, "m");
+        if b == Backend::Vm {
+            assert_eq!(d.to_bits(), det.to_bits(), "vm determinant");
+            let bits: Vec<u32> = m.iter().map(|x| x.to_bits()).collect();
+            let want: Vec<u32> = inv.iter().map(|x| x.to_bits()).collect();
+            assert_eq!(bits, want, "vm inverse");
+        } else {
+            assert!(close(d, det, 1e-6, 1e-6), "{}: {} vs {}", b, d, det);
+            for (x, y) in m.iter().zip(&inv) {
+                assert!(close(*x, *y, 1e-5, 1e-6), "{}: {:?} vs {:?}", b, m, inv);
+            }
+        }
+    }
+}
+
+#[test]
+fn faults_are_traps_with_sites_and_report_as_before() {
+    let g = kernel_graph(
+        &[F("x", "f32", &[4], json!(0))],
+        "fn kernel(i: i32) { let mut s = 0.0; for k in (0..4).step_by(i) { s += k as f32; } x[i + 1] = s; }",
+        &[4],
+        json!({}),
+    );
+    let mut p = build(&g).unwrap();
+    weft_ir::passes::run_pipeline(
+        &mut p,
+        &weft_ir::passes::PassOptions {
+            bounds_checks: true,
+            validate: true,
+        },
+        None,
+    )
+    .unwrap();
+    let k = &p.kernels.iter().next().unwrap().1;
+    assert!(k
+        .fault_sites
+        .iter()
+        .any(|s| matches!(s.kind, FaultKind::NonPositiveStep { signed: true })));
+    assert!(k
+        .fault_sites
+        .iter()
+        .any(|s| matches!(s.kind, FaultKind::OutOfBounds { extent: 4, .. })));
+    let traps = k
+        .entry
+        .insts
+        .iter()
+        .filter(|(_, i)| matches!(i.kind, InstKind::Trap { .. }))
+        .count();
+    assert!(traps >= 2, "one trap per site");
+    for b in backends() {
+        let p = build(&g).unwrap();
+        let mut s = Simulation::new(
+            p,
+            &SimOptions {
+                backend: b,
+                threads: Some(1),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let e = s.start().expect_err("iteration 0 has step 0").to_string();
+        assert!(
+            e.contains("`step_by` needs a positive step, got 0"),
+            "{}: {}",
+            b,
+            e
+        );
+    }
+}
