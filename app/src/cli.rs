@@ -41,6 +41,8 @@ pub enum BackendArg {
     Cpu,
     /// wgpu compute (Vulkan, Metal, DX12, GL; Mesa's lavapipe on CPU-only machines).
     Wgpu,
+    /// The compiled CPU backend: kernels JIT-compiled to native code (Cranelift), multi-threaded.
+    Jit,
 }
 
 impl BackendArg {
@@ -49,6 +51,7 @@ impl BackendArg {
             BackendArg::Auto => weft_runtime::Backend::Auto,
             BackendArg::Cpu => weft_runtime::Backend::Cpu,
             BackendArg::Wgpu => weft_runtime::Backend::Wgpu,
+            BackendArg::Jit => weft_runtime::Backend::Jit,
         }
     }
 }

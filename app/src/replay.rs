@@ -48,6 +48,7 @@ pub fn replay(a: ReplayArgs) -> i32 {
     let named: Option<&'static str> = match a.backend {
         Some(crate::cli::BackendArg::Wgpu) => Some("wgpu"),
         Some(crate::cli::BackendArg::Cpu) => Some("cpu"),
+        Some(crate::cli::BackendArg::Jit) => Some("jit"),
         Some(crate::cli::BackendArg::Auto) => {
             eprintln!("error: replay compares named backends: use --backend cpu or --backend wgpu (or neither, for every recorded backend)");
             return 2;
@@ -122,6 +123,8 @@ pub fn replay(a: ReplayArgs) -> i32 {
         for backend in backends {
             let b = if backend == "wgpu" {
                 weft_runtime::Backend::Wgpu
+            } else if backend == "jit" {
+                weft_runtime::Backend::Jit
             } else {
                 weft_runtime::Backend::Cpu
             };
@@ -149,7 +152,14 @@ pub fn replay(a: ReplayArgs) -> i32 {
                     .insert(backend.clone(), BackendExpect { fields: stats });
                 continue;
             }
-            let Some(be) = exp.backends.get(&backend) else {
+            // The JIT is bit-identical to the interpreter: without its own
+            // entry it is held to the interpreter's.
+            let entry = if backend == "jit" && !exp.backends.contains_key("jit") {
+                "cpu".to_string()
+            } else {
+                backend.clone()
+            };
+            let Some(be) = exp.backends.get(&entry) else {
                 eprintln!(
                     "FAIL {}: {} has no '{}' entry (record it with --update --backend {})",
                     g.display(),

@@ -41,6 +41,9 @@ pub fn open(
     if !quiet {
         match sim.device_name() {
             Some(d) => eprintln!("backend: wgpu on {}", d),
+            None if sim.backend() == weft_runtime::Backend::Jit => {
+                eprintln!("backend: jit (native code via Cranelift)")
+            }
             None => eprintln!(
                 "backend: cpu (reference interpreter{})",
                 if backend == BackendArg::Auto {

@@ -4,6 +4,7 @@
 
 pub mod cpu;
 pub mod gpu;
+pub mod jit;
 
 /// Codegen may refuse valid IR (an unsupported construct on a backend), but never panics.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]

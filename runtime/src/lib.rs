@@ -5,6 +5,7 @@ pub mod cpu;
 pub mod expect;
 pub mod gpu;
 pub mod gpu_render;
+pub mod jit;
 pub mod load;
 pub mod memory;
 pub mod render;

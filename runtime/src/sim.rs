@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weft_codegen::cpu::{compile_kernel, CpuKernel};
+use weft_codegen::jit::{JitKernel, JitOptions};
 use weft_ir::ir::*;
 use weft_ir::passes::{run_pipeline, PassOptions};
 
@@ -22,6 +23,8 @@ pub enum Backend {
     Wgpu,
     /// wgpu on a hardware GPU when there is one, otherwise the CPU interpreter.
     Auto,
+    /// The compiled CPU backend: kernels JIT-compiled to native code (Cranelift).
+    Jit,
 }
 
 impl Backend {
@@ -30,6 +33,7 @@ impl Backend {
             Backend::Cpu => "cpu",
             Backend::Wgpu => "wgpu",
             Backend::Auto => "auto",
+            Backend::Jit => "jit",
         }
     }
 }
@@ -61,6 +65,8 @@ enum Engine {
     Cpu {
         kernels: Vec<CpuKernel>,
         memory: FieldMemory,
+        /// Native code per kernel when the backend is `Jit` (same field memory).
+        jit: Option<Vec<Arc<JitKernel>>>,
     },
     Gpu(Box<GpuEngine>),
 }
@@ -130,6 +136,24 @@ impl Simulation {
                 Engine::Cpu {
                     kernels,
                     memory: FieldMemory::new(&program),
+                    jit: None,
+                }
+            }
+            Backend::Jit => {
+                let jopts = JitOptions::default();
+                let jit = program
+                    .kernels
+                    .iter()
+                    .map(|(_, k)| crate::jit::compile_cached(&program, k, &jopts))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| RuntimeError::Compile {
+                        node: e.kernel.clone(),
+                        message: e.to_string(),
+                    })?;
+                Engine::Cpu {
+                    kernels: Vec::new(),
+                    memory: FieldMemory::new(&program),
+                    jit: Some(jit),
                 }
             }
             Backend::Wgpu => {
@@ -292,10 +316,22 @@ impl Simulation {
     }
 
     fn launch(&mut self, k: KernelId) -> Result<(), RuntimeError> {
-        let Engine::Cpu { kernels, memory } = &self.engine else {
+        let Engine::Cpu {
+            kernels,
+            memory,
+            jit,
+        } = &self.engine
+        else {
             unreachable!("CPU launches only")
         };
         let kernel = &self.program.kernels[k];
+        if let Some(jit) = jit {
+            let d = self.launch_jit(k, &jit[k.index()], memory)?;
+            let name = kernel.name.clone();
+            self.launches[k.index()] = self.launches[k.index()].wrapping_add(1);
+            self.kernel_times.entry(name).or_default().push(d);
+            return Ok(());
+        }
         let ck = &kernels[k.index()];
         let shape = kernel.iteration_shape(&self.program);
         let params: Vec<u32> = kernel.params.iter().map(|p| p.value).collect();
@@ -327,6 +363,37 @@ impl Simulation {
             .or_default()
             .push(d);
         Ok(())
+    }
+
+    /// Runs one launch of a JIT-compiled kernel; returns its duration.
+    fn launch_jit(
+        &self,
+        k: KernelId,
+        jk: &JitKernel,
+        memory: &FieldMemory,
+    ) -> Result<Duration, RuntimeError> {
+        let kernel = &self.program.kernels[k];
+        let params: Vec<u32> = kernel.params.iter().map(|p| p.value).collect();
+        let buffers = jk
+            .roots
+            .iter()
+            .map(|r| memory.buffers[r.index()].as_slice())
+            .collect();
+        let launch_index = self.launches[k.index()];
+        let l = crate::jit::Launch {
+            kernel: jk,
+            buffers,
+            params: &params,
+            frame: self.frame,
+            seed: self.program.seed,
+            launch_index,
+        };
+        let t = Instant::now();
+        match &self.pool {
+            Some(pool) => pool.install(|| crate::jit::launch(&l))?,
+            None => crate::jit::launch(&l)?,
+        }
+        Ok(t.elapsed())
     }
 
     /// Sets a kernel's scalar parameter without recompiling or touching field state.

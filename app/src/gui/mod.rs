@@ -491,12 +491,14 @@ impl WeftApp {
                 .selected_text(match b {
                     ViewBackend::Wgpu => "wgpu",
                     ViewBackend::Cpu => "cpu",
+                    ViewBackend::Jit => "jit",
                 })
                 .show_ui(ui, |ui| {
                     if self.viewport.has_gpu() {
                         ui.selectable_value(&mut b, ViewBackend::Wgpu, "wgpu");
                     }
                     ui.selectable_value(&mut b, ViewBackend::Cpu, "cpu");
+                    ui.selectable_value(&mut b, ViewBackend::Jit, "jit");
                 });
             if b != self.viewport.backend {
                 self.viewport.backend = b;

@@ -19,6 +19,8 @@ use weft_runtime::{Backend, SimOptions, Simulation};
 pub enum ViewBackend {
     Wgpu,
     Cpu,
+    /// The compiled CPU backend.
+    Jit,
 }
 
 struct ViewTexture {
@@ -151,6 +153,11 @@ impl Viewport {
         } else {
             None
         };
+        let cpu_backend = if self.backend == ViewBackend::Jit {
+            Backend::Jit
+        } else {
+            Backend::Cpu
+        };
         std::thread::spawn(move || {
             let r = (|| -> Built {
                 let program = build_program(
@@ -163,7 +170,7 @@ impl Viewport {
                 let backend = if gpu.is_some() {
                     Backend::Wgpu
                 } else {
-                    Backend::Cpu
+                    cpu_backend
                 };
                 let mut sim = Simulation::new(
                     program,
