@@ -286,6 +286,18 @@ fn language_corpus_is_bit_identical_to_the_interpreter() {
         // Two frames: the kernel runs once in on_start; frames exercise launch indices.
         let vm = sim(&g, 0, Backend::Cpu, 1)
             .unwrap_or_else(|e| panic!("{} on the interpreter: {}", name, e));
+        // Cranelift's verifier accepts every generated function.
+        let mut p = build(&g).unwrap();
+        weft_ir::passes::run_pipeline(&mut p, &Default::default(), None).unwrap();
+        for (_, k) in p.kernels.iter() {
+            let opts = weft_codegen::jit::JitOptions {
+                optimize: true,
+                verify: true,
+            };
+            if let Err(e) = weft_codegen::jit::compile_kernel(&p, k, &opts) {
+                problems.push(format!("{}: verifier: {}", name, e));
+            }
+        }
         match sim(&g, 0, Backend::Jit, 1) {
             Ok(j) => problems.extend(diff(name, &vm, &j)),
             Err(e) => problems.push(format!("{} on the jit: {}", name, e)),

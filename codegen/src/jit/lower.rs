@@ -39,7 +39,7 @@ pub(super) struct Env<'a> {
     pub roots: &'a [LayoutId],
     pub sites: &'a mut Vec<FaultSite>,
     pub host_ids: &'a HashMap<&'static str, FuncId>,
-    pub helper_ids: &'a [FuncId],
+    pub helper_ids: &'a [Option<FuncId>],
 }
 
 /// The Cranelift type of one component of `t`.
@@ -94,6 +94,13 @@ struct Lower<'e, 'a, 'b> {
     args: Vec<Vec<Value>>,
     exit: Exit,
     fail: CBlock,
+    /// Shared fault path: params (site: i32, value: i64); records and fails.
+    fault_block: CBlock,
+    fault_used: bool,
+    /// Checks already made on this path, per nested IR block: (value, extent
+    /// or `ADDR | root`). A repeated check of the same value is dominated by
+    /// the first one and is not emitted again.
+    checked: Vec<std::collections::HashSet<(Value, u64)>>,
     host_refs: HashMap<&'static str, FuncRef>,
     helper_refs: HashMap<usize, FuncRef>,
 }
@@ -173,6 +180,9 @@ pub(super) fn build_chunk(
     let next = b.create_block();
     let done = b.create_block();
     let fail = b.create_block();
+    let fault_block = b.create_block();
+    b.append_block_param(fault_block, types::I32);
+    b.append_block_param(fault_block, types::I64);
     let any = b.ins().icmp(IntCC::UnsignedLessThan, start, end);
     b.ins().brif(any, head, &[], done, &[]);
 
@@ -218,6 +228,9 @@ pub(super) fn build_chunk(
         args,
         exit: Exit::Entry { next },
         fail,
+        fault_block,
+        fault_used: false,
+        checked: vec![],
         host_refs: HashMap::new(),
         helper_refs: HashMap::new(),
     };
@@ -226,6 +239,7 @@ pub(super) fn build_chunk(
     if !l.filled {
         l.b.ins().jump(next, &[]);
     }
+    l.finish_fault_block();
     let mut b = l.b;
     // Next iteration: advance the linear index and the per-axis indices (carry, branch-free).
     b.switch_to_block(next);
@@ -292,6 +306,9 @@ pub(super) fn build_helper<'a>(
     }
     let (bufs, params, frame) = load_env(&mut b, env, ctx);
     let fail = b.create_block();
+    let fault_block = b.create_block();
+    b.append_block_param(fault_block, types::I32);
+    b.append_block_param(fault_block, types::I64);
     let mut l = Lower {
         b,
         module,
@@ -312,17 +329,21 @@ pub(super) fn build_helper<'a>(
         args,
         exit: Exit::Helper { retptr },
         fail,
+        fault_block,
+        fault_used: false,
+        checked: vec![],
         host_refs: HashMap::new(),
         helper_refs: HashMap::new(),
     };
     l.declare_locals();
     l.block(&f.body)?;
-    let mut b = l.b;
     if !l.filled {
         // Falling off the end returns nothing.
-        let zero = b.ins().iconst(types::I32, 0);
-        b.ins().return_(&[zero]);
+        let zero = l.b.ins().iconst(types::I32, 0);
+        l.b.ins().return_(&[zero]);
     }
+    l.finish_fault_block();
+    let mut b = l.b;
     b.switch_to_block(fail);
     b.set_cold_block(fail);
     let one = b.ins().iconst(types::I32, 1);
@@ -419,16 +440,38 @@ impl Lower<'_, '_, '_> {
 
     /// Faults at `site` (recording `value`, an I64) when `cond` (i8) holds.
     fn fault_if(&mut self, cond: Value, site: u32, value: Value) {
-        let bad = self.b.create_block();
         let ok = self.b.create_block();
-        self.b.set_cold_block(bad);
-        self.b.ins().brif(cond, bad, &[], ok, &[]);
-        self.b.switch_to_block(bad);
         let s = self.i32c(site);
-        self.b.ins().store(MemFlagsData::trusted(), s, self.fault, 0);
-        self.b.ins().store(MemFlagsData::trusted(), value, self.fault, 8);
-        self.b.ins().jump(self.fail, &[]);
+        self.b
+            .ins()
+            .brif(cond, self.fault_block, &[s.into(), value.into()], ok, &[]);
+        self.fault_used = true;
         self.b.switch_to_block(ok);
+    }
+
+    /// True when `key` was already checked on every path to here; records it otherwise.
+    fn already_checked(&mut self, key: (Value, u64)) -> bool {
+        if self.checked.iter().any(|s| s.contains(&key)) {
+            return true;
+        }
+        if let Some(top) = self.checked.last_mut() {
+            top.insert(key);
+        }
+        false
+    }
+
+    /// Emits the shared fault path (after the body, so that the current block is done).
+    fn finish_fault_block(&mut self) {
+        if !self.fault_used {
+            return;
+        }
+        let fb = self.fault_block;
+        self.b.switch_to_block(fb);
+        self.b.set_cold_block(fb);
+        let p = self.b.block_params(fb).to_vec();
+        self.b.ins().store(MemFlagsData::trusted(), p[0], self.fault, 0);
+        self.b.ins().store(MemFlagsData::trusted(), p[1], self.fault, 8);
+        self.b.ins().jump(self.fail, &[]);
     }
 
     fn host(&mut self, name: &'static str) -> FuncRef {
@@ -447,6 +490,7 @@ impl Lower<'_, '_, '_> {
     }
 
     fn block(&mut self, blk: &Block) -> Result<(), CodegenError> {
+        self.checked.push(Default::default());
         for &h in blk {
             if self.filled {
                 // Unreachable: after a break, continue or return.
@@ -454,6 +498,7 @@ impl Lower<'_, '_, '_> {
             }
             self.inst(h)?;
         }
+        self.checked.pop();
         Ok(())
     }
 
@@ -636,6 +681,9 @@ impl Lower<'_, '_, '_> {
                 extent,
             } => {
                 let i = self.v1(*index);
+                if self.already_checked((i, *extent as u64)) {
+                    return Ok(());
+                }
                 let e = self.i32c(*extent);
                 let bad = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, e);
                 let site = self.site(
@@ -829,9 +877,11 @@ impl Lower<'_, '_, '_> {
             .ok_or_else(|| super::internal(self.env.kernel, "buffer not collected"))?;
         let (base, len) = self.bufs[r];
         let a = self.b.ins().uextend(types::I64, addr);
-        let bad = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, a, len);
-        let site = self.site(span, FaultKind::Address);
-        self.fault_if(bad, site, a);
+        if !self.already_checked((addr, (1 << 40) | r as u64)) {
+            let bad = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, a, len);
+            let site = self.site(span, FaultKind::Address);
+            self.fault_if(bad, site, a);
+        }
         let off = self.b.ins().ishl_imm_s(a, 2);
         Ok(self.b.ins().iadd(base, off))
     }
@@ -1490,10 +1540,12 @@ impl Lower<'_, '_, '_> {
 
     fn call(&mut self, h: InstId, fid: FuncId_, args: &[InstId]) -> Result<Vec<Value>, CodegenError> {
         let idx = fid.index();
-        let id = *self
+        let id = self
             .env
             .helper_ids
             .get(idx)
+            .copied()
+            .flatten()
             .ok_or_else(|| self.err(h, "call of an unknown helper"))?;
         let fref = match self.helper_refs.get(&idx) {
             Some(r) => *r,

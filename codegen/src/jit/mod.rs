@@ -133,7 +133,8 @@ impl FaultSite {
 pub struct JitOptions {
     /// Cranelift's optimiser (egraph: GVN, LICM, constant folding); off compiles faster.
     pub optimize: bool,
-    /// Run Cranelift's IR verifier on every function.
+    /// Run Cranelift's IR verifier on every function (slow: about 3× the
+    /// compile time; the JIT's own tests turn it on).
     pub verify: bool,
 }
 
@@ -141,7 +142,7 @@ impl Default for JitOptions {
     fn default() -> Self {
         JitOptions {
             optimize: true,
-            verify: cfg!(debug_assertions),
+            verify: false,
         }
     }
 }
@@ -341,6 +342,24 @@ fn uses_random(kernel: &Kernel) -> bool {
     all_functions(kernel).any(|f| f.insts.iter().any(|(_, i)| matches!(i.kind, InstKind::Random)))
 }
 
+/// Which helpers the entry can reach through calls (the inliner leaves
+/// inlined helpers behind; they are not compiled).
+fn live_helpers(kernel: &Kernel) -> Vec<bool> {
+    let mut live = vec![false; kernel.functions.len()];
+    let mut work = vec![&kernel.entry];
+    while let Some(f) = work.pop() {
+        walk(f, &f.body, &mut |_, i| {
+            if let InstKind::Call(c, _) = i.kind {
+                if !live[c.index()] {
+                    live[c.index()] = true;
+                    work.push(&kernel.functions[c]);
+                }
+            }
+        });
+    }
+    live
+}
+
 fn has_atomics(kernel: &Kernel) -> bool {
     all_functions(kernel).any(|f| {
         let mut any = false;
@@ -433,16 +452,21 @@ fn compile_inner(
     }
     let mut ctx = module.make_context();
     let mut fctx = cranelift_frontend::FunctionBuilderContext::new();
+    let live = live_helpers(kernel);
     let mut chunk_ids = Vec::new();
     for (vi, &variant) in variants.iter().enumerate() {
         // Declare every helper first so that any function can call any other.
         let mut helper_ids = Vec::new();
         for (h, f) in kernel.functions.iter() {
+            if !live[h.index()] {
+                helper_ids.push(None);
+                continue;
+            }
             let sig = helper_signature(&module, f);
             let id = module
                 .declare_function(&format!("v{}_helper{}", vi, h.index()), Linkage::Local, &sig)
                 .map_err(|e| err(format!("declaring helper '{}': {}", f.name, e)))?;
-            helper_ids.push(id);
+            helper_ids.push(Some(id));
         }
         let mut chunk_sig = module.make_signature();
         for t in [types::I64, types::I64, types::I64, types::I64] {
@@ -463,10 +487,11 @@ fn compile_inner(
             helper_ids: &helper_ids,
         };
         for (i, (_, f)) in kernel.functions.iter().enumerate() {
+            let Some(id) = helper_ids[i] else { continue };
             ctx.func.signature = helper_signature(&module, f);
             lower::build_helper(&mut module, &mut env, &mut ctx.func, &mut fctx, f)?;
             module
-                .define_function(helper_ids[i], &mut ctx)
+                .define_function(id, &mut ctx)
                 .map_err(|e| err(format!("helper '{}': {:?}", f.name, e)))?;
             module.clear_context(&mut ctx);
         }
