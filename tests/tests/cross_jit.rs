@@ -37,7 +37,12 @@ fn sim_with(
     Ok(s)
 }
 
-fn sim(doc: &Value, frames: u32, backend: Backend, threads: usize) -> Result<Simulation, RuntimeError> {
+fn sim(
+    doc: &Value,
+    frames: u32,
+    backend: Backend,
+    threads: usize,
+) -> Result<Simulation, RuntimeError> {
     sim_with(
         doc,
         frames,
@@ -132,7 +137,12 @@ fn kernels_without_atomics_are_identical_on_many_threads() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-type Case = (&'static str, Vec<(&'static str, &'static str, Vec<u32>, Value)>, String, Vec<u32>);
+type Case = (
+    &'static str,
+    Vec<(&'static str, &'static str, Vec<u32>, Value)>,
+    String,
+    Vec<u32>,
+);
 
 /// Kernels covering the language, its built-ins and its edge cases.
 fn corpus() -> Vec<Case> {
@@ -354,7 +364,10 @@ fn faults_name_the_kernel_and_line_like_the_interpreter() {
         &[8],
         json!({}),
     );
-    let e = sim(&g, 0, Backend::Jit, 2).err().expect("must fail").to_string();
+    let e = sim(&g, 0, Backend::Jit, 2)
+        .err()
+        .expect("must fail")
+        .to_string();
     assert!(
         e.contains("node 'k', code 2:5")
             && e.contains("index 8 is out of bounds for axis 0 of field 'x' (extent 8)"),
@@ -367,7 +380,10 @@ fn faults_name_the_kernel_and_line_like_the_interpreter() {
         &[1],
         json!({}),
     );
-    let e = sim(&g, 0, Backend::Jit, 1).err().expect("must fail").to_string();
+    let e = sim(&g, 0, Backend::Jit, 1)
+        .err()
+        .expect("must fail")
+        .to_string();
     assert!(
         e.contains("node 'k', code 2:3") && e.contains("positive step, got -1"),
         "{}",
@@ -385,8 +401,14 @@ fn without_bounds_checks_bad_indices_never_leave_the_buffer() {
         ("fn kernel(i: i32) {\n    x[i + 1000000] = 1.0;\n}", false),
         ("fn kernel(i: i32) {\n    x[-1 - i] = 2.0;\n}", false),
         ("fn kernel(i: i32) {\n    y[i] = x[i * 100000];\n}", false),
-        ("fn kernel(i: i32) {\n    x[(i * 65536) % 8] += 1.0;\n}", true),
-        ("fn kernel(i: i32) {\n    atomic_add(x[i - 2147483647], 1.0);\n}", false),
+        (
+            "fn kernel(i: i32) {\n    x[(i * 65536) % 8] += 1.0;\n}",
+            true,
+        ),
+        (
+            "fn kernel(i: i32) {\n    atomic_add(x[i - 2147483647], 1.0);\n}",
+            false,
+        ),
     ] {
         let g = kernel_graph(
             &[F("x", "f32", &[8], json!(0)), F("y", "f32", &[8], json!(0))],
@@ -425,7 +447,11 @@ fn compile_failures_are_errors_naming_the_kernel() {
         .err()
         .expect("unlowered access must be refused");
     let m = e.to_string();
-    assert!(m.contains("node 'k'") && m.contains("jit") && m.contains("internal error"), "{}", m);
+    assert!(
+        m.contains("node 'k'") && m.contains("jit") && m.contains("internal error"),
+        "{}",
+        m
+    );
 }
 
 #[test]

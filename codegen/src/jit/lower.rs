@@ -112,9 +112,7 @@ fn load_env(
     ctx: Value,
 ) -> (Vec<(Value, Value)>, Vec<Value>, Value) {
     let fl = MemFlagsData::trusted().with_readonly();
-    let bp = b
-        .ins()
-        .load(types::I64, fl, ctx, ctx_offsets::BUFFERS);
+    let bp = b.ins().load(types::I64, fl, ctx, ctx_offsets::BUFFERS);
     let lp = b.ins().load(types::I64, fl, ctx, ctx_offsets::LENS);
     let bufs = (0..env.roots.len())
         .map(|r| {
@@ -469,8 +467,12 @@ impl Lower<'_, '_, '_> {
         self.b.switch_to_block(fb);
         self.b.set_cold_block(fb);
         let p = self.b.block_params(fb).to_vec();
-        self.b.ins().store(MemFlagsData::trusted(), p[0], self.fault, 0);
-        self.b.ins().store(MemFlagsData::trusted(), p[1], self.fault, 8);
+        self.b
+            .ins()
+            .store(MemFlagsData::trusted(), p[0], self.fault, 0);
+        self.b
+            .ins()
+            .store(MemFlagsData::trusted(), p[1], self.fault, 8);
         self.b.ins().jump(self.fail, &[]);
     }
 
@@ -523,7 +525,7 @@ impl Lower<'_, '_, '_> {
                     .params
                     .get(*i as usize)
                     .ok_or_else(|| self.err(h, "parameter out of range"))?;
-                vec![self.from_word(w, ty)]
+                vec![self.word_as(w, ty)]
             }
             InstKind::Frame => vec![self.frame],
             InstKind::Random => {
@@ -590,10 +592,7 @@ impl Lower<'_, '_, '_> {
             }
             InstKind::Bitcast(a) => {
                 let to = clif_ty(ty);
-                self.v(*a)
-                    .into_iter()
-                    .map(|x| self.retype(x, to))
-                    .collect()
+                self.v(*a).into_iter().map(|x| self.retype(x, to)).collect()
             }
             InstKind::Construct(parts) => parts.iter().flat_map(|p| self.v(*p)).collect(),
             InstKind::Extract(a, i) => {
@@ -817,9 +816,12 @@ impl Lower<'_, '_, '_> {
                     Exit::Helper { retptr } => {
                         if let Some(v) = v {
                             for (k, x) in self.v(*v).into_iter().enumerate() {
-                                self.b
-                                    .ins()
-                                    .store(MemFlagsData::trusted(), x, retptr, 4 * k as i32);
+                                self.b.ins().store(
+                                    MemFlagsData::trusted(),
+                                    x,
+                                    retptr,
+                                    4 * k as i32,
+                                );
                             }
                         }
                         let zero = self.i32c(0);
@@ -834,11 +836,7 @@ impl Lower<'_, '_, '_> {
             if out.len() != ty.components() {
                 return Err(self.err(
                     h,
-                    &format!(
-                        "value of type {} lowered to {} components",
-                        ty,
-                        out.len()
-                    ),
+                    &format!("value of type {} lowered to {} components", ty, out.len()),
                 ));
             }
             self.vals.insert(h, out);
@@ -847,7 +845,7 @@ impl Lower<'_, '_, '_> {
     }
 
     /// A word (I32) reinterpreted as one component of `ty`.
-    fn from_word(&mut self, w: Value, ty: Type) -> Value {
+    fn word_as(&mut self, w: Value, ty: Type) -> Value {
         self.retype(w, clif_ty(ty))
     }
     fn retype(&mut self, x: Value, to: ir::Type) -> Value {
@@ -1181,7 +1179,9 @@ impl Lower<'_, '_, '_> {
                 self.b.ins().sqrt(d)
             }],
             Distance => {
-                let d: Vec<Value> = (0..n).map(|k| self.b.ins().fsub(a[0][k], a[1][k])).collect();
+                let d: Vec<Value> = (0..n)
+                    .map(|k| self.b.ins().fsub(a[0][k], a[1][k]))
+                    .collect();
                 let s = self.fdot(&d, &d);
                 vec![self.b.ins().sqrt(s)]
             }
@@ -1196,8 +1196,8 @@ impl Lower<'_, '_, '_> {
                 Scalar::F32 => vec![self.fdot(&a[0], &a[1])],
                 _ => {
                     let mut acc = self.i32c(0);
-                    for k in 0..n {
-                        let p = self.b.ins().imul(a[0][k], a[1][k]);
+                    for (x, y) in a[0].iter().zip(&a[1]) {
+                        let p = self.b.ins().imul(*x, *y);
                         acc = self.b.ins().iadd(acc, p);
                     }
                     vec![acc]
@@ -1292,8 +1292,9 @@ impl Lower<'_, '_, '_> {
                 let n = n as usize;
                 (0..n)
                     .map(|i| {
-                        let p: Vec<Value> =
-                            (0..n).map(|k| self.b.ins().fmul(a[k * n + i], b[k])).collect();
+                        let p: Vec<Value> = (0..n)
+                            .map(|k| self.b.ins().fmul(a[k * n + i], b[k]))
+                            .collect();
                         self.fsum(&p)
                     })
                     .collect()
@@ -1330,7 +1331,11 @@ impl Lower<'_, '_, '_> {
         let vi = self.retype(v, types::I32);
         let rt = scalar_clif(s);
         let old = match (op, s) {
-            (AtomicOp::Exchange, _) => self.b.ins().atomic_rmw(types::I32, fl, AtomicRmwOp::Xchg, p, vi),
+            (AtomicOp::Exchange, _) => {
+                self.b
+                    .ins()
+                    .atomic_rmw(types::I32, fl, AtomicRmwOp::Xchg, p, vi)
+            }
             (AtomicOp::CompareExchange, _) => {
                 let c = cmp.unwrap_or(vi);
                 let ci = self.retype(c, types::I32);
@@ -1339,19 +1344,44 @@ impl Lower<'_, '_, '_> {
             (AtomicOp::Add | AtomicOp::Sub | AtomicOp::Min | AtomicOp::Max, Scalar::F32) => {
                 self.float_rmw(op, p, v)
             }
-            (AtomicOp::Add, _) => self.b.ins().atomic_rmw(types::I32, fl, AtomicRmwOp::Add, p, vi),
-            (AtomicOp::Sub, _) => self.b.ins().atomic_rmw(types::I32, fl, AtomicRmwOp::Sub, p, vi),
+            (AtomicOp::Add, _) => self
+                .b
+                .ins()
+                .atomic_rmw(types::I32, fl, AtomicRmwOp::Add, p, vi),
+            (AtomicOp::Sub, _) => self
+                .b
+                .ins()
+                .atomic_rmw(types::I32, fl, AtomicRmwOp::Sub, p, vi),
             (AtomicOp::Min, Scalar::I32) => {
-                self.b.ins().atomic_rmw(types::I32, fl, AtomicRmwOp::Smin, p, vi)
+                self.b
+                    .ins()
+                    .atomic_rmw(types::I32, fl, AtomicRmwOp::Smin, p, vi)
             }
             (AtomicOp::Max, Scalar::I32) => {
-                self.b.ins().atomic_rmw(types::I32, fl, AtomicRmwOp::Smax, p, vi)
+                self.b
+                    .ins()
+                    .atomic_rmw(types::I32, fl, AtomicRmwOp::Smax, p, vi)
             }
-            (AtomicOp::Min, _) => self.b.ins().atomic_rmw(types::I32, fl, AtomicRmwOp::Umin, p, vi),
-            (AtomicOp::Max, _) => self.b.ins().atomic_rmw(types::I32, fl, AtomicRmwOp::Umax, p, vi),
-            (AtomicOp::And, _) => self.b.ins().atomic_rmw(types::I32, fl, AtomicRmwOp::And, p, vi),
-            (AtomicOp::Or, _) => self.b.ins().atomic_rmw(types::I32, fl, AtomicRmwOp::Or, p, vi),
-            (AtomicOp::Xor, _) => self.b.ins().atomic_rmw(types::I32, fl, AtomicRmwOp::Xor, p, vi),
+            (AtomicOp::Min, _) => self
+                .b
+                .ins()
+                .atomic_rmw(types::I32, fl, AtomicRmwOp::Umin, p, vi),
+            (AtomicOp::Max, _) => self
+                .b
+                .ins()
+                .atomic_rmw(types::I32, fl, AtomicRmwOp::Umax, p, vi),
+            (AtomicOp::And, _) => self
+                .b
+                .ins()
+                .atomic_rmw(types::I32, fl, AtomicRmwOp::And, p, vi),
+            (AtomicOp::Or, _) => self
+                .b
+                .ins()
+                .atomic_rmw(types::I32, fl, AtomicRmwOp::Or, p, vi),
+            (AtomicOp::Xor, _) => self
+                .b
+                .ins()
+                .atomic_rmw(types::I32, fl, AtomicRmwOp::Xor, p, vi),
         };
         self.retype(old, rt)
     }
@@ -1359,7 +1389,14 @@ impl Lower<'_, '_, '_> {
     /// The same read-modify-write as `atomic`, as a plain load and store: for
     /// memory no other thread touches during the launch (one thread runs it,
     /// or the buffer is this thread's private copy).
-    fn plain_rmw(&mut self, op: AtomicOp, s: Scalar, p: Value, v: Value, cmp: Option<Value>) -> Value {
+    fn plain_rmw(
+        &mut self,
+        op: AtomicOp,
+        s: Scalar,
+        p: Value,
+        v: Value,
+        cmp: Option<Value>,
+    ) -> Value {
         let fl = MemFlagsData::trusted();
         let vi = self.retype(v, types::I32);
         let old = self.b.ins().load(types::I32, fl, p, 0);
@@ -1417,12 +1454,19 @@ impl Lower<'_, '_, '_> {
         let ni = self.retype(new, types::I32);
         let old = self.b.ins().atomic_cas(fl, p, cur, ni);
         let ok = self.b.ins().icmp(IntCC::Equal, old, cur);
-        self.b.ins().brif(ok, done, &[old.into()], lp, &[old.into()]);
+        self.b
+            .ins()
+            .brif(ok, done, &[old.into()], lp, &[old.into()]);
         self.b.switch_to_block(done);
         self.b.block_params(done)[0]
     }
 
-    fn lower_if(&mut self, cond: Value, accept: &Block, reject: &Block) -> Result<(), CodegenError> {
+    fn lower_if(
+        &mut self,
+        cond: Value,
+        accept: &Block,
+        reject: &Block,
+    ) -> Result<(), CodegenError> {
         let then_b = self.b.create_block();
         let merge = self.b.create_block();
         let else_b = if reject.is_empty() {
@@ -1538,7 +1582,12 @@ impl Lower<'_, '_, '_> {
         Ok(())
     }
 
-    fn call(&mut self, h: InstId, fid: FuncId_, args: &[InstId]) -> Result<Vec<Value>, CodegenError> {
+    fn call(
+        &mut self,
+        h: InstId,
+        fid: FuncId_,
+        args: &[InstId],
+    ) -> Result<Vec<Value>, CodegenError> {
         let idx = fid.index();
         let id = self
             .env
@@ -1555,10 +1604,10 @@ impl Lower<'_, '_, '_> {
                 r
             }
         };
-        let too_deep = self
-            .b
-            .ins()
-            .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, self.depth, MAX_CALL_DEPTH);
+        let too_deep =
+            self.b
+                .ins()
+                .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, self.depth, MAX_CALL_DEPTH);
         let site = self.site(Span::default(), FaultKind::CallDepth);
         let z = self.b.ins().iconst(types::I64, 0);
         self.fault_if(too_deep, site, z);
@@ -1573,7 +1622,9 @@ impl Lower<'_, '_, '_> {
         let rt = clif_ty(ty);
         for k in 0..n {
             let zero = self.zero(rt);
-            self.b.ins().stack_store(types::I64, zero, slot, 4 * k as i32);
+            self.b
+                .ins()
+                .stack_store(types::I64, zero, slot, 4 * k as i32);
         }
         let d1 = self.b.ins().iadd_imm_s(self.depth, 1);
         let mut cargs = vec![self.ctx, self.fault, self.rng, d1, retptr];

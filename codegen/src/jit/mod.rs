@@ -240,7 +240,11 @@ fn all_functions(kernel: &Kernel) -> impl Iterator<Item = &Function> {
 /// scalar class (f32, or i32/u32): their updates commute, so each thread may
 /// accumulate into a private zeroed copy that is added in afterwards.
 /// Returns (root, holds floats).
-fn privatisable_roots(program: &Program, kernel: &Kernel, roots: &[LayoutId]) -> Vec<(LayoutId, bool)> {
+fn privatisable_roots(
+    program: &Program,
+    kernel: &Kernel,
+    roots: &[LayoutId],
+) -> Vec<(LayoutId, bool)> {
     let mut out = Vec::new();
     for &r in roots {
         let mut ok = true;
@@ -307,7 +311,10 @@ pub fn compile_kernel(
                 .cloned()
                 .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_else(|| "unknown panic".into());
-            Err(internal(kernel, &format!("code generator panicked: {}", what)))
+            Err(internal(
+                kernel,
+                &format!("code generator panicked: {}", what),
+            ))
         }
     }
 }
@@ -339,7 +346,11 @@ fn collect_roots(kernel: &Kernel) -> Vec<LayoutId> {
 }
 
 fn uses_random(kernel: &Kernel) -> bool {
-    all_functions(kernel).any(|f| f.insts.iter().any(|(_, i)| matches!(i.kind, InstKind::Random)))
+    all_functions(kernel).any(|f| {
+        f.insts
+            .iter()
+            .any(|(_, i)| matches!(i.kind, InstKind::Random))
+    })
 }
 
 /// Which helpers the entry can reach through calls (the inliner leaves
@@ -464,7 +475,11 @@ fn compile_inner(
             }
             let sig = helper_signature(&module, f);
             let id = module
-                .declare_function(&format!("v{}_helper{}", vi, h.index()), Linkage::Local, &sig)
+                .declare_function(
+                    &format!("v{}_helper{}", vi, h.index()),
+                    Linkage::Local,
+                    &sig,
+                )
                 .map_err(|e| err(format!("declaring helper '{}': {}", f.name, e)))?;
             helper_ids.push(Some(id));
         }
@@ -496,7 +511,14 @@ fn compile_inner(
             module.clear_context(&mut ctx);
         }
         ctx.func.signature = chunk_sig;
-        lower::build_chunk(&mut module, &mut env, &mut ctx.func, &mut fctx, &shape, random)?;
+        lower::build_chunk(
+            &mut module,
+            &mut env,
+            &mut ctx.func,
+            &mut fctx,
+            &shape,
+            random,
+        )?;
         module
             .define_function(chunk_id, &mut ctx)
             .map_err(|e| err(format!("kernel body: {:?}", e)))?;

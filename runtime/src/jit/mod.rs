@@ -35,7 +35,11 @@ fn cache() -> &'static Cache {
 /// spans, name, parameters), its iteration shape and the field names that
 /// fault messages mention.
 fn cache_key(program: &Program, kernel: &Kernel, opts: &JitOptions) -> String {
-    let names: Vec<&str> = program.fields.iter().map(|(_, f)| f.name.as_str()).collect();
+    let names: Vec<&str> = program
+        .fields
+        .iter()
+        .map(|(_, f)| f.name.as_str())
+        .collect();
     format!(
         "{:?}|{:?}|{:?}|{:?}",
         kernel,
@@ -161,12 +165,7 @@ pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
     if total == 0 {
         return Ok(());
     }
-    let ptrs = Ptrs(
-        l.buffers
-            .iter()
-            .map(|b| b.as_ptr() as *mut u32)
-            .collect(),
-    );
+    let ptrs = Ptrs(l.buffers.iter().map(|b| b.as_ptr() as *mut u32).collect());
     let lens: Vec<u64> = l.buffers.iter().map(|b| b.len() as u64).collect();
     let make_ctx = |buffers: &[*mut u32]| JitCtx {
         buffers: buffers.as_ptr(),
