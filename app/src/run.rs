@@ -42,6 +42,9 @@ pub fn open(
     if !quiet {
         match sim.device_name() {
             Some(d) => eprintln!("backend: {} on {}", sim.backend_name(), d),
+            None if sim.backend_name() == Backend::Jit.name() => {
+                eprintln!("backend: jit (native code compiled with Cranelift)")
+            }
             None => eprintln!(
                 "backend: {} (the reference VM{})",
                 sim.backend_name(),

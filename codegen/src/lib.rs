@@ -8,6 +8,7 @@
 //! defence that turns a panic (ours or a dependency's) into an error naming
 //! the kernel node.
 
+pub mod jit;
 pub mod launch;
 pub mod vm;
 pub mod wgpu;

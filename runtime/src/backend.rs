@@ -32,16 +32,20 @@ pub enum Backend {
     Wgpu,
     /// wgpu on a hardware GPU when there is one, otherwise the VM.
     Auto,
+    /// The compiled CPU backend: kernels JIT-compiled to native code
+    /// (Cranelift), multi-threaded with rayon, over the VM's field memory.
+    Jit,
 }
 
 impl Backend {
-    pub const ALL: [Backend; 3] = [Backend::Auto, Backend::Vm, Backend::Wgpu];
+    pub const ALL: [Backend; 4] = [Backend::Auto, Backend::Vm, Backend::Jit, Backend::Wgpu];
 
     pub fn name(self) -> &'static str {
         match self {
             Backend::Vm => "vm",
             Backend::Wgpu => "wgpu",
             Backend::Auto => "auto",
+            Backend::Jit => "jit",
         }
     }
 
@@ -152,6 +156,7 @@ pub fn open(
 ) -> Result<Box<dyn Engine>, RuntimeError> {
     match backend {
         Backend::Vm => Ok(Box::new(VmEngine::new(program, opts.threads)?)),
+        Backend::Jit => Ok(Box::new(crate::jit::JitEngine::new(program, opts.threads)?)),
         Backend::Wgpu => {
             let ctx = match &opts.gpu {
                 Some(c) => c.clone(),

@@ -5,6 +5,7 @@
 
 pub mod backend;
 pub mod expect;
+pub mod jit;
 pub mod memory;
 pub mod render;
 pub mod sim;

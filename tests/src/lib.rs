@@ -44,6 +44,17 @@ pub fn build(doc: &Value) -> Result<weft_ir::ir::Program, GraphErrors> {
     )
 }
 
+/// The backend `run` uses: the reference interpreter, or the one named by
+/// the environment variable `WEFT_TEST_BACKEND` (`jit`), so that whole test
+/// files can be replayed on another CPU backend
+/// (`WEFT_TEST_BACKEND=jit cargo test -p weft-tests --test language`).
+pub fn backend_under_test() -> weft_runtime::Backend {
+    match std::env::var("WEFT_TEST_BACKEND").as_deref() {
+        Ok("jit") => weft_runtime::Backend::Jit,
+        _ => weft_runtime::Backend::Vm,
+    }
+}
+
 /// (npy paths are relative to graphs/.)
 /// Builds, compiles and runs `on_start` plus `frames` frames.
 pub fn run(doc: &Value, frames: u32) -> Result<Simulation, RuntimeError> {
@@ -55,6 +66,7 @@ pub fn run(doc: &Value, frames: u32) -> Result<Simulation, RuntimeError> {
                 validate: true,
                 ..Default::default()
             },
+            backend: backend_under_test(),
             ..Default::default()
         },
     )?;

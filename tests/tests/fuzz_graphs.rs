@@ -920,7 +920,11 @@ fn run_case(m: &Mutant, may_run: bool) -> Outcome {
     let work = schedule_work(&program);
     let value: Value = serde_json::from_str(&m.text).unwrap_or(Value::Null);
     let run = may_run && m.allow_run && work <= MAX_RUN_ITERATIONS && code_may_run(m, &value);
-    let mut sim = match Simulation::new(program, &SimOptions::default()) {
+    let opts = SimOptions {
+        backend: weft_tests::backend_under_test(),
+        ..Default::default()
+    };
+    let mut sim = match Simulation::new(program, &opts) {
         Ok(s) => s,
         Err(e) => {
             check_runtime("compile", &e, &known, &mut out);

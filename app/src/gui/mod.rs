@@ -623,7 +623,10 @@ impl WeftApp {
                     if self.viewport.has_gpu() {
                         ui.selectable_value(&mut b, Backend::Wgpu, Backend::Wgpu.name());
                     }
-                    ui.selectable_value(&mut b, Backend::Vm, Backend::Vm.name());
+                    ui.selectable_value(&mut b, Backend::Jit, Backend::Jit.name())
+                        .on_hover_text("compiled CPU backend (native code)");
+                    ui.selectable_value(&mut b, Backend::Vm, Backend::Vm.name())
+                        .on_hover_text("reference interpreter");
                 });
             if b != self.viewport.backend {
                 self.viewport.backend = b;

@@ -190,6 +190,12 @@ impl Viewport {
         } else {
             None
         };
+        // Without a GPU the chosen CPU backend runs (the JIT or the reference VM).
+        let cpu_backend = if self.backend == Backend::Jit {
+            Backend::Jit
+        } else {
+            Backend::Vm
+        };
         std::thread::spawn(move || {
             let r = (|| -> Built {
                 let program = build_program(
@@ -202,7 +208,7 @@ impl Viewport {
                 let backend = if gpu.is_some() {
                     Backend::Wgpu
                 } else {
-                    Backend::Vm
+                    cpu_backend
                 };
                 let mut sim = Simulation::new(
                     program,

@@ -1,0 +1,1693 @@
+//! Lowers one IR function to a Cranelift function.
+//!
+//! Pre: a validated, access-lowered IR function. Post: a complete Cranelift
+//! function (all blocks filled). Every IR value becomes one Cranelift value
+//! per component (`F32` for float components, `I32` for i32/u32/bool words,
+//! bools being the raw word as the interpreter keeps it); locals and loop
+//! counters become Cranelift variables (SSA construction by
+//! `cranelift_frontend`). Structured control flow maps onto blocks: code after
+//! a `break` / `continue` / `return` in the same IR block is unreachable and
+//! is not emitted.
+
+use super::{ctx_offsets, math, FaultKind, FaultSite};
+use crate::CodegenError;
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::immediates::Ieee32;
+use cranelift_codegen::ir::{
+    self, types, AtomicRmwOp, Block as CBlock, FuncRef, InstBuilder, MemFlagsData, StackSlotData,
+    StackSlotKind, Value,
+};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
+use cranelift_jit::JITModule;
+use cranelift_module::{FuncId, Module};
+use std::collections::HashMap;
+use weft_ir::ir::eval;
+use weft_ir::ir::*;
+use weft_ir::types::{Scalar, Type};
+
+/// The interpreter's helper-call nesting limit.
+const MAX_CALL_DEPTH: i64 = 64;
+
+/// What every function of one kernel shares while being lowered.
+pub(super) struct Env<'a> {
+    /// How atomics are emitted in the function being built.
+    pub variant: super::Variant,
+    /// Roots whose atomics become plain read-modify-writes in `Variant::Private`.
+    pub private_roots: &'a [LayoutId],
+    pub program: &'a Program,
+    pub kernel: &'a Kernel,
+    pub roots: &'a [LayoutId],
+    pub sites: &'a mut Vec<FaultSite>,
+    pub host_ids: &'a HashMap<&'static str, FuncId>,
+    pub helper_ids: &'a [Option<FuncId>],
+}
+
+/// The Cranelift type of one component of `t`.
+pub(super) fn clif_ty(t: Type) -> ir::Type {
+    match t.scalar() {
+        Some(Scalar::F32) => types::F32,
+        _ => types::I32,
+    }
+}
+
+fn scalar_clif(s: Scalar) -> ir::Type {
+    if s == Scalar::F32 {
+        types::F32
+    } else {
+        types::I32
+    }
+}
+
+/// How a `return` leaves the function being lowered.
+enum Exit {
+    /// The kernel body: go on with the next iteration.
+    Entry { next: CBlock },
+    /// A helper: store the value through `retptr`, return status 0.
+    Helper { retptr: Value },
+}
+
+struct LoopTargets {
+    cont: CBlock,
+    exit: CBlock,
+    cont_used: bool,
+    exit_used: bool,
+}
+
+struct Lower<'e, 'a, 'b> {
+    b: FunctionBuilder<'b>,
+    module: &'e mut JITModule,
+    env: &'e mut Env<'a>,
+    f: &'a Function,
+    vals: HashMap<InstId, Vec<Value>>,
+    locals: Vec<Vec<Variable>>,
+    counters: HashMap<InstId, Variable>,
+    loops: Vec<LoopTargets>,
+    /// The current Cranelift block already ends in a terminator.
+    filled: bool,
+    fault: Value,
+    ctx: Value,
+    rng: Value,
+    depth: Value,
+    bufs: Vec<(Value, Value)>,
+    params: Vec<Value>,
+    frame: Value,
+    args: Vec<Vec<Value>>,
+    exit: Exit,
+    fail: CBlock,
+    /// Shared fault path: params (site: i32, value: i64); records and fails.
+    fault_block: CBlock,
+    fault_used: bool,
+    /// Checks already made on this path, per nested IR block: (value, extent
+    /// or `ADDR | root`). A repeated check of the same value is dominated by
+    /// the first one and is not emitted again.
+    checked: Vec<std::collections::HashSet<(Value, u64)>>,
+    host_refs: HashMap<&'static str, FuncRef>,
+    helper_refs: HashMap<usize, FuncRef>,
+}
+
+/// Loads what every function needs from the context (in the entry block).
+fn load_env(
+    b: &mut FunctionBuilder,
+    env: &Env,
+    ctx: Value,
+) -> (Vec<(Value, Value)>, Vec<Value>, Value) {
+    let fl = MemFlagsData::trusted().with_readonly();
+    let bp = b.ins().load(types::I64, fl, ctx, ctx_offsets::BUFFERS);
+    let lp = b.ins().load(types::I64, fl, ctx, ctx_offsets::LENS);
+    let bufs = (0..env.roots.len())
+        .map(|r| {
+            let base = b.ins().load(types::I64, fl, bp, 8 * r as i32);
+            let len = b.ins().load(types::I64, fl, lp, 8 * r as i32);
+            (base, len)
+        })
+        .collect();
+    let pp = b.ins().load(types::I64, fl, ctx, ctx_offsets::PARAMS);
+    let params = (0..env.kernel.params.len())
+        .map(|i| b.ins().load(types::I32, fl, pp, 4 * i as i32))
+        .collect();
+    let frame = b.ins().load(types::I32, fl, ctx, ctx_offsets::FRAME);
+    (bufs, params, frame)
+}
+
+/// Builds the chunk function: `(ctx, start, end, fault) -> status`.
+pub(super) fn build_chunk(
+    module: &mut JITModule,
+    env: &mut Env,
+    func: &mut ir::Function,
+    fctx: &mut FunctionBuilderContext,
+    shape: &[u32],
+    random: bool,
+) -> Result<(), CodegenError> {
+    let kernel = env.kernel;
+    let f = &kernel.entry;
+    let mut b = FunctionBuilder::new(func, fctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let p = b.block_params(entry).to_vec();
+    let (ctx, start, end, fault) = (p[0], p[1], p[2], p[3]);
+    let (bufs, params, frame) = load_env(&mut b, env, ctx);
+    let rng_slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 4, 2));
+    let rng = b.ins().stack_addr(types::I64, rng_slot, 0);
+    let depth = b.ins().iconst(types::I32, 0);
+    let fl = MemFlagsData::trusted().with_readonly();
+    let (seed, launch) = if random {
+        (
+            b.ins().load(types::I32, fl, ctx, ctx_offsets::SEED),
+            b.ins().load(types::I32, fl, ctx, ctx_offsets::LAUNCH),
+        )
+    } else {
+        (depth, depth)
+    };
+
+    let dims = shape.len().max(1);
+    let lin = b.declare_var(types::I64);
+    let idx: Vec<Variable> = (0..dims).map(|_| b.declare_var(types::I32)).collect();
+    // Decompose `start` into per-axis indices once per chunk.
+    let mut rest = start;
+    for d in (0..dims).rev() {
+        let s = shape.get(d).copied().unwrap_or(1).max(1) as i64;
+        let i = b.ins().urem_imm_s(rest, s);
+        let i32v = b.ins().ireduce(types::I32, i);
+        b.def_var(idx[d], i32v);
+        rest = b.ins().udiv_imm_s(rest, s);
+    }
+    b.def_var(lin, start);
+    let head = b.create_block();
+    let body = b.create_block();
+    let next = b.create_block();
+    let done = b.create_block();
+    let fail = b.create_block();
+    let fault_block = b.create_block();
+    b.append_block_param(fault_block, types::I32);
+    b.append_block_param(fault_block, types::I64);
+    let any = b.ins().icmp(IntCC::UnsignedLessThan, start, end);
+    b.ins().brif(any, head, &[], done, &[]);
+
+    b.switch_to_block(head);
+    b.ins().jump(body, &[]);
+    b.switch_to_block(body);
+    let lin_v = b.use_var(lin);
+    let args: Vec<Vec<Value>> = idx.iter().map(|v| vec![b.use_var(*v)]).collect();
+    if random {
+        let l32 = b.ins().ireduce(types::I32, lin_v);
+        let khash = b
+            .ins()
+            .iconst(types::I32, eval::kernel_hash(&kernel.name) as i64);
+        // pcg(seed ^ pcg(frame ^ pcg(khash ^ pcg(launch ^ pcg(lin)))))
+        let mut h = pcg(&mut b, l32);
+        h = b.ins().bxor(launch, h);
+        h = pcg(&mut b, h);
+        h = b.ins().bxor(khash, h);
+        h = pcg(&mut b, h);
+        h = b.ins().bxor(frame, h);
+        h = pcg(&mut b, h);
+        h = b.ins().bxor(seed, h);
+        h = pcg(&mut b, h);
+        b.ins().store(MemFlagsData::trusted(), h, rng, 0);
+    }
+    let mut l = Lower {
+        b,
+        module,
+        env,
+        f,
+        vals: HashMap::new(),
+        locals: vec![],
+        counters: HashMap::new(),
+        loops: vec![],
+        filled: false,
+        fault,
+        ctx,
+        rng,
+        depth,
+        bufs,
+        params,
+        frame,
+        args,
+        exit: Exit::Entry { next },
+        fail,
+        fault_block,
+        fault_used: false,
+        checked: vec![],
+        host_refs: HashMap::new(),
+        helper_refs: HashMap::new(),
+    };
+    l.declare_locals();
+    l.block(&f.body)?;
+    if !l.filled {
+        l.b.ins().jump(next, &[]);
+    }
+    l.finish_fault_block();
+    let mut b = l.b;
+    // Next iteration: advance the linear index and the per-axis indices (carry, branch-free).
+    b.switch_to_block(next);
+    let lv = b.use_var(lin);
+    let lv1 = b.ins().iadd_imm_s(lv, 1);
+    b.def_var(lin, lv1);
+    let mut carry: Option<Value> = None;
+    for d in (0..dims).rev() {
+        let cur = b.use_var(idx[d]);
+        let inc = match carry {
+            None => b.ins().iadd_imm_s(cur, 1),
+            Some(c) => {
+                let c32 = b.ins().uextend(types::I32, c);
+                b.ins().iadd(cur, c32)
+            }
+        };
+        if d == 0 {
+            b.def_var(idx[d], inc);
+        } else {
+            let s = shape.get(d).copied().unwrap_or(1) as i64;
+            let sv = b.ins().iconst(types::I32, s);
+            let wrap = b.ins().icmp(IntCC::Equal, inc, sv);
+            let zero = b.ins().iconst(types::I32, 0);
+            let v = b.ins().select(wrap, zero, inc);
+            b.def_var(idx[d], v);
+            carry = Some(wrap);
+        }
+    }
+    let more = b.ins().icmp(IntCC::UnsignedLessThan, lv1, end);
+    b.ins().brif(more, head, &[], done, &[]);
+    b.switch_to_block(done);
+    let zero = b.ins().iconst(types::I32, 0);
+    b.ins().return_(&[zero]);
+    b.switch_to_block(fail);
+    b.set_cold_block(fail);
+    let one = b.ins().iconst(types::I32, 1);
+    b.ins().return_(&[one]);
+    b.seal_all_blocks();
+    let cfg = module.target_config();
+    b.finalize(cfg);
+    Ok(())
+}
+
+/// Builds a helper: `(ctx, fault, rng, depth, retptr, args…) -> status`.
+pub(super) fn build_helper<'a>(
+    module: &mut JITModule,
+    env: &mut Env<'a>,
+    func: &mut ir::Function,
+    fctx: &mut FunctionBuilderContext,
+    f: &'a Function,
+) -> Result<(), CodegenError> {
+    let mut b = FunctionBuilder::new(func, fctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let p = b.block_params(entry).to_vec();
+    let (ctx, fault, rng, depth, retptr) = (p[0], p[1], p[2], p[3], p[4]);
+    let mut at = 5;
+    let mut args = Vec::new();
+    for t in &f.args {
+        let n = t.components();
+        args.push(p[at..at + n].to_vec());
+        at += n;
+    }
+    let (bufs, params, frame) = load_env(&mut b, env, ctx);
+    let fail = b.create_block();
+    let fault_block = b.create_block();
+    b.append_block_param(fault_block, types::I32);
+    b.append_block_param(fault_block, types::I64);
+    let mut l = Lower {
+        b,
+        module,
+        env,
+        f,
+        vals: HashMap::new(),
+        locals: vec![],
+        counters: HashMap::new(),
+        loops: vec![],
+        filled: false,
+        fault,
+        ctx,
+        rng,
+        depth,
+        bufs,
+        params,
+        frame,
+        args,
+        exit: Exit::Helper { retptr },
+        fail,
+        fault_block,
+        fault_used: false,
+        checked: vec![],
+        host_refs: HashMap::new(),
+        helper_refs: HashMap::new(),
+    };
+    l.declare_locals();
+    l.block(&f.body)?;
+    if !l.filled {
+        // Falling off the end returns nothing.
+        let zero = l.b.ins().iconst(types::I32, 0);
+        l.b.ins().return_(&[zero]);
+    }
+    l.finish_fault_block();
+    let mut b = l.b;
+    b.switch_to_block(fail);
+    b.set_cold_block(fail);
+    let one = b.ins().iconst(types::I32, 1);
+    b.ins().return_(&[one]);
+    b.seal_all_blocks();
+    let cfg = module.target_config();
+    b.finalize(cfg);
+    Ok(())
+}
+
+/// PCG hash (`eval::pcg_hash`) on an I32 value.
+fn pcg(b: &mut FunctionBuilder, v: Value) -> Value {
+    let k1 = b.ins().iconst(types::I32, 747796405);
+    let k2 = b.ins().iconst(types::I32, 2891336453u32 as i64);
+    let k3 = b.ins().iconst(types::I32, 277803737);
+    let state = b.ins().imul(v, k1);
+    let state = b.ins().iadd(state, k2);
+    let sh = b.ins().ushr_imm_s(state, 28);
+    let sh = b.ins().iadd_imm_s(sh, 4);
+    let x = b.ins().ushr(state, sh);
+    let x = b.ins().bxor(x, state);
+    let word = b.ins().imul(x, k3);
+    let hi = b.ins().ushr_imm_s(word, 22);
+    b.ins().bxor(hi, word)
+}
+
+impl Lower<'_, '_, '_> {
+    fn err(&self, h: InstId, m: &str) -> CodegenError {
+        super::internal(
+            self.env.kernel,
+            &format!("{} (at code {})", m, self.f.insts[h].span),
+        )
+    }
+
+    fn declare_locals(&mut self) {
+        for (_, loc) in self.f.locals.iter() {
+            let ty = clif_ty(loc.ty);
+            let vars: Vec<Variable> = (0..loc.ty.components())
+                .map(|_| {
+                    let v = self.b.declare_var(ty);
+                    let z = self.zero(ty);
+                    self.b.def_var(v, z);
+                    v
+                })
+                .collect();
+            self.locals.push(vars);
+        }
+    }
+
+    fn zero(&mut self, ty: ir::Type) -> Value {
+        if ty == types::F32 {
+            self.b.ins().f32const(Ieee32::with_bits(0))
+        } else {
+            self.b.ins().iconst(ty, 0)
+        }
+    }
+    fn i32c(&mut self, v: u32) -> Value {
+        self.b.ins().iconst(types::I32, v as i64)
+    }
+    fn f32c(&mut self, v: f32) -> Value {
+        self.b.ins().f32const(Ieee32::with_bits(v.to_bits()))
+    }
+    /// A Cranelift `i8` condition widened to a 0/1 word.
+    fn word(&mut self, c: Value) -> Value {
+        self.b.ins().uextend(types::I32, c)
+    }
+    fn icmp(&mut self, cc: IntCC, a: Value, b: Value) -> Value {
+        let c = self.b.ins().icmp(cc, a, b);
+        self.word(c)
+    }
+    fn fcmp(&mut self, cc: FloatCC, a: Value, b: Value) -> Value {
+        let c = self.b.ins().fcmp(cc, a, b);
+        self.word(c)
+    }
+    /// `a != 0` as a 0/1 word.
+    fn nz(&mut self, a: Value) -> Value {
+        let c = self.b.ins().icmp_imm_s(IntCC::NotEqual, a, 0);
+        self.word(c)
+    }
+    fn v(&self, h: InstId) -> Vec<Value> {
+        self.vals.get(&h).cloned().unwrap_or_default()
+    }
+    fn v1(&self, h: InstId) -> Value {
+        self.vals[&h][0]
+    }
+    fn ty(&self, h: InstId) -> Type {
+        self.f.insts[h].ty
+    }
+
+    fn site(&mut self, span: Span, kind: FaultKind) -> u32 {
+        self.env.sites.push(FaultSite { span, kind });
+        (self.env.sites.len() - 1) as u32
+    }
+
+    /// Faults at `site` (recording `value`, an I64) when `cond` (i8) holds.
+    fn fault_if(&mut self, cond: Value, site: u32, value: Value) {
+        let ok = self.b.create_block();
+        let s = self.i32c(site);
+        self.b
+            .ins()
+            .brif(cond, self.fault_block, &[s.into(), value.into()], ok, &[]);
+        self.fault_used = true;
+        self.b.switch_to_block(ok);
+    }
+
+    /// True when `key` was already checked on every path to here; records it otherwise.
+    fn already_checked(&mut self, key: (Value, u64)) -> bool {
+        if self.checked.iter().any(|s| s.contains(&key)) {
+            return true;
+        }
+        if let Some(top) = self.checked.last_mut() {
+            top.insert(key);
+        }
+        false
+    }
+
+    /// Emits the shared fault path (after the body, so that the current block is done).
+    fn finish_fault_block(&mut self) {
+        if !self.fault_used {
+            return;
+        }
+        let fb = self.fault_block;
+        self.b.switch_to_block(fb);
+        self.b.set_cold_block(fb);
+        let p = self.b.block_params(fb).to_vec();
+        self.b
+            .ins()
+            .store(MemFlagsData::trusted(), p[0], self.fault, 0);
+        self.b
+            .ins()
+            .store(MemFlagsData::trusted(), p[1], self.fault, 8);
+        self.b.ins().jump(self.fail, &[]);
+    }
+
+    fn host(&mut self, name: &'static str) -> FuncRef {
+        if let Some(r) = self.host_refs.get(name) {
+            return *r;
+        }
+        let id = self.env.host_ids[name];
+        let r = self.module.declare_func_in_func(id, self.b.func);
+        self.host_refs.insert(name, r);
+        r
+    }
+    fn call_host(&mut self, name: &'static str, args: &[Value]) -> Value {
+        let r = self.host(name);
+        let c = self.b.ins().call(r, args);
+        self.b.inst_results(c)[0]
+    }
+
+    fn block(&mut self, blk: &Block) -> Result<(), CodegenError> {
+        self.checked.push(Default::default());
+        for &h in blk {
+            if self.filled {
+                // Unreachable: after a break, continue or return.
+                break;
+            }
+            self.inst(h)?;
+        }
+        self.checked.pop();
+        Ok(())
+    }
+
+    fn inst(&mut self, h: InstId) -> Result<(), CodegenError> {
+        let f = self.f;
+        let inst = &f.insts[h];
+        let ty = inst.ty;
+        let span = inst.span;
+        let out: Vec<Value> = match &inst.kind {
+            InstKind::Const(k) => vec![if k.scalar == Scalar::F32 {
+                self.b.ins().f32const(Ieee32::with_bits(k.bits))
+            } else {
+                self.i32c(k.bits)
+            }],
+            InstKind::Arg(i) => self
+                .args
+                .get(*i as usize)
+                .cloned()
+                .ok_or_else(|| self.err(h, "argument out of range"))?,
+            InstKind::Param(i) => {
+                let w = *self
+                    .params
+                    .get(*i as usize)
+                    .ok_or_else(|| self.err(h, "parameter out of range"))?;
+                vec![self.word_as(w, ty)]
+            }
+            InstKind::Frame => vec![self.frame],
+            InstKind::Random => {
+                let st = self
+                    .b
+                    .ins()
+                    .load(types::I32, MemFlagsData::trusted(), self.rng, 0);
+                let st = pcg(&mut self.b, st);
+                self.b.ins().store(MemFlagsData::trusted(), st, self.rng, 0);
+                let hi = self.b.ins().ushr_imm_s(st, 8);
+                let fv = self.b.ins().fcvt_from_uint(types::F32, hi);
+                let k = self.f32c(1.0 / 16_777_216.0);
+                vec![self.b.ins().fmul(fv, k)]
+            }
+            InstKind::Unary(op, a) => {
+                let s = ty.scalar().ok_or_else(|| self.err(h, "untyped unary"))?;
+                self.v(*a)
+                    .into_iter()
+                    .map(|x| self.unary(*op, s, x))
+                    .collect()
+            }
+            InstKind::Binary(BinaryOp::MatMul, a, b) => {
+                let (at, bt) = (self.ty(*a), self.ty(*b));
+                let (va, vb) = (self.v(*a), self.v(*b));
+                self.matmul(&va, &vb, at, bt)
+                    .ok_or_else(|| self.err(h, "matmul of unsupported types"))?
+            }
+            InstKind::Binary(op, a, b) => {
+                let s = self
+                    .ty(*a)
+                    .scalar()
+                    .ok_or_else(|| self.err(h, "untyped binary"))?;
+                let (va, vb) = (self.v(*a), self.v(*b));
+                let rt = clif_ty(ty);
+                va.into_iter()
+                    .zip(vb)
+                    .map(|(x, y)| self.binary(*op, s, x, y, rt))
+                    .collect()
+            }
+            InstKind::Select {
+                cond,
+                accept,
+                reject,
+            } => {
+                let c = self.v(*cond);
+                let (a, r) = (self.v(*accept), self.v(*reject));
+                (0..a.len())
+                    .map(|k| {
+                        let ck = if c.len() == 1 { c[0] } else { c[k] };
+                        self.b.ins().select(ck, a[k], r[k])
+                    })
+                    .collect()
+            }
+            InstKind::Cast(a) => {
+                let from = self
+                    .ty(*a)
+                    .scalar()
+                    .ok_or_else(|| self.err(h, "untyped cast"))?;
+                let to = ty.scalar().ok_or_else(|| self.err(h, "untyped cast"))?;
+                self.v(*a)
+                    .into_iter()
+                    .map(|x| self.cast(from, to, x))
+                    .collect()
+            }
+            InstKind::Bitcast(a) => {
+                let to = clif_ty(ty);
+                self.v(*a).into_iter().map(|x| self.retype(x, to)).collect()
+            }
+            InstKind::Construct(parts) => parts.iter().flat_map(|p| self.v(*p)).collect(),
+            InstKind::Extract(a, i) => {
+                let n = ty.components();
+                let src = self.v(*a);
+                let at = *i as usize * n;
+                src.get(at..at + n)
+                    .ok_or_else(|| self.err(h, "extract out of range"))?
+                    .to_vec()
+            }
+            InstKind::ExtractDyn(a, i) => {
+                let len = match self.ty(*a) {
+                    Type::Vector(_, l) | Type::Matrix(l) => l as usize,
+                    _ => return Err(self.err(h, "indexing a non-composite")),
+                };
+                let n = ty.components();
+                let src = self.v(*a);
+                let idx = self.clamp_index(self.v1(*i), len);
+                let mut out: Vec<Value> = src[0..n].to_vec();
+                for k in 1..len {
+                    let is_k = self.b.ins().icmp_imm_s(IntCC::Equal, idx, k as i64);
+                    for c in 0..n {
+                        out[c] = self.b.ins().select(is_k, src[k * n + c], out[c]);
+                    }
+                }
+                out
+            }
+            InstKind::Insert { base, index, value } => {
+                let mut out = self.v(*base);
+                let vv = self.v(*value);
+                let at = *index as usize * vv.len();
+                if at + vv.len() > out.len() {
+                    return Err(self.err(h, "insert out of range"));
+                }
+                out[at..at + vv.len()].copy_from_slice(&vv);
+                out
+            }
+            InstKind::InsertDyn { base, index, value } => {
+                let mut out = self.v(*base);
+                let vv = self.v(*value);
+                let elem = vv.len().max(1);
+                let len = out.len() / elem;
+                let idx = self.clamp_index(self.v1(*index), len);
+                for k in 0..len {
+                    let is_k = self.b.ins().icmp_imm_s(IntCC::Equal, idx, k as i64);
+                    for c in 0..elem {
+                        out[k * elem + c] = self.b.ins().select(is_k, vv[c], out[k * elem + c]);
+                    }
+                }
+                out
+            }
+            InstKind::Swizzle(a, comps) => {
+                let src = self.v(*a);
+                comps
+                    .iter()
+                    .map(|&c| {
+                        src.get(c as usize)
+                            .copied()
+                            .ok_or_else(|| self.err(h, "swizzle out of range"))
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+            InstKind::Builtin(bi, args) => {
+                let at = self.ty(args[0]);
+                let vs: Vec<Vec<Value>> = args.iter().map(|a| self.v(*a)).collect();
+                self.builtin(*bi, at, &vs)
+                    .ok_or_else(|| self.err(h, "built-in with unsupported arguments"))?
+            }
+            InstKind::Call(fid, args) => self.call(h, *fid, args)?,
+            InstKind::LocalLoad(l) => {
+                let vars = self.locals[l.index()].clone();
+                vars.iter().map(|v| self.b.use_var(*v)).collect()
+            }
+            InstKind::LocalStore(l, v) => {
+                let vars = self.locals[l.index()].clone();
+                for (var, x) in vars.iter().zip(self.v(*v)) {
+                    self.b.def_var(*var, x);
+                }
+                vec![]
+            }
+            InstKind::BoundsCheck {
+                field,
+                axis,
+                index,
+                extent,
+            } => {
+                let i = self.v1(*index);
+                if self.already_checked((i, *extent as u64)) {
+                    return Ok(());
+                }
+                let e = self.i32c(*extent);
+                let bad = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, e);
+                let site = self.site(
+                    span,
+                    FaultKind::Bounds {
+                        field: self.env.program.fields[*field].name.clone(),
+                        axis: *axis,
+                        extent: *extent,
+                    },
+                );
+                let wide = self.b.ins().sextend(types::I64, i);
+                self.fault_if(bad, site, wide);
+                vec![]
+            }
+            InstKind::Trap { site, value } => {
+                // Legalized fault: stop with the kernel's fault site, worded as the VM words it.
+                let Some(fs) = self.env.kernel.fault_sites.get(*site as usize) else {
+                    return Err(CodegenError {
+                        kernel: self.env.kernel.name.clone(),
+                        backend: "jit",
+                        message: format!("trap at unknown fault site {}", site),
+                    });
+                };
+                let v = self.v1(*value);
+                let (kind, wide) = match fs.kind {
+                    weft_ir::ir::FaultKind::OutOfBounds {
+                        field,
+                        axis,
+                        extent,
+                    } => (
+                        FaultKind::Bounds {
+                            field: self.env.program.fields[field].name.clone(),
+                            axis,
+                            extent,
+                        },
+                        self.b.ins().sextend(types::I64, v),
+                    ),
+                    weft_ir::ir::FaultKind::NonPositiveStep { signed } => (
+                        FaultKind::Step,
+                        if signed {
+                            self.b.ins().sextend(types::I64, v)
+                        } else {
+                            self.b.ins().uextend(types::I64, v)
+                        },
+                    ),
+                };
+                let s = self.site(fs.span, kind);
+                let always = self.b.ins().iconst(types::I8, 1);
+                self.fault_if(always, s, wide);
+                vec![]
+            }
+            InstKind::BufLoad { root, addr } => {
+                let p = self.address(*root, self.v1(*addr), span)?;
+                vec![self
+                    .b
+                    .ins()
+                    .load(clif_ty(ty), MemFlagsData::trusted(), p, 0)]
+            }
+            InstKind::BufStore { root, addr, value } => {
+                let p = self.address(*root, self.v1(*addr), span)?;
+                let v = self.v1(*value);
+                self.b.ins().store(MemFlagsData::trusted(), v, p, 0);
+                vec![]
+            }
+            InstKind::BufAtomic {
+                op,
+                root,
+                addr,
+                value,
+                cmp,
+            } => {
+                let p = self.address(*root, self.v1(*addr), span)?;
+                let s = ty.scalar().ok_or_else(|| self.err(h, "untyped atomic"))?;
+                let v = self.v1(*value);
+                let c = cmp.map(|c| self.v1(c));
+                let plain = match self.env.variant {
+                    super::Variant::Atomic => false,
+                    super::Variant::Serial => true,
+                    super::Variant::Private => self.env.private_roots.contains(root),
+                };
+                if plain {
+                    vec![self.plain_rmw(*op, s, p, v, c)]
+                } else {
+                    vec![self.atomic(*op, s, p, v, c)]
+                }
+            }
+            InstKind::FieldLoad { .. }
+            | InstKind::FieldStore { .. }
+            | InstKind::FieldAtomic { .. } => {
+                return Err(self.err(
+                    h,
+                    "abstract field access reached codegen; access lowering did not run",
+                ))
+            }
+            InstKind::If {
+                cond,
+                accept,
+                reject,
+            } => {
+                let c = self.v1(*cond);
+                self.lower_if(c, accept, reject)?;
+                vec![]
+            }
+            InstKind::RangeFor {
+                begin,
+                end,
+                step,
+                inclusive,
+                body,
+            } => {
+                let signed = self.ty(*begin).scalar() == Some(Scalar::I32);
+                let (b0, e0, s0) = (self.v1(*begin), self.v1(*end), self.v1(*step));
+                self.range_for(h, span, signed, *inclusive, b0, e0, s0, body)?;
+                vec![]
+            }
+            InstKind::LoopCounter(l) => {
+                let var = *self
+                    .counters
+                    .get(l)
+                    .ok_or_else(|| self.err(h, "loop counter outside its loop"))?;
+                vec![self.b.use_var(var)]
+            }
+            InstKind::Loop { body } => {
+                let head = self.b.create_block();
+                let exit = self.b.create_block();
+                self.b.ins().jump(head, &[]);
+                self.b.switch_to_block(head);
+                self.loops.push(LoopTargets {
+                    cont: head,
+                    exit,
+                    cont_used: true,
+                    exit_used: false,
+                });
+                self.block(body)?;
+                if !self.filled {
+                    self.b.ins().jump(head, &[]);
+                }
+                let t = self.loops.pop().expect("pushed above");
+                if t.exit_used {
+                    self.b.switch_to_block(exit);
+                    self.filled = false;
+                } else {
+                    self.filled = true;
+                }
+                vec![]
+            }
+            InstKind::Break | InstKind::Continue => {
+                let is_break = matches!(inst.kind, InstKind::Break);
+                let Some(t) = self.loops.last_mut() else {
+                    return Err(self.err(h, "break/continue outside a loop"));
+                };
+                let target = if is_break {
+                    t.exit_used = true;
+                    t.exit
+                } else {
+                    t.cont_used = true;
+                    t.cont
+                };
+                self.b.ins().jump(target, &[]);
+                self.filled = true;
+                vec![]
+            }
+            InstKind::Return(v) => {
+                match self.exit {
+                    Exit::Entry { next } => {
+                        self.b.ins().jump(next, &[]);
+                    }
+                    Exit::Helper { retptr } => {
+                        if let Some(v) = v {
+                            for (k, x) in self.v(*v).into_iter().enumerate() {
+                                self.b.ins().store(
+                                    MemFlagsData::trusted(),
+                                    x,
+                                    retptr,
+                                    4 * k as i32,
+                                );
+                            }
+                        }
+                        let zero = self.i32c(0);
+                        self.b.ins().return_(&[zero]);
+                    }
+                }
+                self.filled = true;
+                vec![]
+            }
+        };
+        if ty != Type::Void {
+            if out.len() != ty.components() {
+                return Err(self.err(
+                    h,
+                    &format!("value of type {} lowered to {} components", ty, out.len()),
+                ));
+            }
+            self.vals.insert(h, out);
+        }
+        Ok(())
+    }
+
+    /// A word (I32) reinterpreted as one component of `ty`.
+    fn word_as(&mut self, w: Value, ty: Type) -> Value {
+        self.retype(w, clif_ty(ty))
+    }
+    fn retype(&mut self, x: Value, to: ir::Type) -> Value {
+        let from = self.b.func.dfg.value_type(x);
+        if from == to {
+            x
+        } else {
+            self.b.ins().bitcast(to, MemFlagsData::new(), x)
+        }
+    }
+
+    /// `(index as i32).clamp(0, len - 1)`.
+    fn clamp_index(&mut self, i: Value, len: usize) -> Value {
+        let z = self.i32c(0);
+        let hi = self.i32c(len.saturating_sub(1) as u32);
+        let a = self.b.ins().smax(i, z);
+        self.b.ins().smin(a, hi)
+    }
+
+    /// Pointer to word `addr` (I32) of `root`; faults when it is outside the buffer.
+    fn address(&mut self, root: LayoutId, addr: Value, span: Span) -> Result<Value, CodegenError> {
+        let r = self
+            .env
+            .roots
+            .iter()
+            .position(|&x| x == root)
+            .ok_or_else(|| super::internal(self.env.kernel, "buffer not collected"))?;
+        let (base, len) = self.bufs[r];
+        let a = self.b.ins().uextend(types::I64, addr);
+        if !self.already_checked((addr, (1 << 40) | r as u64)) {
+            let bad = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, a, len);
+            let site = self.site(span, FaultKind::Address);
+            self.fault_if(bad, site, a);
+        }
+        let off = self.b.ins().ishl_imm_s(a, 2);
+        Ok(self.b.ins().iadd(base, off))
+    }
+
+    fn unary(&mut self, op: UnaryOp, s: Scalar, a: Value) -> Value {
+        match (op, s) {
+            (UnaryOp::Neg, Scalar::F32) => self.b.ins().fneg(a),
+            (UnaryOp::Neg, _) => self.b.ins().ineg(a),
+            (UnaryOp::Not, Scalar::Bool) => {
+                let c = self.b.ins().icmp_imm_s(IntCC::Equal, a, 0);
+                self.word(c)
+            }
+            (UnaryOp::Not, Scalar::F32) => {
+                let w = self.retype(a, types::I32);
+                let n = self.b.ins().bnot(w);
+                self.retype(n, types::F32)
+            }
+            (UnaryOp::Not, _) => self.b.ins().bnot(a),
+        }
+    }
+
+    /// `eval::binary`: `s` is the operand scalar, `rt` the result's Cranelift type.
+    fn binary(&mut self, op: BinaryOp, s: Scalar, x: Value, y: Value, rt: ir::Type) -> Value {
+        use BinaryOp::*;
+        match s {
+            Scalar::F32 => match op {
+                Add => self.b.ins().fadd(x, y),
+                Sub => self.b.ins().fsub(x, y),
+                Mul => self.b.ins().fmul(x, y),
+                Div => self.b.ins().fdiv(x, y),
+                Rem => self.call_host("weft_jit_fmod", &[x, y]),
+                Eq => self.fcmp(FloatCC::Equal, x, y),
+                Ne => self.fcmp(FloatCC::NotEqual, x, y),
+                Lt => self.fcmp(FloatCC::LessThan, x, y),
+                Le => self.fcmp(FloatCC::LessThanOrEqual, x, y),
+                Gt => self.fcmp(FloatCC::GreaterThan, x, y),
+                Ge => self.fcmp(FloatCC::GreaterThanOrEqual, x, y),
+                _ => self.zero(rt),
+            },
+            Scalar::I32 | Scalar::U32 => {
+                let signed = s == Scalar::I32;
+                match op {
+                    Add => self.b.ins().iadd(x, y),
+                    Sub => self.b.ins().isub(x, y),
+                    Mul => self.b.ins().imul(x, y),
+                    Div | Rem => self.division(op == Div, signed, x, y),
+                    BitAnd => self.b.ins().band(x, y),
+                    BitOr => self.b.ins().bor(x, y),
+                    BitXor => self.b.ins().bxor(x, y),
+                    Shl => self.b.ins().ishl(x, y),
+                    Shr if signed => self.b.ins().sshr(x, y),
+                    Shr => self.b.ins().ushr(x, y),
+                    Eq => self.icmp(IntCC::Equal, x, y),
+                    Ne => self.icmp(IntCC::NotEqual, x, y),
+                    Lt if signed => self.icmp(IntCC::SignedLessThan, x, y),
+                    Le if signed => self.icmp(IntCC::SignedLessThanOrEqual, x, y),
+                    Gt if signed => self.icmp(IntCC::SignedGreaterThan, x, y),
+                    Ge if signed => self.icmp(IntCC::SignedGreaterThanOrEqual, x, y),
+                    Lt => self.icmp(IntCC::UnsignedLessThan, x, y),
+                    Le => self.icmp(IntCC::UnsignedLessThanOrEqual, x, y),
+                    Gt => self.icmp(IntCC::UnsignedGreaterThan, x, y),
+                    Ge => self.icmp(IntCC::UnsignedGreaterThanOrEqual, x, y),
+                    _ => self.zero(rt),
+                }
+            }
+            Scalar::Bool => {
+                let (a, b) = (self.nz(x), self.nz(y));
+                match op {
+                    BitAnd | LogicalAnd => self.b.ins().band(a, b),
+                    BitOr | LogicalOr => self.b.ins().bor(a, b),
+                    BitXor | Ne => self.b.ins().bxor(a, b),
+                    Eq => self.icmp(IntCC::Equal, a, b),
+                    _ => self.zero(rt),
+                }
+            }
+        }
+    }
+
+    /// Division and remainder with the interpreter's rules: by zero gives
+    /// the dividend (division) or 0 (remainder); `i32::MIN / -1` likewise.
+    fn division(&mut self, div: bool, signed: bool, x: Value, y: Value) -> Value {
+        let zero = self.i32c(0);
+        let one = self.i32c(1);
+        let mut bad = self.b.ins().icmp_imm_s(IntCC::Equal, y, 0);
+        if signed {
+            let min = self.b.ins().icmp_imm_s(IntCC::Equal, x, i32::MIN as i64);
+            let m1 = self.b.ins().icmp_imm_s(IntCC::Equal, y, -1);
+            let ov = self.b.ins().band(min, m1);
+            bad = self.b.ins().bor(bad, ov);
+        }
+        let safe = self.b.ins().select(bad, one, y);
+        let q = match (div, signed) {
+            (true, true) => self.b.ins().sdiv(x, safe),
+            (true, false) => self.b.ins().udiv(x, safe),
+            (false, true) => self.b.ins().srem(x, safe),
+            (false, false) => self.b.ins().urem(x, safe),
+        };
+        let fallback = if div { x } else { zero };
+        self.b.ins().select(bad, fallback, q)
+    }
+
+    /// `eval::cast`.
+    fn cast(&mut self, from: Scalar, to: Scalar, a: Value) -> Value {
+        match (from, to) {
+            (x, y) if x == y => a,
+            (Scalar::F32, Scalar::I32) => self.b.ins().fcvt_to_sint_sat(types::I32, a),
+            (Scalar::F32, Scalar::U32) => self.b.ins().fcvt_to_uint_sat(types::I32, a),
+            (Scalar::I32, Scalar::F32) => self.b.ins().fcvt_from_sint(types::F32, a),
+            (Scalar::U32, Scalar::F32) => self.b.ins().fcvt_from_uint(types::F32, a),
+            (Scalar::I32, Scalar::U32) | (Scalar::U32, Scalar::I32) => a,
+            (Scalar::Bool, Scalar::F32) => {
+                let (one, zero) = (self.f32c(1.0), self.f32c(0.0));
+                self.b.ins().select(a, one, zero)
+            }
+            (Scalar::F32, Scalar::Bool) => {
+                let z = self.f32c(0.0);
+                self.fcmp(FloatCC::NotEqual, a, z)
+            }
+            _ => self.nz(a),
+        }
+    }
+
+    /// Rust's `f32::min` / `f32::max` (as compiled for the interpreter): a
+    /// NaN `x` yields `y`; otherwise `y` when it is strictly smaller (larger), else `x`.
+    fn fminmax(&mut self, max: bool, x: Value, y: Value) -> Value {
+        let x_nan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
+        let cc = if max {
+            FloatCC::GreaterThan
+        } else {
+            FloatCC::LessThan
+        };
+        let pick_y = self.b.ins().fcmp(cc, y, x);
+        let m = self.b.ins().select(pick_y, y, x);
+        self.b.ins().select(x_nan, y, m)
+    }
+
+    /// Rust's `f32::clamp(lo, hi)` with constant bounds.
+    fn fclamp(&mut self, x: Value, lo: f32, hi: f32) -> Value {
+        let (l, h) = (self.f32c(lo), self.f32c(hi));
+        let below = self.b.ins().fcmp(FloatCC::LessThan, x, l);
+        let x = self.b.ins().select(below, l, x);
+        let above = self.b.ins().fcmp(FloatCC::GreaterThan, x, h);
+        self.b.ins().select(above, h, x)
+    }
+
+    /// `eval::builtin_scalar` on one component.
+    fn builtin_scalar(&mut self, b: Builtin, s: Scalar, a: &[Value]) -> Option<Value> {
+        use Builtin::*;
+        if s != Scalar::F32 {
+            let signed = s == Scalar::I32;
+            return Some(match b {
+                Abs if signed => self.b.ins().iabs(a[0]),
+                Abs => a[0],
+                Sign if signed => {
+                    let (z, one, m1) = (self.i32c(0), self.i32c(1), self.i32c(u32::MAX));
+                    let pos = self.b.ins().icmp(IntCC::SignedGreaterThan, a[0], z);
+                    let neg = self.b.ins().icmp(IntCC::SignedLessThan, a[0], z);
+                    let t = self.b.ins().select(neg, m1, z);
+                    self.b.ins().select(pos, one, t)
+                }
+                Sign => self.nz(a[0]),
+                Min if signed => self.b.ins().smin(a[0], a[1]),
+                Min => self.b.ins().umin(a[0], a[1]),
+                Max if signed => self.b.ins().smax(a[0], a[1]),
+                Max => self.b.ins().umax(a[0], a[1]),
+                Clamp if signed => {
+                    let t = self.b.ins().smax(a[0], a[1]);
+                    self.b.ins().smin(t, a[2])
+                }
+                Clamp => {
+                    let t = self.b.ins().umax(a[0], a[1]);
+                    self.b.ins().umin(t, a[2])
+                }
+                _ => self.i32c(0),
+            });
+        }
+        if let Some(sym) = math::builtin_symbol(b) {
+            return Some(self.call_host(sym, a));
+        }
+        let x = a[0];
+        Some(match b {
+            Abs => self.b.ins().fabs(x),
+            Sign => {
+                let (z, one, m1) = (self.f32c(0.0), self.f32c(1.0), self.f32c(-1.0));
+                let pos = self.b.ins().fcmp(FloatCC::GreaterThan, x, z);
+                let neg = self.b.ins().fcmp(FloatCC::LessThan, x, z);
+                let t = self.b.ins().select(neg, m1, z);
+                self.b.ins().select(pos, one, t)
+            }
+            Min => self.fminmax(false, x, a[1]),
+            Max => self.fminmax(true, x, a[1]),
+            Clamp => {
+                let t = self.fminmax(true, x, a[1]);
+                self.fminmax(false, t, a[2])
+            }
+            Saturate => self.fclamp(x, 0.0, 1.0),
+            Floor => self.b.ins().floor(x),
+            Ceil => self.b.ins().ceil(x),
+            Round => self.b.ins().nearest(x),
+            Trunc => self.b.ins().trunc(x),
+            Fract => {
+                let fl = self.b.ins().floor(x);
+                self.b.ins().fsub(x, fl)
+            }
+            Sqrt => self.b.ins().sqrt(x),
+            Rsqrt => {
+                let one = self.f32c(1.0);
+                let r = self.b.ins().sqrt(x);
+                self.b.ins().fdiv(one, r)
+            }
+            Lerp => {
+                let d = self.b.ins().fsub(a[1], x);
+                let m = self.b.ins().fmul(d, a[2]);
+                self.b.ins().fadd(x, m)
+            }
+            Smoothstep => {
+                let num = self.b.ins().fsub(a[2], x);
+                let den = self.b.ins().fsub(a[1], x);
+                let q = self.b.ins().fdiv(num, den);
+                let t = self.fclamp(q, 0.0, 1.0);
+                let tt = self.b.ins().fmul(t, t);
+                let (two, three) = (self.f32c(2.0), self.f32c(3.0));
+                let t2 = self.b.ins().fmul(two, t);
+                let r = self.b.ins().fsub(three, t2);
+                self.b.ins().fmul(tt, r)
+            }
+            Step => {
+                let (z, one) = (self.f32c(0.0), self.f32c(1.0));
+                let lt = self.b.ins().fcmp(FloatCC::LessThan, a[1], x);
+                self.b.ins().select(lt, z, one)
+            }
+            Fma => self.b.ins().fma(x, a[1], a[2]),
+            _ => return None,
+        })
+    }
+
+    /// Σ products in the interpreter's order (`Iterator::sum` folds from -0.0,
+    /// which leaves the first term exact).
+    fn fsum(&mut self, terms: &[Value]) -> Value {
+        let mut acc = terms[0];
+        for &t in &terms[1..] {
+            acc = self.b.ins().fadd(acc, t);
+        }
+        acc
+    }
+    fn fdot(&mut self, a: &[Value], b: &[Value]) -> Value {
+        let p: Vec<Value> = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| self.b.ins().fmul(*x, *y))
+            .collect();
+        self.fsum(&p)
+    }
+
+    fn det(&mut self, m: &[Value], n: usize) -> Value {
+        match n {
+            1 => m[0],
+            2 => {
+                let a = self.b.ins().fmul(m[0], m[3]);
+                let c = self.b.ins().fmul(m[2], m[1]);
+                self.b.ins().fsub(a, c)
+            }
+            _ => {
+                let terms: Vec<Value> = (0..n)
+                    .map(|c| {
+                        let sign = self.f32c(if c % 2 == 0 { 1.0 } else { -1.0 });
+                        let sm = self.b.ins().fmul(sign, m[c * n]);
+                        let minor = minor(m, n, 0, c);
+                        let d = self.det(&minor, n - 1);
+                        self.b.ins().fmul(sm, d)
+                    })
+                    .collect();
+                self.fsum(&terms)
+            }
+        }
+    }
+
+    fn builtin(&mut self, b: Builtin, at: Type, a: &[Vec<Value>]) -> Option<Vec<Value>> {
+        use Builtin::*;
+        let n = at.components();
+        let wise = matches!(
+            b.shape(),
+            builtins::Shape::FloatWise(_) | builtins::Shape::NumericWise(_)
+        ) && !matches!(b, Normalize | Reflect);
+        if wise {
+            let s = at.scalar()?;
+            return (0..n)
+                .map(|c| {
+                    let args: Vec<Value> = a.iter().map(|v| v[c]).collect();
+                    self.builtin_scalar(b, s, &args)
+                })
+                .collect();
+        }
+        Some(match b {
+            Length => vec![{
+                let d = self.fdot(&a[0], &a[0]);
+                self.b.ins().sqrt(d)
+            }],
+            Distance => {
+                let d: Vec<Value> = (0..n)
+                    .map(|k| self.b.ins().fsub(a[0][k], a[1][k]))
+                    .collect();
+                let s = self.fdot(&d, &d);
+                vec![self.b.ins().sqrt(s)]
+            }
+            Normalize => {
+                let d = self.fdot(&a[0], &a[0]);
+                let r = self.b.ins().sqrt(d);
+                let one = self.f32c(1.0);
+                let inv = self.b.ins().fdiv(one, r);
+                a[0].iter().map(|x| self.b.ins().fmul(*x, inv)).collect()
+            }
+            Dot => match at.scalar()? {
+                Scalar::F32 => vec![self.fdot(&a[0], &a[1])],
+                _ => {
+                    let mut acc = self.i32c(0);
+                    for (x, y) in a[0].iter().zip(&a[1]) {
+                        let p = self.b.ins().imul(*x, *y);
+                        acc = self.b.ins().iadd(acc, p);
+                    }
+                    vec![acc]
+                }
+            },
+            Cross => {
+                let (x, y) = (&a[0], &a[1]);
+                let mut c = |i: usize, j: usize| {
+                    let p = self.b.ins().fmul(x[i], y[j]);
+                    let q = self.b.ins().fmul(x[j], y[i]);
+                    self.b.ins().fsub(p, q)
+                };
+                vec![c(1, 2), c(2, 0), c(0, 1)]
+            }
+            Reflect => {
+                let two = self.f32c(2.0);
+                let dt = self.fdot(&a[1], &a[0]);
+                let d = self.b.ins().fmul(two, dt);
+                (0..n)
+                    .map(|k| {
+                        let p = self.b.ins().fmul(d, a[1][k]);
+                        self.b.ins().fsub(a[0][k], p)
+                    })
+                    .collect()
+            }
+            Outer => {
+                let mut m = Vec::with_capacity(n * n);
+                for j in 0..n {
+                    for i in 0..n {
+                        m.push(self.b.ins().fmul(a[0][i], a[1][j]));
+                    }
+                }
+                m
+            }
+            Transpose => {
+                let Type::Matrix(k) = at else { return None };
+                let k = k as usize;
+                (0..k * k).map(|i| a[0][(i % k) * k + i / k]).collect()
+            }
+            Determinant => {
+                let Type::Matrix(k) = at else { return None };
+                vec![self.det(&a[0], k as usize)]
+            }
+            Inverse => {
+                let Type::Matrix(k) = at else { return None };
+                let k = k as usize;
+                let m = &a[0];
+                let d = self.det(m, k);
+                let mut inv = vec![d; k * k];
+                for c in 0..k {
+                    for row in 0..k {
+                        let sign = self.f32c(if (row + c) % 2 == 0 { 1.0 } else { -1.0 });
+                        let mi = minor(m, k, c, row);
+                        let cof = self.det(&mi, k - 1);
+                        let sc = self.b.ins().fmul(sign, cof);
+                        inv[c * k + row] = self.b.ins().fdiv(sc, d);
+                    }
+                }
+                inv
+            }
+            IsNan => a[0]
+                .iter()
+                .map(|x| self.fcmp(FloatCC::Unordered, *x, *x))
+                .collect(),
+            IsInf => a[0]
+                .iter()
+                .map(|x| {
+                    let ab = self.b.ins().fabs(*x);
+                    let inf = self.f32c(f32::INFINITY);
+                    self.fcmp(FloatCC::Equal, ab, inf)
+                })
+                .collect(),
+            Any | All => {
+                let bits: Vec<Value> = a[0].iter().map(|x| self.nz(*x)).collect();
+                let mut acc = bits[0];
+                for &x in &bits[1..] {
+                    acc = if b == Any {
+                        self.b.ins().bor(acc, x)
+                    } else {
+                        self.b.ins().band(acc, x)
+                    };
+                }
+                vec![acc]
+            }
+            _ => return None,
+        })
+    }
+
+    fn matmul(&mut self, a: &[Value], b: &[Value], at: Type, bt: Type) -> Option<Vec<Value>> {
+        Some(match (at, bt) {
+            (Type::Matrix(n), Type::Vector(_, _)) => {
+                let n = n as usize;
+                (0..n)
+                    .map(|i| {
+                        let p: Vec<Value> = (0..n)
+                            .map(|k| self.b.ins().fmul(a[k * n + i], b[k]))
+                            .collect();
+                        self.fsum(&p)
+                    })
+                    .collect()
+            }
+            (Type::Vector(_, _), Type::Matrix(n)) => {
+                let n = n as usize;
+                (0..n)
+                    .map(|j| {
+                        let col = b[j * n..j * n + n].to_vec();
+                        self.fdot(a, &col)
+                    })
+                    .collect()
+            }
+            (Type::Matrix(n), Type::Matrix(_)) => {
+                let n = n as usize;
+                let mut out = vec![a[0]; n * n];
+                for j in 0..n {
+                    for i in 0..n {
+                        let p: Vec<Value> = (0..n)
+                            .map(|k| self.b.ins().fmul(a[k * n + i], b[j * n + k]))
+                            .collect();
+                        out[j * n + i] = self.fsum(&p);
+                    }
+                }
+                out
+            }
+            _ => return None,
+        })
+    }
+
+    /// Read-modify-write with the interpreter's semantics; returns the old value.
+    fn atomic(&mut self, op: AtomicOp, s: Scalar, p: Value, v: Value, cmp: Option<Value>) -> Value {
+        let fl = MemFlagsData::trusted();
+        let vi = self.retype(v, types::I32);
+        let rt = scalar_clif(s);
+        let old = match (op, s) {
+            (AtomicOp::Exchange, _) => {
+                self.b
+                    .ins()
+                    .atomic_rmw(types::I32, fl, AtomicRmwOp::Xchg, p, vi)
+            }
+            (AtomicOp::CompareExchange, _) => {
+                let c = cmp.unwrap_or(vi);
+                let ci = self.retype(c, types::I32);
+                self.b.ins().atomic_cas(fl, p, ci, vi)
+            }
+            (AtomicOp::Add | AtomicOp::Sub | AtomicOp::Min | AtomicOp::Max, Scalar::F32) => {
+                self.float_rmw(op, p, v)
+            }
+            (AtomicOp::Add, _) => self
+                .b
+                .ins()
+                .atomic_rmw(types::I32, fl, AtomicRmwOp::Add, p, vi),
+            (AtomicOp::Sub, _) => self
+                .b
+                .ins()
+                .atomic_rmw(types::I32, fl, AtomicRmwOp::Sub, p, vi),
+            (AtomicOp::Min, Scalar::I32) => {
+                self.b
+                    .ins()
+                    .atomic_rmw(types::I32, fl, AtomicRmwOp::Smin, p, vi)
+            }
+            (AtomicOp::Max, Scalar::I32) => {
+                self.b
+                    .ins()
+                    .atomic_rmw(types::I32, fl, AtomicRmwOp::Smax, p, vi)
+            }
+            (AtomicOp::Min, _) => self
+                .b
+                .ins()
+                .atomic_rmw(types::I32, fl, AtomicRmwOp::Umin, p, vi),
+            (AtomicOp::Max, _) => self
+                .b
+                .ins()
+                .atomic_rmw(types::I32, fl, AtomicRmwOp::Umax, p, vi),
+            (AtomicOp::And, _) => self
+                .b
+                .ins()
+                .atomic_rmw(types::I32, fl, AtomicRmwOp::And, p, vi),
+            (AtomicOp::Or, _) => self
+                .b
+                .ins()
+                .atomic_rmw(types::I32, fl, AtomicRmwOp::Or, p, vi),
+            (AtomicOp::Xor, _) => self
+                .b
+                .ins()
+                .atomic_rmw(types::I32, fl, AtomicRmwOp::Xor, p, vi),
+        };
+        self.retype(old, rt)
+    }
+
+    /// The same read-modify-write as `atomic`, as a plain load and store: for
+    /// memory no other thread touches during the launch (one thread runs it,
+    /// or the buffer is this thread's private copy).
+    fn plain_rmw(
+        &mut self,
+        op: AtomicOp,
+        s: Scalar,
+        p: Value,
+        v: Value,
+        cmp: Option<Value>,
+    ) -> Value {
+        let fl = MemFlagsData::trusted();
+        let vi = self.retype(v, types::I32);
+        let old = self.b.ins().load(types::I32, fl, p, 0);
+        let signed = s == Scalar::I32;
+        let new = match (op, s) {
+            (AtomicOp::Exchange, _) => vi,
+            (AtomicOp::CompareExchange, _) => {
+                let c = cmp.unwrap_or(vi);
+                let ci = self.retype(c, types::I32);
+                let eq = self.b.ins().icmp(IntCC::Equal, old, ci);
+                self.b.ins().select(eq, vi, old)
+            }
+            (AtomicOp::Add | AtomicOp::Sub | AtomicOp::Min | AtomicOp::Max, Scalar::F32) => {
+                let cf = self.retype(old, types::F32);
+                let n = match op {
+                    AtomicOp::Add => self.b.ins().fadd(cf, v),
+                    AtomicOp::Sub => self.b.ins().fsub(cf, v),
+                    AtomicOp::Min => self.fminmax(false, cf, v),
+                    _ => self.fminmax(true, cf, v),
+                };
+                self.retype(n, types::I32)
+            }
+            (AtomicOp::Add, _) => self.b.ins().iadd(old, vi),
+            (AtomicOp::Sub, _) => self.b.ins().isub(old, vi),
+            (AtomicOp::Min, _) if signed => self.b.ins().smin(old, vi),
+            (AtomicOp::Max, _) if signed => self.b.ins().smax(old, vi),
+            (AtomicOp::Min, _) => self.b.ins().umin(old, vi),
+            (AtomicOp::Max, _) => self.b.ins().umax(old, vi),
+            (AtomicOp::And, _) => self.b.ins().band(old, vi),
+            (AtomicOp::Or, _) => self.b.ins().bor(old, vi),
+            (AtomicOp::Xor, _) => self.b.ins().bxor(old, vi),
+        };
+        self.b.ins().store(fl, new, p, 0);
+        self.retype(old, scalar_clif(s))
+    }
+
+    /// A compare-exchange loop computing `f(current, v)` on f32 bits; returns the old word.
+    fn float_rmw(&mut self, op: AtomicOp, p: Value, v: Value) -> Value {
+        let fl = MemFlagsData::trusted();
+        let cur0 = self.b.ins().atomic_load(types::I32, fl, p);
+        let lp = self.b.create_block();
+        let done = self.b.create_block();
+        self.b.append_block_param(lp, types::I32);
+        self.b.append_block_param(done, types::I32);
+        self.b.ins().jump(lp, &[cur0.into()]);
+        self.b.switch_to_block(lp);
+        let cur = self.b.block_params(lp)[0];
+        let cf = self.retype(cur, types::F32);
+        let new = match op {
+            AtomicOp::Add => self.b.ins().fadd(cf, v),
+            AtomicOp::Sub => self.b.ins().fsub(cf, v),
+            AtomicOp::Min => self.fminmax(false, cf, v),
+            _ => self.fminmax(true, cf, v),
+        };
+        let ni = self.retype(new, types::I32);
+        let old = self.b.ins().atomic_cas(fl, p, cur, ni);
+        let ok = self.b.ins().icmp(IntCC::Equal, old, cur);
+        self.b
+            .ins()
+            .brif(ok, done, &[old.into()], lp, &[old.into()]);
+        self.b.switch_to_block(done);
+        self.b.block_params(done)[0]
+    }
+
+    fn lower_if(
+        &mut self,
+        cond: Value,
+        accept: &Block,
+        reject: &Block,
+    ) -> Result<(), CodegenError> {
+        let then_b = self.b.create_block();
+        let merge = self.b.create_block();
+        let else_b = if reject.is_empty() {
+            merge
+        } else {
+            self.b.create_block()
+        };
+        self.b.ins().brif(cond, then_b, &[], else_b, &[]);
+        let mut merge_used = reject.is_empty();
+        self.b.switch_to_block(then_b);
+        self.filled = false;
+        self.block(accept)?;
+        if !self.filled {
+            self.b.ins().jump(merge, &[]);
+            merge_used = true;
+        }
+        if !reject.is_empty() {
+            self.b.switch_to_block(else_b);
+            self.filled = false;
+            self.block(reject)?;
+            if !self.filled {
+                self.b.ins().jump(merge, &[]);
+                merge_used = true;
+            }
+        }
+        if merge_used {
+            self.b.switch_to_block(merge);
+            self.filled = false;
+        } else {
+            self.filled = true;
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn range_for(
+        &mut self,
+        h: InstId,
+        span: Span,
+        signed: bool,
+        inclusive: bool,
+        begin: Value,
+        end: Value,
+        step: Value,
+        body: &Block,
+    ) -> Result<(), CodegenError> {
+        let widen = |b: &mut FunctionBuilder, v: Value| {
+            if signed {
+                b.ins().sextend(types::I64, v)
+            } else {
+                b.ins().uextend(types::I64, v)
+            }
+        };
+        let (bw, ew, sw) = (
+            widen(&mut self.b, begin),
+            widen(&mut self.b, end),
+            widen(&mut self.b, step),
+        );
+        let bad = self.b.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, sw, 0);
+        let site = self.site(span, FaultKind::Step);
+        self.fault_if(bad, site, sw);
+        let diff = self.b.ins().isub(ew, bw);
+        let (empty, num) = if inclusive {
+            (self.b.ins().icmp(IntCC::SignedLessThan, ew, bw), diff)
+        } else {
+            let n = self.b.ins().iadd_imm_s(diff, -1);
+            (self.b.ins().icmp(IntCC::SignedLessThanOrEqual, ew, bw), n)
+        };
+        let q = self.b.ins().sdiv(num, sw);
+        let t = self.b.ins().iadd_imm_s(q, 1);
+        let z = self.b.ins().iconst(types::I64, 0);
+        let trips = self.b.ins().select(empty, z, t);
+        let counter = self.b.declare_var(types::I32);
+        let remaining = self.b.declare_var(types::I64);
+        self.b.def_var(counter, begin);
+        self.b.def_var(remaining, trips);
+        self.counters.insert(h, counter);
+        let head = self.b.create_block();
+        let body_b = self.b.create_block();
+        let cont = self.b.create_block();
+        let exit = self.b.create_block();
+        self.b.ins().jump(head, &[]);
+        self.b.switch_to_block(head);
+        let r = self.b.use_var(remaining);
+        let finished = self.b.ins().icmp_imm_s(IntCC::Equal, r, 0);
+        self.b.ins().brif(finished, exit, &[], body_b, &[]);
+        self.b.switch_to_block(body_b);
+        self.filled = false;
+        self.loops.push(LoopTargets {
+            cont,
+            exit,
+            cont_used: false,
+            exit_used: true,
+        });
+        self.block(body)?;
+        let mut t = self.loops.pop().expect("pushed above");
+        if !self.filled {
+            self.b.ins().jump(cont, &[]);
+            t.cont_used = true;
+        }
+        if t.cont_used {
+            self.b.switch_to_block(cont);
+            let c = self.b.use_var(counter);
+            let c1 = self.b.ins().iadd(c, step);
+            self.b.def_var(counter, c1);
+            let r = self.b.use_var(remaining);
+            let r1 = self.b.ins().iadd_imm_s(r, -1);
+            self.b.def_var(remaining, r1);
+            self.b.ins().jump(head, &[]);
+        }
+        self.b.switch_to_block(exit);
+        self.filled = false;
+        Ok(())
+    }
+
+    fn call(
+        &mut self,
+        h: InstId,
+        fid: FuncId_,
+        args: &[InstId],
+    ) -> Result<Vec<Value>, CodegenError> {
+        let idx = fid.index();
+        let id = self
+            .env
+            .helper_ids
+            .get(idx)
+            .copied()
+            .flatten()
+            .ok_or_else(|| self.err(h, "call of an unknown helper"))?;
+        let fref = match self.helper_refs.get(&idx) {
+            Some(r) => *r,
+            None => {
+                let r = self.module.declare_func_in_func(id, self.b.func);
+                self.helper_refs.insert(idx, r);
+                r
+            }
+        };
+        let too_deep =
+            self.b
+                .ins()
+                .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, self.depth, MAX_CALL_DEPTH);
+        let site = self.site(Span::default(), FaultKind::CallDepth);
+        let z = self.b.ins().iconst(types::I64, 0);
+        self.fault_if(too_deep, site, z);
+        let ty = self.ty(h);
+        let n = ty.components();
+        let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            (4 * n.max(1)) as u32,
+            2,
+        ));
+        let retptr = self.b.ins().stack_addr(types::I64, slot, 0);
+        let rt = clif_ty(ty);
+        for k in 0..n {
+            let zero = self.zero(rt);
+            self.b
+                .ins()
+                .stack_store(types::I64, zero, slot, 4 * k as i32);
+        }
+        let d1 = self.b.ins().iadd_imm_s(self.depth, 1);
+        let mut cargs = vec![self.ctx, self.fault, self.rng, d1, retptr];
+        for a in args {
+            cargs.extend(self.v(*a));
+        }
+        let c = self.b.ins().call(fref, &cargs);
+        let status = self.b.inst_results(c)[0];
+        let ok = self.b.create_block();
+        self.b.ins().brif(status, self.fail, &[], ok, &[]);
+        self.b.switch_to_block(ok);
+        Ok((0..n)
+            .map(|k| self.b.ins().stack_load(types::I64, rt, slot, 4 * k as i32))
+            .collect())
+    }
+}
+
+type FuncId_ = weft_ir::ir::FuncId;
+
+/// The (n-1)×(n-1) matrix without row `row` and column `col` (column-major).
+fn minor(m: &[Value], n: usize, row: usize, col: usize) -> Vec<Value> {
+    let mut out = Vec::with_capacity((n - 1) * (n - 1));
+    for c in (0..n).filter(|&c| c != col) {
+        for r in (0..n).filter(|&r| r != row) {
+            out.push(m[c * n + r]);
+        }
+    }
+    out
+}

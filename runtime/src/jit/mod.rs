@@ -1,0 +1,387 @@
+//! The compiled CPU backend (`--backend jit`): runs kernels that
+//! `weft_codegen::jit` compiled to native code with Cranelift.
+//!
+//! A launch splits the kernel's linear range into chunks and runs them on
+//! rayon's pool; each chunk is one call of the kernel's chunk function, which
+//! loops over its iterations without leaving native code. Fields live in the
+//! same `FieldMemory` as the interpreter's (32-bit words; plain accesses are
+//! plain loads/stores, `+=` on fields real atomic read-modify-writes).
+//!
+//! Compiled kernels are cached by content for the life of the process: an
+//! unchanged kernel in an edited graph (or a reopened graph) is not
+//! recompiled. With one worker thread, iterations run in order, so even
+//! float atomics add in the interpreter's order and results repeat exactly.
+
+use crate::RuntimeError;
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use weft_codegen::jit::{compile_kernel, ChunkFn, JitCtx, JitFault, JitKernel, JitOptions};
+use weft_codegen::CodegenError;
+use weft_ir::ir::{Kernel, Program};
+
+/// Kernels compiled by this process (cache misses), for tests and diagnostics.
+pub static COMPILED: AtomicUsize = AtomicUsize::new(0);
+
+type Cache = Mutex<HashMap<String, Weak<JitKernel>>>;
+
+fn cache() -> &'static Cache {
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Everything the generated code depends on: the lowered kernel (its code,
+/// spans, name, parameters), its iteration shape and the field names that
+/// fault messages mention.
+fn cache_key(program: &Program, kernel: &Kernel, opts: &JitOptions) -> String {
+    let names: Vec<&str> = program
+        .fields
+        .iter()
+        .map(|(_, f)| f.name.as_str())
+        .collect();
+    format!(
+        "{:?}|{:?}|{:?}|{:?}",
+        kernel,
+        kernel.iteration_shape(program),
+        names,
+        opts
+    )
+}
+
+/// Compiles `kernel`, or returns the cached code for an identical kernel.
+pub fn compile_cached(
+    program: &Program,
+    kernel: &Kernel,
+    opts: &JitOptions,
+) -> Result<Arc<JitKernel>, CodegenError> {
+    let key = cache_key(program, kernel, opts);
+    if let Some(k) = cache()
+        .lock()
+        .ok()
+        .and_then(|c| c.get(&key).and_then(Weak::upgrade))
+    {
+        return Ok(k);
+    }
+    let k = Arc::new(compile_kernel(program, kernel, opts)?);
+    COMPILED.fetch_add(1, Ordering::Relaxed);
+    if let Ok(mut c) = cache().lock() {
+        c.retain(|_, w| w.strong_count() > 0);
+        c.insert(key, Arc::downgrade(&k));
+    }
+    Ok(k)
+}
+
+pub struct Launch<'a> {
+    pub kernel: &'a JitKernel,
+    /// Buffers in `kernel.roots` order.
+    pub buffers: Vec<&'a [AtomicU32]>,
+    pub params: &'a [u32],
+    pub frame: i32,
+    pub seed: u32,
+    /// Earlier launches of this kernel in the run (feeds `random()`).
+    pub launch_index: u32,
+}
+
+/// The context shared by the worker threads of one launch.
+struct Shared(JitCtx);
+// SAFETY: the pointers in the context point at data borrowed for the whole
+// launch (buffers of atomics, parameter words) that generated code only reads
+// or accesses word-wise (plain loads/stores as relaxed atomics, real atomics).
+unsafe impl Sync for Shared {}
+impl Shared {
+    fn get(&self) -> &JitCtx {
+        &self.0
+    }
+}
+
+/// Iterations per chunk: enough chunks for load balance, few enough calls.
+fn chunk_len(total: u64, threads: usize) -> u64 {
+    (total / (threads as u64 * 16)).clamp(64, 1 << 16)
+}
+
+/// Launches smaller than this run on the calling thread alone.
+const SERIAL_BELOW: u64 = 1024;
+
+/// Zeroed scratch buffers for privatised scatters, reused across launches
+/// (they are zero again after each reduction).
+fn scratch() -> &'static Mutex<Vec<Vec<u32>>> {
+    static POOL: OnceLock<Mutex<Vec<Vec<u32>>>> = OnceLock::new();
+    POOL.get_or_init(|| Mutex::new(Vec::new()))
+}
+
+fn take_zeroed(len: usize) -> Vec<u32> {
+    let mut pool = scratch().lock().unwrap_or_else(|e| e.into_inner());
+    match pool.iter().position(|b| b.len() == len) {
+        Some(i) => pool.swap_remove(i),
+        None => vec![0; len],
+    }
+}
+
+fn give_back(bufs: Vec<Vec<u32>>) {
+    let mut pool = scratch().lock().unwrap_or_else(|e| e.into_inner());
+    pool.extend(bufs);
+    // Keep a bounded number of scratch buffers.
+    let n = pool.len();
+    if n > 32 {
+        pool.drain(..n - 32);
+    }
+}
+
+/// Raw pointers made shareable for the disjoint-range reduction.
+struct Ptrs(Vec<*mut u32>);
+// SAFETY: buffers are shared as during any launch (word-wise accesses, real
+// atomics where threads meet); private copies are each used by one worker,
+// and the reduction's workers touch disjoint ranges of words.
+unsafe impl Sync for Ptrs {}
+impl Ptrs {
+    fn get(&self) -> &[*mut u32] {
+        &self.0
+    }
+}
+
+fn fault_error(kernel: &JitKernel, fault: JitFault) -> RuntimeError {
+    let site = kernel.sites.get(fault.site as usize);
+    RuntimeError::Kernel {
+        node: kernel.name.clone(),
+        line: site.map(|s| s.span.line).unwrap_or(0),
+        col: site.map(|s| s.span.col).unwrap_or(0),
+        message: site
+            .map(|s| s.message(fault.value))
+            .unwrap_or_else(|| "internal error: unknown fault site".into()),
+    }
+}
+
+/// Runs one launch on rayon's current pool:
+/// - on one thread (or a small range): the serial variant, atomics demoted
+///   to plain read-modify-writes — bit-identical to the interpreter on one thread;
+/// - when the kernel scatters with atomic adds into buffers small enough to
+///   copy (`JitKernel::private`): one contiguous part per thread, each adding
+///   into zeroed private copies, then the copies are added into the shared
+///   buffers in thread order (deterministic for a given thread count);
+/// - otherwise: chunks with real atomics.
+pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
+    let total: u64 = l.kernel.shape.iter().map(|&s| s as u64).product();
+    if total == 0 {
+        return Ok(());
+    }
+    let ptrs = Ptrs(l.buffers.iter().map(|b| b.as_ptr() as *mut u32).collect());
+    let lens: Vec<u64> = l.buffers.iter().map(|b| b.len() as u64).collect();
+    let make_ctx = |buffers: &[*mut u32]| JitCtx {
+        buffers: buffers.as_ptr(),
+        lens: lens.as_ptr(),
+        params: l.params.as_ptr(),
+        frame: l.frame,
+        seed: l.seed,
+        launch_index: l.launch_index,
+        _pad: 0,
+    };
+    let call = |f: ChunkFn, ctx: &JitCtx, start: u64, end: u64| -> Result<(), JitFault> {
+        let mut fault = JitFault::default();
+        // SAFETY: `f` was compiled for this kernel's buffers (in
+        // `kernel.roots` order, as passed) and parameters; it checks every
+        // word address against `lens` before touching memory.
+        let status = unsafe { f(ctx, start, end, &mut fault) };
+        if status == 0 {
+            Ok(())
+        } else {
+            Err(fault)
+        }
+    };
+    let threads = rayon::current_num_threads().max(1);
+    if threads == 1 || total < SERIAL_BELOW {
+        let ctx = make_ctx(ptrs.get());
+        return call(l.kernel.serial_fn(), &ctx, 0, total).map_err(|f| fault_error(l.kernel, f));
+    }
+    let private_words: u64 = l.kernel.private.iter().map(|(i, _)| lens[*i]).sum();
+    if let Some(pf) = l
+        .kernel
+        .private_fn()
+        .filter(|_| private_words <= 16 * total)
+    {
+        let parts = threads as u64;
+        let per = total.div_ceil(parts);
+        let results: Vec<Result<Vec<Vec<u32>>, JitFault>> = (0..parts)
+            .into_par_iter()
+            .map(|p| {
+                let (start, end) = (p * per, ((p + 1) * per).min(total));
+                let mut mine = ptrs.get().to_vec();
+                let mut bufs: Vec<Vec<u32>> = l
+                    .kernel
+                    .private
+                    .iter()
+                    .map(|(i, _)| take_zeroed(lens[*i] as usize))
+                    .collect();
+                for ((i, _), b) in l.kernel.private.iter().zip(bufs.iter_mut()) {
+                    mine[*i] = b.as_mut_ptr();
+                }
+                if start < end {
+                    call(pf, &make_ctx(&mine), start, end)?;
+                }
+                Ok(bufs)
+            })
+            .collect();
+        let mut copies = Vec::new();
+        for r in results {
+            copies.push(r.map_err(|f| fault_error(l.kernel, f))?);
+        }
+        for (k, (i, float)) in l.kernel.private.iter().enumerate() {
+            let shared = l.buffers[*i];
+            let privs = Ptrs(copies.iter_mut().map(|c| c[k].as_mut_ptr()).collect());
+            let n = shared.len();
+            let block = 1 << 14;
+            (0..n.div_ceil(block)).into_par_iter().for_each(|b| {
+                let privs = &privs;
+                for w in b * block..((b + 1) * block).min(n) {
+                    let mut acc = shared[w].load(Ordering::Relaxed);
+                    for &p in privs.get() {
+                        // SAFETY: `w < n`, the copy's length; blocks are disjoint.
+                        let x = unsafe { *p.add(w) };
+                        if x != 0 {
+                            acc = if *float {
+                                (f32::from_bits(acc) + f32::from_bits(x)).to_bits()
+                            } else {
+                                acc.wrapping_add(x)
+                            };
+                            // SAFETY: as above; leaves the copy zeroed for reuse.
+                            unsafe { *p.add(w) = 0 };
+                        }
+                    }
+                    shared[w].store(acc, Ordering::Relaxed);
+                }
+            });
+        }
+        for c in copies {
+            give_back(c);
+        }
+        return Ok(());
+    }
+    let ctx = Shared(make_ctx(ptrs.get()));
+    let f = l.kernel.chunk_fn();
+    let step = chunk_len(total, threads);
+    let chunks = total.div_ceil(step);
+    (0..chunks)
+        .into_par_iter()
+        .try_for_each(|c| {
+            let start = c * step;
+            call(f, ctx.get(), start, (start + step).min(total))
+        })
+        .map_err(|f| fault_error(l.kernel, f))
+}
+
+/// The compiled CPU backend as an `Engine`: native code per kernel over the
+/// same host field memory as the VM.
+pub struct JitEngine {
+    kernels: Vec<Arc<JitKernel>>,
+    memory: crate::memory::FieldMemory,
+    /// Worker threads when a count was asked for (`None`: rayon's global pool).
+    pool: Option<rayon::ThreadPool>,
+}
+
+impl JitEngine {
+    /// Compiles every kernel (or takes it from the cache) and allocates field memory.
+    pub fn new(program: &Program, threads: Option<usize>) -> Result<JitEngine, RuntimeError> {
+        let opts = JitOptions::default();
+        let kernels = program
+            .kernels
+            .iter()
+            .map(|(_, k)| compile_cached(program, k, &opts))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| RuntimeError::Compile {
+                node: e.kernel.clone(),
+                message: e.to_string(),
+            })?;
+        let pool = match threads {
+            Some(n) => Some(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(n.max(1))
+                    .build()
+                    .map_err(|e| {
+                        RuntimeError::Io(format!("cannot start {} worker threads: {}", n, e))
+                    })?,
+            ),
+            None => None,
+        };
+        Ok(JitEngine {
+            kernels,
+            memory: crate::memory::FieldMemory::new(program),
+            pool,
+        })
+    }
+}
+
+impl crate::backend::Engine for JitEngine {
+    fn name(&self) -> &'static str {
+        "jit"
+    }
+
+    fn write_root(&self, root: weft_ir::ir::LayoutId, words: &[u32]) -> Result<(), RuntimeError> {
+        for (cell, &w) in self.memory.buffers[root.index()].iter().zip(words) {
+            cell.store(w, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    fn read_root(&self, root: weft_ir::ir::LayoutId) -> Result<Vec<u32>, RuntimeError> {
+        Ok(self.memory.root_words(root))
+    }
+
+    fn run(
+        &mut self,
+        _program: &Program,
+        launches: &[weft_codegen::launch::LaunchRecord],
+        _timing: bool,
+    ) -> Result<Vec<(weft_ir::ir::KernelId, std::time::Duration)>, RuntimeError> {
+        let mut times = Vec::with_capacity(launches.len());
+        for rec in launches {
+            let kernel = &self.kernels[rec.kernel.index()];
+            let buffers: Vec<&[AtomicU32]> = kernel
+                .roots
+                .iter()
+                .map(|r| self.memory.buffers[r.index()].as_slice())
+                .collect();
+            let l = Launch {
+                kernel,
+                buffers,
+                params: &rec.params,
+                frame: rec.frame,
+                seed: rec.seed,
+                launch_index: rec.launch_index,
+            };
+            let t = std::time::Instant::now();
+            match &self.pool {
+                Some(pool) => pool.install(|| launch(&l))?,
+                None => launch(&l)?,
+            }
+            times.push((rec.kernel, t.elapsed()));
+        }
+        Ok(times)
+    }
+
+    fn read_field(
+        &self,
+        program: &Program,
+        field: weft_ir::ir::FieldId,
+    ) -> Result<Vec<u32>, RuntimeError> {
+        Ok(self.memory.read_field(program, field))
+    }
+
+    fn write_field(
+        &self,
+        program: &Program,
+        field: weft_ir::ir::FieldId,
+        words: &[u32],
+    ) -> Result<(), RuntimeError> {
+        self.memory.write_field(program, field, words);
+        Ok(())
+    }
+
+    fn reset(&mut self, program: &Program) -> Result<(), RuntimeError> {
+        self.memory.reset(program);
+        Ok(())
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}

@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Weft's CPU backends and the installed peers (Taichi, Warp) on the same
+workloads, in one run, with ratios.
+
+Usage (after `cargo build --release`; peers set up as ../shared/peers/README.md says):
+    python3 tools/bench_peers.py --peers /tmp/peers            # everything
+    python3 tools/bench_peers.py --only julia,mpm88 --runs 1    # a subset
+    python3 tools/bench_peers.py --no-peers                      # Weft only (jit vs vm)
+
+Weft rows come from `weft bench --json` (median frame time after one warm-up
+frame) and, for first-frame latency, from the wall time of
+`weft run GRAPH --frames 1 --no-frames` (process start to first frame done).
+Peer rows are the peers' own scripts (`step_s_median`, `first_run_s`).
+Runs are round-robin so that machine noise hits every row alike; the table
+reports the median over runs. Prints a Markdown table (and --json FILE writes
+the raw rows).
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GRAPHS = os.path.join(ROOT, "graphs")
+
+# mpm88 x8: 65536 particles, 256^2 grid, dt 1e-4 (the peers' CFL-scaled default).
+X8_DX = 1 / 256
+X8_VOL = (X8_DX * 0.5) ** 2
+X8_SETS = [
+    "particles.shape=[65536]", "grid.shape=[256,256]",
+    f"p2g.dx={X8_DX}", f"p2g.p_vol={X8_VOL}", f"p2g.p_mass={X8_VOL}", "p2g.dt=0.0001",
+    f"g2p.dx={X8_DX}", "g2p.dt=0.0001", "grid_update.dt=0.0001", "grid_update.n_grid=256",
+]
+
+
+def sh(cmd, timeout=1800):
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return p, time.perf_counter() - t0
+
+
+def weft_rows(weft, workload, backend, frames, threads, x8_init):
+    """(frame seconds, first-frame seconds) for one Weft configuration."""
+    graph = {"julia": "julia", "mpm88": "mpm88", "mpm88_x8": "mpm88", "life": "life", "heat": "heat"}[workload]
+    path = os.path.join(GRAPHS, graph + ".json")
+    extra = ["--threads", str(threads)]
+    if workload == "mpm88_x8":
+        for s in X8_SETS:
+            extra += ["--set", s]
+        extra += ["--init", f"x={x8_init}"]
+    p, _ = sh([weft, "bench", path, "--backend", backend, "--frames", str(frames), "--json"] + extra)
+    if p.returncode != 0:
+        raise RuntimeError(f"weft bench {workload} {backend}: {p.stderr.strip()}")
+    j = json.loads(p.stdout.strip().splitlines()[-1])
+    with tempfile.TemporaryDirectory() as out:
+        p, wall = sh([weft, "run", path, "--backend", backend, "--frames", "1", "--no-frames",
+                      "--out", out] + extra)
+    if p.returncode != 0:
+        raise RuntimeError(f"weft run {workload} {backend}: {p.stderr.strip()}")
+    return j["frame_ms"]["median"] / 1e3, wall, j["compile_ms"] / 1e3
+
+
+PEERS = {
+    # workload: [(framework, label, script, args)]
+    "julia": [("taichi", "cpu 2T", "taichi_julia.py", ["--arch", "cpu", "--threads", "2"]),
+              ("warp", "cpu", "warp_julia.py", [])],
+    "mpm88": [("taichi", "cpu 2T", "taichi_mpm88.py", ["--arch", "cpu", "--threads", "2", "--frames", "6"]),
+              ("warp", "cpu", "warp_mpm88.py", ["--frames", "6"])],
+    "mpm88_x8": [("taichi", "cpu 2T", "taichi_mpm88.py",
+                  ["--arch", "cpu", "--threads", "2", "--particles", "65536", "--grid", "256", "--frames", "4"]),
+                 ("warp", "cpu", "warp_mpm88.py", ["--particles", "65536", "--grid", "256", "--frames", "4"])],
+}
+
+
+def peer_row(python, peers, script, args):
+    p, _ = sh([python, os.path.join(peers, script)] + args)
+    lines = [l for l in p.stdout.strip().splitlines() if l.startswith("{")]
+    if p.returncode != 0 or not lines:
+        raise RuntimeError(f"{script}: {p.stderr.strip()[-500:]}")
+    j = json.loads(lines[-1])
+    return j["step_s_median"], j["first_run_s"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--weft", default=os.path.join(ROOT, "target", "release", "weft"))
+    ap.add_argument("--peers", default="/tmp/peers", help="a copy of shared/peers with its .venv")
+    ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--only", default="julia,mpm88,mpm88_x8,life,heat")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--frames", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--json", metavar="FILE")
+    a = ap.parse_args()
+    workloads = a.only.split(",")
+    python = os.path.join(a.peers, ".venv", "bin", "python")
+    use_peers = not a.no_peers and os.path.exists(python)
+    x8_init = os.path.join(tempfile.gettempdir(), "weft_mpm88_x8_x0.npy")
+    if "mpm88_x8" in workloads and not os.path.exists(x8_init):
+        if not use_peers:
+            sys.exit("mpm88_x8 needs the peers' venv to write its initial positions (taichi_mpm88.py --dump-init)")
+        sh([python, os.path.join(a.peers, "taichi_mpm88.py"), "--particles", "65536", "--grid", "256",
+            "--frames", "1", "--substeps", "1", "--dump-init", x8_init])
+
+    rows = {}  # (workload, who) -> list of (frame_s, first_s)
+
+    def add(key, val):
+        rows.setdefault(key, []).append(val)
+
+    for r in range(a.runs):
+        for w in workloads:
+            for backend in ("jit", "cpu"):
+                if backend == "cpu" and w == "mpm88_x8" and r > 0:
+                    continue  # the interpreter takes ~15 s a frame here; one run is enough
+                frames = a.frames if not (backend == "cpu" and w.startswith("mpm88")) else 2
+                f, first, _ = weft_rows(a.weft, w, backend, frames, a.threads, x8_init)
+                add((w, "weft " + ("jit" if backend == "jit" else "vm")), (f, first))
+            if use_peers:
+                for fw, label, script, args in PEERS.get(w, []):
+                    try:
+                        add((w, f"{fw} {label}"), peer_row(python, a.peers, script, args))
+                    except RuntimeError as e:
+                        print(f"warning: {e}", file=sys.stderr)
+            print(f"run {r + 1}/{a.runs}: {w} done", file=sys.stderr)
+
+    def med(key, k):
+        v = rows.get(key)
+        return statistics.median(x[k] for x in v) if v else None
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    print(f"\nMachine: {cpu}, {os.cpu_count()} cores; {time.strftime('%Y-%m-%d %H:%M')}; "
+          f"Weft threads: {a.threads}; median of {a.runs} run(s)\n")
+    print("| workload | weft jit | weft vm | taichi cpu 2T | warp cpu | jit vs vm | jit / warp | jit / taichi |")
+    print("|---|---|---|---|---|---|---|---|")
+    for w in workloads:
+        j, v = med((w, "weft jit"), 0), med((w, "weft vm"), 0)
+        t, wp = med((w, "taichi cpu 2T"), 0), med((w, "warp cpu"), 0)
+        fmt = lambda x: f"{x * 1e3:.2f} ms" if x is not None else "—"
+        ratio = lambda x, y: f"{x / y:.2f}×" if x is not None and y else "—"
+        print(f"| {w} | {fmt(j)} | {fmt(v)} | {fmt(t)} | {fmt(wp)} | {ratio(v, j)} faster | "
+              f"{ratio(j, wp)} | {ratio(j, t)} |")
+    print("\nFirst frame (process start to first frame done; peers: first frame incl. JIT compile):\n")
+    print("| workload | weft jit | weft vm | taichi cpu 2T | warp cpu |")
+    print("|---|---|---|---|---|")
+    for w in workloads:
+        f = lambda key: f"{med((w, key), 1):.3f} s" if rows.get((w, key)) else "—"
+        print(f"| {w} | {f('weft jit')} | {f('weft vm')} | {f('taichi cpu 2T')} | {f('warp cpu')} |")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({f"{k[0]}|{k[1]}": v for k, v in rows.items()}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
