@@ -86,7 +86,7 @@ impl std::str::FromStr for Backend {
 }
 
 /// What every backend implements.
-pub trait Engine: Any {
+pub trait Engine: Any + Send {
     /// The backend's name (as `Backend::name`, or the test backend's own).
     fn name(&self) -> &'static str;
 
