@@ -239,12 +239,11 @@ impl AddressPlan {
     /// Whether every component occupies whole words (true for `Storage::Word`),
     /// so that word addresses below are exact.
     pub fn word_aligned(&self) -> bool {
-        self.component_bits % WORD_BITS == 0
-            && self.base_bits % WORD_BITS == 0
-            && self
-                .levels
-                .iter()
-                .all(|l| l.cell_bits % WORD_BITS == 0 && l.offset_bits % WORD_BITS == 0)
+        self.component_bits.is_multiple_of(WORD_BITS)
+            && self.base_bits.is_multiple_of(WORD_BITS)
+            && self.levels.iter().all(|l| {
+                l.cell_bits.is_multiple_of(WORD_BITS) && l.offset_bits.is_multiple_of(WORD_BITS)
+            })
     }
 
     /// Bit address of component 0 of the element at logical `index`.
