@@ -381,3 +381,46 @@ fn oversized_fields_for_the_device_are_a_clear_error() {
         t
     );
 }
+
+#[test]
+fn jit_backend_runs_benches_and_replays_against_the_interpreter() {
+    let out = tmp("jit");
+    let o = weft(&[
+        "run",
+        "graphs/life.json",
+        "--backend",
+        "jit",
+        "--frames",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+        "--dump",
+        "alive",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("backend: jit"), "{}", text(&o));
+    assert!(out.join("alive.npy").exists());
+    let o = weft(&[
+        "bench",
+        "graphs/heat.json",
+        "--backend",
+        "jit",
+        "--frames",
+        "2",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&o.stdout).trim()).unwrap();
+    assert_eq!(v["backend"], "jit");
+    // No 'jit' entry is recorded: the JIT is held to the interpreter's expectations.
+    let o = weft(&[
+        "replay",
+        "graphs/heat.json",
+        "graphs/life.json",
+        "--backend",
+        "jit",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("ok   graphs/heat.json"), "{}", text(&o));
+}

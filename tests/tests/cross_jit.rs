@@ -449,8 +449,7 @@ fn compile_failures_are_errors_naming_the_kernel() {
     .unwrap();
     let k = p.kernel_by_name("k").unwrap();
     let e = weft_codegen::jit::compile_kernel(&p, &p.kernels[k], &Default::default())
-        .err()
-        .expect("unlowered access must be refused");
+        .expect_err("unlowered access must be refused");
     let m = e.to_string();
     assert!(
         m.contains("node 'k'") && m.contains("jit") && m.contains("internal error"),

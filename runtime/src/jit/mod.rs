@@ -232,8 +232,9 @@ pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
             let block = 1 << 14;
             (0..n.div_ceil(block)).into_par_iter().for_each(|b| {
                 let privs = &privs;
-                for w in b * block..((b + 1) * block).min(n) {
-                    let mut acc = shared[w].load(Ordering::Relaxed);
+                let lo = b * block;
+                for (w, cell) in shared.iter().enumerate().take((lo + block).min(n)).skip(lo) {
+                    let mut acc = cell.load(Ordering::Relaxed);
                     for &p in privs.get() {
                         // SAFETY: `w < n`, the copy's length; blocks are disjoint.
                         let x = unsafe { *p.add(w) };
@@ -247,7 +248,7 @@ pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
                             unsafe { *p.add(w) = 0 };
                         }
                     }
-                    shared[w].store(acc, Ordering::Relaxed);
+                    cell.store(acc, Ordering::Relaxed);
                 }
             });
         }
