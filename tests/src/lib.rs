@@ -108,3 +108,21 @@ pub fn example(name: &str) -> Value {
 pub fn close(a: f32, b: f32, rel: f32, abs: f32) -> bool {
     (a - b).abs() <= abs + rel * a.abs().max(b.abs()) || (a.is_nan() && b.is_nan())
 }
+
+/// Whether a wgpu adapter can be opened. With `CI=true` a missing adapter
+/// fails the test (CI must run the wgpu paths); locally the wgpu part is
+/// skipped with a visible message.
+pub fn wgpu_available() -> bool {
+    match weft_runtime::wgpu_backend::WgpuContext::new(
+        weft_runtime::wgpu_backend::AdapterChoice::Any,
+    ) {
+        Ok(_) => true,
+        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("CI=true but no wgpu adapter: {}", e)
+        }
+        Err(e) => {
+            eprintln!("skipping the wgpu part: no wgpu adapter ({})", e);
+            false
+        }
+    }
+}

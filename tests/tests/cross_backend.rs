@@ -10,21 +10,6 @@ use serde_json::{json, Value};
 use weft_runtime::{Backend, SimOptions, Simulation};
 use weft_tests::*;
 
-fn gpu_available() -> bool {
-    match weft_runtime::wgpu_backend::WgpuContext::new(
-        weft_runtime::wgpu_backend::AdapterChoice::Any,
-    ) {
-        Ok(_) => true,
-        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("CI=true but no wgpu adapter: {}", e)
-        }
-        Err(e) => {
-            eprintln!("skipping: no wgpu adapter ({})", e);
-            false
-        }
-    }
-}
-
 fn sim(
     doc: &Value,
     frames: u32,
@@ -139,7 +124,7 @@ fn set(g: &mut Value, node: &str, param: &str, v: Value) {
 
 #[test]
 fn examples_agree_across_backends() {
-    if !gpu_available() {
+    if !wgpu_available() {
         return;
     }
     let mut problems = Vec::new();
@@ -309,7 +294,7 @@ fn corpus_graph(fields: &[(&str, &str, Vec<u32>, Value)], code: &str, range: &[u
 
 #[test]
 fn language_corpus_agrees_across_backends() {
-    if !gpu_available() {
+    if !wgpu_available() {
         return;
     }
     let mut problems = Vec::new();
@@ -340,7 +325,7 @@ fn language_corpus_agrees_across_backends() {
 
 #[test]
 fn faults_on_the_gpu_name_the_kernel_and_line() {
-    if !gpu_available() {
+    if !wgpu_available() {
         return;
     }
     let g = kernel_graph(
@@ -378,7 +363,7 @@ fn faults_on_the_gpu_name_the_kernel_and_line() {
 
 #[test]
 fn large_ranges_dispatch_beyond_one_grid_row() {
-    if !gpu_available() {
+    if !wgpu_available() {
         return;
     }
     // 65535 * 64 = 4194240 threads fit in one row of workgroups; go past it.
@@ -399,7 +384,7 @@ fn large_ranges_dispatch_beyond_one_grid_row() {
 
 #[test]
 fn editing_one_kernel_recompiles_only_that_kernel() {
-    if !gpu_available() {
+    if !wgpu_available() {
         return;
     }
     use std::sync::atomic::Ordering;
@@ -444,7 +429,7 @@ fn editing_one_kernel_recompiles_only_that_kernel() {
 
 #[test]
 fn non_finite_constants_compile_on_the_gpu() {
-    if !gpu_available() {
+    if !wgpu_available() {
         return;
     }
     let g = kernel_graph(&[F("o", "f32", &[3], json!(0))], "fn kernel(i: i32) { o[0] = bitcast::<f32>(2143289344u32); o[1] = bitcast::<f32>(0x7f800000u32); o[2] = -bitcast::<f32>(0x7f800000u32); }", &[1], json!({}));

@@ -10,21 +10,6 @@ use weft_ir::ir::{FaultKind, InstKind};
 use weft_runtime::{Backend, SimOptions, Simulation};
 use weft_tests::*;
 
-fn wgpu_available() -> bool {
-    match weft_runtime::wgpu_backend::WgpuContext::new(
-        weft_runtime::wgpu_backend::AdapterChoice::Any,
-    ) {
-        Ok(_) => true,
-        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("CI=true but no wgpu adapter: {}", e)
-        }
-        Err(e) => {
-            eprintln!("skipping wgpu: no adapter ({})", e);
-            false
-        }
-    }
-}
-
 fn backends() -> Vec<Backend> {
     let mut v = vec![Backend::Vm];
     if wgpu_available() {
