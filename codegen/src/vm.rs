@@ -160,29 +160,6 @@ pub enum Op {
         cond: Slot,
         target: u32,
     },
-    /// Starts a range loop: `counter = begin` and the trip count (a u64 in
-    /// `remaining`, `remaining + 1`) computed without overflow. Legalized IR
-    /// has already trapped on a step that is not positive.
-    ForInit {
-        signed: bool,
-        inclusive: bool,
-        counter: Slot,
-        begin: Slot,
-        end: Slot,
-        step: Slot,
-        remaining: Slot,
-    },
-    /// Jumps to `target` when no iterations remain.
-    ForTest {
-        remaining: Slot,
-        target: u32,
-    },
-    /// `counter += step; remaining -= 1`.
-    ForStep {
-        counter: Slot,
-        step: Slot,
-        remaining: Slot,
-    },
     Call {
         func: u32,
         args: Vec<(Slot, u32)>,
@@ -326,11 +303,7 @@ impl Ctx<'_> {
         let inst = &self.f.insts[h];
         let ty = inst.ty;
         let n = ty.components() as u32;
-        let dst = if ty != Type::Void && !matches!(inst.kind, InstKind::LoopCounter(_)) {
-            self.alloc(n)
-        } else {
-            0
-        };
+        let dst = if ty != Type::Void { self.alloc(n) } else { 0 };
         if ty != Type::Void {
             self.slots.insert(h, dst);
         }
@@ -594,6 +567,9 @@ impl Ctx<'_> {
                     "abstract field access reached codegen; access lowering did not run",
                 ))
             }
+            InstKind::RangeFor { .. } | InstKind::LoopCounter(_) => {
+                return Err(self.err(h, "a range loop reached codegen; legalize did not run"))
+            }
             InstKind::If {
                 cond,
                 accept,
@@ -617,56 +593,6 @@ impl Ctx<'_> {
                     let end = self.ops.len() as u32;
                     self.patch(j, end);
                 }
-            }
-            InstKind::RangeFor {
-                begin,
-                end,
-                step,
-                inclusive,
-                body,
-            } => {
-                let bt = ts(self, *begin);
-                let counter = self.alloc(1);
-                let remaining = self.alloc(2);
-                self.slots.insert(h, counter);
-                self.ops.push(Op::ForInit {
-                    signed: bt.scalar() == Some(Scalar::I32),
-                    inclusive: *inclusive,
-                    counter,
-                    begin: self.slot(*begin),
-                    end: self.slot(*end),
-                    step: self.slot(*step),
-                    remaining,
-                });
-                let head = self.ops.len();
-                self.ops.push(Op::ForTest {
-                    remaining,
-                    target: 0,
-                });
-                self.loops.push((vec![], vec![]));
-                self.block(body)?;
-                let (breaks, conts) = self.loops.pop().expect("loop");
-                let cont = self.ops.len() as u32;
-                for c in conts {
-                    self.patch(c, cont);
-                }
-                self.ops.push(Op::ForStep {
-                    counter,
-                    step: self.slot(*step),
-                    remaining,
-                });
-                self.ops.push(Op::Jump {
-                    target: head as u32,
-                });
-                let exit = self.ops.len() as u32;
-                self.patch(head, exit);
-                for b in breaks {
-                    self.patch(b, exit);
-                }
-            }
-            InstKind::LoopCounter(l) => {
-                let s = self.slot(*l);
-                self.slots.insert(h, s);
             }
             InstKind::Loop { body } => {
                 let head = self.ops.len() as u32;
@@ -707,9 +633,7 @@ impl Ctx<'_> {
 
     fn patch(&mut self, at: usize, target: u32) {
         match &mut self.ops[at] {
-            Op::Jump { target: t }
-            | Op::JumpIfFalse { target: t, .. }
-            | Op::ForTest { target: t, .. } => *t = target,
+            Op::Jump { target: t } | Op::JumpIfFalse { target: t, .. } => *t = target,
             _ => unreachable!("only jumps are patched"),
         }
     }

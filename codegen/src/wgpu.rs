@@ -605,7 +605,6 @@ impl<'a> ModCtx<'a> {
             f,
             values: HashMap::new(),
             locals: Vec::new(),
-            fors: HashMap::new(),
             fmap,
             kernel,
         };
@@ -744,8 +743,6 @@ struct Gen<'g, 'c, 'a> {
     f: &'g Function,
     values: HashMap<InstId, Handle<E>>,
     locals: Vec<Handle<E>>,
-    /// RangeFor → (counter local, remaining local).
-    fors: HashMap<InstId, (Handle<E>, Handle<E>)>,
     fmap: &'g HashMap<usize, Handle<NFunction>>,
     kernel: &'a Kernel,
 }
@@ -1133,7 +1130,7 @@ impl Gen<'_, '_, '_> {
                     },
                 ))
             }
-            InstKind::Builtin(bi, args) => Some(self.builtin(b, *bi, args, ty)?),
+            InstKind::Builtin(bi, args) => Some(self.builtin(b, *bi, args)?),
             InstKind::Call(fid, args) => {
                 let func = *self
                     .fmap
@@ -1258,20 +1255,6 @@ impl Gen<'_, '_, '_> {
                 );
                 None
             }
-            InstKind::RangeFor {
-                begin,
-                end,
-                step,
-                inclusive,
-                body,
-            } => {
-                self.range_for(b, h, *begin, *end, *step, *inclusive, body)?;
-                None
-            }
-            InstKind::LoopCounter(l) => {
-                let (counter, _) = self.fors[l];
-                Some(self.fb.e(b, E::Load { pointer: counter }))
-            }
             InstKind::Loop { body } => {
                 let mut nb = NBlock::new();
                 self.block(body, &mut nb)?;
@@ -1304,6 +1287,12 @@ impl Gen<'_, '_, '_> {
                 return Err(cerr(
                     self.kernel,
                     "abstract field access reached codegen; access lowering did not run",
+                ))
+            }
+            InstKind::RangeFor { .. } | InstKind::LoopCounter(_) => {
+                return Err(cerr(
+                    self.kernel,
+                    "a range loop reached codegen; legalize did not run",
                 ))
             }
         };
@@ -1397,7 +1386,6 @@ impl Gen<'_, '_, '_> {
         b: &mut NBlock,
         bi: Builtin,
         args: &[InstId],
-        ty: Type,
     ) -> Result<Handle<E>, CodegenError> {
         let a: Vec<Handle<E>> = args.iter().map(|x| self.v(*x)).collect();
         let at = self.t(args[0]);
@@ -1447,69 +1435,15 @@ impl Gen<'_, '_, '_> {
             Builtin::Length => MF::Length,
             Builtin::Distance => MF::Distance,
             Builtin::Normalize => MF::Normalize,
-            Builtin::Dot => {
-                if at.is_float() {
-                    MF::Dot
-                } else {
-                    // Integer dot with wrapping, as the CPU does.
-                    let n = at.components() as u32;
-                    let mut acc: Option<Handle<E>> = None;
-                    for c in 0..n {
-                        let x = self.fb.e(
-                            b,
-                            E::AccessIndex {
-                                base: a[0],
-                                index: c,
-                            },
-                        );
-                        let y = self.fb.e(
-                            b,
-                            E::AccessIndex {
-                                base: a[1],
-                                index: c,
-                            },
-                        );
-                        let p = self.fb.bin(b, BO::Multiply, x, y);
-                        acc = Some(match acc {
-                            None => p,
-                            Some(s) => self.fb.bin(b, BO::Add, s, p),
-                        });
-                    }
-                    return Ok(acc.expect("vectors have components"));
-                }
-            }
+            Builtin::Dot => MF::Dot,
             Builtin::Cross => MF::Cross,
             Builtin::Reflect => MF::Reflect,
             Builtin::Transpose => MF::Transpose,
-            Builtin::Determinant | Builtin::Inverse => {
+            Builtin::Determinant | Builtin::Inverse | Builtin::Outer => {
                 return Err(cerr(
                     self.kernel,
                     "a matrix built-in reached codegen; legalize did not run",
                 ))
-            }
-            Builtin::Outer => {
-                // Column j = a * b[j] (WGSL has no outer product).
-                let n = at.components() as u32;
-                let cols: Vec<Handle<E>> = (0..n)
-                    .map(|j| {
-                        let bj = self.fb.e(
-                            b,
-                            E::AccessIndex {
-                                base: a[1],
-                                index: j,
-                            },
-                        );
-                        self.fb.bin(b, BO::Multiply, a[0], bj)
-                    })
-                    .collect();
-                let t = self.fb.ty(ty);
-                return Ok(self.fb.e(
-                    b,
-                    E::Compose {
-                        ty: t,
-                        components: cols,
-                    },
-                ));
             }
             Builtin::IsNan => return Ok(self.float_class(b, a[0], at.components(), true)),
             Builtin::IsInf => return Ok(self.float_class(b, a[0], at.components(), false)),
@@ -1691,114 +1625,5 @@ impl Gen<'_, '_, '_> {
         );
         let out = self.fb.e(b, E::Load { pointer: result });
         Ok(self.bits_from_u32(b, out, s))
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn range_for(
-        &mut self,
-        b: &mut NBlock,
-        h: InstId,
-        begin: InstId,
-        end: InstId,
-        step: InstId,
-        inclusive: bool,
-        body: &Block,
-    ) -> Result<(), CodegenError> {
-        let t = self.t(begin);
-        let counter = self.fb.local("counter", t);
-        let remaining = self.fb.local("remaining", Type::U32);
-        let (bv, ev, sv) = (self.v(begin), self.v(end), self.v(step));
-        // Legalized IR trapped on a step that is not positive before the loop.
-        // Trip count in u32: (end - begin) fits when end >= begin.
-        let bu = self.bits_as_u32(b, bv, t.scalar().expect("int"));
-        let eu = self.bits_as_u32(b, ev, t.scalar().expect("int"));
-        let stu = self.bits_as_u32(b, sv, t.scalar().expect("int"));
-        let diff = self.fb.bin(b, BO::Subtract, eu, bu);
-        let one = self.fb.u32c(1);
-        let nonempty = self.fb.bin(
-            b,
-            if inclusive {
-                BO::GreaterEqual
-            } else {
-                BO::Greater
-            },
-            ev,
-            bv,
-        );
-        let span = if inclusive {
-            diff
-        } else {
-            self.fb.bin(b, BO::Subtract, diff, one)
-        };
-        let q = self.fb.bin(b, BO::Divide, span, stu);
-        let trips = self.fb.bin(b, BO::Add, q, one);
-        let zero_u = self.fb.u32c(0);
-        let trips = self.fb.e(
-            b,
-            E::Select {
-                condition: nonempty,
-                accept: trips,
-                reject: zero_u,
-            },
-        );
-        b.push(
-            S::Store {
-                pointer: counter,
-                value: bv,
-            },
-            SP,
-        );
-        b.push(
-            S::Store {
-                pointer: remaining,
-                value: trips,
-            },
-            SP,
-        );
-        self.fors.insert(h, (counter, remaining));
-        let mut nb = NBlock::new();
-        let left = self.fb.e(&mut nb, E::Load { pointer: remaining });
-        let zero_u2 = self.fb.u32c(0);
-        let done = self.fb.bin(&mut nb, BO::Equal, left, zero_u2);
-        let mut brk = NBlock::new();
-        brk.push(S::Break, SP);
-        nb.push(
-            S::If {
-                condition: done,
-                accept: brk,
-                reject: NBlock::new(),
-            },
-            SP,
-        );
-        self.block(body, &mut nb)?;
-        let mut cont = NBlock::new();
-        let c = self.fb.e(&mut cont, E::Load { pointer: counter });
-        let c2 = self.fb.bin(&mut cont, BO::Add, c, sv);
-        cont.push(
-            S::Store {
-                pointer: counter,
-                value: c2,
-            },
-            SP,
-        );
-        let r = self.fb.e(&mut cont, E::Load { pointer: remaining });
-        let one2 = self.fb.u32c(1);
-        let r2 = self.fb.bin(&mut cont, BO::Subtract, r, one2);
-        cont.push(
-            S::Store {
-                pointer: remaining,
-                value: r2,
-            },
-            SP,
-        );
-        b.push(
-            S::Loop {
-                body: nb,
-                continuing: cont,
-                break_if: None,
-            },
-            SP,
-        );
-        Ok(())
     }
 }

@@ -1,9 +1,9 @@
 //! Semantics that used to be re-implemented per backend and now live once,
 //! in the legalize pass: `sign` of unsigned values, integer `/` and `%` by a
 //! literal zero, saturating casts, matrix determinant/inverse and fault
-//! sites. Results are compared with values computed here by hand (WGSL's
-//! integer rules, Rust's `as`), on the VM and — when an adapter exists — on
-//! wgpu; every kernel must also pass the device-free checks of `weft check`.
+//! sites, range-loop trip counts, integer `dot` and `outer`. Results are compared with values computed here by hand (WGSL's
+//! integer rules, Rust's `as`), on the VM, the JIT and — when an adapter exists —
+//! on wgpu; every kernel must also pass the device-free checks of `weft check`.
 
 use serde_json::{json, Value};
 use weft_ir::ir::{FaultKind, InstKind};
@@ -11,7 +11,7 @@ use weft_runtime::{Backend, SimOptions, Simulation};
 use weft_tests::*;
 
 fn backends() -> Vec<Backend> {
-    let mut v = vec![Backend::Vm];
+    let mut v = vec![Backend::Vm, Backend::Jit];
     if wgpu_available() {
         v.push(Backend::Wgpu);
     }
@@ -218,5 +218,108 @@ fn faults_are_traps_with_sites_and_report_as_before() {
             b,
             e
         );
+    }
+}
+
+#[test]
+fn range_loops_at_type_limits_with_continue_on_every_backend() {
+    // Each loop counts its iterations and sums the counters it visited;
+    // `continue` must still advance the counter.
+    let g = kernel_graph(
+        &[
+            F("n", "i32", &[6], json!(0)),
+            F("s", "u32", &[6], json!(0)),
+        ],
+        "fn kernel(i: i32) {
+            let mut cnt = 0;
+            let mut acc = 0u32;
+            if i == 0 { for k in 2147483640..=2147483647 { cnt += 1; acc += k as u32; } }
+            if i == 1 { for k in (2147483600..2147483647).step_by(40) { cnt += 1; acc += k as u32; } }
+            if i == 2 { for k in 4294967290u32..=4294967295u32 { if k % 2u32 == 0u32 { continue; } cnt += 1; acc += k; } }
+            if i == 3 { for k in (-2147483647 - 1)..=-2147483645 { cnt += 1; acc += k as u32; } }
+            if i == 4 { for k in 5..5 { cnt += 1; } for k in 6..=5 { cnt += 1; } }
+            if i == 5 { for a in 0..3 { for b in (a..=7).step_by(3) { if b == 4 { continue; } cnt += 1; acc += (a * 10 + b) as u32; } } }
+            n[i] = cnt;
+            s[i] = acc;
+        }",
+        &[6],
+        json!({}),
+    );
+    // By hand: (0) 8 values 2147483640..=2147483647; (1) 2147483600, 2147483640;
+    // (2) the odd ones of 4294967290..=4294967295: ...91, ...93, ...95;
+    // (3) four values from i32::MIN; (4) empty; (5) a=0: b=0,3,6; a=1: 1,(4),7;
+    // a=2: 2,5.
+    let sum = |v: &[i64]| v.iter().fold(0u32, |a, &x| a.wrapping_add(x as u32));
+    let expect_n = vec![8u32, 2, 3, 4, 0, 7];
+    let expect_s = vec![
+        sum(&(2147483640..=2147483647).collect::<Vec<_>>()),
+        sum(&[2147483600, 2147483640]),
+        sum(&[4294967291, 4294967293, 4294967295]),
+        sum(&(-2147483648..=-2147483645).collect::<Vec<_>>()),
+        0,
+        sum(&[0, 3, 6, 11, 17, 22, 25]),
+    ];
+    for b in backends() {
+        let s = sim_on(&g, b);
+        assert_eq!(words(&s, "n"), expect_n, "{}", b);
+        assert_eq!(words(&s, "s"), expect_s, "{}", b);
+        for (_, k) in s.program.kernels.iter() {
+            fn has_range(f: &weft_ir::ir::Function, block: &[weft_ir::ir::InstId]) -> bool {
+                block.iter().any(|&h| {
+                    let kind = &f.insts[h].kind;
+                    matches!(kind, InstKind::RangeFor { .. } | InstKind::LoopCounter(_))
+                        || kind.blocks().iter().any(|b| has_range(f, b))
+                })
+            }
+            assert!(
+                !has_range(&k.entry, &k.entry.body),
+                "legalized IR still has a range loop"
+            );
+        }
+    }
+}
+
+#[test]
+fn integer_dot_and_outer_products_on_every_backend() {
+    let g = kernel_graph(
+        &[
+            F("d", "i32", &[2], json!(0)),
+            F("u", "u32", &[2], json!(0)),
+            F("m", "mat3", &[2], json!(0)),
+        ],
+        "fn kernel(i: i32) {
+            let a = ivec3(i + 1, -2, 2147483647);
+            d[i] = dot(a, ivec3(3, 4, 2));
+            u[i] = dot(uvec2(4000000000u32, i as u32), uvec2(2u32, 7u32));
+            m[i] = outer(vec3(1.5, -2.0, i as f32), vec3(0.5, 3.0, -1.0));
+        }",
+        &[2],
+        json!({}),
+    );
+    for b in backends() {
+        let s = sim_on(&g, b);
+        let d: Vec<u32> = (0..2i32)
+            .map(|i| {
+                (3 * (i + 1))
+                    .wrapping_add(-8)
+                    .wrapping_add(2147483647i32.wrapping_mul(2)) as u32
+            })
+            .collect();
+        assert_eq!(words(&s, "d"), d, "{}", b);
+        let u: Vec<u32> = (0..2u32)
+            .map(|i| 4000000000u32.wrapping_mul(2).wrapping_add(i * 7))
+            .collect();
+        assert_eq!(words(&s, "u"), u, "{}", b);
+        let mut m = Vec::new();
+        for i in 0..2 {
+            let (a, c) = ([1.5f32, -2.0, i as f32], [0.5f32, 3.0, -1.0]);
+            // Column-major: column j is a * c[j].
+            for cj in c {
+                for ai in a {
+                    m.push((ai * cj).to_bits());
+                }
+            }
+        }
+        assert_eq!(words(&s, "m"), m, "{}", b);
     }
 }

@@ -3,8 +3,8 @@
 //! Pre: a validated, access-lowered IR function. Post: a complete Cranelift
 //! function (all blocks filled). Every IR value becomes one Cranelift value
 //! per component (`F32` for float components, `I32` for i32/u32/bool words,
-//! bools being the raw word as the interpreter keeps it); locals and loop
-//! counters become Cranelift variables (SSA construction by
+//! bools being the raw word as the interpreter keeps it); locals become
+//! Cranelift variables (SSA construction by
 //! `cranelift_frontend`). Structured control flow maps onto blocks: code after
 //! a `break` / `continue` / `return` in the same IR block is unreachable and
 //! is not emitted.
@@ -80,7 +80,6 @@ struct Lower<'e, 'a, 'b> {
     f: &'a Function,
     vals: HashMap<InstId, Vec<Value>>,
     locals: Vec<Vec<Variable>>,
-    counters: HashMap<InstId, Variable>,
     loops: Vec<LoopTargets>,
     /// The current Cranelift block already ends in a terminator.
     filled: bool,
@@ -213,7 +212,6 @@ pub(super) fn build_chunk(
         f,
         vals: HashMap::new(),
         locals: vec![],
-        counters: HashMap::new(),
         loops: vec![],
         filled: false,
         fault,
@@ -314,7 +312,6 @@ pub(super) fn build_helper<'a>(
         f,
         vals: HashMap::new(),
         locals: vec![],
-        counters: HashMap::new(),
         loops: vec![],
         filled: false,
         fault,
@@ -777,6 +774,9 @@ impl Lower<'_, '_, '_> {
                     "abstract field access reached codegen; access lowering did not run",
                 ))
             }
+            InstKind::RangeFor { .. } | InstKind::LoopCounter(_) => {
+                return Err(self.err(h, "a range loop reached codegen; legalize did not run"))
+            }
             InstKind::If {
                 cond,
                 accept,
@@ -785,25 +785,6 @@ impl Lower<'_, '_, '_> {
                 let c = self.v1(*cond);
                 self.lower_if(c, accept, reject)?;
                 vec![]
-            }
-            InstKind::RangeFor {
-                begin,
-                end,
-                step,
-                inclusive,
-                body,
-            } => {
-                let signed = self.ty(*begin).scalar() == Some(Scalar::I32);
-                let (b0, e0, s0) = (self.v1(*begin), self.v1(*end), self.v1(*step));
-                self.range_for(h, span, signed, *inclusive, b0, e0, s0, body)?;
-                vec![]
-            }
-            InstKind::LoopCounter(l) => {
-                let var = *self
-                    .counters
-                    .get(l)
-                    .ok_or_else(|| self.err(h, "loop counter outside its loop"))?;
-                vec![self.b.use_var(var)]
             }
             InstKind::Loop { body } => {
                 let head = self.b.create_block();
@@ -1535,87 +1516,6 @@ impl Lower<'_, '_, '_> {
         } else {
             self.filled = true;
         }
-        Ok(())
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn range_for(
-        &mut self,
-        h: InstId,
-        span: Span,
-        signed: bool,
-        inclusive: bool,
-        begin: Value,
-        end: Value,
-        step: Value,
-        body: &Block,
-    ) -> Result<(), CodegenError> {
-        let widen = |b: &mut FunctionBuilder, v: Value| {
-            if signed {
-                b.ins().sextend(types::I64, v)
-            } else {
-                b.ins().uextend(types::I64, v)
-            }
-        };
-        let (bw, ew, sw) = (
-            widen(&mut self.b, begin),
-            widen(&mut self.b, end),
-            widen(&mut self.b, step),
-        );
-        let bad = self.b.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, sw, 0);
-        let site = self.site(span, FaultKind::Step);
-        self.fault_if(bad, site, sw);
-        let diff = self.b.ins().isub(ew, bw);
-        let (empty, num) = if inclusive {
-            (self.b.ins().icmp(IntCC::SignedLessThan, ew, bw), diff)
-        } else {
-            let n = self.b.ins().iadd_imm_s(diff, -1);
-            (self.b.ins().icmp(IntCC::SignedLessThanOrEqual, ew, bw), n)
-        };
-        let q = self.b.ins().sdiv(num, sw);
-        let t = self.b.ins().iadd_imm_s(q, 1);
-        let z = self.b.ins().iconst(types::I64, 0);
-        let trips = self.b.ins().select(empty, z, t);
-        let counter = self.b.declare_var(types::I32);
-        let remaining = self.b.declare_var(types::I64);
-        self.b.def_var(counter, begin);
-        self.b.def_var(remaining, trips);
-        self.counters.insert(h, counter);
-        let head = self.b.create_block();
-        let body_b = self.b.create_block();
-        let cont = self.b.create_block();
-        let exit = self.b.create_block();
-        self.b.ins().jump(head, &[]);
-        self.b.switch_to_block(head);
-        let r = self.b.use_var(remaining);
-        let finished = self.b.ins().icmp_imm_s(IntCC::Equal, r, 0);
-        self.b.ins().brif(finished, exit, &[], body_b, &[]);
-        self.b.switch_to_block(body_b);
-        self.filled = false;
-        self.loops.push(LoopTargets {
-            cont,
-            exit,
-            cont_used: false,
-            exit_used: true,
-        });
-        self.block(body)?;
-        let mut t = self.loops.pop().expect("pushed above");
-        if !self.filled {
-            self.b.ins().jump(cont, &[]);
-            t.cont_used = true;
-        }
-        if t.cont_used {
-            self.b.switch_to_block(cont);
-            let c = self.b.use_var(counter);
-            let c1 = self.b.ins().iadd(c, step);
-            self.b.def_var(counter, c1);
-            let r = self.b.use_var(remaining);
-            let r1 = self.b.ins().iadd_imm_s(r, -1);
-            self.b.def_var(remaining, r1);
-            self.b.ins().jump(head, &[]);
-        }
-        self.b.switch_to_block(exit);
-        self.filled = false;
         Ok(())
     }
 

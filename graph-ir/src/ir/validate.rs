@@ -11,9 +11,9 @@
 //!   the `RangeFor` it names; locals, fields, functions and roots exist;
 //! - after access lowering (`IrForm::Lowered`) no abstract field access
 //!   remains, and before it no buffer access exists;
-//! - after legalization (`IrForm::Legalized`) no bounds check, matrix
-//!   determinant/inverse, `sign` of an unsigned value or integer division by
-//!   a constant zero remains, and every `Trap` names a fault site; before it
+//! - after legalization (`IrForm::Legalized`) no bounds check, range loop,
+//!   matrix determinant/inverse, outer product, integer dot, `sign` of an
+//!   unsigned value or integer division by a constant zero remains, and every `Trap` names a fault site; before it
 //!   no `Trap` exists;
 //! - program level: layout parents and children agree, every field lies
 //!   inside its layout cell, roots fit the storage cap, the schedule launches
@@ -386,8 +386,9 @@ impl Ctx<'_> {
             InstKind::Builtin(b, args) => {
                 let tys: Vec<Type> = args.iter().map(|a| self.ty(*a)).collect();
                 if self.form == IrForm::Legalized
-                    && (matches!(b, Builtin::Determinant | Builtin::Inverse)
-                        || (*b == Builtin::Sign && tys[0].scalar() == Some(Scalar::U32)))
+                    && (matches!(b, Builtin::Determinant | Builtin::Inverse | Builtin::Outer)
+                        || (*b == Builtin::Sign && tys[0].scalar() == Some(Scalar::U32))
+                        || (*b == Builtin::Dot && tys[0].is_int()))
                 {
                     return bad(self, &format!("{} survived legalization", b.name()));
                 }
@@ -508,6 +509,9 @@ impl Ctx<'_> {
                 body,
                 ..
             } => {
+                if self.form == IrForm::Legalized {
+                    return bad(self, "range loop survived legalization");
+                }
                 let tb = self.ty(*begin);
                 if !tb.is_scalar() || !tb.is_int() || self.ty(*end) != tb || self.ty(*step) != tb {
                     return bad(self, "range bounds must be integers of one type");

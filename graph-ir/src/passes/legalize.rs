@@ -15,9 +15,13 @@
 //!   instead, which gives WGSL's results (`x / 0 == x`, `x % 0 == 0`) and
 //!   leaves no constant zero divisor for a shader validator to refuse.
 //!
-//! Not done here: range-loop trip counts stay in the backends (they need
-//! 33-bit counts for full-range loops), and nothing is simplified after the
-//! rewrite. Every rewrite computes the same bits as `ir::eval` / the
+//! - a range loop is a `Loop` over locals holding the next counter value,
+//!   the iterations left and a `more` flag (see [`range_loop`]); no
+//!   `RangeFor` or `LoopCounter` remains;
+//! - integer `dot` is a sum of component products and `outer` builds its
+//!   columns as `a * b[j]`.
+//!
+//! Nothing is simplified after the rewrite. Every rewrite computes the same bits as `ir::eval` / the
 //! interpreter did before it, so results do not change.
 
 use crate::ir::*;
@@ -124,7 +128,13 @@ fn legalize_block(f: &mut Function, block: Block, sites: &mut Vec<FaultSite>) ->
                 trap_if(&mut e, bad, site, index);
                 keep = false;
             }
-            InstKind::RangeFor { step, .. } => {
+            InstKind::RangeFor {
+                begin,
+                end,
+                step,
+                inclusive,
+                body,
+            } => {
                 let t = e.ty(step);
                 let signed = t.scalar() == Some(Scalar::I32);
                 let site = push_site(sites, span, FaultKind::NonPositiveStep { signed });
@@ -134,6 +144,37 @@ fn legalize_block(f: &mut Function, block: Block, sites: &mut Vec<FaultSite>) ->
                 });
                 let bad = e.bin(BinaryOp::Le, step, zero, Type::BOOL);
                 trap_if(&mut e, bad, site, step);
+                let body = range_loop(&mut e, h, begin, end, step, inclusive, body);
+                e.f.insts[h].kind = InstKind::Loop { body };
+            }
+            InstKind::Builtin(Builtin::Dot, ref args) if e.ty(args[0]).is_int() => {
+                let n = e.ty(args[0]).components() as u32;
+                let mut acc: Option<InstId> = None;
+                for c in 0..n {
+                    let x = e.emit(InstKind::Extract(args[0], c), ty);
+                    let y = e.emit(InstKind::Extract(args[1], c), ty);
+                    let p = e.bin(BinaryOp::Mul, x, y, ty);
+                    acc = Some(match acc {
+                        None => p,
+                        Some(s) => e.bin(BinaryOp::Add, s, p, ty),
+                    });
+                }
+                // Vectors have at least two components, so the sum was emitted last.
+                e.finish(h, acc.expect("vectors have components"));
+            }
+            InstKind::Builtin(Builtin::Outer, ref args) => {
+                // Column j = a * b[j], so no backend needs an outer product.
+                let vt = e.ty(args[0]);
+                let n = vt.components() as u32;
+                let cols = (0..n)
+                    .map(|j| {
+                        let bj = e.emit(InstKind::Extract(args[1], j), Type::F32);
+                        let s = e.emit(InstKind::Construct(vec![bj; n as usize]), vt);
+                        e.bin(BinaryOp::Mul, args[0], s, vt)
+                    })
+                    .collect();
+                let r = e.emit(InstKind::Construct(cols), ty);
+                e.finish(h, r);
             }
             InstKind::Builtin(Builtin::Determinant, ref args) => {
                 let m = elements(&mut e, args[0]);
@@ -167,6 +208,115 @@ fn legalize_block(f: &mut Function, block: Block, sites: &mut Vec<FaultSite>) ->
         }
     }
     out
+}
+
+/// Rewrites a `RangeFor` as a `Loop` over locals, so no backend computes a
+/// trip count. The count never overflows: a non-empty loop stores its last
+/// iteration number `k` (at most 2^32 − 1, even for a loop over every u32)
+/// and a `more` flag, and the counter advances at the head of the body, so
+/// a `continue` (a jump to the head) steps it like a normal iteration does.
+/// `LoopCounter(h)` reads a local holding the current iteration's value.
+///
+/// Emits the set-up before the loop into `e` and returns the loop body.
+fn range_loop(
+    e: &mut Emitter,
+    h: InstId,
+    begin: InstId,
+    end: InstId,
+    step: InstId,
+    inclusive: bool,
+    mut body: Block,
+) -> Block {
+    let t = e.ty(begin);
+    let unsigned = |e: &mut Emitter, v: InstId| {
+        if t == Type::U32 {
+            v
+        } else {
+            e.emit(InstKind::Bitcast(v), Type::U32)
+        }
+    };
+    let local = |e: &mut Emitter, name: &str, ty: Type| {
+        e.f.locals.append(Local {
+            name: format!("{name}{}", h.index()),
+            ty,
+        })
+    };
+    let (counter, cur, left, more) = (
+        local(e, "for_next", t),
+        local(e, "for_index", t),
+        local(e, "for_left", Type::U32),
+        local(e, "for_more", Type::BOOL),
+    );
+    let nonempty = e.bin(
+        if inclusive {
+            BinaryOp::Ge
+        } else {
+            BinaryOp::Gt
+        },
+        end,
+        begin,
+        Type::BOOL,
+    );
+    // `end - begin` is exact in u32 whenever the loop is not empty.
+    let (bu, eu, su) = (unsigned(e, begin), unsigned(e, end), unsigned(e, step));
+    let mut span = e.bin(BinaryOp::Sub, eu, bu, Type::U32);
+    if !inclusive {
+        let one = e.konst(Const::u32(1));
+        span = e.bin(BinaryOp::Sub, span, one, Type::U32);
+    }
+    let last = e.bin(BinaryOp::Div, span, su, Type::U32);
+    e.emit(InstKind::LocalStore(counter, begin), Type::Void);
+    e.emit(InstKind::LocalStore(left, last), Type::Void);
+    e.emit(InstKind::LocalStore(more, nonempty), Type::Void);
+
+    let mut head = Emitter {
+        f: &mut *e.f,
+        out: Vec::new(),
+        span: e.span,
+    };
+    let m = head.emit(InstKind::LocalLoad(more), Type::BOOL);
+    let done = head.emit(InstKind::Unary(UnaryOp::Not, m), Type::BOOL);
+    let brk = head.f.insts.append(Inst {
+        kind: InstKind::Break,
+        ty: Type::Void,
+        span: head.span,
+    });
+    head.emit(
+        InstKind::If {
+            cond: done,
+            accept: vec![brk],
+            reject: vec![],
+        },
+        Type::Void,
+    );
+    let idx = head.emit(InstKind::LocalLoad(counter), t);
+    head.emit(InstKind::LocalStore(cur, idx), Type::Void);
+    let l = head.emit(InstKind::LocalLoad(left), Type::U32);
+    let zero = head.konst(Const::u32(0));
+    let again = head.bin(BinaryOp::Ne, l, zero, Type::BOOL);
+    head.emit(InstKind::LocalStore(more, again), Type::Void);
+    let one = head.konst(Const::u32(1));
+    let l1 = head.bin(BinaryOp::Sub, l, one, Type::U32);
+    head.emit(InstKind::LocalStore(left, l1), Type::Void);
+    let next = head.bin(BinaryOp::Add, idx, step, t);
+    head.emit(InstKind::LocalStore(counter, next), Type::Void);
+    let mut out = std::mem::take(&mut head.out);
+    replace_counter(e.f, &body, h, cur);
+    out.append(&mut body);
+    out
+}
+
+/// Turns every `LoopCounter(of)` in `block` (at any depth) into a load of `cur`.
+fn replace_counter(f: &mut Function, block: &Block, of: InstId, cur: LocalId) {
+    for &i in block {
+        if matches!(f.insts[i].kind, InstKind::LoopCounter(l) if l == of) {
+            f.insts[i].kind = InstKind::LocalLoad(cur);
+        }
+        let nested: Vec<Block> = f.insts[i].kind.blocks().into_iter().cloned().collect();
+        for b in &nested {
+            replace_counter(f, b, of, cur);
+        }
+    }
 }
 
 fn push_site(sites: &mut Vec<FaultSite>, span: Span, kind: FaultKind) -> u32 {

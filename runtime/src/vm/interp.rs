@@ -224,57 +224,6 @@ fn exec(
                     continue;
                 }
             }
-            Op::ForInit {
-                signed,
-                inclusive,
-                counter,
-                begin,
-                end,
-                step,
-                remaining,
-            } => {
-                let (b, e, st) = if *signed {
-                    (
-                        s!(*begin) as i32 as i64,
-                        s!(*end) as i32 as i64,
-                        s!(*step) as i32 as i64,
-                    )
-                } else {
-                    (s!(*begin) as i64, s!(*end) as i64, s!(*step) as i64)
-                };
-                // Legalized IR trapped on `st <= 0` before the loop.
-                let st = st.max(1);
-                let trips: u64 = if *inclusive {
-                    if e < b {
-                        0
-                    } else {
-                        ((e - b) / st + 1) as u64
-                    }
-                } else if e <= b {
-                    0
-                } else {
-                    ((e - b - 1) / st + 1) as u64
-                };
-                s!(*counter) = s!(*begin);
-                s!(*remaining) = trips as u32;
-                s!(remaining + 1) = (trips >> 32) as u32;
-            }
-            Op::ForTest { remaining, target } => {
-                if s!(*remaining) == 0 && s!(remaining + 1) == 0 {
-                    pc = *target as usize;
-                    continue;
-                }
-            }
-            Op::ForStep {
-                counter,
-                step,
-                remaining,
-            } => {
-                s!(*counter) = s!(*counter).wrapping_add(s!(*step));
-                let left = (((s!(remaining + 1)) as u64) << 32 | s!(*remaining) as u64) - 1;
-                s!(*remaining) = left as u32;
-                s!(remaining + 1) = (left >> 32) as u32;
-            }
             Op::Call {
                 func,
                 args,
