@@ -5,7 +5,7 @@ workloads, in one run, with ratios.
 Usage (after `cargo build --release`; peers set up as ../shared/peers/README.md says):
     python3 tools/bench_peers.py --peers /tmp/peers            # everything
     python3 tools/bench_peers.py --only julia,mpm88 --runs 1    # a subset
-    python3 tools/bench_peers.py --no-peers                      # Weft only (jit vs vm)
+    python3 tools/bench_peers.py --no-peers                      # Weft only (cpu vs vm)
 
 Weft rows come from `weft bench --json` (median frame time after one warm-up
 frame) and, for first-frame latency, from the wall time of
@@ -114,12 +114,12 @@ def main():
 
     for r in range(a.runs):
         for w in workloads:
-            for backend in ("jit", "cpu"):
-                if backend == "cpu" and w == "mpm88_x8" and r > 0:
+            for backend in ("cpu", "vm"):
+                if backend == "vm" and w == "mpm88_x8" and r > 0:
                     continue  # the interpreter takes ~15 s a frame here; one run is enough
-                frames = a.frames if not (backend == "cpu" and w.startswith("mpm88")) else 2
+                frames = a.frames if not (backend == "vm" and w.startswith("mpm88")) else 2
                 f, first, _ = weft_rows(a.weft, w, backend, frames, a.threads, x8_init)
-                add((w, "weft " + ("jit" if backend == "jit" else "vm")), (f, first))
+                add((w, "weft " + backend), (f, first))
             if use_peers:
                 for fw, label, script, args in PEERS.get(w, []):
                     try:
@@ -140,21 +140,21 @@ def main():
         pass
     print(f"\nMachine: {cpu}, {os.cpu_count()} cores; {time.strftime('%Y-%m-%d %H:%M')}; "
           f"Weft threads: {a.threads}; median of {a.runs} run(s)\n")
-    print("| workload | weft jit | weft vm | taichi cpu 2T | warp cpu | jit vs vm | jit / warp | jit / taichi |")
+    print("| workload | weft cpu | weft vm | taichi cpu 2T | warp cpu | cpu vs vm | cpu / warp | cpu / taichi |")
     print("|---|---|---|---|---|---|---|---|")
     for w in workloads:
-        j, v = med((w, "weft jit"), 0), med((w, "weft vm"), 0)
+        j, v = med((w, "weft cpu"), 0), med((w, "weft vm"), 0)
         t, wp = med((w, "taichi cpu 2T"), 0), med((w, "warp cpu"), 0)
         fmt = lambda x: f"{x * 1e3:.2f} ms" if x is not None else "—"
         ratio = lambda x, y: f"{x / y:.2f}×" if x is not None and y else "—"
         print(f"| {w} | {fmt(j)} | {fmt(v)} | {fmt(t)} | {fmt(wp)} | {ratio(v, j)} faster | "
               f"{ratio(j, wp)} | {ratio(j, t)} |")
     print("\nFirst frame (process start to first frame done; peers: first frame incl. JIT compile):\n")
-    print("| workload | weft jit | weft vm | taichi cpu 2T | warp cpu |")
+    print("| workload | weft cpu | weft vm | taichi cpu 2T | warp cpu |")
     print("|---|---|---|---|---|")
     for w in workloads:
         f = lambda key: f"{med((w, key), 1):.3f} s" if rows.get((w, key)) else "—"
-        print(f"| {w} | {f('weft jit')} | {f('weft vm')} | {f('taichi cpu 2T')} | {f('warp cpu')} |")
+        print(f"| {w} | {f('weft cpu')} | {f('weft vm')} | {f('taichi cpu 2T')} | {f('warp cpu')} |")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({f"{k[0]}|{k[1]}": v for k, v in rows.items()}, f, indent=1)

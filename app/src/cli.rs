@@ -62,7 +62,7 @@ pub struct RunArgs {
     /// Frames to run after on_start.
     #[arg(long, default_value_t = 1)]
     pub frames: u32,
-    /// auto (wgpu on a hardware GPU, else vm), vm (the reference VM; `cpu` is an alias for now) or wgpu.
+    /// auto (wgpu on a hardware GPU, else cpu), cpu (kernels compiled to native code; `jit` is an alias), vm (the reference interpreter) or wgpu.
     #[arg(long, default_value = "auto", value_parser = backend_arg)]
     pub backend: Backend,
     /// Output directory: VIEW_FRAME.png per view per frame (frame numbered from 0001), FIELD.npy dumps.
@@ -142,7 +142,7 @@ pub struct BenchArgs {
     /// Frames to time (after one warm-up frame).
     #[arg(long, default_value_t = 10)]
     pub frames: u32,
-    /// auto (wgpu on a hardware GPU, else vm), vm (the reference VM; `cpu` is an alias for now) or wgpu.
+    /// auto (wgpu on a hardware GPU, else cpu), cpu (kernels compiled to native code; `jit` is an alias), vm (the reference interpreter) or wgpu.
     #[arg(long, default_value = "auto", value_parser = backend_arg)]
     pub backend: Backend,
     /// Print one JSON object instead of a table.
@@ -163,7 +163,7 @@ pub struct ReplayArgs {
     /// With --update: frames to record (default: the recorded count, or 3 for a new file).
     #[arg(long)]
     pub frames: Option<u32>,
-    /// Only this backend, vm (or cpu) or wgpu (default: every backend recorded in the file; the VM for a new file).
+    /// Only this backend: cpu, vm or wgpu; cpu and vm are both held to the file's `cpu` entry (default: every backend recorded in the file, `cpu` entries on the reference VM; the VM for a new file).
     #[arg(long, value_parser = backend_arg)]
     pub backend: Option<Backend>,
     /// CPU worker threads. The default, 1, makes floating-point atomics add in a fixed order so runs repeat exactly.

@@ -46,13 +46,12 @@ pub fn replay(a: ReplayArgs) -> i32 {
         eprintln!("error: no graphs with a NAME.expect.json beside them were found");
         return 2;
     }
-    let named: Option<&'static str> = match a.backend {
+    let named: Option<Backend> = match a.backend {
         Some(Backend::Auto) => {
-            eprintln!("error: replay compares named backends: use --backend vm or --backend wgpu (or neither, for every recorded backend)");
+            eprintln!("error: replay compares named backends: use --backend cpu, vm or wgpu (or neither, for every recorded backend)");
             return 2;
         }
-        Some(b) => Some(b.record_name()),
-        None => None,
+        b => b,
     };
     let mut failed = 0;
     let mut runs = 0;
@@ -95,10 +94,24 @@ pub fn replay(a: ReplayArgs) -> i32 {
             .as_ref()
             .map(|e| e.backends.keys().cloned().collect())
             .unwrap_or_default();
-        let backends: Vec<String> = match named {
-            Some(b) => vec![b.to_string()],
-            None if recorded_backends.is_empty() => vec![Backend::Vm.record_name().to_string()],
-            None => recorded_backends,
+        // A recorded entry without a named backend replays on the backend that
+        // recorded it: `cpu` entries on the reference VM.
+        let backends: Vec<(Option<Backend>, String)> = match named {
+            Some(b) => vec![(Some(b), b.record_name().to_string())],
+            None if recorded_backends.is_empty() => {
+                vec![(Some(Backend::Vm), Backend::Vm.record_name().to_string())]
+            }
+            None => recorded_backends
+                .into_iter()
+                .map(|k| {
+                    let b = if k == Backend::Vm.record_name() {
+                        Some(Backend::Vm)
+                    } else {
+                        Backend::parse(&k)
+                    };
+                    (b, k)
+                })
+                .collect(),
         };
         let recorded = existing.as_ref().map(|e| e.frames);
         let frames = if a.update {
@@ -119,9 +132,9 @@ pub fn replay(a: ReplayArgs) -> i32 {
             exp.backends.clear();
             exp.frames = frames;
         }
-        for backend in backends {
+        for (b, backend) in backends {
             // Entries are keyed by `Backend::record_name`.
-            let Some(b) = Backend::parse(&backend) else {
+            let Some(b) = b else {
                 eprintln!(
                     "FAIL {}: unknown backend '{}' in the expectations (backends: {})",
                     g.display(),
@@ -155,14 +168,7 @@ pub fn replay(a: ReplayArgs) -> i32 {
                     .insert(backend.clone(), BackendExpect { fields: stats });
                 continue;
             }
-            // The JIT is bit-identical to the VM: without an entry of its own
-            // it is held to the VM's.
-            let entry = if b == Backend::Jit && !exp.backends.contains_key(&backend) {
-                Backend::Vm.record_name().to_string()
-            } else {
-                backend.clone()
-            };
-            let Some(be) = exp.backends.get(&entry) else {
+            let Some(be) = exp.backends.get(&backend) else {
                 eprintln!(
                     "FAIL {}: {} has no '{}' entry (record it with --update --backend {})",
                     g.display(),

@@ -43,7 +43,7 @@ pub fn open(
         match sim.device_name() {
             Some(d) => eprintln!("backend: {} on {}", sim.backend_name(), d),
             None if sim.backend_name() == Backend::Jit.name() => {
-                eprintln!("backend: jit (native code compiled with Cranelift)")
+                eprintln!("backend: cpu (native code compiled with Cranelift)")
             }
             None => eprintln!(
                 "backend: {} (the reference VM{})",

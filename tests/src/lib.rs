@@ -45,12 +45,12 @@ pub fn build(doc: &Value) -> Result<weft_ir::ir::Program, GraphErrors> {
 }
 
 /// The backend `run` uses: the reference interpreter, or the one named by
-/// the environment variable `WEFT_TEST_BACKEND` (`jit`), so that whole test
+/// the environment variable `WEFT_TEST_BACKEND` (`cpu`), so that whole test
 /// files can be replayed on another CPU backend
-/// (`WEFT_TEST_BACKEND=jit cargo test -p weft-tests --test language`).
+/// (`WEFT_TEST_BACKEND=cpu cargo test -p weft-tests --test language`).
 pub fn backend_under_test() -> weft_runtime::Backend {
     match std::env::var("WEFT_TEST_BACKEND").as_deref() {
-        Ok("jit") => weft_runtime::Backend::Jit,
+        Ok("cpu" | "jit") => weft_runtime::Backend::Jit,
         _ => weft_runtime::Backend::Vm,
     }
 }

@@ -28,7 +28,7 @@ struct ViewTexture {
 type Built = Result<(Simulation, Option<WgpuViewRenderer>), String>;
 
 pub struct Viewport {
-    /// `Backend::Wgpu` or `Backend::Vm`.
+    /// `Backend::Wgpu`, `Backend::Jit` (the compiled CPU backend) or `Backend::Vm`.
     pub backend: Backend,
     pub playing: bool,
     pub sim: Option<Simulation>,
@@ -93,7 +93,7 @@ impl Viewport {
             backend: if gpu.is_some() {
                 Backend::Wgpu
             } else {
-                Backend::Vm
+                Backend::Jit
             },
             playing: false,
             sim: None,

@@ -1,4 +1,4 @@
-//! The compiled CPU backend (`--backend jit`): runs kernels that
+//! The compiled CPU backend (`--backend cpu`): runs kernels that
 //! `weft_codegen::jit` compiled to native code with Cranelift.
 //!
 //! A launch splits the kernel's linear range into chunks and runs them on
@@ -313,7 +313,7 @@ impl JitEngine {
 
 impl crate::backend::Engine for JitEngine {
     fn name(&self) -> &'static str {
-        "jit"
+        "cpu"
     }
 
     fn write_root(&self, root: weft_ir::ir::LayoutId, words: &[u32]) -> Result<(), RuntimeError> {
