@@ -5,10 +5,11 @@
 //! leaves. The program-level validator (layouts, schedule, views and every
 //! kernel) runs after every pass when `PassOptions::validate` is set (tests
 //! and debug builds set it). The order is the "lowering order" contract:
-//! front end → inline → const-fold → simplify → access lowering → fold and
-//! simplify the address arithmetic → legalize → backend.
+//! front end → inline → const-fold → simplify → access lowering → fold,
+//! simplify and CSE the address arithmetic → legalize → CSE → backend.
 
 pub mod const_fold;
+pub mod cse;
 pub mod inline;
 pub mod legalize;
 pub mod lower_access;
@@ -52,6 +53,7 @@ struct LowerAccess {
     bounds_checks: bool,
 }
 struct Legalize;
+struct Cse;
 
 impl Pass for Inline {
     fn name(&self) -> &'static str {
@@ -104,6 +106,18 @@ impl Pass for LowerAccess {
     }
 }
 
+impl Pass for Cse {
+    fn name(&self) -> &'static str {
+        "cse"
+    }
+    fn accepts(&self, _: IrForm) -> bool {
+        true
+    }
+    fn run(&self, program: &mut Program) {
+        cse::run(program)
+    }
+}
+
 impl Pass for Legalize {
     fn name(&self) -> &'static str {
         "legalize"
@@ -128,9 +142,9 @@ pub enum Stage {
     ConstFold,
     Simplify,
     LowerAccess,
-    /// Address arithmetic folded and simplified.
+    /// Address arithmetic folded, simplified and shared between accesses (CSE).
     Final,
-    /// What backends compile.
+    /// What backends compile (legalized, then CSE again for what it emitted).
     Legalize,
 }
 
@@ -168,8 +182,8 @@ impl Stage {
             Stage::LowerAccess => vec![Box::new(LowerAccess {
                 bounds_checks: opts.bounds_checks,
             })],
-            Stage::Final => vec![Box::new(ConstFold), Box::new(Simplify)],
-            Stage::Legalize => vec![Box::new(Legalize)],
+            Stage::Final => vec![Box::new(ConstFold), Box::new(Simplify), Box::new(Cse)],
+            Stage::Legalize => vec![Box::new(Legalize), Box::new(Cse)],
         }
     }
 }
