@@ -120,8 +120,15 @@ fn trap_guard(f: &Function, h: InstId) -> Option<InstId> {
 }
 
 fn key(kind: &InstKind, ty: Type) -> Option<Key> {
+    value_numbered(kind).then(|| Key(format!("{:?}:{:?}", kind, ty)))
+}
+
+/// Whether the instruction's value depends on its operands alone (and it
+/// has no effect and cannot fault), so equal instances are interchangeable
+/// and it may be computed anywhere its operands are available.
+pub fn value_numbered(kind: &InstKind) -> bool {
     use InstKind::*;
-    let numbered = matches!(
+    matches!(
         kind,
         Const(_)
             | Arg(_)
@@ -137,8 +144,7 @@ fn key(kind: &InstKind, ty: Type) -> Option<Key> {
             | Insert { .. }
             | Swizzle(..)
             | Builtin(..)
-    );
-    numbered.then(|| Key(format!("{:?}:{:?}", kind, ty)))
+    )
 }
 
 #[cfg(test)]

@@ -6,12 +6,14 @@
 //! kernel) runs after every pass when `PassOptions::validate` is set (tests
 //! and debug builds set it). The order is the "lowering order" contract:
 //! front end → inline → const-fold → simplify → access lowering → fold,
-//! simplify and CSE the address arithmetic → legalize → CSE → backend.
+//! simplify and CSE the address arithmetic → legalize → CSE → LICM → CSE →
+//! backend.
 
 pub mod const_fold;
 pub mod cse;
 pub mod inline;
 pub mod legalize;
+pub mod licm;
 pub mod lower_access;
 pub mod simplify;
 
@@ -54,6 +56,7 @@ struct LowerAccess {
 }
 struct Legalize;
 struct Cse;
+struct Licm;
 
 impl Pass for Inline {
     fn name(&self) -> &'static str {
@@ -118,6 +121,18 @@ impl Pass for Cse {
     }
 }
 
+impl Pass for Licm {
+    fn name(&self) -> &'static str {
+        "licm"
+    }
+    fn accepts(&self, _: IrForm) -> bool {
+        true
+    }
+    fn run(&self, program: &mut Program) {
+        licm::run(program)
+    }
+}
+
 impl Pass for Legalize {
     fn name(&self) -> &'static str {
         "legalize"
@@ -144,7 +159,8 @@ pub enum Stage {
     LowerAccess,
     /// Address arithmetic folded, simplified and shared between accesses (CSE).
     Final,
-    /// What backends compile (legalized, then CSE again for what it emitted).
+    /// What backends compile: legalized, then CSE, loop-invariant code
+    /// motion and CSE again for what they expose.
     Legalize,
 }
 
@@ -183,7 +199,12 @@ impl Stage {
                 bounds_checks: opts.bounds_checks,
             })],
             Stage::Final => vec![Box::new(ConstFold), Box::new(Simplify), Box::new(Cse)],
-            Stage::Legalize => vec![Box::new(Legalize), Box::new(Cse)],
+            Stage::Legalize => vec![
+                Box::new(Legalize),
+                Box::new(Cse),
+                Box::new(Licm),
+                Box::new(Cse),
+            ],
         }
     }
 }
