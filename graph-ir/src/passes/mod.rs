@@ -12,6 +12,7 @@ pub mod const_fold;
 pub mod inline;
 pub mod legalize;
 pub mod lower_access;
+pub mod quantize;
 pub mod simplify;
 
 use crate::ir::{validate_program, IrForm, Program};
