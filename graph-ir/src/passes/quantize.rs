@@ -121,8 +121,10 @@ pub(super) fn lower(
 /// plain store of the whole word cannot clobber anything else.
 fn owns_word(p: &Program, plan: &AddressPlan) -> bool {
     let fd = &p.fields[plan.field];
-    let l = &p.layouts[fd.layout];
-    plan.components == 1 && l.cell_words == 1 && l.children == [LayoutChild::Field(plan.field)]
+    let own_cell_bits = plan.levels.last().map_or(0, |l| l.cell_bits);
+    plan.components == 1
+        && own_cell_bits == WORD_BITS
+        && p.layouts[fd.layout].children == [LayoutChild::Field(plan.field)]
 }
 
 /// `loop { old = load; new = f(old); if cas(addr, new, old) == old { break } }`.
