@@ -217,7 +217,7 @@ fn quant_decode_wgsl(q: Quant, name: &str) -> String {
                 k = flit(f32::from_bits((127 + 1 - bias - fr) << 23)),
             );
             if signed {
-                let _ = write!(s, "    b = b | ((raw >> {}u) << 31u);\n", exp as u32 + fr);
+                let _ = writeln!(s, "    b = b | ((raw >> {}u) << 31u);", exp as u32 + fr);
             }
             s.push_str("    return b;");
             s

@@ -265,7 +265,7 @@ impl Quant {
                 let mag = raw & mask(exp as u32 + fr);
                 let e = mag >> fr;
                 let bits = if e == 0 {
-                    ((mag as f32) * f(((127 + 1 - bias - fr) << 23) as u32)).to_bits()
+                    ((mag as f32) * f((127 + 1 - bias - fr) << 23)).to_bits()
                 } else {
                     (mag << (23 - fr)) + ((127 - bias) << 23)
                 };
