@@ -2,11 +2,14 @@
 //!
 //! Words are atomics so that parallel kernels may read and write them safely
 //! (plain accesses are relaxed loads/stores; `+=` in kernels are real atomic
-//! read-modify-writes).
+//! read-modify-writes). Quantized fields are encoded and decoded here with
+//! `ir::quant` (the definition kernels' IR mirrors), so host copies, `.npy`
+//! dumps and `--init` see compute values.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use weft_ir::graph::npy::{DType, NpyArray};
 use weft_ir::ir::layout::{root_of, root_words, AddressPlan, WORD_BITS};
+use weft_ir::ir::quant::Quant;
 use weft_ir::ir::*;
 use weft_ir::types::{Scalar, Type};
 
@@ -20,17 +23,59 @@ pub fn field_address(p: &Program, field: FieldId, index: &[u32]) -> u64 {
     AddressPlan::new(p, field).word_address(index)
 }
 
-/// Calls `f(linear, word address of each component)` for every element of
-/// `field`, in logical row-major order: the one loop behind every host copy.
-fn for_each_element(p: &Program, field: FieldId, mut f: impl FnMut(usize, &[usize])) {
-    let plan = AddressPlan::new(p, field);
-    let mut words = vec![0usize; plan.components];
-    for_each_index(&p.fields[field].shape, |lin, idx| {
-        let base = plan.bit_address(idx);
-        for (c, w) in words.iter_mut().enumerate() {
-            *w = ((base + c as u64 * plan.component_bits) / WORD_BITS) as usize;
+/// Where one component lives: its word, and for quantized storage the bit
+/// position and encoding inside that word.
+#[derive(Clone, Copy)]
+struct Slot {
+    word: usize,
+    shift: u32,
+    quant: Option<Quant>,
+}
+
+impl Slot {
+    /// The component's compute value (bits) out of its word.
+    fn get(self, word: u32) -> u32 {
+        match self.quant {
+            None => word,
+            Some(q) => q.decode(word >> self.shift),
         }
-        f(lin, &words)
+    }
+    /// `word` with the component set to the compute value `v` (encoded with
+    /// the same rounding as a kernel store; other bits kept).
+    fn put(self, word: u32, v: u32) -> u32 {
+        match self.quant {
+            None => v,
+            Some(q) => {
+                let m = q.mask() << self.shift;
+                (word & !m) | ((q.encode(v) << self.shift) & m)
+            }
+        }
+    }
+}
+
+/// Calls `f(linear, slot of each component)` for every element of `field`,
+/// in logical row-major order: the one loop behind every host copy.
+fn for_each_element(p: &Program, field: FieldId, mut f: impl FnMut(usize, &[Slot])) {
+    let plan = AddressPlan::new(p, field);
+    let quant = match plan.storage {
+        Storage::Word => None,
+        Storage::Quant(q) => Some(q),
+    };
+    let mut slots = vec![
+        Slot {
+            word: 0,
+            shift: 0,
+            quant
+        };
+        plan.components
+    ];
+    for_each_index(&p.fields[field].shape, |lin, idx| {
+        for (c, s) in slots.iter_mut().enumerate() {
+            let bit = plan.component_bit(idx, c);
+            s.word = (bit / WORD_BITS) as usize;
+            s.shift = (bit % WORD_BITS) as u32;
+        }
+        f(lin, &slots)
     });
 }
 
@@ -79,7 +124,8 @@ impl FieldMemory {
                     } else {
                         words[lin * comps + c]
                     };
-                    buf[a].store(w, Ordering::Relaxed);
+                    let cell = &buf[a.word];
+                    cell.store(a.put(cell.load(Ordering::Relaxed), w), Ordering::Relaxed);
                 }
             });
         }
@@ -93,7 +139,7 @@ impl FieldMemory {
         let mut out = vec![0u32; f.cells() as usize * comps];
         for_each_element(p, field, |lin, addrs| {
             for (c, &a) in addrs.iter().enumerate() {
-                out[lin * comps + c] = buf[a].load(Ordering::Relaxed);
+                out[lin * comps + c] = a.get(buf[a.word].load(Ordering::Relaxed));
             }
         });
         out
@@ -106,7 +152,11 @@ impl FieldMemory {
         let buf = &self.buffers[root_of(p, f.layout).index()];
         for_each_element(p, field, |lin, addrs| {
             for (c, &a) in addrs.iter().enumerate() {
-                buf[a].store(words[lin * comps + c], Ordering::Relaxed);
+                let cell = &buf[a.word];
+                cell.store(
+                    a.put(cell.load(Ordering::Relaxed), words[lin * comps + c]),
+                    Ordering::Relaxed,
+                );
             }
         });
     }
@@ -119,7 +169,7 @@ pub fn extract_field(p: &Program, field: FieldId, root: &[u32]) -> Vec<u32> {
     let mut out = vec![0u32; f.cells() as usize * comps];
     for_each_element(p, field, |lin, addrs| {
         for (c, &a) in addrs.iter().enumerate() {
-            out[lin * comps + c] = root[a];
+            out[lin * comps + c] = a.get(root[a.word]);
         }
     });
     out
@@ -131,7 +181,7 @@ pub fn insert_field(p: &Program, field: FieldId, words: &[u32], root: &mut [u32]
     let comps = f.ty.components();
     for_each_element(p, field, |lin, addrs| {
         for (c, &a) in addrs.iter().enumerate() {
-            root[a] = words[lin * comps + c];
+            root[a.word] = a.put(root[a.word], words[lin * comps + c]);
         }
     });
 }

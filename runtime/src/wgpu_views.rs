@@ -26,7 +26,8 @@ use crate::RuntimeError;
 use std::fmt::Write as _;
 use std::sync::Arc;
 use weft_ir::ir::layout::{root_of, AddressPlan, WORD_BITS};
-use weft_ir::ir::{Colormap, FieldId, LayoutId, LayoutKind, Program, View};
+use weft_ir::ir::quant::Quant;
+use weft_ir::ir::{Colormap, FieldId, LayoutId, LayoutKind, Program, Storage, View};
 use weft_ir::types::{Scalar, Type};
 
 /// Workgroup size of the min/max reduction.
@@ -89,7 +90,7 @@ fn address_fn(p: &Program, field: FieldId, name: &str, node: &str) -> Result<Str
             )
         })
     };
-    // View shaders read whole words (word storage only, see `word_aligned`).
+    // The word holding component 0's first bit (`load_fn` adds the bit offset).
     let big = |bits: u64| fit(bits / WORD_BITS);
     let args: Vec<String> = (0..fd.shape.len())
         .map(|d| format!("i{}: u32", d))
@@ -155,14 +156,74 @@ fn root_decls(roots: &[LayoutId], first_binding: u32) -> String {
     s
 }
 
-/// `fn NAME(a: u32) -> u32` loading a word of `field`'s root.
+/// `fn NAME(a: u32, c: u32) -> u32`: the compute value's bits of component
+/// `c` of the element whose `address_fn` word address is `a`. Quantized
+/// fields are extracted and decoded here (`quant_decode_wgsl`), so the view
+/// code only ever sees compute values, like `.npy` dumps.
 fn load_fn(p: &Program, roots: &[LayoutId], field: FieldId, name: &str) -> String {
     let r = root_of(p, p.fields[field].layout);
     let k = roots
         .iter()
         .position(|&x| x == r)
         .expect("field's root is bound");
-    format!("fn {}(a: u32) -> u32 {{ return root{}[a]; }}\n", name, k)
+    let plan = AddressPlan::new(p, field);
+    match plan.storage {
+        Storage::Word => format!(
+            "fn {}(a: u32, c: u32) -> u32 {{ return root{}[a + c]; }}\n",
+            name, k
+        ),
+        Storage::Quant(q) => {
+            // Every level's stride is whole words, so the bit offset of
+            // component 0 inside its word is the same for every element.
+            let first = plan.base_bits % WORD_BITS;
+            format!(
+                "{}fn {name}(a: u32, c: u32) -> u32 {{\n    let bit = {first}u + c * {stride}u;\n    let w = root{k}[a + bit / 32u];\n    return {name}_decode((w >> (bit % 32u)) & {mask}u);\n}}\n",
+                quant_decode_wgsl(q, &format!("{}_decode", name)),
+                stride = plan.component_bits,
+                mask = q.mask(),
+            )
+        }
+    }
+}
+
+/// `fn NAME(raw: u32) -> u32`: `ir::quant::Quant::decode` in WGSL (the same
+/// operations, so views show exactly the values kernels and dumps see).
+fn quant_decode_wgsl(q: Quant, name: &str) -> String {
+    let body = match q {
+        Quant::Int { bits, signed, .. } => {
+            if signed {
+                let k = 32 - bits as u32;
+                format!("return bitcast<u32>(bitcast<i32>(raw << {k}u) >> {k}u);")
+            } else {
+                "return raw;".to_string()
+            }
+        }
+        Quant::Fixed { .. } => {
+            let (scale, _, off) = q.fixed_consts();
+            format!(
+                "return bitcast<u32>((f32(raw) + {}) * {});",
+                flit(off),
+                flit(scale)
+            )
+        }
+        Quant::Float { exp, frac, signed } => {
+            let (bias, _) = q.float_consts();
+            let fr = frac as u32;
+            let mut s = format!(
+                "let mag = raw & {m}u;\n    var b = (mag << {sh}u) + {rebias}u;\n    if ((mag >> {fr}u) == 0u) {{ b = bitcast<u32>(f32(mag) * {k}); }}\n",
+                m = weft_ir::ir::quant::mask(exp as u32 + fr),
+                sh = 23 - fr,
+                rebias = (127 - bias) << 23,
+                k = flit(f32::from_bits((127 + 1 - bias - fr) << 23)),
+            );
+            if signed {
+                let _ = writeln!(s, "    b = b | ((raw >> {}u) << 31u);", exp as u32 + fr);
+            }
+            s.push_str("    return b;");
+            s
+        }
+    };
+    format!("fn {}(raw: u32) -> u32 {{\n    {}\n}}\n", name, body)
 }
 
 const COMMON_WGSL: &str = r#"
@@ -317,12 +378,12 @@ fn ranged(b: u32, lo: f32, span: f32) -> f32 {
     );
     if comps == 1 {
         render.push_str(
-            "    let rgb = cmap(ranged(ld(a), lo, span));\n    return vec4<f32>(rgb, 1.0);\n}\n",
+            "    let rgb = cmap(ranged(ld(a, 0u), lo, span));\n    return vec4<f32>(rgb, 1.0);\n}\n",
         );
     } else {
-        render.push_str("    let rgb = vec3<f32>(ranged(ld(a), lo, span), ranged(ld(a + 1u), lo, span), ranged(ld(a + 2u), lo, span));\n");
+        render.push_str("    let rgb = vec3<f32>(ranged(ld(a, 0u), lo, span), ranged(ld(a, 1u), lo, span), ranged(ld(a, 2u), lo, span));\n");
         if vec4 {
-            render.push_str("    let alpha = sat(bitcast<f32>(ld(a + 3u)));\n");
+            render.push_str("    let alpha = sat(bitcast<f32>(ld(a, 3u)));\n");
         } else {
             render.push_str("    let alpha = 1.0;\n");
         }
@@ -350,7 +411,7 @@ const CELLS: u32 = {cells}u;
     var mx = 0u;
     let stride = nwg.x * {wg}u;
     for (var k = gid.x; k < CELLS; k += stride) {{
-        let b = ld(addr(k / H, k % H));
+        let b = ld(addr(k / H, k % H), 0u);
         {finite_check}
         let key = key_of(value(b));
         mx = max(mx, key);
@@ -449,9 +510,9 @@ fn particle_shaders(
             s.push_str(&address_fn(p, c, "addr_col", node)?);
             s.push_str(&load_fn(p, &roots, c, "ld_col"));
             if p.fields[c].ty == Type::U32 {
-                s.push_str("fn particle_rgb(k: u32) -> vec3<f32> {\n    let v = ld_col(addr_col(k));\n    return vec3<f32>(f32((v >> 16u) & 255u), f32((v >> 8u) & 255u), f32(v & 255u)) / 255.0;\n}\n");
+                s.push_str("fn particle_rgb(k: u32) -> vec3<f32> {\n    let v = ld_col(addr_col(k), 0u);\n    return vec3<f32>(f32((v >> 16u) & 255u), f32((v >> 8u) & 255u), f32(v & 255u)) / 255.0;\n}\n");
             } else {
-                s.push_str("fn particle_rgb(k: u32) -> vec3<f32> {\n    let a = addr_col(k);\n    return vec3<f32>(sat(bitcast<f32>(ld_col(a))), sat(bitcast<f32>(ld_col(a + 1u))), sat(bitcast<f32>(ld_col(a + 2u))));\n}\n");
+                s.push_str("fn particle_rgb(k: u32) -> vec3<f32> {\n    let a = addr_col(k);\n    return vec3<f32>(sat(bitcast<f32>(ld_col(a, 0u))), sat(bitcast<f32>(ld_col(a, 1u))), sat(bitcast<f32>(ld_col(a, 2u))));\n}\n");
             }
         }
         None => {
@@ -492,8 +553,8 @@ fn clip(q: vec2<f32>) -> vec4<f32> {
     }
     let k = ii - 1u;
     let a = addr_pos(k);
-    let bx = ld_pos(a);
-    let by = ld_pos(a + 1u);
+    let bx = ld_pos(a, 0u);
+    let by = ld_pos(a, 1u);
     o.kind = 1u;
     o.rgb = vec3<f32>(0.0, 0.0, 0.0);
     o.p = vec2<f32>(0.0, 0.0);

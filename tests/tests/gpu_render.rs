@@ -591,3 +591,65 @@ fn scaled_render_and_errors() {
         Err(RuntimeError::Device(_))
     ));
 }
+
+/// Views of quantized fields decode in WGSL exactly like the host does for
+/// the CPU renderer: scalar float, packed fixed-point vector, small int, and
+/// particles with fixed-point positions packed into one word.
+#[test]
+fn quantized_images_and_particles() {
+    let Some(ctx) = gpu() else { return };
+    let code = "fn kernel(i: i32, j: i32) {
+        let x = i as f32 / 63.0;
+        let y = j as f32 / 47.0;
+        s[(i, j)] = sin(x * 7.0) * cos(y * 5.0) * 300.0;
+        c[(i, j)] = vec3(x * 1.4 - 0.2, y, 0.5 + sin(x * 9.0) * 0.7);
+        n[(i, j)] = (i - j) / 3;
+    }";
+    let mut g = kernel_graph(
+        &[
+            F("s", "f32", &[64, 48], json!(0)),
+            F("c", "vec3", &[64, 48], json!(0)),
+            F("n", "i32", &[64, 48], json!(0)),
+        ],
+        code,
+        &[64, 48],
+        json!({}),
+    );
+    set(&mut g, "s", "storage", json!("float5m10"));
+    set(&mut g, "c", "storage", json!("fixed8[-0.5,1.5]"));
+    set(&mut g, "n", "storage", json!("int6"));
+    add_view(&mut g, "s_auto", "image", json!({}), &[("field", "s")]);
+    add_view(
+        &mut g,
+        "c_fixed",
+        "image",
+        json!({"min": -0.5, "max": 1.5}),
+        &[("field", "c")],
+    );
+    add_view(&mut g, "n_auto", "image", json!({}), &[("field", "n")]);
+    let sim = gpu_sim(&g, 0, &ctx);
+    check_views("quantized", &sim);
+
+    let code = "fn kernel(p: i32) {
+        let t = p as f32;
+        let r = fract(sin(t * 12.9898) * 43758.5453) * 0.9;
+        let a = t * 2.39996;
+        x[p] = vec2(cos(a) * r, sin(a) * r * 0.8);
+    }";
+    let mut g = kernel_graph(
+        &[F("x", "vec2", &[3000], json!(0))],
+        code,
+        &[3000],
+        json!({}),
+    );
+    set(&mut g, "x", "storage", json!("fixed16[-1,1]"));
+    add_view(
+        &mut g,
+        "p",
+        "particles",
+        json!({"width": 200, "height": 150, "radius": 2.0, "domain": [-1.0, -1.0, 1.0, 1.0]}),
+        &[("positions", "x")],
+    );
+    let sim = gpu_sim(&g, 0, &ctx);
+    check_views("quantized_particles", &sim);
+}

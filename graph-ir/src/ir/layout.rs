@@ -11,9 +11,10 @@
 //!
 //! Offsets and strides are in **bits** so that sub-word storage fits the same
 //! plan; storage words are counted from the field's `Storage`, separately
-//! from `Type::components()`. Today every storage is one 32-bit word per
-//! component, so every bit quantity is a multiple of 32 and the `*_words`
-//! accessors are exact.
+//! from `Type::components()`. Word storage is one 32-bit word per component;
+//! quantized storage (`ir::quant`) packs components and fields into words,
+//! never letting one component straddle two words, so that one word access
+//! (and one compare-exchange) always covers a whole component.
 
 use super::*;
 
@@ -28,14 +29,26 @@ impl Storage {
     pub fn component_bits(self) -> u64 {
         match self {
             Storage::Word => WORD_BITS,
+            Storage::Quant(q) => q.bits() as u64,
         }
     }
 }
 
 impl Field {
+    /// Bits from one component to the next: the storage width when the
+    /// whole element fits one word, else the width rounded up to a power of
+    /// two (which divides 32, so no component straddles a word).
+    pub fn component_stride_bits(&self) -> u64 {
+        let b = self.storage.component_bits();
+        if self.ty.components() as u64 * b <= WORD_BITS {
+            b
+        } else {
+            b.next_power_of_two()
+        }
+    }
     /// Bits one element (all components) occupies inside its layout cell.
     pub fn element_bits(&self) -> u64 {
-        self.ty.components() as u64 * self.storage.component_bits()
+        self.ty.components() as u64 * self.component_stride_bits()
     }
     /// Storage words of one element (not the same thing as components once
     /// storage can be narrower than a word).
@@ -89,8 +102,21 @@ pub fn compute(program: &mut Program) -> Result<(), LayoutError> {
         for c in &order {
             match *c {
                 LayoutChild::Field(f) => {
-                    program.fields[f].offset_in_cell = off_bits / WORD_BITS;
-                    off_bits += program.fields[f].element_bits();
+                    let fd = &program.fields[f];
+                    let eb = fd.element_bits();
+                    // Word storage and multi-word elements start on a word;
+                    // a sub-word element moves to the next word rather
+                    // than straddle one.
+                    let within = off_bits % WORD_BITS;
+                    if within != 0
+                        && (fd.storage == Storage::Word
+                            || eb > WORD_BITS
+                            || within + eb > WORD_BITS)
+                    {
+                        off_bits = off_bits.div_ceil(WORD_BITS) * WORD_BITS;
+                    }
+                    program.fields[f].offset_in_cell = off_bits;
+                    off_bits += eb;
                 }
                 LayoutChild::Layout(cl) => {
                     let cw = words(program, cl)?;
@@ -182,7 +208,8 @@ pub struct AddressPlan {
     /// Root first.
     pub levels: Vec<LevelPlan>,
     pub storage: Storage,
-    /// Bits per component in storage.
+    /// Bits from one component to the next in storage (the stride, see
+    /// `Field::component_stride_bits`).
     pub component_bits: u64,
     /// Components per element (`Type::components()`).
     pub components: usize,
@@ -228,10 +255,10 @@ impl AddressPlan {
         AddressPlan {
             field,
             root: path[0],
-            base_bits: fd.offset_in_cell * WORD_BITS,
+            base_bits: fd.offset_in_cell,
             levels,
             storage: fd.storage,
-            component_bits: fd.storage.component_bits(),
+            component_bits: fd.component_stride_bits(),
             components: fd.ty.components(),
         }
     }
@@ -271,6 +298,11 @@ impl AddressPlan {
     /// Word address of component `c` of the element at logical `index`.
     pub fn component_word(&self, index: &[u32], c: usize) -> u64 {
         (self.bit_address(index) + c as u64 * self.component_bits) / WORD_BITS
+    }
+
+    /// Bit address of component `c` of the element at logical `index`.
+    pub fn component_bit(&self, index: &[u32], c: usize) -> u64 {
+        self.bit_address(index) + c as u64 * self.component_bits
     }
 
     /// Words between component `c` and component 0 of one element.

@@ -15,6 +15,7 @@ pub mod builtins;
 pub mod eval;
 pub mod layout;
 mod printer;
+pub mod quant;
 mod validate;
 
 pub use builtins::Builtin;
@@ -114,6 +115,9 @@ pub enum LayoutChild {
 pub enum Storage {
     /// One 32-bit word per component, holding the compute type's bits.
     Word,
+    /// A few bits per component (`ir::quant`); kernels still compute in the
+    /// field's type, and access lowering emits the encode/decode as plain IR.
+    Quant(quant::Quant),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -133,7 +137,8 @@ pub struct Field {
     pub layout: LayoutId,
     /// Logical extent per axis (product of the shapes along the layout path).
     pub shape: Vec<u32>,
-    /// Word offset of the field's components inside its layout node's cell.
+    /// **Bit** offset of the field's component 0 inside its layout node's
+    /// cell (a multiple of 32 for word storage).
     pub offset_in_cell: u64,
     pub init: FieldInit,
 }

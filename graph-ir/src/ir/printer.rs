@@ -26,13 +26,21 @@ pub fn print_program(program: &Program, only_kernel: Option<&str>) -> String {
         for (h, f) in program.fields.iter() {
             let _ = writeln!(
                 out,
-                "field F{} '{}' : {} shape={:?} layout=L{} offset={}",
+                "field F{} '{}' : {} shape={:?} layout=L{} offset={}{}",
                 h.index(),
                 f.name,
                 f.ty,
                 f.shape,
                 f.layout.index(),
-                f.offset_in_cell
+                // Words for word storage (as before quantized storage existed), bits otherwise.
+                match f.storage {
+                    Storage::Word => (f.offset_in_cell / 32).to_string(),
+                    Storage::Quant(_) => format!("{}b", f.offset_in_cell),
+                },
+                match f.storage {
+                    Storage::Word => String::new(),
+                    Storage::Quant(q) => format!(" storage={}", q.name()),
+                }
             );
         }
     }

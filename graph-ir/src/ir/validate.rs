@@ -113,7 +113,7 @@ pub fn validate_structure(program: &Program) -> Result<(), ValidationError> {
         let Some(l) = program.layouts.get(f.layout) else {
             return Err(program_err(&f.name, "field: layout out of range".into()));
         };
-        if f.offset_in_cell + f.element_words() as u64 > l.cell_words {
+        if f.offset_in_cell + f.element_bits() > l.cell_words * layout::WORD_BITS {
             return Err(program_err(
                 &f.name,
                 "field: does not fit its layout cell".into(),

@@ -25,14 +25,14 @@ pub fn run(program: &mut Program, bounds_checks: bool) {
     }
 }
 
-struct Emitter<'a> {
-    f: &'a mut Function,
-    out: Vec<InstId>,
-    span: Span,
+pub(super) struct Emitter<'a> {
+    pub(super) f: &'a mut Function,
+    pub(super) out: Vec<InstId>,
+    pub(super) span: Span,
 }
 
 impl Emitter<'_> {
-    fn emit(&mut self, kind: InstKind, ty: Type) -> InstId {
+    pub(super) fn emit(&mut self, kind: InstKind, ty: Type) -> InstId {
         let h = self.f.insts.append(Inst {
             kind,
             ty,
@@ -41,7 +41,7 @@ impl Emitter<'_> {
         self.out.push(h);
         h
     }
-    fn u32c(&mut self, v: u64) -> InstId {
+    pub(super) fn u32c(&mut self, v: u64) -> InstId {
         self.emit(InstKind::Const(Const::u32(v as u32)), Type::U32)
     }
     fn bin(&mut self, op: BinaryOp, a: InstId, b: InstId) -> InstId {
@@ -84,6 +84,17 @@ fn lower_block(p: &Program, f: &mut Function, block: Block, checks: bool) -> Blo
         let root = plan.root;
         let scalar = fty.scalar().expect("field type");
         let comps = plan.components;
+        // Quantized storage: bit extraction and encode/decode live in `quantize`.
+        if let Storage::Quant(q) = plan.storage {
+            let k = super::quantize::lower(&mut e, p, &plan, q, kind, base);
+            out.extend(std::mem::take(&mut e.out));
+            if let Some(k) = k {
+                f.insts[h].kind = k;
+                f.insts[h].ty = ty;
+                out.push(h);
+            }
+            continue;
+        }
         let comp_addr = |e: &mut Emitter, c: usize| {
             if c == 0 {
                 base
@@ -155,7 +166,7 @@ fn lower_block(p: &Program, f: &mut Function, block: Block, checks: bool) -> Blo
 
 /// Turns per-component words into the kind for the original handle: the
 /// single word's own instruction (moved), or a `Construct`.
-fn assemble(e: &mut Emitter, ty: Type, words: Vec<InstId>) -> Option<InstKind> {
+pub(super) fn assemble(e: &mut Emitter, ty: Type, words: Vec<InstId>) -> Option<InstKind> {
     if words.len() == 1 {
         let w = e.out.pop().expect("the word was emitted last");
         debug_assert_eq!(w, words[0]);
@@ -179,7 +190,7 @@ fn assemble(e: &mut Emitter, ty: Type, words: Vec<InstId>) -> Option<InstKind> {
 }
 
 /// Per-component scalars of a value (column-major for matrices).
-fn split(e: &mut Emitter, ty: Type, v: InstId) -> Vec<InstId> {
+pub(super) fn split(e: &mut Emitter, ty: Type, v: InstId) -> Vec<InstId> {
     match ty {
         Type::Scalar(_) => vec![v],
         Type::Vector(s, n) => (0..n as u32)
@@ -221,9 +232,10 @@ fn address(
             );
         }
     }
-    // Only word storage exists today; sub-word storage will extract bits here.
-    match plan.storage {
-        Storage::Word => debug_assert!(plan.word_aligned()),
+    // Word storage is word-aligned; quantized storage gets the word holding
+    // the element's first bit (`quantize` adds the bit offset).
+    if plan.storage == Storage::Word {
+        debug_assert!(plan.word_aligned());
     }
     let idx: Vec<InstId> = index
         .iter()

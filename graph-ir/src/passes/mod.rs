@@ -15,6 +15,7 @@ pub mod inline;
 pub mod legalize;
 pub mod licm;
 pub mod lower_access;
+pub mod quantize;
 pub mod simplify;
 
 use crate::ir::{validate_program, IrForm, Program};

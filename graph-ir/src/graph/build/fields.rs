@@ -113,10 +113,41 @@ impl Builder<'_> {
                 }
                 cur = self.program.layouts[p].parent;
             }
+            let wrap = n.p("overflow").as_str() == Some("wrap");
+            let storage = match quant::Quant::parse(n.p("storage").as_str().unwrap_or("word"), wrap)
+            {
+                Ok(None) if wrap => {
+                    self.errors.push(GraphError::param(
+                        &id,
+                        "overflow",
+                        "\"wrap\" applies to intN / uintN storage only",
+                    ));
+                    continue;
+                }
+                Ok(None) => Storage::Word,
+                Ok(Some(q)) if ty.scalar() != Some(q.compute_scalar()) => {
+                    self.errors.push(GraphError::param(
+                        &id,
+                        "storage",
+                        format!(
+                            "{} storage computes as {} but the field's type is {}",
+                            q.name(),
+                            Type::Scalar(q.compute_scalar()),
+                            ty
+                        ),
+                    ));
+                    continue;
+                }
+                Ok(Some(q)) => Storage::Quant(q),
+                Err(m) => {
+                    self.errors.push(GraphError::param(&id, "storage", m));
+                    continue;
+                }
+            };
             let field = Field {
                 name: id.clone(),
                 ty,
-                storage: Storage::Word,
+                storage,
                 layout,
                 shape,
                 offset_in_cell: 0,
@@ -137,11 +168,56 @@ impl Builder<'_> {
             let Some(h) = self.program.field_by_name(id) else {
                 continue;
             };
-            match self.field_init(i, h) {
+            match self
+                .field_init(i, h)
+                .and_then(|init| self.check_quant_init(i, h, init))
+            {
                 Ok(init) => self.program.fields[h].init = init,
                 Err(e) => self.errors.push(e),
             }
         }
+    }
+
+    /// Quantized fields: every initial value must be representable (rounding
+    /// to the nearest code is allowed, saturation or wrapping is not), so
+    /// that no initial bits are lost silently.
+    fn check_quant_init(
+        &self,
+        node: usize,
+        h: FieldId,
+        init: FieldInit,
+    ) -> Result<FieldInit, GraphError> {
+        let f = &self.program.fields[h];
+        let Storage::Quant(q) = f.storage else {
+            return Ok(init);
+        };
+        let words = match &init {
+            FieldInit::Constant(w) | FieldInit::Data(w) => w,
+        };
+        let s = f.ty.scalar().expect("field type");
+        if let Some((k, &w)) = words.iter().enumerate().find(|(_, &w)| !q.fits(w)) {
+            let v = match s {
+                Scalar::F32 => format!("{:?}", f32::from_bits(w)),
+                Scalar::I32 => (w as i32).to_string(),
+                _ => w.to_string(),
+            };
+            let at = match init {
+                FieldInit::Data(_) => format!(" (element {} of the data)", k),
+                FieldInit::Constant(_) => String::new(),
+            };
+            return Err(GraphError::param(
+                self.nodes[node].id(),
+                "init",
+                format!(
+                    "initial value {}{} does not fit field '{}' with {} storage",
+                    v,
+                    at,
+                    f.name,
+                    q.name()
+                ),
+            ));
+        }
+        Ok(init)
     }
 
     pub(super) fn field_init(&self, node: usize, h: FieldId) -> Result<FieldInit, GraphError> {

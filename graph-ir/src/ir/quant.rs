@@ -1,0 +1,580 @@
+//! Quantized storage types: what a few stored bits mean as a compute value.
+//!
+//! This module is the one definition of every quantized encoding. The host
+//! (`runtime::memory`: initial values, `.npy` dumps, read-back) calls
+//! [`Quant::encode`] / [`Quant::decode`] here, and the access-lowering hook
+//! (`passes::quantize`) emits the *same* operation sequence as plain IR, so
+//! every backend computes bit-identical results without quantization code of
+//! its own. Tests compare both against independent references.
+//!
+//! Encodings (`bits` = stored bits per component, never straddling a word):
+//! - `intN` / `uintN` (N = 1..=32): two's complement / unsigned, computes as
+//!   i32 / u32. Out-of-range stores saturate, or wrap (keep the low N bits)
+//!   with the field's `overflow: "wrap"`.
+//! - `fixedN[lo,hi]` (N = 1..=20): an unsigned code q in 0..=2^N-1 with
+//!   value `(q + lo/scale) * scale`, scale = (hi - lo) / (2^N - 1), computed
+//!   in f32. Stores round to nearest (ties upward, toward hi) and saturate to
+//!   [lo, hi]; NaN stores as lo.
+//! - `floatEmM` / `ufloatEmM` (E = 2..=7 exponent bits, M = 1..=23 fraction
+//!   bits, plus a sign bit for `float`): IEEE-like with bias 2^(E-1)-1 and
+//!   gradual underflow (denormals), but **no infinities or NaN**: the
+//!   all-ones exponent is an ordinary exponent. Stores round to nearest, ties
+//!   away from zero, and saturate to the largest finite value (infinities and
+//!   NaN store as it, with their sign); `ufloat` stores negatives (and -0) as
+//!   0. Negative zero is kept by `float`. E stops at 7 so that every decoded
+//!   value, denormals included, is a normal f32 (GPUs may flush f32
+//!   denormals, which would break cross-backend equality).
+
+use crate::types::Scalar;
+
+/// A quantized component encoding (see the module docs). `Copy + Eq` so it
+/// can live inside `Storage`; fixed-point bounds are kept as f32 bit patterns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Quant {
+    Int { bits: u8, signed: bool, wrap: bool },
+    Fixed { bits: u8, lo: u32, hi: u32 },
+    Float { exp: u8, frac: u8, signed: bool },
+}
+
+/// Largest fixed-point width: codes up to 2^20 keep an encode/decode round
+/// trip exact in f32 arithmetic.
+pub const MAX_FIXED_BITS: u8 = 20;
+
+fn f(b: u32) -> f32 {
+    f32::from_bits(b)
+}
+
+impl Quant {
+    /// Parses a storage name (`int5`, `uint1`, `fixed16[-4,4]`, `float5m10`,
+    /// `ufloat6m9`); `wrap` comes from the field's `overflow` param. `Ok(None)`
+    /// is plain word storage (`word`).
+    pub fn parse(s: &str, wrap: bool) -> Result<Option<Quant>, String> {
+        let s = s.trim();
+        if s == "word" {
+            return Ok(None);
+        }
+        let num = |t: &str, what: &str| -> Result<u8, String> {
+            t.parse::<u8>()
+                .map_err(|_| format!("'{}': expected a number of {} bits, got '{}'", s, what, t))
+        };
+        let q = if let Some(rest) = s.strip_prefix("fixed") {
+            let (b, range) = rest
+                .split_once('[')
+                .ok_or_else(|| format!("'{}': fixed point needs a range, like fixed16[-4,4]", s))?;
+            let bits = num(b, "")?;
+            let range = range
+                .strip_suffix(']')
+                .ok_or_else(|| format!("'{}': the range must end with ']'", s))?;
+            let (lo, hi) = range
+                .split_once(',')
+                .ok_or_else(|| format!("'{}': the range needs two numbers: [lo,hi]", s))?;
+            let parse = |t: &str| {
+                t.trim()
+                    .parse::<f32>()
+                    .ok()
+                    .filter(|x| x.is_finite())
+                    .ok_or_else(|| format!("'{}': '{}' is not a finite number", s, t.trim()))
+            };
+            let (lo, hi) = (parse(lo)?, parse(hi)?);
+            if !(1..=MAX_FIXED_BITS).contains(&bits) {
+                return Err(format!(
+                    "'{}': fixed point has 1 to {} bits",
+                    s, MAX_FIXED_BITS
+                ));
+            }
+            if lo >= hi {
+                return Err(format!("'{}': the range [lo,hi] needs lo < hi", s));
+            }
+            Quant::Fixed {
+                bits,
+                lo: lo.to_bits(),
+                hi: hi.to_bits(),
+            }
+        } else if let Some((signed, rest)) = s
+            .strip_prefix("ufloat")
+            .map(|r| (false, r))
+            .or_else(|| s.strip_prefix("float").map(|r| (true, r)))
+        {
+            let (e, m) = rest.split_once('m').ok_or_else(|| {
+                format!(
+                    "'{}': a quantized float is written floatEmM, like float5m10",
+                    s
+                )
+            })?;
+            let (exp, frac) = (num(e, "exponent")?, num(m, "fraction")?);
+            if !(2..=7).contains(&exp) || !(1..=23).contains(&frac) {
+                return Err(format!(
+                    "'{}': a quantized float has 2 to 7 exponent bits and 1 to 23 fraction bits",
+                    s
+                ));
+            }
+            Quant::Float { exp, frac, signed }
+        } else if let Some((signed, rest)) = s
+            .strip_prefix("uint")
+            .map(|r| (false, r))
+            .or_else(|| s.strip_prefix("int").map(|r| (true, r)))
+        {
+            let bits = num(rest, "")?;
+            if !(1..=32).contains(&bits) {
+                return Err(format!("'{}': a quantized integer has 1 to 32 bits", s));
+            }
+            Quant::Int { bits, signed, wrap }
+        } else {
+            return Err(format!(
+                "unknown storage '{}': use word, intN, uintN, fixedN[lo,hi], floatEmM or ufloatEmM",
+                s
+            ));
+        };
+        if wrap && !matches!(q, Quant::Int { .. }) {
+            return Err(format!(
+                "'{}': overflow \"wrap\" applies to intN / uintN storage only",
+                s
+            ));
+        }
+        Ok(Some(q))
+    }
+
+    /// Stored bits per component.
+    pub fn bits(self) -> u32 {
+        match self {
+            Quant::Int { bits, .. } | Quant::Fixed { bits, .. } => bits as u32,
+            Quant::Float { exp, frac, signed } => exp as u32 + frac as u32 + signed as u32,
+        }
+    }
+
+    /// The scalar kernels compute with.
+    pub fn compute_scalar(self) -> Scalar {
+        match self {
+            Quant::Int { signed: true, .. } => Scalar::I32,
+            Quant::Int { signed: false, .. } => Scalar::U32,
+            _ => Scalar::F32,
+        }
+    }
+
+    /// Mask of the stored bits (low `bits()` bits).
+    pub fn mask(self) -> u32 {
+        mask(self.bits())
+    }
+
+    /// The documented name (what `parse` accepts).
+    pub fn name(self) -> String {
+        match self {
+            Quant::Int { bits, signed, .. } => {
+                format!("{}int{}", if signed { "" } else { "u" }, bits)
+            }
+            Quant::Fixed { bits, lo, hi } => format!("fixed{}[{:?},{:?}]", bits, f(lo), f(hi)),
+            Quant::Float { exp, frac, signed } => {
+                format!("{}float{}m{}", if signed { "" } else { "u" }, exp, frac)
+            }
+        }
+    }
+
+    /// Fixed point: (scale, 1/scale, lo/scale) as the f32 constants that both
+    /// the host and the emitted IR use.
+    pub fn fixed_consts(self) -> (f32, f32, f32) {
+        let Quant::Fixed { bits, lo, hi } = self else {
+            panic!("fixed_consts of a non-fixed storage")
+        };
+        let qmax = mask(bits as u32) as f64;
+        let (lo, hi) = (f(lo) as f64, f(hi) as f64);
+        let scale = (hi - lo) / qmax;
+        (scale as f32, (qmax / (hi - lo)) as f32, (lo / scale) as f32)
+    }
+
+    /// Quantized float: (bias, f32 bits of the largest finite value).
+    pub fn float_consts(self) -> (u32, u32) {
+        let Quant::Float { exp, frac, .. } = self else {
+            panic!("float_consts of a non-float storage")
+        };
+        let bias = (1u32 << (exp - 1)) - 1;
+        let max_e = (1u32 << exp) - 1; // the all-ones exponent is finite
+        let max_bits = ((max_e + 127 - bias) << 23) | (mask(frac as u32) << (23 - frac as u32));
+        (bias, max_bits)
+    }
+
+    /// Encodes a compute value (its 32-bit pattern) into the low `bits()`
+    /// bits, rounding and saturating (or wrapping) like a kernel store.
+    /// `passes::quantize::encode` emits exactly this sequence as IR.
+    pub fn encode(self, v: u32) -> u32 {
+        match self {
+            Quant::Int { bits, signed, wrap } => {
+                let m = mask(bits as u32);
+                if wrap {
+                    return v & m;
+                }
+                if signed {
+                    let (lo, hi) = int_range(bits);
+                    (v as i32).clamp(lo, hi) as u32 & m
+                } else {
+                    v.min(m)
+                }
+            }
+            Quant::Fixed { bits, lo, .. } => {
+                let (_, inv, _) = self.fixed_consts();
+                let qmax = mask(bits as u32) as f32;
+                let t = (f(v) - f(lo)) * inv;
+                let t = if t > 0.0 { t } else { 0.0 };
+                let t = if t < qmax { t } else { qmax };
+                (t + 0.5).floor() as u32
+            }
+            Quant::Float { exp, frac, signed } => {
+                let (bias, max_bits) = self.float_consts();
+                let s = v >> 31;
+                let mut a = v & 0x7fff_ffff;
+                if !signed && s != 0 {
+                    a = 0;
+                }
+                a = a.min(max_bits);
+                let e = a >> 23;
+                let fr = frac as u32;
+                let half = (1u32 << (23 - fr)) >> 1;
+                let normal = ((a + half) >> (23 - fr)).wrapping_sub((127 - bias) << fr);
+                let e1 = e.max(1);
+                let shift = (151 - bias - fr).wrapping_sub(e1).min(31);
+                let mant = (a & 0x7f_ffff) | if e > 0 { 1 << 23 } else { 0 };
+                let den = (mant + ((1u32 << shift) >> 1)) >> shift;
+                let mag = if e > 127 - bias { normal } else { den };
+                if signed {
+                    ((s & 1) << (exp as u32 + fr)) | mag
+                } else {
+                    mag
+                }
+            }
+        }
+    }
+
+    /// Decodes the low `bits()` bits of `raw` into a compute value's bits.
+    /// `passes::quantize::decode` emits exactly this sequence as IR.
+    pub fn decode(self, raw: u32) -> u32 {
+        let raw = raw & self.mask();
+        match self {
+            Quant::Int { bits, signed, .. } => {
+                if signed {
+                    ((raw << (32 - bits as u32)) as i32 >> (32 - bits as u32)) as u32
+                } else {
+                    raw
+                }
+            }
+            Quant::Fixed { .. } => {
+                let (scale, _, off) = self.fixed_consts();
+                ((raw as f32 + off) * scale).to_bits()
+            }
+            Quant::Float { exp, frac, signed } => {
+                let (bias, _) = self.float_consts();
+                let fr = frac as u32;
+                let mag = raw & mask(exp as u32 + fr);
+                let e = mag >> fr;
+                let bits = if e == 0 {
+                    ((mag as f32) * f((127 + 1 - bias - fr) << 23)).to_bits()
+                } else {
+                    (mag << (23 - fr)) + ((127 - bias) << 23)
+                };
+                if signed {
+                    bits | ((raw >> (exp as u32 + fr)) << 31)
+                } else {
+                    bits
+                }
+            }
+        }
+    }
+
+    /// Whether an initial value is representable without saturation or
+    /// wrapping (rounding to the nearest code is allowed and documented):
+    /// `--init` values that do not fit are an error, never silently clipped.
+    pub fn fits(self, v: u32) -> bool {
+        match self {
+            Quant::Int { bits, signed, .. } => {
+                if signed {
+                    let (lo, hi) = int_range(bits);
+                    (lo..=hi).contains(&(v as i32))
+                } else {
+                    v <= mask(bits as u32)
+                }
+            }
+            Quant::Fixed { lo, hi, .. } => (f(lo)..=f(hi)).contains(&f(v)),
+            Quant::Float { signed, .. } => {
+                let (_, max_bits) = self.float_consts();
+                let x = f(v);
+                x.is_finite() && x.abs() <= f(max_bits) && (signed || x >= 0.0)
+            }
+        }
+    }
+}
+
+/// The low `bits` bits set (bits = 1..=32).
+pub fn mask(bits: u32) -> u32 {
+    if bits >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << bits) - 1
+    }
+}
+
+/// Signed range of an N-bit two's complement integer.
+fn int_range(bits: u8) -> (i32, i32) {
+    let b = bits as u32;
+    ((-1i64 << (b - 1)) as i32, ((1i64 << (b - 1)) - 1) as i32)
+}
+
+#[cfg(test)]
+mod tests {
+    //! References here are written independently of the bit tricks above:
+    //! they enumerate every code, compute its value in f64 from the format's
+    //! definition, and pick the nearest by search.
+    use super::*;
+
+    fn q(s: &str) -> Quant {
+        Quant::parse(s, false).unwrap().unwrap()
+    }
+
+    /// Value of a quantized-float code from the definition (f64).
+    fn float_value(exp: u32, frac: u32, signed: bool, code: u32) -> f64 {
+        let bias = (1i32 << (exp - 1)) - 1;
+        let m = code & ((1 << frac) - 1);
+        let e = (code >> frac) & ((1 << exp) - 1);
+        let s = if signed && (code >> (exp + frac)) & 1 == 1 {
+            -1.0
+        } else {
+            1.0
+        };
+        let mag = if e == 0 {
+            m as f64 * 2f64.powi(1 - bias - frac as i32)
+        } else {
+            (1.0 + m as f64 / (1u64 << frac) as f64) * 2f64.powi(e as i32 - bias)
+        };
+        s * mag
+    }
+
+    /// Nearest code by exhaustive search; ties go to the larger magnitude;
+    /// beyond the largest value saturates.
+    fn float_reference(exp: u32, frac: u32, signed: bool, x: f32) -> u32 {
+        let x = x as f64;
+        let n = 1u32 << (exp + frac);
+        let mut best = 0u32;
+        let mut best_d = f64::INFINITY;
+        let target = if signed { x.abs() } else { x.max(0.0) };
+        for c in 0..n {
+            let v = float_value(exp, frac, false, c);
+            let d = (v - target).abs();
+            if d < best_d || (d == best_d && v > float_value(exp, frac, false, best)) {
+                best = c;
+                best_d = d;
+            }
+        }
+        if signed && x.is_sign_negative() {
+            best | (1 << (exp + frac))
+        } else {
+            best
+        }
+    }
+
+    fn edge_floats(max: f64) -> Vec<f32> {
+        let mut v = vec![
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.5,
+            1.5,
+            2.5,
+            3.0,
+            1e-3,
+            -1e-3,
+            1e-9,
+            1e-30,
+            f32::MIN_POSITIVE,
+            1e-40,
+            0.1,
+            -0.1,
+            1000.0,
+            65504.0,
+            65520.0,
+            131008.0,
+            1e6,
+            1e20,
+            -1e20,
+            f32::MAX,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+        ];
+        v.push(max as f32);
+        v.push(-max as f32);
+        v.push((max * 1.0001) as f32);
+        let mut x = 1.0e-12f32;
+        while x < 1e12 {
+            v.push(x);
+            v.push(-x * 1.37);
+            x *= 1.618;
+        }
+        v
+    }
+
+    #[test]
+    fn floats_round_to_nearest_and_saturate_like_the_reference() {
+        for (e, m, s) in [
+            (5, 10, true),
+            (4, 3, true),
+            (3, 2, false),
+            (5, 10, false),
+            (7, 6, true),
+            (2, 1, true),
+        ] {
+            let name = format!("{}float{}m{}", if s { "" } else { "u" }, e, m);
+            let t = q(&name);
+            let max = float_value(e, m, false, (1 << (e + m)) - 1);
+            // Every code decodes to the definition's value and re-encodes to itself.
+            for c in 0..(1u32 << t.bits()) {
+                let d = f32::from_bits(t.decode(c));
+                assert_eq!(d as f64, float_value(e, m, s, c), "{name} decode {c:#x}");
+                assert_eq!(t.encode(d.to_bits()), c, "{name} round trip {c:#x}");
+                // Midpoints between neighbours (ties) go away from zero.
+                if c + 1 < (1 << (e + m)) {
+                    let mid = (float_value(e, m, false, c) + float_value(e, m, false, c + 1)) / 2.0;
+                    if (mid as f32) as f64 == mid {
+                        assert_eq!(t.encode((mid as f32).to_bits()), c + 1, "{name} tie {mid}");
+                    }
+                }
+            }
+            for x in edge_floats(max) {
+                assert_eq!(
+                    t.encode(x.to_bits()),
+                    float_reference(e, m, s, x),
+                    "{name} encode {x:e}"
+                );
+            }
+            // NaN saturates (to the largest magnitude; positive NaN here).
+            assert_eq!(t.encode(f32::NAN.to_bits()), (1 << (e + m)) - 1);
+        }
+        // Negative zero survives a signed format, not an unsigned one.
+        let h = q("float5m10");
+        assert_eq!(h.decode(h.encode((-0.0f32).to_bits())), (-0.0f32).to_bits());
+        let u = q("ufloat5m10");
+        assert_eq!(u.decode(u.encode((-0.0f32).to_bits())), 0);
+        assert_eq!(u.encode((-3.0f32).to_bits()), 0);
+    }
+
+    #[test]
+    fn ints_saturate_or_wrap() {
+        for bits in [1u8, 2, 5, 8, 16, 31, 32] {
+            let (lo, hi) = (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1);
+            let t = q(&format!("int{bits}"));
+            let w = Quant::parse(&format!("int{bits}"), true).unwrap().unwrap();
+            for x in [
+                0i64,
+                1,
+                -1,
+                lo,
+                hi,
+                lo - 1,
+                hi + 1,
+                7,
+                -9,
+                i32::MIN as i64,
+                i32::MAX as i64,
+            ] {
+                let x32 = x as i32;
+                let sat = (x32 as i64).clamp(lo, hi);
+                assert_eq!(
+                    t.decode(t.encode(x32 as u32)) as i32 as i64,
+                    sat,
+                    "int{bits} {x}"
+                );
+                // Wrap keeps the low bits: the value modulo 2^bits in [lo, hi].
+                let m = 1i64 << bits;
+                let wrapped = ((x32 as i64 - lo).rem_euclid(m)) + lo;
+                assert_eq!(
+                    w.decode(w.encode(x32 as u32)) as i32 as i64,
+                    wrapped,
+                    "wrap int{bits} {x}"
+                );
+                assert_eq!(t.fits(x32 as u32), (lo..=hi).contains(&(x32 as i64)));
+            }
+            let u = q(&format!("uint{bits}"));
+            let umax = (1u64 << bits) - 1;
+            for x in [0u64, 1, umax, umax + 1, 12345, u32::MAX as u64] {
+                let x32 = x as u32;
+                assert_eq!(
+                    u.decode(u.encode(x32)) as u64,
+                    (x32 as u64).min(umax),
+                    "uint{bits} {x}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn fixed_point_rounds_to_nearest_code() {
+        for (bits, lo, hi) in [
+            (16u8, -4.0f64, 4.0f64),
+            (8, 0.0, 1.0),
+            (1, -1.0, 1.0),
+            (20, -2.0, 6.0),
+            (11, -1.5, 0.25),
+        ] {
+            let t = q(&format!("fixed{bits}[{lo},{hi}]"));
+            let qmax = ((1u64 << bits) - 1) as f64;
+            let scale = (hi - lo) / qmax;
+            let step = if bits > 12 { 97 } else { 1 };
+            for c in (0..=qmax as u32).step_by(step) {
+                let d = f32::from_bits(t.decode(c)) as f64;
+                assert!(
+                    (d - (lo + c as f64 * scale)).abs() <= 1e-6 * (hi - lo),
+                    "fixed{bits} decode {c}"
+                );
+                assert_eq!(
+                    t.encode((d as f32).to_bits()),
+                    c,
+                    "fixed{bits} round trip {c}"
+                );
+            }
+            // Reference: nearest code of x by the definition, saturated.
+            for x in [
+                0.0,
+                lo,
+                hi,
+                lo - 1.0,
+                hi + 1e9,
+                -0.0,
+                0.3,
+                -0.7,
+                1e-7,
+                (lo + hi) / 2.0,
+            ] {
+                let want = ((x - lo) / scale).clamp(0.0, qmax);
+                let got = t.encode((x as f32).to_bits()) as f64;
+                assert!(
+                    (got - want).abs() <= 0.5 + 1e-3,
+                    "fixed{bits} encode {x}: {got} vs {want}"
+                );
+                assert_eq!(t.fits((x as f32).to_bits()), x >= lo && x <= hi);
+            }
+            assert_eq!(t.encode(f32::NAN.to_bits()), 0);
+            assert_eq!(t.encode(f32::INFINITY.to_bits()), qmax as u32);
+        }
+        // A tie between two codes rounds up (toward hi): [0,3] in 2 bits has codes 0..3 with scale 1.
+        let t = q("fixed2[0,3]");
+        assert_eq!(t.encode(0.5f32.to_bits()), 1);
+        assert_eq!(t.encode(2.5f32.to_bits()), 3);
+    }
+
+    #[test]
+    fn parse_errors_are_clear() {
+        for bad in [
+            "int0",
+            "int33",
+            "fixed16",
+            "fixed16[4,-4]",
+            "fixed30[0,1]",
+            "float8m7",
+            "float5",
+            "half",
+            "float5m0",
+        ] {
+            assert!(Quant::parse(bad, false).is_err(), "{bad}");
+        }
+        assert!(Quant::parse("float5m10", true).is_err());
+        assert_eq!(Quant::parse("word", false), Ok(None));
+        assert_eq!(q("fixed8[-1,1]").name(), "fixed8[-1.0,1.0]");
+        assert_eq!(q("float5m10").bits(), 16);
+    }
+}

@@ -1,0 +1,408 @@
+//! Quantized field access as plain IR: the hook of `lower_access` for fields
+//! whose `Storage` is `Quant`.
+//!
+//! Pre: one abstract `FieldLoad` / `FieldStore` / `FieldAtomic` on a
+//! quantized field, and the word address of the word holding the element's
+//! first bit (the field's `AddressPlan`, from `lower_access::address`).
+//! Post: only `BufLoad` / `BufStore` / `BufAtomic` on u32 words plus shifts,
+//! masks, selects and conversions — no backend sees a quantized type.
+//!
+//! Encode and decode mirror `ir::quant::Quant::{encode, decode}` operation by
+//! operation (same constants, same order, no operation an optimizer may fuse
+//! differently), so the host, the VM, the JIT and wgpu agree bit for bit.
+//!
+//! Stores: a component that owns its whole word (the only thing in a
+//! one-word cell) is a plain store. Otherwise other components, fields or
+//! cells share the word, so the store is a compare-exchange retry loop
+//! (lock-free: a thread only retries when another thread's write landed),
+//! which keeps every other bit of the word intact under parallel writes.
+//! Atomics decode the old value, apply the operation in the compute type and
+//! encode the result inside the same kind of loop.
+
+use super::lower_access::{assemble, split, Emitter};
+use crate::ir::layout::{AddressPlan, WORD_BITS};
+use crate::ir::quant::{mask, Quant};
+use crate::ir::*;
+use crate::types::{Scalar, Type};
+
+/// Lowers one access; returns the kind for the original handle (the loaded or
+/// old value), like `lower_access`'s word path.
+pub(super) fn lower(
+    e: &mut Emitter,
+    p: &Program,
+    plan: &AddressPlan,
+    q: Quant,
+    kind: InstKind,
+    base: InstId,
+) -> Option<InstKind> {
+    let fty = p.fields[plan.field].ty;
+    let root = plan.root;
+    // Bit position of component c relative to the word at `base`: constant,
+    // because every cell and block size is a whole number of words.
+    let pos = |c: usize| (plan.base_bits % WORD_BITS) + c as u64 * plan.component_bits;
+    let word_of = |e: &mut Emitter, c: usize| {
+        let w = pos(c) / WORD_BITS;
+        if w == 0 {
+            base
+        } else {
+            let k = e.u32c(w);
+            e.emit(InstKind::Binary(BinaryOp::Add, base, k), Type::U32)
+        }
+    };
+    let shift = |c: usize| (pos(c) % WORD_BITS) as u32;
+    let exclusive = owns_word(p, plan);
+    match kind {
+        InstKind::FieldLoad { .. } => {
+            let vals = (0..plan.components)
+                .map(|c| {
+                    let a = word_of(e, c);
+                    let w = e.emit(InstKind::BufLoad { root, addr: a }, Type::U32);
+                    let raw = extract(e, q, w, shift(c));
+                    decode(e, q, raw)
+                })
+                .collect();
+            assemble(e, fty, vals)
+        }
+        InstKind::FieldStore { value, .. } => {
+            let parts = split(e, fty, value);
+            for (c, part) in parts.into_iter().enumerate() {
+                let a = word_of(e, c);
+                let enc = encode(e, q, part);
+                if exclusive {
+                    e.emit(
+                        InstKind::BufStore {
+                            root,
+                            addr: a,
+                            value: enc,
+                        },
+                        Type::Void,
+                    );
+                } else {
+                    cas_loop(e, root, a, |e, old| {
+                        let new = insert(e, q, old, enc, shift(c));
+                        (new, None)
+                    });
+                }
+            }
+            None
+        }
+        InstKind::FieldAtomic { op, value, cmp, .. } => {
+            let parts = split(e, fty, value);
+            let cmp_parts = cmp.map(|c| split(e, fty, c));
+            let scalar = q.compute_scalar();
+            let olds = parts
+                .into_iter()
+                .enumerate()
+                .map(|(c, part)| {
+                    let a = word_of(e, c);
+                    let local = e.f.locals.append(Local {
+                        name: format!("quant_old{}", c),
+                        ty: Type::Scalar(scalar),
+                    });
+                    let cmpc = cmp_parts.as_ref().map(|cp| cp[c]);
+                    cas_loop(e, root, a, |e, old| {
+                        let raw = extract(e, q, old, shift(c));
+                        let oldv = decode(e, q, raw);
+                        let newv = apply(e, op, scalar, oldv, part, cmpc);
+                        let enc = encode(e, q, newv);
+                        let new = insert(e, q, old, enc, shift(c));
+                        (new, Some((local, oldv)))
+                    });
+                    e.emit(InstKind::LocalLoad(local), Type::Scalar(scalar))
+                })
+                .collect();
+            assemble(e, fty, olds)
+        }
+        _ => unreachable!("only field accesses reach the quantize hook"),
+    }
+}
+
+/// Whether the element is the only thing stored in its one-word cell, so a
+/// plain store of the whole word cannot clobber anything else.
+fn owns_word(p: &Program, plan: &AddressPlan) -> bool {
+    let fd = &p.fields[plan.field];
+    let own_cell_bits = plan.levels.last().map_or(0, |l| l.cell_bits);
+    plan.components == 1
+        && own_cell_bits == WORD_BITS
+        && p.layouts[fd.layout].children == [LayoutChild::Field(plan.field)]
+}
+
+/// `loop { old = load; new = f(old); if cas(addr, new, old) == old { break } }`.
+/// `f` may ask for one value computed from `old` to be saved in a local when
+/// the exchange succeeds (the old value an atomic returns).
+fn cas_loop(
+    e: &mut Emitter,
+    root: LayoutId,
+    addr: InstId,
+    f: impl FnOnce(&mut Emitter, InstId) -> (InstId, Option<(LocalId, InstId)>),
+) {
+    let outer = std::mem::take(&mut e.out);
+    let old = e.emit(InstKind::BufLoad { root, addr }, Type::U32);
+    let (new, save) = f(e, old);
+    let prev = e.emit(
+        InstKind::BufAtomic {
+            op: AtomicOp::CompareExchange,
+            root,
+            addr,
+            value: new,
+            cmp: Some(old),
+        },
+        Type::U32,
+    );
+    let done = e.emit(InstKind::Binary(BinaryOp::Eq, prev, old), Type::BOOL);
+    let before_if = std::mem::take(&mut e.out);
+    if let Some((local, v)) = save {
+        e.emit(InstKind::LocalStore(local, v), Type::Void);
+    }
+    e.emit(InstKind::Break, Type::Void);
+    let accept = std::mem::take(&mut e.out);
+    e.out = before_if;
+    e.emit(
+        InstKind::If {
+            cond: done,
+            accept,
+            reject: vec![],
+        },
+        Type::Void,
+    );
+    let body = std::mem::replace(&mut e.out, outer);
+    e.emit(InstKind::Loop { body }, Type::Void);
+}
+
+/// The new value of an atomic read-modify-write, in the compute type.
+fn apply(
+    e: &mut Emitter,
+    op: AtomicOp,
+    s: Scalar,
+    old: InstId,
+    v: InstId,
+    cmp: Option<InstId>,
+) -> InstId {
+    let t = Type::Scalar(s);
+    let bin = |e: &mut Emitter, o| e.emit(InstKind::Binary(o, old, v), t);
+    match op {
+        AtomicOp::Add => bin(e, BinaryOp::Add),
+        AtomicOp::Sub => bin(e, BinaryOp::Sub),
+        AtomicOp::And => bin(e, BinaryOp::BitAnd),
+        AtomicOp::Or => bin(e, BinaryOp::BitOr),
+        AtomicOp::Xor => bin(e, BinaryOp::BitXor),
+        AtomicOp::Min => e.emit(InstKind::Builtin(Builtin::Min, vec![old, v]), t),
+        AtomicOp::Max => e.emit(InstKind::Builtin(Builtin::Max, vec![old, v]), t),
+        AtomicOp::Exchange => v,
+        AtomicOp::CompareExchange => {
+            let c = cmp.expect("compare_exchange has a comparand");
+            let eq = e.emit(InstKind::Binary(BinaryOp::Eq, old, c), Type::BOOL);
+            e.emit(
+                InstKind::Select {
+                    cond: eq,
+                    accept: v,
+                    reject: old,
+                },
+                t,
+            )
+        }
+    }
+}
+
+fn cu(e: &mut Emitter, v: u32) -> InstId {
+    e.emit(InstKind::Const(Const::u32(v)), Type::U32)
+}
+fn ci(e: &mut Emitter, v: i32) -> InstId {
+    e.emit(InstKind::Const(Const::i32(v)), Type::I32)
+}
+fn cf(e: &mut Emitter, v: f32) -> InstId {
+    e.emit(InstKind::Const(Const::f32(v)), Type::F32)
+}
+fn bin(e: &mut Emitter, op: BinaryOp, a: InstId, b: InstId, t: Type) -> InstId {
+    let ty = if op.is_comparison() { Type::BOOL } else { t };
+    e.emit(InstKind::Binary(op, a, b), ty)
+}
+/// u32 `a op k` for a constant `k`.
+fn binc(e: &mut Emitter, op: BinaryOp, a: InstId, k: u32) -> InstId {
+    let k = cu(e, k);
+    bin(e, op, a, k, Type::U32)
+}
+fn sel(e: &mut Emitter, cond: InstId, accept: InstId, reject: InstId, t: Type) -> InstId {
+    e.emit(
+        InstKind::Select {
+            cond,
+            accept,
+            reject,
+        },
+        t,
+    )
+}
+
+/// The component's `bits()` low bits, from the word `w` at bit `shift`.
+fn extract(e: &mut Emitter, q: Quant, w: InstId, shift: u32) -> InstId {
+    let mut x = w;
+    if shift > 0 {
+        x = binc(e, BinaryOp::Shr, x, shift);
+    }
+    if shift + q.bits() < 32 {
+        x = binc(e, BinaryOp::BitAnd, x, q.mask());
+    }
+    x
+}
+
+/// `old` with the component's bits at `shift` replaced by `enc`.
+fn insert(e: &mut Emitter, q: Quant, old: InstId, enc: InstId, shift: u32) -> InstId {
+    let m = if q.bits() >= 32 {
+        u32::MAX
+    } else {
+        q.mask() << shift
+    };
+    let cleared = binc(e, BinaryOp::BitAnd, old, !m);
+    let moved = if shift > 0 {
+        binc(e, BinaryOp::Shl, enc, shift)
+    } else {
+        enc
+    };
+    bin(e, BinaryOp::BitOr, cleared, moved, Type::U32)
+}
+
+/// `Quant::decode` as IR: raw low bits (u32) to the compute value.
+fn decode(e: &mut Emitter, q: Quant, raw: InstId) -> InstId {
+    match q {
+        Quant::Int { bits, signed, .. } => {
+            if signed {
+                let k = 32 - bits as u32;
+                let up = binc(e, BinaryOp::Shl, raw, k);
+                let up = e.emit(InstKind::Bitcast(up), Type::I32);
+                let kk = ci(e, k as i32);
+                bin(e, BinaryOp::Shr, up, kk, Type::I32)
+            } else {
+                // `lower_access` moves the last emitted instruction into the
+                // original handle: give it one of its own.
+                e.emit(InstKind::Bitcast(raw), Type::U32)
+            }
+        }
+        Quant::Fixed { .. } => {
+            let (scale, _, off) = q.fixed_consts();
+            let x = e.emit(InstKind::Cast(raw), Type::F32);
+            let o = cf(e, off);
+            let x = bin(e, BinaryOp::Add, x, o, Type::F32);
+            let s = cf(e, scale);
+            bin(e, BinaryOp::Mul, x, s, Type::F32)
+        }
+        Quant::Float { exp, frac, signed } => {
+            let (bias, _) = q.float_consts();
+            let fr = frac as u32;
+            let mag = binc(e, BinaryOp::BitAnd, raw, mask(exp as u32 + fr));
+            let ex = binc(e, BinaryOp::Shr, mag, fr);
+            let zero = cu(e, 0);
+            let is_den = bin(e, BinaryOp::Eq, ex, zero, Type::U32);
+            let mf = e.emit(InstKind::Cast(mag), Type::F32);
+            let k = cf(e, f32::from_bits((127 + 1 - bias - fr) << 23));
+            let den = bin(e, BinaryOp::Mul, mf, k, Type::F32);
+            let den = e.emit(InstKind::Bitcast(den), Type::U32);
+            let norm = binc(e, BinaryOp::Shl, mag, 23 - fr);
+            let norm = binc(e, BinaryOp::Add, norm, (127 - bias) << 23);
+            let mut bits = sel(e, is_den, den, norm, Type::U32);
+            if signed {
+                let s = binc(e, BinaryOp::Shr, raw, exp as u32 + fr);
+                let s = binc(e, BinaryOp::Shl, s, 31);
+                bits = bin(e, BinaryOp::BitOr, bits, s, Type::U32);
+            }
+            e.emit(InstKind::Bitcast(bits), Type::F32)
+        }
+    }
+}
+
+/// `Quant::encode` as IR: a compute value to raw low bits (u32).
+fn encode(e: &mut Emitter, q: Quant, v: InstId) -> InstId {
+    match q {
+        Quant::Int { bits, signed, wrap } => {
+            let m = mask(bits as u32);
+            let u = e.emit(InstKind::Bitcast(v), Type::U32);
+            if wrap {
+                return binc(e, BinaryOp::BitAnd, u, m);
+            }
+            if signed {
+                let (lo, hi) = (
+                    (-1i64 << (bits - 1)) as i32,
+                    ((1i64 << (bits - 1)) - 1) as i32,
+                );
+                let lo_c = ci(e, lo);
+                let below = bin(e, BinaryOp::Lt, v, lo_c, Type::I32);
+                let x = sel(e, below, lo_c, v, Type::I32);
+                let hi_c = ci(e, hi);
+                let above = bin(e, BinaryOp::Gt, x, hi_c, Type::I32);
+                let x = sel(e, above, hi_c, x, Type::I32);
+                let x = e.emit(InstKind::Bitcast(x), Type::U32);
+                binc(e, BinaryOp::BitAnd, x, m)
+            } else {
+                let m_c = cu(e, m);
+                let above = bin(e, BinaryOp::Gt, u, m_c, Type::U32);
+                sel(e, above, m_c, u, Type::U32)
+            }
+        }
+        Quant::Fixed { bits, lo, .. } => {
+            let (_, inv, _) = q.fixed_consts();
+            let qmax = mask(bits as u32) as f32;
+            let lo_c = cf(e, f32::from_bits(lo));
+            let t = bin(e, BinaryOp::Sub, v, lo_c, Type::F32);
+            let inv_c = cf(e, inv);
+            let t = bin(e, BinaryOp::Mul, t, inv_c, Type::F32);
+            // Comparisons are false for NaN, which therefore stores as code 0.
+            let z = cf(e, 0.0);
+            let pos = bin(e, BinaryOp::Gt, t, z, Type::F32);
+            let t = sel(e, pos, t, z, Type::F32);
+            let qm = cf(e, qmax);
+            let below = bin(e, BinaryOp::Lt, t, qm, Type::F32);
+            let t = sel(e, below, t, qm, Type::F32);
+            let h = cf(e, 0.5);
+            let t = bin(e, BinaryOp::Add, t, h, Type::F32);
+            let t = e.emit(InstKind::Builtin(Builtin::Floor, vec![t]), Type::F32);
+            e.emit(InstKind::Cast(t), Type::U32)
+        }
+        Quant::Float { exp, frac, signed } => {
+            let (bias, max_bits) = q.float_consts();
+            let fr = frac as u32;
+            let vb = e.emit(InstKind::Bitcast(v), Type::U32);
+            let s = binc(e, BinaryOp::Shr, vb, 31);
+            let mut a = binc(e, BinaryOp::BitAnd, vb, 0x7fff_ffff);
+            let zero = cu(e, 0);
+            if !signed {
+                let neg = bin(e, BinaryOp::Ne, s, zero, Type::U32);
+                a = sel(e, neg, zero, a, Type::U32);
+            }
+            let maxc = cu(e, max_bits);
+            let big = bin(e, BinaryOp::Gt, a, maxc, Type::U32);
+            let a = sel(e, big, maxc, a, Type::U32);
+            let ex = binc(e, BinaryOp::Shr, a, 23);
+            // Normal range: round the fraction by adding half an ulp (a carry
+            // correctly bumps the exponent), then rebias.
+            let half = (1u32 << (23 - fr)) >> 1;
+            let n = binc(e, BinaryOp::Add, a, half);
+            let n = binc(e, BinaryOp::Shr, n, 23 - fr);
+            let normal = binc(e, BinaryOp::Sub, n, (127 - bias) << fr);
+            // Denormal range: shift the full significand right, rounding.
+            let is_zero_e = bin(e, BinaryOp::Eq, ex, zero, Type::U32);
+            let one = cu(e, 1);
+            let e1 = sel(e, is_zero_e, one, ex, Type::U32);
+            let kc = cu(e, 151 - bias - fr);
+            let sh = bin(e, BinaryOp::Sub, kc, e1, Type::U32);
+            let c31 = cu(e, 31);
+            let over = bin(e, BinaryOp::Gt, sh, c31, Type::U32);
+            let sh = sel(e, over, c31, sh, Type::U32);
+            let m = binc(e, BinaryOp::BitAnd, a, 0x7f_ffff);
+            let implicit = cu(e, 1 << 23);
+            let imp = sel(e, is_zero_e, zero, implicit, Type::U32);
+            let m = bin(e, BinaryOp::BitOr, m, imp, Type::U32);
+            let r = bin(e, BinaryOp::Shl, one, sh, Type::U32);
+            let r = binc(e, BinaryOp::Shr, r, 1);
+            let m = bin(e, BinaryOp::Add, m, r, Type::U32);
+            let den = bin(e, BinaryOp::Shr, m, sh, Type::U32);
+            let lim = cu(e, 127 - bias);
+            let is_norm = bin(e, BinaryOp::Gt, ex, lim, Type::U32);
+            let mag = sel(e, is_norm, normal, den, Type::U32);
+            if signed {
+                let sb = binc(e, BinaryOp::Shl, s, exp as u32 + fr);
+                bin(e, BinaryOp::BitOr, sb, mag, Type::U32)
+            } else {
+                mag
+            }
+        }
+    }
+}
