@@ -5,7 +5,8 @@
 //! leaves. The program-level validator (layouts, schedule, views and every
 //! kernel) runs after every pass when `PassOptions::validate` is set (tests
 //! and debug builds set it). The order is the "lowering order" contract:
-//! front end → inline → const-fold → simplify → access lowering → fold and
+//! front end → inline → const-fold → simplify → access lowering (and the
+//! sparse system kernels and struct-for) → fold and
 //! simplify the address arithmetic → legalize → backend.
 
 pub mod const_fold;
@@ -13,6 +14,9 @@ pub mod inline;
 pub mod legalize;
 pub mod lower_access;
 pub mod simplify;
+pub mod sparse_gc;
+pub mod sparse_ir;
+pub mod sparse_iter;
 
 use crate::ir::{validate_program, IrForm, Program};
 
@@ -52,6 +56,22 @@ struct LowerAccess {
     bounds_checks: bool,
 }
 struct Legalize;
+/// `sparse_iter` then `sparse_gc`: struct-for over sparse fields and the
+/// garbage-collection system kernels, both written in lowered IR.
+struct SparseSystem;
+
+impl Pass for SparseSystem {
+    fn name(&self) -> &'static str {
+        "sparse_system"
+    }
+    fn accepts(&self, form: IrForm) -> bool {
+        form == IrForm::Lowered
+    }
+    fn run(&self, program: &mut Program) {
+        sparse_iter::run(program);
+        sparse_gc::run(program);
+    }
+}
 
 impl Pass for Inline {
     fn name(&self) -> &'static str {
@@ -165,9 +185,12 @@ impl Stage {
             Stage::Inline => vec![Box::new(Inline)],
             Stage::ConstFold => vec![Box::new(ConstFold)],
             Stage::Simplify => vec![Box::new(Simplify)],
-            Stage::LowerAccess => vec![Box::new(LowerAccess {
-                bounds_checks: opts.bounds_checks,
-            })],
+            Stage::LowerAccess => vec![
+                Box::new(LowerAccess {
+                    bounds_checks: opts.bounds_checks,
+                }),
+                Box::new(SparseSystem),
+            ],
             Stage::Final => vec![Box::new(ConstFold), Box::new(Simplify)],
             Stage::Legalize => vec![Box::new(Legalize)],
         }
