@@ -227,6 +227,37 @@ pub struct MemoryReport {
     pub dense_words: u64,
 }
 
+/// One line per layout tree: its buffer and what dense storage of the same
+/// fields would take (for `weft check` and `weft bench`).
+pub fn memory_lines(program: &Program) -> Vec<String> {
+    let mib = |w: u64| w as f64 * 4.0 / (1024.0 * 1024.0);
+    program
+        .roots()
+        .map(|r| {
+            let m = memory_report(program, r);
+            let sparse = program
+                .layouts
+                .iter()
+                .any(|(l, n)| n.kind.is_sparse() && root_of(program, l) == r);
+            let mut line = format!(
+                "layout tree '{}': {} words ({:.3} MiB)",
+                program.layouts[r].node_id,
+                m.total_words,
+                mib(m.total_words)
+            );
+            if sparse {
+                line += &format!(
+                    ", dense equivalent {} words ({:.3} MiB, {:.1}x)",
+                    m.dense_words,
+                    mib(m.dense_words),
+                    m.dense_words as f64 / m.total_words.max(1) as f64
+                );
+            }
+            line
+        })
+        .collect()
+}
+
 /// The buffer size of `root` next to what the same fields would need dense.
 pub fn memory_report(program: &Program, root: LayoutId) -> MemoryReport {
     let dense_words = program
