@@ -282,6 +282,42 @@ pub fn pool_in_use(program: &Program, l: LayoutId, words: &[u32]) -> u32 {
         .count() as u32
 }
 
+/// Sparse children found by scanning more than this many word ranges of a
+/// cell are not checked by garbage collection: such blocks are only freed
+/// by `deactivate`.
+pub const MAX_ACTIVITY_RANGES: usize = 64;
+
+/// Word ranges (offset in the cell, length) whose words are all zero exactly
+/// when no sparse child inside a cell of `l` is active: bitmask headers and
+/// pointer reference blocks, found through dense children.
+pub fn activity_ranges(p: &Program, l: LayoutId) -> Vec<(u64, u64)> {
+    fn walk(p: &Program, l: LayoutId, at: u64, out: &mut Vec<(u64, u64)>) {
+        for c in &p.layouts[l].children {
+            let LayoutChild::Layout(cl) = *c else {
+                continue;
+            };
+            let child = &p.layouts[cl];
+            let block = at + child.offset_in_parent;
+            match child.kind {
+                LayoutKind::Bitmasked => out.push((block, child.header_words)),
+                LayoutKind::Pointer { .. } => out.push((block, child.block_words)),
+                LayoutKind::Dense => {
+                    let n: u64 = child.shape.iter().map(|&s| s as u64).product();
+                    for k in 0..n {
+                        if out.len() > MAX_ACTIVITY_RANGES {
+                            return;
+                        }
+                        walk(p, cl, block + k * child.cell_words, out);
+                    }
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(p, l, 0, &mut out);
+    out
+}
+
 /// The initial words of a root buffer: every field at its constant initial
 /// value (data initialisers are written afterwards through the plan),
 /// nothing active, every pool slot an initial cell.

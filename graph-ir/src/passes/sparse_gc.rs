@@ -21,13 +21,9 @@
 
 use super::sparse_ir::{self, Emitter, Mode};
 use crate::arena::Arena;
-use crate::ir::layout::level_plans;
+use crate::ir::layout::{activity_ranges, level_plans, MAX_ACTIVITY_RANGES, WORD_BITS};
 use crate::ir::*;
 use crate::types::Type;
-
-/// Sparse children found by scanning more than this many word ranges of a
-/// cell are not checked: such blocks are only freed by `deactivate`.
-const MAX_ACTIVITY_RANGES: usize = 64;
 
 pub fn run(program: &mut Program) {
     let mut order = Vec::new();
@@ -53,44 +49,13 @@ pub fn run(program: &mut Program) {
     program.schedule.on_frame.extend(launches);
 }
 
-/// Word ranges (offset in the cell, length) whose words are all zero exactly
-/// when no sparse child inside a cell of `l` is active: bitmask headers and
-/// pointer reference blocks, found through dense children.
-pub fn activity_ranges(p: &Program, l: LayoutId) -> Vec<(u64, u64)> {
-    fn walk(p: &Program, l: LayoutId, at: u64, out: &mut Vec<(u64, u64)>) {
-        for c in &p.layouts[l].children {
-            let LayoutChild::Layout(cl) = *c else {
-                continue;
-            };
-            let child = &p.layouts[cl];
-            let block = at + child.offset_in_parent;
-            match child.kind {
-                LayoutKind::Bitmasked => out.push((block, child.header_words)),
-                LayoutKind::Pointer { .. } => out.push((block, child.block_words)),
-                LayoutKind::Dense => {
-                    let n: u64 = child.shape.iter().map(|&s| s as u64).product();
-                    for k in 0..n {
-                        if out.len() > MAX_ACTIVITY_RANGES {
-                            return;
-                        }
-                        walk(p, cl, block + k * child.cell_words, out);
-                    }
-                }
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(p, l, 0, &mut out);
-    out
-}
-
 fn gc_kernel(p: &Program, l: LayoutId) -> Kernel {
     let node = &p.layouts[l];
     let pool = node.pool.expect("pointer nodes have a pool");
     let levels = level_plans(p, l);
     let root = levels[0].node;
     let at = levels.len() - 1;
-    let cw = node.cell_words;
+    let cw = levels[at].cell_bits / WORD_BITS;
     let ranges = activity_ranges(p, l);
     let auto_free = !ranges.is_empty() && ranges.len() <= MAX_ACTIVITY_RANGES;
     let mut f = Function::new(&node.node_id, vec![Type::I32], Type::Void, Span::default());

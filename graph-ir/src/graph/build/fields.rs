@@ -188,8 +188,12 @@ impl Builder<'_> {
                 .push(GraphError::param(&e.node, "shape", e.message));
             return;
         }
-        for (_, l) in self.program.layouts.iter() {
-            if l.kind.is_sparse() && l.cell_words == 0 {
+        for (h, l) in self.program.layouts.iter() {
+            if l.kind.is_sparse()
+                && layout::level_plans(&self.program, h)
+                    .last()
+                    .is_some_and(|x| x.cell_bits == 0)
+            {
                 self.errors.push(GraphError::port(
                     &l.node_id,
                     "cells",
