@@ -79,6 +79,7 @@ pub fn bench(a: BenchArgs) -> i32 {
             "compile_ms": compile_ms,
             "frame_ms": {"median": fmed, "min": fmin, "max": fmax},
             "kernels": per_kernel,
+            "memory": weft_ir::ir::layout::memory_lines(&sim.program),
         });
         println!("{}", out);
     } else {
@@ -95,6 +96,9 @@ pub fn bench(a: BenchArgs) -> i32 {
             ),
         }
         println!("compile  {:.2} ms", compile_ms);
+        for m in weft_ir::ir::layout::memory_lines(&sim.program) {
+            println!("memory   {}", m);
+        }
         println!(
             "frame    median {:.3} ms  min {:.3}  max {:.3}  ({} frames after 1 warm-up)",
             fmed,

@@ -158,10 +158,16 @@ pub fn check(a: CheckArgs) -> i32 {
                 eprintln!("{}: {}", g.display(), w);
             }
             let sim = Simulation::new(p, &SimOptions::default())?;
-            weft_runtime::backend::check_offline(&sim.program)
+            weft_runtime::backend::check_offline(&sim.program)?;
+            Ok(weft_ir::ir::layout::memory_lines(&sim.program))
         });
         match r {
-            Ok(()) => println!("{}: ok", g.display()),
+            Ok(memory) => {
+                println!("{}: ok", g.display());
+                for m in memory {
+                    println!("  {}", m);
+                }
+            }
             Err(e) => {
                 for line in e.to_string().lines() {
                     eprintln!("{}: error: {}", g.display(), line);

@@ -561,7 +561,10 @@ impl Ctx<'_> {
             }
             InstKind::FieldLoad { .. }
             | InstKind::FieldStore { .. }
-            | InstKind::FieldAtomic { .. } => {
+            | InstKind::FieldAtomic { .. }
+            | InstKind::FieldIsActive { .. }
+            | InstKind::FieldActivate { .. }
+            | InstKind::FieldDeactivate { .. } => {
                 return Err(self.err(
                     h,
                     "abstract field access reached codegen; access lowering did not run",

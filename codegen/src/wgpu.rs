@@ -1283,7 +1283,10 @@ impl Gen<'_, '_, '_> {
             }
             InstKind::FieldLoad { .. }
             | InstKind::FieldStore { .. }
-            | InstKind::FieldAtomic { .. } => {
+            | InstKind::FieldAtomic { .. }
+            | InstKind::FieldIsActive { .. }
+            | InstKind::FieldActivate { .. }
+            | InstKind::FieldDeactivate { .. } => {
                 return Err(cerr(
                     self.kernel,
                     "abstract field access reached codegen; access lowering did not run",

@@ -186,14 +186,13 @@ fn lowered_ir_validates() {
                 fn kernel(i: i32) { let mut w = vec2(1.0, dt); w.y += 1.0; if f(w) > 1.0 && i > 0 { x[i] += 1.0; } else { x[i] = 0.0; } }";
     let lk = lower_kernel(code, &env).unwrap();
     let mut program = Program::default();
-    let layout = program.layouts.append(weft_ir::ir::LayoutNode {
-        node_id: "L".into(),
-        kind: weft_ir::ir::LayoutKind::Dense,
-        shape: vec![4, 4],
-        parent: None,
-        children: vec![],
-        cell_words: 4,
-        offset_in_parent: 0,
+    let layout = program.layouts.append({
+        let mut l =
+            weft_ir::ir::LayoutNode::new("L", weft_ir::ir::LayoutKind::Dense, vec![4, 4], None);
+        l.cell_words = 4;
+        l.block_words = 16;
+        l.tree_words = 16;
+        l
     });
     for (name, _, ty, dims) in &fields {
         program.fields.append(weft_ir::ir::Field {

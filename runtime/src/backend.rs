@@ -130,7 +130,7 @@ pub trait Engine: Any + Send {
     ) -> Result<(), RuntimeError> {
         let root = root_of(program, program.fields[field].layout);
         let mut all = self.read_root(root)?;
-        insert_field(program, field, words, &mut all);
+        insert_field(program, field, words, &mut all)?;
         self.write_root(root, &all)
     }
 

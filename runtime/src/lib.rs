@@ -33,6 +33,10 @@ pub enum RuntimeError {
         col: u32,
         message: String,
     },
+    /// A run-time failure caused by a graph node outside kernel code (a
+    /// sparse pool that a host write overflows).
+    #[error("node '{node}': {message}")]
+    Run { node: String, message: String },
     #[error("{0}")]
     Io(String),
     /// The GPU or its driver failed (no adapter, limits, device lost).
@@ -44,7 +48,9 @@ impl RuntimeError {
     pub fn node(&self) -> Option<&str> {
         match self {
             RuntimeError::Graph(g) => g.0.first().and_then(|e| e.node()),
-            RuntimeError::Compile { node, .. } | RuntimeError::Kernel { node, .. } => Some(node),
+            RuntimeError::Compile { node, .. }
+            | RuntimeError::Kernel { node, .. }
+            | RuntimeError::Run { node, .. } => Some(node),
             RuntimeError::Io(_) | RuntimeError::Device(_) => None,
         }
     }

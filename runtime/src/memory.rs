@@ -6,9 +6,10 @@
 //! `ir::quant` (the definition kernels' IR mirrors), so host copies, `.npy`
 //! dumps and `--init` see compute values.
 
+use crate::RuntimeError;
 use std::sync::atomic::{AtomicU32, Ordering};
 use weft_ir::graph::npy::{DType, NpyArray};
-use weft_ir::ir::layout::{root_of, root_words, AddressPlan, WORD_BITS};
+use weft_ir::ir::layout::{initial_words, root_of, AddressPlan, WORD_BITS};
 use weft_ir::ir::quant::Quant;
 use weft_ir::ir::*;
 use weft_ir::types::{Scalar, Type};
@@ -100,73 +101,78 @@ impl FieldMemory {
     pub fn new(p: &Program) -> FieldMemory {
         let mut buffers: Vec<Vec<AtomicU32>> = (0..p.layouts.len()).map(|_| Vec::new()).collect();
         for r in p.roots() {
-            let n = root_words(p, r) as usize;
-            buffers[r.index()] = (0..n).map(|_| AtomicU32::new(0)).collect();
+            buffers[r.index()] = initial_root(p, r).into_iter().map(AtomicU32::new).collect();
         }
-        let mut m = FieldMemory { buffers };
-        m.reset(p);
-        m
+        FieldMemory { buffers }
     }
 
-    /// Restores every field to its initial value.
+    /// Restores every field to its initial value (nothing active).
     pub fn reset(&mut self, p: &Program) {
-        for (h, f) in p.fields.iter() {
-            let comps = f.ty.components();
-            let (words, constant) = match &f.init {
-                FieldInit::Constant(w) => (w.as_slice(), true),
-                FieldInit::Data(d) => (d.as_slice(), false),
-            };
-            let buf = &self.buffers[root_of(p, f.layout).index()];
-            for_each_element(p, h, |lin, addrs| {
-                for (c, &a) in addrs.iter().enumerate() {
-                    let w = if constant {
-                        words[c]
-                    } else {
-                        words[lin * comps + c]
-                    };
-                    let cell = &buf[a.word];
-                    cell.store(a.put(cell.load(Ordering::Relaxed), w), Ordering::Relaxed);
-                }
-            });
+        for r in p.roots() {
+            for (cell, w) in self.buffers[r.index()].iter().zip(initial_root(p, r)) {
+                cell.store(w, Ordering::Relaxed);
+            }
         }
     }
 
     /// Reads a whole field in logical row-major order (components last).
     pub fn read_field(&self, p: &Program, field: FieldId) -> Vec<u32> {
-        let f = &p.fields[field];
-        let comps = f.ty.components();
-        let buf = &self.buffers[root_of(p, f.layout).index()];
-        let mut out = vec![0u32; f.cells() as usize * comps];
-        for_each_element(p, field, |lin, addrs| {
-            for (c, &a) in addrs.iter().enumerate() {
-                out[lin * comps + c] = a.get(buf[a.word].load(Ordering::Relaxed));
-            }
-        });
-        out
+        let root = root_of(p, p.fields[field].layout);
+        extract_field(p, field, &self.root_words(root))
     }
 
     /// Overwrites a whole field from logical row-major words.
-    pub fn write_field(&self, p: &Program, field: FieldId, words: &[u32]) {
-        let f = &p.fields[field];
-        let comps = f.ty.components();
-        let buf = &self.buffers[root_of(p, f.layout).index()];
-        for_each_element(p, field, |lin, addrs| {
-            for (c, &a) in addrs.iter().enumerate() {
-                let cell = &buf[a.word];
-                cell.store(
-                    a.put(cell.load(Ordering::Relaxed), words[lin * comps + c]),
-                    Ordering::Relaxed,
-                );
-            }
-        });
+    pub fn write_field(
+        &self,
+        p: &Program,
+        field: FieldId,
+        words: &[u32],
+    ) -> Result<(), RuntimeError> {
+        let root = root_of(p, p.fields[field].layout);
+        let mut all = self.root_words(root);
+        insert_field(p, field, words, &mut all)?;
+        for (cell, w) in self.buffers[root.index()].iter().zip(all) {
+            cell.store(w, Ordering::Relaxed);
+        }
+        Ok(())
     }
 }
 
-/// Reads a field in logical row-major order out of its root's words.
+/// The initial words of a root buffer: the layout's initial image (word
+/// fields) plus data initialisers and quantized fields' encoded constants
+/// (both only on dense-only trees, which the graph builder enforces).
+pub fn initial_root(p: &Program, root: LayoutId) -> Vec<u32> {
+    let mut words = initial_words(p, root);
+    for (h, f) in p.fields.iter() {
+        if root_of(p, f.layout) != root {
+            continue;
+        }
+        let data = match (&f.init, f.storage) {
+            (FieldInit::Data(d), _) => d.clone(),
+            (FieldInit::Constant(c), Storage::Quant(_)) => c.repeat(f.cells() as usize),
+            (FieldInit::Constant(_), Storage::Word) => continue,
+        };
+        insert_field(p, h, &data, &mut words).expect("dense-only fields insert without pools");
+    }
+    words
+}
+
+/// Reads a field in logical row-major order out of its root's words
+/// (inactive cells give the field's initial value).
 pub fn extract_field(p: &Program, field: FieldId, root: &[u32]) -> Vec<u32> {
     let f = &p.fields[field];
     let comps = f.ty.components();
     let mut out = vec![0u32; f.cells() as usize * comps];
+    let plan = AddressPlan::new(p, field);
+    if plan.is_sparse() {
+        for_each_index(&f.shape, |lin, idx| {
+            let (a, _) = plan.read_address(idx, root);
+            for c in 0..comps {
+                out[lin * comps + c] = root[(a + plan.component_word_offset(c)) as usize];
+            }
+        });
+        return out;
+    }
     for_each_element(p, field, |lin, addrs| {
         for (c, &a) in addrs.iter().enumerate() {
             out[lin * comps + c] = a.get(root[a.word]);
@@ -175,15 +181,60 @@ pub fn extract_field(p: &Program, field: FieldId, root: &[u32]) -> Vec<u32> {
     out
 }
 
-/// Writes a field's logical row-major words into its root's words.
-pub fn insert_field(p: &Program, field: FieldId, words: &[u32], root: &mut [u32]) {
+/// Writes a field's logical row-major words into its root's words. On a
+/// sparse layout, cells that are inactive and keep their initial value stay
+/// inactive; every other cell is activated (allocating pool blocks), so that
+/// reading back gives `words`.
+pub fn insert_field(
+    p: &Program,
+    field: FieldId,
+    words: &[u32],
+    root: &mut [u32],
+) -> Result<(), RuntimeError> {
     let f = &p.fields[field];
     let comps = f.ty.components();
+    let plan = AddressPlan::new(p, field);
+    if plan.is_sparse() {
+        let init: Vec<u32> = match &f.init {
+            FieldInit::Constant(w) => w.clone(),
+            FieldInit::Data(_) => unreachable!("sparse fields have constant initial values"),
+        };
+        let mut failed = None;
+        for_each_index(&f.shape, |lin, idx| {
+            if failed.is_some() {
+                return;
+            }
+            let value = &words[lin * comps..(lin + 1) * comps];
+            let (_, active) = plan.read_address(idx, root);
+            if !active && value == init.as_slice() {
+                return;
+            }
+            match plan.activate(idx, root) {
+                Ok(a) => {
+                    for (c, &w) in value.iter().enumerate() {
+                        root[(a + plan.component_word_offset(c)) as usize] = w;
+                    }
+                }
+                Err(l) => failed = Some(l),
+            }
+        });
+        return match failed {
+            None => Ok(()),
+            Some(l) => Err(RuntimeError::Run {
+                node: p.layouts[l].node_id.clone(),
+                message: format!(
+                    "writing field '{}' needs more blocks than the pool holds; raise the pointer node's `capacity`",
+                    f.name
+                ),
+            }),
+        };
+    }
     for_each_element(p, field, |lin, addrs| {
         for (c, &a) in addrs.iter().enumerate() {
             root[a.word] = a.put(root[a.word], words[lin * comps + c]);
         }
     });
+    Ok(())
 }
 
 impl FieldMemory {

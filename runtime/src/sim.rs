@@ -190,6 +190,11 @@ impl Simulation {
     }
 
     /// Field contents in logical row-major order, one word per component.
+    /// A copy of a root layout's whole buffer (sparse metadata included).
+    pub fn read_root(&self, root: weft_ir::ir::LayoutId) -> Result<Vec<u32>, RuntimeError> {
+        self.engine.read_root(root)
+    }
+
     pub fn read_field(&self, f: FieldId) -> Result<Vec<u32>, RuntimeError> {
         self.engine.read_field(&self.program, f)
     }

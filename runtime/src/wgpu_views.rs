@@ -79,7 +79,17 @@ fn flit(x: f32) -> String {
 
 /// `fn NAME(i0: u32, ..) -> u32`: the word address of component 0 of
 /// `field` at a logical index — the field's `AddressPlan` written as WGSL.
-fn address_fn(p: &Program, field: FieldId, name: &str, node: &str) -> Result<String, RuntimeError> {
+///
+/// Sparse levels read the root through `load` (the `load_fn` of the same
+/// field): a null pointer cell continues in the node's initial image, so an
+/// inactive cell shows its initial value, exactly like kernel reads.
+fn address_fn(
+    p: &Program,
+    field: FieldId,
+    name: &str,
+    load: &str,
+    node: &str,
+) -> Result<String, RuntimeError> {
     let fd = &p.fields[field];
     let plan = AddressPlan::new(p, field);
     let fit = |v: u64| -> Result<u32, RuntimeError> {
@@ -101,10 +111,11 @@ fn address_fn(p: &Program, field: FieldId, name: &str, node: &str) -> Result<Str
         args.join(", "),
         big(plan.base_bits)?
     );
+    if plan.is_sparse() {
+        // `c` walks the cell address level by level (see `sparse_ir::walk`).
+        s.push_str("    var c: u32 = 0u;\n");
+    }
     for (lvl, level) in plan.levels.iter().enumerate() {
-        match level.kind {
-            LayoutKind::Dense => {}
-        }
         let mut lin = String::from("0u");
         for (d, step) in level.axes.iter().enumerate() {
             let mut x = if step.divisor == 1 {
@@ -121,11 +132,51 @@ fn address_fn(p: &Program, field: FieldId, name: &str, node: &str) -> Result<Str
                 format!("({}) * {}u + {}", lin, step.extent, x)
             };
         }
-        let _ = write!(s, "    a += ({}) * {}u", lin, big(level.cell_bits)?);
-        if lvl > 0 {
-            let _ = write!(s, " + {}u", big(level.offset_bits)?);
+        if !plan.is_sparse() {
+            let _ = write!(s, "    a += ({}) * {}u", lin, big(level.cell_bits)?);
+            if lvl > 0 {
+                let _ = write!(s, " + {}u", big(level.offset_bits)?);
+            }
+            s.push_str(";\n");
+            continue;
         }
-        s.push_str(";\n");
+        let block = if lvl == 0 {
+            "0u".to_string()
+        } else {
+            format!("c + {}u", big(level.offset_bits)?)
+        };
+        let cw = big(level.cell_bits)?;
+        match level.kind {
+            LayoutKind::Dense => {
+                let _ = writeln!(s, "    c = {} + ({}) * {}u;", block, lin, cw);
+            }
+            LayoutKind::Bitmasked => {
+                let _ = writeln!(
+                    s,
+                    "    c = {} + {}u + ({}) * {}u;",
+                    block,
+                    fit(level.header_words)?,
+                    lin,
+                    cw
+                );
+            }
+            LayoutKind::Pointer { .. } => {
+                let pool = level.pool.expect("pointer levels have a pool");
+                let _ = writeln!(
+                    s,
+                    "    {{ let r = {}({} + ({})); c = select({}u + (r - 1u) * {}u, {}u, r == 0u); }}",
+                    load,
+                    block,
+                    lin,
+                    fit(pool.data)?,
+                    cw,
+                    fit(level.image)?
+                );
+            }
+        }
+    }
+    if plan.is_sparse() {
+        s.push_str("    a += c;\n");
     }
     s.push_str("    return a;\n}\n");
     Ok(s)
@@ -322,7 +373,7 @@ fn image_shaders(
     let auto = range.is_none() && comps == 1;
     let mut head = String::from(COMMON_WGSL);
     head.push_str(&root_decls(&roots, 1));
-    head.push_str(&address_fn(p, field, "addr", node)?);
+    head.push_str(&address_fn(p, field, "addr", "ld", node)?);
     head.push_str(&load_fn(p, &roots, field, "ld"));
     head.push_str(value_fn(f.ty.scalar()));
     let _ = writeln!(head, "const W: u32 = {}u;\nconst H: u32 = {}u;", w, h);
@@ -480,7 +531,7 @@ fn particle_shaders(
     let roots = roots_of(p, &fields);
     let mut s = String::from(COMMON_WGSL);
     s.push_str(&root_decls(&roots, 1));
-    s.push_str(&address_fn(p, positions, "addr_pos", node)?);
+    s.push_str(&address_fn(p, positions, "addr_pos", "ld_pos", node)?);
     s.push_str(&load_fn(p, &roots, positions, "ld_pos"));
     let rad = radius.max(0.0);
     let _ = writeln!(
@@ -507,7 +558,7 @@ fn particle_shaders(
     );
     match color_field {
         Some(c) => {
-            s.push_str(&address_fn(p, c, "addr_col", node)?);
+            s.push_str(&address_fn(p, c, "addr_col", "ld_col", node)?);
             s.push_str(&load_fn(p, &roots, c, "ld_col"));
             if p.fields[c].ty == Type::U32 {
                 s.push_str("fn particle_rgb(k: u32) -> vec3<f32> {\n    let v = ld_col(addr_col(k), 0u);\n    return vec3<f32>(f32((v >> 16u) & 255u), f32((v >> 8u) & 255u), f32(v & 255u)) / 255.0;\n}\n");

@@ -787,7 +787,9 @@ fn check_runtime(stage: &str, e: &RuntimeError, known: &HashSet<String>, out: &m
     out.first_error.get_or_insert_with(|| e.to_string());
     match e {
         RuntimeError::Graph(g) => check_errors(stage, g, known, true, out),
-        RuntimeError::Compile { node, .. } | RuntimeError::Kernel { node, .. } => {
+        RuntimeError::Compile { node, .. }
+        | RuntimeError::Kernel { node, .. }
+        | RuntimeError::Run { node, .. } => {
             if !known.contains(node) {
                 out.problems.push(format!(
                     "{}: error names node '{}' which is not in the graph: {}",

@@ -126,6 +126,17 @@ pub fn family_color(f: Family) -> Color32 {
     }
 }
 
+/// A node kind's colour: its family's, with sparse layouts set apart
+/// (teal for `bitmasked`, violet-blue for `pointer`) so that where memory is
+/// allocated on demand shows at a glance.
+pub fn kind_color(k: &catalog::NodeKind) -> Color32 {
+    match k.name {
+        "bitmasked" => Color32::from_rgb(90, 210, 230),
+        "pointer" => Color32::from_rgb(150, 130, 255),
+        _ => family_color(k.family),
+    }
+}
+
 fn pin_color(k: PinKind) -> Color32 {
     match k {
         PinKind::Exec => Color32::WHITE,
@@ -326,7 +337,7 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
             Color32::from_rgb(240, 200, 90)
         } else {
             catalog::kind(&doc.kind)
-                .map(|k| family_color(k.family))
+                .map(kind_color)
                 .unwrap_or(Color32::GRAY)
         };
         let text = egui::RichText::new(format!("{}  ·  {}", id, doc.kind))
@@ -657,7 +668,7 @@ pub fn add_node_menu(ui: &mut Ui, search: &mut String) -> Option<String> {
             ui.weak("no node kind matches");
         }
         for (n, k) in hits.into_iter().enumerate() {
-            let text = egui::RichText::new(k.name).color(family_color(k.family));
+            let text = egui::RichText::new(k.name).color(kind_color(k));
             let b = ui.button(text).on_hover_text(k.doc);
             if b.clicked() || (enter && n == 0) {
                 chosen = Some(k.name.to_string());

@@ -457,7 +457,7 @@ impl Model {
                     params.insert("range".into(), Value::from(vec![64, 64]));
                     params.insert("code".into(), Value::from(kernel_template(2)));
                 }
-                if k.name == "dense" {
+                if matches!(k.name, "dense" | "bitmasked" | "pointer") {
                     params.insert("shape".into(), Value::from(vec![64, 64]));
                 }
                 self.doc.nodes.push(NodeDoc {

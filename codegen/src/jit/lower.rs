@@ -717,6 +717,10 @@ impl Lower<'_, '_, '_> {
                         },
                         self.b.ins().sextend(types::I64, v),
                     ),
+                    weft_ir::ir::FaultKind::PoolExhausted { .. } => (
+                        FaultKind::Fixed(fs.message(self.env.program, 0)),
+                        self.b.ins().uextend(types::I64, v),
+                    ),
                     weft_ir::ir::FaultKind::NonPositiveStep { signed } => (
                         FaultKind::Step,
                         if signed {
@@ -768,7 +772,10 @@ impl Lower<'_, '_, '_> {
             }
             InstKind::FieldLoad { .. }
             | InstKind::FieldStore { .. }
-            | InstKind::FieldAtomic { .. } => {
+            | InstKind::FieldAtomic { .. }
+            | InstKind::FieldIsActive { .. }
+            | InstKind::FieldActivate { .. }
+            | InstKind::FieldDeactivate { .. } => {
                 return Err(self.err(
                     h,
                     "abstract field access reached codegen; access lowering did not run",

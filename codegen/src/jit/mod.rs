@@ -97,6 +97,9 @@ pub enum FaultKind {
     CallDepth,
     /// A word address outside its root buffer (only without bounds checks).
     Address,
+    /// A fault whose message does not depend on the trapped value, worded
+    /// once by `weft_ir::ir::FaultSite::message` (a sparse pool running out).
+    Fixed(String),
 }
 
 /// A place in the kernel that can fault, with the code position to report.
@@ -120,6 +123,7 @@ impl FaultSite {
             ),
             FaultKind::Step => format!("`step_by` needs a positive step, got {}", value),
             FaultKind::CallDepth => "helper calls nested too deeply".into(),
+            FaultKind::Fixed(m) => m.clone(),
             FaultKind::Address => format!(
                 "word address {} is outside the field storage (the access was refused)",
                 value

@@ -138,6 +138,14 @@ const CELLS_OUT: PortSpec = PortSpec {
     doc: "Wire to child layout nodes and to fields placed in each cell.",
 };
 
+const SPARSE_SHAPE: ParamSpec = ParamSpec {
+    name: "shape",
+    ty: ParamType::Shape,
+    default: None,
+    doc: "Cells per axis, e.g. [64, 64]. Nested nodes multiply per axis and must have the same number of axes.",
+    range: None,
+};
+
 static KINDS: &[NodeKind] = &[
     NodeKind {
         name: "dense",
@@ -153,6 +161,37 @@ static KINDS: &[NodeKind] = &[
             doc: "Cells per axis, e.g. [128, 128]. Nested nodes multiply per axis and must have the same number of axes.",
             range: None,
         }],
+        exec_in: false,
+        exec_outs: &[],
+    },
+    NodeKind {
+        name: "bitmasked",
+        family: Family::Layout,
+        doc: "Like `dense`, plus one activity bit per cell: a cell is active once written (or `activate`d) and reads as its fields' `init` values while inactive. Kernels `over` a field below it visit only active cells.",
+        inputs: &[LAYOUT_IN],
+        outputs: &[CELLS_OUT],
+        dynamic_field_inputs: false,
+        params: &[SPARSE_SHAPE],
+        exec_in: false,
+        exec_outs: &[],
+    },
+    NodeKind {
+        name: "pointer",
+        family: Family::Layout,
+        doc: "Cells whose contents (fields and child blocks) are allocated on first write from a pool of `capacity` blocks and recycled when deactivated: memory is paid only for active cells. Reads of inactive cells give the fields' `init` values.",
+        inputs: &[LAYOUT_IN],
+        outputs: &[CELLS_OUT],
+        dynamic_field_inputs: false,
+        params: &[
+            SPARSE_SHAPE,
+            ParamSpec {
+                name: "capacity",
+                ty: ParamType::Int,
+                default: None,
+                doc: "Cell contents the pool can hold at once, over the whole domain (1 to 1048576). Default: every cell of the domain at this level, capped at 4096. Running out is a run-time error naming this node.",
+                range: Some((1.0, 1048576.0)),
+            },
+        ],
         exec_in: false,
         exec_outs: &[],
     },

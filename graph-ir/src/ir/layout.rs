@@ -64,11 +64,18 @@ pub struct LayoutError {
     pub message: String,
 }
 
-/// Computes every cell size and child offset, root-first, and checks the cap.
+/// Computes every cell size and child offset, root-first, places the sparse
+/// metadata, and checks the cap.
 ///
 /// Within a cell, fields come first (in creation order) and child layout
 /// blocks after them, so fields on one node are interleaved (array of
-/// structures) while separate nodes give separate arrays.
+/// structures) while separate nodes give separate arrays. A block is its
+/// header (`bitmasked`: one activity bit per cell, 32 to a word) followed by
+/// its cells; a `pointer` block is one reference word per cell, its cells
+/// living in the node's pool. A root buffer holds the root's block at word
+/// 0, then, for every sparse node of the tree (parents first), the image of
+/// one initial cell and, for pointer nodes, the pool (see [`PoolWords`]).
+/// Dense-only trees therefore keep exactly their old addresses.
 pub fn compute(program: &mut Program) -> Result<(), LayoutError> {
     fn cells(shape: &[u32]) -> u64 {
         shape.iter().fold(1u64, |a, &s| a.saturating_mul(s as u64))
@@ -82,10 +89,9 @@ pub fn compute(program: &mut Program) -> Result<(), LayoutError> {
             ),
         }
     }
+    let fits = |x: Option<u64>| x.filter(|&x| x <= MAX_LAYOUT_WORDS);
+    /// Sizes `l`'s cell and block; returns the block's words.
     fn words(program: &mut Program, l: LayoutId) -> Result<u64, LayoutError> {
-        match program.layouts[l].kind {
-            LayoutKind::Dense => {}
-        }
         let mut off_bits = 0u64;
         let children = program.layouts[l].children.clone();
         let mut order: Vec<LayoutChild> = children
@@ -119,14 +125,12 @@ pub fn compute(program: &mut Program) -> Result<(), LayoutError> {
                     off_bits += eb;
                 }
                 LayoutChild::Layout(cl) => {
-                    let cw = words(program, cl)?;
-                    let n = cells(&program.layouts[cl].shape);
+                    let bw = words(program, cl)?;
                     // Child blocks start on a word boundary.
                     let off = off_bits.div_ceil(WORD_BITS);
                     program.layouts[cl].offset_in_parent = off;
-                    let end = n
-                        .checked_mul(cw)
-                        .and_then(|x| x.checked_add(off))
+                    let end = bw
+                        .checked_add(off)
                         .filter(|&x| x <= MAX_LAYOUT_WORDS)
                         .ok_or_else(|| too_big(program, cl))?;
                     off_bits = end * WORD_BITS;
@@ -134,19 +138,97 @@ pub fn compute(program: &mut Program) -> Result<(), LayoutError> {
             }
         }
         let cell_words = off_bits.div_ceil(WORD_BITS);
-        program.layouts[l].children = order;
-        program.layouts[l].cell_words = cell_words;
-        Ok(cell_words)
+        let node = &mut program.layouts[l];
+        node.children = order;
+        node.cell_words = cell_words;
+        let n = cells(&node.shape);
+        let (header, block) = match node.kind {
+            LayoutKind::Dense => (0, n.checked_mul(cell_words)),
+            LayoutKind::Bitmasked => {
+                let h = n.div_ceil(32);
+                (h, n.checked_mul(cell_words).and_then(|x| x.checked_add(h)))
+            }
+            LayoutKind::Pointer { .. } => (0, Some(n)),
+        };
+        node.header_words = header;
+        let block = block
+            .filter(|&x| x <= MAX_LAYOUT_WORDS)
+            .ok_or_else(|| too_big(program, l))?;
+        program.layouts[l].block_words = block;
+        Ok(block)
+    }
+    fn preorder(program: &Program, l: LayoutId, out: &mut Vec<LayoutId>) {
+        out.push(l);
+        for c in &program.layouts[l].children {
+            if let LayoutChild::Layout(cl) = *c {
+                preorder(program, cl, out);
+            }
+        }
     }
     let roots: Vec<LayoutId> = program.roots().collect();
     for r in roots {
-        let cw = words(program, r)?;
-        let n = cells(&program.layouts[r].shape);
-        if n.checked_mul(cw).is_none_or(|x| x > MAX_LAYOUT_WORDS) {
-            return Err(too_big(program, r));
+        let mut end = words(program, r)?;
+        let mut tree = Vec::new();
+        preorder(program, r, &mut tree);
+        for l in tree {
+            let node = &program.layouts[l];
+            if !node.kind.is_sparse() {
+                continue;
+            }
+            let cw = node.cell_words;
+            let image = end;
+            end = fits(end.checked_add(cw)).ok_or_else(|| too_big(program, l))?;
+            let mut pool = None;
+            if let LayoutKind::Pointer { capacity } = node.kind {
+                // The owner word stores the cell's coordinate + 1 in 32 bits.
+                let coords = (0..node.shape.len())
+                    .map(|d| coord_extent(program, l, d))
+                    .fold(1u64, |a, x| a.saturating_mul(x));
+                if coords >= u32::MAX as u64 {
+                    return Err(LayoutError {
+                        node: node.node_id.clone(),
+                        message: format!(
+                            "a pointer node's cells, counted over the whole domain, must be fewer than 2^32 (got {})",
+                            coords
+                        ),
+                    });
+                }
+                let c = capacity as u64;
+                let hint = end;
+                let bitmap = hint + 1;
+                let owner = bitmap + c.div_ceil(32);
+                let data = owner + c;
+                end = fits(c.checked_mul(cw).and_then(|x| x.checked_add(data)))
+                    .ok_or_else(|| too_big(program, l))?;
+                pool = Some(PoolWords {
+                    capacity,
+                    hint,
+                    bitmap,
+                    owner,
+                    data,
+                });
+            }
+            let node = &mut program.layouts[l];
+            node.image = image;
+            node.pool = pool;
         }
+        program.layouts[r].tree_words = end;
     }
     Ok(())
+}
+
+/// Cells of `l` along axis `d` over the whole domain (the product of the
+/// extents from the root down to `l`): the range of a cell's coordinate.
+pub fn coord_extent(program: &Program, mut l: LayoutId, d: usize) -> u64 {
+    let mut n = 1u64;
+    loop {
+        let node = &program.layouts[l];
+        n = n.saturating_mul(node.shape[d] as u64);
+        match node.parent {
+            Some(p) => l = p,
+            None => return n,
+        }
+    }
 }
 
 /// Root layout node of `l` (the node that owns the buffer).
@@ -159,11 +241,160 @@ pub fn root_of(program: &Program, mut l: LayoutId) -> LayoutId {
 
 /// Total words of a root's buffer.
 pub fn root_words(program: &Program, root: LayoutId) -> u64 {
-    let l = &program.layouts[root];
-    l.shape
+    program.layouts[root].tree_words
+}
+
+/// Words of every kind in one root buffer, for `weft check` / `weft bench`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryReport {
+    /// The whole buffer.
+    pub total_words: u64,
+    /// What a dense layout of the same logical fields would take.
+    pub dense_words: u64,
+}
+
+/// One line per layout tree: its buffer and what dense storage of the same
+/// fields would take (for `weft check` and `weft bench`).
+pub fn memory_lines(program: &Program) -> Vec<String> {
+    let mib = |w: u64| w as f64 * 4.0 / (1024.0 * 1024.0);
+    program
+        .roots()
+        .map(|r| {
+            let m = memory_report(program, r);
+            let sparse = program
+                .layouts
+                .iter()
+                .any(|(l, n)| n.kind.is_sparse() && root_of(program, l) == r);
+            let mut line = format!(
+                "layout tree '{}': {} words ({:.3} MiB)",
+                program.layouts[r].node_id,
+                m.total_words,
+                mib(m.total_words)
+            );
+            if sparse {
+                line += &format!(
+                    ", dense equivalent {} words ({:.3} MiB, {:.1}x)",
+                    m.dense_words,
+                    mib(m.dense_words),
+                    m.dense_words as f64 / m.total_words.max(1) as f64
+                );
+            }
+            line
+        })
+        .collect()
+}
+
+/// The buffer size of `root` next to what the same fields would need dense.
+pub fn memory_report(program: &Program, root: LayoutId) -> MemoryReport {
+    let dense_words = program
+        .fields
         .iter()
-        .fold(1u64, |a, &s| a.saturating_mul(s as u64))
-        .saturating_mul(l.cell_words)
+        .filter(|(_, f)| root_of(program, f.layout) == root)
+        .map(|(_, f)| f.cells() * f.element_words() as u64)
+        .sum();
+    MemoryReport {
+        total_words: root_words(program, root),
+        dense_words,
+    }
+}
+
+/// Pool slots of pointer node `l` in use, counted in its root's `words`.
+pub fn pool_in_use(program: &Program, l: LayoutId, words: &[u32]) -> u32 {
+    let Some(pool) = program.layouts[l].pool else {
+        return 0;
+    };
+    (0..pool.capacity as u64)
+        .filter(|&s| words[(pool.bitmap + s / 32) as usize] >> (s % 32) & 1 != 0)
+        .count() as u32
+}
+
+/// Sparse children found by scanning more than this many word ranges of a
+/// cell are not checked by garbage collection: such blocks are only freed
+/// by `deactivate`.
+pub const MAX_ACTIVITY_RANGES: usize = 64;
+
+/// Word ranges (offset in the cell, length) whose words are all zero exactly
+/// when no sparse child inside a cell of `l` is active: bitmask headers and
+/// pointer reference blocks, found through dense children.
+pub fn activity_ranges(p: &Program, l: LayoutId) -> Vec<(u64, u64)> {
+    fn walk(p: &Program, l: LayoutId, at: u64, out: &mut Vec<(u64, u64)>) {
+        for c in &p.layouts[l].children {
+            let LayoutChild::Layout(cl) = *c else {
+                continue;
+            };
+            let child = &p.layouts[cl];
+            let block = at + child.offset_in_parent;
+            match child.kind {
+                LayoutKind::Bitmasked => out.push((block, child.header_words)),
+                LayoutKind::Pointer { .. } => out.push((block, child.block_words)),
+                LayoutKind::Dense => {
+                    let n: u64 = child.shape.iter().map(|&s| s as u64).product();
+                    for k in 0..n {
+                        if out.len() > MAX_ACTIVITY_RANGES {
+                            return;
+                        }
+                        walk(p, cl, block + k * child.cell_words, out);
+                    }
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(p, l, 0, &mut out);
+    out
+}
+
+/// The initial words of a root buffer: every field at its constant initial
+/// value (data initialisers and quantized constants are written afterwards
+/// through the plan), nothing active, every pool slot an initial cell.
+pub fn initial_words(program: &Program, root: LayoutId) -> Vec<u32> {
+    fn fill_cell(p: &Program, l: LayoutId, at: u64, out: &mut [u32]) {
+        for c in &p.layouts[l].children {
+            match *c {
+                LayoutChild::Field(f) => {
+                    let fd = &p.fields[f];
+                    // Quantized constants are encoded by the host memory code.
+                    if let (FieldInit::Constant(w), Storage::Word) = (&fd.init, fd.storage) {
+                        let first = at + fd.offset_in_cell / WORD_BITS;
+                        for (k, &x) in w.iter().enumerate() {
+                            out[first as usize + k] = x;
+                        }
+                    }
+                }
+                LayoutChild::Layout(cl) => {
+                    fill_block(p, cl, at + p.layouts[cl].offset_in_parent, out)
+                }
+            }
+        }
+    }
+    fn fill_block(p: &Program, l: LayoutId, at: u64, out: &mut [u32]) {
+        let node = &p.layouts[l];
+        if matches!(node.kind, LayoutKind::Pointer { .. }) {
+            return; // null references
+        }
+        let n: u64 = node.shape.iter().map(|&s| s as u64).product();
+        for k in 0..n {
+            fill_cell(p, l, at + node.header_words + k * node.cell_words, out);
+        }
+    }
+    let mut out = vec![0u32; root_words(program, root) as usize];
+    fill_block(program, root, 0, &mut out);
+    for (l, node) in program.layouts.iter() {
+        if !node.kind.is_sparse() || root_of(program, l) != root {
+            continue;
+        }
+        fill_cell(program, l, node.image, &mut out);
+        if let Some(pool) = node.pool {
+            for s in 0..pool.capacity as u64 {
+                fill_cell(program, l, pool.data + s * node.cell_words, &mut out);
+            }
+            let tail = pool.capacity % 32;
+            if tail != 0 {
+                out[(pool.bitmap + pool.capacity as u64 / 32) as usize] = !0u32 << tail;
+            }
+        }
+    }
+    out
 }
 
 /// How one axis of the logical index contributes to one level's cell index.
@@ -177,6 +408,9 @@ pub struct AxisStep {
     pub modulus: Option<u32>,
     /// The level's extent on this axis (row-major stride factor).
     pub extent: u32,
+    /// Cells of this level along the axis over the whole domain: the range
+    /// of `index / divisor`, the level's global coordinate.
+    pub coord_extent: u64,
 }
 
 /// One layout level on the path from the root to the field.
@@ -191,6 +425,12 @@ pub struct LevelPlan {
     pub cell_bits: u64,
     /// Bit offset of this level's block inside its parent's cell (0 at the root).
     pub offset_bits: u64,
+    /// Words before the cells of a block (activity bits).
+    pub header_words: u64,
+    /// Sparse levels: word address of the initial cell image.
+    pub image: u64,
+    /// Pointer levels: the pool.
+    pub pool: Option<PoolWords>,
 }
 
 /// Where every element of one field lives: the answer to "where is element
@@ -215,46 +455,56 @@ pub struct AddressPlan {
     pub components: usize,
 }
 
+/// The levels from the root down to layout node `bottom` (root first), for
+/// an index counted in cells of `bottom` (a field on `bottom` has exactly
+/// that index; system kernels use it to reach a node's cells directly).
+pub fn level_plans(p: &Program, bottom: LayoutId) -> Vec<LevelPlan> {
+    let mut path = vec![bottom];
+    while let Some(parent) = p.layouts[*path.last().expect("non-empty")].parent {
+        path.push(parent);
+    }
+    path.reverse();
+    let dims = p.layouts[bottom].shape.len();
+    path.iter()
+        .enumerate()
+        .map(|(lvl, &l)| {
+            let node = &p.layouts[l];
+            let axes = (0..dims)
+                .map(|d| AxisStep {
+                    divisor: path[lvl + 1..]
+                        .iter()
+                        .map(|&m| p.layouts[m].shape[d] as u64)
+                        .product(),
+                    modulus: (lvl > 0).then_some(node.shape[d]),
+                    extent: node.shape[d],
+                    coord_extent: coord_extent(p, l, d),
+                })
+                .collect();
+            LevelPlan {
+                node: l,
+                kind: node.kind,
+                axes,
+                cell_bits: node.cell_words * WORD_BITS,
+                offset_bits: if lvl > 0 {
+                    node.offset_in_parent * WORD_BITS
+                } else {
+                    0
+                },
+                header_words: node.header_words,
+                image: node.image,
+                pool: node.pool,
+            }
+        })
+        .collect()
+}
+
 impl AddressPlan {
     pub fn new(p: &Program, field: FieldId) -> AddressPlan {
         let fd = &p.fields[field];
-        let mut path = vec![fd.layout];
-        while let Some(parent) = p.layouts[*path.last().expect("non-empty")].parent {
-            path.push(parent);
-        }
-        path.reverse();
-        let dims = fd.shape.len();
-        let levels = path
-            .iter()
-            .enumerate()
-            .map(|(lvl, &l)| {
-                let node = &p.layouts[l];
-                let axes = (0..dims)
-                    .map(|d| AxisStep {
-                        divisor: path[lvl + 1..]
-                            .iter()
-                            .map(|&m| p.layouts[m].shape[d] as u64)
-                            .product(),
-                        modulus: (lvl > 0).then_some(node.shape[d]),
-                        extent: node.shape[d],
-                    })
-                    .collect();
-                LevelPlan {
-                    node: l,
-                    kind: node.kind,
-                    axes,
-                    cell_bits: node.cell_words * WORD_BITS,
-                    offset_bits: if lvl > 0 {
-                        node.offset_in_parent * WORD_BITS
-                    } else {
-                        0
-                    },
-                }
-            })
-            .collect();
+        let levels = level_plans(p, fd.layout);
         AddressPlan {
             field,
-            root: path[0],
+            root: levels[0].node,
             base_bits: fd.offset_in_cell,
             levels,
             storage: fd.storage,
@@ -262,7 +512,6 @@ impl AddressPlan {
             components: fd.ty.components(),
         }
     }
-
     /// Whether every component occupies whole words (true for `Storage::Word`),
     /// so that word addresses below are exact.
     pub fn word_aligned(&self) -> bool {
@@ -273,8 +522,110 @@ impl AddressPlan {
             })
     }
 
-    /// Bit address of component 0 of the element at logical `index`.
+    /// Whether any level can be inactive (addresses then depend on the
+    /// buffer's contents: use [`AddressPlan::read_address`] /
+    /// [`AddressPlan::activate`] instead of `bit_address`).
+    pub fn is_sparse(&self) -> bool {
+        self.levels.iter().any(|l| l.kind.is_sparse())
+    }
+
+    /// Row-major cell index of `index` inside its block at `level`.
+    pub fn cell_in_block(level: &LevelPlan, index: &[u32]) -> u64 {
+        let mut lin = 0u64;
+        for (step, &i) in level.axes.iter().zip(index) {
+            let mut x = i as u64 / step.divisor;
+            if let Some(m) = step.modulus {
+                x %= m as u64;
+            }
+            lin = lin * step.extent as u64 + x;
+        }
+        lin
+    }
+
+    /// Row-major global coordinate of `index`'s cell at `level` (what a
+    /// pool slot's owner word stores, minus one).
+    pub fn coord(level: &LevelPlan, index: &[u32]) -> u64 {
+        level.axes.iter().zip(index).fold(0u64, |acc, (step, &i)| {
+            acc * step.coord_extent + i as u64 / step.divisor
+        })
+    }
+
+    /// Host reading: the word address of component 0 and whether every
+    /// level is active. An inactive pointer level reads through the node's
+    /// initial image, so the address always holds the logical value.
+    pub fn read_address(&self, index: &[u32], words: &[u32]) -> (u64, bool) {
+        let mut cell = 0u64;
+        let mut active = true;
+        for (k, level) in self.levels.iter().enumerate() {
+            let block = if k == 0 {
+                0
+            } else {
+                cell + level.offset_bits / WORD_BITS
+            };
+            let lin = Self::cell_in_block(level, index);
+            let cw = level.cell_bits / WORD_BITS;
+            cell = match level.kind {
+                LayoutKind::Dense => block + lin * cw,
+                LayoutKind::Bitmasked => {
+                    active &= words[(block + lin / 32) as usize] >> (lin % 32) & 1 != 0;
+                    block + level.header_words + lin * cw
+                }
+                LayoutKind::Pointer { .. } => {
+                    let r = words[(block + lin) as usize] as u64;
+                    active &= r != 0;
+                    let pool = level.pool.expect("pointer levels have a pool");
+                    if r == 0 {
+                        level.image
+                    } else {
+                        pool.data + (r - 1) * cw
+                    }
+                }
+            };
+        }
+        (cell + self.base_bits / WORD_BITS, active)
+    }
+
+    /// Host writing: activates every level on the way (allocating pool
+    /// slots, lowest free first) and returns the word address of component
+    /// 0; `Err(layout)` when that pointer node's pool is full.
+    pub fn activate(&self, index: &[u32], words: &mut [u32]) -> Result<u64, LayoutId> {
+        let mut cell = 0u64;
+        for (k, level) in self.levels.iter().enumerate() {
+            let block = if k == 0 {
+                0
+            } else {
+                cell + level.offset_bits / WORD_BITS
+            };
+            let lin = Self::cell_in_block(level, index);
+            let cw = level.cell_bits / WORD_BITS;
+            cell = match level.kind {
+                LayoutKind::Dense => block + lin * cw,
+                LayoutKind::Bitmasked => {
+                    words[(block + lin / 32) as usize] |= 1 << (lin % 32);
+                    block + level.header_words + lin * cw
+                }
+                LayoutKind::Pointer { .. } => {
+                    let pool = level.pool.expect("pointer levels have a pool");
+                    let at = (block + lin) as usize;
+                    if words[at] == 0 {
+                        let slot = (0..pool.capacity as u64)
+                            .find(|&s| words[(pool.bitmap + s / 32) as usize] >> (s % 32) & 1 == 0)
+                            .ok_or(level.node)?;
+                        words[(pool.bitmap + slot / 32) as usize] |= 1 << (slot % 32);
+                        words[(pool.owner + slot) as usize] = Self::coord(level, index) as u32 + 1;
+                        words[at] = slot as u32 + 1;
+                    }
+                    pool.data + (words[at] as u64 - 1) * cw
+                }
+            };
+        }
+        Ok(cell + self.base_bits / WORD_BITS)
+    }
+
+    /// Bit address of component 0 of the element at logical `index` in a
+    /// dense-only tree (see `is_sparse`).
     pub fn bit_address(&self, index: &[u32]) -> u64 {
+        debug_assert!(!self.is_sparse(), "sparse addresses depend on the buffer");
         let mut addr = self.base_bits;
         for level in &self.levels {
             let mut lin = 0u64;
@@ -321,24 +672,12 @@ mod tests {
     /// against a hand-computed layout, not against the plan's own formula.
     fn two_level() -> (Program, FieldId, FieldId) {
         let mut p = Program::default();
-        let a = p.layouts.append(LayoutNode {
-            node_id: "a".into(),
-            kind: LayoutKind::Dense,
-            shape: vec![4, 6],
-            parent: None,
-            children: vec![],
-            cell_words: 0,
-            offset_in_parent: 0,
-        });
-        let b = p.layouts.append(LayoutNode {
-            node_id: "b".into(),
-            kind: LayoutKind::Dense,
-            shape: vec![2, 3],
-            parent: Some(a),
-            children: vec![],
-            cell_words: 0,
-            offset_in_parent: 0,
-        });
+        let a = p
+            .layouts
+            .append(LayoutNode::new("a", LayoutKind::Dense, vec![4, 6], None));
+        let b = p
+            .layouts
+            .append(LayoutNode::new("b", LayoutKind::Dense, vec![2, 3], Some(a)));
         let field = |name: &str, ty: Type, layout, shape: Vec<u32>| Field {
             name: name.into(),
             ty,

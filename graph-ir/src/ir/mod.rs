@@ -84,6 +84,44 @@ impl Program {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LayoutKind {
     Dense,
+    /// Dense storage plus one activity bit per cell (in the block's header).
+    Bitmasked,
+    /// Each cell holds a 32-bit reference (slot + 1, 0 = inactive) to its
+    /// contents, allocated on first write from a pool of `capacity` slots.
+    Pointer {
+        capacity: u32,
+    },
+}
+
+impl LayoutKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            LayoutKind::Dense => "dense",
+            LayoutKind::Bitmasked => "bitmasked",
+            LayoutKind::Pointer { .. } => "pointer",
+        }
+    }
+    /// Whether cells of this kind can be inactive.
+    pub fn is_sparse(self) -> bool {
+        !matches!(self, LayoutKind::Dense)
+    }
+}
+
+/// Where a pointer node's pool lives in its root buffer (word offsets,
+/// filled in by `layout::compute`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolWords {
+    pub capacity: u32,
+    /// One word, incremented by every allocation: where its bitmap scan starts.
+    pub hint: u64,
+    /// `ceil(capacity / 32)` words, bit set = slot in use (bits past the
+    /// capacity are set from the start so that they are never handed out).
+    pub bitmap: u64,
+    /// `capacity` words: the owning cell's coordinate at this level + 1
+    /// (0 = free), the back-pointer that struct-for and garbage collection follow.
+    pub owner: u64,
+    /// `capacity` cells of `cell_words` words each.
+    pub data: u64,
 }
 
 /// One node of the layout tree (Taichi's SNode).
@@ -101,6 +139,39 @@ pub struct LayoutNode {
     pub cell_words: u64,
     /// Word offset of this node's block inside its parent's cell.
     pub offset_in_parent: u64,
+    /// Words before the cells in each block (activity bits of `bitmasked`).
+    pub header_words: u64,
+    /// Words of one block inside the parent's cell (for a root: at word 0):
+    /// header and cells, or one reference per cell for `pointer`.
+    pub block_words: u64,
+    /// Sparse nodes: word offset of a read-only image of one cell in its
+    /// initial state (fields at their init values, nothing active). Reads
+    /// through a null reference land here, and recycled cells are reset from it.
+    pub image: u64,
+    /// Pointer nodes: the pool.
+    pub pool: Option<PoolWords>,
+    /// Roots: words of the whole buffer (block, images and pools).
+    pub tree_words: u64,
+}
+
+impl LayoutNode {
+    /// A node with its sizes still to be computed by `layout::compute`.
+    pub fn new(node_id: &str, kind: LayoutKind, shape: Vec<u32>, parent: Option<LayoutId>) -> Self {
+        LayoutNode {
+            node_id: node_id.to_string(),
+            kind,
+            shape,
+            parent,
+            children: vec![],
+            cell_words: 0,
+            offset_in_parent: 0,
+            header_words: 0,
+            block_words: 0,
+            image: 0,
+            pool: None,
+            tree_words: 0,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -200,6 +271,9 @@ pub enum FaultKind {
     },
     /// `step_by` with a step that is not positive (the trapped value is the step).
     NonPositiveStep { signed: bool },
+    /// A pointer node's pool has no free slot (the trapped value is the
+    /// coordinate of the cell being activated, at that node's level).
+    PoolExhausted { layout: LayoutId },
 }
 
 impl FaultSite {
@@ -226,6 +300,17 @@ impl FaultSite {
                     value as i64
                 }
             ),
+            FaultKind::PoolExhausted { layout } => {
+                let node = program.layouts.get(layout);
+                format!(
+                    "pointer node '{}' ran out of blocks: all {} of its pool are in use; raise its `capacity`",
+                    node.map_or("?", |l| l.node_id.as_str()),
+                    match node.map(|l| l.kind) {
+                        Some(LayoutKind::Pointer { capacity }) => capacity,
+                        _ => 0,
+                    }
+                )
+            }
         }
     }
 }
@@ -483,6 +568,22 @@ pub enum InstKind {
         value: InstId,
         cmp: Option<InstId>,
     },
+    /// Whether the element's cell is active on every sparse level (bool).
+    FieldIsActive {
+        field: FieldId,
+        index: Vec<InstId>,
+    },
+    /// Activates every level on the way to the element, as a write would.
+    FieldActivate {
+        field: FieldId,
+        index: Vec<InstId>,
+    },
+    /// Deactivates the element's innermost sparse level: its cell reads as
+    /// the initial value again, and its block may be recycled.
+    FieldDeactivate {
+        field: FieldId,
+        index: Vec<InstId>,
+    },
     /// Fails the launch when `0 <= index < extent` does not hold (debug checks).
     BoundsCheck {
         field: FieldId,
@@ -562,7 +663,10 @@ impl InstKind {
             Insert { base, value, .. } => vec![*base, *value],
             InsertDyn { base, index, value } => vec![*base, *index, *value],
             Construct(v) | Builtin(_, v) | Call(_, v) => v.clone(),
-            FieldLoad { index, .. } => index.clone(),
+            FieldLoad { index, .. }
+            | FieldIsActive { index, .. }
+            | FieldActivate { index, .. }
+            | FieldDeactivate { index, .. } => index.clone(),
             FieldStore { index, value, .. } => {
                 let mut v = index.clone();
                 v.push(*value);
@@ -637,9 +741,13 @@ impl InstKind {
                 *index = f(*index);
                 *value = f(*value);
             }
-            Construct(v) | Builtin(_, v) | Call(_, v) | FieldLoad { index: v, .. } => {
-                v.iter_mut().for_each(|x| *x = f(*x))
-            }
+            Construct(v)
+            | Builtin(_, v)
+            | Call(_, v)
+            | FieldLoad { index: v, .. }
+            | FieldIsActive { index: v, .. }
+            | FieldActivate { index: v, .. }
+            | FieldDeactivate { index: v, .. } => v.iter_mut().for_each(|x| *x = f(*x)),
             FieldStore { index, value, .. } => {
                 index.iter_mut().for_each(|x| *x = f(*x));
                 *value = f(*value);
@@ -721,6 +829,7 @@ impl InstKind {
                 | Builtin(..)
                 | LocalLoad(_)
                 | FieldLoad { .. }
+                | FieldIsActive { .. }
                 | BufLoad { .. }
                 | LoopCounter(_)
         )

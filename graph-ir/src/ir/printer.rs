@@ -153,6 +153,15 @@ fn print_block(out: &mut String, program: &Program, f: &Function, block: &Block,
             InstKind::FieldLoad { field, index } => {
                 format!("field_load {}[{}]", fname(*field), list(index))
             }
+            InstKind::FieldIsActive { field, index } => {
+                format!("is_active {}[{}]", fname(*field), list(index))
+            }
+            InstKind::FieldActivate { field, index } => {
+                format!("activate {}[{}]", fname(*field), list(index))
+            }
+            InstKind::FieldDeactivate { field, index } => {
+                format!("deactivate {}[{}]", fname(*field), list(index))
+            }
             InstKind::FieldStore {
                 field,
                 index,

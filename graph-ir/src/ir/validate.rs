@@ -13,8 +13,9 @@
 //!   remains, and before it no buffer access exists;
 //! - after legalization (`IrForm::Legalized`) no bounds check, range loop,
 //!   matrix determinant/inverse, outer product, integer dot, `sign` of an
-//!   unsigned value or integer division by a constant zero remains, and every `Trap` names a fault site; before it
-//!   no `Trap` exists;
+//!   unsigned value or integer division by a constant zero remains; every
+//!   `Trap` names a fault site, and abstract IR has none (access lowering
+//!   adds the pool-exhaustion traps);
 //! - program level: layout parents and children agree, every field lies
 //!   inside its layout cell, roots fit the storage cap, the schedule launches
 //!   existing kernels and views name existing fields.
@@ -426,7 +427,10 @@ impl Ctx<'_> {
             }
             InstKind::FieldLoad { field, index }
             | InstKind::FieldStore { field, index, .. }
-            | InstKind::FieldAtomic { field, index, .. } => {
+            | InstKind::FieldAtomic { field, index, .. }
+            | InstKind::FieldIsActive { field, index }
+            | InstKind::FieldActivate { field, index }
+            | InstKind::FieldDeactivate { field, index } => {
                 if self.form != IrForm::Abstract {
                     return bad(self, "abstract field access after lowering");
                 }
@@ -438,6 +442,10 @@ impl Ctx<'_> {
                 }
                 match &inst.kind {
                     InstKind::FieldLoad { .. } if t != fd.ty => return bad(self, "field load type mismatch"),
+                    InstKind::FieldIsActive { .. } if t != Type::BOOL => return bad(self, "is_active is a bool"),
+                    InstKind::FieldActivate { .. } | InstKind::FieldDeactivate { .. } if t != Type::Void => {
+                        return bad(self, "activate / deactivate produce no value")
+                    }
                     InstKind::FieldStore { value, .. } if self.ty(*value) != fd.ty => {
                         return bad(self, "field store type mismatch")
                     }
@@ -451,8 +459,8 @@ impl Ctx<'_> {
                 }
             }
             InstKind::Trap { site, value } => {
-                if self.form != IrForm::Legalized {
-                    return bad(self, "trap before legalization");
+                if self.form == IrForm::Abstract {
+                    return bad(self, "trap before access lowering");
                 }
                 if *site as usize >= self.kernel.fault_sites.len() || !self.ty(*value).is_scalar() {
                     return bad(

@@ -10,6 +10,7 @@
 //! GPU views evaluate), dispatching on each level's `LayoutKind`. Kernel
 //! code never sees any of this: changing the layout only changes the plan.
 
+use super::sparse_ir::{self, Emitter, Mode};
 use crate::ir::layout::{AddressPlan, WORD_BITS};
 use crate::ir::*;
 use crate::types::{Scalar, Type};
@@ -18,54 +19,46 @@ pub fn run(program: &mut Program, bounds_checks: bool) {
     let snapshot = program.clone();
     for k in program.kernels.handles().collect::<Vec<_>>() {
         let kernel = &mut program.kernels[k];
-        lower_function(&snapshot, &mut kernel.entry, bounds_checks);
+        let mut sites = std::mem::take(&mut kernel.fault_sites);
+        lower_function(&snapshot, &mut kernel.entry, bounds_checks, &mut sites);
         for fid in kernel.functions.handles().collect::<Vec<_>>() {
-            lower_function(&snapshot, &mut kernel.functions[fid], bounds_checks);
+            lower_function(
+                &snapshot,
+                &mut kernel.functions[fid],
+                bounds_checks,
+                &mut sites,
+            );
         }
+        kernel.fault_sites = sites;
     }
 }
 
-pub(super) struct Emitter<'a> {
-    pub(super) f: &'a mut Function,
-    pub(super) out: Vec<InstId>,
-    pub(super) span: Span,
-}
-
-impl Emitter<'_> {
-    pub(super) fn emit(&mut self, kind: InstKind, ty: Type) -> InstId {
-        let h = self.f.insts.append(Inst {
-            kind,
-            ty,
-            span: self.span,
-        });
-        self.out.push(h);
-        h
-    }
-    pub(super) fn u32c(&mut self, v: u64) -> InstId {
-        self.emit(InstKind::Const(Const::u32(v as u32)), Type::U32)
-    }
-    fn bin(&mut self, op: BinaryOp, a: InstId, b: InstId) -> InstId {
-        self.emit(InstKind::Binary(op, a, b), Type::U32)
-    }
-}
-
-fn lower_function(p: &Program, f: &mut Function, checks: bool) {
+fn lower_function(p: &Program, f: &mut Function, checks: bool, sites: &mut Vec<FaultSite>) {
     let body = std::mem::take(&mut f.body);
-    f.body = lower_block(p, f, body, checks);
+    f.body = lower_block(p, f, body, checks, sites);
 }
 
-fn lower_block(p: &Program, f: &mut Function, block: Block, checks: bool) -> Block {
+fn lower_block(
+    p: &Program,
+    f: &mut Function,
+    block: Block,
+    checks: bool,
+    sites: &mut Vec<FaultSite>,
+) -> Block {
     let mut out = Vec::with_capacity(block.len());
     for h in block {
         let mut kind = f.insts[h].kind.clone();
         for b in kind.blocks_mut() {
-            *b = lower_block(p, f, std::mem::take(b), checks);
+            *b = lower_block(p, f, std::mem::take(b), checks, sites);
         }
         f.insts[h].kind = kind.clone();
-        let (field, index) = match &kind {
-            InstKind::FieldLoad { field, index }
-            | InstKind::FieldStore { field, index, .. }
-            | InstKind::FieldAtomic { field, index, .. } => (*field, index.clone()),
+        let (field, index, mode) = match &kind {
+            InstKind::FieldLoad { field, index } => (*field, index.clone(), Mode::Read),
+            InstKind::FieldStore { field, index, .. }
+            | InstKind::FieldAtomic { field, index, .. }
+            | InstKind::FieldActivate { field, index } => (*field, index.clone(), Mode::Write),
+            InstKind::FieldIsActive { field, index }
+            | InstKind::FieldDeactivate { field, index } => (*field, index.clone(), Mode::Probe),
             _ => {
                 out.push(h);
                 continue;
@@ -79,7 +72,32 @@ fn lower_block(p: &Program, f: &mut Function, block: Block, checks: bool) -> Blo
             span,
         };
         let plan = AddressPlan::new(p, field);
-        let base = address(p, &plan, &mut e, &index, checks);
+        if matches!(kind, InstKind::FieldDeactivate { .. }) {
+            let idx = checked_index(p, &plan, &mut e, &index, checks);
+            sparse_ir::deactivate(&mut e, &plan, &idx, sites);
+            out.extend(std::mem::take(&mut e.out));
+            continue;
+        }
+        let (base, active) = address(p, &plan, &mut e, &index, checks, mode, sites);
+        if let InstKind::FieldIsActive { .. } = kind {
+            // Dense fields are always active. The handle keeps the result
+            // (as a select of the value with itself) so its uses stay valid.
+            let a =
+                active.unwrap_or_else(|| e.emit(InstKind::Const(Const::bool(true)), Type::BOOL));
+            out.extend(std::mem::take(&mut e.out));
+            f.insts[h].kind = InstKind::Select {
+                cond: a,
+                accept: a,
+                reject: a,
+            };
+            f.insts[h].ty = Type::BOOL;
+            out.push(h);
+            continue;
+        }
+        if let InstKind::FieldActivate { .. } = kind {
+            out.extend(std::mem::take(&mut e.out));
+            continue;
+        }
         let fty = p.fields[field].ty;
         let root = plan.root;
         let scalar = fty.scalar().expect("field type");
@@ -210,14 +228,14 @@ pub(super) fn split(e: &mut Emitter, ty: Type, v: InstId) -> Vec<InstId> {
     }
 }
 
-/// Emits the plan's word address of component 0 (plus bounds checks).
-fn address(
+/// Emits the bounds checks and the u32 logical index.
+fn checked_index(
     p: &Program,
     plan: &AddressPlan,
     e: &mut Emitter,
     index: &[InstId],
     checks: bool,
-) -> InstId {
+) -> Vec<InstId> {
     let fd = &p.fields[plan.field];
     if checks {
         for (axis, (&i, &ext)) in index.iter().zip(&fd.shape).enumerate() {
@@ -232,42 +250,45 @@ fn address(
             );
         }
     }
+    index
+        .iter()
+        .map(|&i| e.emit(InstKind::Cast(i), Type::U32))
+        .collect()
+}
+
+/// Emits the plan's word address of component 0 (plus bounds checks), and
+/// for `Mode::Probe` whether the element is active. Dense-only plans are
+/// plain arithmetic; sparse ones walk the levels (`sparse_ir::walk`).
+fn address(
+    p: &Program,
+    plan: &AddressPlan,
+    e: &mut Emitter,
+    index: &[InstId],
+    checks: bool,
+    mode: Mode,
+    sites: &mut Vec<FaultSite>,
+) -> (InstId, Option<InstId>) {
     // Word storage is word-aligned; quantized storage gets the word holding
     // the element's first bit (`quantize` adds the bit offset).
     if plan.storage == Storage::Word {
         debug_assert!(plan.word_aligned());
     }
-    let idx: Vec<InstId> = index
-        .iter()
-        .map(|&i| e.emit(InstKind::Cast(i), Type::U32))
-        .collect();
+    let idx = checked_index(p, plan, e, index, checks);
+    if plan.is_sparse() {
+        let last = plan.levels.len() - 1;
+        let w = sparse_ir::walk(e, plan.root, &plan.levels, &idx, mode, last, sites);
+        let cell = w.cells[last];
+        let addr = if plan.base_bits > 0 {
+            e.bink(BinaryOp::Add, cell, plan.base_bits / WORD_BITS)
+        } else {
+            cell
+        };
+        return (addr, w.active);
+    }
     let mut addr = e.u32c(plan.base_bits / WORD_BITS);
     for level in &plan.levels {
-        match level.kind {
-            LayoutKind::Dense => {}
-        }
         // Cell index at this level, row-major (last axis fastest).
-        let mut lin: Option<InstId> = None;
-        for (step, &index_d) in level.axes.iter().zip(&idx) {
-            let mut x = index_d;
-            if step.divisor > 1 {
-                let k = e.u32c(step.divisor);
-                x = e.bin(BinaryOp::Div, x, k);
-            }
-            if let Some(m) = step.modulus {
-                let k = e.u32c(m as u64);
-                x = e.bin(BinaryOp::Rem, x, k);
-            }
-            lin = Some(match lin {
-                None => x,
-                Some(acc) => {
-                    let k = e.u32c(step.extent as u64);
-                    let m = e.bin(BinaryOp::Mul, acc, k);
-                    e.bin(BinaryOp::Add, m, x)
-                }
-            });
-        }
-        let lin = lin.expect("at least one axis");
+        let lin = sparse_ir::cell_in_block(e, level, &idx);
         let cw = e.u32c(level.cell_bits / WORD_BITS);
         let term = e.bin(BinaryOp::Mul, lin, cw);
         addr = e.bin(BinaryOp::Add, addr, term);
@@ -276,5 +297,5 @@ fn address(
             addr = e.bin(BinaryOp::Add, addr, k);
         }
     }
-    addr
+    (addr, None)
 }

@@ -5,9 +5,9 @@
 //! leaves. The program-level validator (layouts, schedule, views and every
 //! kernel) runs after every pass when `PassOptions::validate` is set (tests
 //! and debug builds set it). The order is the "lowering order" contract:
-//! front end → inline → const-fold → simplify → access lowering → fold,
-//! simplify and CSE the address arithmetic → legalize → CSE → LICM → CSE →
-//! backend.
+//! front end → inline → const-fold → simplify → access lowering (and the
+//! sparse system kernels and struct-for) → fold, simplify and CSE the
+//! address arithmetic → legalize → CSE → LICM → CSE → backend.
 
 pub mod const_fold;
 pub mod cse;
@@ -17,6 +17,9 @@ pub mod licm;
 pub mod lower_access;
 pub mod quantize;
 pub mod simplify;
+pub mod sparse_gc;
+pub mod sparse_ir;
+pub mod sparse_iter;
 
 use crate::ir::{validate_program, IrForm, Program};
 
@@ -58,6 +61,22 @@ struct LowerAccess {
 struct Legalize;
 struct Cse;
 struct Licm;
+/// `sparse_iter` then `sparse_gc`: struct-for over sparse fields and the
+/// garbage-collection system kernels, both written in lowered IR.
+struct SparseSystem;
+
+impl Pass for SparseSystem {
+    fn name(&self) -> &'static str {
+        "sparse_system"
+    }
+    fn accepts(&self, form: IrForm) -> bool {
+        form == IrForm::Lowered
+    }
+    fn run(&self, program: &mut Program) {
+        sparse_iter::run(program);
+        sparse_gc::run(program);
+    }
+}
 
 impl Pass for Inline {
     fn name(&self) -> &'static str {
@@ -196,9 +215,12 @@ impl Stage {
             Stage::Inline => vec![Box::new(Inline)],
             Stage::ConstFold => vec![Box::new(ConstFold)],
             Stage::Simplify => vec![Box::new(Simplify)],
-            Stage::LowerAccess => vec![Box::new(LowerAccess {
-                bounds_checks: opts.bounds_checks,
-            })],
+            Stage::LowerAccess => vec![
+                Box::new(LowerAccess {
+                    bounds_checks: opts.bounds_checks,
+                }),
+                Box::new(SparseSystem),
+            ],
             Stage::Final => vec![Box::new(ConstFold), Box::new(Simplify), Box::new(Cse)],
             Stage::Legalize => vec![
                 Box::new(Legalize),

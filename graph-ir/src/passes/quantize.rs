@@ -19,7 +19,8 @@
 //! Atomics decode the old value, apply the operation in the compute type and
 //! encode the result inside the same kind of loop.
 
-use super::lower_access::{assemble, split, Emitter};
+use super::lower_access::{assemble, split};
+use super::sparse_ir::Emitter;
 use crate::ir::layout::{AddressPlan, WORD_BITS};
 use crate::ir::quant::{mask, Quant};
 use crate::ir::*;

@@ -373,8 +373,7 @@ impl crate::backend::Engine for JitEngine {
         field: weft_ir::ir::FieldId,
         words: &[u32],
     ) -> Result<(), RuntimeError> {
-        self.memory.write_field(program, field, words);
-        Ok(())
+        self.memory.write_field(program, field, words)
     }
 
     fn reset(&mut self, program: &Program) -> Result<(), RuntimeError> {

@@ -112,8 +112,7 @@ impl Engine for VmEngine {
         field: FieldId,
         words: &[u32],
     ) -> Result<(), RuntimeError> {
-        self.memory.write_field(program, field, words);
-        Ok(())
+        self.memory.write_field(program, field, words)
     }
 
     fn reset(&mut self, program: &Program) -> Result<(), RuntimeError> {

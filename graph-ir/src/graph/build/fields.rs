@@ -29,15 +29,23 @@ impl Builder<'_> {
                     })
                     .unwrap_or_default();
                 let parent_h = parent.map(|p| handle[&p]);
-                let h = self.program.layouts.append(LayoutNode {
-                    node_id: self.nodes[i].id().to_string(),
-                    kind: LayoutKind::Dense,
+                let kind = match self.nodes[i].kind.name {
+                    "bitmasked" => LayoutKind::Bitmasked,
+                    // The default capacity is fixed once the domain is known (below).
+                    "pointer" => LayoutKind::Pointer {
+                        capacity: self.nodes[i]
+                            .p("capacity")
+                            .as_u64()
+                            .map_or(0, |c| c.min(u32::MAX as u64) as u32),
+                    },
+                    _ => LayoutKind::Dense,
+                };
+                let h = self.program.layouts.append(LayoutNode::new(
+                    self.nodes[i].id(),
+                    kind,
                     shape,
-                    parent: parent_h,
-                    children: vec![],
-                    cell_words: 0,
-                    offset_in_parent: 0,
-                });
+                    parent_h,
+                ));
                 if let Some(ph) = parent_h {
                     self.program.layouts[ph]
                         .children
@@ -62,10 +70,14 @@ impl Builder<'_> {
                 self.errors.push(GraphError::param(
                     self.nodes[i].id(),
                     "shape",
-                    "a dense node needs a shape like [128, 128]",
+                    format!(
+                        "a {} node needs a shape like [128, 128]",
+                        self.nodes[i].kind.name
+                    ),
                 ));
             }
         }
+        self.sparse_capacities();
         for (h, l) in self.program.layouts.iter() {
             if let Some(p) = l.parent {
                 let pd = self.program.layouts[p].shape.len();
@@ -75,6 +87,50 @@ impl Builder<'_> {
             }
             let _ = h;
         }
+    }
+
+    /// Fills in default pool capacities and checks explicit ones.
+    fn sparse_capacities(&mut self) {
+        const DEFAULT_CAP: u64 = 4096;
+        const MAX_CAP: u64 = 1 << 20;
+        for l in self.program.layouts.handles().collect::<Vec<_>>() {
+            let LayoutKind::Pointer { capacity } = self.program.layouts[l].kind else {
+                continue;
+            };
+            let node = &self.program.layouts[l];
+            let explicit = self
+                .index
+                .get(node.node_id.as_str())
+                .is_some_and(|&i| !self.nodes[i].p("capacity").is_null());
+            if explicit {
+                if capacity == 0 || capacity as u64 > MAX_CAP {
+                    self.errors.push(GraphError::param(
+                        &node.node_id,
+                        "capacity",
+                        format!("must be between 1 and {} blocks, got {}", MAX_CAP, capacity),
+                    ));
+                }
+                continue;
+            }
+            let cells = (0..node.shape.len())
+                .map(|d| layout::coord_extent(&self.program, l, d))
+                .fold(1u64, |a, x| a.saturating_mul(x));
+            self.program.layouts[l].kind = LayoutKind::Pointer {
+                capacity: cells.clamp(1, DEFAULT_CAP) as u32,
+            };
+        }
+    }
+
+    /// The first sparse layout node on `field`'s path, if any.
+    fn under_sparse(&self, field: FieldId) -> Option<String> {
+        let mut cur = Some(self.program.fields[field].layout);
+        while let Some(l) = cur {
+            if self.program.layouts[l].kind.is_sparse() {
+                return Some(self.program.layouts[l].node_id.clone());
+            }
+            cur = self.program.layouts[l].parent;
+        }
+        None
     }
 
     pub(super) fn layout_of(&self, node: usize) -> Option<LayoutId> {
@@ -163,15 +219,55 @@ impl Builder<'_> {
                 .push(GraphError::param(&e.node, "shape", e.message));
             return;
         }
+        for (h, l) in self.program.layouts.iter() {
+            if l.kind.is_sparse()
+                && layout::level_plans(&self.program, h)
+                    .last()
+                    .is_some_and(|x| x.cell_bits == 0)
+            {
+                self.errors.push(GraphError::port(
+                    &l.node_id,
+                    "cells",
+                    format!(
+                        "a {} node needs fields or child layouts wired to its 'cells'",
+                        l.kind.name()
+                    ),
+                ));
+            }
+        }
         for i in self.of_family(Family::Field) {
             let id = self.nodes[i].id();
             let Some(h) = self.program.field_by_name(id) else {
                 continue;
             };
+            if let (Storage::Quant(_), Some(sparse)) =
+                (self.program.fields[h].storage, self.under_sparse(h))
+            {
+                self.errors.push(GraphError::param(
+                    id,
+                    "storage",
+                    format!(
+                        "quantized storage is not supported under the sparse node '{}' yet; use word storage, or a dense layout",
+                        sparse
+                    ),
+                ));
+                continue;
+            }
             match self
                 .field_init(i, h)
                 .and_then(|init| self.check_quant_init(i, h, init))
             {
+                Ok(FieldInit::Data(_)) if self.under_sparse(h).is_some() => {
+                    let sparse = self.under_sparse(h).expect("checked");
+                    self.errors.push(GraphError::param(
+                        id,
+                        "init",
+                        format!(
+                            "a field under the sparse node '{}' starts with every cell inactive, so its init must be a constant, not data",
+                            sparse
+                        ),
+                    ));
+                }
                 Ok(init) => self.program.fields[h].init = init,
                 Err(e) => self.errors.push(e),
             }

@@ -101,6 +101,10 @@ impl<'a> FnLowerer<'a> {
         if let Some(op) = name.strip_prefix("atomic_") {
             return self.lower_atomic(op, &args, c);
         }
+        if matches!(name.as_str(), "is_active" | "activate" | "deactivate") {
+            argc(1)?;
+            return self.lower_activity(&name, args[0], sp);
+        }
         if let Some(b) = Builtin::from_name(&name) {
             let vals = self.lower_builtin_args(b, &args, want, c)?;
             return self.builtin(b, vals, c);
@@ -317,6 +321,35 @@ impl<'a> FnLowerer<'a> {
             t,
             sp,
         ))
+    }
+
+    /// `is_active(x[i])`, `activate(x[i])`, `deactivate(x[i])` on a whole
+    /// field element (meaningful on sparse layouts; on dense ones every cell
+    /// is always active and the last two do nothing).
+    fn lower_activity(&mut self, name: &str, arg: &syn::Expr, sp: Span) -> R<Val> {
+        let Place::Field {
+            field, index, path, ..
+        } = self.lower_place(arg)?
+        else {
+            return Err(err(
+                arg,
+                format!("`{}` takes a field element, e.g. `{}(x[i])`", name, name),
+            ));
+        };
+        if !path.is_empty() {
+            return Err(err(
+                arg,
+                format!(
+                    "`{}` works on whole field elements, not on components",
+                    name
+                ),
+            ));
+        }
+        Ok(match name {
+            "is_active" => self.val(InstKind::FieldIsActive { field, index }, Type::BOOL, sp),
+            "activate" => self.val(InstKind::FieldActivate { field, index }, Type::Void, sp),
+            _ => self.val(InstKind::FieldDeactivate { field, index }, Type::Void, sp),
+        })
     }
 
     pub(super) fn lower_atomic(

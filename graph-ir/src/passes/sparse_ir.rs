@@ -1,0 +1,507 @@
+//! IR building blocks for sparse layouts (not a pass): walking a field's
+//! `AddressPlan` level by level in plain IR, activation with lock-free pool
+//! allocation, and cell resets. Access lowering (`lower_access`), struct-for
+//! lowering (`sparse_iter`) and the garbage-collection system kernels
+//! (`graph::build::sparse`) all emit through here, so the protocol below is
+//! written once.
+//!
+//! The protocol, on 32-bit words of the root buffer only (WGSL has nothing
+//! wider), and without any thread ever waiting for another (Vulkan gives no
+//! forward-progress guarantee between workgroups):
+//! - `bitmasked`: a cell is active when its bit in the block header is set;
+//!   a write sets it with an atomic OR (skipped when already set). Inactive
+//!   cells hold their initial values (deactivation resets them), so reads
+//!   need no check.
+//! - `pointer`: a cell holds slot + 1 of its contents in the node's pool, or
+//!   0. A read of 0 goes to the node's initial image instead (a select, no
+//!   branch), so it sees init values and activates nothing. A write that
+//!   finds 0 claims a free slot by an atomic OR on the pool's bitmap (a scan
+//!   from a rotating start; no free bit anywhere is a `PoolExhausted` trap),
+//!   then publishes it with ONE compare-exchange 0 → slot + 1 on the cell. The
+//!   winner records the cell's coordinate in the slot's owner word; a loser
+//!   clears its bitmap bit again (its slot was never written, so it is still
+//!   an initial cell) and uses the winner's slot. A block is therefore
+//!   allocated once however many threads race for it; a racer that found no
+//!   free slot re-reads the cell after the publishing step and traps only
+//!   when it is still null.
+
+use crate::ir::layout::{AddressPlan, LevelPlan, WORD_BITS};
+use crate::ir::*;
+use crate::types::Type;
+
+pub struct Emitter<'a> {
+    pub f: &'a mut Function,
+    pub out: Vec<InstId>,
+    pub span: Span,
+}
+
+impl Emitter<'_> {
+    pub fn emit(&mut self, kind: InstKind, ty: Type) -> InstId {
+        let h = self.f.insts.append(Inst {
+            kind,
+            ty,
+            span: self.span,
+        });
+        self.out.push(h);
+        h
+    }
+    pub fn u32c(&mut self, v: u64) -> InstId {
+        self.emit(InstKind::Const(Const::u32(v as u32)), Type::U32)
+    }
+    /// u32 arithmetic (wrapping on every backend).
+    pub fn bin(&mut self, op: BinaryOp, a: InstId, b: InstId) -> InstId {
+        self.emit(InstKind::Binary(op, a, b), Type::U32)
+    }
+    pub fn bink(&mut self, op: BinaryOp, a: InstId, k: u64) -> InstId {
+        let k = self.u32c(k);
+        self.bin(op, a, k)
+    }
+    pub fn cmp(&mut self, op: BinaryOp, a: InstId, b: InstId) -> InstId {
+        self.emit(InstKind::Binary(op, a, b), Type::BOOL)
+    }
+    pub fn cmpk(&mut self, op: BinaryOp, a: InstId, k: u64) -> InstId {
+        let k = self.u32c(k);
+        self.cmp(op, a, k)
+    }
+    pub fn and(&mut self, a: InstId, b: InstId) -> InstId {
+        self.emit(InstKind::Binary(BinaryOp::LogicalAnd, a, b), Type::BOOL)
+    }
+    pub fn not(&mut self, a: InstId) -> InstId {
+        let ty = self.f.insts[a].ty;
+        self.emit(InstKind::Unary(UnaryOp::Not, a), ty)
+    }
+    pub fn select(&mut self, cond: InstId, accept: InstId, reject: InstId) -> InstId {
+        let ty = self.f.insts[accept].ty;
+        self.emit(
+            InstKind::Select {
+                cond,
+                accept,
+                reject,
+            },
+            ty,
+        )
+    }
+    pub fn load(&mut self, root: LayoutId, addr: InstId) -> InstId {
+        self.emit(InstKind::BufLoad { root, addr }, Type::U32)
+    }
+    pub fn store(&mut self, root: LayoutId, addr: InstId, value: InstId) {
+        self.emit(InstKind::BufStore { root, addr, value }, Type::Void);
+    }
+    pub fn atomic(
+        &mut self,
+        op: AtomicOp,
+        root: LayoutId,
+        addr: InstId,
+        value: InstId,
+        cmp: Option<InstId>,
+    ) -> InstId {
+        self.emit(
+            InstKind::BufAtomic {
+                op,
+                root,
+                addr,
+                value,
+                cmp,
+            },
+            Type::U32,
+        )
+    }
+    pub fn local(&mut self, name: &str, ty: Type) -> LocalId {
+        self.f.locals.append(Local {
+            name: name.to_string(),
+            ty,
+        })
+    }
+    pub fn get(&mut self, l: LocalId) -> InstId {
+        let ty = self.f.locals[l].ty;
+        self.emit(InstKind::LocalLoad(l), ty)
+    }
+    pub fn set(&mut self, l: LocalId, v: InstId) {
+        self.emit(InstKind::LocalStore(l, v), Type::Void);
+    }
+    /// Emits into a fresh block and returns it.
+    pub fn block(&mut self, g: impl FnOnce(&mut Self)) -> Block {
+        let saved = std::mem::take(&mut self.out);
+        g(self);
+        std::mem::replace(&mut self.out, saved)
+    }
+    pub fn if_(&mut self, cond: InstId, accept: impl FnOnce(&mut Self)) {
+        let accept = self.block(accept);
+        self.emit(
+            InstKind::If {
+                cond,
+                accept,
+                reject: vec![],
+            },
+            Type::Void,
+        );
+    }
+    /// `loop { body }`; the body leaves it with `brk`.
+    pub fn loop_(&mut self, body: impl FnOnce(&mut Self)) {
+        let body = self.block(body);
+        self.emit(InstKind::Loop { body }, Type::Void);
+    }
+    pub fn brk(&mut self) {
+        self.emit(InstKind::Break, Type::Void);
+    }
+    /// `for i in 0..n` over u32 (a `Loop` on a local counter).
+    pub fn for_n(&mut self, n: u64, body: impl FnOnce(&mut Self, InstId)) {
+        let i = self.local("i", Type::U32);
+        let zero = self.u32c(0);
+        self.set(i, zero);
+        self.loop_(|e| {
+            let iv = e.get(i);
+            let done = e.cmpk(BinaryOp::Ge, iv, n);
+            e.if_(done, |e| e.brk());
+            body(e, iv);
+            let next = e.bink(BinaryOp::Add, iv, 1);
+            e.set(i, next);
+        });
+    }
+    /// Bit position of a power of two (count of trailing zeros), branch-free.
+    pub fn ctz_pow2(&mut self, x: InstId) -> InstId {
+        let mut acc = self.u32c(0);
+        for (mask, weight) in [
+            (0xAAAA_AAAAu64, 1u64),
+            (0xCCCC_CCCC, 2),
+            (0xF0F0_F0F0, 4),
+            (0xFF00_FF00, 8),
+            (0xFFFF_0000, 16),
+        ] {
+            let m = self.bink(BinaryOp::BitAnd, x, mask);
+            let set = self.cmpk(BinaryOp::Ne, m, 0);
+            let w = self.u32c(weight);
+            let z = self.u32c(0);
+            let part = self.select(set, w, z);
+            acc = self.bin(BinaryOp::Add, acc, part);
+        }
+        acc
+    }
+}
+
+/// What a walk does at sparse levels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Activates nothing; null references read the initial image.
+    Read,
+    /// Like `Read`, also computing whether every level is active.
+    Probe,
+    /// Activates every level (allocating pool slots).
+    Write,
+}
+
+/// The values a walk computed, per level visited.
+pub struct Walk {
+    /// Word address of the element's cell at each level.
+    pub cells: Vec<InstId>,
+    /// Word address of the block holding that cell.
+    pub blocks: Vec<InstId>,
+    /// Row-major index of the cell inside its block.
+    pub lins: Vec<InstId>,
+    /// `Probe`: all visited levels active (bool).
+    pub active: Option<InstId>,
+}
+
+/// Row-major index of `idx`'s cell inside its block at `level` (u32 `idx`).
+pub fn cell_in_block(e: &mut Emitter, level: &LevelPlan, idx: &[InstId]) -> InstId {
+    let mut lin: Option<InstId> = None;
+    for (step, &index_d) in level.axes.iter().zip(idx) {
+        let mut x = index_d;
+        if step.divisor > 1 {
+            x = e.bink(BinaryOp::Div, x, step.divisor);
+        }
+        if let Some(m) = step.modulus {
+            x = e.bink(BinaryOp::Rem, x, m as u64);
+        }
+        lin = Some(match lin {
+            None => x,
+            Some(acc) => {
+                let m = e.bink(BinaryOp::Mul, acc, step.extent as u64);
+                e.bin(BinaryOp::Add, m, x)
+            }
+        });
+    }
+    lin.expect("at least one axis")
+}
+
+/// Row-major global coordinate of `idx`'s cell at `level` (as
+/// `AddressPlan::coord`).
+pub fn coord(e: &mut Emitter, level: &LevelPlan, idx: &[InstId]) -> InstId {
+    let mut acc: Option<InstId> = None;
+    for (step, &i) in level.axes.iter().zip(idx) {
+        let x = if step.divisor > 1 {
+            e.bink(BinaryOp::Div, i, step.divisor)
+        } else {
+            i
+        };
+        acc = Some(match acc {
+            None => x,
+            Some(a) => {
+                let m = e.bink(BinaryOp::Mul, a, step.coord_extent);
+                e.bin(BinaryOp::Add, m, x)
+            }
+        });
+    }
+    acc.expect("at least one axis")
+}
+
+/// Walks `levels[0..=upto]` (root first, in the buffer of `root`) for the
+/// u32 logical index `idx`. `sites` receives the pool-exhaustion fault
+/// sites a `Write` walk traps on.
+pub fn walk(
+    e: &mut Emitter,
+    root: LayoutId,
+    levels: &[LevelPlan],
+    idx: &[InstId],
+    mode: Mode,
+    upto: usize,
+    sites: &mut Vec<FaultSite>,
+) -> Walk {
+    let mut w = Walk {
+        cells: vec![],
+        blocks: vec![],
+        lins: vec![],
+        active: None,
+    };
+    for level in &levels[..=upto] {
+        let block = match w.cells.last() {
+            None => e.u32c(0),
+            Some(&parent) if level.offset_bits > 0 => {
+                e.bink(BinaryOp::Add, parent, level.offset_bits / WORD_BITS)
+            }
+            Some(&parent) => parent,
+        };
+        let lin = cell_in_block(e, level, idx);
+        let cw = level.cell_bits / WORD_BITS;
+        let cell = match level.kind {
+            LayoutKind::Dense => {
+                let off = e.bink(BinaryOp::Mul, lin, cw);
+                e.bin(BinaryOp::Add, block, off)
+            }
+            LayoutKind::Bitmasked => {
+                let word = e.bink(BinaryOp::Shr, lin, 5);
+                let maddr = e.bin(BinaryOp::Add, block, word);
+                let low = e.bink(BinaryOp::BitAnd, lin, 31);
+                let one = e.u32c(1);
+                let bit = e.bin(BinaryOp::Shl, one, low);
+                match mode {
+                    Mode::Read => {}
+                    Mode::Probe => {
+                        let m = e.load(root, maddr);
+                        let has = e.bin(BinaryOp::BitAnd, m, bit);
+                        let on = e.cmpk(BinaryOp::Ne, has, 0);
+                        w.active = Some(match w.active {
+                            None => on,
+                            Some(a) => e.and(a, on),
+                        });
+                    }
+                    Mode::Write => {
+                        // Plain load first: the atomic only when the bit is new.
+                        let m = e.load(root, maddr);
+                        let has = e.bin(BinaryOp::BitAnd, m, bit);
+                        let off = e.cmpk(BinaryOp::Eq, has, 0);
+                        e.if_(off, |e| {
+                            e.atomic(AtomicOp::Or, root, maddr, bit, None);
+                        });
+                    }
+                }
+                let off = e.bink(BinaryOp::Mul, lin, cw);
+                let first = e.bink(BinaryOp::Add, block, level.header_words);
+                e.bin(BinaryOp::Add, first, off)
+            }
+            LayoutKind::Pointer { .. } => {
+                let pool = level.pool.expect("pointer levels have a pool");
+                let pa = e.bin(BinaryOp::Add, block, lin);
+                let r = match mode {
+                    Mode::Read | Mode::Probe => e.load(root, pa),
+                    Mode::Write => activate_pointer(e, root, level, pa, idx, sites),
+                };
+                let slot = e.bink(BinaryOp::Sub, r, 1);
+                let off = e.bink(BinaryOp::Mul, slot, cw);
+                let in_pool = e.bink(BinaryOp::Add, off, pool.data);
+                if mode == Mode::Write {
+                    in_pool
+                } else {
+                    let null = e.cmpk(BinaryOp::Eq, r, 0);
+                    if mode == Mode::Probe {
+                        let on = e.not(null);
+                        w.active = Some(match w.active {
+                            None => on,
+                            Some(a) => e.and(a, on),
+                        });
+                    }
+                    let image = e.u32c(level.image);
+                    e.select(null, image, in_pool)
+                }
+            }
+        };
+        w.cells.push(cell);
+        w.blocks.push(block);
+        w.lins.push(lin);
+    }
+    w
+}
+
+/// Returns slot + 1 of the pointer cell at `pa` (at `level`), allocating
+/// and publishing a slot when the cell is null (see the module doc).
+fn activate_pointer(
+    e: &mut Emitter,
+    root: LayoutId,
+    level: &LevelPlan,
+    pa: InstId,
+    idx: &[InstId],
+    sites: &mut Vec<FaultSite>,
+) -> InstId {
+    let pool = level.pool.expect("pointer levels have a pool");
+    let nwords = (pool.capacity as u64).div_ceil(32);
+    let slot = e.local("slot", Type::U32);
+    let r = e.load(root, pa);
+    e.set(slot, r);
+    let null = e.cmpk(BinaryOp::Eq, r, 0);
+    let site = sites.len() as u32;
+    sites.push(FaultSite {
+        span: e.span,
+        kind: FaultKind::PoolExhausted { layout: level.node },
+    });
+    e.if_(null, |e| {
+        let c = coord(e, level, idx);
+        // A rotating start spreads concurrent allocations over the bitmap.
+        let hint = e.u32c(pool.hint);
+        let one = e.u32c(1);
+        let h = e.atomic(AtomicOp::Add, root, hint, one, None);
+        let start = e.bink(BinaryOp::Rem, h, nwords);
+        let got = e.local("got", Type::U32);
+        let zero = e.u32c(0);
+        e.set(got, zero);
+        e.for_n(nwords, |e, wv| {
+            let t = e.bin(BinaryOp::Add, start, wv);
+            let wrap = e.cmpk(BinaryOp::Ge, t, nwords);
+            let t2 = e.bink(BinaryOp::Sub, t, nwords);
+            let wi = e.select(wrap, t2, t);
+            let ma = e.bink(BinaryOp::Add, wi, pool.bitmap);
+            let cur = e.local("bits", Type::U32);
+            let v = e.load(root, ma);
+            e.set(cur, v);
+            e.loop_(|e| {
+                let c = e.get(cur);
+                let free = e.not(c);
+                let none = e.cmpk(BinaryOp::Eq, free, 0);
+                e.if_(none, |e| e.brk());
+                let z = e.u32c(0);
+                let neg = e.bin(BinaryOp::Sub, z, free);
+                let low = e.bin(BinaryOp::BitAnd, free, neg);
+                let old = e.atomic(AtomicOp::Or, root, ma, low, None);
+                let had = e.bin(BinaryOp::BitAnd, old, low);
+                let mine = e.cmpk(BinaryOp::Eq, had, 0);
+                e.if_(mine, |e| {
+                    let base = e.bink(BinaryOp::Mul, wi, 32);
+                    let bit = e.ctz_pow2(low);
+                    let s = e.bin(BinaryOp::Add, base, bit);
+                    let s1 = e.bink(BinaryOp::Add, s, 1);
+                    e.set(got, s1);
+                    e.brk();
+                });
+                let next = e.bin(BinaryOp::BitOr, old, low);
+                e.set(cur, next);
+            });
+            let g = e.get(got);
+            let found = e.cmpk(BinaryOp::Ne, g, 0);
+            e.if_(found, |e| e.brk());
+        });
+        let g = e.get(got);
+        let found = e.cmpk(BinaryOp::Ne, g, 0);
+        let publish = e.block(|e| {
+            let z = e.u32c(0);
+            let prev = e.atomic(AtomicOp::CompareExchange, root, pa, g, Some(z));
+            let won = e.cmpk(BinaryOp::Eq, prev, 0);
+            let s = e.bink(BinaryOp::Sub, g, 1);
+            e.if_(won, |e| {
+                let oa = e.bink(BinaryOp::Add, s, pool.owner);
+                let c1 = e.bink(BinaryOp::Add, c, 1);
+                e.store(root, oa, c1);
+                e.set(slot, g);
+            });
+            let lost = e.not(won);
+            e.if_(lost, |e| {
+                // Give the unused (still initial) slot back and use the winner's.
+                let word = e.bink(BinaryOp::Shr, s, 5);
+                let ma = e.bink(BinaryOp::Add, word, pool.bitmap);
+                let low = e.bink(BinaryOp::BitAnd, s, 31);
+                let one = e.u32c(1);
+                let bit = e.bin(BinaryOp::Shl, one, low);
+                let mask = e.not(bit);
+                e.atomic(AtomicOp::And, root, ma, mask, None);
+                e.set(slot, prev);
+            });
+        });
+        // No free slot: threads racing for this very cell (in lockstep on
+        // a GPU or the VM, all of them) may hold every slot for a moment.
+        // Running after the publishing branch, this reads the winner's slot
+        // if there is one; only a cell still null means the pool is full.
+        let fallback = e.block(|e| {
+            let r2 = e.load(root, pa);
+            e.set(slot, r2);
+            let still = e.cmpk(BinaryOp::Eq, r2, 0);
+            e.if_(still, |e| {
+                e.emit(InstKind::Trap { site, value: c }, Type::Void);
+            });
+        });
+        e.emit(
+            InstKind::If {
+                cond: found,
+                accept: publish,
+                reject: fallback,
+            },
+            Type::Void,
+        );
+    });
+    e.get(slot)
+}
+
+/// Copies `words` words from `from` to `to` (a cell reset from an image).
+pub fn copy_words(e: &mut Emitter, root: LayoutId, from: InstId, to: InstId, words: u64) {
+    e.for_n(words, |e, i| {
+        let src = e.bin(BinaryOp::Add, from, i);
+        let dst = e.bin(BinaryOp::Add, to, i);
+        let v = e.load(root, src);
+        e.store(root, dst, v);
+    });
+}
+
+/// Index of the innermost sparse level of `plan` (what `deactivate` clears).
+pub fn innermost_sparse(plan: &AddressPlan) -> Option<usize> {
+    plan.levels.iter().rposition(|l| l.kind.is_sparse())
+}
+
+/// `deactivate`: when the element's cell is active down to the innermost
+/// sparse level S, resets S's cell to its initial image and clears its bit
+/// (`bitmasked`), or nulls its reference (`pointer`; garbage collection
+/// resets and frees the slot at the end of the frame).
+pub fn deactivate(e: &mut Emitter, plan: &AddressPlan, idx: &[InstId], sites: &mut Vec<FaultSite>) {
+    let Some(s) = innermost_sparse(plan) else {
+        return;
+    };
+    let root = plan.root;
+    let w = walk(e, root, &plan.levels, idx, Mode::Probe, s, sites);
+    let active = w.active.expect("a sparse level was probed");
+    let level = plan.levels[s].clone();
+    e.if_(active, |e| match level.kind {
+        LayoutKind::Bitmasked => {
+            let image = e.u32c(level.image);
+            copy_words(e, root, image, w.cells[s], level.cell_bits / WORD_BITS);
+            let word = e.bink(BinaryOp::Shr, w.lins[s], 5);
+            let maddr = e.bin(BinaryOp::Add, w.blocks[s], word);
+            let low = e.bink(BinaryOp::BitAnd, w.lins[s], 31);
+            let one = e.u32c(1);
+            let bit = e.bin(BinaryOp::Shl, one, low);
+            let mask = e.not(bit);
+            e.atomic(AtomicOp::And, root, maddr, mask, None);
+        }
+        LayoutKind::Pointer { .. } => {
+            let pa = e.bin(BinaryOp::Add, w.blocks[s], w.lins[s]);
+            let z = e.u32c(0);
+            e.atomic(AtomicOp::Exchange, root, pa, z, None);
+        }
+        LayoutKind::Dense => unreachable!("innermost_sparse picks a sparse level"),
+    });
+}
