@@ -5,16 +5,17 @@
 //! leaves. The program-level validator (layouts, schedule, views and every
 //! kernel) runs after every pass when `PassOptions::validate` is set (tests
 //! and debug builds set it). The order is the "lowering order" contract:
-//! front end → inline → const-fold → simplify → access lowering → fold and
-//! simplify the address arithmetic → legalize → backend.
+//! front end → inline → const-fold → simplify → autodiff → access lowering →
+//! fold and simplify the address arithmetic → legalize → backend.
 
+pub mod autodiff;
 pub mod const_fold;
 pub mod inline;
 pub mod legalize;
 pub mod lower_access;
 pub mod simplify;
 
-use crate::ir::{validate_program, IrForm, Program};
+use crate::ir::{validate_program, IrForm, Program, Span};
 
 #[derive(Clone, Debug)]
 pub struct PassOptions {
@@ -42,7 +43,9 @@ pub trait Pass {
     fn output(&self, input: IrForm) -> IrForm {
         input
     }
-    fn run(&self, program: &mut Program);
+    /// Runs the pass; only passes that can meet user-facing limits (autodiff)
+    /// return an error.
+    fn run(&self, program: &mut Program) -> Result<(), PassError>;
 }
 
 struct Inline;
@@ -52,6 +55,24 @@ struct LowerAccess {
     bounds_checks: bool,
 }
 struct Legalize;
+struct Autodiff;
+
+impl Pass for Autodiff {
+    fn name(&self) -> &'static str {
+        "autodiff"
+    }
+    fn accepts(&self, form: IrForm) -> bool {
+        form == IrForm::Abstract
+    }
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
+        autodiff::run(program).map_err(|e| PassError {
+            pass: "autodiff",
+            kernel: e.node,
+            message: e.message,
+            user: Some(e.span),
+        })
+    }
+}
 
 impl Pass for Inline {
     fn name(&self) -> &'static str {
@@ -60,8 +81,9 @@ impl Pass for Inline {
     fn accepts(&self, form: IrForm) -> bool {
         form == IrForm::Abstract
     }
-    fn run(&self, program: &mut Program) {
-        inline::run(program)
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
+        inline::run(program);
+        Ok(())
     }
 }
 
@@ -72,8 +94,9 @@ impl Pass for ConstFold {
     fn accepts(&self, form: IrForm) -> bool {
         form != IrForm::Legalized
     }
-    fn run(&self, program: &mut Program) {
-        const_fold::run(program)
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
+        const_fold::run(program);
+        Ok(())
     }
 }
 
@@ -84,8 +107,9 @@ impl Pass for Simplify {
     fn accepts(&self, form: IrForm) -> bool {
         form != IrForm::Legalized
     }
-    fn run(&self, program: &mut Program) {
-        simplify::run(program)
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
+        simplify::run(program);
+        Ok(())
     }
 }
 
@@ -99,8 +123,9 @@ impl Pass for LowerAccess {
     fn output(&self, _: IrForm) -> IrForm {
         IrForm::Lowered
     }
-    fn run(&self, program: &mut Program) {
-        lower_access::run(program, self.bounds_checks)
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
+        lower_access::run(program, self.bounds_checks);
+        Ok(())
     }
 }
 
@@ -114,8 +139,9 @@ impl Pass for Legalize {
     fn output(&self, _: IrForm) -> IrForm {
         IrForm::Legalized
     }
-    fn run(&self, program: &mut Program) {
-        legalize::run(program)
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
+        legalize::run(program);
+        Ok(())
     }
 }
 
@@ -127,6 +153,8 @@ pub enum Stage {
     Inline,
     ConstFold,
     Simplify,
+    /// Tapes expanded, adjoint kernels added.
+    Autodiff,
     LowerAccess,
     /// Address arithmetic folded and simplified.
     Final,
@@ -135,11 +163,12 @@ pub enum Stage {
 }
 
 impl Stage {
-    pub const ALL: [Stage; 7] = [
+    pub const ALL: [Stage; 8] = [
         Stage::Front,
         Stage::Inline,
         Stage::ConstFold,
         Stage::Simplify,
+        Stage::Autodiff,
         Stage::LowerAccess,
         Stage::Final,
         Stage::Legalize,
@@ -150,6 +179,7 @@ impl Stage {
             Stage::Inline => "inline",
             Stage::ConstFold => "const_fold",
             Stage::Simplify => "simplify",
+            Stage::Autodiff => "autodiff",
             Stage::LowerAccess => "lower_access",
             Stage::Final => "final",
             Stage::Legalize => "legalize",
@@ -165,6 +195,8 @@ impl Stage {
             Stage::Inline => vec![Box::new(Inline)],
             Stage::ConstFold => vec![Box::new(ConstFold)],
             Stage::Simplify => vec![Box::new(Simplify)],
+            // Adjoint kernels are folded with the address arithmetic (`Final`).
+            Stage::Autodiff => vec![Box::new(Autodiff)],
             Stage::LowerAccess => vec![Box::new(LowerAccess {
                 bounds_checks: opts.bounds_checks,
             })],
@@ -185,10 +217,20 @@ pub struct PassError {
     pub pass: &'static str,
     pub kernel: String,
     pub message: String,
+    /// `Some(code position)` for an error in the user's graph (a kernel the
+    /// autodiff pass cannot differentiate); `None` for an internal error.
+    pub user: Option<Span>,
 }
 
 impl std::fmt::Display for PassError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.user {
+            Some(sp) if sp.line > 0 => {
+                return write!(f, "node '{}', code {}: {}", self.kernel, sp, self.message)
+            }
+            Some(_) => return write!(f, "node '{}': {}", self.kernel, self.message),
+            None => {}
+        }
         write!(
             f,
             "node '{}': internal compiler error after pass {}: {}",
@@ -210,6 +252,7 @@ pub fn run_pipeline(
                 pass,
                 kernel: e.kernel.clone(),
                 message: e.to_string(),
+                user: None,
             })?;
         }
         Ok(())
@@ -223,9 +266,10 @@ pub fn run_pipeline(
                     pass: pass.name(),
                     kernel: String::new(),
                     message: format!("the pass cannot run on {:?} IR", form),
+                    user: None,
                 });
             }
-            pass.run(program);
+            pass.run(program)?;
             form = pass.output(form);
             check(program, pass.name(), form)?;
         }
