@@ -192,7 +192,12 @@ fn gradcheck_inner(a: &GradcheckArgs) -> Result<bool, RuntimeError> {
         let (lp, xp) = eval(x + h)?;
         let (lm, xm) = eval(x - h)?;
         let fd = (lp - lm) / (xp - xm);
-        let err = (ad[c] - fd).abs() / ad[c].abs().max(fd.abs()).max(a.abs);
+        let denom = ad[c].abs().max(fd.abs()).max(a.abs);
+        let err = if denom > 0.0 {
+            (ad[c] - fd).abs() / denom
+        } else {
+            0.0
+        };
         worst = worst.max(err);
         println!(
             "  [{}] x {:+.6e}  autodiff {:+.6e}  finite diff {:+.6e}  rel err {:.2e}{}",
