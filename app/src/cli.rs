@@ -28,6 +28,10 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Print the shader code the wgpu backend generates for a graph's kernels.
     Emit(EmitArgs),
+    /// Gradients of a loss field with respect to fields (reverse-mode autodiff).
+    Grad(GradArgs),
+    /// Compare autodiff gradients with central finite differences.
+    Gradcheck(GradcheckArgs),
     /// List every node kind with its ports and parameters.
     Nodes,
     /// Print the JSON Schema of graph files.
@@ -110,7 +114,7 @@ pub struct IrArgs {
     /// Only this kernel node.
     #[arg(long)]
     pub kernel: Option<String>,
-    /// Pipeline stage: front, inline, const_fold, simplify, lower_access, final, legalize.
+    /// Pipeline stage: front, inline, const_fold, simplify, autodiff, lower_access, final, legalize.
     #[arg(long, default_value = "final")]
     pub stage: String,
 }
@@ -169,4 +173,66 @@ pub struct ReplayArgs {
     /// CPU worker threads. The default, 1, makes floating-point atomics add in a fixed order so runs repeat exactly.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+}
+
+/// What `weft grad` and `weft gradcheck` differentiate.
+#[derive(Args, Clone)]
+pub struct GradTarget {
+    /// The graph file (.json).
+    pub graph: PathBuf,
+    /// The loss field (needs "grad": true). Its gradient is seeded with 1 in every
+    /// element, so the loss is the sum of its elements.
+    #[arg(long)]
+    pub loss: String,
+    /// Frames to run after on_start. A graph without a `tape` node gets one around
+    /// on_start and these frames (frame() reads 0 inside it); a graph with a tape
+    /// runs as `weft run` does, and its tape's loss must be --loss.
+    #[arg(long, default_value_t = 0)]
+    pub frames: u32,
+    /// vm (default), jit or wgpu.
+    #[arg(long, default_value = "vm", value_parser = backend_arg)]
+    pub backend: Backend,
+    #[command(flatten)]
+    pub overrides: GraphOverrides,
+}
+
+/// `weft grad GRAPH --loss FIELD --wrt FIELD... [--dump-grads DIR]`: runs the
+/// graph under a tape and prints the loss and, per field, the sum, absolute
+/// sum and largest magnitude of d loss / d field (as the field was at tape entry).
+#[derive(Args)]
+pub struct GradArgs {
+    #[command(flatten)]
+    pub target: GradTarget,
+    /// A field to differentiate with respect to (repeatable; needs "grad": true).
+    #[arg(long, required = true, num_args = 1..)]
+    pub wrt: Vec<String>,
+    /// Write each gradient as DIR/FIELD.grad.npy.
+    #[arg(long, value_name = "DIR")]
+    pub dump_grads: Option<PathBuf>,
+}
+
+/// `weft gradcheck GRAPH --loss FIELD --wrt FIELD [--samples N]`: compares the
+/// autodiff gradient of sampled components of FIELD with central finite
+/// differences (f32 runs, step `--step · max(1, |x|)`), prints the relative
+/// error of each and exits with 1 when one exceeds `--tolerance`.
+#[derive(Args)]
+pub struct GradcheckArgs {
+    #[command(flatten)]
+    pub target: GradTarget,
+    /// The field to perturb (needs "grad": true).
+    #[arg(long)]
+    pub wrt: String,
+    /// How many components to check (spread evenly over the field).
+    #[arg(long, default_value_t = 8)]
+    pub samples: usize,
+    /// Relative finite-difference step.
+    #[arg(long, default_value_t = 1e-2)]
+    pub step: f64,
+    /// Largest accepted relative error |ad - fd| / max(|ad|, |fd|, --abs). f32
+    /// finite differences of long rollouts carry a few percent of noise.
+    #[arg(long, default_value_t = 5e-2)]
+    pub tolerance: f64,
+    /// Gradients smaller than this count as this size when comparing (0: purely relative).
+    #[arg(long = "abs", default_value_t = 0.0)]
+    pub abs: f64,
 }

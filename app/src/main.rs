@@ -6,6 +6,7 @@
 
 mod bench;
 mod cli;
+mod grad;
 mod gui;
 mod load;
 mod replay;
@@ -34,6 +35,8 @@ fn main() {
         Some(cli::Command::Bench(a)) => bench::bench(a),
         Some(cli::Command::Replay(a)) => replay::replay(a),
         Some(cli::Command::Emit(a)) => run::emit(a),
+        Some(cli::Command::Grad(a)) => grad::grad(a),
+        Some(cli::Command::Gradcheck(a)) => grad::gradcheck(a),
         Some(cli::Command::Nodes) => run::nodes(),
         Some(cli::Command::Schema) => {
             print!("{}", weft_ir::graph::schema::graph_schema_text());

@@ -137,7 +137,7 @@ impl Simulation {
 
     fn run_steps(&mut self, steps: &[Step]) -> Result<(), RuntimeError> {
         let mut list = Vec::new();
-        self.flatten(steps, &mut list);
+        self.flatten(steps, &mut Vec::new(), &mut list);
         let times = self.engine.run(&self.program, &list, self.profile)?;
         for (k, d) in times {
             self.kernel_times
@@ -148,40 +148,81 @@ impl Simulation {
         Ok(())
     }
 
-    /// The launches of `steps` in order, as launch records.
-    fn flatten(&mut self, steps: &[Step], out: &mut Vec<LaunchRecord>) {
+    /// The launches of `steps` in order, as launch records. `indices` are
+    /// the enclosing repeats' index scalars and their current values.
+    fn flatten(
+        &mut self,
+        steps: &[Step],
+        indices: &mut Vec<(String, u32)>,
+        out: &mut Vec<LaunchRecord>,
+    ) {
         for s in steps {
             match s {
                 Step::Launch(k) => {
                     let n = &mut self.launches[k.index()];
-                    out.push(LaunchRecord::new(&self.program, *k, self.frame, *n));
+                    let mut rec = LaunchRecord::new(&self.program, *k, self.frame, *n);
                     *n = n.wrapping_add(1);
+                    let kernel = &self.program.kernels[*k];
+                    // Inner repeats shadow outer ones with the same index name.
+                    for (name, value) in indices.iter() {
+                        if let Some(p) = kernel.params.iter().position(|p| &p.name == name) {
+                            rec.params[p] = *value;
+                        }
+                    }
+                    out.push(rec);
                 }
-                Step::Repeat { count, body, .. } => {
-                    for _ in 0..*count {
-                        self.flatten(body, out);
+                Step::Repeat {
+                    count,
+                    body,
+                    index,
+                    reverse,
+                    ..
+                } => {
+                    for it in 0..*count {
+                        let value = if *reverse { count - 1 - it } else { it };
+                        if let Some(name) = index {
+                            indices.push((name.clone(), value));
+                        }
+                        self.flatten(body, indices, out);
+                        if index.is_some() {
+                            indices.pop();
+                        }
                     }
                 }
+                // `passes::autodiff` expands every tape before a program can
+                // run, and the validator rejects one that survives; a body
+                // met here runs forward only.
+                Step::Tape { body, .. } => self.flatten(body, indices, out),
             }
         }
     }
 
     /// Sets a kernel's scalar parameter without recompiling or touching field state.
     pub fn set_param(&mut self, kernel: &str, name: &str, value: f64) -> Result<(), String> {
-        let k = self
-            .program
+        self.program
             .kernel_by_name(kernel)
             .ok_or_else(|| format!("no kernel node '{}'", kernel))?;
-        let p = self.program.kernels[k]
-            .params
-            .iter_mut()
-            .find(|p| p.name == name)
-            .ok_or_else(|| format!("kernel '{}' has no scalar '{}'", kernel, name))?;
-        p.value = match p.ty.scalar() {
-            Some(weft_ir::Scalar::F32) => (value as f32).to_bits(),
-            Some(weft_ir::Scalar::U32) => value as u32,
-            _ => value as i32 as u32,
-        };
+        // A kernel differentiated by a tape has an adjoint kernel of the same
+        // name whose scalars must stay equal to the forward kernel's.
+        let mut found = false;
+        let handles: Vec<KernelId> = self.program.kernels.handles().collect();
+        for h in handles {
+            let k = &mut self.program.kernels[h];
+            if k.name != kernel {
+                continue;
+            }
+            if let Some(p) = k.params.iter_mut().find(|p| p.name == name) {
+                found = true;
+                p.value = match p.ty.scalar() {
+                    Some(weft_ir::Scalar::F32) => (value as f32).to_bits(),
+                    Some(weft_ir::Scalar::U32) => value as u32,
+                    _ => value as i32 as u32,
+                };
+            }
+        }
+        if !found {
+            return Err(format!("kernel '{}' has no scalar '{}'", kernel, name));
+        }
         Ok(())
     }
 

@@ -205,6 +205,9 @@ fn kernel_key(program: &Program, k: &Kernel, opts: &WgpuOptions) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     print_program(program, Some(&k.name)).hash(&mut h);
+    // A tape's adjoint kernels share their forward kernel's node name, so
+    // the printout above covers both; the kernel's own IR tells them apart.
+    format!("{:?}|{:?}", k.entry, k.functions).hash(&mut h);
     opts.native_float_atomics.hash(&mut h);
     h.finish()
 }

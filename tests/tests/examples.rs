@@ -243,3 +243,36 @@ fn blocked_and_flat_layouts_give_the_same_field() {
         1
     );
 }
+
+/// `mass_spring_ad` replays its recorded expectations (loss and every
+/// gradient field) on the VM; `tests/autodiff.rs` checks the same run against
+/// the peers' checksums.
+#[test]
+fn mass_spring_ad_replays_its_expectations() {
+    let text = std::fs::read_to_string(root().join("graphs/mass_spring_ad.expect.json"))
+        .expect("expectation file");
+    let exp: weft_runtime::expect::Expectation =
+        serde_json::from_str(&text).expect("expectation JSON");
+    let sim = weft_runtime::Simulation::new(
+        build(&example("mass_spring_ad")).unwrap(),
+        &weft_runtime::SimOptions {
+            threads: Some(1),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let mut sim = sim;
+    sim.start().unwrap();
+    for _ in 0..exp.frames {
+        sim.step_frame().unwrap();
+    }
+    let stats = weft_runtime::expect::all_stats(&sim).unwrap();
+    let diffs = weft_runtime::expect::compare(
+        &exp.backends["cpu"].fields,
+        &stats,
+        &exp.tolerance,
+        &exp.field_tolerance,
+    );
+    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+    assert!(exp.backends["cpu"].fields.contains_key("v0.grad"));
+}

@@ -72,3 +72,21 @@ fn blocked_vector_field_access() {
         .push(json!({"from": "blocks.cells", "to": "v_cells.parent"}));
     check("blocked", &g);
 }
+
+/// The adjoint kernel and the expanded tape of a one-kernel tape.
+#[test]
+fn tape_adjoint() {
+    let g = json!({"format": "weft-graph", "version": 1, "nodes": [
+        {"id": "c", "kind": "dense", "params": {"shape": [4]}},
+        {"id": "one", "kind": "dense", "params": {"shape": [1]}},
+        {"id": "x", "kind": "field", "params": {"type": "f32", "init": 1, "grad": true}},
+        {"id": "loss", "kind": "field", "params": {"type": "f32", "grad": true}},
+        {"id": "start", "kind": "on_start"},
+        {"id": "tp", "kind": "tape", "params": {"loss": "loss"}},
+        {"id": "k", "kind": "kernel", "params": {"range": [4], "code": "fn kernel(i: i32) { loss[0] += sin(x[i]) * x[i]; }"}}
+    ], "wires": [
+        {"from": "c", "to": "x"}, {"from": "one", "to": "loss"},
+        {"from": "x.field", "to": "k.x"}, {"from": "loss.field", "to": "k.loss"}
+    ], "exec": [{"from": "start", "to": "tp"}, {"from": "tp.body", "to": "k"}]});
+    check("tape", &g);
+}

@@ -133,6 +133,10 @@ fn param_widget(
 ) -> Option<Value> {
     match spec.ty {
         ParamType::Int => number(ui, v, true, spec.range),
+        ParamType::Bool => {
+            let mut on = v.as_bool().unwrap_or(false);
+            ui.checkbox(&mut on, "").changed().then(|| Value::from(on))
+        }
         ParamType::Number => {
             if v.is_null() {
                 ui.weak("auto");

@@ -54,6 +54,8 @@ pub struct PortSpec {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ParamType {
     Int,
+    /// `true` or `false`.
+    Bool,
     Number,
     String,
     /// A list of 1-3 positive integers.
@@ -231,6 +233,13 @@ static KINDS: &[NodeKind] = &[
                 doc: "What an out-of-range store into intN / uintN storage does: clamp to the range (saturate) or keep the low N bits (wrap).",
                 range: None,
             },
+            ParamSpec {
+                name: "grad",
+                ty: ParamType::Bool,
+                default: Some("false"),
+                doc: "Give the field a gradient field `NAME.grad` of the same type and layout (f32 types only): kernels read it as `x.grad[i]`, a `tape` accumulates d loss / d x into it, and `--dump x.grad` writes it.",
+                range: None,
+            },
         ],
         exec_in: false,
         exec_outs: &[],
@@ -281,7 +290,21 @@ static KINDS: &[NodeKind] = &[
         inputs: &[],
         outputs: &[],
         dynamic_field_inputs: false,
-        params: &[ParamSpec { name: "count", ty: ParamType::Int, default: Some("1"), doc: "How many times the body runs (substeps per frame).", range: Some((1.0, 1_000_000.0)) }],
+        params: &[
+            ParamSpec { name: "count", ty: ParamType::Int, default: Some("1"), doc: "How many times the body runs (substeps per frame).", range: Some((1.0, 1_000_000.0)) },
+            ParamSpec { name: "index", ty: ParamType::String, default: Some("null"), doc: "Name of an i32 kernel scalar that every kernel of the body with such a scalar receives as the iteration number 0..count-1 (e.g. a time axis `x[(t, i)]`).", range: None },
+        ],
+        exec_in: true,
+        exec_outs: &["body", "then"],
+    },
+    NodeKind {
+        name: "tape",
+        family: Family::Execution,
+        doc: "Automatic differentiation: zeroes every gradient field, runs the chain wired to `body` forward, then the adjoint of every launch of the body in reverse order, seeded with d loss / d loss = 1. Afterwards `x.grad` holds d loss / d x for every field with `grad: true`, as x was at tape entry. Continues with `then`.",
+        inputs: &[],
+        outputs: &[],
+        dynamic_field_inputs: false,
+        params: &[ParamSpec { name: "loss", ty: ParamType::String, default: None, doc: "The id of the loss field (a field with `grad: true`); every element of its gradient is seeded with 1.", range: None }],
         exec_in: true,
         exec_outs: &["body", "then"],
     },
@@ -335,6 +358,7 @@ pub fn kind(name: &str) -> Option<&'static NodeKind> {
 pub fn param_schema(p: &ParamSpec) -> Value {
     let mut s = match p.ty {
         ParamType::Int => json!({"type": "integer"}),
+        ParamType::Bool => json!({"type": "boolean"}),
         ParamType::Number => json!({"type": ["number", "null"]}),
         ParamType::String => json!({"type": ["string", "null"]}),
         ParamType::Code => json!({"type": ["string", "null"]}),

@@ -57,6 +57,9 @@ pub struct Program {
     pub schedule: Schedule,
     pub views: Vec<View>,
     pub seed: u32,
+    /// Gradient fields: (field, its gradient field of the same type and
+    /// layout), for fields with `grad: true`.
+    pub grads: Vec<(FieldId, FieldId)>,
 }
 
 impl Program {
@@ -72,6 +75,10 @@ impl Program {
             .iter()
             .find(|(_, f)| f.name == name)
             .map(|(h, _)| h)
+    }
+    /// The gradient field of `f`, if it has one.
+    pub fn grad_of(&self, f: FieldId) -> Option<FieldId> {
+        self.grads.iter().find(|g| g.0 == f).map(|g| g.1)
     }
     pub fn kernel_by_name(&self, name: &str) -> Option<KernelId> {
         self.kernels
@@ -848,6 +855,21 @@ pub enum Step {
     Repeat {
         node_id: String,
         count: u32,
+        /// A kernel scalar (i32) that every launch in the body receives as
+        /// the iteration number, `0..count`.
+        index: Option<String>,
+        /// Iterations run with the index counting down (`count-1..=0`): the
+        /// reversed copy of a repeat in a tape's backward sweep.
+        reverse: bool,
+        body: Vec<Step>,
+    },
+    /// Runs `body` forward, then the adjoint of every launch of the body in
+    /// reverse order, seeded with d loss / d loss = 1; gradient fields are
+    /// zeroed on entry. Only in abstract IR: `passes::autodiff` expands it
+    /// into plain launches.
+    Tape {
+        node_id: String,
+        loss: FieldId,
         body: Vec<Step>,
     },
 }

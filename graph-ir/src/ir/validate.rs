@@ -66,6 +66,21 @@ impl From<bool> for IrForm {
 pub fn validate_program(program: &Program, form: impl Into<IrForm>) -> Result<(), ValidationError> {
     let form = form.into();
     validate_structure(program)?;
+    // Tapes are expanded into plain launches by `passes::autodiff`, before
+    // access lowering; a backend never sees one.
+    if form != IrForm::Abstract {
+        fn has_tape(s: &[Step]) -> Option<&str> {
+            s.iter().find_map(|st| match st {
+                Step::Tape { node_id, .. } => Some(node_id.as_str()),
+                Step::Repeat { body, .. } => has_tape(body),
+                Step::Launch(_) => None,
+            })
+        }
+        let sch = &program.schedule;
+        if let Some(t) = has_tape(&sch.on_start).or_else(|| has_tape(&sch.on_frame)) {
+            return Err(program_err(t, "a tape survived the autodiff pass".into()));
+        }
+    }
     for (_, k) in program.kernels.iter() {
         validate_kernel(program, k, form)?;
     }
@@ -135,9 +150,23 @@ pub fn validate_structure(program: &Program) -> Result<(), ValidationError> {
                 }
                 Step::Launch(_) => {}
                 Step::Repeat { body, .. } => steps(program, body)?,
+                Step::Tape { loss, body, .. } => {
+                    if program.fields.get(*loss).is_none() {
+                        return Err(program_err(
+                            "schedule",
+                            "tape of a missing loss field".into(),
+                        ));
+                    }
+                    steps(program, body)?
+                }
             }
         }
         Ok(())
+    }
+    for &(f, g) in &program.grads {
+        if program.fields.get(f).is_none() || program.fields.get(g).is_none() {
+            return Err(program_err("fields", "gradient of a missing field".into()));
+        }
     }
     steps(program, &program.schedule.on_start)?;
     steps(program, &program.schedule.on_frame)?;

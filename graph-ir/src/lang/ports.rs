@@ -27,6 +27,10 @@ fn ident_of(e: &syn::Expr) -> Option<String> {
             Some(p.path.segments[0].ident.to_string())
         }
         syn::Expr::Paren(p) => ident_of(&p.expr),
+        // `x.grad[i]` uses the field wired to port `x` (its gradient field).
+        syn::Expr::Field(f) if matches!(&f.member, syn::Member::Named(m) if m == "grad") => {
+            ident_of(&f.base)
+        }
         _ => None,
     }
 }

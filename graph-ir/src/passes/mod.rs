@@ -5,10 +5,11 @@
 //! leaves. The program-level validator (layouts, schedule, views and every
 //! kernel) runs after every pass when `PassOptions::validate` is set (tests
 //! and debug builds set it). The order is the "lowering order" contract:
-//! front end → inline → const-fold → simplify → access lowering (and the
-//! sparse system kernels and struct-for) → fold, simplify and CSE the
-//! address arithmetic → legalize → CSE → LICM → CSE → backend.
+//! front end → inline → const-fold → simplify → autodiff → access lowering
+//! (and the sparse system kernels and struct-for) → fold, simplify and CSE
+//! the address arithmetic → legalize → CSE → LICM → CSE → backend.
 
+pub mod autodiff;
 pub mod const_fold;
 pub mod cse;
 pub mod inline;
@@ -21,7 +22,7 @@ pub mod sparse_gc;
 pub mod sparse_ir;
 pub mod sparse_iter;
 
-use crate::ir::{validate_program, IrForm, Program};
+use crate::ir::{validate_program, IrForm, Program, Span};
 
 #[derive(Clone, Debug)]
 pub struct PassOptions {
@@ -49,7 +50,9 @@ pub trait Pass {
     fn output(&self, input: IrForm) -> IrForm {
         input
     }
-    fn run(&self, program: &mut Program);
+    /// Runs the pass; only passes that can meet user-facing limits (autodiff)
+    /// return an error.
+    fn run(&self, program: &mut Program) -> Result<(), PassError>;
 }
 
 struct Inline;
@@ -72,9 +75,29 @@ impl Pass for SparseSystem {
     fn accepts(&self, form: IrForm) -> bool {
         form == IrForm::Lowered
     }
-    fn run(&self, program: &mut Program) {
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
         sparse_iter::run(program);
         sparse_gc::run(program);
+        Ok(())
+    }
+}
+
+struct Autodiff;
+
+impl Pass for Autodiff {
+    fn name(&self) -> &'static str {
+        "autodiff"
+    }
+    fn accepts(&self, form: IrForm) -> bool {
+        form == IrForm::Abstract
+    }
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
+        autodiff::run(program).map_err(|e| PassError {
+            pass: "autodiff",
+            kernel: e.node,
+            message: e.message,
+            user: Some(e.span),
+        })
     }
 }
 
@@ -85,8 +108,9 @@ impl Pass for Inline {
     fn accepts(&self, form: IrForm) -> bool {
         form == IrForm::Abstract
     }
-    fn run(&self, program: &mut Program) {
-        inline::run(program)
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
+        inline::run(program);
+        Ok(())
     }
 }
 
@@ -97,8 +121,9 @@ impl Pass for ConstFold {
     fn accepts(&self, form: IrForm) -> bool {
         form != IrForm::Legalized
     }
-    fn run(&self, program: &mut Program) {
-        const_fold::run(program)
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
+        const_fold::run(program);
+        Ok(())
     }
 }
 
@@ -109,8 +134,9 @@ impl Pass for Simplify {
     fn accepts(&self, form: IrForm) -> bool {
         form != IrForm::Legalized
     }
-    fn run(&self, program: &mut Program) {
-        simplify::run(program)
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
+        simplify::run(program);
+        Ok(())
     }
 }
 
@@ -124,8 +150,9 @@ impl Pass for LowerAccess {
     fn output(&self, _: IrForm) -> IrForm {
         IrForm::Lowered
     }
-    fn run(&self, program: &mut Program) {
-        lower_access::run(program, self.bounds_checks)
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
+        lower_access::run(program, self.bounds_checks);
+        Ok(())
     }
 }
 
@@ -136,8 +163,9 @@ impl Pass for Cse {
     fn accepts(&self, _: IrForm) -> bool {
         true
     }
-    fn run(&self, program: &mut Program) {
-        cse::run(program)
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
+        cse::run(program);
+        Ok(())
     }
 }
 
@@ -148,8 +176,9 @@ impl Pass for Licm {
     fn accepts(&self, _: IrForm) -> bool {
         true
     }
-    fn run(&self, program: &mut Program) {
-        licm::run(program)
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
+        licm::run(program);
+        Ok(())
     }
 }
 
@@ -163,8 +192,9 @@ impl Pass for Legalize {
     fn output(&self, _: IrForm) -> IrForm {
         IrForm::Legalized
     }
-    fn run(&self, program: &mut Program) {
-        legalize::run(program)
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
+        legalize::run(program);
+        Ok(())
     }
 }
 
@@ -176,6 +206,8 @@ pub enum Stage {
     Inline,
     ConstFold,
     Simplify,
+    /// Tapes expanded, adjoint kernels added.
+    Autodiff,
     LowerAccess,
     /// Address arithmetic folded, simplified and shared between accesses (CSE).
     Final,
@@ -185,11 +217,12 @@ pub enum Stage {
 }
 
 impl Stage {
-    pub const ALL: [Stage; 7] = [
+    pub const ALL: [Stage; 8] = [
         Stage::Front,
         Stage::Inline,
         Stage::ConstFold,
         Stage::Simplify,
+        Stage::Autodiff,
         Stage::LowerAccess,
         Stage::Final,
         Stage::Legalize,
@@ -200,6 +233,7 @@ impl Stage {
             Stage::Inline => "inline",
             Stage::ConstFold => "const_fold",
             Stage::Simplify => "simplify",
+            Stage::Autodiff => "autodiff",
             Stage::LowerAccess => "lower_access",
             Stage::Final => "final",
             Stage::Legalize => "legalize",
@@ -215,6 +249,8 @@ impl Stage {
             Stage::Inline => vec![Box::new(Inline)],
             Stage::ConstFold => vec![Box::new(ConstFold)],
             Stage::Simplify => vec![Box::new(Simplify)],
+            // Adjoint kernels are folded with the address arithmetic (`Final`).
+            Stage::Autodiff => vec![Box::new(Autodiff)],
             Stage::LowerAccess => vec![
                 Box::new(LowerAccess {
                     bounds_checks: opts.bounds_checks,
@@ -243,10 +279,20 @@ pub struct PassError {
     pub pass: &'static str,
     pub kernel: String,
     pub message: String,
+    /// `Some(code position)` for an error in the user's graph (a kernel the
+    /// autodiff pass cannot differentiate); `None` for an internal error.
+    pub user: Option<Span>,
 }
 
 impl std::fmt::Display for PassError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.user {
+            Some(sp) if sp.line > 0 => {
+                return write!(f, "node '{}', code {}: {}", self.kernel, sp, self.message)
+            }
+            Some(_) => return write!(f, "node '{}': {}", self.kernel, self.message),
+            None => {}
+        }
         write!(
             f,
             "node '{}': internal compiler error after pass {}: {}",
@@ -268,6 +314,7 @@ pub fn run_pipeline(
                 pass,
                 kernel: e.kernel.clone(),
                 message: e.to_string(),
+                user: None,
             })?;
         }
         Ok(())
@@ -281,9 +328,10 @@ pub fn run_pipeline(
                     pass: pass.name(),
                     kernel: String::new(),
                     message: format!("the pass cannot run on {:?} IR", form),
+                    user: None,
                 });
             }
-            pass.run(program);
+            pass.run(program)?;
             form = pass.output(form);
             check(program, pass.name(), form)?;
         }

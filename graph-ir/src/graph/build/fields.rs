@@ -200,6 +200,18 @@ impl Builder<'_> {
                     continue;
                 }
             };
+            let wants_grad = n.p("grad").as_bool().unwrap_or(false);
+            if wants_grad && ty.scalar() != Some(Scalar::F32) {
+                self.errors.push(GraphError::param(
+                    &id,
+                    "grad",
+                    format!(
+                        "only f32 fields (f32, vecN, matN) have gradients; this field is {}",
+                        ty
+                    ),
+                ));
+                continue;
+            }
             let field = Field {
                 name: id.clone(),
                 ty,
@@ -209,10 +221,23 @@ impl Builder<'_> {
                 offset_in_cell: 0,
                 init: FieldInit::Constant(vec![0; ty.components()]),
             };
+            let grad = wants_grad.then(|| Field {
+                // Node ids cannot contain '.', so this name never collides.
+                name: format!("{}.grad", id),
+                ..field.clone()
+            });
             let h = self.program.fields.append(field);
             self.program.layouts[layout]
                 .children
                 .push(LayoutChild::Field(h));
+            // The gradient lives in the same cells as its field, right after it.
+            if let Some(g) = grad {
+                let gh = self.program.fields.append(g);
+                self.program.layouts[layout]
+                    .children
+                    .push(LayoutChild::Field(gh));
+                self.program.grads.push((h, gh));
+            }
         }
         if let Err(e) = layout::compute(&mut self.program) {
             self.errors

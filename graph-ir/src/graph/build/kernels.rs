@@ -61,6 +61,10 @@ impl Builder<'_> {
                 .expect("field nodes were built");
             let f = &self.program.fields[fid];
             env_fields.push((port.clone(), fid, f.ty, f.shape.len()));
+            if let Some(g) = self.program.grad_of(fid) {
+                // Lets the code say `port.grad[i]` (see `lang::lower::places`).
+                env_fields.push((format!("{}.grad", port), g, f.ty, f.shape.len()));
+            }
             bindings.push((port.clone(), fid));
         }
         let iteration = match (n.p("range"), n.p("over")) {

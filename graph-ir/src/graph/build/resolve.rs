@@ -170,6 +170,10 @@ fn check_param(ty: ParamType, v: &Value) -> Result<(), String> {
                 .map(|_| ())
                 .ok_or_else(|| format!("expected a number, got {}", v)),
         },
+        ParamType::Bool => v
+            .as_bool()
+            .map(|_| ())
+            .ok_or_else(|| format!("expected true or false, got {}", v)),
         ParamType::String => match v {
             Value::Null | Value::String(_) => Ok(()),
             _ => Err(format!("expected a string, got {}", v)),

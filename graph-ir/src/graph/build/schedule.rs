@@ -180,10 +180,54 @@ fn chain(
             Family::Execution if n.kind.name == "repeat" => {
                 // The catalog's range (checked at load) keeps this within u32.
                 let count = n.p("count").as_i64().unwrap_or(1);
+                let index = n.p("index").as_str().map(str::to_string);
                 let body = chain(nodes, next, i, "body", program, visited, stack)?;
+                if let Some(name) = &index {
+                    check_index_scalar(n.id(), name, &body, program)?;
+                }
                 steps.push(Step::Repeat {
                     node_id: n.id().to_string(),
                     count: count as u32,
+                    index,
+                    reverse: false,
+                    body,
+                });
+            }
+            Family::Execution if n.kind.name == "tape" => {
+                let loss_name = n.p("loss").as_str().unwrap_or("");
+                let Some(loss) = program.field_by_name(loss_name) else {
+                    return Err(GraphError::param(
+                        n.id(),
+                        "loss",
+                        format!("'{}' is not a field node", loss_name),
+                    ));
+                };
+                if program.grad_of(loss).is_none() {
+                    return Err(GraphError::param(
+                        n.id(),
+                        "loss",
+                        format!(
+                            "the loss field '{}' needs `\"grad\": true` (its gradient is seeded with 1)",
+                            loss_name
+                        ),
+                    ));
+                }
+                if let Some(&outer) = stack[..stack.len() - 1]
+                    .iter()
+                    .find(|&&s| nodes[s].kind.name == "tape")
+                {
+                    return Err(GraphError::node_msg(
+                        n.id(),
+                        format!(
+                            "tapes cannot be nested (this tape is inside tape '{}')",
+                            nodes[outer].id()
+                        ),
+                    ));
+                }
+                let body = chain(nodes, next, i, "body", program, visited, stack)?;
+                steps.push(Step::Tape {
+                    node_id: n.id().to_string(),
+                    loss,
                     body,
                 });
             }
@@ -198,4 +242,49 @@ fn chain(
         cur = next.get(&(i, "then".to_string())).copied();
     }
     Ok(steps)
+}
+
+/// A repeat's `index` scalar must be an i32 scalar of at least one kernel of
+/// its body (otherwise the name is most likely a typo).
+fn check_index_scalar(
+    node: &str,
+    name: &str,
+    body: &[Step],
+    program: &Program,
+) -> Result<(), GraphError> {
+    fn visit(steps: &[Step], program: &Program, out: &mut Vec<(String, Type)>, name: &str) {
+        for s in steps {
+            match s {
+                Step::Launch(k) => {
+                    let k = &program.kernels[*k];
+                    if let Some(p) = k.params.iter().find(|p| p.name == name) {
+                        out.push((k.name.clone(), p.ty));
+                    }
+                }
+                Step::Repeat { body, .. } | Step::Tape { body, .. } => {
+                    visit(body, program, out, name)
+                }
+            }
+        }
+    }
+    let mut found = Vec::new();
+    visit(body, program, &mut found, name);
+    if found.is_empty() {
+        return Err(GraphError::param(
+            node,
+            "index",
+            format!("no kernel of the body has a scalar named '{}'", name),
+        ));
+    }
+    if let Some((k, ty)) = found.iter().find(|(_, t)| *t != Type::I32) {
+        return Err(GraphError::param(
+            node,
+            "index",
+            format!(
+                "kernel '{}' has '{}' as {}, but a repeat index is i32 (write its value as a whole number)",
+                k, name, ty
+            ),
+        ));
+    }
+    Ok(())
 }

@@ -12,6 +12,24 @@ impl<'a> FnLowerer<'a> {
     }
 
     pub(super) fn field_port(&self, e: &syn::Expr) -> Option<(FieldId, Type, usize)> {
+        if let Some(base) = grad_base(e) {
+            // `x.grad`: the gradient of the field wired to port `x`, listed in
+            // the environment under the name "x.grad" when it has one.
+            let syn::Expr::Path(p) = base else {
+                return None;
+            };
+            let name = p.path.get_ident()?.to_string();
+            if self.lookup(&name).is_some() {
+                return None;
+            }
+            let key = format!("{}.grad", name);
+            return self
+                .env
+                .fields
+                .iter()
+                .find(|f| f.0 == key)
+                .map(|f| (f.1, f.2, f.3));
+        }
         let syn::Expr::Path(p) = e else { return None };
         let name = p.path.get_ident()?.to_string();
         if self.lookup(&name).is_some() {
@@ -83,6 +101,20 @@ impl<'a> FnLowerer<'a> {
 
     /// `name[...]` where `name` is neither a local, a scalar nor a wired field.
     pub(super) fn check_unwired(&self, base: &syn::Expr) -> R<()> {
+        if let Some(syn::Expr::Path(p)) = grad_base(base) {
+            if let Some(id) = p.path.get_ident() {
+                let name = id.to_string();
+                if self.lookup(&name).is_none() && self.env.fields.iter().any(|f| f.0 == name) {
+                    return Err(err(
+                        base,
+                        format!(
+                            "the field wired to port `{}` has no gradient; set `\"grad\": true` on the field node",
+                            name
+                        ),
+                    ));
+                }
+            }
+        }
         if let syn::Expr::Path(p) = base {
             if let Some(id) = p.path.get_ident() {
                 if self.lookup(&id.to_string()).is_none()
@@ -426,5 +458,16 @@ impl<'a> FnLowerer<'a> {
                 );
             }
         }
+    }
+}
+
+/// The base of `x.grad` (`x`), or `None` for any other expression.
+fn grad_base(e: &syn::Expr) -> Option<&syn::Expr> {
+    match e {
+        syn::Expr::Paren(p) => grad_base(&p.expr),
+        syn::Expr::Field(f) if matches!(&f.member, syn::Member::Named(m) if m == "grad") => {
+            Some(&f.base)
+        }
+        _ => None,
     }
 }

@@ -1,0 +1,219 @@
+//! `weft grad` and `weft gradcheck`: reverse-mode gradients of a loss field
+//! through a tape, and their check against central finite differences.
+
+use crate::cli::{GradArgs, GradTarget, GradcheckArgs};
+use crate::fail;
+use crate::load::load_program;
+use crate::run::overrides;
+use weft_ir::graph::GraphError;
+use weft_ir::ir::{FieldId, Program, Step};
+use weft_runtime::memory::field_to_npy;
+use weft_runtime::{RuntimeError, SimOptions, Simulation};
+
+fn usage(message: String) -> RuntimeError {
+    RuntimeError::Graph(GraphError::Document { message }.into())
+}
+
+/// A field by name that has a gradient field: (field, its gradient).
+fn grad_field(p: &Program, name: &str, flag: &str) -> Result<(FieldId, FieldId), RuntimeError> {
+    let f = p
+        .field_by_name(name)
+        .ok_or_else(|| usage(format!("{} {}: no field node '{}'", flag, name, name)))?;
+    let g = p.grad_of(f).ok_or_else(|| {
+        usage(format!(
+            "{} {}: field '{}' has no gradient; set \"grad\": true on it",
+            flag, name, name
+        ))
+    })?;
+    Ok((f, g))
+}
+
+/// Loads the graph and makes sure one tape with `--loss` covers what runs.
+fn open(t: &GradTarget, wrt: &[String]) -> Result<(Simulation, FieldId, bool), RuntimeError> {
+    let (_, mut program) = load_program(&t.graph, &overrides(&t.overrides))?;
+    let (loss, _) = grad_field(&program, &t.loss, "--loss")?;
+    for w in wrt {
+        grad_field(&program, w, "--wrt")?;
+    }
+    fn tapes(s: &[Step], out: &mut Vec<(String, FieldId)>) {
+        for st in s {
+            match st {
+                Step::Tape { node_id, loss, .. } => out.push((node_id.clone(), *loss)),
+                Step::Repeat { body, .. } => tapes(body, out),
+                Step::Launch(_) => {}
+            }
+        }
+    }
+    let mut found = Vec::new();
+    tapes(&program.schedule.on_start, &mut found);
+    tapes(&program.schedule.on_frame, &mut found);
+    let own_tape = !found.is_empty();
+    if let Some((node, l)) = found.iter().find(|(_, l)| *l != loss) {
+        return Err(usage(format!(
+            "--loss {}: the graph's tape '{}' uses the loss field '{}'",
+            t.loss, node, program.fields[*l].name
+        )));
+    }
+    if !own_tape {
+        // One tape around on_start and the frames.
+        let sch = std::mem::take(&mut program.schedule);
+        let mut body = sch.on_start;
+        if t.frames > 0 && !sch.on_frame.is_empty() {
+            body.push(Step::Repeat {
+                node_id: "frames".into(),
+                count: t.frames,
+                index: None,
+                reverse: false,
+                body: sch.on_frame,
+            });
+        }
+        program.schedule.on_start = vec![Step::Tape {
+            node_id: "grad".into(),
+            loss,
+            body,
+        }];
+    }
+    let sim = Simulation::new(
+        program,
+        &SimOptions {
+            seed: t.overrides.seed,
+            threads: t.overrides.threads,
+            backend: t.backend,
+            ..Default::default()
+        },
+    )?;
+    Ok((sim, loss, own_tape))
+}
+
+/// Runs from the initial state; returns the loss (sum of the loss field).
+fn run_once(
+    sim: &mut Simulation,
+    t: &GradTarget,
+    own_tape: bool,
+    loss: FieldId,
+) -> Result<f64, RuntimeError> {
+    sim.start()?;
+    if own_tape {
+        for _ in 0..t.frames {
+            sim.step_frame()?;
+        }
+    }
+    Ok(sim
+        .read_field(loss)?
+        .iter()
+        .map(|&w| f32::from_bits(w) as f64)
+        .sum())
+}
+
+fn floats(words: &[u32]) -> Vec<f64> {
+    words.iter().map(|&w| f32::from_bits(w) as f64).collect()
+}
+
+pub fn grad(a: GradArgs) -> i32 {
+    match grad_inner(&a) {
+        Ok(()) => 0,
+        Err(e) => fail(&e),
+    }
+}
+
+fn grad_inner(a: &GradArgs) -> Result<(), RuntimeError> {
+    let (mut sim, loss, own_tape) = open(&a.target, &a.wrt)?;
+    let l = run_once(&mut sim, &a.target, own_tape, loss)?;
+    println!("loss {} = {:.9e}", a.target.loss, l);
+    if let Some(dir) = &a.dump_grads {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| RuntimeError::Io(format!("cannot create {}: {}", dir.display(), e)))?;
+    }
+    for w in &a.wrt {
+        let (_, g) = grad_field(&sim.program, w, "--wrt")?;
+        let words = sim.read_field(g)?;
+        let v = floats(&words);
+        let sum: f64 = v.iter().sum();
+        let abs: f64 = v.iter().map(|x| x.abs()).sum();
+        let max = v.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        println!(
+            "d {} / d {}: sum {:.9e}  abs_sum {:.9e}  max_abs {:.9e}  ({} components)",
+            a.target.loss,
+            w,
+            sum,
+            abs,
+            max,
+            v.len()
+        );
+        if let Some(dir) = &a.dump_grads {
+            let arr = field_to_npy(&sim.program, g, words);
+            let path = dir.join(format!("{}.grad.npy", w));
+            weft_ir::graph::npy::write_npy(&path, &arr)
+                .map_err(|e| RuntimeError::Io(format!("cannot write {}: {}", path.display(), e)))?;
+        }
+    }
+    Ok(())
+}
+
+pub fn gradcheck(a: GradcheckArgs) -> i32 {
+    match gradcheck_inner(&a) {
+        Ok(true) => 0,
+        Ok(false) => 1,
+        Err(e) => fail(&e),
+    }
+}
+
+fn gradcheck_inner(a: &GradcheckArgs) -> Result<bool, RuntimeError> {
+    let t = &a.target;
+    let (mut sim, loss, own_tape) = open(t, std::slice::from_ref(&a.wrt))?;
+    let (f, g) = grad_field(&sim.program, &a.wrt, "--wrt")?;
+    let x0 = sim.read_field(f)?;
+    let l0 = run_once(&mut sim, t, own_tape, loss)?;
+    let ad = floats(&sim.read_field(g)?);
+    let n = x0.len();
+    let samples = a.samples.clamp(1, n.max(1));
+    println!(
+        "gradcheck d {} / d {}: loss {:.9e}, {} of {} components, step {} (relative), tolerance {}",
+        t.loss, a.wrt, l0, samples, n, a.step, a.tolerance
+    );
+    let mut worst = 0.0f64;
+    for s in 0..samples {
+        // Evenly spread, always including the first and the last component.
+        let c = if samples == 1 {
+            0
+        } else {
+            s * (n - 1) / (samples - 1)
+        };
+        let x = f32::from_bits(x0[c]);
+        let h = (a.step * (x.abs() as f64).max(1.0)) as f32;
+        let mut eval = |v: f32| -> Result<(f64, f64), RuntimeError> {
+            sim.reset()?;
+            let mut words = x0.clone();
+            words[c] = v.to_bits();
+            sim.write_field(f, &words)?;
+            // The step actually taken in f32.
+            Ok((run_once(&mut sim, t, own_tape, loss)?, v as f64))
+        };
+        let (lp, xp) = eval(x + h)?;
+        let (lm, xm) = eval(x - h)?;
+        let fd = (lp - lm) / (xp - xm);
+        let denom = ad[c].abs().max(fd.abs()).max(a.abs);
+        let err = if denom > 0.0 {
+            (ad[c] - fd).abs() / denom
+        } else {
+            0.0
+        };
+        worst = worst.max(err);
+        println!(
+            "  [{}] x {:+.6e}  autodiff {:+.6e}  finite diff {:+.6e}  rel err {:.2e}{}",
+            c,
+            x,
+            ad[c],
+            fd,
+            err,
+            if err > a.tolerance { "  FAIL" } else { "" }
+        );
+    }
+    let ok = worst <= a.tolerance;
+    println!(
+        "{}: largest relative error {:.2e}",
+        if ok { "ok" } else { "FAIL" },
+        worst
+    );
+    Ok(ok)
+}
