@@ -10,6 +10,11 @@ use weft_ir::graph::catalog::{self, ParamSpec, ParamType};
 use weft_ir::graph::NodeDoc;
 
 /// Editors for a node's parameters (compact on node bodies, full in the inspector).
+/// Params shown on a node's body only when set to something other than
+/// their default (a field's storage, overflow and gradient switches, a
+/// repeat's index scalar).
+const ADVANCED: [&str; 4] = ["storage", "overflow", "grad", "index"];
+
 pub fn param_editors(
     ui: &mut Ui,
     doc: &NodeDoc,
@@ -25,9 +30,16 @@ pub fn param_editors(
         if spec.ty == ParamType::Expr && doc.params.get(spec.name).is_none_or(Value::is_null) {
             continue;
         }
-        let value = doc
-            .params
-            .get(spec.name)
+        let set = doc.params.get(spec.name).filter(|v| !v.is_null());
+        // On the node body, storage details stay out of sight until they
+        // differ from the default; the inspector always shows them.
+        if compact
+            && ADVANCED.contains(&spec.name)
+            && set.is_none_or(|v| Some(v) == spec.default_value().as_ref())
+        {
+            continue;
+        }
+        let value = set
             .cloned()
             .or_else(|| spec.default_value())
             .unwrap_or(Value::Null);
