@@ -128,23 +128,16 @@ fn key(kind: &InstKind, ty: Type) -> Option<Key> {
 /// and it may be computed anywhere its operands are available.
 pub fn value_numbered(kind: &InstKind) -> bool {
     use InstKind::*;
-    matches!(
-        kind,
-        Const(_)
-            | Arg(_)
-            | Param(_)
-            | Frame
-            | Unary(..)
-            | Binary(..)
-            | Select { .. }
-            | Cast(_)
-            | Bitcast(_)
-            | Construct(_)
-            | Extract(..)
-            | Insert { .. }
-            | Swizzle(..)
-            | Builtin(..)
-    )
+    // Pure, minus what reads memory or loop state.
+    kind.is_pure()
+        && !matches!(
+            kind,
+            LocalLoad(_)
+                | FieldLoad { .. }
+                | FieldIsActive { .. }
+                | BufLoad { .. }
+                | LoopCounter(_)
+        )
 }
 
 #[cfg(test)]
