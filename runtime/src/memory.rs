@@ -165,10 +165,13 @@ pub fn extract_field(p: &Program, field: FieldId, root: &[u32]) -> Vec<u32> {
     let mut out = vec![0u32; f.cells() as usize * comps];
     let plan = AddressPlan::new(p, field);
     if plan.is_sparse() {
-        for_each_index(&f.shape, |lin, idx| {
-            let (a, _) = plan.read_address(idx, root);
-            for c in 0..comps {
-                out[lin * comps + c] = root[(a + plan.component_word_offset(c)) as usize];
+        plan.for_each_block(&f.shape, root, |_, lin0, (cell, _), table| {
+            for e in table {
+                let a = cell + e.word;
+                for c in 0..comps {
+                    out[(lin0 + e.lin) * comps + c] =
+                        root[(a + plan.component_word_offset(c)) as usize];
+                }
             }
         });
         return out;

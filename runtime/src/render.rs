@@ -5,7 +5,8 @@
 //! top), one pixel per cell. Particles: discs with a one-pixel soft edge,
 //! drawn in index order.
 
-use weft_ir::ir::{Colormap, Program, View};
+use weft_ir::ir::layout::{AddressPlan, LevelPlan};
+use weft_ir::ir::{Colormap, FieldId, LayoutKind, Program, View};
 use weft_ir::types::{Scalar, Type};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -108,8 +109,14 @@ pub const COOLWARM: [[f32; 3]; 3] = [
 
 /// A colormap's colour at `t` in 0..1 (NaN draws as 0).
 pub fn colormap(map: Colormap, t: f32) -> [f32; 3] {
+    colormap_with(map, colormap_poly(map).as_ref(), t)
+}
+
+/// `colormap` with `colormap_poly(map)` looked up once by the caller (the
+/// per-pixel loop of a large image spends most of its time here).
+fn colormap_with(map: Colormap, poly: Option<&[[f32; 3]; 7]>, t: f32) -> [f32; 3] {
     let t = if t.is_nan() { 0.0 } else { t.clamp(0.0, 1.0) };
-    if let Some(c) = colormap_poly(map) {
+    if let Some(c) = poly {
         let mut out = [0.0; 3];
         for (k, o) in out.iter_mut().enumerate() {
             let mut v = c[6][k];
@@ -138,19 +145,98 @@ pub fn colormap(map: Colormap, t: f32) -> [f32; 3] {
     }
 }
 
-/// Renders one view from field data read with `read(field) -> words`.
+/// `activity_mask` bit: every layout level above the cell is active.
+pub const CELL_ACTIVE: u8 = 1;
+/// `activity_mask` bit: the cell lies on the border of an active cell of the
+/// outermost sparse node (the "blocks" an overlay outlines).
+pub const BLOCK_EDGE: u8 = 2;
+
+/// The outermost sparse level of `plan` whose cells span at least this many
+/// elements per axis gets outlines; finer levels would paint every cell.
+pub const MIN_OUTLINED_BLOCK: u64 = 4;
+
+/// Per-cell activity of a 2D field in logical row-major order (`CELL_ACTIVE`,
+/// `BLOCK_EDGE`), read from its root buffer `words`; `None` for a field
+/// whose layout path has no sparse node (every cell is always active).
+pub fn activity_mask(p: &Program, field: FieldId, words: &[u32]) -> Option<Vec<u8>> {
+    let plan = AddressPlan::new(p, field);
+    let outer = plan.levels.iter().position(is_sparse_level)?;
+    let outline = plan.levels[outer]
+        .axes
+        .iter()
+        .all(|a| a.divisor >= MIN_OUTLINED_BLOCK);
+    // The plan cut after the outer sparse level answers "is that block active".
+    let mut block_plan = plan.clone();
+    block_plan.levels.truncate(outer + 1);
+    let shape = &p.fields[field].shape;
+    // Activity changes only from one cell of the innermost sparse level to
+    // the next, so walk once per such cell, not once per element.
+    let mut out = vec![0u8; shape.iter().map(|&s| s as usize).product()];
+    let outer_level = &plan.levels[outer];
+    plan.for_each_block(shape, words, |first, lin0, (_, active), table| {
+        let block_active = outline && block_plan.read_address(first, words).1;
+        let mut at = [0u32; 3];
+        for e in table {
+            let mut flags = 0;
+            if active {
+                flags |= CELL_ACTIVE;
+            }
+            if block_active {
+                for (d, a) in at.iter_mut().enumerate().take(first.len()) {
+                    *a = first[d] + e.local[d];
+                }
+                if on_block_edge(outer_level, &at[..first.len()]) {
+                    flags |= BLOCK_EDGE;
+                }
+            }
+            out[lin0 + e.lin] = flags;
+        }
+    });
+    Some(out)
+}
+
+fn is_sparse_level(level: &LevelPlan) -> bool {
+    !matches!(level.kind, LayoutKind::Dense)
+}
+
+fn on_block_edge(level: &LevelPlan, index: &[u32]) -> bool {
+    level.axes.iter().zip(index).any(|(a, &i)| {
+        let r = i as u64 % a.divisor;
+        r == 0 || r == a.divisor - 1
+    })
+}
+
+/// Inactive cells of a `show_active` image: a two-tone grey checkerboard of
+/// 8-pixel squares, unlike any colormap's colours.
+pub fn inactive_rgb(x: u32, y: u32) -> [f32; 3] {
+    if (x / 8 + y / 8) % 2 == 0 {
+        [0.16, 0.16, 0.18]
+    } else {
+        [0.22, 0.22, 0.25]
+    }
+}
+
+/// Outline colour of active blocks, blended over the cell colour.
+pub const OUTLINE_RGB: [f32; 3] = [1.0, 0.85, 0.2];
+pub const OUTLINE_ALPHA: f32 = 0.75;
+
+/// Renders one view from field data read with `read(field) -> words`;
+/// `activity(field)` gives an `activity_mask` for `show_active` images.
 pub fn render_view(
     p: &Program,
     view: &View,
-    read: &dyn Fn(weft_ir::ir::FieldId) -> Vec<u32>,
+    read: &dyn Fn(FieldId) -> Vec<u32>,
+    activity: &dyn Fn(FieldId) -> Option<Vec<u8>>,
 ) -> Image {
     match view {
         View::Image {
             field,
             colormap: map,
             range,
+            show_active,
             ..
         } => {
+            let mask = if *show_active { activity(*field) } else { None };
             let f = &p.fields[*field];
             let (w, h) = (f.shape[0], f.shape[1]);
             let words = read(*field);
@@ -185,15 +271,24 @@ pub fn render_view(
                 None => (0.0, 1.0),
             };
             let span = if hi > lo { hi - lo } else { 1.0 };
+            let poly = colormap_poly(*map);
             for x in 0..w {
                 for y in 0..h {
                     let cell = (x * h + y) as usize;
-                    let rgb = if comps == 1 {
-                        colormap(*map, (value(cell) - lo) / span)
+                    let flags = mask.as_ref().map_or(CELL_ACTIVE, |m| m[cell]);
+                    let mut rgb = if flags & CELL_ACTIVE == 0 {
+                        inactive_rgb(x, y)
+                    } else if comps == 1 {
+                        colormap_with(*map, poly.as_ref(), (value(cell) - lo) / span)
                     } else {
                         let c = |k: usize| (value(cell * comps + k) - lo) / span;
                         [c(0), c(1), c(2)]
                     };
+                    if flags & BLOCK_EDGE != 0 {
+                        for (c, o) in rgb.iter_mut().zip(OUTLINE_RGB) {
+                            *c += (o - c.clamp(0.0, 1.0)) * OUTLINE_ALPHA;
+                        }
+                    }
                     let alpha = if f.ty == Type::Vector(Scalar::F32, 4) {
                         value(cell * 4 + 3)
                     } else {

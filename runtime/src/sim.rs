@@ -4,7 +4,7 @@
 //! engine runs; per-kernel launch times are recorded.
 
 use crate::backend::{self, Backend, Engine};
-use crate::render::{render_view, Image};
+use crate::render::{activity_mask, render_view, Image};
 use crate::wgpu_backend::{WgpuContext, WgpuEngine};
 use crate::RuntimeError;
 use std::collections::BTreeMap;
@@ -263,6 +263,20 @@ impl Simulation {
                 }
             }
         }
+        let mut masks: std::collections::HashMap<FieldId, Option<Vec<u8>>> =
+            std::collections::HashMap::new();
+        for v in &self.program.views {
+            if let View::Image {
+                field,
+                show_active: true,
+                ..
+            } = v
+            {
+                let root = weft_ir::ir::layout::root_of(&self.program, self.program.fields[*field].layout);
+                let words = self.read_root(root)?;
+                masks.insert(*field, activity_mask(&self.program, *field, &words));
+            }
+        }
         Ok(self
             .program
             .views
@@ -270,7 +284,9 @@ impl Simulation {
             .map(|v| {
                 (
                     v.node_id().to_string(),
-                    render_view(&self.program, v, &|f| data[&f].clone()),
+                    render_view(&self.program, v, &|f| data[&f].clone(), &|f| {
+                        masks.get(&f).cloned().flatten()
+                    }),
                 )
             })
             .collect())

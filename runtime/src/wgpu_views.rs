@@ -20,7 +20,7 @@
 //!   CPU's coverage rule in the fragment shader and alpha blending (a single
 //!   draw keeps primitive order, so blending follows index order).
 
-use crate::render::Image;
+use crate::render::{Image, MIN_OUTLINED_BLOCK, OUTLINE_ALPHA, OUTLINE_RGB};
 use crate::wgpu_backend::{WgpuContext, WgpuEngine};
 use crate::RuntimeError;
 use std::fmt::Write as _;
@@ -90,8 +90,45 @@ fn address_fn(
     load: &str,
     node: &str,
 ) -> Result<String, RuntimeError> {
+    walk_fn(p, field, name, load, node, Walk::Address)
+}
+
+/// What a generated layout walk returns.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Walk {
+    /// The word address of component 0 (`address_fn`).
+    Address,
+    /// `render::activity_mask`'s flags for one cell: 1 = every level
+    /// active, 2 = on the border of an active outermost sparse block.
+    Activity,
+}
+
+/// `fn NAME(i0: u32, ..) -> u32`: the flags of `render::activity_mask` for
+/// a sparse field, by the same walk as `address_fn`.
+fn activity_fn(
+    p: &Program,
+    field: FieldId,
+    name: &str,
+    load: &str,
+    node: &str,
+) -> Result<String, RuntimeError> {
+    walk_fn(p, field, name, load, node, Walk::Activity)
+}
+
+fn walk_fn(
+    p: &Program,
+    field: FieldId,
+    name: &str,
+    load: &str,
+    node: &str,
+    walk: Walk,
+) -> Result<String, RuntimeError> {
     let fd = &p.fields[field];
     let plan = AddressPlan::new(p, field);
+    let outer = plan
+        .levels
+        .iter()
+        .position(|l| !matches!(l.kind, LayoutKind::Dense));
     let fit = |v: u64| -> Result<u32, RuntimeError> {
         u32::try_from(v).map_err(|_| {
             dev_err(
@@ -114,6 +151,9 @@ fn address_fn(
     if plan.is_sparse() {
         // `c` walks the cell address level by level (see `sparse_ir::walk`).
         s.push_str("    var c: u32 = 0u;\n");
+    }
+    if walk == Walk::Activity {
+        s.push_str("    var act: u32 = 1u;\n    var edge: u32 = 0u;\n");
     }
     for (lvl, level) in plan.levels.iter().enumerate() {
         let mut lin = String::from("0u");
@@ -151,6 +191,12 @@ fn address_fn(
                 let _ = writeln!(s, "    c = {} + ({}) * {}u;", block, lin, cw);
             }
             LayoutKind::Bitmasked => {
+                if walk == Walk::Activity {
+                    let _ = writeln!(
+                        s,
+                        "    {{ let l = {lin}; act = act & ({load}({block} + l / 32u) >> (l % 32u)); }}",
+                    );
+                }
                 let _ = writeln!(
                     s,
                     "    c = {} + {}u + ({}) * {}u;",
@@ -164,16 +210,43 @@ fn address_fn(
                 let pool = level.pool.expect("pointer levels have a pool");
                 let _ = writeln!(
                     s,
-                    "    {{ let r = {}({} + ({})); c = select({}u + (r - 1u) * {}u, {}u, r == 0u); }}",
+                    "    {{ let r = {}({} + ({})); c = select({}u + (r - 1u) * {}u, {}u, r == 0u);{} }}",
                     load,
                     block,
                     lin,
                     fit(pool.data)?,
                     cw,
-                    fit(level.image)?
+                    fit(level.image)?,
+                    if walk == Walk::Activity {
+                        " act = act & select(1u, 0u, r == 0u);"
+                    } else {
+                        ""
+                    }
                 );
             }
         }
+        if walk == Walk::Activity
+            && Some(lvl) == outer
+            && level.axes.iter().all(|a| a.divisor >= MIN_OUTLINED_BLOCK)
+        {
+            let mut border = Vec::new();
+            for (d, step) in level.axes.iter().enumerate() {
+                let dv = fit(step.divisor)?;
+                border.push(format!(
+                    "(i{d} % {dv}u) == 0u || (i{d} % {dv}u) == {}u",
+                    dv - 1
+                ));
+            }
+            let _ = writeln!(
+                s,
+                "    edge = select(0u, act & 1u, {});",
+                border.join(" || ")
+            );
+        }
+    }
+    if walk == Walk::Activity {
+        s.push_str("    return (act & 1u) | (edge << 1u);\n}\n");
+        return Ok(s);
     }
     if plan.is_sparse() {
         s.push_str("    a += c;\n");
@@ -360,8 +433,10 @@ fn image_shaders(
     field: FieldId,
     map: Colormap,
     range: Option<(f32, f32)>,
+    show_active: bool,
 ) -> Result<ShaderParts, RuntimeError> {
     let f = &p.fields[field];
+    let show_active = show_active && AddressPlan::new(p, field).is_sparse();
     if f.shape.len() != 2 {
         return Err(dev_err(node, format!("field '{}' is not 2-D", f.name)));
     }
@@ -380,6 +455,28 @@ fn image_shaders(
 
     let mut render = head.clone();
     render.push_str(&colormap_wgsl(map));
+    if show_active {
+        render.push_str(&activity_fn(p, field, "activity", "ld", node)?);
+        let _ = writeln!(
+            render,
+            "// render::inactive_rgb and the outline of render::render_view.\n\
+             fn sat3(c: vec3<f32>) -> vec3<f32> {{ return vec3<f32>(sat(c.x), sat(c.y), sat(c.z)); }}\n\
+             fn inactive_rgb(x: u32, y: u32) -> vec3<f32> {{\n    \
+             if (((x / 8u) + (y / 8u)) % 2u == 0u) {{ return vec3<f32>(0.16, 0.16, 0.18); }}\n    \
+             return vec3<f32>(0.22, 0.22, 0.25);\n}}\n\
+             fn overlay(rgb: vec3<f32>, x: u32, y: u32) -> vec3<f32> {{\n    \
+             let f = activity(x, y);\n    var c = rgb;\n    \
+             if ((f & 1u) == 0u) {{ c = inactive_rgb(x, y); }}\n    \
+             if ((f & 2u) != 0u) {{ c = c + (vec3<f32>({}, {}, {}) - sat3(c)) * {}; }}\n    \
+             return c;\n}}",
+            flit(OUTLINE_RGB[0]),
+            flit(OUTLINE_RGB[1]),
+            flit(OUTLINE_RGB[2]),
+            flit(OUTLINE_ALPHA)
+        );
+    } else {
+        render.push_str("fn overlay(rgb: vec3<f32>, x: u32, y: u32) -> vec3<f32> { return rgb; }\n");
+    }
     if auto {
         render.push_str("@group(0) @binding(0) var<storage, read> minmax: array<u32, 2>;\n");
         render.push_str("fn range() -> vec2<f32> {\n    let mx = minmax[1];\n    if (mx == 0u) { return vec2<f32>(0.0, 1.0); }\n    return vec2<f32>(value_of_key(~minmax[0]), value_of_key(mx));\n}\n");
@@ -429,10 +526,10 @@ fn ranged(b: u32, lo: f32, span: f32) -> f32 {
     );
     if comps == 1 {
         render.push_str(
-            "    let rgb = cmap(ranged(ld(a, 0u), lo, span));\n    return vec4<f32>(rgb, 1.0);\n}\n",
+            "    let rgb = overlay(cmap(ranged(ld(a, 0u), lo, span)), x, y);\n    return vec4<f32>(rgb, 1.0);\n}\n",
         );
     } else {
-        render.push_str("    let rgb = vec3<f32>(ranged(ld(a, 0u), lo, span), ranged(ld(a, 1u), lo, span), ranged(ld(a, 2u), lo, span));\n");
+        render.push_str("    let rgb = overlay(vec3<f32>(ranged(ld(a, 0u), lo, span), ranged(ld(a, 1u), lo, span), ranged(ld(a, 2u), lo, span)), x, y);\n");
         if vec4 {
             render.push_str("    let alpha = sat(bitcast<f32>(ld(a, 3u)));\n");
         } else {
@@ -673,8 +770,9 @@ impl WgpuViewRenderer {
                     field,
                     colormap,
                     range,
+                    show_active,
                     ..
-                } => image_shaders(program, &node, *field, *colormap, *range)?,
+                } => image_shaders(program, &node, *field, *colormap, *range, *show_active)?,
                 View::Particles {
                     positions,
                     color_field,

@@ -512,6 +512,7 @@ impl Viewport {
                     field,
                     colormap,
                     range,
+                    ..
                 } if *node_id == name => Some((*field, *colormap, *range)),
                 _ => None,
             })

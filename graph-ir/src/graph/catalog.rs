@@ -319,6 +319,7 @@ static KINDS: &[NodeKind] = &[
             ParamSpec { name: "colormap", ty: ParamType::Enum(COLORMAPS), default: Some("\"viridis\""), doc: "Colormap for scalar fields.", range: None },
             ParamSpec { name: "min", ty: ParamType::Number, default: Some("null"), doc: "Value drawn at the low end; with `max` fixes the range, otherwise the range is the frame's min..max.", range: None },
             ParamSpec { name: "max", ty: ParamType::Number, default: Some("null"), doc: "Value drawn at the high end.", range: None },
+            ParamSpec { name: "show_active", ty: ParamType::Bool, default: Some("false"), doc: "For a field under sparse layouts: draw inactive cells as a grey checkerboard and outline the active blocks of the outermost sparse node. No effect on dense fields.", range: None },
         ],
         exec_in: false,
         exec_outs: &[],

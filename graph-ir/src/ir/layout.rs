@@ -397,6 +397,40 @@ pub fn initial_words(program: &Program, root: LayoutId) -> Vec<u32> {
     out
 }
 
+/// One element of a block in `AddressPlan::for_each_block`.
+#[derive(Clone, Copy, Debug)]
+pub struct BlockElement {
+    /// Row-major offset from the block's first element in the whole field.
+    pub lin: usize,
+    /// Word offset from the block's first element's address.
+    pub word: u64,
+    /// Index offset from the block's first element (unused axes 0).
+    pub local: [u32; 3],
+}
+
+/// Calls `f(index)` for every index of `shape` in row-major order.
+fn for_each_cell(shape: &[u32], mut f: impl FnMut(&[u32])) {
+    if shape.contains(&0) {
+        return;
+    }
+    let mut idx = vec![0u32; shape.len()];
+    loop {
+        f(&idx);
+        let mut d = shape.len();
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            idx[d] += 1;
+            if idx[d] < shape[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+}
+
 /// How one axis of the logical index contributes to one level's cell index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AxisStep {
@@ -554,9 +588,38 @@ impl AddressPlan {
     /// level is active. An inactive pointer level reads through the node's
     /// initial image, so the address always holds the logical value.
     pub fn read_address(&self, index: &[u32], words: &[u32]) -> (u64, bool) {
+        let (cell, active) = self.read_levels(self.levels.len(), index, words);
+        (cell + self.base_bits / WORD_BITS, active)
+    }
+
+    /// The levels below the last sparse one (all dense): how many, counted
+    /// from the root. Elements in one cell of that level share its walk.
+    pub fn sparse_depth(&self) -> usize {
+        self.levels
+            .iter()
+            .rposition(|l| !matches!(l.kind, LayoutKind::Dense))
+            .map_or(0, |k| k + 1)
+    }
+
+    /// Cell of the last sparse level holding `index` (`index / divisor` per
+    /// axis): elements with equal keys share `read_levels(sparse_depth())`.
+    pub fn sparse_key(&self, index: &[u32]) -> [u64; 3] {
+        let mut key = [0u64; 3];
+        if let Some(level) = self.sparse_depth().checked_sub(1).map(|k| &self.levels[k]) {
+            for ((k, step), &i) in key.iter_mut().zip(&level.axes).zip(index) {
+                *k = i as u64 / step.divisor;
+            }
+        }
+        key
+    }
+
+    /// Host reading of the first `depth` levels: the word address of the
+    /// cell at level `depth - 1` (0 for no level) and whether they are all
+    /// active.
+    pub fn read_levels(&self, depth: usize, index: &[u32], words: &[u32]) -> (u64, bool) {
         let mut cell = 0u64;
         let mut active = true;
-        for (k, level) in self.levels.iter().enumerate() {
+        for (k, level) in self.levels[..depth].iter().enumerate() {
             let block = if k == 0 {
                 0
             } else {
@@ -582,7 +645,64 @@ impl AddressPlan {
                 }
             };
         }
-        (cell + self.base_bits / WORD_BITS, active)
+        (cell, active)
+    }
+
+    /// Host walk over every element of a field on a sparse tree, one cell
+    /// of the last sparse level (a "block" of elements) at a time, so the
+    /// sparse levels are walked once per block instead of once per element.
+    /// `f(first, first_lin, (address, active), table)` gets the logical
+    /// index of the block's first element, its row-major position, its
+    /// word address and whether the sparse levels above it are active, and per element of the block `(row-major offset from
+    /// first in the field, word offset from the cell, index offset)`.
+    pub fn for_each_block(
+        &self,
+        shape: &[u32],
+        words: &[u32],
+        mut f: impl FnMut(&[u32], usize, (u64, bool), &[BlockElement]),
+    ) {
+        let depth = self.sparse_depth();
+        let dims = shape.len();
+        let span: Vec<u32> = match depth.checked_sub(1) {
+            Some(k) => self.levels[k].axes.iter().map(|a| a.divisor as u32).collect(),
+            None => shape.to_vec(),
+        };
+        let mut strides = vec![1usize; dims];
+        for d in (0..dims.saturating_sub(1)).rev() {
+            strides[d] = strides[d + 1] * shape[d + 1] as usize;
+        }
+        let mut table = Vec::new();
+        let base = self.dense_rest(depth, 0, &vec![0; dims]);
+        for_each_cell(&span, |local| {
+            let lin = local.iter().zip(&strides).map(|(&i, &s)| i as usize * s).sum();
+            let word = self.dense_rest(depth, 0, local) - base;
+            let mut at = [0u32; 3];
+            at[..dims].copy_from_slice(local);
+            table.push(BlockElement { lin, word, local: at });
+        });
+        let blocks: Vec<u32> = shape.iter().zip(&span).map(|(&s, &d)| s / d).collect();
+        for_each_cell(&blocks, |b| {
+            let first: Vec<u32> = b.iter().zip(&span).map(|(&i, &d)| i * d).collect();
+            let (cell, active) = self.read_levels(depth, &first, words);
+            let lin = first.iter().zip(&strides).map(|(&i, &s)| i as usize * s).sum();
+            f(&first, lin, (cell + base, active), &table);
+        });
+    }
+
+    /// Finishes `read_address` below level `depth - 1` (dense levels only)
+    /// from that level's cell address `cell`.
+    pub fn dense_rest(&self, depth: usize, cell: u64, index: &[u32]) -> u64 {
+        let mut cell = cell;
+        for (k, level) in self.levels.iter().enumerate().skip(depth) {
+            debug_assert!(matches!(level.kind, LayoutKind::Dense));
+            let block = if k == 0 {
+                0
+            } else {
+                cell + level.offset_bits / WORD_BITS
+            };
+            cell = block + Self::cell_in_block(level, index) * (level.cell_bits / WORD_BITS);
+        }
+        cell + self.base_bits / WORD_BITS
     }
 
     /// Host writing: activates every level on the way (allocating pool

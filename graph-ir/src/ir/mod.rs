@@ -904,6 +904,9 @@ pub enum View {
         colormap: Colormap,
         /// `None` = auto range (min..max of the frame).
         range: Option<(f32, f32)>,
+        /// Sparse fields: inactive cells as a checkerboard, active outermost
+        /// sparse blocks outlined (`render::activity_mask`).
+        show_active: bool,
     },
     Particles {
         node_id: String,

@@ -63,6 +63,7 @@ impl Builder<'_> {
                         field: f,
                         colormap,
                         range,
+                        show_active: n.p("show_active").as_bool().unwrap_or(false),
                     });
                 }
                 "particles" => {
