@@ -425,3 +425,31 @@ fn jit_backend_runs_benches_and_replays_against_the_interpreter() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("ok   graphs/heat.json"), "{}", text(&o));
 }
+
+/// Every example with expectations replays on the compiled CPU backend and
+/// on wgpu (the `cpu` entries were recorded on the reference VM), so an
+/// example added without expectations, or one that drifts, fails here.
+#[test]
+fn every_example_replays_on_cpu_and_wgpu() {
+    for e in std::fs::read_dir(root().join("graphs")).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.to_str().unwrap();
+        if name.ends_with(".json") && !name.ends_with(".expect.json") {
+            let expect = name.replace(".json", ".expect.json");
+            assert!(Path::new(&expect).exists(), "{} has no expectations", name);
+        }
+    }
+    let o = weft(&["replay", "graphs", "--backend", "cpu"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("ok   graphs/sparse_blob.json"),
+        "{}",
+        text(&o)
+    );
+    if !gpu_available() {
+        return;
+    }
+    let o = weft(&["replay", "graphs", "--backend", "wgpu"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("(3 frames, wgpu)"), "{}", text(&o));
+}

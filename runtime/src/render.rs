@@ -209,7 +209,7 @@ fn on_block_edge(level: &LevelPlan, index: &[u32]) -> bool {
 /// Inactive cells of a `show_active` image: a two-tone grey checkerboard of
 /// 8-pixel squares, unlike any colormap's colours.
 pub fn inactive_rgb(x: u32, y: u32) -> [f32; 3] {
-    if (x / 8 + y / 8) % 2 == 0 {
+    if (x / 8 + y / 8).is_multiple_of(2) {
         [0.16, 0.16, 0.18]
     } else {
         [0.22, 0.22, 0.25]

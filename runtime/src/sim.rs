@@ -272,7 +272,8 @@ impl Simulation {
                 ..
             } = v
             {
-                let root = weft_ir::ir::layout::root_of(&self.program, self.program.fields[*field].layout);
+                let root =
+                    weft_ir::ir::layout::root_of(&self.program, self.program.fields[*field].layout);
                 let words = self.read_root(root)?;
                 masks.insert(*field, activity_mask(&self.program, *field, &words));
             }

@@ -125,6 +125,7 @@ fn walk_fn(
 ) -> Result<String, RuntimeError> {
     let fd = &p.fields[field];
     let plan = AddressPlan::new(p, field);
+    let load = &format!("{load}_word");
     let outer = plan
         .levels
         .iter()
@@ -291,7 +292,9 @@ fn load_fn(p: &Program, roots: &[LayoutId], field: FieldId, name: &str) -> Strin
         .position(|&x| x == r)
         .expect("field's root is bound");
     let plan = AddressPlan::new(p, field);
-    match plan.storage {
+    // The raw word reader the sparse levels of `address_fn` walk with.
+    let word = format!("fn {name}_word(a: u32) -> u32 {{ return root{k}[a]; }}\n");
+    word + &match plan.storage {
         Storage::Word => format!(
             "fn {}(a: u32, c: u32) -> u32 {{ return root{}[a + c]; }}\n",
             name, k
@@ -475,7 +478,8 @@ fn image_shaders(
             flit(OUTLINE_ALPHA)
         );
     } else {
-        render.push_str("fn overlay(rgb: vec3<f32>, x: u32, y: u32) -> vec3<f32> { return rgb; }\n");
+        render
+            .push_str("fn overlay(rgb: vec3<f32>, x: u32, y: u32) -> vec3<f32> { return rgb; }\n");
     }
     if auto {
         render.push_str("@group(0) @binding(0) var<storage, read> minmax: array<u32, 2>;\n");

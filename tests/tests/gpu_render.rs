@@ -653,3 +653,37 @@ fn quantized_images_and_particles() {
     let sim = gpu_sim(&g, 0, &ctx);
     check_views("quantized_particles", &sim);
 }
+
+/// `show_active` on a sparse field: the GPU's inactive checkerboard and
+/// block outlines match the CPU renderer (graphs/sparse_blob on 1024²).
+#[test]
+fn sparse_activity_overlay_matches_cpu() {
+    let Some(ctx) = gpu() else { return };
+    let mut g = example("sparse_blob");
+    set(&mut g, "blocks", "shape", json!([16, 16]));
+    let sim = gpu_sim(&g, 3, &ctx);
+    check_views("sparse_blob", &sim);
+    let img = &sim.render_views().expect("CPU views")[0].1;
+    let count = |rgb: [f32; 3]| {
+        let want = rgb.map(|c| (c * 255.0 + 0.5) as u8);
+        (0..img.height)
+            .flat_map(|y| (0..img.width).map(move |x| (x, y)))
+            .filter(|&(x, y)| img.pixel(x, y)[..3] == want)
+            .count()
+    };
+    let inactive = count(weft_runtime::render::inactive_rgb(0, 0))
+        + count(weft_runtime::render::inactive_rgb(8, 0));
+    assert!(
+        inactive > 1024 * 1024 * 9 / 10,
+        "{} inactive pixels",
+        inactive
+    );
+    let outlined = (0..img.height)
+        .flat_map(|y| (0..img.width).map(move |x| (x, y)))
+        .filter(|&(x, y)| {
+            let p = img.pixel(x, y);
+            p[0] > 200 && p[1] > 150 && p[2] < 120
+        })
+        .count();
+    assert!(outlined > 64 * 4, "{} outline pixels", outlined);
+}

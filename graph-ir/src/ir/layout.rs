@@ -664,7 +664,11 @@ impl AddressPlan {
         let depth = self.sparse_depth();
         let dims = shape.len();
         let span: Vec<u32> = match depth.checked_sub(1) {
-            Some(k) => self.levels[k].axes.iter().map(|a| a.divisor as u32).collect(),
+            Some(k) => self.levels[k]
+                .axes
+                .iter()
+                .map(|a| a.divisor as u32)
+                .collect(),
             None => shape.to_vec(),
         };
         let mut strides = vec![1usize; dims];
@@ -674,17 +678,29 @@ impl AddressPlan {
         let mut table = Vec::new();
         let base = self.dense_rest(depth, 0, &vec![0; dims]);
         for_each_cell(&span, |local| {
-            let lin = local.iter().zip(&strides).map(|(&i, &s)| i as usize * s).sum();
+            let lin = local
+                .iter()
+                .zip(&strides)
+                .map(|(&i, &s)| i as usize * s)
+                .sum();
             let word = self.dense_rest(depth, 0, local) - base;
             let mut at = [0u32; 3];
             at[..dims].copy_from_slice(local);
-            table.push(BlockElement { lin, word, local: at });
+            table.push(BlockElement {
+                lin,
+                word,
+                local: at,
+            });
         });
         let blocks: Vec<u32> = shape.iter().zip(&span).map(|(&s, &d)| s / d).collect();
         for_each_cell(&blocks, |b| {
             let first: Vec<u32> = b.iter().zip(&span).map(|(&i, &d)| i * d).collect();
             let (cell, active) = self.read_levels(depth, &first, words);
-            let lin = first.iter().zip(&strides).map(|(&i, &s)| i as usize * s).sum();
+            let lin = first
+                .iter()
+                .zip(&strides)
+                .map(|(&i, &s)| i as usize * s)
+                .sum();
             f(&first, lin, (cell + base, active), &table);
         });
     }
