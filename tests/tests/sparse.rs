@@ -455,9 +455,18 @@ fn mpm_sparse_matches_a_dense_grid() {
     let s = single(&sparse, Backend::Jit);
     let d = single(&dense, Backend::Jit);
     assert_eq!(words(&s, "x"), words(&d, "x"), "particle positions differ");
-    assert_eq!(words(&s, "grid_m"), words(&d, "grid_m"), "grid masses differ");
+    assert_eq!(
+        words(&s, "grid_m"),
+        words(&d, "grid_m"),
+        "grid masses differ"
+    );
     let p = &s.program;
-    let blocks = p.layouts.iter().find(|(_, l)| l.node_id == "grid_blocks").unwrap().0;
+    let blocks = p
+        .layouts
+        .iter()
+        .find(|(_, l)| l.node_id == "grid_blocks")
+        .unwrap()
+        .0;
     let used = pool_in_use(p, blocks, &s.read_root(root_of(p, blocks)).unwrap());
     assert!(used > 10 && used < 200, "{} of 16384 blocks in use", used);
     if let Some(mut g) = open(&sparse, Backend::Wgpu) {

@@ -21,6 +21,7 @@ pub mod simplify;
 pub mod sparse_gc;
 pub mod sparse_ir;
 pub mod sparse_iter;
+pub mod unroll;
 
 use crate::ir::{validate_program, IrForm, Program, Span};
 
@@ -64,6 +65,7 @@ struct LowerAccess {
 struct Legalize;
 struct Cse;
 struct Licm;
+struct Unroll;
 /// `sparse_iter` then `sparse_gc`: struct-for over sparse fields and the
 /// garbage-collection system kernels, both written in lowered IR.
 struct SparseSystem;
@@ -182,6 +184,19 @@ impl Pass for Licm {
     }
 }
 
+impl Pass for Unroll {
+    fn name(&self) -> &'static str {
+        "unroll"
+    }
+    fn accepts(&self, form: IrForm) -> bool {
+        form != IrForm::Legalized
+    }
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
+        unroll::run(program);
+        Ok(())
+    }
+}
+
 impl Pass for Legalize {
     fn name(&self) -> &'static str {
         "legalize"
@@ -257,7 +272,12 @@ impl Stage {
                 }),
                 Box::new(SparseSystem),
             ],
-            Stage::Final => vec![Box::new(ConstFold), Box::new(Simplify), Box::new(Cse)],
+            Stage::Final => vec![
+                Box::new(Unroll),
+                Box::new(ConstFold),
+                Box::new(Simplify),
+                Box::new(Cse),
+            ],
             Stage::Legalize => vec![
                 Box::new(Legalize),
                 Box::new(Cse),

@@ -2,6 +2,7 @@
 //!
 //! Pre: valid IR. Post: valid IR where
 //! - integer `x + 0`, `x - 0`, `x * 1`, `0 + x`, `1 * x` are replaced by `x`;
+//! - `v[k]` with a constant `k` in range becomes a fixed component extract;
 //! - `if` on a constant condition is replaced by the taken branch;
 //! - stores to locals that are never loaded are removed;
 //! - pure instructions whose values are unused are removed (to a fixpoint).
@@ -52,6 +53,19 @@ fn identities(f: &mut Function) {
     let handles: Vec<InstId> = f.insts.handles().collect();
     let mut subst: Vec<(InstId, InstId)> = Vec::new();
     for &h in &handles {
+        // A computed index that is a constant in range (e.g. a counter of an
+        // unrolled loop) picks a fixed component.
+        if let InstKind::ExtractDyn(v, k) = f.insts[h].kind {
+            if let InstKind::Const(c) = f.insts[k].kind {
+                let n = match f.insts[v].ty {
+                    crate::types::Type::Vector(_, n) | crate::types::Type::Matrix(n) => n as u32,
+                    _ => 0,
+                };
+                if c.scalar.is_integer() && c.bits < n {
+                    f.insts[h].kind = InstKind::Extract(v, c.bits);
+                }
+            }
+        }
         if !f.insts[h].ty.is_int() || !f.insts[h].ty.is_scalar() {
             continue;
         }
