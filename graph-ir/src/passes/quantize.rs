@@ -35,6 +35,7 @@ pub(super) fn lower(
     q: Quant,
     kind: InstKind,
     base: InstId,
+    sub_bits: Option<InstId>,
 ) -> Option<InstKind> {
     let fty = p.fields[plan.field].ty;
     let root = plan.root;
@@ -50,7 +51,13 @@ pub(super) fn lower(
             e.emit(InstKind::Binary(BinaryOp::Add, base, k), Type::U32)
         }
     };
-    let shift = |c: usize| (pos(c) % WORD_BITS) as u32;
+    // In a bit_array the bit inside the word also depends on the index
+    // (`sub_bits`, from `lower_access::address`); its one scalar component
+    // starts at bit 0 of its cell.
+    let shift = |c: usize| match sub_bits {
+        Some(s) => Shift::Dyn(s),
+        None => Shift::Const((pos(c) % WORD_BITS) as u32),
+    };
     let exclusive = owns_word(p, plan);
     match kind {
         InstKind::FieldLoad { .. } => {
@@ -234,8 +241,23 @@ fn sel(e: &mut Emitter, cond: InstId, accept: InstId, reject: InstId, t: Type) -
     )
 }
 
+/// Where a component's bits start inside its word: known when compiling, or
+/// (inside a `bit_array`) computed from the index, always below 32.
+#[derive(Clone, Copy)]
+enum Shift {
+    Const(u32),
+    Dyn(InstId),
+}
+
 /// The component's `bits()` low bits, from the word `w` at bit `shift`.
-fn extract(e: &mut Emitter, q: Quant, w: InstId, shift: u32) -> InstId {
+fn extract(e: &mut Emitter, q: Quant, w: InstId, shift: Shift) -> InstId {
+    let shift = match shift {
+        Shift::Const(k) => k,
+        Shift::Dyn(s) => {
+            let x = bin(e, BinaryOp::Shr, w, s, Type::U32);
+            return binc(e, BinaryOp::BitAnd, x, q.mask());
+        }
+    };
     let mut x = w;
     if shift > 0 {
         x = binc(e, BinaryOp::Shr, x, shift);
@@ -247,7 +269,18 @@ fn extract(e: &mut Emitter, q: Quant, w: InstId, shift: u32) -> InstId {
 }
 
 /// `old` with the component's bits at `shift` replaced by `enc`.
-fn insert(e: &mut Emitter, q: Quant, old: InstId, enc: InstId, shift: u32) -> InstId {
+fn insert(e: &mut Emitter, q: Quant, old: InstId, enc: InstId, shift: Shift) -> InstId {
+    let shift = match shift {
+        Shift::Const(k) => k,
+        Shift::Dyn(s) => {
+            let m = cu(e, q.mask());
+            let m = bin(e, BinaryOp::Shl, m, s, Type::U32);
+            let keep = binc(e, BinaryOp::BitXor, m, u32::MAX);
+            let cleared = bin(e, BinaryOp::BitAnd, old, keep, Type::U32);
+            let moved = bin(e, BinaryOp::Shl, enc, s, Type::U32);
+            return bin(e, BinaryOp::BitOr, cleared, moved, Type::U32);
+        }
+    };
     let m = if q.bits() >= 32 {
         u32::MAX
     } else {
