@@ -308,7 +308,21 @@ fn packed_words(program: &mut Program, l: LayoutId) -> Result<u64, LayoutError> 
     if total > WORD_BITS {
         let what = match node.packing {
             Packing::BitStruct => format!("its fields need {} bits ({})", total, parts.join(" + ")),
-            _ => format!("its {} cells of {} need {} bits", n, parts.join(""), total),
+            _ => {
+                let fd = &program.fields[fields[0]];
+                let q = match fd.storage {
+                    Storage::Quant(q) => q.name(),
+                    Storage::Word => "word".into(),
+                };
+                format!(
+                    "its {} cells of {} bits ('{}', {}) need {} bits",
+                    n,
+                    fd.storage.component_bits(),
+                    fd.name,
+                    q,
+                    total
+                )
+            }
         };
         return Err(err(format!(
             "a {} packs into one 32-bit word, but {}",
