@@ -9,7 +9,8 @@
 use serde_json::{json, Value};
 use weft_ir::ir::layout::root_words;
 use weft_ir::ir::quant::Quant;
-use weft_ir::ir::Storage;
+use weft_ir::ir::{print_program, Storage};
+use weft_ir::passes::{run_pipeline, PassOptions};
 use weft_runtime::{Backend, SimOptions, Simulation};
 use weft_tests::*;
 
@@ -22,11 +23,17 @@ fn backends() -> Vec<Backend> {
 }
 
 fn sim(doc: &Value, backend: Backend, frames: u32) -> Simulation {
+    sim_with(doc, backend, frames, true)
+}
+
+/// `rewrites`: run the store fusion and atomic demotion passes.
+fn sim_with(doc: &Value, backend: Backend, frames: u32, rewrites: bool) -> Simulation {
     let p = build(doc).unwrap_or_else(|e| panic!("build: {}", e));
     let opts = SimOptions {
         backend,
         passes: weft_ir::passes::PassOptions {
             validate: true,
+            packed_word_rewrites: rewrites,
             ..Default::default()
         },
         ..Default::default()
@@ -359,5 +366,109 @@ fn packed_nodes_that_do_not_fit_are_errors_naming_the_node() {
     for (g, want) in cases {
         let e = build(&g).expect_err(want).to_string();
         assert!(e.contains(want), "want {:?}\n got {}", want, e);
+    }
+}
+
+/// Compare-exchange loops left in one kernel's legalized IR.
+fn cas_loops(doc: &Value, kernel: &str, rewrites: bool) -> usize {
+    let mut p = build(doc).unwrap();
+    let opts = PassOptions {
+        validate: true,
+        packed_word_rewrites: rewrites,
+        ..Default::default()
+    };
+    run_pipeline(&mut p, &opts, None).unwrap();
+    print_program(&p, Some(kernel))
+        .matches("buf_atomic_compare_exchange")
+        .count()
+}
+
+/// Store fusion and atomic demotion change no result: every field's words
+/// are the same with and without them, on every backend, and equal to the
+/// VM's. Kernel `own` writes only its own bit_struct word (everything is
+/// fused and demoted, `+=` included); `shift` also writes the next cell's
+/// `x`, so its stores must stay compare-exchange loops (a wrong demotion
+/// would lose bits to the neighbour's iteration); `tiles` stores single
+/// bits of shared words.
+#[test]
+fn store_fusion_and_atomic_demotion_change_no_result() {
+    let n = 4096u32;
+    let g = json!({
+        "format": "weft-graph", "version": 1,
+        "nodes": [
+            {"id": "cells", "kind": "dense", "params": {"shape": [n]}},
+            {"id": "word", "kind": "bit_struct"},
+            {"id": "a", "kind": "field", "params": {"type": "i32", "storage": "int7"}},
+            {"id": "x", "kind": "field", "params": {"type": "f32", "storage": "fixed9[-1,1]"}},
+            {"id": "v", "kind": "field", "params": {"type": "vec2", "storage": "float3m4"}},
+            {"id": "rows", "kind": "dense", "params": {"shape": [16, 4]}},
+            {"id": "tile", "kind": "bit_array", "params": {"shape": [4, 8]}},
+            {"id": "b", "kind": "field", "params": {"type": "u32", "storage": "uint1"}},
+            {"id": "own", "kind": "kernel", "params": {"over": "a", "code": "fn kernel(i: i32) {
+                a[i] = i % 50 - 25;
+                x[i] = sin(i as f32);
+                v[i] = vec2(cos(i as f32) * 3.0, (i % 7) as f32 * 0.125);
+                a[i] += 3;
+                v[i].y += 0.5;
+            }"}},
+            {"id": "shift", "kind": "kernel", "params": {"over": "a", "code": "fn kernel(i: i32) {
+                a[i] = a[i] * 2;
+                x[(i + 1) % 4096] = cos(i as f32 * 0.3);
+            }"}},
+            {"id": "tiles", "kind": "kernel", "params": {"over": "b", "code": "fn kernel(i: i32, j: i32) {
+                b[(i, j)] = select((i * 5 + j * 3) % 7 < 3, 1u32, 0u32);
+            }"}},
+            {"id": "start", "kind": "on_start"}
+        ],
+        "wires": [
+            {"from": "cells.cells", "to": "word.parent"},
+            {"from": "word.cells", "to": "a.layout"},
+            {"from": "word.cells", "to": "x.layout"},
+            {"from": "word.cells", "to": "v.layout"},
+            {"from": "rows.cells", "to": "tile.parent"},
+            {"from": "tile.cells", "to": "b.layout"},
+            {"from": "a.field", "to": "own.a"},
+            {"from": "x.field", "to": "own.x"},
+            {"from": "v.field", "to": "own.v"},
+            {"from": "a.field", "to": "shift.a"},
+            {"from": "x.field", "to": "shift.x"},
+            {"from": "b.field", "to": "tiles.b"}
+        ],
+        "exec": [
+            {"from": "start.then", "to": "own"},
+            {"from": "own.then", "to": "shift"},
+            {"from": "shift.then", "to": "tiles"}
+        ]
+    });
+    // The effect: 6 loops (one per component store or `+=`) become none.
+    assert_eq!(cas_loops(&g, "own", false), 7);
+    assert_eq!(cas_loops(&g, "own", true), 0);
+    assert_eq!(cas_loops(&g, "shift", false), 2);
+    assert_eq!(cas_loops(&g, "shift", true), 2);
+    assert_eq!(cas_loops(&g, "tiles", true), 1);
+    let names = ["a", "x", "v", "b"];
+    let reference: Vec<Vec<u32>> = {
+        let s = sim_with(&g, Backend::Vm, 0, false);
+        names.iter().map(|f| words(&s, f)).collect()
+    };
+    // `shift` doubled every a after `own`: a = 2 (i % 50 - 22), saturated to int7.
+    for i in 0..n as i32 {
+        let want = (2 * (i % 50 - 22)).clamp(-64, 63);
+        assert_eq!(reference[0][i as usize] as i32, want, "a[{}]", i);
+    }
+    for backend in backends() {
+        for rewrites in [true, false] {
+            let s = sim_with(&g, backend, 0, rewrites);
+            let got: Vec<Vec<u32>> = names.iter().map(|f| words(&s, f)).collect();
+            for (k, name) in names.iter().enumerate() {
+                assert!(
+                    got[k] == reference[k],
+                    "{} on {:?} with rewrites {} differs from the VM without them",
+                    name,
+                    backend,
+                    rewrites
+                );
+            }
+        }
     }
 }

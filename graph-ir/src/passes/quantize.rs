@@ -440,3 +440,95 @@ fn encode(e: &mut Emitter, q: Quant, v: InstId) -> InstId {
         }
     }
 }
+
+/// A compare-exchange retry loop exactly as `cas_loop` emits it, found again
+/// by the passes that rewrite such loops (`store_fusion`, `atomic_demotion`):
+///
+/// ```text
+/// loop { load = buf_load R[addr]; compute…; cas = buf_atomic_compare_exchange
+///        R[addr], new, cmp load; eq = cas == load; if eq { saves…; break } }
+/// ```
+///
+/// `compute` is pure and reads no memory, so the loop's only effects are the
+/// word it replaces and the locals of `saves` (an atomic's old value).
+#[derive(Clone, Debug)]
+pub(super) struct CasLoop {
+    pub root: LayoutId,
+    pub addr: InstId,
+    pub load: InstId,
+    pub compute: Vec<InstId>,
+    pub new: InstId,
+    pub cas: InstId,
+    pub eq: InstId,
+    pub branch: InstId,
+    /// `LocalStore`s in the accept branch, before its `break`.
+    pub saves: Vec<InstId>,
+}
+
+pub(super) fn match_cas_loop(f: &Function, h: InstId) -> Option<CasLoop> {
+    let InstKind::Loop { body } = &f.insts[h].kind else {
+        return None;
+    };
+    let n = body.len();
+    if n < 4 {
+        return None;
+    }
+    let (load, cas, eq, branch) = (body[0], body[n - 3], body[n - 2], body[n - 1]);
+    let InstKind::BufLoad { root, addr } = f.insts[load].kind else {
+        return None;
+    };
+    let InstKind::BufAtomic {
+        op: AtomicOp::CompareExchange,
+        root: r2,
+        addr: a2,
+        value: new,
+        cmp: Some(cmp),
+    } = f.insts[cas].kind
+    else {
+        return None;
+    };
+    if r2 != root || a2 != addr || cmp != load {
+        return None;
+    }
+    if !matches!(f.insts[eq].kind, InstKind::Binary(BinaryOp::Eq, a, b) if a == cas && b == load) {
+        return None;
+    }
+    let InstKind::If {
+        cond,
+        accept,
+        reject,
+    } = &f.insts[branch].kind
+    else {
+        return None;
+    };
+    let (last, saves) = accept.split_last()?;
+    if *cond != eq
+        || !reject.is_empty()
+        || !matches!(f.insts[*last].kind, InstKind::Break)
+        || !saves
+            .iter()
+            .all(|&s| matches!(f.insts[s].kind, InstKind::LocalStore(..)))
+    {
+        return None;
+    }
+    let compute = body[1..n - 3].to_vec();
+    let reads_nothing = compute.iter().all(|&c| {
+        let k = &f.insts[c].kind;
+        k.is_pure()
+            && !matches!(
+                k,
+                InstKind::BufLoad { .. } | InstKind::FieldLoad { .. } | InstKind::LocalLoad(_)
+            )
+    });
+    reads_nothing.then(|| CasLoop {
+        root,
+        addr,
+        load,
+        compute,
+        new,
+        cas,
+        eq,
+        branch,
+        saves: saves.to_vec(),
+    })
+}
