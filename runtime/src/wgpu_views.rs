@@ -271,7 +271,9 @@ fn quant_decode_wgsl(q: Quant, name: &str) -> String {
                 flit(scale)
             )
         }
-        Quant::Float { exp, frac, signed } => {
+        Quant::Float {
+            exp, frac, signed, ..
+        } => {
             let (bias, _) = q.float_consts();
             let fr = frac as u32;
             let mut s = format!(

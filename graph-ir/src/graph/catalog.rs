@@ -272,6 +272,13 @@ static KINDS: &[NodeKind] = &[
                 range: None,
             },
             ParamSpec {
+                name: "rounding",
+                ty: ParamType::Enum(&["nearest", "stochastic"]),
+                default: Some("\"nearest\""),
+                doc: "How kernel stores into fixedN / floatEmM / ufloatEmM storage round: to the nearest code, or stochastically (up with probability equal to the dropped fraction, drawing 24 bits from the iteration's random() sequence). Host writes (init, --init) always round to nearest.",
+                range: None,
+            },
+            ParamSpec {
                 name: "grad",
                 ty: ParamType::Bool,
                 default: Some("false"),

@@ -75,7 +75,8 @@ pub(super) fn lower(
             let parts = split(e, fty, value);
             for (c, part) in parts.into_iter().enumerate() {
                 let a = word_of(e, c);
-                let enc = encode(e, q, part);
+                let rnd = rounding_bits(e, q);
+                let enc = encode(e, q, part, rnd);
                 if exclusive {
                     e.emit(
                         InstKind::BufStore {
@@ -108,11 +109,12 @@ pub(super) fn lower(
                         ty: Type::Scalar(scalar),
                     });
                     let cmpc = cmp_parts.as_ref().map(|cp| cp[c]);
+                    let rnd = rounding_bits(e, q);
                     cas_loop(e, root, a, |e, old| {
                         let raw = extract(e, q, old, shift(c));
                         let oldv = decode(e, q, raw);
                         let newv = apply(e, op, scalar, oldv, part, cmpc);
-                        let enc = encode(e, q, newv);
+                        let enc = encode(e, q, newv, rnd);
                         let new = insert(e, q, old, enc, shift(c));
                         (new, Some((local, oldv)))
                     });
@@ -319,7 +321,9 @@ fn decode(e: &mut Emitter, q: Quant, raw: InstId) -> InstId {
             let s = cf(e, scale);
             bin(e, BinaryOp::Mul, x, s, Type::F32)
         }
-        Quant::Float { exp, frac, signed } => {
+        Quant::Float {
+            exp, frac, signed, ..
+        } => {
             let (bias, _) = q.float_consts();
             let fr = frac as u32;
             let mag = binc(e, BinaryOp::BitAnd, raw, mask(exp as u32 + fr));
@@ -343,8 +347,23 @@ fn decode(e: &mut Emitter, q: Quant, raw: InstId) -> InstId {
     }
 }
 
-/// `Quant::encode` as IR: a compute value to raw low bits (u32).
-fn encode(e: &mut Emitter, q: Quant, v: InstId) -> InstId {
+/// 24 random bits of the iteration's sequence as a u32 (`random()` is
+/// exactly `bits * 2^-24`), for stochastic rounding; `None` otherwise.
+/// Drawn once per store, outside any retry loop, so every backend draws the
+/// same numbers.
+fn rounding_bits(e: &mut Emitter, q: Quant) -> Option<InstId> {
+    if !q.stochastic() {
+        return None;
+    }
+    let r = e.emit(InstKind::Random, Type::F32);
+    let k = cf(e, 16_777_216.0);
+    let r = bin(e, BinaryOp::Mul, r, k, Type::F32);
+    Some(e.emit(InstKind::Cast(r), Type::U32))
+}
+
+/// `Quant::encode` (with `r24`: `Quant::encode_stochastic`) as IR: a
+/// compute value to raw low bits (u32).
+fn encode(e: &mut Emitter, q: Quant, v: InstId, r24: Option<InstId>) -> InstId {
     match q {
         Quant::Int { bits, signed, wrap } => {
             let m = mask(bits as u32);
@@ -385,12 +404,27 @@ fn encode(e: &mut Emitter, q: Quant, v: InstId) -> InstId {
             let qm = cf(e, qmax);
             let below = bin(e, BinaryOp::Lt, t, qm, Type::F32);
             let t = sel(e, below, t, qm, Type::F32);
+            if let Some(r) = r24 {
+                let ti = e.emit(InstKind::Builtin(Builtin::Floor, vec![t]), Type::F32);
+                let fr = bin(e, BinaryOp::Sub, t, ti, Type::F32);
+                let u = e.emit(InstKind::Cast(r), Type::F32);
+                let k = cf(e, 1.0 / 16_777_216.0);
+                let u = bin(e, BinaryOp::Mul, u, k, Type::F32);
+                let up = bin(e, BinaryOp::Gt, fr, u, Type::F32);
+                let one = cu(e, 1);
+                let zero = cu(e, 0);
+                let inc = sel(e, up, one, zero, Type::U32);
+                let ti = e.emit(InstKind::Cast(ti), Type::U32);
+                return bin(e, BinaryOp::Add, ti, inc, Type::U32);
+            }
             let h = cf(e, 0.5);
             let t = bin(e, BinaryOp::Add, t, h, Type::F32);
             let t = e.emit(InstKind::Builtin(Builtin::Floor, vec![t]), Type::F32);
             e.emit(InstKind::Cast(t), Type::U32)
         }
-        Quant::Float { exp, frac, signed } => {
+        Quant::Float {
+            exp, frac, signed, ..
+        } => {
             let (bias, max_bits) = q.float_consts();
             let fr = frac as u32;
             let vb = e.emit(InstKind::Bitcast(v), Type::U32);
@@ -407,8 +441,17 @@ fn encode(e: &mut Emitter, q: Quant, v: InstId) -> InstId {
             let ex = binc(e, BinaryOp::Shr, a, 23);
             // Normal range: round the fraction by adding half an ulp (a carry
             // correctly bumps the exponent), then rebias.
-            let half = (1u32 << (23 - fr)) >> 1;
-            let n = binc(e, BinaryOp::Add, a, half);
+            // Added below the kept bits: half of them, or random bits
+            // (`(r24 << 8) >> 1 >> (31 - k)`, as `Quant::encode_rounding`).
+            let n = match r24 {
+                None => binc(e, BinaryOp::Add, a, (1u32 << (23 - fr)) >> 1),
+                Some(r) => {
+                    let hi = binc(e, BinaryOp::Shl, r, 8);
+                    let hi = binc(e, BinaryOp::Shr, hi, 1);
+                    let add = binc(e, BinaryOp::Shr, hi, 31 - (23 - fr));
+                    bin(e, BinaryOp::Add, a, add, Type::U32)
+                }
+            };
             let n = binc(e, BinaryOp::Shr, n, 23 - fr);
             let normal = binc(e, BinaryOp::Sub, n, (127 - bias) << fr);
             // Denormal range: shift the full significand right, rounding.
@@ -416,17 +459,33 @@ fn encode(e: &mut Emitter, q: Quant, v: InstId) -> InstId {
             let one = cu(e, 1);
             let e1 = sel(e, is_zero_e, one, ex, Type::U32);
             let kc = cu(e, 151 - bias - fr);
-            let sh = bin(e, BinaryOp::Sub, kc, e1, Type::U32);
+            let full = bin(e, BinaryOp::Sub, kc, e1, Type::U32);
             let c31 = cu(e, 31);
-            let over = bin(e, BinaryOp::Gt, sh, c31, Type::U32);
-            let sh = sel(e, over, c31, sh, Type::U32);
+            let over = bin(e, BinaryOp::Gt, full, c31, Type::U32);
+            let sh = sel(e, over, c31, full, Type::U32);
             let m = binc(e, BinaryOp::BitAnd, a, 0x7f_ffff);
             let implicit = cu(e, 1 << 23);
             let imp = sel(e, is_zero_e, zero, implicit, Type::U32);
-            let m = bin(e, BinaryOp::BitOr, m, imp, Type::U32);
-            let r = bin(e, BinaryOp::Shl, one, sh, Type::U32);
-            let r = binc(e, BinaryOp::Shr, r, 1);
-            let m = bin(e, BinaryOp::Add, m, r, Type::U32);
+            let mut m = bin(e, BinaryOp::BitOr, m, imp, Type::U32);
+            if r24.is_some() {
+                let d = bin(e, BinaryOp::Sub, full, sh, Type::U32);
+                let big = bin(e, BinaryOp::Gt, d, c31, Type::U32);
+                let d = sel(e, big, c31, d, Type::U32);
+                m = bin(e, BinaryOp::Shr, m, d, Type::U32);
+            }
+            let add = match r24 {
+                None => {
+                    let r = bin(e, BinaryOp::Shl, one, sh, Type::U32);
+                    binc(e, BinaryOp::Shr, r, 1)
+                }
+                Some(r) => {
+                    let hi = binc(e, BinaryOp::Shl, r, 8);
+                    let hi = binc(e, BinaryOp::Shr, hi, 1);
+                    let k = bin(e, BinaryOp::Sub, c31, sh, Type::U32);
+                    bin(e, BinaryOp::Shr, hi, k, Type::U32)
+                }
+            };
+            let m = bin(e, BinaryOp::Add, m, add, Type::U32);
             let den = bin(e, BinaryOp::Shr, m, sh, Type::U32);
             let lim = cu(e, 127 - bias);
             let is_norm = bin(e, BinaryOp::Gt, ex, lim, Type::U32);

@@ -183,36 +183,46 @@ impl Builder<'_> {
                 cur = self.program.layouts[p].parent;
             }
             let wrap = n.p("overflow").as_str() == Some("wrap");
-            let storage = match quant::Quant::parse(n.p("storage").as_str().unwrap_or("word"), wrap)
-            {
-                Ok(None) if wrap => {
-                    self.errors.push(GraphError::param(
+            let stochastic = n.p("rounding").as_str() == Some("stochastic");
+            let params = quant::QuantParams { wrap, stochastic };
+            let storage =
+                match quant::Quant::parse(n.p("storage").as_str().unwrap_or("word"), params) {
+                    Ok(None) if stochastic => {
+                        self.errors.push(GraphError::param(
                         &id,
-                        "overflow",
-                        "\"wrap\" applies to intN / uintN storage only",
+                        "rounding",
+                        "\"stochastic\" applies to fixedN and floatEmM / ufloatEmM storage only",
                     ));
-                    continue;
-                }
-                Ok(None) => Storage::Word,
-                Ok(Some(q)) if ty.scalar() != Some(q.compute_scalar()) => {
-                    self.errors.push(GraphError::param(
-                        &id,
-                        "storage",
-                        format!(
-                            "{} storage computes as {} but the field's type is {}",
-                            q.name(),
-                            Type::Scalar(q.compute_scalar()),
-                            ty
-                        ),
-                    ));
-                    continue;
-                }
-                Ok(Some(q)) => Storage::Quant(q),
-                Err(m) => {
-                    self.errors.push(GraphError::param(&id, "storage", m));
-                    continue;
-                }
-            };
+                        continue;
+                    }
+                    Ok(None) if wrap => {
+                        self.errors.push(GraphError::param(
+                            &id,
+                            "overflow",
+                            "\"wrap\" applies to intN / uintN storage only",
+                        ));
+                        continue;
+                    }
+                    Ok(None) => Storage::Word,
+                    Ok(Some(q)) if ty.scalar() != Some(q.compute_scalar()) => {
+                        self.errors.push(GraphError::param(
+                            &id,
+                            "storage",
+                            format!(
+                                "{} storage computes as {} but the field's type is {}",
+                                q.name(),
+                                Type::Scalar(q.compute_scalar()),
+                                ty
+                            ),
+                        ));
+                        continue;
+                    }
+                    Ok(Some(q)) => Storage::Quant(q),
+                    Err(m) => {
+                        self.errors.push(GraphError::param(&id, "storage", m));
+                        continue;
+                    }
+                };
             let wants_grad = n.p("grad").as_bool().unwrap_or(false);
             if wants_grad && ty.scalar() != Some(Scalar::F32) {
                 self.errors.push(GraphError::param(
