@@ -745,7 +745,7 @@ mod tests {
                 let mut ups = 0u64;
                 let draws = 4096u32;
                 for k in 0..draws {
-                    let r = k * 4096 + 1234 % 4096;
+                    let r = k * 4096 + 1234;
                     let got = f(q.decode(q.encode_stochastic(v.to_bits(), r)));
                     assert!(
                         got == lo.1 || got == hi.1,
