@@ -114,7 +114,7 @@ pub struct IrArgs {
     /// Only this kernel node.
     #[arg(long)]
     pub kernel: Option<String>,
-    /// Pipeline stage: front, inline, const_fold, simplify, autodiff, lower_access, final, legalize.
+    /// Pipeline stage: front, inline, const_fold, simplify, autodiff, lower_access, final, store_fusion, atomic_demotion, legalize.
     #[arg(long, default_value = "final")]
     pub stage: String,
 }

@@ -254,7 +254,14 @@ fn dropped_wires_offer_compatible_nodes_and_paste_renames() {
         .collect();
     assert_eq!(
         layout_inputs,
-        vec!["dense", "bitmasked", "pointer", "field"]
+        vec![
+            "dense",
+            "bitmasked",
+            "pointer",
+            "bit_struct",
+            "bit_array",
+            "field"
+        ]
     );
     let exec_inputs: Vec<&str> = compatible_kinds(PinKind::Exec, true)
         .iter()

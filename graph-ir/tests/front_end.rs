@@ -190,6 +190,7 @@ fn lowered_ir_validates() {
         let mut l =
             weft_ir::ir::LayoutNode::new("L", weft_ir::ir::LayoutKind::Dense, vec![4, 4], None);
         l.cell_words = 4;
+        l.cell_bits = 128;
         l.block_words = 16;
         l.tree_words = 16;
         l

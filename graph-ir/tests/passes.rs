@@ -123,6 +123,7 @@ fn full_pipeline_validates_after_every_pass_on_every_example() {
             &PassOptions {
                 bounds_checks: true,
                 validate: true,
+                ..Default::default()
             },
             None,
         )

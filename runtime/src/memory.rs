@@ -149,6 +149,10 @@ pub fn initial_root(p: &Program, root: LayoutId) -> Vec<u32> {
         }
         let data = match (&f.init, f.storage) {
             (FieldInit::Data(d), _) => d.clone(),
+            // A constant that encodes to zero bits is already there.
+            (FieldInit::Constant(c), Storage::Quant(q)) if c.iter().all(|&w| q.encode(w) == 0) => {
+                continue
+            }
             (FieldInit::Constant(c), Storage::Quant(_)) => c.repeat(f.cells() as usize),
             (FieldInit::Constant(_), Storage::Word) => continue,
         };

@@ -173,6 +173,19 @@ fn walk_fn(
                 format!("({}) * {}u + {}", lin, step.extent, x)
             };
         }
+        if !plan.is_sparse() && !level.cell_bits.is_multiple_of(WORD_BITS) {
+            // A bit_array: its cells share one word; the index picks the bit
+            // (handed to `load_fn` through its private `_sub`).
+            let _ = writeln!(
+                s,
+                "    {}_sub = ({}) * {}u;\n    a += {}u;",
+                load,
+                lin,
+                level.cell_bits,
+                big(level.offset_bits)?
+            );
+            continue;
+        }
         if !plan.is_sparse() {
             let _ = write!(s, "    a += ({}) * {}u", lin, big(level.cell_bits)?);
             if lvl > 0 {
@@ -300,11 +313,12 @@ fn load_fn(p: &Program, roots: &[LayoutId], field: FieldId, name: &str) -> Strin
             name, k
         ),
         Storage::Quant(q) => {
-            // Every level's stride is whole words, so the bit offset of
-            // component 0 inside its word is the same for every element.
+            // Every level's stride is whole words except a bit_array's,
+            // whose bit offset `address_fn` leaves in `_sub`; otherwise the
+            // bit offset of component 0 is the same for every element.
             let first = plan.base_bits % WORD_BITS;
             format!(
-                "{}fn {name}(a: u32, c: u32) -> u32 {{\n    let bit = {first}u + c * {stride}u;\n    let w = root{k}[a + bit / 32u];\n    return {name}_decode((w >> (bit % 32u)) & {mask}u);\n}}\n",
+                "{}var<private> {name}_sub: u32 = 0u;\nfn {name}(a: u32, c: u32) -> u32 {{\n    let bit = {first}u + c * {stride}u + {name}_sub;\n    let w = root{k}[a + bit / 32u];\n    return {name}_decode((w >> (bit % 32u)) & {mask}u);\n}}\n",
                 quant_decode_wgsl(q, &format!("{}_decode", name)),
                 stride = plan.component_bits,
                 mask = q.mask(),
@@ -333,7 +347,9 @@ fn quant_decode_wgsl(q: Quant, name: &str) -> String {
                 flit(scale)
             )
         }
-        Quant::Float { exp, frac, signed } => {
+        Quant::Float {
+            exp, frac, signed, ..
+        } => {
             let (bias, _) = q.float_consts();
             let fr = frac as u32;
             let mut s = format!(

@@ -139,6 +139,7 @@ fn backends_get_legalized_ir() {
             &weft_ir::passes::PassOptions {
                 bounds_checks: true,
                 validate: true,
+                ..Default::default()
             },
             None,
         )

@@ -396,6 +396,7 @@ fn without_bounds_checks_bad_indices_never_leave_the_buffer() {
     let no_checks = PassOptions {
         bounds_checks: false,
         validate: true,
+        ..Default::default()
     };
     for (code, ok) in [
         ("fn kernel(i: i32) {\n    x[i + 1000000] = 1.0;\n}", false),

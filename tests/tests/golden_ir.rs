@@ -15,6 +15,7 @@ fn check(name: &str, doc: &serde_json::Value) {
             &PassOptions {
                 bounds_checks: true,
                 validate: true,
+                ..Default::default()
             },
             Some(stage),
         )
@@ -89,4 +90,24 @@ fn tape_adjoint() {
         {"from": "x.field", "to": "k.x"}, {"from": "loss.field", "to": "k.loss"}
     ], "exec": [{"from": "start", "to": "tp"}, {"from": "tp.body", "to": "k"}]});
     check("tape", &g);
+}
+
+/// Stores into two fields of one `bit_struct` word: two compare-exchange
+/// loops after `final`, one after `store_fusion`, none (a plain load and
+/// store) after `atomic_demotion`, since each iteration owns its cell's word.
+#[test]
+fn bit_struct_store_fusion_and_demotion() {
+    let g = json!({"format": "weft-graph", "version": 1, "nodes": [
+        {"id": "cells", "kind": "dense", "params": {"shape": [16]}},
+        {"id": "word", "kind": "bit_struct"},
+        {"id": "a", "kind": "field", "params": {"type": "i32", "storage": "int5"}},
+        {"id": "x", "kind": "field", "params": {"type": "f32", "storage": "fixed11[0,1]"}},
+        {"id": "start", "kind": "on_start"},
+        {"id": "k", "kind": "kernel", "params": {"over": "a", "code": "fn kernel(i: i32) { a[i] = i - 8; x[i] = 0.5; }"}}
+    ], "wires": [
+        {"from": "cells.cells", "to": "word.parent"},
+        {"from": "word.cells", "to": "a.layout"}, {"from": "word.cells", "to": "x.layout"},
+        {"from": "a.field", "to": "k.a"}, {"from": "x.field", "to": "k.x"}
+    ], "exec": [{"from": "start", "to": "k"}]});
+    check("bit_struct", &g);
 }

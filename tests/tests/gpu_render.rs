@@ -686,4 +686,36 @@ fn sparse_activity_overlay_matches_cpu() {
         })
         .count();
     assert!(outlined > 64 * 4, "{} outline pixels", outlined);
+
+/// Views of fields in `bit_array`s: the bit inside the word depends on the
+/// index (one-bit life cells 32 to a word; 4-bit values in 2x4 tiles).
+#[test]
+fn bit_array_images() {
+    let Some(ctx) = gpu() else { return };
+    let mut g = example("life_bits");
+    set(&mut g, "board", "shape", json!([256, 8]));
+    set(&mut g, "step", "scalars", json!({"rows": 256, "cols": 8}));
+    let sim = gpu_sim(&g, 2, &ctx);
+    check_views("life_bits", &sim);
+
+    let code = "fn kernel(i: i32, j: i32) { t[(i, j)] = ((i * 3 + j * 5) % 16) as u32; }";
+    let mut g = kernel_graph(
+        &[F("t", "u32", &[1, 1], json!(0))],
+        code,
+        &[40, 64],
+        json!({}),
+    );
+    set(&mut g, "t_cells", "shape", json!([20, 16]));
+    set(&mut g, "t", "storage", json!("uint4"));
+    let nodes = g["nodes"].as_array_mut().unwrap();
+    nodes.push(json!({"id": "tile", "kind": "bit_array", "params": {"shape": [2, 4]}}));
+    let wires = g["wires"].as_array_mut().unwrap();
+    wires.retain(|w| w["to"] != "t.layout");
+    wires.push(json!({"from": "t_cells.cells", "to": "tile.parent"}));
+    wires.push(json!({"from": "tile.cells", "to": "t.layout"}));
+    add_view(&mut g, "t_auto", "image", json!({}), &[("field", "t")]);
+    let sim = gpu_sim(&g, 0, &ctx);
+    let f = sim.field("t").unwrap();
+    assert_eq!(sim.program.fields[f].shape, vec![40, 64]);
+    check_views("bit_array_tiles", &sim);
 }

@@ -180,6 +180,7 @@ fn faults_are_traps_with_sites_and_report_as_before() {
         &weft_ir::passes::PassOptions {
             bounds_checks: true,
             validate: true,
+            ..Default::default()
         },
         None,
     )

@@ -405,3 +405,88 @@ fn initial_values_are_encoded_and_checked() {
         assert!(e.contains("'x'") && e.contains(want), "{}: {}", storage, e);
     }
 }
+
+/// `rounding: "stochastic"`: every element is one of the two codes around
+/// the stored value, the mean is the value (within 4 standard deviations),
+/// and all backends draw the same numbers (the iteration's `random()`
+/// sequence), so their words are identical.
+#[test]
+fn stochastic_rounding_is_unbiased_and_identical_across_backends() {
+    let n = 20000u32;
+    let mut doc = graph(
+        n,
+        &[
+            ("x", "f32", "fixed8[0,1]", "l", json!(0)),
+            ("y", "f32", "float5m2", "l", json!(0)),
+            ("z", "f32", "fixed8[0,1]", "m", json!(0)),
+        ],
+        "fn kernel(i: i32) { x[i] = 0.3; y[i] = 1.1; z[i] = 0.3; }",
+        n,
+    );
+    for node in doc["nodes"].as_array_mut().unwrap() {
+        if node["id"] == "x" || node["id"] == "y" {
+            node["params"]["rounding"] = json!("stochastic");
+        }
+    }
+    let mut first: Option<Vec<Vec<u32>>> = None;
+    for backend in backends() {
+        let s = sim(&doc, backend);
+        // (value, lower code, upper code)
+        for (name, v, lo, hi) in [
+            ("x", 0.3f64, 76.0 / 255.0, 77.0 / 255.0),
+            ("y", 1.1, 1.0, 1.25),
+        ] {
+            let got = f32s(&s, name);
+            let mut sum = 0.0f64;
+            for (i, &g) in got.iter().enumerate() {
+                let g = g as f64;
+                assert!(
+                    (g - lo).abs() < 1e-6 || (g - hi).abs() < 1e-6,
+                    "{:?} {}[{}] = {}",
+                    backend,
+                    name,
+                    i,
+                    g
+                );
+                sum += g;
+            }
+            let p = (v - lo) / (hi - lo);
+            let sigma = (hi - lo) * (p * (1.0 - p) / n as f64).sqrt();
+            let mean = sum / n as f64;
+            assert!(
+                (mean - v).abs() < 4.0 * sigma,
+                "{:?} {}: mean {} vs {} (sigma {})",
+                backend,
+                name,
+                mean,
+                v,
+                sigma
+            );
+        }
+        // Nearest rounding puts every element on the same code.
+        assert!(f32s(&s, "z").iter().all(|&g| g == 77.0 / 255.0));
+        let all: Vec<Vec<u32>> = ["x", "y"].iter().map(|f| words(&s, f)).collect();
+        match &first {
+            None => first = Some(all),
+            Some(f) => assert_eq!(&all, f, "{:?} differs from the VM", backend),
+        }
+    }
+    // Only fixed and float storage rounds.
+    let mut bad = graph(
+        4,
+        &[("q", "i32", "int4", "l", json!(0))],
+        "fn kernel(i: i32) { q[i] = 1; }",
+        4,
+    );
+    for node in bad["nodes"].as_array_mut().unwrap() {
+        if node["id"] == "q" {
+            node["params"]["rounding"] = json!("stochastic");
+        }
+    }
+    let e = build(&bad).expect_err("int rounding").to_string();
+    assert!(
+        e.contains("node 'q'") && e.contains("\"stochastic\" applies to fixedN"),
+        "{}",
+        e
+    );
+}

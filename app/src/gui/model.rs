@@ -460,6 +460,10 @@ impl Model {
                 if matches!(k.name, "dense" | "bitmasked" | "pointer") {
                     params.insert("shape".into(), Value::from(vec![64, 64]));
                 }
+                if k.name == "bit_array" {
+                    // 32 one-bit cells along the last axis fill one word.
+                    params.insert("shape".into(), Value::from(vec![1, 32]));
+                }
                 self.doc.nodes.push(NodeDoc {
                     id,
                     kind,

@@ -140,6 +140,13 @@ const CELLS_OUT: PortSpec = PortSpec {
     doc: "Wire to child layout nodes and to fields placed in each cell.",
 };
 
+const PACKED_PARENT: PortSpec = PortSpec {
+    name: "parent",
+    ty: PortType::Layout,
+    optional: false,
+    doc: "The dense layout node whose cells each hold one packed 32-bit word.",
+};
+
 const SPARSE_SHAPE: ParamSpec = ParamSpec {
     name: "shape",
     ty: ParamType::Shape,
@@ -198,6 +205,37 @@ static KINDS: &[NodeKind] = &[
         exec_outs: &[],
     },
     NodeKind {
+        name: "bit_struct",
+        family: Family::Layout,
+        doc: "Packs the components of the quantized fields wired to `cells` into one 32-bit word per cell of its parent (first field in the lowest bits, components adjacent). More than 32 bits in all is an error naming this node and the bit count. Stores to several of its fields in one kernel body become one read-modify-write of the word.",
+        inputs: &[PACKED_PARENT],
+        outputs: &[CELLS_OUT],
+        dynamic_field_inputs: false,
+        params: &[],
+        exec_in: false,
+        exec_outs: &[],
+    },
+    NodeKind {
+        name: "bit_array",
+        family: Family::Layout,
+        doc: "Packs one narrow quantized scalar field along its `shape` into one 32-bit word per cell of its parent: a dense [n, m] parent with a bit_array of shape [1, 32] holding a uint1 field gives an [n, 32m] field of single bits. `words` is a u32 field of the parent's shape whose elements are the packed words (cell k of the bit_array in bits k*b..), for kernels that update all cells of a word at once with bitwise operations.",
+        inputs: &[PACKED_PARENT],
+        outputs: &[
+            CELLS_OUT,
+            PortSpec { name: "words", ty: PortType::Field, optional: true, doc: "The packed words as a u32 field over the parent's cells: wire to kernel ports (or views) to read and write 32 cells at a time." },
+        ],
+        dynamic_field_inputs: false,
+        params: &[ParamSpec {
+            name: "shape",
+            ty: ParamType::Shape,
+            default: None,
+            doc: "Cells per axis packed into one word, e.g. [1, 32] (same number of axes as the parent); cells × the field's bits must be at most 32.",
+            range: None,
+        }],
+        exec_in: false,
+        exec_outs: &[],
+    },
+    NodeKind {
         name: "field",
         family: Family::Field,
         doc: "A field of values stored in the layout cell it is wired to; its node id is its name.",
@@ -231,6 +269,13 @@ static KINDS: &[NodeKind] = &[
                 ty: ParamType::Enum(&["saturate", "wrap"]),
                 default: Some("\"saturate\""),
                 doc: "What an out-of-range store into intN / uintN storage does: clamp to the range (saturate) or keep the low N bits (wrap).",
+                range: None,
+            },
+            ParamSpec {
+                name: "rounding",
+                ty: ParamType::Enum(&["nearest", "stochastic"]),
+                default: Some("\"nearest\""),
+                doc: "How kernel stores into fixedN / floatEmM / ufloatEmM storage round: to the nearest code, or stochastically (up with probability equal to the dropped fraction, drawing 24 bits from the iteration's random() sequence). Host writes (init, --init) always round to nearest.",
                 range: None,
             },
             ParamSpec {

@@ -57,10 +57,14 @@ impl Field {
     }
 }
 
-/// A layout tree too large for the storage cap; names the layout node.
+/// A layout tree too large for the storage cap, or a `bit_struct` /
+/// `bit_array` whose contents do not fit its word; names the layout node and
+/// the param or port at fault.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LayoutError {
     pub node: String,
+    /// `shape` (sizes) or `cells` (what is wired into a packed node).
+    pub what: &'static str,
     pub message: String,
 }
 
@@ -83,6 +87,7 @@ pub fn compute(program: &mut Program) -> Result<(), LayoutError> {
     fn too_big(program: &Program, l: LayoutId) -> LayoutError {
         LayoutError {
             node: program.layouts[l].node_id.clone(),
+            what: "shape",
             message: format!(
                 "the layout needs more than the cap of {} words (1 GiB) of storage",
                 MAX_LAYOUT_WORDS
@@ -92,6 +97,9 @@ pub fn compute(program: &mut Program) -> Result<(), LayoutError> {
     let fits = |x: Option<u64>| x.filter(|&x| x <= MAX_LAYOUT_WORDS);
     /// Sizes `l`'s cell and block; returns the block's words.
     fn words(program: &mut Program, l: LayoutId) -> Result<u64, LayoutError> {
+        if program.layouts[l].packing != Packing::Cells {
+            return packed_words(program, l);
+        }
         let mut off_bits = 0u64;
         let children = program.layouts[l].children.clone();
         let mut order: Vec<LayoutChild> = children
@@ -141,6 +149,7 @@ pub fn compute(program: &mut Program) -> Result<(), LayoutError> {
         let node = &mut program.layouts[l];
         node.children = order;
         node.cell_words = cell_words;
+        node.cell_bits = cell_words * WORD_BITS;
         let n = cells(&node.shape);
         let (header, block) = match node.kind {
             LayoutKind::Dense => (0, n.checked_mul(cell_words)),
@@ -187,6 +196,7 @@ pub fn compute(program: &mut Program) -> Result<(), LayoutError> {
                 if coords >= u32::MAX as u64 {
                     return Err(LayoutError {
                         node: node.node_id.clone(),
+                        what: "shape",
                         message: format!(
                             "a pointer node's cells, counted over the whole domain, must be fewer than 2^32 (got {})",
                             coords
@@ -214,7 +224,124 @@ pub fn compute(program: &mut Program) -> Result<(), LayoutError> {
         }
         program.layouts[r].tree_words = end;
     }
+    // Word views sit exactly on their bit_array's block, in its parent's cell.
+    for k in 0..program.word_views.len() {
+        let (ba, view) = program.word_views[k];
+        program.fields[view].offset_in_cell = program.layouts[ba].offset_in_parent * WORD_BITS;
+    }
     Ok(())
+}
+
+/// Sizes a `bit_struct` or `bit_array` node: its whole block is one 32-bit
+/// word. A bit_struct's fields follow each other bit by bit (components of
+/// one field adjacent, no padding); a bit_array's cells are its one field's
+/// element wide, cell `k` at bit `k * width`. Anything that does not fit is
+/// an error naming the node and the bit count, never a silent spill.
+fn packed_words(program: &mut Program, l: LayoutId) -> Result<u64, LayoutError> {
+    let node = &program.layouts[l];
+    let err = |message: String| LayoutError {
+        node: node.node_id.clone(),
+        what: "cells",
+        message,
+    };
+    let kind = node.packing.node_kind();
+    let mut fields = Vec::new();
+    for c in &node.children {
+        match *c {
+            LayoutChild::Field(f) => fields.push(f),
+            LayoutChild::Layout(cl) => {
+                return Err(err(format!(
+                    "a {} holds fields only, but layout node '{}' is wired to its cells",
+                    kind, program.layouts[cl].node_id
+                )))
+            }
+        }
+    }
+    let n: u64 = node.shape.iter().map(|&s| s as u64).product();
+    let parts: Vec<String> = fields
+        .iter()
+        .map(|&f| {
+            let fd = &program.fields[f];
+            let b = fd.storage.component_bits();
+            match fd.ty.components() {
+                1 => format!("'{}' {}", fd.name, b),
+                c => format!("'{}' {}x{}", fd.name, c, b),
+            }
+        })
+        .collect();
+    let (cell_bits, total) = match node.packing {
+        Packing::BitStruct => {
+            // Components packed without the power-of-two stride padding
+            // (a whole element always fits the word here).
+            let total: u64 = fields
+                .iter()
+                .map(|&f| {
+                    let fd = &program.fields[f];
+                    fd.ty.components() as u64 * fd.storage.component_bits()
+                })
+                .sum();
+            (WORD_BITS, total)
+        }
+        _ => {
+            if fields.len() != 1 {
+                return Err(err(format!(
+                    "a bit_array packs exactly one field, but {} are wired to its cells",
+                    fields.len()
+                )));
+            }
+            let fd = &program.fields[fields[0]];
+            if fd.ty.components() != 1 || fd.storage == Storage::Word {
+                return Err(err(format!(
+                    "a bit_array packs one scalar field with quantized storage (e.g. uint1), but '{}' is a {} with {} storage",
+                    fd.name,
+                    fd.ty,
+                    match fd.storage {
+                        Storage::Word => "word".to_string(),
+                        Storage::Quant(q) => q.name(),
+                    }
+                )));
+            }
+            let b = fd.storage.component_bits();
+            (b, n * b)
+        }
+    };
+    if total > WORD_BITS {
+        let what = match node.packing {
+            Packing::BitStruct => format!("its fields need {} bits ({})", total, parts.join(" + ")),
+            _ => {
+                let fd = &program.fields[fields[0]];
+                let q = match fd.storage {
+                    Storage::Quant(q) => q.name(),
+                    Storage::Word => "word".into(),
+                };
+                format!(
+                    "its {} cells of {} bits ('{}', {}) need {} bits",
+                    n,
+                    fd.storage.component_bits(),
+                    fd.name,
+                    q,
+                    total
+                )
+            }
+        };
+        return Err(err(format!(
+            "a {} packs into one 32-bit word, but {}",
+            kind, what
+        )));
+    }
+    let mut off = 0u64;
+    for &f in &fields {
+        program.fields[f].offset_in_cell = off;
+        if node.packing == Packing::BitStruct {
+            off += program.fields[f].element_bits();
+        }
+    }
+    let node = &mut program.layouts[l];
+    node.cell_bits = cell_bits;
+    node.cell_words = cell_bits / WORD_BITS;
+    node.header_words = 0;
+    node.block_words = 1;
+    Ok(1)
 }
 
 /// Cells of `l` along axis `d` over the whole domain (the product of the
@@ -289,7 +416,9 @@ pub fn memory_report(program: &Program, root: LayoutId) -> MemoryReport {
     let dense_words = program
         .fields
         .iter()
-        .filter(|(_, f)| root_of(program, f.layout) == root)
+        .filter(|(h, f)| {
+            root_of(program, f.layout) == root && !program.word_views.iter().any(|v| v.1 == *h)
+        })
         .map(|(_, f)| f.cells() * f.element_words() as u64)
         .sum();
     MemoryReport {
@@ -518,7 +647,7 @@ pub fn level_plans(p: &Program, bottom: LayoutId) -> Vec<LevelPlan> {
                 node: l,
                 kind: node.kind,
                 axes,
-                cell_bits: node.cell_words * WORD_BITS,
+                cell_bits: node.cell_bits,
                 offset_bits: if lvl > 0 {
                     node.offset_in_parent * WORD_BITS
                 } else {

@@ -60,6 +60,11 @@ pub struct Program {
     /// Gradient fields: (field, its gradient field of the same type and
     /// layout), for fields with `grad: true`.
     pub grads: Vec<(FieldId, FieldId)>,
+    /// Word views of `bit_array` nodes: (the bit_array node, a u32 field on
+    /// its parent whose element is the bit_array's one packed word). The view
+    /// owns no storage of its own (`layout::compute` places it on the
+    /// bit_array's block), so kernels can update all cells of a word at once.
+    pub word_views: Vec<(LayoutId, FieldId)>,
 }
 
 impl Program {
@@ -114,6 +119,31 @@ impl LayoutKind {
     }
 }
 
+/// How a dense node packs its cells (`layout::compute` sizes each way).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Packing {
+    /// Cells are whole words (fields inside one cell may share words).
+    #[default]
+    Cells,
+    /// `bit_struct`: one cell of exactly one 32-bit word holding the
+    /// components of all its fields (at most 32 bits in all).
+    BitStruct,
+    /// `bit_array`: cells are as narrow as their one quantized field, all of
+    /// them packed into one 32-bit word (at most 32 bits in all).
+    BitArray,
+}
+
+impl Packing {
+    /// The graph node kind that gives this packing.
+    pub fn node_kind(self) -> &'static str {
+        match self {
+            Packing::Cells => "dense",
+            Packing::BitStruct => "bit_struct",
+            Packing::BitArray => "bit_array",
+        }
+    }
+}
+
 /// Where a pointer node's pool lives in its root buffer (word offsets,
 /// filled in by `layout::compute`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -137,6 +167,8 @@ pub struct LayoutNode {
     /// The graph node this came from.
     pub node_id: String,
     pub kind: LayoutKind,
+    /// How cells are packed (only ever not `Cells` on dense nodes).
+    pub packing: Packing,
     /// Cells per axis at this level; every node of one tree has the same number of axes.
     pub shape: Vec<u32>,
     pub parent: Option<LayoutId>,
@@ -144,6 +176,9 @@ pub struct LayoutNode {
     pub children: Vec<LayoutChild>,
     /// Words per cell (filled in by `layout::compute`, which owns all address math).
     pub cell_words: u64,
+    /// Bits per cell: `cell_words * 32`, except in a `bit_array`, whose
+    /// cells are narrower than a word.
+    pub cell_bits: u64,
     /// Word offset of this node's block inside its parent's cell.
     pub offset_in_parent: u64,
     /// Words before the cells in each block (activity bits of `bitmasked`).
@@ -167,10 +202,12 @@ impl LayoutNode {
         LayoutNode {
             node_id: node_id.to_string(),
             kind,
+            packing: Packing::Cells,
             shape,
             parent,
             children: vec![],
             cell_words: 0,
+            cell_bits: 0,
             offset_in_parent: 0,
             header_words: 0,
             block_words: 0,

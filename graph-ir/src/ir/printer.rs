@@ -11,16 +11,21 @@ pub fn print_program(program: &Program, only_kernel: Option<&str>) -> String {
                 .parent
                 .map(|p| format!(" parent=L{}", p.index()))
                 .unwrap_or_default();
+            let packing = match l.packing {
+                Packing::Cells => String::new(),
+                p => format!(" packing={} cell_bits={}", p.node_kind(), l.cell_bits),
+            };
             let _ = writeln!(
                 out,
-                "layout L{} '{}' {:?} shape={:?}{} cell_words={} offset={}",
+                "layout L{} '{}' {:?} shape={:?}{} cell_words={} offset={}{}",
                 h.index(),
                 l.node_id,
                 l.kind,
                 l.shape,
                 parent,
                 l.cell_words,
-                l.offset_in_parent
+                l.offset_in_parent,
+                packing
             );
         }
         for (h, f) in program.fields.iter() {

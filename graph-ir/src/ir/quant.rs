@@ -31,9 +31,34 @@ use crate::types::Scalar;
 /// can live inside `Storage`; fixed-point bounds are kept as f32 bit patterns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Quant {
-    Int { bits: u8, signed: bool, wrap: bool },
-    Fixed { bits: u8, lo: u32, hi: u32 },
-    Float { exp: u8, frac: u8, signed: bool },
+    Int {
+        bits: u8,
+        signed: bool,
+        wrap: bool,
+    },
+    Fixed {
+        bits: u8,
+        lo: u32,
+        hi: u32,
+        stochastic: bool,
+    },
+    Float {
+        exp: u8,
+        frac: u8,
+        signed: bool,
+        stochastic: bool,
+    },
+}
+
+/// Field params that qualify a storage name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QuantParams {
+    /// `overflow: "wrap"` (intN / uintN only).
+    pub wrap: bool,
+    /// `rounding: "stochastic"` (fixed and float only): kernel stores round
+    /// up with probability equal to the dropped fraction, using 24 bits of
+    /// the iteration's `random()` sequence.
+    pub stochastic: bool,
 }
 
 /// Largest fixed-point width: codes up to 2^20 keep an encode/decode round
@@ -48,7 +73,8 @@ impl Quant {
     /// Parses a storage name (`int5`, `uint1`, `fixed16[-4,4]`, `float5m10`,
     /// `ufloat6m9`); `wrap` comes from the field's `overflow` param. `Ok(None)`
     /// is plain word storage (`word`).
-    pub fn parse(s: &str, wrap: bool) -> Result<Option<Quant>, String> {
+    pub fn parse(s: &str, params: QuantParams) -> Result<Option<Quant>, String> {
+        let QuantParams { wrap, stochastic } = params;
         let s = s.trim();
         if s == "word" {
             return Ok(None);
@@ -89,6 +115,7 @@ impl Quant {
                 bits,
                 lo: lo.to_bits(),
                 hi: hi.to_bits(),
+                stochastic,
             }
         } else if let Some((signed, rest)) = s
             .strip_prefix("ufloat")
@@ -108,7 +135,12 @@ impl Quant {
                     s
                 ));
             }
-            Quant::Float { exp, frac, signed }
+            Quant::Float {
+                exp,
+                frac,
+                signed,
+                stochastic,
+            }
         } else if let Some((signed, rest)) = s
             .strip_prefix("uint")
             .map(|r| (false, r))
@@ -125,6 +157,12 @@ impl Quant {
                 s
             ));
         };
+        if stochastic && matches!(q, Quant::Int { .. }) {
+            return Err(format!(
+                "'{}': rounding \"stochastic\" applies to fixedN and floatEmM / ufloatEmM storage only",
+                s
+            ));
+        }
         if wrap && !matches!(q, Quant::Int { .. }) {
             return Err(format!(
                 "'{}': overflow \"wrap\" applies to intN / uintN storage only",
@@ -138,7 +176,9 @@ impl Quant {
     pub fn bits(self) -> u32 {
         match self {
             Quant::Int { bits, .. } | Quant::Fixed { bits, .. } => bits as u32,
-            Quant::Float { exp, frac, signed } => exp as u32 + frac as u32 + signed as u32,
+            Quant::Float {
+                exp, frac, signed, ..
+            } => exp as u32 + frac as u32 + signed as u32,
         }
     }
 
@@ -162,8 +202,12 @@ impl Quant {
             Quant::Int { bits, signed, .. } => {
                 format!("{}int{}", if signed { "" } else { "u" }, bits)
             }
-            Quant::Fixed { bits, lo, hi } => format!("fixed{}[{:?},{:?}]", bits, f(lo), f(hi)),
-            Quant::Float { exp, frac, signed } => {
+            Quant::Fixed { bits, lo, hi, .. } => {
+                format!("fixed{}[{:?},{:?}]", bits, f(lo), f(hi))
+            }
+            Quant::Float {
+                exp, frac, signed, ..
+            } => {
                 format!("{}float{}m{}", if signed { "" } else { "u" }, exp, frac)
             }
         }
@@ -172,7 +216,7 @@ impl Quant {
     /// Fixed point: (scale, 1/scale, lo/scale) as the f32 constants that both
     /// the host and the emitted IR use.
     pub fn fixed_consts(self) -> (f32, f32, f32) {
-        let Quant::Fixed { bits, lo, hi } = self else {
+        let Quant::Fixed { bits, lo, hi, .. } = self else {
             panic!("fixed_consts of a non-fixed storage")
         };
         let qmax = mask(bits as u32) as f64;
@@ -196,6 +240,32 @@ impl Quant {
     /// bits, rounding and saturating (or wrapping) like a kernel store.
     /// `passes::quantize::encode` emits exactly this sequence as IR.
     pub fn encode(self, v: u32) -> u32 {
+        self.encode_rounding(v, None)
+    }
+
+    /// Whether kernel stores round stochastically (`rounding: "stochastic"`).
+    pub fn stochastic(self) -> bool {
+        matches!(
+            self,
+            Quant::Fixed {
+                stochastic: true,
+                ..
+            } | Quant::Float {
+                stochastic: true,
+                ..
+            }
+        )
+    }
+
+    /// `encode` with stochastic rounding driven by `r24`, 24 random bits
+    /// (`random() * 2^24` in a kernel): a value between two codes goes up
+    /// with probability (distance to the lower code) / (code spacing), to
+    /// 2^-24; values on a code stay there. Integers encode as `encode`.
+    pub fn encode_stochastic(self, v: u32, r24: u32) -> u32 {
+        self.encode_rounding(v, Some(r24 & 0xff_ffff))
+    }
+
+    fn encode_rounding(self, v: u32, r24: Option<u32>) -> u32 {
         match self {
             Quant::Int { bits, signed, wrap } => {
                 let m = mask(bits as u32);
@@ -215,9 +285,19 @@ impl Quant {
                 let t = (f(v) - f(lo)) * inv;
                 let t = if t > 0.0 { t } else { 0.0 };
                 let t = if t < qmax { t } else { qmax };
-                (t + 0.5).floor() as u32
+                match r24 {
+                    None => (t + 0.5).floor() as u32,
+                    Some(r) => {
+                        // Up when the (exact) fraction exceeds u in [0, 1).
+                        let ti = t.floor();
+                        let u = r as f32 * (1.0 / 16_777_216.0);
+                        ti as u32 + u32::from(t - ti > u)
+                    }
+                }
             }
-            Quant::Float { exp, frac, signed } => {
+            Quant::Float {
+                exp, frac, signed, ..
+            } => {
                 let (bias, max_bits) = self.float_consts();
                 let s = v >> 31;
                 let mut a = v & 0x7fff_ffff;
@@ -227,12 +307,24 @@ impl Quant {
                 a = a.min(max_bits);
                 let e = a >> 23;
                 let fr = frac as u32;
-                let half = (1u32 << (23 - fr)) >> 1;
-                let normal = ((a + half) >> (23 - fr)).wrapping_sub((127 - bias) << fr);
+                // The amount added below the kept bits before truncating:
+                // half of them (nearest), or as many random bits (the top
+                // `k` of r24 << 8; bits past 24 are zero).
+                let below = |k: u32| match r24 {
+                    None => (1u32 << k) >> 1,
+                    Some(r) => (r << 8) >> 1 >> (31 - k),
+                };
+                let normal = ((a + below(23 - fr)) >> (23 - fr)).wrapping_sub((127 - bias) << fr);
                 let e1 = e.max(1);
-                let shift = (151 - bias - fr).wrapping_sub(e1).min(31);
-                let mant = (a & 0x7f_ffff) | if e > 0 { 1 << 23 } else { 0 };
-                let den = (mant + ((1u32 << shift) >> 1)) >> shift;
+                let full = (151 - bias - fr).wrapping_sub(e1);
+                let shift = full.min(31);
+                let mut mant = (a & 0x7f_ffff) | if e > 0 { 1 << 23 } else { 0 };
+                if r24.is_some() {
+                    // Shifts past 31 keep their odds: drop the excess first
+                    // (below the 24 random bits' resolution anyway).
+                    mant >>= (full - shift).min(31);
+                }
+                let den = (mant + below(shift)) >> shift;
                 let mag = if e > 127 - bias { normal } else { den };
                 if signed {
                     ((s & 1) << (exp as u32 + fr)) | mag
@@ -259,7 +351,9 @@ impl Quant {
                 let (scale, _, off) = self.fixed_consts();
                 ((raw as f32 + off) * scale).to_bits()
             }
-            Quant::Float { exp, frac, signed } => {
+            Quant::Float {
+                exp, frac, signed, ..
+            } => {
                 let (bias, _) = self.float_consts();
                 let fr = frac as u32;
                 let mag = raw & mask(exp as u32 + fr);
@@ -324,7 +418,7 @@ mod tests {
     use super::*;
 
     fn q(s: &str) -> Quant {
-        Quant::parse(s, false).unwrap().unwrap()
+        Quant::parse(s, QuantParams::default()).unwrap().unwrap()
     }
 
     /// Value of a quantized-float code from the definition (f64).
@@ -458,7 +552,15 @@ mod tests {
         for bits in [1u8, 2, 5, 8, 16, 31, 32] {
             let (lo, hi) = (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1);
             let t = q(&format!("int{bits}"));
-            let w = Quant::parse(&format!("int{bits}"), true).unwrap().unwrap();
+            let w = Quant::parse(
+                &format!("int{bits}"),
+                QuantParams {
+                    wrap: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap()
+            .unwrap();
             for x in [
                 0i64,
                 1,
@@ -570,11 +672,110 @@ mod tests {
             "half",
             "float5m0",
         ] {
-            assert!(Quant::parse(bad, false).is_err(), "{bad}");
+            assert!(Quant::parse(bad, QuantParams::default()).is_err(), "{bad}");
         }
-        assert!(Quant::parse("float5m10", true).is_err());
-        assert_eq!(Quant::parse("word", false), Ok(None));
+        assert!(Quant::parse(
+            "float5m10",
+            QuantParams {
+                wrap: true,
+                ..Default::default()
+            }
+        )
+        .is_err());
+        assert_eq!(Quant::parse("word", QuantParams::default()), Ok(None));
         assert_eq!(q("fixed8[-1,1]").name(), "fixed8[-1.0,1.0]");
         assert_eq!(q("float5m10").bits(), 16);
+    }
+
+    /// Stochastic rounding against a brute-force reference: the two codes
+    /// around v are found by decoding every code; every random draw must
+    /// give one of them, the share going up must be (v - lower) / (upper -
+    /// lower), and values on a code, beyond the range, negative in ufloat
+    /// or NaN behave as with nearest rounding.
+    #[test]
+    fn stochastic_rounding_picks_a_neighbour_in_proportion() {
+        let sq = |s: &str| {
+            Quant::parse(
+                s,
+                QuantParams {
+                    stochastic: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap()
+            .unwrap()
+        };
+        assert!(Quant::parse(
+            "int4",
+            QuantParams {
+                stochastic: true,
+                ..Default::default()
+            }
+        )
+        .is_err());
+        for name in [
+            "fixed8[0,255]",
+            "fixed5[-1,1]",
+            "float5m2",
+            "ufloat4m3",
+            "float3m4",
+        ] {
+            let q = sq(name);
+            assert!(q.stochastic());
+            let codes: Vec<(u32, f32)> = (0..=q.mask()).map(|c| (c, f(q.decode(c)))).collect();
+            let inputs = [
+                0.3f32, 1.125, -0.7, 2.6, 0.01, 1e-5, 3.0e-6, 200.37, 0.0, -0.0, 1.0, 0.25,
+            ];
+            for v in inputs {
+                let lower = codes
+                    .iter()
+                    .filter(|c| c.1 <= v)
+                    .max_by(|a, b| a.1.total_cmp(&b.1));
+                let upper = codes
+                    .iter()
+                    .filter(|c| c.1 >= v)
+                    .min_by(|a, b| a.1.total_cmp(&b.1));
+                let (Some(lo), Some(hi)) = (lower, upper) else {
+                    // Outside the range: saturates exactly like nearest.
+                    for r in [0, 0x80_0000, 0xff_ffff] {
+                        assert_eq!(q.encode_stochastic(v.to_bits(), r), q.encode(v.to_bits()));
+                    }
+                    continue;
+                };
+                let mut ups = 0u64;
+                let draws = 4096u32;
+                for k in 0..draws {
+                    let r = k * 4096 + 1234;
+                    let got = f(q.decode(q.encode_stochastic(v.to_bits(), r)));
+                    assert!(
+                        got == lo.1 || got == hi.1,
+                        "{name} {v}: {got} is not {} or {}",
+                        lo.1,
+                        hi.1
+                    );
+                    if got == hi.1 && hi.1 != lo.1 {
+                        ups += 1;
+                    }
+                }
+                let want = if hi.1 == lo.1 {
+                    0.0
+                } else {
+                    ((v - lo.1) / (hi.1 - lo.1)) as f64
+                };
+                let share = ups as f64 / draws as f64;
+                assert!(
+                    (share - want).abs() <= 2.0 / draws as f64,
+                    "{name} {v}: up {share}, want {want}"
+                );
+            }
+            // NaN, infinities: as nearest (lo / saturation).
+            for v in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1e30] {
+                assert_eq!(
+                    q.encode_stochastic(v.to_bits(), 0x12_3456),
+                    q.encode(v.to_bits()),
+                    "{name} {v}"
+                );
+            }
+        }
     }
 }

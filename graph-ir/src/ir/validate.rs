@@ -129,7 +129,7 @@ pub fn validate_structure(program: &Program) -> Result<(), ValidationError> {
         let Some(l) = program.layouts.get(f.layout) else {
             return Err(program_err(&f.name, "field: layout out of range".into()));
         };
-        if f.offset_in_cell + f.element_bits() > l.cell_words * layout::WORD_BITS {
+        if f.offset_in_cell + f.element_bits() > l.cell_bits {
             return Err(program_err(
                 &f.name,
                 "field: does not fit its layout cell".into(),

@@ -78,7 +78,7 @@ fn lower_block(
             out.extend(std::mem::take(&mut e.out));
             continue;
         }
-        let (base, active) = address(p, &plan, &mut e, &index, checks, mode, sites);
+        let (base, active, sub_bits) = address(p, &plan, &mut e, &index, checks, mode, sites);
         if let InstKind::FieldIsActive { .. } = kind {
             // Dense fields are always active. The handle keeps the result
             // (as a select of the value with itself) so its uses stay valid.
@@ -104,7 +104,7 @@ fn lower_block(
         let comps = plan.components;
         // Quantized storage: bit extraction and encode/decode live in `quantize`.
         if let Storage::Quant(q) = plan.storage {
-            let k = super::quantize::lower(&mut e, p, &plan, q, kind, base);
+            let k = super::quantize::lower(&mut e, p, &plan, q, kind, base, sub_bits);
             out.extend(std::mem::take(&mut e.out));
             if let Some(k) = k {
                 f.insts[h].kind = k;
@@ -256,9 +256,11 @@ fn checked_index(
         .collect()
 }
 
-/// Emits the plan's word address of component 0 (plus bounds checks), and
-/// for `Mode::Probe` whether the element is active. Dense-only plans are
-/// plain arithmetic; sparse ones walk the levels (`sparse_ir::walk`).
+/// Emits the plan's word address of component 0 (plus bounds checks), for
+/// `Mode::Probe` whether the element is active, and for a level whose cells
+/// are narrower than a word (a `bit_array`) the element's bit offset inside
+/// that word. Dense-only plans are plain arithmetic; sparse ones walk the
+/// levels (`sparse_ir::walk`).
 fn address(
     p: &Program,
     plan: &AddressPlan,
@@ -267,7 +269,7 @@ fn address(
     checks: bool,
     mode: Mode,
     sites: &mut Vec<FaultSite>,
-) -> (InstId, Option<InstId>) {
+) -> (InstId, Option<InstId>, Option<InstId>) {
     // Word storage is word-aligned; quantized storage gets the word holding
     // the element's first bit (`quantize` adds the bit offset).
     if plan.storage == Storage::Word {
@@ -283,12 +285,24 @@ fn address(
         } else {
             cell
         };
-        return (addr, w.active);
+        return (addr, w.active, None);
     }
     let mut addr = e.u32c(plan.base_bits / WORD_BITS);
+    let mut sub_bits = None;
     for level in &plan.levels {
         // Cell index at this level, row-major (last axis fastest).
         let lin = sparse_ir::cell_in_block(e, level, &idx);
+        if !level.cell_bits.is_multiple_of(WORD_BITS) {
+            // A bit_array: all its cells share the one word of its block
+            // (`layout::packed_words`), so the index moves the bit, not the word.
+            let cb = e.u32c(level.cell_bits);
+            sub_bits = Some(e.bin(BinaryOp::Mul, lin, cb));
+            if level.offset_bits > 0 {
+                let k = e.u32c(level.offset_bits / WORD_BITS);
+                addr = e.bin(BinaryOp::Add, addr, k);
+            }
+            continue;
+        }
         let cw = e.u32c(level.cell_bits / WORD_BITS);
         let term = e.bin(BinaryOp::Mul, lin, cw);
         addr = e.bin(BinaryOp::Add, addr, term);
@@ -297,5 +311,5 @@ fn address(
             addr = e.bin(BinaryOp::Add, addr, k);
         }
     }
-    (addr, None)
+    (addr, None, sub_bits)
 }

@@ -7,8 +7,10 @@
 //! and debug builds set it). The order is the "lowering order" contract:
 //! front end → inline → const-fold → simplify → autodiff → access lowering
 //! (and the sparse system kernels and struct-for) → fold, simplify and CSE
-//! the address arithmetic → legalize → CSE → LICM → CSE → backend.
+//! the address arithmetic → store fusion → atomic demotion → legalize → CSE
+//! → LICM → CSE → backend.
 
+pub mod atomic_demotion;
 pub mod autodiff;
 pub mod const_fold;
 pub mod cse;
@@ -21,6 +23,7 @@ pub mod simplify;
 pub mod sparse_gc;
 pub mod sparse_ir;
 pub mod sparse_iter;
+pub mod store_fusion;
 pub mod unroll;
 
 use crate::ir::{validate_program, IrForm, Program, Span};
@@ -31,6 +34,9 @@ pub struct PassOptions {
     pub bounds_checks: bool,
     /// Run the IR validator after every pass.
     pub validate: bool,
+    /// Run `store_fusion` and `atomic_demotion` (they change no result;
+    /// tests turn them off to show that).
+    pub packed_word_rewrites: bool,
 }
 
 impl Default for PassOptions {
@@ -38,6 +44,7 @@ impl Default for PassOptions {
         PassOptions {
             bounds_checks: true,
             validate: cfg!(debug_assertions),
+            packed_word_rewrites: true,
         }
     }
 }
@@ -63,6 +70,8 @@ struct LowerAccess {
     bounds_checks: bool,
 }
 struct Legalize;
+struct StoreFusion;
+struct AtomicDemotion;
 struct Cse;
 struct Licm;
 struct Unroll;
@@ -197,6 +206,32 @@ impl Pass for Unroll {
     }
 }
 
+impl Pass for StoreFusion {
+    fn name(&self) -> &'static str {
+        "store_fusion"
+    }
+    fn accepts(&self, form: IrForm) -> bool {
+        form == IrForm::Lowered
+    }
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
+        store_fusion::run(program);
+        Ok(())
+    }
+}
+
+impl Pass for AtomicDemotion {
+    fn name(&self) -> &'static str {
+        "atomic_demotion"
+    }
+    fn accepts(&self, form: IrForm) -> bool {
+        form == IrForm::Lowered
+    }
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
+        atomic_demotion::run(program);
+        Ok(())
+    }
+}
+
 impl Pass for Legalize {
     fn name(&self) -> &'static str {
         "legalize"
@@ -226,13 +261,18 @@ pub enum Stage {
     LowerAccess,
     /// Address arithmetic folded, simplified and shared between accesses (CSE).
     Final,
+    /// Stores into one packed word within a block merged into one
+    /// read-modify-write.
+    StoreFusion,
+    /// Compare-exchange loops on words each iteration owns made plain.
+    AtomicDemotion,
     /// What backends compile: legalized, then CSE, loop-invariant code
     /// motion and CSE again for what they expose.
     Legalize,
 }
 
 impl Stage {
-    pub const ALL: [Stage; 8] = [
+    pub const ALL: [Stage; 10] = [
         Stage::Front,
         Stage::Inline,
         Stage::ConstFold,
@@ -240,6 +280,8 @@ impl Stage {
         Stage::Autodiff,
         Stage::LowerAccess,
         Stage::Final,
+        Stage::StoreFusion,
+        Stage::AtomicDemotion,
         Stage::Legalize,
     ];
     pub fn name(self) -> &'static str {
@@ -251,6 +293,8 @@ impl Stage {
             Stage::Autodiff => "autodiff",
             Stage::LowerAccess => "lower_access",
             Stage::Final => "final",
+            Stage::StoreFusion => "store_fusion",
+            Stage::AtomicDemotion => "atomic_demotion",
             Stage::Legalize => "legalize",
         }
     }
@@ -278,6 +322,9 @@ impl Stage {
                 Box::new(Simplify),
                 Box::new(Cse),
             ],
+            Stage::StoreFusion if opts.packed_word_rewrites => vec![Box::new(StoreFusion)],
+            Stage::AtomicDemotion if opts.packed_word_rewrites => vec![Box::new(AtomicDemotion)],
+            Stage::StoreFusion | Stage::AtomicDemotion => vec![],
             Stage::Legalize => vec![
                 Box::new(Legalize),
                 Box::new(Cse),

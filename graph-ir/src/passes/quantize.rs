@@ -35,6 +35,7 @@ pub(super) fn lower(
     q: Quant,
     kind: InstKind,
     base: InstId,
+    sub_bits: Option<InstId>,
 ) -> Option<InstKind> {
     let fty = p.fields[plan.field].ty;
     let root = plan.root;
@@ -50,7 +51,13 @@ pub(super) fn lower(
             e.emit(InstKind::Binary(BinaryOp::Add, base, k), Type::U32)
         }
     };
-    let shift = |c: usize| (pos(c) % WORD_BITS) as u32;
+    // In a bit_array the bit inside the word also depends on the index
+    // (`sub_bits`, from `lower_access::address`); its one scalar component
+    // starts at bit 0 of its cell.
+    let shift = |c: usize| match sub_bits {
+        Some(s) => Shift::Dyn(s),
+        None => Shift::Const((pos(c) % WORD_BITS) as u32),
+    };
     let exclusive = owns_word(p, plan);
     match kind {
         InstKind::FieldLoad { .. } => {
@@ -68,7 +75,8 @@ pub(super) fn lower(
             let parts = split(e, fty, value);
             for (c, part) in parts.into_iter().enumerate() {
                 let a = word_of(e, c);
-                let enc = encode(e, q, part);
+                let rnd = rounding_bits(e, q);
+                let enc = encode(e, q, part, rnd);
                 if exclusive {
                     e.emit(
                         InstKind::BufStore {
@@ -101,11 +109,12 @@ pub(super) fn lower(
                         ty: Type::Scalar(scalar),
                     });
                     let cmpc = cmp_parts.as_ref().map(|cp| cp[c]);
+                    let rnd = rounding_bits(e, q);
                     cas_loop(e, root, a, |e, old| {
                         let raw = extract(e, q, old, shift(c));
                         let oldv = decode(e, q, raw);
                         let newv = apply(e, op, scalar, oldv, part, cmpc);
-                        let enc = encode(e, q, newv);
+                        let enc = encode(e, q, newv, rnd);
                         let new = insert(e, q, old, enc, shift(c));
                         (new, Some((local, oldv)))
                     });
@@ -234,8 +243,23 @@ fn sel(e: &mut Emitter, cond: InstId, accept: InstId, reject: InstId, t: Type) -
     )
 }
 
+/// Where a component's bits start inside its word: known when compiling, or
+/// (inside a `bit_array`) computed from the index, always below 32.
+#[derive(Clone, Copy)]
+enum Shift {
+    Const(u32),
+    Dyn(InstId),
+}
+
 /// The component's `bits()` low bits, from the word `w` at bit `shift`.
-fn extract(e: &mut Emitter, q: Quant, w: InstId, shift: u32) -> InstId {
+fn extract(e: &mut Emitter, q: Quant, w: InstId, shift: Shift) -> InstId {
+    let shift = match shift {
+        Shift::Const(k) => k,
+        Shift::Dyn(s) => {
+            let x = bin(e, BinaryOp::Shr, w, s, Type::U32);
+            return binc(e, BinaryOp::BitAnd, x, q.mask());
+        }
+    };
     let mut x = w;
     if shift > 0 {
         x = binc(e, BinaryOp::Shr, x, shift);
@@ -247,7 +271,18 @@ fn extract(e: &mut Emitter, q: Quant, w: InstId, shift: u32) -> InstId {
 }
 
 /// `old` with the component's bits at `shift` replaced by `enc`.
-fn insert(e: &mut Emitter, q: Quant, old: InstId, enc: InstId, shift: u32) -> InstId {
+fn insert(e: &mut Emitter, q: Quant, old: InstId, enc: InstId, shift: Shift) -> InstId {
+    let shift = match shift {
+        Shift::Const(k) => k,
+        Shift::Dyn(s) => {
+            let m = cu(e, q.mask());
+            let m = bin(e, BinaryOp::Shl, m, s, Type::U32);
+            let keep = binc(e, BinaryOp::BitXor, m, u32::MAX);
+            let cleared = bin(e, BinaryOp::BitAnd, old, keep, Type::U32);
+            let moved = bin(e, BinaryOp::Shl, enc, s, Type::U32);
+            return bin(e, BinaryOp::BitOr, cleared, moved, Type::U32);
+        }
+    };
     let m = if q.bits() >= 32 {
         u32::MAX
     } else {
@@ -286,7 +321,9 @@ fn decode(e: &mut Emitter, q: Quant, raw: InstId) -> InstId {
             let s = cf(e, scale);
             bin(e, BinaryOp::Mul, x, s, Type::F32)
         }
-        Quant::Float { exp, frac, signed } => {
+        Quant::Float {
+            exp, frac, signed, ..
+        } => {
             let (bias, _) = q.float_consts();
             let fr = frac as u32;
             let mag = binc(e, BinaryOp::BitAnd, raw, mask(exp as u32 + fr));
@@ -310,8 +347,23 @@ fn decode(e: &mut Emitter, q: Quant, raw: InstId) -> InstId {
     }
 }
 
-/// `Quant::encode` as IR: a compute value to raw low bits (u32).
-fn encode(e: &mut Emitter, q: Quant, v: InstId) -> InstId {
+/// 24 random bits of the iteration's sequence as a u32 (`random()` is
+/// exactly `bits * 2^-24`), for stochastic rounding; `None` otherwise.
+/// Drawn once per store, outside any retry loop, so every backend draws the
+/// same numbers.
+fn rounding_bits(e: &mut Emitter, q: Quant) -> Option<InstId> {
+    if !q.stochastic() {
+        return None;
+    }
+    let r = e.emit(InstKind::Random, Type::F32);
+    let k = cf(e, 16_777_216.0);
+    let r = bin(e, BinaryOp::Mul, r, k, Type::F32);
+    Some(e.emit(InstKind::Cast(r), Type::U32))
+}
+
+/// `Quant::encode` (with `r24`: `Quant::encode_stochastic`) as IR: a
+/// compute value to raw low bits (u32).
+fn encode(e: &mut Emitter, q: Quant, v: InstId, r24: Option<InstId>) -> InstId {
     match q {
         Quant::Int { bits, signed, wrap } => {
             let m = mask(bits as u32);
@@ -352,12 +404,27 @@ fn encode(e: &mut Emitter, q: Quant, v: InstId) -> InstId {
             let qm = cf(e, qmax);
             let below = bin(e, BinaryOp::Lt, t, qm, Type::F32);
             let t = sel(e, below, t, qm, Type::F32);
+            if let Some(r) = r24 {
+                let ti = e.emit(InstKind::Builtin(Builtin::Floor, vec![t]), Type::F32);
+                let fr = bin(e, BinaryOp::Sub, t, ti, Type::F32);
+                let u = e.emit(InstKind::Cast(r), Type::F32);
+                let k = cf(e, 1.0 / 16_777_216.0);
+                let u = bin(e, BinaryOp::Mul, u, k, Type::F32);
+                let up = bin(e, BinaryOp::Gt, fr, u, Type::F32);
+                let one = cu(e, 1);
+                let zero = cu(e, 0);
+                let inc = sel(e, up, one, zero, Type::U32);
+                let ti = e.emit(InstKind::Cast(ti), Type::U32);
+                return bin(e, BinaryOp::Add, ti, inc, Type::U32);
+            }
             let h = cf(e, 0.5);
             let t = bin(e, BinaryOp::Add, t, h, Type::F32);
             let t = e.emit(InstKind::Builtin(Builtin::Floor, vec![t]), Type::F32);
             e.emit(InstKind::Cast(t), Type::U32)
         }
-        Quant::Float { exp, frac, signed } => {
+        Quant::Float {
+            exp, frac, signed, ..
+        } => {
             let (bias, max_bits) = q.float_consts();
             let fr = frac as u32;
             let vb = e.emit(InstKind::Bitcast(v), Type::U32);
@@ -374,8 +441,17 @@ fn encode(e: &mut Emitter, q: Quant, v: InstId) -> InstId {
             let ex = binc(e, BinaryOp::Shr, a, 23);
             // Normal range: round the fraction by adding half an ulp (a carry
             // correctly bumps the exponent), then rebias.
-            let half = (1u32 << (23 - fr)) >> 1;
-            let n = binc(e, BinaryOp::Add, a, half);
+            // Added below the kept bits: half of them, or random bits
+            // (`(r24 << 8) >> 1 >> (31 - k)`, as `Quant::encode_rounding`).
+            let n = match r24 {
+                None => binc(e, BinaryOp::Add, a, (1u32 << (23 - fr)) >> 1),
+                Some(r) => {
+                    let hi = binc(e, BinaryOp::Shl, r, 8);
+                    let hi = binc(e, BinaryOp::Shr, hi, 1);
+                    let add = binc(e, BinaryOp::Shr, hi, 31 - (23 - fr));
+                    bin(e, BinaryOp::Add, a, add, Type::U32)
+                }
+            };
             let n = binc(e, BinaryOp::Shr, n, 23 - fr);
             let normal = binc(e, BinaryOp::Sub, n, (127 - bias) << fr);
             // Denormal range: shift the full significand right, rounding.
@@ -383,17 +459,33 @@ fn encode(e: &mut Emitter, q: Quant, v: InstId) -> InstId {
             let one = cu(e, 1);
             let e1 = sel(e, is_zero_e, one, ex, Type::U32);
             let kc = cu(e, 151 - bias - fr);
-            let sh = bin(e, BinaryOp::Sub, kc, e1, Type::U32);
+            let full = bin(e, BinaryOp::Sub, kc, e1, Type::U32);
             let c31 = cu(e, 31);
-            let over = bin(e, BinaryOp::Gt, sh, c31, Type::U32);
-            let sh = sel(e, over, c31, sh, Type::U32);
+            let over = bin(e, BinaryOp::Gt, full, c31, Type::U32);
+            let sh = sel(e, over, c31, full, Type::U32);
             let m = binc(e, BinaryOp::BitAnd, a, 0x7f_ffff);
             let implicit = cu(e, 1 << 23);
             let imp = sel(e, is_zero_e, zero, implicit, Type::U32);
-            let m = bin(e, BinaryOp::BitOr, m, imp, Type::U32);
-            let r = bin(e, BinaryOp::Shl, one, sh, Type::U32);
-            let r = binc(e, BinaryOp::Shr, r, 1);
-            let m = bin(e, BinaryOp::Add, m, r, Type::U32);
+            let mut m = bin(e, BinaryOp::BitOr, m, imp, Type::U32);
+            if r24.is_some() {
+                let d = bin(e, BinaryOp::Sub, full, sh, Type::U32);
+                let big = bin(e, BinaryOp::Gt, d, c31, Type::U32);
+                let d = sel(e, big, c31, d, Type::U32);
+                m = bin(e, BinaryOp::Shr, m, d, Type::U32);
+            }
+            let add = match r24 {
+                None => {
+                    let r = bin(e, BinaryOp::Shl, one, sh, Type::U32);
+                    binc(e, BinaryOp::Shr, r, 1)
+                }
+                Some(r) => {
+                    let hi = binc(e, BinaryOp::Shl, r, 8);
+                    let hi = binc(e, BinaryOp::Shr, hi, 1);
+                    let k = bin(e, BinaryOp::Sub, c31, sh, Type::U32);
+                    bin(e, BinaryOp::Shr, hi, k, Type::U32)
+                }
+            };
+            let m = bin(e, BinaryOp::Add, m, add, Type::U32);
             let den = bin(e, BinaryOp::Shr, m, sh, Type::U32);
             let lim = cu(e, 127 - bias);
             let is_norm = bin(e, BinaryOp::Gt, ex, lim, Type::U32);
@@ -406,4 +498,96 @@ fn encode(e: &mut Emitter, q: Quant, v: InstId) -> InstId {
             }
         }
     }
+}
+
+/// A compare-exchange retry loop exactly as `cas_loop` emits it, found again
+/// by the passes that rewrite such loops (`store_fusion`, `atomic_demotion`):
+///
+/// ```text
+/// loop { load = buf_load R[addr]; compute…; cas = buf_atomic_compare_exchange
+///        R[addr], new, cmp load; eq = cas == load; if eq { saves…; break } }
+/// ```
+///
+/// `compute` is pure and reads no memory, so the loop's only effects are the
+/// word it replaces and the locals of `saves` (an atomic's old value).
+#[derive(Clone, Debug)]
+pub(super) struct CasLoop {
+    pub root: LayoutId,
+    pub addr: InstId,
+    pub load: InstId,
+    pub compute: Vec<InstId>,
+    pub new: InstId,
+    pub cas: InstId,
+    pub eq: InstId,
+    pub branch: InstId,
+    /// `LocalStore`s in the accept branch, before its `break`.
+    pub saves: Vec<InstId>,
+}
+
+pub(super) fn match_cas_loop(f: &Function, h: InstId) -> Option<CasLoop> {
+    let InstKind::Loop { body } = &f.insts[h].kind else {
+        return None;
+    };
+    let n = body.len();
+    if n < 4 {
+        return None;
+    }
+    let (load, cas, eq, branch) = (body[0], body[n - 3], body[n - 2], body[n - 1]);
+    let InstKind::BufLoad { root, addr } = f.insts[load].kind else {
+        return None;
+    };
+    let InstKind::BufAtomic {
+        op: AtomicOp::CompareExchange,
+        root: r2,
+        addr: a2,
+        value: new,
+        cmp: Some(cmp),
+    } = f.insts[cas].kind
+    else {
+        return None;
+    };
+    if r2 != root || a2 != addr || cmp != load {
+        return None;
+    }
+    if !matches!(f.insts[eq].kind, InstKind::Binary(BinaryOp::Eq, a, b) if a == cas && b == load) {
+        return None;
+    }
+    let InstKind::If {
+        cond,
+        accept,
+        reject,
+    } = &f.insts[branch].kind
+    else {
+        return None;
+    };
+    let (last, saves) = accept.split_last()?;
+    if *cond != eq
+        || !reject.is_empty()
+        || !matches!(f.insts[*last].kind, InstKind::Break)
+        || !saves
+            .iter()
+            .all(|&s| matches!(f.insts[s].kind, InstKind::LocalStore(..)))
+    {
+        return None;
+    }
+    let compute = body[1..n - 3].to_vec();
+    let reads_nothing = compute.iter().all(|&c| {
+        let k = &f.insts[c].kind;
+        k.is_pure()
+            && !matches!(
+                k,
+                InstKind::BufLoad { .. } | InstKind::FieldLoad { .. } | InstKind::LocalLoad(_)
+            )
+    });
+    reads_nothing.then(|| CasLoop {
+        root,
+        addr,
+        load,
+        compute,
+        new,
+        cas,
+        eq,
+        branch,
+        saves: saves.to_vec(),
+    })
 }

@@ -29,6 +29,18 @@ impl Builder<'_> {
                     })
                     .unwrap_or_default();
                 let parent_h = parent.map(|p| handle[&p]);
+                let packing = match self.nodes[i].kind.name {
+                    "bit_struct" => Packing::BitStruct,
+                    "bit_array" => Packing::BitArray,
+                    _ => Packing::Cells,
+                };
+                // A bit_struct is one cell (one word) per parent cell.
+                let shape = match (packing, parent_h) {
+                    (Packing::BitStruct, Some(ph)) => {
+                        vec![1; self.program.layouts[ph].shape.len()]
+                    }
+                    _ => shape,
+                };
                 let kind = match self.nodes[i].kind.name {
                     "bitmasked" => LayoutKind::Bitmasked,
                     // The default capacity is fixed once the domain is known (below).
@@ -46,6 +58,7 @@ impl Builder<'_> {
                     shape,
                     parent_h,
                 ));
+                self.program.layouts[h].packing = packing;
                 if let Some(ph) = parent_h {
                     self.program.layouts[ph]
                         .children
@@ -66,7 +79,7 @@ impl Builder<'_> {
             }
         }
         for &i in &dense {
-            if self.nodes[i].p("shape").is_null() {
+            if self.nodes[i].kind.param("shape").is_some() && self.nodes[i].p("shape").is_null() {
                 self.errors.push(GraphError::param(
                     self.nodes[i].id(),
                     "shape",
@@ -170,36 +183,46 @@ impl Builder<'_> {
                 cur = self.program.layouts[p].parent;
             }
             let wrap = n.p("overflow").as_str() == Some("wrap");
-            let storage = match quant::Quant::parse(n.p("storage").as_str().unwrap_or("word"), wrap)
-            {
-                Ok(None) if wrap => {
-                    self.errors.push(GraphError::param(
+            let stochastic = n.p("rounding").as_str() == Some("stochastic");
+            let params = quant::QuantParams { wrap, stochastic };
+            let storage =
+                match quant::Quant::parse(n.p("storage").as_str().unwrap_or("word"), params) {
+                    Ok(None) if stochastic => {
+                        self.errors.push(GraphError::param(
                         &id,
-                        "overflow",
-                        "\"wrap\" applies to intN / uintN storage only",
+                        "rounding",
+                        "\"stochastic\" applies to fixedN and floatEmM / ufloatEmM storage only",
                     ));
-                    continue;
-                }
-                Ok(None) => Storage::Word,
-                Ok(Some(q)) if ty.scalar() != Some(q.compute_scalar()) => {
-                    self.errors.push(GraphError::param(
-                        &id,
-                        "storage",
-                        format!(
-                            "{} storage computes as {} but the field's type is {}",
-                            q.name(),
-                            Type::Scalar(q.compute_scalar()),
-                            ty
-                        ),
-                    ));
-                    continue;
-                }
-                Ok(Some(q)) => Storage::Quant(q),
-                Err(m) => {
-                    self.errors.push(GraphError::param(&id, "storage", m));
-                    continue;
-                }
-            };
+                        continue;
+                    }
+                    Ok(None) if wrap => {
+                        self.errors.push(GraphError::param(
+                            &id,
+                            "overflow",
+                            "\"wrap\" applies to intN / uintN storage only",
+                        ));
+                        continue;
+                    }
+                    Ok(None) => Storage::Word,
+                    Ok(Some(q)) if ty.scalar() != Some(q.compute_scalar()) => {
+                        self.errors.push(GraphError::param(
+                            &id,
+                            "storage",
+                            format!(
+                                "{} storage computes as {} but the field's type is {}",
+                                q.name(),
+                                Type::Scalar(q.compute_scalar()),
+                                ty
+                            ),
+                        ));
+                        continue;
+                    }
+                    Ok(Some(q)) => Storage::Quant(q),
+                    Err(m) => {
+                        self.errors.push(GraphError::param(&id, "storage", m));
+                        continue;
+                    }
+                };
             let wants_grad = n.p("grad").as_bool().unwrap_or(false);
             if wants_grad && ty.scalar() != Some(Scalar::F32) {
                 self.errors.push(GraphError::param(
@@ -239,9 +262,12 @@ impl Builder<'_> {
                 self.program.grads.push((h, gh));
             }
         }
+        self.word_views();
         if let Err(e) = layout::compute(&mut self.program) {
-            self.errors
-                .push(GraphError::param(&e.node, "shape", e.message));
+            self.errors.push(match e.what {
+                "cells" => GraphError::port(&e.node, "cells", e.message),
+                what => GraphError::param(&e.node, what, e.message),
+            });
             return;
         }
         for (h, l) in self.program.layouts.iter() {
@@ -296,6 +322,42 @@ impl Builder<'_> {
                 Ok(init) => self.program.fields[h].init = init,
                 Err(e) => self.errors.push(e),
             }
+        }
+    }
+
+    /// The `words` output of every bit_array: a u32 field named after the
+    /// node, one element per parent cell, placed on the bit_array's block by
+    /// `layout::compute` (it owns no storage, so it is not a layout child).
+    fn word_views(&mut self) {
+        let arrays: Vec<LayoutId> = self
+            .program
+            .layouts
+            .iter()
+            .filter(|(_, l)| l.packing == Packing::BitArray)
+            .map(|(h, _)| h)
+            .collect();
+        for ba in arrays {
+            let parent = self.program.layouts[ba]
+                .parent
+                .expect("the catalog requires a bit_array's parent");
+            let mut shape = self.program.layouts[parent].shape.clone();
+            let mut cur = self.program.layouts[parent].parent;
+            while let Some(p) = cur {
+                for (s, ps) in shape.iter_mut().zip(&self.program.layouts[p].shape) {
+                    *s = s.saturating_mul(*ps);
+                }
+                cur = self.program.layouts[p].parent;
+            }
+            let view = self.program.fields.append(Field {
+                name: self.program.layouts[ba].node_id.clone(),
+                ty: Type::U32,
+                storage: Storage::Word,
+                layout: parent,
+                shape,
+                offset_in_cell: 0,
+                init: FieldInit::Constant(vec![0]),
+            });
+            self.program.word_views.push((ba, view));
         }
     }
 
