@@ -686,6 +686,7 @@ fn sparse_activity_overlay_matches_cpu() {
         })
         .count();
     assert!(outlined > 64 * 4, "{} outline pixels", outlined);
+}
 
 /// Views of fields in `bit_array`s: the bit inside the word depends on the
 /// index (one-bit life cells 32 to a word; 4-bit values in 2x4 tiles).
