@@ -401,7 +401,7 @@ fn constructs_that_cannot_be_differentiated_are_errors_naming_node_and_line() {
         ("fn kernel(i: i32) {\n    loss[0] += x[i] * random();\n}\n", "code 2:23: `random()` cannot be used"),
         ("fn kernel(i: i32) {\n    atomic_max(loss[0], x[i]);\n}\n", "code 2:5: `atomic_max` on field 'loss', which has a gradient"),
         ("fn kernel(i: i32) {\n    let old = atomic_add(loss[0], x[i]);\n    loss[0] += old;\n}\n", "the value an atomic returns"),
-        ("fn kernel(i: i32) {\n    x[i] = x[i] * 2.0;\n    loss[0] += x[i];\n}\n", "code 3:16: reads field 'x' after writing it at 2:5 in the same kernel"),
+        ("fn kernel(i: i32) {\n    x[i] = x[i] * 2.0;\n    loss[0] += x[i];\n}\n", "code 2:5: overwrites field 'x', which this kernel read at line 2"),
     ];
     for (code, want) in cases {
         let e = compile_error(code, &[x()]);
@@ -470,4 +470,302 @@ fn mass_spring_matches_the_peers() {
     let gv0: f64 = f32s(&sim, "v0.grad").iter().map(|&x| x as f64).sum();
     assert!((loss - 0.389684).abs() < 2e-6, "loss {}", loss);
     assert!((gv0 - -0.40204).abs() < 2e-5, "grad_v0_sum {}", gv0);
+}
+
+/// One item of a tape body: a kernel (id, code, range) or a repeat (id,
+/// count, index scalar, body).
+enum Item<'a> {
+    K(&'a str, &'a str, u32),
+    R(&'a str, u32, &'a str, Vec<Item<'a>>),
+}
+
+/// A graph whose tape body is `items`; `inputs` have gradients, `extra`
+/// fields (name, type, shape) do too. Every field named in a kernel's code
+/// is wired to it; a repeat's index scalar is declared on its kernels.
+fn tape_graph(inputs: &[In], extra: &[(&str, &str, &[u32])], items: &[Item]) -> Value {
+    let mut nodes = vec![
+        json!({"id": "one", "kind": "dense", "params": {"shape": [1]}}),
+        json!({"id": "loss", "kind": "field", "params": {"type": "f32", "grad": true}}),
+        json!({"id": "start", "kind": "on_start"}),
+        json!({"id": "tp", "kind": "tape", "params": {"loss": "loss"}}),
+    ];
+    let mut wires = vec![json!({"from": "one", "to": "loss"})];
+    let mut names = vec!["loss".to_string()];
+    let mut fields: Vec<(String, String, Vec<u32>)> = inputs
+        .iter()
+        .map(|In(n, t, k, _)| (n.to_string(), t.to_string(), vec![*k]))
+        .collect();
+    fields.extend(
+        extra
+            .iter()
+            .map(|(n, t, s)| (n.to_string(), t.to_string(), s.to_vec())),
+    );
+    for (name, ty, shape) in &fields {
+        let l = format!("{}_cells", name);
+        nodes.push(json!({"id": l, "kind": "dense", "params": {"shape": shape}}));
+        nodes.push(json!({"id": name, "kind": "field", "params": {"type": ty, "grad": true}}));
+        wires.push(json!({"from": l, "to": name}));
+        names.push(name.clone());
+    }
+    let mut exec = vec![json!({"from": "start", "to": "tp"})];
+    fn add(
+        items: &[Item],
+        from: String,
+        index: Option<&str>,
+        names: &[String],
+        nodes: &mut Vec<Value>,
+        wires: &mut Vec<Value>,
+        exec: &mut Vec<Value>,
+    ) {
+        let mut from = from;
+        for it in items {
+            let id = match it {
+                Item::K(id, code, range) => {
+                    let scalars = match index {
+                        Some(t) => json!({ t: 0 }),
+                        None => json!({}),
+                    };
+                    nodes.push(json!({"id": id, "kind": "kernel", "params": {"code": code, "range": [range], "scalars": scalars}}));
+                    for n in names {
+                        if code.contains(&format!("{}[", n)) {
+                            wires.push(json!({"from": format!("{}.field", n), "to": format!("{}.{}", id, n)}));
+                        }
+                    }
+                    id
+                }
+                Item::R(id, count, t, body) => {
+                    nodes.push(
+                        json!({"id": id, "kind": "repeat", "params": {"count": count, "index": t}}),
+                    );
+                    add(
+                        body,
+                        format!("{}.body", id),
+                        Some(t),
+                        names,
+                        nodes,
+                        wires,
+                        exec,
+                    );
+                    id
+                }
+            };
+            exec.push(json!({"from": from, "to": id}));
+            from = format!("{}.then", id);
+        }
+    }
+    add(
+        items,
+        "tp.body".into(),
+        None,
+        &names,
+        &mut nodes,
+        &mut wires,
+        &mut exec,
+    );
+    json!({"format": "weft-graph", "version": 1, "nodes": nodes, "wires": wires, "exec": exec})
+}
+
+/// Taichi's global data access rule: each way of breaking it is an error
+/// naming the kernel node(s), the field and the lines, with the fix.
+#[test]
+fn access_rule_misuse_corpus() {
+    use Item::*;
+    let x = || In("x", "f32", 3, vec![0.3, 0.8, -0.6]);
+    let y: (&str, &str, &[u32]) = ("y", "f32", &[3]);
+    let loss_y = "fn kernel(i: i32) { loss[0] += y[i]; }";
+    let cases: Vec<(Vec<Item>, Vec<&str>)> = vec![
+        // A field read by one launch and overwritten by a later one.
+        (
+            vec![
+                K("a", "fn kernel(i: i32) { y[i] = x[i] * x[i]; }", 3),
+                K("b", "fn kernel(i: i32) { x[i] = 0.0; }", 3),
+                K("c", loss_y, 3),
+            ],
+            vec!["node 'b', code 1:21", "field 'x' is read by kernel 'a' (line 1) and overwritten later in tape 'tp' by kernel 'b' (line 1)", "time axis"],
+        ),
+        // ... also by an accumulation.
+        (
+            vec![
+                K("a", "fn kernel(i: i32) { y[i] = x[i] * x[i]; }", 3),
+                K("b", "fn kernel(i: i32) { x[i] += 1.0; }", 3),
+                K("c", loss_y, 3),
+            ],
+            vec!["node 'b'", "field 'x' is read by kernel 'a'"],
+        ),
+        // State updated in place inside a repeat (no time axis).
+        (
+            vec![
+                R("steps", 3, "t", vec![
+                    K("a", "fn kernel(i: i32) { y[i] = x[i] * 0.9; }", 3),
+                    K("b", "fn kernel(i: i32) { x[i] = y[i] + 0.1; }", 3),
+                ]),
+                K("c", loss_y, 3),
+            ],
+            vec!["node 'b'", "field 'x' is read by kernel 'a' (line 1, repeat 'steps' with t = 0)"],
+        ),
+        // An element stored twice.
+        (
+            vec![
+                K("a", "fn kernel(i: i32) { y[i] = x[i] * 2.0; }", 3),
+                K("b", "fn kernel(i: i32) { y[i] = x[i] * 3.0; }", 3),
+                K("c", loss_y, 3),
+            ],
+            vec!["node 'b'", "field 'y' is written by kernel 'a' (line 1) and written again by kernel 'b' (line 1)", "`+=`"],
+        ),
+        // A time axis indexed with the wrong slot: step t overwrites slot t.
+        (
+            vec![
+                R("steps", 2, "t", vec![K("a", "fn kernel(i: i32) {\n    z[(t, i)] = z[(t, i)] * x[i];\n}", 3)]),
+                K("c", "fn kernel(i: i32) { loss[0] += z[(2, i)]; }", 3),
+            ],
+            vec!["node 'a', code 2:5", "overwrites field 'z', which this kernel read at line 2"],
+        ),
+        // Reads of the next slot written by an earlier step.
+        (
+            vec![
+                R("steps", 2, "t", vec![
+                    K("a", "fn kernel(i: i32) { z[(t + 1, i)] = z[(t, i)] * x[i]; }", 3),
+                    K("b", "fn kernel(i: i32) { z[(t, i)] = z[(t + 1, i)] * 0.5; }", 3),
+                ]),
+                K("c", "fn kernel(i: i32) { loss[0] += z[(2, i)]; }", 3),
+            ],
+            vec!["node 'b'", "field 'z' is read by kernel 'a' (line 1, repeat 'steps' with t = 0) and overwritten later in tape 'tp' by kernel 'b' (line 1, repeat 'steps' with t = 0)"],
+        ),
+        // Inside one kernel: read after write, and a second store.
+        (
+            vec![K("a", "fn kernel(i: i32) {\n    y[i] = x[i];\n    loss[0] += y[i];\n}", 3)],
+            vec!["node 'a', code 3:16", "reads field 'y' after writing it at 2:5 in the same kernel", "split the kernel"],
+        ),
+        (
+            vec![
+                K("a", "fn kernel(i: i32) {\n    y[i] = x[i];\n    y[i] = x[i] * 2.0;\n}", 3),
+                K("c", loss_y, 3),
+            ],
+            vec!["node 'a', code 3:5", "stores to field 'y' again after writing it at line 2"],
+        ),
+    ];
+    for (items, want) in cases {
+        let doc = tape_graph(&[x()], &[y, ("z", "f32", &[3, 3])], &items);
+        let e = match open(&doc, Backend::Vm) {
+            Ok(_) => panic!("expected an access rule error, want {:?}", want),
+            Err(e) => e.to_string(),
+        };
+        for w in &want {
+            assert!(e.contains(w), "want '{}' in:\n{}", w, e);
+        }
+    }
+}
+
+/// The same rule is element aware along the time axis: a state kept on one
+/// (read slot t, write slot t + 1) is accepted, and its gradient matches
+/// finite differences.
+#[test]
+fn time_axis_state_is_accepted_and_exact() {
+    use Item::*;
+    let x = In("x", "f32", 3, vec![0.3, 0.8, -0.6]);
+    let items = || {
+        vec![
+            K("init", "fn kernel(i: i32) { z[(0, i)] = x[i]; }", 3),
+            R(
+                "steps",
+                3,
+                "t",
+                vec![
+                    K(
+                        "a",
+                        "fn kernel(i: i32) { w[(t, i)] = sin(z[(t, i)]) + z[(t, i)] * x[i]; }",
+                        3,
+                    ),
+                    K(
+                        "b",
+                        "fn kernel(i: i32) { z[(t + 1, i)] = w[(t, i)] * 0.5 + z[(t, i)]; }",
+                        3,
+                    ),
+                ],
+            ),
+            K(
+                "c",
+                "fn kernel(i: i32) { loss[0] += z[(3, i)] * z[(3, i)]; }",
+                3,
+            ),
+        ]
+    };
+    let extra: [(&str, &str, &[u32]); 2] = [("z", "f32", &[4, 3]), ("w", "f32", &[3, 3])];
+    let doc = tape_graph(std::slice::from_ref(&x), &extra, &items());
+    let (l0, g) = run_with(&doc, std::slice::from_ref(&x), Backend::Vm);
+    assert!(l0.is_finite());
+    for c in 0..3 {
+        let h = 1e-3f32;
+        let eval = |d: f32| {
+            let mut v = x.3.clone();
+            v[c] += d;
+            run_with(&doc, &[In("x", "f32", 3, v)], Backend::Vm).0
+        };
+        let fd = (eval(h) - eval(-h)) / (2.0 * h as f64);
+        assert_close(
+            "time axis",
+            &[(format!("x[{}]", c), g[0][c] as f64, fd)],
+            1e-2,
+            2e-3,
+        );
+    }
+    // The cpu and wgpu backends run the same expanded tape.
+    let mut others = vec![Backend::Jit];
+    if wgpu_available() {
+        others.push(Backend::Wgpu);
+    }
+    for b in others {
+        let (l, gb) = run_with(&doc, std::slice::from_ref(&x), b);
+        assert!(
+            close(l as f32, l0 as f32, 1e-5, 1e-6),
+            "{}: loss {} vs vm {}",
+            b,
+            l,
+            l0
+        );
+        for (c, (p, q)) in gb[0].iter().zip(&g[0]).enumerate() {
+            assert!(
+                close(*p, *q, 1e-4, 1e-6),
+                "{}: x.grad[{}] {} vs vm {}",
+                b,
+                c,
+                p,
+                q
+            );
+        }
+    }
+}
+
+/// The peers' users' reports of silently wrong gradients (warp#1694, #1293,
+/// #1552, #1350, #1697; taichi#8027, #8356), each as a case that must give
+/// the finite-difference gradient, or else a clear error.
+#[test]
+fn peers_known_failures_give_right_gradients_or_errors() {
+    let x = || In("x", "f32", 3, vec![0.3, 0.8, -0.6]);
+    let exact = [
+        // A value computed before a dynamic loop and used after it (zero gradients).
+        "let a = x[i] * x[i];\n    let mut s = 0.0;\n    for k in 0..(i + 1) { s += x[i] * 0.5 + k as f32; }\n    loss[0] += a * s + a;",
+        // Nested dynamic loops carrying a local (doubled gradients).
+        "let mut s = x[i];\n    for a in 0..(i + 2) {\n        for b in 0..(a + 1) { s = s * 0.9 + x[i] * 0.1; }\n    }\n    loss[0] += s * s;",
+        // An accumulation into a field inside a dynamic loop.
+        "for k in 0..(i + 2) { loss[0] += x[i] * x[i] * k as f32; }",
+        // A local overwritten in a branch inside a loop (backward read the current value).
+        "let mut s = x[i];\n    for k in 0..3 {\n        let old = s;\n        if k == 1 { s = s * s; } else { s = sin(s) + old; }\n    }\n    loss[0] += s;",
+        // Reassigned vector components.
+        "let mut v = vec3(x[i], 2.0, 1.0);\n    v.x = v.x * v.y;\n    v.y = sin(v.x) + v.z;\n    v.x = v.x * v.x;\n    v.z = v.x * v.y;\n    loss[0] += v.x + v.y * 2.0 + v.z;",
+    ];
+    for body in exact {
+        let code = format!("fn kernel(i: i32) {{\n    {}\n}}\n", body);
+        assert_close(body, &ad_and_fd(&[x()], &code, 3, 1e-3), 1e-2, 2e-3);
+    }
+    // `continue` and `break`: a clear error naming the node and line.
+    let e = compile_error(
+        "fn kernel(i: i32) {\n    for k in 0..3 {\n        if k == 1 { continue; }\n        loss[0] += x[i];\n    }\n}\n",
+        &[x()],
+    );
+    assert!(
+        e.contains("node 'k', code 3:21") && e.contains("`break`/`continue`"),
+        "{}",
+        e
+    );
 }

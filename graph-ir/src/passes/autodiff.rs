@@ -29,14 +29,18 @@
 //! a field with a gradient are compile errors naming the node and line —
 //! never a wrong gradient. Fields without `grad: true` are constants.
 //!
-//! Inside one kernel, reading a field after writing it (store or atomic) is
-//! an error (Taichi's global data access rule): the backward pass would
-//! recompute the read from the overwritten value.
+//! Before any of that, `access` checks Taichi's global data access rule on
+//! every kernel of the tape and on the tape's unrolled schedule (element
+//! aware along a time axis): a violation is an error naming the nodes, the
+//! field and the lines, because the backward pass would otherwise read
+//! overwritten values and give a wrong gradient.
 
 use crate::arena::Arena;
 use crate::ir::*;
 use crate::types::{Scalar, Type};
 use std::collections::{HashMap, HashSet};
+
+mod access;
 
 /// Why a kernel cannot be differentiated.
 #[derive(Clone, Debug, PartialEq)]
@@ -96,9 +100,12 @@ fn expand(
             } => {
                 let mut launched = Vec::new();
                 launches(&body, &mut launched);
+                for &k in &launched {
+                    access::check_kernel(program, k)?;
+                }
+                access::check_tape(program, &node_id, &body)?;
                 for k in launched {
                     if let std::collections::hash_map::Entry::Vacant(e) = adjoints.entry(k) {
-                        check_access_rule(program, k)?;
                         let adj = adjoint_kernel(program, k)?;
                         e.insert(program.kernels.append(adj));
                     }
@@ -217,47 +224,6 @@ fn fill_kernel(program: &Program, node: &str, field: FieldId, value: f32) -> Ker
         bindings: vec![("field".into(), field)],
         fault_sites: Vec::new(),
     }
-}
-
-/// Reads of a field after a write to it in the same kernel (program order).
-fn check_access_rule(program: &Program, k: KernelId) -> Result<(), AdError> {
-    let kernel = &program.kernels[k];
-    let f = &kernel.entry;
-    let mut written: HashMap<FieldId, Span> = HashMap::new();
-    fn walk(
-        f: &Function,
-        b: &Block,
-        written: &mut HashMap<FieldId, Span>,
-        program: &Program,
-        node: &str,
-    ) -> Result<(), AdError> {
-        for &i in b {
-            let inst = &f.insts[i];
-            match &inst.kind {
-                InstKind::FieldLoad { field, .. } => {
-                    if let Some(w) = written.get(field) {
-                        return Err(AdError {
-                            node: node.to_string(),
-                            span: inst.span,
-                            message: format!(
-                                "reads field '{}' after writing it at {} in the same kernel; the backward pass would recompute this read from the overwritten value (global data access rule). Write to another field or a new slot of a time axis, or split the kernel",
-                                program.fields[*field].name, w
-                            ),
-                        });
-                    }
-                }
-                InstKind::FieldStore { field, .. } | InstKind::FieldAtomic { field, .. } => {
-                    written.entry(*field).or_insert(inst.span);
-                }
-                _ => {}
-            }
-            for nb in inst.kind.blocks() {
-                walk(f, nb, written, program, node)?;
-            }
-        }
-        Ok(())
-    }
-    walk(f, &f.body, &mut written, program, &kernel.name)
 }
 
 fn adjoint_kernel(program: &Program, k: KernelId) -> Result<Kernel, AdError> {
