@@ -769,3 +769,41 @@ fn peers_known_failures_give_right_gradients_or_errors() {
         e
     );
 }
+
+/// `weft check` warns where a differentiable value is converted to an
+/// integer inside a tape (its gradient would silently be zero).
+#[test]
+fn integer_casts_of_differentiable_values_are_warnings() {
+    let x = In("x", "f32", 3, vec![0.3, 0.8, -0.6]);
+    let code = "fn kernel(i: i32) {\n    let n = (x[i] * 4.0) as i32;\n    let c = i as f32;\n    loss[0] += n as f32 * c;\n}\n";
+    let p = build(&graph(std::slice::from_ref(&x), code, 3, true, &[])).unwrap();
+    let w: Vec<String> = weft_ir::passes::autodiff::warnings(&p)
+        .iter()
+        .map(|w| w.to_string())
+        .collect();
+    assert_eq!(w.len(), 1, "{:?}", w);
+    assert!(
+        w[0].starts_with(
+            "warning: node 'k', code 2:13: this conversion of a differentiable value to i32"
+        ),
+        "{}",
+        w[0]
+    );
+    // The gradient really is zero there (so the warning is about a real loss).
+    let (_, g) = run_with(
+        &graph(std::slice::from_ref(&x), code, 3, true, &[]),
+        &[x],
+        Backend::Vm,
+    );
+    assert_eq!(g[0], vec![0.0; 3]);
+    // Outside a tape nothing is differentiated, so nothing is said.
+    let p = build(&graph(
+        &[In("x", "f32", 3, vec![0.0; 3])],
+        code,
+        3,
+        false,
+        &[],
+    ))
+    .unwrap();
+    assert!(weft_ir::passes::autodiff::warnings(&p).is_empty());
+}

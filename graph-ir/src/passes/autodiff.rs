@@ -41,6 +41,8 @@ use crate::types::{Scalar, Type};
 use std::collections::{HashMap, HashSet};
 
 mod access;
+mod lint;
+pub use lint::{warnings, AdWarning};
 
 /// Why a kernel cannot be differentiated.
 #[derive(Clone, Debug, PartialEq)]
