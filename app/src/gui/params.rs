@@ -13,7 +13,7 @@ use weft_ir::graph::NodeDoc;
 /// Params shown on a node's body only when set to something other than
 /// their default (a field's storage, overflow and gradient switches, a
 /// repeat's index scalar).
-const ADVANCED: [&str; 4] = ["storage", "overflow", "grad", "index"];
+const ADVANCED: [&str; 5] = ["storage", "overflow", "grad", "index", "checkpoint"];
 
 pub fn param_editors(
     ui: &mut Ui,

@@ -41,6 +41,7 @@ use crate::types::{Scalar, Type};
 use std::collections::{HashMap, HashSet};
 
 mod access;
+mod checkpoint;
 mod lint;
 pub use lint::{warnings, AdWarning};
 
@@ -87,25 +88,36 @@ fn expand(
                 count,
                 index,
                 reverse,
+                start,
                 body,
             } => out.push(Step::Repeat {
                 node_id,
                 count,
                 index,
                 reverse,
+                start,
                 body: expand(program, adjoints, body)?,
             }),
             Step::Tape {
                 node_id,
                 loss,
+                checkpoint,
                 body,
             } => {
                 let mut launched = Vec::new();
                 launches(&body, &mut launched);
+                let plan = match checkpoint {
+                    0 => None,
+                    k => Some(checkpoint::plan(program, &node_id, k, &body)?),
+                };
                 for &k in &launched {
-                    access::check_kernel(program, k)?;
+                    let in_place = plan.as_ref().is_some_and(|p| p.body.contains(&k));
+                    access::check_kernel(program, k, in_place)?;
                 }
-                access::check_tape(program, &node_id, &body)?;
+                match &plan {
+                    None => access::check_tape(program, &node_id, &body)?,
+                    Some(p) => access::check_checkpointed(program, &node_id, p)?,
+                }
                 for k in launched {
                     if let std::collections::hash_map::Entry::Vacant(e) = adjoints.entry(k) {
                         let adj = adjoint_kernel(program, k)?;
@@ -116,16 +128,32 @@ fn expand(
                     let z = fill_kernel(program, &node_id, g, 0.0);
                     out.push(Step::Launch(program.kernels.append(z)));
                 }
-                let reversed = reverse(&body, adjoints);
-                out.extend(body);
                 let loss_grad = program.grad_of(loss).ok_or_else(|| AdError {
                     node: node_id.clone(),
                     span: Span::default(),
                     message: "the loss field has no gradient; set `\"grad\": true` on it".into(),
                 })?;
                 let seed = fill_kernel(program, &node_id, loss_grad, 1.0);
-                out.push(Step::Launch(program.kernels.append(seed)));
-                out.extend(reversed);
+                let seed = Step::Launch(program.kernels.append(seed));
+                match plan {
+                    None => {
+                        let reversed = reverse(&body, adjoints);
+                        out.extend(body);
+                        out.push(seed);
+                        out.extend(reversed);
+                    }
+                    Some(p) => {
+                        let c = checkpoint::copies(program, &node_id, &p)?;
+                        out.extend(p.prefix.iter().cloned());
+                        out.extend(p.forward(&c));
+                        out.extend(p.suffix.iter().cloned());
+                        out.push(seed);
+                        out.extend(reverse(&p.suffix, adjoints));
+                        out.extend(p.backward(&c, adjoints));
+                        out.extend(reverse(&p.prefix, adjoints));
+                        out.push(p.restore_final(&c));
+                    }
+                }
             }
         }
     }
@@ -157,12 +185,14 @@ fn reverse(steps: &[Step], adjoints: &HashMap<KernelId, KernelId>) -> Vec<Step> 
                 count,
                 index,
                 reverse: r,
+                start,
                 body,
             } => Step::Repeat {
                 node_id: node_id.clone(),
                 count: *count,
                 index: index.clone(),
                 reverse: !r,
+                start: *start,
                 body: reverse(body, adjoints),
             },
             // Nested tapes are refused by the graph builder.
@@ -171,6 +201,7 @@ fn reverse(steps: &[Step], adjoints: &HashMap<KernelId, KernelId>) -> Vec<Step> 
                 count: 1,
                 index: None,
                 reverse: false,
+                start: 0,
                 body: reverse(body, adjoints),
             },
         })
@@ -769,10 +800,28 @@ impl Ad<'_> {
                 value,
             } => {
                 if let Some(gf) = self.program.grad_of(*field) {
-                    let index = index.iter().map(|x| self.m(*x)).collect();
+                    let index: Vec<InstId> = index.iter().map(|x| self.m(*x)).collect();
                     let t = self.program.fields[gf].ty;
-                    let gv = self.emit(InstKind::FieldLoad { field: gf, index }, t);
+                    let gv = self.emit(
+                        InstKind::FieldLoad {
+                            field: gf,
+                            index: index.clone(),
+                        },
+                        t,
+                    );
                     self.acc(*value, gv);
+                    // The store replaced the element: the value before it
+                    // gets no gradient from what came after (reads before
+                    // the store, reversed later, add theirs).
+                    let z = self.fc(0.0, t);
+                    self.emit(
+                        InstKind::FieldStore {
+                            field: gf,
+                            index,
+                            value: z,
+                        },
+                        Type::Void,
+                    );
                 }
             }
             InstKind::FieldAtomic {

@@ -80,6 +80,8 @@ struct Who {
     kernel: KernelId,
     span: Span,
     when: String,
+    /// Part of a checkpointed tape: 0 before its repeat, 1 in it, 2 after.
+    part: u8,
 }
 
 /// The accesses of a kernel's entry in program order.
@@ -206,6 +208,10 @@ struct Checker<'a> {
     seen: Seen,
     /// Enclosing repeats: (repeat node, index scalar, current value).
     indices: Vec<(String, Option<String>, u32)>,
+    /// Checkpointed tapes: the state fields, restored before every adjoint
+    /// of the repeat and of the part before it, and the current part.
+    restored: Vec<FieldId>,
+    part: u8,
 }
 
 impl Checker<'_> {
@@ -258,6 +264,7 @@ impl Checker<'_> {
                 kernel: k,
                 span: e.span,
                 when: when.clone(),
+                part: self.part,
             };
             self.check(e.field, slot, e.kind, &who)?;
             self.seen.record(e.field, slot, e.kind, who);
@@ -272,10 +279,21 @@ impl Checker<'_> {
             message,
         };
         let name = self.field_name(field);
+        // In a checkpointed tape, a later write to a state field is undone
+        // (the state restored) before the adjoints of the repeat and of what
+        // came before it run; only writes after the repeat to what was read
+        // after it still matter.
+        let undone = |earlier: &Who| {
+            self.restored.contains(&field) && (earlier.part != who.part || who.part == 1)
+        };
         match kind {
             Kind::Read => Ok(()),
             Kind::Store | Kind::Atomic => {
-                if let Some((_, r)) = self.seen.find(field, slot, &[Kind::Read]) {
+                if let Some((_, r)) = self
+                    .seen
+                    .find(field, slot, &[Kind::Read])
+                    .filter(|(_, r)| !undone(r))
+                {
                     return Err(err(format!(
                         "field '{}' is read by {} and overwritten later in tape '{}' by {}; the backward pass of the read would see the new values instead of the ones read, and the gradient would be wrong (global data access rule). Fix: keep every state on a time axis (read {}[(t, i)], write {}[(t + 1, i)] with t the index of a repeat) or write the new values to another field",
                         name,
@@ -287,7 +305,10 @@ impl Checker<'_> {
                     )));
                 }
                 if kind == Kind::Store {
-                    if let Some((_, w)) = self.seen.find(field, slot, &[Kind::Store, Kind::Atomic])
+                    if let Some((_, w)) = self
+                        .seen
+                        .find(field, slot, &[Kind::Store, Kind::Atomic])
+                        .filter(|(_, w)| !undone(w))
                     {
                         return Err(err(format!(
                             "field '{}' is written by {} and written again by {} in tape '{}'; the gradient of the first value would be counted as if it were still there (global data access rule: inside a tape an element is stored once, later writes must be `+=`). Fix: write each step to its own slot of a time axis ({}[(t + 1, i)] with t the index of a repeat), accumulate with `+=`, or write to another field",
@@ -313,10 +334,11 @@ impl Checker<'_> {
                     count,
                     index,
                     reverse,
+                    start,
                     body,
                 } => {
                     for it in 0..*count {
-                        let v = if *reverse { count - 1 - it } else { it };
+                        let v = start + if *reverse { count - 1 - it } else { it };
                         self.indices.push((node_id.clone(), index.clone(), v));
                         let r = self.steps(body);
                         self.indices.pop();
@@ -332,8 +354,12 @@ impl Checker<'_> {
 
 /// Checks the rule inside one kernel: no read of a field after the kernel
 /// wrote it, and the same element neither read then overwritten nor stored
-/// twice (all threads of a launch are one access here).
-pub(super) fn check_kernel(program: &Program, k: KernelId) -> Result<(), AdError> {
+/// twice (all threads of a launch are one access here). `in_place`: a
+/// kernel of a checkpointed repeat, whose adjoint runs on the state as it
+/// was before the launch, so it may overwrite what it read (`x[i] = x[i] +
+/// ...`; threads must then read only the elements they write, as the
+/// forward pass already needs).
+pub(super) fn check_kernel(program: &Program, k: KernelId, in_place: bool) -> Result<(), AdError> {
     let kernel = &program.kernels[k];
     let mut written: Vec<(FieldId, Slot, Span)> = Vec::new();
     let mut c = Checker {
@@ -342,6 +368,8 @@ pub(super) fn check_kernel(program: &Program, k: KernelId) -> Result<(), AdError
         events: HashMap::new(),
         seen: Seen::default(),
         indices: Vec::new(),
+        restored: Vec::new(),
+        part: 0,
     };
     for e in events(kernel) {
         let slot = match e.slot {
@@ -371,9 +399,14 @@ pub(super) fn check_kernel(program: &Program, k: KernelId) -> Result<(), AdError
             kernel: k,
             span: e.span,
             when: String::new(),
+            part: 0,
         };
         if e.kind != Kind::Read {
-            if let Some((_, r)) = c.seen.find(e.field, slot, &[Kind::Read]) {
+            if let Some((_, r)) = c
+                .seen
+                .find(e.field, slot, &[Kind::Read])
+                .filter(|_| !in_place)
+            {
                 return Err(AdError {
                     node: kernel.name.clone(),
                     span: e.span,
@@ -409,6 +442,37 @@ pub(super) fn check_tape(program: &Program, tape: &str, body: &[Step]) -> Result
         events: HashMap::new(),
         seen: Seen::default(),
         indices: Vec::new(),
+        restored: Vec::new(),
+        part: 0,
     };
     c.steps(body)
+}
+
+/// Checks a checkpointed tape: the part before the repeat, one step of
+/// the repeat, the part after it; overwrites of state fields that the
+/// restoring undoes are allowed.
+pub(super) fn check_checkpointed(
+    program: &Program,
+    tape: &str,
+    plan: &super::checkpoint::Plan,
+) -> Result<(), AdError> {
+    let mut c = Checker {
+        program,
+        tape,
+        events: HashMap::new(),
+        seen: Seen::default(),
+        indices: Vec::new(),
+        restored: plan.state.clone(),
+        part: 0,
+    };
+    c.steps(&plan.prefix)?;
+    c.part = 1;
+    c.indices
+        .push((plan.repeat_node.clone(), Some(plan.index.clone()), 0));
+    for &k in &plan.body {
+        c.launch(k)?;
+    }
+    c.indices.pop();
+    c.part = 2;
+    c.steps(&plan.suffix)
 }
