@@ -994,3 +994,30 @@ fn checkpoint_misuse_is_an_error_naming_the_node() {
         }
     }
 }
+
+/// The checkpointed variant (state in place, a checkpoint every 16 of 512
+/// steps) gives the peers' checksums too, with 49 instead of 513 copies of
+/// the state.
+#[test]
+fn checkpointed_mass_spring_matches_the_peers() {
+    let doc = example("mass_spring_ad_ckpt");
+    let mut sim = Simulation::new(
+        build(&doc).unwrap(),
+        &SimOptions {
+            backend: Backend::Jit,
+            threads: Some(1),
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{}", e));
+    sim.start().unwrap_or_else(|e| panic!("{}", e));
+    let loss = f32s(&sim, "loss")[0] as f64;
+    let gv0: f64 = f32s(&sim, "v0.grad").iter().map(|&x| x as f64).sum();
+    assert!((loss - 0.389684).abs() < 2e-6, "loss {}", loss);
+    assert!((gv0 - -0.40204).abs() < 2e-5, "grad_v0_sum {}", gv0);
+    // Checkpoints: 512 / 16 + 1 slots of x; segment: 16 slots.
+    let p = &sim.program;
+    let shape = |n: &str| p.fields[p.field_by_name(n).unwrap()].shape.clone();
+    assert_eq!(shape("tape.ckpt.x"), vec![33, 1000]);
+    assert_eq!(shape("tape.seg.x"), vec![16, 1000]);
+}
