@@ -300,7 +300,7 @@ static KINDS: &[NodeKind] = &[
     NodeKind {
         name: "tape",
         family: Family::Execution,
-        doc: "Automatic differentiation: zeroes every gradient field, runs the chain wired to `body` forward, then the adjoint of every launch of the body in reverse order, seeded with d loss / d loss = 1. Afterwards `x.grad` holds d loss / d x for every field with `grad: true`, as x was at tape entry. Continues with `then`.",
+        doc: "Automatic differentiation: zeroes every gradient field, runs the chain wired to `body` forward, then the adjoint of every launch of the body in reverse order, seeded with d loss / d loss = 1. Afterwards `x.grad` holds d loss / d x for every field with `grad: true`, as x was at tape entry. Inside a tape each field element may be read and then not overwritten, and stored once (later writes `+=`): keep state on a time axis, or set `checkpoint`. Continues with `then`.",
         inputs: &[],
         outputs: &[],
         dynamic_field_inputs: false,

@@ -17,7 +17,8 @@
 //! atomics are dropped; the forward kernel already made them) and `rev`
 //! walks B backwards, accumulating adjoints in locals. A field read becomes
 //! an atomic add into the field's gradient; a store or `+=` reads the
-//! gradient of the element it wrote. Values of nested blocks are not visible
+//! gradient of the element it wrote, and a store then clears it (the value
+//! it replaced gets no gradient through that element). Values of nested blocks are not visible
 //! outside them, so the adjoint of an `if` recomputes its branch (from a
 //! snapshot of the locals taken before the `if`) right before reversing it.
 //! A range loop's adjoint runs the iterations in reverse; when the body
@@ -28,6 +29,11 @@
 //! `random()`, the result of an atomic, and `atomic_min`/`max`/`exchange` on
 //! a field with a gradient are compile errors naming the node and line —
 //! never a wrong gradient. Fields without `grad: true` are constants.
+//!
+//! A tape with `checkpoint: k` (`checkpoint`) differs in its repeat: the
+//! state is updated in place, kept every k steps, and each segment is
+//! recomputed during the backward pass so that every adjoint launch sees
+//! the fields its forward launch saw.
 //!
 //! Before any of that, `access` checks Taichi's global data access rule on
 //! every kernel of the tape and on the tape's unrolled schedule (element
