@@ -48,6 +48,7 @@ use std::collections::{HashMap, HashSet};
 
 mod access;
 mod checkpoint;
+mod exits;
 mod lint;
 pub use lint::{warnings, AdWarning};
 
@@ -267,7 +268,9 @@ fn fill_kernel(program: &Program, node: &str, field: FieldId, value: f32) -> Ker
 
 fn adjoint_kernel(program: &Program, k: KernelId) -> Result<Kernel, AdError> {
     let kernel = &program.kernels[k];
-    let src = &kernel.entry;
+    let mut lowered = kernel.entry.clone();
+    exits::lower(&mut lowered);
+    let src = &lowered;
     let mut used = HashSet::new();
     for (_, inst) in src.insts.iter() {
         used.extend(inst.kind.operands());
@@ -288,6 +291,7 @@ fn adjoint_kernel(program: &Program, k: KernelId) -> Result<Kernel, AdError> {
         adj_local: HashMap::new(),
         snaps: HashMap::new(),
         span: Span::default(),
+        counting: 0,
     };
     ad.fwd_block(&src.body)?;
     ad.rev_block(&src.body)?;
@@ -334,6 +338,8 @@ struct Ad<'a> {
     snaps: HashMap<InstId, Vec<(LocalId, LocalId)>>,
     /// Span given to emitted instructions (the primal instruction's).
     span: Span,
+    /// Depth of counting loops (`exits`) being recomputed.
+    counting: u32,
 }
 
 type R<T> = Result<T, AdError>;
@@ -570,18 +576,32 @@ impl Ad<'_> {
             InstKind::Call(..) => {
                 return self.err(sp, "this helper call could not be inlined (it returns early or is large and called more than once), so it cannot be differentiated; restructure it with a single exit");
             }
-            InstKind::Loop { .. } => {
-                return self.err(
-                    sp,
-                    "`loop`/`while` cannot be differentiated yet; use a range loop `for k in a..b`",
-                );
+            // Only the counting loops `exits` makes are left: they are
+            // recomputed to find a trip count and never reversed.
+            InstKind::Loop { body } => {
+                let body = body.clone();
+                self.counting += 1;
+                let blk = self.nested(|s| s.fwd_block(&body));
+                self.counting -= 1;
+                let blk = blk?;
+                self.span = sp;
+                self.emit(InstKind::Loop { body: blk }, Type::Void);
+            }
+            InstKind::Break if self.counting > 0 => {
+                self.emit(InstKind::Break, Type::Void);
             }
             InstKind::Break | InstKind::Continue => {
-                return self.err(sp, "`break`/`continue` cannot be differentiated yet; use an `if` around the loop body instead");
+                return self.err(
+                    sp,
+                    "internal: `break`/`continue` left after rewriting loop exits",
+                );
             }
             InstKind::Return(_) if last_of_entry => {}
             InstKind::Return(_) => {
-                return self.err(sp, "an early `return` cannot be differentiated yet; use an `if` around the rest of the body instead");
+                return self.err(
+                    sp,
+                    "internal: early `return` left after rewriting loop exits",
+                );
             }
             InstKind::LoopCounter(l) => match self.counters.get(l).copied() {
                 Some(Counter::Loop(nl)) => {
@@ -757,6 +777,9 @@ impl Ad<'_> {
                 inclusive,
                 body,
             } => return self.rev_range(i, *begin, *end, *step, *inclusive, body),
+            // A counting loop: its effects are undone and redone by the
+            // range loop after it (see `exits`).
+            InstKind::Loop { .. } => return Ok(()),
             _ => {}
         }
         let g = if inst.ty.is_float() {
