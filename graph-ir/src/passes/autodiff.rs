@@ -25,10 +25,13 @@
 //! carries a local from one iteration to the next, iteration k is reached by
 //! restoring the snapshot taken at loop entry and replaying iterations
 //! 0..k forward (quadratic time, constant memory, and exact: no stack that
-//! could overflow). `loop`/`while`, `break`, `continue`, early `return`,
-//! `random()`, the result of an atomic, and `atomic_min`/`max`/`exchange` on
-//! a field with a gradient are compile errors naming the node and line —
-//! never a wrong gradient. Fields without `grad: true` are constants.
+//! could overflow). Before that, `exits` rewrites `break`, `continue`, early
+//! `return` into flags and every `loop`/`while` into a loop that only
+//! counts its trips followed by a range loop over that count, so they all
+//! take the range-loop path. `random()`, the result of an atomic, and
+//! `atomic_min`/`max`/`exchange` on a field with a gradient are compile
+//! errors naming the node and line — never a wrong gradient. Fields without
+//! `grad: true` are constants.
 //!
 //! A tape with `checkpoint: k` (`checkpoint`) differs in its repeat: the
 //! state is updated in place, kept every k steps, and each segment is
