@@ -64,12 +64,14 @@ fn open(t: &GradTarget, wrt: &[String]) -> Result<(Simulation, FieldId, bool), R
                 count: t.frames,
                 index: None,
                 reverse: false,
+                start: 0,
                 body: sch.on_frame,
             });
         }
         program.schedule.on_start = vec![Step::Tape {
             node_id: "grad".into(),
             loss,
+            checkpoint: 0,
             body,
         }];
     }

@@ -157,6 +157,9 @@ pub fn check(a: CheckArgs) -> i32 {
             for w in weft_ir::graph::lint::warnings(&doc) {
                 eprintln!("{}: {}", g.display(), w);
             }
+            for w in weft_ir::passes::autodiff::warnings(&p) {
+                eprintln!("{}: {}", g.display(), w);
+            }
             let sim = Simulation::new(p, &SimOptions::default())?;
             weft_runtime::backend::check_offline(&sim.program)?;
             Ok(weft_ir::ir::layout::memory_lines(&sim.program))

@@ -176,10 +176,11 @@ impl Simulation {
                     body,
                     index,
                     reverse,
+                    start,
                     ..
                 } => {
                     for it in 0..*count {
-                        let value = if *reverse { count - 1 - it } else { it };
+                        let value = start + if *reverse { count - 1 - it } else { it };
                         if let Some(name) = index {
                             indices.push((name.clone(), value));
                         }

@@ -13,7 +13,15 @@ use weft_ir::graph::NodeDoc;
 /// Params shown on a node's body only when set to something other than
 /// their default (a field's storage, overflow and gradient switches, a
 /// repeat's index scalar).
-const ADVANCED: [&str; 6] = ["storage", "overflow", "rounding", "grad", "index", "show_active"];
+const ADVANCED: [&str; 7] = [
+    "storage",
+    "overflow",
+    "rounding",
+    "grad",
+    "index",
+    "checkpoint",
+    "show_active",
+];
 
 pub fn param_editors(
     ui: &mut Ui,

@@ -345,11 +345,14 @@ static KINDS: &[NodeKind] = &[
     NodeKind {
         name: "tape",
         family: Family::Execution,
-        doc: "Automatic differentiation: zeroes every gradient field, runs the chain wired to `body` forward, then the adjoint of every launch of the body in reverse order, seeded with d loss / d loss = 1. Afterwards `x.grad` holds d loss / d x for every field with `grad: true`, as x was at tape entry. Continues with `then`.",
+        doc: "Automatic differentiation: zeroes every gradient field, runs the chain wired to `body` forward, then the adjoint of every launch of the body in reverse order, seeded with d loss / d loss = 1. Afterwards `x.grad` holds d loss / d x for every field with `grad: true`, as x was at tape entry. Inside a tape each field element may be read and then not overwritten, and stored once (later writes `+=`): keep state on a time axis, or set `checkpoint`. Continues with `then`.",
         inputs: &[],
         outputs: &[],
         dynamic_field_inputs: false,
-        params: &[ParamSpec { name: "loss", ty: ParamType::String, default: None, doc: "The id of the loss field (a field with `grad: true`); every element of its gradient is seeded with 1.", range: None }],
+        params: &[
+            ParamSpec { name: "loss", ty: ParamType::String, default: None, doc: "The id of the loss field (a field with `grad: true`); every element of its gradient is seeded with 1.", range: None },
+            ParamSpec { name: "checkpoint", ty: ParamType::Int, default: Some("0"), doc: "Checkpointing: 0 keeps every state (the body's kernels must keep state on a time axis). k > 0: the body's one `repeat` (of a count that k divides, with only kernels in its body) may update its state fields in place; the tape keeps them every k steps and recomputes each segment during the backward pass, so the extra memory is (count/k + 1 + k) copies of the state.", range: Some((0.0, 1_000_000.0)) },
+        ],
         exec_in: true,
         exec_outs: &["body", "then"],
     },

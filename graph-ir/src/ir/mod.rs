@@ -898,6 +898,9 @@ pub enum Step {
         /// Iterations run with the index counting down (`count-1..=0`): the
         /// reversed copy of a repeat in a tape's backward sweep.
         reverse: bool,
+        /// The index of the first iteration (`start..start+count`); non-zero
+        /// only for the segments a checkpointed tape cuts a repeat into.
+        start: u32,
         body: Vec<Step>,
     },
     /// Runs `body` forward, then the adjoint of every launch of the body in
@@ -907,6 +910,9 @@ pub enum Step {
     Tape {
         node_id: String,
         loss: FieldId,
+        /// Checkpoint interval k of the body's repeat (0: keep everything);
+        /// see `passes::autodiff`.
+        checkpoint: u32,
         body: Vec<Step>,
     },
 }

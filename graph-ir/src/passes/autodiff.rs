@@ -17,26 +17,43 @@
 //! atomics are dropped; the forward kernel already made them) and `rev`
 //! walks B backwards, accumulating adjoints in locals. A field read becomes
 //! an atomic add into the field's gradient; a store or `+=` reads the
-//! gradient of the element it wrote. Values of nested blocks are not visible
+//! gradient of the element it wrote, and a store then clears it (the value
+//! it replaced gets no gradient through that element). Values of nested blocks are not visible
 //! outside them, so the adjoint of an `if` recomputes its branch (from a
 //! snapshot of the locals taken before the `if`) right before reversing it.
 //! A range loop's adjoint runs the iterations in reverse; when the body
 //! carries a local from one iteration to the next, iteration k is reached by
 //! restoring the snapshot taken at loop entry and replaying iterations
 //! 0..k forward (quadratic time, constant memory, and exact: no stack that
-//! could overflow). `loop`/`while`, `break`, `continue`, early `return`,
-//! `random()`, the result of an atomic, and `atomic_min`/`max`/`exchange` on
-//! a field with a gradient are compile errors naming the node and line —
-//! never a wrong gradient. Fields without `grad: true` are constants.
+//! could overflow). Before that, `exits` rewrites `break`, `continue`, early
+//! `return` into flags and every `loop`/`while` into a loop that only
+//! counts its trips followed by a range loop over that count, so they all
+//! take the range-loop path. `random()`, the result of an atomic, and
+//! `atomic_min`/`max`/`exchange` on a field with a gradient are compile
+//! errors naming the node and line — never a wrong gradient. Fields without
+//! `grad: true` are constants.
 //!
-//! Inside one kernel, reading a field after writing it (store or atomic) is
-//! an error (Taichi's global data access rule): the backward pass would
-//! recompute the read from the overwritten value.
+//! A tape with `checkpoint: k` (`checkpoint`) differs in its repeat: the
+//! state is updated in place, kept every k steps, and each segment is
+//! recomputed during the backward pass so that every adjoint launch sees
+//! the fields its forward launch saw.
+//!
+//! Before any of that, `access` checks Taichi's global data access rule on
+//! every kernel of the tape and on the tape's unrolled schedule (element
+//! aware along a time axis): a violation is an error naming the nodes, the
+//! field and the lines, because the backward pass would otherwise read
+//! overwritten values and give a wrong gradient.
 
 use crate::arena::Arena;
 use crate::ir::*;
 use crate::types::{Scalar, Type};
 use std::collections::{HashMap, HashSet};
+
+mod access;
+mod checkpoint;
+mod exits;
+mod lint;
+pub use lint::{warnings, AdWarning};
 
 /// Why a kernel cannot be differentiated.
 #[derive(Clone, Debug, PartialEq)]
@@ -81,24 +98,38 @@ fn expand(
                 count,
                 index,
                 reverse,
+                start,
                 body,
             } => out.push(Step::Repeat {
                 node_id,
                 count,
                 index,
                 reverse,
+                start,
                 body: expand(program, adjoints, body)?,
             }),
             Step::Tape {
                 node_id,
                 loss,
+                checkpoint,
                 body,
             } => {
                 let mut launched = Vec::new();
                 launches(&body, &mut launched);
+                let plan = match checkpoint {
+                    0 => None,
+                    k => Some(checkpoint::plan(program, &node_id, k, &body)?),
+                };
+                for &k in &launched {
+                    let in_place = plan.as_ref().is_some_and(|p| p.body.contains(&k));
+                    access::check_kernel(program, k, in_place)?;
+                }
+                match &plan {
+                    None => access::check_tape(program, &node_id, &body)?,
+                    Some(p) => access::check_checkpointed(program, &node_id, p)?,
+                }
                 for k in launched {
                     if let std::collections::hash_map::Entry::Vacant(e) = adjoints.entry(k) {
-                        check_access_rule(program, k)?;
                         let adj = adjoint_kernel(program, k)?;
                         e.insert(program.kernels.append(adj));
                     }
@@ -107,16 +138,32 @@ fn expand(
                     let z = fill_kernel(program, &node_id, g, 0.0);
                     out.push(Step::Launch(program.kernels.append(z)));
                 }
-                let reversed = reverse(&body, adjoints);
-                out.extend(body);
                 let loss_grad = program.grad_of(loss).ok_or_else(|| AdError {
                     node: node_id.clone(),
                     span: Span::default(),
                     message: "the loss field has no gradient; set `\"grad\": true` on it".into(),
                 })?;
                 let seed = fill_kernel(program, &node_id, loss_grad, 1.0);
-                out.push(Step::Launch(program.kernels.append(seed)));
-                out.extend(reversed);
+                let seed = Step::Launch(program.kernels.append(seed));
+                match plan {
+                    None => {
+                        let reversed = reverse(&body, adjoints);
+                        out.extend(body);
+                        out.push(seed);
+                        out.extend(reversed);
+                    }
+                    Some(p) => {
+                        let c = checkpoint::copies(program, &node_id, &p)?;
+                        out.extend(p.prefix.iter().cloned());
+                        out.extend(p.forward(&c));
+                        out.extend(p.suffix.iter().cloned());
+                        out.push(seed);
+                        out.extend(reverse(&p.suffix, adjoints));
+                        out.extend(p.backward(&c, adjoints));
+                        out.extend(reverse(&p.prefix, adjoints));
+                        out.push(p.restore_final(&c));
+                    }
+                }
             }
         }
     }
@@ -148,12 +195,14 @@ fn reverse(steps: &[Step], adjoints: &HashMap<KernelId, KernelId>) -> Vec<Step> 
                 count,
                 index,
                 reverse: r,
+                start,
                 body,
             } => Step::Repeat {
                 node_id: node_id.clone(),
                 count: *count,
                 index: index.clone(),
                 reverse: !r,
+                start: *start,
                 body: reverse(body, adjoints),
             },
             // Nested tapes are refused by the graph builder.
@@ -162,6 +211,7 @@ fn reverse(steps: &[Step], adjoints: &HashMap<KernelId, KernelId>) -> Vec<Step> 
                 count: 1,
                 index: None,
                 reverse: false,
+                start: 0,
                 body: reverse(body, adjoints),
             },
         })
@@ -219,50 +269,11 @@ fn fill_kernel(program: &Program, node: &str, field: FieldId, value: f32) -> Ker
     }
 }
 
-/// Reads of a field after a write to it in the same kernel (program order).
-fn check_access_rule(program: &Program, k: KernelId) -> Result<(), AdError> {
-    let kernel = &program.kernels[k];
-    let f = &kernel.entry;
-    let mut written: HashMap<FieldId, Span> = HashMap::new();
-    fn walk(
-        f: &Function,
-        b: &Block,
-        written: &mut HashMap<FieldId, Span>,
-        program: &Program,
-        node: &str,
-    ) -> Result<(), AdError> {
-        for &i in b {
-            let inst = &f.insts[i];
-            match &inst.kind {
-                InstKind::FieldLoad { field, .. } => {
-                    if let Some(w) = written.get(field) {
-                        return Err(AdError {
-                            node: node.to_string(),
-                            span: inst.span,
-                            message: format!(
-                                "reads field '{}' after writing it at {} in the same kernel; the backward pass would recompute this read from the overwritten value (global data access rule). Write to another field or a new slot of a time axis, or split the kernel",
-                                program.fields[*field].name, w
-                            ),
-                        });
-                    }
-                }
-                InstKind::FieldStore { field, .. } | InstKind::FieldAtomic { field, .. } => {
-                    written.entry(*field).or_insert(inst.span);
-                }
-                _ => {}
-            }
-            for nb in inst.kind.blocks() {
-                walk(f, nb, written, program, node)?;
-            }
-        }
-        Ok(())
-    }
-    walk(f, &f.body, &mut written, program, &kernel.name)
-}
-
 fn adjoint_kernel(program: &Program, k: KernelId) -> Result<Kernel, AdError> {
     let kernel = &program.kernels[k];
-    let src = &kernel.entry;
+    let mut lowered = kernel.entry.clone();
+    exits::lower(&mut lowered);
+    let src = &lowered;
     let mut used = HashSet::new();
     for (_, inst) in src.insts.iter() {
         used.extend(inst.kind.operands());
@@ -283,6 +294,7 @@ fn adjoint_kernel(program: &Program, k: KernelId) -> Result<Kernel, AdError> {
         adj_local: HashMap::new(),
         snaps: HashMap::new(),
         span: Span::default(),
+        counting: 0,
     };
     ad.fwd_block(&src.body)?;
     ad.rev_block(&src.body)?;
@@ -329,6 +341,8 @@ struct Ad<'a> {
     snaps: HashMap<InstId, Vec<(LocalId, LocalId)>>,
     /// Span given to emitted instructions (the primal instruction's).
     span: Span,
+    /// Depth of counting loops (`exits`) being recomputed.
+    counting: u32,
 }
 
 type R<T> = Result<T, AdError>;
@@ -565,18 +579,32 @@ impl Ad<'_> {
             InstKind::Call(..) => {
                 return self.err(sp, "this helper call could not be inlined (it returns early or is large and called more than once), so it cannot be differentiated; restructure it with a single exit");
             }
-            InstKind::Loop { .. } => {
-                return self.err(
-                    sp,
-                    "`loop`/`while` cannot be differentiated yet; use a range loop `for k in a..b`",
-                );
+            // Only the counting loops `exits` makes are left: they are
+            // recomputed to find a trip count and never reversed.
+            InstKind::Loop { body } => {
+                let body = body.clone();
+                self.counting += 1;
+                let blk = self.nested(|s| s.fwd_block(&body));
+                self.counting -= 1;
+                let blk = blk?;
+                self.span = sp;
+                self.emit(InstKind::Loop { body: blk }, Type::Void);
+            }
+            InstKind::Break if self.counting > 0 => {
+                self.emit(InstKind::Break, Type::Void);
             }
             InstKind::Break | InstKind::Continue => {
-                return self.err(sp, "`break`/`continue` cannot be differentiated yet; use an `if` around the loop body instead");
+                return self.err(
+                    sp,
+                    "internal: `break`/`continue` left after rewriting loop exits",
+                );
             }
             InstKind::Return(_) if last_of_entry => {}
             InstKind::Return(_) => {
-                return self.err(sp, "an early `return` cannot be differentiated yet; use an `if` around the rest of the body instead");
+                return self.err(
+                    sp,
+                    "internal: early `return` left after rewriting loop exits",
+                );
             }
             InstKind::LoopCounter(l) => match self.counters.get(l).copied() {
                 Some(Counter::Loop(nl)) => {
@@ -752,6 +780,9 @@ impl Ad<'_> {
                 inclusive,
                 body,
             } => return self.rev_range(i, *begin, *end, *step, *inclusive, body),
+            // A counting loop: its effects are undone and redone by the
+            // range loop after it (see `exits`).
+            InstKind::Loop { .. } => return Ok(()),
             _ => {}
         }
         let g = if inst.ty.is_float() {
@@ -801,10 +832,28 @@ impl Ad<'_> {
                 value,
             } => {
                 if let Some(gf) = self.program.grad_of(*field) {
-                    let index = index.iter().map(|x| self.m(*x)).collect();
+                    let index: Vec<InstId> = index.iter().map(|x| self.m(*x)).collect();
                     let t = self.program.fields[gf].ty;
-                    let gv = self.emit(InstKind::FieldLoad { field: gf, index }, t);
+                    let gv = self.emit(
+                        InstKind::FieldLoad {
+                            field: gf,
+                            index: index.clone(),
+                        },
+                        t,
+                    );
                     self.acc(*value, gv);
+                    // The store replaced the element: the value before it
+                    // gets no gradient from what came after (reads before
+                    // the store, reversed later, add theirs).
+                    let z = self.fc(0.0, t);
+                    self.emit(
+                        InstKind::FieldStore {
+                            field: gf,
+                            index,
+                            value: z,
+                        },
+                        Type::Void,
+                    );
                 }
             }
             InstKind::FieldAtomic {

@@ -190,6 +190,7 @@ fn chain(
                     count: count as u32,
                     index,
                     reverse: false,
+                    start: 0,
                     body,
                 });
             }
@@ -225,9 +226,12 @@ fn chain(
                     ));
                 }
                 let body = chain(nodes, next, i, "body", program, visited, stack)?;
+                // The catalog's range (checked at load) keeps this within u32.
+                let checkpoint = n.p("checkpoint").as_i64().unwrap_or(0) as u32;
                 steps.push(Step::Tape {
                     node_id: n.id().to_string(),
                     loss,
+                    checkpoint,
                     body,
                 });
             }
