@@ -150,7 +150,8 @@ fn address_fn(
             LayoutKind::Dense => {
                 let _ = writeln!(s, "    c = {} + ({}) * {}u;", block, lin, cw);
             }
-            LayoutKind::Bitmasked => {
+            // Inactive cells of both hold their initial values.
+            LayoutKind::Bitmasked | LayoutKind::Dynamic => {
                 let _ = writeln!(
                     s,
                     "    c = {} + {}u + ({}) * {}u;",

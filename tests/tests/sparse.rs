@@ -311,3 +311,199 @@ fn host_writes_activate_and_reads_see_init() {
         .to_string();
     assert!(e.contains("'P'"), "{}", e);
 }
+
+/// 16 lists of at most 8 f32 elements (`v`, init -1) on `dense [16] →
+/// dynamic [8]`, or `pointer [16] → dynamic [8]` when `pointer`; `slot`
+/// (i32, 64) and `n` (i32, 16) on their own dense nodes. `start` runs once
+/// over range [64]; `frame` (when given) every frame, with `params`.
+fn list_graph(pointer: bool, start: &str, frame: Option<(&str, Value)>) -> Value {
+    let parent = if pointer {
+        json!({"id": "P", "kind": "pointer", "params": {"shape": [16], "capacity": 16}})
+    } else {
+        json!({"id": "P", "kind": "dense", "params": {"shape": [16]}})
+    };
+    let mut nodes = vec![
+        parent,
+        json!({"id": "L", "kind": "dynamic", "params": {"shape": [8]}}),
+        json!({"id": "v", "kind": "field", "params": {"type": "f32", "init": -1.0}}),
+        json!({"id": "S", "kind": "dense", "params": {"shape": [64]}}),
+        json!({"id": "slot", "kind": "field", "params": {"type": "i32", "init": -1}}),
+        json!({"id": "N", "kind": "dense", "params": {"shape": [16]}}),
+        json!({"id": "n", "kind": "field", "params": {"type": "i32"}}),
+        json!({"id": "s", "kind": "on_start"}),
+        json!({"id": "w", "kind": "kernel", "params": {"range": [64], "code": start}}),
+    ];
+    let mut wires = vec![
+        json!({"from": "P.cells", "to": "L.parent"}),
+        json!({"from": "L.cells", "to": "v.layout"}),
+        json!({"from": "S.cells", "to": "slot.layout"}),
+        json!({"from": "N.cells", "to": "n.layout"}),
+    ];
+    for port in ["v", "slot", "n"] {
+        if start.contains(&format!("{}[", port)) || start.contains(&format!("({},", port)) {
+            wires.push(json!({"from": format!("{}.field", port), "to": format!("w.{}", port)}));
+        }
+    }
+    let mut exec = vec![json!({"from": "s.then", "to": "w"})];
+    if let Some((code, params)) = frame {
+        nodes.push(json!({"id": "f", "kind": "on_frame"}));
+        let mut p = params;
+        p["code"] = json!(code);
+        nodes.push(json!({"id": "k", "kind": "kernel", "params": p}));
+        for port in ["v", "slot", "n"] {
+            if code.contains(&format!("{}[", port)) || code.contains(&format!("({},", port)) {
+                wires.push(json!({"from": format!("{}.field", port), "to": format!("k.{}", port)}));
+            }
+        }
+        exec.push(json!({"from": "f.then", "to": "k"}));
+    }
+    json!({"format": "weft-graph", "version": 1, "nodes": nodes, "wires": wires, "exec": exec})
+}
+
+/// Threads 0..40 append `i` to list `i % 16` (lists 0..7 get 3 elements,
+/// 8..15 get 2) and keep the position they got.
+const APPEND: &str = "fn kernel(i: i32) {
+    if i < 40 { slot[i] = append(v, i % 16, i as f32); }
+}";
+
+#[test]
+fn dynamic_append_length_and_struct_for() {
+    // Frame 1 records the lengths and, over `v`, adds 100 to every element
+    // and counts the visits per list.
+    let count = "fn kernel(i: i32) { v[i] += 100.0; atomic_add(n[i / 8], 1000); }";
+    let lengths = "fn kernel(i: i32) { n[i] = length(v, i); }";
+    for pointer in [false, true] {
+        for b in BACKENDS {
+            let Some(s) = run(
+                &list_graph(pointer, APPEND, Some((lengths, json!({"range": [16]})))),
+                b,
+                1,
+            ) else {
+                continue;
+            };
+            let want: Vec<i32> = (0..16).map(|l| if l < 8 { 3 } else { 2 }).collect();
+            assert_eq!(i32s(&s, "n"), want, "{:?} pointer {}", b, pointer);
+            let Some(s) = run(
+                &list_graph(pointer, APPEND, Some((count, json!({"over": "v"})))),
+                b,
+                1,
+            ) else {
+                continue;
+            };
+            let slot = i32s(&s, "slot");
+            let v = f32s(&s, "v");
+            let n = i32s(&s, "n");
+            for l in 0..16usize {
+                let members: Vec<usize> = (0..40).filter(|i| i % 16 == l).collect();
+                // Each appended element was visited once by the struct-for.
+                assert_eq!(n[l], 1000 * members.len() as i32, "{:?} list {}", b, l);
+                let mut got: Vec<i32> = members.iter().map(|&i| slot[i]).collect();
+                got.sort();
+                let want: Vec<i32> = (0..members.len() as i32).collect();
+                assert_eq!(
+                    got, want,
+                    "{:?} pointer {}: positions of list {}",
+                    b, pointer, l
+                );
+                for &i in &members {
+                    assert_eq!(v[l * 8 + slot[i] as usize], i as f32 + 100.0, "{:?}", b);
+                }
+                // Slots past the length read as init, untouched by the struct-for.
+                for k in members.len()..8 {
+                    assert_eq!(v[l * 8 + k], -1.0, "{:?} v[{}]", b, l * 8 + k);
+                }
+            }
+            assert!(slot[40..].iter().all(|&x| x == -1));
+        }
+    }
+}
+
+#[test]
+fn dynamic_overflow_names_the_node() {
+    // Nine appends to list 3, which holds eight.
+    let code = "fn kernel(i: i32) { if i < 9 { slot[i] = append(v, 3, 1.0); } }";
+    for pointer in [false, true] {
+        for b in BACKENDS {
+            let Some(mut s) = open(&list_graph(pointer, code, None), b) else {
+                continue;
+            };
+            let e = s.start().expect_err("list 3 is full").to_string();
+            assert!(
+                e.contains("'L'") && e.contains("shape") && e.contains("full"),
+                "{:?}: {}",
+                b,
+                e
+            );
+        }
+    }
+}
+
+#[test]
+fn dynamic_deactivate_empties_the_list_and_host_io_sees_lists() {
+    // Frame 1 deactivates (empties) list 2.
+    let code = "fn kernel(i: i32) {
+        if i == 0 { deactivate(v[2 * 8 + 1]); }
+    }";
+    for b in BACKENDS {
+        let Some(mut s) = run(
+            &list_graph(true, APPEND, Some((code, json!({"range": [1]})))),
+            b,
+            1,
+        ) else {
+            continue;
+        };
+        let v = f32s(&s, "v");
+        assert_eq!(&v[16..24], &[-1.0; 8], "{:?}: list 2 is empty", b);
+        let mut list1 = v[8..11].to_vec();
+        list1.sort_by(f32::total_cmp);
+        assert_eq!(
+            list1,
+            vec![1.0, 17.0, 33.0],
+            "{:?}: list 1 keeps its elements",
+            b
+        );
+        // Host writes activate: a value at position 5 of list 4 makes it 6 long.
+        let f = s.field("v").unwrap();
+        let mut w: Vec<u32> = v.iter().map(|x| x.to_bits()).collect();
+        w[4 * 8 + 5] = 9.0f32.to_bits();
+        s.write_field(f, &w).unwrap();
+        assert_eq!(s.read_field(f).unwrap(), w, "{:?}", b);
+    }
+}
+
+#[test]
+fn bad_dynamic_graphs_are_rejected_naming_the_node() {
+    let mut g = list_graph(false, APPEND, None);
+    g["nodes"][1]["params"]["shape"] = json!([4, 2]);
+    let e = build(&g).expect_err("two axes").to_string();
+    assert!(e.contains("'L'") && e.contains("one axis"), "{}", e);
+
+    let mut g = list_graph(false, APPEND, None);
+    g["nodes"][1]["params"]["shape"] = json!([0]);
+    let e = build(&g).expect_err("capacity 0").to_string();
+    assert!(e.contains("'L'") && e.contains("shape"), "{}", e);
+
+    // A layout node under a dynamic one.
+    let mut g = list_graph(false, APPEND, None);
+    g["nodes"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"id": "D", "kind": "dense", "params": {"shape": [2]}}));
+    g["wires"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"from": "L.cells", "to": "D.parent"}));
+    let e = build(&g).expect_err("layout under dynamic").to_string();
+    assert!(e.contains("'L'") && e.contains("fields"), "{}", e);
+
+    // `append` on a field that is not on a dynamic node names the kernel and line.
+    let code = "fn kernel(i: i32) {\n    let k = append(slot, 0, 1);\n}";
+    let e = build(&list_graph(false, code, None))
+        .expect_err("append on a dense field")
+        .to_string();
+    assert!(
+        e.contains("'w'") && e.contains("2:13") && e.contains("'S'"),
+        "{}",
+        e
+    );
+}

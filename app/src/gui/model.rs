@@ -460,6 +460,9 @@ impl Model {
                 if matches!(k.name, "dense" | "bitmasked" | "pointer") {
                     params.insert("shape".into(), Value::from(vec![64, 64]));
                 }
+                if k.name == "dynamic" {
+                    params.insert("shape".into(), Value::from(vec![64]));
+                }
                 self.doc.nodes.push(NodeDoc {
                     id,
                     kind,

@@ -198,6 +198,23 @@ static KINDS: &[NodeKind] = &[
         exec_outs: &[],
     },
     NodeKind {
+        name: "dynamic",
+        family: Family::Layout,
+        doc: "One axis: each block is a list of up to `shape[0]` elements that grows by `append(x, list, value)` (the kernel language); `length(x, list)` counts them. A field on it has one element per list slot; slots past the length read as `init`, and kernels `over` it visit only appended elements. Appending to a full list is a run-time error naming this node.",
+        inputs: &[LAYOUT_IN],
+        outputs: &[CELLS_OUT],
+        dynamic_field_inputs: false,
+        params: &[ParamSpec {
+            name: "shape",
+            ty: ParamType::Shape,
+            default: None,
+            doc: "One axis: the most elements one list can hold, e.g. [64]. The number of lists is the number of cells above this node (1 for a root).",
+            range: None,
+        }],
+        exec_in: false,
+        exec_outs: &[],
+    },
+    NodeKind {
         name: "field",
         family: Family::Field,
         doc: "A field of values stored in the layout cell it is wired to; its node id is its name.",

@@ -70,9 +70,9 @@ pub struct LayoutError {
 /// Within a cell, fields come first (in creation order) and child layout
 /// blocks after them, so fields on one node are interleaved (array of
 /// structures) while separate nodes give separate arrays. A block is its
-/// header (`bitmasked`: one activity bit per cell, 32 to a word) followed by
-/// its cells; a `pointer` block is one reference word per cell, its cells
-/// living in the node's pool. A root buffer holds the root's block at word
+/// header (`bitmasked`: one activity bit per cell, 32 to a word; `dynamic`:
+/// the list's length word) followed by its cells; a `pointer` block is one
+/// reference word per cell, its cells living in the node's pool. A root buffer holds the root's block at word
 /// 0, then, for every sparse node of the tree (parents first), the image of
 /// one initial cell and, for pointer nodes, the pool (see [`PoolWords`]).
 /// Dense-only trees therefore keep exactly their old addresses.
@@ -149,6 +149,8 @@ pub fn compute(program: &mut Program) -> Result<(), LayoutError> {
                 (h, n.checked_mul(cell_words).and_then(|x| x.checked_add(h)))
             }
             LayoutKind::Pointer { .. } => (0, Some(n)),
+            // The list's length word, then its cells.
+            LayoutKind::Dynamic => (1, n.checked_mul(cell_words).and_then(|x| x.checked_add(1))),
         };
         node.header_words = header;
         let block = block
@@ -327,6 +329,7 @@ pub fn activity_ranges(p: &Program, l: LayoutId) -> Vec<(u64, u64)> {
             match child.kind {
                 LayoutKind::Bitmasked => out.push((block, child.header_words)),
                 LayoutKind::Pointer { .. } => out.push((block, child.block_words)),
+                LayoutKind::Dynamic => out.push((block, 1)),
                 LayoutKind::Dense => {
                     let n: u64 = child.shape.iter().map(|&s| s as u64).product();
                     for k in 0..n {
@@ -570,6 +573,10 @@ impl AddressPlan {
                     active &= words[(block + lin / 32) as usize] >> (lin % 32) & 1 != 0;
                     block + level.header_words + lin * cw
                 }
+                LayoutKind::Dynamic => {
+                    active &= lin < words[block as usize] as u64;
+                    block + level.header_words + lin * cw
+                }
                 LayoutKind::Pointer { .. } => {
                     let r = words[(block + lin) as usize] as u64;
                     active &= r != 0;
@@ -602,6 +609,11 @@ impl AddressPlan {
                 LayoutKind::Dense => block + lin * cw,
                 LayoutKind::Bitmasked => {
                     words[(block + lin / 32) as usize] |= 1 << (lin % 32);
+                    block + level.header_words + lin * cw
+                }
+                LayoutKind::Dynamic => {
+                    let len = &mut words[block as usize];
+                    *len = (*len).max(lin as u32 + 1);
                     block + level.header_words + lin * cw
                 }
                 LayoutKind::Pointer { .. } => {

@@ -98,6 +98,10 @@ pub enum LayoutKind {
     Pointer {
         capacity: u32,
     },
+    /// One axis: each block is a list of up to `shape[0]` cells with a
+    /// length word in front (the block's header); cell `k` of a block is
+    /// active when `k < length`. Grows by `append`.
+    Dynamic,
 }
 
 impl LayoutKind {
@@ -106,6 +110,7 @@ impl LayoutKind {
             LayoutKind::Dense => "dense",
             LayoutKind::Bitmasked => "bitmasked",
             LayoutKind::Pointer { .. } => "pointer",
+            LayoutKind::Dynamic => "dynamic",
         }
     }
     /// Whether cells of this kind can be inactive.
@@ -281,6 +286,9 @@ pub enum FaultKind {
     /// A pointer node's pool has no free slot (the trapped value is the
     /// coordinate of the cell being activated, at that node's level).
     PoolExhausted { layout: LayoutId },
+    /// `append` to a full list of a dynamic node (the trapped value is the
+    /// list's number; the message does not show it, as on the JIT).
+    ListFull { layout: LayoutId },
 }
 
 impl FaultSite {
@@ -316,6 +324,14 @@ impl FaultSite {
                         Some(LayoutKind::Pointer { capacity }) => capacity,
                         _ => 0,
                     }
+                )
+            }
+            FaultKind::ListFull { layout } => {
+                let node = program.layouts.get(layout);
+                format!(
+                    "dynamic node '{}' is full: `append` to a list that already holds all {} elements it can; raise the node's `shape`",
+                    node.map_or("?", |l| l.node_id.as_str()),
+                    node.map_or(0, |l| l.shape.first().copied().unwrap_or(0))
                 )
             }
         }
@@ -591,6 +607,18 @@ pub enum InstKind {
         field: FieldId,
         index: Vec<InstId>,
     },
+    /// Appends `value` to list `list` (i32) of a field on a `dynamic` node;
+    /// the result is the element's position in the list (i32).
+    FieldAppend {
+        field: FieldId,
+        list: InstId,
+        value: InstId,
+    },
+    /// The number of elements in list `list` of a field on a `dynamic` node (i32).
+    FieldLength {
+        field: FieldId,
+        list: InstId,
+    },
     /// Fails the launch when `0 <= index < extent` does not hold (debug checks).
     BoundsCheck {
         field: FieldId,
@@ -687,6 +715,8 @@ impl InstKind {
                 v.extend(cmp);
                 v
             }
+            FieldAppend { list, value, .. } => vec![*list, *value],
+            FieldLength { list, .. } => vec![*list],
             BoundsCheck { index, .. } | Trap { value: index, .. } => vec![*index],
             BufLoad { addr, .. } => vec![*addr],
             BufStore { addr, value, .. } => vec![*addr, *value],
@@ -768,6 +798,11 @@ impl InstKind {
                     *c = f(*c);
                 }
             }
+            FieldAppend { list, value, .. } => {
+                *list = f(*list);
+                *value = f(*value);
+            }
+            FieldLength { list, .. } => *list = f(*list),
             BoundsCheck { index, .. } | Trap { value: index, .. } => *index = f(*index),
             BufLoad { addr, .. } => *addr = f(*addr),
             BufStore { addr, value, .. } => {
@@ -837,6 +872,7 @@ impl InstKind {
                 | LocalLoad(_)
                 | FieldLoad { .. }
                 | FieldIsActive { .. }
+                | FieldLength { .. }
                 | BufLoad { .. }
                 | LoopCounter(_)
         )

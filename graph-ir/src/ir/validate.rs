@@ -487,6 +487,22 @@ impl Ctx<'_> {
                     _ => {}
                 }
             }
+            InstKind::FieldAppend { field, list, .. } | InstKind::FieldLength { field, list } => {
+                if self.form != IrForm::Abstract {
+                    return bad(self, "abstract field access after lowering");
+                }
+                let Some(fd) = self.program.fields.get(*field) else {
+                    return bad(self, "field out of range");
+                };
+                if self.ty(*list) != Type::I32 || t != Type::I32 {
+                    return bad(self, "append / length take and give an i32");
+                }
+                if let InstKind::FieldAppend { value, .. } = &inst.kind {
+                    if self.ty(*value) != fd.ty {
+                        return bad(self, "append value type mismatch");
+                    }
+                }
+            }
             InstKind::Trap { site, value } => {
                 if self.form == IrForm::Abstract {
                     return bad(self, "trap before access lowering");

@@ -309,6 +309,34 @@ pub fn walk(
                 let first = e.bink(BinaryOp::Add, block, level.header_words);
                 e.bin(BinaryOp::Add, first, off)
             }
+            LayoutKind::Dynamic => {
+                // Cells past the length hold initial values (appends only
+                // write below it, `clear` / `deactivate` reset), so reads
+                // need no check.
+                match mode {
+                    Mode::Read => {}
+                    Mode::Probe => {
+                        let len = e.load(root, block);
+                        let on = e.cmp(BinaryOp::Lt, lin, len);
+                        w.active = Some(match w.active {
+                            None => on,
+                            Some(a) => e.and(a, on),
+                        });
+                    }
+                    Mode::Write => {
+                        // A store at position k makes the list at least k + 1 long.
+                        let len = e.load(root, block);
+                        let short = e.cmp(BinaryOp::Ge, lin, len);
+                        e.if_(short, |e| {
+                            let k1 = e.bink(BinaryOp::Add, lin, 1);
+                            e.atomic(AtomicOp::Max, root, block, k1, None);
+                        });
+                    }
+                }
+                let off = e.bink(BinaryOp::Mul, lin, cw);
+                let first = e.bink(BinaryOp::Add, block, level.header_words);
+                e.bin(BinaryOp::Add, first, off)
+            }
             LayoutKind::Pointer { .. } => {
                 let pool = level.pool.expect("pointer levels have a pool");
                 let pa = e.bin(BinaryOp::Add, block, lin);
@@ -502,6 +530,66 @@ pub fn deactivate(e: &mut Emitter, plan: &AddressPlan, idx: &[InstId], sites: &m
             let z = e.u32c(0);
             e.atomic(AtomicOp::Exchange, root, pa, z, None);
         }
+        LayoutKind::Dynamic => {
+            let block = w.blocks[s];
+            clear_list(e, root, &level, block);
+        }
         LayoutKind::Dense => unreachable!("innermost_sparse picks a sparse level"),
     });
+}
+
+/// Empties the list of a dynamic `level` whose block is at word `block`:
+/// takes its length (an exchange with 0, so that of several threads
+/// clearing one list only one resets it), then resets the cells that were
+/// in use to the node's initial image.
+pub fn clear_list(e: &mut Emitter, root: LayoutId, level: &LevelPlan, block: InstId) {
+    let n = level.axes[0].extent as u64;
+    let cw = level.cell_bits / WORD_BITS;
+    let z = e.u32c(0);
+    let old = e.atomic(AtomicOp::Exchange, root, block, z, None);
+    let cap = e.u32c(n);
+    let lt = e.cmp(BinaryOp::Lt, old, cap);
+    let len = e.select(lt, old, cap);
+    let i = e.local("k", Type::U32);
+    let zero = e.u32c(0);
+    e.set(i, zero);
+    e.loop_(|e| {
+        let k = e.get(i);
+        let done = e.cmp(BinaryOp::Ge, k, len);
+        e.if_(done, |e| e.brk());
+        let off = e.bink(BinaryOp::Mul, k, cw);
+        let first = e.bink(BinaryOp::Add, block, level.header_words);
+        let cell = e.bin(BinaryOp::Add, first, off);
+        let image = e.u32c(level.image);
+        copy_words(e, root, image, cell, cw);
+        let next = e.bink(BinaryOp::Add, k, 1);
+        e.set(i, next);
+    });
+}
+
+/// Word address of the block (length word first) of list `list` (u32) of a
+/// field whose own level, the last of `plan`, is dynamic. `Mode::Write`
+/// activates the levels above; `Read` goes through initial images.
+pub fn list_block(
+    e: &mut Emitter,
+    plan: &AddressPlan,
+    list: InstId,
+    mode: Mode,
+    sites: &mut Vec<FaultSite>,
+) -> InstId {
+    let last = plan.levels.len() - 1;
+    let level = &plan.levels[last];
+    debug_assert_eq!(level.kind, LayoutKind::Dynamic);
+    if last == 0 {
+        return e.u32c(0);
+    }
+    // The list's first element: its cells above the list are the list's.
+    let first = e.bink(BinaryOp::Mul, list, level.axes[0].extent as u64);
+    let w = walk(e, plan.root, &plan.levels, &[first], mode, last - 1, sites);
+    let parent = w.cells[last - 1];
+    if level.offset_bits > 0 {
+        e.bink(BinaryOp::Add, parent, level.offset_bits / WORD_BITS)
+    } else {
+        parent
+    }
 }

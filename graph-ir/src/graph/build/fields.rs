@@ -31,6 +31,7 @@ impl Builder<'_> {
                 let parent_h = parent.map(|p| handle[&p]);
                 let kind = match self.nodes[i].kind.name {
                     "bitmasked" => LayoutKind::Bitmasked,
+                    "dynamic" => LayoutKind::Dynamic,
                     // The default capacity is fixed once the domain is known (below).
                     "pointer" => LayoutKind::Pointer {
                         capacity: self.nodes[i]
@@ -83,6 +84,17 @@ impl Builder<'_> {
                 let pd = self.program.layouts[p].shape.len();
                 if pd != l.shape.len() {
                     self.errors.push(GraphError::param(&l.node_id, "shape", format!("has {} axes but its parent '{}' has {}; nested layout nodes need the same number of axes", l.shape.len(), self.program.layouts[p].node_id, pd)));
+                }
+            }
+            if l.kind == LayoutKind::Dynamic {
+                if l.shape.len() != 1 {
+                    self.errors.push(GraphError::param(&l.node_id, "shape", format!("a dynamic node has exactly one axis, its list capacity (e.g. [64]); got {} axes", l.shape.len())));
+                }
+                if l.children
+                    .iter()
+                    .any(|c| matches!(c, LayoutChild::Layout(_)))
+                {
+                    self.errors.push(GraphError::port(&l.node_id, "cells", "a dynamic node's cells are list elements: wire fields to them, not layout nodes"));
                 }
             }
             let _ = h;
