@@ -105,7 +105,13 @@ impl<'a> FnLowerer<'a> {
             argc(1)?;
             return self.lower_activity(&name, args[0], sp);
         }
-        if matches!(name.as_str(), "append" | "length") && !self.sigs.contains_key(&name) {
+        // `length(v)` of a vector stays the built-in; `length(x, l)` is a list's.
+        let list_op = match name.as_str() {
+            "append" => true,
+            "length" => args.len() == 2,
+            _ => false,
+        };
+        if list_op && !self.sigs.contains_key(&name) {
             argc(if name == "append" { 3 } else { 2 })?;
             return self.lower_list_op(&name, &args, sp);
         }
