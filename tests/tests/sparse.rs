@@ -507,3 +507,99 @@ fn bad_dynamic_graphs_are_rejected_naming_the_node() {
         e
     );
 }
+
+/// `g` with a `clear` node `c` of layout node `target` after its start
+/// kernel `w`, followed by `w2`, a second copy of `w`.
+fn with_clear(mut g: Value, target: &str) -> Value {
+    let nodes = g["nodes"].as_array_mut().unwrap();
+    let w = nodes.iter().find(|n| n["id"] == "w").unwrap().clone();
+    let mut w2 = w;
+    w2["id"] = json!("w2");
+    nodes.push(w2);
+    nodes.push(json!({"id": "c", "kind": "clear"}));
+    let wires = g["wires"].as_array_mut().unwrap();
+    let extra: Vec<Value> = wires
+        .iter()
+        .filter(|x| x["to"].as_str().unwrap().starts_with("w."))
+        .map(|x| json!({"from": x["from"], "to": x["to"].as_str().unwrap().replace("w.", "w2.")}))
+        .collect();
+    wires.extend(extra);
+    wires.push(json!({"from": format!("{}.cells", target), "to": "c.layout"}));
+    let exec = g["exec"].as_array_mut().unwrap();
+    exec.push(json!({"from": "w.then", "to": "c"}));
+    exec.push(json!({"from": "c.then", "to": "w2"}));
+    g
+}
+
+#[test]
+fn clear_empties_pools_at_once_and_the_rewrite_matches() {
+    // Blocks of P the disc needs: the pool gets exactly that many, so the
+    // second write after the clear only fits when the clear gave the blocks
+    // back to the pool right away (not at the end of on_start).
+    let once = run(&graph(true, 16, DISC, None), Backend::Vm, 0).unwrap();
+    let need = pool_use(&once);
+    let want = f32s(&once, "x");
+    for target in ["P", "B"] {
+        for b in BACKENDS {
+            let Some(s) = run(&with_clear(graph(true, need, DISC, None), target), b, 0) else {
+                continue;
+            };
+            assert_eq!(f32s(&s, "x"), want, "{:?} clear {}", b, target);
+            assert_eq!(pool_use(&s), need, "{:?} clear {}", b, target);
+        }
+    }
+    // Without the second write, everything reads init and the pool is empty.
+    for b in BACKENDS {
+        let mut g = with_clear(graph(true, need, DISC, None), "P");
+        g["exec"].as_array_mut().unwrap().pop();
+        let Some(s) = run(&g, b, 0) else {
+            continue;
+        };
+        assert!(f32s(&s, "x").iter().all(|&x| x == 0.5), "{:?}", b);
+        assert_eq!(pool_use(&s), 0, "{:?}", b);
+    }
+}
+
+#[test]
+fn clear_empties_dynamic_lists() {
+    // APPEND, clear, APPEND: the lists hold one round of appends.
+    let lengths = "fn kernel(i: i32) { n[i] = length(v, i); }";
+    for pointer in [false, true] {
+        for b in BACKENDS {
+            let g = with_clear(
+                list_graph(pointer, APPEND, Some((lengths, json!({"range": [16]})))),
+                "L",
+            );
+            let Some(s) = run(&g, b, 1) else {
+                continue;
+            };
+            let want: Vec<i32> = (0..16).map(|l| if l < 8 { 3 } else { 2 }).collect();
+            assert_eq!(i32s(&s, "n"), want, "{:?} pointer {}", b, pointer);
+            let v = f32s(&s, "v");
+            for l in 0..16 {
+                let mut got: Vec<f32> = v[l * 8..l * 8 + want[l] as usize].to_vec();
+                got.sort_by(f32::total_cmp);
+                let expect: Vec<f32> = (0..40).filter(|i| i % 16 == l).map(|i| i as f32).collect();
+                assert_eq!(got, expect, "{:?} list {}", b, l);
+                assert!(v[l * 8 + want[l] as usize..(l + 1) * 8]
+                    .iter()
+                    .all(|&x| x == -1.0));
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_clear_graphs_are_rejected_naming_the_node() {
+    let g = with_clear(graph(true, 16, DISC, None), "D");
+    let e = build(&g).expect_err("clear of a dense node").to_string();
+    assert!(
+        e.contains("'c'") && e.contains("'D'") && e.contains("dense"),
+        "{}",
+        e
+    );
+    let mut g = with_clear(graph(true, 16, DISC, None), "P");
+    g["wires"].as_array_mut().unwrap().pop();
+    let e = build(&g).expect_err("unwired clear").to_string();
+    assert!(e.contains("'c'") && e.contains("layout"), "{}", e);
+}

@@ -326,6 +326,17 @@ static KINDS: &[NodeKind] = &[
         exec_outs: &["body", "then"],
     },
     NodeKind {
+        name: "clear",
+        family: Family::Execution,
+        doc: "Deactivates every cell of the sparse layout node wired to `layout` (bitmasked, pointer or dynamic): its fields read as `init` again, pointer blocks go back to their pools and dynamic lists become empty, before the chain continues with `then`.",
+        inputs: &[PortSpec { name: "layout", ty: PortType::Layout, optional: false, doc: "The `cells` output of the sparse layout node to clear." }],
+        outputs: &[],
+        dynamic_field_inputs: false,
+        params: &[],
+        exec_in: true,
+        exec_outs: &["then"],
+    },
+    NodeKind {
         name: "image",
         family: Family::View,
         doc: "Draws a 2D field: a scalar through a colormap, or a vec3/vec4 as RGB. Axis 0 is x (left to right), axis 1 is y (bottom to top).",

@@ -908,6 +908,14 @@ pub enum Step {
         loss: FieldId,
         body: Vec<Step>,
     },
+    /// Deactivates every cell of the sparse layout node `layout` (a
+    /// `clear` node), returning blocks to pools and emptying lists. Only in
+    /// abstract IR: `passes::sparse_clear` turns it into system-kernel
+    /// launches.
+    Clear {
+        node_id: String,
+        layout: LayoutId,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -71,7 +71,7 @@ pub fn validate_program(program: &Program, form: impl Into<IrForm>) -> Result<()
     if form != IrForm::Abstract {
         fn has_tape(s: &[Step]) -> Option<&str> {
             s.iter().find_map(|st| match st {
-                Step::Tape { node_id, .. } => Some(node_id.as_str()),
+                Step::Tape { node_id, .. } | Step::Clear { node_id, .. } => Some(node_id.as_str()),
                 Step::Repeat { body, .. } => has_tape(body),
                 Step::Launch(_) => None,
             })
@@ -158,6 +158,11 @@ pub fn validate_structure(program: &Program) -> Result<(), ValidationError> {
                         ));
                     }
                     steps(program, body)?
+                }
+                Step::Clear { layout, .. } => {
+                    if program.layouts.get(*layout).is_none() {
+                        return Err(program_err("schedule", "clear of a missing layout".into()));
+                    }
                 }
             }
         }

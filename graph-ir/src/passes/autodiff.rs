@@ -75,7 +75,7 @@ fn expand(
     let mut out = Vec::new();
     for s in steps {
         match s {
-            Step::Launch(_) => out.push(s),
+            Step::Launch(_) | Step::Clear { .. } => out.push(s),
             Step::Repeat {
                 node_id,
                 count,
@@ -132,6 +132,7 @@ fn launches(steps: &[Step], out: &mut Vec<KernelId>) {
                 }
             }
             Step::Repeat { body, .. } | Step::Tape { body, .. } => launches(body, out),
+            Step::Clear { .. } => {}
         }
     }
 }
@@ -155,6 +156,15 @@ fn reverse(steps: &[Step], adjoints: &HashMap<KernelId, KernelId>) -> Vec<Step> 
                 index: index.clone(),
                 reverse: !r,
                 body: reverse(body, adjoints),
+            },
+            // The graph builder refuses `clear` inside a tape; were one
+            // here, it would have no adjoint to run.
+            Step::Clear { .. } => Step::Repeat {
+                node_id: String::new(),
+                count: 0,
+                index: None,
+                reverse: false,
+                body: vec![],
             },
             // Nested tapes are refused by the graph builder.
             Step::Tape { body, .. } => Step::Repeat {
@@ -248,6 +258,17 @@ fn check_access_rule(program: &Program, k: KernelId) -> Result<(), AdError> {
                 }
                 InstKind::FieldStore { field, .. } | InstKind::FieldAtomic { field, .. } => {
                     written.entry(*field).or_insert(inst.span);
+                }
+                // The adjoint replays the forward body: a list would grow twice.
+                InstKind::FieldAppend { field, .. } => {
+                    return Err(AdError {
+                        node: node.to_string(),
+                        span: inst.span,
+                        message: format!(
+                            "`append` to field '{}' cannot be inside a tape (the backward pass would append again); fill the list before the tape",
+                            program.fields[*field].name
+                        ),
+                    });
                 }
                 _ => {}
             }

@@ -229,7 +229,7 @@ fn lower_list_op(
     let root = plan.root;
     match *kind {
         InstKind::FieldLength { .. } => {
-            let block = sparse_ir::list_block(e, &plan, l, Mode::Read, sites);
+            let (block, _) = sparse_ir::list_block(e, root, &plan.levels, l, Mode::Read, sites);
             let len = e.load(root, block);
             // A failed append may leave the word past the capacity.
             let cap = e.u32c(n);
@@ -238,7 +238,7 @@ fn lower_list_op(
             Some(InstKind::Cast(len))
         }
         InstKind::FieldAppend { value, .. } => {
-            let block = sparse_ir::list_block(e, &plan, l, Mode::Write, sites);
+            let (block, _) = sparse_ir::list_block(e, root, &plan.levels, l, Mode::Write, sites);
             let one = e.u32c(1);
             let k = e.atomic(AtomicOp::Add, root, block, one, None);
             let full = e.cmpk(BinaryOp::Ge, k, n);

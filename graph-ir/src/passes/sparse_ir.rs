@@ -509,10 +509,23 @@ pub fn deactivate(e: &mut Emitter, plan: &AddressPlan, idx: &[InstId], sites: &m
     let Some(s) = innermost_sparse(plan) else {
         return;
     };
-    let root = plan.root;
-    let w = walk(e, root, &plan.levels, idx, Mode::Probe, s, sites);
+    deactivate_level(e, plan.root, &plan.levels, s, idx, sites);
+}
+
+/// Deactivates the cell of `levels[s]` (a sparse level) that `idx` (counted
+/// in cells of `levels.last()`) falls in, when it and every level above it
+/// are active; a dynamic level empties its whole list.
+pub fn deactivate_level(
+    e: &mut Emitter,
+    root: LayoutId,
+    levels: &[LevelPlan],
+    s: usize,
+    idx: &[InstId],
+    sites: &mut Vec<FaultSite>,
+) {
+    let w = walk(e, root, levels, idx, Mode::Probe, s, sites);
     let active = w.active.expect("a sparse level was probed");
-    let level = plan.levels[s].clone();
+    let level = levels[s].clone();
     e.if_(active, |e| match level.kind {
         LayoutKind::Bitmasked => {
             let image = e.u32c(level.image);
@@ -567,29 +580,32 @@ pub fn clear_list(e: &mut Emitter, root: LayoutId, level: &LevelPlan, block: Ins
     });
 }
 
-/// Word address of the block (length word first) of list `list` (u32) of a
-/// field whose own level, the last of `plan`, is dynamic. `Mode::Write`
+/// Word address of the block (length word first) of list `list` (u32) of
+/// the dynamic level `levels.last()` (in the buffer of `root`), and for
+/// `Mode::Probe` whether every level above is active. `Mode::Write`
 /// activates the levels above; `Read` goes through initial images.
 pub fn list_block(
     e: &mut Emitter,
-    plan: &AddressPlan,
+    root: LayoutId,
+    levels: &[LevelPlan],
     list: InstId,
     mode: Mode,
     sites: &mut Vec<FaultSite>,
-) -> InstId {
-    let last = plan.levels.len() - 1;
-    let level = &plan.levels[last];
+) -> (InstId, Option<InstId>) {
+    let last = levels.len() - 1;
+    let level = &levels[last];
     debug_assert_eq!(level.kind, LayoutKind::Dynamic);
     if last == 0 {
-        return e.u32c(0);
+        return (e.u32c(0), None);
     }
     // The list's first element: its cells above the list are the list's.
     let first = e.bink(BinaryOp::Mul, list, level.axes[0].extent as u64);
-    let w = walk(e, plan.root, &plan.levels, &[first], mode, last - 1, sites);
+    let w = walk(e, root, levels, &[first], mode, last - 1, sites);
     let parent = w.cells[last - 1];
-    if level.offset_bits > 0 {
+    let block = if level.offset_bits > 0 {
         e.bink(BinaryOp::Add, parent, level.offset_bits / WORD_BITS)
     } else {
         parent
-    }
+    };
+    (block, w.active)
 }
