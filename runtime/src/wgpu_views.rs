@@ -25,7 +25,7 @@ use crate::wgpu_backend::{WgpuContext, WgpuEngine};
 use crate::RuntimeError;
 use std::fmt::Write as _;
 use std::sync::Arc;
-use weft_ir::ir::layout::{root_of, AddressPlan, WORD_BITS};
+use weft_ir::ir::layout::{root_of, AddressPlan, HASH_MUL, WORD_BITS};
 use weft_ir::ir::quant::Quant;
 use weft_ir::ir::{Colormap, FieldId, LayoutId, LayoutKind, Program, Storage, View};
 use weft_ir::types::{Scalar, Type};
@@ -159,6 +159,41 @@ fn address_fn(
                     fit(level.header_words)?,
                     lin,
                     cw
+                );
+            }
+            LayoutKind::Hash { capacity } => {
+                // Linear probing as `layout::hash_start` / `sparse_ir`; an
+                // absent cell reads the initial image.
+                let nk = level.axes.len();
+                let keys: Vec<String> = level
+                    .axes
+                    .iter()
+                    .enumerate()
+                    .map(|(d, step)| format!("(i{} / {}u + 1u)", d, step.divisor))
+                    .collect();
+                let _ = writeln!(s, "    {{\n        var h: u32 = 0u;");
+                for k in &keys {
+                    let _ = writeln!(s, "        h = (h ^ {}) * {}u;", k, HASH_MUL);
+                }
+                let _ = writeln!(
+                    s,
+                    "        var slot: u32 = (h ^ (h >> 16u)) % {cap}u;\n        c = {img}u;\n        for (var t: u32 = 0u; t < {cap}u; t = t + 1u) {{\n            let b = slot * {stride}u;\n            let k0 = {load}(b);\n            if (k0 == 0u) {{ break; }}",
+                    cap = capacity,
+                    img = fit(level.image)?,
+                    stride = fit(nk as u64 + level.cell_bits / WORD_BITS)?,
+                    load = load,
+                );
+                let matches: Vec<String> = keys
+                    .iter()
+                    .enumerate()
+                    .map(|(d, k)| format!("{}(b + {}u) == {}", load, d, k))
+                    .collect();
+                let _ = writeln!(
+                    s,
+                    "            if ({}) {{ c = b + {}u; break; }}\n            slot = select(slot + 1u, 0u, slot + 1u == {}u);\n        }}\n    }}",
+                    matches.join(" && "),
+                    nk,
+                    capacity
                 );
             }
             LayoutKind::Pointer { .. } => {

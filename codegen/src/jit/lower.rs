@@ -718,7 +718,8 @@ impl Lower<'_, '_, '_> {
                         self.b.ins().sextend(types::I64, v),
                     ),
                     weft_ir::ir::FaultKind::PoolExhausted { .. }
-                    | weft_ir::ir::FaultKind::ListFull { .. } => (
+                    | weft_ir::ir::FaultKind::ListFull { .. }
+                    | weft_ir::ir::FaultKind::TableFull { .. } => (
                         FaultKind::Fixed(fs.message(self.env.program, 0)),
                         self.b.ins().uextend(types::I64, v),
                     ),

@@ -215,6 +215,26 @@ static KINDS: &[NodeKind] = &[
         exec_outs: &[],
     },
     NodeKind {
+        name: "hash",
+        family: Family::Layout,
+        doc: "A root whose cells are stored in an open-addressing table of `capacity` slots keyed by their coordinate: the domain (up to 2^30 elements per axis) can be far larger than the memory. Cells are created on first write and read as their fields' `init` values while absent; a full table is a run-time error naming this node.",
+        inputs: &[LAYOUT_IN],
+        outputs: &[CELLS_OUT],
+        dynamic_field_inputs: false,
+        params: &[
+            SPARSE_SHAPE,
+            ParamSpec {
+                name: "capacity",
+                ty: ParamType::Int,
+                default: None,
+                doc: "Table slots: cells that can exist at once (1 to 1048576). Default: every cell of the domain, capped at 4096. Deactivated cells keep their slot until a `clear`.",
+                range: Some((1.0, 1048576.0)),
+            },
+        ],
+        exec_in: false,
+        exec_outs: &[],
+    },
+    NodeKind {
         name: "field",
         family: Family::Field,
         doc: "A field of values stored in the layout cell it is wired to; its node id is its name.",

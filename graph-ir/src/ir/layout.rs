@@ -151,6 +151,11 @@ pub fn compute(program: &mut Program) -> Result<(), LayoutError> {
             LayoutKind::Pointer { .. } => (0, Some(n)),
             // The list's length word, then its cells.
             LayoutKind::Dynamic => (1, n.checked_mul(cell_words).and_then(|x| x.checked_add(1))),
+            // `capacity` slots of key words (one per axis) then the cell.
+            LayoutKind::Hash { capacity } => (
+                0,
+                (capacity as u64).checked_mul(node.shape.len() as u64 + cell_words),
+            ),
         };
         node.header_words = header;
         let block = block
@@ -330,6 +335,8 @@ pub fn activity_ranges(p: &Program, l: LayoutId) -> Vec<(u64, u64)> {
                 LayoutKind::Bitmasked => out.push((block, child.header_words)),
                 LayoutKind::Pointer { .. } => out.push((block, child.block_words)),
                 LayoutKind::Dynamic => out.push((block, 1)),
+                // Hash nodes are roots, never children.
+                LayoutKind::Hash { .. } => {}
                 LayoutKind::Dense => {
                     let n: u64 = child.shape.iter().map(|&s| s as u64).product();
                     for k in 0..n {
@@ -375,6 +382,14 @@ pub fn initial_words(program: &Program, root: LayoutId) -> Vec<u32> {
         if matches!(node.kind, LayoutKind::Pointer { .. }) {
             return; // null references
         }
+        if let LayoutKind::Hash { capacity } = node.kind {
+            // Empty keys; every slot's cell holds initial values.
+            let keys = node.shape.len() as u64;
+            for s in 0..capacity as u64 {
+                fill_cell(p, l, at + s * (keys + node.cell_words) + keys, out);
+            }
+            return;
+        }
         let n: u64 = node.shape.iter().map(|&s| s as u64).product();
         for k in 0..n {
             fill_cell(p, l, at + node.header_words + k * node.cell_words, out);
@@ -398,6 +413,32 @@ pub fn initial_words(program: &Program, root: LayoutId) -> Vec<u32> {
         }
     }
     out
+}
+
+/// The key words of `index`'s cell at a hash `level` (a root): its
+/// coordinate + 1 per axis, so that 0 marks an empty slot.
+pub fn hash_keys(level: &LevelPlan, index: &[u32]) -> Vec<u32> {
+    level
+        .axes
+        .iter()
+        .zip(index)
+        .map(|(step, &i)| (i as u64 / step.divisor) as u32 + 1)
+        .collect()
+}
+
+/// Multiplier of the hash of a key word (a 32-bit odd constant from the
+/// golden ratio, as in Fibonacci hashing).
+pub const HASH_MUL: u32 = 0x9E37_79B1;
+
+/// First slot probed for `keys`: `h = (h ^ k) * HASH_MUL` over the key
+/// words, then `h ^ (h >> 16)`, modulo the capacity. The IR emitted by
+/// `passes::sparse_ir` computes exactly this.
+pub fn hash_start(keys: &[u32], capacity: u32) -> u32 {
+    let mut h = 0u32;
+    for &k in keys {
+        h = (h ^ k).wrapping_mul(HASH_MUL);
+    }
+    (h ^ (h >> 16)) % capacity
 }
 
 /// How one axis of the logical index contributes to one level's cell index.
@@ -577,6 +618,13 @@ impl AddressPlan {
                     active &= lin < words[block as usize] as u64;
                     block + level.header_words + lin * cw
                 }
+                LayoutKind::Hash { .. } => match Self::hash_find(level, index, words) {
+                    Some(slot) => slot,
+                    None => {
+                        active = false;
+                        level.image
+                    }
+                },
                 LayoutKind::Pointer { .. } => {
                     let r = words[(block + lin) as usize] as u64;
                     active &= r != 0;
@@ -616,6 +664,25 @@ impl AddressPlan {
                     *len = (*len).max(lin as u32 + 1);
                     block + level.header_words + lin * cw
                 }
+                LayoutKind::Hash { capacity } => match Self::hash_find(level, index, words) {
+                    Some(cell) => cell,
+                    None => {
+                        let keys = hash_keys(level, index);
+                        let stride = keys.len() as u64 + cw;
+                        let mut s = hash_start(&keys, capacity);
+                        let mut got = None;
+                        for _ in 0..capacity {
+                            let at = (s as u64 * stride) as usize;
+                            if words[at] == 0 {
+                                words[at..at + keys.len()].copy_from_slice(&keys);
+                                got = Some(at as u64 + keys.len() as u64);
+                                break;
+                            }
+                            s = (s + 1) % capacity;
+                        }
+                        got.ok_or(level.node)?
+                    }
+                },
                 LayoutKind::Pointer { .. } => {
                     let pool = level.pool.expect("pointer levels have a pool");
                     let at = (block + lin) as usize;
@@ -632,6 +699,28 @@ impl AddressPlan {
             };
         }
         Ok(cell + self.base_bits / WORD_BITS)
+    }
+
+    /// Host probe of a hash level (a root): the word address of the cell of
+    /// `index`, when its slot exists.
+    fn hash_find(level: &LevelPlan, index: &[u32], words: &[u32]) -> Option<u64> {
+        let LayoutKind::Hash { capacity } = level.kind else {
+            return None;
+        };
+        let keys = hash_keys(level, index);
+        let stride = keys.len() as u64 + level.cell_bits / WORD_BITS;
+        let mut s = hash_start(&keys, capacity);
+        for _ in 0..capacity {
+            let at = (s as u64 * stride) as usize;
+            if words[at] == 0 {
+                return None;
+            }
+            if words[at..at + keys.len()] == keys[..] {
+                return Some(at as u64 + keys.len() as u64);
+            }
+            s = (s + 1) % capacity;
+        }
+        None
     }
 
     /// Bit address of component 0 of the element at logical `index` in a

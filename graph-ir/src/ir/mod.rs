@@ -102,7 +102,18 @@ pub enum LayoutKind {
     /// length word in front (the block's header); cell `k` of a block is
     /// active when `k < length`. Grows by `append`.
     Dynamic,
+    /// A root whose cells live in an open-addressing table of `capacity`
+    /// slots keyed by the cell's coordinate (one key word per axis,
+    /// coordinate + 1; 0 = empty slot, `HASH_TOMBSTONE` in word 0 = a
+    /// deactivated cell), so the domain can be far larger than the memory.
+    Hash {
+        capacity: u32,
+    },
 }
+
+/// Key word 0 of a hash slot whose cell was deactivated: probes go past it
+/// and inserts do not reuse it (until `clear`).
+pub const HASH_TOMBSTONE: u32 = u32::MAX;
 
 impl LayoutKind {
     pub fn name(self) -> &'static str {
@@ -111,6 +122,7 @@ impl LayoutKind {
             LayoutKind::Bitmasked => "bitmasked",
             LayoutKind::Pointer { .. } => "pointer",
             LayoutKind::Dynamic => "dynamic",
+            LayoutKind::Hash { .. } => "hash",
         }
     }
     /// Whether cells of this kind can be inactive.
@@ -289,6 +301,9 @@ pub enum FaultKind {
     /// `append` to a full list of a dynamic node (the trapped value is the
     /// list's number; the message does not show it, as on the JIT).
     ListFull { layout: LayoutId },
+    /// A hash node's table has no slot left for a new cell (the trapped
+    /// value is key word 0 of the cell).
+    TableFull { layout: LayoutId },
 }
 
 impl FaultSite {
@@ -322,6 +337,17 @@ impl FaultSite {
                     node.map_or("?", |l| l.node_id.as_str()),
                     match node.map(|l| l.kind) {
                         Some(LayoutKind::Pointer { capacity }) => capacity,
+                        _ => 0,
+                    }
+                )
+            }
+            FaultKind::TableFull { layout } => {
+                let node = program.layouts.get(layout);
+                format!(
+                    "hash node '{}' is full: all {} slots of its table hold cells; raise its `capacity`",
+                    node.map_or("?", |l| l.node_id.as_str()),
+                    match node.map(|l| l.kind) {
+                        Some(LayoutKind::Hash { capacity }) => capacity,
                         _ => 0,
                     }
                 )

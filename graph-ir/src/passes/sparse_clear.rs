@@ -4,7 +4,9 @@
 //! `lower_access` pass right after access lowering, so no validated form
 //! ever contains one). Post: the same with every `Step::Clear { layout: L }`
 //! replaced by launches of
-//! 1. one clear kernel named after the `clear` node: for `bitmasked` and
+//! 1. one clear kernel named after the `clear` node: for `hash` nodes one
+//!    invocation per table slot, which resets the slot's cell and empties
+//!    its key (tombstones included); for `bitmasked` and
 //!    `pointer` nodes, one invocation per cell of L over the whole domain,
 //!    which deactivates that cell when it and every level above are active
 //!    (as `deactivate` does: a bitmasked cell is reset to its initial image
@@ -105,6 +107,7 @@ fn clear_launches(program: &mut Program, node_id: &str, l: LayoutId) -> Vec<Step
 pub fn clear_range(p: &Program, l: LayoutId) -> Vec<u64> {
     let node = &p.layouts[l];
     match (node.kind, node.parent) {
+        (LayoutKind::Hash { capacity }, _) => vec![capacity as u64],
         (LayoutKind::Dynamic, None) => vec![1],
         (LayoutKind::Dynamic, Some(parent)) => vec![coord_extent(p, parent, 0)],
         _ => (0..node.shape.len())
@@ -132,7 +135,26 @@ fn clear_kernel(p: &Program, node_id: &str, l: LayoutId) -> Kernel {
             e.emit(InstKind::Cast(a), Type::U32)
         })
         .collect();
-    if levels[at].kind == LayoutKind::Dynamic {
+    if let LayoutKind::Hash { .. } = levels[at].kind {
+        // A root: one invocation per slot empties it (cell reset, then keys).
+        let level = &levels[at];
+        let nk = level.axes.len() as u64;
+        let cw = level.cell_bits / crate::ir::layout::WORD_BITS;
+        let base = e.bink(BinaryOp::Mul, idx[0], nk + cw);
+        let k0 = e.load(root, base);
+        let used = e.cmpk(BinaryOp::Ne, k0, 0);
+        let image = level.image;
+        e.if_(used, |e| {
+            let cell = e.bink(BinaryOp::Add, base, nk);
+            let img = e.u32c(image);
+            sparse_ir::copy_words(e, root, img, cell, cw);
+            for d in 0..nk {
+                let a = e.bink(BinaryOp::Add, base, d);
+                let z = e.u32c(0);
+                e.store(root, a, z);
+            }
+        });
+    } else if levels[at].kind == LayoutKind::Dynamic {
         let (block, active) =
             sparse_ir::list_block(&mut e, root, &levels, idx[0], Mode::Probe, &mut sites);
         let level = levels[at].clone();

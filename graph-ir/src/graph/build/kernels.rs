@@ -107,7 +107,17 @@ impl Builder<'_> {
             Iteration::Field(f) => self.program.fields[*f].shape.clone(),
         };
         let total: u128 = shape.iter().map(|&x| x as u128).product();
-        if total > MAX_RANGE as u128 {
+        // Over a field under a hash root, the launch covers the table, not the domain.
+        let hashed = match &iteration {
+            Iteration::Field(f) => matches!(
+                self.program.layouts
+                    [layout::root_of(&self.program, self.program.fields[*f].layout)]
+                .kind,
+                LayoutKind::Hash { .. }
+            ),
+            Iteration::Range(_) => false,
+        };
+        if total > MAX_RANGE as u128 && !hashed {
             return Err(GraphError::param(
                 &id,
                 "range",
