@@ -254,7 +254,15 @@ fn dropped_wires_offer_compatible_nodes_and_paste_renames() {
         .collect();
     assert_eq!(
         layout_inputs,
-        vec!["dense", "bitmasked", "pointer", "dynamic", "field", "clear"]
+        vec![
+            "dense",
+            "bitmasked",
+            "pointer",
+            "hash",
+            "dynamic",
+            "field",
+            "clear"
+        ]
     );
     let exec_inputs: Vec<&str> = compatible_kinds(PinKind::Exec, true)
         .iter()

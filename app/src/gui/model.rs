@@ -457,7 +457,7 @@ impl Model {
                     params.insert("range".into(), Value::from(vec![64, 64]));
                     params.insert("code".into(), Value::from(kernel_template(2)));
                 }
-                if matches!(k.name, "dense" | "bitmasked" | "pointer") {
+                if matches!(k.name, "dense" | "bitmasked" | "pointer" | "hash") {
                     params.insert("shape".into(), Value::from(vec![64, 64]));
                 }
                 if k.name == "dynamic" {
