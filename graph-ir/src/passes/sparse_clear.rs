@@ -45,11 +45,10 @@ fn expand(
     for s in steps {
         match s {
             Step::Clear { node_id, layout } => {
-                if !built.contains_key(&layout) {
-                    let launches = clear_launches(program, &node_id, layout);
-                    built.insert(layout, launches);
-                }
-                out.extend(built[&layout].iter().cloned());
+                let launches = built
+                    .entry(layout)
+                    .or_insert_with(|| clear_launches(program, &node_id, layout));
+                out.extend(launches.iter().cloned());
             }
             Step::Repeat {
                 node_id,
