@@ -419,6 +419,16 @@ fn dynamic_append_length_and_struct_for() {
 }
 
 #[test]
+fn dynamic_memory_is_length_words_plus_elements() {
+    let p = build(&list_graph(false, APPEND, None)).unwrap();
+    let (l, _) = p.layouts.iter().find(|(_, l)| l.node_id == "L").unwrap();
+    let m = weft_ir::ir::layout::memory_report(&p, root_of(&p, l));
+    // 16 lists of (1 length word + 8 elements), plus one initial element.
+    assert_eq!(m.total_words, 16 * 9 + 1);
+    assert_eq!(m.dense_words, 128);
+}
+
+#[test]
 fn dynamic_overflow_names_the_node() {
     // Nine appends to list 3, which holds eight.
     let code = "fn kernel(i: i32) { if i < 9 { slot[i] = append(v, 3, 1.0); } }";
