@@ -258,8 +258,8 @@ fn dropped_wires_offer_compatible_nodes_and_paste_renames() {
             "dense",
             "bitmasked",
             "pointer",
-            "hash",
             "dynamic",
+            "hash",
             "field",
             "clear"
         ]
