@@ -81,8 +81,10 @@ fn flit(x: f32) -> String {
 /// `field` at a logical index — the field's `AddressPlan` written as WGSL.
 ///
 /// Sparse levels read the root through `load` (the `load_fn` of the same
-/// field): a null pointer cell continues in the node's initial image, so an
-/// inactive cell shows its initial value, exactly like kernel reads.
+/// field, called with component 0: fields under sparse nodes have word
+/// storage, so it returns the raw word): a null pointer cell or an absent
+/// hash cell continues in the node's initial image, so an inactive cell
+/// shows its initial value, exactly like kernel reads.
 fn address_fn(
     p: &Program,
     field: FieldId,
@@ -177,7 +179,7 @@ fn address_fn(
                 }
                 let _ = writeln!(
                     s,
-                    "        var slot: u32 = (h ^ (h >> 16u)) % {cap}u;\n        c = {img}u;\n        for (var t: u32 = 0u; t < {cap}u; t = t + 1u) {{\n            let b = slot * {stride}u;\n            let k0 = {load}(b);\n            if (k0 == 0u) {{ break; }}",
+                    "        var slot: u32 = (h ^ (h >> 16u)) % {cap}u;\n        c = {img}u;\n        for (var t: u32 = 0u; t < {cap}u; t = t + 1u) {{\n            let b = slot * {stride}u;\n            let k0 = {load}(b, 0u);\n            if (k0 == 0u) {{ break; }}",
                     cap = capacity,
                     img = fit(level.image)?,
                     stride = fit(nk as u64 + level.cell_bits / WORD_BITS)?,
@@ -186,7 +188,7 @@ fn address_fn(
                 let matches: Vec<String> = keys
                     .iter()
                     .enumerate()
-                    .map(|(d, k)| format!("{}(b + {}u) == {}", load, d, k))
+                    .map(|(d, k)| format!("{}(b + {}u, 0u) == {}", load, d, k))
                     .collect();
                 let _ = writeln!(
                     s,
@@ -200,7 +202,7 @@ fn address_fn(
                 let pool = level.pool.expect("pointer levels have a pool");
                 let _ = writeln!(
                     s,
-                    "    {{ let r = {}({} + ({})); c = select({}u + (r - 1u) * {}u, {}u, r == 0u); }}",
+                    "    {{ let r = {}({} + ({}), 0u); c = select({}u + (r - 1u) * {}u, {}u, r == 0u); }}",
                     load,
                     block,
                     lin,

@@ -654,9 +654,10 @@ fn quantized_images_and_particles() {
     check_views("quantized_particles", &sim);
 }
 
-/// A field under a `hash` root: the GPU view probes the table like kernel
-/// reads do (absent cells show the init value); compared with the CPU
-/// renderer, which reads through the host's probe.
+/// A field under a `hash` root, then a `pointer` root: the GPU view probes
+/// the table / follows references like kernel reads do (absent cells show
+/// the init value); compared with the CPU renderer, which reads through the
+/// host's `AddressPlan::read_address`.
 #[test]
 fn hash_layout_images() {
     let Some(ctx) = gpu() else {
@@ -691,4 +692,9 @@ fn hash_layout_images() {
     );
     let s = gpu_sim(&g, 0, &ctx);
     check_views("hash", &s);
+    // The same under a pointer root (its view reads references the same way).
+    g["nodes"][0] =
+        json!({"id": "H", "kind": "pointer", "params": {"shape": [8, 8], "capacity": 16}});
+    let s = gpu_sim(&g, 0, &ctx);
+    check_views("pointer", &s);
 }
