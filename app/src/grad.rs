@@ -40,7 +40,7 @@ fn open(t: &GradTarget, wrt: &[String]) -> Result<(Simulation, FieldId, bool), R
             match st {
                 Step::Tape { node_id, loss, .. } => out.push((node_id.clone(), *loss)),
                 Step::Repeat { body, .. } => tapes(body, out),
-                Step::Launch(_) => {}
+                Step::Launch(_) | Step::Clear { .. } => {}
             }
         }
     }

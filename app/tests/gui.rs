@@ -260,14 +260,17 @@ fn dropped_wires_offer_compatible_nodes_and_paste_renames() {
             "pointer",
             "bit_struct",
             "bit_array",
-            "field"
+            "dynamic",
+            "hash",
+            "field",
+            "clear"
         ]
     );
     let exec_inputs: Vec<&str> = compatible_kinds(PinKind::Exec, true)
         .iter()
         .map(|k| k.0)
         .collect();
-    assert_eq!(exec_inputs, vec!["kernel", "repeat", "tape"]);
+    assert_eq!(exec_inputs, vec!["kernel", "repeat", "tape", "clear"]);
     // What the dropped-wire menu queues: a node and the wire to it, applied together.
     let mut m = Model::open(&root().join("graphs/heat.json"));
     let id = m.next_id("image");

@@ -564,7 +564,9 @@ impl Ctx<'_> {
             | InstKind::FieldAtomic { .. }
             | InstKind::FieldIsActive { .. }
             | InstKind::FieldActivate { .. }
-            | InstKind::FieldDeactivate { .. } => {
+            | InstKind::FieldDeactivate { .. }
+            | InstKind::FieldAppend { .. }
+            | InstKind::FieldLength { .. } => {
                 return Err(self.err(
                     h,
                     "abstract field access reached codegen; access lowering did not run",

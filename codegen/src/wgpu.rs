@@ -1286,7 +1286,9 @@ impl Gen<'_, '_, '_> {
             | InstKind::FieldAtomic { .. }
             | InstKind::FieldIsActive { .. }
             | InstKind::FieldActivate { .. }
-            | InstKind::FieldDeactivate { .. } => {
+            | InstKind::FieldDeactivate { .. }
+            | InstKind::FieldAppend { .. }
+            | InstKind::FieldLength { .. } => {
                 return Err(cerr(
                     self.kernel,
                     "abstract field access reached codegen; access lowering did not run",

@@ -25,7 +25,7 @@ use crate::wgpu_backend::{WgpuContext, WgpuEngine};
 use crate::RuntimeError;
 use std::fmt::Write as _;
 use std::sync::Arc;
-use weft_ir::ir::layout::{root_of, AddressPlan, WORD_BITS};
+use weft_ir::ir::layout::{root_of, AddressPlan, HASH_MUL, WORD_BITS};
 use weft_ir::ir::quant::Quant;
 use weft_ir::ir::{Colormap, FieldId, LayoutId, LayoutKind, Program, Storage, View};
 use weft_ir::types::{Scalar, Type};
@@ -81,8 +81,10 @@ fn flit(x: f32) -> String {
 /// `field` at a logical index — the field's `AddressPlan` written as WGSL.
 ///
 /// Sparse levels read the root through `load` (the `load_fn` of the same
-/// field): a null pointer cell continues in the node's initial image, so an
-/// inactive cell shows its initial value, exactly like kernel reads.
+/// field, called with component 0: fields under sparse nodes have word
+/// storage, so it returns the raw word): a null pointer cell or an absent
+/// hash cell continues in the node's initial image, so an inactive cell
+/// shows its initial value, exactly like kernel reads.
 fn address_fn(
     p: &Program,
     field: FieldId,
@@ -204,8 +206,11 @@ fn walk_fn(
             LayoutKind::Dense => {
                 let _ = writeln!(s, "    c = {} + ({}) * {}u;", block, lin, cw);
             }
-            LayoutKind::Bitmasked => {
-                if walk == Walk::Activity {
+            // Inactive cells of both hold their initial values.
+            LayoutKind::Bitmasked | LayoutKind::Dynamic => {
+                // A dynamic list's slots past its length are drawn as
+                // active cells holding `init`.
+                if walk == Walk::Activity && matches!(level.kind, LayoutKind::Bitmasked) {
                     let _ = writeln!(
                         s,
                         "    {{ let l = {lin}; act = act & ({load}({block} + l / 32u) >> (l % 32u)); }}",
@@ -218,6 +223,49 @@ fn walk_fn(
                     fit(level.header_words)?,
                     lin,
                     cw
+                );
+            }
+            LayoutKind::Hash { capacity } => {
+                // Linear probing as `layout::hash_start` / `sparse_ir`; an
+                // absent cell reads the initial image.
+                let nk = level.axes.len();
+                let keys: Vec<String> = level
+                    .axes
+                    .iter()
+                    .enumerate()
+                    .map(|(d, step)| format!("(i{} / {}u + 1u)", d, step.divisor))
+                    .collect();
+                let _ = writeln!(
+                    s,
+                    "    {{\n        var h: u32 = 0u;\n        var hit: u32 = 0u;"
+                );
+                for k in &keys {
+                    let _ = writeln!(s, "        h = (h ^ {}) * {}u;", k, HASH_MUL);
+                }
+                let _ = writeln!(
+                    s,
+                    "        var slot: u32 = (h ^ (h >> 16u)) % {cap}u;\n        c = {img}u;\n        for (var t: u32 = 0u; t < {cap}u; t = t + 1u) {{\n            let b = slot * {stride}u;\n            let k0 = {load}(b);\n            if (k0 == 0u) {{ break; }}",
+                    cap = capacity,
+                    img = fit(level.image)?,
+                    stride = fit(nk as u64 + level.cell_bits / WORD_BITS)?,
+                    load = load,
+                );
+                let matches: Vec<String> = keys
+                    .iter()
+                    .enumerate()
+                    .map(|(d, k)| format!("{}(b + {}u) == {}", load, d, k))
+                    .collect();
+                let _ = writeln!(
+                    s,
+                    "            if ({}) {{ c = b + {}u; hit = 1u; break; }}\n            slot = select(slot + 1u, 0u, slot + 1u == {}u);\n        }}{}\n    }}",
+                    matches.join(" && "),
+                    nk,
+                    capacity,
+                    if walk == Walk::Activity {
+                        "\n        act = act & hit;"
+                    } else {
+                        ""
+                    }
                 );
             }
             LayoutKind::Pointer { .. } => {

@@ -817,6 +817,7 @@ fn schedule_work(p: &Program) -> u64 {
                     .fold(1u64, |a, &x| a.saturating_mul(x as u64)),
                 Step::Repeat { count, body, .. } => steps(p, body).saturating_mul(*count as u64),
                 Step::Tape { body, .. } => steps(p, body),
+                Step::Clear { .. } => 0,
             })
         })
     }

@@ -127,12 +127,14 @@ pub fn family_color(f: Family) -> Color32 {
 }
 
 /// A node kind's colour: its family's, with sparse layouts set apart
-/// (teal for `bitmasked`, violet-blue for `pointer`) so that where memory is
+/// (teal for `bitmasked`, violet-blue for `pointer`, amber for `dynamic`, rose for `hash`) so that where memory is
 /// allocated on demand shows at a glance.
 pub fn kind_color(k: &catalog::NodeKind) -> Color32 {
     match k.name {
         "bitmasked" => Color32::from_rgb(90, 210, 230),
         "pointer" => Color32::from_rgb(150, 130, 255),
+        "dynamic" => Color32::from_rgb(240, 190, 90),
+        "hash" => Color32::from_rgb(230, 120, 170),
         _ => family_color(k.family),
     }
 }

@@ -457,12 +457,15 @@ impl Model {
                     params.insert("range".into(), Value::from(vec![64, 64]));
                     params.insert("code".into(), Value::from(kernel_template(2)));
                 }
-                if matches!(k.name, "dense" | "bitmasked" | "pointer") {
+                if matches!(k.name, "dense" | "bitmasked" | "pointer" | "hash") {
                     params.insert("shape".into(), Value::from(vec![64, 64]));
                 }
                 if k.name == "bit_array" {
                     // 32 one-bit cells along the last axis fill one word.
                     params.insert("shape".into(), Value::from(vec![1, 32]));
+                }
+                if k.name == "dynamic" {
+                    params.insert("shape".into(), Value::from(vec![64]));
                 }
                 self.doc.nodes.push(NodeDoc {
                     id,

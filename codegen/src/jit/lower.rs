@@ -717,7 +717,9 @@ impl Lower<'_, '_, '_> {
                         },
                         self.b.ins().sextend(types::I64, v),
                     ),
-                    weft_ir::ir::FaultKind::PoolExhausted { .. } => (
+                    weft_ir::ir::FaultKind::PoolExhausted { .. }
+                    | weft_ir::ir::FaultKind::ListFull { .. }
+                    | weft_ir::ir::FaultKind::TableFull { .. } => (
                         FaultKind::Fixed(fs.message(self.env.program, 0)),
                         self.b.ins().uextend(types::I64, v),
                     ),
@@ -775,7 +777,9 @@ impl Lower<'_, '_, '_> {
             | InstKind::FieldAtomic { .. }
             | InstKind::FieldIsActive { .. }
             | InstKind::FieldActivate { .. }
-            | InstKind::FieldDeactivate { .. } => {
+            | InstKind::FieldDeactivate { .. }
+            | InstKind::FieldAppend { .. }
+            | InstKind::FieldLength { .. } => {
                 return Err(self.err(
                     h,
                     "abstract field access reached codegen; access lowering did not run",

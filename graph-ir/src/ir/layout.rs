@@ -74,9 +74,9 @@ pub struct LayoutError {
 /// Within a cell, fields come first (in creation order) and child layout
 /// blocks after them, so fields on one node are interleaved (array of
 /// structures) while separate nodes give separate arrays. A block is its
-/// header (`bitmasked`: one activity bit per cell, 32 to a word) followed by
-/// its cells; a `pointer` block is one reference word per cell, its cells
-/// living in the node's pool. A root buffer holds the root's block at word
+/// header (`bitmasked`: one activity bit per cell, 32 to a word; `dynamic`:
+/// the list's length word) followed by its cells; a `pointer` block is one
+/// reference word per cell, its cells living in the node's pool. A root buffer holds the root's block at word
 /// 0, then, for every sparse node of the tree (parents first), the image of
 /// one initial cell and, for pointer nodes, the pool (see [`PoolWords`]).
 /// Dense-only trees therefore keep exactly their old addresses.
@@ -158,6 +158,13 @@ pub fn compute(program: &mut Program) -> Result<(), LayoutError> {
                 (h, n.checked_mul(cell_words).and_then(|x| x.checked_add(h)))
             }
             LayoutKind::Pointer { .. } => (0, Some(n)),
+            // The list's length word, then its cells.
+            LayoutKind::Dynamic => (1, n.checked_mul(cell_words).and_then(|x| x.checked_add(1))),
+            // `capacity` slots of key words (one per axis) then the cell.
+            LayoutKind::Hash { capacity } => (
+                0,
+                (capacity as u64).checked_mul(node.shape.len() as u64 + cell_words),
+            ),
         };
         node.header_words = header;
         let block = block
@@ -456,6 +463,9 @@ pub fn activity_ranges(p: &Program, l: LayoutId) -> Vec<(u64, u64)> {
             match child.kind {
                 LayoutKind::Bitmasked => out.push((block, child.header_words)),
                 LayoutKind::Pointer { .. } => out.push((block, child.block_words)),
+                LayoutKind::Dynamic => out.push((block, 1)),
+                // Hash nodes are roots, never children.
+                LayoutKind::Hash { .. } => {}
                 LayoutKind::Dense => {
                     let n: u64 = child.shape.iter().map(|&s| s as u64).product();
                     for k in 0..n {
@@ -500,6 +510,14 @@ pub fn initial_words(program: &Program, root: LayoutId) -> Vec<u32> {
         let node = &p.layouts[l];
         if matches!(node.kind, LayoutKind::Pointer { .. }) {
             return; // null references
+        }
+        if let LayoutKind::Hash { capacity } = node.kind {
+            // Empty keys; every slot's cell holds initial values.
+            let keys = node.shape.len() as u64;
+            for s in 0..capacity as u64 {
+                fill_cell(p, l, at + s * (keys + node.cell_words) + keys, out);
+            }
+            return;
         }
         let n: u64 = node.shape.iter().map(|&s| s as u64).product();
         for k in 0..n {
@@ -558,6 +576,32 @@ fn for_each_cell(shape: &[u32], mut f: impl FnMut(&[u32])) {
             idx[d] = 0;
         }
     }
+}
+
+/// The key words of `index`'s cell at a hash `level` (a root): its
+/// coordinate + 1 per axis, so that 0 marks an empty slot.
+pub fn hash_keys(level: &LevelPlan, index: &[u32]) -> Vec<u32> {
+    level
+        .axes
+        .iter()
+        .zip(index)
+        .map(|(step, &i)| (i as u64 / step.divisor) as u32 + 1)
+        .collect()
+}
+
+/// Multiplier of the hash of a key word (a 32-bit odd constant from the
+/// golden ratio, as in Fibonacci hashing).
+pub const HASH_MUL: u32 = 0x9E37_79B1;
+
+/// First slot probed for `keys`: `h = (h ^ k) * HASH_MUL` over the key
+/// words, then `h ^ (h >> 16)`, modulo the capacity. The IR emitted by
+/// `passes::sparse_ir` computes exactly this.
+pub fn hash_start(keys: &[u32], capacity: u32) -> u32 {
+    let mut h = 0u32;
+    for &k in keys {
+        h = (h ^ k).wrapping_mul(HASH_MUL);
+    }
+    (h ^ (h >> 16)) % capacity
 }
 
 /// How one axis of the logical index contributes to one level's cell index.
@@ -762,6 +806,17 @@ impl AddressPlan {
                     active &= words[(block + lin / 32) as usize] >> (lin % 32) & 1 != 0;
                     block + level.header_words + lin * cw
                 }
+                LayoutKind::Dynamic => {
+                    active &= lin < words[block as usize] as u64;
+                    block + level.header_words + lin * cw
+                }
+                LayoutKind::Hash { .. } => match Self::hash_find(level, index, words) {
+                    Some(slot) => slot,
+                    None => {
+                        active = false;
+                        level.image
+                    }
+                },
                 LayoutKind::Pointer { .. } => {
                     let r = words[(block + lin) as usize] as u64;
                     active &= r != 0;
@@ -869,6 +924,30 @@ impl AddressPlan {
                     words[(block + lin / 32) as usize] |= 1 << (lin % 32);
                     block + level.header_words + lin * cw
                 }
+                LayoutKind::Dynamic => {
+                    let len = &mut words[block as usize];
+                    *len = (*len).max(lin as u32 + 1);
+                    block + level.header_words + lin * cw
+                }
+                LayoutKind::Hash { capacity } => match Self::hash_find(level, index, words) {
+                    Some(cell) => cell,
+                    None => {
+                        let keys = hash_keys(level, index);
+                        let stride = keys.len() as u64 + cw;
+                        let mut s = hash_start(&keys, capacity);
+                        let mut got = None;
+                        for _ in 0..capacity {
+                            let at = (s as u64 * stride) as usize;
+                            if words[at] == 0 {
+                                words[at..at + keys.len()].copy_from_slice(&keys);
+                                got = Some(at as u64 + keys.len() as u64);
+                                break;
+                            }
+                            s = (s + 1) % capacity;
+                        }
+                        got.ok_or(level.node)?
+                    }
+                },
                 LayoutKind::Pointer { .. } => {
                     let pool = level.pool.expect("pointer levels have a pool");
                     let at = (block + lin) as usize;
@@ -885,6 +964,28 @@ impl AddressPlan {
             };
         }
         Ok(cell + self.base_bits / WORD_BITS)
+    }
+
+    /// Host probe of a hash level (a root): the word address of the cell of
+    /// `index`, when its slot exists.
+    fn hash_find(level: &LevelPlan, index: &[u32], words: &[u32]) -> Option<u64> {
+        let LayoutKind::Hash { capacity } = level.kind else {
+            return None;
+        };
+        let keys = hash_keys(level, index);
+        let stride = keys.len() as u64 + level.cell_bits / WORD_BITS;
+        let mut s = hash_start(&keys, capacity);
+        for _ in 0..capacity {
+            let at = (s as u64 * stride) as usize;
+            if words[at] == 0 {
+                return None;
+            }
+            if words[at..at + keys.len()] == keys[..] {
+                return Some(at as u64 + keys.len() as u64);
+            }
+            s = (s + 1) % capacity;
+        }
+        None
     }
 
     /// Bit address of component 0 of the element at logical `index` in a

@@ -103,7 +103,22 @@ pub enum LayoutKind {
     Pointer {
         capacity: u32,
     },
+    /// One axis: each block is a list of up to `shape[0]` cells with a
+    /// length word in front (the block's header); cell `k` of a block is
+    /// active when `k < length`. Grows by `append`.
+    Dynamic,
+    /// A root whose cells live in an open-addressing table of `capacity`
+    /// slots keyed by the cell's coordinate (one key word per axis,
+    /// coordinate + 1; 0 = empty slot, `HASH_TOMBSTONE` in word 0 = a
+    /// deactivated cell), so the domain can be far larger than the memory.
+    Hash {
+        capacity: u32,
+    },
 }
+
+/// Key word 0 of a hash slot whose cell was deactivated: probes go past it
+/// and inserts do not reuse it (until `clear`).
+pub const HASH_TOMBSTONE: u32 = u32::MAX;
 
 impl LayoutKind {
     pub fn name(self) -> &'static str {
@@ -111,6 +126,8 @@ impl LayoutKind {
             LayoutKind::Dense => "dense",
             LayoutKind::Bitmasked => "bitmasked",
             LayoutKind::Pointer { .. } => "pointer",
+            LayoutKind::Dynamic => "dynamic",
+            LayoutKind::Hash { .. } => "hash",
         }
     }
     /// Whether cells of this kind can be inactive.
@@ -318,6 +335,12 @@ pub enum FaultKind {
     /// A pointer node's pool has no free slot (the trapped value is the
     /// coordinate of the cell being activated, at that node's level).
     PoolExhausted { layout: LayoutId },
+    /// `append` to a full list of a dynamic node (the trapped value is the
+    /// list's number; the message does not show it, as on the JIT).
+    ListFull { layout: LayoutId },
+    /// A hash node's table has no slot left for a new cell (the trapped
+    /// value is key word 0 of the cell).
+    TableFull { layout: LayoutId },
 }
 
 impl FaultSite {
@@ -353,6 +376,25 @@ impl FaultSite {
                         Some(LayoutKind::Pointer { capacity }) => capacity,
                         _ => 0,
                     }
+                )
+            }
+            FaultKind::TableFull { layout } => {
+                let node = program.layouts.get(layout);
+                format!(
+                    "hash node '{}' is full: all {} slots of its table hold cells; raise its `capacity`",
+                    node.map_or("?", |l| l.node_id.as_str()),
+                    match node.map(|l| l.kind) {
+                        Some(LayoutKind::Hash { capacity }) => capacity,
+                        _ => 0,
+                    }
+                )
+            }
+            FaultKind::ListFull { layout } => {
+                let node = program.layouts.get(layout);
+                format!(
+                    "dynamic node '{}' is full: `append` to a list that already holds all {} elements it can; raise the node's `shape`",
+                    node.map_or("?", |l| l.node_id.as_str()),
+                    node.map_or(0, |l| l.shape.first().copied().unwrap_or(0))
                 )
             }
         }
@@ -628,6 +670,18 @@ pub enum InstKind {
         field: FieldId,
         index: Vec<InstId>,
     },
+    /// Appends `value` to list `list` (i32) of a field on a `dynamic` node;
+    /// the result is the element's position in the list (i32).
+    FieldAppend {
+        field: FieldId,
+        list: InstId,
+        value: InstId,
+    },
+    /// The number of elements in list `list` of a field on a `dynamic` node (i32).
+    FieldLength {
+        field: FieldId,
+        list: InstId,
+    },
     /// Fails the launch when `0 <= index < extent` does not hold (debug checks).
     BoundsCheck {
         field: FieldId,
@@ -724,6 +778,8 @@ impl InstKind {
                 v.extend(cmp);
                 v
             }
+            FieldAppend { list, value, .. } => vec![*list, *value],
+            FieldLength { list, .. } => vec![*list],
             BoundsCheck { index, .. } | Trap { value: index, .. } => vec![*index],
             BufLoad { addr, .. } => vec![*addr],
             BufStore { addr, value, .. } => vec![*addr, *value],
@@ -805,6 +861,11 @@ impl InstKind {
                     *c = f(*c);
                 }
             }
+            FieldAppend { list, value, .. } => {
+                *list = f(*list);
+                *value = f(*value);
+            }
+            FieldLength { list, .. } => *list = f(*list),
             BoundsCheck { index, .. } | Trap { value: index, .. } => *index = f(*index),
             BufLoad { addr, .. } => *addr = f(*addr),
             BufStore { addr, value, .. } => {
@@ -874,6 +935,7 @@ impl InstKind {
                 | LocalLoad(_)
                 | FieldLoad { .. }
                 | FieldIsActive { .. }
+                | FieldLength { .. }
                 | BufLoad { .. }
                 | LoopCounter(_)
         )
@@ -914,6 +976,14 @@ pub enum Step {
         /// see `passes::autodiff`.
         checkpoint: u32,
         body: Vec<Step>,
+    },
+    /// Deactivates every cell of the sparse layout node `layout` (a
+    /// `clear` node), returning blocks to pools and emptying lists. Only in
+    /// abstract IR: `passes::sparse_clear` turns it into system-kernel
+    /// launches.
+    Clear {
+        node_id: String,
+        layout: LayoutId,
     },
 }
 

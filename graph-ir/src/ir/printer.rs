@@ -164,6 +164,12 @@ fn print_block(out: &mut String, program: &Program, f: &Function, block: &Block,
             InstKind::FieldActivate { field, index } => {
                 format!("activate {}[{}]", fname(*field), list(index))
             }
+            InstKind::FieldAppend { field, list, value } => {
+                format!("append {}[list {:?}] <- {:?}", fname(*field), list, value)
+            }
+            InstKind::FieldLength { field, list } => {
+                format!("length {}[list {:?}]", fname(*field), list)
+            }
             InstKind::FieldDeactivate { field, index } => {
                 format!("deactivate {}[{}]", fname(*field), list(index))
             }

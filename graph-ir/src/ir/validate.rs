@@ -71,7 +71,7 @@ pub fn validate_program(program: &Program, form: impl Into<IrForm>) -> Result<()
     if form != IrForm::Abstract {
         fn has_tape(s: &[Step]) -> Option<&str> {
             s.iter().find_map(|st| match st {
-                Step::Tape { node_id, .. } => Some(node_id.as_str()),
+                Step::Tape { node_id, .. } | Step::Clear { node_id, .. } => Some(node_id.as_str()),
                 Step::Repeat { body, .. } => has_tape(body),
                 Step::Launch(_) => None,
             })
@@ -158,6 +158,11 @@ pub fn validate_structure(program: &Program) -> Result<(), ValidationError> {
                         ));
                     }
                     steps(program, body)?
+                }
+                Step::Clear { layout, .. } => {
+                    if program.layouts.get(*layout).is_none() {
+                        return Err(program_err("schedule", "clear of a missing layout".into()));
+                    }
                 }
             }
         }
@@ -485,6 +490,22 @@ impl Ctx<'_> {
                         return bad(self, "atomic value type mismatch, or a non-scalar atomic other than add/sub/min/max")
                     }
                     _ => {}
+                }
+            }
+            InstKind::FieldAppend { field, list, .. } | InstKind::FieldLength { field, list } => {
+                if self.form != IrForm::Abstract {
+                    return bad(self, "abstract field access after lowering");
+                }
+                let Some(fd) = self.program.fields.get(*field) else {
+                    return bad(self, "field out of range");
+                };
+                if self.ty(*list) != Type::I32 || t != Type::I32 {
+                    return bad(self, "append / length take and give an i32");
+                }
+                if let InstKind::FieldAppend { value, .. } = &inst.kind {
+                    if self.ty(*value) != fd.ty {
+                        return bad(self, "append value type mismatch");
+                    }
                 }
             }
             InstKind::Trap { site, value } => {

@@ -93,6 +93,21 @@ impl<'ast> Visit<'ast> for Collector {
         }
         syn::visit::visit_expr_index(self, e);
     }
+    fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+        // `append(x, list, value)` and `length(x, list)` name a field port
+        // without indexing it.
+        if let syn::Expr::Path(f) = &*c.func {
+            let is_list_op = f.path.get_ident().is_some_and(|i| {
+                (i == "append" && c.args.len() == 3) || (i == "length" && c.args.len() == 2)
+            });
+            if let Some(n) = c.args.first().filter(|_| is_list_op).and_then(ident_of) {
+                if !self.declared(&n) && !self.ports.contains(&n) {
+                    self.ports.push(n);
+                }
+            }
+        }
+        syn::visit::visit_expr_call(self, c);
+    }
 }
 
 #[cfg(test)]

@@ -92,7 +92,7 @@ fn expand(
     let mut out = Vec::new();
     for s in steps {
         match s {
-            Step::Launch(_) => out.push(s),
+            Step::Launch(_) | Step::Clear { .. } => out.push(s),
             Step::Repeat {
                 node_id,
                 count,
@@ -179,6 +179,7 @@ fn launches(steps: &[Step], out: &mut Vec<KernelId>) {
                 }
             }
             Step::Repeat { body, .. } | Step::Tape { body, .. } => launches(body, out),
+            Step::Clear { .. } => {}
         }
     }
 }
@@ -204,6 +205,16 @@ fn reverse(steps: &[Step], adjoints: &HashMap<KernelId, KernelId>) -> Vec<Step> 
                 reverse: !r,
                 start: *start,
                 body: reverse(body, adjoints),
+            },
+            // The graph builder refuses `clear` inside a tape; were one
+            // here, it would have no adjoint to run.
+            Step::Clear { .. } => Step::Repeat {
+                node_id: String::new(),
+                count: 0,
+                index: None,
+                reverse: false,
+                start: 0,
+                body: vec![],
             },
             // Nested tapes are refused by the graph builder.
             Step::Tape { body, .. } => Step::Repeat {

@@ -135,6 +135,7 @@ pub fn value_numbered(kind: &InstKind) -> bool {
             LocalLoad(_)
                 | FieldLoad { .. }
                 | FieldIsActive { .. }
+                | FieldLength { .. }
                 | BufLoad { .. }
                 | LoopCounter(_)
         )

@@ -52,6 +52,22 @@ fn lower_block(
             *b = lower_block(p, f, std::mem::take(b), checks, sites);
         }
         f.insts[h].kind = kind.clone();
+        if let InstKind::FieldAppend { field, list, .. } | InstKind::FieldLength { field, list } =
+            kind
+        {
+            let span = f.insts[h].span;
+            let mut e = Emitter {
+                f,
+                out: Vec::new(),
+                span,
+            };
+            if let Some(k) = lower_list_op(p, &mut e, field, list, &kind, checks, sites) {
+                out.extend(std::mem::take(&mut e.out));
+                f.insts[h].kind = k;
+                out.push(h);
+            }
+            continue;
+        }
         let (field, index, mode) = match &kind {
             InstKind::FieldLoad { field, index } => (*field, index.clone(), Mode::Read),
             InstKind::FieldStore { field, index, .. }
@@ -180,6 +196,92 @@ fn lower_block(
         }
     }
     out
+}
+
+/// `append` / `length` on a field whose own layout node is dynamic (the
+/// graph builder checks that). Returns the kind for the original handle
+/// (the i32 result).
+fn lower_list_op(
+    p: &Program,
+    e: &mut Emitter,
+    field: FieldId,
+    list: InstId,
+    kind: &InstKind,
+    checks: bool,
+    sites: &mut Vec<FaultSite>,
+) -> Option<InstKind> {
+    let plan = AddressPlan::new(p, field);
+    let level = plan.levels.last().expect("a field has a level").clone();
+    let n = level.axes[0].extent as u64;
+    let fd = &p.fields[field];
+    if checks {
+        e.emit(
+            InstKind::BoundsCheck {
+                field,
+                axis: 0,
+                index: list,
+                extent: fd.shape[0] / n as u32,
+            },
+            Type::Void,
+        );
+    }
+    let l = e.emit(InstKind::Cast(list), Type::U32);
+    let root = plan.root;
+    match *kind {
+        InstKind::FieldLength { .. } => {
+            let (block, _) = sparse_ir::list_block(e, root, &plan.levels, l, Mode::Read, sites);
+            let len = e.load(root, block);
+            // A failed append may leave the word past the capacity.
+            let cap = e.u32c(n);
+            let lt = e.cmp(BinaryOp::Lt, len, cap);
+            let len = e.select(lt, len, cap);
+            Some(InstKind::Cast(len))
+        }
+        InstKind::FieldAppend { value, .. } => {
+            let (block, _) = sparse_ir::list_block(e, root, &plan.levels, l, Mode::Write, sites);
+            let one = e.u32c(1);
+            let k = e.atomic(AtomicOp::Add, root, block, one, None);
+            let full = e.cmpk(BinaryOp::Ge, k, n);
+            let site = sites.len() as u32;
+            sites.push(FaultSite {
+                span: e.span,
+                kind: FaultKind::ListFull { layout: level.node },
+            });
+            let trap = e.block(|e| {
+                e.emit(InstKind::Trap { site, value: l }, Type::Void);
+            });
+            let fty = fd.ty;
+            let write = e.block(|e| {
+                let cw = level.cell_bits / WORD_BITS;
+                let off = e.bink(BinaryOp::Mul, k, cw);
+                let first = e.bink(
+                    BinaryOp::Add,
+                    block,
+                    level.header_words + plan.base_bits / WORD_BITS,
+                );
+                let base = e.bin(BinaryOp::Add, first, off);
+                let parts = split(e, fty, value);
+                for (c, part) in parts.into_iter().enumerate() {
+                    let a = if c == 0 {
+                        base
+                    } else {
+                        e.bink(BinaryOp::Add, base, plan.component_word_offset(c))
+                    };
+                    e.store(root, a, part);
+                }
+            });
+            e.emit(
+                InstKind::If {
+                    cond: full,
+                    accept: trap,
+                    reject: write,
+                },
+                Type::Void,
+            );
+            Some(InstKind::Cast(k))
+        }
+        _ => unreachable!("only append / length reach here"),
+    }
 }
 
 /// Turns per-component words into the kind for the original handle: the

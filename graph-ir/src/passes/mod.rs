@@ -20,6 +20,7 @@ pub mod licm;
 pub mod lower_access;
 pub mod quantize;
 pub mod simplify;
+pub mod sparse_clear;
 pub mod sparse_gc;
 pub mod sparse_ir;
 pub mod sparse_iter;
@@ -163,6 +164,9 @@ impl Pass for LowerAccess {
     }
     fn run(&self, program: &mut Program) -> Result<(), PassError> {
         lower_access::run(program, self.bounds_checks);
+        // `clear` steps become system kernels in lowered IR; no lowered
+        // program ever holds one.
+        sparse_clear::run(program);
         Ok(())
     }
 }

@@ -49,7 +49,7 @@ pub fn run(program: &mut Program) {
     program.schedule.on_frame.extend(launches);
 }
 
-fn gc_kernel(p: &Program, l: LayoutId) -> Kernel {
+pub(super) fn gc_kernel(p: &Program, l: LayoutId) -> Kernel {
     let node = &p.layouts[l];
     let pool = node.pool.expect("pointer nodes have a pool");
     let levels = level_plans(p, l);

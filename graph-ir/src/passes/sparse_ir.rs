@@ -25,7 +25,7 @@
 //!   free slot re-reads the cell after the publishing step and traps only
 //!   when it is still null.
 
-use crate::ir::layout::{AddressPlan, LevelPlan, WORD_BITS};
+use crate::ir::layout::{self, AddressPlan, LevelPlan, WORD_BITS};
 use crate::ir::*;
 use crate::types::Type;
 
@@ -309,6 +309,44 @@ pub fn walk(
                 let first = e.bink(BinaryOp::Add, block, level.header_words);
                 e.bin(BinaryOp::Add, first, off)
             }
+            LayoutKind::Hash { .. } => {
+                let (cell, hit) = hash_walk(e, root, level, block, idx, mode, sites);
+                if let Some(on) = hit {
+                    w.active = Some(match w.active {
+                        None => on,
+                        Some(a) => e.and(a, on),
+                    });
+                }
+                cell
+            }
+            LayoutKind::Dynamic => {
+                // Cells past the length hold initial values (appends only
+                // write below it, `clear` / `deactivate` reset), so reads
+                // need no check.
+                match mode {
+                    Mode::Read => {}
+                    Mode::Probe => {
+                        let len = e.load(root, block);
+                        let on = e.cmp(BinaryOp::Lt, lin, len);
+                        w.active = Some(match w.active {
+                            None => on,
+                            Some(a) => e.and(a, on),
+                        });
+                    }
+                    Mode::Write => {
+                        // A store at position k makes the list at least k + 1 long.
+                        let len = e.load(root, block);
+                        let short = e.cmp(BinaryOp::Ge, lin, len);
+                        e.if_(short, |e| {
+                            let k1 = e.bink(BinaryOp::Add, lin, 1);
+                            e.atomic(AtomicOp::Max, root, block, k1, None);
+                        });
+                    }
+                }
+                let off = e.bink(BinaryOp::Mul, lin, cw);
+                let first = e.bink(BinaryOp::Add, block, level.header_words);
+                e.bin(BinaryOp::Add, first, off)
+            }
             LayoutKind::Pointer { .. } => {
                 let pool = level.pool.expect("pointer levels have a pool");
                 let pa = e.bin(BinaryOp::Add, block, lin);
@@ -340,6 +378,157 @@ pub fn walk(
         w.lins.push(lin);
     }
     w
+}
+
+/// The key words of `idx`'s cell at a hash level (coordinate + 1 per axis).
+pub fn hash_keys(e: &mut Emitter, level: &LevelPlan, idx: &[InstId]) -> Vec<InstId> {
+    level
+        .axes
+        .iter()
+        .zip(idx)
+        .map(|(step, &i)| {
+            let c = if step.divisor > 1 {
+                e.bink(BinaryOp::Div, i, step.divisor)
+            } else {
+                i
+            };
+            e.bink(BinaryOp::Add, c, 1)
+        })
+        .collect()
+}
+
+/// Linear probing of a hash level's table at word `block` (as
+/// `layout::hash_start`): the word address of the cell of `idx`, and for
+/// `Probe` whether it exists.
+/// - `Read` / `Probe` stop at the first empty slot; an absent cell reads
+///   the node's initial image.
+/// - `Write` claims the key word by word, each by a compare-exchange
+///   0 → key that also succeeds when the word already holds the key. A slot
+///   matches only when every word does; a thread that loses any word probes
+///   on, and nobody ever waits for the thread that claimed a word. No slot
+///   left is a `TableFull` trap.
+fn hash_walk(
+    e: &mut Emitter,
+    root: LayoutId,
+    level: &LevelPlan,
+    block: InstId,
+    idx: &[InstId],
+    mode: Mode,
+    sites: &mut Vec<FaultSite>,
+) -> (InstId, Option<InstId>) {
+    let LayoutKind::Hash { capacity } = level.kind else {
+        unreachable!("hash levels only")
+    };
+    let cap = capacity as u64;
+    let keys = hash_keys(e, level, idx);
+    let nk = keys.len() as u64;
+    let stride = nk + level.cell_bits / WORD_BITS;
+    let mut h = e.u32c(0);
+    for &k in &keys {
+        let x = e.bin(BinaryOp::BitXor, h, k);
+        h = e.bink(BinaryOp::Mul, x, layout::HASH_MUL as u64);
+    }
+    let hi = e.bink(BinaryOp::Shr, h, 16);
+    let h = e.bin(BinaryOp::BitXor, h, hi);
+    let start = e.bink(BinaryOp::Rem, h, cap);
+    let slot = e.local("hslot", Type::U32);
+    e.set(slot, start);
+    // 0 = not found (no cell starts at word 0: key words come first).
+    let found = e.local("hcell", Type::U32);
+    let zero = e.u32c(0);
+    e.set(found, zero);
+    e.for_n(cap, |e, _| {
+        let s = e.get(slot);
+        let off = e.bink(BinaryOp::Mul, s, stride);
+        let base = e.bin(BinaryOp::Add, block, off);
+        let k0 = e.load(root, base);
+        match mode {
+            Mode::Read | Mode::Probe => {
+                let empty = e.cmpk(BinaryOp::Eq, k0, 0);
+                e.if_(empty, |e| e.brk());
+                let mut all = e.cmp(BinaryOp::Eq, k0, keys[0]);
+                for (d, &k) in keys.iter().enumerate().skip(1) {
+                    let a = e.bink(BinaryOp::Add, base, d as u64);
+                    let kd = e.load(root, a);
+                    let same = e.cmp(BinaryOp::Eq, kd, k);
+                    all = e.and(all, same);
+                }
+                e.if_(all, |e| {
+                    let cell = e.bink(BinaryOp::Add, base, nk);
+                    e.set(found, cell);
+                    e.brk();
+                });
+            }
+            Mode::Write => {
+                let ok = e.local("hok", Type::BOOL);
+                for (d, &k) in keys.iter().enumerate() {
+                    // Claim word d: empty → ours by CAS; then it must hold our key.
+                    let a = if d == 0 {
+                        base
+                    } else {
+                        e.bink(BinaryOp::Add, base, d as u64)
+                    };
+                    let claim = |e: &mut Emitter| {
+                        let cur = e.load(root, a);
+                        let kw = e.local("hkey", Type::U32);
+                        e.set(kw, cur);
+                        let empty = e.cmpk(BinaryOp::Eq, cur, 0);
+                        e.if_(empty, |e| {
+                            let z = e.u32c(0);
+                            let prev = e.atomic(AtomicOp::CompareExchange, root, a, k, Some(z));
+                            let won = e.cmpk(BinaryOp::Eq, prev, 0);
+                            let now = e.select(won, k, prev);
+                            e.set(kw, now);
+                        });
+                        let v = e.get(kw);
+                        let same = e.cmp(BinaryOp::Eq, v, k);
+                        e.set(ok, same);
+                    };
+                    if d == 0 {
+                        claim(e);
+                    } else {
+                        let so_far = e.get(ok);
+                        e.if_(so_far, claim);
+                    }
+                }
+                let mine = e.get(ok);
+                e.if_(mine, |e| {
+                    let cell = e.bink(BinaryOp::Add, base, nk);
+                    e.set(found, cell);
+                    e.brk();
+                });
+            }
+        }
+        let s1 = e.bink(BinaryOp::Add, s, 1);
+        let wrap = e.cmpk(BinaryOp::Ge, s1, cap);
+        let z = e.u32c(0);
+        let next = e.select(wrap, z, s1);
+        e.set(slot, next);
+    });
+    let f = e.get(found);
+    let miss = e.cmpk(BinaryOp::Eq, f, 0);
+    match mode {
+        Mode::Read | Mode::Probe => {
+            let image = e.u32c(level.image);
+            let cell = e.select(miss, image, f);
+            let hit = (mode == Mode::Probe).then(|| e.not(miss));
+            (cell, hit)
+        }
+        Mode::Write => {
+            let site = sites.len() as u32;
+            sites.push(FaultSite {
+                span: e.span,
+                kind: FaultKind::TableFull { layout: level.node },
+            });
+            let k0 = keys[0];
+            e.if_(miss, |e| {
+                e.emit(InstKind::Trap { site, value: k0 }, Type::Void);
+            });
+            // After a trap the launch fails; the image keeps the address valid.
+            let image = e.u32c(level.image);
+            (e.select(miss, image, f), None)
+        }
+    }
 }
 
 /// Returns slot + 1 of the pointer cell at `pa` (at `level`), allocating
@@ -481,10 +670,23 @@ pub fn deactivate(e: &mut Emitter, plan: &AddressPlan, idx: &[InstId], sites: &m
     let Some(s) = innermost_sparse(plan) else {
         return;
     };
-    let root = plan.root;
-    let w = walk(e, root, &plan.levels, idx, Mode::Probe, s, sites);
+    deactivate_level(e, plan.root, &plan.levels, s, idx, sites);
+}
+
+/// Deactivates the cell of `levels[s]` (a sparse level) that `idx` (counted
+/// in cells of `levels.last()`) falls in, when it and every level above it
+/// are active; a dynamic level empties its whole list.
+pub fn deactivate_level(
+    e: &mut Emitter,
+    root: LayoutId,
+    levels: &[LevelPlan],
+    s: usize,
+    idx: &[InstId],
+    sites: &mut Vec<FaultSite>,
+) {
+    let w = walk(e, root, levels, idx, Mode::Probe, s, sites);
     let active = w.active.expect("a sparse level was probed");
-    let level = plan.levels[s].clone();
+    let level = levels[s].clone();
     e.if_(active, |e| match level.kind {
         LayoutKind::Bitmasked => {
             let image = e.u32c(level.image);
@@ -502,6 +704,80 @@ pub fn deactivate(e: &mut Emitter, plan: &AddressPlan, idx: &[InstId], sites: &m
             let z = e.u32c(0);
             e.atomic(AtomicOp::Exchange, root, pa, z, None);
         }
+        LayoutKind::Dynamic => {
+            let block = w.blocks[s];
+            clear_list(e, root, &level, block);
+        }
+        LayoutKind::Hash { .. } => {
+            // Reset the cell, then mark its slot deleted: later probes go
+            // past it (an empty key would cut other keys' probe chains).
+            let cell = w.cells[s];
+            let image = e.u32c(level.image);
+            copy_words(e, root, image, cell, level.cell_bits / WORD_BITS);
+            let nk = level.axes.len() as u64;
+            let k0 = e.bink(BinaryOp::Sub, cell, nk);
+            let t = e.u32c(HASH_TOMBSTONE as u64);
+            e.store(root, k0, t);
+        }
         LayoutKind::Dense => unreachable!("innermost_sparse picks a sparse level"),
     });
+}
+
+/// Empties the list of a dynamic `level` whose block is at word `block`:
+/// takes its length (an exchange with 0, so that of several threads
+/// clearing one list only one resets it), then resets the cells that were
+/// in use to the node's initial image.
+pub fn clear_list(e: &mut Emitter, root: LayoutId, level: &LevelPlan, block: InstId) {
+    let n = level.axes[0].extent as u64;
+    let cw = level.cell_bits / WORD_BITS;
+    let z = e.u32c(0);
+    let old = e.atomic(AtomicOp::Exchange, root, block, z, None);
+    let cap = e.u32c(n);
+    let lt = e.cmp(BinaryOp::Lt, old, cap);
+    let len = e.select(lt, old, cap);
+    let i = e.local("k", Type::U32);
+    let zero = e.u32c(0);
+    e.set(i, zero);
+    e.loop_(|e| {
+        let k = e.get(i);
+        let done = e.cmp(BinaryOp::Ge, k, len);
+        e.if_(done, |e| e.brk());
+        let off = e.bink(BinaryOp::Mul, k, cw);
+        let first = e.bink(BinaryOp::Add, block, level.header_words);
+        let cell = e.bin(BinaryOp::Add, first, off);
+        let image = e.u32c(level.image);
+        copy_words(e, root, image, cell, cw);
+        let next = e.bink(BinaryOp::Add, k, 1);
+        e.set(i, next);
+    });
+}
+
+/// Word address of the block (length word first) of list `list` (u32) of
+/// the dynamic level `levels.last()` (in the buffer of `root`), and for
+/// `Mode::Probe` whether every level above is active. `Mode::Write`
+/// activates the levels above; `Read` goes through initial images.
+pub fn list_block(
+    e: &mut Emitter,
+    root: LayoutId,
+    levels: &[LevelPlan],
+    list: InstId,
+    mode: Mode,
+    sites: &mut Vec<FaultSite>,
+) -> (InstId, Option<InstId>) {
+    let last = levels.len() - 1;
+    let level = &levels[last];
+    debug_assert_eq!(level.kind, LayoutKind::Dynamic);
+    if last == 0 {
+        return (e.u32c(0), None);
+    }
+    // The list's first element: its cells above the list are the list's.
+    let first = e.bink(BinaryOp::Mul, list, level.axes[0].extent as u64);
+    let w = walk(e, root, levels, &[first], mode, last - 1, sites);
+    let parent = w.cells[last - 1];
+    let block = if level.offset_bits > 0 {
+        e.bink(BinaryOp::Add, parent, level.offset_bits / WORD_BITS)
+    } else {
+        parent
+    };
+    (block, w.active)
 }

@@ -10,8 +10,11 @@
 //!   invocation runs the body only when that cell still refers to the slot
 //!   and every level is active. Work is proportional to the pool's capacity,
 //!   not to the virtual domain, and is decided on the device (no readback);
-//! - with only bitmasked levels, the range stays the field's shape and the
-//!   body runs for active cells only.
+//! - else with a hash root, the range is (table slots) × (the field's cells
+//!   inside one hash cell); a slot holding a live key gives the cell's
+//!   coordinate from its key words;
+//! - with only bitmasked / dynamic levels, the range stays the field's
+//!   shape and the body runs for active cells (appended elements) only.
 //!
 //! Loop indices then come from locals (the body's `Arg` instructions are
 //! rewritten to read them), so the body itself is unchanged. Random numbers
@@ -67,8 +70,56 @@ fn rewrite(kernel: &mut Kernel, plan: &AddressPlan, shape: &[u32]) {
         out: vec![],
         span,
     };
-    let (idx, check) = match pointer {
-        Some(pl) => {
+    let hash = match plan.levels[0].kind {
+        LayoutKind::Hash { capacity } if pointer.is_none() => Some(capacity),
+        _ => None,
+    };
+    let (idx, check) = match (pointer, hash) {
+        (None, Some(capacity)) => {
+            // Slots × cells inside one hash cell; a slot holding a live key
+            // gives the cell's coordinate.
+            let level = &plan.levels[0];
+            let nk = level.axes.len() as u64;
+            let stride = nk + level.cell_bits / crate::ir::layout::WORD_BITS;
+            let a0 = e.emit(InstKind::Arg(0), Type::I32);
+            let a1 = e.emit(InstKind::Arg(1), Type::I32);
+            let s = e.emit(InstKind::Cast(a0), Type::U32);
+            let mut sub = e.emit(InstKind::Cast(a1), Type::U32);
+            let base = e.bink(BinaryOp::Mul, s, stride);
+            let k0 = e.load(root, base);
+            let used = e.cmpk(BinaryOp::Ne, k0, 0);
+            let live = e.cmpk(BinaryOp::Ne, k0, HASH_TOMBSTONE as u64);
+            let mut ok = e.and(used, live);
+            let mut idx = vec![s; dims];
+            for d in (0..dims).rev() {
+                let step = level.axes[d];
+                let ka = e.bink(BinaryOp::Add, base, d as u64);
+                let kd = e.load(root, ka);
+                let set = e.cmpk(BinaryOp::Ne, kd, 0);
+                ok = e.and(ok, set);
+                let g = e.bink(BinaryOp::Sub, kd, 1);
+                let l = e.bink(BinaryOp::Rem, sub, step.divisor);
+                sub = e.bink(BinaryOp::Div, sub, step.divisor);
+                let gd = e.bink(BinaryOp::Mul, g, step.divisor);
+                idx[d] = e.bin(BinaryOp::Add, gd, l);
+            }
+            // Deeper sparse levels (and the hash cell itself) must be active.
+            let last = plan.levels.len() - 1;
+            let w = sparse_ir::walk(
+                &mut e,
+                root,
+                &plan.levels,
+                &idx,
+                Mode::Probe,
+                last,
+                &mut sites,
+            );
+            let ok = e.and(ok, w.active.expect("probed"));
+            let cells_per_slot: u64 = level.axes.iter().map(|a| a.divisor).product();
+            kernel.iteration = Iteration::Range(vec![capacity, cells_per_slot as u32]);
+            (idx, ok)
+        }
+        (Some(pl), _) => {
             let level = &plan.levels[pl];
             let pool = level.pool.expect("pointer levels have a pool");
             let a0 = e.emit(InstKind::Arg(0), Type::I32);
@@ -110,7 +161,7 @@ fn rewrite(kernel: &mut Kernel, plan: &AddressPlan, shape: &[u32]) {
             kernel.iteration = Iteration::Range(vec![pool.capacity, cells_per_block as u32]);
             (idx, ok)
         }
-        None => {
+        (None, None) => {
             let idx: Vec<InstId> = (0..dims)
                 .map(|d| {
                     let a = e.emit(InstKind::Arg(d as u32), Type::I32);
@@ -150,7 +201,7 @@ fn rewrite(kernel: &mut Kernel, plan: &AddressPlan, shape: &[u32]) {
     let out = std::mem::take(&mut e.out);
     let f = &mut kernel.entry;
     f.body = out;
-    if pointer.is_some() {
+    if pointer.is_some() || hash.is_some() {
         f.args = vec![Type::I32, Type::I32];
         kernel.dims = 2;
     }

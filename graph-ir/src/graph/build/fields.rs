@@ -43,6 +43,13 @@ impl Builder<'_> {
                 };
                 let kind = match self.nodes[i].kind.name {
                     "bitmasked" => LayoutKind::Bitmasked,
+                    "dynamic" => LayoutKind::Dynamic,
+                    "hash" => LayoutKind::Hash {
+                        capacity: self.nodes[i]
+                            .p("capacity")
+                            .as_u64()
+                            .map_or(0, |c| c.min(u32::MAX as u64) as u32),
+                    },
                     // The default capacity is fixed once the domain is known (below).
                     "pointer" => LayoutKind::Pointer {
                         capacity: self.nodes[i]
@@ -98,6 +105,22 @@ impl Builder<'_> {
                     self.errors.push(GraphError::param(&l.node_id, "shape", format!("has {} axes but its parent '{}' has {}; nested layout nodes need the same number of axes", l.shape.len(), self.program.layouts[p].node_id, pd)));
                 }
             }
+            if let LayoutKind::Hash { .. } = l.kind {
+                if let Some(p) = l.parent {
+                    self.errors.push(GraphError::port(&l.node_id, "parent", format!("a hash node must be a root (its table is the whole buffer); it is under '{}'. Put the hash node on top and the other nodes under it", self.program.layouts[p].node_id)));
+                }
+            }
+            if l.kind == LayoutKind::Dynamic {
+                if l.shape.len() != 1 {
+                    self.errors.push(GraphError::param(&l.node_id, "shape", format!("a dynamic node has exactly one axis, its list capacity (e.g. [64]); got {} axes", l.shape.len())));
+                }
+                if l.children
+                    .iter()
+                    .any(|c| matches!(c, LayoutChild::Layout(_)))
+                {
+                    self.errors.push(GraphError::port(&l.node_id, "cells", "a dynamic node's cells are list elements: wire fields to them, not layout nodes"));
+                }
+            }
             let _ = h;
         }
     }
@@ -107,7 +130,9 @@ impl Builder<'_> {
         const DEFAULT_CAP: u64 = 4096;
         const MAX_CAP: u64 = 1 << 20;
         for l in self.program.layouts.handles().collect::<Vec<_>>() {
-            let LayoutKind::Pointer { capacity } = self.program.layouts[l].kind else {
+            let (LayoutKind::Pointer { capacity } | LayoutKind::Hash { capacity }) =
+                self.program.layouts[l].kind
+            else {
                 continue;
             };
             let node = &self.program.layouts[l];
@@ -128,8 +153,10 @@ impl Builder<'_> {
             let cells = (0..node.shape.len())
                 .map(|d| layout::coord_extent(&self.program, l, d))
                 .fold(1u64, |a, x| a.saturating_mul(x));
-            self.program.layouts[l].kind = LayoutKind::Pointer {
-                capacity: cells.clamp(1, DEFAULT_CAP) as u32,
+            let capacity = cells.clamp(1, DEFAULT_CAP) as u32;
+            self.program.layouts[l].kind = match self.program.layouts[l].kind {
+                LayoutKind::Hash { .. } => LayoutKind::Hash { capacity },
+                _ => LayoutKind::Pointer { capacity },
             };
         }
     }
@@ -181,6 +208,21 @@ impl Builder<'_> {
                     *s = s.saturating_mul(*ps);
                 }
                 cur = self.program.layouts[p].parent;
+            }
+            // Kernels index fields with i32 (a hash root's domain may be huge).
+            if let Some((d, &s)) = shape.iter().enumerate().find(|(_, &s)| s > 1 << 30) {
+                let l = &self.program.layouts[layout];
+                self.errors.push(GraphError::param(
+                    &l.node_id,
+                    "shape",
+                    format!(
+                        "field '{}' would have {} elements along axis {} (the product of the shapes from the root down), more than 2^30",
+                        id,
+                        if s == u32::MAX { "over 4 billion".to_string() } else { s.to_string() },
+                        d
+                    ),
+                ));
+                continue;
             }
             let wrap = n.p("overflow").as_str() == Some("wrap");
             let stochastic = n.p("rounding").as_str() == Some("stochastic");

@@ -107,7 +107,17 @@ impl Builder<'_> {
             Iteration::Field(f) => self.program.fields[*f].shape.clone(),
         };
         let total: u128 = shape.iter().map(|&x| x as u128).product();
-        if total > MAX_RANGE as u128 {
+        // Over a field under a hash root, the launch covers the table, not the domain.
+        let hashed = match &iteration {
+            Iteration::Field(f) => matches!(
+                self.program.layouts
+                    [layout::root_of(&self.program, self.program.fields[*f].layout)]
+                .kind,
+                LayoutKind::Hash { .. }
+            ),
+            Iteration::Range(_) => false,
+        };
+        if total > MAX_RANGE as u128 && !hashed {
             return Err(GraphError::param(
                 &id,
                 "range",
@@ -164,6 +174,7 @@ impl Builder<'_> {
             bindings,
             fault_sites: Vec::new(),
         };
+        self.check_list_ops(&id, &k)?;
         if let Err(e) = validate_kernel(&self.program, &k, false) {
             return Err(GraphError::Code {
                 node: id,
@@ -173,6 +184,38 @@ impl Builder<'_> {
             });
         }
         self.program.kernels.append(k);
+        Ok(())
+    }
+}
+
+impl Builder<'_> {
+    /// `append` / `length` need a field whose own layout node is dynamic.
+    fn check_list_ops(&self, id: &str, k: &Kernel) -> Result<(), GraphError> {
+        let fns = std::iter::once(&k.entry).chain(k.functions.iter().map(|(_, f)| f));
+        for f in fns {
+            for (_, inst) in f.insts.iter() {
+                let (InstKind::FieldAppend { field, .. } | InstKind::FieldLength { field, .. }) =
+                    inst.kind
+                else {
+                    continue;
+                };
+                let fd = &self.program.fields[field];
+                let node = &self.program.layouts[fd.layout];
+                if node.kind != LayoutKind::Dynamic {
+                    return Err(GraphError::Code {
+                        node: id.to_string(),
+                        line: inst.span.line,
+                        col: inst.span.col,
+                        message: format!(
+                            "`append` and `length` need a field on a dynamic layout node; '{}' is on the {} node '{}'",
+                            fd.name,
+                            node.kind.name(),
+                            node.node_id
+                        ),
+                    });
+                }
+            }
+        }
         Ok(())
     }
 }

@@ -102,6 +102,16 @@ impl Builder<'_> {
         if !self.errors.is_empty() {
             return;
         }
+        let clears = self.clear_targets();
+        if !self.errors.is_empty() {
+            return;
+        }
+        let ctx = Ctx {
+            nodes: self.nodes,
+            next: &next,
+            program: &self.program,
+            clears: &clears,
+        };
         let mut on_start = Vec::new();
         let mut on_frame = Vec::new();
         let mut visited = HashSet::new();
@@ -111,15 +121,7 @@ impl Builder<'_> {
                 "on_frame" => &mut on_frame,
                 _ => continue,
             };
-            match chain(
-                self.nodes,
-                &next,
-                i,
-                "then",
-                &self.program,
-                &mut visited,
-                &mut Vec::new(),
-            ) {
+            match chain(&ctx, i, "then", &mut visited, &mut Vec::new()) {
                 Ok(steps) => which.extend(steps),
                 Err(e) => {
                     self.errors.push(e);
@@ -151,16 +153,73 @@ impl Builder<'_> {
     }
 }
 
+impl Builder<'_> {
+    /// The sparse layout node each `clear` node's `layout` port is wired to.
+    fn clear_targets(&mut self) -> HashMap<usize, LayoutId> {
+        let mut out = HashMap::new();
+        for i in 0..self.nodes.len() {
+            if self.nodes[i].kind.name != "clear" {
+                continue;
+            }
+            let id = self.nodes[i].id();
+            let Some(l) = self.layout_of(i) else {
+                self.errors.push(GraphError::port(
+                    id,
+                    "layout",
+                    "wire the `cells` output of a bitmasked, pointer or dynamic node here",
+                ));
+                continue;
+            };
+            let node = &self.program.layouts[l];
+            if !node.kind.is_sparse() {
+                self.errors.push(GraphError::port(
+                    id,
+                    "layout",
+                    format!(
+                        "'{}' is a {} node, whose cells are always active; `clear` needs a bitmasked, pointer or dynamic node",
+                        node.node_id,
+                        node.kind.name()
+                    ),
+                ));
+                continue;
+            }
+            let range = crate::passes::sparse_clear::clear_range(&self.program, l);
+            let total = range.iter().fold(1u64, |a, &x| a.saturating_mul(x));
+            if total > MAX_RANGE || range.iter().any(|&x| x > u32::MAX as u64) {
+                self.errors.push(GraphError::port(
+                    id,
+                    "layout",
+                    format!(
+                        "clearing '{}' takes one invocation per cell of it over the whole domain ({}), more than the cap of {}",
+                        node.node_id, total, MAX_RANGE
+                    ),
+                ));
+                continue;
+            }
+            out.insert(i, l);
+        }
+        out
+    }
+}
+
+/// What following execution chains needs.
+struct Ctx<'a> {
+    nodes: &'a [Node<'a>],
+    next: &'a HashMap<(usize, String), usize>,
+    program: &'a Program,
+    /// `clear` node → the layout node it clears.
+    clears: &'a HashMap<usize, LayoutId>,
+}
+
 /// Follows an execution chain from `start.pin`, building steps.
 fn chain(
-    nodes: &[Node],
-    next: &HashMap<(usize, String), usize>,
+    ctx: &Ctx,
     start: usize,
     pin: &str,
-    program: &Program,
     visited: &mut HashSet<usize>,
     stack: &mut Vec<usize>,
 ) -> Result<Vec<Step>, GraphError> {
+    let (nodes, next, program) = (ctx.nodes, ctx.next, ctx.program);
     let mut steps = Vec::new();
     let mut cur = next.get(&(start, pin.to_string())).copied();
     while let Some(i) = cur {
@@ -181,7 +240,7 @@ fn chain(
                 // The catalog's range (checked at load) keeps this within u32.
                 let count = n.p("count").as_i64().unwrap_or(1);
                 let index = n.p("index").as_str().map(str::to_string);
-                let body = chain(nodes, next, i, "body", program, visited, stack)?;
+                let body = chain(ctx, i, "body", visited, stack)?;
                 if let Some(name) = &index {
                     check_index_scalar(n.id(), name, &body, program)?;
                 }
@@ -225,7 +284,7 @@ fn chain(
                         ),
                     ));
                 }
-                let body = chain(nodes, next, i, "body", program, visited, stack)?;
+                let body = chain(ctx, i, "body", visited, stack)?;
                 // The catalog's range (checked at load) keeps this within u32.
                 let checkpoint = n.p("checkpoint").as_i64().unwrap_or(0) as u32;
                 steps.push(Step::Tape {
@@ -233,6 +292,24 @@ fn chain(
                     loss,
                     checkpoint,
                     body,
+                });
+            }
+            Family::Execution if n.kind.name == "clear" => {
+                if let Some(&t) = stack[..stack.len() - 1]
+                    .iter()
+                    .find(|&&s| nodes[s].kind.name == "tape")
+                {
+                    return Err(GraphError::node_msg(
+                        n.id(),
+                        format!(
+                            "`clear` cannot be inside tape '{}' (it has no adjoint); clear before or after the tape",
+                            nodes[t].id()
+                        ),
+                    ));
+                }
+                steps.push(Step::Clear {
+                    node_id: n.id().to_string(),
+                    layout: ctx.clears[&i],
                 });
             }
             _ => {
@@ -268,6 +345,7 @@ fn check_index_scalar(
                 Step::Repeat { body, .. } | Step::Tape { body, .. } => {
                     visit(body, program, out, name)
                 }
+                Step::Clear { .. } => {}
             }
         }
     }

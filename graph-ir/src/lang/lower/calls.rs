@@ -105,6 +105,16 @@ impl<'a> FnLowerer<'a> {
             argc(1)?;
             return self.lower_activity(&name, args[0], sp);
         }
+        // `length(v)` of a vector stays the built-in; `length(x, l)` is a list's.
+        let list_op = match name.as_str() {
+            "append" => true,
+            "length" => args.len() == 2,
+            _ => false,
+        };
+        if list_op && !self.sigs.contains_key(&name) {
+            argc(if name == "append" { 3 } else { 2 })?;
+            return self.lower_list_op(&name, &args, sp);
+        }
         if let Some(b) = Builtin::from_name(&name) {
             let vals = self.lower_builtin_args(b, &args, want, c)?;
             return self.builtin(b, vals, c);
@@ -350,6 +360,45 @@ impl<'a> FnLowerer<'a> {
             "activate" => self.val(InstKind::FieldActivate { field, index }, Type::Void, sp),
             _ => self.val(InstKind::FieldDeactivate { field, index }, Type::Void, sp),
         })
+    }
+
+    /// `append(x, list, value)` and `length(x, list)` on a field wired to
+    /// port `x` (the graph builder checks that its layout node is dynamic).
+    fn lower_list_op(&mut self, name: &str, args: &[&syn::Expr], sp: Span) -> R<Val> {
+        let Some((field, ty, _)) = self.field_port(args[0]) else {
+            return Err(err(
+                args[0],
+                format!(
+                    "the first argument of `{}` is a field port, e.g. `{}(x, i{})`",
+                    name,
+                    name,
+                    if name == "append" { ", v" } else { "" }
+                ),
+            ));
+        };
+        let list = self.lower_expr(args[1], Some(Type::I32))?;
+        let list = self.coerce(list, Type::I32, args[1], "the list number")?;
+        if name == "length" {
+            return Ok(self.val(
+                InstKind::FieldLength {
+                    field,
+                    list: list.id,
+                },
+                Type::I32,
+                sp,
+            ));
+        }
+        let value = self.lower_expr(args[2], Some(ty))?;
+        let value = self.coerce(value, ty, args[2], "the field element")?;
+        Ok(self.val(
+            InstKind::FieldAppend {
+                field,
+                list: list.id,
+                value: value.id,
+            },
+            Type::I32,
+            sp,
+        ))
     }
 
     pub(super) fn lower_atomic(

@@ -346,6 +346,8 @@ impl Checker<'_> {
                     }
                 }
                 Step::Tape { body, .. } => self.steps(body)?,
+                // Refused inside tapes by the graph builder.
+                Step::Clear { .. } => {}
             }
         }
         Ok(())
@@ -361,6 +363,7 @@ impl Checker<'_> {
 /// forward pass already needs).
 pub(super) fn check_kernel(program: &Program, k: KernelId, in_place: bool) -> Result<(), AdError> {
     let kernel = &program.kernels[k];
+    refuse_append(program, kernel, &kernel.entry.body)?;
     let mut written: Vec<(FieldId, Slot, Span)> = Vec::new();
     let mut c = Checker {
         program,
@@ -430,6 +433,28 @@ pub(super) fn check_kernel(program: &Program, k: KernelId, in_place: bool) -> Re
             }
         }
         c.seen.record(e.field, slot, e.kind, who);
+    }
+    Ok(())
+}
+
+/// The adjoint replays the forward body, so an `append` would grow its list
+/// twice: refused inside tapes.
+fn refuse_append(program: &Program, kernel: &Kernel, b: &Block) -> Result<(), AdError> {
+    for &i in b {
+        let inst = &kernel.entry.insts[i];
+        if let InstKind::FieldAppend { field, .. } = &inst.kind {
+            return Err(AdError {
+                node: kernel.name.clone(),
+                span: inst.span,
+                message: format!(
+                    "`append` to field '{}' cannot be inside a tape (the backward pass would append again); fill the list before the tape",
+                    program.fields[*field].name
+                ),
+            });
+        }
+        for nb in inst.kind.blocks() {
+            refuse_append(program, kernel, nb)?;
+        }
     }
     Ok(())
 }

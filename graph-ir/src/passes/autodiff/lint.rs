@@ -39,6 +39,7 @@ pub fn warnings(program: &Program) -> Vec<AdWarning> {
                 Step::Launch(_) => {}
                 Step::Repeat { body, .. } => in_tapes(body, inside, out),
                 Step::Tape { body, .. } => in_tapes(body, true, out),
+                Step::Clear { .. } => {}
             }
         }
     }
