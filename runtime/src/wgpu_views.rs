@@ -127,6 +127,9 @@ fn walk_fn(
 ) -> Result<String, RuntimeError> {
     let fd = &p.fields[field];
     let plan = AddressPlan::new(p, field);
+    // `load_fn`'s private bit offset for sub-word cells, and its raw word
+    // reader for the sparse levels.
+    let sub = format!("{load}_sub");
     let load = &format!("{load}_word");
     let outer = plan
         .levels
@@ -180,8 +183,8 @@ fn walk_fn(
             // (handed to `load_fn` through its private `_sub`).
             let _ = writeln!(
                 s,
-                "    {}_sub = ({}) * {}u;\n    a += {}u;",
-                load,
+                "    {} = ({}) * {}u;\n    a += {}u;",
+                sub,
                 lin,
                 level.cell_bits,
                 big(level.offset_bits)?
