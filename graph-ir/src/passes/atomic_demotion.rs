@@ -1,5 +1,5 @@
-//! Atomic demotion: a compare-exchange loop on a word that only one
-//! iteration of the launch ever writes becomes a plain load, modify, store.
+//! Atomic demotion: a compare-exchange loop or an atomic on a word that only
+//! one iteration of the launch ever writes becomes a plain load, modify, store.
 //!
 //! Pre: lowered IR after CSE (and `store_fusion`). Post: in every kernel
 //! whose writes into a root buffer provably never share a word between
@@ -22,9 +22,13 @@
 //! that provably do nothing (`x % 1`, or an operand already below the
 //! divisor), the shape the dense address plan takes after constant folding.
 //!
+//! Ordinary word atomics (`x[p] += v` on a field element the iteration owns,
+//! like mpm88's g2p position update) become `load; op; store` the same way
+//! (add, sub, and, or, xor; the atomic's value is the loaded one).
+//!
 //! Does not: demote anything in a kernel with a write it cannot analyse
 //! (data-dependent or sparse addresses, `bit_array` words written per
-//! cell, writes in helper functions), or ordinary word atomics.
+//! cell, writes in helper functions), or min, max and exchange atomics.
 
 use super::quantize::match_cas_loop;
 use crate::ir::*;
@@ -240,10 +244,61 @@ fn demote_block(f: &mut Function, block: Block, owned: &[LayoutId]) -> Block {
                 out.push(l.cas);
                 out.extend(&l.saves);
             }
-            None => out.push(h),
+            None => match plain_rmw(f, h, owned) {
+                Some((op, store)) => {
+                    // The atomic's handle becomes the load, so its uses
+                    // (the old value) stay valid.
+                    out.extend([h, op, store]);
+                }
+                None => out.push(h),
+            },
         }
     }
     out
+}
+
+/// An ordinary word atomic (`+=` on a field element) on an owned root as
+/// `load; op; store`: turns `h` into the load and returns the new operation
+/// and store (`None` for atomics this does not cover: min, max, exchange).
+fn plain_rmw(f: &mut Function, h: InstId, owned: &[LayoutId]) -> Option<(InstId, InstId)> {
+    let InstKind::BufAtomic {
+        op,
+        root,
+        addr,
+        value,
+        cmp: None,
+    } = f.insts[h].kind
+    else {
+        return None;
+    };
+    if !owned.contains(&root) {
+        return None;
+    }
+    let bin = match op {
+        AtomicOp::Add => BinaryOp::Add,
+        AtomicOp::Sub => BinaryOp::Sub,
+        AtomicOp::And => BinaryOp::BitAnd,
+        AtomicOp::Or => BinaryOp::BitOr,
+        AtomicOp::Xor => BinaryOp::BitXor,
+        _ => return None,
+    };
+    let (ty, span) = (f.insts[h].ty, f.insts[h].span);
+    f.insts[h].kind = InstKind::BufLoad { root, addr };
+    let new = f.insts.append(Inst {
+        kind: InstKind::Binary(bin, h, value),
+        ty,
+        span,
+    });
+    let store = f.insts.append(Inst {
+        kind: InstKind::BufStore {
+            root,
+            addr,
+            value: new,
+        },
+        ty: Type::Void,
+        span,
+    });
+    Some((new, store))
 }
 
 #[cfg(test)]
