@@ -10,13 +10,7 @@ use crate::ir::*;
 use crate::types::Type;
 
 pub fn run(program: &mut Program) {
-    for k in program.kernels.handles().collect::<Vec<_>>() {
-        let kernel = &mut program.kernels[k];
-        fold_function(&mut kernel.entry);
-        for fid in kernel.functions.handles().collect::<Vec<_>>() {
-            fold_function(&mut kernel.functions[fid]);
-        }
-    }
+    super::each_function(program, fold_function);
 }
 
 fn konst(f: &Function, h: InstId) -> Option<Const> {

@@ -31,13 +31,7 @@ use crate::types::Type;
 use std::collections::HashMap;
 
 pub fn run(program: &mut Program) {
-    for k in program.kernels.handles().collect::<Vec<_>>() {
-        let kernel = &mut program.kernels[k];
-        cse_function(&mut kernel.entry);
-        for fid in kernel.functions.handles().collect::<Vec<_>>() {
-            cse_function(&mut kernel.functions[fid]);
-        }
-    }
+    super::each_function(program, cse_function);
 }
 
 pub fn cse_function(f: &mut Function) {

@@ -19,13 +19,7 @@ use crate::ir::*;
 use std::collections::HashSet;
 
 pub fn run(program: &mut Program) {
-    for k in program.kernels.handles().collect::<Vec<_>>() {
-        let kernel = &mut program.kernels[k];
-        licm_function(&mut kernel.entry);
-        for fid in kernel.functions.handles().collect::<Vec<_>>() {
-            licm_function(&mut kernel.functions[fid]);
-        }
-    }
+    super::each_function(program, licm_function);
 }
 
 pub fn licm_function(f: &mut Function) {

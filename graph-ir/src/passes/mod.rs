@@ -29,6 +29,17 @@ pub mod unroll;
 
 use crate::ir::{validate_program, IrForm, Program, Span};
 
+/// Runs a function pass on every kernel's entry and helper functions.
+pub(crate) fn each_function(program: &mut Program, mut pass: impl FnMut(&mut crate::ir::Function)) {
+    for k in program.kernels.handles().collect::<Vec<_>>() {
+        let kernel = &mut program.kernels[k];
+        pass(&mut kernel.entry);
+        for fid in kernel.functions.handles().collect::<Vec<_>>() {
+            pass(&mut kernel.functions[fid]);
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct PassOptions {
     /// Insert bounds checks on field accesses (run-time errors instead of wrong memory).

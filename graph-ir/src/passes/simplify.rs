@@ -14,13 +14,7 @@ use crate::ir::*;
 use std::collections::HashSet;
 
 pub fn run(program: &mut Program) {
-    for k in program.kernels.handles().collect::<Vec<_>>() {
-        let kernel = &mut program.kernels[k];
-        simplify_function(&mut kernel.entry);
-        for fid in kernel.functions.handles().collect::<Vec<_>>() {
-            simplify_function(&mut kernel.functions[fid]);
-        }
-    }
+    super::each_function(program, simplify_function);
 }
 
 pub fn simplify_function(f: &mut Function) {

@@ -26,13 +26,7 @@ pub const MAX_TRIPS: u64 = 4;
 pub const MAX_UNROLLED_INSTS: usize = 600;
 
 pub fn run(program: &mut Program) {
-    for k in program.kernels.handles().collect::<Vec<_>>() {
-        let kernel = &mut program.kernels[k];
-        unroll_function(&mut kernel.entry);
-        for fid in kernel.functions.handles().collect::<Vec<_>>() {
-            unroll_function(&mut kernel.functions[fid]);
-        }
-    }
+    super::each_function(program, unroll_function);
 }
 
 pub fn unroll_function(f: &mut Function) {
