@@ -46,8 +46,11 @@ def sh(cmd, timeout=1800):
 
 def weft_rows(weft, workload, backend, frames, threads, x8_init):
     """(frame seconds, first-frame seconds) for one Weft configuration."""
-    graph = {"julia": "julia", "mpm88": "mpm88", "mpm88_x8": "mpm88", "life": "life", "heat": "heat"}[workload]
-    path = os.path.join(GRAPHS, graph + ".json")
+    graph = {"julia": "julia", "mpm88": "mpm88", "mpm88_x8": "mpm88", "life": "life", "heat": "heat"}.get(workload)
+    # mass_spring_ad: graphs/mass_spring_ad.json with its tape in on_frame, so
+    # that a frame is one forward + backward iteration like the peers' step.
+    path = (os.path.join(GRAPHS, graph + ".json") if graph
+            else os.path.join(ROOT, "bench", "mass_spring_ad_iter.json"))
     extra = ["--threads", str(threads)]
     if workload == "mpm88_x8":
         for s in X8_SETS:
@@ -71,6 +74,8 @@ PEERS = {
               ("warp", "cpu", "warp_julia.py", [])],
     "mpm88": [("taichi", "cpu 2T", "taichi_mpm88.py", ["--arch", "cpu", "--threads", "2", "--frames", "6"]),
               ("warp", "cpu", "warp_mpm88.py", ["--frames", "6"])],
+    "mass_spring_ad": [("taichi", "cpu 2T", "taichi_massspring_ad.py", ["--arch", "cpu", "--threads", "2"]),
+                       ("warp", "cpu", "warp_massspring_ad.py", [])],
     "mpm88_x8": [("taichi", "cpu 2T", "taichi_mpm88.py",
                   ["--arch", "cpu", "--threads", "2", "--particles", "65536", "--grid", "256", "--frames", "4"]),
                  ("warp", "cpu", "warp_mpm88.py", ["--particles", "65536", "--grid", "256", "--frames", "4"])],
@@ -91,7 +96,7 @@ def main():
     ap.add_argument("--weft", default=os.path.join(ROOT, "target", "release", "weft"))
     ap.add_argument("--peers", default="/tmp/peers", help="a copy of shared/peers with its .venv")
     ap.add_argument("--no-peers", action="store_true")
-    ap.add_argument("--only", default="julia,mpm88,mpm88_x8,life,heat")
+    ap.add_argument("--only", default="julia,mpm88,mpm88_x8,mass_spring_ad,life,heat")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--frames", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
@@ -115,9 +120,9 @@ def main():
     for r in range(a.runs):
         for w in workloads:
             for backend in ("cpu", "vm"):
-                if backend == "vm" and w == "mpm88_x8" and r > 0:
+                if backend == "vm" and w in ("mpm88_x8", "mass_spring_ad") and r > 0:
                     continue  # the interpreter takes ~15 s a frame here; one run is enough
-                frames = a.frames if not (backend == "vm" and w.startswith("mpm88")) else 2
+                frames = a.frames if not (backend == "vm" and (w.startswith("mpm88") or w == "mass_spring_ad")) else 1
                 f, first, _ = weft_rows(a.weft, w, backend, frames, a.threads, x8_init)
                 add((w, "weft " + backend), (f, first))
             if use_peers:

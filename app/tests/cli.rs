@@ -453,3 +453,31 @@ fn every_example_replays_on_cpu_and_wgpu() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("(3 frames, wgpu)"), "{}", text(&o));
 }
+
+/// The benchmark graphs in bench/ (what `tools/bench_peers.py` times) stay
+/// valid: each checks clean and runs one frame on the compiled CPU backend.
+#[test]
+fn bench_graphs_check_and_run() {
+    for e in std::fs::read_dir(root().join("bench")).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.to_str().unwrap();
+        if !name.ends_with(".json") {
+            continue;
+        }
+        let o = weft(&["check", name]);
+        assert!(o.status.success(), "{}: {}", name, text(&o));
+        let out = tmp("bench-graphs");
+        let o = weft(&[
+            "run",
+            name,
+            "--backend",
+            "cpu",
+            "--frames",
+            "1",
+            "--no-frames",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}: {}", name, text(&o));
+    }
+}

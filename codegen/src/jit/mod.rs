@@ -181,6 +181,10 @@ pub struct JitKernel {
     /// accumulates into thread-private copies, and whether each holds f32
     /// words (else integer words): reduce with float or wrapping integer adds.
     pub private: Vec<(usize, bool)>,
+    /// Rough instructions per iteration (loops count as 16 trips), so the
+    /// runtime can keep launches too small to pay for waking workers on the
+    /// calling thread.
+    pub cost: u64,
     chunk: ChunkFn,
     serial: Option<ChunkFn>,
     private_chunk: Option<ChunkFn>,
@@ -347,6 +351,22 @@ fn collect_roots(kernel: &Kernel) -> Vec<LayoutId> {
         }
     }
     roots
+}
+
+/// Instructions per iteration over every function of the kernel, a loop
+/// body weighing 16 times its size (trip counts are rarely known here).
+fn cost_estimate(kernel: &Kernel) -> u64 {
+    let loops = all_functions(kernel).any(|f| {
+        f.insts
+            .iter()
+            .any(|(_, i)| matches!(i.kind, InstKind::Loop { .. } | InstKind::RangeFor { .. }))
+    });
+    let insts: u64 = all_functions(kernel).map(|f| f.insts.len() as u64).sum();
+    if loops {
+        insts * 16
+    } else {
+        insts
+    }
 }
 
 fn uses_random(kernel: &Kernel) -> bool {
@@ -557,6 +577,7 @@ fn compile_inner(
         sites,
         shape,
         private,
+        cost: cost_estimate(kernel),
         chunk,
         serial,
         private_chunk,

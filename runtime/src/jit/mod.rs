@@ -81,6 +81,8 @@ pub struct Launch<'a> {
     pub seed: u32,
     /// Earlier launches of this kernel in the run (feeds `random()`).
     pub launch_index: u32,
+    /// Worker threads of the pool the launch may use.
+    pub threads: usize,
 }
 
 /// The context shared by the worker threads of one launch.
@@ -100,8 +102,19 @@ fn chunk_len(total: u64, threads: usize) -> u64 {
     (total / (threads as u64 * 16)).clamp(64, 1 << 16)
 }
 
-/// Launches smaller than this run on the calling thread alone.
+/// Launches with fewer iterations, or less estimated work (iterations ×
+/// `JitKernel::cost`), run on the calling thread alone: waking the pool and
+/// waiting for it costs tens of microseconds, more than such a launch takes
+/// (a mass-spring step's kernels are thousands of launches of a few
+/// thousand iterations each).
 const SERIAL_BELOW: u64 = 1024;
+const SERIAL_WORK_BELOW: u64 = 1 << 21;
+
+/// Whether a launch runs on the calling thread (see [`SERIAL_BELOW`]).
+fn runs_serially(kernel: &JitKernel, threads: usize) -> bool {
+    let total: u64 = kernel.shape.iter().map(|&s| s as u64).product();
+    threads <= 1 || total < SERIAL_BELOW || total.saturating_mul(kernel.cost) < SERIAL_WORK_BELOW
+}
 
 /// Zeroed scratch buffers for privatised scatters, reused across launches
 /// (they are zero again after each reduction).
@@ -188,8 +201,8 @@ pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
             Err(fault)
         }
     };
-    let threads = rayon::current_num_threads().max(1);
-    if threads == 1 || total < SERIAL_BELOW {
+    let threads = l.threads.max(1);
+    if runs_serially(l.kernel, threads) {
         let ctx = make_ctx(ptrs.get());
         return call(l.kernel.serial_fn(), &ctx, 0, total).map_err(|f| fault_error(l.kernel, f));
     }
@@ -341,6 +354,10 @@ impl crate::backend::Engine for JitEngine {
                 .iter()
                 .map(|r| self.memory.buffers[r.index()].as_slice())
                 .collect();
+            let threads = match &self.pool {
+                Some(pool) => pool.current_num_threads(),
+                None => rayon::current_num_threads(),
+            };
             let l = Launch {
                 kernel,
                 buffers,
@@ -348,11 +365,14 @@ impl crate::backend::Engine for JitEngine {
                 frame: rec.frame,
                 seed: rec.seed,
                 launch_index: rec.launch_index,
+                threads,
             };
             let t = std::time::Instant::now();
             match &self.pool {
-                Some(pool) => pool.install(|| launch(&l))?,
-                None => launch(&l)?,
+                // A serial launch stays on this thread: `install` would hand
+                // it to a worker and block until it is done.
+                Some(pool) if !runs_serially(kernel, threads) => pool.install(|| launch(&l))?,
+                _ => launch(&l)?,
             }
             times.push((rec.kernel, t.elapsed()));
         }
