@@ -543,9 +543,21 @@ fn compile_inner(
             &shape,
             random,
         )?;
+        // `WEFT_JIT_DISASM=<kernel node id>` prints the machine code of that
+        // kernel's chunk functions on stderr (for performance work).
+        let disasm = std::env::var("WEFT_JIT_DISASM").ok() == Some(kernel.name.clone());
+        ctx.set_disasm(disasm);
         module
             .define_function(chunk_id, &mut ctx)
             .map_err(|e| err(format!("kernel body: {:?}", e)))?;
+        if let Some(code) = ctx.compiled_code().filter(|_| disasm) {
+            eprintln!(
+                "=== {} ({:?} variant)\n{}",
+                kernel.name,
+                variant,
+                code.vcode.as_deref().unwrap_or("")
+            );
+        }
         module.clear_context(&mut ctx);
         chunk_ids.push((variant, chunk_id));
     }
