@@ -73,7 +73,7 @@ pub fn bench(a: BenchArgs) -> i32 {
         let out = json!({
             "graph": a.graph.display().to_string(),
             "backend": sim.backend_name(),
-            "threads": rayon_threads(),
+            "threads": a.overrides.threads.unwrap_or_else(rayon_threads),
             "device": sim.device_name(),
             "frames": frames.len(),
             "compile_ms": compile_ms,
@@ -92,7 +92,7 @@ pub fn bench(a: BenchArgs) -> i32 {
             None => println!(
                 "backend  {} ({} threads)",
                 sim.backend_name(),
-                rayon_threads()
+                a.overrides.threads.unwrap_or_else(rayon_threads)
             ),
         }
         println!("compile  {:.2} ms", compile_ms);
