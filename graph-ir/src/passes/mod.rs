@@ -7,11 +7,12 @@
 //! and debug builds set it). The order is the "lowering order" contract:
 //! front end → inline → const-fold → simplify → autodiff → access lowering
 //! (and the sparse system kernels and struct-for) → fold, simplify and CSE
-//! the address arithmetic → store fusion → atomic demotion → legalize → CSE
+//! the address arithmetic, drop bounds checks proven by index ranges → store fusion → atomic demotion → legalize → CSE
 //! → LICM → CSE → backend.
 
 pub mod atomic_demotion;
 pub mod autodiff;
+pub mod bounds_elim;
 pub mod const_fold;
 pub mod cse;
 pub mod inline;
@@ -87,6 +88,7 @@ struct AtomicDemotion;
 struct Cse;
 struct Licm;
 struct Unroll;
+struct BoundsElim;
 /// `sparse_iter` then `sparse_gc`: struct-for over sparse fields and the
 /// garbage-collection system kernels, both written in lowered IR.
 struct SparseSystem;
@@ -204,6 +206,19 @@ impl Pass for Licm {
     }
     fn run(&self, program: &mut Program) -> Result<(), PassError> {
         licm::run(program);
+        Ok(())
+    }
+}
+
+impl Pass for BoundsElim {
+    fn name(&self) -> &'static str {
+        "bounds_elim"
+    }
+    fn accepts(&self, form: IrForm) -> bool {
+        form == IrForm::Lowered
+    }
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
+        bounds_elim::run(program);
         Ok(())
     }
 }
@@ -336,6 +351,7 @@ impl Stage {
                 Box::new(ConstFold),
                 Box::new(Simplify),
                 Box::new(Cse),
+                Box::new(BoundsElim),
             ],
             Stage::StoreFusion if opts.packed_word_rewrites => vec![Box::new(StoreFusion)],
             Stage::AtomicDemotion if opts.packed_word_rewrites => vec![Box::new(AtomicDemotion)],

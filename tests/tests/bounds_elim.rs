@@ -1,0 +1,148 @@
+//! The `bounds_elim` pass: bounds checks on indices proven in range (loop
+//! indices of a dense iteration, arithmetic on them) and repeated checks
+//! disappear from the compiled kernel; a check that can fail stays, and
+//! still reports the same error on every backend.
+
+use serde_json::{json, Value};
+use weft_ir::ir::FaultKind;
+use weft_runtime::{Backend, SimOptions, Simulation};
+use weft_tests::*;
+
+/// Out-of-bounds fault sites left in the only kernel after the whole pipeline.
+fn bounds_sites(doc: &Value) -> Vec<(String, u32)> {
+    let mut p = build(doc).unwrap();
+    weft_ir::passes::run_pipeline(
+        &mut p,
+        &weft_ir::passes::PassOptions {
+            bounds_checks: true,
+            validate: true,
+            ..Default::default()
+        },
+        None,
+    )
+    .unwrap();
+    let k = &p.kernels.iter().next().unwrap().1;
+    k.fault_sites
+        .iter()
+        .filter_map(|s| match s.kind {
+            FaultKind::OutOfBounds { field, extent, .. } => {
+                Some((p.fields[field].name.clone(), extent))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn backends() -> Vec<Backend> {
+    let mut v = vec![Backend::Vm, Backend::Jit];
+    if wgpu_available() {
+        v.push(Backend::Wgpu);
+    }
+    v
+}
+
+#[test]
+fn checks_proven_by_the_loop_range_are_removed() {
+    let g = kernel_graph(
+        &[
+            F("a", "f32", &[8], json!(1.0)),
+            F("b", "f32", &[4], json!(0)),
+        ],
+        "fn kernel(i: i32) {\n    b[i % 4] += a[i] + a[(i * 3) % 8] + a[min(i, 7)];\n}\n",
+        &[8],
+        json!({}),
+    );
+    assert_eq!(bounds_sites(&g), vec![]);
+    // Removing the checks changes no result: b[k] = sum over i = k, k + 4 of 3.
+    for backend in backends() {
+        let mut s = Simulation::new(
+            build(&g).unwrap(),
+            &SimOptions {
+                backend,
+                threads: Some(1),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        s.start().unwrap();
+        let b = f32s(&s, "b");
+        assert_eq!(b, vec![6.0; 4], "{}", backend);
+    }
+}
+
+#[test]
+fn a_check_that_can_fail_stays_once_and_reports_the_same_error_everywhere() {
+    // `i + 1` reaches 8 at i = 7; its check is made once although `a[j]` is
+    // read twice; `a[i]` needs none.
+    let g = kernel_graph(
+        &[
+            F("a", "f32", &[8], json!(1.0)),
+            F("c", "f32", &[8], json!(0)),
+        ],
+        "fn kernel(i: i32) {\n    let j = i + 1;\n    c[i] = a[j] * a[j] + a[i];\n}\n",
+        &[8],
+        json!({}),
+    );
+    assert_eq!(bounds_sites(&g), vec![("a".to_string(), 8)]);
+    let mut errors = vec![];
+    for backend in backends() {
+        let mut s = Simulation::new(
+            build(&g).unwrap(),
+            &SimOptions {
+                backend,
+                threads: Some(1),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let e = s.start().expect_err("j = 8 is out of range").to_string();
+        assert!(e.contains("'k'") && e.contains('8'), "{}: {}", backend, e);
+        errors.push(e);
+    }
+    assert!(errors.windows(2).all(|w| w[0] == w[1]), "{:?}", errors);
+}
+
+#[test]
+fn a_kernel_over_a_sparse_field_still_visits_exactly_the_active_cells() {
+    // Over a field under a pointer node the loop indices come from element
+    // lists: the pass must not use the shape as a proof there, and the
+    // kernel still visits and writes exactly the active cells.
+    let g = json!({
+        "format": "weft-graph", "version": 1,
+        "nodes": [
+            {"id": "blocks", "kind": "pointer", "params": {"shape": [4], "capacity": 4}},
+            {"id": "cells", "kind": "dense", "params": {"shape": [8]}},
+            {"id": "x", "kind": "field", "params": {"type": "f32"}},
+            {"id": "seed", "kind": "kernel", "params": {"range": [32],
+                "code": "fn kernel(i: i32) {\n    if i < 8 {\n        x[i] = 1.0;\n    }\n}\n"}},
+            {"id": "double", "kind": "kernel", "params": {"over": "x",
+                "code": "fn kernel(i: i32) {\n    x[i] = x[i] * 2.0;\n}\n"}},
+            {"id": "start", "kind": "on_start"}
+        ],
+        "wires": [
+            {"from": "blocks.cells", "to": "cells.parent"},
+            {"from": "cells.cells", "to": "x.layout"},
+            {"from": "x.field", "to": "seed.x"},
+            {"from": "x.field", "to": "double.x"}
+        ],
+        "exec": [
+            {"from": "start.then", "to": "seed"},
+            {"from": "seed.then", "to": "double"}
+        ]
+    });
+    for backend in backends() {
+        let mut s = Simulation::new(
+            build(&g).unwrap_or_else(|e| panic!("{}", e)),
+            &SimOptions {
+                backend,
+                threads: Some(1),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        s.start().unwrap();
+        let x = f32s(&s, "x");
+        let want: Vec<f32> = (0..32).map(|i| if i < 8 { 2.0 } else { 0.0 }).collect();
+        assert_eq!(x, want, "{}", backend);
+    }
+}
