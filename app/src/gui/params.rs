@@ -13,7 +13,7 @@ use weft_ir::graph::NodeDoc;
 /// Params shown on a node's body only when set to something other than
 /// their default (a field's storage, overflow and gradient switches, a
 /// repeat's index scalar).
-const ADVANCED: [&str; 7] = [
+const ADVANCED: [&str; 9] = [
     "storage",
     "overflow",
     "rounding",
@@ -21,6 +21,9 @@ const ADVANCED: [&str; 7] = [
     "index",
     "checkpoint",
     "show_active",
+    // A tape's forward mode (issue 11).
+    "mode",
+    "wrt",
 ];
 
 pub fn param_editors(

@@ -975,6 +975,8 @@ pub enum Step {
         /// Checkpoint interval k of the body's repeat (0: keep everything);
         /// see `passes::autodiff`.
         checkpoint: u32,
+        /// Reverse (gradients) or forward (tangents) mode.
+        mode: TapeMode,
         body: Vec<Step>,
     },
     /// Deactivates every cell of the sparse layout node `layout` (a
@@ -985,6 +987,20 @@ pub enum Step {
         node_id: String,
         layout: LayoutId,
     },
+}
+
+/// What a `Step::Tape` computes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum TapeMode {
+    /// The body forward, then its adjoints in reverse order: `x.grad` ends
+    /// up holding d loss / d x.
+    #[default]
+    Reverse,
+    /// The body once, each launch replaced by its tangent kernel (a
+    /// Jacobian-vector product, `passes::autodiff::forward`): `x.grad`
+    /// holds the tangent of x. The tangents of `seeded` fields hold the
+    /// direction at tape entry and are kept; every other one is zeroed.
+    Forward { seeded: Vec<FieldId> },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
