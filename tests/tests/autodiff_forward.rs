@@ -434,3 +434,23 @@ fn forward_mode_errors_name_the_node() {
     ));
     assert!(e.contains("'k'") && e.contains("atomic_max"), "{}", e);
 }
+
+/// The forward-mode example of docs/graph-format.md gives the values the
+/// text states (loss 9, d loss · d = 18).
+#[test]
+fn documented_forward_example_gives_its_values() {
+    let text = std::fs::read_to_string(root().join("docs/graph-format.md")).unwrap();
+    let start = text
+        .find("```json\n{\n  \"format\": \"weft-graph\",\n  \"version\": 1,\n  \"nodes\": [\n    { \"id\": \"cells\", \"kind\": \"dense\", \"params\": { \"shape\": [4] } },\n    { \"id\": \"x\"")
+        .expect("the forward-mode example");
+    let body = &text[start + 8..];
+    let doc: Value = serde_json::from_str(&body[..body.find("```").unwrap()]).unwrap();
+    assert_eq!(doc["nodes"][6]["params"]["mode"], "forward");
+    for b in [Backend::Vm, Backend::Jit] {
+        let mut sim = open(&doc, b).unwrap_or_else(|e| panic!("{}", e));
+        sim.start().unwrap();
+        assert_eq!(f32s(&sim, "loss"), vec![9.0]);
+        assert_eq!(f32s(&sim, "loss.grad"), vec![18.0]);
+        assert_eq!(f32s(&sim, "x.grad"), vec![0.0, 1.0, 2.0, 3.0]);
+    }
+}
