@@ -339,6 +339,8 @@ static KINDS: &[NodeKind] = &[
             ParamSpec { name: "range", ty: ParamType::Shape, default: Some("null"), doc: "Loop extent per axis, e.g. [640, 320]. Give either `range` or `over`.", range: None },
             ParamSpec { name: "over", ty: ParamType::String, default: Some("null"), doc: "Loop over every cell of the field wired to this port name.", range: None },
             ParamSpec { name: "scalars", ty: ParamType::Scalars, default: Some("{}"), doc: "Scalar parameters: {\"dt\": 0.0002, \"n\": {\"type\": \"i32\", \"default\": 3}}.", range: None },
+            // Custom gradients (issue 11).
+            ParamSpec { name: "backward", ty: ParamType::Code, default: Some("null"), doc: "Custom derivative: kernel code with the same entry, ports and scalars, run by a reverse `tape` instead of the generated adjoint. It reads the gradients of what the kernel wrote (`y.grad[i]`) and adds into the gradients of what it read (`x.grad[j] += ...`); it may write only gradients. Forward mode still differentiates `code`.", range: None },
         ],
         exec_in: true,
         exec_outs: &["then"],

@@ -144,8 +144,16 @@ fn expand(
                 }
                 for k in launched {
                     if let std::collections::hash_map::Entry::Vacant(e) = adjoints.entry(k) {
-                        let adj = adjoint_kernel(program, k)?;
-                        e.insert(program.kernels.append(adj));
+                        // A kernel's own `backward` code replaces the generated adjoint.
+                        match program.custom_backward_of(k) {
+                            Some(b) => {
+                                e.insert(b);
+                            }
+                            None => {
+                                let adj = adjoint_kernel(program, k)?;
+                                e.insert(program.kernels.append(adj));
+                            }
+                        }
                     }
                 }
                 for &(_, g) in &program.grads.clone() {
