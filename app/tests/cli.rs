@@ -588,3 +588,57 @@ fn grad_forward_bad_input_is_a_clear_error() {
         assert!(text(&o).contains(want), "{:?}: {}", all, text(&o));
     }
 }
+
+// ---- custom gradients (issue 11) ----
+
+/// A periodic stencil kernel `k` with the given `backward` code, then a loss.
+fn custom_graph(dir: &Path, backward: &str) -> PathBuf {
+    let code = "fn kernel(i: i32) {\n    y[i] = 0.2 * x[(i + 7) % 8] + 0.5 * x[i] + 0.3 * x[(i + 1) % 8];\n}\n";
+    let sq = "fn kernel(i: i32) {\n    loss[0] += y[i] * y[i] * (i + 1) as f32;\n}\n";
+    let doc = serde_json::json!({"format": "weft-graph", "version": 1,
+        "nodes": [
+            {"id": "one", "kind": "dense", "params": {"shape": [1]}},
+            {"id": "loss", "kind": "field", "params": {"type": "f32", "grad": true}},
+            {"id": "cells", "kind": "dense", "params": {"shape": [8]}},
+            {"id": "x", "kind": "field", "params": {"type": "f32", "grad": true, "init": {"npy": "x0.npy"}}},
+            {"id": "y", "kind": "field", "params": {"type": "f32", "grad": true}},
+            {"id": "start", "kind": "on_start"},
+            {"id": "k", "kind": "kernel", "params": {"code": code, "backward": backward, "range": [8]}},
+            {"id": "sq", "kind": "kernel", "params": {"code": sq, "range": [8]}}],
+        "wires": [{"from": "one", "to": "loss"}, {"from": "cells", "to": "x"}, {"from": "cells", "to": "y"},
+                  {"from": "x.field", "to": "k.x"}, {"from": "y.field", "to": "k.y"},
+                  {"from": "y.field", "to": "sq.y"}, {"from": "loss.field", "to": "sq.loss"}],
+        "exec": [{"from": "start", "to": "k"}, {"from": "k.then", "to": "sq"}]});
+    write_f32_npy(
+        &dir.join("x0.npy"),
+        vec![8],
+        &[0.3, -0.7, 1.1, 0.5, -0.2, 0.9, -1.3, 0.4],
+    );
+    let p = dir.join("custom.json");
+    std::fs::write(&p, serde_json::to_string(&doc).unwrap()).unwrap();
+    p
+}
+
+#[test]
+fn gradcheck_passes_a_right_custom_backward_and_fails_a_wrong_one() {
+    let d = tmp("gradcheck-custom");
+    let right = "fn kernel(i: i32) {\n    x.grad[i] += 0.2 * y.grad[(i + 1) % 8] + 0.5 * y.grad[i] + 0.3 * y.grad[(i + 7) % 8];\n}\n";
+    // The weights of the two neighbours swapped: the transpose done wrong.
+    let wrong = "fn kernel(i: i32) {\n    x.grad[i] += 0.3 * y.grad[(i + 1) % 8] + 0.5 * y.grad[i] + 0.2 * y.grad[(i + 7) % 8];\n}\n";
+    for (backward, ok) in [(right, true), (wrong, false)] {
+        let g = custom_graph(&d, backward);
+        let o = weft(&[
+            "gradcheck",
+            g.to_str().unwrap(),
+            "--loss",
+            "loss",
+            "--wrt",
+            "x",
+            "--samples",
+            "8",
+        ]);
+        let out = text(&o);
+        assert_eq!(o.status.success(), ok, "{}", out);
+        assert_eq!(out.contains("FAIL"), !ok, "{}", out);
+    }
+}
