@@ -14,8 +14,9 @@ use weft_tests::*;
 /// An input field: (name, type, element count, values per component).
 struct In<'a>(&'a str, &'a str, u32, Vec<f32>);
 
-/// One kernel `k` over `range` inside a tape in `mode`; forward tapes are
-/// seeded at every input. Every input and `loss` has a gradient.
+/// One kernel `k` over `range` inside a tape in `mode` ("forward",
+/// "reverse", or "none": no tape); forward tapes are seeded at every input.
+/// Every input and `loss` has a gradient.
 fn graph(inputs: &[In], code: &str, range: u32, mode: &str) -> Value {
     let mut nodes = vec![
         json!({"id": "one", "kind": "dense", "params": {"shape": [1]}}),
@@ -39,11 +40,15 @@ fn graph(inputs: &[In], code: &str, range: u32, mode: &str) -> Value {
         let wrt: Vec<&str> = inputs.iter().map(|i| i.0).collect();
         tape = json!({"loss": "loss", "mode": "forward", "wrt": wrt.join(",")});
     }
-    nodes.push(json!({"id": "tp", "kind": "tape", "params": tape}));
-    let exec = vec![
-        json!({"from": "start", "to": "tp"}),
-        json!({"from": "tp.body", "to": "k"}),
-    ];
+    let exec = if mode == "none" {
+        vec![json!({"from": "start", "to": "k"})]
+    } else {
+        nodes.push(json!({"id": "tp", "kind": "tape", "params": tape}));
+        vec![
+            json!({"from": "start", "to": "tp"}),
+            json!({"from": "tp.body", "to": "k"}),
+        ]
+    };
     json!({"format": "weft-graph", "version": 1, "nodes": nodes, "wires": wires, "exec": exec})
 }
 
@@ -452,5 +457,69 @@ fn documented_forward_example_gives_its_values() {
         assert_eq!(f32s(&sim, "loss"), vec![9.0]);
         assert_eq!(f32s(&sim, "loss.grad"), vec![18.0]);
         assert_eq!(f32s(&sim, "x.grad"), vec![0.0, 1.0, 2.0, 3.0]);
+    }
+}
+
+/// The peers' reported failures (zero gradients for a value computed before
+/// a dynamic loop and used after it, taichi#8027 / warp#1293; doubled
+/// gradients in nested dynamic loops, warp#1552; `continue`, warp#1350;
+/// a local overwritten in a branch, warp#1694; reassigned vector
+/// components, warp#1697 / taichi#8356), in forward mode: the same number
+/// as reverse mode (which `autodiff.rs` checks against finite differences).
+#[test]
+fn peers_known_failures_forward_matches_reverse() {
+    let bodies = [
+        "let a = x[i] * x[i];\n    let mut s = 0.0;\n    for k in 0..(i + 1) { s += x[i] * 0.5 + k as f32; }\n    loss[0] += a * s + a;",
+        "let mut s = x[i];\n    for a in 0..(i + 2) {\n        for b in 0..(a + 1) { s = s * 0.9 + x[i] * 0.1; }\n    }\n    loss[0] += s * s;",
+        "for k in 0..(i + 2) { loss[0] += x[i] * x[i] * k as f32; }",
+        "let mut s = x[i];\n    for k in 0..3 {\n        let old = s;\n        if k == 1 { s = s * s; } else { s = sin(s) + old; }\n    }\n    loss[0] += s;",
+        "let mut v = vec3(x[i], 2.0, 1.0);\n    v.x = v.x * v.y;\n    v.y = sin(v.x) + v.z;\n    v.x = v.x * v.x;\n    v.z = v.x * v.y;\n    loss[0] += v.x + v.y * 2.0 + v.z;",
+        "for k in 0..3 {\n        if k == 1 { continue; }\n        loss[0] += x[i] * x[i] * (k + 1) as f32;\n    }",
+    ];
+    for body in bodies {
+        check(&[x3()], &kernel(body), 3);
+    }
+}
+
+/// Built-ins applied component-wise to vectors, unary minus, f32 casts and
+/// `step` (the scalar forms are checked in `autodiff.rs`): reverse and
+/// forward mode against central finite differences of the plain run.
+#[test]
+fn vector_builtins_match_finite_differences_in_both_modes() {
+    let u = || In("u", "vec3", 2, vec![0.3, 0.8, 0.45, 0.6, 0.2, 0.7]);
+    let bodies = [
+        "let v = u[i];\n    loss[0] += dot(sin(v) + cos(v) * 2.0 + exp(v) - abs(v - vec3(0.5, 0.5, 0.5)), vec3(1.0, 2.0, 3.0));",
+        "let v = u[i];\n    let w = sqrt(v) + log(v + vec3(1.0, 1.0, 1.0)) + pow(v, vec3(1.5, 2.0, 2.5)) + tanh(v) + atan(v);\n    loss[0] += w.x + w.y * 2.0 + w.z * 3.0;",
+        "let v = u[i];\n    let w = min(v, vec3(0.5, 0.5, 0.5)) + max(v * 2.0, vec3(0.7, 0.7, 0.7)) + clamp(v, vec3(0.25, 0.25, 0.25), vec3(0.65, 0.65, 0.65));\n    loss[0] += w.x + w.y * 2.0 + w.z * 3.0;",
+        "let v = u[i];\n    let w = lerp(v, v * v, v.zxy) + smoothstep(vec3(0.0, 0.1, 0.2), vec3(1.0, 0.9, 1.1), v) + fma(v, v.yzx, v);\n    loss[0] += w.x + w.y * 2.0 + w.z * 3.0;",
+        "let v = -u[i];\n    let s = (v.x as f32) * step(0.5, u[i].y) + fract(v.y * 3.0) * v.z;\n    loss[0] += s * s + v.z;",
+    ];
+    let h = 1e-3f32;
+    for body in bodies {
+        let code = kernel(body);
+        let inputs = [u()];
+        let d = direction(6, 5);
+        let (_, fwd) = jvp(&inputs, std::slice::from_ref(&d), &code, 2, Backend::Vm);
+        let (_, rev) = vjp_dot(&inputs, std::slice::from_ref(&d), &code, 2, Backend::Vm);
+        let plain = graph(&inputs, &code, 2, "none");
+        let eval = |s: f32| {
+            let mut sim = open(&plain, Backend::Vm).unwrap_or_else(|e| panic!("{}", e));
+            let moved: Vec<f32> = inputs[0].3.iter().zip(&d).map(|(a, b)| a + s * b).collect();
+            sim.write_field(sim.field("u").unwrap(), &bits(&moved))
+                .unwrap();
+            sim.start().unwrap();
+            f32s(&sim, "loss")[0] as f64
+        };
+        let fd = (eval(h) - eval(-h)) / (2.0 * h as f64);
+        for (what, v) in [("forward", fwd), ("reverse", rev)] {
+            assert!(
+                (v - fd).abs() <= 1e-2 * fd.abs() + 2e-3,
+                "{}: {} {} vs finite difference {}",
+                body,
+                what,
+                v,
+                fd
+            );
+        }
     }
 }
