@@ -198,8 +198,11 @@ impl Builder<'_> {
 
 // ---- custom gradients (issue 11) ----
 
-/// Fields a function reads and writes (helpers included).
-fn field_uses(k: &Kernel) -> (Vec<(FieldId, Span)>, Vec<(FieldId, Span)>) {
+/// Field accesses with where they are in the code.
+type Uses = Vec<(FieldId, Span)>;
+
+/// Fields a kernel reads and writes (helpers included).
+fn field_uses(k: &Kernel) -> (Uses, Uses) {
     let (mut reads, mut writes) = (Vec::new(), Vec::new());
     let fns = std::iter::once(&k.entry).chain(k.functions.iter().map(|(_, f)| f));
     for f in fns {
