@@ -199,6 +199,11 @@ pub struct GradTarget {
 /// `weft grad GRAPH --loss FIELD --wrt FIELD... [--dump-grads DIR]`: runs the
 /// graph under a tape and prints the loss and, per field, the sum, absolute
 /// sum and largest magnitude of d loss / d field (as the field was at tape entry).
+///
+/// With `--forward --wrt FIELD --dir FILE.npy`: forward mode instead (one run
+/// of tangent kernels): prints the directional derivative d loss · dir, the
+/// sum over the loss field of its derivative along dir (FIELD moved by dir at
+/// tape entry), without computing the whole gradient.
 #[derive(Args)]
 pub struct GradArgs {
     #[command(flatten)]
@@ -206,9 +211,17 @@ pub struct GradArgs {
     /// A field to differentiate with respect to (repeatable; needs "grad": true).
     #[arg(long, required = true, num_args = 1..)]
     pub wrt: Vec<String>,
-    /// Write each gradient as DIR/FIELD.grad.npy.
+    /// Write each gradient as DIR/FIELD.grad.npy (with --forward: every field's
+    /// tangent as DIR/FIELD.tangent.npy).
     #[arg(long, value_name = "DIR")]
     pub dump_grads: Option<PathBuf>,
+    /// Forward mode (a Jacobian-vector product along --dir) instead of reverse mode.
+    #[arg(long)]
+    pub forward: bool,
+    /// With --forward: the direction for each --wrt field, in the same order, as
+    /// a .npy file of the field's shape (+ [N] for vecN, + [N, N] for matN), f32.
+    #[arg(long, value_name = "FILE.npy", requires = "forward")]
+    pub dir: Vec<PathBuf>,
 }
 
 /// `weft gradcheck GRAPH --loss FIELD --wrt FIELD [--samples N]`: compares the

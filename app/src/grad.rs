@@ -1,12 +1,15 @@
 //! `weft grad` and `weft gradcheck`: reverse-mode gradients of a loss field
-//! through a tape, and their check against central finite differences.
+//! through a tape, and their check against central finite differences;
+//! `weft grad --forward`: a directional derivative by forward mode.
 
 use crate::cli::{GradArgs, GradTarget, GradcheckArgs};
 use crate::fail;
 use crate::load::load_program;
 use crate::run::overrides;
+use weft_ir::graph::npy::{DType, NpyArray};
 use weft_ir::graph::GraphError;
-use weft_ir::ir::{FieldId, Program, Step};
+use weft_ir::ir::{FieldId, Program, Step, TapeMode};
+use weft_ir::types::Type;
 use weft_runtime::memory::field_to_npy;
 use weft_runtime::{RuntimeError, SimOptions, Simulation};
 
@@ -28,8 +31,13 @@ fn grad_field(p: &Program, name: &str, flag: &str) -> Result<(FieldId, FieldId),
     Ok((f, g))
 }
 
-/// Loads the graph and makes sure one tape with `--loss` covers what runs.
-fn open(t: &GradTarget, wrt: &[String]) -> Result<(Simulation, FieldId, bool), RuntimeError> {
+/// Loads the graph and makes sure one tape with `--loss` covers what runs;
+/// with `forward`, every tape is a forward tape seeded at the `wrt` fields.
+fn open(
+    t: &GradTarget,
+    wrt: &[String],
+    forward: bool,
+) -> Result<(Simulation, FieldId, bool), RuntimeError> {
     let (_, mut program) = load_program(&t.graph, &overrides(&t.overrides))?;
     let (loss, _) = grad_field(&program, &t.loss, "--loss")?;
     for w in wrt {
@@ -72,8 +80,30 @@ fn open(t: &GradTarget, wrt: &[String]) -> Result<(Simulation, FieldId, bool), R
             node_id: "grad".into(),
             loss,
             checkpoint: 0,
+            mode: TapeMode::Reverse,
             body,
         }];
+    }
+    if forward {
+        let seeded: Vec<FieldId> = wrt
+            .iter()
+            .filter_map(|w| program.field_by_name(w))
+            .collect();
+        fn set_mode(s: &mut [Step], seeded: &[FieldId]) {
+            for st in s {
+                match st {
+                    Step::Tape { mode, .. } => {
+                        *mode = TapeMode::Forward {
+                            seeded: seeded.to_vec(),
+                        }
+                    }
+                    Step::Repeat { body, .. } => set_mode(body, seeded),
+                    Step::Launch(_) | Step::Clear { .. } => {}
+                }
+            }
+        }
+        set_mode(&mut program.schedule.on_start, &seeded);
+        set_mode(&mut program.schedule.on_frame, &seeded);
     }
     let sim = Simulation::new(
         program,
@@ -119,7 +149,10 @@ pub fn grad(a: GradArgs) -> i32 {
 }
 
 fn grad_inner(a: &GradArgs) -> Result<(), RuntimeError> {
-    let (mut sim, loss, own_tape) = open(&a.target, &a.wrt)?;
+    if a.forward {
+        return forward_inner(a);
+    }
+    let (mut sim, loss, own_tape) = open(&a.target, &a.wrt, false)?;
     let l = run_once(&mut sim, &a.target, own_tape, loss)?;
     println!("loss {} = {:.9e}", a.target.loss, l);
     if let Some(dir) = &a.dump_grads {
@@ -162,7 +195,7 @@ pub fn gradcheck(a: GradcheckArgs) -> i32 {
 
 fn gradcheck_inner(a: &GradcheckArgs) -> Result<bool, RuntimeError> {
     let t = &a.target;
-    let (mut sim, loss, own_tape) = open(t, std::slice::from_ref(&a.wrt))?;
+    let (mut sim, loss, own_tape) = open(t, std::slice::from_ref(&a.wrt), false)?;
     let (f, g) = grad_field(&sim.program, &a.wrt, "--wrt")?;
     let x0 = sim.read_field(f)?;
     let l0 = run_once(&mut sim, t, own_tape, loss)?;
@@ -218,4 +251,82 @@ fn gradcheck_inner(a: &GradcheckArgs) -> Result<bool, RuntimeError> {
         worst
     );
     Ok(ok)
+}
+
+// ---- forward mode (`weft grad --forward`) ----
+
+/// The words of `field` from a .npy array shaped like `field_to_npy` writes
+/// it (f32; vectors add an axis, matrices two, rows first).
+fn npy_to_field(p: &Program, field: FieldId, arr: NpyArray) -> Result<Vec<u32>, String> {
+    let f = &p.fields[field];
+    let mut want: Vec<usize> = f.shape.iter().map(|&s| s as usize).collect();
+    match f.ty {
+        Type::Vector(_, n) => want.push(n as usize),
+        Type::Matrix(n) => want.extend([n as usize, n as usize]),
+        _ => {}
+    }
+    if arr.dtype != DType::F32 {
+        return Err(format!("holds {:?} data; a direction is f32", arr.dtype));
+    }
+    if arr.shape != want {
+        return Err(format!(
+            "has shape {:?} but field '{}' ({}) needs {:?}",
+            arr.shape, f.name, f.ty, want
+        ));
+    }
+    let mut words = arr.words;
+    if let Type::Matrix(n) = f.ty {
+        // NumPy stores [row][col]; fields store columns.
+        let n = n as usize;
+        for cell in words.chunks_mut(n * n) {
+            let m = cell.to_vec();
+            for r in 0..n {
+                for c in 0..n {
+                    cell[c * n + r] = m[r * n + c];
+                }
+            }
+        }
+    }
+    Ok(words)
+}
+
+fn forward_inner(a: &GradArgs) -> Result<(), RuntimeError> {
+    if a.dir.len() != a.wrt.len() {
+        return Err(usage(format!(
+            "--forward needs one --dir FILE.npy per --wrt field, in the same order ({} --wrt, {} --dir)",
+            a.wrt.len(),
+            a.dir.len()
+        )));
+    }
+    let (mut sim, loss, own_tape) = open(&a.target, &a.wrt, true)?;
+    for (w, path) in a.wrt.iter().zip(&a.dir) {
+        let (f, g) = grad_field(&sim.program, w, "--wrt")?;
+        let arr = weft_ir::graph::npy::read_npy(path).map_err(|e| usage(format!("--dir {}", e)))?;
+        let words = npy_to_field(&sim.program, f, arr)
+            .map_err(|e| usage(format!("--dir {}: {}", path.display(), e)))?;
+        // The seeded tangent: the tape keeps it at entry.
+        sim.write_field(g, &words)?;
+    }
+    let l = run_once(&mut sim, &a.target, own_tape, loss)?;
+    println!("loss {} = {:.9e}", a.target.loss, l);
+    let lg = sim.program.grad_of(loss).expect("checked by open");
+    let jvp: f64 = floats(&sim.read_field(lg)?).iter().sum();
+    println!(
+        "d {} / d ({}) . dir = {:.9e}  (forward mode)",
+        a.target.loss,
+        a.wrt.join(", "),
+        jvp
+    );
+    if let Some(dir) = &a.dump_grads {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| RuntimeError::Io(format!("cannot create {}: {}", dir.display(), e)))?;
+        for (f, g) in sim.program.grads.clone() {
+            let words = sim.read_field(g)?;
+            let arr = field_to_npy(&sim.program, g, words);
+            let path = dir.join(format!("{}.tangent.npy", sim.program.fields[f].name));
+            weft_ir::graph::npy::write_npy(&path, &arr)
+                .map_err(|e| RuntimeError::Io(format!("cannot write {}: {}", path.display(), e)))?;
+        }
+    }
+    Ok(())
 }

@@ -481,3 +481,192 @@ fn bench_graphs_check_and_run() {
         assert!(o.status.success(), "{}: {}", name, text(&o));
     }
 }
+
+// ---- `weft grad --forward` (issue 11) ----
+
+/// A small graph without a tape: `weft grad` puts one around on_start.
+fn forward_graph(dir: &Path) -> PathBuf {
+    let code = "fn kernel(i: i32) {\n    let mut s = x[i];\n    while s < 2.0 { s = s * 1.5 + 0.1; }\n    loss[0] += s * sin(x[i]);\n}\n";
+    let doc = serde_json::json!({"format": "weft-graph", "version": 1,
+        "nodes": [
+            {"id": "one", "kind": "dense", "params": {"shape": [1]}},
+            {"id": "loss", "kind": "field", "params": {"type": "f32", "grad": true}},
+            {"id": "cells", "kind": "dense", "params": {"shape": [4]}},
+            {"id": "x", "kind": "field", "params": {"type": "f32", "grad": true, "init": {"npy": "x0.npy"}}},
+            {"id": "start", "kind": "on_start"},
+            {"id": "k", "kind": "kernel", "params": {"code": code, "range": [4]}}],
+        "wires": [{"from": "one", "to": "loss"}, {"from": "cells", "to": "x"},
+                  {"from": "x.field", "to": "k.x"}, {"from": "loss.field", "to": "k.loss"}],
+        "exec": [{"from": "start", "to": "k"}]});
+    write_f32_npy(&dir.join("x0.npy"), vec![4], &[0.3, 0.7, 1.1, 0.5]);
+    let p = dir.join("fwd.json");
+    std::fs::write(&p, serde_json::to_string(&doc).unwrap()).unwrap();
+    p
+}
+
+fn write_f32_npy(path: &Path, shape: Vec<usize>, v: &[f32]) {
+    use weft_ir::graph::npy::{write_npy, DType, NpyArray};
+    let a = NpyArray {
+        dtype: DType::F32,
+        shape,
+        words: v.iter().map(|x| x.to_bits()).collect(),
+    };
+    write_npy(path, &a).unwrap();
+}
+
+/// The number after `label` in the output.
+fn number_after(out: &str, label: &str) -> f64 {
+    let rest = &out[out.find(label).unwrap_or_else(|| panic!("{}", out)) + label.len()..];
+    rest.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn grad_forward_prints_the_directional_derivative() {
+    let d = tmp("grad-forward");
+    let g = forward_graph(&d);
+    let (g, dirf) = (g.to_str().unwrap(), d.join("dir.npy"));
+    let help = text(&weft(&["grad", "--help"]));
+    assert!(
+        help.contains("--forward") && help.contains("--dir <FILE.npy>"),
+        "{}",
+        help
+    );
+    let dir = [0.5f32, -1.0, 0.25, 2.0];
+    write_f32_npy(&dirf, vec![4], &dir);
+    let o = weft(&[
+        "grad",
+        g,
+        "--loss",
+        "loss",
+        "--wrt",
+        "x",
+        "--dump-grads",
+        d.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let grad = weft_ir::graph::npy::read_npy(&d.join("x.grad.npy")).unwrap();
+    let dot: f64 = grad
+        .words
+        .iter()
+        .zip(dir)
+        .map(|(w, v)| f32::from_bits(*w) as f64 * v as f64)
+        .sum();
+    for backend in ["vm", "cpu", "wgpu"] {
+        if backend == "wgpu" && std::env::var("CI").is_err() {
+            continue;
+        }
+        let o = weft(&[
+            "grad",
+            g,
+            "--loss",
+            "loss",
+            "--wrt",
+            "x",
+            "--forward",
+            "--dir",
+            dirf.to_str().unwrap(),
+            "--backend",
+            backend,
+            "--dump-grads",
+            d.to_str().unwrap(),
+        ]);
+        let out = text(&o);
+        assert!(o.status.success(), "{}", out);
+        let jvp = number_after(&out, "dir =");
+        assert!(
+            (jvp - dot).abs() < 1e-4 * dot.abs() + 1e-6,
+            "{}: {} vs reverse {}",
+            backend,
+            jvp,
+            dot
+        );
+        assert!(d.join("x.tangent.npy").exists() && d.join("loss.tangent.npy").exists());
+    }
+}
+
+#[test]
+fn grad_forward_bad_input_is_a_clear_error() {
+    let d = tmp("grad-forward-bad");
+    let g = forward_graph(&d);
+    let g = g.to_str().unwrap();
+    let bad = d.join("bad.npy");
+    write_f32_npy(&bad, vec![3], &[1.0, 2.0, 3.0]);
+    let good = d.join("good.npy");
+    write_f32_npy(&good, vec![4], &[1.0, 2.0, 3.0, 4.0]);
+    let cases: [(Vec<&str>, &str); 4] = [
+        (
+            vec!["--wrt", "x", "--dir", bad.to_str().unwrap()],
+            "has shape [3] but field 'x' (f32) needs [4]",
+        ),
+        (
+            vec!["--wrt", "nope", "--dir", good.to_str().unwrap()],
+            "--wrt nope: no field node 'nope'",
+        ),
+        (
+            vec!["--wrt", "x"],
+            "--forward needs one --dir FILE.npy per --wrt field",
+        ),
+        (vec!["--wrt", "x", "--dir", "missing.npy"], "cannot read"),
+    ];
+    for (args, want) in cases {
+        let mut all = vec!["grad", g, "--loss", "loss", "--forward"];
+        all.extend(args);
+        let o = weft(&all);
+        assert!(!o.status.success(), "{:?}", all);
+        assert!(text(&o).contains(want), "{:?}: {}", all, text(&o));
+    }
+}
+
+// ---- custom gradients (issue 11) ----
+
+/// A periodic stencil kernel `k` with the given `backward` code, then a loss.
+fn custom_graph(dir: &Path, backward: &str) -> PathBuf {
+    let code = "fn kernel(i: i32) {\n    y[i] = 0.2 * x[(i + 7) % 8] + 0.5 * x[i] + 0.3 * x[(i + 1) % 8];\n}\n";
+    let sq = "fn kernel(i: i32) {\n    loss[0] += y[i] * y[i] * (i + 1) as f32;\n}\n";
+    let doc = serde_json::json!({"format": "weft-graph", "version": 1,
+        "nodes": [
+            {"id": "one", "kind": "dense", "params": {"shape": [1]}},
+            {"id": "loss", "kind": "field", "params": {"type": "f32", "grad": true}},
+            {"id": "cells", "kind": "dense", "params": {"shape": [8]}},
+            {"id": "x", "kind": "field", "params": {"type": "f32", "grad": true, "init": {"npy": "x0.npy"}}},
+            {"id": "y", "kind": "field", "params": {"type": "f32", "grad": true}},
+            {"id": "start", "kind": "on_start"},
+            {"id": "k", "kind": "kernel", "params": {"code": code, "backward": backward, "range": [8]}},
+            {"id": "sq", "kind": "kernel", "params": {"code": sq, "range": [8]}}],
+        "wires": [{"from": "one", "to": "loss"}, {"from": "cells", "to": "x"}, {"from": "cells", "to": "y"},
+                  {"from": "x.field", "to": "k.x"}, {"from": "y.field", "to": "k.y"},
+                  {"from": "y.field", "to": "sq.y"}, {"from": "loss.field", "to": "sq.loss"}],
+        "exec": [{"from": "start", "to": "k"}, {"from": "k.then", "to": "sq"}]});
+    write_f32_npy(
+        &dir.join("x0.npy"),
+        vec![8],
+        &[0.3, -0.7, 1.1, 0.5, -0.2, 0.9, -1.3, 0.4],
+    );
+    let p = dir.join("custom.json");
+    std::fs::write(&p, serde_json::to_string(&doc).unwrap()).unwrap();
+    p
+}
+
+#[test]
+fn gradcheck_passes_a_right_custom_backward_and_fails_a_wrong_one() {
+    let d = tmp("gradcheck-custom");
+    let right = "fn kernel(i: i32) {\n    x.grad[i] += 0.2 * y.grad[(i + 1) % 8] + 0.5 * y.grad[i] + 0.3 * y.grad[(i + 7) % 8];\n}\n";
+    // The weights of the two neighbours swapped: the transpose done wrong.
+    let wrong = "fn kernel(i: i32) {\n    x.grad[i] += 0.3 * y.grad[(i + 1) % 8] + 0.5 * y.grad[i] + 0.2 * y.grad[(i + 7) % 8];\n}\n";
+    for (backward, ok) in [(right, true), (wrong, false)] {
+        let g = custom_graph(&d, backward);
+        let o = weft(&[
+            "gradcheck",
+            g.to_str().unwrap(),
+            "--loss",
+            "loss",
+            "--wrt",
+            "x",
+            "--samples",
+            "8",
+        ]);
+        let out = text(&o);
+        assert_eq!(o.status.success(), ok, "{}", out);
+        assert_eq!(out.contains("FAIL"), !ok, "{}", out);
+    }
+}

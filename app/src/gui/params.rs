@@ -13,7 +13,7 @@ use weft_ir::graph::NodeDoc;
 /// Params shown on a node's body only when set to something other than
 /// their default (a field's storage, overflow and gradient switches, a
 /// repeat's index scalar).
-const ADVANCED: [&str; 7] = [
+const ADVANCED: [&str; 10] = [
     "storage",
     "overflow",
     "rounding",
@@ -21,6 +21,11 @@ const ADVANCED: [&str; 7] = [
     "index",
     "checkpoint",
     "show_active",
+    // A tape's forward mode (issue 11).
+    "mode",
+    "wrt",
+    // A kernel's custom gradient (issue 11).
+    "backward",
 ];
 
 pub fn param_editors(
@@ -255,6 +260,20 @@ fn param_widget(
             }
             changed.then(|| Value::from(r))
         }
+        // A kernel's `backward` (custom gradient, issue 11): edited in place,
+        // committed when the field loses focus (the code window edits `code`).
+        ParamType::Code if spec.name != "code" => {
+            let committed = v.as_str().unwrap_or("");
+            code_field(ui, (&doc.id, spec.name, "code"), committed)
+                .map(|s| {
+                    if s.trim().is_empty() {
+                        Value::Null
+                    } else {
+                        Value::from(s)
+                    }
+                })
+                .filter(|nv| nv != v)
+        }
         ParamType::Code => {
             let is_expr = doc.params.get("expr").is_some_and(|e| e.is_object());
             let label = if is_expr {
@@ -344,6 +363,34 @@ pub fn text_field(
         egui::TextEdit::singleline(&mut text)
             .id(id.with("edit"))
             .desired_width(width),
+    );
+    if r.has_focus() {
+        ui.data_mut(|d| d.insert_temp(id, text.clone()));
+    }
+    if r.lost_focus() {
+        ui.data_mut(|d| d.remove::<String>(id));
+        return (text != committed).then_some(text);
+    }
+    None
+}
+
+/// A multi-line code box; like `text_field`, returns the text once it
+/// loses focus, when it changed.
+fn code_field(
+    ui: &mut Ui,
+    salt: impl std::hash::Hash + std::fmt::Debug,
+    committed: &str,
+) -> Option<String> {
+    let id = ui.id().with(salt);
+    let mut text = ui
+        .data_mut(|d| d.get_temp::<String>(id))
+        .unwrap_or_else(|| committed.to_string());
+    let r = ui.add(
+        egui::TextEdit::multiline(&mut text)
+            .id(id.with("edit"))
+            .code_editor()
+            .desired_rows(4)
+            .desired_width(260.0),
     );
     if r.has_focus() {
         ui.data_mut(|d| d.insert_temp(id, text.clone()));

@@ -339,6 +339,8 @@ static KINDS: &[NodeKind] = &[
             ParamSpec { name: "range", ty: ParamType::Shape, default: Some("null"), doc: "Loop extent per axis, e.g. [640, 320]. Give either `range` or `over`.", range: None },
             ParamSpec { name: "over", ty: ParamType::String, default: Some("null"), doc: "Loop over every cell of the field wired to this port name.", range: None },
             ParamSpec { name: "scalars", ty: ParamType::Scalars, default: Some("{}"), doc: "Scalar parameters: {\"dt\": 0.0002, \"n\": {\"type\": \"i32\", \"default\": 3}}.", range: None },
+            // Custom gradients (issue 11).
+            ParamSpec { name: "backward", ty: ParamType::Code, default: Some("null"), doc: "Custom derivative: kernel code with the same entry, ports and scalars, run by a reverse `tape` instead of the generated adjoint. It reads the gradients of what the kernel wrote (`y.grad[i]`) and adds into the gradients of what it read (`x.grad[j] += ...`); it may write only gradients. Forward mode still differentiates `code`.", range: None },
         ],
         exec_in: true,
         exec_outs: &["then"],
@@ -389,6 +391,9 @@ static KINDS: &[NodeKind] = &[
         params: &[
             ParamSpec { name: "loss", ty: ParamType::String, default: None, doc: "The id of the loss field (a field with `grad: true`); every element of its gradient is seeded with 1.", range: None },
             ParamSpec { name: "checkpoint", ty: ParamType::Int, default: Some("0"), doc: "Checkpointing: 0 keeps every state (the body's kernels must keep state on a time axis). k > 0: the body's one `repeat` (of a count that k divides, with only kernels in its body) may update its state fields in place; the tape keeps them every k steps and recomputes each segment during the backward pass, so the extra memory is (count/k + 1 + k) copies of the state.", range: Some((0.0, 1_000_000.0)) },
+            // Forward mode (issue 11).
+            ParamSpec { name: "mode", ty: ParamType::Enum(&["reverse", "forward"]), default: Some("\"reverse\""), doc: "reverse: gradients (see above). forward: runs the body once with every launch replaced by its tangent kernel (a Jacobian-vector product): `x.grad` then holds the tangent of x, i.e. the derivative of x along the direction held in the `.grad` of the `wrt` fields at tape entry; every other `.grad` is zeroed first. Sum `loss.grad` for d loss · direction. No access rule and no checkpointing are needed.", range: None },
+            ParamSpec { name: "wrt", ty: ParamType::String, default: Some("null"), doc: "Forward mode only: the ids of the fields (comma separated, each with `grad: true`) whose `.grad` holds the direction at tape entry and is not zeroed.", range: None },
         ],
         exec_in: true,
         exec_outs: &["body", "then"],

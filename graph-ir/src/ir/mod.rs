@@ -65,6 +65,10 @@ pub struct Program {
     /// owns no storage of its own (`layout::compute` places it on the
     /// bit_array's block), so kernels can update all cells of a word at once.
     pub word_views: Vec<(LayoutId, FieldId)>,
+    /// Custom derivatives: (kernel, the kernel compiled from its `backward`
+    /// code), used by reverse tapes instead of a generated adjoint. The
+    /// second kernel is never launched outside a tape's backward sweep.
+    pub custom_backward: Vec<(KernelId, KernelId)>,
 }
 
 impl Program {
@@ -84,6 +88,10 @@ impl Program {
     /// The gradient field of `f`, if it has one.
     pub fn grad_of(&self, f: FieldId) -> Option<FieldId> {
         self.grads.iter().find(|g| g.0 == f).map(|g| g.1)
+    }
+    /// The kernel compiled from `k`'s `backward` code, if it has one.
+    pub fn custom_backward_of(&self, k: KernelId) -> Option<KernelId> {
+        self.custom_backward.iter().find(|b| b.0 == k).map(|b| b.1)
     }
     pub fn kernel_by_name(&self, name: &str) -> Option<KernelId> {
         self.kernels
@@ -975,6 +983,8 @@ pub enum Step {
         /// Checkpoint interval k of the body's repeat (0: keep everything);
         /// see `passes::autodiff`.
         checkpoint: u32,
+        /// Reverse (gradients) or forward (tangents) mode.
+        mode: TapeMode,
         body: Vec<Step>,
     },
     /// Deactivates every cell of the sparse layout node `layout` (a
@@ -985,6 +995,20 @@ pub enum Step {
         node_id: String,
         layout: LayoutId,
     },
+}
+
+/// What a `Step::Tape` computes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum TapeMode {
+    /// The body forward, then its adjoints in reverse order: `x.grad` ends
+    /// up holding d loss / d x.
+    #[default]
+    Reverse,
+    /// The body once, each launch replaced by its tangent kernel (a
+    /// Jacobian-vector product, `passes::autodiff::forward`): `x.grad`
+    /// holds the tangent of x. The tangents of `seeded` fields hold the
+    /// direction at tape entry and are kept; every other one is zeroed.
+    Forward { seeded: Vec<FieldId> },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -52,6 +52,7 @@ use std::collections::{HashMap, HashSet};
 mod access;
 mod checkpoint;
 mod exits;
+mod forward;
 mod lint;
 pub use lint::{warnings, AdWarning};
 
@@ -66,16 +67,19 @@ pub struct AdError {
 
 pub fn run(program: &mut Program) -> Result<(), AdError> {
     let mut adjoints: HashMap<KernelId, KernelId> = HashMap::new();
+    let mut tangents: HashMap<KernelId, KernelId> = HashMap::new();
     let mut schedule = std::mem::take(&mut program.schedule);
     let result = (|| {
         schedule.on_start = expand(
             program,
             &mut adjoints,
+            &mut tangents,
             std::mem::take(&mut schedule.on_start),
         )?;
         schedule.on_frame = expand(
             program,
             &mut adjoints,
+            &mut tangents,
             std::mem::take(&mut schedule.on_frame),
         )?;
         Ok(())
@@ -87,6 +91,7 @@ pub fn run(program: &mut Program) -> Result<(), AdError> {
 fn expand(
     program: &mut Program,
     adjoints: &mut HashMap<KernelId, KernelId>,
+    tangents: &mut HashMap<KernelId, KernelId>,
     steps: Vec<Step>,
 ) -> Result<Vec<Step>, AdError> {
     let mut out = Vec::new();
@@ -106,13 +111,22 @@ fn expand(
                 index,
                 reverse,
                 start,
-                body: expand(program, adjoints, body)?,
+                body: expand(program, adjoints, tangents, body)?,
             }),
+            Step::Tape {
+                node_id,
+                mode: TapeMode::Forward { seeded },
+                body,
+                ..
+            } => out.extend(forward::expand_tape(
+                program, tangents, &node_id, &seeded, body,
+            )?),
             Step::Tape {
                 node_id,
                 loss,
                 checkpoint,
                 body,
+                ..
             } => {
                 let mut launched = Vec::new();
                 launches(&body, &mut launched);
@@ -130,8 +144,16 @@ fn expand(
                 }
                 for k in launched {
                     if let std::collections::hash_map::Entry::Vacant(e) = adjoints.entry(k) {
-                        let adj = adjoint_kernel(program, k)?;
-                        e.insert(program.kernels.append(adj));
+                        // A kernel's own `backward` code replaces the generated adjoint.
+                        match program.custom_backward_of(k) {
+                            Some(b) => {
+                                e.insert(b);
+                            }
+                            None => {
+                                let adj = adjoint_kernel(program, k)?;
+                                e.insert(program.kernels.append(adj));
+                            }
+                        }
                     }
                 }
                 for &(_, g) in &program.grads.clone() {

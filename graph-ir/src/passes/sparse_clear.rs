@@ -69,11 +69,13 @@ fn expand(
                 node_id,
                 loss,
                 checkpoint,
+                mode,
                 body,
             } => out.push(Step::Tape {
                 node_id,
                 loss,
                 checkpoint,
+                mode,
                 body: expand(program, built, body),
             }),
             Step::Launch(_) => out.push(s),

@@ -183,8 +183,105 @@ impl Builder<'_> {
                 message: format!("internal compiler error: {}", e.message),
             });
         }
-        self.program.kernels.append(k);
+        let backward = match n.p("backward") {
+            Value::String(code) => Some(self.custom_backward(&id, code, &env, &k)?),
+            _ => None,
+        };
+        let kid = self.program.kernels.append(k);
+        if let Some(b) = backward {
+            let bid = self.program.kernels.append(b);
+            self.program.custom_backward.push((kid, bid));
+        }
         Ok(())
+    }
+}
+
+// ---- custom gradients (issue 11) ----
+
+/// Field accesses with where they are in the code.
+type Uses = Vec<(FieldId, Span)>;
+
+/// Fields a kernel reads and writes (helpers included).
+fn field_uses(k: &Kernel) -> (Uses, Uses) {
+    let (mut reads, mut writes) = (Vec::new(), Vec::new());
+    let fns = std::iter::once(&k.entry).chain(k.functions.iter().map(|(_, f)| f));
+    for f in fns {
+        for (_, inst) in f.insts.iter() {
+            match &inst.kind {
+                InstKind::FieldLoad { field, .. } => reads.push((*field, inst.span)),
+                InstKind::FieldStore { field, .. }
+                | InstKind::FieldAtomic { field, .. }
+                | InstKind::FieldAppend { field, .. }
+                | InstKind::FieldActivate { field, .. }
+                | InstKind::FieldDeactivate { field, .. } => writes.push((*field, inst.span)),
+                _ => {}
+            }
+        }
+    }
+    (reads, writes)
+}
+
+impl Builder<'_> {
+    /// A kernel's `backward` code, compiled like its code (same ports,
+    /// scalars and iteration) into the kernel a reverse tape runs instead
+    /// of the generated adjoint. It may write only gradient fields, and
+    /// read only fields the kernel's own code reads (so the tape's access
+    /// rule, checked on the kernel, covers them too).
+    fn custom_backward(
+        &self,
+        id: &str,
+        code: &str,
+        env: &KernelEnv,
+        fwd: &Kernel,
+    ) -> Result<Kernel, GraphError> {
+        let at = |line: u32, col: u32, m: String| {
+            GraphError::param(id, "backward", format!("line {}:{}: {}", line, col, m))
+        };
+        let lowered = lang::lower_kernel(code, env).map_err(|e| at(e.line, e.col, e.message))?;
+        let k = Kernel {
+            name: id.to_string(),
+            iteration: fwd.iteration.clone(),
+            dims: fwd.dims,
+            params: fwd.params.clone(),
+            entry: lowered.entry,
+            functions: lowered.functions,
+            bindings: fwd.bindings.clone(),
+            fault_sites: Vec::new(),
+        };
+        let is_grad = |f: FieldId| self.program.grads.iter().any(|g| g.1 == f);
+        let (reads, writes) = field_uses(&k);
+        if let Some((f, sp)) = writes.iter().find(|(f, _)| !is_grad(*f)) {
+            return Err(at(
+                sp.line,
+                sp.col,
+                format!(
+                    "a backward may only write gradients (`{0}.grad[...]`), not field '{0}'",
+                    self.program.fields[*f].name
+                ),
+            ));
+        }
+        let (fwd_reads, _) = field_uses(fwd);
+        if let Some((f, sp)) = reads
+            .iter()
+            .find(|(f, _)| !is_grad(*f) && !fwd_reads.iter().any(|r| r.0 == *f))
+        {
+            return Err(at(
+                sp.line,
+                sp.col,
+                format!(
+                    "reads field '{}', which the kernel's code does not read; a backward may read the kernel's inputs and any gradients (the tape's access rule covers only what the kernel reads)",
+                    self.program.fields[*f].name
+                ),
+            ));
+        }
+        if let Err(e) = validate_kernel(&self.program, &k, false) {
+            return Err(at(
+                e.span.line,
+                e.span.col,
+                format!("internal compiler error: {}", e.message),
+            ));
+        }
+        Ok(k)
     }
 }
 

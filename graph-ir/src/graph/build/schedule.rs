@@ -287,10 +287,12 @@ fn chain(
                 let body = chain(ctx, i, "body", visited, stack)?;
                 // The catalog's range (checked at load) keeps this within u32.
                 let checkpoint = n.p("checkpoint").as_i64().unwrap_or(0) as u32;
+                let mode = tape_mode(n.id(), n.p("mode").as_str(), n.p("wrt"), program)?;
                 steps.push(Step::Tape {
                     node_id: n.id().to_string(),
                     loss,
                     checkpoint,
+                    mode,
                     body,
                 });
             }
@@ -323,6 +325,61 @@ fn chain(
         cur = next.get(&(i, "then".to_string())).copied();
     }
     Ok(steps)
+}
+
+// ---- forward-mode tapes (issue 11) ----
+
+/// A tape's `mode` and, in forward mode, its `wrt` fields: each must have a
+/// gradient field, which holds its tangent (the direction) at tape entry.
+fn tape_mode(
+    node: &str,
+    mode: Option<&str>,
+    wrt: &Value,
+    program: &Program,
+) -> Result<TapeMode, GraphError> {
+    if mode != Some("forward") {
+        if !wrt.is_null() {
+            return Err(GraphError::param(
+                node,
+                "wrt",
+                "`wrt` only applies to a tape with `\"mode\": \"forward\"` (a reverse tape differentiates with respect to every field with a gradient)",
+            ));
+        }
+        return Ok(TapeMode::Reverse);
+    }
+    let names: Vec<&str> = match wrt {
+        Value::Null => vec![],
+        Value::String(s) => s.split([',', ' ']).filter(|x| !x.is_empty()).collect(),
+        _ => {
+            return Err(GraphError::param(
+                node,
+                "wrt",
+                "expected field ids separated by commas",
+            ))
+        }
+    };
+    let mut seeded = Vec::new();
+    for name in names {
+        let Some(f) = program.field_by_name(name) else {
+            return Err(GraphError::param(
+                node,
+                "wrt",
+                format!("'{}' is not a field node", name),
+            ));
+        };
+        if program.grad_of(f).is_none() {
+            return Err(GraphError::param(
+                node,
+                "wrt",
+                format!(
+                    "field '{}' needs `\"grad\": true` (its `.grad` field holds the direction)",
+                    name
+                ),
+            ));
+        }
+        seeded.push(f);
+    }
+    Ok(TapeMode::Forward { seeded })
 }
 
 /// A repeat's `index` scalar must be an i32 scalar of at least one kernel of
