@@ -13,7 +13,7 @@ use weft_ir::graph::NodeDoc;
 /// Params shown on a node's body only when set to something other than
 /// their default (a field's storage, overflow and gradient switches, a
 /// repeat's index scalar).
-const ADVANCED: [&str; 7] = [
+const ADVANCED: [&str; 11] = [
     "storage",
     "overflow",
     "rounding",
@@ -21,6 +21,11 @@ const ADVANCED: [&str; 7] = [
     "index",
     "checkpoint",
     "show_active",
+    // optimize
+    "beta1",
+    "beta2",
+    "eps",
+    "history",
 ];
 
 pub fn param_editors(
@@ -189,6 +194,28 @@ fn param_widget(
                         Value::Null
                     } else {
                         Value::from(s)
+                    }
+                })
+                .filter(|nv| nv != v)
+        }
+        // Field ids typed as "a, b" (the optimize node's `wrt`).
+        ParamType::FieldList => {
+            let names: Vec<&str> = v
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let committed = names.join(", ");
+            text_field(ui, (&doc.id, spec.name, "list"), &committed, 110.0)
+                .map(|s| {
+                    let list: Vec<Value> = s
+                        .split(|c: char| c == ',' || c.is_whitespace())
+                        .filter(|x| !x.is_empty())
+                        .map(Value::from)
+                        .collect();
+                    if list.is_empty() {
+                        Value::Null
+                    } else {
+                        Value::Array(list)
                     }
                 })
                 .filter(|nv| nv != v)

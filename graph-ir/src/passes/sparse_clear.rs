@@ -76,6 +76,15 @@ fn expand(
                 checkpoint,
                 body: expand(program, built, body),
             }),
+            Step::Optimize {
+                node_id,
+                spec,
+                body,
+            } => out.push(Step::Optimize {
+                node_id,
+                spec,
+                body: expand(program, built, body),
+            }),
             Step::Launch(_) => out.push(s),
         }
     }
