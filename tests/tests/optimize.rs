@@ -456,3 +456,59 @@ fn nesting_sparse_and_quantized_fields_are_refused() {
         e
     );
 }
+
+/// The loss of every iteration so far, oldest first, from the ring.
+fn loss_history(sim: &Simulation, node: &str) -> Vec<f32> {
+    let n = i32s(sim, &format!("{}.step", node))[0] as usize;
+    let ring = f32s(sim, &format!("{}.loss", node));
+    let kept = n.min(ring.len());
+    (n - kept..n).map(|it| ring[it % ring.len()]).collect()
+}
+
+#[test]
+fn heat_inverse_loss_falls_monotonically_on_every_backend() {
+    // graphs/heat_inverse.json: Adam on the initial temperature so that 16
+    // diffusion steps reach a target image; 4 iterations per frame.
+    let doc = example("heat_inverse");
+    let mut finals = vec![];
+    for backend in backends() {
+        // The VM and lavapipe are slower: fewer frames there.
+        let frames = if backend == Backend::Jit { 40 } else { 6 };
+        let mut sim = open(&doc, backend);
+        sim.start().unwrap();
+        for _ in 0..frames {
+            sim.step_frame().unwrap();
+        }
+        let l = loss_history(&sim, "fit");
+        assert_eq!(l.len(), 4 * frames, "{:?}", backend);
+        // Starting from u0 = 0 the loss is the target's number of hot cells.
+        let hot = f32s(&sim, "target").iter().filter(|&&t| t == 1.0).count();
+        assert_eq!(l[0], hot as f32, "{:?}", backend);
+        for (it, w) in l.windows(2).enumerate() {
+            assert!(
+                w[1] < w[0],
+                "{:?}: the loss rose at iteration {}: {:?}",
+                backend,
+                it + 1,
+                l
+            );
+        }
+        if backend == Backend::Jit {
+            assert!(l[l.len() - 1] < 0.15 * l[0], "the fit gets close: {:?}", l);
+        }
+        // The views show the estimate, its diffusion and the target.
+        for (name, img) in sim.render_views().unwrap() {
+            assert!(!img.is_blank(), "view {} is blank", name);
+        }
+        finals.push((backend, l[4 * 6 - 1]));
+    }
+    for (b, l) in &finals[1..] {
+        assert!(
+            close(*l, finals[0].1, 1e-4, 0.0),
+            "{:?}: iteration 24 loss {} vs {}",
+            b,
+            l,
+            finals[0].1
+        );
+    }
+}
