@@ -53,6 +53,8 @@ pub struct Viewport {
     probe: std::collections::HashMap<FieldId, (i32, f64, Vec<u32>)>,
     /// The value under the pointer, as the readout shows it.
     pub readout: Option<String>,
+    /// The loss per iteration of every optimize node of the running simulation.
+    pub loss: super::loss_plot::LossPlots,
 }
 
 /// One view's zoom (1 = fit the tile) and pan (points).
@@ -112,6 +114,7 @@ impl Viewport {
             view_nav: Default::default(),
             probe: Default::default(),
             readout: None,
+            loss: Default::default(),
         }
     }
 
@@ -130,6 +133,7 @@ impl Viewport {
         self.probe.clear();
         self.view_nav.clear();
         self.readout = None;
+        self.loss.clear();
     }
 
     pub fn has_gpu(&self) -> bool {
@@ -252,6 +256,7 @@ impl Viewport {
                     self.frames_run = 0;
                     self.frame_ms = 0.0;
                     self.probe.clear();
+                    self.loss.clear();
                     self.sim = Some(sim);
                     self.renderer = renderer;
                     self.textures.clear();
@@ -306,6 +311,7 @@ impl Viewport {
             if let Err(e) = r {
                 self.error = Some(e.to_string());
             }
+            self.loss.clear();
             self.needs_draw = true;
         }
     }
@@ -432,6 +438,10 @@ impl Viewport {
     /// its own zoom (wheel) and pan (drag; double-click resets), a readout of
     /// the field value under the pointer, and a colour bar for scalar images.
     pub fn ui(&mut self, ui: &mut egui::Ui) {
+        let now = ui.input(|i| i.time);
+        if let Some(sim) = &self.sim {
+            self.loss.poll(sim, now, self.playing);
+        }
         if self.textures.is_empty() {
             let msg = if self.compiling() {
                 "compiling…"
@@ -467,7 +477,6 @@ impl Viewport {
         } else {
             (0..self.textures.len()).collect()
         };
-        let now = ui.input(|i| i.time);
         // What is under the pointer (last frame's), on a line that never scrolls away.
         ui.monospace(
             self.readout
@@ -475,7 +484,9 @@ impl Viewport {
                 .unwrap_or_else(|| "hover a view to read its values".into()),
         );
         let avail = ui.available_width().max(64.0);
-        let avail_h = ui.available_height();
+        // The loss plots of optimize nodes stay in sight below the views.
+        let plots_h = 150.0 * self.loss.series.len() as f32;
+        let avail_h = ui.available_height() - plots_h;
         let n = shown.len() as f32;
         let mut readout = None;
         egui::ScrollArea::vertical().show(ui, |ui| {
@@ -495,6 +506,7 @@ impl Viewport {
                     });
                 }
             });
+            self.loss.ui(ui, avail - 8.0);
         });
         self.readout = readout;
     }
