@@ -494,10 +494,16 @@ impl Viewport {
                 for k in shown {
                     let size = self.textures[k].size;
                     let aspect = size[1] as f32 / size[0].max(1) as f32;
-                    let rows = (n / 2.0).ceil().max(1.0);
-                    // As wide as the column allows, as tall as the panel allows (title and colour bar below).
-                    let w = (avail / n.min(2.0) - 8.0)
-                        .min((avail_h / rows - 64.0) / aspect)
+                    // As wide as the column allows, as tall as the panel allows
+                    // (title and colour bar below): two columns, or more when
+                    // three or more views fit larger side by side in a low panel.
+                    let width_in = |cols: f32| {
+                        let rows = (n / cols).ceil().max(1.0);
+                        (avail / cols - 8.0).min((avail_h / rows - 64.0) / aspect)
+                    };
+                    let w = (n.min(2.0) as usize..=n as usize)
+                        .map(|c| width_in(c as f32))
+                        .fold(f32::NEG_INFINITY, f32::max)
                         .max(64.0);
                     ui.vertical(|ui| {
                         if let Some(r) = self.view_tile(ui, k, w, now) {
@@ -662,6 +668,25 @@ impl Viewport {
                     (c[2] * 255.0) as u8,
                 ),
             );
+        }
+        if w < 170.0 {
+            // A narrow tile has no room for both ends side by side.
+            ui.scope(|ui| {
+                ui.set_max_width(w);
+                ui.add(
+                    egui::Label::new(
+                        egui::RichText::new(format!(
+                            "{:.4} … {:.4}{}",
+                            lo,
+                            hi,
+                            if range.is_none() { " (auto)" } else { "" }
+                        ))
+                        .small(),
+                    )
+                    .wrap(),
+                );
+            });
+            return;
         }
         ui.horizontal(|ui| {
             ui.set_width(w);
