@@ -47,6 +47,8 @@ fn open(
         for st in s {
             match st {
                 Step::Tape { node_id, loss, .. } => out.push((node_id.clone(), *loss)),
+                // An optimize node runs tapes of its own loss.
+                Step::Optimize { node_id, spec, .. } => out.push((node_id.clone(), spec.loss)),
                 Step::Repeat { body, .. } => tapes(body, out),
                 Step::Launch(_) | Step::Clear { .. } => {}
             }

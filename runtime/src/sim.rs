@@ -194,6 +194,8 @@ impl Simulation {
                 // run, and the validator rejects one that survives; a body
                 // met here runs forward only.
                 Step::Tape { body, .. } => self.flatten(body, indices, out),
+                // `passes::optimize` expands every optimize node likewise.
+                Step::Optimize { body, .. } => self.flatten(body, indices, out),
                 // `passes::sparse_clear` expands every clear into launches
                 // during access lowering (the validator rejects a survivor).
                 Step::Clear { .. } => {}

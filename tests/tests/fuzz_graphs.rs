@@ -817,6 +817,9 @@ fn schedule_work(p: &Program) -> u64 {
                     .fold(1u64, |a, &x| a.saturating_mul(x as u64)),
                 Step::Repeat { count, body, .. } => steps(p, body).saturating_mul(*count as u64),
                 Step::Tape { body, .. } => steps(p, body),
+                Step::Optimize { spec, body, .. } => {
+                    steps(p, body).saturating_mul(spec.iterations as u64)
+                }
                 Step::Clear { .. } => 0,
             })
         })

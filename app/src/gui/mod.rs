@@ -10,6 +10,7 @@ pub mod files;
 pub mod frames;
 pub mod graph_nav;
 pub mod graph_view;
+pub mod loss_plot;
 pub mod model;
 pub mod params;
 pub mod prefs;
@@ -706,6 +707,11 @@ impl WeftApp {
             ui.label(format!("{} — {}", k.name, k.doc));
         }
         params::param_editors(ui, &doc, false, commands, &mut self.open_code);
+        if doc.kind == "optimize" {
+            ui.separator();
+            let w = ui.available_width();
+            self.viewport.loss.ui_for(ui, &id, w);
+        }
         for p in self.model.problems_of(&id) {
             ui.colored_label(egui::Color32::from_rgb(255, 110, 110), p.to_string());
         }

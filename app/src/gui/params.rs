@@ -13,7 +13,7 @@ use weft_ir::graph::NodeDoc;
 /// Params shown on a node's body only when set to something other than
 /// their default (a field's storage, overflow and gradient switches, a
 /// repeat's index scalar).
-const ADVANCED: [&str; 10] = [
+const ADVANCED: [&str; 14] = [
     "storage",
     "overflow",
     "rounding",
@@ -26,6 +26,11 @@ const ADVANCED: [&str; 10] = [
     "wrt",
     // A kernel's custom gradient (issue 11).
     "backward",
+    // optimize
+    "beta1",
+    "beta2",
+    "eps",
+    "history",
 ];
 
 pub fn param_editors(
@@ -46,8 +51,12 @@ pub fn param_editors(
         let set = doc.params.get(spec.name).filter(|v| !v.is_null());
         // On the node body, storage details stay out of sight until they
         // differ from the default; the inspector always shows them.
+        // (`wrt` is a tape's forward-mode detail but an optimize node's
+        // main input.)
+        let advanced =
+            ADVANCED.contains(&spec.name) && !(doc.kind == "optimize" && spec.name == "wrt");
         if compact
-            && ADVANCED.contains(&spec.name)
+            && advanced
             && set.is_none_or(|v| Some(v) == spec.default_value().as_ref())
         {
             continue;
@@ -194,6 +203,28 @@ fn param_widget(
                         Value::Null
                     } else {
                         Value::from(s)
+                    }
+                })
+                .filter(|nv| nv != v)
+        }
+        // Field ids typed as "a, b" (the optimize node's `wrt`).
+        ParamType::FieldList => {
+            let names: Vec<&str> = v
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let committed = names.join(", ");
+            text_field(ui, (&doc.id, spec.name, "list"), &committed, 110.0)
+                .map(|s| {
+                    let list: Vec<Value> = s
+                        .split(|c: char| c == ',' || c.is_whitespace())
+                        .filter(|x| !x.is_empty())
+                        .map(Value::from)
+                        .collect();
+                    if list.is_empty() {
+                        Value::Null
+                    } else {
+                        Value::Array(list)
                     }
                 })
                 .filter(|nv| nv != v)

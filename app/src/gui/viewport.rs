@@ -53,6 +53,8 @@ pub struct Viewport {
     probe: std::collections::HashMap<FieldId, (i32, f64, Vec<u32>)>,
     /// The value under the pointer, as the readout shows it.
     pub readout: Option<String>,
+    /// The loss per iteration of every optimize node of the running simulation.
+    pub loss: super::loss_plot::LossPlots,
 }
 
 /// One view's zoom (1 = fit the tile) and pan (points).
@@ -112,6 +114,7 @@ impl Viewport {
             view_nav: Default::default(),
             probe: Default::default(),
             readout: None,
+            loss: Default::default(),
         }
     }
 
@@ -130,6 +133,7 @@ impl Viewport {
         self.probe.clear();
         self.view_nav.clear();
         self.readout = None;
+        self.loss.clear();
     }
 
     pub fn has_gpu(&self) -> bool {
@@ -252,6 +256,7 @@ impl Viewport {
                     self.frames_run = 0;
                     self.frame_ms = 0.0;
                     self.probe.clear();
+                    self.loss.clear();
                     self.sim = Some(sim);
                     self.renderer = renderer;
                     self.textures.clear();
@@ -306,6 +311,7 @@ impl Viewport {
             if let Err(e) = r {
                 self.error = Some(e.to_string());
             }
+            self.loss.clear();
             self.needs_draw = true;
         }
     }
@@ -432,6 +438,10 @@ impl Viewport {
     /// its own zoom (wheel) and pan (drag; double-click resets), a readout of
     /// the field value under the pointer, and a colour bar for scalar images.
     pub fn ui(&mut self, ui: &mut egui::Ui) {
+        let now = ui.input(|i| i.time);
+        if let Some(sim) = &self.sim {
+            self.loss.poll(sim, now, self.playing);
+        }
         if self.textures.is_empty() {
             let msg = if self.compiling() {
                 "compiling…"
@@ -467,7 +477,6 @@ impl Viewport {
         } else {
             (0..self.textures.len()).collect()
         };
-        let now = ui.input(|i| i.time);
         // What is under the pointer (last frame's), on a line that never scrolls away.
         ui.monospace(
             self.readout
@@ -475,7 +484,9 @@ impl Viewport {
                 .unwrap_or_else(|| "hover a view to read its values".into()),
         );
         let avail = ui.available_width().max(64.0);
-        let avail_h = ui.available_height();
+        // The loss plots of optimize nodes stay in sight below the views.
+        let plots_h = 150.0 * self.loss.series.len() as f32;
+        let avail_h = ui.available_height() - plots_h;
         let n = shown.len() as f32;
         let mut readout = None;
         egui::ScrollArea::vertical().show(ui, |ui| {
@@ -483,10 +494,16 @@ impl Viewport {
                 for k in shown {
                     let size = self.textures[k].size;
                     let aspect = size[1] as f32 / size[0].max(1) as f32;
-                    let rows = (n / 2.0).ceil().max(1.0);
-                    // As wide as the column allows, as tall as the panel allows (title and colour bar below).
-                    let w = (avail / n.min(2.0) - 8.0)
-                        .min((avail_h / rows - 64.0) / aspect)
+                    // As wide as the column allows, as tall as the panel allows
+                    // (title and colour bar below): two columns, or more when
+                    // three or more views fit larger side by side in a low panel.
+                    let width_in = |cols: f32| {
+                        let rows = (n / cols).ceil().max(1.0);
+                        (avail / cols - 8.0).min((avail_h / rows - 64.0) / aspect)
+                    };
+                    let w = (n.min(2.0) as usize..=n as usize)
+                        .map(|c| width_in(c as f32))
+                        .fold(f32::NEG_INFINITY, f32::max)
                         .max(64.0);
                     ui.vertical(|ui| {
                         if let Some(r) = self.view_tile(ui, k, w, now) {
@@ -495,6 +512,7 @@ impl Viewport {
                     });
                 }
             });
+            self.loss.ui(ui, avail - 8.0);
         });
         self.readout = readout;
     }
@@ -650,6 +668,25 @@ impl Viewport {
                     (c[2] * 255.0) as u8,
                 ),
             );
+        }
+        if w < 170.0 {
+            // A narrow tile has no room for both ends side by side.
+            ui.scope(|ui| {
+                ui.set_max_width(w);
+                ui.add(
+                    egui::Label::new(
+                        egui::RichText::new(format!(
+                            "{:.4} … {:.4}{}",
+                            lo,
+                            hi,
+                            if range.is_none() { " (auto)" } else { "" }
+                        ))
+                        .small(),
+                    )
+                    .wrap(),
+                );
+            });
+            return;
         }
         ui.horizontal(|ui| {
             ui.set_width(w);

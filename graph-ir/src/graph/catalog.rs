@@ -74,6 +74,8 @@ pub enum ParamType {
     Init,
     /// Kernel scalar parameters: {"name": number | {"type": .., "default": ..}}.
     Scalars,
+    /// A non-empty list of field node ids, e.g. ["u0", "c"].
+    FieldList,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -398,6 +400,30 @@ static KINDS: &[NodeKind] = &[
         exec_in: true,
         exec_outs: &["body", "then"],
     },
+    // ---- optimize (issue 11: fitting parameters from their gradients) ----
+    NodeKind {
+        name: "optimize",
+        family: Family::Execution,
+        doc: "Fits parameters: `iterations` times, sets the `loss` field to 0, runs the chain wired to `body` under a tape (forward, then backward: every gradient field zeroed first, d loss / d loss = 1), records the loss (the sum of the loss field) and updates every `wrt` field from its gradient by gradient descent or Adam. Then continues with `then`. The loss of every iteration is kept in the field `NODE.loss` (a ring of `history` slots; `NODE.step` counts the iterations) and plotted in the app's viewport.",
+        inputs: &[],
+        outputs: &[],
+        dynamic_field_inputs: false,
+        params: &[
+            ParamSpec { name: "loss", ty: ParamType::String, default: None, doc: "The id of the loss field (a field with `grad: true`); the loss is the sum of its components. The node sets it to 0 before each iteration, so the body accumulates into it (`loss[0] += ...`).", range: None },
+            ParamSpec { name: "wrt", ty: ParamType::FieldList, default: None, doc: "The ids of the fields to update, e.g. [\"u0\"]: dense fields with `grad: true` and word storage.", range: None },
+            ParamSpec { name: "method", ty: ParamType::Enum(&["gd", "adam"]), default: Some("\"adam\""), doc: "gd: x -= lr * g. adam: Adam with bias-corrected moments (beta1, beta2, eps), whose moment fields NODE.m.X and NODE.v.X are allocated like gradient fields.", range: None },
+            ParamSpec { name: "lr", ty: ParamType::Number, default: Some("0.01"), doc: "Learning rate (step size), greater than 0.", range: Some((0.0, 1e9)) },
+            ParamSpec { name: "iterations", ty: ParamType::Int, default: Some("1"), doc: "Forward + backward + update iterations each time the node runs (per frame when it is in the `on_frame` chain).", range: Some((1.0, 100_000.0)) },
+            ParamSpec { name: "beta1", ty: ParamType::Number, default: Some("0.9"), doc: "Adam: decay of the first moment (mean of the gradient), 0 to below 1.", range: Some((0.0, 1.0)) },
+            ParamSpec { name: "beta2", ty: ParamType::Number, default: Some("0.999"), doc: "Adam: decay of the second moment (mean of the squared gradient), 0 to below 1.", range: Some((0.0, 1.0)) },
+            ParamSpec { name: "eps", ty: ParamType::Number, default: Some("1e-8"), doc: "Adam: added to the square root of the second moment (avoids division by zero), greater than 0.", range: Some((0.0, 1e9)) },
+            ParamSpec { name: "history", ty: ParamType::Int, default: Some("1000"), doc: "Slots of the loss history ring `NODE.loss` (iteration n lands in slot n mod history).", range: Some((1.0, 1_048_576.0)) },
+            ParamSpec { name: "checkpoint", ty: ParamType::Int, default: Some("0"), doc: "The tape's checkpoint interval, as on a `tape` node: 0 keeps every state; k > 0 recomputes segments of the body's one repeat.", range: Some((0.0, 1_000_000.0)) },
+        ],
+        exec_in: true,
+        exec_outs: &["body", "then"],
+    },
+    // ---- end optimize ----
     NodeKind {
         name: "clear",
         family: Family::Execution,
@@ -488,6 +514,9 @@ pub fn param_schema(p: &ParamSpec) -> Value {
             {"type": "array", "items": {"type": "number"}},
             {"type": "object", "properties": {"npy": {"type": "string"}}, "required": ["npy"], "additionalProperties": false}
         ]}),
+        ParamType::FieldList => {
+            json!({"type": "array", "items": {"type": "string"}, "minItems": 1})
+        }
         ParamType::Scalars => json!({"type": "object", "additionalProperties": {"anyOf": [
             {"type": "number"},
             {"type": "object", "properties": {"type": {"enum": ["f32", "i32", "u32"]}, "default": {"type": "number"}, "min": {"type": "number"}, "max": {"type": "number"}, "doc": {"type": "string"}}, "required": ["type"], "additionalProperties": false}

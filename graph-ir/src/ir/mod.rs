@@ -69,6 +69,8 @@ pub struct Program {
     /// code), used by reverse tapes instead of a generated adjoint. The
     /// second kernel is never launched outside a tape's backward sweep.
     pub custom_backward: Vec<(KernelId, KernelId)>,
+    /// Filled by `passes::optimize`: the loss history of every `optimize` node.
+    pub optimizers: Vec<OptimizerFields>,
 }
 
 impl Program {
@@ -987,6 +989,16 @@ pub enum Step {
         mode: TapeMode,
         body: Vec<Step>,
     },
+    /// An `optimize` node: `spec.iterations` times {the loss field set to
+    /// 0, a tape over `body`, the loss recorded, every `wrt` field updated
+    /// from its gradient}. Only in abstract IR: `passes::optimize` expands
+    /// it into a repeat of a `Step::Tape` and system kernels, before
+    /// `passes::autodiff` runs.
+    Optimize {
+        node_id: String,
+        spec: OptimizeSpec,
+        body: Vec<Step>,
+    },
     /// Deactivates every cell of the sparse layout node `layout` (a
     /// `clear` node), returning blocks to pools and emptying lists. Only in
     /// abstract IR: `passes::sparse_clear` turns it into system-kernel
@@ -1009,6 +1021,44 @@ pub enum TapeMode {
     /// holds the tangent of x. The tangents of `seeded` fields hold the
     /// direction at tape entry and are kept; every other one is zeroed.
     Forward { seeded: Vec<FieldId> },
+}
+
+/// What an `optimize` node does per iteration (see `passes::optimize`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct OptimizeSpec {
+    /// The loss field (it has a gradient field); the loss is the sum of its components.
+    pub loss: FieldId,
+    /// The fields updated from their gradients (each has a gradient field).
+    pub wrt: Vec<FieldId>,
+    pub method: OptimizeMethod,
+    /// Learning rate (> 0).
+    pub lr: f32,
+    /// Iterations per run of the node (>= 1).
+    pub iterations: u32,
+    /// Slots of the loss history ring (`NODE.loss`).
+    pub history: u32,
+    /// The tape's checkpoint interval (0: keep every state).
+    pub checkpoint: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum OptimizeMethod {
+    /// Gradient descent: `w -= lr * g`.
+    Gd,
+    /// Adam (Kingma & Ba 2015) with bias-corrected moments.
+    Adam { beta1: f32, beta2: f32, eps: f32 },
+}
+
+/// The fields an `optimize` node's expansion added, for readers of the
+/// loss history (the app's plot, tests).
+#[derive(Clone, Debug)]
+pub struct OptimizerFields {
+    /// The optimize node.
+    pub node_id: String,
+    /// f32, shape `[history]`: the loss of iteration n is in slot `n % history`.
+    pub loss_history: FieldId,
+    /// i32, shape `[1]`: iterations completed since the start (or reset).
+    pub step: FieldId,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

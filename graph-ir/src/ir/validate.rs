@@ -71,14 +71,19 @@ pub fn validate_program(program: &Program, form: impl Into<IrForm>) -> Result<()
     if form != IrForm::Abstract {
         fn has_tape(s: &[Step]) -> Option<&str> {
             s.iter().find_map(|st| match st {
-                Step::Tape { node_id, .. } | Step::Clear { node_id, .. } => Some(node_id.as_str()),
+                Step::Tape { node_id, .. }
+                | Step::Clear { node_id, .. }
+                | Step::Optimize { node_id, .. } => Some(node_id.as_str()),
                 Step::Repeat { body, .. } => has_tape(body),
                 Step::Launch(_) => None,
             })
         }
         let sch = &program.schedule;
         if let Some(t) = has_tape(&sch.on_start).or_else(|| has_tape(&sch.on_frame)) {
-            return Err(program_err(t, "a tape survived the autodiff pass".into()));
+            return Err(program_err(
+                t,
+                "a tape, optimize or clear survived its pass".into(),
+            ));
         }
     }
     for (_, k) in program.kernels.iter() {
@@ -155,6 +160,18 @@ pub fn validate_structure(program: &Program) -> Result<(), ValidationError> {
                         return Err(program_err(
                             "schedule",
                             "tape of a missing loss field".into(),
+                        ));
+                    }
+                    steps(program, body)?
+                }
+                Step::Optimize { spec, body, .. } => {
+                    if std::iter::once(&spec.loss)
+                        .chain(&spec.wrt)
+                        .any(|f| program.fields.get(*f).is_none())
+                    {
+                        return Err(program_err(
+                            "schedule",
+                            "optimize of a missing field".into(),
                         ));
                     }
                     steps(program, body)?

@@ -98,6 +98,15 @@ fn expand(
     for s in steps {
         match s {
             Step::Launch(_) | Step::Clear { .. } => out.push(s),
+            // `passes::optimize` runs first and leaves none.
+            Step::Optimize { node_id, .. } => {
+                return Err(AdError {
+                    node: node_id,
+                    span: Span::default(),
+                    message: "internal: an optimize node reached the autodiff pass unexpanded"
+                        .into(),
+                })
+            }
             Step::Repeat {
                 node_id,
                 count,
@@ -200,7 +209,9 @@ fn launches(steps: &[Step], out: &mut Vec<KernelId>) {
                     out.push(*k)
                 }
             }
-            Step::Repeat { body, .. } | Step::Tape { body, .. } => launches(body, out),
+            Step::Repeat { body, .. } | Step::Tape { body, .. } | Step::Optimize { body, .. } => {
+                launches(body, out)
+            }
             Step::Clear { .. } => {}
         }
     }
@@ -238,8 +249,9 @@ fn reverse(steps: &[Step], adjoints: &HashMap<KernelId, KernelId>) -> Vec<Step> 
                 start: 0,
                 body: vec![],
             },
-            // Nested tapes are refused by the graph builder.
-            Step::Tape { body, .. } => Step::Repeat {
+            // Nested tapes (and optimize nodes in tapes) are refused by the
+            // graph builder.
+            Step::Tape { body, .. } | Step::Optimize { body, .. } => Step::Repeat {
                 node_id: String::new(),
                 count: 1,
                 index: None,

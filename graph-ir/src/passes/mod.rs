@@ -5,7 +5,7 @@
 //! leaves. The program-level validator (layouts, schedule, views and every
 //! kernel) runs after every pass when `PassOptions::validate` is set (tests
 //! and debug builds set it). The order is the "lowering order" contract:
-//! front end → inline → const-fold → simplify → autodiff → access lowering
+//! front end → inline → const-fold → simplify → optimize → autodiff → access lowering
 //! (and the sparse system kernels and struct-for) → fold, simplify and CSE
 //! the address arithmetic, drop bounds checks proven by index ranges → store fusion → atomic demotion → legalize → CSE
 //! → LICM → CSE → backend.
@@ -19,6 +19,7 @@ pub mod inline;
 pub mod legalize;
 pub mod licm;
 pub mod lower_access;
+pub mod optimize;
 pub mod quantize;
 pub mod simplify;
 pub mod sparse_clear;
@@ -108,6 +109,20 @@ impl Pass for SparseSystem {
 }
 
 struct Autodiff;
+/// `optimize` nodes become repeats of tapes and update kernels (before `Autodiff`).
+struct Optimize;
+
+impl Pass for Optimize {
+    fn name(&self) -> &'static str {
+        "optimize"
+    }
+    fn accepts(&self, form: IrForm) -> bool {
+        form == IrForm::Abstract
+    }
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
+        optimize::run(program)
+    }
+}
 
 impl Pass for Autodiff {
     fn name(&self) -> &'static str {
@@ -286,7 +301,7 @@ pub enum Stage {
     Inline,
     ConstFold,
     Simplify,
-    /// Tapes expanded, adjoint kernels added.
+    /// Optimize nodes and tapes expanded, adjoint and update kernels added.
     Autodiff,
     LowerAccess,
     /// Address arithmetic folded, simplified and shared between accesses (CSE).
@@ -339,7 +354,7 @@ impl Stage {
             Stage::ConstFold => vec![Box::new(ConstFold)],
             Stage::Simplify => vec![Box::new(Simplify)],
             // Adjoint kernels are folded with the address arithmetic (`Final`).
-            Stage::Autodiff => vec![Box::new(Autodiff)],
+            Stage::Autodiff => vec![Box::new(Optimize), Box::new(Autodiff)],
             Stage::LowerAccess => vec![
                 Box::new(LowerAccess {
                     bounds_checks: opts.bounds_checks,

@@ -78,6 +78,15 @@ fn expand(
                 mode,
                 body: expand(program, built, body),
             }),
+            Step::Optimize {
+                node_id,
+                spec,
+                body,
+            } => out.push(Step::Optimize {
+                node_id,
+                spec,
+                body: expand(program, built, body),
+            }),
             Step::Launch(_) => out.push(s),
         }
     }

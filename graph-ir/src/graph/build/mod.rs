@@ -25,6 +25,7 @@ use std::path::PathBuf;
 
 mod fields;
 mod kernels;
+mod optimize;
 mod resolve;
 mod schedule;
 mod views;

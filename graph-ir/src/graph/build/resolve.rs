@@ -234,6 +234,13 @@ fn check_param(ty: ParamType, v: &Value) -> Result<(), String> {
                 v
             )),
         },
+        ParamType::FieldList => match v.as_array() {
+            Some(a) if !a.is_empty() && a.iter().all(Value::is_string) => Ok(()),
+            _ => Err(format!(
+                "expected a non-empty list of field node ids like [\"u0\"], got {}",
+                v
+            )),
+        },
         ParamType::Scalars => {
             let Some(o) = v.as_object() else {
                 return Err(format!(

@@ -272,14 +272,12 @@ fn chain(
                         ),
                     ));
                 }
-                if let Some(&outer) = stack[..stack.len() - 1]
-                    .iter()
-                    .find(|&&s| nodes[s].kind.name == "tape")
-                {
+                if let Some(outer) = enclosing_tape(nodes, stack) {
                     return Err(GraphError::node_msg(
                         n.id(),
                         format!(
-                            "tapes cannot be nested (this tape is inside tape '{}')",
+                            "tapes cannot be nested (this tape is inside {} '{}')",
+                            nodes[outer].kind.name,
                             nodes[outer].id()
                         ),
                     ));
@@ -296,15 +294,33 @@ fn chain(
                     body,
                 });
             }
-            Family::Execution if n.kind.name == "clear" => {
-                if let Some(&t) = stack[..stack.len() - 1]
-                    .iter()
-                    .find(|&&s| nodes[s].kind.name == "tape")
-                {
+            // An optimize node runs its body under a tape of its own.
+            Family::Execution if n.kind.name == "optimize" => {
+                if let Some(outer) = enclosing_tape(nodes, stack) {
                     return Err(GraphError::node_msg(
                         n.id(),
                         format!(
-                            "`clear` cannot be inside tape '{}' (it has no adjoint); clear before or after the tape",
+                            "an optimize node runs its own tape and cannot be inside {} '{}'; chain it after",
+                            nodes[outer].kind.name,
+                            nodes[outer].id()
+                        ),
+                    ));
+                }
+                let spec = super::optimize::optimize_spec(n, program)?;
+                let body = chain(ctx, i, "body", visited, stack)?;
+                steps.push(Step::Optimize {
+                    node_id: n.id().to_string(),
+                    spec,
+                    body,
+                });
+            }
+            Family::Execution if n.kind.name == "clear" => {
+                if let Some(t) = enclosing_tape(nodes, stack) {
+                    return Err(GraphError::node_msg(
+                        n.id(),
+                        format!(
+                            "`clear` cannot be inside {} '{}' (it has no adjoint); clear before or after it",
+                            nodes[t].kind.name,
                             nodes[t].id()
                         ),
                     ));
@@ -382,6 +398,16 @@ fn tape_mode(
     Ok(TapeMode::Forward { seeded })
 }
 
+/// The innermost `tape` or `optimize` node (which runs a tape) around the
+/// node on top of `stack`.
+fn enclosing_tape(nodes: &[Node], stack: &[usize]) -> Option<usize> {
+    stack[..stack.len() - 1]
+        .iter()
+        .rev()
+        .copied()
+        .find(|&s| matches!(nodes[s].kind.name, "tape" | "optimize"))
+}
+
 /// A repeat's `index` scalar must be an i32 scalar of at least one kernel of
 /// its body (otherwise the name is most likely a typo).
 fn check_index_scalar(
@@ -399,9 +425,9 @@ fn check_index_scalar(
                         out.push((k.name.clone(), p.ty));
                     }
                 }
-                Step::Repeat { body, .. } | Step::Tape { body, .. } => {
-                    visit(body, program, out, name)
-                }
+                Step::Repeat { body, .. }
+                | Step::Tape { body, .. }
+                | Step::Optimize { body, .. } => visit(body, program, out, name),
                 Step::Clear { .. } => {}
             }
         }

@@ -345,7 +345,9 @@ impl Checker<'_> {
                         r?;
                     }
                 }
-                Step::Tape { body, .. } => self.steps(body)?,
+                // `passes::optimize` expanded every optimize node before
+                // this pass; the graph builder refuses one inside a tape.
+                Step::Tape { body, .. } | Step::Optimize { body, .. } => self.steps(body)?,
                 // Refused inside tapes by the graph builder.
                 Step::Clear { .. } => {}
             }

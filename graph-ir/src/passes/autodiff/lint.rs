@@ -38,7 +38,7 @@ pub fn warnings(program: &Program) -> Vec<AdWarning> {
                 Step::Launch(k) if inside && !out.contains(k) => out.push(*k),
                 Step::Launch(_) => {}
                 Step::Repeat { body, .. } => in_tapes(body, inside, out),
-                Step::Tape { body, .. } => in_tapes(body, true, out),
+                Step::Tape { body, .. } | Step::Optimize { body, .. } => in_tapes(body, true, out),
                 Step::Clear { .. } => {}
             }
         }

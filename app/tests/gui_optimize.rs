@@ -1,0 +1,141 @@
+//! The loss plot of `optimize` nodes in the app (egui_kittest, rendered with
+//! wgpu on lavapipe in CI): it follows the simulation's loss history while
+//! stepping and playing, restarts on Reset, shows in the inspector of the
+//! selected optimize node, and looks right (snapshot).
+
+#[path = "../src/gui/mod.rs"]
+#[allow(dead_code)]
+mod gui;
+
+use egui_kittest::kittest::Queryable;
+use egui_kittest::Harness;
+use gui::{GuiOptions, WeftApp};
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn gpu_ok() -> bool {
+    match weft_runtime::wgpu_backend::WgpuContext::new(
+        weft_runtime::wgpu_backend::AdapterChoice::Any,
+    ) {
+        Ok(_) => true,
+        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("CI=true but no wgpu adapter: {}", e)
+        }
+        Err(e) => {
+            eprintln!("skipping: no wgpu adapter ({})", e);
+            false
+        }
+    }
+}
+
+fn harness(graph: &str) -> Harness<'static, WeftApp> {
+    let cfg = std::env::temp_dir().join(format!("weft-gui-optimize-{}", std::process::id()));
+    // Relative to the package folder (cargo's working directory for tests),
+    // so the window title, and the snapshot, are the same in every checkout.
+    let path = PathBuf::from("../graphs").join(graph);
+    assert!(path.exists() && root().join("graphs").join(graph).exists());
+    let opts = GuiOptions {
+        config_dir: Some(cfg),
+        graph: Some(path),
+        ..Default::default()
+    };
+    Harness::builder()
+        .with_size((1400.0, 860.0))
+        .wgpu()
+        .build_eframe(move |cc| WeftApp::new(cc.wgpu_render_state.as_ref(), opts))
+}
+
+fn wait_for_sim(h: &mut Harness<'static, WeftApp>) {
+    for _ in 0..400 {
+        h.step();
+        if h.state().viewport.sim.is_some() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("the graph never compiled: {:?}", h.state().viewport.error);
+}
+
+/// Every iteration's loss read straight from the simulation's fields
+/// (`fit.step` iterations so far, `fit.loss` the ring): the plot's reference.
+fn losses_in_the_simulation(h: &Harness<'static, WeftApp>) -> Vec<f32> {
+    let sim = h.state().viewport.sim.as_ref().unwrap();
+    let step = sim.read_field(sim.field("fit.step").unwrap()).unwrap()[0] as usize;
+    let ring = sim.read_field(sim.field("fit.loss").unwrap()).unwrap();
+    (0..step)
+        .map(|k| f32::from_bits(ring[k % ring.len()]))
+        .collect()
+}
+
+fn plotted(h: &Harness<'static, WeftApp>) -> Vec<f32> {
+    h.state()
+        .viewport
+        .loss
+        .series
+        .get("fit")
+        .map(|s| s.values.clone())
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_loss_plot_follows_steps_play_and_reset() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat_inverse.json");
+    wait_for_sim(&mut h);
+    h.run_steps(2);
+    assert!(plotted(&h).is_empty(), "nothing ran yet");
+    for _ in 0..3 {
+        h.get_by_label("Step").click();
+        h.run_steps(2);
+    }
+    // heat_inverse runs 4 iterations per frame.
+    let l = plotted(&h);
+    assert_eq!(l.len(), 12);
+    assert_eq!(l, losses_in_the_simulation(&h));
+    assert!(l.windows(2).all(|w| w[1] < w[0]), "{:?}", l);
+    h.get_by_label_contains("fit — loss");
+    // Playing keeps it growing; after a pause it has every iteration.
+    h.get_by_label("▶ Play").click();
+    h.run_steps(6);
+    h.get_by_label("⏸ Pause").click();
+    h.run_steps(2);
+    let l = plotted(&h);
+    assert!(l.len() > 12, "{}", l.len());
+    assert_eq!(l, losses_in_the_simulation(&h));
+    // Reset starts the plot over.
+    h.get_by_label("Reset").click();
+    h.run_steps(2);
+    assert!(plotted(&h).is_empty());
+    h.get_by_label("Step").click();
+    h.run_steps(2);
+    assert_eq!(plotted(&h).len(), 4);
+    // The inspector of the optimize node shows the plot too.
+    h.state_mut().selected = Some("fit".into());
+    h.run_steps(2);
+    assert_eq!(h.get_all_by_label_contains("fit — loss").count(), 2);
+}
+
+#[test]
+fn snapshot_of_the_loss_plot() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat_inverse.json");
+    wait_for_sim(&mut h);
+    for _ in 0..6 {
+        h.get_by_label("Step").click();
+        h.run_steps(2);
+    }
+    h.run_steps(3);
+    // Frame-time labels change from run to run; everything else must match.
+    let opts = egui_kittest::SnapshotOptions::new().max_failed_pixels(1500);
+    h.snapshot_options("loss_plot_heat_inverse", &opts);
+}
