@@ -594,8 +594,9 @@ fn dynamic_memory_is_length_words_plus_elements() {
     let p = build(&list_graph(false, APPEND, None)).unwrap();
     let (l, _) = p.layouts.iter().find(|(_, l)| l.node_id == "L").unwrap();
     let m = weft_ir::ir::layout::memory_report(&p, root_of(&p, l));
-    // 16 lists of (1 length word + 8 elements), plus one initial element.
-    assert_eq!(m.total_words, 16 * 9 + 1);
+    // 16 lists of (1 length word + 8 elements), plus one initial element
+    // and the element list of struct-fors (a counter, one entry per list).
+    assert_eq!(m.total_words, 16 * 9 + 1 + (1 + 16));
     assert_eq!(m.dense_words, 128);
 }
 
@@ -936,8 +937,9 @@ fn hash_covers_a_domain_of_two_to_the_thirty_per_axis() {
     let p = build(&doc).expect("builds");
     let root = p.roots().next().unwrap();
     let m = weft_ir::ir::layout::memory_report(&p, root);
-    // 512 slots of 2 key words + 64 cells, plus one initial cell.
-    assert_eq!(m.total_words, 512 * 66 + 64);
+    // 512 slots of 2 key words + 64 cells, plus one initial cell and the
+    // element list of struct-fors (a counter, one entry per slot).
+    assert_eq!(m.total_words, 512 * 66 + 64 + (1 + 512));
     assert_eq!(m.dense_words, 1u64 << 60);
     for b in BACKENDS {
         let Some(s) = run(&doc, b, 0) else {

@@ -78,7 +78,8 @@ pub struct LayoutError {
 /// the list's length word) followed by its cells; a `pointer` block is one
 /// reference word per cell, its cells living in the node's pool. A root buffer holds the root's block at word
 /// 0, then, for every sparse node of the tree (parents first), the image of
-/// one initial cell and, for pointer nodes, the pool (see [`PoolWords`]).
+/// one initial cell, for pointer nodes the pool (see [`PoolWords`]), and
+/// for nodes a struct-for lists the element list (see [`list_len`]).
 /// Dense-only trees therefore keep exactly their old addresses.
 pub fn compute(program: &mut Program) -> Result<(), LayoutError> {
     fn cells(shape: &[u32]) -> u64 {
@@ -225,9 +226,17 @@ pub fn compute(program: &mut Program) -> Result<(), LayoutError> {
                     data,
                 });
             }
+            let mut list = None;
+            if let Some(len) = list_len(program, l) {
+                let count = end;
+                let items = count + 1;
+                end = fits(items.checked_add(len as u64)).ok_or_else(|| too_big(program, l))?;
+                list = Some(ListWords { len, count, items });
+            }
             let node = &mut program.layouts[l];
             node.image = image;
             node.pool = pool;
+            node.list = list;
         }
         program.layouts[r].tree_words = end;
     }
@@ -237,6 +246,36 @@ pub fn compute(program: &mut Program) -> Result<(), LayoutError> {
         program.fields[view].offset_in_cell = program.layouts[ba].offset_in_parent * WORD_BITS;
     }
     Ok(())
+}
+
+/// Entries of the element list of sparse node `l` (`passes::sparse_list`),
+/// or `None` when struct-fors never list its blocks:
+/// - `pointer`: one per pool slot; `hash`: one per table slot;
+/// - `bitmasked` / `dynamic` with only dense nodes above: one per block
+///   (cell of the parent over the whole domain; 1 at the root). Deeper
+///   ones are iterated through the pointer or hash node above them.
+pub fn list_len(program: &Program, l: LayoutId) -> Option<u32> {
+    let node = &program.layouts[l];
+    match node.kind {
+        LayoutKind::Pointer { capacity } | LayoutKind::Hash { capacity } => Some(capacity),
+        LayoutKind::Bitmasked | LayoutKind::Dynamic => {
+            let mut a = node.parent;
+            while let Some(p) = a {
+                if program.layouts[p].kind != LayoutKind::Dense {
+                    return None;
+                }
+                a = program.layouts[p].parent;
+            }
+            let blocks = match node.parent {
+                None => 1,
+                Some(p) => (0..node.shape.len())
+                    .map(|d| coord_extent(program, p, d))
+                    .fold(1u64, |a, x| a.saturating_mul(x)),
+            };
+            u32::try_from(blocks).ok()
+        }
+        LayoutKind::Dense => None,
+    }
 }
 
 /// Sizes a `bit_struct` or `bit_array` node: its whole block is one 32-bit

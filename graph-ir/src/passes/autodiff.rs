@@ -277,6 +277,7 @@ fn fill_kernel(program: &Program, node: &str, field: FieldId, value: f32) -> Ker
         functions: Arena::new(),
         bindings: vec![("field".into(), field)],
         fault_sites: Vec::new(),
+        count_from: None,
     }
 }
 
@@ -320,6 +321,7 @@ fn adjoint_kernel(program: &Program, k: KernelId) -> Result<Kernel, AdError> {
         functions: Arena::new(),
         bindings: kernel.bindings.clone(),
         fault_sites: Vec::new(),
+        count_from: None,
     })
 }
 

@@ -81,6 +81,9 @@ pub struct Launch<'a> {
     pub seed: u32,
     /// Earlier launches of this kernel in the run (feeds `random()`).
     pub launch_index: u32,
+    /// Iterations to run: the first `total` of the kernel's range (all of
+    /// it, or fewer for a launch bounded by `Kernel::count_from`).
+    pub total: u64,
 }
 
 /// The context shared by the worker threads of one launch.
@@ -161,7 +164,7 @@ fn fault_error(kernel: &JitKernel, fault: JitFault) -> RuntimeError {
 ///   buffers in thread order (deterministic for a given thread count);
 /// - otherwise: chunks with real atomics.
 pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
-    let total: u64 = l.kernel.shape.iter().map(|&s| s as u64).product();
+    let total = l.total;
     if total == 0 {
         return Ok(());
     }
@@ -329,12 +332,13 @@ impl crate::backend::Engine for JitEngine {
 
     fn run(
         &mut self,
-        _program: &Program,
+        program: &Program,
         launches: &[weft_codegen::launch::LaunchRecord],
         _timing: bool,
     ) -> Result<Vec<(weft_ir::ir::KernelId, std::time::Duration)>, RuntimeError> {
         let mut times = Vec::with_capacity(launches.len());
         for rec in launches {
+            let shape = crate::memory::launch_shape(program, &self.memory, rec);
             let kernel = &self.kernels[rec.kernel.index()];
             let buffers: Vec<&[AtomicU32]> = kernel
                 .roots
@@ -348,6 +352,7 @@ impl crate::backend::Engine for JitEngine {
                 frame: rec.frame,
                 seed: rec.seed,
                 launch_index: rec.launch_index,
+                total: shape.iter().map(|&s| s as u64).product(),
             };
             let t = std::time::Instant::now();
             match &self.pool {
