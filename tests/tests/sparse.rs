@@ -972,3 +972,98 @@ fn bad_hash_graphs_are_rejected_naming_the_node() {
     let e = build(&g).expect_err("hash under dense").to_string();
     assert!(e.contains("'P'") && e.contains("root"), "{}", e);
 }
+
+/// A 1024² domain `pointer [64,64] (capacity 4096) → bitmasked [4,4] →
+/// dense [4,4]`, a dense i32 counter `n`, and a struct-for `k` over `x`.
+fn wide_graph(start: &str, frame: &str) -> Value {
+    json!({
+        "format": "weft-graph", "version": 1,
+        "nodes": [
+            {"id": "P", "kind": "pointer", "params": {"shape": [64, 64], "capacity": 4096}},
+            {"id": "B", "kind": "bitmasked", "params": {"shape": [4, 4]}},
+            {"id": "D", "kind": "dense", "params": {"shape": [4, 4]}},
+            {"id": "x", "kind": "field", "params": {"type": "f32"}},
+            {"id": "C", "kind": "dense", "params": {"shape": [1]}},
+            {"id": "n", "kind": "field", "params": {"type": "i32"}},
+            {"id": "s", "kind": "on_start"},
+            {"id": "w", "kind": "kernel", "params": {"range": [4], "code": start}},
+            {"id": "f", "kind": "on_frame"},
+            {"id": "k", "kind": "kernel", "params": {"over": "x", "code": frame}}
+        ],
+        "wires": [
+            {"from": "P.cells", "to": "B.parent"}, {"from": "B.cells", "to": "D.parent"},
+            {"from": "D.cells", "to": "x.layout"}, {"from": "C.cells", "to": "n.layout"},
+            {"from": "x.field", "to": "w.x"}, {"from": "x.field", "to": "k.x"},
+            {"from": "n.field", "to": "k.n"}
+        ],
+        "exec": [{"from": "s.then", "to": "w"}, {"from": "f.then", "to": "k"}]
+    })
+}
+
+#[test]
+fn struct_for_launch_follows_active_blocks() {
+    // Four writes far apart activate 4 of the pool's 4096 blocks (one
+    // bitmasked cell each). The struct-for `k` counts its active cells in `n`; a copy of
+    // its compiled code that also counts *every invocation* (an atomic add
+    // put in front of the whole body, before any check) shows how many
+    // invocations were launched: 4 blocks × 256 cells (GPUs round up to
+    // whole workgroups of 64, which 256 already is), not 4096 × 256.
+    let start = "fn kernel(i: i32) { x[(i * 300 + 3, 1023 - i * 299)] = 1.0; }";
+    let frame = "fn kernel(i: i32, j: i32) { atomic_add(n[0], 1); x[(i, j)] += 1.0; }";
+    let doc = wide_graph(start, frame);
+    for b in BACKENDS {
+        if b == Backend::Wgpu && !wgpu_available() {
+            continue;
+        }
+        let opts = SimOptions {
+            backend: b,
+            passes: weft_ir::passes::PassOptions {
+                validate: true,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut s = Simulation::with_engine(build(&doc).unwrap(), &opts, |p| {
+            let mut p = p.clone();
+            let (k, _) = p.kernels.iter().find(|(_, k)| k.name == "k").unwrap();
+            assert!(p.kernels[k].count_from.is_some(), "the struct-for runs over a list");
+            let n = p.field_by_name("n").unwrap();
+            let root = root_of(&p, p.fields[n].layout);
+            let addr = weft_ir::ir::layout::AddressPlan::new(&p, n).word_address(&[0]);
+            let f = &mut p.kernels[k].entry;
+            let mut inst = |kind| {
+                f.insts.append(weft_ir::ir::Inst {
+                    kind,
+                    ty: weft_ir::types::Type::U32,
+                    span: Default::default(),
+                })
+            };
+            let a = inst(weft_ir::ir::InstKind::Const(weft_ir::ir::Const::u32(addr as u32)));
+            // The counter word holds both counts: invocations in the high
+            // 16 bits, active cells (the kernel's own `n[0] += 1`) below.
+            let inc = inst(weft_ir::ir::InstKind::Const(weft_ir::ir::Const::u32(1 << 16)));
+            let add = inst(weft_ir::ir::InstKind::BufAtomic {
+                op: weft_ir::ir::AtomicOp::Add,
+                root,
+                addr: a,
+                value: inc,
+                cmp: None,
+            });
+            f.body.splice(0..0, [a, inc, add]);
+            weft_runtime::backend::open(b, &p, &opts)
+        })
+        .expect("compiles");
+        s.start().unwrap();
+        for frame in 1..=2u32 {
+            s.step_frame().unwrap();
+            let n = s.read_field(s.field("n").unwrap()).unwrap()[0];
+            // Activity is kept per bitmasked cell (a 4×4 dense block).
+            assert_eq!(n & 0xffff, 4 * 16 * frame, "{:?}: active cells visited", b);
+            assert_eq!(n >> 16, 4 * 256 * frame, "{:?}: invocations launched", b);
+        }
+        let x = f32s(&s, "x");
+        assert_eq!(x.iter().filter(|&&v| v == 3.0).count(), 4, "{:?}", b);
+        assert_eq!(x.iter().filter(|&&v| v == 2.0).count(), 4 * 15, "{:?}", b);
+        assert_eq!(x.iter().filter(|&&v| v != 0.0).count(), 4 * 16, "{:?}", b);
+    }
+}
