@@ -230,8 +230,15 @@ pub fn compute(program: &mut Program) -> Result<(), LayoutError> {
             if let Some(len) = list_len(program, l) {
                 let count = end;
                 let items = count + 1;
-                end = fits(items.checked_add(len as u64)).ok_or_else(|| too_big(program, l))?;
-                list = Some(ListWords { len, count, items });
+                let chunks = items + len as u64;
+                end = fits(chunks.checked_add(len.div_ceil(LIST_CHUNK) as u64))
+                    .ok_or_else(|| too_big(program, l))?;
+                list = Some(ListWords {
+                    len,
+                    count,
+                    items,
+                    chunks,
+                });
             }
             let node = &mut program.layouts[l];
             node.image = image;
@@ -926,6 +933,41 @@ impl AddressPlan {
                 .sum();
             f(&first, lin, (cell + base, active), &table);
         });
+    }
+
+    /// Host walk over the *active* elements of a field under a `hash` root
+    /// only, slot by slot (so that a domain of 2^60 elements costs what the
+    /// table holds): `f(index, word address of component 0)` per active
+    /// element. Returns `false` (calling nothing) when the root is no hash.
+    pub fn for_each_active_in_table(
+        &self,
+        words: &[u32],
+        mut f: impl FnMut(&[u32], u64),
+    ) -> bool {
+        let LayoutKind::Hash { capacity } = self.levels[0].kind else {
+            return false;
+        };
+        let level = &self.levels[0];
+        let nk = level.axes.len();
+        let stride = nk as u64 + level.cell_bits / WORD_BITS;
+        let span: Vec<u32> = level.axes.iter().map(|a| a.divisor as u32).collect();
+        let mut idx = vec![0u32; nk];
+        for s in 0..capacity as u64 {
+            let keys = &words[(s * stride) as usize..(s * stride) as usize + nk];
+            if keys[0] == 0 || keys[0] == HASH_TOMBSTONE || keys.contains(&0) {
+                continue;
+            }
+            for_each_cell(&span, |local| {
+                for d in 0..nk {
+                    idx[d] = (keys[d] - 1) * span[d] + local[d];
+                }
+                let (addr, active) = self.read_address(&idx, words);
+                if active {
+                    f(&idx, addr);
+                }
+            });
+        }
+        true
     }
 
     /// Finishes `read_address` below level `depth - 1` (dense levels only)

@@ -180,17 +180,24 @@ pub struct PoolWords {
 
 /// Where a sparse node's element list lives in its root buffer (word
 /// offsets, filled in by `layout::compute`): the blocks a struct-for over
-/// the node visits, compacted by a system kernel before each such loop.
+/// the node visits, compacted by system kernels before each such loop
+/// (`passes::sparse_list`), in candidate order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ListWords {
     /// Entries the list can hold: pool or table slots, or (bitmasked and
     /// dynamic nodes under dense ones only) the node's blocks.
     pub len: u32,
-    /// One word: entries written so far (a 32-bit atomic counter).
+    /// One word: the number of entries in the list.
     pub count: u64,
     /// `len` words: one entry each (a slot, or a block's coordinate).
     pub items: u64,
+    /// `ceil(len / LIST_CHUNK)` words: per chunk of candidates, its active
+    /// count, then (after the scan) where its entries start in `items`.
+    pub chunks: u64,
 }
+
+/// Candidates one list-generation invocation looks at, in order.
+pub const LIST_CHUNK: u32 = 64;
 
 /// One node of the layout tree (Taichi's SNode).
 #[derive(Clone, Debug)]

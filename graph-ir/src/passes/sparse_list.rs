@@ -3,23 +3,27 @@
 //!
 //! Pre: lowered IR (`IrForm::Lowered`) in which `sparse_iter` rewrote the
 //! struct-fors (`users`: each kernel and the layout node whose list it runs
-//! over). Post: the same, plus two kernels per listed node (named
-//! `<node>.list_reset` and `<node>.list`), launched, in that order, right
-//! before every launch of a user in `on_start`, `on_frame` and repeats.
-//! Nothing changes in programs without sparse struct-fors.
+//! over). Post: the same, plus three kernels per listed node, launched in
+//! this order right before every launch of a user in `on_start`, `on_frame`
+//! and repeats. Nothing changes in programs without sparse struct-fors.
 //!
-//! - `.list_reset` (one invocation) zeroes the list's counter;
-//! - `.list` looks at every candidate entry (pool slot, table slot, or block
-//!   of a bitmasked / dynamic node under dense ones) and appends the active
-//!   ones: one 32-bit atomic add on the counter gives the entry's position.
+//! The candidates (pool slots, table slots, or blocks of a bitmasked /
+//! dynamic node under dense ones) are cut into chunks of `LIST_CHUNK`:
+//! - `<node>.list_count`: one invocation per chunk counts its active
+//!   candidates into the chunk's word;
+//! - `<node>.list_scan`: one invocation turns the chunk counts into start
+//!   positions (an exclusive prefix sum) and writes the list's length;
+//! - `<node>.list`: one invocation per chunk writes its active candidates
+//!   from its start position, in order.
 //!
-//! They are separate launches (no thread ever waits for another workgroup),
-//! and the count stays on the device: the struct-for's launch reads it
-//! (`Kernel::count_from`; an indirect dispatch on the GPU). The list's order
-//! depends on thread timing, which only changes the order in which a
-//! struct-for visits blocks, never which cells it visits. Work here follows
-//! the number of candidates, which is the pool or table capacity; the
-//! struct-for itself follows the active blocks.
+//! The list is thus sorted by candidate (a run repeats exactly, `random()`
+//! streams included, on any number of threads), every step is its own
+//! launch (no thread ever waits for another workgroup), and the length
+//! stays on the device: the struct-for's launch reads it
+//! (`Kernel::count_from`; an indirect dispatch on the GPU). Work here
+//! follows the number of candidates (the pool or table capacity, with a
+//! serial scan over capacity / 64 chunks); the struct-for itself follows
+//! the active blocks.
 
 use super::sparse_ir::{self, Emitter, Mode};
 use crate::arena::Arena;
@@ -32,20 +36,25 @@ pub fn run(program: &mut Program, users: &[(KernelId, LayoutId)]) {
     if users.is_empty() {
         return;
     }
-    let mut gen: HashMap<LayoutId, (KernelId, KernelId)> = HashMap::new();
-    let mut before: HashMap<KernelId, (KernelId, KernelId)> = HashMap::new();
+    let mut gen: HashMap<LayoutId, [KernelId; 3]> = HashMap::new();
+    let mut before: HashMap<KernelId, [KernelId; 3]> = HashMap::new();
     for &(k, l) in users {
-        let pair = match gen.get(&l) {
-            Some(&p) => p,
+        let ks = match gen.get(&l) {
+            Some(&ks) => ks,
             None => {
-                let reset = reset_kernel(program, l);
-                let list = list_kernel(program, l);
-                let p = (program.kernels.append(reset), program.kernels.append(list));
-                gen.insert(l, p);
-                p
+                let count = chunk_kernel(program, l, Pass::Count);
+                let scan = scan_kernel(program, l);
+                let write = chunk_kernel(program, l, Pass::Write);
+                let ks = [
+                    program.kernels.append(count),
+                    program.kernels.append(scan),
+                    program.kernels.append(write),
+                ];
+                gen.insert(l, ks);
+                ks
             }
         };
-        before.insert(k, pair);
+        before.insert(k, ks);
     }
     let s = &mut program.schedule;
     insert(&mut s.on_start, &before);
@@ -53,14 +62,13 @@ pub fn run(program: &mut Program, users: &[(KernelId, LayoutId)]) {
 }
 
 /// Puts the list kernels of each user's node before every launch of it.
-fn insert(steps: &mut Vec<Step>, before: &HashMap<KernelId, (KernelId, KernelId)>) {
+fn insert(steps: &mut Vec<Step>, before: &HashMap<KernelId, [KernelId; 3]>) {
     let old = std::mem::take(steps);
     for mut s in old {
         match &mut s {
             Step::Launch(k) => {
-                if let Some(&(reset, list)) = before.get(k) {
-                    steps.push(Step::Launch(reset));
-                    steps.push(Step::Launch(list));
+                if let Some(ks) = before.get(k) {
+                    steps.extend(ks.iter().map(|&g| Step::Launch(g)));
                 }
             }
             Step::Repeat { body, .. } | Step::Tape { body, .. } => insert(body, before),
@@ -84,30 +92,55 @@ fn system_kernel(name: String, len: u32, f: Function) -> Kernel {
     }
 }
 
-fn reset_kernel(p: &Program, l: LayoutId) -> Kernel {
+/// What a per-chunk invocation does with its active candidates.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    /// Counts them into the chunk's word.
+    Count,
+    /// Writes them into the list from the chunk's start position.
+    Write,
+}
+
+/// `.list_scan`: chunk counts → start positions; the total → the count word.
+fn scan_kernel(p: &Program, l: LayoutId) -> Kernel {
     let node = &p.layouts[l];
     let list = node.list.expect("listed nodes have a list");
     let root = layout::root_of(p, l);
-    let name = format!("{}.list_reset", node.node_id);
+    let name = format!("{}.list_scan", node.node_id);
     let mut f = Function::new(&name, vec![Type::I32], Type::Void, Span::default());
     let mut e = Emitter {
         f: &mut f,
         out: vec![],
         span: Span::default(),
     };
-    let a = e.u32c(list.count);
+    let acc = e.local("acc", Type::U32);
     let z = e.u32c(0);
-    e.store(root, a, z);
+    e.set(acc, z);
+    e.for_n(list.len.div_ceil(LIST_CHUNK) as u64, |e, c| {
+        let a = e.bink(BinaryOp::Add, c, list.chunks);
+        let n = e.load(root, a);
+        let start = e.get(acc);
+        e.store(root, a, start);
+        let next = e.bin(BinaryOp::Add, start, n);
+        e.set(acc, next);
+    });
+    let ca = e.u32c(list.count);
+    let total = e.get(acc);
+    e.store(root, ca, total);
     let body = std::mem::take(&mut e.out);
     f.body = body;
     system_kernel(name, 1, f)
 }
 
-fn list_kernel(p: &Program, l: LayoutId) -> Kernel {
+/// `.list_count` / `.list`: one invocation per chunk of candidates.
+fn chunk_kernel(p: &Program, l: LayoutId, pass: Pass) -> Kernel {
     let node = &p.layouts[l];
     let list = node.list.expect("listed nodes have a list");
     let root = layout::root_of(p, l);
-    let name = format!("{}.list", node.node_id);
+    let name = match pass {
+        Pass::Count => format!("{}.list_count", node.node_id),
+        Pass::Write => format!("{}.list", node.node_id),
+    };
     let mut f = Function::new(&name, vec![Type::I32], Type::Void, Span::default());
     let mut sites = Vec::new();
     let mut e = Emitter {
@@ -116,8 +149,52 @@ fn list_kernel(p: &Program, l: LayoutId) -> Kernel {
         span: Span::default(),
     };
     let arg = e.emit(InstKind::Arg(0), Type::I32);
-    let s = e.emit(InstKind::Cast(arg), Type::U32);
-    let active = match node.kind {
+    let c = e.emit(InstKind::Cast(arg), Type::U32);
+    let ca = e.bink(BinaryOp::Add, c, list.chunks);
+    let at = e.local("at", Type::U32);
+    let first = match pass {
+        Pass::Count => e.u32c(0),
+        Pass::Write => e.load(root, ca),
+    };
+    e.set(at, first);
+    let base = e.bink(BinaryOp::Mul, c, LIST_CHUNK as u64);
+    e.for_n(LIST_CHUNK as u64, |e, k| {
+        let s = e.bin(BinaryOp::Add, base, k);
+        let inside = e.cmpk(BinaryOp::Lt, s, list.len as u64);
+        e.if_(inside, |e| {
+            let active = is_active(e, p, l, root, s, &mut sites);
+            e.if_(active, |e| {
+                let n = e.get(at);
+                if pass == Pass::Write {
+                    let ia = e.bink(BinaryOp::Add, n, list.items);
+                    e.store(root, ia, s);
+                }
+                let n1 = e.bink(BinaryOp::Add, n, 1);
+                e.set(at, n1);
+            });
+        });
+    });
+    if pass == Pass::Count {
+        let n = e.get(at);
+        e.store(root, ca, n);
+    }
+    let body = std::mem::take(&mut e.out);
+    f.body = body;
+    debug_assert!(sites.is_empty(), "reading walks never trap");
+    system_kernel(name, list.len.div_ceil(LIST_CHUNK), f)
+}
+
+/// Whether candidate `s` (u32) of node `l`'s list is active.
+fn is_active(
+    e: &mut Emitter,
+    p: &Program,
+    l: LayoutId,
+    root: LayoutId,
+    s: InstId,
+    sites: &mut Vec<FaultSite>,
+) -> InstId {
+    let node = &p.layouts[l];
+    match node.kind {
         LayoutKind::Pointer { .. } => {
             // A slot with an owner holds a block (the struct-for checks
             // that its owner cell still refers to it).
@@ -151,8 +228,7 @@ fn list_kernel(p: &Program, l: LayoutId) -> Kernel {
                         idx[d] = e.bink(BinaryOp::Rem, c, ext);
                         c = e.bink(BinaryOp::Div, c, ext);
                     }
-                    let w =
-                        sparse_ir::walk(&mut e, root, &levels, &idx, Mode::Read, last, &mut sites);
+                    let w = sparse_ir::walk(e, root, &levels, &idx, Mode::Read, last, sites);
                     e.bink(BinaryOp::Add, w.cells[last], node.offset_in_parent)
                 }
             };
@@ -171,16 +247,5 @@ fn list_kernel(p: &Program, l: LayoutId) -> Kernel {
             e.cmpk(BinaryOp::Ne, acc, 0)
         }
         LayoutKind::Dense => unreachable!("dense nodes have no list"),
-    };
-    e.if_(active, |e| {
-        let ca = e.u32c(list.count);
-        let one = e.u32c(1);
-        let at = e.atomic(AtomicOp::Add, root, ca, one, None);
-        let ia = e.bink(BinaryOp::Add, at, list.items);
-        e.store(root, ia, s);
-    });
-    let body = std::mem::take(&mut e.out);
-    f.body = body;
-    debug_assert!(sites.is_empty(), "reading walks never trap");
-    system_kernel(name, list.len, f)
+    }
 }
