@@ -204,34 +204,67 @@ fn moving_blob_keeps_pool_use_bounded() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(10_000);
-    let Some(mut s) = open(
-        &graph(
+    // A struct-for over `x` every frame as well: it counts the active cells
+    // it visits into `n`, so the element lists are rebuilt 10,000 times
+    // over a pool whose slots keep being freed and reused.
+    let count = "fn kernel(i: i32, j: i32) { atomic_add(n[0], 1); }";
+    for b in BACKENDS {
+        let doc = graph(
             true,
             20,
             "fn kernel(i: i32, j: i32) { let v = x[(i, j)]; }",
             Some((step, json!({"range": [64, 64]}))),
-        ),
-        Backend::Jit,
-    ) else {
-        return;
-    };
-    s.start().unwrap();
-    let mut peak = 0;
-    for _ in 0..frames {
-        s.step_frame().unwrap();
-        peak = peak.max(pool_use(&s));
-    }
-    assert!(peak <= 9, "peak pool use {}", peak);
-    // Hand check of the final state: exactly the last disc is active.
-    let x = f32s(&s, "x");
-    let t = frames;
-    let (cx, cy) = ((8 + (t * 16) % 64) as f32, (8 + ((t / 4) * 16) % 64) as f32);
-    for i in 0..64 {
-        for j in 0..64 {
-            let inside = ((i as f32 - cx).powi(2) + (j as f32 - cy).powi(2)).sqrt() < 5.0;
-            assert_eq!(x[i * 64 + j], if inside { 1.0 } else { 0.5 }, "({i}, {j})");
+        );
+        let doc = with_struct_for(doc, count);
+        let Some(mut s) = open(&doc, b) else {
+            continue;
+        };
+        s.start().unwrap();
+        let mut peak = 0;
+        let mut visits = 0i64;
+        let nf = s.field("n").unwrap();
+        for _ in 0..frames {
+            s.step_frame().unwrap();
+            peak = peak.max(pool_use(&s));
+            // Cells active after the frame's step: the disc of this frame
+            // (its bitmasked 2×2 cells), counted by the struct-for.
+            visits = s.read_field(nf).unwrap()[0] as i32 as i64;
         }
+        assert!(peak <= 9, "{:?}: peak pool use {}", b, peak);
+        // Hand check of the final state: exactly the last disc is active.
+        let x = f32s(&s, "x");
+        let t = frames;
+        let (cx, cy) = ((8 + (t * 16) % 64) as f32, (8 + ((t / 4) * 16) % 64) as f32);
+        let mut active_per_frame = 0;
+        for i in 0..64 {
+            for j in 0..64 {
+                let inside = ((i as f32 - cx).powi(2) + (j as f32 - cy).powi(2)).sqrt() < 5.0;
+                assert_eq!(x[i * 64 + j], if inside { 1.0 } else { 0.5 }, "{:?} ({i}, {j})", b);
+                // Activity is per 2×2 bitmasked cell.
+                let (bi, bj) = (i - i % 2, j - j % 2);
+                let any = (0..2).any(|a| {
+                    (0..2).any(|c| {
+                        let (u, v) = ((bi + a) as f32, (bj + c) as f32);
+                        ((u - cx).powi(2) + (v - cy).powi(2)).sqrt() < 5.0
+                    })
+                });
+                active_per_frame += any as i64;
+            }
+        }
+        // Every disc has the same shape (centres on whole cells, 16 apart).
+        assert_eq!(visits, active_per_frame * frames as i64, "{:?}", b);
     }
+}
+
+/// `doc` (from `graph`) with a second frame kernel `cnt` after `k`: a
+/// struct-for over `x` with `code`, which may use `n`.
+fn with_struct_for(mut doc: Value, code: &str) -> Value {
+    doc["nodes"].as_array_mut().unwrap().push(json!({"id": "cnt", "kind": "kernel", "params": {"over": "x", "code": code}}));
+    let w = doc["wires"].as_array_mut().unwrap();
+    w.push(json!({"from": "x.field", "to": "cnt.x"}));
+    w.push(json!({"from": "n.field", "to": "cnt.n"}));
+    doc["exec"].as_array_mut().unwrap().push(json!({"from": "k.then", "to": "cnt"}));
+    doc
 }
 
 #[test]
