@@ -16,8 +16,8 @@
 //! - `<node>.list`: one invocation per chunk writes its active candidates
 //!   from its start position, in order.
 //!
-//! The list is thus sorted by candidate (a run repeats exactly, `random()`
-//! streams included, on any number of threads), every step is its own
+//! The list is thus sorted by candidate (no dependence on thread timing
+//! beyond which slot each block got when it was allocated), every step is its own
 //! launch (no thread ever waits for another workgroup), and the length
 //! stays on the device: the struct-for's launch reads it
 //! (`Kernel::count_from`; an indirect dispatch on the GPU). Work here
