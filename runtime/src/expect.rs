@@ -173,11 +173,19 @@ fn table_stats(
         st.sum += one.sum * rest as f64;
         st.nonfinite += one.nonfinite * rest;
         if one.count > 0 {
-            st.min = if had == 0 { one.min } else { st.min.min(one.min) };
-            st.max = if had == 0 { one.max } else { st.max.max(one.max) };
+            st.min = if had == 0 {
+                one.min
+            } else {
+                st.min.min(one.min)
+            };
+            st.max = if had == 0 {
+                one.max
+            } else {
+                st.max.max(one.max)
+            };
         }
-        st.mean_abs = (st.mean_abs * had as f64 + one.mean_abs * add as f64)
-            / (had + add).max(1) as f64;
+        st.mean_abs =
+            (st.mean_abs * had as f64 + one.mean_abs * add as f64) / (had + add).max(1) as f64;
         st.count = had + add;
     }
     st.checksum = None;

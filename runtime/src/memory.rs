@@ -7,8 +7,8 @@
 //! dumps and `--init` see compute values.
 
 use crate::RuntimeError;
-use weft_codegen::launch::LaunchRecord;
 use std::sync::atomic::{AtomicU32, Ordering};
+use weft_codegen::launch::LaunchRecord;
 use weft_ir::graph::npy::{DType, NpyArray};
 use weft_ir::ir::layout::{initial_words, root_of, AddressPlan, WORD_BITS};
 use weft_ir::ir::quant::Quant;

@@ -465,8 +465,7 @@ impl WgpuEngine {
         ),
         RuntimeError,
     > {
-        let mut out: Vec<Option<IndirectLaunch>> =
-            program.kernels.iter().map(|_| None).collect();
+        let mut out: Vec<Option<IndirectLaunch>> = program.kernels.iter().map(|_| None).collect();
         let users: Vec<(KernelId, DeviceCount)> = program
             .kernels
             .iter()

@@ -239,7 +239,12 @@ fn moving_blob_keeps_pool_use_bounded() {
         for i in 0..64 {
             for j in 0..64 {
                 let inside = ((i as f32 - cx).powi(2) + (j as f32 - cy).powi(2)).sqrt() < 5.0;
-                assert_eq!(x[i * 64 + j], if inside { 1.0 } else { 0.5 }, "{:?} ({i}, {j})", b);
+                assert_eq!(
+                    x[i * 64 + j],
+                    if inside { 1.0 } else { 0.5 },
+                    "{:?} ({i}, {j})",
+                    b
+                );
                 // Activity is per 2×2 bitmasked cell.
                 let (bi, bj) = (i - i % 2, j - j % 2);
                 let any = (0..2).any(|a| {
@@ -259,11 +264,17 @@ fn moving_blob_keeps_pool_use_bounded() {
 /// `doc` (from `graph`) with a second frame kernel `cnt` after `k`: a
 /// struct-for over `x` with `code`, which may use `n`.
 fn with_struct_for(mut doc: Value, code: &str) -> Value {
-    doc["nodes"].as_array_mut().unwrap().push(json!({"id": "cnt", "kind": "kernel", "params": {"over": "x", "code": code}}));
+    doc["nodes"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"id": "cnt", "kind": "kernel", "params": {"over": "x", "code": code}}));
     let w = doc["wires"].as_array_mut().unwrap();
     w.push(json!({"from": "x.field", "to": "cnt.x"}));
     w.push(json!({"from": "n.field", "to": "cnt.n"}));
-    doc["exec"].as_array_mut().unwrap().push(json!({"from": "k.then", "to": "cnt"}));
+    doc["exec"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"from": "k.then", "to": "cnt"}));
     doc
 }
 
@@ -1054,7 +1065,10 @@ fn open_counting(doc: &Value, b: Backend) -> Option<Simulation> {
     let s = Simulation::with_engine(build(doc).unwrap(), &opts, |p| {
         let mut p = p.clone();
         let (k, _) = p.kernels.iter().find(|(_, k)| k.name == "k").unwrap();
-        assert!(p.kernels[k].count_from.is_some(), "the struct-for runs over a list");
+        assert!(
+            p.kernels[k].count_from.is_some(),
+            "the struct-for runs over a list"
+        );
         let n = p.field_by_name("n").unwrap();
         let root = root_of(&p, p.fields[n].layout);
         let addr = weft_ir::ir::layout::AddressPlan::new(&p, n).word_address(&[0]);
@@ -1066,8 +1080,12 @@ fn open_counting(doc: &Value, b: Backend) -> Option<Simulation> {
                 span: Default::default(),
             })
         };
-        let a = inst(weft_ir::ir::InstKind::Const(weft_ir::ir::Const::u32(addr as u32)));
-        let inc = inst(weft_ir::ir::InstKind::Const(weft_ir::ir::Const::u32(1 << 16)));
+        let a = inst(weft_ir::ir::InstKind::Const(weft_ir::ir::Const::u32(
+            addr as u32,
+        )));
+        let inc = inst(weft_ir::ir::InstKind::Const(weft_ir::ir::Const::u32(
+            1 << 16,
+        )));
         let add = inst(weft_ir::ir::InstKind::BufAtomic {
             op: weft_ir::ir::AtomicOp::Add,
             root,
@@ -1196,7 +1214,11 @@ fn struct_for_launch_follows_hash_bitmasked_and_dynamic_blocks() {
             s.step_frame().unwrap();
             let (launched, seen) = counted(&s, 0);
             let want = 3 * per_block;
-            let rounded = if b == Backend::Wgpu { want.div_ceil(64) * 64 } else { want };
+            let rounded = if b == Backend::Wgpu {
+                want.div_ceil(64) * 64
+            } else {
+                want
+            };
             assert_eq!(launched, rounded, "{} on {:?}: invocations", kind, b);
             assert_eq!(seen, 3 * visited, "{} on {:?}: cells visited", kind, b);
             let x = f32s(&s, "x");

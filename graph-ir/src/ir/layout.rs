@@ -939,11 +939,7 @@ impl AddressPlan {
     /// only, slot by slot (so that a domain of 2^60 elements costs what the
     /// table holds): `f(index, word address of component 0)` per active
     /// element. Returns `false` (calling nothing) when the root is no hash.
-    pub fn for_each_active_in_table(
-        &self,
-        words: &[u32],
-        mut f: impl FnMut(&[u32], u64),
-    ) -> bool {
+    pub fn for_each_active_in_table(&self, words: &[u32], mut f: impl FnMut(&[u32], u64)) -> bool {
         let LayoutKind::Hash { capacity } = self.levels[0].kind else {
             return false;
         };
