@@ -5,7 +5,7 @@
 //! Pre: lowered IR (`IrForm::Lowered`). Post: the same, where every kernel
 //! that iterated over the cells of a sparse field iterates over (entries of
 //! an element list) × (the field's cells inside one listed block), with
-//! `Kernel::count_from` naming the list's counter so that backends launch
+//! `Kernel::count_from` naming the list's length word so that backends launch
 //! only the rows in use. `passes::sparse_list` adds the system kernels that
 //! fill the list before each such launch; which list:
 //! - with a pointer level on the path, the innermost pointer node P's list
@@ -19,7 +19,7 @@
 //!   header or list length); the body runs for active cells (appended
 //!   elements) only.
 //!
-//! Every invocation first checks its row against the counter (GPU backends
+//! Every invocation first checks its row against that length (GPU backends
 //! round the launch up to whole workgroups). Loop indices then come from
 //! locals (the body's `Arg` instructions are rewritten to read them), so the
 //! body itself is unchanged. Random numbers are drawn per launch index, so
@@ -101,7 +101,7 @@ fn rewrite(kernel: &mut Kernel, plan: &AddressPlan, shape: &[u32], li: usize, li
         LayoutKind::Hash { capacity } if pointer.is_none() => Some(capacity),
         _ => None,
     };
-    // Rows past the list's counter do nothing; a row's list entry is `s`.
+    // Rows past the list's length do nothing; a row's list entry is `s`.
     let a0 = e.emit(InstKind::Arg(0), Type::I32);
     let a1 = e.emit(InstKind::Arg(1), Type::I32);
     let row = e.emit(InstKind::Cast(a0), Type::U32);
