@@ -27,7 +27,7 @@
 
 use super::sparse_ir::{self, Emitter, Mode};
 use crate::arena::Arena;
-use crate::ir::layout::level_plans;
+use crate::ir::layout::{level_plans, WORD_BITS};
 use crate::ir::*;
 use crate::types::Type;
 use std::collections::HashMap;
@@ -205,7 +205,8 @@ fn is_active(
         }
         LayoutKind::Hash { .. } => {
             // Key word 0 of a slot: 0 = empty, a tombstone = deactivated.
-            let stride = node.shape.len() as u64 + node.cell_words;
+            let level = &level_plans(p, l)[0];
+            let stride = level.axes.len() as u64 + level.cell_bits / WORD_BITS;
             let base = e.bink(BinaryOp::Mul, s, stride);
             let k0 = e.load(root, base);
             let used = e.cmpk(BinaryOp::Ne, k0, 0);
@@ -214,23 +215,28 @@ fn is_active(
         }
         LayoutKind::Bitmasked | LayoutKind::Dynamic => {
             // Block `s` is cell `s` (row-major over the domain) of the
-            // parent, reached through dense levels only.
-            let block = match node.parent {
-                None => e.u32c(0),
-                Some(parent) => {
-                    let levels = level_plans(p, parent);
-                    let last = levels.len() - 1;
-                    let dims = node.shape.len();
-                    let mut c = s;
-                    let mut idx = vec![s; dims];
-                    for d in (0..dims).rev() {
-                        let ext = levels[last].axes[d].coord_extent;
-                        idx[d] = e.bink(BinaryOp::Rem, c, ext);
-                        c = e.bink(BinaryOp::Div, c, ext);
-                    }
-                    let w = sparse_ir::walk(e, root, &levels, &idx, Mode::Read, last, sites);
-                    e.bink(BinaryOp::Add, w.cells[last], node.offset_in_parent)
+            // parent, reached through dense levels only; its first cell at
+            // this level has index (block coordinate × extent) per axis.
+            let levels = level_plans(p, l);
+            let last = levels.len() - 1;
+            let block = if last == 0 {
+                e.u32c(0)
+            } else {
+                let up = &levels[last - 1];
+                let dims = up.axes.len();
+                let mut c = s;
+                let mut idx = vec![s; dims];
+                for d in (0..dims).rev() {
+                    let g = e.bink(BinaryOp::Rem, c, up.axes[d].coord_extent);
+                    c = e.bink(BinaryOp::Div, c, up.axes[d].coord_extent);
+                    idx[d] = e.bink(BinaryOp::Mul, g, levels[last].axes[d].extent as u64);
                 }
+                let w = sparse_ir::walk(e, root, &levels, &idx, Mode::Read, last - 1, sites);
+                e.bink(
+                    BinaryOp::Add,
+                    w.cells[last - 1],
+                    levels[last].offset_bits / WORD_BITS,
+                )
             };
             // Any activity bit of the block, or a non-empty list.
             let any = e.local("any", Type::U32);
