@@ -219,6 +219,7 @@ fn lowered_ir_validates() {
         functions: lk.functions,
         bindings: vec![],
         fault_sites: vec![],
+        count_from: None,
     };
     validate_kernel(&program, &k, false).unwrap();
 }

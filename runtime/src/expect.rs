@@ -115,13 +115,81 @@ pub fn field_stats(ty: Type, words: &[u32]) -> FieldStats {
     st
 }
 
+/// Fields with more elements than this under a `hash` root are summarised
+/// from the table's active elements (a domain of 2^40 elements cannot be
+/// read into memory); their statistics carry no checksum.
+pub const READ_WHOLE_LIMIT: u64 = 1 << 26;
+
 /// Statistics of every field of a simulation.
 pub fn all_stats(sim: &Simulation) -> Result<BTreeMap<String, FieldStats>, crate::RuntimeError> {
     sim.program
         .fields
         .iter()
-        .map(|(h, f)| Ok((f.name.clone(), field_stats(f.ty, &sim.read_field(h)?))))
+        .map(|(h, f)| {
+            let st = match table_stats(sim, h)? {
+                Some(st) => st,
+                None => field_stats(f.ty, &sim.read_field(h)?),
+            };
+            Ok((f.name.clone(), st))
+        })
         .collect()
+}
+
+/// Statistics of a huge field under a `hash` root: its active elements,
+/// then every other element at the field's init value.
+fn table_stats(
+    sim: &Simulation,
+    field: weft_ir::ir::FieldId,
+) -> Result<Option<FieldStats>, crate::RuntimeError> {
+    use weft_ir::ir::layout::{root_of, AddressPlan};
+    let p = &sim.program;
+    let f = &p.fields[field];
+    let init = match &f.init {
+        weft_ir::ir::FieldInit::Constant(c) => c.clone(),
+        weft_ir::ir::FieldInit::Data(_) => return Ok(None),
+    };
+    if f.cells() <= READ_WHOLE_LIMIT || f.storage != weft_ir::ir::Storage::Word {
+        return Ok(None);
+    }
+    let plan = AddressPlan::new(p, field);
+    if !matches!(plan.levels[0].kind, weft_ir::ir::LayoutKind::Hash { .. }) {
+        return Ok(None);
+    }
+    let words = sim.read_root(root_of(p, f.layout))?;
+    let comps = f.ty.components();
+    let mut active = Vec::new();
+    let mut n = 0u64;
+    plan.for_each_active_in_table(&words, |_, a| {
+        n += 1;
+        for c in 0..comps {
+            active.push(words[(a + plan.component_word_offset(c)) as usize]);
+        }
+    });
+    let mut st = field_stats(f.ty, &active);
+    let rest = f.cells() - n;
+    let one = field_stats(f.ty, &init);
+    if rest > 0 {
+        let (had, add) = (st.count, one.count * rest);
+        st.sum += one.sum * rest as f64;
+        st.nonfinite += one.nonfinite * rest;
+        if one.count > 0 {
+            st.min = if had == 0 {
+                one.min
+            } else {
+                st.min.min(one.min)
+            };
+            st.max = if had == 0 {
+                one.max
+            } else {
+                st.max.max(one.max)
+            };
+        }
+        st.mean_abs =
+            (st.mean_abs * had as f64 + one.mean_abs * add as f64) / (had + add).max(1) as f64;
+        st.count = had + add;
+    }
+    st.checksum = None;
+    Ok(Some(st))
 }
 
 /// `|a - b| <= abs + rel * scale`, where `scale` is at least the values' own size.

@@ -8,6 +8,7 @@
 
 use crate::RuntimeError;
 use std::sync::atomic::{AtomicU32, Ordering};
+use weft_codegen::launch::LaunchRecord;
 use weft_ir::graph::npy::{DType, NpyArray};
 use weft_ir::ir::layout::{initial_words, root_of, AddressPlan, WORD_BITS};
 use weft_ir::ir::quant::Quant;
@@ -242,6 +243,21 @@ pub fn insert_field(
         }
     });
     Ok(())
+}
+
+/// The shape a host backend runs `rec` with: the record's, with axis 0
+/// cut to the device word the kernel names (`Kernel::count_from`, the
+/// length of a sparse element list that an earlier launch just built).
+/// Host memory is the device memory here, so reading it costs nothing.
+pub fn launch_shape(p: &Program, memory: &FieldMemory, rec: &LaunchRecord) -> Vec<u32> {
+    let mut shape = rec.shape.clone();
+    if let (Some(c), Some(rows)) = (p.kernels[rec.kernel].count_from, shape.first_mut()) {
+        let n = memory.buffers[c.root.index()]
+            .get(c.word as usize)
+            .map_or(0, |w| w.load(Ordering::Acquire));
+        *rows = n.min(*rows);
+    }
+    shape
 }
 
 impl FieldMemory {

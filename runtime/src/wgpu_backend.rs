@@ -227,6 +227,55 @@ pub struct WgpuEngine {
     pub native_float_atomics: bool,
     /// Two timestamps per profiled launch, when the adapter has them.
     timer: Option<(wgpu::QuerySet, wgpu::Buffer, wgpu::Buffer)>,
+    /// Launches bounded by a device word (`Kernel::count_from`), by kernel.
+    indirect: Vec<Option<IndirectLaunch>>,
+    /// Dispatch arguments of those launches (16 bytes each) and the shader
+    /// that computes them from the device word.
+    indirect_args: Option<(wgpu::Buffer, wgpu::ComputePipeline)>,
+}
+
+/// How one kernel with `count_from` is dispatched: a one-thread dispatch of
+/// the arguments shader (its own dispatch, so it sees everything earlier
+/// launches wrote), then `dispatch_workgroups_indirect` from `offset`. The
+/// count never leaves the GPU.
+struct IndirectLaunch {
+    offset: u64,
+    bind_group: wgpu::BindGroup,
+}
+
+/// Turns a launch's row count (a word of a root buffer) into the workgroup
+/// counts of an indirect dispatch laid out as `grid` lays out a direct one
+/// with `gx_max` workgroups per row, so that the record's threads per row
+/// stay valid. Nothing layout-specific: any `count_from` launch uses it.
+const INDIRECT_ARGS_WGSL: &str = r#"
+@group(0) @binding(0) var<storage, read> root: array<u32>;
+@group(0) @binding(1) var<storage, read_write> args: array<u32>;
+// x: word of the row count, y: invocations per row, z: workgroups per
+// dispatch row (gx_max), w: first word of this launch's arguments.
+@group(0) @binding(2) var<uniform> p: vec4<u32>;
+
+@compute @workgroup_size(1)
+fn main() {
+    let total = root[p.x] * p.y;
+    let groups = (total + WG - 1u) / WG;
+    var gx = groups;
+    var gy = 1u;
+    if (groups > p.z) {
+        gx = p.z;
+        gy = (groups + p.z - 1u) / p.z;
+    }
+    args[p.w] = gx;
+    args[p.w + 1u] = gy;
+    args[p.w + 2u] = 1u;
+}
+"#;
+
+/// Workgroups (x, y) of a launch of `total` invocations: rows of at most
+/// `max_dim` workgroups.
+fn grid(total: u64, max_dim: u64) -> (u64, u64) {
+    let groups = total.div_ceil(WORKGROUP_SIZE as u64);
+    let gx = groups.clamp(1, max_dim);
+    (gx, groups.div_ceil(gx).max(1))
 }
 
 const MAX_RECORDS_PER_SUBMIT: u64 = 4096;
@@ -364,6 +413,7 @@ impl WgpuEngine {
             }
             kernels.push(Compiled { cached, bind_group });
         }
+        let (indirect, indirect_args) = Self::indirect_launches(program, &ctx, &buffers)?;
         let timer = ctx.timestamps.then(|| {
             let qs = dev.create_query_set(&wgpu::QuerySetDescriptor {
                 label: Some("kernel timer"),
@@ -396,7 +446,107 @@ impl WgpuEngine {
             params_words,
             native_float_atomics: opts.native_float_atomics,
             timer,
+            indirect,
+            indirect_args,
         })
+    }
+
+    /// The arguments buffer, the shader and one bind group per kernel with
+    /// `count_from` (nothing when no kernel has one).
+    #[allow(clippy::type_complexity)]
+    fn indirect_launches(
+        program: &Program,
+        ctx: &WgpuContext,
+        buffers: &[Option<wgpu::Buffer>],
+    ) -> Result<
+        (
+            Vec<Option<IndirectLaunch>>,
+            Option<(wgpu::Buffer, wgpu::ComputePipeline)>,
+        ),
+        RuntimeError,
+    > {
+        let mut out: Vec<Option<IndirectLaunch>> = program.kernels.iter().map(|_| None).collect();
+        let users: Vec<(KernelId, DeviceCount)> = program
+            .kernels
+            .iter()
+            .filter_map(|(h, k)| k.count_from.map(|c| (h, c)))
+            .collect();
+        if users.is_empty() {
+            return Ok((out, None));
+        }
+        let dev = &ctx.device;
+        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
+        let wgsl = INDIRECT_ARGS_WGSL.replace("WG", &format!("{}u", WORKGROUP_SIZE));
+        let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("indirect dispatch arguments"),
+            source: wgpu::ShaderSource::Wgsl(wgsl.into()),
+        });
+        let pipeline = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("indirect dispatch arguments"),
+            layout: None,
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        let args = dev.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("indirect dispatch arguments"),
+            size: 16 * users.len() as u64,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::INDIRECT
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let layout = pipeline.get_bind_group_layout(0);
+        let max_dim = ctx.limits.max_compute_workgroups_per_dimension as u64;
+        for (n, (k, c)) in users.iter().enumerate() {
+            let kernel = &program.kernels[*k];
+            let shape = kernel.iteration_shape(program);
+            let total: u64 = shape.iter().map(|&s| s as u64).product();
+            let inner: u64 = shape.iter().skip(1).map(|&s| s as u64).product();
+            let (gx_max, _) = grid(total, max_dim);
+            let params = dev.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(&kernel.name),
+                size: 16,
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            let words = [c.word as u32, inner as u32, gx_max as u32, 4 * n as u32];
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            ctx.queue.write_buffer(&params, 0, &bytes);
+            let bind_group = dev.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some(&kernel.name),
+                layout: &layout,
+                entries: &[
+                    wgpu::BindGroupEntry {
+                        binding: 0,
+                        resource: buffers[c.root.index()]
+                            .as_ref()
+                            .expect("roots have buffers")
+                            .as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 1,
+                        resource: args.as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 2,
+                        resource: params.as_entire_binding(),
+                    },
+                ],
+            });
+            out[k.index()] = Some(IndirectLaunch {
+                offset: 16 * n as u64,
+                bind_group,
+            });
+        }
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(RuntimeError::Device(format!(
+                "the indirect dispatch shader was rejected on {}: {}",
+                ctx.info.name, e
+            )));
+        }
+        Ok((out, Some((args, pipeline))))
     }
 
     /// The storage buffer holding a root layout node's words (for GPU views).
@@ -578,10 +728,8 @@ impl WgpuEngine {
                 let k = rec.kernel;
                 let kernel = &program.kernels[k];
                 let total = rec.total();
-                let groups = total.div_ceil(WORKGROUP_SIZE as u64);
                 let max_dim = self.ctx.limits.max_compute_workgroups_per_dimension as u64;
-                let gx = groups.clamp(1, max_dim);
-                let gy = groups.div_ceil(gx).max(1);
+                let (gx, gy) = grid(total, max_dim);
                 if gy > max_dim {
                     return Err(RuntimeError::Device(format!(
                         "node '{}': {} iterations exceed what one dispatch can cover on {}",
@@ -620,9 +768,22 @@ impl WgpuEngine {
                 });
                 for &(k, offset, gx, gy) in &dispatches {
                     let c = &self.kernels[k.index()];
-                    pass.set_pipeline(&c.cached.pipeline);
-                    pass.set_bind_group(0, &c.bind_group, &[offset]);
-                    pass.dispatch_workgroups(gx, gy, 1);
+                    match (&self.indirect[k.index()], &self.indirect_args) {
+                        (Some(ind), Some((args, args_pipeline))) => {
+                            // Arguments from the device word, then the launch.
+                            pass.set_pipeline(args_pipeline);
+                            pass.set_bind_group(0, &ind.bind_group, &[]);
+                            pass.dispatch_workgroups(1, 1, 1);
+                            pass.set_pipeline(&c.cached.pipeline);
+                            pass.set_bind_group(0, &c.bind_group, &[offset]);
+                            pass.dispatch_workgroups_indirect(args, ind.offset);
+                        }
+                        _ => {
+                            pass.set_pipeline(&c.cached.pipeline);
+                            pass.set_bind_group(0, &c.bind_group, &[offset]);
+                            pass.dispatch_workgroups(gx, gy, 1);
+                        }
+                    }
                 }
             }
             if let Some((qs, resolve, read)) = timer {

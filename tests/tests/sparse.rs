@@ -204,34 +204,78 @@ fn moving_blob_keeps_pool_use_bounded() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(10_000);
-    let Some(mut s) = open(
-        &graph(
+    // A struct-for over `x` every frame as well: it counts the active cells
+    // it visits into `n`, so the element lists are rebuilt 10,000 times
+    // over a pool whose slots keep being freed and reused.
+    let count = "fn kernel(i: i32, j: i32) { if x[(i, j)] >= 0.0 { atomic_add(n[0], 1); } }";
+    for b in BACKENDS {
+        let doc = graph(
             true,
             20,
             "fn kernel(i: i32, j: i32) { let v = x[(i, j)]; }",
             Some((step, json!({"range": [64, 64]}))),
-        ),
-        Backend::Jit,
-    ) else {
-        return;
-    };
-    s.start().unwrap();
-    let mut peak = 0;
-    for _ in 0..frames {
-        s.step_frame().unwrap();
-        peak = peak.max(pool_use(&s));
-    }
-    assert!(peak <= 9, "peak pool use {}", peak);
-    // Hand check of the final state: exactly the last disc is active.
-    let x = f32s(&s, "x");
-    let t = frames;
-    let (cx, cy) = ((8 + (t * 16) % 64) as f32, (8 + ((t / 4) * 16) % 64) as f32);
-    for i in 0..64 {
-        for j in 0..64 {
-            let inside = ((i as f32 - cx).powi(2) + (j as f32 - cy).powi(2)).sqrt() < 5.0;
-            assert_eq!(x[i * 64 + j], if inside { 1.0 } else { 0.5 }, "({i}, {j})");
+        );
+        let doc = with_struct_for(doc, count);
+        let Some(mut s) = open(&doc, b) else {
+            continue;
+        };
+        s.start().unwrap();
+        let mut peak = 0;
+        let mut visits = 0i64;
+        let nf = s.field("n").unwrap();
+        for _ in 0..frames {
+            s.step_frame().unwrap();
+            peak = peak.max(pool_use(&s));
+            // Cells active after the frame's step: the disc of this frame
+            // (its bitmasked 2×2 cells), counted by the struct-for.
+            visits = s.read_field(nf).unwrap()[0] as i32 as i64;
         }
+        assert!(peak <= 9, "{:?}: peak pool use {}", b, peak);
+        // Hand check of the final state: exactly the last disc is active.
+        let x = f32s(&s, "x");
+        let t = frames;
+        let (cx, cy) = ((8 + (t * 16) % 64) as f32, (8 + ((t / 4) * 16) % 64) as f32);
+        let mut active_per_frame = 0;
+        for i in 0..64 {
+            for j in 0..64 {
+                let inside = ((i as f32 - cx).powi(2) + (j as f32 - cy).powi(2)).sqrt() < 5.0;
+                assert_eq!(
+                    x[i * 64 + j],
+                    if inside { 1.0 } else { 0.5 },
+                    "{:?} ({i}, {j})",
+                    b
+                );
+                // Activity is per 2×2 bitmasked cell.
+                let (bi, bj) = (i - i % 2, j - j % 2);
+                let any = (0..2).any(|a| {
+                    (0..2).any(|c| {
+                        let (u, v) = ((bi + a) as f32, (bj + c) as f32);
+                        ((u - cx).powi(2) + (v - cy).powi(2)).sqrt() < 5.0
+                    })
+                });
+                active_per_frame += any as i64;
+            }
+        }
+        // Every disc has the same shape (centres on whole cells, 16 apart).
+        assert_eq!(visits, active_per_frame * frames as i64, "{:?}", b);
     }
+}
+
+/// `doc` (from `graph`) with a second frame kernel `cnt` after `k`: a
+/// struct-for over `x` with `code`, which may use `n`.
+fn with_struct_for(mut doc: Value, code: &str) -> Value {
+    doc["nodes"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"id": "cnt", "kind": "kernel", "params": {"over": "x", "code": code}}));
+    let w = doc["wires"].as_array_mut().unwrap();
+    w.push(json!({"from": "x.field", "to": "cnt.x"}));
+    w.push(json!({"from": "n.field", "to": "cnt.n"}));
+    doc["exec"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"from": "k.then", "to": "cnt"}));
+    doc
 }
 
 #[test]
@@ -594,8 +638,10 @@ fn dynamic_memory_is_length_words_plus_elements() {
     let p = build(&list_graph(false, APPEND, None)).unwrap();
     let (l, _) = p.layouts.iter().find(|(_, l)| l.node_id == "L").unwrap();
     let m = weft_ir::ir::layout::memory_report(&p, root_of(&p, l));
-    // 16 lists of (1 length word + 8 elements), plus one initial element.
-    assert_eq!(m.total_words, 16 * 9 + 1);
+    // 16 lists of (1 length word + 8 elements), plus one initial element
+    // and the element list of struct-fors (a counter, one entry per list,
+    // one word per chunk of 64 lists).
+    assert_eq!(m.total_words, 16 * 9 + 1 + (1 + 16 + 1));
     assert_eq!(m.dense_words, 128);
 }
 
@@ -936,8 +982,10 @@ fn hash_covers_a_domain_of_two_to_the_thirty_per_axis() {
     let p = build(&doc).expect("builds");
     let root = p.roots().next().unwrap();
     let m = weft_ir::ir::layout::memory_report(&p, root);
-    // 512 slots of 2 key words + 64 cells, plus one initial cell.
-    assert_eq!(m.total_words, 512 * 66 + 64);
+    // 512 slots of 2 key words + 64 cells, plus one initial cell and the
+    // element list of struct-fors (a counter, one entry per slot, one word
+    // per chunk of 64 slots).
+    assert_eq!(m.total_words, 512 * 66 + 64 + (1 + 512 + 8));
     assert_eq!(m.dense_words, 1u64 << 60);
     for b in BACKENDS {
         let Some(s) = run(&doc, b, 0) else {
@@ -969,4 +1017,213 @@ fn bad_hash_graphs_are_rejected_naming_the_node() {
         .push(json!({"from": "top.cells", "to": "P.parent"}));
     let e = build(&g).expect_err("hash under dense").to_string();
     assert!(e.contains("'P'") && e.contains("root"), "{}", e);
+}
+
+/// A 1024² domain `pointer [64,64] (capacity 4096) → bitmasked [4,4] →
+/// dense [4,4]`, a dense i32 counter `n`, and a struct-for `k` over `x`.
+fn wide_graph(start: &str, frame: &str) -> Value {
+    json!({
+        "format": "weft-graph", "version": 1,
+        "nodes": [
+            {"id": "P", "kind": "pointer", "params": {"shape": [64, 64], "capacity": 4096}},
+            {"id": "B", "kind": "bitmasked", "params": {"shape": [4, 4]}},
+            {"id": "D", "kind": "dense", "params": {"shape": [4, 4]}},
+            {"id": "x", "kind": "field", "params": {"type": "f32"}},
+            {"id": "C", "kind": "dense", "params": {"shape": [1]}},
+            {"id": "n", "kind": "field", "params": {"type": "i32"}},
+            {"id": "s", "kind": "on_start"},
+            {"id": "w", "kind": "kernel", "params": {"range": [4], "code": start}},
+            {"id": "f", "kind": "on_frame"},
+            {"id": "k", "kind": "kernel", "params": {"over": "x", "code": frame}}
+        ],
+        "wires": [
+            {"from": "P.cells", "to": "B.parent"}, {"from": "B.cells", "to": "D.parent"},
+            {"from": "D.cells", "to": "x.layout"}, {"from": "C.cells", "to": "n.layout"},
+            {"from": "x.field", "to": "w.x"}, {"from": "x.field", "to": "k.x"},
+            {"from": "n.field", "to": "k.n"}
+        ],
+        "exec": [{"from": "s.then", "to": "w"}, {"from": "f.then", "to": "k"}]
+    })
+}
+
+/// Opens `doc` on `b` with the compiled struct-for `k` changed to also
+/// count every invocation: an atomic add of 2^16 into `n[0]` put in front
+/// of its whole body, before any check. The kernel's own `n[0] += 1` per
+/// visited cell lands in the low 16 bits.
+fn open_counting(doc: &Value, b: Backend) -> Option<Simulation> {
+    if b == Backend::Wgpu && !wgpu_available() {
+        return None;
+    }
+    let opts = SimOptions {
+        backend: b,
+        passes: weft_ir::passes::PassOptions {
+            validate: true,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let s = Simulation::with_engine(build(doc).unwrap(), &opts, |p| {
+        let mut p = p.clone();
+        let (k, _) = p.kernels.iter().find(|(_, k)| k.name == "k").unwrap();
+        assert!(
+            p.kernels[k].count_from.is_some(),
+            "the struct-for runs over a list"
+        );
+        let n = p.field_by_name("n").unwrap();
+        let root = root_of(&p, p.fields[n].layout);
+        let addr = weft_ir::ir::layout::AddressPlan::new(&p, n).word_address(&[0]);
+        let f = &mut p.kernels[k].entry;
+        let mut inst = |kind| {
+            f.insts.append(weft_ir::ir::Inst {
+                kind,
+                ty: weft_ir::types::Type::U32,
+                span: Default::default(),
+            })
+        };
+        let a = inst(weft_ir::ir::InstKind::Const(weft_ir::ir::Const::u32(
+            addr as u32,
+        )));
+        let inc = inst(weft_ir::ir::InstKind::Const(weft_ir::ir::Const::u32(
+            1 << 16,
+        )));
+        let add = inst(weft_ir::ir::InstKind::BufAtomic {
+            op: weft_ir::ir::AtomicOp::Add,
+            root,
+            addr: a,
+            value: inc,
+            cmp: None,
+        });
+        f.body.splice(0..0, [a, inc, add]);
+        weft_runtime::backend::open(b, &p, &opts)
+    })
+    .expect("compiles");
+    Some(s)
+}
+
+/// (invocations launched, cells visited) by `k` in the frame just run.
+fn counted(s: &Simulation, before: u32) -> (u32, u32) {
+    let n = s.read_field(s.field("n").unwrap()).unwrap()[0] - before;
+    (n >> 16, n & 0xffff)
+}
+
+#[test]
+fn struct_for_launch_follows_active_blocks() {
+    // Four writes far apart activate 4 of the pool's 4096 blocks (one
+    // bitmasked cell each). The struct-for `k` is launched over 4 blocks ×
+    // 256 cells (GPUs round up to whole workgroups of 64, which 256
+    // already is), not 4096 × 256, and visits the 4 × 16 active cells.
+    let start = "fn kernel(i: i32) { x[(i * 300 + 3, 1023 - i * 299)] = 1.0; }";
+    let frame = "fn kernel(i: i32, j: i32) { atomic_add(n[0], 1); x[(i, j)] += 1.0; }";
+    let doc = wide_graph(start, frame);
+    for b in BACKENDS {
+        let Some(mut s) = open_counting(&doc, b) else {
+            continue;
+        };
+        s.start().unwrap();
+        let mut before = 0;
+        for _ in 1..=2u32 {
+            s.step_frame().unwrap();
+            // Activity is kept per bitmasked cell (a 4×4 dense block).
+            assert_eq!(counted(&s, before), (4 * 256, 4 * 16), "{:?}", b);
+            before = s.read_field(s.field("n").unwrap()).unwrap()[0];
+        }
+        let x = f32s(&s, "x");
+        assert_eq!(x.iter().filter(|&&v| v == 3.0).count(), 4, "{:?}", b);
+        assert_eq!(x.iter().filter(|&&v| v == 2.0).count(), 4 * 15, "{:?}", b);
+        assert_eq!(x.iter().filter(|&&v| v != 0.0).count(), 4 * 16, "{:?}", b);
+    }
+}
+
+#[test]
+fn struct_for_launch_follows_hash_bitmasked_and_dynamic_blocks() {
+    // The other kinds of list: live slots of a hash table (capacity 4096),
+    // blocks of a bitmasked node under a dense one (1024 blocks), and
+    // non-empty lists of a dynamic node (1024 lists). In each, 3 blocks
+    // are active; the launch covers them only (rounded up to whole
+    // workgroups of 64 on wgpu).
+    // (kind, layout nodes, start code, invocations per block, cells visited
+    // per block, sum of x after one frame). A hash cell's whole dense block
+    // is active once written; a bitmasked cell is one element here; a list
+    // holds the 2 appended elements.
+    let cases: [(&str, Value, &str, u32, u32, f32); 3] = [
+        (
+            "hash",
+            json!([{"id": "P", "kind": "hash", "params": {"shape": [4096, 4096], "capacity": 4096}},
+                   {"id": "D", "kind": "dense", "params": {"shape": [4, 4]}}]),
+            "fn kernel(i: i32) { x[(i * 5000 + 7, 16383 - i * 4999)] = 1.0; }",
+            16,
+            16,
+            3.0 * (2.0 + 15.0),
+        ),
+        (
+            "bitmasked",
+            json!([{"id": "P", "kind": "dense", "params": {"shape": [32, 32]}},
+                   {"id": "D", "kind": "bitmasked", "params": {"shape": [4, 4]}}]),
+            "fn kernel(i: i32) { x[(i * 40 + 3, 127 - i * 39)] = 1.0; }",
+            16,
+            1,
+            3.0 * 2.0,
+        ),
+        (
+            "dynamic",
+            json!([{"id": "P", "kind": "dense", "params": {"shape": [1024]}},
+                   {"id": "D", "kind": "dynamic", "params": {"shape": [16]}}]),
+            "fn kernel(i: i32) { let k = append(x, i * 300, 1.0); let m = append(x, i * 300, 2.0); }",
+            16,
+            2,
+            3.0 * (2.0 + 3.0),
+        ),
+    ];
+    for (kind, layouts, start, per_block, visited, want_sum) in cases {
+        let dims = if kind == "dynamic" { 1 } else { 2 };
+        let frame = if dims == 1 {
+            "fn kernel(i: i32) { atomic_add(n[0], 1); x[i] += 1.0; }"
+        } else {
+            "fn kernel(i: i32, j: i32) { atomic_add(n[0], 1); x[(i, j)] += 1.0; }"
+        };
+        let mut nodes = layouts.as_array().unwrap().clone();
+        nodes.extend(
+            json!([
+                {"id": "x", "kind": "field", "params": {"type": "f32"}},
+                {"id": "C", "kind": "dense", "params": {"shape": [1]}},
+                {"id": "n", "kind": "field", "params": {"type": "i32"}},
+                {"id": "s", "kind": "on_start"},
+                {"id": "w", "kind": "kernel", "params": {"range": [3], "code": start}},
+                {"id": "f", "kind": "on_frame"},
+                {"id": "k", "kind": "kernel", "params": {"over": "x", "code": frame}}
+            ])
+            .as_array()
+            .unwrap()
+            .iter()
+            .cloned(),
+        );
+        let doc = json!({
+            "format": "weft-graph", "version": 1, "nodes": nodes,
+            "wires": [
+                {"from": "P.cells", "to": "D.parent"}, {"from": "D.cells", "to": "x.layout"},
+                {"from": "C.cells", "to": "n.layout"}, {"from": "x.field", "to": "w.x"},
+                {"from": "x.field", "to": "k.x"}, {"from": "n.field", "to": "k.n"}
+            ],
+            "exec": [{"from": "s.then", "to": "w"}, {"from": "f.then", "to": "k"}]
+        });
+        for b in BACKENDS {
+            let Some(mut s) = open_counting(&doc, b) else {
+                continue;
+            };
+            s.start().unwrap();
+            s.step_frame().unwrap();
+            let (launched, seen) = counted(&s, 0);
+            let want = 3 * per_block;
+            let rounded = if b == Backend::Wgpu {
+                want.div_ceil(64) * 64
+            } else {
+                want
+            };
+            assert_eq!(launched, rounded, "{} on {:?}: invocations", kind, b);
+            assert_eq!(seen, 3 * visited, "{} on {:?}: cells visited", kind, b);
+            let x = f32s(&s, "x");
+            let sum: f32 = x.iter().sum();
+            assert_eq!(sum, want_sum, "{} on {:?}", kind, b);
+        }
+    }
 }

@@ -78,7 +78,8 @@ pub struct LayoutError {
 /// the list's length word) followed by its cells; a `pointer` block is one
 /// reference word per cell, its cells living in the node's pool. A root buffer holds the root's block at word
 /// 0, then, for every sparse node of the tree (parents first), the image of
-/// one initial cell and, for pointer nodes, the pool (see [`PoolWords`]).
+/// one initial cell, for pointer nodes the pool (see [`PoolWords`]), and
+/// for nodes a struct-for lists the element list (see [`list_len`]).
 /// Dense-only trees therefore keep exactly their old addresses.
 pub fn compute(program: &mut Program) -> Result<(), LayoutError> {
     fn cells(shape: &[u32]) -> u64 {
@@ -225,9 +226,24 @@ pub fn compute(program: &mut Program) -> Result<(), LayoutError> {
                     data,
                 });
             }
+            let mut list = None;
+            if let Some(len) = list_len(program, l) {
+                let count = end;
+                let items = count + 1;
+                let chunks = items + len as u64;
+                end = fits(chunks.checked_add(len.div_ceil(LIST_CHUNK) as u64))
+                    .ok_or_else(|| too_big(program, l))?;
+                list = Some(ListWords {
+                    len,
+                    count,
+                    items,
+                    chunks,
+                });
+            }
             let node = &mut program.layouts[l];
             node.image = image;
             node.pool = pool;
+            node.list = list;
         }
         program.layouts[r].tree_words = end;
     }
@@ -237,6 +253,36 @@ pub fn compute(program: &mut Program) -> Result<(), LayoutError> {
         program.fields[view].offset_in_cell = program.layouts[ba].offset_in_parent * WORD_BITS;
     }
     Ok(())
+}
+
+/// Entries of the element list of sparse node `l` (`passes::sparse_list`),
+/// or `None` when struct-fors never list its blocks:
+/// - `pointer`: one per pool slot; `hash`: one per table slot;
+/// - `bitmasked` / `dynamic` with only dense nodes above: one per block
+///   (cell of the parent over the whole domain; 1 at the root). Deeper
+///   ones are iterated through the pointer or hash node above them.
+pub fn list_len(program: &Program, l: LayoutId) -> Option<u32> {
+    let node = &program.layouts[l];
+    match node.kind {
+        LayoutKind::Pointer { capacity } | LayoutKind::Hash { capacity } => Some(capacity),
+        LayoutKind::Bitmasked | LayoutKind::Dynamic => {
+            let mut a = node.parent;
+            while let Some(p) = a {
+                if program.layouts[p].kind != LayoutKind::Dense {
+                    return None;
+                }
+                a = program.layouts[p].parent;
+            }
+            let blocks = match node.parent {
+                None => 1,
+                Some(p) => (0..node.shape.len())
+                    .map(|d| coord_extent(program, p, d))
+                    .fold(1u64, |a, x| a.saturating_mul(x)),
+            };
+            u32::try_from(blocks).ok()
+        }
+        LayoutKind::Dense => None,
+    }
 }
 
 /// Sizes a `bit_struct` or `bit_array` node: its whole block is one 32-bit
@@ -887,6 +933,37 @@ impl AddressPlan {
                 .sum();
             f(&first, lin, (cell + base, active), &table);
         });
+    }
+
+    /// Host walk over the *active* elements of a field under a `hash` root
+    /// only, slot by slot (so that a domain of 2^60 elements costs what the
+    /// table holds): `f(index, word address of component 0)` per active
+    /// element. Returns `false` (calling nothing) when the root is no hash.
+    pub fn for_each_active_in_table(&self, words: &[u32], mut f: impl FnMut(&[u32], u64)) -> bool {
+        let LayoutKind::Hash { capacity } = self.levels[0].kind else {
+            return false;
+        };
+        let level = &self.levels[0];
+        let nk = level.axes.len();
+        let stride = nk as u64 + level.cell_bits / WORD_BITS;
+        let span: Vec<u32> = level.axes.iter().map(|a| a.divisor as u32).collect();
+        let mut idx = vec![0u32; nk];
+        for s in 0..capacity as u64 {
+            let keys = &words[(s * stride) as usize..(s * stride) as usize + nk];
+            if keys[0] == 0 || keys[0] == HASH_TOMBSTONE || keys.contains(&0) {
+                continue;
+            }
+            for_each_cell(&span, |local| {
+                for d in 0..nk {
+                    idx[d] = (keys[d] - 1) * span[d] + local[d];
+                }
+                let (addr, active) = self.read_address(&idx, words);
+                if active {
+                    f(&idx, addr);
+                }
+            });
+        }
+        true
     }
 
     /// Finishes `read_address` below level `depth - 1` (dense levels only)

@@ -188,6 +188,27 @@ pub struct PoolWords {
     pub data: u64,
 }
 
+/// Where a sparse node's element list lives in its root buffer (word
+/// offsets, filled in by `layout::compute`): the blocks a struct-for over
+/// the node visits, compacted by system kernels before each such loop
+/// (`passes::sparse_list`), in candidate order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ListWords {
+    /// Entries the list can hold: pool or table slots, or (bitmasked and
+    /// dynamic nodes under dense ones only) the node's blocks.
+    pub len: u32,
+    /// One word: the number of entries in the list.
+    pub count: u64,
+    /// `len` words: one entry each (a slot, or a block's coordinate).
+    pub items: u64,
+    /// `ceil(len / LIST_CHUNK)` words: per chunk of candidates, its active
+    /// count, then (after the scan) where its entries start in `items`.
+    pub chunks: u64,
+}
+
+/// Candidates one list-generation invocation looks at, in order.
+pub const LIST_CHUNK: u32 = 64;
+
 /// One node of the layout tree (Taichi's SNode).
 #[derive(Clone, Debug)]
 pub struct LayoutNode {
@@ -219,6 +240,9 @@ pub struct LayoutNode {
     pub image: u64,
     /// Pointer nodes: the pool.
     pub pool: Option<PoolWords>,
+    /// Sparse nodes a struct-for can iterate by blocks: the element list
+    /// that the list-generation system kernel fills (`passes::sparse_list`).
+    pub list: Option<ListWords>,
     /// Roots: words of the whole buffer (block, images and pools).
     pub tree_words: u64,
 }
@@ -240,6 +264,7 @@ impl LayoutNode {
             block_words: 0,
             image: 0,
             pool: None,
+            list: None,
             tree_words: 0,
         }
     }
@@ -323,6 +348,21 @@ pub struct Kernel {
     pub bindings: Vec<(String, FieldId)>,
     /// What each `Trap { site }` reports (filled by `passes::legalize`).
     pub fault_sites: Vec<FaultSite>,
+    /// `Some`: the launch covers only the first `count` rows of axis 0 of
+    /// its range, `count` being a word of device memory written by an
+    /// earlier launch (a struct-for over a sparse element list). Backends
+    /// may read it on the host when their memory is host memory; GPU
+    /// backends dispatch indirectly. The range stays the upper bound and
+    /// the kernel's code must ignore rows at or past `count` itself.
+    pub count_from: Option<DeviceCount>,
+}
+
+/// A word of a root buffer that bounds a launch (`Kernel::count_from`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceCount {
+    pub root: LayoutId,
+    /// Word address in the root's buffer.
+    pub word: u64,
 }
 
 /// A place where a launch can fail at run time, and what it means.

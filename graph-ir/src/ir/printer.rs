@@ -63,6 +63,13 @@ fn print_kernel(out: &mut String, program: &Program, k: &Kernel) {
         Iteration::Range(s) => format!("range {:?}", s),
         Iteration::Field(f) => format!("cells of {}", program.fields[*f].name),
     };
+    let iter = match k.count_from {
+        Some(c) => format!(
+            "{} (rows < word {} of {})",
+            iter, c.word, program.layouts[c.root].node_id
+        ),
+        None => iter,
+    };
     let params: Vec<String> = k
         .params
         .iter()

@@ -88,6 +88,20 @@ pub fn validate_program(program: &Program, form: impl Into<IrForm>) -> Result<()
     }
     for (_, k) in program.kernels.iter() {
         validate_kernel(program, k, form)?;
+        // A launch bounded by a device word: the word is in a root buffer
+        // and bounds axis 0 of a range (backends rely on both).
+        if let Some(c) = k.count_from {
+            let root = program.layouts.get(c.root);
+            if root.is_none_or(|r| r.parent.is_some())
+                || c.word >= layout::root_words(program, c.root)
+                || !matches!(&k.iteration, Iteration::Range(s) if !s.is_empty())
+            {
+                return Err(program_err(
+                    &k.name,
+                    "count_from names no word of a root buffer, or the kernel has no range".into(),
+                ));
+            }
+        }
     }
     Ok(())
 }

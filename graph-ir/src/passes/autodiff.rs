@@ -311,6 +311,7 @@ fn fill_kernel(program: &Program, node: &str, field: FieldId, value: f32) -> Ker
         functions: Arena::new(),
         bindings: vec![("field".into(), field)],
         fault_sites: Vec::new(),
+        count_from: None,
     }
 }
 
@@ -354,6 +355,7 @@ fn adjoint_kernel(program: &Program, k: KernelId) -> Result<Kernel, AdError> {
         functions: Arena::new(),
         bindings: kernel.bindings.clone(),
         fault_sites: Vec::new(),
+        count_from: None,
     })
 }
 

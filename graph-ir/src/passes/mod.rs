@@ -26,6 +26,7 @@ pub mod sparse_clear;
 pub mod sparse_gc;
 pub mod sparse_ir;
 pub mod sparse_iter;
+pub mod sparse_list;
 pub mod store_fusion;
 pub mod unroll;
 
@@ -90,8 +91,9 @@ struct Cse;
 struct Licm;
 struct Unroll;
 struct BoundsElim;
-/// `sparse_iter` then `sparse_gc`: struct-for over sparse fields and the
-/// garbage-collection system kernels, both written in lowered IR.
+/// `sparse_iter`, `sparse_list` then `sparse_gc`: struct-for over sparse
+/// fields (over element lists), the list-generation and the
+/// garbage-collection system kernels, all written in lowered IR.
 struct SparseSystem;
 
 impl Pass for SparseSystem {
@@ -102,7 +104,8 @@ impl Pass for SparseSystem {
         form == IrForm::Lowered
     }
     fn run(&self, program: &mut Program) -> Result<(), PassError> {
-        sparse_iter::run(program);
+        let users = sparse_iter::run(program);
+        sparse_list::run(program, &users);
         sparse_gc::run(program);
         Ok(())
     }

@@ -191,5 +191,6 @@ fn clear_kernel(p: &Program, node_id: &str, l: LayoutId) -> Kernel {
         functions: Arena::new(),
         bindings: vec![],
         fault_sites: sites,
+        count_from: None,
     }
 }

@@ -149,5 +149,6 @@ pub(super) fn gc_kernel(p: &Program, l: LayoutId) -> Kernel {
         functions: Arena::new(),
         bindings: vec![],
         fault_sites: sites,
+        count_from: None,
     }
 }

@@ -83,6 +83,9 @@ pub struct Launch<'a> {
     pub launch_index: u32,
     /// Worker threads of the pool the launch may use.
     pub threads: usize,
+    /// Iterations to run: the first `total` of the kernel's range (all of
+    /// it, or fewer for a launch bounded by `Kernel::count_from`).
+    pub total: u64,
 }
 
 /// The context shared by the worker threads of one launch.
@@ -111,8 +114,7 @@ const SERIAL_BELOW: u64 = 1024;
 const SERIAL_WORK_BELOW: u64 = 1 << 21;
 
 /// Whether a launch runs on the calling thread (see [`SERIAL_BELOW`]).
-fn runs_serially(kernel: &JitKernel, threads: usize) -> bool {
-    let total: u64 = kernel.shape.iter().map(|&s| s as u64).product();
+fn runs_serially(kernel: &JitKernel, total: u64, threads: usize) -> bool {
     threads <= 1 || total < SERIAL_BELOW || total.saturating_mul(kernel.cost) < SERIAL_WORK_BELOW
 }
 
@@ -174,7 +176,7 @@ fn fault_error(kernel: &JitKernel, fault: JitFault) -> RuntimeError {
 ///   buffers in thread order (deterministic for a given thread count);
 /// - otherwise: chunks with real atomics.
 pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
-    let total: u64 = l.kernel.shape.iter().map(|&s| s as u64).product();
+    let total = l.total;
     if total == 0 {
         return Ok(());
     }
@@ -202,7 +204,7 @@ pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
         }
     };
     let threads = l.threads.max(1);
-    if runs_serially(l.kernel, threads) {
+    if runs_serially(l.kernel, total, threads) {
         let ctx = make_ctx(ptrs.get());
         return call(l.kernel.serial_fn(), &ctx, 0, total).map_err(|f| fault_error(l.kernel, f));
     }
@@ -342,12 +344,13 @@ impl crate::backend::Engine for JitEngine {
 
     fn run(
         &mut self,
-        _program: &Program,
+        program: &Program,
         launches: &[weft_codegen::launch::LaunchRecord],
         _timing: bool,
     ) -> Result<Vec<(weft_ir::ir::KernelId, std::time::Duration)>, RuntimeError> {
         let mut times = Vec::with_capacity(launches.len());
         for rec in launches {
+            let shape = crate::memory::launch_shape(program, &self.memory, rec);
             let kernel = &self.kernels[rec.kernel.index()];
             let buffers: Vec<&[AtomicU32]> = kernel
                 .roots
@@ -366,12 +369,13 @@ impl crate::backend::Engine for JitEngine {
                 seed: rec.seed,
                 launch_index: rec.launch_index,
                 threads,
+                total: shape.iter().map(|&s| s as u64).product(),
             };
             let t = std::time::Instant::now();
             match &self.pool {
                 // A serial launch stays on this thread: `install` would hand
                 // it to a worker and block until it is done.
-                Some(pool) if !runs_serially(kernel, threads) => pool.install(|| launch(&l))?,
+                Some(pool) if !runs_serially(kernel, l.total, threads) => pool.install(|| launch(&l))?,
                 _ => launch(&l)?,
             }
             times.push((rec.kernel, t.elapsed()));

@@ -76,6 +76,7 @@ impl Engine for VmEngine {
     ) -> Result<Vec<(KernelId, Duration)>, RuntimeError> {
         let mut times = Vec::with_capacity(launches.len());
         for rec in launches {
+            let shape = crate::memory::launch_shape(program, &self.memory, rec);
             let kernel = &self.kernels[rec.kernel.index()];
             let buffers: Vec<&[AtomicU32]> = kernel
                 .roots
@@ -90,7 +91,7 @@ impl Engine for VmEngine {
                 frame: rec.frame,
                 seed: rec.seed,
                 launch_index: rec.launch_index,
-                shape: &rec.shape,
+                shape: &shape,
             };
             let t = Instant::now();
             match &self.pool {

@@ -173,6 +173,7 @@ impl Builder<'_> {
             functions: lowered.functions,
             bindings,
             fault_sites: Vec::new(),
+            count_from: None,
         };
         self.check_list_ops(&id, &k)?;
         if let Err(e) = validate_kernel(&self.program, &k, false) {

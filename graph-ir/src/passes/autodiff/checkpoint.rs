@@ -276,6 +276,7 @@ fn copy_kernel(
         functions: Arena::new(),
         bindings: vec![("state".into(), state), ("store".into(), store)],
         fault_sites: Vec::new(),
+        count_from: None,
     }
 }
 
