@@ -79,11 +79,13 @@ fn expand(program: &mut Program, steps: Vec<Step>) -> Result<Vec<Step>, PassErro
                 node_id,
                 loss,
                 checkpoint,
+                mode,
                 body,
             } => out.push(Step::Tape {
                 node_id,
                 loss,
                 checkpoint,
+                mode,
                 body: expand(program, body)?,
             }),
             Step::Launch(_) | Step::Clear { .. } => out.push(s),
@@ -127,6 +129,7 @@ fn optimizer(
         node_id: node.to_string(),
         loss: spec.loss,
         checkpoint: spec.checkpoint,
+        mode: TapeMode::Reverse,
         body,
     });
     let rec = record(program, spec.loss, history, step, spec.history);
@@ -347,6 +350,7 @@ impl Emit {
                 .map(|(p, f)| (p.to_string(), f))
                 .collect(),
             fault_sites: Vec::new(),
+            count_from: None,
         }
     }
 }

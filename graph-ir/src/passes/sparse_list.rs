@@ -71,7 +71,9 @@ fn insert(steps: &mut Vec<Step>, before: &HashMap<KernelId, [KernelId; 3]>) {
                     steps.extend(ks.iter().map(|&g| Step::Launch(g)));
                 }
             }
-            Step::Repeat { body, .. } | Step::Tape { body, .. } => insert(body, before),
+            Step::Repeat { body, .. } | Step::Tape { body, .. } | Step::Optimize { body, .. } => {
+                insert(body, before)
+            }
             Step::Clear { .. } => {}
         }
         steps.push(s);

@@ -97,6 +97,14 @@ fn steps(
             },
             // Refused inside tapes by the graph builder.
             s @ (Step::Clear { .. } | Step::Tape { .. }) => s,
+            // `passes::optimize` runs before autodiff and leaves none.
+            Step::Optimize { node_id, .. } => {
+                return Err(AdError {
+                    node: node_id,
+                    span: Span::default(),
+                    message: "internal: an optimize node reached forward mode unexpanded".into(),
+                })
+            }
         });
     }
     Ok(out)
@@ -137,6 +145,7 @@ fn tangent_kernel(program: &Program, k: KernelId) -> Result<Kernel, AdError> {
     Ok(Kernel {
         name: kernel.name.clone(),
         iteration: kernel.iteration.clone(),
+        count_from: kernel.count_from.clone(),
         dims: kernel.dims,
         params: kernel.params.clone(),
         entry,
