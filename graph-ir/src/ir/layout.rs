@@ -30,6 +30,15 @@ impl Storage {
         match self {
             Storage::Word => WORD_BITS,
             Storage::Quant(q) => q.bits() as u64,
+            Storage::Shared(s) => s.lane_bits() as u64,
+        }
+    }
+    /// The storage's name as the graph spells it (`word`, `int5`, …).
+    pub fn name(self) -> String {
+        match self {
+            Storage::Word => "word".into(),
+            Storage::Quant(q) => q.name(),
+            Storage::Shared(s) => s.name(),
         }
     }
 }
@@ -40,6 +49,10 @@ impl Field {
     /// two (which divides 32, so no component straddles a word).
     pub fn component_stride_bits(&self) -> u64 {
         let b = self.storage.component_bits();
+        // A shared-exponent element is one code (the builder keeps it within 32 bits).
+        if let Storage::Shared(_) = self.storage {
+            return b;
+        }
         if self.ty.components() as u64 * b <= WORD_BITS {
             b
         } else {
@@ -48,6 +61,9 @@ impl Field {
     }
     /// Bits one element (all components) occupies inside its layout cell.
     pub fn element_bits(&self) -> u64 {
+        if let Storage::Shared(s) = self.storage {
+            return s.bits() as u64;
+        }
         self.ty.components() as u64 * self.component_stride_bits()
     }
     /// Storage words of one element (not the same thing as components once
@@ -270,9 +286,10 @@ fn packed_words(program: &mut Program, l: LayoutId) -> Result<u64, LayoutError> 
         .map(|&f| {
             let fd = &program.fields[f];
             let b = fd.storage.component_bits();
-            match fd.ty.components() {
-                1 => format!("'{}' {}", fd.name, b),
-                c => format!("'{}' {}x{}", fd.name, c, b),
+            match (fd.storage, fd.ty.components()) {
+                (Storage::Shared(s), c) => format!("'{}' {}+{}x{}", fd.name, s.exp, c, b),
+                (_, 1) => format!("'{}' {}", fd.name, b),
+                (_, c) => format!("'{}' {}x{}", fd.name, c, b),
             }
         })
         .collect();
@@ -284,7 +301,10 @@ fn packed_words(program: &mut Program, l: LayoutId) -> Result<u64, LayoutError> 
                 .iter()
                 .map(|&f| {
                     let fd = &program.fields[f];
-                    fd.ty.components() as u64 * fd.storage.component_bits()
+                    match fd.storage {
+                        Storage::Shared(s) => s.bits() as u64,
+                        st => fd.ty.components() as u64 * st.component_bits(),
+                    }
                 })
                 .sum();
             (WORD_BITS, total)
@@ -302,10 +322,7 @@ fn packed_words(program: &mut Program, l: LayoutId) -> Result<u64, LayoutError> 
                     "a bit_array packs one scalar field with quantized storage (e.g. uint1), but '{}' is a {} with {} storage",
                     fd.name,
                     fd.ty,
-                    match fd.storage {
-                        Storage::Word => "word".to_string(),
-                        Storage::Quant(q) => q.name(),
-                    }
+                    fd.storage.name()
                 )));
             }
             let b = fd.storage.component_bits();
@@ -317,10 +334,7 @@ fn packed_words(program: &mut Program, l: LayoutId) -> Result<u64, LayoutError> 
             Packing::BitStruct => format!("its fields need {} bits ({})", total, parts.join(" + ")),
             _ => {
                 let fd = &program.fields[fields[0]];
-                let q = match fd.storage {
-                    Storage::Quant(q) => q.name(),
-                    Storage::Word => "word".into(),
-                };
+                let q = fd.storage.name();
                 format!(
                     "its {} cells of {} bits ('{}', {}) need {} bits",
                     n,

@@ -119,8 +119,16 @@ fn lower_block(
         let scalar = fty.scalar().expect("field type");
         let comps = plan.components;
         // Quantized storage: bit extraction and encode/decode live in `quantize`.
-        if let Storage::Quant(q) = plan.storage {
-            let k = super::quantize::lower(&mut e, p, &plan, q, kind, base, sub_bits);
+        if let Storage::Quant(_) | Storage::Shared(_) = plan.storage {
+            let k = match plan.storage {
+                Storage::Quant(q) => {
+                    super::quantize::lower(&mut e, p, &plan, q, kind, base, sub_bits)
+                }
+                Storage::Shared(s) => {
+                    super::quantize::lower_shared(&mut e, p, &plan, s, kind, base)
+                }
+                Storage::Word => unreachable!("matched above"),
+            };
             out.extend(std::mem::take(&mut e.out));
             if let Some(k) = k {
                 f.insts[h].kind = k;

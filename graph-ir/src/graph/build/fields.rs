@@ -227,6 +227,7 @@ impl Builder<'_> {
             let wrap = n.p("overflow").as_str() == Some("wrap");
             let stochastic = n.p("rounding").as_str() == Some("stochastic");
             let params = quant::QuantParams { wrap, stochastic };
+            let shared = n.p("shared_exponent").as_bool().unwrap_or(false);
             let storage =
                 match quant::Quant::parse(n.p("storage").as_str().unwrap_or("word"), params) {
                     Ok(None) if stochastic => {
@@ -245,6 +246,14 @@ impl Builder<'_> {
                         ));
                         continue;
                     }
+                    Ok(None) if shared => {
+                        self.errors.push(GraphError::param(
+                            &id,
+                            "shared_exponent",
+                            "shared_exponent needs floatEmM or ufloatEmM storage (e.g. float6m12 for a vec2 in one word)",
+                        ));
+                        continue;
+                    }
                     Ok(None) => Storage::Word,
                     Ok(Some(q)) if ty.scalar() != Some(q.compute_scalar()) => {
                         self.errors.push(GraphError::param(
@@ -259,6 +268,13 @@ impl Builder<'_> {
                         ));
                         continue;
                     }
+                    Ok(Some(q)) if shared => match quant::SharedFloat::new(q, ty.components()) {
+                        Ok(s) => Storage::Shared(s),
+                        Err(m) => {
+                            self.errors.push(GraphError::param(&id, "shared_exponent", m));
+                            continue;
+                        }
+                    },
                     Ok(Some(q)) => Storage::Quant(q),
                     Err(m) => {
                         self.errors.push(GraphError::param(&id, "storage", m));
@@ -413,14 +429,16 @@ impl Builder<'_> {
         init: FieldInit,
     ) -> Result<FieldInit, GraphError> {
         let f = &self.program.fields[h];
-        let Storage::Quant(q) = f.storage else {
-            return Ok(init);
+        let fits = |w: u32| match f.storage {
+            Storage::Word => true,
+            Storage::Quant(q) => q.fits(w),
+            Storage::Shared(s) => s.fits(&[w]),
         };
         let words = match &init {
             FieldInit::Constant(w) | FieldInit::Data(w) => w,
         };
         let s = f.ty.scalar().expect("field type");
-        if let Some((k, &w)) = words.iter().enumerate().find(|(_, &w)| !q.fits(w)) {
+        if let Some((k, &w)) = words.iter().enumerate().find(|(_, &w)| !fits(w)) {
             let v = match s {
                 Scalar::F32 => format!("{:?}", f32::from_bits(w)),
                 Scalar::I32 => (w as i32).to_string(),
@@ -438,7 +456,7 @@ impl Builder<'_> {
                     v,
                     at,
                     f.name,
-                    q.name()
+                    f.storage.name()
                 ),
             ));
         }
