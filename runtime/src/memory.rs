@@ -182,28 +182,18 @@ impl FieldMemory {
     }
 }
 
-/// The initial words of a root buffer: the layout's initial image (word
-/// fields) plus data initialisers and quantized fields' encoded constants
-/// (both only on dense-only trees, which the graph builder enforces).
+/// The initial words of a root buffer: the layout's initial image (every
+/// field's constant, quantized ones encoded) plus data initialisers (only
+/// on dense-only trees, which the graph builder enforces).
 pub fn initial_root(p: &Program, root: LayoutId) -> Vec<u32> {
     let mut words = initial_words(p, root);
     for (h, f) in p.fields.iter() {
         if root_of(p, f.layout) != root {
             continue;
         }
-        let data = match (&f.init, f.storage) {
-            (FieldInit::Data(d), _) => d.clone(),
-            // A constant that encodes to zero bits is already there.
-            (FieldInit::Constant(c), Storage::Quant(q)) if c.iter().all(|&w| q.encode(w) == 0) => {
-                continue
-            }
-            (FieldInit::Constant(c), Storage::Shared(s)) if s.encode(c) == 0 => continue,
-            (FieldInit::Constant(c), Storage::Quant(_) | Storage::Shared(_)) => {
-                c.repeat(f.cells() as usize)
-            }
-            (FieldInit::Constant(_), Storage::Word) => continue,
-        };
-        insert_field(p, h, &data, &mut words).expect("dense-only fields insert without pools");
+        if let FieldInit::Data(d) = &f.init {
+            insert_field(p, h, d, &mut words).expect("dense-only fields insert without pools");
+        }
     }
     words
 }
@@ -215,6 +205,19 @@ pub fn extract_field(p: &Program, field: FieldId, root: &[u32]) -> Vec<u32> {
     let comps = f.ty.components();
     let mut out = vec![0u32; f.cells() as usize * comps];
     let plan = AddressPlan::new(p, field);
+    if plan.is_sparse() && plan.storage != Storage::Word {
+        // Quantized: one element at a time through its bit address (inactive
+        // cells read their sparse node's initial image).
+        let mut slots = slots_of(&plan);
+        for_each_index(&f.shape, |lin, idx| {
+            let (bit, _) = plan.read_bit_address(idx, root);
+            place(&plan, &mut slots, bit);
+            for (c, a) in slots.iter().enumerate() {
+                out[lin * comps + c] = a.get(root[a.word]);
+            }
+        });
+        return out;
+    }
     if plan.is_sparse() {
         plan.for_each_block(&f.shape, root, |_, lin0, (cell, _), table| {
             for e in table {
@@ -253,6 +256,13 @@ pub fn insert_field(
             FieldInit::Constant(w) => w.clone(),
             FieldInit::Data(_) => unreachable!("sparse fields have constant initial values"),
         };
+        // What an inactive cell reads (a quantized init rounds to its code).
+        let init = match plan.storage {
+            Storage::Word => init,
+            Storage::Quant(q) => init.iter().map(|&w| q.decode(q.encode(w))).collect(),
+            Storage::Shared(s) => (0..comps).map(|c| s.decode(s.encode(&init), c)).collect(),
+        };
+        let mut slots = slots_of(&plan);
         let mut failed = None;
         for_each_index(&f.shape, |lin, idx| {
             if failed.is_some() {
@@ -264,10 +274,15 @@ pub fn insert_field(
                 return;
             }
             match plan.activate(idx, root) {
-                Ok(a) => {
+                Ok(a) if plan.storage == Storage::Word => {
                     for (c, &w) in value.iter().enumerate() {
                         root[(a + plan.component_word_offset(c)) as usize] = w;
                     }
+                }
+                Ok(_) => {
+                    let (bit, _) = plan.read_bit_address(idx, root);
+                    place(&plan, &mut slots, bit);
+                    put_element(&slots, value, root);
                 }
                 Err(l) => failed = Some(l),
             }

@@ -205,6 +205,16 @@ fn walk_fn(
             format!("c + {}u", big(level.offset_bits)?)
         };
         let cw = big(level.cell_bits)?;
+        if !level.cell_bits.is_multiple_of(WORD_BITS) {
+            // A bit_array below the sparse levels: its cells share the one
+            // word of its block; the index picks the bit.
+            let _ = writeln!(
+                s,
+                "    {} = ({}) * {}u;\n    c = {};",
+                sub, lin, level.cell_bits, block
+            );
+            continue;
+        }
         match level.kind {
             LayoutKind::Dense => {
                 let _ = writeln!(s, "    c = {} + ({}) * {}u;", block, lin, cw);

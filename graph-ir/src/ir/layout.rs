@@ -498,56 +498,107 @@ pub fn activity_ranges(p: &Program, l: LayoutId) -> Vec<(u64, u64)> {
 }
 
 /// The initial words of a root buffer: every field at its constant initial
-/// value (data initialisers and quantized constants are written afterwards
-/// through the plan), nothing active, every pool slot an initial cell.
+/// value (quantized constants encoded, as a host write would; data
+/// initialisers are written afterwards through the plan), nothing active,
+/// every sparse node's initial image and pool slot an initial cell.
 pub fn initial_words(program: &Program, root: LayoutId) -> Vec<u32> {
-    fn fill_cell(p: &Program, l: LayoutId, at: u64, out: &mut [u32]) {
-        for c in &p.layouts[l].children {
-            match *c {
-                LayoutChild::Field(f) => {
-                    let fd = &p.fields[f];
-                    // Quantized constants are encoded by the host memory code.
-                    if let (FieldInit::Constant(w), Storage::Word) = (&fd.init, fd.storage) {
-                        let first = at + fd.offset_in_cell / WORD_BITS;
-                        for (k, &x) in w.iter().enumerate() {
-                            out[first as usize + k] = x;
+    /// A field's constant as (bit offset in the element, bit width, code)
+    /// pieces; empty when every piece is zero (already there).
+    fn pieces(fd: &Field) -> Vec<(u64, u32, u32)> {
+        let FieldInit::Constant(w) = &fd.init else {
+            return vec![];
+        };
+        let out: Vec<(u64, u32, u32)> = match fd.storage {
+            Storage::Word => w
+                .iter()
+                .enumerate()
+                .map(|(k, &x)| (k as u64 * WORD_BITS, 32, x))
+                .collect(),
+            Storage::Quant(q) => w
+                .iter()
+                .enumerate()
+                .map(|(k, &x)| (k as u64 * fd.component_stride_bits(), q.bits(), q.encode(x)))
+                .collect(),
+            Storage::Shared(s) => vec![(0, s.bits(), s.encode(w))],
+        };
+        if out.iter().all(|p| p.2 == 0) {
+            vec![]
+        } else {
+            out
+        }
+    }
+    struct Filler<'a> {
+        p: &'a Program,
+        pieces: Vec<Vec<(u64, u32, u32)>>,
+    }
+    impl Filler<'_> {
+        fn cell(&self, l: LayoutId, at: u64, out: &mut [u32]) {
+            for c in &self.p.layouts[l].children {
+                match *c {
+                    LayoutChild::Field(f) => {
+                        let first = at + self.p.fields[f].offset_in_cell;
+                        for &(off, bits, code) in &self.pieces[f.index()] {
+                            let bit = first + off;
+                            let (w, sh) = ((bit / WORD_BITS) as usize, bit % WORD_BITS);
+                            let m = super::quant::mask(bits) << sh;
+                            out[w] = (out[w] & !m) | ((code << sh) & m);
                         }
                     }
+                    LayoutChild::Layout(cl) => self.block(
+                        cl,
+                        at + self.p.layouts[cl].offset_in_parent * WORD_BITS,
+                        out,
+                    ),
                 }
+            }
+        }
+        fn block(&self, l: LayoutId, at: u64, out: &mut [u32]) {
+            let node = &self.p.layouts[l];
+            if matches!(node.kind, LayoutKind::Pointer { .. }) {
+                return; // null references
+            }
+            if !self.has_pieces(l) {
+                return;
+            }
+            if let LayoutKind::Hash { capacity } = node.kind {
+                // Empty keys; every slot's cell holds initial values.
+                let keys = node.shape.len() as u64;
+                for s in 0..capacity as u64 {
+                    self.cell(l, at + (s * (keys + node.cell_words) + keys) * WORD_BITS, out);
+                }
+                return;
+            }
+            let n: u64 = node.shape.iter().map(|&s| s as u64).product();
+            for k in 0..n {
+                self.cell(l, at + node.header_words * WORD_BITS + k * node.cell_bits, out);
+            }
+        }
+        /// Whether anything below `l` (fields of its cells and of dense
+        /// descendants) has a non-zero initial code.
+        fn has_pieces(&self, l: LayoutId) -> bool {
+            self.p.layouts[l].children.iter().any(|c| match *c {
+                LayoutChild::Field(f) => !self.pieces[f.index()].is_empty(),
                 LayoutChild::Layout(cl) => {
-                    fill_block(p, cl, at + p.layouts[cl].offset_in_parent, out)
+                    !matches!(self.p.layouts[cl].kind, LayoutKind::Pointer { .. })
+                        && self.has_pieces(cl)
                 }
-            }
+            })
         }
     }
-    fn fill_block(p: &Program, l: LayoutId, at: u64, out: &mut [u32]) {
-        let node = &p.layouts[l];
-        if matches!(node.kind, LayoutKind::Pointer { .. }) {
-            return; // null references
-        }
-        if let LayoutKind::Hash { capacity } = node.kind {
-            // Empty keys; every slot's cell holds initial values.
-            let keys = node.shape.len() as u64;
-            for s in 0..capacity as u64 {
-                fill_cell(p, l, at + s * (keys + node.cell_words) + keys, out);
-            }
-            return;
-        }
-        let n: u64 = node.shape.iter().map(|&s| s as u64).product();
-        for k in 0..n {
-            fill_cell(p, l, at + node.header_words + k * node.cell_words, out);
-        }
-    }
+    let fill = Filler {
+        p: program,
+        pieces: program.fields.iter().map(|(_, f)| pieces(f)).collect(),
+    };
     let mut out = vec![0u32; root_words(program, root) as usize];
-    fill_block(program, root, 0, &mut out);
+    fill.block(root, 0, &mut out);
     for (l, node) in program.layouts.iter() {
         if !node.kind.is_sparse() || root_of(program, l) != root {
             continue;
         }
-        fill_cell(program, l, node.image, &mut out);
+        fill.cell(l, node.image * WORD_BITS, &mut out);
         if let Some(pool) = node.pool {
             for s in 0..pool.capacity as u64 {
-                fill_cell(program, l, pool.data + s * node.cell_words, &mut out);
+                fill.cell(l, (pool.data + s * node.cell_words) * WORD_BITS, &mut out);
             }
             let tail = pool.capacity % 32;
             if tail != 0 {
@@ -901,6 +952,20 @@ impl AddressPlan {
                 .sum();
             f(&first, lin, (cell + base, active), &table);
         });
+    }
+
+    /// Host reading at bit precision (quantized fields, `bit_array` cells
+    /// below sparse levels): the bit address of component 0 and whether
+    /// every level is active. Inactive levels read their initial image.
+    pub fn read_bit_address(&self, index: &[u32], words: &[u32]) -> (u64, bool) {
+        let depth = self.sparse_depth();
+        let (cell, active) = self.read_levels(depth, index, words);
+        let mut bit = cell * WORD_BITS;
+        for (k, level) in self.levels.iter().enumerate().skip(depth) {
+            let block = if k == 0 { 0 } else { bit + level.offset_bits };
+            bit = block + Self::cell_in_block(level, index) * level.cell_bits;
+        }
+        (bit + self.base_bits, active)
     }
 
     /// Finishes `read_address` below level `depth - 1` (dense levels only)

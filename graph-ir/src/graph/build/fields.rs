@@ -349,19 +349,6 @@ impl Builder<'_> {
             let Some(h) = self.program.field_by_name(id) else {
                 continue;
             };
-            if let (Storage::Quant(_), Some(sparse)) =
-                (self.program.fields[h].storage, self.under_sparse(h))
-            {
-                self.errors.push(GraphError::param(
-                    id,
-                    "storage",
-                    format!(
-                        "quantized storage is not supported under the sparse node '{}' yet; use word storage, or a dense layout",
-                        sparse
-                    ),
-                ));
-                continue;
-            }
             match self
                 .field_init(i, h)
                 .and_then(|init| self.check_quant_init(i, h, init))
