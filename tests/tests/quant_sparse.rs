@@ -218,3 +218,20 @@ fn host_writes_into_sparse_quantized_fields_round_trip() {
     s.write_field(b, &w).unwrap();
     assert_eq!(words(&s, "bits"), w);
 }
+
+/// `hash` and `dynamic` nodes move whole words (slots, list appends), so
+/// quantized fields under them are refused, naming the field and the node.
+#[test]
+fn quantized_fields_under_hash_or_dynamic_are_errors_naming_the_node() {
+    for (kind, params) in [
+        ("hash", json!({"shape": [1024], "capacity": 64})),
+        ("dynamic", json!({"shape": [16]})),
+    ] {
+        let doc = json!({"format": "weft-graph", "version": 1, "nodes": [
+            {"id": "H", "kind": kind, "params": params},
+            {"id": "x", "kind": "field", "params": {"type": "i32", "storage": "int8"}}
+        ], "wires": [{"from": "H.cells", "to": "x.layout"}]});
+        let e = build(&doc).expect_err(kind).to_string();
+        assert!(e.contains("x") && e.contains(&format!("{kind} node 'H'")), "{kind}: {e}");
+    }
+}

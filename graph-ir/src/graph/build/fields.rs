@@ -173,6 +173,23 @@ impl Builder<'_> {
         None
     }
 
+    /// The first `hash` or `dynamic` node on `field`'s path: quantized
+    /// storage is not lowered there (list appends and hash slots move whole
+    /// words).
+    fn unsupported_quant_parent(&self, field: FieldId) -> Option<LayoutId> {
+        let mut cur = Some(self.program.fields[field].layout);
+        while let Some(l) = cur {
+            if matches!(
+                self.program.layouts[l].kind,
+                LayoutKind::Hash { .. } | LayoutKind::Dynamic
+            ) {
+                return Some(l);
+            }
+            cur = self.program.layouts[l].parent;
+        }
+        None
+    }
+
     pub(super) fn layout_of(&self, node: usize) -> Option<LayoutId> {
         let src = *self.inputs[node].get("layout")?;
         let id = self.nodes[src].id();
@@ -349,6 +366,21 @@ impl Builder<'_> {
             let Some(h) = self.program.field_by_name(id) else {
                 continue;
             };
+            if self.program.fields[h].storage != Storage::Word {
+                if let Some(l) = self.unsupported_quant_parent(h) {
+                    let node = &self.program.layouts[l];
+                    self.errors.push(GraphError::param(
+                        id,
+                        "storage",
+                        format!(
+                            "quantized storage is not supported under the {} node '{}' (only dense, pointer and bitmasked nodes); use word storage there",
+                            node.kind.name(),
+                            node.node_id
+                        ),
+                    ));
+                    continue;
+                }
+            }
             match self
                 .field_init(i, h)
                 .and_then(|init| self.check_quant_init(i, h, init))
