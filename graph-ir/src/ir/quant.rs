@@ -420,6 +420,10 @@ pub struct SharedFloat {
     pub signed: bool,
     /// Components sharing the exponent (2..=16).
     pub n: u8,
+    /// `rounding: "stochastic"`: kernel stores draw 24 random bits once per
+    /// element store and round every component up with probability equal
+    /// to its dropped fraction (the same draw for all components).
+    pub stochastic: bool,
 }
 
 impl SharedFloat {
@@ -444,14 +448,12 @@ impl SharedFloat {
                     .into(),
             );
         }
-        if stochastic {
-            return Err("rounding \"stochastic\" is not available with shared_exponent".into());
-        }
         let s = SharedFloat {
             exp,
             frac,
             signed,
             n: n as u8,
+            stochastic,
         };
         if s.bits() > 32 {
             return Err(format!(
@@ -474,6 +476,11 @@ impl SharedFloat {
     /// Bits of the whole element's code.
     pub fn bits(self) -> u32 {
         self.exp as u32 + self.n as u32 * self.lane_bits()
+    }
+
+    /// Whether kernel stores round stochastically.
+    pub fn stochastic(self) -> bool {
+        self.stochastic
     }
 
     /// The documented name: the storage spelling plus the flag.
@@ -505,6 +512,17 @@ impl SharedFloat {
     /// Encodes the compute values (f32 bits) of one element into its code.
     /// `passes::quantize::encode_shared` emits exactly this sequence as IR.
     pub fn encode(self, v: &[u32]) -> u32 {
+        self.encode_rounding(v, None)
+    }
+
+    /// `encode` with stochastic rounding driven by `r24` (24 random bits,
+    /// `random() * 2^24` in a kernel): each component goes up with
+    /// probability (its distance to the lower step) / (step), to 2^-24.
+    pub fn encode_stochastic(self, v: &[u32], r24: u32) -> u32 {
+        self.encode_rounding(v, Some(r24 & 0xff_ffff))
+    }
+
+    fn encode_rounding(self, v: &[u32], r24: Option<u32>) -> u32 {
         let (bias, max_bits, emax) = self.consts();
         let m_bits = self.frac as u32;
         let mags: Vec<(u32, u32)> = v
@@ -526,9 +544,18 @@ impl SharedFloat {
         // exponent `e`: always at least 1, capped at 31 (the result is 0 then).
         let round = |a: u32, e: u32| {
             let x = a >> 23;
-            let sig = (a & 0x7f_ffff) | if x > 0 { 1 << 23 } else { 0 };
-            let sh = (e + 151 - bias - m_bits).wrapping_sub(x.max(1)).min(31);
-            (sig + ((1u32 << sh) >> 1)) >> sh
+            let mut sig = (a & 0x7f_ffff) | if x > 0 { 1 << 23 } else { 0 };
+            let full = (e + 151 - bias - m_bits).wrapping_sub(x.max(1));
+            let sh = full.min(31);
+            let below = match r24 {
+                None => (1u32 << sh) >> 1,
+                Some(r) => {
+                    // Shifts past 31 keep their odds: drop the excess first.
+                    sig >>= (full - sh).min(31);
+                    ((r << 8) >> 1) >> (31 - sh)
+                }
+            };
+            (sig + below) >> sh
         };
         let carry = round(amax, e0) >> m_bits;
         let e = (e0 + carry).min(emax);
@@ -1080,15 +1107,35 @@ mod tests {
         assert!(SharedFloat::new(fl(5, 10, true), 3).is_err());
         assert!(SharedFloat::new(fl(5, 10, true), 1).is_err());
         assert!(SharedFloat::new(q("int8"), 2).is_err());
-        assert!(SharedFloat::new(
+        // Stochastic rounding: every draw gives one of the two neighbouring
+        // steps, in proportion (the larger component sets the exponent).
+        let st = SharedFloat::new(
             Quant::Float {
-                exp: 5,
+                exp: 4,
                 frac: 8,
                 signed: true,
-                stochastic: true
+                stochastic: true,
             },
-            2
+            2,
         )
-        .is_err());
+        .unwrap();
+        let step = 2f64.powi(-7); // at |v| in [1, 2)
+        for (a, b) in [(1.3f32, -0.0117f32), (-1.999, 0.5001), (1.0, 1e-4), (1.25, 0.0)] {
+            let draws = 4096u32;
+            let mut sum = [0f64; 2];
+            for k in 0..draws {
+                let code = st.encode_stochastic(&[a.to_bits(), b.to_bits()], k * 4096 + 77);
+                for (c, x) in [a, b].into_iter().enumerate() {
+                    let got = f(st.decode(code, c)) as f64;
+                    let lo = (x as f64 / step).floor() * step;
+                    assert!(got == lo || got == lo + step, "{x}: {got}");
+                    sum[c] += got;
+                }
+            }
+            for (c, x) in [a, b].into_iter().enumerate() {
+                let mean = sum[c] / draws as f64;
+                assert!((mean - x as f64).abs() <= step * 2.0 / draws as f64 + 1e-12, "{x}: mean {mean}");
+            }
+        }
     }
 }

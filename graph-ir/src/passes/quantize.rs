@@ -160,7 +160,8 @@ pub(super) fn lower_shared(
         }
         InstKind::FieldStore { value, .. } => {
             let parts = split(e, fty, value);
-            let code = encode_shared(e, s, &parts);
+            let rnd = shared_rounding_bits(e, s);
+            let code = encode_shared(e, s, &parts, rnd);
             if exclusive {
                 e.emit(
                     InstKind::BufStore {
@@ -188,6 +189,7 @@ pub(super) fn lower_shared(
                     })
                 })
                 .collect();
+            let rnd = shared_rounding_bits(e, s);
             cas_loop(e, root, base, |e, old| {
                 let raw = extract(e, width, old, shift);
                 let mut saves = vec![];
@@ -198,7 +200,7 @@ pub(super) fn lower_shared(
                     news.push(apply(e, op, Scalar::F32, oldv, part, cmpc));
                     saves.push((locals[c], oldv));
                 }
-                let code = encode_shared(e, s, &news);
+                let code = encode_shared(e, s, &news, rnd);
                 (insert(e, width, old, code, shift), saves)
             });
             let olds = locals
@@ -233,8 +235,21 @@ fn decode_shared(e: &mut Emitter, s: SharedFloat, raw: InstId, c: usize) -> Inst
     e.emit(InstKind::Bitcast(bits), Type::F32)
 }
 
-/// `SharedFloat::encode` as IR: the element's compute values to its code.
-fn encode_shared(e: &mut Emitter, s: SharedFloat, parts: &[InstId]) -> InstId {
+/// 24 random bits for a stochastic shared-exponent store (one draw per
+/// element store, outside any retry loop), as `rounding_bits`.
+fn shared_rounding_bits(e: &mut Emitter, s: SharedFloat) -> Option<InstId> {
+    if !s.stochastic() {
+        return None;
+    }
+    let r = e.emit(InstKind::Random, Type::F32);
+    let k = cf(e, 16_777_216.0);
+    let r = bin(e, BinaryOp::Mul, r, k, Type::F32);
+    Some(e.emit(InstKind::Cast(r), Type::U32))
+}
+
+/// `SharedFloat::encode` (with `r24`: `encode_stochastic`) as IR: the
+/// element's compute values to its code.
+fn encode_shared(e: &mut Emitter, s: SharedFloat, parts: &[InstId], r24: Option<InstId>) -> InstId {
     let (bias, max_bits, emax) = s.consts();
     let m_bits = s.frac as u32;
     let zero = cu(e, 0);
@@ -272,17 +287,31 @@ fn encode_shared(e: &mut Emitter, s: SharedFloat, parts: &[InstId]) -> InstId {
         let imp = cu(e, 1 << 23);
         let imp = sel(e, is0, zero, imp, Type::U32);
         let sig = binc(e, BinaryOp::BitAnd, a, 0x7f_ffff);
-        let sig = bin(e, BinaryOp::BitOr, sig, imp, Type::U32);
+        let mut sig = bin(e, BinaryOp::BitOr, sig, imp, Type::U32);
         let one = cu(e, 1);
         let x1 = sel(e, is0, one, x, Type::U32);
         let t = binc(e, BinaryOp::Add, ex, 151 - bias - m_bits);
-        let sh = bin(e, BinaryOp::Sub, t, x1, Type::U32);
+        let full = bin(e, BinaryOp::Sub, t, x1, Type::U32);
         let c31 = cu(e, 31);
-        let over = bin(e, BinaryOp::Gt, sh, c31, Type::U32);
-        let sh = sel(e, over, c31, sh, Type::U32);
-        let half = bin(e, BinaryOp::Shl, one, sh, Type::U32);
-        let half = binc(e, BinaryOp::Shr, half, 1);
-        let r = bin(e, BinaryOp::Add, sig, half, Type::U32);
+        let over = bin(e, BinaryOp::Gt, full, c31, Type::U32);
+        let sh = sel(e, over, c31, full, Type::U32);
+        let below = match r24 {
+            None => {
+                let half = bin(e, BinaryOp::Shl, one, sh, Type::U32);
+                binc(e, BinaryOp::Shr, half, 1)
+            }
+            Some(r) => {
+                let d = bin(e, BinaryOp::Sub, full, sh, Type::U32);
+                let big = bin(e, BinaryOp::Gt, d, c31, Type::U32);
+                let d = sel(e, big, c31, d, Type::U32);
+                sig = bin(e, BinaryOp::Shr, sig, d, Type::U32);
+                let hi = binc(e, BinaryOp::Shl, r, 8);
+                let hi = binc(e, BinaryOp::Shr, hi, 1);
+                let k = bin(e, BinaryOp::Sub, c31, sh, Type::U32);
+                bin(e, BinaryOp::Shr, hi, k, Type::U32)
+            }
+        };
+        let r = bin(e, BinaryOp::Add, sig, below, Type::U32);
         bin(e, BinaryOp::Shr, r, sh, Type::U32)
     };
     let top = round(e, amax, e0);
