@@ -83,7 +83,12 @@ fn mpm_quant_fits_4x_the_particles_of_mpm88_and_tracks_its_f32_twin() {
     );
     let particles = |p: &weft_ir::ir::Program| p.fields[p.field_by_name("x").unwrap()].cells();
     assert_eq!(particles(&pq), 4 * particles(&p88));
-    assert!(total_words(&pq) <= total_words(&p88), "{} words vs mpm88's {}", total_words(&pq), total_words(&p88));
+    assert!(
+        total_words(&pq) <= total_words(&p88),
+        "{} words vs mpm88's {}",
+        total_words(&pq),
+        total_words(&p88)
+    );
     // The twin needs 3.4x more (9 words per particle, 3 per cell).
     assert_eq!(total_words(&pt), 32768 * 9 + 128 * 128 * 3);
 
@@ -98,7 +103,10 @@ fn mpm_quant_fits_4x_the_particles_of_mpm88_and_tracks_its_f32_twin() {
         .collect();
     let mean = d.iter().sum::<f64>() / d.len() as f64;
     let max = d.iter().cloned().fold(0.0, f64::max);
-    assert!(mean < 0.05 && max < 0.25, "position difference to f32: mean {mean:.4} cells, max {max:.4}");
+    assert!(
+        mean < 0.05 && max < 0.25,
+        "position difference to f32: mean {mean:.4} cells, max {max:.4}"
+    );
     // The block has moved (the comparison is not of two resting states).
     let fall = xb.chunks(2).map(|p| p[1] as f64).sum::<f64>() / d.len() as f64;
     assert!(fall < 0.39, "centroid y {fall}");

@@ -35,7 +35,8 @@ fn run(doc: &Value, backend: Backend, frames: u32) -> Simulation {
     let mut s = Simulation::new(p, &opts).unwrap_or_else(|e| panic!("{:?}: {}", backend, e));
     s.start().unwrap_or_else(|e| panic!("{:?}: {}", backend, e));
     for _ in 0..frames {
-        s.step_frame().unwrap_or_else(|e| panic!("{:?}: {}", backend, e));
+        s.step_frame()
+            .unwrap_or_else(|e| panic!("{:?}: {}", backend, e));
     }
     s
 }
@@ -96,7 +97,10 @@ fn graph() -> Value {
     };
     for (f, ty, storage, init) in SPARSE {
         let init: Value = serde_json::from_str(init).unwrap();
-        for (id, layout) in [(f.to_string(), place(f).to_string()), (format!("t_{f}"), format!("T{}", place(f)))] {
+        for (id, layout) in [
+            (f.to_string(), place(f).to_string()),
+            (format!("t_{f}"), format!("T{}", place(f))),
+        ] {
             let mut params = json!({"type": ty, "storage": storage, "init": init});
             if *f == "sv" {
                 params["shared_exponent"] = json!(true);
@@ -126,26 +130,40 @@ fn graph() -> Value {
         }
     }";
     nodes.push(json!({"id": "w", "kind": "kernel", "params": {"code": write, "range": [256]}}));
-    let mut ports = vec!["qa", "t_qa", "ia", "t_ia", "sv", "t_sv", "bx", "t_bx", "by", "t_by", "bits", "t_bits"];
+    let mut ports = vec![
+        "qa", "t_qa", "ia", "t_ia", "sv", "t_sv", "bx", "t_bx", "by", "t_by", "bits", "t_bits",
+    ];
     for p in &ports {
         wires.push(json!({"from": format!("{p}.field"), "to": format!("w.{p}")}));
     }
     let sweeps = [
-        ("s_p", "qa", "fn kernel(i: i32) {
+        (
+            "s_p",
+            "qa",
+            "fn kernel(i: i32) {
             qa[i] = qa[i] * 0.5 + 0.25; t_qa[i] = t_qa[i] * 0.5 + 0.25;
             ia[i] += 2; t_ia[i] += 2;
             sv[i] = sv[i] * vec2(-0.5, 3.0); t_sv[i] = t_sv[i] * vec2(-0.5, 3.0);
             visits[0] += 1;
-        }"),
-        ("s_b", "bx", "fn kernel(i: i32) {
+        }",
+        ),
+        (
+            "s_b",
+            "bx",
+            "fn kernel(i: i32) {
             bx[i] += 0.25; t_bx[i] += 0.25;
             by[i] = by[i] + 1u32; t_by[i] = t_by[i] + 1u32;
             visits[1] += 1;
-        }"),
-        ("s_q", "bits", "fn kernel(i: i32) {
+        }",
+        ),
+        (
+            "s_q",
+            "bits",
+            "fn kernel(i: i32) {
             bits[i] = 1u32 - bits[i]; t_bits[i] = 1u32 - t_bits[i];
             visits[2] += 1;
-        }"),
+        }",
+        ),
     ];
     ports.push("visits");
     let mut exec = vec![json!({"from": "start.then", "to": "w"})];
@@ -179,7 +197,11 @@ fn sparse_quantized_fields_match_their_dense_twins_on_every_backend() {
         // Struct-for visits every element of the active blocks: P blocks
         // 1, 2, 6 (16 each), B cells 0, 3, 4, Q blocks 0, 3 (64 each).
         let f = frames as i32;
-        assert_eq!(i32s(&s, "visits"), vec![48 * f, 3 * f, 128 * f], "{backend:?}: visits");
+        assert_eq!(
+            i32s(&s, "visits"),
+            vec![48 * f, 3 * f, 128 * f],
+            "{backend:?}: visits"
+        );
         // Inactive cells read the (encoded) init; active ones what was stored.
         let qa = f32s(&s, "qa");
         assert_eq!(qa[0], 0.5, "{backend:?}");
@@ -232,6 +254,9 @@ fn quantized_fields_under_hash_or_dynamic_are_errors_naming_the_node() {
             {"id": "x", "kind": "field", "params": {"type": "i32", "storage": "int8"}}
         ], "wires": [{"from": "H.cells", "to": "x.layout"}]});
         let e = build(&doc).expect_err(kind).to_string();
-        assert!(e.contains("x") && e.contains(&format!("{kind} node 'H'")), "{kind}: {e}");
+        assert!(
+            e.contains("x") && e.contains(&format!("{kind} node 'H'")),
+            "{kind}: {e}"
+        );
     }
 }

@@ -148,7 +148,12 @@ fn store_then_load_matches_the_host_codec_on_every_backend() {
             let code3 = sw.encode(&src3[3 * k..3 * k + 3]);
             for c in 0..2 {
                 let want = sv.decode(code, c);
-                assert_eq!(o2[2 * k + c], want, "{backend:?} v[{k}].{c} of {:?}", input[k]);
+                assert_eq!(
+                    o2[2 * k + c],
+                    want,
+                    "{backend:?} v[{k}].{c} of {:?}",
+                    input[k]
+                );
                 assert_eq!(hv[2 * k + c], want, "{backend:?} host read of v[{k}].{c}");
             }
             for c in 0..3 {
@@ -156,7 +161,11 @@ fn store_then_load_matches_the_host_codec_on_every_backend() {
                 assert_eq!(o3[3 * k + c], want, "{backend:?} w[{k}].{c}");
                 assert_eq!(hw[3 * k + c], want, "{backend:?} host read of w[{k}].{c}");
             }
-            assert_eq!(ot[k], (k % 2) as u32, "{backend:?} tag[{k}] survives w's stores");
+            assert_eq!(
+                ot[k],
+                (k % 2) as u32,
+                "{backend:?} tag[{k}] survives w's stores"
+            );
         }
         results.push((backend, vec![o2, o3]));
     }
@@ -200,12 +209,20 @@ fn parallel_stores_and_atomic_adds_lose_nothing() {
         let tag = words(&s, "tag");
         for cell in 0..(n / 2) as usize {
             let v = (cell % 300) as f32;
-            assert_eq!([pv[2 * cell], pv[2 * cell + 1]], [v, -v / 4.0], "{backend:?} pv[{cell}]");
+            assert_eq!(
+                [pv[2 * cell], pv[2 * cell + 1]],
+                [v, -v / 4.0],
+                "{backend:?} pv[{cell}]"
+            );
             assert_eq!(tag[cell], (cell % 2) as u32, "{backend:?} tag[{cell}]");
         }
         let acc = f32s(&s, "acc");
         for k in 0..4 {
-            assert_eq!([acc[2 * k], acc[2 * k + 1]], [1024.0, 512.0], "{backend:?} acc[{k}]");
+            assert_eq!(
+                [acc[2 * k], acc[2 * k + 1]],
+                [1024.0, 512.0],
+                "{backend:?} acc[{k}]"
+            );
         }
         let all = words(&s, "pv");
         match &first {
@@ -224,12 +241,25 @@ fn bad_shared_exponents_are_errors_naming_the_field() {
         ("vec2", "word", "needs floatEmM or ufloatEmM"),
     ];
     for (ty, storage, want) in cases {
-        let g = graph(4, &[("x", ty, storage, true, "own")], "fn kernel(i: i32) { x[i] = x[i]; }", 4);
+        let g = graph(
+            4,
+            &[("x", ty, storage, true, "own")],
+            "fn kernel(i: i32) { x[i] = x[i]; }",
+            4,
+        );
         let e = build(&g).expect_err(storage).to_string();
-        assert!(e.contains("x") && e.contains("shared_exponent") && e.contains(want), "{storage}: {e}");
+        assert!(
+            e.contains("x") && e.contains("shared_exponent") && e.contains(want),
+            "{storage}: {e}"
+        );
     }
     // Initial values beyond the largest value are refused.
-    let mut g = graph(4, &[("x", "vec2", "float2m4", true, "own")], "fn kernel(i: i32) { x[i] = x[i]; }", 4);
+    let mut g = graph(
+        4,
+        &[("x", "vec2", "float2m4", true, "own")],
+        "fn kernel(i: i32) { x[i] = x[i]; }",
+        4,
+    );
     g["nodes"][5]["params"]["init"] = json!([100.0, 1.0]);
     let e = build(&g).expect_err("init").to_string();
     assert!(e.contains("does not fit field 'x'"), "{e}");

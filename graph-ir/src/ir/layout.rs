@@ -564,13 +564,21 @@ pub fn initial_words(program: &Program, root: LayoutId) -> Vec<u32> {
                 // Empty keys; every slot's cell holds initial values.
                 let keys = node.shape.len() as u64;
                 for s in 0..capacity as u64 {
-                    self.cell(l, at + (s * (keys + node.cell_words) + keys) * WORD_BITS, out);
+                    self.cell(
+                        l,
+                        at + (s * (keys + node.cell_words) + keys) * WORD_BITS,
+                        out,
+                    );
                 }
                 return;
             }
             let n: u64 = node.shape.iter().map(|&s| s as u64).product();
             for k in 0..n {
-                self.cell(l, at + node.header_words * WORD_BITS + k * node.cell_bits, out);
+                self.cell(
+                    l,
+                    at + node.header_words * WORD_BITS + k * node.cell_bits,
+                    out,
+                );
             }
         }
         /// Whether anything below `l` (fields of its cells and of dense

@@ -1039,12 +1039,37 @@ mod tests {
             let (bias, _, emax) = s.consts();
             assert_eq!(
                 big as f64,
-                ((1u64 << s.frac) - 1) as f64 * 2f64.powi(emax as i32 - bias as i32 - s.frac as i32 + 1)
+                ((1u64 << s.frac) - 1) as f64
+                    * 2f64.powi(emax as i32 - bias as i32 - s.frac as i32 + 1)
             );
             let mut singles: Vec<f32> = vec![
-                0.0, -0.0, 1.0, -1.0, 0.5, 1.5, 2.5, 3.0, 0.1, -0.3, 1e-3, 1e-6, 1e-12, 1e-30,
-                f32::MIN_POSITIVE, 1e-40, 7.0, 100.0, -250.5, 1e6, big, -big, big * 1.5,
-                f32::INFINITY, f32::NEG_INFINITY, 1.0 + 1.0 / 4096.0, 1.0 + 1.0 / 8192.0,
+                0.0,
+                -0.0,
+                1.0,
+                -1.0,
+                0.5,
+                1.5,
+                2.5,
+                3.0,
+                0.1,
+                -0.3,
+                1e-3,
+                1e-6,
+                1e-12,
+                1e-30,
+                f32::MIN_POSITIVE,
+                1e-40,
+                7.0,
+                100.0,
+                -250.5,
+                1e6,
+                big,
+                -big,
+                big * 1.5,
+                f32::INFINITY,
+                f32::NEG_INFINITY,
+                1.0 + 1.0 / 4096.0,
+                1.0 + 1.0 / 8192.0,
             ];
             let mut x = 1.3e-9f32;
             while x < 1e9 {
@@ -1120,7 +1145,12 @@ mod tests {
         )
         .unwrap();
         let step = 2f64.powi(-7); // at |v| in [1, 2)
-        for (a, b) in [(1.3f32, -0.0117f32), (-1.999, 0.5001), (1.0, 1e-4), (1.25, 0.0)] {
+        for (a, b) in [
+            (1.3f32, -0.0117f32),
+            (-1.999, 0.5001),
+            (1.0, 1e-4),
+            (1.25, 0.0),
+        ] {
             let draws = 4096u32;
             let mut sum = [0f64; 2];
             for k in 0..draws {
@@ -1134,7 +1164,10 @@ mod tests {
             }
             for (c, x) in [a, b].into_iter().enumerate() {
                 let mean = sum[c] / draws as f64;
-                assert!((mean - x as f64).abs() <= step * 2.0 / draws as f64 + 1e-12, "{x}: mean {mean}");
+                assert!(
+                    (mean - x as f64).abs() <= step * 2.0 / draws as f64 + 1e-12,
+                    "{x}: mean {mean}"
+                );
             }
         }
     }

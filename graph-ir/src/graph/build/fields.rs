@@ -245,59 +245,62 @@ impl Builder<'_> {
             let stochastic = n.p("rounding").as_str() == Some("stochastic");
             let params = quant::QuantParams { wrap, stochastic };
             let shared = n.p("shared_exponent").as_bool().unwrap_or(false);
-            let storage =
-                match quant::Quant::parse(n.p("storage").as_str().unwrap_or("word"), params) {
-                    Ok(None) if stochastic => {
-                        self.errors.push(GraphError::param(
+            let storage = match quant::Quant::parse(
+                n.p("storage").as_str().unwrap_or("word"),
+                params,
+            ) {
+                Ok(None) if stochastic => {
+                    self.errors.push(GraphError::param(
                         &id,
                         "rounding",
                         "\"stochastic\" applies to fixedN and floatEmM / ufloatEmM storage only",
                     ));
-                        continue;
-                    }
-                    Ok(None) if wrap => {
-                        self.errors.push(GraphError::param(
-                            &id,
-                            "overflow",
-                            "\"wrap\" applies to intN / uintN storage only",
-                        ));
-                        continue;
-                    }
-                    Ok(None) if shared => {
-                        self.errors.push(GraphError::param(
+                    continue;
+                }
+                Ok(None) if wrap => {
+                    self.errors.push(GraphError::param(
+                        &id,
+                        "overflow",
+                        "\"wrap\" applies to intN / uintN storage only",
+                    ));
+                    continue;
+                }
+                Ok(None) if shared => {
+                    self.errors.push(GraphError::param(
                             &id,
                             "shared_exponent",
                             "shared_exponent needs floatEmM or ufloatEmM storage (e.g. float6m12 for a vec2 in one word)",
                         ));
-                        continue;
-                    }
-                    Ok(None) => Storage::Word,
-                    Ok(Some(q)) if ty.scalar() != Some(q.compute_scalar()) => {
-                        self.errors.push(GraphError::param(
-                            &id,
-                            "storage",
-                            format!(
-                                "{} storage computes as {} but the field's type is {}",
-                                q.name(),
-                                Type::Scalar(q.compute_scalar()),
-                                ty
-                            ),
-                        ));
-                        continue;
-                    }
-                    Ok(Some(q)) if shared => match quant::SharedFloat::new(q, ty.components()) {
-                        Ok(s) => Storage::Shared(s),
-                        Err(m) => {
-                            self.errors.push(GraphError::param(&id, "shared_exponent", m));
-                            continue;
-                        }
-                    },
-                    Ok(Some(q)) => Storage::Quant(q),
+                    continue;
+                }
+                Ok(None) => Storage::Word,
+                Ok(Some(q)) if ty.scalar() != Some(q.compute_scalar()) => {
+                    self.errors.push(GraphError::param(
+                        &id,
+                        "storage",
+                        format!(
+                            "{} storage computes as {} but the field's type is {}",
+                            q.name(),
+                            Type::Scalar(q.compute_scalar()),
+                            ty
+                        ),
+                    ));
+                    continue;
+                }
+                Ok(Some(q)) if shared => match quant::SharedFloat::new(q, ty.components()) {
+                    Ok(s) => Storage::Shared(s),
                     Err(m) => {
-                        self.errors.push(GraphError::param(&id, "storage", m));
+                        self.errors
+                            .push(GraphError::param(&id, "shared_exponent", m));
                         continue;
                     }
-                };
+                },
+                Ok(Some(q)) => Storage::Quant(q),
+                Err(m) => {
+                    self.errors.push(GraphError::param(&id, "storage", m));
+                    continue;
+                }
+            };
             let wants_grad = n.p("grad").as_bool().unwrap_or(false);
             if wants_grad && ty.scalar() != Some(Scalar::F32) {
                 self.errors.push(GraphError::param(
