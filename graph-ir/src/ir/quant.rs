@@ -539,7 +539,7 @@ impl SharedFloat {
         let amax = mags.iter().map(|m| m.1).max().unwrap_or(0);
         let ea = amax >> 23;
         let lim = 127 - bias;
-        let e0 = if ea > lim { ea - lim } else { 0 };
+        let e0 = ea.saturating_sub(lim);
         // Significand (hidden bit made explicit) and its shift to the grid of
         // exponent `e`: always at least 1, capped at 31 (the result is 0 then).
         let round = |a: u32, e: u32| {
@@ -1110,12 +1110,12 @@ mod tests {
                     if s.signed && v[c] == 0.0 {
                         assert_eq!(got.is_sign_negative(), v[c].is_sign_negative());
                     }
-                    // Decoding is exact: re-encoding a decoded element keeps its values.
                 }
+                // Decoding is exact: re-encoding a decoded element keeps its values.
                 let dec: Vec<u32> = (0..n).map(|c| s.decode(code, c)).collect();
                 let again = s.encode(&dec);
-                for c in 0..n {
-                    assert_eq!(s.decode(again, c), dec[c], "{s:?} {v:?} re-encode {c}");
+                for (c, &d) in dec.iter().enumerate() {
+                    assert_eq!(s.decode(again, c), d, "{s:?} {v:?} re-encode {c}");
                 }
             }
             // NaN saturates to the largest magnitude.
