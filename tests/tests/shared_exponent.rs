@@ -133,8 +133,7 @@ fn store_then_load_matches_the_host_codec_on_every_backend() {
         let src: Vec<u32> = input.iter().flatten().map(|x| x.to_bits()).collect();
         let src3: Vec<u32> = input
             .iter()
-            .map(|p| [p[0], p[1], p[0] * 0.5 - p[1]])
-            .flatten()
+            .flat_map(|p| [p[0], p[1], p[0] * 0.5 - p[1]])
             .map(|x| x.to_bits())
             .collect();
         s.write_field(s.field("src").unwrap(), &src).unwrap();
