@@ -739,7 +739,9 @@ fn bit_array_images() {
     set(&mut g, "t_cells", "shape", json!([4, 4]));
     set(&mut g, "t", "storage", json!("uint4"));
     let nodes = g["nodes"].as_array_mut().unwrap();
-    nodes.push(json!({"id": "blocks", "kind": "pointer", "params": {"shape": [5, 4]}}));
+    nodes.push(
+        json!({"id": "blocks", "kind": "pointer", "params": {"shape": [5, 4], "capacity": 20}}),
+    );
     nodes.push(json!({"id": "tile", "kind": "bit_array", "params": {"shape": [2, 4]}}));
     let wires = g["wires"].as_array_mut().unwrap();
     wires.retain(|w| w["to"] != "t.layout");
