@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use weft_codegen::launch::LaunchRecord;
 use weft_ir::graph::npy::{DType, NpyArray};
 use weft_ir::ir::layout::{initial_words, root_of, AddressPlan, WORD_BITS};
-use weft_ir::ir::quant::Quant;
+use weft_ir::ir::quant::{self, Quant, SharedFloat};
 use weft_ir::ir::*;
 use weft_ir::types::{Scalar, Type};
 
@@ -25,58 +25,102 @@ pub fn field_address(p: &Program, field: FieldId, index: &[u32]) -> u64 {
     AddressPlan::new(p, field).word_address(index)
 }
 
+/// How one component is coded inside its word.
+#[derive(Clone, Copy)]
+enum Codec {
+    Word,
+    Quant(Quant),
+    /// Component `c` of a shared-exponent element whose code starts at the
+    /// slot's shift (every component's slot points at the element's code).
+    Shared(SharedFloat, usize),
+}
+
 /// Where one component lives: its word, and for quantized storage the bit
 /// position and encoding inside that word.
 #[derive(Clone, Copy)]
 struct Slot {
     word: usize,
     shift: u32,
-    quant: Option<Quant>,
+    codec: Codec,
 }
 
 impl Slot {
     /// The component's compute value (bits) out of its word.
     fn get(self, word: u32) -> u32 {
-        match self.quant {
-            None => word,
-            Some(q) => q.decode(word >> self.shift),
+        match self.codec {
+            Codec::Word => word,
+            Codec::Quant(q) => q.decode(word >> self.shift),
+            Codec::Shared(s, c) => s.decode(word >> self.shift, c),
         }
     }
     /// `word` with the component set to the compute value `v` (encoded with
-    /// the same rounding as a kernel store; other bits kept).
+    /// the same rounding as a kernel store; other bits kept). Shared-exponent
+    /// elements are written whole by `put_element`.
     fn put(self, word: u32, v: u32) -> u32 {
-        match self.quant {
-            None => v,
-            Some(q) => {
+        match self.codec {
+            Codec::Word => v,
+            Codec::Quant(q) => {
                 let m = q.mask() << self.shift;
                 (word & !m) | ((q.encode(v) << self.shift) & m)
             }
+            Codec::Shared(..) => unreachable!("shared-exponent elements are written whole"),
         }
     }
 }
 
-/// Calls `f(linear, slot of each component)` for every element of `field`,
-/// in logical row-major order: the one loop behind every host copy.
-fn for_each_element(p: &Program, field: FieldId, mut f: impl FnMut(usize, &[Slot])) {
-    let plan = AddressPlan::new(p, field);
-    let quant = match plan.storage {
-        Storage::Word => None,
-        Storage::Quant(q) => Some(q),
-    };
-    let mut slots = vec![
-        Slot {
+/// Writes one element's compute values through its slots (a shared
+/// exponent re-encodes the whole element, like a kernel store).
+fn put_element(slots: &[Slot], values: &[u32], root: &mut [u32]) {
+    if let Some(Slot {
+        word,
+        shift,
+        codec: Codec::Shared(s, _),
+    }) = slots.first().copied()
+    {
+        let m = quant::mask(s.bits()) << shift;
+        root[word] = (root[word] & !m) | ((s.encode(values) << shift) & m);
+        return;
+    }
+    for (a, &v) in slots.iter().zip(values) {
+        root[a.word] = a.put(root[a.word], v);
+    }
+}
+
+/// Slots of a field's components, addresses still to be filled in.
+fn slots_of(plan: &AddressPlan) -> Vec<Slot> {
+    (0..plan.components)
+        .map(|c| Slot {
             word: 0,
             shift: 0,
-            quant
+            codec: match plan.storage {
+                Storage::Word => Codec::Word,
+                Storage::Quant(q) => Codec::Quant(q),
+                Storage::Shared(s) => Codec::Shared(s, c),
+            },
+        })
+        .collect()
+}
+
+/// Points `slots` at the element whose component 0 is at bit `bit0`.
+fn place(plan: &AddressPlan, slots: &mut [Slot], bit0: u64) {
+    for (c, s) in slots.iter_mut().enumerate() {
+        let bit = match s.codec {
+            Codec::Shared(..) => bit0,
+            _ => bit0 + c as u64 * plan.component_bits,
         };
-        plan.components
-    ];
+        s.word = (bit / WORD_BITS) as usize;
+        s.shift = (bit % WORD_BITS) as u32;
+    }
+}
+
+/// Calls `f(linear, slot of each component)` for every element of `field`
+/// on a dense-only tree, in logical row-major order: the one loop behind
+/// every host copy.
+fn for_each_element(p: &Program, field: FieldId, mut f: impl FnMut(usize, &[Slot])) {
+    let plan = AddressPlan::new(p, field);
+    let mut slots = slots_of(&plan);
     for_each_index(&p.fields[field].shape, |lin, idx| {
-        for (c, s) in slots.iter_mut().enumerate() {
-            let bit = plan.component_bit(idx, c);
-            s.word = (bit / WORD_BITS) as usize;
-            s.shift = (bit % WORD_BITS) as u32;
-        }
+        place(&plan, &mut slots, plan.bit_address(idx));
         f(lin, &slots)
     });
 }
@@ -139,25 +183,18 @@ impl FieldMemory {
     }
 }
 
-/// The initial words of a root buffer: the layout's initial image (word
-/// fields) plus data initialisers and quantized fields' encoded constants
-/// (both only on dense-only trees, which the graph builder enforces).
+/// The initial words of a root buffer: the layout's initial image (every
+/// field's constant, quantized ones encoded) plus data initialisers (only
+/// on dense-only trees, which the graph builder enforces).
 pub fn initial_root(p: &Program, root: LayoutId) -> Vec<u32> {
     let mut words = initial_words(p, root);
     for (h, f) in p.fields.iter() {
         if root_of(p, f.layout) != root {
             continue;
         }
-        let data = match (&f.init, f.storage) {
-            (FieldInit::Data(d), _) => d.clone(),
-            // A constant that encodes to zero bits is already there.
-            (FieldInit::Constant(c), Storage::Quant(q)) if c.iter().all(|&w| q.encode(w) == 0) => {
-                continue
-            }
-            (FieldInit::Constant(c), Storage::Quant(_)) => c.repeat(f.cells() as usize),
-            (FieldInit::Constant(_), Storage::Word) => continue,
-        };
-        insert_field(p, h, &data, &mut words).expect("dense-only fields insert without pools");
+        if let FieldInit::Data(d) = &f.init {
+            insert_field(p, h, d, &mut words).expect("dense-only fields insert without pools");
+        }
     }
     words
 }
@@ -169,6 +206,19 @@ pub fn extract_field(p: &Program, field: FieldId, root: &[u32]) -> Vec<u32> {
     let comps = f.ty.components();
     let mut out = vec![0u32; f.cells() as usize * comps];
     let plan = AddressPlan::new(p, field);
+    if plan.is_sparse() && plan.storage != Storage::Word {
+        // Quantized: one element at a time through its bit address (inactive
+        // cells read their sparse node's initial image).
+        let mut slots = slots_of(&plan);
+        for_each_index(&f.shape, |lin, idx| {
+            let (bit, _) = plan.read_bit_address(idx, root);
+            place(&plan, &mut slots, bit);
+            for (c, a) in slots.iter().enumerate() {
+                out[lin * comps + c] = a.get(root[a.word]);
+            }
+        });
+        return out;
+    }
     if plan.is_sparse() {
         plan.for_each_block(&f.shape, root, |_, lin0, (cell, _), table| {
             for e in table {
@@ -207,6 +257,13 @@ pub fn insert_field(
             FieldInit::Constant(w) => w.clone(),
             FieldInit::Data(_) => unreachable!("sparse fields have constant initial values"),
         };
+        // What an inactive cell reads (a quantized init rounds to its code).
+        let init = match plan.storage {
+            Storage::Word => init,
+            Storage::Quant(q) => init.iter().map(|&w| q.decode(q.encode(w))).collect(),
+            Storage::Shared(s) => (0..comps).map(|c| s.decode(s.encode(&init), c)).collect(),
+        };
+        let mut slots = slots_of(&plan);
         let mut failed = None;
         for_each_index(&f.shape, |lin, idx| {
             if failed.is_some() {
@@ -218,10 +275,15 @@ pub fn insert_field(
                 return;
             }
             match plan.activate(idx, root) {
-                Ok(a) => {
+                Ok(a) if plan.storage == Storage::Word => {
                     for (c, &w) in value.iter().enumerate() {
                         root[(a + plan.component_word_offset(c)) as usize] = w;
                     }
+                }
+                Ok(_) => {
+                    let (bit, _) = plan.read_bit_address(idx, root);
+                    place(&plan, &mut slots, bit);
+                    put_element(&slots, value, root);
                 }
                 Err(l) => failed = Some(l),
             }
@@ -238,9 +300,7 @@ pub fn insert_field(
         };
     }
     for_each_element(p, field, |lin, addrs| {
-        for (c, &a) in addrs.iter().enumerate() {
-            root[a.word] = a.put(root[a.word], words[lin * comps + c]);
-        }
+        put_element(addrs, &words[lin * comps..(lin + 1) * comps], root);
     });
     Ok(())
 }

@@ -205,6 +205,16 @@ fn walk_fn(
             format!("c + {}u", big(level.offset_bits)?)
         };
         let cw = big(level.cell_bits)?;
+        if !level.cell_bits.is_multiple_of(WORD_BITS) {
+            // A bit_array below the sparse levels: its cells share the one
+            // word of its block; the index picks the bit.
+            let _ = writeln!(
+                s,
+                "    {} = ({}) * {}u;\n    c = {};",
+                sub, lin, level.cell_bits, block
+            );
+            continue;
+        }
         match level.kind {
             LayoutKind::Dense => {
                 let _ = writeln!(s, "    c = {} + ({}) * {}u;", block, lin, cw);
@@ -373,6 +383,28 @@ fn load_fn(p: &Program, roots: &[LayoutId], field: FieldId, name: &str) -> Strin
                 quant_decode_wgsl(q, &format!("{}_decode", name)),
                 stride = plan.component_bits,
                 mask = q.mask(),
+            )
+        }
+        Storage::Shared(sf) => {
+            // The whole element is one code; component `c` is decoded
+            // from it (`SharedFloat::decode`, the same operations).
+            let first = plan.base_bits % WORD_BITS;
+            let (bias, _, _) = sf.consts();
+            let mut dec = format!(
+                "    let e = raw & {em}u;\n    let scale = bitcast<f32>((e + {k}u) << 23u);\n    let lane = (raw >> ({ex}u + c * {lb}u)) & {lm}u;\n    var b = bitcast<u32>(f32(lane & {mm}u) * scale);\n",
+                em = weft_ir::ir::quant::mask(sf.exp as u32),
+                k = 128 - bias - sf.frac as u32,
+                ex = sf.exp,
+                lb = sf.lane_bits(),
+                lm = weft_ir::ir::quant::mask(sf.lane_bits()),
+                mm = weft_ir::ir::quant::mask(sf.frac as u32),
+            );
+            if sf.signed {
+                let _ = writeln!(dec, "    b = b | ((lane >> {}u) << 31u);", sf.frac);
+            }
+            format!(
+                "fn {name}_decode(raw: u32, c: u32) -> u32 {{\n{dec}    return b;\n}}\nvar<private> {name}_sub: u32 = 0u;\nfn {name}(a: u32, c: u32) -> u32 {{\n    let bit = {first}u + {name}_sub;\n    let w = root{k}[a + bit / 32u];\n    return {name}_decode((w >> (bit % 32u)) & {mask}u, c);\n}}\n",
+                mask = weft_ir::ir::quant::mask(sf.bits()),
             )
         }
     }

@@ -252,7 +252,7 @@ fn bit_struct_and_bit_array_keep_every_packed_value() {
         let s = sim(&g, backend, 0);
         let xq = match s.program.fields[s.field("x").unwrap()].storage {
             Storage::Quant(q) => q,
-            Storage::Word => panic!("x is quantized"),
+            _ => panic!("x is quantized per component"),
         };
         let round = |q: Quant, v: f32| f32::from_bits(q.decode(q.encode(v.to_bits())));
         let (a, x, v) = (i32s(&s, "a"), f32s(&s, "x"), f32s(&s, "v"));
@@ -356,11 +356,11 @@ fn packed_nodes_that_do_not_fit_are_errors_naming_the_node() {
         ),
         (
             json!({"format": "weft-graph", "version": 1, "nodes": [
-                {"id": "top", "kind": "bitmasked", "params": {"shape": [8]}},
+                {"id": "top", "kind": "hash", "params": {"shape": [8], "capacity": 8}},
                 {"id": "pack", "kind": "bit_array", "params": {"shape": [32]}},
                 {"id": "b", "kind": "field", "params": {"type": "u32", "storage": "uint1"}}
             ], "wires": [{"from": "top.cells", "to": "pack.parent"}, {"from": "pack.cells", "to": "b.layout"}]}),
-            "node 'b', param 'storage': quantized storage is not supported under the sparse node 'top' yet",
+            "node 'b', param 'storage': quantized storage is not supported under the hash node 'top' (only dense, pointer and bitmasked nodes)",
         ),
     ];
     for (g, want) in cases {

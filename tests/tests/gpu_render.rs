@@ -652,6 +652,12 @@ fn quantized_images_and_particles() {
     );
     let sim = gpu_sim(&g, 0, &ctx);
     check_views("quantized_particles", &sim);
+
+    // Shared-exponent positions (one word per particle).
+    set(&mut g, "x", "storage", json!("float6m12"));
+    set(&mut g, "x", "shared_exponent", json!(true));
+    let sim = gpu_sim(&g, 0, &ctx);
+    check_views("shared_exponent_particles", &sim);
 }
 
 /// `show_active` on a sparse field: the GPU's inactive checkerboard and
@@ -719,6 +725,34 @@ fn bit_array_images() {
     let f = sim.field("t").unwrap();
     assert_eq!(sim.program.fields[f].shape, vec![40, 64]);
     check_views("bit_array_tiles", &sim);
+
+    // The same tiles under a pointer node, written in a few blocks only:
+    // the view walks the references, then picks the bit (inactive blocks
+    // show the init value, 3).
+    let code = "fn kernel(i: i32, j: i32) { if (i / 8 + j / 16) % 3 == 0 { t[(i, j)] = ((i * 3 + j * 5) % 16) as u32; } }";
+    let mut g = kernel_graph(
+        &[F("t", "u32", &[1, 1], json!(3))],
+        code,
+        &[40, 64],
+        json!({}),
+    );
+    set(&mut g, "t_cells", "shape", json!([4, 4]));
+    set(&mut g, "t", "storage", json!("uint4"));
+    let nodes = g["nodes"].as_array_mut().unwrap();
+    nodes.push(
+        json!({"id": "blocks", "kind": "pointer", "params": {"shape": [5, 4], "capacity": 20}}),
+    );
+    nodes.push(json!({"id": "tile", "kind": "bit_array", "params": {"shape": [2, 4]}}));
+    let wires = g["wires"].as_array_mut().unwrap();
+    wires.retain(|w| w["to"] != "t.layout");
+    wires.push(json!({"from": "blocks.cells", "to": "t_cells.parent"}));
+    wires.push(json!({"from": "t_cells.cells", "to": "tile.parent"}));
+    wires.push(json!({"from": "tile.cells", "to": "t.layout"}));
+    add_view(&mut g, "t_sparse", "image", json!({}), &[("field", "t")]);
+    let sim = gpu_sim(&g, 0, &ctx);
+    let f = sim.field("t").unwrap();
+    assert_eq!(sim.program.fields[f].shape, vec![40, 64]);
+    check_views("bit_array_under_pointer", &sim);
 }
 
 /// A field under a `hash` root, then a `pointer` root: the GPU view probes

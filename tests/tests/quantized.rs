@@ -66,7 +66,7 @@ fn unstarted(doc: &Value, backend: Backend) -> Simulation {
 fn quant_of(s: &Simulation, name: &str) -> Quant {
     match s.program.fields[s.field(name).unwrap()].storage {
         Storage::Quant(q) => q,
-        Storage::Word => panic!("{} is not quantized", name),
+        _ => panic!("{} is not quantized per component", name),
     }
 }
 

@@ -13,10 +13,11 @@ use weft_ir::graph::NodeDoc;
 /// Params shown on a node's body only when set to something other than
 /// their default (a field's storage, overflow and gradient switches, a
 /// repeat's index scalar).
-const ADVANCED: [&str; 14] = [
+const ADVANCED: [&str; 15] = [
     "storage",
     "overflow",
     "rounding",
+    "shared_exponent",
     "grad",
     "index",
     "checkpoint",

@@ -318,6 +318,13 @@ static KINDS: &[NodeKind] = &[
                 range: None,
             },
             ParamSpec {
+                name: "shared_exponent",
+                ty: ParamType::Bool,
+                default: Some("false"),
+                doc: "vecN / matN fields with floatEmM / ufloatEmM storage: all components of an element share one E-bit exponent (that of the largest magnitude) and keep M significand bits each (no hidden bit) plus a sign, in one code of E + N x (M + sign) <= 32 bits. E.g. a vec2 with float6m12 fills one word. Smaller components lose precision first; `rounding: stochastic` draws one random number per element store.",
+                range: None,
+            },
+            ParamSpec {
                 name: "grad",
                 ty: ParamType::Bool,
                 default: Some("false"),

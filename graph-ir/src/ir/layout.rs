@@ -30,6 +30,15 @@ impl Storage {
         match self {
             Storage::Word => WORD_BITS,
             Storage::Quant(q) => q.bits() as u64,
+            Storage::Shared(s) => s.lane_bits() as u64,
+        }
+    }
+    /// The storage's name as the graph spells it (`word`, `int5`, …).
+    pub fn name(self) -> String {
+        match self {
+            Storage::Word => "word".into(),
+            Storage::Quant(q) => q.name(),
+            Storage::Shared(s) => s.name(),
         }
     }
 }
@@ -40,6 +49,10 @@ impl Field {
     /// two (which divides 32, so no component straddles a word).
     pub fn component_stride_bits(&self) -> u64 {
         let b = self.storage.component_bits();
+        // A shared-exponent element is one code (the builder keeps it within 32 bits).
+        if let Storage::Shared(_) = self.storage {
+            return b;
+        }
         if self.ty.components() as u64 * b <= WORD_BITS {
             b
         } else {
@@ -48,6 +61,9 @@ impl Field {
     }
     /// Bits one element (all components) occupies inside its layout cell.
     pub fn element_bits(&self) -> u64 {
+        if let Storage::Shared(s) = self.storage {
+            return s.bits() as u64;
+        }
         self.ty.components() as u64 * self.component_stride_bits()
     }
     /// Storage words of one element (not the same thing as components once
@@ -316,9 +332,10 @@ fn packed_words(program: &mut Program, l: LayoutId) -> Result<u64, LayoutError> 
         .map(|&f| {
             let fd = &program.fields[f];
             let b = fd.storage.component_bits();
-            match fd.ty.components() {
-                1 => format!("'{}' {}", fd.name, b),
-                c => format!("'{}' {}x{}", fd.name, c, b),
+            match (fd.storage, fd.ty.components()) {
+                (Storage::Shared(s), c) => format!("'{}' {}+{}x{}", fd.name, s.exp, c, b),
+                (_, 1) => format!("'{}' {}", fd.name, b),
+                (_, c) => format!("'{}' {}x{}", fd.name, c, b),
             }
         })
         .collect();
@@ -330,7 +347,10 @@ fn packed_words(program: &mut Program, l: LayoutId) -> Result<u64, LayoutError> 
                 .iter()
                 .map(|&f| {
                     let fd = &program.fields[f];
-                    fd.ty.components() as u64 * fd.storage.component_bits()
+                    match fd.storage {
+                        Storage::Shared(s) => s.bits() as u64,
+                        st => fd.ty.components() as u64 * st.component_bits(),
+                    }
                 })
                 .sum();
             (WORD_BITS, total)
@@ -348,10 +368,7 @@ fn packed_words(program: &mut Program, l: LayoutId) -> Result<u64, LayoutError> 
                     "a bit_array packs one scalar field with quantized storage (e.g. uint1), but '{}' is a {} with {} storage",
                     fd.name,
                     fd.ty,
-                    match fd.storage {
-                        Storage::Word => "word".to_string(),
-                        Storage::Quant(q) => q.name(),
-                    }
+                    fd.storage.name()
                 )));
             }
             let b = fd.storage.component_bits();
@@ -363,10 +380,7 @@ fn packed_words(program: &mut Program, l: LayoutId) -> Result<u64, LayoutError> 
             Packing::BitStruct => format!("its fields need {} bits ({})", total, parts.join(" + ")),
             _ => {
                 let fd = &program.fields[fields[0]];
-                let q = match fd.storage {
-                    Storage::Quant(q) => q.name(),
-                    Storage::Word => "word".into(),
-                };
+                let q = fd.storage.name();
                 format!(
                     "its {} cells of {} bits ('{}', {}) need {} bits",
                     n,
@@ -530,56 +544,115 @@ pub fn activity_ranges(p: &Program, l: LayoutId) -> Vec<(u64, u64)> {
 }
 
 /// The initial words of a root buffer: every field at its constant initial
-/// value (data initialisers and quantized constants are written afterwards
-/// through the plan), nothing active, every pool slot an initial cell.
+/// value (quantized constants encoded, as a host write would; data
+/// initialisers are written afterwards through the plan), nothing active,
+/// every sparse node's initial image and pool slot an initial cell.
 pub fn initial_words(program: &Program, root: LayoutId) -> Vec<u32> {
-    fn fill_cell(p: &Program, l: LayoutId, at: u64, out: &mut [u32]) {
-        for c in &p.layouts[l].children {
-            match *c {
-                LayoutChild::Field(f) => {
-                    let fd = &p.fields[f];
-                    // Quantized constants are encoded by the host memory code.
-                    if let (FieldInit::Constant(w), Storage::Word) = (&fd.init, fd.storage) {
-                        let first = at + fd.offset_in_cell / WORD_BITS;
-                        for (k, &x) in w.iter().enumerate() {
-                            out[first as usize + k] = x;
+    /// A field's constant as (bit offset in the element, bit width, code)
+    /// pieces; empty when every piece is zero (already there).
+    fn pieces(fd: &Field) -> Vec<(u64, u32, u32)> {
+        let FieldInit::Constant(w) = &fd.init else {
+            return vec![];
+        };
+        let out: Vec<(u64, u32, u32)> = match fd.storage {
+            Storage::Word => w
+                .iter()
+                .enumerate()
+                .map(|(k, &x)| (k as u64 * WORD_BITS, 32, x))
+                .collect(),
+            Storage::Quant(q) => w
+                .iter()
+                .enumerate()
+                .map(|(k, &x)| (k as u64 * fd.component_stride_bits(), q.bits(), q.encode(x)))
+                .collect(),
+            Storage::Shared(s) => vec![(0, s.bits(), s.encode(w))],
+        };
+        if out.iter().all(|p| p.2 == 0) {
+            vec![]
+        } else {
+            out
+        }
+    }
+    struct Filler<'a> {
+        p: &'a Program,
+        pieces: Vec<Vec<(u64, u32, u32)>>,
+    }
+    impl Filler<'_> {
+        fn cell(&self, l: LayoutId, at: u64, out: &mut [u32]) {
+            for c in &self.p.layouts[l].children {
+                match *c {
+                    LayoutChild::Field(f) => {
+                        let first = at + self.p.fields[f].offset_in_cell;
+                        for &(off, bits, code) in &self.pieces[f.index()] {
+                            let bit = first + off;
+                            let (w, sh) = ((bit / WORD_BITS) as usize, bit % WORD_BITS);
+                            let m = super::quant::mask(bits) << sh;
+                            out[w] = (out[w] & !m) | ((code << sh) & m);
                         }
                     }
+                    LayoutChild::Layout(cl) => self.block(
+                        cl,
+                        at + self.p.layouts[cl].offset_in_parent * WORD_BITS,
+                        out,
+                    ),
                 }
+            }
+        }
+        fn block(&self, l: LayoutId, at: u64, out: &mut [u32]) {
+            let node = &self.p.layouts[l];
+            if matches!(node.kind, LayoutKind::Pointer { .. }) {
+                return; // null references
+            }
+            if !self.has_pieces(l) {
+                return;
+            }
+            if let LayoutKind::Hash { capacity } = node.kind {
+                // Empty keys; every slot's cell holds initial values.
+                let keys = node.shape.len() as u64;
+                for s in 0..capacity as u64 {
+                    self.cell(
+                        l,
+                        at + (s * (keys + node.cell_words) + keys) * WORD_BITS,
+                        out,
+                    );
+                }
+                return;
+            }
+            let n: u64 = node.shape.iter().map(|&s| s as u64).product();
+            for k in 0..n {
+                self.cell(
+                    l,
+                    at + node.header_words * WORD_BITS + k * node.cell_bits,
+                    out,
+                );
+            }
+        }
+        /// Whether anything below `l` (fields of its cells and of dense
+        /// descendants) has a non-zero initial code.
+        fn has_pieces(&self, l: LayoutId) -> bool {
+            self.p.layouts[l].children.iter().any(|c| match *c {
+                LayoutChild::Field(f) => !self.pieces[f.index()].is_empty(),
                 LayoutChild::Layout(cl) => {
-                    fill_block(p, cl, at + p.layouts[cl].offset_in_parent, out)
+                    !matches!(self.p.layouts[cl].kind, LayoutKind::Pointer { .. })
+                        && self.has_pieces(cl)
                 }
-            }
+            })
         }
     }
-    fn fill_block(p: &Program, l: LayoutId, at: u64, out: &mut [u32]) {
-        let node = &p.layouts[l];
-        if matches!(node.kind, LayoutKind::Pointer { .. }) {
-            return; // null references
-        }
-        if let LayoutKind::Hash { capacity } = node.kind {
-            // Empty keys; every slot's cell holds initial values.
-            let keys = node.shape.len() as u64;
-            for s in 0..capacity as u64 {
-                fill_cell(p, l, at + s * (keys + node.cell_words) + keys, out);
-            }
-            return;
-        }
-        let n: u64 = node.shape.iter().map(|&s| s as u64).product();
-        for k in 0..n {
-            fill_cell(p, l, at + node.header_words + k * node.cell_words, out);
-        }
-    }
+    let fill = Filler {
+        p: program,
+        pieces: program.fields.iter().map(|(_, f)| pieces(f)).collect(),
+    };
     let mut out = vec![0u32; root_words(program, root) as usize];
-    fill_block(program, root, 0, &mut out);
+    fill.block(root, 0, &mut out);
     for (l, node) in program.layouts.iter() {
         if !node.kind.is_sparse() || root_of(program, l) != root {
             continue;
         }
-        fill_cell(program, l, node.image, &mut out);
+        fill.cell(l, node.image * WORD_BITS, &mut out);
         if let Some(pool) = node.pool {
             for s in 0..pool.capacity as u64 {
-                fill_cell(program, l, pool.data + s * node.cell_words, &mut out);
+                fill.cell(l, (pool.data + s * node.cell_words) * WORD_BITS, &mut out);
             }
             let tail = pool.capacity % 32;
             if tail != 0 {
@@ -964,6 +1037,20 @@ impl AddressPlan {
             });
         }
         true
+    }
+
+    /// Host reading at bit precision (quantized fields, `bit_array` cells
+    /// below sparse levels): the bit address of component 0 and whether
+    /// every level is active. Inactive levels read their initial image.
+    pub fn read_bit_address(&self, index: &[u32], words: &[u32]) -> (u64, bool) {
+        let depth = self.sparse_depth();
+        let (cell, active) = self.read_levels(depth, index, words);
+        let mut bit = cell * WORD_BITS;
+        for (k, level) in self.levels.iter().enumerate().skip(depth) {
+            let block = if k == 0 { 0 } else { bit + level.offset_bits };
+            bit = block + Self::cell_in_block(level, index) * level.cell_bits;
+        }
+        (bit + self.base_bits, active)
     }
 
     /// Finishes `read_address` below level `depth - 1` (dense levels only)

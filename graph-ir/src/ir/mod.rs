@@ -285,6 +285,10 @@ pub enum Storage {
     /// A few bits per component (`ir::quant`); kernels still compute in the
     /// field's type, and access lowering emits the encode/decode as plain IR.
     Quant(quant::Quant),
+    /// Quantized floats of a vector / matrix sharing one exponent: the whole
+    /// element is one code of at most 32 bits inside one word
+    /// (`ir::quant::SharedFloat`).
+    Shared(quant::SharedFloat),
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -40,11 +40,17 @@ pub fn print_program(program: &Program, only_kernel: Option<&str>) -> String {
                 // Words for word storage (as before quantized storage existed), bits otherwise.
                 match f.storage {
                     Storage::Word => (f.offset_in_cell / 32).to_string(),
-                    Storage::Quant(_) => format!("{}b", f.offset_in_cell),
+                    Storage::Quant(_) | Storage::Shared(_) => format!("{}b", f.offset_in_cell),
                 },
                 match f.storage {
                     Storage::Word => String::new(),
                     Storage::Quant(q) => format!(" storage={}", q.name()),
+                    Storage::Shared(s) => format!(
+                        " storage={}float{}m{} shared_exponent",
+                        if s.signed { "" } else { "u" },
+                        s.exp,
+                        s.frac
+                    ),
                 }
             );
         }

@@ -395,6 +395,205 @@ impl Quant {
     }
 }
 
+/// Quantized floats that share one exponent: all components of one vector
+/// or matrix element (QuanTaichi's shared exponent), stored in one code of
+/// `bits()` ≤ 32 bits. Spelled as a field's `floatEmM` / `ufloatEmM`
+/// storage with `shared_exponent: true`.
+///
+/// Code layout (low bits first): the shared exponent `e` (E bits), then per
+/// component `c` a lane of `frac + signed` bits: an M-bit significand `m`
+/// with **no hidden bit** (the smaller components are not normalized) and,
+/// for `float`, the sign on top. The value of a lane is
+/// `m * 2^(e - bias - M + 1)`, bias = 2^(E-1) - 1, so a significand with its
+/// top bit set is in [2^(e-bias), 2^(e-bias+1)).
+///
+/// Encoding picks the smallest exponent at which the largest magnitude fits
+/// M bits after rounding; every component rounds to nearest on that
+/// exponent's grid (ties away from zero), so a component much smaller than
+/// the largest keeps fewer significant bits and flushes to 0 once it is
+/// below half a step. Beyond the largest value saturates (infinities and NaN
+/// with their sign); `ufloat` stores negatives as 0. Decoding is exact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SharedFloat {
+    pub exp: u8,
+    pub frac: u8,
+    pub signed: bool,
+    /// Components sharing the exponent (2..=16).
+    pub n: u8,
+    /// `rounding: "stochastic"`: kernel stores draw 24 random bits once per
+    /// element store and round every component up with probability equal
+    /// to its dropped fraction (the same draw for all components).
+    pub stochastic: bool,
+}
+
+impl SharedFloat {
+    /// The shared-exponent form of `q` (a `floatEmM` / `ufloatEmM`) for an
+    /// element of `n` components; errors say why it cannot be.
+    pub fn new(q: Quant, n: usize) -> Result<SharedFloat, String> {
+        let Quant::Float {
+            exp,
+            frac,
+            signed,
+            stochastic,
+        } = q
+        else {
+            return Err(format!(
+                "shared_exponent needs floatEmM or ufloatEmM storage, not {}",
+                q.name()
+            ));
+        };
+        if n < 2 {
+            return Err(
+                "shared_exponent shares one exponent between the components of a vector or matrix (vecN, matN); a scalar has only one"
+                    .into(),
+            );
+        }
+        let s = SharedFloat {
+            exp,
+            frac,
+            signed,
+            n: n as u8,
+            stochastic,
+        };
+        if s.bits() > 32 {
+            return Err(format!(
+                "{} with a shared exponent needs {} + {} x {} = {} bits, more than one 32-bit word; use fewer exponent or fraction bits",
+                q.name(),
+                exp,
+                n,
+                s.lane_bits(),
+                s.bits()
+            ));
+        }
+        Ok(s)
+    }
+
+    /// Bits of one component's lane (significand and sign).
+    pub fn lane_bits(self) -> u32 {
+        self.frac as u32 + self.signed as u32
+    }
+
+    /// Bits of the whole element's code.
+    pub fn bits(self) -> u32 {
+        self.exp as u32 + self.n as u32 * self.lane_bits()
+    }
+
+    /// Whether kernel stores round stochastically.
+    pub fn stochastic(self) -> bool {
+        self.stochastic
+    }
+
+    /// The documented name: the storage spelling plus the flag.
+    pub fn name(self) -> String {
+        format!(
+            "{}float{}m{} (shared exponent)",
+            if self.signed { "" } else { "u" },
+            self.exp,
+            self.frac
+        )
+    }
+
+    /// (bias, f32 bits of the largest finite value, largest exponent code).
+    pub fn consts(self) -> (u32, u32, u32) {
+        let bias = (1u32 << (self.exp - 1)) - 1;
+        let emax = (1u32 << self.exp) - 1;
+        // (2^M - 1) * 2^(emax - bias - M + 1): top significand bit at 2^(emax - bias).
+        let m = mask(self.frac as u32);
+        let top = emax + 127 - bias;
+        let max_bits = (top << 23) | ((m << (24 - self.frac as u32)) & 0x7f_ffff);
+        (bias, max_bits, emax)
+    }
+
+    /// Bits of component `c`'s lane inside the code.
+    pub fn lane_shift(self, c: usize) -> u32 {
+        self.exp as u32 + c as u32 * self.lane_bits()
+    }
+
+    /// Encodes the compute values (f32 bits) of one element into its code.
+    /// `passes::quantize::encode_shared` emits exactly this sequence as IR.
+    pub fn encode(self, v: &[u32]) -> u32 {
+        self.encode_rounding(v, None)
+    }
+
+    /// `encode` with stochastic rounding driven by `r24` (24 random bits,
+    /// `random() * 2^24` in a kernel): each component goes up with
+    /// probability (its distance to the lower step) / (step), to 2^-24.
+    pub fn encode_stochastic(self, v: &[u32], r24: u32) -> u32 {
+        self.encode_rounding(v, Some(r24 & 0xff_ffff))
+    }
+
+    fn encode_rounding(self, v: &[u32], r24: Option<u32>) -> u32 {
+        let (bias, max_bits, emax) = self.consts();
+        let m_bits = self.frac as u32;
+        let mags: Vec<(u32, u32)> = v
+            .iter()
+            .map(|&x| {
+                let s = x >> 31;
+                let mut a = x & 0x7fff_ffff;
+                if !self.signed && s != 0 {
+                    a = 0;
+                }
+                (s, a.min(max_bits))
+            })
+            .collect();
+        let amax = mags.iter().map(|m| m.1).max().unwrap_or(0);
+        let ea = amax >> 23;
+        let lim = 127 - bias;
+        let e0 = ea.saturating_sub(lim);
+        // Significand (hidden bit made explicit) and its shift to the grid of
+        // exponent `e`: always at least 1, capped at 31 (the result is 0 then).
+        let round = |a: u32, e: u32| {
+            let x = a >> 23;
+            let mut sig = (a & 0x7f_ffff) | if x > 0 { 1 << 23 } else { 0 };
+            let full = (e + 151 - bias - m_bits).wrapping_sub(x.max(1));
+            let sh = full.min(31);
+            let below = match r24 {
+                None => (1u32 << sh) >> 1,
+                Some(r) => {
+                    // Shifts past 31 keep their odds: drop the excess first.
+                    sig >>= (full - sh).min(31);
+                    ((r << 8) >> 1) >> (31 - sh)
+                }
+            };
+            (sig + below) >> sh
+        };
+        let carry = round(amax, e0) >> m_bits;
+        let e = (e0 + carry).min(emax);
+        let mut code = e;
+        for (c, &(s, a)) in mags.iter().enumerate() {
+            let m = round(a, e).min(mask(m_bits));
+            let lane = if self.signed { (s << m_bits) | m } else { m };
+            code |= lane << self.lane_shift(c);
+        }
+        code
+    }
+
+    /// Decodes component `c` of the code in the low `bits()` of `raw` into
+    /// its compute value's bits. `passes::quantize` emits the same.
+    pub fn decode(self, raw: u32, c: usize) -> u32 {
+        let (bias, _, _) = self.consts();
+        let e = raw & mask(self.exp as u32);
+        let scale = f((e + 128 - bias - self.frac as u32) << 23);
+        let lane = (raw >> self.lane_shift(c)) & mask(self.lane_bits());
+        let m = lane & mask(self.frac as u32);
+        let bits = ((m as f32) * scale).to_bits();
+        if self.signed {
+            bits | ((lane >> self.frac) << 31)
+        } else {
+            bits
+        }
+    }
+
+    /// Whether initial values are representable without saturation.
+    pub fn fits(self, v: &[u32]) -> bool {
+        let (_, max_bits, _) = self.consts();
+        v.iter().all(|&x| {
+            let x = f(x);
+            x.is_finite() && x.abs() <= f(max_bits) && (self.signed || x >= 0.0)
+        })
+    }
+}
+
 /// The low `bits` bits set (bits = 1..=32).
 pub fn mask(bits: u32) -> u32 {
     if bits >= 32 {
@@ -774,6 +973,200 @@ mod tests {
                     q.encode_stochastic(v.to_bits(), 0x12_3456),
                     q.encode(v.to_bits()),
                     "{name} {v}"
+                );
+            }
+        }
+    }
+
+    /// Reference for shared exponents, from the definition in f64: the
+    /// smallest exponent code at which every component rounds (to nearest,
+    /// ties away from zero) to at most 2^M - 1, else the largest exponent
+    /// with saturated significands; the decoded values are compared.
+    fn shared_reference(s: SharedFloat, v: &[f32]) -> Vec<f64> {
+        let bias = (1i32 << (s.exp - 1)) - 1;
+        let mmax = ((1u64 << s.frac) - 1) as f64;
+        let emax = (1i32 << s.exp) - 1;
+        let mag = |x: f32| -> f64 {
+            if x.is_nan() {
+                f64::INFINITY
+            } else if !s.signed && x < 0.0 {
+                0.0
+            } else {
+                (x as f64).abs()
+            }
+        };
+        for e in 0..=emax {
+            let step = 2f64.powi(e - bias - s.frac as i32 + 1);
+            let ms: Vec<f64> = v.iter().map(|&x| (mag(x) / step + 0.5).floor()).collect();
+            if ms.iter().all(|&m| m <= mmax) || e == emax {
+                return v
+                    .iter()
+                    .zip(ms)
+                    .map(|(&x, m)| {
+                        let y = m.min(mmax) * step;
+                        if s.signed && x.is_sign_negative() {
+                            -y
+                        } else {
+                            y
+                        }
+                    })
+                    .collect();
+            }
+        }
+        unreachable!()
+    }
+
+    #[test]
+    fn shared_exponents_round_like_the_reference() {
+        let fl = |e, m, signed| Quant::Float {
+            exp: e,
+            frac: m,
+            signed,
+            stochastic: false,
+        };
+        let formats = [
+            SharedFloat::new(fl(6, 12, true), 2).unwrap(),
+            SharedFloat::new(fl(5, 8, true), 3).unwrap(),
+            SharedFloat::new(fl(4, 13, false), 2).unwrap(),
+            SharedFloat::new(fl(3, 3, true), 4).unwrap(),
+            SharedFloat::new(fl(7, 5, true), 4).unwrap(),
+        ];
+        let max = |s: SharedFloat| f(s.consts().1);
+        for s in formats {
+            assert!(s.bits() <= 32);
+            let big = max(s);
+            // The largest value is (2^M - 1) * 2^(emax - bias - M + 1).
+            let (bias, _, emax) = s.consts();
+            assert_eq!(
+                big as f64,
+                ((1u64 << s.frac) - 1) as f64
+                    * 2f64.powi(emax as i32 - bias as i32 - s.frac as i32 + 1)
+            );
+            let mut singles: Vec<f32> = vec![
+                0.0,
+                -0.0,
+                1.0,
+                -1.0,
+                0.5,
+                1.5,
+                2.5,
+                3.0,
+                0.1,
+                -0.3,
+                1e-3,
+                1e-6,
+                1e-12,
+                1e-30,
+                f32::MIN_POSITIVE,
+                1e-40,
+                7.0,
+                100.0,
+                -250.5,
+                1e6,
+                big,
+                -big,
+                big * 1.5,
+                f32::INFINITY,
+                f32::NEG_INFINITY,
+                1.0 + 1.0 / 4096.0,
+                1.0 + 1.0 / 8192.0,
+            ];
+            let mut x = 1.3e-9f32;
+            while x < 1e9 {
+                singles.push(x);
+                singles.push(-x * 0.61);
+                x *= 2.9;
+            }
+            let n = s.n as usize;
+            let mut k = 0usize;
+            let mut cases: Vec<Vec<f32>> = vec![];
+            for i in 0..singles.len() {
+                for j in 0..singles.len() {
+                    k += 1;
+                    let mut v = vec![singles[i], singles[j]];
+                    while v.len() < n {
+                        v.push(singles[(i * 7 + j * 3 + v.len() + k) % singles.len()]);
+                    }
+                    cases.push(v);
+                }
+            }
+            // Ties on the grid of the largest component: 1.0 with a
+            // second component halfway between two steps rounds away from 0.
+            let step = 2f32.powi(1 - s.frac as i32);
+            let mut tie = vec![1.0f32; n];
+            tie[1] = 1.5 * step;
+            cases.push(tie.clone());
+            tie[1] = -2.5 * step;
+            cases.push(tie);
+            for v in cases {
+                let bits: Vec<u32> = v.iter().map(|x| x.to_bits()).collect();
+                let code = s.encode(&bits);
+                assert!(code <= mask(s.bits()), "{s:?} {v:?}: code {code:#x}");
+                let want = shared_reference(s, &v);
+                for c in 0..n {
+                    let got = f(s.decode(code, c));
+                    assert_eq!(got as f64, want[c], "{s:?} {v:?} component {c}");
+                    // Negative zero and signs survive a signed format.
+                    if s.signed && v[c] == 0.0 {
+                        assert_eq!(got.is_sign_negative(), v[c].is_sign_negative());
+                    }
+                }
+                // Decoding is exact: re-encoding a decoded element keeps its values.
+                let dec: Vec<u32> = (0..n).map(|c| s.decode(code, c)).collect();
+                let again = s.encode(&dec);
+                for (c, &d) in dec.iter().enumerate() {
+                    assert_eq!(s.decode(again, c), d, "{s:?} {v:?} re-encode {c}");
+                }
+            }
+            // NaN saturates to the largest magnitude.
+            let mut v = vec![0u32; n];
+            v[0] = f32::NAN.to_bits();
+            assert_eq!(f(s.decode(s.encode(&v), 0)), big);
+        }
+        // A component far below the largest flushes to zero; its sign stays.
+        let s = SharedFloat::new(fl(6, 12, true), 2).unwrap();
+        let code = s.encode(&[1000.0f32.to_bits(), (-0.01f32).to_bits()]);
+        assert_eq!(f(s.decode(code, 0)), 1000.0);
+        assert_eq!(s.decode(code, 1), (-0.0f32).to_bits());
+        // Too many bits, scalars, stochastic rounding and non-floats are refused.
+        assert!(SharedFloat::new(fl(5, 10, true), 3).is_err());
+        assert!(SharedFloat::new(fl(5, 10, true), 1).is_err());
+        assert!(SharedFloat::new(q("int8"), 2).is_err());
+        // Stochastic rounding: every draw gives one of the two neighbouring
+        // steps, in proportion (the larger component sets the exponent).
+        let st = SharedFloat::new(
+            Quant::Float {
+                exp: 4,
+                frac: 8,
+                signed: true,
+                stochastic: true,
+            },
+            2,
+        )
+        .unwrap();
+        let step = 2f64.powi(-7); // at |v| in [1, 2)
+        for (a, b) in [
+            (1.3f32, -0.0117f32),
+            (-1.75, 0.5001),
+            (1.0, 1e-4),
+            (1.25, 0.0),
+        ] {
+            let draws = 4096u32;
+            let mut sum = [0f64; 2];
+            for k in 0..draws {
+                let code = st.encode_stochastic(&[a.to_bits(), b.to_bits()], k * 4096 + 77);
+                for (c, x) in [a, b].into_iter().enumerate() {
+                    let got = f(st.decode(code, c)) as f64;
+                    let lo = (x as f64 / step).floor() * step;
+                    assert!(got == lo || got == lo + step, "{x}: {got}");
+                    sum[c] += got;
+                }
+            }
+            for (c, x) in [a, b].into_iter().enumerate() {
+                let mean = sum[c] / draws as f64;
+                assert!(
+                    (mean - x as f64).abs() <= step * 2.0 / draws as f64 + 1e-12,
+                    "{x}: mean {mean}"
                 );
             }
         }

@@ -119,8 +119,16 @@ fn lower_block(
         let scalar = fty.scalar().expect("field type");
         let comps = plan.components;
         // Quantized storage: bit extraction and encode/decode live in `quantize`.
-        if let Storage::Quant(q) = plan.storage {
-            let k = super::quantize::lower(&mut e, p, &plan, q, kind, base, sub_bits);
+        if let Storage::Quant(_) | Storage::Shared(_) = plan.storage {
+            let k = match plan.storage {
+                Storage::Quant(q) => {
+                    super::quantize::lower(&mut e, p, &plan, q, kind, base, sub_bits)
+                }
+                Storage::Shared(s) => {
+                    super::quantize::lower_shared(&mut e, p, &plan, s, kind, base)
+                }
+                Storage::Word => unreachable!("matched above"),
+            };
             out.extend(std::mem::take(&mut e.out));
             if let Some(k) = k {
                 f.insts[h].kind = k;
@@ -379,15 +387,31 @@ fn address(
     }
     let idx = checked_index(p, plan, e, index, checks);
     if plan.is_sparse() {
-        let last = plan.levels.len() - 1;
+        let mut last = plan.levels.len() - 1;
+        // A bit_array (always the last level, dense) below sparse levels:
+        // walk to its parent's cell; the index picks the bit in its word.
+        let packed = &plan.levels[last];
+        let sub_word = !packed.cell_bits.is_multiple_of(WORD_BITS);
+        if sub_word {
+            last -= 1;
+        }
         let w = sparse_ir::walk(e, plan.root, &plan.levels, &idx, mode, last, sites);
-        let cell = w.cells[last];
-        let addr = if plan.base_bits > 0 {
+        let mut cell = w.cells[last];
+        let mut sub_bits = None;
+        if sub_word {
+            let lin = sparse_ir::cell_in_block(e, packed, &idx);
+            let cb = e.u32c(packed.cell_bits);
+            sub_bits = Some(e.bin(BinaryOp::Mul, lin, cb));
+            if packed.offset_bits > 0 {
+                cell = e.bink(BinaryOp::Add, cell, packed.offset_bits / WORD_BITS);
+            }
+        }
+        let addr = if plan.base_bits / WORD_BITS > 0 {
             e.bink(BinaryOp::Add, cell, plan.base_bits / WORD_BITS)
         } else {
             cell
         };
-        return (addr, w.active, None);
+        return (addr, w.active, sub_bits);
     }
     let mut addr = e.u32c(plan.base_bits / WORD_BITS);
     let mut sub_bits = None;

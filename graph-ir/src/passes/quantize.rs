@@ -22,7 +22,7 @@
 use super::lower_access::{assemble, split};
 use super::sparse_ir::Emitter;
 use crate::ir::layout::{AddressPlan, WORD_BITS};
-use crate::ir::quant::{mask, Quant};
+use crate::ir::quant::{mask, Quant, SharedFloat};
 use crate::ir::*;
 use crate::types::{Scalar, Type};
 
@@ -65,7 +65,7 @@ pub(super) fn lower(
                 .map(|c| {
                     let a = word_of(e, c);
                     let w = e.emit(InstKind::BufLoad { root, addr: a }, Type::U32);
-                    let raw = extract(e, q, w, shift(c));
+                    let raw = extract(e, q.bits(), w, shift(c));
                     decode(e, q, raw)
                 })
                 .collect();
@@ -88,8 +88,8 @@ pub(super) fn lower(
                     );
                 } else {
                     cas_loop(e, root, a, |e, old| {
-                        let new = insert(e, q, old, enc, shift(c));
-                        (new, None)
+                        let new = insert(e, q.bits(), old, enc, shift(c));
+                        (new, vec![])
                     });
                 }
             }
@@ -111,12 +111,12 @@ pub(super) fn lower(
                     let cmpc = cmp_parts.as_ref().map(|cp| cp[c]);
                     let rnd = rounding_bits(e, q);
                     cas_loop(e, root, a, |e, old| {
-                        let raw = extract(e, q, old, shift(c));
+                        let raw = extract(e, q.bits(), old, shift(c));
                         let oldv = decode(e, q, raw);
                         let newv = apply(e, op, scalar, oldv, part, cmpc);
                         let enc = encode(e, q, newv, rnd);
-                        let new = insert(e, q, old, enc, shift(c));
-                        (new, Some((local, oldv)))
+                        let new = insert(e, q.bits(), old, enc, shift(c));
+                        (new, vec![(local, oldv)])
                     });
                     e.emit(InstKind::LocalLoad(local), Type::Scalar(scalar))
                 })
@@ -125,6 +125,215 @@ pub(super) fn lower(
         }
         _ => unreachable!("only field accesses reach the quantize hook"),
     }
+}
+
+/// `lower` for a shared-exponent element (`Storage::Shared`): the whole
+/// element is one code inside the word at `base`, so a store re-encodes all
+/// components together (one word insertion, a compare-exchange loop unless
+/// the element owns its word) and an atomic decodes, applies and re-encodes
+/// the whole element in one loop.
+pub(super) fn lower_shared(
+    e: &mut Emitter,
+    p: &Program,
+    plan: &AddressPlan,
+    s: SharedFloat,
+    kind: InstKind,
+    base: InstId,
+) -> Option<InstKind> {
+    let fty = p.fields[plan.field].ty;
+    let root = plan.root;
+    let shift = Shift::Const((plan.base_bits % WORD_BITS) as u32);
+    let width = s.bits();
+    let exclusive = {
+        let fd = &p.fields[plan.field];
+        plan.levels.last().map_or(0, |l| l.cell_bits) == WORD_BITS
+            && p.layouts[fd.layout].children == [LayoutChild::Field(plan.field)]
+    };
+    match kind {
+        InstKind::FieldLoad { .. } => {
+            let w = e.emit(InstKind::BufLoad { root, addr: base }, Type::U32);
+            let raw = extract(e, width, w, shift);
+            let vals = (0..plan.components)
+                .map(|c| decode_shared(e, s, raw, c))
+                .collect();
+            assemble(e, fty, vals)
+        }
+        InstKind::FieldStore { value, .. } => {
+            let parts = split(e, fty, value);
+            let rnd = shared_rounding_bits(e, s);
+            let code = encode_shared(e, s, &parts, rnd);
+            if exclusive {
+                e.emit(
+                    InstKind::BufStore {
+                        root,
+                        addr: base,
+                        value: code,
+                    },
+                    Type::Void,
+                );
+            } else {
+                cas_loop(e, root, base, |e, old| {
+                    (insert(e, width, old, code, shift), vec![])
+                });
+            }
+            None
+        }
+        InstKind::FieldAtomic { op, value, cmp, .. } => {
+            let parts = split(e, fty, value);
+            let cmp_parts = cmp.map(|c| split(e, fty, c));
+            let locals: Vec<LocalId> = (0..plan.components)
+                .map(|c| {
+                    e.f.locals.append(Local {
+                        name: format!("quant_old{}", c),
+                        ty: Type::F32,
+                    })
+                })
+                .collect();
+            let rnd = shared_rounding_bits(e, s);
+            cas_loop(e, root, base, |e, old| {
+                let raw = extract(e, width, old, shift);
+                let mut saves = vec![];
+                let mut news = vec![];
+                for (c, &part) in parts.iter().enumerate() {
+                    let oldv = decode_shared(e, s, raw, c);
+                    let cmpc = cmp_parts.as_ref().map(|cp| cp[c]);
+                    news.push(apply(e, op, Scalar::F32, oldv, part, cmpc));
+                    saves.push((locals[c], oldv));
+                }
+                let code = encode_shared(e, s, &news, rnd);
+                (insert(e, width, old, code, shift), saves)
+            });
+            let olds = locals
+                .into_iter()
+                .map(|l| e.emit(InstKind::LocalLoad(l), Type::F32))
+                .collect();
+            assemble(e, fty, olds)
+        }
+        _ => unreachable!("only field accesses reach the quantize hook"),
+    }
+}
+
+/// `SharedFloat::decode` as IR: component `c` of the element code `raw`.
+fn decode_shared(e: &mut Emitter, s: SharedFloat, raw: InstId, c: usize) -> InstId {
+    let (bias, _, _) = s.consts();
+    let m_bits = s.frac as u32;
+    let ex = binc(e, BinaryOp::BitAnd, raw, mask(s.exp as u32));
+    let k = binc(e, BinaryOp::Add, ex, 128 - bias - m_bits);
+    let k = binc(e, BinaryOp::Shl, k, 23);
+    let scale = e.emit(InstKind::Bitcast(k), Type::F32);
+    let lane = binc(e, BinaryOp::Shr, raw, s.lane_shift(c));
+    let lane = binc(e, BinaryOp::BitAnd, lane, mask(s.lane_bits()));
+    let m = binc(e, BinaryOp::BitAnd, lane, mask(m_bits));
+    let mf = e.emit(InstKind::Cast(m), Type::F32);
+    let v = bin(e, BinaryOp::Mul, mf, scale, Type::F32);
+    let mut bits = e.emit(InstKind::Bitcast(v), Type::U32);
+    if s.signed {
+        let sb = binc(e, BinaryOp::Shr, lane, m_bits);
+        let sb = binc(e, BinaryOp::Shl, sb, 31);
+        bits = bin(e, BinaryOp::BitOr, bits, sb, Type::U32);
+    }
+    e.emit(InstKind::Bitcast(bits), Type::F32)
+}
+
+/// 24 random bits for a stochastic shared-exponent store (one draw per
+/// element store, outside any retry loop), as `rounding_bits`.
+fn shared_rounding_bits(e: &mut Emitter, s: SharedFloat) -> Option<InstId> {
+    if !s.stochastic() {
+        return None;
+    }
+    let r = e.emit(InstKind::Random, Type::F32);
+    let k = cf(e, 16_777_216.0);
+    let r = bin(e, BinaryOp::Mul, r, k, Type::F32);
+    Some(e.emit(InstKind::Cast(r), Type::U32))
+}
+
+/// `SharedFloat::encode` (with `r24`: `encode_stochastic`) as IR: the
+/// element's compute values to its code.
+fn encode_shared(e: &mut Emitter, s: SharedFloat, parts: &[InstId], r24: Option<InstId>) -> InstId {
+    let (bias, max_bits, emax) = s.consts();
+    let m_bits = s.frac as u32;
+    let zero = cu(e, 0);
+    let maxc = cu(e, max_bits);
+    // (sign, clamped magnitude bits) per component.
+    let mags: Vec<(InstId, InstId)> = parts
+        .iter()
+        .map(|&v| {
+            let vb = e.emit(InstKind::Bitcast(v), Type::U32);
+            let sg = binc(e, BinaryOp::Shr, vb, 31);
+            let mut a = binc(e, BinaryOp::BitAnd, vb, 0x7fff_ffff);
+            if !s.signed {
+                let neg = bin(e, BinaryOp::Ne, sg, zero, Type::U32);
+                a = sel(e, neg, zero, a, Type::U32);
+            }
+            let big = bin(e, BinaryOp::Gt, a, maxc, Type::U32);
+            (sg, sel(e, big, maxc, a, Type::U32))
+        })
+        .collect();
+    let mut amax = mags[0].1;
+    for &(_, a) in &mags[1..] {
+        let gt = bin(e, BinaryOp::Gt, a, amax, Type::U32);
+        amax = sel(e, gt, a, amax, Type::U32);
+    }
+    let ea = binc(e, BinaryOp::Shr, amax, 23);
+    let lim = cu(e, 127 - bias);
+    let above = bin(e, BinaryOp::Gt, ea, lim, Type::U32);
+    let d = bin(e, BinaryOp::Sub, ea, lim, Type::U32);
+    let e0 = sel(e, above, d, zero, Type::U32);
+    // Round `a` to the grid of exponent `ex` (see `SharedFloat::encode`).
+    let round = |e: &mut Emitter, a: InstId, ex: InstId| {
+        let x = binc(e, BinaryOp::Shr, a, 23);
+        let zero = cu(e, 0);
+        let is0 = bin(e, BinaryOp::Eq, x, zero, Type::U32);
+        let imp = cu(e, 1 << 23);
+        let imp = sel(e, is0, zero, imp, Type::U32);
+        let sig = binc(e, BinaryOp::BitAnd, a, 0x7f_ffff);
+        let mut sig = bin(e, BinaryOp::BitOr, sig, imp, Type::U32);
+        let one = cu(e, 1);
+        let x1 = sel(e, is0, one, x, Type::U32);
+        let t = binc(e, BinaryOp::Add, ex, 151 - bias - m_bits);
+        let full = bin(e, BinaryOp::Sub, t, x1, Type::U32);
+        let c31 = cu(e, 31);
+        let over = bin(e, BinaryOp::Gt, full, c31, Type::U32);
+        let sh = sel(e, over, c31, full, Type::U32);
+        let below = match r24 {
+            None => {
+                let half = bin(e, BinaryOp::Shl, one, sh, Type::U32);
+                binc(e, BinaryOp::Shr, half, 1)
+            }
+            Some(r) => {
+                let d = bin(e, BinaryOp::Sub, full, sh, Type::U32);
+                let big = bin(e, BinaryOp::Gt, d, c31, Type::U32);
+                let d = sel(e, big, c31, d, Type::U32);
+                sig = bin(e, BinaryOp::Shr, sig, d, Type::U32);
+                let hi = binc(e, BinaryOp::Shl, r, 8);
+                let hi = binc(e, BinaryOp::Shr, hi, 1);
+                let k = bin(e, BinaryOp::Sub, c31, sh, Type::U32);
+                bin(e, BinaryOp::Shr, hi, k, Type::U32)
+            }
+        };
+        let r = bin(e, BinaryOp::Add, sig, below, Type::U32);
+        bin(e, BinaryOp::Shr, r, sh, Type::U32)
+    };
+    let top = round(e, amax, e0);
+    let carry = binc(e, BinaryOp::Shr, top, m_bits);
+    let ex = bin(e, BinaryOp::Add, e0, carry, Type::U32);
+    let emc = cu(e, emax);
+    let over = bin(e, BinaryOp::Gt, ex, emc, Type::U32);
+    let ex = sel(e, over, emc, ex, Type::U32);
+    let mmax = cu(e, mask(m_bits));
+    let mut code = ex;
+    for (c, &(sg, a)) in mags.iter().enumerate() {
+        let m = round(e, a, ex);
+        let big = bin(e, BinaryOp::Gt, m, mmax, Type::U32);
+        let mut lane = sel(e, big, mmax, m, Type::U32);
+        if s.signed {
+            let sb = binc(e, BinaryOp::Shl, sg, m_bits);
+            lane = bin(e, BinaryOp::BitOr, sb, lane, Type::U32);
+        }
+        let lane = binc(e, BinaryOp::Shl, lane, s.lane_shift(c));
+        code = bin(e, BinaryOp::BitOr, code, lane, Type::U32);
+    }
+    code
 }
 
 /// Whether the element is the only thing stored in its one-word cell, so a
@@ -138,13 +347,13 @@ fn owns_word(p: &Program, plan: &AddressPlan) -> bool {
 }
 
 /// `loop { old = load; new = f(old); if cas(addr, new, old) == old { break } }`.
-/// `f` may ask for one value computed from `old` to be saved in a local when
-/// the exchange succeeds (the old value an atomic returns).
+/// `f` may ask for values computed from `old` to be saved in locals when
+/// the exchange succeeds (the old values an atomic returns).
 fn cas_loop(
     e: &mut Emitter,
     root: LayoutId,
     addr: InstId,
-    f: impl FnOnce(&mut Emitter, InstId) -> (InstId, Option<(LocalId, InstId)>),
+    f: impl FnOnce(&mut Emitter, InstId) -> (InstId, Vec<(LocalId, InstId)>),
 ) {
     let outer = std::mem::take(&mut e.out);
     let old = e.emit(InstKind::BufLoad { root, addr }, Type::U32);
@@ -161,7 +370,7 @@ fn cas_loop(
     );
     let done = e.emit(InstKind::Binary(BinaryOp::Eq, prev, old), Type::BOOL);
     let before_if = std::mem::take(&mut e.out);
-    if let Some((local, v)) = save {
+    for (local, v) in save {
         e.emit(InstKind::LocalStore(local, v), Type::Void);
     }
     e.emit(InstKind::Break, Type::Void);
@@ -252,30 +461,30 @@ enum Shift {
 }
 
 /// The component's `bits()` low bits, from the word `w` at bit `shift`.
-fn extract(e: &mut Emitter, q: Quant, w: InstId, shift: Shift) -> InstId {
+fn extract(e: &mut Emitter, width: u32, w: InstId, shift: Shift) -> InstId {
     let shift = match shift {
         Shift::Const(k) => k,
         Shift::Dyn(s) => {
             let x = bin(e, BinaryOp::Shr, w, s, Type::U32);
-            return binc(e, BinaryOp::BitAnd, x, q.mask());
+            return binc(e, BinaryOp::BitAnd, x, mask(width));
         }
     };
     let mut x = w;
     if shift > 0 {
         x = binc(e, BinaryOp::Shr, x, shift);
     }
-    if shift + q.bits() < 32 {
-        x = binc(e, BinaryOp::BitAnd, x, q.mask());
+    if shift + width < 32 {
+        x = binc(e, BinaryOp::BitAnd, x, mask(width));
     }
     x
 }
 
 /// `old` with the component's bits at `shift` replaced by `enc`.
-fn insert(e: &mut Emitter, q: Quant, old: InstId, enc: InstId, shift: Shift) -> InstId {
+fn insert(e: &mut Emitter, width: u32, old: InstId, enc: InstId, shift: Shift) -> InstId {
     let shift = match shift {
         Shift::Const(k) => k,
         Shift::Dyn(s) => {
-            let m = cu(e, q.mask());
+            let m = cu(e, mask(width));
             let m = bin(e, BinaryOp::Shl, m, s, Type::U32);
             let keep = binc(e, BinaryOp::BitXor, m, u32::MAX);
             let cleared = bin(e, BinaryOp::BitAnd, old, keep, Type::U32);
@@ -283,10 +492,10 @@ fn insert(e: &mut Emitter, q: Quant, old: InstId, enc: InstId, shift: Shift) -> 
             return bin(e, BinaryOp::BitOr, cleared, moved, Type::U32);
         }
     };
-    let m = if q.bits() >= 32 {
+    let m = if width >= 32 {
         u32::MAX
     } else {
-        q.mask() << shift
+        mask(width) << shift
     };
     let cleared = binc(e, BinaryOp::BitAnd, old, !m);
     let moved = if shift > 0 {

@@ -173,6 +173,23 @@ impl Builder<'_> {
         None
     }
 
+    /// The first `hash` or `dynamic` node on `field`'s path: quantized
+    /// storage is not lowered there (list appends and hash slots move whole
+    /// words).
+    fn unsupported_quant_parent(&self, field: FieldId) -> Option<LayoutId> {
+        let mut cur = Some(self.program.fields[field].layout);
+        while let Some(l) = cur {
+            if matches!(
+                self.program.layouts[l].kind,
+                LayoutKind::Hash { .. } | LayoutKind::Dynamic
+            ) {
+                return Some(l);
+            }
+            cur = self.program.layouts[l].parent;
+        }
+        None
+    }
+
     pub(super) fn layout_of(&self, node: usize) -> Option<LayoutId> {
         let src = *self.inputs[node].get("layout")?;
         let id = self.nodes[src].id();
@@ -227,44 +244,63 @@ impl Builder<'_> {
             let wrap = n.p("overflow").as_str() == Some("wrap");
             let stochastic = n.p("rounding").as_str() == Some("stochastic");
             let params = quant::QuantParams { wrap, stochastic };
-            let storage =
-                match quant::Quant::parse(n.p("storage").as_str().unwrap_or("word"), params) {
-                    Ok(None) if stochastic => {
-                        self.errors.push(GraphError::param(
+            let shared = n.p("shared_exponent").as_bool().unwrap_or(false);
+            let storage = match quant::Quant::parse(
+                n.p("storage").as_str().unwrap_or("word"),
+                params,
+            ) {
+                Ok(None) if stochastic => {
+                    self.errors.push(GraphError::param(
                         &id,
                         "rounding",
                         "\"stochastic\" applies to fixedN and floatEmM / ufloatEmM storage only",
                     ));
-                        continue;
-                    }
-                    Ok(None) if wrap => {
-                        self.errors.push(GraphError::param(
+                    continue;
+                }
+                Ok(None) if wrap => {
+                    self.errors.push(GraphError::param(
+                        &id,
+                        "overflow",
+                        "\"wrap\" applies to intN / uintN storage only",
+                    ));
+                    continue;
+                }
+                Ok(None) if shared => {
+                    self.errors.push(GraphError::param(
                             &id,
-                            "overflow",
-                            "\"wrap\" applies to intN / uintN storage only",
+                            "shared_exponent",
+                            "shared_exponent needs floatEmM or ufloatEmM storage (e.g. float6m12 for a vec2 in one word)",
                         ));
-                        continue;
-                    }
-                    Ok(None) => Storage::Word,
-                    Ok(Some(q)) if ty.scalar() != Some(q.compute_scalar()) => {
-                        self.errors.push(GraphError::param(
-                            &id,
-                            "storage",
-                            format!(
-                                "{} storage computes as {} but the field's type is {}",
-                                q.name(),
-                                Type::Scalar(q.compute_scalar()),
-                                ty
-                            ),
-                        ));
-                        continue;
-                    }
-                    Ok(Some(q)) => Storage::Quant(q),
+                    continue;
+                }
+                Ok(None) => Storage::Word,
+                Ok(Some(q)) if ty.scalar() != Some(q.compute_scalar()) => {
+                    self.errors.push(GraphError::param(
+                        &id,
+                        "storage",
+                        format!(
+                            "{} storage computes as {} but the field's type is {}",
+                            q.name(),
+                            Type::Scalar(q.compute_scalar()),
+                            ty
+                        ),
+                    ));
+                    continue;
+                }
+                Ok(Some(q)) if shared => match quant::SharedFloat::new(q, ty.components()) {
+                    Ok(s) => Storage::Shared(s),
                     Err(m) => {
-                        self.errors.push(GraphError::param(&id, "storage", m));
+                        self.errors
+                            .push(GraphError::param(&id, "shared_exponent", m));
                         continue;
                     }
-                };
+                },
+                Ok(Some(q)) => Storage::Quant(q),
+                Err(m) => {
+                    self.errors.push(GraphError::param(&id, "storage", m));
+                    continue;
+                }
+            };
             let wants_grad = n.p("grad").as_bool().unwrap_or(false);
             if wants_grad && ty.scalar() != Some(Scalar::F32) {
                 self.errors.push(GraphError::param(
@@ -333,18 +369,20 @@ impl Builder<'_> {
             let Some(h) = self.program.field_by_name(id) else {
                 continue;
             };
-            if let (Storage::Quant(_), Some(sparse)) =
-                (self.program.fields[h].storage, self.under_sparse(h))
-            {
-                self.errors.push(GraphError::param(
-                    id,
-                    "storage",
-                    format!(
-                        "quantized storage is not supported under the sparse node '{}' yet; use word storage, or a dense layout",
-                        sparse
-                    ),
-                ));
-                continue;
+            if self.program.fields[h].storage != Storage::Word {
+                if let Some(l) = self.unsupported_quant_parent(h) {
+                    let node = &self.program.layouts[l];
+                    self.errors.push(GraphError::param(
+                        id,
+                        "storage",
+                        format!(
+                            "quantized storage is not supported under the {} node '{}' (only dense, pointer and bitmasked nodes); use word storage there",
+                            node.kind.name(),
+                            node.node_id
+                        ),
+                    ));
+                    continue;
+                }
             }
             match self
                 .field_init(i, h)
@@ -413,14 +451,16 @@ impl Builder<'_> {
         init: FieldInit,
     ) -> Result<FieldInit, GraphError> {
         let f = &self.program.fields[h];
-        let Storage::Quant(q) = f.storage else {
-            return Ok(init);
+        let fits = |w: u32| match f.storage {
+            Storage::Word => true,
+            Storage::Quant(q) => q.fits(w),
+            Storage::Shared(s) => s.fits(&[w]),
         };
         let words = match &init {
             FieldInit::Constant(w) | FieldInit::Data(w) => w,
         };
         let s = f.ty.scalar().expect("field type");
-        if let Some((k, &w)) = words.iter().enumerate().find(|(_, &w)| !q.fits(w)) {
+        if let Some((k, &w)) = words.iter().enumerate().find(|(_, &w)| !fits(w)) {
             let v = match s {
                 Scalar::F32 => format!("{:?}", f32::from_bits(w)),
                 Scalar::I32 => (w as i32).to_string(),
@@ -438,7 +478,7 @@ impl Builder<'_> {
                     v,
                     at,
                     f.name,
-                    q.name()
+                    f.storage.name()
                 ),
             ));
         }
