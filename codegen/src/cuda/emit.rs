@@ -98,7 +98,7 @@ pub(super) fn kernel(program: &Program, kernel: &Kernel) -> Result<CudaKernel, C
         comment_safe(&kernel.name)
     );
     out.push_str(PRELUDE);
-    out.push_str("\nstruct WeftEnv {\n    unsigned* err;\n");
+    out.push_str("\nstruct WeftEnv {\n    unsigned* err;\n    unsigned tag;\n");
     for (k, r) in roots.iter().enumerate() {
         let _ = writeln!(
             out,
@@ -116,7 +116,8 @@ pub(super) fn kernel(program: &Program, kernel: &Kernel) -> Result<CudaKernel, C
          __device__ __noinline__ int weft_fault(WeftEnv* e, unsigned site, long long value) {\n    \
          if (atomicCAS(&e->err[0], 0u, site + 1u) == 0u) {\n        \
          e->err[1] = (unsigned)(u64)value;\n        \
-         e->err[2] = (unsigned)((u64)value >> 32);\n    \
+         e->err[2] = (unsigned)((u64)value >> 32);\n        \
+         e->err[3] = e->tag;\n    \
          }\n    return 1;\n}\n\n",
     );
 
@@ -198,6 +199,7 @@ fn entry(out: &mut String, kernel: &Kernel, roots: &[LayoutId]) {
     debug_assert_eq!(args.len(), word::HEADER as usize);
     args.extend((0..kernel.params.len()).map(|i| format!("unsigned p{}", i)));
     args.push("unsigned* err".into());
+    args.push("unsigned tag".into());
     for k in 0..roots.len() {
         args.push(format!("unsigned* b{k}"));
         args.push(format!("u64 n{k}"));
@@ -212,7 +214,9 @@ fn entry(out: &mut String, kernel: &Kernel, roots: &[LayoutId]) {
         "    (void)r_per_row;\n    \
          u64 lin = (u64)blockIdx.x * (u64)blockDim.x + (u64)threadIdx.x;\n    \
          if (lin >= (u64)r_total) return;\n    \
-         WeftEnv e;\n    e.err = err;\n",
+         // An earlier launch of this frame faulted: do nothing, as the interpreter would.\n    \
+         if (*(volatile unsigned*)err != 0u) return;\n    \
+         WeftEnv e;\n    e.err = err;\n    e.tag = tag;\n",
     );
     for k in 0..roots.len() {
         let _ = writeln!(out, "    e.b{k} = b{k}; e.n{k} = n{k};");

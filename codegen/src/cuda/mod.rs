@@ -21,10 +21,15 @@
 //! ABI of the `__global__` function [`ENTRY`]: the launch record's words
 //! (`launch::word` order: frame, launch, seed, total, shape[3], threads per
 //! row, then one word per scalar parameter) as `unsigned` arguments, then
-//! the fault words (`unsigned*`: [`fault_word`]), then for each root in
+//! the fault words (`unsigned*`: [`fault_word`]) and the launch's tag (an
+//! `unsigned` the runtime chooses, recorded with a fault so that it knows
+//! which launch of a frame failed), then for each root in
 //! [`CudaKernel::roots`] order its words (`unsigned*`) and its length in
 //! words (`unsigned long long`). One thread per loop iteration, linear
-//! row-major index `blockIdx.x * blockDim.x + threadIdx.x`.
+//! row-major index `blockIdx.x * blockDim.x + threadIdx.x`. A launch that
+//! finds a fault already recorded does nothing, so the launches queued after
+//! a failed one in the same frame leave the fields alone (the interpreter
+//! stops at the first fault too).
 
 mod emit;
 
@@ -38,14 +43,16 @@ pub const ENTRY: &str = "weft_kernel";
 /// Threads per block the runtime launches with.
 pub const BLOCK_SIZE: u32 = 128;
 
-/// What the fault words hold after a launch (three `u32`s, zeroed before it).
+/// What the fault words hold after a launch (`COUNT` `u32`s, zeroed before it).
 pub mod fault_word {
     /// 0 when no invocation faulted, else the first fault's site index + 1.
     pub const SITE: usize = 0;
     /// Low and high halves of the faulting value (an index, a step, an address).
     pub const VALUE_LO: usize = 1;
     pub const VALUE_HI: usize = 2;
-    pub const COUNT: usize = 3;
+    /// The tag of the launch that faulted.
+    pub const TAG: usize = 3;
+    pub const COUNT: usize = 4;
 }
 
 /// A kernel's CUDA C source and what the runtime needs to launch it.
