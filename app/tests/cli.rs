@@ -491,7 +491,8 @@ fn cuda_emits_everywhere_and_runs_only_with_a_driver() {
     assert!(o.status.success(), "{}", text(&o));
     let t = String::from_utf8_lossy(&o.stdout);
     assert!(
-        t.contains("// kernel 'diffuse'") && t.contains("extern \"C\" __global__ void weft_kernel("),
+        t.contains("// kernel 'diffuse'")
+            && t.contains("extern \"C\" __global__ void weft_kernel("),
         "{}",
         t
     );
@@ -521,7 +522,16 @@ fn cuda_emits_everywhere_and_runs_only_with_a_driver() {
                 err
             );
             assert!(!err.contains("panicked"), "{}", err);
-            let o = weft(&["run", "graphs/life.json", "--backend", "auto", "--frames", "1", "--out", out.to_str().unwrap()]);
+            let o = weft(&[
+                "run",
+                "graphs/life.json",
+                "--backend",
+                "auto",
+                "--frames",
+                "1",
+                "--out",
+                out.to_str().unwrap(),
+            ]);
             assert!(o.status.success(), "{}", text(&o));
             assert!(!text(&o).contains("backend: cuda"), "{}", text(&o));
         }

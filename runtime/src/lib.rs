@@ -62,7 +62,9 @@ impl RuntimeError {
     /// Exit code for the CLI: 2 for an invalid graph, 1 for a failure while running.
     pub fn exit_code(&self) -> i32 {
         match self {
-            RuntimeError::Graph(_) | RuntimeError::Compile { .. } | RuntimeError::Unavailable(_) => 2,
+            RuntimeError::Graph(_)
+            | RuntimeError::Compile { .. }
+            | RuntimeError::Unavailable(_) => 2,
             _ => 1,
         }
     }

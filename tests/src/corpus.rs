@@ -186,4 +186,3 @@ pub fn edge_cases() -> Vec<(&'static str, &'static str, &'static str, Value)> {
         ("many_matrix_ops", "fn kernel(i: i32) {\n    let a = mat4(1.0) * mat4(2.0) * transpose(mat4(3.0)) * inverse(mat4(4.0));\n    x[i] = determinant(a) + dot(a * vec4(1.0), vec4(1.0)) + length(cross(vec3(1.0, 0.0, 0.0), vec3(0.0, 1.0, 0.0)));\n}\n", "f32", json!(0)),
     ]
 }
-

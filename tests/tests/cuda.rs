@@ -24,14 +24,20 @@ fn examples() -> Vec<(String, Value)> {
         .collect();
     names.sort();
     assert!(names.len() >= 10, "examples found: {:?}", names);
-    names.into_iter().map(|n| (n.clone(), example(&n))).collect()
+    names
+        .into_iter()
+        .map(|n| (n.clone(), example(&n)))
+        .collect()
 }
 
 /// Every kernel the check compiles: (label, compiled program).
 fn programs() -> Vec<(String, Program)> {
     let mut docs = examples();
     for (name, fields, code, range) in corpus() {
-        docs.push((format!("corpus {}", name), corpus_graph(&fields, &code, &range)));
+        docs.push((
+            format!("corpus {}", name),
+            corpus_graph(&fields, &code, &range),
+        ));
     }
     for (name, code, ty, init) in edge_cases() {
         docs.push((format!("edge case {}", name), edge_graph(code, ty, init)));
@@ -140,7 +146,11 @@ fn an_nvrtc_error_names_the_kernel_node() {
     if !nvrtc_available() {
         return;
     }
-    let g = corpus_graph(&[("o", "f32", vec![4], json!(0))], "fn kernel(i: i32) { o[i] = 1.0; }", &[4]);
+    let g = corpus_graph(
+        &[("o", "f32", vec![4], json!(0))],
+        "fn kernel(i: i32) { o[i] = 1.0; }",
+        &[4],
+    );
     let mut p = build(&g).unwrap();
     weft_ir::passes::run_pipeline(&mut p, &Default::default(), None).unwrap();
     let (_, k) = p.kernels.iter().next().unwrap();
@@ -173,7 +183,11 @@ fn sim(doc: &Value, frames: u32, backend: Backend) -> Result<Simulation, Runtime
 /// Whether a CUDA device can be opened; says why not when it cannot (no
 /// GPU in CI either, so this is a skip there too).
 fn cuda_device() -> bool {
-    let g = corpus_graph(&[("o", "f32", vec![1], json!(0))], "fn kernel(i: i32) { o[i] = 1.0; }", &[1]);
+    let g = corpus_graph(
+        &[("o", "f32", vec![1], json!(0))],
+        "fn kernel(i: i32) { o[i] = 1.0; }",
+        &[1],
+    );
     match sim(&g, 0, Backend::Cuda) {
         Ok(_) => true,
         Err(RuntimeError::Unavailable(why)) => {
@@ -193,13 +207,19 @@ fn compare(name: &str, a: &Simulation, b: &Simulation, rel: f64) -> Vec<String> 
         if !f.ty.is_float() {
             let bad = x.iter().zip(&y).filter(|(p, q)| p != q).count();
             if bad > 0 {
-                out.push(format!("{}: integer field '{}' differs in {} words", name, f.name, bad));
+                out.push(format!(
+                    "{}: integer field '{}' differs in {} words",
+                    name, f.name, bad
+                ));
             }
             continue;
         }
         let fx: Vec<f64> = x.iter().map(|&w| f32::from_bits(w) as f64).collect();
         let fy: Vec<f64> = y.iter().map(|&w| f32::from_bits(w) as f64).collect();
-        let scale = fx.iter().filter(|v| v.is_finite()).fold(0.0f64, |m, v| m.max(v.abs()));
+        let scale = fx
+            .iter()
+            .filter(|v| v.is_finite())
+            .fold(0.0f64, |m, v| m.max(v.abs()));
         let bad = fx
             .iter()
             .zip(&fy)
@@ -208,7 +228,10 @@ fn compare(name: &str, a: &Simulation, b: &Simulation, rel: f64) -> Vec<String> 
             })
             .count();
         if bad > 0 {
-            out.push(format!("{}: float field '{}' differs in {} components", name, f.name, bad));
+            out.push(format!(
+                "{}: float field '{}' differs in {} components",
+                name, f.name, bad
+            ));
         }
     }
     out
@@ -220,12 +243,23 @@ fn examples_agree_with_the_interpreter_on_cuda() {
         return;
     }
     let mut problems = Vec::new();
-    for (name, frames) in [("julia", 2), ("heat", 2), ("heat_color", 2), ("life", 3), ("mpm88", 1)] {
+    for (name, frames) in [
+        ("julia", 2),
+        ("heat", 2),
+        ("heat_color", 2),
+        ("life", 3),
+        ("mpm88", 1),
+    ] {
         let g = example(name);
         let vm = sim(&g, frames, Backend::Vm).unwrap();
         match sim(&g, frames, Backend::Cuda) {
             // Float atomics add in another order on the GPU (mpm88).
-            Ok(c) => problems.extend(compare(name, &vm, &c, if name == "mpm88" { 1e-3 } else { 1e-5 })),
+            Ok(c) => problems.extend(compare(
+                name,
+                &vm,
+                &c,
+                if name == "mpm88" { 1e-3 } else { 1e-5 },
+            )),
             Err(e) => problems.push(format!("{} on cuda: {}", name, e)),
         }
     }
@@ -274,7 +308,11 @@ fn edge_and_fault_cases_agree_with_the_interpreter_on_cuda() {
 
 #[test]
 fn without_a_driver_cuda_is_unavailable_and_auto_never_picks_it() {
-    let g = corpus_graph(&[("o", "f32", vec![1], json!(0))], "fn kernel(i: i32) { o[i] = 1.0; }", &[1]);
+    let g = corpus_graph(
+        &[("o", "f32", vec![1], json!(0))],
+        "fn kernel(i: i32) { o[i] = 1.0; }",
+        &[1],
+    );
     if weft_runtime::cuda::driver_status().is_ok() {
         eprintln!("skipping: a CUDA driver is present here");
         return;
@@ -284,7 +322,10 @@ fn without_a_driver_cuda_is_unavailable_and_auto_never_picks_it() {
             assert_eq!(e.exit_code(), 2);
             assert!(e.to_string().contains("cuda"), "{}", e);
         }
-        other => panic!("expected Unavailable, got {:?}", other.map(|s| s.backend_name())),
+        other => panic!(
+            "expected Unavailable, got {:?}",
+            other.map(|s| s.backend_name())
+        ),
     }
     let s = sim(&g, 0, Backend::Auto).unwrap();
     assert_ne!(s.backend_name(), "cuda");

@@ -137,7 +137,9 @@ pub(super) fn kernel(program: &Program, kernel: &Kernel) -> Result<CudaKernel, C
     let mut g = Gen::new(program, kernel, &kernel.entry, &roots, &mut sites, true);
     g.function()?;
     let body = g.out;
-    let args: Vec<String> = (0..kernel.dims).map(|d| format!(", int a{}_0", d)).collect();
+    let args: Vec<String> = (0..kernel.dims)
+        .map(|d| format!(", int a{}_0", d))
+        .collect();
     let _ = writeln!(
         out,
         "__device__ int weft_body(WeftEnv* e, int depth{}) {{\n{}}}\n",
@@ -429,7 +431,9 @@ impl<'a> Gen<'a> {
                 if *i as usize >= self.kernel.params.len() {
                     return Err(self.err(h, "parameter out of range"));
                 }
-                let s = ty.scalar().ok_or_else(|| self.err(h, "untyped parameter"))?;
+                let s = ty
+                    .scalar()
+                    .ok_or_else(|| self.err(h, "untyped parameter"))?;
                 self.define(h, vec![from_word(s, &format!("e->p[{}]", i))])
             }
             InstKind::Frame => self.define(h, vec!["e->frame".into()]),
@@ -639,7 +643,10 @@ impl<'a> Gen<'a> {
                 let p = self.address(h, *root, *addr)?;
                 let v = self.v1(*value);
                 let c = cmp.map(|c| self.v1(c));
-                self.define(h, vec![atomic(*op, s, &format!("&{}", p), &v, c.as_deref())])
+                self.define(
+                    h,
+                    vec![atomic(*op, s, &format!("&{}", p), &v, c.as_deref())],
+                )
             }
             InstKind::FieldLoad { .. }
             | InstKind::FieldStore { .. }
@@ -778,7 +785,13 @@ impl<'a> Gen<'a> {
         );
         self.line(&line);
         let zeros = vec!["0"; n.max(1)].join(", ");
-        let line = format!("{} r{}[{}] = {{{}}};", cty(callee.ret), h.index(), n.max(1), zeros);
+        let line = format!(
+            "{} r{}[{}] = {{{}}};",
+            cty(callee.ret),
+            h.index(),
+            n.max(1),
+            zeros
+        );
         self.line(&line);
         let mut cargs = vec![
             "e".to_string(),
@@ -1132,7 +1145,9 @@ fn builtin(b: Builtin, at: Type, a: &[Vec<String>]) -> Option<Vec<String>> {
         Transpose => {
             let Type::Matrix(k) = at else { return None };
             let k = k as usize;
-            (0..k * k).map(|i| a[0][(i % k) * k + i / k].clone()).collect()
+            (0..k * k)
+                .map(|i| a[0][(i % k) * k + i / k].clone())
+                .collect()
         }
         Determinant => {
             let Type::Matrix(k) = at else { return None };

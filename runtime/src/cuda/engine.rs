@@ -8,8 +8,7 @@ use crate::backend::Engine;
 use crate::memory::FieldMemory;
 use crate::RuntimeError;
 use cudarc::driver::{
-    sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig,
-    PushKernelArg,
+    sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
 };
 use std::any::Any;
 use std::sync::{Arc, Mutex};
@@ -70,7 +69,10 @@ impl CudaEngine {
                 .load_module(cudarc::nvrtc::Ptx::from_src(ptx.as_str()))
                 .map_err(|e| RuntimeError::Compile {
                     node: k.name.clone(),
-                    message: format!("node '{}': the CUDA driver refused the PTX: {:?}", k.name, e),
+                    message: format!(
+                        "node '{}': the CUDA driver refused the PTX: {:?}",
+                        k.name, e
+                    ),
                 })?;
             let func = module
                 .load_function(ENTRY)
@@ -110,7 +112,9 @@ impl CudaEngine {
         })
     }
 
-    fn buffers(&self) -> Result<std::sync::MutexGuard<'_, Vec<Option<CudaSlice<u32>>>>, RuntimeError> {
+    fn buffers(
+        &self,
+    ) -> Result<std::sync::MutexGuard<'_, Vec<Option<CudaSlice<u32>>>>, RuntimeError> {
         self.buffers
             .lock()
             .map_err(|_| RuntimeError::Device("CUDA: buffer table poisoned".into()))
@@ -196,10 +200,9 @@ impl Engine for CudaEngine {
         {
             let b = self.buffers()?;
             for (tag, rec) in launches.iter().enumerate() {
-                let c = self
-                    .kernels
-                    .get(rec.kernel.index())
-                    .ok_or_else(|| RuntimeError::Device("CUDA: launch of an unknown kernel".into()))?;
+                let c = self.kernels.get(rec.kernel.index()).ok_or_else(|| {
+                    RuntimeError::Device("CUDA: launch of an unknown kernel".into())
+                })?;
                 let total = rec.total();
                 if total == 0 {
                     continue;
@@ -208,7 +211,10 @@ impl Engine for CudaEngine {
                 if blocks > i32::MAX as u64 || total > u32::MAX as u64 {
                     return Err(RuntimeError::Run {
                         node: c.code.name.clone(),
-                        message: format!("{} iterations are more than one CUDA launch can run", total),
+                        message: format!(
+                            "{} iterations are more than one CUDA launch can run",
+                            total
+                        ),
                     });
                 }
                 let words = rec.words(0, c.code.params as u32);
@@ -222,7 +228,9 @@ impl Engine for CudaEngine {
                         b.get(r.index())
                             .and_then(|s| s.as_ref())
                             .map(|s| (s, self.lens[r.index()]))
-                            .ok_or_else(|| RuntimeError::Device("CUDA: no buffer for a root".into()))
+                            .ok_or_else(|| {
+                                RuntimeError::Device("CUDA: no buffer for a root".into())
+                            })
                     })
                     .collect::<Result<_, _>>()?;
                 let mut l = self.stream.launch_builder(&c.func);
@@ -246,7 +254,8 @@ impl Engine for CudaEngine {
                 // SAFETY: the arguments follow the generated entry's ABI
                 // (`weft_codegen::cuda`): record words, fault words, tag,
                 // then (words, length) per root in `code.roots` order.
-                let ev = unsafe { l.launch(cfg) }.map_err(|e| device_err("launching a kernel", e))?;
+                let ev =
+                    unsafe { l.launch(cfg) }.map_err(|e| device_err("launching a kernel", e))?;
                 if let Some(ev) = ev {
                     events.push((rec.kernel, ev));
                 }

@@ -29,9 +29,11 @@ pub fn nvrtc_status() -> Result<(), String> {
     if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
         Ok(())
     } else {
-        Err("NVRTC (libnvrtc.so) was not found on the library path; install the CUDA toolkit \
+        Err(
+            "NVRTC (libnvrtc.so) was not found on the library path; install the CUDA toolkit \
              or `pip install nvidia-cuda-nvrtc` and add its lib folder to LD_LIBRARY_PATH"
-            .into())
+                .into(),
+        )
     }
 }
 
@@ -73,8 +75,7 @@ fn nvrtc_options(arch: Option<&str>) -> Vec<String> {
 /// are cached by content, so reopening a simulation or editing one kernel
 /// recompiles only what changed.
 fn ptx_cache() -> &'static Mutex<HashMap<(String, Option<String>), Arc<String>>> {
-    static CACHE: OnceLock<Mutex<HashMap<(String, Option<String>), Arc<String>>>> =
-        OnceLock::new();
+    static CACHE: OnceLock<Mutex<HashMap<(String, Option<String>), Arc<String>>>> = OnceLock::new();
     CACHE.get_or_init(Default::default)
 }
 
