@@ -1115,7 +1115,7 @@ fn builtin(b: Builtin, at: Type, a: &[Vec<String>]) -> Option<Vec<String>> {
             Scalar::F32 => vec![fdot(&a[0], &a[1])],
             s => {
                 let t = sty(s);
-                let mut acc = format!("0u");
+                let mut acc = "0u".to_string();
                 for (x, y) in a[0].iter().zip(&a[1]) {
                     acc = format!("({} + ((unsigned)({}) * (unsigned)({})))", acc, x, y);
                 }

@@ -74,8 +74,10 @@ fn nvrtc_options(arch: Option<&str>) -> Vec<String> {
 /// PTX already built in this process, by (source, architecture): kernels
 /// are cached by content, so reopening a simulation or editing one kernel
 /// recompiles only what changed.
-fn ptx_cache() -> &'static Mutex<HashMap<(String, Option<String>), Arc<String>>> {
-    static CACHE: OnceLock<Mutex<HashMap<(String, Option<String>), Arc<String>>>> = OnceLock::new();
+type PtxCache = Mutex<HashMap<(String, Option<String>), Arc<String>>>;
+
+fn ptx_cache() -> &'static PtxCache {
+    static CACHE: OnceLock<PtxCache> = OnceLock::new();
     CACHE.get_or_init(Default::default)
 }
 
