@@ -71,11 +71,11 @@ fn nvrtc_options(arch: Option<&str>) -> Vec<String> {
     o
 }
 
+type PtxCache = Mutex<HashMap<(String, Option<String>), Arc<String>>>;
+
 /// PTX already built in this process, by (source, architecture): kernels
 /// are cached by content, so reopening a simulation or editing one kernel
 /// recompiles only what changed.
-type PtxCache = Mutex<HashMap<(String, Option<String>), Arc<String>>>;
-
 fn ptx_cache() -> &'static PtxCache {
     static CACHE: OnceLock<PtxCache> = OnceLock::new();
     CACHE.get_or_init(Default::default)
