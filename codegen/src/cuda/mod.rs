@@ -32,6 +32,7 @@
 //! stops at the first fault too).
 
 mod emit;
+mod ops;
 
 use crate::jit::FaultSite;
 use crate::CodegenError;
