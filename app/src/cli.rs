@@ -26,7 +26,7 @@ pub enum Command {
     Bench(BenchArgs),
     /// Re-run graphs that have NAME.expect.json beside them and compare.
     Replay(ReplayArgs),
-    /// Print the shader code the wgpu backend generates for a graph's kernels.
+    /// Print the code the GPU backends generate for a graph's kernels (WGSL or SPIR-V for wgpu, CUDA C for cuda).
     Emit(EmitArgs),
     /// Gradients of a loss field with respect to fields (reverse-mode autodiff).
     Grad(GradArgs),
@@ -66,7 +66,7 @@ pub struct RunArgs {
     /// Frames to run after on_start.
     #[arg(long, default_value_t = 1)]
     pub frames: u32,
-    /// auto (wgpu on a hardware GPU, else cpu), cpu (kernels compiled to native code; `jit` is an alias), vm (the reference interpreter) or wgpu.
+    /// auto (wgpu on a hardware GPU, else cpu), cpu (kernels compiled to native code; `jit` is an alias), vm (the reference interpreter), wgpu or cuda (NVIDIA GPUs; needs the CUDA driver and NVRTC).
     #[arg(long, default_value = "auto", value_parser = backend_arg)]
     pub backend: Backend,
     /// Output directory: VIEW_FRAME.png per view per frame (frame numbered from 0001), FIELD.npy dumps.
@@ -125,6 +125,8 @@ pub enum EmitFormat {
     Wgsl,
     /// SPIR-V (binary, written to --out).
     Spirv,
+    /// CUDA C for the cuda backend (what NVRTC compiles at run time; needs no GPU).
+    Cuda,
 }
 
 #[derive(Args)]
@@ -146,7 +148,7 @@ pub struct BenchArgs {
     /// Frames to time (after one warm-up frame).
     #[arg(long, default_value_t = 10)]
     pub frames: u32,
-    /// auto (wgpu on a hardware GPU, else cpu), cpu (kernels compiled to native code; `jit` is an alias), vm (the reference interpreter) or wgpu.
+    /// auto (wgpu on a hardware GPU, else cpu), cpu (kernels compiled to native code; `jit` is an alias), vm (the reference interpreter), wgpu or cuda (NVIDIA GPUs; needs the CUDA driver and NVRTC).
     #[arg(long, default_value = "auto", value_parser = backend_arg)]
     pub backend: Backend,
     /// Print one JSON object instead of a table.

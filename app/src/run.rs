@@ -248,6 +248,18 @@ pub fn emit(a: crate::cli::EmitArgs) -> i32 {
         if a.kernel.as_ref().is_some_and(|n| *n != k.name) {
             continue;
         }
+        if a.format == crate::cli::EmitFormat::Cuda {
+            match weft_codegen::cuda::compile_kernel(&p, k) {
+                Ok(c) => println!("// kernel '{}'\n{}", k.name, c.source),
+                Err(e) => {
+                    return fail(&RuntimeError::Compile {
+                        node: e.kernel.clone(),
+                        message: e.to_string(),
+                    })
+                }
+            }
+            continue;
+        }
         let gk = match weft_codegen::wgpu::compile_kernel(&p, k, &Default::default()) {
             Ok(g) => g,
             Err(e) => {
@@ -267,6 +279,8 @@ pub fn emit(a: crate::cli::EmitArgs) -> i32 {
                     })
                 }
             },
+            // Printed above, without building the naga module.
+            crate::cli::EmitFormat::Cuda => {}
             crate::cli::EmitFormat::Spirv => {
                 let words = match weft_codegen::wgpu::to_spirv(&gk) {
                     Ok(w) => w,

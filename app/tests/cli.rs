@@ -670,3 +670,59 @@ fn gradcheck_passes_a_right_custom_backward_and_fails_a_wrong_one() {
         assert_eq!(out.contains("FAIL"), !ok, "{}", out);
     }
 }
+
+/// `weft emit cuda` prints each kernel's CUDA C without a GPU; `--backend
+/// cuda` runs where a CUDA driver is, and elsewhere exits 2 with one line
+/// saying why (the machine has no driver; `auto` quietly runs without it).
+#[test]
+fn cuda_emits_everywhere_and_runs_only_with_a_driver() {
+    let o = weft(&["emit", "cuda", "graphs/heat.json", "--kernel", "diffuse"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        t.contains("// kernel 'diffuse'")
+            && t.contains("extern \"C\" __global__ void weft_kernel("),
+        "{}",
+        t
+    );
+    let out = tmp("cuda");
+    let o = weft(&[
+        "run",
+        "graphs/life.json",
+        "--backend",
+        "cuda",
+        "--frames",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    match weft_runtime::cuda::driver_status() {
+        Ok(()) => {
+            assert!(o.status.success(), "{}", text(&o));
+            assert!(text(&o).contains("backend: cuda on"), "{}", text(&o));
+        }
+        Err(why) => {
+            eprintln!("no CUDA driver ({}): checking the refusal", why);
+            assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                err.contains("the cuda backend cannot run here") && err.contains("no CUDA driver"),
+                "{}",
+                err
+            );
+            assert!(!err.contains("panicked"), "{}", err);
+            let o = weft(&[
+                "run",
+                "graphs/life.json",
+                "--backend",
+                "auto",
+                "--frames",
+                "1",
+                "--out",
+                out.to_str().unwrap(),
+            ]);
+            assert!(o.status.success(), "{}", text(&o));
+            assert!(!text(&o).contains("backend: cuda"), "{}", text(&o));
+        }
+    }
+}

@@ -1,13 +1,15 @@
 //! weft-codegen: turns lowered, legalized IR into each backend's executable
 //! form. `vm` flattens structured IR into a register-machine program that
 //! the reference VM in weft-runtime executes; `wgpu` builds one validated
-//! `naga::Module` per kernel. `launch` is the launch-record layout both the
+//! `naga::Module` per kernel; `cuda` writes CUDA C per kernel (compiled by
+//! NVRTC in the runtime); `jit` compiles to native code with Cranelift. `launch` is the launch-record layout both the
 //! generators and the runtime read.
 //!
 //! Code generators must not panic on valid IR; `guard` is the last line of
 //! defence that turns a panic (ours or a dependency's) into an error naming
 //! the kernel node.
 
+pub mod cuda;
 pub mod jit;
 pub mod launch;
 pub mod vm;

@@ -35,10 +35,19 @@ pub enum Backend {
     /// The compiled CPU backend (`cpu`): kernels JIT-compiled to native code
     /// (Cranelift), multi-threaded with rayon, over the VM's field memory.
     Jit,
+    /// CUDA C compiled by NVRTC, launched through the CUDA driver (NVIDIA
+    /// GPUs only; never chosen by `Auto`).
+    Cuda,
 }
 
 impl Backend {
-    pub const ALL: [Backend; 4] = [Backend::Auto, Backend::Vm, Backend::Jit, Backend::Wgpu];
+    pub const ALL: [Backend; 5] = [
+        Backend::Auto,
+        Backend::Vm,
+        Backend::Jit,
+        Backend::Wgpu,
+        Backend::Cuda,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -46,6 +55,7 @@ impl Backend {
             Backend::Wgpu => "wgpu",
             Backend::Auto => "auto",
             Backend::Jit => "cpu",
+            Backend::Cuda => "cuda",
         }
     }
 
@@ -158,6 +168,7 @@ pub fn open(
     match backend {
         Backend::Vm => Ok(Box::new(VmEngine::new(program, opts.threads)?)),
         Backend::Jit => Ok(Box::new(crate::jit::JitEngine::new(program, opts.threads)?)),
+        Backend::Cuda => Ok(Box::new(crate::cuda::CudaEngine::open(program)?)),
         Backend::Wgpu => {
             let ctx = match &opts.gpu {
                 Some(c) => c.clone(),
@@ -183,8 +194,10 @@ pub fn open(
 /// Builds the code of every backend that can be built without a device,
 /// for every kernel of a compiled (legalized) program, so that a graph that
 /// passes `weft check` never fails to compile on one of them: the VM's
-/// program and the wgpu backend's naga module (with and without native f32
-/// atomics), validated and written as SPIR-V and WGSL.
+/// program, the wgpu backend's naga module (with and without native f32
+/// atomics), validated and written as SPIR-V and WGSL, and the cuda
+/// backend's CUDA C (NVRTC, where present, is the test suite's business:
+/// `weft check` must not depend on it).
 pub fn check_offline(program: &Program) -> Result<(), RuntimeError> {
     let compile_err = |e: weft_codegen::CodegenError| RuntimeError::Compile {
         node: e.kernel.clone(),
@@ -198,6 +211,7 @@ pub fn check_offline(program: &Program) -> Result<(), RuntimeError> {
             };
             weft_codegen::wgpu::check_kernel(program, k, &opts).map_err(compile_err)?;
         }
+        weft_codegen::cuda::compile_kernel(program, k).map_err(compile_err)?;
     }
     Ok(())
 }

@@ -1,9 +1,10 @@
 //! weft-runtime: the backend interface and its backends (the reference
-//! `vm`, `wgpu`), field memory, the schedule executor and the view renderers
+//! `vm`, the compiled CPU backend `jit`, `wgpu`, `cuda`), field memory, the schedule executor and the view renderers
 //! shared by the CLI and the app. It sees only the IR, never the graph
 //! document.
 
 pub mod backend;
+pub mod cuda;
 pub mod expect;
 pub mod jit;
 pub mod memory;
@@ -42,6 +43,10 @@ pub enum RuntimeError {
     /// The GPU or its driver failed (no adapter, limits, device lost).
     #[error("{0}")]
     Device(String),
+    /// The backend asked for cannot run on this machine at all (no CUDA
+    /// driver): a usage error, like an invalid graph, not a failure while running.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 impl RuntimeError {
@@ -51,13 +56,15 @@ impl RuntimeError {
             RuntimeError::Compile { node, .. }
             | RuntimeError::Kernel { node, .. }
             | RuntimeError::Run { node, .. } => Some(node),
-            RuntimeError::Io(_) | RuntimeError::Device(_) => None,
+            RuntimeError::Io(_) | RuntimeError::Device(_) | RuntimeError::Unavailable(_) => None,
         }
     }
     /// Exit code for the CLI: 2 for an invalid graph, 1 for a failure while running.
     pub fn exit_code(&self) -> i32 {
         match self {
-            RuntimeError::Graph(_) | RuntimeError::Compile { .. } => 2,
+            RuntimeError::Graph(_)
+            | RuntimeError::Compile { .. }
+            | RuntimeError::Unavailable(_) => 2,
             _ => 1,
         }
     }

@@ -1,6 +1,8 @@
 //! Helpers for Weft's integration tests: build small graphs in code, run
 //! them on the reference backend, read fields back as numbers.
 
+pub mod corpus;
+
 use serde_json::{json, Value};
 use weft_ir::graph::{build_program, BuildOptions, GraphDoc, GraphErrors};
 use weft_runtime::{RuntimeError, SimOptions, Simulation};

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use weft_ir::passes::PassOptions;
 use weft_runtime::{Backend, RuntimeError, SimOptions, Simulation};
+use weft_tests::corpus::{corpus, corpus_graph, edge_cases, edge_graph};
 use weft_tests::*;
 
 fn sim_with(
@@ -137,157 +138,6 @@ fn kernels_without_atomics_are_identical_on_many_threads() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-type Case = (
-    &'static str,
-    Vec<(&'static str, &'static str, Vec<u32>, Value)>,
-    String,
-    Vec<u32>,
-);
-
-/// Kernels covering the language, its built-ins and its edge cases.
-fn corpus() -> Vec<Case> {
-    let c = |s: &str| s.to_string();
-    vec![
-        ("arith", vec![("o", "f32", vec![64], json!(0)), ("io", "i32", vec![64], json!(0)), ("uo", "u32", vec![64], json!(0))],
-         c("fn kernel(i: i32) { o[i] = i as f32 * 0.5 + 1.0 / (i as f32 + 1.0); io[i] = (i * 7 - 200) / 3 + (i * 7 - 200) % 3 + (-i >> 2) + (i << 29); uo[i] = (i as u32) * 2654435761u32 ^ ((i as u32) >> 3u32); }"),
-         vec![64]),
-        ("int_edges", vec![("o", "i32", vec![12], json!(0)), ("u", "u32", vec![6], json!(0))],
-         c("fn kernel(i: i32) {
-            if i == 0 { o[i] = 7 / (i - i); } if i == 1 { o[i] = 7 % (i - i); } if i == 2 { o[i] = 1 << (31 + i); }
-            if i == 3 { o[i] = -16 >> 2; } if i == 4 { o[i] = 2147483647 + i - 3; } if i == 5 { o[i] = (-2147483648) / (i - 6); }
-            if i == 6 { o[i] = 3.99 as i32 + (-3.99) as i32; } if i == 7 { o[i] = 1e20 as i32; } if i == 8 { o[i] = (0.0 / 0.0) as i32; }
-            if i == 9 { o[i] = -1e20 as i32; } if i == 10 { o[i] = (-2147483648 + i - 10) % (i - 11); }
-            if i == 11 { o[i] = abs(-2147483647 - 1 + i - 11) + sign(i - 20) + min(i, -3) + max(i, 40) + clamp(i * 9, 0, 50); }
-            if i < 6 { u[i] = select(i == 0, 4000000000u32 / 3u32, (-5.0 + i as f32) as u32 + 4294967295u32 * (i as u32)) + (i as u32) % ((i as u32) - 2u32) + min(i as u32, 3u32) + clamp(i as u32, 2u32, 4u32); }
-        }"), vec![12]),
-        ("float_edges", vec![("o", "f32", vec![16, 12], json!(0))],
-         c("fn kernel(i: i32) {
-            let z = bitcast::<f32>(select(i % 4 == 0, 0x80000000u32, 0u32));
-            let n = bitcast::<f32>(0x7fc00000u32 + (i as u32));
-            let a = (i as f32 - 8.0) * 0.5;
-            o[(i, 0)] = min(z, 0.0); o[(i, 1)] = max(0.0, z); o[(i, 2)] = min(n, a); o[(i, 3)] = max(a, n);
-            o[(i, 4)] = clamp(n, -1.0, 1.0); o[(i, 5)] = clamp(a, n, 1.0); o[(i, 6)] = saturate(n) + saturate(a);
-            o[(i, 7)] = a % 0.75 + a % z; o[(i, 8)] = (n as i32) as f32 + (a * 1e30) as u32 as f32;
-            o[(i, 9)] = sign(n) + sign(z) + step(n, a); o[(i, 10)] = round(a) + fract(-a) + trunc(-a);
-            o[(i, 11)] = select(n != n, 1.0, 0.0) + select(a >= n, 2.0, 0.0) + select(z == 0.0, 4.0, 0.0);
-        }"), vec![16]),
-        ("control", vec![("o", "i32", vec![16], json!(0))],
-         c("fn kernel(i: i32) {
-            let mut acc = 0;
-            for k in (0..i).step_by(3) { acc += k; }
-            for k in 0..=5 { if k == 2 { continue; } if k == 4 { break; } acc += 100 * k; }
-            let mut n = 0; while n < 100 { n += 7; if n > 50 { break; } } acc += n;
-            let mut m = 0; loop { m += 1; if m * m > i { break; } } acc += 1000 * m;
-            for k in 2147483640..=2147483647 { acc += 1; }
-            for k in (4294967290u32..=4294967295u32).step_by(2u32) { acc += 3; }
-            for k in 5..-5 { acc += 1000; }
-            for a in 0..3 { for b in a..4 { if b == 2 { continue; } acc += a * b; } }
-            if i == 9 { o[i] = -1; return; }
-            o[i] = acc + select(i % 2 == 0, 10000, 20000);
-        }"), vec![16]),
-        ("helpers", vec![("o", "f32", vec![8], json!(0)), ("w", "vec3", vec![8], json!(0))],
-         c("fn sq(x: f32) -> f32 { x * x }
-          fn clamp01(x: f32) -> f32 { if x < 0.0 { return 0.0; } if x > 1.0 { return 1.0; } x }
-          fn both(x: f32) -> f32 { clamp01(sq(x) - 0.5) }
-          fn pick(v: vec3, k: i32) -> vec3 { for j in 0..k { if j == 2 { return v * 2.0; } } v.zyx }
-          fn f(x: f32) -> f32 { if x > 0.0 { return 1.0; } else { return 2.0; } }
-          fn g(x: f32) -> f32 { loop { if x > 0.0 { return x; } return -x; } }
-          fn kernel(i: i32) { o[i] = both(i as f32 * 0.25) + f(i as f32) + g(i as f32 - 0.5); w[i] = pick(vec3(1.0, 2.0, i as f32), i); }"), vec![8]),
-        ("vectors", vec![("o", "vec4", vec![8], json!(0)), ("iv", "ivec3", vec![8], json!(0)), ("b", "u32", vec![8], json!(0))],
-         c("fn kernel(i: i32) {
-            let f = i as f32;
-            let mut v = vec4(f, f + 1.0, vec2(f + 2.0, f + 3.0));
-            v.xy = v.yx; v[2] = v.w * 2.0; v[i % 4] += 100.0; v[i * 1000] -= 1.0; v[-i] += 0.25;
-            o[i] = v + vec4(1.0) * 0.5; o[i].w -= v[i - 4];
-            iv[i] = ivec3(i, i * 2, i * 3).zyx + 1;
-            b[i] = select(all(v.xy < vec2(50.0)), 1u32, 0u32) + select(any(iv[i] == ivec3(1)), 2u32, 0u32) + bitcast::<u32>(f) % 7u32 + select(!(i > 3) || i == 7, 8u32, 0u32);
-        }"), vec![8]),
-        ("matrices", vec![("m", "mat3", vec![4], json!(0)), ("v", "vec3", vec![4], json!(0)), ("d", "f32", vec![4], json!(0)), ("m2", "mat2", vec![4], json!(0))],
-         c("fn kernel(i: i32) {
-            let f = i as f32 + 1.0;
-            let b = mat3(2.0 * f, 0.0, 1.0, 1.0, 3.0, 0.0, 0.0, 1.0, 4.0 + f);
-            m[i] = inverse(b) * transpose(b) + outer(vec3(1.0, f, 3.0), vec3(0.0, 1.0, f)) * 0.5 - b / f;
-            v[i] = b * vec3(1.0, 2.0, f) + vec3(1.0, 0.0, 1.0) * b;
-            d[i] = determinant(b) + (b * b)[1][0] + b[2][2] + b[i][i - 1];
-            let a = mat2(f, 1.0, 2.0, -f);
-            m2[i] = inverse(a) + a * a + transpose(a) * determinant(a);
-        }"), vec![4]),
-        ("math", vec![("o", "f32", vec![64, 16], json!(0))],
-         c("fn kernel(i: i32) {
-            let x = (i as f32 - 32.0) * 0.13; let p = abs(x) + 0.01;
-            o[(i, 0)] = sqrt(p); o[(i, 1)] = floor(x) + ceil(x) * 2.0 + round(x) * 3.0 + trunc(x) * 5.0; o[(i, 2)] = fract(x);
-            o[(i, 3)] = clamp(x, -1.0, 2.0) + saturate(x) + sign(x) + min(x, 0.5) + max(x, -0.5); o[(i, 4)] = smoothstep(-1.0, 1.0, x) + step(0.5, x);
-            o[(i, 5)] = lerp(1.0, 3.0, x); o[(i, 6)] = fma(x, 2.0, 1.0); o[(i, 7)] = length(vec3(x, 1.0, 2.0)); o[(i, 8)] = dot(vec2(x, 2.0), vec2(3.0, x)) + (dot(ivec2(i, 2), ivec2(3, i)) as f32);
-            o[(i, 9)] = normalize(vec2(x, 1.0)).y; o[(i, 10)] = cross(vec3(x, 1.0, 0.0), vec3(0.0, 1.0, x)).x; o[(i, 11)] = distance(vec2(x, 0.0), vec2(0.0, 1.0));
-            o[(i, 12)] = reflect(vec2(x, -1.0), vec2(0.0, 1.0)).y; o[(i, 13)] = rsqrt(p); o[(i, 14)] = select(isnan(bitcast::<f32>(0x7fc00000u32 + (i as u32) * select(i > 32, 1u32, 0u32))), 1.0, 0.0);
-            o[(i, 15)] = select(isinf(bitcast::<f32>(0x7f800000u32 | (((i % 2) as u32) << 31u32)) * select(i > 10, 1.0, 0.0)), 1.0, 0.0) + (x % 0.7);
-        }"), vec![64]),
-        ("transcendental", vec![("o", "f32", vec![64, 12], json!(0))],
-         c("fn kernel(i: i32) {
-            let x = (i as f32 - 32.0) * 0.09; let p = abs(x) + 0.01;
-            o[(i, 0)] = sin(x); o[(i, 1)] = cos(x); o[(i, 2)] = exp(x * 0.5); o[(i, 3)] = log(p); o[(i, 4)] = pow(p, 1.7);
-            o[(i, 5)] = atan2(x, 1.5); o[(i, 6)] = tanh(x); o[(i, 7)] = exp2(x * 0.3) + log2(p);
-            o[(i, 8)] = tan(x * 0.3) + asin(clamp(x * 0.2, -1.0, 1.0)) + acos(clamp(x * 0.2, -1.0, 1.0)) + atan(x);
-            o[(i, 9)] = sinh(x * 0.5) + cosh(x * 0.5); o[(i, 10)] = asinh(x) + acosh(p + 1.0) + atanh(x * 0.3);
-            o[(i, 11)] = sqrt(-p) + log(-p) + pow(-p, 0.5);
-        }"), vec![64]),
-        ("random", vec![("r", "f32", vec![4096], json!(0)), ("r2", "f32", vec![4096], json!(0))],
-         c("fn noise(s: f32) -> f32 { if s > 0.5 { return random(); } random() * s }
-          fn kernel(i: i32) { r[i] = random(); r2[i] = random() + frame() as f32 + noise(r[i]); }"), vec![4096]),
-        ("atomics", vec![("count", "i32", vec![1], json!(0)), ("fsum", "f32", vec![2], json!(0)), ("hi", "i32", vec![1], json!(-5)),
-                        ("lo", "u32", vec![1], json!(4000000000u32)), ("slot", "i32", vec![4096], json!(0)), ("vsum", "vec2", vec![1], json!(0)),
-                        ("bits", "u32", vec![1], json!(0)), ("cas", "i32", vec![1], json!(0)), ("fmin", "f32", vec![2], json!(100.0)),
-                        ("ex", "i32", vec![2], json!(0))],
-         c("fn kernel(i: i32) {
-            let old = atomic_add(count[0], 1); slot[old] += 1;
-            fsum[0] += 0.5; fsum[1] -= 0.25 + i as f32 * 0.001; atomic_max(hi[0], i % 977); atomic_min(lo[0], (i as u32) + 10u32);
-            vsum[0] += vec2(1.0, 2.0); vsum[0].y -= 1.0;
-            atomic_or(bits[0], 1u32 << ((i % 32) as u32)); atomic_min(fmin[0], (i % 50) as f32 - 3.5); atomic_max(fmin[1], (i % 70) as f32);
-            atomic_and(bits[0], 0xfffffffeu32); atomic_xor(bits[0], 2u32); atomic_sub(count[0], 0);
-            ex[1] += atomic_exchange(ex[0], i);
-            loop { let cur = cas[0]; if atomic_compare_exchange(cas[0], cur, cur + 2) == cur { break; } }
-        }"), vec![4096]),
-        ("three_d_and_mat4", vec![("a", "i32", vec![5, 6, 7], json!(0)), ("m", "mat4", vec![5], json!(0)), ("d", "f32", vec![5], json!(0)), ("u", "u32", vec![5], json!(0))],
-         c("fn pick(v: ivec3) -> i32 { if v.x > v.y { return v.x; } if v.y > v.z { return v.y; } v.z }
-          fn kernel(i: i32, j: i32, k: i32) {
-            a[(i, j, k)] = i * 100 + j * 10 + k + pick(ivec3(i, j, k));
-            if j == 0 && k == 0 {
-                let f = i as f32 + 2.0;
-                let mut b = mat4(f);
-                b[1][0] = 0.5; b[3][2] = -1.0 + f * 0.1; b[2][3] = 0.25;
-                let c = i % 4;
-                b[c] = b[c] + vec4(0.1, 0.2, 0.3, 0.4);
-                m[i] = inverse(b) * 2.0 + transpose(b);
-                d[i] = determinant(b);
-                let mut s = 0u32;
-                for q in (3u32..40u32).step_by(5u32) { s += q ^ (i as u32); }
-                u[i] = s;
-            }
-        }"), vec![5, 6, 7]),
-        ("layouts", vec![("a", "i32", vec![16, 16], json!(0)), ("b", "vec2", vec![16, 16], json!(0))],
-         c("fn kernel(i: i32, j: i32) { a[(i, j)] = i * 1000 + j; b[(j, i)] = vec2((i + j) as f32, 0.5); }"), vec![16, 16]),
-        ("bits", vec![("u", "u32", vec![4], json!(0)), ("f", "f32", vec![2], json!(0)), ("bo", "i32", vec![4], json!(0))],
-         c("fn kernel(i: i32) {
-            u[0] = bitcast::<u32>(1.0); u[1] = bitcast::<u32>(-2) >> 28u32; u[2] = !0u32 ^ 0xFFu32; u[3] = (1u32 << 31u32) >> 33u32;
-            f[0] = bitcast::<f32>(0x40490fdbu32); f[1] = -bitcast::<f32>(0x7fc00001u32);
-            let t = true; bo[0] = select(t, 1, 0); bo[1] = select(!(1 > 2), 1, 0); bo[2] = select((i == 0) != (1.5 > 2.0), 1, 0); bo[3] = select(f[0] > 3.0 && t == (i == 0), 1, 0);
-        }"), vec![1]),
-        ("long_and_deep", vec![("x", "f32", vec![4], json!(1))],
-         format!("{}fn f12(a: f32) -> f32 {{ if a > 100.0 {{ return a; }} a * 1.5 }}\nfn kernel(i: i32) {{\n{}    x[i] = f0(x[i]);\n}}\n",
-            (0..12).map(|k| format!("fn f{}(a: f32) -> f32 {{ if a < 0.0 {{ return 0.0; }} f{}(a) + f{}(a * 0.5) }}\n", k, k + 1, k + 1)).collect::<String>(),
-            "    x[i] = x[i] + 1.0 - 0.5 * 2.0;\n".repeat(300)),
-         vec![4]),
-    ]
-}
-
-fn corpus_graph(fields: &[(&str, &str, Vec<u32>, Value)], code: &str, range: &[u32]) -> Value {
-    let fs: Vec<F> = fields
-        .iter()
-        .map(|(n, t, s, i)| F(n, t, s, i.clone()))
-        .collect();
-    kernel_graph(&fs, code, range, json!({}))
-}
-
 #[test]
 fn language_corpus_is_bit_identical_to_the_interpreter() {
     let mut problems = Vec::new();
@@ -314,37 +164,6 @@ fn language_corpus_is_bit_identical_to_the_interpreter() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
-}
-
-/// Edge cases over a 4-cell field `x` run every frame (as in the fuzz corpus).
-fn edge_graph(code: &str, ty: &str, init: Value) -> Value {
-    json!({
-        "format": "weft-graph", "version": 1,
-        "nodes": [
-            {"id": "g", "kind": "dense", "params": {"shape": [4]}},
-            {"id": "x", "kind": "field", "params": {"type": ty, "init": init}},
-            {"id": "k", "kind": "kernel", "params": {"over": "x", "code": code}},
-            {"id": "t", "kind": "on_frame"}
-        ],
-        "wires": [{"from": "g.cells", "to": "x.layout"}, {"from": "x.field", "to": "k.x"}],
-        "exec": [{"from": "t.then", "to": "k"}]
-    })
-}
-
-fn edge_cases() -> Vec<(&'static str, &'static str, &'static str, Value)> {
-    vec![
-        ("int_edges_runtime", "fn kernel(i: i32) {\n    let a = x[i] as i32 - 2147483647 - 1;\n    let z = i - i - 1;\n    let s = 1 << (i + 40);\n    let u = (i as u32) / (i as u32 - i as u32);\n    let v = (i as u32) % 0u32;\n    x[i] = (a / z + a % z + abs(a) + -a + a * z + s + (a >> (i + 99))) as f32 + u as f32 + v as f32 + sign(a) as f32;\n}\n", "f32", json!(0)),
-        ("float_edges", "fn kernel(i: i32) {\n    let z = x[i] * 0.0;\n    x[i] = sqrt(-1.0) + log(z) + pow(z, -1.0) + acosh(z) + z / z + 1.0 % z + normalize(vec2(z, z)).x + 1e30 * 1e30 + (z / z) as i32 as f32;\n}\n", "f32", json!(0)),
-        ("matrix_edges", "fn kernel(i: i32) {\n    let m = mat2(0.0);\n    let n = inverse(m);\n    let c = m[i * 7];\n    x[i] = determinant(n) + c.x + n[i - 9][i];\n}\n", "f32", json!(0)),
-        ("vector_dynamic_index", "fn kernel(i: i32) {\n    let mut v = vec4(1.0, 2.0, 3.0, 4.0);\n    v[i * 1000] = 5.0;\n    v[-i] = 6.0;\n    x[i] = v[i * 1000] + v[-2147483647 - 1];\n}\n", "f32", json!(0)),
-        ("step_by_zero_at_runtime", "fn kernel(i: i32) {\n    let mut s = 0;\n    for k in (0..10).step_by(i - i) { s += k; }\n    x[i] = s as f32;\n}\n", "f32", json!(0)),
-        ("index_out_of_bounds", "fn kernel(i: i32) {\n    x[i + 100] = 1.0;\n}\n", "f32", json!(0)),
-        ("index_min_int", "fn kernel(i: i32) {\n    x[-2147483647 - 1 + i] = 1.0;\n}\n", "f32", json!(0)),
-        ("read_out_of_bounds", "fn kernel(i: i32) {\n    let k = i - 2;\n    x[i] = x[k * 3] + 1.0;\n}\n", "f32", json!(0)),
-        ("atomics_on_i32", "fn kernel(i: i32) {\n    let o = atomic_compare_exchange(x[0], 0, 1) + atomic_xor(x[(i + 1) % 4], -1) + atomic_min(x[i], -2147483647 - 1);\n    x[i] += o;\n}\n", "i32", json!(2147483647)),
-        ("bitcast_nan", "fn kernel(i: i32) {\n    x[i] = bitcast::<f32>(2139095041u32) + bitcast::<f32>(i) + bitcast::<f32>(4294967295u32);\n}\n", "f32", json!(0)),
-        ("many_matrix_ops", "fn kernel(i: i32) {\n    let a = mat4(1.0) * mat4(2.0) * transpose(mat4(3.0)) * inverse(mat4(4.0));\n    x[i] = determinant(a) + dot(a * vec4(1.0), vec4(1.0)) + length(cross(vec3(1.0, 0.0, 0.0), vec3(0.0, 1.0, 0.0)));\n}\n", "f32", json!(0)),
-    ]
 }
 
 #[test]

@@ -800,7 +800,7 @@ fn check_runtime(stage: &str, e: &RuntimeError, known: &HashSet<String>, out: &m
         RuntimeError::Io(_) => out
             .problems
             .push(format!("{}: unexpected I/O error: {}", stage, e)),
-        RuntimeError::Device(_) => out
+        RuntimeError::Device(_) | RuntimeError::Unavailable(_) => out
             .problems
             .push(format!("{}: unexpected device error: {}", stage, e)),
     }

@@ -624,6 +624,10 @@ impl WeftApp {
                     if self.viewport.has_gpu() {
                         ui.selectable_value(&mut b, Backend::Wgpu, Backend::Wgpu.name());
                     }
+                    if self.viewport.has_cuda() {
+                        ui.selectable_value(&mut b, Backend::Cuda, Backend::Cuda.name())
+                            .on_hover_text("NVIDIA GPU through CUDA (views drawn on the host)");
+                    }
                     ui.selectable_value(&mut b, Backend::Jit, Backend::Jit.name())
                         .on_hover_text("compiled CPU backend (native code)");
                     ui.selectable_value(&mut b, Backend::Vm, Backend::Vm.name())

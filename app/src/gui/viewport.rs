@@ -28,8 +28,11 @@ struct ViewTexture {
 type Built = Result<(Simulation, Option<WgpuViewRenderer>), String>;
 
 pub struct Viewport {
-    /// `Backend::Wgpu`, `Backend::Jit` (the compiled CPU backend) or `Backend::Vm`.
+    /// `Backend::Wgpu`, `Backend::Jit` (the compiled CPU backend),
+    /// `Backend::Vm` or `Backend::Cuda` (views copied back and drawn on the host).
     pub backend: Backend,
+    /// Whether a CUDA driver was found when the app started (the chooser offers cuda then).
+    cuda: bool,
     pub playing: bool,
     pub sim: Option<Simulation>,
     renderer: Option<WgpuViewRenderer>,
@@ -103,6 +106,7 @@ impl Viewport {
             textures: vec![],
             egui_renderer: render_state.map(|rs| rs.renderer.clone()),
             gpu,
+            cuda: weft_runtime::cuda::driver_status().is_ok(),
             pending: None,
             built_from: None,
             error: None,
@@ -138,6 +142,11 @@ impl Viewport {
 
     pub fn has_gpu(&self) -> bool {
         self.gpu.is_some()
+    }
+
+    /// Whether the CUDA backend can be offered (a driver library was found).
+    pub fn has_cuda(&self) -> bool {
+        self.cuda
     }
 
     /// Follows the document: scalars only → update in place; anything else → rebuild in the background.
@@ -194,11 +203,10 @@ impl Viewport {
         } else {
             None
         };
-        // Without a GPU the chosen CPU backend runs (the JIT or the reference VM).
-        let cpu_backend = if self.backend == Backend::Jit {
-            Backend::Jit
-        } else {
-            Backend::Vm
+        // Without wgpu the chosen backend runs (the JIT, CUDA or the reference VM).
+        let cpu_backend = match self.backend {
+            Backend::Jit | Backend::Cuda => self.backend,
+            _ => Backend::Vm,
         };
         std::thread::spawn(move || {
             let r = (|| -> Built {

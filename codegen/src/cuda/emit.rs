@@ -1,0 +1,816 @@
+//! The C text of one kernel: the environment struct, one `__device__`
+//! function per IR function, and the `__global__` entry.
+//!
+//! Every IR function becomes `int f(WeftEnv* e, int depth, T* ret, args…)`
+//! returning 0, or 1 after a fault was recorded (callers pass it on, so a
+//! fault stops the invocation as on the interpreter). Structured control
+//! flow maps one to one: `If` → `if`, `Loop` → `for (;;)`, `Break` /
+//! `Continue` → `break` / `continue` (the generator never emits a `switch`,
+//! so these always address the IR loop). Code after a `break`, `continue`
+//! or `return` in the same IR block is unreachable and is not emitted.
+
+use super::ops::{atomic, binary, builtin, cast, matmul, unary};
+use super::{cerr, CudaKernel, ENTRY, PRELUDE};
+use crate::jit::{FaultKind, FaultSite};
+use crate::launch::word;
+use crate::CodegenError;
+use std::collections::HashSet;
+use std::fmt::Write;
+use weft_ir::ir::*;
+use weft_ir::types::{Scalar, Type};
+
+/// The interpreter's helper-call nesting limit (as on the JIT).
+const MAX_CALL_DEPTH: u32 = 64;
+
+/// The C type of one component of `t` (bools are 0/1 words).
+fn cty(t: Type) -> &'static str {
+    match t.scalar() {
+        Some(Scalar::F32) => "float",
+        Some(Scalar::I32) => "int",
+        _ => "unsigned",
+    }
+}
+
+pub(super) fn sty(s: Scalar) -> &'static str {
+    cty(Type::Scalar(s))
+}
+
+/// A C expression of the 32-bit word `bits` read as scalar `s`.
+pub(super) fn from_word(s: Scalar, bits: &str) -> String {
+    match s {
+        Scalar::F32 => format!("__uint_as_float({})", bits),
+        Scalar::I32 => format!("(int)({})", bits),
+        _ => bits.to_string(),
+    }
+}
+
+/// A C expression of the word holding `x`, a component of scalar type `s`.
+pub(super) fn to_word(s: Scalar, x: &str) -> String {
+    match s {
+        Scalar::F32 => format!("__float_as_uint({})", x),
+        _ => format!("(unsigned)({})", x),
+    }
+}
+
+/// A C literal with exactly the constant's bits.
+fn literal(c: Const) -> String {
+    match c.scalar {
+        Scalar::F32 => {
+            let v = f32::from_bits(c.bits);
+            if v.is_finite() {
+                // Rust prints the shortest decimal that reads back as the same f32.
+                let s = format!("{:?}", v);
+                if s.contains(['.', 'e']) {
+                    format!("{}f", s)
+                } else {
+                    format!("{}.0f", s)
+                }
+            } else {
+                format!("__uint_as_float(0x{:08x}u)", c.bits)
+            }
+        }
+        Scalar::I32 => {
+            let v = c.bits as i32;
+            if v == i32::MIN {
+                "(int)0x80000000u".into()
+            } else {
+                v.to_string()
+            }
+        }
+        Scalar::U32 => format!("{}u", c.bits),
+        Scalar::Bool => format!("{}u", (c.bits != 0) as u32),
+    }
+}
+
+/// Keeps a node id from closing the comment it is quoted in.
+fn comment_safe(s: &str) -> String {
+    s.replace("*/", "* /").replace(['\n', '\r'], " ")
+}
+
+pub(super) fn kernel(program: &Program, kernel: &Kernel) -> Result<CudaKernel, CodegenError> {
+    let roots = used_roots(kernel);
+    let mut sites = Vec::new();
+    let nparams = kernel.params.len();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "// Weft kernel '{}' (generated CUDA C; see weft-codegen's cuda module).",
+        comment_safe(&kernel.name)
+    );
+    out.push_str(PRELUDE);
+    out.push_str("\nstruct WeftEnv {\n    unsigned* err;\n    unsigned tag;\n");
+    for (k, r) in roots.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "    unsigned* b{k}; u64 n{k}; // root '{}'",
+            comment_safe(&program.layouts[*r].node_id)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "    unsigned p[{}];\n    int frame;\n    unsigned rng;\n}};\n",
+        nparams.max(1)
+    );
+    out.push_str(
+        "// Records the first fault of the launch (site + 1, then the value) and stops the invocation.\n\
+         __device__ __noinline__ int weft_fault(WeftEnv* e, unsigned site, long long value) {\n    \
+         if (atomicCAS(&e->err[0], 0u, site + 1u) == 0u) {\n        \
+         e->err[1] = (unsigned)(u64)value;\n        \
+         e->err[2] = (unsigned)((u64)value >> 32);\n        \
+         e->err[3] = e->tag;\n    \
+         }\n    return 1;\n}\n\n",
+    );
+
+    // Prototypes first, so helpers may appear in any order.
+    for (fid, f) in kernel.functions.iter() {
+        let _ = writeln!(out, "{};", signature(fid.index(), f));
+    }
+    if !kernel.functions.is_empty() {
+        out.push('\n');
+    }
+    for (fid, f) in kernel.functions.iter() {
+        let mut g = Gen::new(program, kernel, f, &roots, &mut sites, false);
+        g.function()?;
+        let body = g.out;
+        let _ = writeln!(out, "{} {{\n{}}}\n", signature(fid.index(), f), body);
+    }
+    let mut g = Gen::new(program, kernel, &kernel.entry, &roots, &mut sites, true);
+    g.function()?;
+    let body = g.out;
+    let args: Vec<String> = (0..kernel.dims)
+        .map(|d| format!(", int a{}_0", d))
+        .collect();
+    let _ = writeln!(
+        out,
+        "__device__ int weft_body(WeftEnv* e, int depth{}) {{\n{}}}\n",
+        args.concat(),
+        body
+    );
+    entry(&mut out, kernel, &roots);
+    Ok(CudaKernel {
+        name: kernel.name.clone(),
+        source: out,
+        roots,
+        sites,
+        params: nparams,
+    })
+}
+
+/// Roots the kernel reads or writes, in first-use order.
+fn used_roots(kernel: &Kernel) -> Vec<LayoutId> {
+    let mut roots = Vec::new();
+    for f in std::iter::once(&kernel.entry).chain(kernel.functions.iter().map(|(_, f)| f)) {
+        for (_, inst) in f.insts.iter() {
+            if let InstKind::BufLoad { root, .. }
+            | InstKind::BufStore { root, .. }
+            | InstKind::BufAtomic { root, .. } = &inst.kind
+            {
+                if !roots.contains(root) {
+                    roots.push(*root);
+                }
+            }
+        }
+    }
+    roots
+}
+
+fn signature(index: usize, f: &Function) -> String {
+    let mut s = format!(
+        "__device__ int weft_fn{}(WeftEnv* e, int depth, {}* ret",
+        index,
+        cty(f.ret)
+    );
+    for (a, t) in f.args.iter().enumerate() {
+        for k in 0..t.components() {
+            let _ = write!(s, ", {} a{}_{}", cty(*t), a, k);
+        }
+    }
+    s.push(')');
+    s
+}
+
+/// The `__global__` function: record words, fault words and buffers in,
+/// loop indices and the random state out to `weft_body`.
+fn entry(out: &mut String, kernel: &Kernel, roots: &[LayoutId]) {
+    let mut args: Vec<String> = [
+        "frame", "launch", "seed", "total", "shape0", "shape1", "shape2", "per_row",
+    ]
+    .iter()
+    .map(|n| format!("unsigned r_{}", n))
+    .collect();
+    debug_assert_eq!(args.len(), word::HEADER as usize);
+    args.extend((0..kernel.params.len()).map(|i| format!("unsigned p{}", i)));
+    args.push("unsigned* err".into());
+    args.push("unsigned tag".into());
+    for k in 0..roots.len() {
+        args.push(format!("unsigned* b{k}"));
+        args.push(format!("u64 n{k}"));
+    }
+    let _ = writeln!(
+        out,
+        "extern \"C\" __global__ void {}({}) {{",
+        ENTRY,
+        args.join(", ")
+    );
+    out.push_str(
+        "    (void)r_per_row;\n    \
+         u64 lin = (u64)blockIdx.x * (u64)blockDim.x + (u64)threadIdx.x;\n    \
+         if (lin >= (u64)r_total) return;\n    \
+         // An earlier launch of this frame faulted: do nothing, as the interpreter would.\n    \
+         if (*(volatile unsigned*)err != 0u) return;\n    \
+         WeftEnv e;\n    e.err = err;\n    e.tag = tag;\n",
+    );
+    for k in 0..roots.len() {
+        let _ = writeln!(out, "    e.b{k} = b{k}; e.n{k} = n{k};");
+    }
+    for i in 0..kernel.params.len() {
+        let _ = writeln!(out, "    e.p[{i}] = p{i};");
+    }
+    out.push_str("    e.frame = (int)r_frame;\n");
+    // Row-major decomposition of the linear index, as on the other backends.
+    out.push_str("    unsigned rest = (unsigned)lin;\n    (void)rest;\n");
+    for d in (0..kernel.dims).rev() {
+        let ext = if d < 3 {
+            format!("r_shape{}", d)
+        } else {
+            "1u".into()
+        };
+        let _ = writeln!(
+            out,
+            "    int i{d} = (int)({ext} == 0u ? 0u : rest % {ext});\n    rest = {ext} == 0u ? 0u : rest / {ext};"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "    // eval::rng_seed(seed, frame, kernel_hash, launch, linear index)\n    \
+         e.rng = weft_pcg(r_seed ^ weft_pcg(r_frame ^ weft_pcg({}u ^ weft_pcg(r_launch ^ weft_pcg((unsigned)lin)))));",
+        eval::kernel_hash(&kernel.name)
+    );
+    let idx: Vec<String> = (0..kernel.dims).map(|d| format!(", i{}", d)).collect();
+    let _ = writeln!(out, "    (void)weft_body(&e, 0{});\n}}", idx.concat());
+}
+
+struct Gen<'a> {
+    program: &'a Program,
+    kernel: &'a Kernel,
+    f: &'a Function,
+    roots: &'a [LayoutId],
+    sites: &'a mut Vec<FaultSite>,
+    is_entry: bool,
+    out: String,
+    indent: usize,
+    /// (address value, root) pairs already checked on every path to here, per open block.
+    checked: Vec<HashSet<(InstId, usize)>>,
+    /// The current C block already ended in a jump.
+    filled: bool,
+}
+
+impl<'a> Gen<'a> {
+    fn new(
+        program: &'a Program,
+        kernel: &'a Kernel,
+        f: &'a Function,
+        roots: &'a [LayoutId],
+        sites: &'a mut Vec<FaultSite>,
+        is_entry: bool,
+    ) -> Self {
+        Gen {
+            program,
+            kernel,
+            f,
+            roots,
+            sites,
+            is_entry,
+            out: String::new(),
+            indent: 1,
+            checked: Vec::new(),
+            filled: false,
+        }
+    }
+
+    fn err(&self, h: InstId, m: &str) -> CodegenError {
+        cerr(
+            self.kernel,
+            format!(
+                "internal compiler error (please report it): {} (at code {})",
+                m, self.f.insts[h].span
+            ),
+        )
+    }
+
+    fn line(&mut self, s: &str) {
+        for _ in 0..self.indent {
+            self.out.push_str("    ");
+        }
+        self.out.push_str(s);
+        self.out.push('\n');
+    }
+
+    fn ty(&self, h: InstId) -> Type {
+        self.f.insts[h].ty
+    }
+
+    /// The C names of `h`'s components.
+    fn v(&self, h: InstId) -> Vec<String> {
+        (0..self.ty(h).components())
+            .map(|k| format!("v{}_{}", h.index(), k))
+            .collect()
+    }
+    fn v1(&self, h: InstId) -> String {
+        format!("v{}_0", h.index())
+    }
+
+    fn site(&mut self, span: Span, kind: FaultKind) -> u32 {
+        self.sites.push(FaultSite { span, kind });
+        (self.sites.len() - 1) as u32
+    }
+
+    fn function(&mut self) -> Result<(), CodegenError> {
+        for (l, loc) in self.f.locals.iter() {
+            for k in 0..loc.ty.components() {
+                let line = format!("{} l{}_{} = 0;", cty(loc.ty), l.index(), k);
+                self.line(&line);
+            }
+        }
+        self.block(&self.f.body)?;
+        if !self.filled {
+            self.line("return 0;");
+        }
+        Ok(())
+    }
+
+    fn block(&mut self, blk: &[InstId]) -> Result<(), CodegenError> {
+        self.checked.push(HashSet::new());
+        self.filled = false;
+        for &h in blk {
+            if self.filled {
+                break;
+            }
+            self.inst(h)?;
+        }
+        self.checked.pop();
+        Ok(())
+    }
+
+    /// A nested `{ … }` after `head` (which ends in `{`); returns whether it ended in a jump.
+    fn nested(&mut self, blk: &[InstId]) -> Result<bool, CodegenError> {
+        self.indent += 1;
+        self.block(blk)?;
+        self.indent -= 1;
+        let filled = self.filled;
+        self.filled = false;
+        Ok(filled)
+    }
+
+    /// Declares `h`'s components from one C expression each.
+    fn define(&mut self, h: InstId, exprs: Vec<String>) -> Result<(), CodegenError> {
+        let ty = self.ty(h);
+        if exprs.len() != ty.components() {
+            return Err(self.err(
+                h,
+                &format!("value of type {} built from {} components", ty, exprs.len()),
+            ));
+        }
+        let t = cty(ty);
+        for (k, e) in exprs.into_iter().enumerate() {
+            let line = format!("{} v{}_{} = {};", t, h.index(), k, e);
+            self.line(&line);
+        }
+        Ok(())
+    }
+
+    /// Records a fault and leaves the function.
+    fn fault_stmt(site: u32, value: &str) -> String {
+        format!("return weft_fault(e, {}u, (long long)({}));", site, value)
+    }
+
+    /// Index of `root` among the kernel's buffers; checks `addr` against its length once per path.
+    fn address(&mut self, h: InstId, root: LayoutId, addr: InstId) -> Result<String, CodegenError> {
+        let r = self
+            .roots
+            .iter()
+            .position(|&x| x == root)
+            .ok_or_else(|| self.err(h, "buffer not collected"))?;
+        let key = (addr, r);
+        if !self.checked.iter().any(|s| s.contains(&key)) {
+            if let Some(top) = self.checked.last_mut() {
+                top.insert(key);
+            }
+            let site = self.site(self.f.insts[h].span, FaultKind::Address);
+            let a = self.v1(addr);
+            let line = format!(
+                "if ((u64)(unsigned)({a}) >= e->n{r}) {}",
+                Self::fault_stmt(site, &format!("(u64)(unsigned)({a})"))
+            );
+            self.line(&line);
+        }
+        Ok(format!("e->b{}[(unsigned)({})]", r, self.v1(addr)))
+    }
+
+    fn inst(&mut self, h: InstId) -> Result<(), CodegenError> {
+        let f = self.f;
+        let inst = &f.insts[h];
+        let ty = inst.ty;
+        match &inst.kind {
+            InstKind::Const(k) => self.define(h, vec![literal(*k)]),
+            InstKind::Arg(i) => {
+                let n = if self.is_entry {
+                    1
+                } else {
+                    f.args
+                        .get(*i as usize)
+                        .ok_or_else(|| self.err(h, "argument out of range"))?
+                        .components()
+                };
+                if self.is_entry && *i as usize >= self.kernel.dims {
+                    return Err(self.err(h, "loop index out of range"));
+                }
+                self.define(h, (0..n).map(|k| format!("a{}_{}", i, k)).collect())
+            }
+            InstKind::Param(i) => {
+                if *i as usize >= self.kernel.params.len() {
+                    return Err(self.err(h, "parameter out of range"));
+                }
+                let s = ty
+                    .scalar()
+                    .ok_or_else(|| self.err(h, "untyped parameter"))?;
+                self.define(h, vec![from_word(s, &format!("e->p[{}]", i))])
+            }
+            InstKind::Frame => self.define(h, vec!["e->frame".into()]),
+            InstKind::Random => {
+                self.line("e->rng = weft_pcg(e->rng);");
+                self.define(
+                    h,
+                    vec!["(float)(e->rng >> 8) * (1.0f / 16777216.0f)".into()],
+                )
+            }
+            InstKind::Unary(op, a) => {
+                let s = ty.scalar().ok_or_else(|| self.err(h, "untyped unary"))?;
+                let e = self.v(*a).iter().map(|x| unary(*op, s, x)).collect();
+                self.define(h, e)
+            }
+            InstKind::Binary(BinaryOp::MatMul, a, b) => {
+                let e = matmul(&self.v(*a), &self.v(*b), self.ty(*a), self.ty(*b))
+                    .ok_or_else(|| self.err(h, "matmul of unsupported types"))?;
+                self.define(h, e)
+            }
+            InstKind::Binary(op, a, b) => {
+                let s = self
+                    .ty(*a)
+                    .scalar()
+                    .ok_or_else(|| self.err(h, "untyped binary"))?;
+                let e = self
+                    .v(*a)
+                    .iter()
+                    .zip(self.v(*b))
+                    .map(|(x, y)| binary(*op, s, x, &y))
+                    .collect();
+                self.define(h, e)
+            }
+            InstKind::Select {
+                cond,
+                accept,
+                reject,
+            } => {
+                let c = self.v(*cond);
+                let (a, r) = (self.v(*accept), self.v(*reject));
+                let e = (0..a.len())
+                    .map(|k| {
+                        let ck = if c.len() == 1 { &c[0] } else { &c[k] };
+                        format!("({} ? {} : {})", ck, a[k], r[k])
+                    })
+                    .collect();
+                self.define(h, e)
+            }
+            InstKind::Cast(a) => {
+                let from = self
+                    .ty(*a)
+                    .scalar()
+                    .ok_or_else(|| self.err(h, "untyped cast"))?;
+                let to = ty.scalar().ok_or_else(|| self.err(h, "untyped cast"))?;
+                let e = self.v(*a).iter().map(|x| cast(from, to, x)).collect();
+                self.define(h, e)
+            }
+            InstKind::Bitcast(a) => {
+                let from = self
+                    .ty(*a)
+                    .scalar()
+                    .ok_or_else(|| self.err(h, "untyped bitcast"))?;
+                let to = ty.scalar().ok_or_else(|| self.err(h, "untyped bitcast"))?;
+                let e = self
+                    .v(*a)
+                    .iter()
+                    .map(|x| from_word(to, &to_word(from, x)))
+                    .collect();
+                self.define(h, e)
+            }
+            InstKind::Construct(parts) => {
+                let e = parts.iter().flat_map(|p| self.v(*p)).collect();
+                self.define(h, e)
+            }
+            InstKind::Extract(a, i) => {
+                let n = ty.components();
+                let at = *i as usize * n;
+                let e = self
+                    .v(*a)
+                    .get(at..at + n)
+                    .ok_or_else(|| self.err(h, "extract out of range"))?
+                    .to_vec();
+                self.define(h, e)
+            }
+            InstKind::ExtractDyn(a, i) => {
+                let len = match self.ty(*a) {
+                    Type::Vector(_, l) | Type::Matrix(l) => l as usize,
+                    _ => return Err(self.err(h, "indexing a non-composite")),
+                };
+                let n = ty.components();
+                let src = self.v(*a);
+                let ix = self.clamped_index(h, *i, len);
+                let e = (0..n)
+                    .map(|c| {
+                        let mut x = src[c].clone();
+                        for k in 1..len {
+                            x = format!("({} == {} ? {} : {})", ix, k, src[k * n + c], x);
+                        }
+                        x
+                    })
+                    .collect();
+                self.define(h, e)
+            }
+            InstKind::Insert { base, index, value } => {
+                let mut e = self.v(*base);
+                let vv = self.v(*value);
+                let at = *index as usize * vv.len();
+                if at + vv.len() > e.len() {
+                    return Err(self.err(h, "insert out of range"));
+                }
+                e[at..at + vv.len()].clone_from_slice(&vv);
+                self.define(h, e)
+            }
+            InstKind::InsertDyn { base, index, value } => {
+                let mut e = self.v(*base);
+                let vv = self.v(*value);
+                let elem = vv.len().max(1);
+                let len = e.len() / elem;
+                let ix = self.clamped_index(h, *index, len);
+                for k in 0..len {
+                    for c in 0..elem {
+                        e[k * elem + c] =
+                            format!("({} == {} ? {} : {})", ix, k, vv[c], e[k * elem + c]);
+                    }
+                }
+                self.define(h, e)
+            }
+            InstKind::Swizzle(a, comps) => {
+                let src = self.v(*a);
+                let e = comps
+                    .iter()
+                    .map(|&c| {
+                        src.get(c as usize)
+                            .cloned()
+                            .ok_or_else(|| self.err(h, "swizzle out of range"))
+                    })
+                    .collect::<Result<_, _>>()?;
+                self.define(h, e)
+            }
+            InstKind::Builtin(bi, args) => {
+                let at = self.ty(args[0]);
+                let vs: Vec<Vec<String>> = args.iter().map(|a| self.v(*a)).collect();
+                let e = builtin(*bi, at, &vs)
+                    .ok_or_else(|| self.err(h, "built-in with unsupported arguments"))?;
+                self.define(h, e)
+            }
+            InstKind::Call(fid, args) => self.call(h, *fid, args),
+            InstKind::LocalLoad(l) => {
+                let e = (0..ty.components())
+                    .map(|k| format!("l{}_{}", l.index(), k))
+                    .collect();
+                self.define(h, e)
+            }
+            InstKind::LocalStore(l, v) => {
+                for (k, x) in self.v(*v).into_iter().enumerate() {
+                    let line = format!("l{}_{} = {};", l.index(), k, x);
+                    self.line(&line);
+                }
+                Ok(())
+            }
+            InstKind::BoundsCheck {
+                field,
+                axis,
+                index,
+                extent,
+            } => {
+                let site = self.site(
+                    inst.span,
+                    FaultKind::Bounds {
+                        field: self.program.fields[*field].name.clone(),
+                        axis: *axis,
+                        extent: *extent,
+                    },
+                );
+                let i = self.v1(*index);
+                let line = format!(
+                    "if ((unsigned)({i}) >= {extent}u) {}",
+                    Self::fault_stmt(site, &format!("(int)({i})"))
+                );
+                self.line(&line);
+                Ok(())
+            }
+            InstKind::Trap { site, value } => self.trap(h, *site, *value),
+            InstKind::BufLoad { root, addr } => {
+                let s = ty.scalar().ok_or_else(|| self.err(h, "untyped load"))?;
+                let p = self.address(h, *root, *addr)?;
+                self.define(h, vec![from_word(s, &p)])
+            }
+            InstKind::BufStore { root, addr, value } => {
+                let s = self
+                    .ty(*value)
+                    .scalar()
+                    .ok_or_else(|| self.err(h, "untyped store"))?;
+                let p = self.address(h, *root, *addr)?;
+                let line = format!("{} = {};", p, to_word(s, &self.v1(*value)));
+                self.line(&line);
+                Ok(())
+            }
+            InstKind::BufAtomic {
+                op,
+                root,
+                addr,
+                value,
+                cmp,
+            } => {
+                let s = ty.scalar().ok_or_else(|| self.err(h, "untyped atomic"))?;
+                let p = self.address(h, *root, *addr)?;
+                let v = self.v1(*value);
+                let c = cmp.map(|c| self.v1(c));
+                self.define(
+                    h,
+                    vec![atomic(*op, s, &format!("&{}", p), &v, c.as_deref())],
+                )
+            }
+            InstKind::FieldLoad { .. }
+            | InstKind::FieldStore { .. }
+            | InstKind::FieldAtomic { .. }
+            | InstKind::FieldIsActive { .. }
+            | InstKind::FieldActivate { .. }
+            | InstKind::FieldDeactivate { .. }
+            | InstKind::FieldAppend { .. }
+            | InstKind::FieldLength { .. } => Err(self.err(
+                h,
+                "abstract field access reached codegen; access lowering did not run",
+            )),
+            InstKind::RangeFor { .. } | InstKind::LoopCounter(_) => {
+                Err(self.err(h, "a range loop reached codegen; legalize did not run"))
+            }
+            InstKind::If {
+                cond,
+                accept,
+                reject,
+            } => {
+                let line = format!("if ({}) {{", self.v1(*cond));
+                self.line(&line);
+                let a = self.nested(accept)?;
+                let r = if reject.is_empty() {
+                    false
+                } else {
+                    self.line("} else {");
+                    self.nested(reject)?
+                };
+                self.line("}");
+                // Only when both arms jump is the code after the `if` unreachable.
+                self.filled = a && r;
+                Ok(())
+            }
+            InstKind::Loop { body } => {
+                self.line("for (;;) {");
+                self.nested(body)?;
+                self.line("}");
+                // Leaving a `for (;;)` needs a `break`; without one (only
+                // `return`s), C's flow analysis already knows the rest is dead.
+                self.filled = false;
+                Ok(())
+            }
+            InstKind::Break => {
+                self.line("break;");
+                self.filled = true;
+                Ok(())
+            }
+            InstKind::Continue => {
+                self.line("continue;");
+                self.filled = true;
+                Ok(())
+            }
+            InstKind::Return(v) => {
+                if let (Some(v), false) = (v, self.is_entry) {
+                    for (k, x) in self.v(*v).into_iter().enumerate() {
+                        let line = format!("ret[{}] = {};", k, x);
+                        self.line(&line);
+                    }
+                }
+                self.line("return 0;");
+                self.filled = true;
+                Ok(())
+            }
+        }
+    }
+
+    /// `(int index).clamp(0, len - 1)` in a fresh variable.
+    fn clamped_index(&mut self, h: InstId, index: InstId, len: usize) -> String {
+        let name = format!("ix{}", h.index());
+        let line = format!(
+            "int {name} = min(max((int)({}), 0), {});",
+            self.v1(index),
+            len.saturating_sub(1)
+        );
+        self.line(&line);
+        name
+    }
+
+    /// A legalized fault: stop with the kernel's fault site, worded as the VM words it.
+    fn trap(&mut self, h: InstId, site: u32, value: InstId) -> Result<(), CodegenError> {
+        let fs = self
+            .kernel
+            .fault_sites
+            .get(site as usize)
+            .ok_or_else(|| self.err(h, &format!("trap at unknown fault site {}", site)))?;
+        let v = self.v1(value);
+        let (kind, wide) = match fs.kind {
+            weft_ir::ir::FaultKind::OutOfBounds {
+                field,
+                axis,
+                extent,
+            } => (
+                FaultKind::Bounds {
+                    field: self.program.fields[field].name.clone(),
+                    axis,
+                    extent,
+                },
+                format!("(long long)(int)({v})"),
+            ),
+            weft_ir::ir::FaultKind::PoolExhausted { .. }
+            | weft_ir::ir::FaultKind::ListFull { .. }
+            | weft_ir::ir::FaultKind::TableFull { .. } => (
+                FaultKind::Fixed(fs.message(self.program, 0)),
+                format!("(long long)(unsigned)({v})"),
+            ),
+            weft_ir::ir::FaultKind::NonPositiveStep { signed } => (
+                FaultKind::Step,
+                if signed {
+                    format!("(long long)(int)({v})")
+                } else {
+                    format!("(long long)(unsigned)({v})")
+                },
+            ),
+        };
+        let s = self.site(fs.span, kind);
+        let line = Self::fault_stmt(s, &wide);
+        self.line(&line);
+        self.filled = true;
+        Ok(())
+    }
+
+    fn call(&mut self, h: InstId, fid: FuncId, args: &[InstId]) -> Result<(), CodegenError> {
+        let callee = self
+            .kernel
+            .functions
+            .get(fid)
+            .ok_or_else(|| self.err(h, "call of an unknown helper"))?;
+        let ty = self.ty(h);
+        let n = ty.components();
+        let site = self.site(Span::default(), FaultKind::CallDepth);
+        let line = format!(
+            "if (depth >= {}) {}",
+            MAX_CALL_DEPTH,
+            Self::fault_stmt(site, "0")
+        );
+        self.line(&line);
+        let zeros = vec!["0"; n.max(1)].join(", ");
+        let line = format!(
+            "{} r{}[{}] = {{{}}};",
+            cty(callee.ret),
+            h.index(),
+            n.max(1),
+            zeros
+        );
+        self.line(&line);
+        let mut cargs = vec![
+            "e".to_string(),
+            "depth + 1".into(),
+            format!("r{}", h.index()),
+        ];
+        for a in args {
+            cargs.extend(self.v(*a));
+        }
+        let line = format!(
+            "if (weft_fn{}({})) return 1;",
+            fid.index(),
+            cargs.join(", ")
+        );
+        self.line(&line);
+        if ty != Type::Void {
+            let e = (0..n).map(|k| format!("r{}[{}]", h.index(), k)).collect();
+            self.define(h, e)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,142 @@
+//! IR → CUDA C for the cuda backend (one translation unit per kernel),
+//! compiled at run time by NVRTC.
+//!
+//! Pre: a kernel that passed the legalized-IR validator (word-addressed
+//! `BufLoad` / `BufStore` / `BufAtomic`, `Loop` instead of `RangeFor`,
+//! fault checks as `Trap`s). Post: C source that NVRTC compiles, or a
+//! `CodegenError` naming the kernel; never a panic.
+//!
+//! Meaning: the reference interpreter's (`weft_ir::ir::eval`): integer
+//! arithmetic wraps (done on `unsigned` so that C's signed-overflow rules
+//! never apply), division by zero gives the dividend and remainder 0, shift
+//! amounts are masked to 5 bits, f32 min/max follow Rust's NaN rule, sums
+//! in dot and matrix products are folded in the interpreter's order (the
+//! runtime compiles with `--fmad=false` so no product is contracted into an
+//! FMA), and `random()` draws the same PCG stream. Transcendental functions
+//! are CUDA's (as on wgpu, the cross-backend tolerances cover them).
+//!
+//! Values are scalarised like on the JIT: an IR value of n components is n
+//! C variables `v<inst>_<k>`; bools are 0/1 `unsigned` words.
+//!
+//! ABI of the `__global__` function [`ENTRY`]: the launch record's words
+//! (`launch::word` order: frame, launch, seed, total, shape[3], threads per
+//! row, then one word per scalar parameter) as `unsigned` arguments, then
+//! the fault words (`unsigned*`: [`fault_word`]) and the launch's tag (an
+//! `unsigned` the runtime chooses, recorded with a fault so that it knows
+//! which launch of a frame failed), then for each root in
+//! [`CudaKernel::roots`] order its words (`unsigned*`) and its length in
+//! words (`unsigned long long`). One thread per loop iteration, linear
+//! row-major index `blockIdx.x * blockDim.x + threadIdx.x`. A launch that
+//! finds a fault already recorded does nothing, so the launches queued after
+//! a failed one in the same frame leave the fields alone (the interpreter
+//! stops at the first fault too).
+
+mod emit;
+mod ops;
+
+use crate::jit::FaultSite;
+use crate::CodegenError;
+use weft_ir::ir::*;
+
+/// Name of the kernel's `__global__` function in every generated module.
+pub const ENTRY: &str = "weft_kernel";
+
+/// Threads per block the runtime launches with.
+pub const BLOCK_SIZE: u32 = 128;
+
+/// What the fault words hold after a launch (`COUNT` `u32`s, zeroed before it).
+pub mod fault_word {
+    /// 0 when no invocation faulted, else the first fault's site index + 1.
+    pub const SITE: usize = 0;
+    /// Low and high halves of the faulting value (an index, a step, an address).
+    pub const VALUE_LO: usize = 1;
+    pub const VALUE_HI: usize = 2;
+    /// The tag of the launch that faulted.
+    pub const TAG: usize = 3;
+    pub const COUNT: usize = 4;
+}
+
+/// A kernel's CUDA C source and what the runtime needs to launch it.
+#[derive(Clone, Debug)]
+pub struct CudaKernel {
+    /// The kernel node's id.
+    pub name: String,
+    pub source: String,
+    /// Root layout nodes passed as (words, length) argument pairs, in this order.
+    pub roots: Vec<LayoutId>,
+    /// What a fault word `SITE` value `s` (≥ 1) means: `sites[s - 1]`,
+    /// worded as the JIT and the interpreter word it.
+    pub sites: Vec<FaultSite>,
+    /// Scalar parameter words the entry function takes after the record header.
+    pub params: usize,
+}
+
+fn cerr(kernel: &Kernel, m: impl Into<String>) -> CodegenError {
+    CodegenError {
+        kernel: kernel.name.clone(),
+        backend: "cuda",
+        message: m.into(),
+    }
+}
+
+/// Generates the kernel's CUDA C; a panic inside becomes an internal error naming the node.
+pub fn compile_kernel(program: &Program, kernel: &Kernel) -> Result<CudaKernel, CodegenError> {
+    crate::guard(&kernel.name, "cuda", || emit::kernel(program, kernel))
+}
+
+/// Functions every module shares: the interpreter's integer division,
+/// Rust's f32 min/max, the PCG hash and the fault recorder.
+const PRELUDE: &str = r#"typedef unsigned long long u64;
+
+// Bits of +infinity: NVRTC has no <math.h> macros without headers.
+#define WEFT_INF __int_as_float(0x7f800000)
+
+// eval::binary: x / 0 == x and x % 0 == 0; i32::MIN / -1 == i32::MIN, % gives 0.
+__device__ __forceinline__ int weft_sdiv(int x, int y) {
+    return (y == 0 || (x == (int)0x80000000u && y == -1)) ? x : x / y;
+}
+__device__ __forceinline__ int weft_srem(int x, int y) {
+    return (y == 0 || (x == (int)0x80000000u && y == -1)) ? 0 : x % y;
+}
+__device__ __forceinline__ unsigned weft_udiv(unsigned x, unsigned y) { return y == 0u ? x : x / y; }
+__device__ __forceinline__ unsigned weft_urem(unsigned x, unsigned y) { return y == 0u ? 0u : x % y; }
+
+// Rust's f32::min / f32::max: a NaN x gives y; else y when strictly smaller (larger).
+__device__ __forceinline__ float weft_fmin(float x, float y) { return x != x ? y : (y < x ? y : x); }
+__device__ __forceinline__ float weft_fmax(float x, float y) { return x != x ? y : (y > x ? y : x); }
+// Rust's f32::clamp(lo, hi): NaN stays NaN.
+__device__ __forceinline__ float weft_fclamp(float x, float lo, float hi) {
+    x = x < lo ? lo : x;
+    return x > hi ? hi : x;
+}
+__device__ __forceinline__ float weft_fsign(float x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f); }
+__device__ __forceinline__ int weft_isign(int x) { return x > 0 ? 1 : (x < 0 ? -1 : 0); }
+__device__ __forceinline__ int weft_iabs(int x) { return x < 0 ? (int)(0u - (unsigned)x) : x; }
+
+// eval::pcg_hash.
+__device__ __forceinline__ unsigned weft_pcg(unsigned v) {
+    unsigned state = v * 747796405u + 2891336453u;
+    unsigned word = ((state >> ((state >> 28) + 4u)) ^ state) * 277803737u;
+    return (word >> 22) ^ word;
+}
+
+// Compare-exchange loops for the f32 atomics CUDA has no instruction for.
+__device__ float weft_atomic_fmin(unsigned* p, float v) {
+    unsigned cur = *(volatile unsigned*)p;
+    for (;;) {
+        unsigned next = __float_as_uint(weft_fmin(__uint_as_float(cur), v));
+        unsigned old = atomicCAS(p, cur, next);
+        if (old == cur) return __uint_as_float(old);
+        cur = old;
+    }
+}
+__device__ float weft_atomic_fmax(unsigned* p, float v) {
+    unsigned cur = *(volatile unsigned*)p;
+    for (;;) {
+        unsigned next = __float_as_uint(weft_fmax(__uint_as_float(cur), v));
+        unsigned old = atomicCAS(p, cur, next);
+        if (old == cur) return __uint_as_float(old);
+        cur = old;
+    }
+}
+"#;

@@ -1,0 +1,291 @@
+//! `CudaEngine`: root buffers in device memory, one stream, one module per
+//! kernel (PTX from NVRTC, cached by content), launches queued without host
+//! synchronisation; the host waits once per `run` (a frame), when it reads
+//! the fault words back, and per-launch times come from CUDA events.
+
+use super::{compile_ptx, driver_status, unavailable};
+use crate::backend::Engine;
+use crate::memory::FieldMemory;
+use crate::RuntimeError;
+use cudarc::driver::{
+    sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+};
+use std::any::Any;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use weft_codegen::cuda::{compile_kernel, fault_word, CudaKernel, BLOCK_SIZE, ENTRY};
+use weft_codegen::launch::{word, LaunchRecord};
+use weft_ir::ir::{KernelId, LayoutId, Program};
+
+struct Compiled {
+    code: CudaKernel,
+    func: CudaFunction,
+    _module: Arc<CudaModule>,
+}
+
+pub struct CudaEngine {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    /// Indexed by kernel handle.
+    kernels: Vec<Compiled>,
+    /// Indexed by layout handle; only roots have buffers. Behind a mutex
+    /// because `Engine::write_root` takes `&self` and a copy into device
+    /// memory needs the slice mutably.
+    buffers: Mutex<Vec<Option<CudaSlice<u32>>>>,
+    /// Words of each root (indexed by layout handle; 0 elsewhere).
+    lens: Vec<u64>,
+    faults: CudaSlice<u32>,
+    device: String,
+}
+
+fn device_err(what: &str, e: impl std::fmt::Debug) -> RuntimeError {
+    RuntimeError::Device(format!("CUDA: {} failed: {:?}", what, e))
+}
+
+impl CudaEngine {
+    /// Opens device 0, compiles every kernel and uploads every field's
+    /// initial value. Without a driver or a device: `Unavailable`.
+    pub fn open(program: &Program) -> Result<CudaEngine, RuntimeError> {
+        driver_status().map_err(|w| unavailable(&w))?;
+        // cudarc panics on some driver failures (a symbol the installed
+        // driver lacks): treat a panic while opening as "not available".
+        let ctx = std::panic::catch_unwind(|| CudaContext::new(0))
+            .map_err(|p| unavailable(&weft_codegen::panic_message(p.as_ref())))?
+            .map_err(|e| unavailable(&format!("no usable CUDA device ({:?})", e)))?;
+        let name = ctx.name().unwrap_or_else(|_| "CUDA device".into());
+        let (major, minor) = ctx
+            .compute_capability()
+            .map_err(|e| device_err("reading the compute capability", e))?;
+        let arch = format!("compute_{}{}", major, minor);
+        let stream = ctx.default_stream();
+        let mut kernels = Vec::new();
+        for (_, k) in program.kernels.iter() {
+            let code = compile_kernel(program, k).map_err(|e| RuntimeError::Compile {
+                node: e.kernel.clone(),
+                message: e.to_string(),
+            })?;
+            let ptx = compile_ptx(&code, Some(&arch))?;
+            let module = ctx
+                .load_module(cudarc::nvrtc::Ptx::from_src(ptx.as_str()))
+                .map_err(|e| RuntimeError::Compile {
+                    node: k.name.clone(),
+                    message: format!(
+                        "node '{}': the CUDA driver refused the PTX: {:?}",
+                        k.name, e
+                    ),
+                })?;
+            let func = module
+                .load_function(ENTRY)
+                .map_err(|e| device_err("loading the kernel function", e))?;
+            kernels.push(Compiled {
+                code,
+                func,
+                _module: module,
+            });
+        }
+        let init = FieldMemory::new(program);
+        let mut buffers: Vec<Option<CudaSlice<u32>>> = Vec::new();
+        buffers.resize_with(program.layouts.len(), || None);
+        for r in program.roots() {
+            let mut words = init.root_words(r);
+            if words.is_empty() {
+                // A zero-length allocation has no address; keep one word.
+                words.push(0);
+            }
+            let s = stream
+                .clone_htod(&words)
+                .map_err(|e| device_err("allocating a root buffer", e))?;
+            buffers[r.index()] = Some(s);
+        }
+        let lens = program.layouts.iter().map(|(_, l)| l.tree_words).collect();
+        let faults = stream
+            .alloc_zeros::<u32>(fault_word::COUNT)
+            .map_err(|e| device_err("allocating the fault words", e))?;
+        Ok(CudaEngine {
+            ctx,
+            stream,
+            kernels,
+            buffers: Mutex::new(buffers),
+            lens,
+            faults,
+            device: format!("{} (sm_{}{})", name, major, minor),
+        })
+    }
+
+    fn buffers(
+        &self,
+    ) -> Result<std::sync::MutexGuard<'_, Vec<Option<CudaSlice<u32>>>>, RuntimeError> {
+        self.buffers
+            .lock()
+            .map_err(|_| RuntimeError::Device("CUDA: buffer table poisoned".into()))
+    }
+
+    /// Reads the fault words; on a fault, clears them and names the launch's kernel and line.
+    fn check_faults(&mut self, launches: &[LaunchRecord]) -> Result<(), RuntimeError> {
+        let w = self
+            .stream
+            .clone_dtoh(&self.faults)
+            .map_err(|e| device_err("reading the fault words", e))?;
+        if w[fault_word::SITE] == 0 {
+            return Ok(());
+        }
+        self.stream
+            .memset_zeros(&mut self.faults)
+            .map_err(|e| device_err("clearing the fault words", e))?;
+        let value =
+            (w[fault_word::VALUE_LO] as u64 | ((w[fault_word::VALUE_HI] as u64) << 32)) as i64;
+        let site = (w[fault_word::SITE] - 1) as usize;
+        let rec = launches
+            .get(w[fault_word::TAG] as usize)
+            .ok_or_else(|| RuntimeError::Device("CUDA: a fault names no launch".into()))?;
+        let k = &self.kernels[rec.kernel.index()].code;
+        let s = k.sites.get(site);
+        Err(RuntimeError::Kernel {
+            node: k.name.clone(),
+            line: s.map_or(0, |s| s.span.line),
+            col: s.map_or(0, |s| s.span.col),
+            message: s
+                .map(|s| s.message(value))
+                .unwrap_or_else(|| "internal error: unknown fault site".into()),
+        })
+    }
+}
+
+impl Engine for CudaEngine {
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn write_root(&self, root: LayoutId, words: &[u32]) -> Result<(), RuntimeError> {
+        let mut b = self.buffers()?;
+        let slot = b
+            .get_mut(root.index())
+            .and_then(|s| s.as_mut())
+            .ok_or_else(|| RuntimeError::Device("CUDA: no buffer for this root".into()))?;
+        if words.len() > slot.len() {
+            return Err(RuntimeError::Device(format!(
+                "CUDA: {} words do not fit a root buffer of {}",
+                words.len(),
+                slot.len()
+            )));
+        }
+        let mut view = slot.slice_mut(0..words.len());
+        self.stream
+            .memcpy_htod(words, &mut view)
+            .map_err(|e| device_err("copying to the device", e))
+    }
+
+    fn read_root(&self, root: LayoutId) -> Result<Vec<u32>, RuntimeError> {
+        let b = self.buffers()?;
+        let slot = b
+            .get(root.index())
+            .and_then(|s| s.as_ref())
+            .ok_or_else(|| RuntimeError::Device("CUDA: no buffer for this root".into()))?;
+        let mut v = self
+            .stream
+            .clone_dtoh(slot)
+            .map_err(|e| device_err("copying from the device", e))?;
+        // Drops the one-word stand-in of an empty root.
+        v.truncate(self.lens.get(root.index()).copied().unwrap_or(0) as usize);
+        Ok(v)
+    }
+
+    fn run(
+        &mut self,
+        _program: &Program,
+        launches: &[LaunchRecord],
+        timing: bool,
+    ) -> Result<Vec<(KernelId, Duration)>, RuntimeError> {
+        let mut events = Vec::new();
+        {
+            let b = self.buffers()?;
+            for (tag, rec) in launches.iter().enumerate() {
+                let c = self.kernels.get(rec.kernel.index()).ok_or_else(|| {
+                    RuntimeError::Device("CUDA: launch of an unknown kernel".into())
+                })?;
+                let total = rec.total();
+                if total == 0 {
+                    continue;
+                }
+                let blocks = total.div_ceil(BLOCK_SIZE as u64);
+                if blocks > i32::MAX as u64 || total > u32::MAX as u64 {
+                    return Err(RuntimeError::Run {
+                        node: c.code.name.clone(),
+                        message: format!(
+                            "{} iterations are more than one CUDA launch can run",
+                            total
+                        ),
+                    });
+                }
+                let words = rec.words(0, c.code.params as u32);
+                debug_assert_eq!(words.len(), word::HEADER as usize + c.code.params);
+                let tag = tag as u32;
+                let bufs: Vec<(&CudaSlice<u32>, u64)> = c
+                    .code
+                    .roots
+                    .iter()
+                    .map(|r| {
+                        b.get(r.index())
+                            .and_then(|s| s.as_ref())
+                            .map(|s| (s, self.lens[r.index()]))
+                            .ok_or_else(|| {
+                                RuntimeError::Device("CUDA: no buffer for a root".into())
+                            })
+                    })
+                    .collect::<Result<_, _>>()?;
+                let mut l = self.stream.launch_builder(&c.func);
+                for w in &words {
+                    l.arg(w);
+                }
+                l.arg(&self.faults);
+                l.arg(&tag);
+                for (s, n) in &bufs {
+                    l.arg(*s);
+                    l.arg(n);
+                }
+                if timing {
+                    l.record_kernel_launch(sys::CUevent_flags::CU_EVENT_DEFAULT);
+                }
+                let cfg = LaunchConfig {
+                    grid_dim: (blocks as u32, 1, 1),
+                    block_dim: (BLOCK_SIZE, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                // SAFETY: the arguments follow the generated entry's ABI
+                // (`weft_codegen::cuda`): record words, fault words, tag,
+                // then (words, length) per root in `code.roots` order.
+                let ev =
+                    unsafe { l.launch(cfg) }.map_err(|e| device_err("launching a kernel", e))?;
+                if let Some(ev) = ev {
+                    events.push((rec.kernel, ev));
+                }
+            }
+        }
+        // The one host wait of the frame.
+        self.check_faults(launches)?;
+        let mut times = Vec::new();
+        for (k, (start, end)) in events {
+            let ms = start
+                .elapsed_ms(&end)
+                .map_err(|e| device_err("reading a kernel timer", e))?;
+            times.push((k, Duration::from_secs_f64(ms.max(0.0) as f64 / 1e3)));
+        }
+        Ok(times)
+    }
+
+    fn device_name(&self) -> Option<String> {
+        Some(format!("{}, CUDA through NVRTC", self.device))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl Drop for CudaEngine {
+    fn drop(&mut self) {
+        // Finish queued work before buffers and modules are freed.
+        let _ = self.stream.synchronize();
+        let _ = &self.ctx;
+    }
+}
