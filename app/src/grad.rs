@@ -100,7 +100,8 @@ fn open(
                         }
                     }
                     Step::Repeat { body, .. } => set_mode(body, seeded),
-                    Step::Launch(_) | Step::Clear { .. } => {}
+                    // An optimize node's tapes fit parameters: they stay reverse.
+                    Step::Launch(_) | Step::Clear { .. } | Step::Optimize { .. } => {}
                 }
             }
         }

@@ -56,10 +56,7 @@ pub fn param_editors(
         // main input.)
         let advanced =
             ADVANCED.contains(&spec.name) && !(doc.kind == "optimize" && spec.name == "wrt");
-        if compact
-            && advanced
-            && set.is_none_or(|v| Some(v) == spec.default_value().as_ref())
-        {
+        if compact && advanced && set.is_none_or(|v| Some(v) == spec.default_value().as_ref()) {
             continue;
         }
         let value = set

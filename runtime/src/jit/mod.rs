@@ -375,7 +375,9 @@ impl crate::backend::Engine for JitEngine {
             match &self.pool {
                 // A serial launch stays on this thread: `install` would hand
                 // it to a worker and block until it is done.
-                Some(pool) if !runs_serially(kernel, l.total, threads) => pool.install(|| launch(&l))?,
+                Some(pool) if !runs_serially(kernel, l.total, threads) => {
+                    pool.install(|| launch(&l))?
+                }
                 _ => launch(&l)?,
             }
             times.push((rec.kernel, t.elapsed()));

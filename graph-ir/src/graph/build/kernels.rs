@@ -248,7 +248,7 @@ impl Builder<'_> {
             functions: lowered.functions,
             bindings: fwd.bindings.clone(),
             fault_sites: Vec::new(),
-            count_from: fwd.count_from.clone(),
+            count_from: fwd.count_from,
         };
         let is_grad = |f: FieldId| self.program.grads.iter().any(|g| g.1 == f);
         let (reads, writes) = field_uses(&k);

@@ -145,7 +145,7 @@ fn tangent_kernel(program: &Program, k: KernelId) -> Result<Kernel, AdError> {
     Ok(Kernel {
         name: kernel.name.clone(),
         iteration: kernel.iteration.clone(),
-        count_from: kernel.count_from.clone(),
+        count_from: kernel.count_from,
         dims: kernel.dims,
         params: kernel.params.clone(),
         entry,
