@@ -270,7 +270,10 @@ fn dropped_wires_offer_compatible_nodes_and_paste_renames() {
         .iter()
         .map(|k| k.0)
         .collect();
-    assert_eq!(exec_inputs, vec!["kernel", "repeat", "tape", "clear"]);
+    assert_eq!(
+        exec_inputs,
+        vec!["kernel", "repeat", "tape", "optimize", "clear"]
+    );
     // What the dropped-wire menu queues: a node and the wire to it, applied together.
     let mut m = Model::open(&root().join("graphs/heat.json"));
     let id = m.next_id("image");
