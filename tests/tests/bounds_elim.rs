@@ -33,6 +33,17 @@ fn bounds_sites(doc: &Value) -> Vec<(String, u32)> {
         .collect()
 }
 
+/// The graph on `backend`, one thread (float sums in the interpreter's order).
+fn sim(doc: &Value, backend: Backend) -> Simulation {
+    let program = build(doc).unwrap_or_else(|e| panic!("{}", e));
+    let opts = SimOptions {
+        backend,
+        threads: Some(1),
+        ..Default::default()
+    };
+    Simulation::new(program, &opts).unwrap_or_else(|e| panic!("{}: {}", backend, e))
+}
+
 fn backends() -> Vec<Backend> {
     let mut v = vec![Backend::Vm, Backend::Jit];
     if wgpu_available() {
@@ -55,15 +66,7 @@ fn checks_proven_by_the_loop_range_are_removed() {
     assert_eq!(bounds_sites(&g), vec![]);
     // Removing the checks changes no result: b[k] = sum over i = k, k + 4 of 3.
     for backend in backends() {
-        let mut s = Simulation::new(
-            build(&g).unwrap(),
-            &SimOptions {
-                backend,
-                threads: Some(1),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let mut s = sim(&g, backend);
         s.start().unwrap();
         let b = f32s(&s, "b");
         assert_eq!(b, vec![6.0; 4], "{}", backend);
@@ -86,15 +89,7 @@ fn a_check_that_can_fail_stays_once_and_reports_the_same_error_everywhere() {
     assert_eq!(bounds_sites(&g), vec![("a".to_string(), 8)]);
     let mut errors = vec![];
     for backend in backends() {
-        let mut s = Simulation::new(
-            build(&g).unwrap(),
-            &SimOptions {
-                backend,
-                threads: Some(1),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let mut s = sim(&g, backend);
         let e = s.start().expect_err("j = 8 is out of range").to_string();
         assert!(e.contains("'k'") && e.contains('8'), "{}: {}", backend, e);
         errors.push(e);
@@ -131,15 +126,7 @@ fn a_kernel_over_a_sparse_field_still_visits_exactly_the_active_cells() {
         ]
     });
     for backend in backends() {
-        let mut s = Simulation::new(
-            build(&g).unwrap_or_else(|e| panic!("{}", e)),
-            &SimOptions {
-                backend,
-                threads: Some(1),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let mut s = sim(&g, backend);
         s.start().unwrap();
         let x = f32s(&s, "x");
         let want: Vec<f32> = (0..32).map(|i| if i < 8 { 2.0 } else { 0.0 }).collect();
