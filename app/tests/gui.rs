@@ -4,34 +4,14 @@
 #[path = "../src/gui/mod.rs"]
 #[allow(dead_code)]
 mod gui;
+mod support;
 
 use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;
 use gui::model::{Command, Model};
 use gui::{GuiOptions, WeftApp};
 use std::path::{Path, PathBuf};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn gpu_ok() -> bool {
-    match weft_runtime::wgpu_backend::WgpuContext::new(
-        weft_runtime::wgpu_backend::AdapterChoice::Any,
-    ) {
-        Ok(_) => true,
-        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("CI=true but no wgpu adapter: {}", e)
-        }
-        Err(e) => {
-            eprintln!("skipping: no wgpu adapter ({})", e);
-            false
-        }
-    }
-}
+use support::{gpu_ok, harness_with, root, wait_for_sim};
 
 /// A fresh configuration folder: recent files and recovery data stay out of
 /// the user's home, and one harness's autosave out of the next one's way.
@@ -43,30 +23,6 @@ fn config_dir() -> PathBuf {
 
 fn harness(graph: &str) -> Harness<'static, WeftApp> {
     harness_with(Some(root().join("graphs").join(graph)), config_dir())
-}
-
-fn harness_with(graph: Option<PathBuf>, cfg: PathBuf) -> Harness<'static, WeftApp> {
-    let opts = GuiOptions {
-        config_dir: Some(cfg),
-        graph,
-        ..Default::default()
-    };
-    Harness::builder()
-        .with_size((1400.0, 860.0))
-        .wgpu()
-        .build_eframe(move |cc| WeftApp::new(cc.wgpu_render_state.as_ref(), opts))
-}
-
-/// Steps until the background compile has produced a simulation.
-fn wait_for_sim(h: &mut Harness<'static, WeftApp>) {
-    for _ in 0..400 {
-        h.step();
-        if h.state().viewport.sim.is_some() {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    panic!("the graph never compiled: {:?}", h.state().viewport.error);
 }
 
 #[test]

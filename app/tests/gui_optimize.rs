@@ -6,33 +6,13 @@
 #[path = "../src/gui/mod.rs"]
 #[allow(dead_code)]
 mod gui;
+mod support;
 
 use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;
-use gui::{GuiOptions, WeftApp};
-use std::path::{Path, PathBuf};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn gpu_ok() -> bool {
-    match weft_runtime::wgpu_backend::WgpuContext::new(
-        weft_runtime::wgpu_backend::AdapterChoice::Any,
-    ) {
-        Ok(_) => true,
-        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("CI=true but no wgpu adapter: {}", e)
-        }
-        Err(e) => {
-            eprintln!("skipping: no wgpu adapter ({})", e);
-            false
-        }
-    }
-}
+use gui::WeftApp;
+use std::path::PathBuf;
+use support::{gpu_ok, harness_with, root, wait_for_sim};
 
 fn harness(graph: &str) -> Harness<'static, WeftApp> {
     let cfg = std::env::temp_dir().join(format!("weft-gui-optimize-{}", std::process::id()));
@@ -40,26 +20,7 @@ fn harness(graph: &str) -> Harness<'static, WeftApp> {
     // so the window title, and the snapshot, are the same in every checkout.
     let path = PathBuf::from("../graphs").join(graph);
     assert!(path.exists() && root().join("graphs").join(graph).exists());
-    let opts = GuiOptions {
-        config_dir: Some(cfg),
-        graph: Some(path),
-        ..Default::default()
-    };
-    Harness::builder()
-        .with_size((1400.0, 860.0))
-        .wgpu()
-        .build_eframe(move |cc| WeftApp::new(cc.wgpu_render_state.as_ref(), opts))
-}
-
-fn wait_for_sim(h: &mut Harness<'static, WeftApp>) {
-    for _ in 0..400 {
-        h.step();
-        if h.state().viewport.sim.is_some() {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    panic!("the graph never compiled: {:?}", h.state().viewport.error);
+    harness_with(Some(path), cfg)
 }
 
 /// Every iteration's loss read straight from the simulation's fields

@@ -1,0 +1,55 @@
+//! What the kittest GUI test files share: the repository root, the wgpu
+//! adapter check (a failure under `CI=true`, a visible skip elsewhere), a
+//! harness around the real app, and waiting for the background compile.
+//! The including test crate declares `mod gui` (the app's GUI sources).
+
+use crate::gui::{GuiOptions, WeftApp};
+use egui_kittest::Harness;
+use std::path::{Path, PathBuf};
+
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+pub fn gpu_ok() -> bool {
+    match weft_runtime::wgpu_backend::WgpuContext::new(
+        weft_runtime::wgpu_backend::AdapterChoice::Any,
+    ) {
+        Ok(_) => true,
+        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("CI=true but no wgpu adapter: {}", e)
+        }
+        Err(e) => {
+            eprintln!("skipping: no wgpu adapter ({})", e);
+            false
+        }
+    }
+}
+
+/// The app at 1400 × 860 with `graph` open and its settings in `cfg`.
+pub fn harness_with(graph: Option<PathBuf>, cfg: PathBuf) -> Harness<'static, WeftApp> {
+    let opts = GuiOptions {
+        config_dir: Some(cfg),
+        graph,
+        ..Default::default()
+    };
+    Harness::builder()
+        .with_size((1400.0, 860.0))
+        .wgpu()
+        .build_eframe(move |cc| WeftApp::new(cc.wgpu_render_state.as_ref(), opts))
+}
+
+/// Steps until the background compile has produced a simulation.
+pub fn wait_for_sim(h: &mut Harness<'static, WeftApp>) {
+    for _ in 0..400 {
+        h.step();
+        if h.state().viewport.sim.is_some() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("the graph never compiled: {:?}", h.state().viewport.error);
+}
