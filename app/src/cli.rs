@@ -28,7 +28,7 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Print the code the GPU backends generate for a graph's kernels (WGSL or SPIR-V for wgpu, CUDA C for cuda).
     Emit(EmitArgs),
-    /// Gradients of a loss field with respect to fields (reverse-mode autodiff).
+    /// Gradients of a loss field with respect to fields (reverse mode; `--forward`: a directional derivative).
     Grad(GradArgs),
     /// Compare autodiff gradients with central finite differences.
     Gradcheck(GradcheckArgs),
