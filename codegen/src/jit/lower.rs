@@ -102,7 +102,16 @@ struct Lower<'e, 'a, 'b> {
     checked: Vec<std::collections::HashSet<(Value, u64)>>,
     host_refs: HashMap<&'static str, FuncRef>,
     helper_refs: HashMap<usize, FuncRef>,
+    /// The arithmetic helpers (`binary`, `cast`, `builtin`, …) build lane
+    /// vectors (`F32X4` / `I32X4`, bools as all-ones lane masks) instead of
+    /// scalars: set by the four-lane lowering (`simd`) around each call.
+    vmode: bool,
+    /// State of the four-lane lowering, when this function is built by it.
+    simd: Option<simd::Simd>,
 }
+
+mod simd;
+pub(super) use simd::{build_vector_chunk, vectorizable};
 
 /// Loads what every function needs from the context (in the entry block).
 fn load_env(
@@ -229,6 +238,8 @@ pub(super) fn build_chunk(
         checked: vec![],
         host_refs: HashMap::new(),
         helper_refs: HashMap::new(),
+        vmode: false,
+        simd: None,
     };
     l.declare_locals();
     l.block(&f.body)?;
@@ -329,6 +340,8 @@ pub(super) fn build_helper<'a>(
         checked: vec![],
         host_refs: HashMap::new(),
         helper_refs: HashMap::new(),
+        vmode: false,
+        simd: None,
     };
     l.declare_locals();
     l.block(&f.body)?;
@@ -389,21 +402,70 @@ impl Lower<'_, '_, '_> {
     }
 
     fn zero(&mut self, ty: ir::Type) -> Value {
-        if ty == types::F32 {
+        let z = if ty.lane_type() == types::F32 {
             self.b.ins().f32const(Ieee32::with_bits(0))
         } else {
-            self.b.ins().iconst(ty, 0)
-        }
+            self.b.ins().iconst(ty.lane_type(), 0)
+        };
+        self.lanes(z)
     }
     fn i32c(&mut self, v: u32) -> Value {
-        self.b.ins().iconst(types::I32, v as i64)
+        let c = self.b.ins().iconst(types::I32, v as i64);
+        self.lanes(c)
     }
     fn f32c(&mut self, v: f32) -> Value {
-        self.b.ins().f32const(Ieee32::with_bits(v.to_bits()))
+        let c = self.b.ins().f32const(Ieee32::with_bits(v.to_bits()));
+        self.lanes(c)
     }
-    /// A Cranelift `i8` condition widened to a 0/1 word.
+    /// A scalar as the helpers' current value shape: itself, or splat over
+    /// four lanes in `vmode`.
+    fn lanes(&mut self, x: Value) -> Value {
+        if self.vmode {
+            let t = self.b.func.dfg.value_type(x);
+            self.b.ins().splat(t.by(4).expect("32-bit lanes"), x)
+        } else {
+            x
+        }
+    }
+    /// The helpers' type for one component of scalar type `t` (`F32`/`I32`).
+    fn vt(&self, t: ir::Type) -> ir::Type {
+        if self.vmode {
+            t.by(4).expect("32-bit lanes")
+        } else {
+            t
+        }
+    }
+    /// A Cranelift condition as a bool value: an `i8` widened to a 0/1
+    /// word, or (in `vmode`) the comparison's lane mask as it is.
     fn word(&mut self, c: Value) -> Value {
+        if self.vmode {
+            return c;
+        }
         self.b.ins().uextend(types::I32, c)
+    }
+    /// A bool value as an integer 0/1 (the interpreter's bool → int cast).
+    fn bit01(&mut self, w: Value) -> Value {
+        if self.vmode {
+            let one = self.i32c(1);
+            self.b.ins().band(w, one)
+        } else {
+            w
+        }
+    }
+    /// `c ? a : b` where `c` is a Cranelift condition (`i8`), or a lane mask in `vmode`.
+    fn sel(&mut self, c: Value, a: Value, b: Value) -> Value {
+        let ct = self.b.func.dfg.value_type(c);
+        if ct.is_vector() {
+            let at = self.b.func.dfg.value_type(a);
+            let m = if at == ct {
+                c
+            } else {
+                self.b.ins().bitcast(at, MemFlagsData::new(), c)
+            };
+            self.b.ins().bitselect(m, a, b)
+        } else {
+            self.b.ins().select(c, a, b)
+        }
     }
     fn icmp(&mut self, cc: IntCC, a: Value, b: Value) -> Value {
         let c = self.b.ins().icmp(cc, a, b);
@@ -413,8 +475,12 @@ impl Lower<'_, '_, '_> {
         let c = self.b.ins().fcmp(cc, a, b);
         self.word(c)
     }
-    /// `a != 0` as a 0/1 word.
+    /// `a != 0` as a bool value.
     fn nz(&mut self, a: Value) -> Value {
+        if self.vmode {
+            let z = self.i32c(0);
+            return self.b.ins().icmp(IntCC::NotEqual, a, z);
+        }
         let c = self.b.ins().icmp_imm_s(IntCC::NotEqual, a, 0);
         self.word(c)
     }
@@ -483,6 +549,10 @@ impl Lower<'_, '_, '_> {
         r
     }
     fn call_host(&mut self, name: &'static str, args: &[Value]) -> Value {
+        if self.vmode {
+            // No vector versions: one call per lane.
+            return self.per_lane(types::F32, args, |l, a| l.call_host(name, a));
+        }
         let r = self.host(name);
         let c = self.b.ins().call(r, args);
         self.b.inst_results(c)[0]
@@ -917,14 +987,16 @@ impl Lower<'_, '_, '_> {
         match (op, s) {
             (UnaryOp::Neg, Scalar::F32) => self.b.ins().fneg(a),
             (UnaryOp::Neg, _) => self.b.ins().ineg(a),
+            (UnaryOp::Not, Scalar::Bool) if self.vmode => self.b.ins().bnot(a),
             (UnaryOp::Not, Scalar::Bool) => {
                 let c = self.b.ins().icmp_imm_s(IntCC::Equal, a, 0);
                 self.word(c)
             }
             (UnaryOp::Not, Scalar::F32) => {
-                let w = self.retype(a, types::I32);
+                let (ti, tf) = (self.vt(types::I32), self.vt(types::F32));
+                let w = self.retype(a, ti);
                 let n = self.b.ins().bnot(w);
-                self.retype(n, types::F32)
+                self.retype(n, tf)
             }
             (UnaryOp::Not, _) => self.b.ins().bnot(a),
         }
@@ -990,6 +1062,12 @@ impl Lower<'_, '_, '_> {
     /// Division and remainder with the interpreter's rules: by zero gives
     /// the dividend (division) or 0 (remainder); `i32::MIN / -1` likewise.
     fn division(&mut self, div: bool, signed: bool, x: Value, y: Value) -> Value {
+        if self.vmode {
+            // No vector integer division: one lane at a time.
+            return self.per_lane(types::I32, &[x, y], |l, a| {
+                l.division(div, signed, a[0], a[1])
+            });
+        }
         let zero = self.i32c(0);
         let one = self.i32c(1);
         let mut bad = self.b.ins().icmp_imm_s(IntCC::Equal, y, 0);
@@ -1014,15 +1092,32 @@ impl Lower<'_, '_, '_> {
     fn cast(&mut self, from: Scalar, to: Scalar, a: Value) -> Value {
         match (from, to) {
             (x, y) if x == y => a,
-            (Scalar::F32, Scalar::I32) => self.b.ins().fcvt_to_sint_sat(types::I32, a),
-            (Scalar::F32, Scalar::U32) => self.b.ins().fcvt_to_uint_sat(types::I32, a),
-            (Scalar::I32, Scalar::F32) => self.b.ins().fcvt_from_sint(types::F32, a),
-            (Scalar::U32, Scalar::F32) => self.b.ins().fcvt_from_uint(types::F32, a),
+            (Scalar::F32, Scalar::I32) => {
+                let t = self.vt(types::I32);
+                self.b.ins().fcvt_to_sint_sat(t, a)
+            }
+            (Scalar::F32, Scalar::U32) => {
+                let t = self.vt(types::I32);
+                self.b.ins().fcvt_to_uint_sat(t, a)
+            }
+            (Scalar::I32, Scalar::F32) => {
+                let t = self.vt(types::F32);
+                self.b.ins().fcvt_from_sint(t, a)
+            }
+            (Scalar::U32, Scalar::F32) => {
+                let t = self.vt(types::F32);
+                self.b.ins().fcvt_from_uint(t, a)
+            }
             (Scalar::I32, Scalar::U32) | (Scalar::U32, Scalar::I32) => a,
             (Scalar::Bool, Scalar::F32) => {
                 let (one, zero) = (self.f32c(1.0), self.f32c(0.0));
-                self.b.ins().select(a, one, zero)
+                if self.vmode {
+                    self.sel(a, one, zero)
+                } else {
+                    self.b.ins().select(a, one, zero)
+                }
             }
+            (Scalar::Bool, Scalar::I32 | Scalar::U32) => self.bit01(a),
             (Scalar::F32, Scalar::Bool) => {
                 let z = self.f32c(0.0);
                 self.fcmp(FloatCC::NotEqual, a, z)
@@ -1041,17 +1136,17 @@ impl Lower<'_, '_, '_> {
             FloatCC::LessThan
         };
         let pick_y = self.b.ins().fcmp(cc, y, x);
-        let m = self.b.ins().select(pick_y, y, x);
-        self.b.ins().select(x_nan, y, m)
+        let m = self.sel(pick_y, y, x);
+        self.sel(x_nan, y, m)
     }
 
     /// Rust's `f32::clamp(lo, hi)` with constant bounds.
     fn fclamp(&mut self, x: Value, lo: f32, hi: f32) -> Value {
         let (l, h) = (self.f32c(lo), self.f32c(hi));
         let below = self.b.ins().fcmp(FloatCC::LessThan, x, l);
-        let x = self.b.ins().select(below, l, x);
+        let x = self.sel(below, l, x);
         let above = self.b.ins().fcmp(FloatCC::GreaterThan, x, h);
-        self.b.ins().select(above, h, x)
+        self.sel(above, h, x)
     }
 
     /// `eval::builtin_scalar` on one component.
@@ -1066,10 +1161,13 @@ impl Lower<'_, '_, '_> {
                     let (z, one, m1) = (self.i32c(0), self.i32c(1), self.i32c(u32::MAX));
                     let pos = self.b.ins().icmp(IntCC::SignedGreaterThan, a[0], z);
                     let neg = self.b.ins().icmp(IntCC::SignedLessThan, a[0], z);
-                    let t = self.b.ins().select(neg, m1, z);
-                    self.b.ins().select(pos, one, t)
+                    let t = self.sel(neg, m1, z);
+                    self.sel(pos, one, t)
                 }
-                Sign => self.nz(a[0]),
+                Sign => {
+                    let b = self.nz(a[0]);
+                    self.bit01(b)
+                }
                 Min if signed => self.b.ins().smin(a[0], a[1]),
                 Min => self.b.ins().umin(a[0], a[1]),
                 Max if signed => self.b.ins().smax(a[0], a[1]),
@@ -1095,8 +1193,8 @@ impl Lower<'_, '_, '_> {
                 let (z, one, m1) = (self.f32c(0.0), self.f32c(1.0), self.f32c(-1.0));
                 let pos = self.b.ins().fcmp(FloatCC::GreaterThan, x, z);
                 let neg = self.b.ins().fcmp(FloatCC::LessThan, x, z);
-                let t = self.b.ins().select(neg, m1, z);
-                self.b.ins().select(pos, one, t)
+                let t = self.sel(neg, m1, z);
+                self.sel(pos, one, t)
             }
             Min => self.fminmax(false, x, a[1]),
             Max => self.fminmax(true, x, a[1]),
@@ -1138,7 +1236,7 @@ impl Lower<'_, '_, '_> {
             Step => {
                 let (z, one) = (self.f32c(0.0), self.f32c(1.0));
                 let lt = self.b.ins().fcmp(FloatCC::LessThan, a[1], x);
-                self.b.ins().select(lt, z, one)
+                self.sel(lt, z, one)
             }
             Fma => self.b.ins().fma(x, a[1], a[2]),
             _ => return None,

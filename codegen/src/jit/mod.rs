@@ -140,6 +140,10 @@ pub struct JitOptions {
     /// Run Cranelift's IR verifier on every function (slow: about 3× the
     /// compile time; the JIT's own tests turn it on).
     pub verify: bool,
+    /// Run four iterations at once on 128-bit lanes where the kernel allows
+    /// (`lower/simd.rs`). On by default; `WEFT_JIT_SIMD=0` in the
+    /// environment turns it off (to measure what it gains).
+    pub simd: bool,
 }
 
 impl Default for JitOptions {
@@ -147,6 +151,7 @@ impl Default for JitOptions {
         JitOptions {
             optimize: true,
             verify: false,
+            simd: std::env::var("WEFT_JIT_SIMD").map_or(true, |v| v != "0"),
         }
     }
 }
@@ -185,6 +190,9 @@ pub struct JitKernel {
     /// runtime can keep launches too small to pay for waking workers on the
     /// calling thread.
     pub cost: u64,
+    /// The parallel chunk function runs four iterations at a time on
+    /// 128-bit lanes (`lower/simd.rs`), the scalar code doing only ragged ends.
+    pub lanes: bool,
     chunk: ChunkFn,
     serial: Option<ChunkFn>,
     private_chunk: Option<ChunkFn>,
@@ -422,6 +430,16 @@ fn helper_signature(module: &JITModule, f: &Function) -> Signature {
     sig
 }
 
+/// `ChunkFn`'s signature: (ctx, start, end, fault) -> status.
+fn chunk_sig_of(module: &JITModule) -> Signature {
+    let mut sig = module.make_signature();
+    for t in [types::I64, types::I64, types::I64, types::I64] {
+        sig.params.push(AbiParam::new(t));
+    }
+    sig.returns.push(AbiParam::new(types::I32));
+    sig
+}
+
 fn compile_inner(
     program: &Program,
     kernel: &Kernel,
@@ -489,6 +507,7 @@ fn compile_inner(
     let mut fctx = cranelift_frontend::FunctionBuilderContext::new();
     let live = live_helpers(kernel);
     let mut chunk_ids = Vec::new();
+    let mut lanes = false;
     for (vi, &variant) in variants.iter().enumerate() {
         // Declare every helper first so that any function can call any other.
         let mut helper_ids = Vec::new();
@@ -507,11 +526,7 @@ fn compile_inner(
                 .map_err(|e| err(format!("declaring helper '{}': {}", f.name, e)))?;
             helper_ids.push(Some(id));
         }
-        let mut chunk_sig = module.make_signature();
-        for t in [types::I64, types::I64, types::I64, types::I64] {
-            chunk_sig.params.push(AbiParam::new(t));
-        }
-        chunk_sig.returns.push(AbiParam::new(types::I32));
+        let chunk_sig = chunk_sig_of(&module);
         let chunk_id = module
             .declare_function(&format!("v{}_chunk", vi), Linkage::Local, &chunk_sig)
             .map_err(|e| err(format!("declaring the chunk function: {}", e)))?;
@@ -559,7 +574,49 @@ fn compile_inner(
             );
         }
         module.clear_context(&mut ctx);
-        chunk_ids.push((variant, chunk_id));
+        let mut best = chunk_id;
+        // The serial variant stays scalar: it promises the interpreter's
+        // one-thread order of float atomics.
+        if opts.simd && variant != Variant::Serial && lower::vectorizable(kernel, &shape) {
+            ctx.func.signature = chunk_sig_of(&module);
+            if lower::build_vector_chunk(
+                &mut module,
+                &mut env,
+                &mut ctx.func,
+                &mut fctx,
+                &shape,
+                chunk_id,
+            )? {
+                let id = module
+                    .declare_function(
+                        &format!("v{}_lanes", vi),
+                        Linkage::Local,
+                        &chunk_sig_of(&module),
+                    )
+                    .map_err(|e| err(format!("declaring the lane chunk function: {}", e)))?;
+                ctx.set_disasm(disasm);
+                // A lane instruction the host ISA lacks leaves the scalar
+                // code in place; under the verifier (tests) it is an error.
+                let defined = module.define_function(id, &mut ctx);
+                if let (Err(e), true) = (&defined, opts.verify) {
+                    return Err(err(format!("kernel body (lanes): {:?}", e)));
+                }
+                if defined.is_ok() {
+                    if let Some(code) = ctx.compiled_code().filter(|_| disasm) {
+                        eprintln!(
+                            "=== {} ({:?} variant, four lanes)\n{}",
+                            kernel.name,
+                            variant,
+                            code.vcode.as_deref().unwrap_or("")
+                        );
+                    }
+                    best = id;
+                    lanes |= variant == Variant::Atomic;
+                }
+            }
+            module.clear_context(&mut ctx);
+        }
+        chunk_ids.push((variant, best));
     }
     module
         .finalize_definitions()
@@ -590,6 +647,7 @@ fn compile_inner(
         shape,
         private,
         cost: cost_estimate(kernel),
+        lanes,
         chunk,
         serial,
         private_chunk,

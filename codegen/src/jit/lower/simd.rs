@@ -1,0 +1,1256 @@
+//! Four loop iterations at once: the kernel body over `F32X4` / `I32X4` lanes.
+//!
+//! Pre: a validated, access-lowered kernel for which [`vectorizable`] holds
+//! (no helper calls, no `random()`, a 1-D range or a last axis whose extent
+//! is a multiple of 4, so that an aligned group of four linear indices
+//! never wraps a row). Post: a function with `ChunkFn`'s signature that runs
+//! `start..end` as aligned groups of four consecutive iterations, calling
+//! the kernel's scalar chunk function for the ragged ends; or
+//! `Ok(false)` when the body uses something the lane lowering does not
+//! handle (a run-time index into a vector, say), and the kernel keeps its
+//! scalar chunk function.
+//!
+//! Meaning: lane k computes exactly what the scalar lowering computes for
+//! iteration `group + k`, through the same helpers (`binary`, `cast`,
+//! `builtin`, … in `vmode`): lane-wise IEEE f32 arithmetic is the same
+//! arithmetic, and what has no vector instruction (integer division,
+//! transcendental functions through the interpreter's Rust functions) runs
+//! one lane at a time. So fields are bit-identical to the scalar code; only
+//! the order of side effects between the four iterations of a group
+//! differs, which a parallel launch leaves unspecified anyway (float
+//! atomics, as everywhere, add in an unspecified order).
+//!
+//! Values are uniform (`V::U`, one scalar for all lanes: parameters,
+//! constants, the outer loop indices), affine (`V::A`, `base + k·stride`:
+//! the innermost index and its sums and constant multiples, so that
+//! `field[i, j]` over consecutive `j` is one vector load or store), or
+//! per-lane vectors (`V::L`). Divergent control flow runs under an
+//! execution mask, as ISPC does: an `if` on a per-lane condition runs each
+//! side for the lanes that take it (skipping a side no lane takes), a loop
+//! repeats while any lane is still in it, `break` / `continue` / `return`
+//! take lanes out. Locals are per-lane vectors written under the mask.
+//!
+//! Safety: every lane's memory access is checked like the scalar code's; a
+//! fault reports the first faulting lane. Lanes that are masked off never
+//! load, store or fault.
+
+use super::{clif_ty, load_env, Env, Exit, Lower};
+use crate::CodegenError;
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::immediates::Ieee32;
+use cranelift_codegen::ir::{
+    self, types, ConstantData, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value,
+};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
+use cranelift_jit::JITModule;
+use cranelift_module::{FuncId, Module};
+use std::collections::HashMap;
+use weft_ir::ir::*;
+use weft_ir::types::{Scalar, Type};
+
+/// Lanes per group.
+const LANES: u8 = 4;
+
+/// One component of a value in the lane lowering.
+#[derive(Clone, Copy, Debug)]
+pub(in crate::jit) enum V {
+    /// The same scalar in every lane (bools as 0/1 words).
+    U(Value),
+    /// One value per lane (`F32X4` / `I32X4`; bools as 0 / all-ones masks).
+    L(Value),
+    /// An integer that is `base + k * stride` in lane k.
+    A(Value, i64),
+}
+
+/// State of the lane lowering of one kernel body.
+pub(in crate::jit) struct Simd {
+    /// Lanes still running at this point (`I32X4` mask).
+    exec: Variable,
+    /// `exec` is known to be all lanes here (no divergence, no return yet):
+    /// accesses need no mask.
+    full: bool,
+    /// Lanes that returned from the kernel body.
+    ret: Variable,
+    /// `return`s lowered so far (a construct that contains one may leave
+    /// fewer lanes running after it).
+    returns: u32,
+    /// Per enclosing loop: the lanes still looping.
+    live: Vec<Variable>,
+    vals: HashMap<InstId, Vec<V>>,
+    locals: Vec<Vec<Variable>>,
+    args: Vec<V>,
+    /// The instruction the lowering stopped at, for `WEFT_JIT_DISASM`.
+    why: Option<String>,
+}
+
+/// Why the lane lowering stopped.
+enum Stop {
+    /// A construct it does not handle: keep the scalar code.
+    Unsupported,
+    Err(CodegenError),
+}
+
+impl From<CodegenError> for Stop {
+    fn from(e: CodegenError) -> Self {
+        Stop::Err(e)
+    }
+}
+
+/// Whether a kernel may get a four-lane chunk function at all (the lowering
+/// itself may still find a construct it does not handle).
+pub(in crate::jit) fn vectorizable(kernel: &Kernel, shape: &[u32]) -> bool {
+    if shape.len() > 1 && shape.last().is_some_and(|e| e % LANES as u32 != 0) {
+        return false;
+    }
+    let mut ok = true;
+    let f = &kernel.entry;
+    super::super::walk(f, &f.body, &mut |_, i| {
+        ok &= !matches!(
+            i.kind,
+            InstKind::Call(..)
+                | InstKind::Random
+                | InstKind::RangeFor { .. }
+                | InstKind::LoopCounter(_)
+                | InstKind::FieldLoad { .. }
+                | InstKind::FieldStore { .. }
+                | InstKind::FieldAtomic { .. }
+                | InstKind::FieldIsActive { .. }
+                | InstKind::FieldActivate { .. }
+                | InstKind::FieldDeactivate { .. }
+                | InstKind::FieldAppend { .. }
+                | InstKind::FieldLength { .. }
+        )
+    });
+    ok
+}
+
+fn vec_of(t: ir::Type) -> ir::Type {
+    t.by(LANES as u32).expect("32-bit lanes")
+}
+
+/// Lane type and bool-ness of one component of `t`.
+fn lane_kind(t: Type) -> (ir::Type, bool) {
+    (clif_ty(t), t.scalar() == Some(Scalar::Bool))
+}
+
+/// Builds the four-lane chunk function `(ctx, start, end, fault) -> status`;
+/// `scalar` is the kernel's scalar chunk function (same variant). Returns
+/// `Ok(false)` (and leaves `func` to be cleared) when the body cannot be
+/// lowered to lanes.
+pub(in crate::jit) fn build_vector_chunk(
+    module: &mut JITModule,
+    env: &mut Env,
+    func: &mut ir::Function,
+    fctx: &mut FunctionBuilderContext,
+    shape: &[u32],
+    scalar: FuncId,
+) -> Result<bool, CodegenError> {
+    let kernel = env.kernel;
+    let f = &kernel.entry;
+    let mut b = FunctionBuilder::new(func, fctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let p = b.block_params(entry).to_vec();
+    let (ctx, start, end, fault) = (p[0], p[1], p[2], p[3]);
+    let (bufs, params, frame) = load_env(&mut b, env, ctx);
+    let sref = module.declare_func_in_func(scalar, b.func);
+    let ret_block = b.create_block();
+    b.append_block_param(ret_block, types::I32);
+
+    // Aligned groups: [s4, e4); the scalar function runs the ends.
+    let s3 = b.ins().iadd_imm_s(start, LANES as i64 - 1);
+    let s4 = b.ins().band_imm_s(s3, -(LANES as i64));
+    let e4 = b.ins().band_imm_s(end, -(LANES as i64));
+    let groups = b.ins().icmp(IntCC::UnsignedLessThan, s4, e4);
+    let all_scalar = b.create_block();
+    let pre = b.create_block();
+    b.ins().brif(groups, pre, &[], all_scalar, &[]);
+    b.switch_to_block(all_scalar);
+    let c = b.ins().call(sref, &[ctx, start, end, fault]);
+    let st = b.inst_results(c)[0];
+    b.ins().jump(ret_block, &[st.into()]);
+
+    b.switch_to_block(pre);
+    let c = b.ins().call(sref, &[ctx, start, s4, fault]);
+    let st = b.inst_results(c)[0];
+    let setup = b.create_block();
+    b.ins().brif(st, ret_block, &[st.into()], setup, &[]);
+    b.switch_to_block(setup);
+
+    let dims = shape.len().max(1);
+    let lin = b.declare_var(types::I64);
+    let idx: Vec<Variable> = (0..dims).map(|_| b.declare_var(types::I32)).collect();
+    let mut rest = s4;
+    for d in (0..dims).rev() {
+        let s = shape.get(d).copied().unwrap_or(1).max(1) as i64;
+        let i = b.ins().urem_imm_s(rest, s);
+        let i32v = b.ins().ireduce(types::I32, i);
+        b.def_var(idx[d], i32v);
+        rest = b.ins().udiv_imm_s(rest, s);
+    }
+    b.def_var(lin, s4);
+    let head = b.create_block();
+    let next = b.create_block();
+    let tail = b.create_block();
+    let fail = b.create_block();
+    let fault_block = b.create_block();
+    b.append_block_param(fault_block, types::I32);
+    b.append_block_param(fault_block, types::I64);
+    b.ins().jump(head, &[]);
+    b.switch_to_block(head);
+
+    let args: Vec<V> = (0..dims)
+        .map(|d| {
+            let v = b.use_var(idx[d]);
+            if d + 1 == dims {
+                V::A(v, 1)
+            } else {
+                V::U(v)
+            }
+        })
+        .collect();
+    let exec = b.declare_var(types::I32X4);
+    let ret = b.declare_var(types::I32X4);
+    let ones = b.ins().iconst(types::I32, -1);
+    let all = b.ins().splat(types::I32X4, ones);
+    b.def_var(exec, all);
+    let zero = b.ins().iconst(types::I32, 0);
+    let none = b.ins().splat(types::I32X4, zero);
+    b.def_var(ret, none);
+    let rng_slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 4, 2));
+    let rng = b.ins().stack_addr(types::I64, rng_slot, 0);
+    let depth = b.ins().iconst(types::I32, 0);
+
+    let mut l = Lower {
+        b,
+        module,
+        env,
+        f,
+        vals: HashMap::new(),
+        locals: vec![],
+        loops: vec![],
+        filled: false,
+        fault,
+        ctx,
+        rng,
+        depth,
+        bufs,
+        params,
+        frame,
+        args: vec![],
+        exit: Exit::Entry { next },
+        fail,
+        fault_block,
+        fault_used: false,
+        checked: vec![],
+        host_refs: HashMap::new(),
+        helper_refs: HashMap::new(),
+        vmode: false,
+        simd: Some(Simd {
+            exec,
+            full: true,
+            ret,
+            returns: 0,
+            live: vec![],
+            vals: HashMap::new(),
+            locals: vec![],
+            args,
+            why: None,
+        }),
+    };
+    l.declare_vlocals();
+    match l.vblock(&f.body) {
+        Ok(()) => {}
+        Err(Stop::Unsupported) => {
+            if std::env::var("WEFT_JIT_DISASM").ok().as_deref() == Some(kernel.name.as_str()) {
+                let why = l.sm().why.take().unwrap_or_default();
+                eprintln!("=== {}: no lane code: {}", kernel.name, why);
+            }
+            // The builder never finished: give the next function a clean context.
+            drop(l);
+            *fctx = FunctionBuilderContext::new();
+            return Ok(false);
+        }
+        Err(Stop::Err(e)) => return Err(e),
+    }
+    l.b.ins().jump(next, &[]);
+    l.finish_fault_block();
+    let mut b = l.b;
+
+    // Next group: four further on; the last axis never wraps inside a group.
+    b.switch_to_block(next);
+    let lv = b.use_var(lin);
+    let lv4 = b.ins().iadd_imm_s(lv, LANES as i64);
+    b.def_var(lin, lv4);
+    let mut carry: Option<Value> = None;
+    for d in (0..dims).rev() {
+        let cur = b.use_var(idx[d]);
+        let inc = match carry {
+            None if d + 1 == dims => b.ins().iadd_imm_s(cur, LANES as i64),
+            None => break,
+            Some(c) => {
+                let c32 = b.ins().uextend(types::I32, c);
+                b.ins().iadd(cur, c32)
+            }
+        };
+        if d == 0 {
+            b.def_var(idx[d], inc);
+        } else {
+            let s = shape.get(d).copied().unwrap_or(1) as i64;
+            let wrap = b.ins().icmp_imm_s(IntCC::Equal, inc, s);
+            let z = b.ins().iconst(types::I32, 0);
+            let v = b.ins().select(wrap, z, inc);
+            b.def_var(idx[d], v);
+            carry = Some(wrap);
+        }
+    }
+    let more = b.ins().icmp(IntCC::UnsignedLessThan, lv4, e4);
+    b.ins().brif(more, head, &[], tail, &[]);
+    b.switch_to_block(tail);
+    let c = b.ins().call(sref, &[ctx, e4, end, fault]);
+    let st = b.inst_results(c)[0];
+    b.ins().jump(ret_block, &[st.into()]);
+    b.switch_to_block(ret_block);
+    let st = b.block_params(ret_block)[0];
+    b.ins().return_(&[st]);
+    b.switch_to_block(fail);
+    b.set_cold_block(fail);
+    let one = b.ins().iconst(types::I32, 1);
+    b.ins().return_(&[one]);
+    b.seal_all_blocks();
+    let cfg = module.target_config();
+    b.finalize(cfg);
+    Ok(true)
+}
+
+impl Lower<'_, '_, '_> {
+    fn sm(&mut self) -> &mut Simd {
+        self.simd.as_mut().expect("the lane lowering")
+    }
+
+    fn declare_vlocals(&mut self) {
+        let mut all = Vec::new();
+        for (_, loc) in self.f.locals.iter() {
+            let vt = vec_of(clif_ty(loc.ty));
+            let vars: Vec<Variable> = (0..loc.ty.components())
+                .map(|_| {
+                    let v = self.b.declare_var(vt);
+                    let z = self.vzero(vt);
+                    self.b.def_var(v, z);
+                    v
+                })
+                .collect();
+            all.push(vars);
+        }
+        self.sm().locals = all;
+    }
+
+    fn vzero(&mut self, vt: ir::Type) -> Value {
+        let z = if vt.lane_type() == types::F32 {
+            self.b.ins().f32const(Ieee32::with_bits(0))
+        } else {
+            self.b.ins().iconst(types::I32, 0)
+        };
+        self.b.ins().splat(vt, z)
+    }
+
+    fn vconst_i32(&mut self, lanes: [i64; 4]) -> Value {
+        let bytes: Vec<u8> = lanes
+            .iter()
+            .flat_map(|x| (*x as i32).to_le_bytes())
+            .collect();
+        let c = self.b.func.dfg.constants.insert(ConstantData::from(bytes));
+        self.b.ins().vconst(types::I32X4, c)
+    }
+
+    fn vv(&self, h: InstId) -> Vec<V> {
+        self.simd
+            .as_ref()
+            .and_then(|s| s.vals.get(&h).cloned())
+            .unwrap_or_default()
+    }
+    fn vv1(&self, h: InstId) -> V {
+        self.vv(h)[0]
+    }
+
+    /// The value as a lane vector of `lane` (`F32` / `I32`); bools as masks.
+    fn mat(&mut self, v: V, lane: ir::Type, boolean: bool) -> Value {
+        match v {
+            V::L(x) => x,
+            V::U(x) => {
+                let x = if boolean { self.b.ins().ineg(x) } else { x };
+                self.b.ins().splat(vec_of(lane), x)
+            }
+            V::A(base, s) => {
+                let sp = self.b.ins().splat(types::I32X4, base);
+                let off = self.vconst_i32([0, s, 2 * s, 3 * s]);
+                self.b.ins().iadd(sp, off)
+            }
+        }
+    }
+
+    /// The value as a lane vector with bools as 0/1 words (what memory holds).
+    fn mat_word(&mut self, v: V, lane: ir::Type, boolean: bool) -> Value {
+        let m = self.mat(v, lane, boolean);
+        if boolean {
+            let one = self.b.ins().iconst(types::I32, 1);
+            let ones = self.b.ins().splat(types::I32X4, one);
+            self.b.ins().band(m, ones)
+        } else {
+            m
+        }
+    }
+
+    /// Lane `k` as a scalar (bools as 0/1 words).
+    fn lane_of(&mut self, v: V, k: u8, boolean: bool) -> Value {
+        match v {
+            V::U(x) => x,
+            V::L(x) => {
+                let e = self.b.ins().extractlane(x, k);
+                if boolean {
+                    self.b.ins().band_imm_s(e, 1)
+                } else {
+                    e
+                }
+            }
+            V::A(base, s) => self.b.ins().iadd_imm_s(base, k as i64 * s),
+        }
+    }
+
+    /// Runs `f` on each lane's scalars of the vectors `args`; a vector of the results.
+    pub(super) fn per_lane(
+        &mut self,
+        lane: ir::Type,
+        args: &[Value],
+        f: impl Fn(&mut Self, &[Value]) -> Value,
+    ) -> Value {
+        let was = self.vmode;
+        self.vmode = false;
+        let mut out: Option<Value> = None;
+        for k in 0..LANES {
+            let a: Vec<Value> = args
+                .iter()
+                .map(|x| self.b.ins().extractlane(*x, k))
+                .collect();
+            let r = f(self, &a);
+            out = Some(match out {
+                None => self.b.ins().scalar_to_vector(vec_of(lane), r),
+                Some(v) => self.b.ins().insertlane(v, r, k),
+            });
+        }
+        self.vmode = was;
+        out.expect("four lanes")
+    }
+
+    fn exec_mask(&mut self) -> Value {
+        let e = self.sm().exec;
+        self.b.use_var(e)
+    }
+
+    /// Component-wise `f` over operands (each a list of components with its
+    /// IR type): on scalars when every component is uniform, else on lane
+    /// vectors in `vmode`.
+    fn apply(
+        &mut self,
+        ops: &[(Vec<V>, Type)],
+        f: impl FnOnce(&mut Self, &[Vec<Value>]) -> Option<Vec<Value>>,
+    ) -> Result<Vec<V>, Stop> {
+        let uniform = ops
+            .iter()
+            .all(|(vs, _)| vs.iter().all(|v| matches!(v, V::U(_))));
+        if uniform {
+            let args: Vec<Vec<Value>> = ops
+                .iter()
+                .map(|(vs, _)| {
+                    vs.iter()
+                        .map(|v| match v {
+                            V::U(x) => *x,
+                            _ => unreachable!("checked uniform"),
+                        })
+                        .collect()
+                })
+                .collect();
+            let out = f(self, &args).ok_or(Stop::Unsupported)?;
+            return Ok(out.into_iter().map(V::U).collect());
+        }
+        let args: Vec<Vec<Value>> = ops
+            .iter()
+            .map(|(vs, t)| {
+                let (lane, boolean) = lane_kind(*t);
+                vs.iter().map(|v| self.mat(*v, lane, boolean)).collect()
+            })
+            .collect();
+        self.vmode = true;
+        let out = f(self, &args);
+        self.vmode = false;
+        Ok(out
+            .ok_or(Stop::Unsupported)?
+            .into_iter()
+            .map(V::L)
+            .collect())
+    }
+
+    fn vblock(&mut self, blk: &Block) -> Result<(), Stop> {
+        self.checked.push(Default::default());
+        for &h in blk {
+            if self.filled {
+                // After a break, continue or return: no lane runs the rest.
+                break;
+            }
+            if let Err(e) = self.vinst(h) {
+                if matches!(e, Stop::Unsupported) && self.sm().why.is_none() {
+                    let i = &self.f.insts[h];
+                    let why = format!("{:?} at code {}", i.kind, i.span);
+                    self.sm().why = Some(why);
+                }
+                return Err(e);
+            }
+        }
+        self.checked.pop();
+        Ok(())
+    }
+
+    /// An affine image of `a op b` when the operation keeps lanes affine.
+    fn affine(&mut self, op: BinaryOp, a: V, b: V, bh: InstId, ah: InstId) -> Option<V> {
+        let konst = |l: &Self, h: InstId| match l.f.insts[h].kind {
+            InstKind::Const(c) if c.scalar != Scalar::F32 => Some(c.bits as i32 as i64),
+            _ => None,
+        };
+        Some(match (op, a, b) {
+            (BinaryOp::Add, V::A(x, s), V::U(u)) | (BinaryOp::Add, V::U(u), V::A(x, s)) => {
+                V::A(self.b.ins().iadd(x, u), s)
+            }
+            (BinaryOp::Add, V::A(x, s), V::A(y, t)) => V::A(self.b.ins().iadd(x, y), s + t),
+            (BinaryOp::Sub, V::A(x, s), V::U(u)) => V::A(self.b.ins().isub(x, u), s),
+            (BinaryOp::Sub, V::A(x, s), V::A(y, t)) => V::A(self.b.ins().isub(x, y), s - t),
+            (BinaryOp::Mul, V::A(x, s), V::U(u)) => {
+                let c = konst(self, bh)?;
+                V::A(self.b.ins().imul(x, u), s.wrapping_mul(c))
+            }
+            (BinaryOp::Mul, V::U(u), V::A(x, s)) => {
+                let c = konst(self, ah)?;
+                V::A(self.b.ins().imul(u, x), s.wrapping_mul(c))
+            }
+            (BinaryOp::Shl, V::A(x, s), V::U(u)) => {
+                let c = konst(self, bh)?;
+                if !(0..31).contains(&c) {
+                    return None;
+                }
+                V::A(self.b.ins().ishl(x, u), s << c)
+            }
+            _ => return None,
+        })
+        .filter(|v| matches!(v, V::A(_, s) if s.unsigned_abs() < (1 << 28)))
+    }
+
+    fn vinst(&mut self, h: InstId) -> Result<(), Stop> {
+        let f = self.f;
+        let inst = &f.insts[h];
+        let ty = inst.ty;
+        let span = inst.span;
+        let out: Vec<V> = match &inst.kind {
+            InstKind::Const(k) => vec![V::U(if k.scalar == Scalar::F32 {
+                self.b.ins().f32const(Ieee32::with_bits(k.bits))
+            } else {
+                self.b.ins().iconst(types::I32, k.bits as i64)
+            })],
+            InstKind::Arg(i) => vec![*self.sm().args.get(*i as usize).ok_or(Stop::Unsupported)?],
+            InstKind::Param(i) => {
+                let w = *self.params.get(*i as usize).ok_or(Stop::Unsupported)?;
+                vec![V::U(self.word_as(w, ty))]
+            }
+            InstKind::Frame => vec![V::U(self.frame)],
+            InstKind::Unary(op, a) => {
+                let s = ty.scalar().ok_or(Stop::Unsupported)?;
+                let op = *op;
+                self.apply(&[(self.vv(*a), self.ty(*a))], |l, x| {
+                    Some(x[0].iter().map(|v| l.unary(op, s, *v)).collect())
+                })?
+            }
+            InstKind::Binary(BinaryOp::MatMul, a, b) => {
+                let (at, bt) = (self.ty(*a), self.ty(*b));
+                self.apply(&[(self.vv(*a), at), (self.vv(*b), bt)], |l, x| {
+                    l.matmul(&x[0], &x[1], at, bt)
+                })?
+            }
+            InstKind::Binary(op, a, b) => {
+                let at = self.ty(*a);
+                let s = at.scalar().ok_or(Stop::Unsupported)?;
+                let (va, vb) = (self.vv(*a), self.vv(*b));
+                let rt = clif_ty(ty);
+                let mut out = Vec::with_capacity(va.len());
+                for (x, y) in va.into_iter().zip(vb) {
+                    let int = matches!(s, Scalar::I32 | Scalar::U32);
+                    if let Some(v) = int.then(|| self.affine(*op, x, y, *b, *a)).flatten() {
+                        out.push(v);
+                        continue;
+                    }
+                    let shift = matches!(op, BinaryOp::Shl | BinaryOp::Shr);
+                    if int && shift && !matches!((x, y), (V::U(_), V::U(_))) {
+                        // Lane shifts take one scalar amount; per-lane amounts go lane by lane.
+                        let xv = self.mat(x, types::I32, false);
+                        let r = match y {
+                            V::U(n) => {
+                                self.vmode = true;
+                                let r = self.binary(*op, s, xv, n, rt);
+                                self.vmode = false;
+                                r
+                            }
+                            _ => {
+                                let yv = self.mat(y, types::I32, false);
+                                let op = *op;
+                                self.per_lane(types::I32, &[xv, yv], |l, a| {
+                                    l.binary(op, s, a[0], a[1], rt)
+                                })
+                            }
+                        };
+                        out.push(V::L(r));
+                        continue;
+                    }
+                    let op = *op;
+                    let r = self.apply(&[(vec![x], at), (vec![y], at)], |l, v| {
+                        Some(vec![l.binary(op, s, v[0][0], v[1][0], rt)])
+                    })?;
+                    out.extend(r);
+                }
+                out
+            }
+            InstKind::Select {
+                cond,
+                accept,
+                reject,
+            } => {
+                let c = self.vv(*cond);
+                let (a, r) = (self.vv(*accept), self.vv(*reject));
+                let (lane, boolean) = lane_kind(ty);
+                let mut out = Vec::with_capacity(a.len());
+                for k in 0..a.len() {
+                    let ck = if c.len() == 1 { c[0] } else { c[k] };
+                    out.push(match (ck, a[k], r[k]) {
+                        (V::U(c), V::U(x), V::U(y)) => V::U(self.b.ins().select(c, x, y)),
+                        (V::U(c), x, y) => {
+                            let (x, y) = (self.mat(x, lane, boolean), self.mat(y, lane, boolean));
+                            V::L(self.b.ins().select(c, x, y))
+                        }
+                        (m, x, y) => {
+                            let m = self.mat(m, types::I32, true);
+                            let (x, y) = (self.mat(x, lane, boolean), self.mat(y, lane, boolean));
+                            V::L(self.sel(m, x, y))
+                        }
+                    });
+                }
+                out
+            }
+            InstKind::Cast(a) => {
+                let from = self.ty(*a).scalar().ok_or(Stop::Unsupported)?;
+                let to = ty.scalar().ok_or(Stop::Unsupported)?;
+                let ints = |s: Scalar| matches!(s, Scalar::I32 | Scalar::U32);
+                let mut out = Vec::new();
+                for x in self.vv(*a) {
+                    if let (V::A(..), true, true) = (x, ints(from), ints(to)) {
+                        out.push(x);
+                        continue;
+                    }
+                    let at = self.ty(*a);
+                    out.extend(self.apply(&[(vec![x], at)], |l, v| {
+                        Some(vec![l.cast(from, to, v[0][0])])
+                    })?);
+                }
+                out
+            }
+            InstKind::Bitcast(a) => {
+                let at = self.ty(*a);
+                if at.scalar() == Some(Scalar::Bool) || ty.scalar() == Some(Scalar::Bool) {
+                    return Err(Stop::Unsupported);
+                }
+                let to = clif_ty(ty);
+                let mut out = Vec::new();
+                for x in self.vv(*a) {
+                    if matches!(x, V::A(..)) && to == types::I32 {
+                        out.push(x);
+                        continue;
+                    }
+                    out.extend(self.apply(&[(vec![x], at)], |l, v| {
+                        let t = l.vt(to);
+                        Some(vec![l.retype(v[0][0], t)])
+                    })?);
+                }
+                out
+            }
+            InstKind::Construct(parts) => parts.iter().flat_map(|p| self.vv(*p)).collect(),
+            InstKind::Extract(a, i) => {
+                let n = ty.components();
+                let src = self.vv(*a);
+                let at = *i as usize * n;
+                src.get(at..at + n).ok_or(Stop::Unsupported)?.to_vec()
+            }
+            InstKind::Insert { base, index, value } => {
+                let mut out = self.vv(*base);
+                let vv = self.vv(*value);
+                let at = *index as usize * vv.len();
+                if at + vv.len() > out.len() {
+                    return Err(Stop::Unsupported);
+                }
+                out[at..at + vv.len()].copy_from_slice(&vv);
+                out
+            }
+            InstKind::ExtractDyn(a, i) => {
+                let V::U(iv) = self.vv1(*i) else {
+                    return Err(Stop::Unsupported);
+                };
+                let len = match self.ty(*a) {
+                    Type::Vector(_, l) | Type::Matrix(l) => l as usize,
+                    _ => return Err(Stop::Unsupported),
+                };
+                let n = ty.components();
+                let src = self.vv(*a);
+                let (lane, boolean) = lane_kind(ty);
+                let idx = self.clamp_index(iv, len);
+                let mut out: Vec<V> = src[0..n].to_vec();
+                for k in 1..len {
+                    let is_k = self.b.ins().icmp_imm_s(IntCC::Equal, idx, k as i64);
+                    for c in 0..n {
+                        out[c] = self.vselect(is_k, src[k * n + c], out[c], lane, boolean);
+                    }
+                }
+                out
+            }
+            InstKind::InsertDyn { base, index, value } => {
+                let V::U(iv) = self.vv1(*index) else {
+                    return Err(Stop::Unsupported);
+                };
+                let mut out = self.vv(*base);
+                let vv = self.vv(*value);
+                let (lane, boolean) = lane_kind(self.ty(*value));
+                let elem = vv.len().max(1);
+                let len = out.len() / elem;
+                let idx = self.clamp_index(iv, len);
+                for k in 0..len {
+                    let is_k = self.b.ins().icmp_imm_s(IntCC::Equal, idx, k as i64);
+                    for c in 0..elem {
+                        out[k * elem + c] =
+                            self.vselect(is_k, vv[c], out[k * elem + c], lane, boolean);
+                    }
+                }
+                out
+            }
+            InstKind::Swizzle(a, comps) => {
+                let src = self.vv(*a);
+                comps
+                    .iter()
+                    .map(|&c| src.get(c as usize).copied().ok_or(Stop::Unsupported))
+                    .collect::<Result<_, _>>()?
+            }
+            InstKind::Builtin(bi, args) => {
+                let at = self.ty(args[0]);
+                let ops: Vec<(Vec<V>, Type)> =
+                    args.iter().map(|a| (self.vv(*a), self.ty(*a))).collect();
+                let bi = *bi;
+                self.apply(&ops, |l, x| l.builtin(bi, at, x))?
+            }
+            InstKind::LocalLoad(loc) => {
+                let vars = self.sm().locals[loc.index()].clone();
+                vars.iter().map(|v| V::L(self.b.use_var(*v))).collect()
+            }
+            InstKind::LocalStore(loc, v) => {
+                let vars = self.sm().locals[loc.index()].clone();
+                let (lane, boolean) = lane_kind(self.ty(*v));
+                let full = self.sm().full;
+                let m = (!full).then(|| self.exec_mask());
+                for (var, x) in vars.iter().zip(self.vv(*v)) {
+                    let nv = self.mat(x, lane, boolean);
+                    let nv = match m {
+                        Some(m) => {
+                            let old = self.b.use_var(*var);
+                            self.sel(m, nv, old)
+                        }
+                        None => nv,
+                    };
+                    self.b.def_var(*var, nv);
+                }
+                vec![]
+            }
+            InstKind::BoundsCheck {
+                field,
+                axis,
+                index,
+                extent,
+            } => {
+                let kind = super::FaultKind::Bounds {
+                    field: self.env.program.fields[*field].name.clone(),
+                    axis: *axis,
+                    extent: *extent,
+                };
+                let e = *extent;
+                match self.vv1(*index) {
+                    V::U(i) => {
+                        if !self.already_checked((i, e as u64)) {
+                            let ev = self.b.ins().iconst(types::I32, e as i64);
+                            let mut bad =
+                                self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, ev);
+                            if !self.sm().full {
+                                let m = self.exec_mask();
+                                let any = self.b.ins().vany_true(m);
+                                bad = self.b.ins().band(bad, any);
+                            }
+                            let site = self.site(span, kind);
+                            let wide = self.b.ins().sextend(types::I64, i);
+                            self.fault_if(bad, site, wide);
+                        }
+                    }
+                    v => {
+                        let iv = self.mat(v, types::I32, false);
+                        if !self.already_checked((iv, e as u64)) {
+                            let ev = self.b.ins().iconst(types::I32, e as i64);
+                            let evs = self.b.ins().splat(types::I32X4, ev);
+                            let mut bad =
+                                self.b
+                                    .ins()
+                                    .icmp(IntCC::UnsignedGreaterThanOrEqual, iv, evs);
+                            if !self.sm().full {
+                                let m = self.exec_mask();
+                                bad = self.b.ins().band(bad, m);
+                            }
+                            let site = self.site(span, kind);
+                            self.fault_lanes(bad, iv, site, true);
+                        }
+                    }
+                }
+                vec![]
+            }
+            InstKind::Trap { site, value } => {
+                let fs = self
+                    .env
+                    .kernel
+                    .fault_sites
+                    .get(*site as usize)
+                    .ok_or(Stop::Unsupported)?;
+                let (kind, signed) = match fs.kind {
+                    weft_ir::ir::FaultKind::OutOfBounds {
+                        field,
+                        axis,
+                        extent,
+                    } => (
+                        super::FaultKind::Bounds {
+                            field: self.env.program.fields[field].name.clone(),
+                            axis,
+                            extent,
+                        },
+                        true,
+                    ),
+                    weft_ir::ir::FaultKind::PoolExhausted { .. }
+                    | weft_ir::ir::FaultKind::ListFull { .. }
+                    | weft_ir::ir::FaultKind::TableFull { .. } => (
+                        super::FaultKind::Fixed(fs.message(self.env.program, 0)),
+                        false,
+                    ),
+                    weft_ir::ir::FaultKind::NonPositiveStep { signed } => {
+                        (super::FaultKind::Step, signed)
+                    }
+                };
+                let s = self.site(fs.span, kind);
+                let (lane, boolean) = lane_kind(self.ty(*value));
+                let v = self.mat(self.vv1(*value), lane, boolean);
+                let v = if lane == types::F32 {
+                    self.b.ins().bitcast(types::I32X4, MemFlagsData::new(), v)
+                } else {
+                    v
+                };
+                let m = if self.sm().full {
+                    let ones = self.b.ins().iconst(types::I32, -1);
+                    self.b.ins().splat(types::I32X4, ones)
+                } else {
+                    self.exec_mask()
+                };
+                self.fault_lanes(m, v, s, signed);
+                vec![]
+            }
+            InstKind::BufLoad { root, addr } => {
+                let (lane, boolean) = lane_kind(ty);
+                let a = self.vv1(*addr);
+                let full = self.sm().full;
+                match a {
+                    V::U(x) if full => {
+                        let p = self.address(*root, x, span)?;
+                        vec![V::U(self.b.ins().load(lane, MemFlagsData::trusted(), p, 0))]
+                    }
+                    V::A(base, 1) if full => {
+                        let p = self.run_address(*root, base, span)?;
+                        let x = self.b.ins().load(
+                            vec_of(lane),
+                            MemFlagsData::new().with_notrap(),
+                            p,
+                            0,
+                        );
+                        vec![V::L(self.loaded_lanes(x, boolean))]
+                    }
+                    _ => {
+                        let x = self.gather(*root, a, lane, span)?;
+                        vec![V::L(self.loaded_lanes(x, boolean))]
+                    }
+                }
+            }
+            InstKind::BufStore { root, addr, value } => {
+                let (lane, boolean) = lane_kind(self.ty(*value));
+                let a = self.vv1(*addr);
+                let v = self.vv1(*value);
+                let full = self.sm().full;
+                match (a, v) {
+                    (V::U(x), V::U(y)) if full => {
+                        let p = self.address(*root, x, span)?;
+                        self.b.ins().store(MemFlagsData::trusted(), y, p, 0);
+                    }
+                    (V::A(base, 1), v) if full => {
+                        let p = self.run_address(*root, base, span)?;
+                        let x = self.mat_word(v, lane, boolean);
+                        self.b
+                            .ins()
+                            .store(MemFlagsData::new().with_notrap(), x, p, 0);
+                    }
+                    _ => self.scatter(*root, a, v, boolean, span)?,
+                }
+                vec![]
+            }
+            InstKind::BufAtomic {
+                op,
+                root,
+                addr,
+                value,
+                cmp,
+            } => {
+                let s = ty.scalar().ok_or(Stop::Unsupported)?;
+                let (lane, _) = lane_kind(ty);
+                let plain = match self.env.variant {
+                    crate::jit::Variant::Atomic => false,
+                    crate::jit::Variant::Serial => true,
+                    crate::jit::Variant::Private => self.env.private_roots.contains(root),
+                };
+                let (a, v) = (self.vv1(*addr), self.vv1(*value));
+                let c = cmp.map(|c| self.vv1(c));
+                let (op, root) = (*op, *root);
+                let x = self.each_lane(lane, |l, k| {
+                    let ak = l.lane_of(a, k, false);
+                    let p = l.address(root, ak, span)?;
+                    let vk = l.lane_of(v, k, false);
+                    let ck = c.map(|c| l.lane_of(c, k, false));
+                    Ok(if plain {
+                        l.plain_rmw(op, s, p, vk, ck)
+                    } else {
+                        l.atomic(op, s, p, vk, ck)
+                    })
+                })?;
+                vec![V::L(x)]
+            }
+            InstKind::If {
+                cond,
+                accept,
+                reject,
+            } => {
+                match self.vv1(*cond) {
+                    V::U(c) => self.vif_uniform(c, accept, reject)?,
+                    V::L(m) => self.vif_masked(m, accept, reject)?,
+                    V::A(..) => return Err(Stop::Unsupported),
+                }
+                vec![]
+            }
+            InstKind::Loop { body } => {
+                self.vloop(body)?;
+                vec![]
+            }
+            InstKind::Break => {
+                let e = self.exec_mask();
+                let live = *self.sm().live.last().ok_or(Stop::Unsupported)?;
+                let l = self.b.use_var(live);
+                let keep = self.b.ins().band_not(l, e);
+                self.b.def_var(live, keep);
+                self.lanes_off();
+                vec![]
+            }
+            InstKind::Continue => {
+                if self.sm().live.is_empty() {
+                    return Err(Stop::Unsupported);
+                }
+                self.lanes_off();
+                vec![]
+            }
+            InstKind::Return(_) => {
+                let e = self.exec_mask();
+                let ret = self.sm().ret;
+                let r = self.b.use_var(ret);
+                let r = self.b.ins().bor(r, e);
+                self.b.def_var(ret, r);
+                for live in self.sm().live.clone() {
+                    let l = self.b.use_var(live);
+                    let keep = self.b.ins().band_not(l, e);
+                    self.b.def_var(live, keep);
+                }
+                self.sm().returns += 1;
+                self.lanes_off();
+                vec![]
+            }
+            InstKind::Call(..)
+            | InstKind::Random
+            | InstKind::FieldLoad { .. }
+            | InstKind::FieldStore { .. }
+            | InstKind::FieldAtomic { .. }
+            | InstKind::FieldIsActive { .. }
+            | InstKind::FieldActivate { .. }
+            | InstKind::FieldDeactivate { .. }
+            | InstKind::FieldAppend { .. }
+            | InstKind::FieldLength { .. }
+            | InstKind::RangeFor { .. }
+            | InstKind::LoopCounter(_) => return Err(Stop::Unsupported),
+        };
+        if ty != Type::Void {
+            if out.len() != ty.components() {
+                return Err(Stop::Unsupported);
+            }
+            self.sm().vals.insert(h, out);
+        }
+        Ok(())
+    }
+
+    /// No lane runs the rest of this block.
+    fn lanes_off(&mut self) {
+        let z = self.vzero(types::I32X4);
+        let e = self.sm().exec;
+        self.b.def_var(e, z);
+        self.filled = true;
+    }
+
+    /// `c ? x : y` on components with a scalar condition (`i8`).
+    fn vselect(&mut self, c: Value, x: V, y: V, lane: ir::Type, boolean: bool) -> V {
+        match (x, y) {
+            (V::U(a), V::U(b)) => V::U(self.b.ins().select(c, a, b)),
+            _ => {
+                let (a, b) = (self.mat(x, lane, boolean), self.mat(y, lane, boolean));
+                V::L(self.b.ins().select(c, a, b))
+            }
+        }
+    }
+
+    /// Words loaded from memory as lane values (bools as masks).
+    fn loaded_lanes(&mut self, x: Value, boolean: bool) -> Value {
+        if boolean {
+            let z = self.vzero(types::I32X4);
+            self.b.ins().icmp(IntCC::NotEqual, x, z)
+        } else {
+            x
+        }
+    }
+
+    /// Pointer to words `base .. base + 4` of `root`, faulting (with the
+    /// first word outside the buffer) unless all four are inside.
+    fn run_address(&mut self, root: LayoutId, base: Value, span: Span) -> Result<Value, Stop> {
+        let r = self
+            .env
+            .roots
+            .iter()
+            .position(|&x| x == root)
+            .ok_or_else(|| super::super::internal(self.env.kernel, "buffer not collected"))?;
+        let (ptr, len) = self.bufs[r];
+        let a = self.b.ins().uextend(types::I64, base);
+        let last = self.b.ins().iadd_imm_s(a, LANES as i64 - 1);
+        let bad = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedGreaterThanOrEqual, last, len);
+        let site = self.site(span, super::FaultKind::Address);
+        // The first lane outside: `base` itself, or the buffer's end.
+        let first = self.b.ins().umax(a, len);
+        self.fault_if(bad, site, first);
+        let off = self.b.ins().ishl_imm_s(a, 2);
+        Ok(self.b.ins().iadd(ptr, off))
+    }
+
+    /// Runs `f` for each lane that is running (all four when `full`),
+    /// collecting its scalar results into a lane vector of `lane`.
+    fn each_lane(
+        &mut self,
+        lane: ir::Type,
+        mut f: impl FnMut(&mut Self, u8) -> Result<Value, Stop>,
+    ) -> Result<Value, Stop> {
+        let full = self.sm().full;
+        let var = self.b.declare_var(vec_of(lane));
+        let z = self.vzero(vec_of(lane));
+        self.b.def_var(var, z);
+        let m = (!full).then(|| self.exec_mask());
+        for k in 0..LANES {
+            let join = match m {
+                Some(m) => {
+                    let bit = self.b.ins().extractlane(m, k);
+                    let on = self.b.create_block();
+                    let join = self.b.create_block();
+                    self.b.ins().brif(bit, on, &[], join, &[]);
+                    self.b.switch_to_block(on);
+                    // Checks made for this lane alone must not cover the others.
+                    self.checked.push(Default::default());
+                    Some(join)
+                }
+                None => None,
+            };
+            let x = f(self, k)?;
+            let cur = self.b.use_var(var);
+            let nv = self.b.ins().insertlane(cur, x, k);
+            self.b.def_var(var, nv);
+            if let Some(join) = join {
+                self.checked.pop();
+                self.b.ins().jump(join, &[]);
+                self.b.switch_to_block(join);
+            }
+        }
+        Ok(self.b.use_var(var))
+    }
+
+    fn gather(&mut self, root: LayoutId, a: V, lane: ir::Type, span: Span) -> Result<Value, Stop> {
+        self.each_lane(lane, |l, k| {
+            let ak = l.lane_of(a, k, false);
+            let p = l.address(root, ak, span)?;
+            Ok(l.b.ins().load(lane, MemFlagsData::trusted(), p, 0))
+        })
+    }
+
+    fn scatter(
+        &mut self,
+        root: LayoutId,
+        a: V,
+        v: V,
+        boolean: bool,
+        span: Span,
+    ) -> Result<(), Stop> {
+        self.each_lane(types::I32, |l, k| {
+            let ak = l.lane_of(a, k, false);
+            let p = l.address(root, ak, span)?;
+            let vk = l.lane_of(v, k, boolean);
+            l.b.ins().store(MemFlagsData::trusted(), vk, p, 0);
+            Ok(ak)
+        })?;
+        Ok(())
+    }
+
+    /// Faults at `site` when any lane of `bad` (a mask) is set, reporting
+    /// that first lane's value from `vals` (`I32X4`).
+    fn fault_lanes(&mut self, bad: Value, vals: Value, site: u32, signed: bool) {
+        let any = self.b.ins().vany_true(bad);
+        let cold = self.b.create_block();
+        let ok = self.b.create_block();
+        self.b.ins().brif(any, cold, &[], ok, &[]);
+        self.b.switch_to_block(cold);
+        self.b.set_cold_block(cold);
+        let widen = |l: &mut Self, x: Value| {
+            if signed {
+                l.b.ins().sextend(types::I64, x)
+            } else {
+                l.b.ins().uextend(types::I64, x)
+            }
+        };
+        let last = self.b.ins().extractlane(vals, LANES - 1);
+        let mut v = widen(self, last);
+        for k in (0..LANES - 1).rev() {
+            let bk = self.b.ins().extractlane(bad, k);
+            let xk = self.b.ins().extractlane(vals, k);
+            let xk = widen(self, xk);
+            v = self.b.ins().select(bk, xk, v);
+        }
+        let s = self.b.ins().iconst(types::I32, site as i64);
+        self.b.ins().jump(self.fault_block, &[s.into(), v.into()]);
+        self.fault_used = true;
+        self.b.switch_to_block(ok);
+    }
+
+    /// An `if` on a uniform condition: an ordinary branch.
+    fn vif_uniform(&mut self, c: Value, accept: &Block, reject: &Block) -> Result<(), Stop> {
+        let (full0, returns0) = (self.sm().full, self.sm().returns);
+        let then_b = self.b.create_block();
+        let else_b = self.b.create_block();
+        let merge = self.b.create_block();
+        self.b.ins().brif(c, then_b, &[], else_b, &[]);
+        for (blk, side) in [(then_b, accept), (else_b, reject)] {
+            self.b.switch_to_block(blk);
+            self.filled = false;
+            self.vblock(side)?;
+            self.filled = false;
+            self.b.ins().jump(merge, &[]);
+        }
+        self.b.switch_to_block(merge);
+        let returned = self.sm().returns != returns0;
+        self.sm().full = full0 && !returned;
+        Ok(())
+    }
+
+    /// An `if` on a per-lane condition: each side runs for its lanes, and
+    /// is skipped when it has none.
+    fn vif_masked(&mut self, c: Value, accept: &Block, reject: &Block) -> Result<(), Stop> {
+        let (full0, returns0) = (self.sm().full, self.sm().returns);
+        self.sm().full = false;
+        let exec = self.sm().exec;
+        let m = self.b.use_var(exec);
+        let t = self.b.ins().band(m, c);
+        let fm = self.b.ins().band_not(m, c);
+        let mut ends = Vec::new();
+        for (mask, side) in [(t, accept), (fm, reject)] {
+            if side.is_empty() {
+                ends.push(mask);
+                continue;
+            }
+            self.b.def_var(exec, mask);
+            let any = self.b.ins().vany_true(mask);
+            let run = self.b.create_block();
+            let join = self.b.create_block();
+            self.b.ins().brif(any, run, &[], join, &[]);
+            self.b.switch_to_block(run);
+            self.filled = false;
+            self.vblock(side)?;
+            self.filled = false;
+            self.b.ins().jump(join, &[]);
+            self.b.switch_to_block(join);
+            ends.push(self.b.use_var(exec));
+        }
+        let e = self.b.ins().bor(ends[0], ends[1]);
+        self.b.def_var(exec, e);
+        let returned = self.sm().returns != returns0;
+        self.sm().full = full0 && !returned;
+        Ok(())
+    }
+
+    /// A loop that repeats while any lane is still in it.
+    fn vloop(&mut self, body: &Block) -> Result<(), Stop> {
+        let (full0, returns0) = (self.sm().full, self.sm().returns);
+        self.sm().full = false;
+        let exec = self.sm().exec;
+        let m0 = self.b.use_var(exec);
+        let live = self.b.declare_var(types::I32X4);
+        self.b.def_var(live, m0);
+        let head = self.b.create_block();
+        let latch = self.b.create_block();
+        let exit = self.b.create_block();
+        let any0 = self.b.ins().vany_true(m0);
+        self.b.ins().brif(any0, head, &[], exit, &[]);
+        self.b.switch_to_block(head);
+        let l = self.b.use_var(live);
+        self.b.def_var(exec, l);
+        self.sm().live.push(live);
+        self.filled = false;
+        self.vblock(body)?;
+        self.filled = false;
+        self.sm().live.pop();
+        self.b.ins().jump(latch, &[]);
+        self.b.switch_to_block(latch);
+        let l = self.b.use_var(live);
+        let any = self.b.ins().vany_true(l);
+        self.b.ins().brif(any, head, &[], exit, &[]);
+        self.b.switch_to_block(exit);
+        let returned = self.sm().returns != returns0;
+        let after = if returned {
+            let ret = self.sm().ret;
+            let r = self.b.use_var(ret);
+            self.b.ins().band_not(m0, r)
+        } else {
+            m0
+        };
+        self.b.def_var(exec, after);
+        self.sm().full = full0 && !returned;
+        Ok(())
+    }
+}
