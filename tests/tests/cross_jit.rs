@@ -454,3 +454,25 @@ fn a_fault_in_one_lane_reports_that_lane() {
         e
     );
 }
+
+/// The examples' hot kernels get lane code (a change that silently sent
+/// them back to one iteration at a time would cost 2–3× on the cpu backend).
+#[test]
+fn hot_example_kernels_get_lane_code() {
+    for (name, kernels) in [
+        ("julia", &["paint"][..]),
+        ("mpm88", &["p2g", "g2p", "grid_update", "clear_grid"][..]),
+        ("life", &["step"][..]),
+        ("heat", &["diffuse"][..]),
+        ("mass_spring_ad", &["compute_forces", "integrate"][..]),
+    ] {
+        let mut p = build(&example(name)).unwrap();
+        weft_ir::passes::run_pipeline(&mut p, &Default::default(), None).unwrap();
+        for k in kernels {
+            let h = p.kernel_by_name(k).unwrap();
+            let jk =
+                weft_codegen::jit::compile_kernel(&p, &p.kernels[h], &Default::default()).unwrap();
+            assert!(jk.lanes, "{}: kernel '{}' got no lane code", name, k);
+        }
+    }
+}

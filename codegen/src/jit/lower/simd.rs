@@ -44,7 +44,7 @@ use cranelift_codegen::ir::{
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_jit::JITModule;
 use cranelift_module::{FuncId, Module};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use weft_ir::ir::*;
 use weft_ir::types::{Scalar, Type};
 
@@ -74,13 +74,124 @@ pub(in crate::jit) struct Simd {
     /// `return`s lowered so far (a construct that contains one may leave
     /// fewer lanes running after it).
     returns: u32,
-    /// Per enclosing loop: the lanes still looping.
-    live: Vec<Variable>,
+    /// Enclosing loops, innermost last.
+    loops: Vec<VLoop>,
+    /// Which locals hold the same value in every lane (scalar variables).
+    uniform_local: Vec<bool>,
+    /// Loops whose lanes may leave at different trips (run masked).
+    masked_loops: HashSet<InstId>,
     vals: HashMap<InstId, Vec<V>>,
     locals: Vec<Vec<Variable>>,
     args: Vec<V>,
     /// The instruction the lowering stopped at, for `WEFT_JIT_DISASM`.
     why: Option<String>,
+}
+
+/// A loop being lowered.
+#[derive(Clone, Copy)]
+enum VLoop {
+    /// Lanes leave at different trips: the lanes still looping.
+    Masked(Variable),
+    /// Every lane runs the same trips: an ordinary loop.
+    Uniform { head: ir::Block, exit: ir::Block },
+}
+
+/// Which locals are uniform (every lane holds the same value wherever the
+/// local is read) and which loops need masks, by a fixpoint over the entry
+/// function: a value is per-lane when it depends on the innermost loop
+/// index, an atomic's result or a per-lane local; code is under per-lane
+/// control inside an `if` on a per-lane value, inside a masked loop and
+/// after a `return`; a local stored a per-lane value or under per-lane
+/// control is per-lane; a loop is masked when it is entered under per-lane
+/// control, contains a `return`, or a `break` / `continue` of it sits
+/// under per-lane control.
+fn uniformity(f: &Function, last_arg: u32) -> (Vec<bool>, HashSet<InstId>) {
+    struct Walk<'a> {
+        f: &'a Function,
+        last_arg: u32,
+        var_local: Vec<bool>,
+        var_val: HashSet<InstId>,
+        masked: HashSet<InstId>,
+        /// Enclosing loops and whether control was per-lane at their entry.
+        loops: Vec<(InstId, bool)>,
+        changed: bool,
+    }
+    impl Walk<'_> {
+        /// Returns whether the block contains a `return`.
+        fn block(&mut self, blk: &Block, mut ctx: bool) -> bool {
+            let mut returned = false;
+            for &h in blk {
+                let inst = &self.f.insts[h];
+                let varying = match &inst.kind {
+                    InstKind::Arg(i) => *i == self.last_arg,
+                    InstKind::LocalLoad(l) => self.var_local[l.index()],
+                    InstKind::BufAtomic { .. } => true,
+                    k => k.operands().iter().any(|o| self.var_val.contains(o)),
+                };
+                if varying && self.var_val.insert(h) {
+                    self.changed = true;
+                }
+                let ret = match &inst.kind {
+                    InstKind::LocalStore(l, v) => {
+                        if (ctx || self.var_val.contains(v)) && !self.var_local[l.index()] {
+                            self.var_local[l.index()] = true;
+                            self.changed = true;
+                        }
+                        false
+                    }
+                    InstKind::If {
+                        cond,
+                        accept,
+                        reject,
+                    } => {
+                        let inner = ctx || self.var_val.contains(cond);
+                        let a = self.block(accept, inner);
+                        let r = self.block(reject, inner);
+                        a || r
+                    }
+                    InstKind::Loop { body } => {
+                        let masked = self.masked.contains(&h);
+                        self.loops.push((h, ctx));
+                        let r = self.block(body, ctx || masked);
+                        self.loops.pop();
+                        if (ctx || r) && self.masked.insert(h) {
+                            self.changed = true;
+                        }
+                        r
+                    }
+                    InstKind::Break | InstKind::Continue => {
+                        if let Some(&(l, entry_ctx)) = self.loops.last() {
+                            if ctx && !entry_ctx && self.masked.insert(l) {
+                                self.changed = true;
+                            }
+                        }
+                        false
+                    }
+                    InstKind::Return(_) => true,
+                    _ => false,
+                };
+                if ret {
+                    returned = true;
+                    ctx = true;
+                }
+            }
+            returned
+        }
+    }
+    let mut w = Walk {
+        f,
+        last_arg,
+        var_local: vec![false; f.locals.len()],
+        var_val: HashSet::new(),
+        masked: HashSet::new(),
+        loops: vec![],
+        changed: true,
+    };
+    while w.changed {
+        w.changed = false;
+        w.block(&f.body, false);
+    }
+    (w.var_local.iter().map(|v| !v).collect(), w.masked)
 }
 
 /// Why the lane lowering stopped.
@@ -222,6 +333,7 @@ pub(in crate::jit) fn build_vector_chunk(
     let rng = b.ins().stack_addr(types::I64, rng_slot, 0);
     let depth = b.ins().iconst(types::I32, 0);
 
+    let (uniform_local, masked_loops) = uniformity(f, dims as u32 - 1);
     let mut l = Lower {
         b,
         module,
@@ -252,7 +364,9 @@ pub(in crate::jit) fn build_vector_chunk(
             full: true,
             ret,
             returns: 0,
-            live: vec![],
+            loops: vec![],
+            uniform_local,
+            masked_loops,
             vals: HashMap::new(),
             locals: vec![],
             args,
@@ -331,8 +445,13 @@ impl Lower<'_, '_, '_> {
 
     fn declare_vlocals(&mut self) {
         let mut all = Vec::new();
-        for (_, loc) in self.f.locals.iter() {
-            let vt = vec_of(clif_ty(loc.ty));
+        for (h, loc) in self.f.locals.iter() {
+            let uniform = self.sm().uniform_local[h.index()];
+            let vt = if uniform {
+                clif_ty(loc.ty)
+            } else {
+                vec_of(clif_ty(loc.ty))
+            };
             let vars: Vec<Variable> = (0..loc.ty.components())
                 .map(|_| {
                     let v = self.b.declare_var(vt);
@@ -352,7 +471,11 @@ impl Lower<'_, '_, '_> {
         } else {
             self.b.ins().iconst(types::I32, 0)
         };
-        self.b.ins().splat(vt, z)
+        if vt.is_vector() {
+            self.b.ins().splat(vt, z)
+        } else {
+            z
+        }
     }
 
     fn vconst_i32(&mut self, lanes: [i64; 4]) -> Value {
@@ -751,7 +874,28 @@ impl Lower<'_, '_, '_> {
             }
             InstKind::LocalLoad(loc) => {
                 let vars = self.sm().locals[loc.index()].clone();
-                vars.iter().map(|v| V::L(self.b.use_var(*v))).collect()
+                let uniform = self.sm().uniform_local[loc.index()];
+                vars.iter()
+                    .map(|v| {
+                        let x = self.b.use_var(*v);
+                        if uniform {
+                            V::U(x)
+                        } else {
+                            V::L(x)
+                        }
+                    })
+                    .collect()
+            }
+            InstKind::LocalStore(loc, v) if self.sm().uniform_local[loc.index()] => {
+                // Uniform control and a value equal in every lane (see
+                // `uniformity`): every lane runs here, lane 0 speaks for all.
+                let vars = self.sm().locals[loc.index()].clone();
+                let (_, boolean) = lane_kind(self.ty(*v));
+                for (var, x) in vars.iter().zip(self.vv(*v)) {
+                    let x = self.lane_of(x, 0, boolean);
+                    self.b.def_var(*var, x);
+                }
+                vec![]
             }
             InstKind::LocalStore(loc, v) => {
                 let vars = self.sm().locals[loc.index()].clone();
@@ -955,23 +1099,34 @@ impl Lower<'_, '_, '_> {
                 vec![]
             }
             InstKind::Loop { body } => {
-                self.vloop(body)?;
-                vec![]
-            }
-            InstKind::Break => {
-                let e = self.exec_mask();
-                let live = *self.sm().live.last().ok_or(Stop::Unsupported)?;
-                let l = self.b.use_var(live);
-                let keep = self.b.ins().band_not(l, e);
-                self.b.def_var(live, keep);
-                self.lanes_off();
-                vec![]
-            }
-            InstKind::Continue => {
-                if self.sm().live.is_empty() {
-                    return Err(Stop::Unsupported);
+                if self.sm().masked_loops.contains(&h) {
+                    self.vloop(body)?;
+                } else {
+                    self.vloop_uniform(body)?;
                 }
-                self.lanes_off();
+                vec![]
+            }
+            InstKind::Break | InstKind::Continue => {
+                let brk = matches!(inst.kind, InstKind::Break);
+                match *self.sm().loops.last().ok_or(Stop::Unsupported)? {
+                    VLoop::Masked(live) => {
+                        if brk {
+                            let e = self.exec_mask();
+                            let l = self.b.use_var(live);
+                            let keep = self.b.ins().band_not(l, e);
+                            self.b.def_var(live, keep);
+                        }
+                        self.lanes_off();
+                    }
+                    VLoop::Uniform { head, exit } => {
+                        self.b.ins().jump(if brk { exit } else { head }, &[]);
+                        // Nothing follows in this block; later code of the
+                        // construct lands in a block no path reaches.
+                        let dead = self.b.create_block();
+                        self.b.switch_to_block(dead);
+                        self.filled = true;
+                    }
+                }
                 vec![]
             }
             InstKind::Return(_) => {
@@ -980,7 +1135,11 @@ impl Lower<'_, '_, '_> {
                 let r = self.b.use_var(ret);
                 let r = self.b.ins().bor(r, e);
                 self.b.def_var(ret, r);
-                for live in self.sm().live.clone() {
+                for lp in self.sm().loops.clone() {
+                    // (`uniformity` makes every loop around a return masked.)
+                    let VLoop::Masked(live) = lp else {
+                        return Err(Stop::Unsupported);
+                    };
                     let l = self.b.use_var(live);
                     let keep = self.b.ins().band_not(l, e);
                     self.b.def_var(live, keep);
@@ -1214,6 +1373,22 @@ impl Lower<'_, '_, '_> {
         Ok(())
     }
 
+    /// A loop every lane runs the same number of trips: an ordinary loop.
+    fn vloop_uniform(&mut self, body: &Block) -> Result<(), Stop> {
+        let head = self.b.create_block();
+        let exit = self.b.create_block();
+        self.b.ins().jump(head, &[]);
+        self.b.switch_to_block(head);
+        self.sm().loops.push(VLoop::Uniform { head, exit });
+        self.filled = false;
+        self.vblock(body)?;
+        self.filled = false;
+        self.sm().loops.pop();
+        self.b.ins().jump(head, &[]);
+        self.b.switch_to_block(exit);
+        Ok(())
+    }
+
     /// A loop that repeats while any lane is still in it.
     fn vloop(&mut self, body: &Block) -> Result<(), Stop> {
         let (full0, returns0) = (self.sm().full, self.sm().returns);
@@ -1230,11 +1405,11 @@ impl Lower<'_, '_, '_> {
         self.b.switch_to_block(head);
         let l = self.b.use_var(live);
         self.b.def_var(exec, l);
-        self.sm().live.push(live);
+        self.sm().loops.push(VLoop::Masked(live));
         self.filled = false;
         self.vblock(body)?;
         self.filled = false;
-        self.sm().live.pop();
+        self.sm().loops.pop();
         self.b.ins().jump(latch, &[]);
         self.b.switch_to_block(latch);
         let l = self.b.use_var(live);
