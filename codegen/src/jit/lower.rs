@@ -1047,7 +1047,12 @@ impl Lower<'_, '_, '_> {
                 }
             }
             Scalar::Bool => {
-                let (a, b) = (self.nz(x), self.nz(y));
+                // Lane bools are already exact masks; scalar words are normalised.
+                let (a, b) = if self.vmode {
+                    (x, y)
+                } else {
+                    (self.nz(x), self.nz(y))
+                };
                 match op {
                     BitAnd | LogicalAnd => self.b.ins().band(a, b),
                     BitOr | LogicalOr => self.b.ins().bor(a, b),

@@ -7,7 +7,10 @@
 //!
 //! The chunk function runs the loop iterations `start..end` (linear,
 //! row-major indices of the kernel's range) one after another; the runtime
-//! splits a launch into chunks over rayon's pool. Its ABI is
+//! splits a launch into chunks over rayon's pool. Where the kernel allows
+//! (`lower/simd.rs`), the chunk function runs four consecutive iterations
+//! at once on 128-bit lanes and leaves only the ragged ends to the scalar
+//! code; `JitKernel::lanes` says whether it does. Its ABI is
 //! [`ChunkFn`]: it reads buffers, parameters, frame and seed from a
 //! [`JitCtx`] and returns 0, or 1 after writing a [`JitFault`] naming one of
 //! the kernel's [`FaultSite`]s.

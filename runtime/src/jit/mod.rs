@@ -298,15 +298,6 @@ impl JitEngine {
     /// Compiles every kernel (or takes it from the cache) and allocates field memory.
     pub fn new(program: &Program, threads: Option<usize>) -> Result<JitEngine, RuntimeError> {
         let opts = JitOptions::default();
-        let kernels = program
-            .kernels
-            .iter()
-            .map(|(_, k)| compile_cached(program, k, &opts))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| RuntimeError::Compile {
-                node: e.kernel.clone(),
-                message: e.to_string(),
-            })?;
         let pool = match threads {
             Some(n) => Some(
                 rayon::ThreadPoolBuilder::new()
@@ -318,6 +309,22 @@ impl JitEngine {
             ),
             None => None,
         };
+        // Kernels compile independently: on the worker threads, so that the
+        // first frame waits for the slowest kernel rather than the sum.
+        let compile = || {
+            let ks: Vec<&Kernel> = program.kernels.iter().map(|(_, k)| k).collect();
+            ks.par_iter()
+                .map(|k| compile_cached(program, k, &opts))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        let kernels = match &pool {
+            Some(p) => p.install(compile),
+            None => compile(),
+        }
+        .map_err(|e| RuntimeError::Compile {
+            node: e.kernel.clone(),
+            message: e.to_string(),
+        })?;
         Ok(JitEngine {
             kernels,
             memory: crate::memory::FieldMemory::new(program),

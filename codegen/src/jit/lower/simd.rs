@@ -308,27 +308,8 @@ pub(in crate::jit) fn build_vector_chunk(
     let fault_block = b.create_block();
     b.append_block_param(fault_block, types::I32);
     b.append_block_param(fault_block, types::I64);
-    b.ins().jump(head, &[]);
-    b.switch_to_block(head);
-
-    let args: Vec<V> = (0..dims)
-        .map(|d| {
-            let v = b.use_var(idx[d]);
-            if d + 1 == dims {
-                V::A(v, 1)
-            } else {
-                V::U(v)
-            }
-        })
-        .collect();
     let exec = b.declare_var(types::I32X4);
     let ret = b.declare_var(types::I32X4);
-    let ones = b.ins().iconst(types::I32, -1);
-    let all = b.ins().splat(types::I32X4, ones);
-    b.def_var(exec, all);
-    let zero = b.ins().iconst(types::I32, 0);
-    let none = b.ins().splat(types::I32X4, zero);
-    b.def_var(ret, none);
     let rng_slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 4, 2));
     let rng = b.ins().stack_addr(types::I64, rng_slot, 0);
     let depth = b.ins().iconst(types::I32, 0);
@@ -369,12 +350,33 @@ pub(in crate::jit) fn build_vector_chunk(
             masked_loops,
             vals: HashMap::new(),
             locals: vec![],
-            args,
+            args: vec![],
             why: None,
         }),
     };
-    l.declare_vlocals();
-    match l.vblock(&f.body) {
+    let lowered = l.hoist_invariants().and_then(|()| {
+        l.b.ins().jump(head, &[]);
+        l.b.switch_to_block(head);
+        let args: Vec<V> = (0..dims)
+            .map(|d| {
+                let v = l.b.use_var(idx[d]);
+                if d + 1 == dims {
+                    V::A(v, 1)
+                } else {
+                    V::U(v)
+                }
+            })
+            .collect();
+        l.sm().args = args;
+        let ones = l.b.ins().iconst(types::I32, -1);
+        let all = l.b.ins().splat(types::I32X4, ones);
+        l.b.def_var(exec, all);
+        let none = l.vzero(types::I32X4);
+        l.b.def_var(ret, none);
+        l.declare_vlocals();
+        l.vblock(&f.body)
+    });
+    match lowered {
         Ok(()) => {}
         Err(Stop::Unsupported) => {
             if std::env::var("WEFT_JIT_DISASM").ok().as_deref() == Some(kernel.name.as_str()) {
@@ -667,8 +669,69 @@ impl Lower<'_, '_, '_> {
         .filter(|v| matches!(v, V::A(_, s) if s.unsigned_abs() < (1 << 28)))
     }
 
+    /// Lowers, before the group loop, every pure instruction whose operands
+    /// are the same in every group (constants, parameters, the frame, and
+    /// arithmetic and built-ins of them): julia's `cos(frame() * speed)`
+    /// runs once per chunk instead of once per group.
+    fn hoist_invariants(&mut self) -> Result<(), Stop> {
+        let f = self.f;
+        let mut invariant: HashSet<InstId> = HashSet::new();
+        let mut order = Vec::new();
+        fn visit(
+            f: &Function,
+            h: InstId,
+            invariant: &mut HashSet<InstId>,
+            seen: &mut HashSet<InstId>,
+            order: &mut Vec<InstId>,
+        ) -> bool {
+            if invariant.contains(&h) {
+                return true;
+            }
+            if !seen.insert(h) {
+                return false;
+            }
+            let kind = &f.insts[h].kind;
+            let ok = match kind {
+                InstKind::Const(_) | InstKind::Param(_) | InstKind::Frame => true,
+                InstKind::Unary(..)
+                | InstKind::Binary(..)
+                | InstKind::Select { .. }
+                | InstKind::Cast(_)
+                | InstKind::Bitcast(_)
+                | InstKind::Construct(_)
+                | InstKind::Extract(..)
+                | InstKind::Insert { .. }
+                | InstKind::Swizzle(..)
+                | InstKind::Builtin(..) => kind
+                    .operands()
+                    .into_iter()
+                    .all(|o| visit(f, o, invariant, seen, order)),
+                _ => false,
+            };
+            if ok {
+                invariant.insert(h);
+                order.push(h);
+            }
+            ok
+        }
+        let mut seen = HashSet::new();
+        let mut all = Vec::new();
+        super::super::walk(f, &f.body, &mut |h, _| all.push(h));
+        for h in all {
+            visit(f, h, &mut invariant, &mut seen, &mut order);
+        }
+        for h in order {
+            self.vinst(h)?;
+        }
+        Ok(())
+    }
+
     fn vinst(&mut self, h: InstId) -> Result<(), Stop> {
         let f = self.f;
+        if self.simd.as_ref().is_some_and(|s| s.vals.contains_key(&h)) {
+            // Hoisted before the group loop.
+            return Ok(());
+        }
         let inst = &f.insts[h];
         let ty = inst.ty;
         let span = inst.span;
@@ -1052,7 +1115,7 @@ impl Lower<'_, '_, '_> {
                             .ins()
                             .store(MemFlagsData::new().with_notrap(), x, p, 0);
                     }
-                    _ => self.scatter(*root, a, v, boolean, span)?,
+                    _ => self.scatter(*root, a, v, (lane, boolean), span)?,
                 }
                 vec![]
             }
@@ -1073,9 +1136,9 @@ impl Lower<'_, '_, '_> {
                 let (a, v) = (self.vv1(*addr), self.vv1(*value));
                 let c = cmp.map(|c| self.vv1(c));
                 let (op, root) = (*op, *root);
+                let ptrs = self.lane_ptrs(root, a, span)?;
                 let x = self.each_lane(lane, |l, k| {
-                    let ak = l.lane_of(a, k, false);
-                    let p = l.address(root, ak, span)?;
+                    let p = l.lane_ptr(&ptrs, root, a, k, span)?;
                     let vk = l.lane_of(v, k, false);
                     let ck = c.map(|c| l.lane_of(c, k, false));
                     Ok(if plain {
@@ -1262,10 +1325,72 @@ impl Lower<'_, '_, '_> {
         Ok(self.b.use_var(var))
     }
 
+    /// Per-lane pointers to word `a` of `root`, after one vector check of
+    /// the running lanes' addresses against the buffer (a fault reports the
+    /// first bad lane). `None` for a uniform address, which each lane
+    /// checks under its own guard (no running lane may mean no check).
+    fn lane_ptrs(&mut self, root: LayoutId, a: V, span: Span) -> Result<Option<Vec<Value>>, Stop> {
+        if matches!(a, V::U(_)) {
+            return Ok(None);
+        }
+        let r = self
+            .env
+            .roots
+            .iter()
+            .position(|&x| x == root)
+            .ok_or_else(|| super::super::internal(self.env.kernel, "buffer not collected"))?;
+        let (ptr, len) = self.bufs[r];
+        let av = self.mat(a, types::I32, false);
+        if !self.already_checked((av, (1 << 40) | r as u64)) {
+            let max = self.b.ins().iconst(types::I64, u32::MAX as i64);
+            let lim = self.b.ins().umin(len, max);
+            let lim = self.b.ins().ireduce(types::I32, lim);
+            let lims = self.b.ins().splat(types::I32X4, lim);
+            let mut bad = self
+                .b
+                .ins()
+                .icmp(IntCC::UnsignedGreaterThanOrEqual, av, lims);
+            if !self.sm().full {
+                let m = self.exec_mask();
+                bad = self.b.ins().band(bad, m);
+            }
+            let site = self.site(span, super::FaultKind::Address);
+            self.fault_lanes(bad, av, site, false);
+        }
+        Ok(Some(
+            (0..LANES)
+                .map(|k| {
+                    let ak = self.lane_of(a, k, false);
+                    let w = self.b.ins().uextend(types::I64, ak);
+                    let off = self.b.ins().ishl_imm_s(w, 2);
+                    self.b.ins().iadd(ptr, off)
+                })
+                .collect(),
+        ))
+    }
+
+    /// Lane `k`'s pointer: from `ptrs`, or checked on its own.
+    fn lane_ptr(
+        &mut self,
+        ptrs: &Option<Vec<Value>>,
+        root: LayoutId,
+        a: V,
+        k: u8,
+        span: Span,
+    ) -> Result<Value, Stop> {
+        match ptrs {
+            Some(p) => Ok(p[k as usize]),
+            None => {
+                let ak = self.lane_of(a, k, false);
+                Ok(self.address(root, ak, span)?)
+            }
+        }
+    }
+
     fn gather(&mut self, root: LayoutId, a: V, lane: ir::Type, span: Span) -> Result<Value, Stop> {
+        let ptrs = self.lane_ptrs(root, a, span)?;
         self.each_lane(lane, |l, k| {
-            let ak = l.lane_of(a, k, false);
-            let p = l.address(root, ak, span)?;
+            let p = l.lane_ptr(&ptrs, root, a, k, span)?;
             Ok(l.b.ins().load(lane, MemFlagsData::trusted(), p, 0))
         })
     }
@@ -1275,15 +1400,15 @@ impl Lower<'_, '_, '_> {
         root: LayoutId,
         a: V,
         v: V,
-        boolean: bool,
+        (lane, boolean): (ir::Type, bool),
         span: Span,
     ) -> Result<(), Stop> {
-        self.each_lane(types::I32, |l, k| {
-            let ak = l.lane_of(a, k, false);
-            let p = l.address(root, ak, span)?;
+        let ptrs = self.lane_ptrs(root, a, span)?;
+        self.each_lane(lane, |l, k| {
+            let p = l.lane_ptr(&ptrs, root, a, k, span)?;
             let vk = l.lane_of(v, k, boolean);
             l.b.ins().store(MemFlagsData::trusted(), vk, p, 0);
-            Ok(ak)
+            Ok(vk)
         })?;
         Ok(())
     }

@@ -451,23 +451,66 @@ impl<'a> FnLowerer<'a> {
         Ok(self.val(InstKind::Binary(op, l.id, r.id), rt, sp))
     }
 
-    /// `a && b` / `a || b` evaluate `b` only when needed (it may read fields out of range otherwise).
+    /// `a && b` / `a || b` evaluate `b` only when needed (it may read fields
+    /// out of range otherwise). A `b` that can neither fault nor change
+    /// anything (arithmetic on locals, parameters and constants) is simply
+    /// evaluated: one `&&` / `||` instruction instead of a branch, which
+    /// lanes and GPU invocations take without diverging.
     pub(super) fn lower_logical(&mut self, b: &syn::ExprBinary) -> R<Val> {
         let sp = span_of(b);
         let is_and = matches!(b.op, syn::BinOp::And(_));
         let l = self.lower_expr(&b.left, Some(Type::BOOL))?;
         let l = self.cond(l, &b.left)?;
+        let mut r_id = None;
+        let mut rhs = self.nested(|s| {
+            let r = s.lower_expr(&b.right, Some(Type::BOOL))?;
+            let r = s.cond(r, &b.right)?;
+            r_id = Some(r.id);
+            Ok(())
+        })?;
+        let r_id = r_id.expect("the right side was lowered");
+        let harmless = rhs.iter().all(|h| {
+            matches!(
+                self.func.insts[*h].kind,
+                InstKind::Const(_)
+                    | InstKind::Arg(_)
+                    | InstKind::Param(_)
+                    | InstKind::Frame
+                    | InstKind::Unary(..)
+                    | InstKind::Binary(..)
+                    | InstKind::Select { .. }
+                    | InstKind::Cast(_)
+                    | InstKind::Bitcast(_)
+                    | InstKind::Construct(_)
+                    | InstKind::Extract(..)
+                    | InstKind::Insert { .. }
+                    | InstKind::Swizzle(..)
+                    | InstKind::LocalLoad(_)
+            )
+        });
+        if harmless {
+            self.blocks
+                .last_mut()
+                .expect("a block is always open")
+                .extend(rhs);
+            let op = if is_and {
+                BinaryOp::LogicalAnd
+            } else {
+                BinaryOp::LogicalOr
+            };
+            return Ok(self.val(InstKind::Binary(op, l.id, r_id), Type::BOOL, sp));
+        }
         let tmp = self.func.locals.append(Local {
             name: "logic".into(),
             ty: Type::BOOL,
         });
         self.emit(InstKind::LocalStore(tmp, l.id), Type::Void, sp);
-        let rhs = self.nested(|s| {
-            let r = s.lower_expr(&b.right, Some(Type::BOOL))?;
-            let r = s.cond(r, &b.right)?;
-            s.emit(InstKind::LocalStore(tmp, r.id), Type::Void, sp);
-            Ok(())
-        })?;
+        let store = self.func.insts.append(Inst {
+            kind: InstKind::LocalStore(tmp, r_id),
+            ty: Type::Void,
+            span: sp,
+        });
+        rhs.push(store);
         let (accept, reject) = if is_and { (rhs, vec![]) } else { (vec![], rhs) };
         self.emit(
             InstKind::If {
