@@ -369,7 +369,33 @@ fn four_lane_code_agrees_with_the_interpreter() {
         if i % 3 != 0 { atomic_add(h[(i * 7) % 16], s + 1); }
         atomic_max(m[i % 4], s);
     }";
+    // `z` is dead after its loop (its stores go unmasked), `w` is not.
+    let escape = "fn kernel(i: i32) {
+        let mut z = i as f32 * 0.1;
+        let mut w = 1.0;
+        let mut k = 0;
+        while z < 50.0 && k < 100 {
+            z = z * 1.3 + 1.0;
+            w = w * 0.5 + z;
+            k += 1;
+        }
+        n[i] = k;
+        o[i] = w;
+    }";
     let mut cases: Vec<(&str, Value, u32)> = vec![
+        (
+            "escape",
+            kernel_graph(
+                &[
+                    F("o", "f32", &[64], json!(0)),
+                    F("n", "i32", &[64], json!(0)),
+                ],
+                escape,
+                &[64],
+                json!({}),
+            ),
+            0,
+        ),
         (
             "diverge",
             kernel_graph(

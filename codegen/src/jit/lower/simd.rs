@@ -80,6 +80,8 @@ pub(in crate::jit) struct Simd {
     uniform_local: Vec<bool>,
     /// Loops whose lanes may leave at different trips (run masked).
     masked_loops: HashSet<InstId>,
+    /// Local stores that need no mask (see `unmasked_stores`).
+    unmasked: HashSet<InstId>,
     vals: HashMap<InstId, Vec<V>>,
     locals: Vec<Vec<Variable>>,
     args: Vec<V>,
@@ -192,6 +194,50 @@ fn uniformity(f: &Function, last_arg: u32) -> (Vec<bool>, HashSet<InstId>) {
         w.block(&f.body, false);
     }
     (w.var_local.iter().map(|v| !v).collect(), w.masked)
+}
+
+/// Stores to a local that a masked-off lane can never read back, which
+/// therefore need no mask: at the top level of the body of a masked loop
+/// that sits at the top level of the kernel and has no `continue` or
+/// `return`, to a local that is read nowhere but inside that loop. A lane
+/// masked off there has left the loop for good, so whatever the store
+/// leaves in its lane is never seen. Taking the select off the store takes
+/// it off the loop-carried chain (julia's `z = z * z + c` no longer waits
+/// for the escape test of the same trip).
+fn unmasked_stores(f: &Function, masked: &HashSet<InstId>) -> HashSet<InstId> {
+    let mut out = HashSet::new();
+    let mut loads_total: HashMap<LocalId, usize> = HashMap::new();
+    super::super::walk(f, &f.body, &mut |_, i| {
+        if let InstKind::LocalLoad(l) = i.kind {
+            *loads_total.entry(l).or_default() += 1;
+        }
+    });
+    for &h in &f.body {
+        let InstKind::Loop { body } = &f.insts[h].kind else {
+            continue;
+        };
+        if !masked.contains(&h) {
+            continue;
+        }
+        let mut exits_early = false;
+        let mut loads_inside: HashMap<LocalId, usize> = HashMap::new();
+        super::super::walk(f, body, &mut |_, i| match i.kind {
+            InstKind::Continue | InstKind::Return(_) => exits_early = true,
+            InstKind::LocalLoad(l) => *loads_inside.entry(l).or_default() += 1,
+            _ => {}
+        });
+        if exits_early {
+            continue;
+        }
+        for &s in body {
+            if let InstKind::LocalStore(l, _) = f.insts[s].kind {
+                if loads_inside.get(&l) == loads_total.get(&l) {
+                    out.insert(s);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Why the lane lowering stopped.
@@ -347,6 +393,7 @@ pub(in crate::jit) fn build_vector_chunk(
             returns: 0,
             loops: vec![],
             uniform_local,
+            unmasked: unmasked_stores(f, &masked_loops),
             masked_loops,
             vals: HashMap::new(),
             locals: vec![],
@@ -963,8 +1010,8 @@ impl Lower<'_, '_, '_> {
             InstKind::LocalStore(loc, v) => {
                 let vars = self.sm().locals[loc.index()].clone();
                 let (lane, boolean) = lane_kind(self.ty(*v));
-                let full = self.sm().full;
-                let m = (!full).then(|| self.exec_mask());
+                let free = self.sm().full || self.sm().unmasked.contains(&h);
+                let m = (!free).then(|| self.exec_mask());
                 for (var, x) in vars.iter().zip(self.vv(*v)) {
                     let nv = self.mat(x, lane, boolean);
                     let nv = match m {
