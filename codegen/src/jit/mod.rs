@@ -193,8 +193,9 @@ pub struct JitKernel {
     /// runtime can keep launches too small to pay for waking workers on the
     /// calling thread.
     pub cost: u64,
-    /// The parallel chunk function runs four iterations at a time on
-    /// 128-bit lanes (`lower/simd.rs`), the scalar code doing only ragged ends.
+    /// The parallel chunk function (the privatised one where there is one)
+    /// runs four iterations at a time on 128-bit lanes (`lower/simd.rs`),
+    /// the scalar code doing only ragged ends.
     pub lanes: bool,
     chunk: ChunkFn,
     serial: Option<ChunkFn>,
@@ -579,8 +580,15 @@ fn compile_inner(
         module.clear_context(&mut ctx);
         let mut best = chunk_id;
         // The serial variant stays scalar: it promises the interpreter's
-        // one-thread order of float atomics.
-        if opts.simd && variant != Variant::Serial && lower::vectorizable(kernel, &shape) {
+        // one-thread order of float atomics. With a privatised variant, the
+        // all-atomic one only runs launches too small to privatise: lane
+        // code there would mostly cost compile time.
+        let lane_variant = match variant {
+            Variant::Serial => false,
+            Variant::Atomic => private.is_empty(),
+            Variant::Private => true,
+        };
+        if opts.simd && lane_variant && lower::vectorizable(kernel, &shape) {
             ctx.func.signature = chunk_sig_of(&module);
             if lower::build_vector_chunk(
                 &mut module,
@@ -614,7 +622,7 @@ fn compile_inner(
                         );
                     }
                     best = id;
-                    lanes |= variant == Variant::Atomic;
+                    lanes = true;
                 }
             }
             module.clear_context(&mut ctx);
