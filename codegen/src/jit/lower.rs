@@ -1530,6 +1530,17 @@ impl Lower<'_, '_, '_> {
         cmp: Option<Value>,
     ) -> Value {
         let fl = MemFlagsData::trusted();
+        if s == Scalar::F32 && matches!(op, AtomicOp::Add | AtomicOp::Sub) {
+            // The scatter-add of particle codes: stay in float registers.
+            let old = self.b.ins().load(types::F32, fl, p, 0);
+            let new = if op == AtomicOp::Add {
+                self.b.ins().fadd(old, v)
+            } else {
+                self.b.ins().fsub(old, v)
+            };
+            self.b.ins().store(fl, new, p, 0);
+            return old;
+        }
         let vi = self.retype(v, types::I32);
         let old = self.b.ins().load(types::I32, fl, p, 0);
         let signed = s == Scalar::I32;
