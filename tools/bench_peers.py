@@ -6,13 +6,19 @@ Usage (after `cargo build --release`; peers set up as ../shared/peers/README.md 
     python3 tools/bench_peers.py --peers /tmp/peers            # everything
     python3 tools/bench_peers.py --only julia,mpm88 --runs 1    # a subset
     python3 tools/bench_peers.py --no-peers                      # Weft only (cpu vs vm)
+    python3 tools/bench_peers.py --backends wgpu --only julia,mpm88,mpm88_x8   # wgpu vs Taichi Vulkan
 
 Weft rows come from `weft bench --json` (median frame time after one warm-up
 frame) and, for first-frame latency, from the wall time of
 `weft run GRAPH --frames 1 --no-frames` (process start to first frame done).
 Peer rows are the peers' own scripts (`step_s_median`, `first_run_s`).
 Runs are round-robin so that machine noise hits every row alike; the table
-reports the median over runs. Prints a Markdown table (and --json FILE writes
+reports the median over runs. `--backends` picks the Weft backends (default
+`cpu,vm`); `wgpu` adds a "weft wgpu" row per workload and Taichi's Vulkan
+backend as its peer (same Vulkan device: on a machine without a GPU both
+run on lavapipe), and a second table with the wgpu / Taichi Vulkan ratios.
+Both Vulkan rows start without Mesa's on-disk shader cache
+(MESA_SHADER_CACHE_DISABLE=true, as the peer scripts set it). Prints a Markdown table (and --json FILE writes
 the raw rows).
 """
 import argparse
@@ -38,9 +44,9 @@ X8_SETS = [
 ]
 
 
-def sh(cmd, timeout=1800):
+def sh(cmd, timeout=1800, env=None):
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     return p, time.perf_counter() - t0
 
 
@@ -56,13 +62,16 @@ def weft_rows(weft, workload, backend, frames, threads, x8_init):
         for s in X8_SETS:
             extra += ["--set", s]
         extra += ["--init", f"x={x8_init}"]
-    p, _ = sh([weft, "bench", path, "--backend", backend, "--frames", str(frames), "--json"] + extra)
+    # Cold start like the Taichi Vulkan row: no Mesa shader cache from an earlier run.
+    env = dict(os.environ, MESA_SHADER_CACHE_DISABLE="true") if backend == "wgpu" else None
+    p, _ = sh([weft, "bench", path, "--backend", backend, "--frames", str(frames), "--json"] + extra,
+              env=env)
     if p.returncode != 0:
         raise RuntimeError(f"weft bench {workload} {backend}: {p.stderr.strip()}")
     j = json.loads(p.stdout.strip().splitlines()[-1])
     with tempfile.TemporaryDirectory() as out:
         p, wall = sh([weft, "run", path, "--backend", backend, "--frames", "1", "--no-frames",
-                      "--out", out] + extra)
+                      "--out", out] + extra, env=env)
     if p.returncode != 0:
         raise RuntimeError(f"weft run {workload} {backend}: {p.stderr.strip()}")
     return j["frame_ms"]["median"] / 1e3, wall, j["compile_ms"] / 1e3
@@ -79,6 +88,13 @@ PEERS = {
     "mpm88_x8": [("taichi", "cpu 2T", "taichi_mpm88.py",
                   ["--arch", "cpu", "--threads", "2", "--particles", "65536", "--grid", "256", "--frames", "4"]),
                  ("warp", "cpu", "warp_mpm88.py", ["--particles", "65536", "--grid", "256", "--frames", "4"])],
+}
+
+# Peers of the wgpu backend: Taichi on Vulkan (the same device wgpu picks).
+VULKAN_PEERS = {
+    "julia": ("taichi_julia.py", ["--arch", "vulkan"]),
+    "mpm88": ("taichi_mpm88.py", ["--arch", "vulkan", "--frames", "6"]),
+    "mpm88_x8": ("taichi_mpm88.py", ["--arch", "vulkan", "--particles", "65536", "--grid", "256", "--frames", "4"]),
 }
 
 
@@ -100,9 +116,11 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--frames", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--backends", default="cpu,vm", help="Weft backends: any of cpu, vm, wgpu")
     ap.add_argument("--json", metavar="FILE")
     a = ap.parse_args()
     workloads = a.only.split(",")
+    backends = a.backends.split(",")
     python = os.path.join(a.peers, ".venv", "bin", "python")
     use_peers = not a.no_peers and os.path.exists(python)
     x8_init = os.path.join(tempfile.gettempdir(), "weft_mpm88_x8_x0.npy")
@@ -119,13 +137,19 @@ def main():
 
     for r in range(a.runs):
         for w in workloads:
-            for backend in ("cpu", "vm"):
+            for backend in backends:
                 if backend == "vm" and w in ("mpm88_x8", "mass_spring_ad") and r > 0:
                     continue  # the interpreter takes ~15 s a frame here; one run is enough
                 frames = a.frames if not (backend == "vm" and (w.startswith("mpm88") or w == "mass_spring_ad")) else 1
                 f, first, _ = weft_rows(a.weft, w, backend, frames, a.threads, x8_init)
                 add((w, "weft " + backend), (f, first))
-            if use_peers:
+            if use_peers and "wgpu" in backends and w in VULKAN_PEERS:
+                script, args = VULKAN_PEERS[w]
+                try:
+                    add((w, "taichi vulkan"), peer_row(python, a.peers, script, args))
+                except RuntimeError as e:
+                    print(f"warning: {e}", file=sys.stderr)
+            if use_peers and backends != ["wgpu"]:
                 for fw, label, script, args in PEERS.get(w, []):
                     try:
                         add((w, f"{fw} {label}"), peer_row(python, a.peers, script, args))
@@ -145,21 +169,33 @@ def main():
         pass
     print(f"\nMachine: {cpu}, {os.cpu_count()} cores; {time.strftime('%Y-%m-%d %H:%M')}; "
           f"Weft threads: {a.threads}; median of {a.runs} run(s)\n")
-    print("| workload | weft cpu | weft vm | taichi cpu 2T | warp cpu | cpu vs vm | cpu / warp | cpu / taichi |")
-    print("|---|---|---|---|---|---|---|---|")
-    for w in workloads:
-        j, v = med((w, "weft cpu"), 0), med((w, "weft vm"), 0)
-        t, wp = med((w, "taichi cpu 2T"), 0), med((w, "warp cpu"), 0)
-        fmt = lambda x: f"{x * 1e3:.2f} ms" if x is not None else "—"
-        ratio = lambda x, y: f"{x / y:.2f}×" if x is not None and y else "—"
-        print(f"| {w} | {fmt(j)} | {fmt(v)} | {fmt(t)} | {fmt(wp)} | {ratio(v, j)} faster | "
-              f"{ratio(j, wp)} | {ratio(j, t)} |")
+    fmt = lambda x: f"{x * 1e3:.2f} ms" if x is not None else "—"
+    ratio = lambda x, y: f"{x / y:.2f}×" if x is not None and y else "—"
+    if "cpu" in backends or "vm" in backends:
+        print("| workload | weft cpu | weft vm | taichi cpu 2T | warp cpu | cpu vs vm | cpu / warp | cpu / taichi |")
+        print("|---|---|---|---|---|---|---|---|")
+        for w in workloads:
+            j, v = med((w, "weft cpu"), 0), med((w, "weft vm"), 0)
+            t, wp = med((w, "taichi cpu 2T"), 0), med((w, "warp cpu"), 0)
+            print(f"| {w} | {fmt(j)} | {fmt(v)} | {fmt(t)} | {fmt(wp)} | {ratio(v, j)} faster | "
+                  f"{ratio(j, wp)} | {ratio(j, t)} |")
+    if "wgpu" in backends:
+        print("\n| workload | weft wgpu | taichi vulkan | wgpu / taichi vulkan |")
+        print("|---|---|---|---|")
+        for w in workloads:
+            g, t = med((w, "weft wgpu"), 0), med((w, "taichi vulkan"), 0)
+            print(f"| {w} | {fmt(g)} | {fmt(t)} | {ratio(g, t)} |")
     print("\nFirst frame (process start to first frame done; peers: first frame incl. JIT compile):\n")
-    print("| workload | weft cpu | weft vm | taichi cpu 2T | warp cpu |")
-    print("|---|---|---|---|---|")
+    cols = [f"weft {b}" for b in backends]
+    if backends != ["wgpu"]:
+        cols += ["taichi cpu 2T", "warp cpu"]
+    if "wgpu" in backends:
+        cols += ["taichi vulkan"]
+    print("| workload | " + " | ".join(cols) + " |")
+    print("|---|" + "---|" * len(cols))
     for w in workloads:
         f = lambda key: f"{med((w, key), 1):.3f} s" if rows.get((w, key)) else "—"
-        print(f"| {w} | {f('weft cpu')} | {f('weft vm')} | {f('taichi cpu 2T')} | {f('warp cpu')} |")
+        print(f"| {w} | " + " | ".join(f(c) for c in cols) + " |")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({f"{k[0]}|{k[1]}": v for k, v in rows.items()}, f, indent=1)

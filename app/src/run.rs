@@ -36,6 +36,7 @@ pub fn open(
             threads: o.threads,
             backend,
             profile,
+            workgroup_size: o.workgroup_size,
             ..Default::default()
         },
     )?;

@@ -28,6 +28,8 @@ use std::collections::HashMap;
 use weft_ir::ir::*;
 use weft_ir::types::{Scalar, Type};
 
+/// Invocations per workgroup when `WgpuOptions::workgroup_size` is not set
+/// (see docs/performance.md, "wgpu vs Taichi Vulkan", for the measurement).
 pub const WORKGROUP_SIZE: u32 = 64;
 
 #[derive(Debug, Clone)]
@@ -38,10 +40,22 @@ pub struct WgpuKernel {
     pub roots: Vec<(LayoutId, RootKind)>,
 }
 
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct WgpuOptions {
     /// Use the adapter's native f32 atomic add (SHADER_FLOAT32_ATOMIC) instead of a compare-exchange loop.
     pub native_float_atomics: bool,
+    /// Invocations per workgroup (one per iteration; the runtime sizes
+    /// dispatches with the same number).
+    pub workgroup_size: u32,
+}
+
+impl Default for WgpuOptions {
+    fn default() -> Self {
+        WgpuOptions {
+            native_float_atomics: false,
+            workgroup_size: WORKGROUP_SIZE,
+        }
+    }
 }
 
 fn cerr(kernel: &Kernel, m: impl Into<String>) -> CodegenError {
@@ -313,6 +327,8 @@ fn build_kernel(
         funcs: Vec::new(),
         pcg: None,
         random: None,
+        workgroup_size: opts.workgroup_size,
+        shape: kernel.iteration_shape(program),
     };
     ctx.build_rng_helpers();
     // Helpers in order; calls only go to already-declared functions because
@@ -403,6 +419,9 @@ struct ModCtx<'a> {
     funcs: Vec<Handle<NFunction>>,
     pcg: Option<Handle<NFunction>>,
     random: Option<Handle<NFunction>>,
+    workgroup_size: u32,
+    /// The kernel's iteration shape (every launch record repeats it).
+    shape: Vec<u32>,
 }
 
 /// Builds one naga function's expressions and statements.
@@ -628,6 +647,15 @@ impl<'a> ModCtx<'a> {
         let dims = self.kernel.dims;
         let uvec3 = self.types.get(&mut self.m, Type::Vector(Scalar::U32, 3));
         let khash = eval::kernel_hash(&self.kernel.name);
+        let workgroup_size = self.workgroup_size;
+        let shape = self.shape.clone();
+        let uses_random = std::iter::once(&self.kernel.entry)
+            .chain(self.kernel.functions.iter().map(|(_, f)| f))
+            .any(|f| {
+                f.insts
+                    .iter()
+                    .any(|(_, i)| matches!(i.kind, InstKind::Random))
+            });
         let mut fb = Fb {
             c: self,
             f: NFunction {
@@ -671,50 +699,26 @@ impl<'a> ModCtx<'a> {
             },
             SP,
         );
-        // Row-major decomposition of the linear index.
+        // Row-major decomposition of the linear index. The extents are the
+        // kernel's iteration shape, which every launch record repeats
+        // (`LaunchRecord::new`): as constants the divisions become
+        // multiplies and shifts instead of per-invocation integer divides.
+        // The outermost index needs no modulo (linear < total).
         let mut idx = vec![linear; dims];
         let mut rest = linear;
         for d in (0..dims).rev() {
-            let ext = fb.record_const(&mut b, word::SHAPE + d as u32);
+            if d == 0 {
+                idx[0] = fb.cast(&mut b, rest, Scalar::I32, false);
+                break;
+            }
+            let ext = fb.u32c(shape.get(d).copied().unwrap_or(1).max(1));
             let i = fb.bin(&mut b, BO::Modulo, rest, ext);
             idx[d] = fb.cast(&mut b, i, Scalar::I32, false);
             rest = fb.bin(&mut b, BO::Divide, rest, ext);
         }
-        // rng_state = rng_seed(seed, frame, khash, launch, linear)
-        let pcg = fb.c.pcg.expect("built first");
-        let call = |fb: &mut Fb, b: &mut NBlock, x: Handle<E>| {
-            let r = fb.pre(E::CallResult(pcg));
-            b.push(
-                S::Call {
-                    function: pcg,
-                    arguments: vec![x],
-                    result: Some(r),
-                },
-                SP,
-            );
-            r
-        };
-        let launch = fb.record_const(&mut b, word::LAUNCH);
-        let frame = fb.record_const(&mut b, word::FRAME);
-        let seed = fb.record_const(&mut b, word::SEED);
-        let kh = fb.u32c(khash);
-        let h1 = call(&mut fb, &mut b, linear);
-        let x = fb.bin(&mut b, BO::ExclusiveOr, launch, h1);
-        let h2 = call(&mut fb, &mut b, x);
-        let x = fb.bin(&mut b, BO::ExclusiveOr, kh, h2);
-        let h3 = call(&mut fb, &mut b, x);
-        let x = fb.bin(&mut b, BO::ExclusiveOr, frame, h3);
-        let h4 = call(&mut fb, &mut b, x);
-        let x = fb.bin(&mut b, BO::ExclusiveOr, seed, h4);
-        let st = call(&mut fb, &mut b, x);
-        let g = fb.global(fb.c.globals.rng);
-        b.push(
-            S::Store {
-                pointer: g,
-                value: st,
-            },
-            SP,
-        );
+        if uses_random {
+            fb.seed_rng(&mut b, linear, khash);
+        }
         b.push(
             S::Call {
                 function: body,
@@ -728,13 +732,55 @@ impl<'a> ModCtx<'a> {
             name: "main".into(),
             stage: naga::ShaderStage::Compute,
             early_depth_test: None,
-            workgroup_size: [WORKGROUP_SIZE, 1, 1],
+            workgroup_size: [workgroup_size, 1, 1],
             workgroup_size_overrides: None,
             function: fb.f,
             mesh_info: None,
             task_payload: None,
             incoming_ray_payload: None,
         })
+    }
+}
+
+impl Fb<'_, '_> {
+    /// rng_state = rng_seed(seed, frame, khash, launch, linear), only in
+    /// kernels that call `random()` (five hashes per invocation otherwise wasted).
+    fn seed_rng(&mut self, b: &mut NBlock, linear: Handle<E>, khash: u32) {
+        let fb = self;
+        let pcg = fb.c.pcg.expect("built first");
+        let call = |fb: &mut Fb, b: &mut NBlock, x: Handle<E>| {
+            let r = fb.pre(E::CallResult(pcg));
+            b.push(
+                S::Call {
+                    function: pcg,
+                    arguments: vec![x],
+                    result: Some(r),
+                },
+                SP,
+            );
+            r
+        };
+        let launch = fb.record_const(b, word::LAUNCH);
+        let frame = fb.record_const(b, word::FRAME);
+        let seed = fb.record_const(b, word::SEED);
+        let kh = fb.u32c(khash);
+        let h1 = call(fb, b, linear);
+        let x = fb.bin(b, BO::ExclusiveOr, launch, h1);
+        let h2 = call(fb, b, x);
+        let x = fb.bin(b, BO::ExclusiveOr, kh, h2);
+        let h3 = call(fb, b, x);
+        let x = fb.bin(b, BO::ExclusiveOr, frame, h3);
+        let h4 = call(fb, b, x);
+        let x = fb.bin(b, BO::ExclusiveOr, seed, h4);
+        let st = call(fb, b, x);
+        let g = fb.global(fb.c.globals.rng);
+        b.push(
+            S::Store {
+                pointer: g,
+                value: st,
+            },
+            SP,
+        );
     }
 }
 

@@ -208,6 +208,7 @@ pub fn check_offline(program: &Program) -> Result<(), RuntimeError> {
         for native_float_atomics in [false, true] {
             let opts = weft_codegen::wgpu::WgpuOptions {
                 native_float_atomics,
+                ..Default::default()
             };
             weft_codegen::wgpu::check_kernel(program, k, &opts).map_err(compile_err)?;
         }

@@ -29,6 +29,8 @@ pub struct SimOptions {
     pub profile: bool,
     /// GPU: use the compare-exchange loop for f32 atomics even when the adapter has native ones.
     pub force_cas_float_atomics: bool,
+    /// GPU: invocations per workgroup (`None`: the backend's default).
+    pub workgroup_size: Option<u32>,
 }
 
 impl std::fmt::Debug for WgpuContext {

@@ -209,6 +209,7 @@ fn kernel_key(program: &Program, k: &Kernel, opts: &WgpuOptions) -> u64 {
     // the printout above covers both; the kernel's own IR tells them apart.
     format!("{:?}|{:?}", k.entry, k.functions).hash(&mut h);
     opts.native_float_atomics.hash(&mut h);
+    opts.workgroup_size.hash(&mut h);
     h.finish()
 }
 
@@ -225,6 +226,8 @@ pub struct WgpuEngine {
     params_words: u32,
     /// Whether f32 atomics use the adapter's native support (else compare-exchange loops).
     pub native_float_atomics: bool,
+    /// Invocations per workgroup of every kernel (and of dispatch sizing).
+    workgroup_size: u32,
     /// Two timestamps per profiled launch, when the adapter has them.
     timer: Option<(wgpu::QuerySet, wgpu::Buffer, wgpu::Buffer)>,
     /// Launches bounded by a device word (`Kernel::count_from`), by kernel.
@@ -270,10 +273,10 @@ fn main() {
 }
 "#;
 
-/// Workgroups (x, y) of a launch of `total` invocations: rows of at most
-/// `max_dim` workgroups.
-fn grid(total: u64, max_dim: u64) -> (u64, u64) {
-    let groups = total.div_ceil(WORKGROUP_SIZE as u64);
+/// Workgroups (x, y) of a launch of `total` invocations, `wg` per
+/// workgroup: rows of at most `max_dim` workgroups.
+fn grid(total: u64, wg: u64, max_dim: u64) -> (u64, u64) {
+    let groups = total.div_ceil(wg);
     let gx = groups.clamp(1, max_dim);
     (gx, groups.div_ceil(gx).max(1))
 }
@@ -288,8 +291,20 @@ impl WgpuEngine {
         ctx: Arc<WgpuContext>,
         opts: &SimOptions,
     ) -> Result<WgpuEngine, RuntimeError> {
+        let workgroup_size = opts.workgroup_size.unwrap_or(WORKGROUP_SIZE);
+        let max = ctx
+            .limits
+            .max_compute_invocations_per_workgroup
+            .min(ctx.limits.max_compute_workgroup_size_x);
+        if workgroup_size == 0 || workgroup_size > max {
+            return Err(RuntimeError::Device(format!(
+                "workgroup size {} is outside 1..={} on {}",
+                workgroup_size, max, ctx.info.name
+            )));
+        }
         let gopts = WgpuOptions {
             native_float_atomics: ctx.float_atomics && !opts.force_cas_float_atomics,
+            workgroup_size,
         };
         let engine = WgpuEngine::new(program, ctx, &gopts)?;
         let init = FieldMemory::new(program);
@@ -359,20 +374,9 @@ impl WgpuEngine {
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
+        let compiled = Self::compile_all(program, &ctx, opts)?;
         let mut kernels = Vec::new();
-        for (_, k) in program.kernels.iter() {
-            let key = kernel_key(program, k, opts);
-            let hit = ctx.pipelines.lock().ok().and_then(|c| c.get(&key).cloned());
-            let cached = match hit {
-                Some(c) => c,
-                None => {
-                    let c = Arc::new(Self::compile(program, k, &ctx, opts)?);
-                    if let Ok(mut cache) = ctx.pipelines.lock() {
-                        cache.insert(key, c.clone());
-                    }
-                    c
-                }
-            };
+        for ((_, k), cached) in program.kernels.iter().zip(compiled) {
             let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
             let mut bind = vec![
                 wgpu::BindGroupEntry {
@@ -413,7 +417,8 @@ impl WgpuEngine {
             }
             kernels.push(Compiled { cached, bind_group });
         }
-        let (indirect, indirect_args) = Self::indirect_launches(program, &ctx, &buffers)?;
+        let (indirect, indirect_args) =
+            Self::indirect_launches(program, &ctx, &buffers, opts.workgroup_size)?;
         let timer = ctx.timestamps.then(|| {
             let qs = dev.create_query_set(&wgpu::QuerySetDescriptor {
                 label: Some("kernel timer"),
@@ -445,6 +450,7 @@ impl WgpuEngine {
             error_readback,
             params_words,
             native_float_atomics: opts.native_float_atomics,
+            workgroup_size: opts.workgroup_size,
             timer,
             indirect,
             indirect_args,
@@ -458,6 +464,7 @@ impl WgpuEngine {
         program: &Program,
         ctx: &WgpuContext,
         buffers: &[Option<wgpu::Buffer>],
+        workgroup_size: u32,
     ) -> Result<
         (
             Vec<Option<IndirectLaunch>>,
@@ -476,7 +483,7 @@ impl WgpuEngine {
         }
         let dev = &ctx.device;
         let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
-        let wgsl = INDIRECT_ARGS_WGSL.replace("WG", &format!("{}u", WORKGROUP_SIZE));
+        let wgsl = INDIRECT_ARGS_WGSL.replace("WG", &format!("{}u", workgroup_size));
         let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("indirect dispatch arguments"),
             source: wgpu::ShaderSource::Wgsl(wgsl.into()),
@@ -504,7 +511,7 @@ impl WgpuEngine {
             let shape = kernel.iteration_shape(program);
             let total: u64 = shape.iter().map(|&s| s as u64).product();
             let inner: u64 = shape.iter().skip(1).map(|&s| s as u64).product();
-            let (gx_max, _) = grid(total, max_dim);
+            let (gx_max, _) = grid(total, workgroup_size as u64, max_dim);
             let params = dev.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(&kernel.name),
                 size: 16,
@@ -554,6 +561,76 @@ impl WgpuEngine {
         self.buffers[root.index()].as_ref()
     }
 
+    /// Every kernel's pipeline, from the context's cache or compiled. The
+    /// driver's shader compilation (LLVM on lavapipe) dominates a cold
+    /// start, so cache misses compile on parallel threads (error scopes are
+    /// per thread); the first error in kernel order is reported.
+    fn compile_all(
+        program: &Program,
+        ctx: &WgpuContext,
+        opts: &WgpuOptions,
+    ) -> Result<Vec<Arc<CachedKernel>>, RuntimeError> {
+        let keys: Vec<u64> = program
+            .kernels
+            .iter()
+            .map(|(_, k)| kernel_key(program, k, opts))
+            .collect();
+        let mut slots: Vec<Option<Arc<CachedKernel>>> = keys
+            .iter()
+            .map(|key| ctx.pipelines.lock().ok().and_then(|c| c.get(key).cloned()))
+            .collect();
+        // One compilation per distinct missing key (tapes repeat kernels).
+        let mut todo: Vec<(usize, u64)> = Vec::new();
+        for (i, key) in keys.iter().enumerate() {
+            if slots[i].is_none() && !todo.iter().any(|t| t.1 == *key) {
+                todo.push((i, *key));
+            }
+        }
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .min(todo.len())
+            .max(1);
+        let kernels: Vec<&Kernel> = program.kernels.iter().map(|(_, k)| k).collect();
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let results: Mutex<Vec<(usize, Result<CachedKernel, RuntimeError>)>> =
+            Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| loop {
+                    let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(&(i, _)) = todo.get(n) else { break };
+                    let r = Self::compile(program, kernels[i], ctx, opts);
+                    if let Ok(mut v) = results.lock() {
+                        v.push((i, r));
+                    }
+                });
+            }
+        });
+        let mut results = results.into_inner().unwrap_or_default();
+        results.sort_by_key(|r| r.0);
+        let mut fresh: std::collections::HashMap<u64, Arc<CachedKernel>> = Default::default();
+        for (i, r) in results {
+            let c = Arc::new(r?);
+            if let Ok(mut cache) = ctx.pipelines.lock() {
+                cache.insert(keys[i], c.clone());
+            }
+            fresh.insert(keys[i], c);
+        }
+        keys.iter()
+            .zip(slots.iter_mut())
+            .map(|(key, slot)| {
+                slot.take()
+                    .or_else(|| fresh.get(key).cloned())
+                    .ok_or_else(|| {
+                        RuntimeError::Device(
+                            "a kernel's pipeline compilation did not finish".into(),
+                        )
+                    })
+            })
+            .collect()
+    }
+
     fn compile(
         program: &Program,
         k: &Kernel,
@@ -569,10 +646,11 @@ impl WgpuEngine {
         // wgpu translates the module (naga's SPIR-V/MSL/HLSL writers) here; a
         // panic in there is caught and reported against the node.
         let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
+            let desc = wgpu::ShaderModuleDescriptor {
                 label: Some(&k.name),
                 source: wgpu::ShaderSource::Naga(Cow::Owned(code.module.clone())),
-            });
+            };
+            let module = dev.create_shader_module(desc);
             let storage =
                 |binding: u32, read_only: bool, dynamic: bool| wgpu::BindGroupLayoutEntry {
                     binding,
@@ -729,14 +807,15 @@ impl WgpuEngine {
                 let kernel = &program.kernels[k];
                 let total = rec.total();
                 let max_dim = self.ctx.limits.max_compute_workgroups_per_dimension as u64;
-                let (gx, gy) = grid(total, max_dim);
+                let wg = self.workgroup_size as u64;
+                let (gx, gy) = grid(total, wg, max_dim);
                 if gy > max_dim {
                     return Err(RuntimeError::Device(format!(
                         "node '{}': {} iterations exceed what one dispatch can cover on {}",
                         kernel.name, total, self.ctx.info.name
                     )));
                 }
-                let words = rec.words((gx * WORKGROUP_SIZE as u64) as u32, self.params_words);
+                let words = rec.words((gx * wg) as u32, self.params_words);
                 let at = n * self.record_stride as usize;
                 for (i, w) in words.iter().enumerate() {
                     data[at + i * 4..at + i * 4 + 4].copy_from_slice(&w.to_le_bytes());
@@ -790,6 +869,9 @@ impl WgpuEngine {
                 enc.resolve_query_set(qs, 0..2, resolve, 0);
                 enc.copy_buffer_to_buffer(resolve, 0, read, 0, 16);
             }
+            // The error words come back with the launches' own submit: one
+            // submit and one wait per frame, not a second round trip.
+            enc.copy_buffer_to_buffer(&self.errors, 0, &self.error_readback, 0, 16);
             let t = Instant::now();
             self.ctx.queue.submit([enc.finish()]);
             self.ctx.wait()?;
@@ -824,16 +906,9 @@ impl WgpuEngine {
         Ok(times)
     }
 
-    /// Reads the error words; reports the first failed check against its kernel.
+    /// Reads the error words (copied to the readback buffer at the end of
+    /// the launches' submit); reports the first failed check against its kernel.
     fn check_faults(&self, program: &Program, part: &[LaunchRecord]) -> Result<(), RuntimeError> {
-        let mut enc = self
-            .ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("errors"),
-            });
-        enc.copy_buffer_to_buffer(&self.errors, 0, &self.error_readback, 0, 16);
-        self.ctx.queue.submit([enc.finish()]);
         let bytes = self.map_read(&self.error_readback)?;
         let w = |i: usize| {
             u32::from_le_bytes([

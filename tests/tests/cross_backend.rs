@@ -16,11 +16,22 @@ fn sim(
     backend: Backend,
     force_cas: bool,
 ) -> Result<Simulation, weft_runtime::RuntimeError> {
+    sim_wg(doc, frames, backend, force_cas, None)
+}
+
+fn sim_wg(
+    doc: &Value,
+    frames: u32,
+    backend: Backend,
+    force_cas: bool,
+    workgroup_size: Option<u32>,
+) -> Result<Simulation, weft_runtime::RuntimeError> {
     let p = build(doc)?;
     let opts = SimOptions {
         backend,
         threads: Some(1),
         force_cas_float_atomics: force_cas,
+        workgroup_size,
         ..Default::default()
     };
     let mut s = Simulation::new(p, &opts)?;
@@ -321,6 +332,69 @@ fn language_corpus_agrees_across_backends() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The workgroup size only changes how iterations are grouped: 1-, 2- and
+/// 3-axis kernels (their indices decomposed with the shape as constants),
+/// `random()` (seeded per iteration) and atomics give the reference
+/// interpreter's results with odd, tiny and large workgroups.
+#[test]
+fn workgroup_sizes_change_no_result() {
+    if !wgpu_available() {
+        return;
+    }
+    let mut problems = Vec::new();
+    let mut ran = 0;
+    for (name, fields, code, range, tol) in corpus() {
+        if !["random", "atomics", "three_d_and_mat4", "layouts"].contains(&name) {
+            continue;
+        }
+        ran += 1;
+        let g = corpus_graph(&fields, code, &range);
+        let c = sim(&g, 2, Backend::Vm, false).unwrap_or_else(|e| panic!("{} on vm: {}", name, e));
+        for wg in [1, 7, 256] {
+            match sim_wg(&g, 2, Backend::Wgpu, false, Some(wg)) {
+                Ok(w) => problems.extend(compare(
+                    &format!("{} (workgroup size {})", name, wg),
+                    &c,
+                    &w,
+                    &|_| Some(tol),
+                )),
+                Err(e) => problems.push(format!("{} (workgroup size {}): {}", name, wg, e)),
+            }
+        }
+    }
+    assert_eq!(ran, 4, "the corpus lost a case this test relies on");
+    // Launches sized on the GPU (struct-for over a sparse list: an indirect
+    // dispatch whose workgroup count the device computes) with an odd size.
+    let mut g = example("sparse_blob");
+    set(&mut g, "blocks", "shape", json!([16, 16]));
+    let c = sim(&g, 5, Backend::Vm, false).unwrap();
+    let w = sim_wg(&g, 5, Backend::Wgpu, false, Some(7)).unwrap();
+    // As in sparse.rs: wgpu's `sin` may differ in the last bits from the VM's.
+    problems.extend(compare("sparse_blob (workgroup size 7)", &c, &w, &|_| {
+        Some(Tol {
+            rel: 0.0,
+            abs: 1e-4,
+            frac: 1.0,
+        })
+    }));
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // Out of the device's range: a clear error, not a validation panic.
+    let g = corpus_graph(
+        &[("o", "f32", vec![4], json!(0))],
+        "fn kernel(i: i32) { o[i] = 1.0; }",
+        &[4],
+    );
+    let e = sim_wg(&g, 0, Backend::Wgpu, false, Some(1 << 20))
+        .err()
+        .expect("must fail")
+        .to_string();
+    assert!(
+        e.contains("workgroup size 1048576 is outside 1..="),
+        "{}",
+        e
+    );
 }
 
 #[test]
