@@ -171,9 +171,10 @@ fn fault_error(kernel: &JitKernel, fault: JitFault) -> RuntimeError {
 /// - on one thread (or a small range): the serial variant, atomics demoted
 ///   to plain read-modify-writes — bit-identical to the interpreter on one thread;
 /// - when the kernel scatters with atomic adds into buffers small enough to
-///   copy (`JitKernel::private`): one contiguous part per thread, each adding
-///   into zeroed private copies, then the copies are added into the shared
-///   buffers in thread order (deterministic for a given thread count);
+///   copy (`JitKernel::private`): one contiguous part per thread, the
+///   first adding into the shared buffers, each other one into zeroed
+///   private copies, which are then added into the shared buffers in thread
+///   order (deterministic for a given thread count);
 /// - otherwise: chunks with real atomics.
 pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
     let total = l.total;
@@ -221,12 +222,18 @@ pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
             .map(|p| {
                 let (start, end) = (p * per, ((p + 1) * per).min(total));
                 let mut mine = ptrs.get().to_vec();
-                let mut bufs: Vec<Vec<u32>> = l
-                    .kernel
-                    .private
-                    .iter()
-                    .map(|(i, _)| take_zeroed(lens[*i] as usize))
-                    .collect();
+                // Part 0 adds into the shared buffers themselves (nobody
+                // else touches them until the reduction): one copy fewer to
+                // zero, fill and add in.
+                let mut bufs: Vec<Vec<u32>> = if p == 0 {
+                    vec![]
+                } else {
+                    l.kernel
+                        .private
+                        .iter()
+                        .map(|(i, _)| take_zeroed(lens[*i] as usize))
+                        .collect()
+                };
                 for ((i, _), b) in l.kernel.private.iter().zip(bufs.iter_mut()) {
                     mine[*i] = b.as_mut_ptr();
                 }
@@ -238,13 +245,18 @@ pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
             .collect();
         let mut copies = Vec::new();
         for r in results {
-            copies.push(r.map_err(|f| fault_error(l.kernel, f))?);
+            let bufs = r.map_err(|f| fault_error(l.kernel, f))?;
+            if !bufs.is_empty() {
+                copies.push(bufs);
+            }
         }
         for (k, (i, float)) in l.kernel.private.iter().enumerate() {
             let shared = l.buffers[*i];
             let privs = Ptrs(copies.iter_mut().map(|c| c[k].as_mut_ptr()).collect());
             let n = shared.len();
-            let block = 1 << 14;
+            // Small blocks: the two or three blocks of a 128² grid would
+            // leave one of two threads idle half the time.
+            let block = 1 << 12;
             (0..n.div_ceil(block)).into_par_iter().for_each(|b| {
                 let privs = &privs;
                 let lo = b * block;
