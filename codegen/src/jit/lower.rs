@@ -137,6 +137,25 @@ fn load_env(
     (bufs, params, frame)
 }
 
+/// Variables for the linear index (`I64`, set to `start`) and the per-axis
+/// indices of `start` (`I32`, row-major over `shape`): decomposed once per
+/// chunk, then advanced with carries.
+fn index_vars(b: &mut FunctionBuilder, shape: &[u32], start: Value) -> (Variable, Vec<Variable>) {
+    let dims = shape.len().max(1);
+    let lin = b.declare_var(types::I64);
+    let idx: Vec<Variable> = (0..dims).map(|_| b.declare_var(types::I32)).collect();
+    let mut rest = start;
+    for d in (0..dims).rev() {
+        let s = shape.get(d).copied().unwrap_or(1).max(1) as i64;
+        let i = b.ins().urem_imm_s(rest, s);
+        let i32v = b.ins().ireduce(types::I32, i);
+        b.def_var(idx[d], i32v);
+        rest = b.ins().udiv_imm_s(rest, s);
+    }
+    b.def_var(lin, start);
+    (lin, idx)
+}
+
 /// Builds the chunk function: `(ctx, start, end, fault) -> status`.
 pub(super) fn build_chunk(
     module: &mut JITModule,
@@ -169,18 +188,7 @@ pub(super) fn build_chunk(
     };
 
     let dims = shape.len().max(1);
-    let lin = b.declare_var(types::I64);
-    let idx: Vec<Variable> = (0..dims).map(|_| b.declare_var(types::I32)).collect();
-    // Decompose `start` into per-axis indices once per chunk.
-    let mut rest = start;
-    for d in (0..dims).rev() {
-        let s = shape.get(d).copied().unwrap_or(1).max(1) as i64;
-        let i = b.ins().urem_imm_s(rest, s);
-        let i32v = b.ins().ireduce(types::I32, i);
-        b.def_var(idx[d], i32v);
-        rest = b.ins().udiv_imm_s(rest, s);
-    }
-    b.def_var(lin, start);
+    let (lin, idx) = index_vars(&mut b, shape, start);
     let head = b.create_block();
     let body = b.create_block();
     let next = b.create_block();

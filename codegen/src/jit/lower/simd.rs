@@ -261,24 +261,28 @@ pub(in crate::jit) fn vectorizable(kernel: &Kernel, shape: &[u32]) -> bool {
     }
     let mut ok = true;
     let f = &kernel.entry;
-    super::super::walk(f, &f.body, &mut |_, i| {
-        ok &= !matches!(
-            i.kind,
-            InstKind::Call(..)
-                | InstKind::Random
-                | InstKind::RangeFor { .. }
-                | InstKind::LoopCounter(_)
-                | InstKind::FieldLoad { .. }
-                | InstKind::FieldStore { .. }
-                | InstKind::FieldAtomic { .. }
-                | InstKind::FieldIsActive { .. }
-                | InstKind::FieldActivate { .. }
-                | InstKind::FieldDeactivate { .. }
-                | InstKind::FieldAppend { .. }
-                | InstKind::FieldLength { .. }
-        )
-    });
+    super::super::walk(f, &f.body, &mut |_, i| ok &= !never_in_lanes(&i.kind));
     ok
+}
+
+/// Helper calls, `random()` (one stream per iteration, in call order) and
+/// what legalized IR no longer holds.
+fn never_in_lanes(kind: &InstKind) -> bool {
+    matches!(
+        kind,
+        InstKind::Call(..)
+            | InstKind::Random
+            | InstKind::RangeFor { .. }
+            | InstKind::LoopCounter(_)
+            | InstKind::FieldLoad { .. }
+            | InstKind::FieldStore { .. }
+            | InstKind::FieldAtomic { .. }
+            | InstKind::FieldIsActive { .. }
+            | InstKind::FieldActivate { .. }
+            | InstKind::FieldDeactivate { .. }
+            | InstKind::FieldAppend { .. }
+            | InstKind::FieldLength { .. }
+    )
 }
 
 fn vec_of(t: ir::Type) -> ir::Type {
@@ -336,17 +340,7 @@ pub(in crate::jit) fn build_vector_chunk(
     b.switch_to_block(setup);
 
     let dims = shape.len().max(1);
-    let lin = b.declare_var(types::I64);
-    let idx: Vec<Variable> = (0..dims).map(|_| b.declare_var(types::I32)).collect();
-    let mut rest = s4;
-    for d in (0..dims).rev() {
-        let s = shape.get(d).copied().unwrap_or(1).max(1) as i64;
-        let i = b.ins().urem_imm_s(rest, s);
-        let i32v = b.ins().ireduce(types::I32, i);
-        b.def_var(idx[d], i32v);
-        rest = b.ins().udiv_imm_s(rest, s);
-    }
-    b.def_var(lin, s4);
+    let (lin, idx) = super::index_vars(&mut b, shape, s4);
     let head = b.create_block();
     let next = b.create_block();
     let tail = b.create_block();
@@ -1258,18 +1252,10 @@ impl Lower<'_, '_, '_> {
                 self.lanes_off();
                 vec![]
             }
-            InstKind::Call(..)
-            | InstKind::Random
-            | InstKind::FieldLoad { .. }
-            | InstKind::FieldStore { .. }
-            | InstKind::FieldAtomic { .. }
-            | InstKind::FieldIsActive { .. }
-            | InstKind::FieldActivate { .. }
-            | InstKind::FieldDeactivate { .. }
-            | InstKind::FieldAppend { .. }
-            | InstKind::FieldLength { .. }
-            | InstKind::RangeFor { .. }
-            | InstKind::LoopCounter(_) => return Err(Stop::Unsupported),
+            k => {
+                debug_assert!(never_in_lanes(k));
+                return Err(Stop::Unsupported);
+            }
         };
         if ty != Type::Void {
             if out.len() != ty.components() {
