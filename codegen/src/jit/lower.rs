@@ -222,33 +222,25 @@ pub(super) fn build_chunk(
         h = pcg(&mut b, h);
         b.ins().store(MemFlagsData::trusted(), h, rng, 0);
     }
-    let mut l = Lower {
+    let mut l = Lower::new(
         b,
         module,
         env,
         f,
-        vals: HashMap::new(),
-        locals: vec![],
-        loops: vec![],
-        filled: false,
-        fault,
-        ctx,
-        rng,
-        depth,
-        bufs,
-        params,
-        frame,
-        args,
-        exit: Exit::Entry { next },
-        fail,
-        fault_block,
-        fault_used: false,
-        checked: vec![],
-        host_refs: HashMap::new(),
-        helper_refs: HashMap::new(),
-        vmode: false,
-        simd: None,
-    };
+        Setup {
+            ctx,
+            fault,
+            rng,
+            depth,
+            bufs,
+            params,
+            frame,
+            args,
+            exit: Exit::Entry { next },
+            fail,
+            fault_block,
+        },
+    );
     l.declare_locals();
     l.block(&f.body)?;
     if !l.filled {
@@ -324,33 +316,25 @@ pub(super) fn build_helper<'a>(
     let fault_block = b.create_block();
     b.append_block_param(fault_block, types::I32);
     b.append_block_param(fault_block, types::I64);
-    let mut l = Lower {
+    let mut l = Lower::new(
         b,
         module,
         env,
         f,
-        vals: HashMap::new(),
-        locals: vec![],
-        loops: vec![],
-        filled: false,
-        fault,
-        ctx,
-        rng,
-        depth,
-        bufs,
-        params,
-        frame,
-        args,
-        exit: Exit::Helper { retptr },
-        fail,
-        fault_block,
-        fault_used: false,
-        checked: vec![],
-        host_refs: HashMap::new(),
-        helper_refs: HashMap::new(),
-        vmode: false,
-        simd: None,
-    };
+        Setup {
+            ctx,
+            fault,
+            rng,
+            depth,
+            bufs,
+            params,
+            frame,
+            args,
+            exit: Exit::Helper { retptr },
+            fail,
+            fault_block,
+        },
+    );
     l.declare_locals();
     l.block(&f.body)?;
     if !l.filled {
@@ -368,6 +352,60 @@ pub(super) fn build_helper<'a>(
     let cfg = module.target_config();
     b.finalize(cfg);
     Ok(())
+}
+
+/// What a function's lowering starts from: values loaded in its entry
+/// block and the blocks its exits and faults branch to.
+struct Setup {
+    ctx: Value,
+    fault: Value,
+    rng: Value,
+    depth: Value,
+    bufs: Vec<(Value, Value)>,
+    params: Vec<Value>,
+    frame: Value,
+    args: Vec<Vec<Value>>,
+    exit: Exit,
+    fail: CBlock,
+    fault_block: CBlock,
+}
+
+impl<'e, 'a, 'b> Lower<'e, 'a, 'b> {
+    fn new(
+        b: FunctionBuilder<'b>,
+        module: &'e mut JITModule,
+        env: &'e mut Env<'a>,
+        f: &'a Function,
+        s: Setup,
+    ) -> Self {
+        Lower {
+            b,
+            module,
+            env,
+            f,
+            vals: HashMap::new(),
+            locals: vec![],
+            loops: vec![],
+            filled: false,
+            fault: s.fault,
+            ctx: s.ctx,
+            rng: s.rng,
+            depth: s.depth,
+            bufs: s.bufs,
+            params: s.params,
+            frame: s.frame,
+            args: s.args,
+            exit: s.exit,
+            fail: s.fail,
+            fault_block: s.fault_block,
+            fault_used: false,
+            checked: vec![],
+            host_refs: HashMap::new(),
+            helper_refs: HashMap::new(),
+            vmode: false,
+            simd: None,
+        }
+    }
 }
 
 /// PCG hash (`eval::pcg_hash`) on an I32 value.

@@ -34,7 +34,7 @@
 //! fault reports the first faulting lane. Lanes that are masked off never
 //! load, store or fault.
 
-use super::{clif_ty, load_env, Env, Exit, Lower};
+use super::{clif_ty, load_env, Env, Exit, Lower, Setup};
 use crate::CodegenError;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::immediates::Ieee32;
@@ -355,46 +355,39 @@ pub(in crate::jit) fn build_vector_chunk(
     let depth = b.ins().iconst(types::I32, 0);
 
     let (uniform_local, masked_loops) = uniformity(f, dims as u32 - 1);
-    let mut l = Lower {
+    let mut l = Lower::new(
         b,
         module,
         env,
         f,
+        Setup {
+            ctx,
+            fault,
+            rng,
+            depth,
+            bufs,
+            params,
+            frame,
+            args: vec![],
+            exit: Exit::Entry { next },
+            fail,
+            fault_block,
+        },
+    );
+    l.simd = Some(Simd {
+        exec,
+        full: true,
+        ret,
+        returns: 0,
+        loops: vec![],
+        uniform_local,
+        unmasked: unmasked_stores(f, &masked_loops),
+        masked_loops,
         vals: HashMap::new(),
         locals: vec![],
-        loops: vec![],
-        filled: false,
-        fault,
-        ctx,
-        rng,
-        depth,
-        bufs,
-        params,
-        frame,
         args: vec![],
-        exit: Exit::Entry { next },
-        fail,
-        fault_block,
-        fault_used: false,
-        checked: vec![],
-        host_refs: HashMap::new(),
-        helper_refs: HashMap::new(),
-        vmode: false,
-        simd: Some(Simd {
-            exec,
-            full: true,
-            ret,
-            returns: 0,
-            loops: vec![],
-            uniform_local,
-            unmasked: unmasked_stores(f, &masked_loops),
-            masked_loops,
-            vals: HashMap::new(),
-            locals: vec![],
-            args: vec![],
-            why: None,
-        }),
-    };
+        why: None,
+    });
     let lowered = l.hoist_invariants().and_then(|()| {
         l.b.ins().jump(head, &[]);
         l.b.switch_to_block(head);
