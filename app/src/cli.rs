@@ -120,6 +120,9 @@ pub struct IrArgs {
     /// Pipeline stage: front, inline, const_fold, simplify, autodiff, lower_access, final, store_fusion, atomic_demotion, legalize.
     #[arg(long, default_value = "final")]
     pub stage: String,
+    /// Print the IR as this backend gets it (the pipeline is the same for all; only code-size budgets such as loop unrolling differ): vm, cpu, wgpu or cuda (default: the GPU backends' budgets, as vm, wgpu and cuda get them).
+    #[arg(long, value_parser = backend_arg)]
+    pub backend: Option<Backend>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]

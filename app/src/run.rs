@@ -208,6 +208,10 @@ pub fn ir(a: IrArgs) -> i32 {
             validate: true,
             ..Default::default()
         };
+        let opts = match a.backend {
+            Some(b) => weft_runtime::backend::tune_passes(b, &opts),
+            None => opts,
+        };
         run_pipeline(&mut p, &opts, Some(stage)).map_err(|e| RuntimeError::Compile {
             node: e.kernel.clone(),
             message: e.to_string(),

@@ -216,6 +216,25 @@ fn ir_prints_each_stage() {
     );
 }
 
+/// The cpu backend unrolls whole 3×3 stencils; the GPU backends keep the
+/// outer loop (their drivers compile the rest), and `ir --backend` shows
+/// what each gets.
+#[test]
+fn ir_shows_each_backends_unrolling() {
+    let loops = |backend: Option<&str>| {
+        let mut args = vec!["ir", "graphs/mpm88.json", "--kernel", "p2g"];
+        if let Some(b) = backend {
+            args.extend(["--backend", b]);
+        }
+        let o = weft(&args);
+        assert!(o.status.success(), "{}", text(&o));
+        text(&o).matches(" = for ").count()
+    };
+    assert_eq!(loops(Some("cpu")), 0);
+    assert_eq!(loops(Some("wgpu")), 1);
+    assert_eq!(loops(None), 1);
+}
+
 #[test]
 fn bench_json_has_the_documented_keys() {
     let o = weft(&["bench", "graphs/heat.json", "--frames", "2", "--json"]);

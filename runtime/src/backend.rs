@@ -20,6 +20,7 @@ use std::time::Duration;
 use weft_codegen::launch::LaunchRecord;
 use weft_ir::ir::layout::root_of;
 use weft_ir::ir::{FieldId, KernelId, LayoutId, Program};
+use weft_ir::passes::{unroll::UnrollOptions, PassOptions};
 
 /// Which backend to run on, as users name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
@@ -177,17 +178,42 @@ pub fn open(
             Ok(Box::new(WgpuEngine::open(program, ctx, opts)?))
         }
         Backend::Auto => {
-            let ctx = match &opts.gpu {
-                Some(c) => Some(c.clone()),
-                None => WgpuContext::new(AdapterChoice::HardwareOnly)
-                    .ok()
-                    .map(Arc::new),
+            let (backend, gpu) = resolve_auto(opts);
+            let opts = SimOptions {
+                gpu,
+                ..opts.clone()
             };
-            match ctx {
-                Some(c) => Ok(Box::new(WgpuEngine::open(program, c, opts)?)),
-                None => open(Backend::Jit, program, opts),
-            }
+            open(backend, program, &opts)
         }
+    }
+}
+
+/// What `auto` means on this machine: wgpu on the given GPU context or a
+/// hardware adapter (returned, so that it is opened once), else the
+/// compiled CPU backend.
+pub fn resolve_auto(opts: &SimOptions) -> (Backend, Option<Arc<WgpuContext>>) {
+    let ctx = match &opts.gpu {
+        Some(c) => Some(c.clone()),
+        None => WgpuContext::new(AdapterChoice::HardwareOnly)
+            .ok()
+            .map(Arc::new),
+    };
+    match ctx {
+        Some(c) => (Backend::Wgpu, Some(c)),
+        None => (Backend::Jit, None),
+    }
+}
+
+/// Pass options tuned for the backend that will compile the program:
+/// the pipeline is the same for every backend, only its code-size budgets
+/// differ (results never depend on them).
+pub fn tune_passes(backend: Backend, passes: &PassOptions) -> PassOptions {
+    PassOptions {
+        unroll: match backend {
+            Backend::Jit => UnrollOptions::CPU,
+            _ => passes.unroll,
+        },
+        ..passes.clone()
     }
 }
 

@@ -57,7 +57,12 @@ impl Simulation {
     /// Runs the pass pipeline, then opens `opts.backend` (code generation for
     /// every kernel, field allocation and initial values).
     pub fn new(program: Program, opts: &SimOptions) -> Result<Simulation, RuntimeError> {
-        Self::with_engine(program, opts, |p| backend::open(opts.backend, p, opts))
+        let mut opts = opts.clone();
+        if opts.backend == Backend::Auto {
+            (opts.backend, opts.gpu) = backend::resolve_auto(&opts);
+        }
+        opts.passes = backend::tune_passes(opts.backend, &opts.passes);
+        Self::with_engine(program, &opts, |p| backend::open(opts.backend, p, &opts))
     }
 
     /// Like `new`, with the engine made by `open` from the compiled program:

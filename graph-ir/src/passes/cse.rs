@@ -16,15 +16,28 @@
 //! stops at the first one, so the second can never fire. Repeated accesses
 //! to one field element are thus checked once.
 //!
-//! Only instructions whose result depends on their operands alone are
-//! numbered: constants, arguments, parameters, the frame number, arithmetic,
+//! Instructions whose result depends on their operands alone are numbered:
+//! constants, arguments, parameters, the frame number, arithmetic,
 //! comparisons, selects, casts, vector/matrix construction and access at
-//! constant indices, and built-ins. Loads (of locals, fields or buffers),
-//! `random()`, loop counters, dynamic indexing (which checks its index),
-//! calls and everything with an effect are left alone. Reusing an equal
-//! computation gives the same bits, so results never change; this is why
-//! lowered address arithmetic, which repeats the same index math for every
-//! access to a field, shrinks for every backend at once.
+//! constant indices, and built-ins. Reusing an equal computation gives the
+//! same bits, so results never change; this is why lowered address
+//! arithmetic, which repeats the same index math for every access to a
+//! field, shrinks for every backend at once.
+//!
+//! Buffer loads (`BufLoad`) are numbered too, until something may write
+//! their root buffer: a store or atomic on that root forgets the root's
+//! loads in every enclosing scope (what follows the `if` or loop holding it
+//! may see the new value), and so does any other instruction that may write
+//! memory (calls, field writes, activation) for every root. A loop's body
+//! is scanned for writes before it is walked, since its second iteration
+//! sees what the first wrote after the load. So a repeated load returns
+//! what the invocation itself last left there; this is the interpreter's
+//! semantics, where invocations never interleave (parallel backends
+//! interleave them only for programs that race on non-atomic accesses).
+//! Unrolled stencils read a particle's fields once instead of once per
+//! cell. Loads of locals or fields, `random()`, loop counters, dynamic
+//! indexing (which checks its index), calls and everything with an effect
+//! are left alone.
 
 use crate::ir::*;
 use crate::types::Type;
@@ -63,6 +76,16 @@ impl Walk {
                 .kind
                 .map_operands(|v| subst.get(&v).copied().unwrap_or(v));
             let mut kind = std::mem::replace(&mut f.insts[h].kind, InstKind::Break);
+            if matches!(kind, InstKind::Loop { .. } | InstKind::RangeFor { .. }) {
+                for b in kind.blocks() {
+                    for w in writes_in(f, b) {
+                        self.forget(w);
+                    }
+                }
+            }
+            if let Some(w) = writes(&kind) {
+                self.forget(w);
+            }
             for b in kind.blocks_mut() {
                 self.scopes.push(HashMap::new());
                 *b = self.block(f, std::mem::take(b));
@@ -80,7 +103,7 @@ impl Walk {
                 out.push(h);
                 continue;
             }
-            if let Some(key) = key(&f.insts[h].kind, f.insts[h].ty) {
+            if let Some(key) = key(&f.insts[h].kind, f.insts[h].ty).or_else(|| load_key(f, h)) {
                 if let Some(&earlier) = self.scopes.iter().rev().find_map(|s| s.get(&key)) {
                     self.subst.insert(h, earlier);
                     continue;
@@ -94,6 +117,75 @@ impl Walk {
         }
         out
     }
+}
+
+impl Walk {
+    /// Forgets the loads that a write may have changed.
+    fn forget(&mut self, w: Written) {
+        for scope in &mut self.scopes {
+            scope.retain(|k, _| match (&k.0.strip_prefix(LOAD), w) {
+                (None, _) => true,
+                (Some(_), Written::Everything) => false,
+                (Some(rest), Written::Root(r)) => !rest.starts_with(&root_tag(r)),
+            });
+        }
+    }
+}
+
+/// Key prefix of numbered buffer loads.
+const LOAD: &str = "load:";
+
+fn root_tag(r: LayoutId) -> String {
+    format!("L{}[", r.index())
+}
+
+/// A buffer load's key: its root, (already substituted) address and type.
+fn load_key(f: &Function, h: InstId) -> Option<Key> {
+    match f.insts[h].kind {
+        InstKind::BufLoad { root, addr } => Some(Key(format!(
+            "{}{}{:?}]:{:?}",
+            LOAD,
+            root_tag(root),
+            addr,
+            f.insts[h].ty
+        ))),
+        _ => None,
+    }
+}
+
+/// What an instruction may write, for forgetting loads.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Written {
+    Root(LayoutId),
+    Everything,
+}
+
+/// The memory one instruction (not counting its nested blocks) may write.
+fn writes(kind: &InstKind) -> Option<Written> {
+    use InstKind::*;
+    match kind {
+        BufStore { root, .. } | BufAtomic { root, .. } => Some(Written::Root(*root)),
+        Call(..)
+        | FieldStore { .. }
+        | FieldAtomic { .. }
+        | FieldActivate { .. }
+        | FieldDeactivate { .. }
+        | FieldAppend { .. } => Some(Written::Everything),
+        _ => None,
+    }
+}
+
+/// Everything a block and the blocks nested in it may write.
+fn writes_in(f: &Function, b: &Block) -> Vec<Written> {
+    let mut out = Vec::new();
+    for &h in b {
+        let kind = &f.insts[h].kind;
+        out.extend(writes(kind));
+        for nested in kind.blocks() {
+            out.extend(writes_in(f, nested));
+        }
+    }
+    out
 }
 
 /// The condition of an `if c { trap }` with nothing else in it.
@@ -200,9 +292,127 @@ mod tests {
             panic!("if")
         };
         assert_eq!(accept, &vec![inner, st_in]);
-        // Loads are never merged.
+        // Loads of locals are never merged.
         assert!(
             matches!(f.insts[sum].kind, InstKind::Binary(BinaryOp::Add, x, y) if x == ld1 && y == ld2)
         );
+    }
+
+    /// A function `kernel(a: u32)` over two root buffers, returning what
+    /// `build` put in its body, with `load(root, addr)` and
+    /// `store(root, addr)` helpers.
+    struct Buf {
+        f: Function,
+        addr: InstId,
+        one: InstId,
+    }
+
+    impl Buf {
+        fn new() -> Buf {
+            let mut f = Function::new("k", vec![Type::U32], Type::Void, Span::default());
+            let addr = inst(&mut f, InstKind::Arg(0), Type::U32);
+            let one = inst(&mut f, InstKind::Const(Const::f32(1.0)), Type::F32);
+            Buf { f, addr, one }
+        }
+        fn load(&mut self, root: usize) -> InstId {
+            let kind = InstKind::BufLoad {
+                root: LayoutId::new(root),
+                addr: self.addr,
+            };
+            inst(&mut self.f, kind, Type::F32)
+        }
+        fn store(&mut self, root: usize) -> InstId {
+            let kind = InstKind::BufStore {
+                root: LayoutId::new(root),
+                addr: self.addr,
+                value: self.one,
+            };
+            inst(&mut self.f, kind, Type::Void)
+        }
+        fn add(&mut self, x: InstId, y: InstId) -> InstId {
+            inst(
+                &mut self.f,
+                InstKind::Binary(BinaryOp::Add, x, y),
+                Type::F32,
+            )
+        }
+        /// Whether `sum = x + y` now reads the same load twice.
+        fn merged(&self, sum: InstId) -> bool {
+            matches!(self.f.insts[sum].kind, InstKind::Binary(BinaryOp::Add, x, y) if x == y)
+        }
+    }
+
+    #[test]
+    fn buffer_loads_merge_until_their_root_is_written() {
+        // load L0; store L1; load L0 -> merged (another root was written).
+        let mut b = Buf::new();
+        let (l1, st, l2) = (b.load(0), b.store(1), b.load(0));
+        let sum = b.add(l1, l2);
+        b.f.body = vec![b.addr, b.one, l1, st, l2, sum];
+        cse_function(&mut b.f);
+        assert!(b.merged(sum));
+        assert_eq!(b.f.body, vec![b.addr, b.one, l1, st, sum]);
+
+        // load L0; store L0; load L0 -> kept.
+        let mut b = Buf::new();
+        let (l1, st, l2) = (b.load(0), b.store(0), b.load(0));
+        let sum = b.add(l1, l2);
+        b.f.body = vec![b.addr, b.one, l1, st, l2, sum];
+        cse_function(&mut b.f);
+        assert!(!b.merged(sum));
+
+        // load L0; if c { store L0 }; load L0 -> kept.
+        let mut b = Buf::new();
+        let (l1, st, l2) = (b.load(0), b.store(0), b.load(0));
+        let c = inst(&mut b.f, InstKind::Const(Const::bool(true)), Type::BOOL);
+        let branch = inst(
+            &mut b.f,
+            InstKind::If {
+                cond: c,
+                accept: vec![st],
+                reject: vec![],
+            },
+            Type::Void,
+        );
+        let sum = b.add(l1, l2);
+        b.f.body = vec![b.addr, b.one, l1, c, branch, l2, sum];
+        cse_function(&mut b.f);
+        assert!(!b.merged(sum));
+    }
+
+    #[test]
+    fn a_loop_that_writes_a_root_after_reading_it_rereads_it() {
+        // load L0; loop { load L0; store L0; break } -> the loop's load
+        // stays: its second iteration would see the store.
+        let mut b = Buf::new();
+        let (outer, inner, st) = (b.load(0), b.load(0), b.store(0));
+        let sum = b.add(outer, inner);
+        let brk = inst(&mut b.f, InstKind::Break, Type::Void);
+        let lp = inst(
+            &mut b.f,
+            InstKind::Loop {
+                body: vec![inner, sum, st, brk],
+            },
+            Type::Void,
+        );
+        b.f.body = vec![b.addr, b.one, outer, lp];
+        cse_function(&mut b.f);
+        assert!(!b.merged(sum));
+
+        // The same loop writing another root reuses the outer load.
+        let mut b = Buf::new();
+        let (outer, inner, st) = (b.load(0), b.load(0), b.store(1));
+        let sum = b.add(outer, inner);
+        let brk = inst(&mut b.f, InstKind::Break, Type::Void);
+        let lp = inst(
+            &mut b.f,
+            InstKind::Loop {
+                body: vec![inner, sum, st, brk],
+            },
+            Type::Void,
+        );
+        b.f.body = vec![b.addr, b.one, outer, lp];
+        cse_function(&mut b.f);
+        assert!(b.merged(sum));
     }
 }

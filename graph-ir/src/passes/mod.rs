@@ -52,6 +52,9 @@ pub struct PassOptions {
     /// Run `store_fusion` and `atomic_demotion` (they change no result;
     /// tests turn them off to show that).
     pub packed_word_rewrites: bool,
+    /// How far short constant loops unroll (a backend's choice: results
+    /// never depend on it).
+    pub unroll: unroll::UnrollOptions,
 }
 
 impl Default for PassOptions {
@@ -60,6 +63,7 @@ impl Default for PassOptions {
             bounds_checks: true,
             validate: cfg!(debug_assertions),
             packed_word_rewrites: true,
+            unroll: unroll::UnrollOptions::default(),
         }
     }
 }
@@ -89,7 +93,7 @@ struct StoreFusion;
 struct AtomicDemotion;
 struct Cse;
 struct Licm;
-struct Unroll;
+struct Unroll(unroll::UnrollOptions);
 struct BoundsElim;
 /// `sparse_iter`, `sparse_list` then `sparse_gc`: struct-for over sparse
 /// fields (over element lists), the list-generation and the
@@ -249,7 +253,7 @@ impl Pass for Unroll {
         form != IrForm::Legalized
     }
     fn run(&self, program: &mut Program) -> Result<(), PassError> {
-        unroll::run(program);
+        unroll::run(program, self.0);
         Ok(())
     }
 }
@@ -365,7 +369,7 @@ impl Stage {
                 Box::new(SparseSystem),
             ],
             Stage::Final => vec![
-                Box::new(Unroll),
+                Box::new(Unroll(opts.unroll)),
                 Box::new(ConstFold),
                 Box::new(Simplify),
                 Box::new(Cse),

@@ -3,8 +3,8 @@
 //! Pre: valid IR in which range loops are still `RangeFor` (before
 //! legalization). Post: valid IR of the same form in which every `RangeFor`
 //! whose begin, end and step are constants, whose trip count is at most
-//! [`MAX_TRIPS`], whose copies together stay under [`MAX_UNROLLED_INSTS`]
-//! instructions, and whose body holds no `break` or `continue` of its own
+//! [`MAX_TRIPS`], whose copies together stay under the budget
+//! ([`UnrollOptions::max_insts`]) of instructions, and whose body holds no `break` or `continue` of its own
 //! (those of nested loops are fine) is replaced by one copy of its body per
 //! iteration, with the loop's counter a constant in each copy. Loops that
 //! run zero times disappear.
@@ -22,28 +22,50 @@ use std::collections::HashMap;
 
 /// Loops with more iterations stay loops.
 pub const MAX_TRIPS: u64 = 4;
-/// Instructions all copies of one loop's body may add up to.
-pub const MAX_UNROLLED_INSTS: usize = 600;
-
-pub fn run(program: &mut Program) {
-    super::each_function(program, unroll_function);
+/// How much code unrolling may add.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnrollOptions {
+    /// Instructions all copies of one loop's body may add up to.
+    pub max_insts: usize,
 }
 
-pub fn unroll_function(f: &mut Function) {
+impl UnrollOptions {
+    /// What GPU drivers compile quickly: mpm88's inner 3-trip stencil loops
+    /// unroll, the outer ones stay loops (unrolling those too measured no
+    /// faster on lavapipe and added 0.1 s of cold start).
+    pub const GPU: UnrollOptions = UnrollOptions { max_insts: 600 };
+    /// The compiled CPU backend: whole 3×3 stencils unroll (mpm88: 14 % fewer
+    /// instructions a frame and as much less time; no loop masks or
+    /// dynamically indexed weight vectors in the four-lane code), at a few
+    /// milliseconds more of Cranelift compile.
+    pub const CPU: UnrollOptions = UnrollOptions { max_insts: 2000 };
+}
+
+impl Default for UnrollOptions {
+    fn default() -> Self {
+        UnrollOptions::GPU
+    }
+}
+
+pub fn run(program: &mut Program, opts: UnrollOptions) {
+    super::each_function(program, |f| unroll_function(f, opts));
+}
+
+pub fn unroll_function(f: &mut Function, opts: UnrollOptions) {
     let body = std::mem::take(&mut f.body);
-    f.body = block(f, body);
+    f.body = block(f, body, opts);
 }
 
-fn block(f: &mut Function, b: Block) -> Block {
+fn block(f: &mut Function, b: Block, opts: UnrollOptions) -> Block {
     let mut out = Vec::with_capacity(b.len());
     for h in b {
         let mut kind = std::mem::replace(&mut f.insts[h].kind, InstKind::Break);
         // Inner loops first: an unrolled inner loop counts by its copies.
         for nested in kind.blocks_mut() {
-            *nested = block(f, std::mem::take(nested));
+            *nested = block(f, std::mem::take(nested), opts);
         }
         f.insts[h].kind = kind;
-        match unrollable(f, h) {
+        match unrollable(f, h, opts) {
             Some(values) => {
                 let InstKind::RangeFor { body, .. } = f.insts[h].kind.clone() else {
                     unreachable!("unrollable checks the kind");
@@ -70,7 +92,7 @@ fn block(f: &mut Function, b: Block) -> Block {
 }
 
 /// The counter values of `h` when it is a `RangeFor` this pass unrolls.
-fn unrollable(f: &Function, h: InstId) -> Option<Vec<Const>> {
+fn unrollable(f: &Function, h: InstId, opts: UnrollOptions) -> Option<Vec<Const>> {
     let InstKind::RangeFor {
         begin,
         end,
@@ -103,7 +125,7 @@ fn unrollable(f: &Function, h: InstId) -> Option<Vec<Const>> {
     } else {
         ((last - bw) / sw + 1) as u64
     };
-    if trips > MAX_TRIPS || trips as usize * size(f, body) > MAX_UNROLLED_INSTS {
+    if trips > MAX_TRIPS || trips as usize * size(f, body) > opts.max_insts {
         return None;
     }
     if exits_own_loop(f, body) {
@@ -258,7 +280,7 @@ mod tests {
             body: vec![i, inner],
         };
         f.body = vec![zero, three, one, outer];
-        unroll_function(&mut f);
+        unroll_function(&mut f, UnrollOptions::default());
         // Evaluate the straight-line result by hand: every store's value.
         let mut vals: HashMap<InstId, i32> = HashMap::new();
         let mut stored = Vec::new();
@@ -307,7 +329,7 @@ mod tests {
                 span: Span::default(),
             });
             f.body = vec![zero, e, one, l];
-            unroll_function(&mut f);
+            unroll_function(&mut f, UnrollOptions::default());
             assert!(f.body.contains(&l), "end {} break {}", end, brk);
         }
     }
