@@ -222,7 +222,7 @@ impl JitKernel {
     }
     /// Scatter privatisation: the chunk function in which the atomics on the
     /// `private` buffers are plain adds. Valid only when each thread passes
-    /// its own zeroed copy of those buffers; the runtime then adds the copies
+    /// its own copy (filled with the identity of its adds) of those buffers; the runtime then adds the copies
     /// into the shared buffer. `None` when no buffer qualifies.
     pub fn private_fn(&self) -> Option<ChunkFn> {
         self.private_chunk
@@ -258,7 +258,7 @@ fn all_functions(kernel: &Kernel) -> impl Iterator<Item = &Function> {
 /// Roots that every instruction of the kernel touches only with atomic
 /// add/sub whose old value is never used, and whose fields all have one
 /// scalar class (f32, or i32/u32): their updates commute, so each thread may
-/// accumulate into a private zeroed copy that is added in afterwards.
+/// accumulate into a private copy (starting at the adds' identity) that is added in afterwards.
 /// Returns (root, holds floats).
 fn privatisable_roots(
     program: &Program,

@@ -118,22 +118,34 @@ fn runs_serially(kernel: &JitKernel, total: u64, threads: usize) -> bool {
     threads <= 1 || total < SERIAL_BELOW || total.saturating_mul(kernel.cost) < SERIAL_WORK_BELOW
 }
 
-/// Zeroed scratch buffers for privatised scatters, reused across launches
-/// (they are zero again after each reduction).
-fn scratch() -> &'static Mutex<Vec<Vec<u32>>> {
-    static POOL: OnceLock<Mutex<Vec<Vec<u32>>>> = OnceLock::new();
+/// Scratch buffers for privatised scatters, reused across launches: each
+/// is back at its fill word after the reduction that used it.
+fn scratch() -> &'static Mutex<Vec<(u32, Vec<u32>)>> {
+    static POOL: OnceLock<Mutex<Vec<(u32, Vec<u32>)>>> = OnceLock::new();
     POOL.get_or_init(|| Mutex::new(Vec::new()))
 }
 
-fn take_zeroed(len: usize) -> Vec<u32> {
-    let mut pool = scratch().lock().unwrap_or_else(|e| e.into_inner());
-    match pool.iter().position(|b| b.len() == len) {
-        Some(i) => pool.swap_remove(i),
-        None => vec![0; len],
+/// What a private copy starts as, and is reset to: the identity of its
+/// adds. For floats that is -0.0, not +0.0 (`x + -0.0` is `x` for every
+/// `x`, -0.0 included), so the reduction adds every word without testing
+/// it, in a loop the compiler vectorises.
+fn fill_word(float: bool) -> u32 {
+    if float {
+        (-0.0f32).to_bits()
+    } else {
+        0
     }
 }
 
-fn give_back(bufs: Vec<Vec<u32>>) {
+fn take_filled(len: usize, fill: u32) -> Vec<u32> {
+    let mut pool = scratch().lock().unwrap_or_else(|e| e.into_inner());
+    match pool.iter().position(|(f, b)| *f == fill && b.len() == len) {
+        Some(i) => pool.swap_remove(i).1,
+        None => vec![fill; len],
+    }
+}
+
+fn give_back(bufs: Vec<(u32, Vec<u32>)>) {
     let mut pool = scratch().lock().unwrap_or_else(|e| e.into_inner());
     pool.extend(bufs);
     // Keep a bounded number of scratch buffers.
@@ -141,6 +153,21 @@ fn give_back(bufs: Vec<Vec<u32>>) {
     if n > 32 {
         pool.drain(..n - 32);
     }
+}
+
+/// Adds a private copy's words into the shared ones and resets the copy to
+/// its fill word.
+fn add_into(shared: &mut [u32], private: &mut [u32], float: bool) {
+    if float {
+        for (s, p) in shared.iter_mut().zip(private.iter_mut()) {
+            *s = (f32::from_bits(*s) + f32::from_bits(*p)).to_bits();
+        }
+    } else {
+        for (s, p) in shared.iter_mut().zip(private.iter()) {
+            *s = s.wrapping_add(*p);
+        }
+    }
+    private.fill(fill_word(float));
 }
 
 /// Raw pointers made shareable for the disjoint-range reduction.
@@ -172,7 +199,7 @@ fn fault_error(kernel: &JitKernel, fault: JitFault) -> RuntimeError {
 ///   to plain read-modify-writes — bit-identical to the interpreter on one thread;
 /// - when the kernel scatters with atomic adds into buffers small enough to
 ///   copy (`JitKernel::private`): one contiguous part per thread, the
-///   first adding into the shared buffers, each other one into zeroed
+///   first adding into the shared buffers, each other one into
 ///   private copies, which are then added into the shared buffers in thread
 ///   order (deterministic for a given thread count);
 /// - otherwise: chunks with real atomics.
@@ -231,7 +258,7 @@ pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
                     l.kernel
                         .private
                         .iter()
-                        .map(|(i, _)| take_zeroed(lens[*i] as usize))
+                        .map(|(i, float)| take_filled(lens[*i] as usize, fill_word(*float)))
                         .collect()
                 };
                 for ((i, _), b) in l.kernel.private.iter().zip(bufs.iter_mut()) {
@@ -251,36 +278,28 @@ pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
             }
         }
         for (k, (i, float)) in l.kernel.private.iter().enumerate() {
-            let shared = l.buffers[*i];
+            let shared = Ptrs(vec![ptrs.get()[*i]]);
             let privs = Ptrs(copies.iter_mut().map(|c| c[k].as_mut_ptr()).collect());
-            let n = shared.len();
+            let n = lens[*i] as usize;
             // Small blocks: the two or three blocks of a 128² grid would
             // leave one of two threads idle half the time.
             let block = 1 << 12;
             (0..n.div_ceil(block)).into_par_iter().for_each(|b| {
-                let privs = &privs;
                 let lo = b * block;
-                for (w, cell) in shared.iter().enumerate().take((lo + block).min(n)).skip(lo) {
-                    let mut acc = cell.load(Ordering::Relaxed);
-                    for &p in privs.get() {
-                        // SAFETY: `w < n`, the copy's length; blocks are disjoint.
-                        let x = unsafe { *p.add(w) };
-                        if x != 0 {
-                            acc = if *float {
-                                (f32::from_bits(acc) + f32::from_bits(x)).to_bits()
-                            } else {
-                                acc.wrapping_add(x)
-                            };
-                            // SAFETY: as above; leaves the copy zeroed for reuse.
-                            unsafe { *p.add(w) = 0 };
-                        }
-                    }
-                    cell.store(acc, Ordering::Relaxed);
+                let len = block.min(n - lo);
+                // SAFETY: blocks are disjoint ranges inside the shared
+                // buffer and each copy (all `n` words long); no kernel runs
+                // while the reduction does, so nothing else touches them.
+                let s = unsafe { std::slice::from_raw_parts_mut(shared.get()[0].add(lo), len) };
+                for &p in privs.get() {
+                    let c = unsafe { std::slice::from_raw_parts_mut(p.add(lo), len) };
+                    add_into(s, c, *float);
                 }
             });
         }
         for c in copies {
-            give_back(c);
+            let fills = l.kernel.private.iter().map(|(_, f)| fill_word(*f));
+            give_back(fills.zip(c).collect());
         }
         return Ok(());
     }
@@ -428,5 +447,33 @@ impl crate::backend::Engine for JitEngine {
 
     fn as_any(&self) -> &dyn std::any::Any {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Words a private copy never touched leave the shared words exactly as
+    /// they were (-0.0 and NaN included); touched ones add; the copy is
+    /// left at its fill word.
+    #[test]
+    fn untouched_private_words_add_nothing() {
+        let f = |x: f32| x.to_bits();
+        let fill = fill_word(true);
+        let mut shared = vec![f(-0.0), f(1.5), f32::NAN.to_bits(), f(5.0), f(0.0)];
+        let mut private = vec![fill, fill, fill, f(2.0), f(-0.0)];
+        add_into(&mut shared, &mut private, true);
+        assert_eq!(
+            shared,
+            vec![f(-0.0), f(1.5), f32::NAN.to_bits(), f(7.0), f(0.0)]
+        );
+        assert!(private.iter().all(|&w| w == fill));
+
+        let mut shared = vec![u32::MAX, 7];
+        let mut private = vec![2, fill_word(false)];
+        add_into(&mut shared, &mut private, false);
+        assert_eq!(shared, vec![1, 7]);
+        assert_eq!(private, vec![0, 0]);
     }
 }
