@@ -87,6 +87,8 @@ pub(in crate::jit) struct Simd {
     args: Vec<V>,
     /// The instruction the lowering stopped at, for `WEFT_JIT_DISASM`.
     why: Option<String>,
+    /// A 16-byte slot gathered vectors are written to (see `pin`).
+    pin: ir::StackSlot,
 }
 
 /// A loop being lowered.
@@ -374,7 +376,10 @@ pub(in crate::jit) fn build_vector_chunk(
             fault_block,
         },
     );
+    let pin =
+        l.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 4));
     l.simd = Some(Simd {
+        pin,
         exec,
         full: true,
         ret,
@@ -1415,10 +1420,23 @@ impl Lower<'_, '_, '_> {
 
     fn gather(&mut self, root: LayoutId, a: V, lane: ir::Type, span: Span) -> Result<Value, Stop> {
         let ptrs = self.lane_ptrs(root, a, span)?;
-        self.each_lane(lane, |l, k| {
+        let v = self.each_lane(lane, |l, k| {
             let p = l.lane_ptr(&ptrs, root, a, k, span)?;
             Ok(l.b.ins().load(lane, MemFlagsData::trusted(), p, 0))
-        })
+        })?;
+        self.pin(v);
+        Ok(v)
+    }
+
+    /// Makes `v` computed here. Cranelift's optimiser places pure
+    /// instructions (lane inserts, arithmetic) just before their first
+    /// effectful use, so a stencil's gathered words would all stay live, as
+    /// scalars, until the kernel's final stores, and spill; a store of the
+    /// assembled vector is such a use.
+    fn pin(&mut self, v: Value) {
+        let slot = self.sm().pin;
+        let ty = self.b.func.dfg.value_type(v);
+        self.b.ins().stack_store(ty, v, slot, 0);
     }
 
     fn scatter(
