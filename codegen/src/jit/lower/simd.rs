@@ -1435,8 +1435,8 @@ impl Lower<'_, '_, '_> {
     /// assembled vector is such a use.
     fn pin(&mut self, v: Value) {
         let slot = self.sm().pin;
-        let ty = self.b.func.dfg.value_type(v);
-        self.b.ins().stack_store(ty, v, slot, 0);
+        // (The type is the slot address's.)
+        self.b.ins().stack_store(types::I64, v, slot, 0);
     }
 
     fn scatter(
