@@ -9,9 +9,9 @@
 //! determinant, fault checks and division by constant zeros arrive already
 //! rewritten by `passes::legalize`; a `Trap` records its fault site.
 //!
-//! Bindings (group 0): 0 = this launch's record (read-only storage at a
-//! dynamic offset: frame, launch, seed, total, shape[3], threads per row,
-//! scalar params...), 1 = error words (first failed check + 1, its index),
+//! Bindings (group 0): 0 = this launch's record (a uniform buffer of
+//! `vec4<u32>` at a dynamic offset: frame, launch, seed, total, shape[3],
+//! threads per row, scalar params...), 1 = error words (first failed check + 1, its index),
 //! 2.. = root buffers in `WgpuKernel::roots` order, as `array<u32>`, or
 //! `array<atomic<u32>>` when the kernel uses atomics on that root.
 
@@ -248,15 +248,44 @@ fn build_kernel(
         arr(&mut m, atomic_f32)
     });
     let storage = |access| AddressSpace::Storage { access };
+    // The record is a uniform buffer of `vec4<u32>` (uniform arrays need a
+    // 16-byte stride), sized for this kernel's parameters. Why uniform:
+    // lavapipe loads a storage word lane by lane (a bounds test and a stack
+    // round trip per lane) even at a constant index, but a uniform word once
+    // for all lanes; that was about a third of julia's time.
+    let record_words = word::HEADER + kernel.params.len() as u32;
+    let vec4_u32 = m.types.insert(
+        NType {
+            name: None,
+            inner: TypeInner::Vector {
+                size: VectorSize::Quad,
+                scalar: NScalar::U32,
+            },
+        },
+        SP,
+    );
+    let record_ty = m.types.insert(
+        NType {
+            name: None,
+            inner: TypeInner::Array {
+                base: vec4_u32,
+                size: ArraySize::Constant(
+                    std::num::NonZeroU32::new(record_words.div_ceil(4)).expect("HEADER > 0"),
+                ),
+                stride: 16,
+            },
+        },
+        SP,
+    );
     let record = m.global_variables.append(
         GlobalVariable {
             name: Some("launch".into()),
-            space: storage(StorageAccess::LOAD),
+            space: AddressSpace::Uniform,
             binding: Some(ResourceBinding {
                 group: 0,
                 binding: 0,
             }),
-            ty: arr_u32,
+            ty: record_ty,
             init: None,
             memory_decorations: Default::default(),
         },
@@ -491,7 +520,20 @@ impl Fb<'_, '_> {
     }
     fn record_const(&mut self, b: &mut NBlock, i: u32) -> Handle<E> {
         let g = self.global(self.c.globals.record);
-        let p = self.e(b, E::AccessIndex { base: g, index: i });
+        let v = self.e(
+            b,
+            E::AccessIndex {
+                base: g,
+                index: i / 4,
+            },
+        );
+        let p = self.e(
+            b,
+            E::AccessIndex {
+                base: v,
+                index: i % 4,
+            },
+        );
         self.e(b, E::Load { pointer: p })
     }
     fn local(&mut self, name: &str, t: Type) -> Handle<E> {
