@@ -19,25 +19,68 @@
 //! Only instructions whose result depends on their operands alone are
 //! numbered: constants, arguments, parameters, the frame number, arithmetic,
 //! comparisons, selects, casts, vector/matrix construction and access at
-//! constant indices, and built-ins. Loads (of locals, fields or buffers),
+//! constant indices, and built-ins. Loads (of locals and fields),
 //! `random()`, loop counters, dynamic indexing (which checks its index),
 //! calls and everything with an effect are left alone. Reusing an equal
 //! computation gives the same bits, so results never change; this is why
 //! lowered address arithmetic, which repeats the same index math for every
 //! access to a field, shrinks for every backend at once.
+//!
+//! One kind of memory read is numbered too: a word load (`buf_load`) from a
+//! root buffer that no function of the kernel stores to or updates
+//! atomically. Every invocation of a launch runs that same kernel, so such a
+//! buffer holds the same words for the whole launch, and a repeated load of
+//! the same address reads what the dominating one read. The repeat is
+//! dropped, never moved, so no load runs where it did not run before (a
+//! load is not speculated past the bounds check that guards it). mpm88's
+//! p2g reads `v[p]` in every step of its 3×3 stencil; each read is a gather
+//! on a GPU, so this matters there.
 
 use crate::ir::*;
 use crate::types::Type;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 pub fn run(program: &mut Program) {
-    super::each_function(program, cse_function);
+    for k in program.kernels.handles().collect::<Vec<_>>() {
+        let kernel = &mut program.kernels[k];
+        let written = written_roots(kernel);
+        cse_function_with(&mut kernel.entry, &written);
+        for fid in kernel.functions.handles().collect::<Vec<_>>() {
+            cse_function_with(&mut kernel.functions[fid], &written);
+        }
+    }
 }
 
+/// The root buffers a kernel's functions store to or update atomically.
+fn written_roots(kernel: &Kernel) -> HashSet<LayoutId> {
+    std::iter::once(&kernel.entry)
+        .chain(kernel.functions.iter().map(|(_, f)| f))
+        .flat_map(|f| f.insts.iter())
+        .filter_map(|(_, inst)| match inst.kind {
+            InstKind::BufStore { root, .. } | InstKind::BufAtomic { root, .. } => Some(root),
+            _ => None,
+        })
+        .collect()
+}
+
+/// CSE of one function seen on its own: no buffer counts as unwritten, so
+/// no load is numbered.
 pub fn cse_function(f: &mut Function) {
     let mut walk = Walk {
         scopes: vec![HashMap::new()],
         subst: HashMap::new(),
+        read_only: None,
+    };
+    let body = std::mem::take(&mut f.body);
+    f.body = walk.block(f, body);
+}
+
+/// CSE of one function of a kernel whose stored-to roots are `written`.
+fn cse_function_with(f: &mut Function, written: &HashSet<LayoutId>) {
+    let mut walk = Walk {
+        scopes: vec![HashMap::new()],
+        subst: HashMap::new(),
+        read_only: Some(written),
     };
     let body = std::mem::take(&mut f.body);
     f.body = walk.block(f, body);
@@ -48,13 +91,16 @@ pub fn cse_function(f: &mut Function) {
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct Key(String);
 
-struct Walk {
+struct Walk<'w> {
     scopes: Vec<HashMap<Key, InstId>>,
     /// Dropped instruction → the earlier equal value its uses now read.
     subst: HashMap<InstId, InstId>,
+    /// The kernel's written roots, when known: loads of any other root are
+    /// numbered.
+    read_only: Option<&'w HashSet<LayoutId>>,
 }
 
-impl Walk {
+impl Walk<'_> {
     fn block(&mut self, f: &mut Function, block: Block) -> Block {
         let mut out = Vec::with_capacity(block.len());
         for h in block {
@@ -80,7 +126,13 @@ impl Walk {
                 out.push(h);
                 continue;
             }
-            if let Some(key) = key(&f.insts[h].kind, f.insts[h].ty) {
+            let numbered = match (&f.insts[h].kind, self.read_only) {
+                (InstKind::BufLoad { root, .. }, Some(written)) if !written.contains(root) => {
+                    Some(Key(format!("{:?}:{:?}", f.insts[h].kind, f.insts[h].ty)))
+                }
+                (kind, _) => key(kind, f.insts[h].ty),
+            };
+            if let Some(key) = numbered {
                 if let Some(&earlier) = self.scopes.iter().rev().find_map(|s| s.get(&key)) {
                     self.subst.insert(h, earlier);
                     continue;
@@ -203,6 +255,48 @@ mod tests {
         // Loads are never merged.
         assert!(
             matches!(f.insts[sum].kind, InstKind::Binary(BinaryOp::Add, x, y) if x == ld1 && y == ld2)
+        );
+    }
+
+    /// Repeated word loads are merged only from a root nothing in the
+    /// kernel writes; loads of a written root all stay.
+    #[test]
+    fn loads_of_unwritten_roots_are_reused() {
+        let (ro, rw) = (LayoutId::new(0), LayoutId::new(1));
+        let mut f = Function::new("k", vec![Type::I32], Type::Void, Span::default());
+        let addr = inst(&mut f, InstKind::Const(Const::u32(3)), Type::U32);
+        let a1 = inst(&mut f, InstKind::BufLoad { root: ro, addr }, Type::F32);
+        let b1 = inst(&mut f, InstKind::BufLoad { root: rw, addr }, Type::F32);
+        let st = inst(
+            &mut f,
+            InstKind::BufStore {
+                root: rw,
+                addr,
+                value: a1,
+            },
+            Type::Void,
+        );
+        let a2 = inst(&mut f, InstKind::BufLoad { root: ro, addr }, Type::F32);
+        let b2 = inst(&mut f, InstKind::BufLoad { root: rw, addr }, Type::F32);
+        let sum = inst(&mut f, InstKind::Binary(BinaryOp::Add, a2, b2), Type::F32);
+        let st2 = inst(
+            &mut f,
+            InstKind::BufStore {
+                root: rw,
+                addr,
+                value: sum,
+            },
+            Type::Void,
+        );
+        f.body = vec![addr, a1, b1, st, a2, b2, sum, st2];
+        let mut alone = f.clone();
+        cse_function(&mut alone);
+        assert_eq!(alone.body, f.body, "without the kernel, no load is merged");
+        let written: HashSet<LayoutId> = [rw].into_iter().collect();
+        cse_function_with(&mut f, &written);
+        assert_eq!(f.body, vec![addr, a1, b1, st, b2, sum, st2]);
+        assert!(
+            matches!(f.insts[sum].kind, InstKind::Binary(BinaryOp::Add, x, y) if x == a1 && y == b2)
         );
     }
 }
