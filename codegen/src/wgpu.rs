@@ -7,11 +7,12 @@
 //! masked), clamped dynamic component indices, overflow-safe range loops,
 //! the same PCG random numbers. Saturating casts, matrix inverse and
 //! determinant, fault checks and division by constant zeros arrive already
-//! rewritten by `passes::legalize`; a `Trap` records its fault site.
+//! rewritten by `passes::legalize`; a `Trap` notes its fault site in a
+//! private variable and returns, and `main` writes the error words once.
 //!
-//! Bindings (group 0): 0 = this launch's record (read-only storage at a
-//! dynamic offset: frame, launch, seed, total, shape[3], threads per row,
-//! scalar params...), 1 = error words (first failed check + 1, its index),
+//! Bindings (group 0): 0 = this launch's record (a uniform buffer of
+//! `vec4<u32>` at a dynamic offset: frame, launch, seed, total, shape[3],
+//! threads per row, scalar params...), 1 = error words (first failed check + 1, its index),
 //! 2.. = root buffers in `WgpuKernel::roots` order, as `array<u32>`, or
 //! `array<atomic<u32>>` when the kernel uses atomics on that root.
 
@@ -133,6 +134,9 @@ struct Globals {
     errors: Handle<GlobalVariable>,
     roots: Vec<(LayoutId, Handle<GlobalVariable>, RootKind)>,
     rng: Handle<GlobalVariable>,
+    /// This invocation's first fault: site + 1 (0: none) and its value.
+    fault_code: Handle<GlobalVariable>,
+    fault_value: Handle<GlobalVariable>,
 }
 
 /// Builds and validates the kernel's module; a panic inside (ours or
@@ -248,15 +252,44 @@ fn build_kernel(
         arr(&mut m, atomic_f32)
     });
     let storage = |access| AddressSpace::Storage { access };
+    // The record is a uniform buffer of `vec4<u32>` (uniform arrays need a
+    // 16-byte stride), sized for this kernel's parameters. Why uniform:
+    // lavapipe loads a storage word lane by lane (a bounds test and a stack
+    // round trip per lane) even at a constant index, but a uniform word once
+    // for all lanes; that was about a third of julia's time.
+    let record_words = word::HEADER + kernel.params.len() as u32;
+    let vec4_u32 = m.types.insert(
+        NType {
+            name: None,
+            inner: TypeInner::Vector {
+                size: VectorSize::Quad,
+                scalar: NScalar::U32,
+            },
+        },
+        SP,
+    );
+    let record_ty = m.types.insert(
+        NType {
+            name: None,
+            inner: TypeInner::Array {
+                base: vec4_u32,
+                size: ArraySize::Constant(
+                    std::num::NonZeroU32::new(record_words.div_ceil(4)).expect("HEADER > 0"),
+                ),
+                stride: 16,
+            },
+        },
+        SP,
+    );
     let record = m.global_variables.append(
         GlobalVariable {
             name: Some("launch".into()),
-            space: storage(StorageAccess::LOAD),
+            space: AddressSpace::Uniform,
             binding: Some(ResourceBinding {
                 group: 0,
                 binding: 0,
             }),
-            ty: arr_u32,
+            ty: record_ty,
             init: None,
             memory_decorations: Default::default(),
         },
@@ -312,11 +345,28 @@ fn build_kernel(
         },
         SP,
     );
+    let private = |m: &mut Module, name: &str| {
+        m.global_variables.append(
+            GlobalVariable {
+                name: Some(name.into()),
+                space: AddressSpace::Private,
+                binding: None,
+                ty: u32_ty,
+                init: None,
+                memory_decorations: Default::default(),
+            },
+            SP,
+        )
+    };
+    let fault_code = private(&mut m, "fault_code");
+    let fault_value = private(&mut m, "fault_value");
     let globals = Globals {
         record,
         errors,
         roots: groots,
         rng,
+        fault_code,
+        fault_value,
     };
 
     let mut ctx = ModCtx {
@@ -491,7 +541,20 @@ impl Fb<'_, '_> {
     }
     fn record_const(&mut self, b: &mut NBlock, i: u32) -> Handle<E> {
         let g = self.global(self.c.globals.record);
-        let p = self.e(b, E::AccessIndex { base: g, index: i });
+        let v = self.e(
+            b,
+            E::AccessIndex {
+                base: g,
+                index: i / 4,
+            },
+        );
+        let p = self.e(
+            b,
+            E::AccessIndex {
+                base: v,
+                index: i % 4,
+            },
+        );
         self.e(b, E::Load { pointer: p })
     }
     fn local(&mut self, name: &str, t: Type) -> Handle<E> {
@@ -649,13 +712,13 @@ impl<'a> ModCtx<'a> {
         let khash = eval::kernel_hash(&self.kernel.name);
         let workgroup_size = self.workgroup_size;
         let shape = self.shape.clone();
-        let uses_random = std::iter::once(&self.kernel.entry)
-            .chain(self.kernel.functions.iter().map(|(_, f)| f))
-            .any(|f| {
-                f.insts
-                    .iter()
-                    .any(|(_, i)| matches!(i.kind, InstKind::Random))
-            });
+        let uses = |p: fn(&InstKind) -> bool| {
+            std::iter::once(&self.kernel.entry)
+                .chain(self.kernel.functions.iter().map(|(_, f)| f))
+                .any(|f| f.insts.iter().any(|(_, i)| p(&i.kind)))
+        };
+        let uses_random = uses(|k| matches!(k, InstKind::Random));
+        let traps = uses(|k| matches!(k, InstKind::Trap { .. }));
         let mut fb = Fb {
             c: self,
             f: NFunction {
@@ -719,6 +782,17 @@ impl<'a> ModCtx<'a> {
         if uses_random {
             fb.seed_rng(&mut b, linear, khash);
         }
+        if traps {
+            let code = fb.global(fb.c.globals.fault_code);
+            let zero = fb.u32c(0);
+            b.push(
+                S::Store {
+                    pointer: code,
+                    value: zero,
+                },
+                SP,
+            );
+        }
         b.push(
             S::Call {
                 function: body,
@@ -727,6 +801,9 @@ impl<'a> ModCtx<'a> {
             },
             SP,
         );
+        if traps {
+            fb.record_fault(&mut b);
+        }
         fb.f.body = b;
         Ok(naga::EntryPoint {
             name: "main".into(),
@@ -743,6 +820,64 @@ impl<'a> ModCtx<'a> {
 }
 
 impl Fb<'_, '_> {
+    /// Records this invocation's fault, if any, as the launch's first
+    /// failure (if none yet): errors[0] = site + 1, errors[1] = its value.
+    fn record_fault(&mut self, b: &mut NBlock) {
+        let code_g = self.global(self.c.globals.fault_code);
+        let code = self.e(b, E::Load { pointer: code_g });
+        let zero = self.u32c(0);
+        let failed = self.bin(b, BO::NotEqual, code, zero);
+        let mut on_fault = NBlock::new();
+        let g = self.global(self.c.globals.errors);
+        let p0 = self.e(&mut on_fault, E::AccessIndex { base: g, index: 0 });
+        let cmp_ty = self.c.m.generate_predeclared_type(
+            naga::PredeclaredType::AtomicCompareExchangeWeakResult(NScalar::U32),
+        );
+        let res = self.pre(E::AtomicResult {
+            ty: cmp_ty,
+            comparison: true,
+        });
+        on_fault.push(
+            S::Atomic {
+                pointer: p0,
+                fun: AtomicFunction::Exchange {
+                    compare: Some(zero),
+                },
+                value: code,
+                result: Some(res),
+            },
+            SP,
+        );
+        let exchanged = self.e(
+            &mut on_fault,
+            E::AccessIndex {
+                base: res,
+                index: 1,
+            },
+        );
+        let mut then = NBlock::new();
+        let p1 = self.e(&mut then, E::AccessIndex { base: g, index: 1 });
+        let vg = self.global(self.c.globals.fault_value);
+        let value = self.e(&mut then, E::Load { pointer: vg });
+        then.push(S::Store { pointer: p1, value }, SP);
+        on_fault.push(
+            S::If {
+                condition: exchanged,
+                accept: then,
+                reject: NBlock::new(),
+            },
+            SP,
+        );
+        b.push(
+            S::If {
+                condition: failed,
+                accept: on_fault,
+                reject: NBlock::new(),
+            },
+            SP,
+        );
+    }
+
     /// rng_state = rng_seed(seed, frame, khash, launch, linear), only in
     /// kernels that call `random()` (five hashes per invocation otherwise wasted).
     fn seed_rng(&mut self, b: &mut NBlock, linear: Handle<E>, khash: u32) {
@@ -831,49 +966,37 @@ impl Gen<'_, '_, '_> {
         b.push(S::Return { value }, SP);
     }
 
-    /// Records check `id` as the first failure (if none yet) with `index`.
-    fn record_fault(&mut self, b: &mut NBlock, id: u32, index: Handle<E>) {
-        let g = self.fb.global(self.fb.c.globals.errors);
-        let p0 = self.fb.e(b, E::AccessIndex { base: g, index: 0 });
+    /// Notes fault `site` with `value` as this invocation's fault unless an
+    /// earlier one (a trap in a helper returns to its caller) came first.
+    /// Only `main` writes the error words, once, after the body returns: on
+    /// lavapipe every `if` runs with a lane mask rather than a branch, so a
+    /// compare-exchange per fault site cost a lane-by-lane loop at every
+    /// checked access even when nothing failed.
+    fn note_fault(&mut self, b: &mut NBlock, site: u32, value: Handle<E>) {
+        let code = self.fb.global(self.fb.c.globals.fault_code);
+        let cur = self.fb.e(b, E::Load { pointer: code });
         let zero = self.fb.u32c(0);
-        let code = self.fb.u32c(id + 1);
-        let cmp_ty = self.fb.c.m.generate_predeclared_type(
-            naga::PredeclaredType::AtomicCompareExchangeWeakResult(NScalar::U32),
-        );
-        let res = self.fb.pre(E::AtomicResult {
-            ty: cmp_ty,
-            comparison: true,
-        });
-        b.push(
-            S::Atomic {
-                pointer: p0,
-                fun: AtomicFunction::Exchange {
-                    compare: Some(zero),
-                },
-                value: code,
-                result: Some(res),
+        let none = self.fb.bin(b, BO::Equal, cur, zero);
+        let mut then = NBlock::new();
+        let id = self.fb.u32c(site + 1);
+        then.push(
+            S::Store {
+                pointer: code,
+                value: id,
             },
             SP,
         );
-        let exchanged = self.fb.e(
-            b,
-            E::AccessIndex {
-                base: res,
-                index: 1,
-            },
-        );
-        let mut then = NBlock::new();
-        let p1 = self.fb.e(&mut then, E::AccessIndex { base: g, index: 1 });
+        let val = self.fb.global(self.fb.c.globals.fault_value);
         then.push(
             S::Store {
-                pointer: p1,
-                value: index,
+                pointer: val,
+                value,
             },
             SP,
         );
         b.push(
             S::If {
-                condition: exchanged,
+                condition: none,
                 accept: then,
                 reject: NBlock::new(),
             },
@@ -1230,7 +1353,7 @@ impl Gen<'_, '_, '_> {
             InstKind::Trap { site, value } => {
                 let v = self.v(*value);
                 let bits = self.bits_as_u32(b, v, self.t(*value).scalar().expect("scalar"));
-                self.record_fault(b, *site, bits);
+                self.note_fault(b, *site, bits);
                 self.early_return(b);
                 None
             }

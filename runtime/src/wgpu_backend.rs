@@ -350,14 +350,16 @@ impl WgpuEngine {
             .map(|(_, k)| k.params.len() as u32)
             .max()
             .unwrap_or(0);
-        let align = ctx.limits.min_storage_buffer_offset_alignment.max(4) as u64;
-        let record_bytes = ((word::HEADER + params_words) * 4) as u64;
+        // Records are uniform buffers of vec4<u32> (see codegen::wgpu): whole
+        // 16-byte rows, at the uniform offset alignment.
+        let align = ctx.limits.min_uniform_buffer_offset_alignment.max(16) as u64;
+        let record_bytes = ((word::HEADER + params_words).div_ceil(4) * 16) as u64;
         let record_stride = record_bytes.div_ceil(align) * align;
         let record_capacity = MAX_RECORDS_PER_SUBMIT;
         let records = dev.create_buffer(&wgpu::BufferDescriptor {
             label: Some("launch records"),
             size: record_stride * record_capacity,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
         let errors = dev.create_buffer(&wgpu::BufferDescriptor {
@@ -651,20 +653,29 @@ impl WgpuEngine {
                 source: wgpu::ShaderSource::Naga(Cow::Owned(code.module.clone())),
             };
             let module = dev.create_shader_module(desc);
-            let storage =
-                |binding: u32, read_only: bool, dynamic: bool| wgpu::BindGroupLayoutEntry {
-                    binding,
-                    visibility: wgpu::ShaderStages::COMPUTE,
-                    ty: wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Storage { read_only },
-                        has_dynamic_offset: dynamic,
-                        min_binding_size: None,
-                    },
-                    count: None,
-                };
-            let mut entries = vec![storage(0, true, true), storage(1, false, false)];
+            let storage = |binding: u32, read_only: bool| wgpu::BindGroupLayoutEntry {
+                binding,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Storage { read_only },
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                },
+                count: None,
+            };
+            let record = wgpu::BindGroupLayoutEntry {
+                binding: 0,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Uniform,
+                    has_dynamic_offset: true,
+                    min_binding_size: None,
+                },
+                count: None,
+            };
+            let mut entries = vec![record, storage(1, false)];
             for (n, _) in code.roots.iter().enumerate() {
-                entries.push(storage(2 + n as u32, false, false));
+                entries.push(storage(2 + n as u32, false));
             }
             let layout = dev.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
                 label: Some(&k.name),

@@ -133,3 +133,34 @@ fn a_kernel_over_a_sparse_field_still_visits_exactly_the_active_cells() {
         assert_eq!(x, want, "{}", backend);
     }
 }
+
+#[test]
+fn the_first_failing_check_of_an_invocation_is_the_one_reported() {
+    // At i = 7 both accesses are out of range: `b[9]` on line 2 comes first
+    // and must be the fault reported (its line, field and index), on every
+    // backend; the wgpu backend notes faults in the invocation and writes
+    // the error words once at its end, which must not change which one.
+    let g = kernel_graph(
+        &[
+            F("a", "f32", &[8], json!(1.0)),
+            F("b", "f32", &[8], json!(2.0)),
+            F("c", "f32", &[8], json!(0)),
+        ],
+        "fn kernel(i: i32) {\n    let x = b[i / 7 * 9];\n    c[i] = x + a[i + 1];\n}\n",
+        &[8],
+        json!({}),
+    );
+    let mut errors = vec![];
+    for backend in backends() {
+        let mut s = sim(&g, backend);
+        let e = s.start().expect_err("b[9] is out of range").to_string();
+        assert!(
+            e.contains("code 2:") && e.contains("index 9") && e.contains("'b'"),
+            "{}: {}",
+            backend,
+            e
+        );
+        errors.push(e);
+    }
+    assert!(errors.windows(2).all(|w| w[0] == w[1]), "{:?}", errors);
+}
