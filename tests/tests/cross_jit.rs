@@ -451,6 +451,35 @@ fn four_lane_code_agrees_with_the_interpreter() {
         .push(json!({"id": "tick", "kind": "on_frame"}));
     g["exec"] = json!([{"from": "tick.then", "to": "k"}]);
     cases.push(("rows", g, 4));
+    // Gathers of both words of a vec2 / ivec2 at permuted indices (one
+    // 64-bit load per lane, lanes interleaved apart again).
+    let pairs = "fn kernel(i: i32) {
+        if frame() % 2 == 0 {
+            q[i] = vec2(i as f32 * 0.5 + o[i], 3.0 - i as f32);
+            c[i] = ivec2(i * 3 + frame(), 100 - i);
+        } else {
+            let j = (i * 7) % 32;
+            let p = q[j];
+            let d = c[(j + 3) % 32];
+            o[i] = p.x * 2.0 - p.y + (d.x - d.y) as f32;
+        }
+    }";
+    let mut g = kernel_graph(
+        &[
+            F("q", "vec2", &[32], json!(0)),
+            F("c", "ivec2", &[32], json!(0)),
+            F("o", "f32", &[32], json!(0)),
+        ],
+        pairs,
+        &[32],
+        json!({}),
+    );
+    g["nodes"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"id": "tick", "kind": "on_frame"}));
+    g["exec"] = json!([{"from": "tick.then", "to": "k"}]);
+    cases.push(("pairs", g, 5));
     let mut problems = Vec::new();
     for (name, g, frames) in &cases {
         assert!(compiled_k(g).lanes, "{}: the kernel got no lane code", name);

@@ -89,6 +89,53 @@ pub(in crate::jit) struct Simd {
     why: Option<String>,
     /// A 16-byte slot gathered vectors are written to (see `pin`).
     pin: ir::StackSlot,
+    /// Loads of two adjacent words, first → second (see `adjacent_loads`).
+    pairs: HashMap<InstId, InstId>,
+    /// Second loads of a pair whose lanes the first one's gather already
+    /// assembled.
+    paired: HashMap<InstId, Value>,
+}
+
+/// Word loads `buf_load R[a]` followed in their block, with only pure
+/// instructions between, by `buf_load R[a + 1]` of the same 32-bit type
+/// (the two components of a `vec2`, or a cell's neighbouring fields):
+/// first → second. A gather of such a pair loads 64 bits per lane, half
+/// the loads and lane inserts of two gathers.
+fn adjacent_loads(f: &Function) -> HashMap<InstId, InstId> {
+    fn walk(f: &Function, b: &Block, out: &mut HashMap<InstId, InstId>) {
+        for (i, &h) in b.iter().enumerate() {
+            for nested in f.insts[h].kind.blocks() {
+                walk(f, nested, out);
+            }
+            let InstKind::BufLoad { root, addr } = f.insts[h].kind else {
+                continue;
+            };
+            let ty = f.insts[h].ty;
+            if ty != Type::F32 && ty != Type::I32 && ty != Type::U32 {
+                continue;
+            }
+            for &g in &b[i + 1..] {
+                match f.insts[g].kind {
+                    InstKind::BufLoad { root: r, addr: a }
+                        if r == root && f.insts[g].ty == ty && plus_one(f, a, addr) =>
+                    {
+                        out.insert(h, g);
+                        break;
+                    }
+                    ref k if k.is_pure() => {}
+                    _ => break,
+                }
+            }
+        }
+    }
+    fn plus_one(f: &Function, a: InstId, base: InstId) -> bool {
+        let one = |x: InstId| matches!(f.insts[x].kind, InstKind::Const(c) if c == Const::u32(1));
+        matches!(f.insts[a].kind, InstKind::Binary(BinaryOp::Add, x, y)
+            if (x == base && one(y)) || (y == base && one(x)))
+    }
+    let mut out = HashMap::new();
+    walk(f, &f.body, &mut out);
+    out
 }
 
 /// A loop being lowered.
@@ -380,6 +427,8 @@ pub(in crate::jit) fn build_vector_chunk(
         l.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 4));
     l.simd = Some(Simd {
         pin,
+        pairs: adjacent_loads(f),
+        paired: HashMap::new(),
         exec,
         full: true,
         ret,
@@ -1112,11 +1161,20 @@ impl Lower<'_, '_, '_> {
                 self.fault_lanes(m, v, s, signed);
                 vec![]
             }
-            InstKind::BufLoad { root, addr } => {
+            InstKind::BufLoad { root, addr } => 'load: {
+                if let Some(x) = self.sm().paired.remove(&h) {
+                    break 'load vec![V::L(x)];
+                }
                 let (lane, boolean) = lane_kind(ty);
                 let a = self.vv1(*addr);
                 let full = self.sm().full;
+                let pair = self.sm().pairs.get(&h).copied();
                 match a {
+                    V::L(_) | V::A(..) if full && pair.is_some() && !matches!(a, V::A(_, 1)) => {
+                        let (x, y) = self.gather_pair(*root, a, lane, span)?;
+                        self.sm().paired.insert(pair.expect("matched"), y);
+                        vec![V::L(x)]
+                    }
                     V::U(x) if full => {
                         let p = self.address(*root, x, span)?;
                         vec![V::U(self.b.ins().load(lane, MemFlagsData::trusted(), p, 0))]
@@ -1426,6 +1484,57 @@ impl Lower<'_, '_, '_> {
         })?;
         self.pin(v);
         Ok(v)
+    }
+
+    /// Words `a` and `a + 1` of every lane, with one 64-bit load per lane:
+    /// the lanes of `(w0, w1)` pairs are interleaved into a vector of first
+    /// words and one of second words. Each word is checked as its own load
+    /// would check it, first the first ones.
+    fn gather_pair(
+        &mut self,
+        root: LayoutId,
+        a: V,
+        lane: ir::Type,
+        span: Span,
+    ) -> Result<(Value, Value), Stop> {
+        let ptrs = self
+            .lane_ptrs(root, a, span)?
+            .ok_or_else(|| super::super::internal(self.env.kernel, "uniform pair address"))?;
+        let av = self.mat(a, types::I32, false);
+        let one = self.b.ins().iconst(types::I32, 1);
+        let ones = self.b.ins().splat(types::I32X4, one);
+        let next = self.b.ins().iadd(av, ones);
+        self.lane_ptrs(root, V::L(next), span)?;
+        let words: Vec<Value> = ptrs
+            .iter()
+            .map(|&p| {
+                self.b
+                    .ins()
+                    .load(types::I64, MemFlagsData::new().with_notrap(), p, 0)
+            })
+            .collect();
+        let little = MemFlagsData::new().with_endianness(ir::Endianness::Little);
+        let mut halves = Vec::new();
+        for k in [0, 2] {
+            let v = self.b.ins().scalar_to_vector(types::I64X2, words[k]);
+            let v = self.b.ins().insertlane(v, words[k + 1], 1);
+            halves.push(self.b.ins().bitcast(types::I8X16, little, v));
+        }
+        let mut out = Vec::new();
+        for first in [0u8, 1] {
+            // 32-bit lanes `first`, `first + 2` of each half: bytes of
+            // lanes first, first+2 (a) then 4+first, 4+first+2 (b).
+            let mut mask = Vec::with_capacity(16);
+            for l in [first, first + 2, 4 + first, 6 + first] {
+                mask.extend((0..4).map(|b| l * 4 + b));
+            }
+            let imm = self.b.func.dfg.immediates.push(ConstantData::from(mask));
+            let v = self.b.ins().shuffle(halves[0], halves[1], imm);
+            let v = self.b.ins().bitcast(vec_of(lane), little, v);
+            self.pin(v);
+            out.push(v);
+        }
+        Ok((out[0], out[1]))
     }
 
     /// Makes `v` computed here. Cranelift's optimiser places pure
