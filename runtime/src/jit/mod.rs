@@ -118,10 +118,13 @@ fn runs_serially(kernel: &JitKernel, total: u64, threads: usize) -> bool {
     threads <= 1 || total < SERIAL_BELOW || total.saturating_mul(kernel.cost) < SERIAL_WORK_BELOW
 }
 
+/// A scratch buffer and the fill word it is back at when unused.
+type Scratch = (u32, Vec<u32>);
+
 /// Scratch buffers for privatised scatters, reused across launches: each
 /// is back at its fill word after the reduction that used it.
-fn scratch() -> &'static Mutex<Vec<(u32, Vec<u32>)>> {
-    static POOL: OnceLock<Mutex<Vec<(u32, Vec<u32>)>>> = OnceLock::new();
+fn scratch() -> &'static Mutex<Vec<Scratch>> {
+    static POOL: OnceLock<Mutex<Vec<Scratch>>> = OnceLock::new();
     POOL.get_or_init(|| Mutex::new(Vec::new()))
 }
 
@@ -145,7 +148,7 @@ fn take_filled(len: usize, fill: u32) -> Vec<u32> {
     }
 }
 
-fn give_back(bufs: Vec<(u32, Vec<u32>)>) {
+fn give_back(bufs: Vec<Scratch>) {
     let mut pool = scratch().lock().unwrap_or_else(|e| e.into_inner());
     pool.extend(bufs);
     // Keep a bounded number of scratch buffers.
