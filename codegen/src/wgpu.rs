@@ -334,17 +334,6 @@ fn build_kernel(
         );
         groots.push((*root, g, *rk));
     }
-    let rng = m.global_variables.append(
-        GlobalVariable {
-            name: Some("rng_state".into()),
-            space: AddressSpace::Private,
-            binding: None,
-            ty: u32_ty,
-            init: None,
-            memory_decorations: Default::default(),
-        },
-        SP,
-    );
     let private = |m: &mut Module, name: &str| {
         m.global_variables.append(
             GlobalVariable {
@@ -358,6 +347,7 @@ fn build_kernel(
             SP,
         )
     };
+    let rng = private(&mut m, "rng_state");
     let fault_code = private(&mut m, "fault_code");
     let fault_value = private(&mut m, "fault_value");
     let globals = Globals {

@@ -445,11 +445,7 @@ fn four_lane_code_agrees_with_the_interpreter() {
         &[8, 16],
         json!({}),
     );
-    g["nodes"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"id": "tick", "kind": "on_frame"}));
-    g["exec"] = json!([{"from": "tick.then", "to": "k"}]);
+    every_frame(&mut g);
     cases.push(("rows", g, 4));
     // Gathers of both words of a vec2 / ivec2 at permuted indices (one
     // 64-bit load per lane, lanes interleaved apart again).
@@ -474,11 +470,7 @@ fn four_lane_code_agrees_with_the_interpreter() {
         &[32],
         json!({}),
     );
-    g["nodes"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"id": "tick", "kind": "on_frame"}));
-    g["exec"] = json!([{"from": "tick.then", "to": "k"}]);
+    every_frame(&mut g);
     cases.push(("pairs", g, 5));
     let mut problems = Vec::new();
     for (name, g, frames) in &cases {
@@ -486,6 +478,15 @@ fn four_lane_code_agrees_with_the_interpreter() {
         problems.extend(agree(name, g, *frames, 2));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Runs the test graph's kernel `k` every frame instead of once at start.
+fn every_frame(g: &mut Value) {
+    g["nodes"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"id": "tick", "kind": "on_frame"}));
+    g["exec"] = json!([{"from": "tick.then", "to": "k"}]);
 }
 
 /// A fault in one lane, under a mask, reports that iteration's index as
