@@ -472,6 +472,31 @@ fn four_lane_code_agrees_with_the_interpreter() {
     );
     every_frame(&mut g);
     cases.push(("pairs", g, 5));
+    // `random()` per lane: each lane's stream is its iteration's, and a
+    // lane that skips a call (masked) does not advance its stream.
+    let dice = "fn kernel(i: i32) {
+        let a = random();
+        if i % 3 == 0 { o[i] = a + random(); } else { o[i] = a * 2.0; }
+        n[i] = (random() * 1000.0) as i32 + n[i];
+    }";
+    let mut g = kernel_graph(
+        &[
+            F("o", "f32", &[64], json!(0)),
+            F("n", "i32", &[64], json!(0)),
+        ],
+        dice,
+        &[64],
+        json!({}),
+    );
+    every_frame(&mut g);
+    cases.push(("dice", g, 3));
+    // Unsigned `/` and `%` by powers of two (shifts and masks in lanes).
+    let bits = "fn kernel(i: i32) {
+        let u = (i as u32) * 2654435761u32 + 12345u32;
+        w[i] = (u / 32u32) ^ (u % 64u32) + u / 1u32 + u % 1u32 + u % 3u32;
+    }";
+    let g = kernel_graph(&[F("w", "u32", &[64], json!(0))], bits, &[64], json!({}));
+    cases.push(("bits", g, 0));
     let mut problems = Vec::new();
     for (name, g, frames) in &cases {
         assert!(compiled_k(g).lanes, "{}: the kernel got no lane code", name);

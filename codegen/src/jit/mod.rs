@@ -381,7 +381,7 @@ fn cost_estimate(kernel: &Kernel) -> u64 {
     }
 }
 
-fn uses_random(kernel: &Kernel) -> bool {
+pub(super) fn uses_random(kernel: &Kernel) -> bool {
     all_functions(kernel).any(|f| {
         f.insts
             .iter()

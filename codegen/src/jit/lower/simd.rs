@@ -1,7 +1,7 @@
 //! Four loop iterations at once: the kernel body over `F32X4` / `I32X4` lanes.
 //!
 //! Pre: a validated, access-lowered kernel for which [`vectorizable`] holds
-//! (no helper calls, no `random()`, a 1-D range or a last axis whose extent
+//! (no helper calls, a 1-D range or a last axis whose extent
 //! is a multiple of 4, so that an aligned group of four linear indices
 //! never wraps a row). Post: a function with `ChunkFn`'s signature that runs
 //! `start..end` as aligned groups of four consecutive iterations, calling
@@ -94,6 +94,8 @@ pub(in crate::jit) struct Simd {
     /// Second loads of a pair whose lanes the first one's gather already
     /// assembled.
     paired: HashMap<InstId, Value>,
+    /// Each lane's `random()` state (`I32X4`), when the kernel calls it.
+    rng: Option<Variable>,
 }
 
 /// Word loads `buf_load R[a]` followed in their block, with only pure
@@ -176,7 +178,7 @@ fn uniformity(f: &Function, last_arg: u32) -> (Vec<bool>, HashSet<InstId>) {
                 let varying = match &inst.kind {
                     InstKind::Arg(i) => *i == self.last_arg,
                     InstKind::LocalLoad(l) => self.var_local[l.index()],
-                    InstKind::BufAtomic { .. } => true,
+                    InstKind::BufAtomic { .. } | InstKind::Random => true,
                     k => k.operands().iter().any(|o| self.var_val.contains(o)),
                 };
                 if varying && self.var_val.insert(h) {
@@ -314,13 +316,11 @@ pub(in crate::jit) fn vectorizable(kernel: &Kernel, shape: &[u32]) -> bool {
     ok
 }
 
-/// Helper calls, `random()` (one stream per iteration, in call order) and
-/// what legalized IR no longer holds.
+/// Helper calls and what legalized IR no longer holds.
 fn never_in_lanes(kind: &InstKind) -> bool {
     matches!(
         kind,
         InstKind::Call(..)
-            | InstKind::Random
             | InstKind::RangeFor { .. }
             | InstKind::LoopCounter(_)
             | InstKind::FieldLoad { .. }
@@ -388,6 +388,16 @@ pub(in crate::jit) fn build_vector_chunk(
     b.ins().brif(st, ret_block, &[st.into()], setup, &[]);
     b.switch_to_block(setup);
 
+    let random = super::super::uses_random(kernel);
+    let fl = MemFlagsData::trusted().with_readonly();
+    let seed_launch = random.then(|| {
+        (
+            b.ins()
+                .load(types::I32, fl, ctx, super::super::ctx_offsets::SEED),
+            b.ins()
+                .load(types::I32, fl, ctx, super::super::ctx_offsets::LAUNCH),
+        )
+    });
     let dims = shape.len().max(1);
     let (lin, idx) = super::index_vars(&mut b, shape, s4);
     let head = b.create_block();
@@ -425,10 +435,12 @@ pub(in crate::jit) fn build_vector_chunk(
     );
     let pin =
         l.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 4));
+    let rng_lanes = random.then(|| l.b.declare_var(types::I32X4));
     l.simd = Some(Simd {
         pin,
         pairs: adjacent_loads(f),
         paired: HashMap::new(),
+        rng: rng_lanes,
         exec,
         full: true,
         ret,
@@ -456,6 +468,27 @@ pub(in crate::jit) fn build_vector_chunk(
             })
             .collect();
         l.sm().args = args;
+        if let (Some(var), Some((seed, launch))) = (l.sm().rng, seed_launch) {
+            // Each lane's stream starts as the scalar code's does for its
+            // iteration: pcg(seed ^ pcg(frame ^ pcg(khash ^ pcg(launch ^ pcg(lin))))).
+            let lin0 = l.b.use_var(lin);
+            let lin0 = l.b.ins().ireduce(types::I32, lin0);
+            let lin0 = l.b.ins().splat(types::I32X4, lin0);
+            let steps = l.lane_steps();
+            let mut h = l.b.ins().iadd(lin0, steps);
+            let khash = l.b.ins().iconst(
+                types::I32,
+                weft_ir::ir::eval::kernel_hash(&kernel.name) as i64,
+            );
+            let frame = l.frame;
+            for x in [launch, khash, frame, seed] {
+                h = l.pcg_lanes(h);
+                let xs = l.b.ins().splat(types::I32X4, x);
+                h = l.b.ins().bxor(xs, h);
+            }
+            h = l.pcg_lanes(h);
+            l.b.def_var(var, h);
+        }
         let ones = l.b.ins().iconst(types::I32, -1);
         let all = l.b.ins().splat(types::I32X4, ones);
         l.b.def_var(exec, all);
@@ -860,6 +893,20 @@ impl Lower<'_, '_, '_> {
                         out.push(v);
                         continue;
                     }
+                    if let (Some(d), V::L(_) | V::A(..)) = (self.pow2_divisor(*op, s, *b), x) {
+                        // Unsigned division by 2^k is a shift, the remainder a
+                        // mask; lanes have no integer division.
+                        let xv = self.mat(x, types::I32, false);
+                        let r = if *op == BinaryOp::Div {
+                            self.b.ins().ushr_imm_s(xv, d.trailing_zeros() as i64)
+                        } else {
+                            let m = self.b.ins().iconst(types::I32, (d - 1) as i64);
+                            let m = self.b.ins().splat(types::I32X4, m);
+                            self.b.ins().band(xv, m)
+                        };
+                        out.push(V::L(r));
+                        continue;
+                    }
                     let shift = matches!(op, BinaryOp::Shl | BinaryOp::Shr);
                     if int && shift && !matches!((x, y), (V::U(_), V::U(_))) {
                         // Lane shifts take one scalar amount; per-lane amounts go lane by lane.
@@ -1160,6 +1207,28 @@ impl Lower<'_, '_, '_> {
                 };
                 self.fault_lanes(m, v, s, signed);
                 vec![]
+            }
+            InstKind::Random => {
+                let var = self.sm().rng.ok_or(Stop::Unsupported)?;
+                let st = self.b.use_var(var);
+                let next = self.pcg_lanes(st);
+                let next = if self.sm().full {
+                    next
+                } else {
+                    // Only running lanes take a number from their stream.
+                    let m = self.exec_mask();
+                    self.sel(m, next, st)
+                };
+                self.b.def_var(var, next);
+                // (x >> 8) < 2^24 converts exactly as a signed integer.
+                let hi = self.b.ins().ushr_imm_s(next, 8);
+                let fv = self.b.ins().fcvt_from_sint(types::F32X4, hi);
+                let k = self
+                    .b
+                    .ins()
+                    .f32const(Ieee32::with_float(1.0 / 16_777_216.0));
+                let ks = self.b.ins().splat(types::F32X4, k);
+                vec![V::L(self.b.ins().fmul(fv, ks))]
             }
             InstKind::BufLoad { root, addr } => 'load: {
                 if let Some(x) = self.sm().paired.remove(&h) {
@@ -1535,6 +1604,49 @@ impl Lower<'_, '_, '_> {
             out.push(v);
         }
         Ok((out[0], out[1]))
+    }
+
+    /// The PCG hash (`eval::pcg_hash`) of each lane; its data-dependent
+    /// shift goes one lane at a time (vector shifts take one amount).
+    fn pcg_lanes(&mut self, v: Value) -> Value {
+        let k = |l: &mut Self, c: u32| {
+            let x = l.b.ins().iconst(types::I32, c as i64);
+            l.b.ins().splat(types::I32X4, x)
+        };
+        let (k1, k2, k3) = (k(self, 747796405), k(self, 2891336453), k(self, 277803737));
+        let state = self.b.ins().imul(v, k1);
+        let state = self.b.ins().iadd(state, k2);
+        let top = self.b.ins().ushr_imm_s(state, 28);
+        let mut x = state;
+        for lane in 0..LANES {
+            let s = self.b.ins().extractlane(state, lane);
+            let t = self.b.ins().extractlane(top, lane);
+            let t = self.b.ins().iadd_imm_s(t, 4);
+            let r = self.b.ins().ushr(s, t);
+            x = self.b.ins().insertlane(x, r, lane);
+        }
+        let x = self.b.ins().bxor(x, state);
+        let word = self.b.ins().imul(x, k3);
+        let hi = self.b.ins().ushr_imm_s(word, 22);
+        self.b.ins().bxor(hi, word)
+    }
+
+    /// `d` when `op` is an unsigned `/` or `%` by the constant power of two `d`.
+    fn pow2_divisor(&self, op: BinaryOp, s: Scalar, divisor: InstId) -> Option<u32> {
+        let is_div = matches!(op, BinaryOp::Div | BinaryOp::Rem);
+        match self.f.insts[divisor].kind {
+            InstKind::Const(c) if is_div && s == Scalar::U32 && c.bits.is_power_of_two() => {
+                Some(c.bits)
+            }
+            _ => None,
+        }
+    }
+
+    /// `(0, 1, 2, 3)`: each lane's offset from the group's first iteration.
+    fn lane_steps(&mut self) -> Value {
+        let bytes: Vec<u8> = (0..LANES as u32).flat_map(|k| k.to_le_bytes()).collect();
+        let c = self.b.func.dfg.constants.insert(ConstantData::from(bytes));
+        self.b.ins().vconst(types::I32X4, c)
     }
 
     /// Makes `v` computed here. Cranelift's optimiser places pure
