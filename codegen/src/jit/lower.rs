@@ -177,12 +177,8 @@ pub(super) fn build_chunk(
     let rng_slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 4, 2));
     let rng = b.ins().stack_addr(types::I64, rng_slot, 0);
     let depth = b.ins().iconst(types::I32, 0);
-    let fl = MemFlagsData::trusted().with_readonly();
     let (seed, launch) = if random {
-        (
-            b.ins().load(types::I32, fl, ctx, ctx_offsets::SEED),
-            b.ins().load(types::I32, fl, ctx, ctx_offsets::LAUNCH),
-        )
+        load_seed_launch(&mut b, ctx)
     } else {
         (depth, depth)
     };
@@ -406,6 +402,15 @@ impl<'e, 'a, 'b> Lower<'e, 'a, 'b> {
             simd: None,
         }
     }
+}
+
+/// The run's seed and this launch's index (what `random()` streams start from).
+fn load_seed_launch(b: &mut FunctionBuilder, ctx: Value) -> (Value, Value) {
+    let fl = MemFlagsData::trusted().with_readonly();
+    (
+        b.ins().load(types::I32, fl, ctx, ctx_offsets::SEED),
+        b.ins().load(types::I32, fl, ctx, ctx_offsets::LAUNCH),
+    )
 }
 
 /// PCG hash (`eval::pcg_hash`) on an I32 value.

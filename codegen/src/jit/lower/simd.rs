@@ -389,15 +389,7 @@ pub(in crate::jit) fn build_vector_chunk(
     b.switch_to_block(setup);
 
     let random = super::super::uses_random(kernel);
-    let fl = MemFlagsData::trusted().with_readonly();
-    let seed_launch = random.then(|| {
-        (
-            b.ins()
-                .load(types::I32, fl, ctx, super::super::ctx_offsets::SEED),
-            b.ins()
-                .load(types::I32, fl, ctx, super::super::ctx_offsets::LAUNCH),
-        )
-    });
+    let seed_launch = random.then(|| super::load_seed_launch(&mut b, ctx));
     let dims = shape.len().max(1);
     let (lin, idx) = super::index_vars(&mut b, shape, s4);
     let head = b.create_block();
