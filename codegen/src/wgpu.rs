@@ -369,6 +369,11 @@ fn build_kernel(
         random: None,
         workgroup_size: opts.workgroup_size,
         shape: kernel.iteration_shape(program),
+        kernel_index: program
+            .kernels
+            .iter()
+            .position(|(_, k)| std::ptr::eq(k, kernel))
+            .map_or(u32::MAX, |i| i as u32),
     };
     ctx.build_rng_helpers();
     // Helpers in order; calls only go to already-declared functions because
@@ -462,6 +467,10 @@ struct ModCtx<'a> {
     workgroup_size: u32,
     /// The kernel's iteration shape (every launch record repeats it).
     shape: Vec<u32>,
+    /// The kernel's index in `Program::kernels`, written with a fault so
+    /// that the host names the kernel that failed: fault sites are numbered
+    /// per kernel, and one submit runs many kernels.
+    kernel_index: u32,
 }
 
 /// Builds one naga function's expressions and statements.
@@ -811,7 +820,8 @@ impl<'a> ModCtx<'a> {
 
 impl Fb<'_, '_> {
     /// Records this invocation's fault, if any, as the launch's first
-    /// failure (if none yet): errors[0] = site + 1, errors[1] = its value.
+    /// failure (if none yet): errors[0] = site + 1, errors[1] = its value,
+    /// errors[2] = the kernel's index in the program.
     fn record_fault(&mut self, b: &mut NBlock) {
         let code_g = self.global(self.c.globals.fault_code);
         let code = self.e(b, E::Load { pointer: code_g });
@@ -850,6 +860,15 @@ impl Fb<'_, '_> {
         let vg = self.global(self.c.globals.fault_value);
         let value = self.e(&mut then, E::Load { pointer: vg });
         then.push(S::Store { pointer: p1, value }, SP);
+        let p2 = self.e(&mut then, E::AccessIndex { base: g, index: 2 });
+        let kernel = self.u32c(self.c.kernel_index);
+        then.push(
+            S::Store {
+                pointer: p2,
+                value: kernel,
+            },
+            SP,
+        );
         on_fault.push(
             S::If {
                 condition: exchanged,

@@ -934,11 +934,14 @@ impl WgpuEngine {
             return Ok(());
         }
         self.ctx.queue.write_buffer(&self.errors, 0, &[0u8; 16]);
-        // Which kernel: the first in this part that has that fault site
-        // (the shader stores the site + 1).
+        // The shader stores the site + 1 and the failing kernel's index:
+        // sites are numbered per kernel.
         let site = (code - 1) as usize;
-        for rec in part {
-            let kernel = &program.kernels[rec.kernel];
+        let failed = part
+            .iter()
+            .find(|rec| rec.kernel.index() == w(2) as usize)
+            .map(|rec| &program.kernels[rec.kernel]);
+        if let Some(kernel) = failed {
             if let Some(s) = kernel.fault_sites.get(site) {
                 return Err(RuntimeError::Kernel {
                     node: kernel.name.clone(),

@@ -164,3 +164,44 @@ fn the_first_failing_check_of_an_invocation_is_the_one_reported() {
     }
     assert!(errors.windows(2).all(|w| w[0] == w[1]), "{:?}", errors);
 }
+
+#[test]
+fn a_fault_names_the_kernel_that_failed_when_one_submit_runs_several() {
+    // Both kernels have a check numbered 0; `first` passes it and `second`,
+    // launched after it in the same frame, fails it on another line. The
+    // wgpu backend runs the whole frame in one submit, so its error words
+    // must say which kernel failed, not only which site.
+    let g = json!({
+        "format": "weft-graph", "version": 1,
+        "nodes": [
+            {"id": "cells", "kind": "dense", "params": {"shape": [4]}},
+            {"id": "f", "kind": "field", "params": {"type": "f32"}},
+            {"id": "first", "kind": "kernel", "params": {"over": "f", "scalars": {"k": 0},
+             "code": "fn kernel(i: i32) {\n    f[i + k] = 1.0;\n}\n"}},
+            {"id": "second", "kind": "kernel", "params": {"over": "f",
+             "code": "fn kernel(i: i32) {\n    let x = 2.0;\n    f[i + 1] = x;\n}\n"}},
+            {"id": "start", "kind": "on_start"}
+        ],
+        "wires": [
+            {"from": "cells.cells", "to": "f.layout"},
+            {"from": "f.field", "to": "first.f"},
+            {"from": "f.field", "to": "second.f"}
+        ],
+        "exec": [
+            {"from": "start.then", "to": "first"},
+            {"from": "first.then", "to": "second"}
+        ]
+    });
+    for backend in backends() {
+        let e = sim(&g, backend)
+            .start()
+            .expect_err("f[4] is out of range")
+            .to_string();
+        assert!(
+            e.contains("node 'second'") && e.contains("code 3:") && e.contains("index 4"),
+            "{}: {}",
+            backend,
+            e
+        );
+    }
+}
