@@ -39,6 +39,13 @@ pub struct WgpuKernel {
     pub module: Module,
     /// Root layout nodes bound at bindings 2.. in this order, with how each is declared.
     pub roots: Vec<(LayoutId, RootKind)>,
+    /// Every loop of the module ends: the kernel's own loops are proven to
+    /// (`Kernel::loops_end`), and the only loops this backend adds are
+    /// compare-exchange retries, which end once their exchange succeeds and
+    /// act on memory on every trip. The runtime then creates the shader
+    /// without naga's forced loop bounding (a 64-bit countdown on every
+    /// iteration of every loop).
+    pub loops_end: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -409,6 +416,7 @@ fn build_kernel(
         name: kernel.name.clone(),
         module: m,
         roots,
+        loops_end: kernel.loops_end,
     })
 }
 
@@ -452,8 +460,12 @@ pub fn to_spirv(k: &WgpuKernel) -> Result<Vec<u32>, String> {
     )
     .validate(&k.module)
     .map_err(|e| e.emit_to_string(""))?;
-    naga::back::spv::write_vec(&k.module, &info, &naga::back::spv::Options::default(), None)
-        .map_err(|e| e.to_string())
+    // As the runtime creates it: loop bounding only where a loop may not end.
+    let opts = naga::back::spv::Options {
+        force_loop_bounding: !k.loops_end,
+        ..Default::default()
+    };
+    naga::back::spv::write_vec(&k.module, &info, &opts, None).map_err(|e| e.to_string())
 }
 
 struct ModCtx<'a> {

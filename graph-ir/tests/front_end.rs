@@ -220,6 +220,7 @@ fn lowered_ir_validates() {
         bindings: vec![],
         fault_sites: vec![],
         count_from: None,
+        loops_end: false,
     };
     validate_kernel(&program, &k, false).unwrap();
 }

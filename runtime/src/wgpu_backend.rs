@@ -652,7 +652,17 @@ impl WgpuEngine {
                 label: Some(&k.name),
                 source: wgpu::ShaderSource::Naga(Cow::Owned(code.module.clone())),
             };
-            let module = dev.create_shader_module(desc);
+            let module = if code.loops_end {
+                let mut checks = wgpu::ShaderRuntimeChecks::checked();
+                checks.force_loop_bounding = false;
+                // SAFETY: wgpu asks that a module created without loop
+                // bounding has no infinite loop; `passes::termination`
+                // proved that every loop of this kernel ends (see
+                // `WgpuKernel::loops_end`). Every other check stays on.
+                unsafe { dev.create_shader_module_trusted(desc, checks) }
+            } else {
+                dev.create_shader_module(desc)
+            };
             let storage = |binding: u32, read_only: bool| wgpu::BindGroupLayoutEntry {
                 binding,
                 visibility: wgpu::ShaderStages::COMPUTE,

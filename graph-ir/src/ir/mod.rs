@@ -359,6 +359,10 @@ pub struct Kernel {
     /// backends dispatch indirectly. The range stays the upper bound and
     /// the kernel's code must ignore rows at or past `count` itself.
     pub count_from: Option<DeviceCount>,
+    /// Every loop of the kernel provably ends (`passes::termination`; false
+    /// until that pass proves it). GPU backends leave out the driver-side
+    /// loop bounding that exists for loops that might not.
+    pub loops_end: bool,
 }
 
 /// A word of a root buffer that bounds a launch (`Kernel::count_from`).

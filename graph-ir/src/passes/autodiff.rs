@@ -312,6 +312,7 @@ fn fill_kernel(program: &Program, node: &str, field: FieldId, value: f32) -> Ker
         bindings: vec![("field".into(), field)],
         fault_sites: Vec::new(),
         count_from: None,
+        loops_end: false,
     }
 }
 
@@ -356,6 +357,7 @@ fn adjoint_kernel(program: &Program, k: KernelId) -> Result<Kernel, AdError> {
         bindings: kernel.bindings.clone(),
         fault_sites: Vec::new(),
         count_from: None,
+        loops_end: false,
     })
 }
 

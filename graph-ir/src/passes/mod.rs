@@ -28,6 +28,7 @@ pub mod sparse_ir;
 pub mod sparse_iter;
 pub mod sparse_list;
 pub mod store_fusion;
+pub mod termination;
 pub mod unroll;
 
 use crate::ir::{validate_program, IrForm, Program, Span};
@@ -89,6 +90,7 @@ struct LowerAccess {
     bounds_checks: bool,
 }
 struct Legalize;
+struct Termination;
 struct StoreFusion;
 struct AtomicDemotion;
 struct Cse;
@@ -284,6 +286,19 @@ impl Pass for AtomicDemotion {
     }
 }
 
+impl Pass for Termination {
+    fn name(&self) -> &'static str {
+        "termination"
+    }
+    fn accepts(&self, form: IrForm) -> bool {
+        form == IrForm::Lowered
+    }
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
+        termination::run(program);
+        Ok(())
+    }
+}
+
 impl Pass for Legalize {
     fn name(&self) -> &'static str {
         "legalize"
@@ -379,6 +394,8 @@ impl Stage {
             Stage::AtomicDemotion if opts.packed_word_rewrites => vec![Box::new(AtomicDemotion)],
             Stage::StoreFusion | Stage::AtomicDemotion => vec![],
             Stage::Legalize => vec![
+                // Before legalization, while range loops are still `RangeFor`.
+                Box::new(Termination),
                 Box::new(Legalize),
                 Box::new(Cse),
                 Box::new(Licm),

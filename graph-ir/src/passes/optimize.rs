@@ -351,6 +351,7 @@ impl Emit {
                 .collect(),
             fault_sites: Vec::new(),
             count_from: None,
+            loops_end: false,
         }
     }
 }

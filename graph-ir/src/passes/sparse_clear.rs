@@ -192,5 +192,6 @@ fn clear_kernel(p: &Program, node_id: &str, l: LayoutId) -> Kernel {
         bindings: vec![],
         fault_sites: sites,
         count_from: None,
+        loops_end: false,
     }
 }

@@ -150,5 +150,6 @@ pub(super) fn gc_kernel(p: &Program, l: LayoutId) -> Kernel {
         bindings: vec![],
         fault_sites: sites,
         count_from: None,
+        loops_end: false,
     }
 }

@@ -91,6 +91,7 @@ fn system_kernel(name: String, len: u32, f: Function) -> Kernel {
         bindings: vec![],
         fault_sites: vec![],
         count_from: None,
+        loops_end: false,
     }
 }
 

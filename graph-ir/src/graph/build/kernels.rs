@@ -174,6 +174,7 @@ impl Builder<'_> {
             bindings,
             fault_sites: Vec::new(),
             count_from: None,
+            loops_end: false,
         };
         self.check_list_ops(&id, &k)?;
         if let Err(e) = validate_kernel(&self.program, &k, false) {
@@ -249,6 +250,7 @@ impl Builder<'_> {
             bindings: fwd.bindings.clone(),
             fault_sites: Vec::new(),
             count_from: fwd.count_from,
+            loops_end: false,
         };
         let is_grad = |f: FieldId| self.program.grads.iter().any(|g| g.1 == f);
         let (reads, writes) = field_uses(&k);

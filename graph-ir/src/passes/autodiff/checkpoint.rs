@@ -277,6 +277,7 @@ fn copy_kernel(
         bindings: vec![("state".into(), state), ("store".into(), store)],
         fault_sites: Vec::new(),
         count_from: None,
+        loops_end: false,
     }
 }
 

@@ -146,6 +146,7 @@ fn tangent_kernel(program: &Program, k: KernelId) -> Result<Kernel, AdError> {
         name: kernel.name.clone(),
         iteration: kernel.iteration.clone(),
         count_from: kernel.count_from,
+        loops_end: false,
         dims: kernel.dims,
         params: kernel.params.clone(),
         entry,
