@@ -231,7 +231,8 @@ fn ir_shows_each_backends_unrolling() {
         text(&o).matches(" = for ").count()
     };
     assert_eq!(loops(Some("cpu")), 0);
-    assert_eq!(loops(Some("wgpu")), 1);
+    assert_eq!(loops(Some("wgpu")), 0);
+    assert_eq!(loops(Some("vm")), 1);
     assert_eq!(loops(None), 1);
 }
 

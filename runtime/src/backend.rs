@@ -210,7 +210,7 @@ pub fn resolve_auto(opts: &SimOptions) -> (Backend, Option<Arc<WgpuContext>>) {
 pub fn tune_passes(backend: Backend, passes: &PassOptions) -> PassOptions {
     PassOptions {
         unroll: match backend {
-            Backend::Jit => UnrollOptions::CPU,
+            Backend::Jit | Backend::Wgpu => UnrollOptions::STENCILS,
             _ => passes.unroll,
         },
         ..passes.clone()
