@@ -127,6 +127,7 @@ fn run_inner(a: &RunArgs) -> Result<(), RuntimeError> {
             b.inc(1);
         }
     }
+    sim.sync()?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }

@@ -121,6 +121,14 @@ pub trait Engine: Any + Send {
         timing: bool,
     ) -> Result<Vec<(KernelId, Duration)>, RuntimeError>;
 
+    /// Waits for every launch run so far and reports a fault not reported
+    /// yet. An engine may return from `run` before its launches finish (the
+    /// wgpu engine keeps a few frames in flight), so a fault can surface at
+    /// a later `run`, at a read, or here.
+    fn sync(&mut self) -> Result<(), RuntimeError> {
+        Ok(())
+    }
+
     /// The device in use, for status lines (`None` on the host).
     fn device_name(&self) -> Option<String> {
         None

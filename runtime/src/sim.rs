@@ -122,7 +122,17 @@ impl Simulation {
         }
         self.started = true;
         let steps = self.program.schedule.on_start.clone();
-        self.run_steps(&steps)
+        self.run_steps(&steps)?;
+        // Once per run: a fault in the set-up is reported by `start` itself.
+        self.engine.sync()
+    }
+
+    /// Waits for every frame run so far and reports a fault not reported
+    /// yet. Frames on a GPU run ahead of the host (a fault surfaces a frame
+    /// or two late, or at the next read of a field); call this after the
+    /// last frame when nothing is read back.
+    pub fn sync(&mut self) -> Result<(), RuntimeError> {
+        self.engine.sync()
     }
 
     /// Advances one frame (running `on_start` first if needed).

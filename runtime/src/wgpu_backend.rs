@@ -13,6 +13,7 @@ use crate::sim::SimOptions;
 use crate::RuntimeError;
 use std::any::Any;
 use std::borrow::Cow;
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use weft_codegen::launch::{word, LaunchRecord};
@@ -222,7 +223,13 @@ pub struct WgpuEngine {
     record_capacity: u64,
     record_stride: u64,
     errors: wgpu::Buffer,
-    error_readback: wgpu::Buffer,
+    /// Submits whose error words are still on their way back, oldest first.
+    in_flight: Mutex<VecDeque<InFlight>>,
+    /// Readback buffers of retired submits, for reuse.
+    spare_readbacks: Mutex<Vec<wgpu::Buffer>>,
+    /// What fault messages need (field and node names, fault sites): a
+    /// fault can surface after the program that ran it was handed back.
+    fault_program: Program,
     params_words: u32,
     /// Whether f32 atomics use the adapter's native support (else compare-exchange loops).
     pub native_float_atomics: bool,
@@ -282,6 +289,24 @@ fn grid(total: u64, wg: u64, max_dim: u64) -> (u64, u64) {
 }
 
 const MAX_RECORDS_PER_SUBMIT: u64 = 4096;
+
+/// Submits that may run ahead of the host: a frame's submit returns at
+/// once, and the host waits only when more than this many frames' error
+/// words have not come back, so the CPU records frame k+1 while the GPU
+/// runs frame k, and no frame pays a round trip of its own. A fault
+/// surfaces at most this many frames late (or at `Engine::sync`, or at the
+/// next read of a field), naming the kernel and line that failed.
+pub const FRAMES_IN_FLIGHT: usize = 2;
+
+/// One submit's error words on their way back: the submit copies them into
+/// `readback`, which is mapped without waiting.
+struct InFlight {
+    readback: wgpu::Buffer,
+    submission: wgpu::SubmissionIndex,
+    /// The kernels the submit ran, in order (the shader names the failing one).
+    kernels: Vec<KernelId>,
+    mapped: Arc<Mutex<Option<Result<(), wgpu::BufferAsyncError>>>>,
+}
 
 impl WgpuEngine {
     /// Opens the engine for a simulation: code-generation options from the
@@ -370,12 +395,6 @@ impl WgpuEngine {
                 | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let error_readback = dev.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("errors readback"),
-            size: 16,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
         let compiled = Self::compile_all(program, &ctx, opts)?;
         let mut kernels = Vec::new();
         for ((_, k), cached) in program.kernels.iter().zip(compiled) {
@@ -449,7 +468,9 @@ impl WgpuEngine {
             record_capacity,
             record_stride,
             errors,
-            error_readback,
+            in_flight: Mutex::new(VecDeque::new()),
+            spare_readbacks: Mutex::new(Vec::new()),
+            fault_program: program.clone(),
             params_words,
             native_float_atomics: opts.native_float_atomics,
             workgroup_size: opts.workgroup_size,
@@ -741,6 +762,9 @@ impl WgpuEngine {
     }
 
     pub fn read_words(&self, root: LayoutId) -> Result<Vec<u32>, RuntimeError> {
+        // Whatever ran before the read has to have succeeded for the words
+        // to mean anything.
+        self.retire(0)?;
         let Some(b) = &self.buffers[root.index()] else {
             return Ok(Vec::new());
         };
@@ -815,6 +839,10 @@ impl WgpuEngine {
         timing: bool,
     ) -> Result<Vec<(KernelId, Duration)>, RuntimeError> {
         let mut times = Vec::new();
+        if timing {
+            // Profiled launches are timed alone.
+            self.retire(0)?;
+        }
         let chunk = if timing {
             1
         } else {
@@ -890,81 +918,179 @@ impl WgpuEngine {
                 enc.resolve_query_set(qs, 0..2, resolve, 0);
                 enc.copy_buffer_to_buffer(resolve, 0, read, 0, 16);
             }
-            // The error words come back with the launches' own submit: one
-            // submit and one wait per frame, not a second round trip.
-            enc.copy_buffer_to_buffer(&self.errors, 0, &self.error_readback, 0, 16);
+            // The error words come back with the launches' own submit,
+            // without a wait of their own (`FRAMES_IN_FLIGHT`).
+            let readback = self.readback_buffer();
+            enc.copy_buffer_to_buffer(&self.errors, 0, &readback, 0, 16);
             let t = Instant::now();
-            self.ctx.queue.submit([enc.finish()]);
-            self.ctx.wait()?;
+            let submission = self.ctx.queue.submit([enc.finish()]);
+            self.track(readback, submission, part);
+            if !timing {
+                self.retire(FRAMES_IN_FLIGHT)?;
+                continue;
+            }
+            self.retire(0)?;
             let wall = t.elapsed();
-            if timing {
-                let d = match timer {
-                    Some((_, _, read)) => {
-                        let b = self.map_read(read)?;
-                        let ts = |i: usize| {
-                            u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes"))
-                        };
-                        let ns = ts(1).saturating_sub(ts(0)) as f64
-                            * self.ctx.queue.get_timestamp_period() as f64;
-                        Duration::from_nanos(ns as u64)
-                    }
-                    None => wall,
-                };
-                times.push((part[0].kernel, d));
+            let d = match timer {
+                Some((_, _, read)) => {
+                    let b = self.map_read(read)?;
+                    let ts = |i: usize| {
+                        u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes"))
+                    };
+                    let ns = ts(1).saturating_sub(ts(0)) as f64
+                        * self.ctx.queue.get_timestamp_period() as f64;
+                    Duration::from_nanos(ns as u64)
+                }
+                None => wall,
+            };
+            times.push((part[0].kernel, d));
+        }
+        Ok(times)
+    }
+
+    fn readback_buffer(&self) -> wgpu::Buffer {
+        let spare = self.spare_readbacks.lock().ok().and_then(|mut v| v.pop());
+        spare.unwrap_or_else(|| {
+            self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("errors readback"),
+                size: 16,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        })
+    }
+
+    /// Maps a submit's error words as soon as the GPU is done with it.
+    fn track(
+        &self,
+        readback: wgpu::Buffer,
+        submission: wgpu::SubmissionIndex,
+        part: &[LaunchRecord],
+    ) {
+        let mapped = Arc::new(Mutex::new(None));
+        let note = mapped.clone();
+        readback.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+            if let Ok(mut m) = note.lock() {
+                *m = Some(r);
+            }
+        });
+        let kernels = part.iter().map(|rec| rec.kernel).collect();
+        if let Ok(mut q) = self.in_flight.lock() {
+            q.push_back(InFlight {
+                readback,
+                submission,
+                kernels,
+                mapped,
+            });
+        }
+    }
+
+    /// Checks the error words of finished submits, oldest first, waiting
+    /// for the oldest ones until at most `keep` remain in flight. The first
+    /// fault found is the error; the submits after it are dropped (their
+    /// words may repeat it) and the error words are cleared.
+    fn retire(&self, keep: usize) -> Result<(), RuntimeError> {
+        let lost = || RuntimeError::Device("the GPU's error words were lost".into());
+        let _ = self.ctx.device.poll(wgpu::PollType::Poll);
+        loop {
+            let mut q = self.in_flight.lock().map_err(|_| lost())?;
+            let Some(front) = q.front() else {
+                return Ok(());
+            };
+            let done = front.mapped.lock().map_err(|_| lost())?.is_some();
+            if !done && q.len() <= keep {
+                return Ok(());
+            }
+            if !done {
+                let submission = front.submission.clone();
+                drop(q);
+                self.ctx
+                    .device
+                    .poll(wgpu::PollType::Wait {
+                        submission_index: Some(submission),
+                        timeout: None,
+                    })
+                    .map_err(|e| {
+                        RuntimeError::Device(format!("waiting for the GPU failed: {}", e))
+                    })?;
+                q = self.in_flight.lock().map_err(|_| lost())?;
+            }
+            let f = q.pop_front().ok_or_else(lost)?;
+            drop(q);
+            let state = f.mapped.lock().map_err(|_| lost())?.take();
+            match state {
+                Some(Ok(())) => {}
+                Some(Err(e)) => {
+                    return Err(RuntimeError::Device(format!(
+                        "reading back from the GPU failed: {}",
+                        e
+                    )))
+                }
+                None => {
+                    return Err(RuntimeError::Device(
+                        "reading back from the GPU failed: no answer".into(),
+                    ))
+                }
+            }
+            let words: Vec<u32> = {
+                let view = f.readback.slice(..).get_mapped_range().map_err(|e| {
+                    RuntimeError::Device(format!("reading back from the GPU failed: {}", e))
+                })?;
+                view.chunks_exact(4)
+                    .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect()
+            };
+            f.readback.unmap();
+            if let Ok(mut spare) = self.spare_readbacks.lock() {
+                spare.push(f.readback);
             }
             if let Some(e) = self.ctx.take_errors().into_iter().next() {
-                let node = part
+                let node = f
+                    .kernels
                     .first()
-                    .map(|l| program.kernels[l.kernel].name.clone())
+                    .map(|&k| self.fault_program.kernels[k].name.clone())
                     .unwrap_or_default();
+                self.drop_in_flight();
                 return Err(RuntimeError::Device(format!(
                     "node '{}': GPU error: {}",
                     node, e
                 )));
             }
-            self.check_faults(program, part)?;
-        }
-        Ok(times)
-    }
-
-    /// Reads the error words (copied to the readback buffer at the end of
-    /// the launches' submit); reports the first failed check against its kernel.
-    fn check_faults(&self, program: &Program, part: &[LaunchRecord]) -> Result<(), RuntimeError> {
-        let bytes = self.map_read(&self.error_readback)?;
-        let w = |i: usize| {
-            u32::from_le_bytes([
-                bytes[i * 4],
-                bytes[i * 4 + 1],
-                bytes[i * 4 + 2],
-                bytes[i * 4 + 3],
-            ])
-        };
-        let (code, value) = (w(0), w(1));
-        if code == 0 {
-            return Ok(());
-        }
-        self.ctx.queue.write_buffer(&self.errors, 0, &[0u8; 16]);
-        // The shader stores the site + 1 and the failing kernel's index:
-        // sites are numbered per kernel.
-        let site = (code - 1) as usize;
-        let failed = part
-            .iter()
-            .find(|rec| rec.kernel.index() == w(2) as usize)
-            .map(|rec| &program.kernels[rec.kernel]);
-        if let Some(kernel) = failed {
-            if let Some(s) = kernel.fault_sites.get(site) {
-                return Err(RuntimeError::Kernel {
-                    node: kernel.name.clone(),
-                    line: s.span.line,
-                    col: s.span.col,
-                    message: s.message(program, value),
-                });
+            if words[0] != 0 {
+                self.drop_in_flight();
+                self.ctx.queue.write_buffer(&self.errors, 0, &[0u8; 16]);
+                return Err(self.fault_error(&f.kernels, &words));
             }
         }
-        Err(RuntimeError::Device(format!(
-            "a kernel reported fault {:#x}",
-            code
-        )))
+    }
+
+    /// Forgets the submits in flight after a failure (their words are waited
+    /// for, so that their buffers are not mapped when reused).
+    fn drop_in_flight(&self) {
+        let _ = self.ctx.wait();
+        if let Ok(mut q) = self.in_flight.lock() {
+            q.clear();
+        }
+    }
+
+    /// The fault in error words `w` (site + 1, value, kernel index) of a
+    /// submit that ran `kernels`: fault sites are numbered per kernel.
+    fn fault_error(&self, kernels: &[KernelId], w: &[u32]) -> RuntimeError {
+        let program = &self.fault_program;
+        let (site, value) = ((w[0] - 1) as usize, w[1]);
+        let failed = kernels
+            .iter()
+            .find(|k| k.index() == w[2] as usize)
+            .map(|&k| &program.kernels[k]);
+        match failed.and_then(|k| Some((k, k.fault_sites.get(site)?))) {
+            Some((kernel, s)) => RuntimeError::Kernel {
+                node: kernel.name.clone(),
+                line: s.span.line,
+                col: s.span.col,
+                message: s.message(program, value),
+            },
+            None => RuntimeError::Device(format!("a kernel reported fault {:#x}", w[0])),
+        }
     }
 }
 
@@ -989,6 +1115,10 @@ impl Engine for WgpuEngine {
         timing: bool,
     ) -> Result<Vec<(KernelId, Duration)>, RuntimeError> {
         self.run_launches(program, launches, timing)
+    }
+
+    fn sync(&mut self) -> Result<(), RuntimeError> {
+        self.retire(0)
     }
 
     fn device_name(&self) -> Option<String> {

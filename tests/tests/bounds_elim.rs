@@ -205,3 +205,44 @@ fn a_fault_names_the_kernel_that_failed_when_one_submit_runs_several() {
         );
     }
 }
+
+#[test]
+fn a_fault_in_the_last_frame_run_is_reported_by_sync() {
+    // Frames 1 and 2 are fine; frame 3 writes f[4]. A GPU engine returns
+    // from a frame before the GPU has run it, so the fault may surface at a
+    // later call: here frame 3 is the last, and `sync` must report it (on
+    // the CPU backends `step_frame` already did).
+    let g = json!({
+        "format": "weft-graph", "version": 1,
+        "nodes": [
+            {"id": "cells", "kind": "dense", "params": {"shape": [4]}},
+            {"id": "f", "kind": "field", "params": {"type": "f32"}},
+            {"id": "k", "kind": "kernel", "params": {"over": "f",
+             "code": "fn kernel(i: i32) {\n    f[i + frame() / 3] = 1.0;\n}\n"}},
+            {"id": "tick", "kind": "on_frame"}
+        ],
+        "wires": [
+            {"from": "cells.cells", "to": "f.layout"},
+            {"from": "f.field", "to": "k.f"}
+        ],
+        "exec": [{"from": "tick.then", "to": "k"}]
+    });
+    for backend in backends() {
+        let mut s = sim(&g, backend);
+        s.step_frame().expect("frame 1 is fine");
+        s.step_frame().expect("frame 2 is fine");
+        let e = s
+            .step_frame()
+            .and_then(|_| s.sync())
+            .expect_err("frame 3 writes f[4]")
+            .to_string();
+        assert!(
+            e.contains("node 'k'") && e.contains("code 2:5:") && e.contains("index 4"),
+            "{}: {}",
+            backend,
+            e
+        );
+        // Reported once: the run can go on (or be reset) after it.
+        s.sync().expect("the fault was reported already");
+    }
+}

@@ -286,6 +286,8 @@ impl Viewport {
         if self.playing {
             self.step();
             ctx.request_repaint();
+        } else {
+            self.settle();
         }
         if self.needs_draw {
             self.draw(ctx);
@@ -295,6 +297,15 @@ impl Viewport {
 
     pub fn compiling(&self) -> bool {
         self.pending.is_some()
+    }
+
+    /// While paused: the GPU's last frames finish and a fault in them is
+    /// shown (frames run a little ahead of the host while playing).
+    fn settle(&mut self) {
+        let Some(sim) = &mut self.sim else { return };
+        if let Err(e) = sim.sync() {
+            self.error = Some(e.to_string());
+        }
     }
 
     pub fn step(&mut self) {
