@@ -57,7 +57,7 @@ pub struct GraphOverrides {
     /// CPU worker threads (default: one per core; 1 makes float atomics repeat exactly).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// wgpu: invocations per workgroup of every kernel (default 64).
+    /// wgpu: invocations per workgroup of every kernel (default 256).
     #[arg(long, value_name = "N")]
     pub workgroup_size: Option<u32>,
 }

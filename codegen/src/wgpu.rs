@@ -31,7 +31,7 @@ use weft_ir::types::{Scalar, Type};
 
 /// Invocations per workgroup when `WgpuOptions::workgroup_size` is not set
 /// (see docs/performance.md, "wgpu vs Taichi Vulkan", for the measurement).
-pub const WORKGROUP_SIZE: u32 = 64;
+pub const WORKGROUP_SIZE: u32 = 256;
 
 #[derive(Debug, Clone)]
 pub struct WgpuKernel {

@@ -316,11 +316,12 @@ impl WgpuEngine {
         ctx: Arc<WgpuContext>,
         opts: &SimOptions,
     ) -> Result<WgpuEngine, RuntimeError> {
-        let workgroup_size = opts.workgroup_size.unwrap_or(WORKGROUP_SIZE);
         let max = ctx
             .limits
             .max_compute_invocations_per_workgroup
             .min(ctx.limits.max_compute_workgroup_size_x);
+        // The default never exceeds what the device allows.
+        let workgroup_size = opts.workgroup_size.unwrap_or(WORKGROUP_SIZE.min(max));
         if workgroup_size == 0 || workgroup_size > max {
             return Err(RuntimeError::Device(format!(
                 "workgroup size {} is outside 1..={} on {}",
