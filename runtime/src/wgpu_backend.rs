@@ -1033,7 +1033,7 @@ impl WgpuEngine {
                     ))
                 }
             }
-            let words: Vec<u32> = {
+            let fault: Vec<u32> = {
                 let view = f.readback.slice(..).get_mapped_range().map_err(|e| {
                     RuntimeError::Device(format!("reading back from the GPU failed: {}", e))
                 })?;
@@ -1057,10 +1057,10 @@ impl WgpuEngine {
                     node, e
                 )));
             }
-            if words[0] != 0 {
+            if fault.first().is_some_and(|&site| site != 0) {
                 self.drop_in_flight();
                 self.ctx.queue.write_buffer(&self.errors, 0, &[0u8; 16]);
-                return Err(self.fault_error(&f.kernels, &words));
+                return Err(self.fault_error(&f.kernels, &fault));
             }
         }
     }

@@ -1215,7 +1215,8 @@ fn struct_for_launch_follows_hash_bitmasked_and_dynamic_blocks() {
             let (launched, seen) = counted(&s, 0);
             let want = 3 * per_block;
             let rounded = if b == Backend::Wgpu {
-                want.div_ceil(64) * 64
+                let wg = weft_codegen::wgpu::WORKGROUP_SIZE;
+                want.div_ceil(wg) * wg
             } else {
                 want
             };
