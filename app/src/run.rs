@@ -240,7 +240,13 @@ pub fn emit(a: crate::cli::EmitArgs) -> i32 {
                 ));
             }
         }
-        run_pipeline(&mut p, &PassOptions::default(), None).map_err(|e| RuntimeError::Compile {
+        // The code the backend itself compiles, after its pass budgets.
+        let backend = match a.format {
+            crate::cli::EmitFormat::Cuda => weft_runtime::Backend::Cuda,
+            _ => weft_runtime::Backend::Wgpu,
+        };
+        let opts = weft_runtime::backend::tune_passes(backend, &PassOptions::default());
+        run_pipeline(&mut p, &opts, None).map_err(|e| RuntimeError::Compile {
             node: e.kernel.clone(),
             message: e.to_string(),
         })?;
