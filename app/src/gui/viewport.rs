@@ -464,7 +464,9 @@ impl Viewport {
         if self.textures.is_empty() {
             let msg = if self.compiling() {
                 "compiling…"
-            } else if self.error.is_some() {
+            } else if self.error.is_some() && self.sim.is_none() {
+                // A run-time fault of a running graph is shown above the
+                // views; this is for a graph that did not compile.
                 "the graph does not run: see Problems"
             } else {
                 "no views: add an image or particles node"
