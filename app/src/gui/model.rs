@@ -211,7 +211,17 @@ impl Model {
     /// Opens a file; a broken file still opens as an empty graph with its errors listed.
     pub fn open(path: &Path) -> Model {
         match GraphDoc::load(path) {
-            Ok(doc) => Model::new(doc, Some(path.to_path_buf())),
+            Ok(mut doc) => {
+                let placed = place_stacked_nodes(&mut doc);
+                let mut m = Model::new(doc, Some(path.to_path_buf()));
+                if placed > 0 {
+                    m.log.push(format!(
+                        "placed {} nodes that shared a position (the file is unchanged until saved)",
+                        placed
+                    ));
+                }
+                m
+            }
             Err(e) => {
                 let mut m = Model::new(empty_doc(), None);
                 m.problems = e.0;
@@ -649,5 +659,113 @@ fn describe(k: PinKind) -> &'static str {
         PinKind::Exec => "an execution",
         PinKind::Data(PortType::Layout) => "a layout",
         PinKind::Data(PortType::Field) => "a field",
+    }
+}
+
+/// Spreads nodes that sit on the same spot (a hand-written file without
+/// `pos`: every node at [0, 0]) into columns by how far down the wires and
+/// exec wires they are, below the nodes that have a place of their own.
+/// Returns how many nodes moved. Positions never change what runs.
+pub fn place_stacked_nodes(doc: &mut GraphDoc) -> usize {
+    use std::collections::HashMap;
+    let key = |p: [f32; 2]| (p[0].to_bits(), p[1].to_bits());
+    let mut count: HashMap<(u32, u32), usize> = HashMap::new();
+    for n in &doc.nodes {
+        *count.entry(key(n.pos)).or_default() += 1;
+    }
+    let stacked: Vec<usize> = (0..doc.nodes.len())
+        .filter(|&i| count[&key(doc.nodes[i].pos)] > 1)
+        .collect();
+    if stacked.is_empty() {
+        return 0;
+    }
+    let index: HashMap<&str, usize> = doc
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.id.as_str(), i))
+        .collect();
+    let node_of = |end: &str| index.get(end.split('.').next().unwrap_or(end)).copied();
+    let edges: Vec<(usize, usize)> = doc
+        .wires
+        .iter()
+        .chain(&doc.exec)
+        .filter_map(|w| Some((node_of(&w.from)?, node_of(&w.to)?)))
+        .filter(|(a, b)| a != b)
+        .collect();
+    // Longest path from a source; at most one pass per node (cycles stop).
+    let mut depth = vec![0usize; doc.nodes.len()];
+    for _ in 0..doc.nodes.len() {
+        let mut changed = false;
+        for &(a, b) in &edges {
+            if depth[b] < depth[a] + 1 && depth[a] + 1 < doc.nodes.len() {
+                depth[b] = depth[a] + 1;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let placed: Vec<[f32; 2]> = (0..doc.nodes.len())
+        .filter(|i| !stacked.contains(i))
+        .map(|i| doc.nodes[i].pos)
+        .collect();
+    let left = placed.iter().map(|p| p[0]).fold(f32::INFINITY, f32::min);
+    let below = placed
+        .iter()
+        .map(|p| p[1])
+        .fold(f32::NEG_INFINITY, f32::max);
+    let (x0, y0) = if placed.is_empty() {
+        (0.0, 0.0)
+    } else {
+        (left, below + 300.0)
+    };
+    let mut rows: HashMap<usize, usize> = HashMap::new();
+    for &i in &stacked {
+        let row = rows.entry(depth[i]).or_default();
+        doc.nodes[i].pos = [x0 + 320.0 * depth[i] as f32, y0 + 200.0 * *row as f32];
+        *row += 1;
+    }
+    stacked.len()
+}
+
+#[cfg(test)]
+mod placement_tests {
+    use super::*;
+
+    #[test]
+    fn stacked_nodes_spread_into_columns_along_the_wires() {
+        let mut doc: GraphDoc = serde_json::from_value(serde_json::json!({
+            "format": "weft-graph", "version": 1,
+            "nodes": [
+                {"id": "cells", "kind": "dense", "params": {"shape": [4]}},
+                {"id": "f", "kind": "field", "params": {"type": "f32"}},
+                {"id": "k", "kind": "kernel", "params": {"over": "f", "code": "fn kernel(i: i32) {}"}},
+                {"id": "tick", "kind": "on_frame"},
+                {"id": "note", "kind": "on_start", "pos": [500, 40]}
+            ],
+            "wires": [{"from": "cells.cells", "to": "f.layout"}, {"from": "f.field", "to": "k.f"}],
+            "exec": [{"from": "tick.then", "to": "k"}]
+        }))
+        .unwrap();
+        assert_eq!(place_stacked_nodes(&mut doc), 4);
+        let pos = |id: &str| doc.node(id).unwrap().pos;
+        // Columns follow the wires: cells, then f (and tick), then k.
+        assert!(pos("cells")[0] < pos("f")[0] && pos("f")[0] < pos("k")[0]);
+        assert_eq!(pos("tick")[0], pos("cells")[0]);
+        // Nobody shares a spot any more; the placed node stays; the rest go below it.
+        let mut all: Vec<(u32, u32)> = doc
+            .nodes
+            .iter()
+            .map(|n| (n.pos[0].to_bits(), n.pos[1].to_bits()))
+            .collect();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), 5);
+        assert_eq!(pos("note"), [500.0, 40.0]);
+        assert!(pos("cells")[1] > 40.0);
+        // A laid-out document is left alone.
+        assert_eq!(place_stacked_nodes(&mut doc), 0);
     }
 }
