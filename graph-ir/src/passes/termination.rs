@@ -110,20 +110,8 @@ fn exits_when_true(f: &Function, c: InstId) -> Vec<Exit> {
             v.extend(exits_when_true(f, *b));
             v
         }
-        InstKind::Binary(op @ (BinaryOp::Ge | BinaryOp::Le), a, b) => {
-            let (v, k) = if *op == BinaryOp::Ge {
-                (*a, *b)
-            } else {
-                (*b, *a)
-            };
-            counter_of(f, v)
-                .map(|counter| Exit {
-                    counter,
-                    read: v,
-                    bound: k,
-                })
-                .into_iter()
-                .collect()
+        InstKind::Binary(BinaryOp::Ge, v, k) | InstKind::Binary(BinaryOp::Le, k, v) => {
+            compared(f, *v, *k)
         }
         _ => vec![],
     }
@@ -137,24 +125,24 @@ fn holds_only_if_below(f: &Function, x: InstId) -> Vec<Exit> {
             v.extend(holds_only_if_below(f, *b));
             v
         }
-        InstKind::Binary(op @ (BinaryOp::Lt | BinaryOp::Gt), a, b) => {
-            let (v, k) = if *op == BinaryOp::Lt {
-                (*a, *b)
-            } else {
-                (*b, *a)
-            };
-            counter_of(f, v)
-                .map(|counter| Exit {
-                    counter,
-                    read: v,
-                    bound: k,
-                })
-                .into_iter()
-                .collect()
+        InstKind::Binary(BinaryOp::Lt, v, k) | InstKind::Binary(BinaryOp::Gt, k, v) => {
+            compared(f, *v, *k)
         }
         InstKind::Unary(UnaryOp::Not, y) => exits_when_true(f, *y),
         _ => vec![],
     }
+}
+
+/// The exit of a comparison of `v` (a read of a counter, or nothing) with `k`.
+fn compared(f: &Function, v: InstId, k: InstId) -> Vec<Exit> {
+    counter_of(f, v)
+        .map(|counter| Exit {
+            counter,
+            read: v,
+            bound: k,
+        })
+        .into_iter()
+        .collect()
 }
 
 fn is_bool(f: &Function, h: InstId) -> bool {
