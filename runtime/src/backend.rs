@@ -155,14 +155,22 @@ pub trait Engine: Any + Send {
 
     /// Restores every field's initial value.
     fn reset(&mut self, program: &Program) -> Result<(), RuntimeError> {
-        let init = FieldMemory::new(program);
-        for r in program.roots() {
-            self.write_root(r, &init.root_words(r))?;
-        }
-        Ok(())
+        write_initial_values(&*self, program)
     }
 
     fn as_any(&self) -> &dyn Any;
+}
+
+/// Writes every field's initial value into `engine`'s root buffers.
+pub fn write_initial_values<E: Engine + ?Sized>(
+    engine: &E,
+    program: &Program,
+) -> Result<(), RuntimeError> {
+    let init = FieldMemory::new(program);
+    for r in program.roots() {
+        engine.write_root(r, &init.root_words(r))?;
+    }
+    Ok(())
 }
 
 /// Opens the engine for `backend` on a compiled (legalized) program,

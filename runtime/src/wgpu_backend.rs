@@ -1122,6 +1122,14 @@ impl Engine for WgpuEngine {
         self.retire(0)
     }
 
+    /// Frames still in flight belong to the run being thrown away: they
+    /// finish, and a fault among them is not reported after the reset.
+    fn reset(&mut self, program: &Program) -> Result<(), RuntimeError> {
+        self.drop_in_flight();
+        self.ctx.queue.write_buffer(&self.errors, 0, &[0u8; 16]);
+        crate::backend::write_initial_values(self, program)
+    }
+
     fn device_name(&self) -> Option<String> {
         Some(format!(
             "{}, f32 atomics: {}, kernel timing: {}",

@@ -212,21 +212,7 @@ fn a_fault_in_the_last_frame_run_is_reported_by_sync() {
     // from a frame before the GPU has run it, so the fault may surface at a
     // later call: here frame 3 is the last, and `sync` must report it (on
     // the CPU backends `step_frame` already did).
-    let g = json!({
-        "format": "weft-graph", "version": 1,
-        "nodes": [
-            {"id": "cells", "kind": "dense", "params": {"shape": [4]}},
-            {"id": "f", "kind": "field", "params": {"type": "f32"}},
-            {"id": "k", "kind": "kernel", "params": {"over": "f",
-             "code": "fn kernel(i: i32) {\n    f[i + frame() / 3] = 1.0;\n}\n"}},
-            {"id": "tick", "kind": "on_frame"}
-        ],
-        "wires": [
-            {"from": "cells.cells", "to": "f.layout"},
-            {"from": "f.field", "to": "k.f"}
-        ],
-        "exec": [{"from": "tick.then", "to": "k"}]
-    });
+    let g = faults_in_frame_3();
     for backend in backends() {
         let mut s = sim(&g, backend);
         s.step_frame().expect("frame 1 is fine");
@@ -244,5 +230,47 @@ fn a_fault_in_the_last_frame_run_is_reported_by_sync() {
         );
         // Reported once: the run can go on (or be reset) after it.
         s.sync().expect("the fault was reported already");
+    }
+}
+
+/// Frames 1 and 2 are fine; frame 3 writes f[4].
+fn faults_in_frame_3() -> Value {
+    json!({
+        "format": "weft-graph", "version": 1,
+        "nodes": [
+            {"id": "cells", "kind": "dense", "params": {"shape": [4]}},
+            {"id": "f", "kind": "field", "params": {"type": "f32"}},
+            {"id": "k", "kind": "kernel", "params": {"over": "f",
+             "code": "fn kernel(i: i32) {\n    f[i + frame() / 3] = 1.0;\n}\n"}},
+            {"id": "tick", "kind": "on_frame"}
+        ],
+        "wires": [
+            {"from": "cells.cells", "to": "f.layout"},
+            {"from": "f.field", "to": "k.f"}
+        ],
+        "exec": [{"from": "tick.then", "to": "k"}]
+    })
+}
+
+#[test]
+fn a_reset_forgets_a_fault_of_the_run_it_throws_away() {
+    // Frame 3 faults; whether the engine has reported it yet or not, a reset
+    // starts a new run that reports nothing until it faults itself.
+    for backend in backends() {
+        let mut s = sim(&faults_in_frame_3(), backend);
+        s.step_frame().expect("frame 1 is fine");
+        s.step_frame().expect("frame 2 is fine");
+        let _ = s.step_frame();
+        s.reset().expect("reset");
+        s.start()
+            .unwrap_or_else(|e| panic!("{}: start after reset: {}", backend, e));
+        s.step_frame().expect("frame 1 again");
+        s.sync().expect("nothing failed since the reset");
+        let e = s
+            .step_frame()
+            .and_then(|_| s.step_frame())
+            .and_then(|_| s.sync())
+            .expect_err("frame 3 again");
+        assert!(e.to_string().contains("index 4"), "{}: {}", backend, e);
     }
 }
