@@ -310,6 +310,18 @@ pub(in crate::jit) fn vectorizable(kernel: &Kernel, shape: &[u32]) -> bool {
     if shape.len() > 1 && shape.last().is_some_and(|e| e % LANES as u32 != 0) {
         return false;
     }
+    // A pointer pool's claim protocol (passes/sparse_ir.rs) lets a racer
+    // that lost a cell hold a slot until the publishing step; four lanes
+    // racing for one block in lock step hold three at once, so a pool that
+    // is exactly full could report itself exhausted. Those kernels keep the
+    // scalar code (one iteration at a time per thread).
+    if kernel
+        .fault_sites
+        .iter()
+        .any(|s| matches!(s.kind, FaultKind::PoolExhausted { .. }))
+    {
+        return false;
+    }
     let mut ok = true;
     let f = &kernel.entry;
     super::super::walk(f, &f.body, &mut |_, i| ok &= !never_in_lanes(&i.kind));
