@@ -99,8 +99,9 @@ pub fn bench(a: BenchArgs) -> i32 {
         println!("graph    {}", a.graph.display());
         match sim.device_name() {
             Some(d) => println!(
-                "backend  wgpu on {} (frames: one submit each; kernels: a separate profiled pass)",
-                d
+                "backend  wgpu on {} (frames: one submit each, up to {} in flight; kernels: a separate profiled pass)",
+                d,
+                weft_runtime::wgpu_backend::FRAMES_IN_FLIGHT
             ),
             None => println!(
                 "backend  {} ({} threads)",
