@@ -22,8 +22,9 @@
 //!   clears its bitmap bit again (its slot was never written, so it is still
 //!   an initial cell) and uses the winner's slot. A block is therefore
 //!   allocated once however many threads race for it; a racer that found no
-//!   free slot re-reads the cell after the publishing step and traps only
-//!   when it is still null.
+//!   free slot re-reads the cell after the publishing step (where losers
+//!   give their slots back), scans once more when it is still null, and
+//!   traps only when that scan finds no free slot either.
 
 use crate::ir::layout::{self, AddressPlan, LevelPlan, WORD_BITS};
 use crate::ir::*;
@@ -554,6 +555,71 @@ fn activate_pointer(
     });
     e.if_(null, |e| {
         let c = coord(e, level, idx);
+        let claim = Claim {
+            root,
+            pool,
+            nwords,
+            pa,
+            slot,
+            coord: c,
+        };
+        let g = claim.scan(e);
+        let found = e.cmpk(BinaryOp::Ne, g, 0);
+        let publish = e.block(|e| claim.publish(e, g));
+        // No free slot: racers for this very cell (in lockstep on a GPU or
+        // in CPU lanes, all of them), and racers for other cells that lost,
+        // may hold every slot for a moment. Running after the publishing
+        // branch, where losers give their slots back, this reads the
+        // winner's slot if there is one, and otherwise scans once more;
+        // only a second empty scan means the pool is full.
+        let fallback = e.block(|e| {
+            let r2 = e.load(root, pa);
+            e.set(slot, r2);
+            let still = e.cmpk(BinaryOp::Eq, r2, 0);
+            e.if_(still, |e| {
+                let g2 = claim.scan(e);
+                let found2 = e.cmpk(BinaryOp::Ne, g2, 0);
+                let again = e.block(|e| claim.publish(e, g2));
+                let full = e.block(|e| {
+                    e.emit(InstKind::Trap { site, value: c }, Type::Void);
+                });
+                e.emit(
+                    InstKind::If {
+                        cond: found2,
+                        accept: again,
+                        reject: full,
+                    },
+                    Type::Void,
+                );
+            });
+        });
+        e.emit(
+            InstKind::If {
+                cond: found,
+                accept: publish,
+                reject: fallback,
+            },
+            Type::Void,
+        );
+    });
+    e.get(slot)
+}
+
+/// One claim of a slot of a pointer node's pool for the cell at `pa`.
+struct Claim {
+    root: LayoutId,
+    pool: PoolWords,
+    nwords: u64,
+    pa: InstId,
+    slot: LocalId,
+    coord: InstId,
+}
+
+impl Claim {
+    /// Sets a free bit of the pool's bitmap (a scan from a rotating start)
+    /// and returns its slot + 1, or 0 when every bit was set.
+    fn scan(&self, e: &mut Emitter) -> InstId {
+        let (root, pool, nwords) = (self.root, self.pool, self.nwords);
         // A rotating start spreads concurrent allocations over the bitmap.
         let hint = e.u32c(pool.hint);
         let one = e.u32c(1);
@@ -597,54 +663,37 @@ fn activate_pointer(
             let found = e.cmpk(BinaryOp::Ne, g, 0);
             e.if_(found, |e| e.brk());
         });
-        let g = e.get(got);
-        let found = e.cmpk(BinaryOp::Ne, g, 0);
-        let publish = e.block(|e| {
-            let z = e.u32c(0);
-            let prev = e.atomic(AtomicOp::CompareExchange, root, pa, g, Some(z));
-            let won = e.cmpk(BinaryOp::Eq, prev, 0);
-            let s = e.bink(BinaryOp::Sub, g, 1);
-            e.if_(won, |e| {
-                let oa = e.bink(BinaryOp::Add, s, pool.owner);
-                let c1 = e.bink(BinaryOp::Add, c, 1);
-                e.store(root, oa, c1);
-                e.set(slot, g);
-            });
-            let lost = e.not(won);
-            e.if_(lost, |e| {
-                // Give the unused (still initial) slot back and use the winner's.
-                let word = e.bink(BinaryOp::Shr, s, 5);
-                let ma = e.bink(BinaryOp::Add, word, pool.bitmap);
-                let low = e.bink(BinaryOp::BitAnd, s, 31);
-                let one = e.u32c(1);
-                let bit = e.bin(BinaryOp::Shl, one, low);
-                let mask = e.not(bit);
-                e.atomic(AtomicOp::And, root, ma, mask, None);
-                e.set(slot, prev);
-            });
+        e.get(got)
+    }
+
+    /// Publishes slot `g` (slot + 1) with one compare-exchange 0 → g on the
+    /// cell. The winner records the cell's coordinate in the slot's owner
+    /// word; a loser gives its (still initial) slot back and uses the
+    /// winner's.
+    fn publish(&self, e: &mut Emitter, g: InstId) {
+        let (root, pool) = (self.root, self.pool);
+        let z = e.u32c(0);
+        let prev = e.atomic(AtomicOp::CompareExchange, root, self.pa, g, Some(z));
+        let won = e.cmpk(BinaryOp::Eq, prev, 0);
+        let s = e.bink(BinaryOp::Sub, g, 1);
+        e.if_(won, |e| {
+            let oa = e.bink(BinaryOp::Add, s, pool.owner);
+            let c1 = e.bink(BinaryOp::Add, self.coord, 1);
+            e.store(root, oa, c1);
+            e.set(self.slot, g);
         });
-        // No free slot: threads racing for this very cell (in lockstep on
-        // a GPU or the VM, all of them) may hold every slot for a moment.
-        // Running after the publishing branch, this reads the winner's slot
-        // if there is one; only a cell still null means the pool is full.
-        let fallback = e.block(|e| {
-            let r2 = e.load(root, pa);
-            e.set(slot, r2);
-            let still = e.cmpk(BinaryOp::Eq, r2, 0);
-            e.if_(still, |e| {
-                e.emit(InstKind::Trap { site, value: c }, Type::Void);
-            });
+        let lost = e.not(won);
+        e.if_(lost, |e| {
+            let word = e.bink(BinaryOp::Shr, s, 5);
+            let ma = e.bink(BinaryOp::Add, word, pool.bitmap);
+            let low = e.bink(BinaryOp::BitAnd, s, 31);
+            let one = e.u32c(1);
+            let bit = e.bin(BinaryOp::Shl, one, low);
+            let mask = e.not(bit);
+            e.atomic(AtomicOp::And, root, ma, mask, None);
+            e.set(self.slot, prev);
         });
-        e.emit(
-            InstKind::If {
-                cond: found,
-                accept: publish,
-                reject: fallback,
-            },
-            Type::Void,
-        );
-    });
-    e.get(slot)
+    }
 }
 
 /// Copies `words` words from `from` to `to` (a cell reset from an image).
