@@ -311,7 +311,10 @@ impl Viewport {
     pub fn step(&mut self) {
         let Some(sim) = &mut self.sim else { return };
         let t = std::time::Instant::now();
-        match sim.step_frame() {
+        // The viewport shows every frame, so it waits for each one: the
+        // readout is then the frame's real cost (GPU work included, not
+        // only its submit), and a fault shows on the frame that hit it.
+        match sim.step_frame().and_then(|_| sim.sync()) {
             Ok(()) => {
                 self.frame_ms = t.elapsed().as_secs_f64() * 1e3;
                 self.frames_run += 1;
