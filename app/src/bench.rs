@@ -90,7 +90,7 @@ pub fn bench(a: BenchArgs) -> i32 {
             "device": sim.device_name(),
             "frames": frames.len(),
             "compile_ms": compile_ms,
-            "frame_ms": {"median": fmed, "min": fmin, "max": fmax},
+            "frame_ms": {"median": fmed, "min": fmin, "max": fmax, "samples": frames},
             "kernels": per_kernel,
             "memory": weft_ir::ir::layout::memory_lines(&sim.program),
         });

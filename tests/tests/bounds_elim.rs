@@ -274,3 +274,133 @@ fn a_reset_forgets_a_fault_of_the_run_it_throws_away() {
         assert!(e.to_string().contains("index 4"), "{}: {}", backend, e);
     }
 }
+
+/// A 2-D field `g` (10 x 10, g[x, y] = 10 x + y), a particle position per
+/// invocation in `p` and the 3 x 3 stencil sum around it in `out`: the
+/// index math of mpm's P2G / G2P.
+fn stencil_graph(positions: [[f32; 2]; 2]) -> Value {
+    let [[a, b], [c, d]] = positions;
+    let place = format!(
+        "fn kernel(q: i32) {{\n    if q == 0 {{\n        p[q] = vec2({:?}, {:?});\n    }} else {{\n        p[q] = vec2({:?}, {:?});\n    }}\n}}\n",
+        a, b, c, d
+    );
+    json!({
+        "format": "weft-graph", "version": 1,
+        "nodes": [
+            {"id": "grid", "kind": "dense", "params": {"shape": [10, 10]}},
+            {"id": "g", "kind": "field", "params": {"type": "f32"}},
+            {"id": "parts", "kind": "dense", "params": {"shape": [2]}},
+            {"id": "p", "kind": "field", "params": {"type": "vec2"}},
+            {"id": "place", "kind": "kernel", "params": {"over": "p", "code": place}},
+            {"id": "out", "kind": "field", "params": {"type": "f32"}},
+            {"id": "fill", "kind": "kernel", "params": {"over": "g",
+                "code": "fn kernel(x: i32, y: i32) {\n    g[(x, y)] = (x * 10 + y) as f32;\n}\n"}},
+            {"id": "gather", "kind": "kernel", "params": {"over": "out",
+                "code": "fn kernel(q: i32) {\n    let base = (p[q] - 0.5) as ivec2;\n    let mut s = 0.0;\n    for i in 0..3 {\n        for j in 0..3 {\n            s += g[base + ivec2(i, j)];\n        }\n    }\n    out[q] = s;\n}\n"}},
+            {"id": "start", "kind": "on_start"}
+        ],
+        "wires": [
+            {"from": "p.field", "to": "place.p"},
+            {"from": "grid.cells", "to": "g.layout"},
+            {"from": "parts.cells", "to": "p.layout"},
+            {"from": "parts.cells", "to": "out.layout"},
+            {"from": "g.field", "to": "fill.g"},
+            {"from": "g.field", "to": "gather.g"},
+            {"from": "p.field", "to": "gather.p"},
+            {"from": "out.field", "to": "gather.out"}
+        ],
+        "exec": [
+            {"from": "start.then", "to": "place"},
+            {"from": "place.then", "to": "fill"},
+            {"from": "fill.then", "to": "gather"}
+        ]
+    })
+}
+
+/// Out-of-bounds sites of kernel `name` after the whole pipeline.
+fn sites_of(doc: &Value, name: &str) -> usize {
+    let mut p = build(doc).unwrap();
+    weft_ir::passes::run_pipeline(
+        &mut p,
+        &weft_ir::passes::PassOptions {
+            validate: true,
+            ..Default::default()
+        },
+        None,
+    )
+    .unwrap();
+    let (_, k) = p.kernels.iter().find(|(_, k)| k.name == name).unwrap();
+    k.fault_sites
+        .iter()
+        .filter(|s| matches!(s.kind, FaultKind::OutOfBounds { .. }))
+        .count()
+}
+
+#[test]
+fn a_stencil_is_checked_at_the_two_ends_of_each_axis() {
+    // Nine cells, two axes: 18 checks as written; the cells' indices share
+    // their axes' values (base.x + 0, 1, 2), and the checks of each axis
+    // are widened to its smallest and largest offset.
+    let g = stencil_graph([[1.7, 2.2], [7.9, 5.5]]);
+    assert_eq!(sites_of(&g, "gather"), 4);
+    // Sums by hand: base (1, 1) and (7, 5); the cells x0..x0+2, y0..y0+2.
+    let sum = |x0: i32, y0: i32| -> f32 {
+        let mut s = 0.0;
+        for x in x0..x0 + 3 {
+            for y in y0..y0 + 3 {
+                s += (x * 10 + y) as f32;
+            }
+        }
+        s
+    };
+    for backend in backends() {
+        let mut s = sim(&g, backend);
+        s.start().unwrap();
+        assert_eq!(f32s(&s, "out"), vec![sum(1, 1), sum(7, 5)], "{}", backend);
+    }
+}
+
+#[test]
+fn a_stencil_that_leaves_the_grid_faults_with_its_largest_index_everywhere() {
+    // Base x = 8: cells x = 8, 9 are in the grid and x = 10 is not. The
+    // widened check fails before any cell is read, with the index the
+    // kernel would have used (10), the field and the line.
+    let g = stencil_graph([[1.7, 2.2], [9.1, 5.5]]);
+    let mut errors = vec![];
+    for backend in backends() {
+        let mut s = sim(&g, backend);
+        let e = s.start().expect_err("x = 10 is out of range").to_string();
+        assert!(
+            e.contains("'gather'")
+                && e.contains("'g'")
+                && e.contains("index 10")
+                && e.contains("code 6:"),
+            "{}: {}",
+            backend,
+            e
+        );
+        errors.push(e);
+    }
+    assert!(errors.windows(2).all(|w| w[0] == w[1]), "{:?}", errors);
+}
+
+#[test]
+fn a_check_after_an_early_return_is_not_moved_above_it() {
+    // Invocations i > 0 return before reading b[j + 9], which is out of
+    // range for them: widening b[j] and b[j + 9] into one place would make
+    // them fault. Only invocation 0 reads b[9].
+    let g = kernel_graph(
+        &[
+            F("b", "f32", &[10], json!(2.0)),
+            F("c", "f32", &[4], json!(0)),
+        ],
+        "fn kernel(i: i32) {\n    let j = i;\n    let x = b[j];\n    if i > 0 {\n        c[i] = x;\n        return;\n    }\n    c[i] = x + b[j + 9];\n}\n",
+        &[4],
+        json!({}),
+    );
+    for backend in backends() {
+        let mut s = sim(&g, backend);
+        s.start().unwrap_or_else(|e| panic!("{}: {}", backend, e));
+        assert_eq!(f32s(&s, "c"), vec![4.0, 2.0, 2.0, 2.0], "{}", backend);
+    }
+}

@@ -5,7 +5,17 @@
 //! whose index is provably in `0..extent` on every execution, and without
 //! those that repeat a check (same index value, same extent) made earlier in
 //! the same block or an enclosing one; every other instruction is
-//! untouched, so results and faults do not change.
+//! untouched, so results do not change.
+//!
+//! Checks on one value plus different constants (`b`, `b + 1`, `b + 2`: the
+//! cells of an unrolled stencil) that run one after the other in a block,
+//! with nothing between them that can leave the block, are widened: the
+//! first of them becomes the checks of the smallest and the largest offset,
+//! and the others go (both ends in `0..extent` put every offset between them
+//! there, with no wrap-around). A faulting invocation then stops at the
+//! first check instead of at the access that is out of bounds; the fault
+//! names the same field, line and an index that the kernel does use out of
+//! bounds, and a fault ends the run either way.
 //!
 //! The proof is a forward interval analysis over i32 values: a kernel's loop
 //! index `k` of a dense iteration lies in `0..shape[k]`, constants are
@@ -22,7 +32,7 @@
 //! word-address guard, so memory safety does not rest on this pass.
 
 use crate::ir::*;
-use crate::types::Scalar;
+use crate::types::{Scalar, Type};
 use std::collections::{HashMap, HashSet};
 
 pub fn run(program: &mut Program) {
@@ -79,6 +89,154 @@ struct Ranges {
     checked: Vec<HashSet<(InstId, u32)>>,
 }
 
+/// `index` as (base, constant offset) when it is an i32 `base + k` or
+/// `base - k`; else (index, 0).
+fn offset_of(f: &Function, index: InstId) -> (InstId, i64) {
+    let konst = |h: InstId| match f.insts[h].kind {
+        InstKind::Const(c) if f.insts[h].ty == Type::Scalar(Scalar::I32) => {
+            Some(c.bits as i32 as i64)
+        }
+        _ => None,
+    };
+    if f.insts[index].ty == Type::Scalar(Scalar::I32) {
+        match f.insts[index].kind {
+            InstKind::Binary(BinaryOp::Add, a, b) => {
+                if let Some(k) = konst(b) {
+                    return (a, k);
+                }
+                if let Some(k) = konst(a) {
+                    return (b, k);
+                }
+            }
+            InstKind::Binary(BinaryOp::Sub, a, b) => {
+                if let Some(k) = konst(b) {
+                    return (a, -k);
+                }
+            }
+            _ => {}
+        }
+    }
+    (index, 0)
+}
+
+/// Whether running `h` may leave the block it is in other than by a fault:
+/// a `return` anywhere in it, or a `break` / `continue` not inside a loop
+/// of its own.
+fn may_leave(f: &Function, h: InstId, in_loop: bool) -> bool {
+    let kind = &f.insts[h].kind;
+    match kind {
+        InstKind::Return(_) => return true,
+        InstKind::Break | InstKind::Continue if !in_loop => return true,
+        _ => {}
+    }
+    let nested_loop = in_loop || matches!(kind, InstKind::RangeFor { .. } | InstKind::Loop { .. });
+    kind.blocks()
+        .into_iter()
+        .any(|b| b.iter().any(|&i| may_leave(f, i, nested_loop)))
+}
+
+/// Widens runs of checks on `base + k` (see the module doc). Each run lies
+/// between instructions that may leave the block.
+fn widen(f: &mut Function, block: Block) -> Block {
+    // (base, extent) -> (position of the first check, checks with offsets)
+    type Group = (usize, Vec<(InstId, i64)>);
+    let mut plans: Vec<Group> = Vec::new();
+    let mut open: HashMap<(InstId, u32), usize> = HashMap::new();
+    for (pos, &h) in block.iter().enumerate() {
+        if let InstKind::BoundsCheck { index, extent, .. } = f.insts[h].kind {
+            if extent as u64 <= i32::MAX as u64 + 1 {
+                let (base, k) = offset_of(f, index);
+                let g = *open.entry((base, extent)).or_insert_with(|| {
+                    plans.push((pos, Vec::new()));
+                    plans.len() - 1
+                });
+                plans[g].1.push((h, k));
+            }
+        } else if may_leave(f, h, false) {
+            open.clear();
+        }
+    }
+    let mut replace: HashMap<usize, Vec<InstId>> = HashMap::new();
+    let mut drop: HashSet<InstId> = HashSet::new();
+    for (pos, checks) in plans {
+        let lo = checks.iter().min_by_key(|c| c.1).copied();
+        let hi = checks.iter().max_by_key(|c| c.1).copied();
+        let (Some(lo), Some(hi)) = (lo, hi) else {
+            continue;
+        };
+        if lo.1 == hi.1 || lo.1 < i32::MIN as i64 || hi.1 > i32::MAX as i64 {
+            continue;
+        }
+        let first = checks[0].0;
+        let InstKind::BoundsCheck {
+            index: first_index, ..
+        } = f.insts[first].kind
+        else {
+            continue;
+        };
+        let (base, first_k) = offset_of(f, first_index);
+        let mut emitted = Vec::new();
+        for (check, k) in [lo, hi] {
+            let InstKind::BoundsCheck {
+                field,
+                axis,
+                extent,
+                ..
+            } = f.insts[check].kind
+            else {
+                continue;
+            };
+            let span = f.insts[check].span;
+            let index = if k == first_k {
+                first_index
+            } else if k == 0 {
+                base
+            } else {
+                let c = f.insts.append(Inst {
+                    kind: InstKind::Const(Const {
+                        scalar: Scalar::I32,
+                        bits: k as i32 as u32,
+                    }),
+                    ty: Type::Scalar(Scalar::I32),
+                    span,
+                });
+                let sum = f.insts.append(Inst {
+                    kind: InstKind::Binary(BinaryOp::Add, base, c),
+                    ty: Type::Scalar(Scalar::I32),
+                    span,
+                });
+                emitted.extend([c, sum]);
+                sum
+            };
+            emitted.push(f.insts.append(Inst {
+                kind: InstKind::BoundsCheck {
+                    field,
+                    axis,
+                    index,
+                    extent,
+                },
+                ty: Type::Void,
+                span,
+            }));
+        }
+        drop.extend(checks.iter().map(|c| c.0));
+        replace.insert(pos, emitted);
+    }
+    if replace.is_empty() {
+        return block;
+    }
+    let mut out = Vec::with_capacity(block.len());
+    for (pos, h) in block.into_iter().enumerate() {
+        if let Some(new) = replace.remove(&pos) {
+            out.extend(new);
+        }
+        if !drop.contains(&h) {
+            out.push(h);
+        }
+    }
+    out
+}
+
 const I32_RANGE: (i64, i64) = (i32::MIN as i64, i32::MAX as i64);
 
 fn fits(r: (i64, i64)) -> Option<(i64, i64)> {
@@ -87,6 +245,7 @@ fn fits(r: (i64, i64)) -> Option<(i64, i64)> {
 
 impl Ranges {
     fn block(&mut self, f: &mut Function, b: Block) -> Block {
+        let b = widen(f, b);
         let mut out = Vec::with_capacity(b.len());
         for h in b {
             if let InstKind::BoundsCheck { index, extent, .. } = f.insts[h].kind {

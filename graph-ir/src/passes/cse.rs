@@ -25,10 +25,14 @@
 //! field, shrinks for every backend at once.
 //!
 //! Buffer loads (`BufLoad`) are numbered too, until something may write
-//! their root buffer: a store or atomic on that root forgets the root's
-//! loads in every enclosing scope (what follows the `if` or loop holding it
-//! may see the new value), and so does any other instruction that may write
-//! memory (calls, field writes, activation) for every root. A loop's body
+//! their word: a store on their root forgets the root's loads in every
+//! enclosing scope (what follows the `if` or loop holding it may see the
+//! new value) except those at the same base address plus a different
+//! constant (`a + 2` is not `a + 7` in any wrap-around), an atomic forgets
+//! all of its root's loads, and so does any other instruction that may
+//! write memory (calls, field writes, activation) for every root. A store
+//! also numbers its word as a load of the stored value's type: a later load
+//! of that word in that type reads the value just stored. A loop's body
 //! is scanned for writes before it is walked, since its second iteration
 //! sees what the first wrote after the load. So a repeated load returns
 //! what the invocation itself last left there; this is the interpreter's
@@ -50,6 +54,7 @@ pub fn run(program: &mut Program) {
 pub fn cse_function(f: &mut Function) {
     let mut walk = Walk {
         scopes: vec![HashMap::new()],
+        words: HashMap::new(),
         subst: HashMap::new(),
     };
     let body = std::mem::take(&mut f.body);
@@ -63,6 +68,8 @@ struct Key(String);
 
 struct Walk {
     scopes: Vec<HashMap<Key, InstId>>,
+    /// Numbered loads' words: root, then address as base + offset.
+    words: HashMap<Key, (LayoutId, InstId, u32)>,
     /// Dropped instruction → the earlier equal value its uses now read.
     subst: HashMap<InstId, InstId>,
 }
@@ -83,7 +90,7 @@ impl Walk {
                     }
                 }
             }
-            if let Some(w) = writes(&kind) {
+            if let Some(w) = writes(f, &kind) {
                 self.forget(w);
             }
             for b in kind.blocks_mut() {
@@ -103,7 +110,22 @@ impl Walk {
                 out.push(h);
                 continue;
             }
-            if let Some(key) = key(&f.insts[h].kind, f.insts[h].ty).or_else(|| load_key(f, h)) {
+            if let InstKind::BufStore { root, addr, value } = f.insts[h].kind {
+                let key = word_key(root, addr, f.insts[value].ty);
+                self.words.insert(
+                    key.clone(),
+                    (root, base_offset(f, addr).0, base_offset(f, addr).1),
+                );
+                self.scopes.last_mut().expect("scope").insert(key, value);
+                out.push(h);
+                continue;
+            }
+            let load = load_key(f, h);
+            if let (Some(k), InstKind::BufLoad { root, addr }) = (&load, &f.insts[h].kind) {
+                let (base, offset) = base_offset(f, *addr);
+                self.words.insert(k.clone(), (*root, base, offset));
+            }
+            if let Some(key) = key(&f.insts[h].kind, f.insts[h].ty).or(load) {
                 if let Some(&earlier) = self.scopes.iter().rev().find_map(|s| s.get(&key)) {
                     self.subst.insert(h, earlier);
                     continue;
@@ -122,11 +144,20 @@ impl Walk {
 impl Walk {
     /// Forgets the loads that a write may have changed.
     fn forget(&mut self, w: Written) {
+        let words = &self.words;
         for scope in &mut self.scopes {
-            scope.retain(|k, _| match (&k.0.strip_prefix(LOAD), w) {
-                (None, _) => true,
-                (Some(_), Written::Everything) => false,
-                (Some(rest), Written::Root(r)) => !rest.starts_with(&root_tag(r)),
+            scope.retain(|k, _| {
+                if !k.0.starts_with(LOAD) {
+                    return true;
+                }
+                let Some(&(root, base, offset)) = words.get(k) else {
+                    return false;
+                };
+                match w {
+                    Written::Everything => false,
+                    Written::Root(r) => root != r,
+                    Written::Word(r, b, o) => root != r || (base == b && offset != o),
+                }
             });
         }
     }
@@ -142,29 +173,56 @@ fn root_tag(r: LayoutId) -> String {
 /// A buffer load's key: its root, (already substituted) address and type.
 fn load_key(f: &Function, h: InstId) -> Option<Key> {
     match f.insts[h].kind {
-        InstKind::BufLoad { root, addr } => Some(Key(format!(
-            "{}{}{:?}]:{:?}",
-            LOAD,
-            root_tag(root),
-            addr,
-            f.insts[h].ty
-        ))),
+        InstKind::BufLoad { root, addr } => Some(word_key(root, addr, f.insts[h].ty)),
         _ => None,
     }
+}
+
+fn word_key(root: LayoutId, addr: InstId, ty: Type) -> Key {
+    Key(format!("{}{}{:?}]:{:?}", LOAD, root_tag(root), addr, ty))
+}
+
+/// A u32 word address as `base + offset` (wrapping), looking through
+/// additions of constants.
+fn base_offset(f: &Function, addr: InstId) -> (InstId, u32) {
+    let konst = |h: InstId| match f.insts[h].kind {
+        InstKind::Const(c) if f.insts[h].ty == Type::U32 => Some(c.bits),
+        _ => None,
+    };
+    let (mut at, mut offset) = (addr, 0u32);
+    while let InstKind::Binary(BinaryOp::Add, a, b) = f.insts[at].kind {
+        if f.insts[at].ty != Type::U32 {
+            break;
+        }
+        if let Some(k) = konst(b) {
+            (at, offset) = (a, offset.wrapping_add(k));
+        } else if let Some(k) = konst(a) {
+            (at, offset) = (b, offset.wrapping_add(k));
+        } else {
+            break;
+        }
+    }
+    (at, offset)
 }
 
 /// What an instruction may write, for forgetting loads.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Written {
+    /// One word: root, then address as base + offset.
+    Word(LayoutId, InstId, u32),
     Root(LayoutId),
     Everything,
 }
 
 /// The memory one instruction (not counting its nested blocks) may write.
-fn writes(kind: &InstKind) -> Option<Written> {
+fn writes(f: &Function, kind: &InstKind) -> Option<Written> {
     use InstKind::*;
     match kind {
-        BufStore { root, .. } | BufAtomic { root, .. } => Some(Written::Root(*root)),
+        BufStore { root, addr, .. } => {
+            let (base, offset) = base_offset(f, *addr);
+            Some(Written::Word(*root, base, offset))
+        }
+        BufAtomic { root, .. } => Some(Written::Root(*root)),
         Call(..)
         | FieldStore { .. }
         | FieldAtomic { .. }
@@ -180,7 +238,7 @@ fn writes_in(f: &Function, b: &Block) -> Vec<Written> {
     let mut out = Vec::new();
     for &h in b {
         let kind = &f.insts[h].kind;
-        out.extend(writes(kind));
+        out.extend(writes(f, kind));
         for nested in kind.blocks() {
             out.extend(writes_in(f, nested));
         }
@@ -405,5 +463,107 @@ mod tests {
         assert!(!loop_load_merged(0));
         // A loop writing another root reuses the outer load.
         assert!(loop_load_merged(1));
+    }
+
+    /// `addr + k` as a u32 instruction (not placed in the body).
+    fn plus(b: &mut Buf, k: u32) -> InstId {
+        let c = inst(&mut b.f, InstKind::Const(Const::u32(k)), Type::U32);
+        inst(
+            &mut b.f,
+            InstKind::Binary(BinaryOp::Add, b.addr, c),
+            Type::U32,
+        )
+    }
+
+    fn store_at(b: &mut Buf, addr: InstId) -> InstId {
+        let kind = InstKind::BufStore {
+            root: LayoutId::new(0),
+            addr,
+            value: b.one,
+        };
+        inst(&mut b.f, kind, Type::Void)
+    }
+
+    #[test]
+    fn a_store_to_another_word_of_the_root_keeps_loads() {
+        // load L0[a]; store L0[a + 1]; load L0[a] -> merged: a + 1 is never a.
+        let mut b = Buf::new();
+        let l1 = b.load(0);
+        let a1 = plus(&mut b, 1);
+        let c1 = match b.f.insts[a1].kind {
+            InstKind::Binary(_, _, c) => c,
+            _ => unreachable!(),
+        };
+        let st = store_at(&mut b, a1);
+        let l2 = b.load(0);
+        let sum = b.add(l1, l2);
+        b.f.body = vec![b.addr, b.one, l1, c1, a1, st, l2, sum];
+        cse_function(&mut b.f);
+        assert!(b.merged(sum));
+
+        // load L0[a]; store L0[b]; load L0[a] -> kept: another base may
+        // name the same word.
+        let mut b = Buf::new();
+        let other = inst(&mut b.f, InstKind::Arg(1), Type::U32);
+        let l1 = b.load(0);
+        let st = store_at(&mut b, other);
+        let l2 = b.load(0);
+        let sum = b.add(l1, l2);
+        b.f.body = vec![b.addr, b.one, other, l1, st, l2, sum];
+        cse_function(&mut b.f);
+        assert!(!b.merged(sum));
+
+        // An atomic on another word still forgets the root's loads.
+        let mut b = Buf::new();
+        let l1 = b.load(0);
+        let a1 = plus(&mut b, 1);
+        let c1 = match b.f.insts[a1].kind {
+            InstKind::Binary(_, _, c) => c,
+            _ => unreachable!(),
+        };
+        let at = inst(
+            &mut b.f,
+            InstKind::BufAtomic {
+                op: AtomicOp::Add,
+                root: LayoutId::new(0),
+                addr: a1,
+                value: b.one,
+                cmp: None,
+            },
+            Type::F32,
+        );
+        let l2 = b.load(0);
+        let sum = b.add(l1, l2);
+        b.f.body = vec![b.addr, b.one, l1, c1, a1, at, l2, sum];
+        cse_function(&mut b.f);
+        assert!(!b.merged(sum));
+    }
+
+    #[test]
+    fn a_load_after_a_store_to_its_word_reads_the_stored_value() {
+        let mut b = Buf::new();
+        let st = b.store(0);
+        let l = b.load(0);
+        let sum = b.add(l, l);
+        b.f.body = vec![b.addr, b.one, st, l, sum];
+        cse_function(&mut b.f);
+        assert_eq!(b.f.body, vec![b.addr, b.one, st, sum]);
+        assert!(
+            matches!(b.f.insts[sum].kind, InstKind::Binary(BinaryOp::Add, x, y) if x == b.one && y == b.one)
+        );
+        // Read back as another type: the word's bits, not the value: kept.
+        let mut b = Buf::new();
+        let st = b.store(0);
+        let l = inst(
+            &mut b.f,
+            InstKind::BufLoad {
+                root: LayoutId::new(0),
+                addr: b.addr,
+            },
+            Type::U32,
+        );
+        b.f.body = vec![b.addr, b.one, st, l];
+        cse_function(&mut b.f);
+        assert_eq!(b.f.body, vec![b.addr, b.one, st, l]);
     }
 }

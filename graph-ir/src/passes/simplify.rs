@@ -3,6 +3,11 @@
 //! Pre: valid IR. Post: valid IR where
 //! - integer `x + 0`, `x - 0`, `x * 1`, `0 + x`, `1 * x` are replaced by `x`;
 //! - `v[k]` with a constant `k` in range becomes a fixed component extract;
+//! - a component of an integer vector operation with a built operand,
+//!   `(a + vec2(0, 1)).y`, becomes the scalar operation on components,
+//!   `a.y + 1` (index math of unrolled stencils: the cells' indices then
+//!   share their axes' values, so CSE and `bounds_elim` see `a.y + 1` for
+//!   every cell in that column instead of nine unrelated vectors);
 //! - `if` on a constant condition is replaced by the taken branch;
 //! - stores to locals that are never loaded are removed;
 //! - pure instructions whose values are unused are removed (to a fixpoint).
@@ -18,6 +23,8 @@ pub fn run(program: &mut Program) {
 }
 
 pub fn simplify_function(f: &mut Function) {
+    let body = std::mem::take(&mut f.body);
+    f.body = scalarize_extracts(f, body);
     identities(f);
     let body = std::mem::take(&mut f.body);
     f.body = const_ifs(f, body);
@@ -89,6 +96,77 @@ fn identities(f: &mut Function) {
     for &h in &handles {
         f.insts[h].kind.map_operands(resolve);
     }
+}
+
+/// `Extract(Binary(op, a, b), i)` on integer vectors, where `a` or `b` is
+/// a `Construct`, becomes `Binary(op, a[i], b[i])`; a built operand's
+/// component is its scalar part itself, any other a new `Extract` placed
+/// before the instruction. Integer operations are exact per component, so
+/// no value changes.
+fn scalarize_extracts(f: &mut Function, block: Block) -> Block {
+    let mut out = Vec::with_capacity(block.len());
+    for h in block {
+        let mut kind = std::mem::replace(&mut f.insts[h].kind, InstKind::Break);
+        for b in kind.blocks_mut() {
+            *b = scalarize_extracts(f, std::mem::take(b));
+        }
+        f.insts[h].kind = kind;
+        if let Some((op, a, b, i)) = scalarizable(f, h) {
+            let span = f.insts[h].span;
+            let ty = f.insts[a].ty.scalar().map(crate::types::Type::Scalar);
+            let mut component = |v: InstId, out: &mut Vec<InstId>| {
+                if let Some(p) = scalar_part(f, v, i) {
+                    return p;
+                }
+                let e = f.insts.append(Inst {
+                    kind: InstKind::Extract(v, i),
+                    ty: ty.unwrap_or(crate::types::Type::Void),
+                    span,
+                });
+                out.push(e);
+                e
+            };
+            let ca = component(a, &mut out);
+            let cb = component(b, &mut out);
+            f.insts[h].kind = InstKind::Binary(op, ca, cb);
+        }
+        out.push(h);
+    }
+    out
+}
+
+fn scalarizable(f: &Function, h: InstId) -> Option<(BinaryOp, InstId, InstId, u32)> {
+    let InstKind::Extract(v, i) = f.insts[h].kind else {
+        return None;
+    };
+    let InstKind::Binary(op, a, b) = f.insts[v].kind else {
+        return None;
+    };
+    let vt = f.insts[v].ty;
+    let componentwise = !matches!(
+        op,
+        BinaryOp::MatMul | BinaryOp::LogicalAnd | BinaryOp::LogicalOr
+    );
+    let ints = vt.is_vector() && vt.is_int() && !op.is_comparison();
+    let same = f.insts[a].ty == vt && f.insts[b].ty == vt;
+    let built = |x: InstId| matches!(f.insts[x].kind, InstKind::Construct(_));
+    (componentwise && ints && same && (built(a) || built(b))).then_some((op, a, b, i))
+}
+
+/// The scalar operand of `Construct` `v` that is its component `i`.
+fn scalar_part(f: &Function, v: InstId, i: u32) -> Option<InstId> {
+    let InstKind::Construct(parts) = &f.insts[v].kind else {
+        return None;
+    };
+    let mut at = 0u32;
+    for &p in parts {
+        let n = f.insts[p].ty.components() as u32;
+        if i < at + n {
+            return (n == 1).then_some(p);
+        }
+        at += n;
+    }
+    None
 }
 
 fn const_ifs(f: &mut Function, block: Block) -> Block {
