@@ -299,9 +299,11 @@ const MAX_RECORDS_PER_SUBMIT: u64 = 4096;
 pub const FRAMES_IN_FLIGHT: usize = 2;
 
 /// One submit's error words on their way back: the submit copies them into
-/// `readback`, which is mapped without waiting.
+/// `readback`, which is mapped without waiting. A submit whose kernels have
+/// no fault site has no words to read (`None`): only its GPU errors and its
+/// place in the queue are tracked.
 struct InFlight {
-    readback: wgpu::Buffer,
+    readback: Option<wgpu::Buffer>,
     submission: wgpu::SubmissionIndex,
     /// The kernels the submit ran, in order (the shader names the failing one).
     kernels: Vec<KernelId>,
@@ -921,8 +923,15 @@ impl WgpuEngine {
             }
             // The error words come back with the launches' own submit,
             // without a wait of their own (`FRAMES_IN_FLIGHT`).
-            let readback = self.readback_buffer();
-            enc.copy_buffer_to_buffer(&self.errors, 0, &readback, 0, 16);
+            let can_fault = part.iter().any(|rec| {
+                !self.fault_program.kernels[rec.kernel]
+                    .fault_sites
+                    .is_empty()
+            });
+            let readback = can_fault.then(|| self.readback_buffer());
+            if let Some(rb) = &readback {
+                enc.copy_buffer_to_buffer(&self.errors, 0, rb, 0, 16);
+            }
             let t = Instant::now();
             let submission = self.ctx.queue.submit([enc.finish()]);
             self.track(readback, submission, part);
@@ -964,17 +973,19 @@ impl WgpuEngine {
     /// Maps a submit's error words as soon as the GPU is done with it.
     fn track(
         &self,
-        readback: wgpu::Buffer,
+        readback: Option<wgpu::Buffer>,
         submission: wgpu::SubmissionIndex,
         part: &[LaunchRecord],
     ) {
         let mapped = Arc::new(Mutex::new(None));
         let note = mapped.clone();
-        readback.slice(..).map_async(wgpu::MapMode::Read, move |r| {
-            if let Ok(mut m) = note.lock() {
-                *m = Some(r);
-            }
-        });
+        if let Some(rb) = &readback {
+            rb.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+                if let Ok(mut m) = note.lock() {
+                    *m = Some(r);
+                }
+            });
+        }
         let kernels = part.iter().map(|rec| rec.kernel).collect();
         if let Ok(mut q) = self.in_flight.lock() {
             q.push_back(InFlight {
@@ -998,7 +1009,10 @@ impl WgpuEngine {
             let Some(front) = q.front() else {
                 return Ok(());
             };
-            let done = front.mapped.lock().map_err(|_| lost())?.is_some();
+            // Without error words, a submit is known to be done only by
+            // waiting for it (which returns at once when it is).
+            let done =
+                front.readback.is_some() && front.mapped.lock().map_err(|_| lost())?.is_some();
             if !done && q.len() <= keep {
                 return Ok(());
             }
@@ -1018,33 +1032,10 @@ impl WgpuEngine {
             }
             let f = q.pop_front().ok_or_else(lost)?;
             drop(q);
-            let state = f.mapped.lock().map_err(|_| lost())?.take();
-            match state {
-                Some(Ok(())) => {}
-                Some(Err(e)) => {
-                    return Err(RuntimeError::Device(format!(
-                        "reading back from the GPU failed: {}",
-                        e
-                    )))
-                }
-                None => {
-                    return Err(RuntimeError::Device(
-                        "reading back from the GPU failed: no answer".into(),
-                    ))
-                }
-            }
-            let fault: Vec<u32> = {
-                let view = f.readback.slice(..).get_mapped_range().map_err(|e| {
-                    RuntimeError::Device(format!("reading back from the GPU failed: {}", e))
-                })?;
-                view.chunks_exact(4)
-                    .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                    .collect()
+            let fault = match f.readback {
+                Some(readback) => self.fault_words(readback, &f.mapped)?,
+                None => Vec::new(),
             };
-            f.readback.unmap();
-            if let Ok(mut spare) = self.spare_readbacks.lock() {
-                spare.push(f.readback);
-            }
             if let Some(e) = self.ctx.take_errors().into_iter().next() {
                 let node = f
                     .kernels
@@ -1063,6 +1054,44 @@ impl WgpuEngine {
                 return Err(self.fault_error(&f.kernels, &fault));
             }
         }
+    }
+
+    /// The error words of a finished submit, and its readback buffer back
+    /// to the spares.
+    fn fault_words(
+        &self,
+        readback: wgpu::Buffer,
+        mapped: &Mutex<Option<Result<(), wgpu::BufferAsyncError>>>,
+    ) -> Result<Vec<u32>, RuntimeError> {
+        let lost = || RuntimeError::Device("the GPU's error words were lost".into());
+        let state = mapped.lock().map_err(|_| lost())?.take();
+        match state {
+            Some(Ok(())) => {}
+            Some(Err(e)) => {
+                return Err(RuntimeError::Device(format!(
+                    "reading back from the GPU failed: {}",
+                    e
+                )))
+            }
+            None => {
+                return Err(RuntimeError::Device(
+                    "reading back from the GPU failed: no answer".into(),
+                ))
+            }
+        }
+        let fault: Vec<u32> = {
+            let view = readback.slice(..).get_mapped_range().map_err(|e| {
+                RuntimeError::Device(format!("reading back from the GPU failed: {}", e))
+            })?;
+            view.chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect()
+        };
+        readback.unmap();
+        if let Ok(mut spare) = self.spare_readbacks.lock() {
+            spare.push(readback);
+        }
+        Ok(fault)
     }
 
     /// Forgets the submits in flight after a failure (their words are waited

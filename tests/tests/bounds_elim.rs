@@ -404,3 +404,45 @@ fn a_check_after_an_early_return_is_not_moved_above_it() {
         assert_eq!(f32s(&s, "c"), vec![4.0, 2.0, 2.0, 2.0], "{}", backend);
     }
 }
+
+#[test]
+fn frames_that_cannot_fault_run_between_ones_that_can() {
+    // `on_start` runs a kernel with a check (`f[i + n]`, n a parameter), the
+    // frames one without (`f[i]` over f): the GPU engine reads error words
+    // back only for submits whose kernels have checks, and both kinds of
+    // submit share its queue. The values after five frames and a sync are
+    // the hand-computed ones, and nothing is reported.
+    let g = json!({
+        "format": "weft-graph", "version": 1,
+        "nodes": [
+            {"id": "cells", "kind": "dense", "params": {"shape": [4]}},
+            {"id": "f", "kind": "field", "params": {"type": "f32"}},
+            {"id": "seed", "kind": "kernel", "params": {"range": [4], "scalars": {"n": 0},
+             "code": "fn kernel(i: i32) {\n    f[i + n] = i as f32;\n}\n"}},
+            {"id": "bump", "kind": "kernel", "params": {"over": "f",
+             "code": "fn kernel(i: i32) {\n    f[i] += 1.0;\n}\n"}},
+            {"id": "start", "kind": "on_start"},
+            {"id": "tick", "kind": "on_frame"}
+        ],
+        "wires": [
+            {"from": "cells.cells", "to": "f.layout"},
+            {"from": "f.field", "to": "seed.f"},
+            {"from": "f.field", "to": "bump.f"}
+        ],
+        "exec": [
+            {"from": "start.then", "to": "seed"},
+            {"from": "tick.then", "to": "bump"}
+        ]
+    });
+    assert_eq!(sites_of(&g, "seed"), 1);
+    assert_eq!(sites_of(&g, "bump"), 0);
+    for backend in backends() {
+        let mut s = sim(&g, backend);
+        s.start().unwrap();
+        for _ in 0..5 {
+            s.step_frame().unwrap();
+        }
+        s.sync().unwrap_or_else(|e| panic!("{}: {}", backend, e));
+        assert_eq!(f32s(&s, "f"), vec![5.0, 6.0, 7.0, 8.0], "{}", backend);
+    }
+}
