@@ -46,6 +46,22 @@ pub fn build(doc: &Value) -> Result<weft_ir::ir::Program, GraphErrors> {
     )
 }
 
+/// The graph built and taken through the whole pass pipeline (default
+/// options, the IR validator after every pass), as a backend gets it.
+pub fn compiled(doc: &Value) -> weft_ir::ir::Program {
+    let mut p = build(doc).unwrap_or_else(|e| panic!("{}", e));
+    weft_ir::passes::run_pipeline(
+        &mut p,
+        &weft_ir::passes::PassOptions {
+            validate: true,
+            ..Default::default()
+        },
+        None,
+    )
+    .unwrap_or_else(|e| panic!("{}", e));
+    p
+}
+
 /// The backend `run` uses: the reference interpreter, or the one named by
 /// the environment variable `WEFT_TEST_BACKEND` (`cpu`), so that whole test
 /// files can be replayed on another CPU backend

@@ -319,16 +319,7 @@ fn stencil_graph(positions: [[f32; 2]; 2]) -> Value {
 
 /// Out-of-bounds sites of kernel `name` after the whole pipeline.
 fn sites_of(doc: &Value, name: &str) -> usize {
-    let mut p = build(doc).unwrap();
-    weft_ir::passes::run_pipeline(
-        &mut p,
-        &weft_ir::passes::PassOptions {
-            validate: true,
-            ..Default::default()
-        },
-        None,
-    )
-    .unwrap();
+    let p = compiled(doc);
     let (_, k) = p.kernels.iter().find(|(_, k)| k.name == name).unwrap();
     k.fault_sites
         .iter()

@@ -13,16 +13,7 @@ fn loops_end(code: &str) -> bool {
         &[4],
         json!({"n": {"type": "i32", "default": 10}}),
     );
-    let mut p = build(&g).unwrap_or_else(|e| panic!("{}", e));
-    weft_ir::passes::run_pipeline(
-        &mut p,
-        &weft_ir::passes::PassOptions {
-            validate: true,
-            ..Default::default()
-        },
-        None,
-    )
-    .unwrap();
+    let p = compiled(&g);
     let ends = p.kernels.iter().all(|(_, k)| k.loops_end);
     ends
 }

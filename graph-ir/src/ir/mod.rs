@@ -486,6 +486,24 @@ pub struct Function {
 }
 
 impl Function {
+    /// The scalar operand of `Construct` instruction `v` that is its
+    /// component `i` (`None` when `v` is not a `Construct` or component `i`
+    /// lies inside a vector operand).
+    pub fn construct_part(&self, v: InstId, i: u32) -> Option<InstId> {
+        let InstKind::Construct(parts) = &self.insts[v].kind else {
+            return None;
+        };
+        let mut at = 0u32;
+        for &p in parts {
+            let n = self.insts[p].ty.components() as u32;
+            if i < at + n {
+                return (n == 1).then_some(p);
+            }
+            at += n;
+        }
+        None
+    }
+
     pub fn new(name: &str, args: Vec<Type>, ret: Type, span: Span) -> Self {
         Function {
             name: name.to_string(),

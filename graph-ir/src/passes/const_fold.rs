@@ -53,21 +53,10 @@ fn forward(f: &Function, h: InstId) -> Option<InstId> {
     let InstKind::Extract(base, i) = f.insts[h].kind else {
         return None;
     };
-    let InstKind::Construct(parts) = &f.insts[base].kind else {
-        return None;
-    };
     if !f.insts[h].ty.is_scalar() || !matches!(f.insts[base].ty, Type::Vector(..)) {
         return None;
     }
-    let mut at = 0u32;
-    for &p in parts {
-        let n = f.insts[p].ty.components() as u32;
-        if i < at + n {
-            return (n == 1).then_some(p);
-        }
-        at += n;
-    }
-    None
+    f.construct_part(base, i)
 }
 
 fn fold(f: &Function, h: InstId) -> Option<Const> {

@@ -465,14 +465,15 @@ mod tests {
         assert!(loop_load_merged(1));
     }
 
-    /// `addr + k` as a u32 instruction (not placed in the body).
-    fn plus(b: &mut Buf, k: u32) -> InstId {
+    /// The constant `k` and `addr + k` (not placed in the body).
+    fn plus(b: &mut Buf, k: u32) -> (InstId, InstId) {
         let c = inst(&mut b.f, InstKind::Const(Const::u32(k)), Type::U32);
-        inst(
+        let sum = inst(
             &mut b.f,
             InstKind::Binary(BinaryOp::Add, b.addr, c),
             Type::U32,
-        )
+        );
+        (c, sum)
     }
 
     fn store_at(b: &mut Buf, addr: InstId) -> InstId {
@@ -489,11 +490,7 @@ mod tests {
         // load L0[a]; store L0[a + 1]; load L0[a] -> merged: a + 1 is never a.
         let mut b = Buf::new();
         let l1 = b.load(0);
-        let a1 = plus(&mut b, 1);
-        let c1 = match b.f.insts[a1].kind {
-            InstKind::Binary(_, _, c) => c,
-            _ => unreachable!(),
-        };
+        let (c1, a1) = plus(&mut b, 1);
         let st = store_at(&mut b, a1);
         let l2 = b.load(0);
         let sum = b.add(l1, l2);
@@ -516,11 +513,7 @@ mod tests {
         // An atomic on another word still forgets the root's loads.
         let mut b = Buf::new();
         let l1 = b.load(0);
-        let a1 = plus(&mut b, 1);
-        let c1 = match b.f.insts[a1].kind {
-            InstKind::Binary(_, _, c) => c,
-            _ => unreachable!(),
-        };
+        let (c1, a1) = plus(&mut b, 1);
         let at = inst(
             &mut b.f,
             InstKind::BufAtomic {

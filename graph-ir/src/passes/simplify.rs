@@ -115,7 +115,7 @@ fn scalarize_extracts(f: &mut Function, block: Block) -> Block {
             let span = f.insts[h].span;
             let ty = f.insts[a].ty.scalar().map(crate::types::Type::Scalar);
             let mut component = |v: InstId, out: &mut Vec<InstId>| {
-                if let Some(p) = scalar_part(f, v, i) {
+                if let Some(p) = f.construct_part(v, i) {
                     return p;
                 }
                 let e = f.insts.append(Inst {
@@ -151,22 +151,6 @@ fn scalarizable(f: &Function, h: InstId) -> Option<(BinaryOp, InstId, InstId, u3
     let same = f.insts[a].ty == vt && f.insts[b].ty == vt;
     let built = |x: InstId| matches!(f.insts[x].kind, InstKind::Construct(_));
     (componentwise && ints && same && (built(a) || built(b))).then_some((op, a, b, i))
-}
-
-/// The scalar operand of `Construct` `v` that is its component `i`.
-fn scalar_part(f: &Function, v: InstId, i: u32) -> Option<InstId> {
-    let InstKind::Construct(parts) = &f.insts[v].kind else {
-        return None;
-    };
-    let mut at = 0u32;
-    for &p in parts {
-        let n = f.insts[p].ty.components() as u32;
-        if i < at + n {
-            return (n == 1).then_some(p);
-        }
-        at += n;
-    }
-    None
 }
 
 fn const_ifs(f: &mut Function, block: Block) -> Block {
