@@ -247,6 +247,16 @@ fn bench_json_has_the_documented_keys() {
     for k in ["median", "min", "max"] {
         assert!(v["frame_ms"][k].as_f64().is_some());
     }
+    // Every timed frame, and the summary is taken over them.
+    let samples: Vec<f64> = v["frame_ms"]["samples"]
+        .as_array()
+        .expect("frame samples")
+        .iter()
+        .map(|x| x.as_f64().expect("milliseconds"))
+        .collect();
+    assert_eq!(samples.len(), 2);
+    let lo = samples.iter().cloned().fold(f64::INFINITY, f64::min);
+    assert_eq!(v["frame_ms"]["min"].as_f64(), Some(lo));
     assert!(v["kernels"]["diffuse"]["median_ms"].as_f64().is_some());
 }
 
