@@ -112,10 +112,8 @@ impl Walk {
             }
             if let InstKind::BufStore { root, addr, value } = f.insts[h].kind {
                 let key = word_key(root, addr, f.insts[value].ty);
-                self.words.insert(
-                    key.clone(),
-                    (root, base_offset(f, addr).0, base_offset(f, addr).1),
-                );
+                let (base, offset) = base_offset(f, addr);
+                self.words.insert(key.clone(), (root, base, offset));
                 self.scopes.last_mut().expect("scope").insert(key, value);
                 out.push(h);
                 continue;
