@@ -191,11 +191,16 @@ def main():
             print(f"| {w} | {fmt(j)} | {fmt(v)} | {fmt(t)} | {fmt(wp)} | {ratio(v, j)} faster | "
                   f"{ratio(j, wp)} | {ratio(j, t)} |")
     if "wgpu" in backends:
-        print("\n| workload | weft wgpu | taichi vulkan | wgpu / taichi vulkan |")
-        print("|---|---|---|---|")
+        # Both rows of one run ran back to back, so the per-run ratio
+        # cancels most of the machine's slow/fast swings; its median is the
+        # steadier figure when the runs disagree.
+        print("\n| workload | weft wgpu | taichi vulkan | wgpu / taichi vulkan | median of per-run ratios (runs) |")
+        print("|---|---|---|---|---|")
         for w in workloads:
             g, t = med((w, "weft wgpu"), 0), med((w, "taichi vulkan"), 0)
-            print(f"| {w} | {fmt(g)} | {fmt(t)} | {ratio(g, t)} |")
+            pairs = [x[0] / y[0] for x, y in zip(rows.get((w, "weft wgpu"), []), rows.get((w, "taichi vulkan"), [])) if y[0]]
+            paired = f"{statistics.median(pairs):.2f}× ({', '.join(f'{r:.2f}' for r in pairs)})" if pairs else "—"
+            print(f"| {w} | {fmt(g)} | {fmt(t)} | {ratio(g, t)} | {paired} |")
     print("\nFirst frame (process start to first frame done; peers: first frame incl. JIT compile):\n")
     cols = [f"weft {b}" for b in backends]
     if backends != ["wgpu"]:

@@ -221,6 +221,7 @@ fn lowered_ir_validates() {
         fault_sites: vec![],
         count_from: None,
         loops_end: false,
+        zero_fill: None,
     };
     validate_kernel(&program, &k, false).unwrap();
 }

@@ -887,7 +887,44 @@ impl WgpuEngine {
                     label: Some("frame"),
                 });
             let timer = if timing { self.timer.as_ref() } else { None };
-            {
+            // Launches proven to only zero a word range (`Kernel::zero_fill`)
+            // become buffer fills between compute passes; the rest run in
+            // as few passes as possible. A timed fill is bracketed by two
+            // empty passes that carry its timestamps.
+            let mut at = 0;
+            while at < dispatches.len() {
+                let fill = program.kernels[dispatches[at].0].zero_fill;
+                if let Some(z) = fill {
+                    let buffer = self.buffers[z.root.index()]
+                        .as_ref()
+                        .expect("roots have buffers");
+                    let stamp = |begin: Option<u32>, end: Option<u32>| {
+                        timer.map(|(qs, _, _)| wgpu::ComputePassTimestampWrites {
+                            query_set: qs,
+                            beginning_of_pass_write_index: begin,
+                            end_of_pass_write_index: end,
+                        })
+                    };
+                    if timer.is_some() {
+                        enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                            label: Some("fill start"),
+                            timestamp_writes: stamp(Some(0), None),
+                        });
+                    }
+                    enc.clear_buffer(buffer, z.first * 4, Some(z.words * 4));
+                    if timer.is_some() {
+                        enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                            label: Some("fill end"),
+                            timestamp_writes: stamp(None, Some(1)),
+                        });
+                    }
+                    at += 1;
+                    continue;
+                }
+                let end = dispatches[at..]
+                    .iter()
+                    .position(|d| program.kernels[d.0].zero_fill.is_some())
+                    .map_or(dispatches.len(), |n| at + n);
                 let timestamp_writes = timer.map(|(qs, _, _)| wgpu::ComputePassTimestampWrites {
                     query_set: qs,
                     beginning_of_pass_write_index: Some(0),
@@ -897,7 +934,7 @@ impl WgpuEngine {
                     label: Some("kernels"),
                     timestamp_writes,
                 });
-                for &(k, offset, gx, gy) in &dispatches {
+                for &(k, offset, gx, gy) in &dispatches[at..end] {
                     let c = &self.kernels[k.index()];
                     match (&self.indirect[k.index()], &self.indirect_args) {
                         (Some(ind), Some((args, args_pipeline))) => {
@@ -916,6 +953,8 @@ impl WgpuEngine {
                         }
                     }
                 }
+                drop(pass);
+                at = end;
             }
             if let Some((qs, resolve, read)) = timer {
                 enc.resolve_query_set(qs, 0..2, resolve, 0);

@@ -363,6 +363,18 @@ pub struct Kernel {
     /// until that pass proves it). GPU backends leave out the driver-side
     /// loop bounding that exists for loops that might not.
     pub loops_end: bool,
+    /// `Some`: every launch only writes zero to every word of this range
+    /// (`passes::zero_fill`; `None` until that pass proves it). A backend
+    /// may run the launch as a buffer fill instead of the kernel.
+    pub zero_fill: Option<ZeroFill>,
+}
+
+/// Words `first .. first + words` of a root buffer (`Kernel::zero_fill`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ZeroFill {
+    pub root: LayoutId,
+    pub first: u64,
+    pub words: u64,
 }
 
 /// A word of a root buffer that bounds a launch (`Kernel::count_from`).

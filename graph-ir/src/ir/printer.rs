@@ -88,6 +88,15 @@ fn print_kernel(out: &mut String, program: &Program, k: &Kernel) {
         iter,
         params.join(", ")
     );
+    if let Some(z) = k.zero_fill {
+        let _ = writeln!(
+            out,
+            "  zero fill: words {}..{} of {}",
+            z.first,
+            z.first + z.words,
+            program.layouts[z.root].node_id
+        );
+    }
     for (i, site) in k.fault_sites.iter().enumerate() {
         let _ = writeln!(out, "  fault site {} at {}: {:?}", i, site.span, site.kind);
     }

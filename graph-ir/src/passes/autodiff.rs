@@ -313,6 +313,7 @@ fn fill_kernel(program: &Program, node: &str, field: FieldId, value: f32) -> Ker
         fault_sites: Vec::new(),
         count_from: None,
         loops_end: false,
+        zero_fill: None,
     }
 }
 
@@ -358,6 +359,7 @@ fn adjoint_kernel(program: &Program, k: KernelId) -> Result<Kernel, AdError> {
         fault_sites: Vec::new(),
         count_from: None,
         loops_end: false,
+        zero_fill: None,
     })
 }
 

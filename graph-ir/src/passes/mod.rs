@@ -8,7 +8,7 @@
 //! front end → inline → const-fold → simplify → optimize → autodiff → access lowering
 //! (and the sparse system kernels and struct-for) → fold, simplify and CSE
 //! the address arithmetic, drop bounds checks proven by index ranges → store fusion → atomic demotion → legalize → CSE
-//! → LICM → CSE → backend.
+//! → LICM → CSE → zero-fill detection → backend.
 
 pub mod atomic_demotion;
 pub mod autodiff;
@@ -30,6 +30,7 @@ pub mod sparse_list;
 pub mod store_fusion;
 pub mod termination;
 pub mod unroll;
+pub mod zero_fill;
 
 use crate::ir::{validate_program, IrForm, Program, Span};
 
@@ -97,6 +98,7 @@ struct Cse;
 struct Licm;
 struct Unroll(unroll::UnrollOptions);
 struct BoundsElim;
+struct ZeroFillDetect;
 /// `sparse_iter`, `sparse_list` then `sparse_gc`: struct-for over sparse
 /// fields (over element lists), the list-generation and the
 /// garbage-collection system kernels, all written in lowered IR.
@@ -286,6 +288,19 @@ impl Pass for AtomicDemotion {
     }
 }
 
+impl Pass for ZeroFillDetect {
+    fn name(&self) -> &'static str {
+        "zero_fill"
+    }
+    fn accepts(&self, form: IrForm) -> bool {
+        form == IrForm::Legalized
+    }
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
+        zero_fill::run(program);
+        Ok(())
+    }
+}
+
 impl Pass for Termination {
     fn name(&self) -> &'static str {
         "termination"
@@ -400,6 +415,7 @@ impl Stage {
                 Box::new(Cse),
                 Box::new(Licm),
                 Box::new(Cse),
+                Box::new(ZeroFillDetect),
             ],
         }
     }

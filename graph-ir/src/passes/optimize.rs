@@ -352,6 +352,7 @@ impl Emit {
             fault_sites: Vec::new(),
             count_from: None,
             loops_end: false,
+            zero_fill: None,
         }
     }
 }

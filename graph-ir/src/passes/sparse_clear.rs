@@ -193,5 +193,6 @@ fn clear_kernel(p: &Program, node_id: &str, l: LayoutId) -> Kernel {
         fault_sites: sites,
         count_from: None,
         loops_end: false,
+        zero_fill: None,
     }
 }

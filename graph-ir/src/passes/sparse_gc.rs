@@ -151,5 +151,6 @@ pub(super) fn gc_kernel(p: &Program, l: LayoutId) -> Kernel {
         fault_sites: sites,
         count_from: None,
         loops_end: false,
+        zero_fill: None,
     }
 }

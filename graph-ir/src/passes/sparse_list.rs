@@ -92,6 +92,7 @@ fn system_kernel(name: String, len: u32, f: Function) -> Kernel {
         fault_sites: vec![],
         count_from: None,
         loops_end: false,
+        zero_fill: None,
     }
 }
 

@@ -175,6 +175,7 @@ impl Builder<'_> {
             fault_sites: Vec::new(),
             count_from: None,
             loops_end: false,
+            zero_fill: None,
         };
         self.check_list_ops(&id, &k)?;
         if let Err(e) = validate_kernel(&self.program, &k, false) {
@@ -251,6 +252,7 @@ impl Builder<'_> {
             fault_sites: Vec::new(),
             count_from: fwd.count_from,
             loops_end: false,
+            zero_fill: None,
         };
         let is_grad = |f: FieldId| self.program.grads.iter().any(|g| g.1 == f);
         let (reads, writes) = field_uses(&k);

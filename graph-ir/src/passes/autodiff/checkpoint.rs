@@ -278,6 +278,7 @@ fn copy_kernel(
         fault_sites: Vec::new(),
         count_from: None,
         loops_end: false,
+        zero_fill: None,
     }
 }
 

@@ -147,6 +147,7 @@ fn tangent_kernel(program: &Program, k: KernelId) -> Result<Kernel, AdError> {
         iteration: kernel.iteration.clone(),
         count_from: kernel.count_from,
         loops_end: false,
+        zero_fill: None,
         dims: kernel.dims,
         params: kernel.params.clone(),
         entry,
