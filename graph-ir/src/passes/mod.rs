@@ -5,7 +5,7 @@
 //! leaves. The program-level validator (layouts, schedule, views and every
 //! kernel) runs after every pass when `PassOptions::validate` is set (tests
 //! and debug builds set it). The order is the "lowering order" contract:
-//! front end → inline → const-fold → simplify → optimize → autodiff → access lowering
+//! front end → inline → const-fold → simplify (and squared-norm comparisons) → optimize → autodiff → access lowering
 //! (and the sparse system kernels and struct-for) → fold, simplify and CSE
 //! the address arithmetic, drop bounds checks proven by index ranges → store fusion → atomic demotion → legalize → CSE
 //! → LICM → CSE → zero-fill detection → backend.
@@ -19,6 +19,7 @@ pub mod inline;
 pub mod legalize;
 pub mod licm;
 pub mod lower_access;
+pub mod norm_compare;
 pub mod optimize;
 pub mod quantize;
 pub mod simplify;
@@ -99,6 +100,7 @@ struct Licm;
 struct Unroll(unroll::UnrollOptions);
 struct BoundsElim;
 struct ZeroFillDetect;
+struct NormCompare;
 /// `sparse_iter`, `sparse_list` then `sparse_gc`: struct-for over sparse
 /// fields (over element lists), the list-generation and the
 /// garbage-collection system kernels, all written in lowered IR.
@@ -288,6 +290,19 @@ impl Pass for AtomicDemotion {
     }
 }
 
+impl Pass for NormCompare {
+    fn name(&self) -> &'static str {
+        "norm_compare"
+    }
+    fn accepts(&self, _: IrForm) -> bool {
+        true
+    }
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
+        norm_compare::run(program);
+        Ok(())
+    }
+}
+
 impl Pass for ZeroFillDetect {
     fn name(&self) -> &'static str {
         "zero_fill"
@@ -389,7 +404,7 @@ impl Stage {
             Stage::Front => vec![],
             Stage::Inline => vec![Box::new(Inline)],
             Stage::ConstFold => vec![Box::new(ConstFold)],
-            Stage::Simplify => vec![Box::new(Simplify)],
+            Stage::Simplify => vec![Box::new(Simplify), Box::new(NormCompare)],
             // Adjoint kernels are folded with the address arithmetic (`Final`).
             Stage::Autodiff => vec![Box::new(Optimize), Box::new(Autodiff)],
             Stage::LowerAccess => vec![
