@@ -144,3 +144,13 @@ pub fn wgpu_available() -> bool {
         }
     }
 }
+
+/// The interpreter, the compiled CPU backend and, when an adapter opens
+/// (always under `CI=true`), wgpu: the backends a cross-backend test compares.
+pub fn local_backends() -> Vec<weft_runtime::Backend> {
+    let mut v = vec![weft_runtime::Backend::Vm, weft_runtime::Backend::Jit];
+    if wgpu_available() {
+        v.push(weft_runtime::Backend::Wgpu);
+    }
+    v
+}

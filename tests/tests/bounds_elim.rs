@@ -44,14 +44,6 @@ fn sim(doc: &Value, backend: Backend) -> Simulation {
     Simulation::new(program, &opts).unwrap_or_else(|e| panic!("{}: {}", backend, e))
 }
 
-fn backends() -> Vec<Backend> {
-    let mut v = vec![Backend::Vm, Backend::Jit];
-    if wgpu_available() {
-        v.push(Backend::Wgpu);
-    }
-    v
-}
-
 #[test]
 fn checks_proven_by_the_loop_range_are_removed() {
     let g = kernel_graph(
@@ -65,7 +57,7 @@ fn checks_proven_by_the_loop_range_are_removed() {
     );
     assert_eq!(bounds_sites(&g), vec![]);
     // Removing the checks changes no result: b[k] = sum over i = k, k + 4 of 3.
-    for backend in backends() {
+    for backend in local_backends() {
         let mut s = sim(&g, backend);
         s.start().unwrap();
         let b = f32s(&s, "b");
@@ -88,7 +80,7 @@ fn a_check_that_can_fail_stays_once_and_reports_the_same_error_everywhere() {
     );
     assert_eq!(bounds_sites(&g), vec![("a".to_string(), 8)]);
     let mut errors = vec![];
-    for backend in backends() {
+    for backend in local_backends() {
         let mut s = sim(&g, backend);
         let e = s.start().expect_err("j = 8 is out of range").to_string();
         assert!(e.contains("'k'") && e.contains('8'), "{}: {}", backend, e);
@@ -125,7 +117,7 @@ fn a_kernel_over_a_sparse_field_still_visits_exactly_the_active_cells() {
             {"from": "seed.then", "to": "double"}
         ]
     });
-    for backend in backends() {
+    for backend in local_backends() {
         let mut s = sim(&g, backend);
         s.start().unwrap();
         let x = f32s(&s, "x");
@@ -151,7 +143,7 @@ fn the_first_failing_check_of_an_invocation_is_the_one_reported() {
         json!({}),
     );
     let mut errors = vec![];
-    for backend in backends() {
+    for backend in local_backends() {
         let mut s = sim(&g, backend);
         let e = s.start().expect_err("b[9] is out of range").to_string();
         assert!(
@@ -192,7 +184,7 @@ fn a_fault_names_the_kernel_that_failed_when_one_submit_runs_several() {
             {"from": "first.then", "to": "second"}
         ]
     });
-    for backend in backends() {
+    for backend in local_backends() {
         let e = sim(&g, backend)
             .start()
             .expect_err("f[4] is out of range")
@@ -213,7 +205,7 @@ fn a_fault_in_the_last_frame_run_is_reported_by_sync() {
     // later call: here frame 3 is the last, and `sync` must report it (on
     // the CPU backends `step_frame` already did).
     let g = faults_in_frame_3();
-    for backend in backends() {
+    for backend in local_backends() {
         let mut s = sim(&g, backend);
         s.step_frame().expect("frame 1 is fine");
         s.step_frame().expect("frame 2 is fine");
@@ -256,7 +248,7 @@ fn faults_in_frame_3() -> Value {
 fn a_reset_forgets_a_fault_of_the_run_it_throws_away() {
     // Frame 3 faults; whether the engine has reported it yet or not, a reset
     // starts a new run that reports nothing until it faults itself.
-    for backend in backends() {
+    for backend in local_backends() {
         let mut s = sim(&faults_in_frame_3(), backend);
         s.step_frame().expect("frame 1 is fine");
         s.step_frame().expect("frame 2 is fine");
@@ -344,7 +336,7 @@ fn a_stencil_is_checked_at_the_two_ends_of_each_axis() {
         }
         s
     };
-    for backend in backends() {
+    for backend in local_backends() {
         let mut s = sim(&g, backend);
         s.start().unwrap();
         assert_eq!(f32s(&s, "out"), vec![sum(1, 1), sum(7, 5)], "{}", backend);
@@ -358,7 +350,7 @@ fn a_stencil_that_leaves_the_grid_faults_with_its_largest_index_everywhere() {
     // kernel would have used (10), the field and the line.
     let g = stencil_graph([[1.7, 2.2], [9.1, 5.5]]);
     let mut errors = vec![];
-    for backend in backends() {
+    for backend in local_backends() {
         let mut s = sim(&g, backend);
         let e = s.start().expect_err("x = 10 is out of range").to_string();
         assert!(
@@ -389,7 +381,7 @@ fn a_check_after_an_early_return_is_not_moved_above_it() {
         &[4],
         json!({}),
     );
-    for backend in backends() {
+    for backend in local_backends() {
         let mut s = sim(&g, backend);
         s.start().unwrap_or_else(|e| panic!("{}: {}", backend, e));
         assert_eq!(f32s(&s, "c"), vec![4.0, 2.0, 2.0, 2.0], "{}", backend);
@@ -427,7 +419,7 @@ fn frames_that_cannot_fault_run_between_ones_that_can() {
     });
     assert_eq!(sites_of(&g, "seed"), 1);
     assert_eq!(sites_of(&g, "bump"), 0);
-    for backend in backends() {
+    for backend in local_backends() {
         let mut s = sim(&g, backend);
         s.start().unwrap();
         for _ in 0..5 {

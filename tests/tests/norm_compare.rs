@@ -117,12 +117,7 @@ fn the_comparisons_agree_with_square_roots_at_the_boundary() {
         want.iter().any(|b| b & 2 == 2 && b & 8 == 8),
         "a root that rounds to exactly 20"
     );
-    let mut backends = vec![Backend::Vm, Backend::Jit];
-    if wgpu_available() {
-        backends.push(Backend::Wgpu);
-    } else {
-        eprintln!("no wgpu adapter: the wgpu comparisons are not tested here");
-    }
+    let backends = local_backends();
     let program = build(&graph()).unwrap_or_else(|e| panic!("{}", e));
     for backend in backends {
         let opts = SimOptions {

@@ -126,12 +126,7 @@ fn check_words(s: &Simulation, what: &str) {
 
 #[test]
 fn fills_leave_every_other_word_alone_on_every_backend() {
-    let mut backends = vec![Backend::Vm, Backend::Jit];
-    if wgpu_available() {
-        backends.push(Backend::Wgpu);
-    } else {
-        eprintln!("no wgpu adapter: the wgpu fills are not tested here");
-    }
+    let backends = local_backends();
     let program = build(&graph()).unwrap_or_else(|e| panic!("{}", e));
     for backend in backends {
         for profile in [false, true] {
