@@ -1,16 +1,20 @@
 //! `CudaEngine`: root buffers in device memory, one stream, one module per
 //! kernel (PTX from NVRTC, cached by content), launches queued without host
-//! synchronisation; the host waits once per `run` (a frame), when it reads
-//! the fault words back, and per-launch times come from CUDA events.
+//! synchronisation; the host waits once per `run` (a frame) that has a
+//! launch able to fault, when it reads the fault words back (frames that
+//! cannot fault queue behind each other without a wait), and per-launch
+//! times come from CUDA events.
 
 use super::{compile_ptx, driver_status, unavailable};
 use crate::backend::Engine;
 use crate::memory::FieldMemory;
 use crate::RuntimeError;
 use cudarc::driver::{
-    sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+    sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig,
+    PushKernelArg,
 };
 use std::any::Any;
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use weft_codegen::cuda::{compile_kernel, fault_word, CudaKernel, BLOCK_SIZE, ENTRY};
@@ -35,8 +39,14 @@ pub struct CudaEngine {
     /// Words of each root (indexed by layout handle; 0 elsewhere).
     lens: Vec<u64>,
     faults: CudaSlice<u32>,
+    /// The end of each frame queued without a wait, oldest first.
+    in_flight: VecDeque<CudaEvent>,
     device: String,
 }
+
+/// Frames that may be queued ahead of the device (as on wgpu): a frame's
+/// time on the host is then the device's time, not the time to enqueue it.
+const FRAMES_IN_FLIGHT: usize = 2;
 
 fn device_err(what: &str, e: impl std::fmt::Debug) -> RuntimeError {
     RuntimeError::Device(format!("CUDA: {} failed: {:?}", what, e))
@@ -108,6 +118,7 @@ impl CudaEngine {
             buffers: Mutex::new(buffers),
             lens,
             faults,
+            in_flight: VecDeque::new(),
             device: format!("{} (sm_{}{})", name, major, minor),
         })
     }
@@ -154,6 +165,13 @@ impl CudaEngine {
 impl Engine for CudaEngine {
     fn name(&self) -> &'static str {
         "cuda"
+    }
+
+    fn sync(&mut self) -> Result<(), RuntimeError> {
+        self.in_flight.clear();
+        self.stream
+            .synchronize()
+            .map_err(|e| device_err("waiting for the GPU", e))
     }
 
     fn write_root(&self, root: LayoutId, words: &[u32]) -> Result<(), RuntimeError> {
@@ -261,8 +279,32 @@ impl Engine for CudaEngine {
                 }
             }
         }
-        // The one host wait of the frame.
-        self.check_faults(launches)?;
+        // The one host wait of the frame, and only when a launch can fault
+        // (or is timed): otherwise the stream orders the next frame after
+        // this one and the host runs ahead, as on wgpu; a later read of a
+        // buffer waits for the frames before it.
+        let can_fault = launches.iter().any(|rec| {
+            self.kernels
+                .get(rec.kernel.index())
+                .is_some_and(|c| !c.code.sites.is_empty())
+        });
+        if can_fault || timing {
+            self.check_faults(launches)?;
+            self.in_flight.clear();
+        } else {
+            let done = self
+                .stream
+                .record_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
+                .map_err(|e| device_err("recording the end of a frame", e))?;
+            self.in_flight.push_back(done);
+            while self.in_flight.len() > FRAMES_IN_FLIGHT {
+                if let Some(oldest) = self.in_flight.pop_front() {
+                    oldest
+                        .synchronize()
+                        .map_err(|e| device_err("waiting for a frame", e))?;
+                }
+            }
+        }
         let mut times = Vec::new();
         for (k, (start, end)) in events {
             let ms = start
