@@ -70,18 +70,35 @@ pub fn bench(a: BenchArgs) -> i32 {
         (lo.min(x), hi.max(x))
     });
     let fmed = median(&mut frames.clone());
-    let kernels: Vec<(String, f64, usize)> = sim
+    // wgpu runs launches proven to only zero a word range (`zero_fill`) as
+    // buffer fills; say so next to their times.
+    let on_wgpu = sim.wgpu_engine().is_some();
+    let fill = |name: &str| {
+        on_wgpu
+            && sim
+                .program
+                .kernels
+                .iter()
+                .filter(|(_, k)| k.name == name)
+                .all(|(_, k)| k.zero_fill.is_some())
+    };
+    let kernels: Vec<(String, f64, usize, bool)> = sim
         .kernel_times
         .iter()
         .map(|(k, v)| {
             let mut m: Vec<f64> = v.iter().map(|d| ms(*d)).collect();
-            (k.clone(), median(&mut m), v.len())
+            (k.clone(), median(&mut m), v.len(), fill(k))
         })
         .collect();
     if a.json {
         let per_kernel: serde_json::Map<String, serde_json::Value> = kernels
             .iter()
-            .map(|(k, m, n)| (k.clone(), json!({"median_ms": m, "launches": n})))
+            .map(|(k, m, n, f)| {
+                (
+                    k.clone(),
+                    json!({"median_ms": m, "launches": n, "buffer_fill": f}),
+                )
+            })
             .collect();
         let out = json!({
             "graph": a.graph.display().to_string(),
@@ -120,10 +137,13 @@ pub fn bench(a: BenchArgs) -> i32 {
             fmax,
             frames.len()
         );
-        for (k, m, n) in kernels {
+        for (k, m, n, f) in kernels {
             println!(
-                "kernel   {:<20} median {:.3} ms per launch ({} launches)",
-                k, m, n
+                "kernel   {:<20} median {:.3} ms per launch ({} launches{})",
+                k,
+                m,
+                n,
+                if f { ", run as a buffer fill" } else { "" }
             );
         }
     }

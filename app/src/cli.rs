@@ -157,7 +157,7 @@ pub struct BenchArgs {
     /// auto (wgpu on a hardware GPU, else cpu), cpu (kernels compiled to native code; `jit` is an alias), vm (the reference interpreter), wgpu or cuda (NVIDIA GPUs; needs the CUDA driver and NVRTC).
     #[arg(long, default_value = "auto", value_parser = backend_arg)]
     pub backend: Backend,
-    /// Print one JSON object instead of a table (with every timed frame in `frame_ms.samples`).
+    /// Print one JSON object instead of a table (with every timed frame in `frame_ms.samples`; per kernel `median_ms`, `launches` and `buffer_fill`: wgpu ran it as a buffer fill).
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]

@@ -370,6 +370,26 @@ fn wgpu_backend_runs_renders_and_emits() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("bench json");
     assert_eq!(v["backend"], "wgpu");
     assert!(v["kernels"]["diffuse"]["median_ms"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["kernels"]["diffuse"]["buffer_fill"], false);
+    // mpm88's grid clear only zeroes its buffer: wgpu runs it as a fill.
+    let o = weft(&[
+        "bench",
+        "graphs/mpm88.json",
+        "--backend",
+        "wgpu",
+        "--frames",
+        "1",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("bench json");
+    assert_eq!(
+        v["kernels"]["clear_grid"]["buffer_fill"],
+        true,
+        "{}",
+        text(&o)
+    );
+    assert_eq!(v["kernels"]["p2g"]["buffer_fill"], false);
+    assert!(v["kernels"]["clear_grid"]["median_ms"].as_f64().unwrap() > 0.0);
 }
 
 #[test]
