@@ -1,9 +1,11 @@
 //! `CudaEngine`: root buffers in device memory, one stream, one module per
 //! kernel (PTX from NVRTC, cached by content), launches queued without host
-//! synchronisation; the host waits once per `run` (a frame) that has a
-//! launch able to fault, when it reads the fault words back (frames that
-//! cannot fault queue behind each other without a wait), and per-launch
-//! times come from CUDA events.
+//! synchronisation. A frame that can fault queues a copy of the fault words
+//! into page-locked memory behind its launches; the host waits only for the
+//! frame `FRAMES_IN_FLIGHT` back and reads that frame's copy then, so a
+//! fault surfaces a few frames late (or at `sync`), as on wgpu. Timed
+//! (profiled) launches wait for themselves; their times come from CUDA
+//! events.
 
 use super::{compile_ptx, driver_status, unavailable};
 use crate::backend::Engine;
@@ -11,7 +13,7 @@ use crate::memory::FieldMemory;
 use crate::RuntimeError;
 use cudarc::driver::{
     sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig,
-    PushKernelArg,
+    PinnedHostSlice, PushKernelArg,
 };
 use std::any::Any;
 use std::collections::VecDeque;
@@ -39,14 +41,27 @@ pub struct CudaEngine {
     /// Words of each root (indexed by layout handle; 0 elsewhere).
     lens: Vec<u64>,
     faults: CudaSlice<u32>,
-    /// The end of each frame queued without a wait, oldest first.
-    in_flight: VecDeque<CudaEvent>,
+    /// Frames queued without a wait, oldest first.
+    in_flight: VecDeque<InFlight>,
+    /// Page-locked copies of the fault words that no frame holds now.
+    spare: Vec<PinnedHostSlice<u32>>,
     device: String,
 }
 
 /// Frames that may be queued ahead of the device (as on wgpu): a frame's
-/// time on the host is then the device's time, not the time to enqueue it.
+/// time on the host is then the device's time, not the time to enqueue it,
+/// and a fault surfaces at most this many frames late.
 const FRAMES_IN_FLIGHT: usize = 2;
+
+/// A frame queued without a host wait.
+struct InFlight {
+    /// Recorded after the frame's last command.
+    done: CudaEvent,
+    /// For a frame with a launch that can fault: the fault words as they
+    /// were after it (copied by the stream) and its launches, which the
+    /// words' tag indexes.
+    faults: Option<(PinnedHostSlice<u32>, Vec<LaunchRecord>)>,
+}
 
 fn device_err(what: &str, e: impl std::fmt::Debug) -> RuntimeError {
     RuntimeError::Device(format!("CUDA: {} failed: {:?}", what, e))
@@ -119,6 +134,7 @@ impl CudaEngine {
             lens,
             faults,
             in_flight: VecDeque::new(),
+            spare: Vec::new(),
             device: format!("{} (sm_{}{})", name, major, minor),
         })
     }
@@ -131,18 +147,32 @@ impl CudaEngine {
             .map_err(|_| RuntimeError::Device("CUDA: buffer table poisoned".into()))
     }
 
-    /// Reads the fault words; on a fault, clears them and names the launch's kernel and line.
+    /// Reads the fault words now (waiting for the stream); on a fault,
+    /// clears them and names the launch's kernel and line.
     fn check_faults(&mut self, launches: &[LaunchRecord]) -> Result<(), RuntimeError> {
         let w = self
             .stream
             .clone_dtoh(&self.faults)
             .map_err(|e| device_err("reading the fault words", e))?;
+        self.report(&w, launches)
+    }
+
+    /// The fault that words `w` hold, if any, named by the launch in
+    /// `launches` that made it; the device's fault words are cleared, and
+    /// the copies that later frames in flight took of them are dropped
+    /// (they hold this same fault).
+    fn report(&mut self, w: &[u32], launches: &[LaunchRecord]) -> Result<(), RuntimeError> {
         if w[fault_word::SITE] == 0 {
             return Ok(());
         }
         self.stream
             .memset_zeros(&mut self.faults)
             .map_err(|e| device_err("clearing the fault words", e))?;
+        for f in self.in_flight.iter_mut() {
+            if let Some((host, _)) = f.faults.take() {
+                self.spare.push(host);
+            }
+        }
         let value =
             (w[fault_word::VALUE_LO] as u64 | ((w[fault_word::VALUE_HI] as u64) << 32)) as i64;
         let site = (w[fault_word::SITE] - 1) as usize;
@@ -160,6 +190,58 @@ impl CudaEngine {
                 .unwrap_or_else(|| "internal error: unknown fault site".into()),
         })
     }
+
+    /// Queues the end of a frame (and, when it can fault, a copy of the
+    /// fault words behind it), then waits for the oldest frames until at
+    /// most `FRAMES_IN_FLIGHT` are queued.
+    fn queue_frame(
+        &mut self,
+        launches: &[LaunchRecord],
+        can_fault: bool,
+    ) -> Result<(), RuntimeError> {
+        let faults = if can_fault {
+            let mut host = match self.spare.pop() {
+                Some(h) => h,
+                // SAFETY: the copy below fills every word before anything reads it.
+                None => unsafe { self.ctx.alloc_pinned::<u32>(fault_word::COUNT) }
+                    .map_err(|e| device_err("allocating page-locked memory", e))?,
+            };
+            self.stream
+                .memcpy_dtoh(&self.faults, &mut host)
+                .map_err(|e| device_err("copying the fault words", e))?;
+            Some((host, launches.to_vec()))
+        } else {
+            None
+        };
+        let done = self
+            .stream
+            .record_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
+            .map_err(|e| device_err("recording the end of a frame", e))?;
+        self.in_flight.push_back(InFlight { done, faults });
+        while self.in_flight.len() > FRAMES_IN_FLIGHT {
+            self.retire_oldest()?;
+        }
+        Ok(())
+    }
+
+    /// Waits for the oldest queued frame and reports its fault.
+    fn retire_oldest(&mut self) -> Result<(), RuntimeError> {
+        let Some(f) = self.in_flight.pop_front() else {
+            return Ok(());
+        };
+        f.done
+            .synchronize()
+            .map_err(|e| device_err("waiting for a frame", e))?;
+        let Some((host, launches)) = f.faults else {
+            return Ok(());
+        };
+        let w = host
+            .as_slice()
+            .map_err(|e| device_err("reading the fault words", e))?
+            .to_vec();
+        self.spare.push(host);
+        self.report(&w, &launches)
+    }
 }
 
 impl Engine for CudaEngine {
@@ -167,8 +249,26 @@ impl Engine for CudaEngine {
         "cuda"
     }
 
+    fn reset(&mut self, program: &Program) -> Result<(), RuntimeError> {
+        // Faults of frames before the reset are not reported after it.
+        self.stream
+            .synchronize()
+            .map_err(|e| device_err("waiting for the GPU", e))?;
+        for f in self.in_flight.drain(..) {
+            if let Some((host, _)) = f.faults {
+                self.spare.push(host);
+            }
+        }
+        self.stream
+            .memset_zeros(&mut self.faults)
+            .map_err(|e| device_err("clearing the fault words", e))?;
+        crate::backend::write_initial_values(&*self, program)
+    }
+
     fn sync(&mut self) -> Result<(), RuntimeError> {
-        self.in_flight.clear();
+        while !self.in_flight.is_empty() {
+            self.retire_oldest()?;
+        }
         self.stream
             .synchronize()
             .map_err(|e| device_err("waiting for the GPU", e))
@@ -279,31 +379,21 @@ impl Engine for CudaEngine {
                 }
             }
         }
-        // The one host wait of the frame, and only when a launch can fault
-        // (or is timed): otherwise the stream orders the next frame after
-        // this one and the host runs ahead, as on wgpu; a later read of a
-        // buffer waits for the frames before it.
+        // No host wait here (as on wgpu): the stream orders the next frame
+        // after this one, the fault words come back behind the frame, and
+        // the host waits only for the frame `FRAMES_IN_FLIGHT` back. A read
+        // of a buffer waits for the frames before it.
         let can_fault = launches.iter().any(|rec| {
             self.kernels
                 .get(rec.kernel.index())
                 .is_some_and(|c| !c.code.sites.is_empty())
         });
-        if can_fault || timing {
+        if timing {
+            // Timed launches run alone: earlier frames first, then this one.
+            self.sync()?;
             self.check_faults(launches)?;
-            self.in_flight.clear();
         } else {
-            let done = self
-                .stream
-                .record_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
-                .map_err(|e| device_err("recording the end of a frame", e))?;
-            self.in_flight.push_back(done);
-            while self.in_flight.len() > FRAMES_IN_FLIGHT {
-                if let Some(oldest) = self.in_flight.pop_front() {
-                    oldest
-                        .synchronize()
-                        .map_err(|e| device_err("waiting for a frame", e))?;
-                }
-            }
+            self.queue_frame(launches, can_fault)?;
         }
         let mut times = Vec::new();
         for (k, (start, end)) in events {
