@@ -36,8 +36,9 @@ pub fn bench(a: BenchArgs) -> i32 {
     // A GPU runs a few frames behind the host: fill that queue first, so
     // that every timed frame waits for the one that many frames before it
     // and a frame's time is the GPU's time for one frame.
-    if sim.wgpu_engine().is_some() {
-        for _ in 0..weft_runtime::wgpu_backend::FRAMES_IN_FLIGHT {
+    let ahead = sim.frames_in_flight();
+    if ahead > 0 {
+        for _ in 0..ahead {
             if let Err(e) = sim.step_frame() {
                 return fail(&e);
             }
@@ -55,9 +56,10 @@ pub fn bench(a: BenchArgs) -> i32 {
     if let Err(e) = sim.sync() {
         return fail(&e);
     }
-    // On the GPU a frame is one submit; per-kernel times need one submit per
-    // launch, so they come from a separate profiled pass over as many frames.
-    if sim.wgpu_engine().is_some() {
+    // On a GPU a frame is queued whole; per-kernel times need each launch
+    // timed on its own, so they come from a separate profiled pass over as
+    // many frames.
+    if ahead > 0 {
         sim.kernel_times.clear();
         sim.set_profile(true);
         for _ in 0..a.frames.max(1) {
@@ -116,9 +118,10 @@ pub fn bench(a: BenchArgs) -> i32 {
         println!("graph    {}", a.graph.display());
         match sim.device_name() {
             Some(d) => println!(
-                "backend  wgpu on {} (frames: one submit each, up to {} in flight; kernels: a separate profiled pass)",
+                "backend  {} on {} (frames: queued whole, up to {} in flight; kernels: a separate profiled pass)",
+                sim.backend_name(),
                 d,
-                weft_runtime::wgpu_backend::FRAMES_IN_FLIGHT
+                ahead
             ),
             None => println!(
                 "backend  {} ({} threads)",

@@ -175,7 +175,7 @@ pub struct ReplayArgs {
     /// With --update: frames to record (default: the recorded count, or 3 for a new file).
     #[arg(long)]
     pub frames: Option<u32>,
-    /// Only this backend: cpu, vm or wgpu; cpu and vm are both held to the file's `cpu` entry (default: every backend recorded in the file, `cpu` entries on the reference VM; the VM for a new file).
+    /// Only this backend: cpu, vm, wgpu or cuda; cpu and vm are both held to the file's `cpu` entry, cuda to its own `cuda` entry or else the `cpu` one (default: every backend recorded in the file, `cpu` entries on the reference VM; the VM for a new file).
     #[arg(long, value_parser = backend_arg)]
     pub backend: Option<Backend>,
     /// CPU worker threads. The default, 1, makes floating-point atomics add in a fixed order so runs repeat exactly.

@@ -48,7 +48,7 @@ pub fn replay(a: ReplayArgs) -> i32 {
     }
     let named: Option<Backend> = match a.backend {
         Some(Backend::Auto) => {
-            eprintln!("error: replay compares named backends: use --backend cpu, vm or wgpu (or neither, for every recorded backend)");
+            eprintln!("error: replay compares named backends: use --backend cpu, vm, wgpu or cuda (or neither, for every recorded backend)");
             return 2;
         }
         b => b,
@@ -168,7 +168,17 @@ pub fn replay(a: ReplayArgs) -> i32 {
                     .insert(backend.clone(), BackendExpect { fields: stats });
                 continue;
             }
-            let Some(be) = exp.backends.get(&backend) else {
+            // cuda without an entry of its own is held to the `cpu` entry
+            // (the reference VM's results, with the file's tolerances): no
+            // machine that records expectations has a CUDA device.
+            let entry = match exp.backends.get(&backend) {
+                None if b == Backend::Cuda => exp
+                    .backends
+                    .get(Backend::Vm.record_name())
+                    .map(|e| (e, " against the cpu entry")),
+                e => e.map(|e| (e, "")),
+            };
+            let Some((be, against)) = entry else {
                 eprintln!(
                     "FAIL {}: {} has no '{}' entry (record it with --update --backend {})",
                     g.display(),
@@ -181,10 +191,22 @@ pub fn replay(a: ReplayArgs) -> i32 {
             };
             let diffs = compare(&be.fields, &stats, &exp.tolerance, &exp.field_tolerance);
             if diffs.is_empty() {
-                println!("ok   {} ({} frames, {})", g.display(), frames, backend);
+                println!(
+                    "ok   {} ({} frames, {}{})",
+                    g.display(),
+                    frames,
+                    backend,
+                    against
+                );
             } else {
                 failed += 1;
-                println!("FAIL {} ({} frames, {})", g.display(), frames, backend);
+                println!(
+                    "FAIL {} ({} frames, {}{})",
+                    g.display(),
+                    frames,
+                    backend,
+                    against
+                );
                 for d in diffs {
                     println!("     {}", d);
                 }

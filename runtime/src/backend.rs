@@ -134,6 +134,14 @@ pub trait Engine: Any + Send {
         None
     }
 
+    /// Frames `run` may leave queued on a device before the host waits
+    /// (0: `run` returns with its launches done). An engine that runs ahead
+    /// times launches only when asked (`timing`), since a timed launch
+    /// waits for itself.
+    fn frames_in_flight(&self) -> usize {
+        0
+    }
+
     /// A field in logical row-major order (an engine may read it more directly).
     fn read_field(&self, program: &Program, field: FieldId) -> Result<Vec<u32>, RuntimeError> {
         let root = root_of(program, program.fields[field].layout);

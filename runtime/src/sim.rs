@@ -110,6 +110,12 @@ impl Simulation {
         self.engine.as_any().downcast_ref::<WgpuEngine>()
     }
 
+    /// Frames the engine may run ahead of the host (0 on the CPU): see
+    /// `Engine::frames_in_flight`.
+    pub fn frames_in_flight(&self) -> usize {
+        self.engine.frames_in_flight()
+    }
+
     /// The device in use, if any.
     pub fn device_name(&self) -> Option<String> {
         self.engine.device_name()

@@ -1198,6 +1198,10 @@ impl Engine for WgpuEngine {
         crate::backend::write_initial_values(self, program)
     }
 
+    fn frames_in_flight(&self) -> usize {
+        FRAMES_IN_FLIGHT
+    }
+
     fn device_name(&self) -> Option<String> {
         Some(format!(
             "{}, f32 atomics: {}, kernel timing: {}",

@@ -15,6 +15,16 @@ pub fn root() -> std::path::PathBuf {
         .to_path_buf()
 }
 
+/// Sets parameter `key` of node `id` of a graph document.
+pub fn set_param(g: &mut Value, id: &str, key: &str, v: Value) {
+    let nodes = g["nodes"].as_array_mut().expect("nodes");
+    let n = nodes
+        .iter_mut()
+        .find(|n| n["id"] == id)
+        .unwrap_or_else(|| panic!("no node '{}'", id));
+    n["params"][key] = v;
+}
+
 /// A field for `kernel_graph`: (name, type, shape, init).
 pub struct F<'a>(pub &'a str, pub &'a str, pub &'a [u32], pub Value);
 

@@ -123,16 +123,6 @@ fn compare(
     problems
 }
 
-fn set(g: &mut Value, node: &str, param: &str, v: Value) {
-    let n = g["nodes"]
-        .as_array_mut()
-        .unwrap()
-        .iter_mut()
-        .find(|n| n["id"] == node)
-        .unwrap();
-    n["params"][param] = v;
-}
-
 #[test]
 fn examples_agree_across_backends() {
     if !wgpu_available() {
@@ -148,7 +138,7 @@ fn examples_agree_across_backends() {
     ] {
         let mut g = example(name);
         if name == "mpm88" {
-            set(&mut g, "substeps", "count", json!(20));
+            set_param(&mut g, "substeps", "count", json!(20));
         }
         let c = sim(&g, frames, Backend::Vm, false).unwrap();
         let w = sim(&g, frames, Backend::Wgpu, false)
@@ -368,7 +358,7 @@ fn workgroup_sizes_change_no_result() {
     // Launches sized on the GPU (struct-for over a sparse list: an indirect
     // dispatch whose workgroup count the device computes) with an odd size.
     let mut g = example("sparse_blob");
-    set(&mut g, "blocks", "shape", json!([16, 16]));
+    set_param(&mut g, "blocks", "shape", json!([16, 16]));
     let c = sim(&g, 5, Backend::Vm, false).unwrap();
     let w = sim_wg(&g, 5, Backend::Wgpu, false, Some(7)).unwrap();
     // As in sparse.rs: wgpu's `sin` may differ in the last bits from the VM's.
@@ -486,7 +476,7 @@ fn editing_one_kernel_recompiles_only_that_kernel() {
         first,
         "an unchanged graph compiles nothing"
     );
-    set(
+    set_param(
         &mut g,
         "apply",
         "code",

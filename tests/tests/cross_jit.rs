@@ -100,16 +100,6 @@ fn agree(name: &str, doc: &Value, frames: u32, threads: usize) -> Vec<String> {
     }
 }
 
-fn set(g: &mut Value, node: &str, param: &str, v: Value) {
-    let n = g["nodes"]
-        .as_array_mut()
-        .unwrap()
-        .iter_mut()
-        .find(|n| n["id"] == node)
-        .unwrap();
-    n["params"][param] = v;
-}
-
 #[test]
 fn examples_are_bit_identical_to_the_interpreter() {
     let mut problems = Vec::new();
@@ -122,7 +112,7 @@ fn examples_are_bit_identical_to_the_interpreter() {
     ] {
         let mut g = example(name);
         if name == "mpm88" {
-            set(&mut g, "substeps", "count", json!(10));
+            set_param(&mut g, "substeps", "count", json!(10));
         }
         problems.extend(agree(name, &g, frames, 1));
     }
@@ -298,7 +288,7 @@ fn unchanged_kernels_are_not_recompiled() {
     let a = compile_all(&g);
     let b = compile_all(&g);
     assert!(a.iter().zip(&b).all(|(x, y)| Arc::ptr_eq(&x.1, &y.1)));
-    set(
+    set_param(
         &mut g,
         "apply",
         "code",

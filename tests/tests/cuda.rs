@@ -177,6 +177,9 @@ fn sim(doc: &Value, frames: u32, backend: Backend) -> Result<Simulation, Runtime
     for _ in 0..frames {
         s.step_frame()?;
     }
+    // Frames run ahead of the host on a GPU: a fault in the last ones
+    // surfaces here.
+    s.sync()?;
     Ok(s)
 }
 
@@ -198,10 +201,31 @@ fn cuda_device() -> bool {
     }
 }
 
+/// Fields whose final value depends on the order in which threads' atomics
+/// land (on the VM, one thread in index order; on a GPU, any order), with
+/// why; `compare` skips them and the tests check what does not depend on
+/// the order instead.
+const ORDER_DEPENDENT: &[(&str, &str)] = &[
+    // OR of bit i % 32, AND of !1 and XOR of 2 from every thread, interleaved.
+    ("atomics", "bits"),
+    // The value left by the last exchange, and the sum of the others.
+    ("atomics", "ex"),
+    // Each thread adds what a compare-exchange, XOR and min of other
+    // threads' words returned.
+    ("atomics_on_i32", "x"),
+    // Float atomics add in another order on the GPU: positions and
+    // velocities agree closely, the affine field C is dominated by that
+    // noise (as on wgpu, tests/cross_backend.rs).
+    ("mpm88", "C"),
+];
+
 /// Fields of `a` and `b`: integers exactly, floats within `rel` of the field's largest magnitude.
 fn compare(name: &str, a: &Simulation, b: &Simulation, rel: f64) -> Vec<String> {
     let mut out = Vec::new();
     for (h, f) in a.program.fields.iter() {
+        if ORDER_DEPENDENT.contains(&(name, f.name.as_str())) {
+            continue;
+        }
         let x = a.read_field(h).unwrap();
         let y = b.read_field(b.field(&f.name).unwrap()).unwrap();
         if !f.ty.is_float() {
@@ -237,6 +261,21 @@ fn compare(name: &str, a: &Simulation, b: &Simulation, rel: f64) -> Vec<String> 
     out
 }
 
+/// Mean magnitude of an f32 field's components.
+fn mean_abs(s: &Simulation, field: &str) -> f64 {
+    let w = s.read_field(s.field(field).unwrap()).unwrap();
+    w.iter()
+        .map(|&x| f32::from_bits(x).abs() as f64)
+        .sum::<f64>()
+        / w.len().max(1) as f64
+}
+
+/// i32 words of a field.
+fn i32s(s: &Simulation, field: &str) -> Vec<i32> {
+    let w = s.read_field(s.field(field).unwrap()).unwrap();
+    w.into_iter().map(|x| x as i32).collect()
+}
+
 #[test]
 fn examples_agree_with_the_interpreter_on_cuda() {
     if !cuda_device() {
@@ -250,16 +289,28 @@ fn examples_agree_with_the_interpreter_on_cuda() {
         ("life", 3),
         ("mpm88", 1),
     ] {
-        let g = example(name);
+        let mut g = example(name);
+        if name == "mpm88" {
+            // Fewer substeps: the atomics' order noise grows with each one.
+            set_param(&mut g, "substeps", "count", json!(20));
+        }
         let vm = sim(&g, frames, Backend::Vm).unwrap();
         match sim(&g, frames, Backend::Cuda) {
             // Float atomics add in another order on the GPU (mpm88).
-            Ok(c) => problems.extend(compare(
-                name,
-                &vm,
-                &c,
-                if name == "mpm88" { 1e-3 } else { 1e-5 },
-            )),
+            Ok(c) => {
+                problems.extend(compare(
+                    name,
+                    &vm,
+                    &c,
+                    if name == "mpm88" { 1e-4 } else { 1e-5 },
+                ));
+                if name == "mpm88" {
+                    let (a, b) = (mean_abs(&vm, "C"), mean_abs(&c, "C"));
+                    if (a - b).abs() > 0.1 * a {
+                        problems.push(format!("mpm88: mean |C| {} on vm vs {} on cuda", a, b));
+                    }
+                }
+            }
             Err(e) => problems.push(format!("{} on cuda: {}", name, e)),
         }
     }
@@ -276,7 +327,21 @@ fn language_corpus_agrees_with_the_interpreter_on_cuda() {
         let g = corpus_graph(&fields, &code, &range);
         let vm = sim(&g, 1, Backend::Vm).unwrap();
         match sim(&g, 1, Backend::Cuda) {
-            Ok(c) => problems.extend(compare(name, &vm, &c, 1e-5)),
+            Ok(c) => {
+                problems.extend(compare(name, &vm, &c, 1e-5));
+                if name == "atomics" {
+                    // Whatever the order: the last exchange leaves one
+                    // thread's index, and the others' old values add up to
+                    // the sum of all indices less that one.
+                    let ex = i32s(&c, "ex");
+                    let total: i64 = (0..range[0] as i64).sum();
+                    if !(0..range[0] as i32).contains(&ex[0])
+                        || ex[1] as i64 + ex[0] as i64 != total
+                    {
+                        problems.push(format!("atomics: ex = {:?} on cuda", ex));
+                    }
+                }
+            }
             Err(e) => problems.push(format!("{} on cuda: {}", name, e)),
         }
     }
@@ -329,4 +394,36 @@ fn without_a_driver_cuda_is_unavailable_and_auto_never_picks_it() {
     }
     let s = sim(&g, 0, Backend::Auto).unwrap();
     assert_ne!(s.backend_name(), "cuda");
+}
+
+#[test]
+fn a_fault_in_a_queued_frame_is_reported_by_the_next_read() {
+    if !cuda_device() {
+        return;
+    }
+    // tools/gpu/oob_frame.json writes out of bounds from frame 5 on.
+    let path = root().join("tools/gpu/oob_frame.json");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let opts = SimOptions {
+        backend: Backend::Cuda,
+        ..Default::default()
+    };
+    let mut s = Simulation::new(build(&doc).unwrap(), &opts).unwrap();
+    s.start().unwrap();
+    // Frames run ahead of the host: frame 5's fault may surface at a later
+    // frame, but by the read at the latest, never not at all.
+    let mut fault = None;
+    for _ in 0..5 {
+        if let Err(e) = s.step_frame() {
+            fault = Some(e);
+            break;
+        }
+    }
+    let fault = fault.or_else(|| s.read_field(s.field("x").unwrap()).err());
+    let e = fault.expect("the fault of frame 5 was lost").to_string();
+    assert!(
+        e.contains("node 'step', code 3:12: index 4 is out of bounds"),
+        "{}",
+        e
+    );
 }

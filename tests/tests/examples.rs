@@ -5,16 +5,6 @@
 use serde_json::json;
 use weft_tests::*;
 
-fn set_param(g: &mut serde_json::Value, node: &str, param: &str, v: serde_json::Value) {
-    let n = g["nodes"]
-        .as_array_mut()
-        .unwrap()
-        .iter_mut()
-        .find(|n| n["id"] == node)
-        .unwrap_or_else(|| panic!("no node {}", node));
-    n["params"][param] = v;
-}
-
 #[test]
 fn julia_pixels_match_an_independent_computation() {
     let sim = run(&example("julia"), 2).unwrap();

@@ -52,16 +52,6 @@ fn gpu_sim(doc: &Value, frames: u32, ctx: &Arc<WgpuContext>) -> Simulation {
     s
 }
 
-fn set(g: &mut Value, node: &str, param: &str, v: Value) {
-    for n in g["nodes"].as_array_mut().expect("nodes") {
-        if n["id"] == node {
-            n["params"][param] = v;
-            return;
-        }
-    }
-    panic!("no node {}", node);
-}
-
 /// NaN and ±inf bit patterns as kernel scalars (run-time values: the wgpu
 /// code generator folds constant `bitcast`s into float literals, and naga
 /// rejects NaN and infinite literals).
@@ -188,7 +178,7 @@ fn example_views_match_cpu() {
     for (name, frames) in [("julia", 1), ("heat", 2), ("life", 2), ("mpm88", 2)] {
         let mut g = example(name);
         if name == "mpm88" {
-            set(&mut g, "substeps", "count", json!(2));
+            set_param(&mut g, "substeps", "count", json!(2));
         }
         let sim = gpu_sim(&g, frames, &ctx);
         let lines = check_views(name, &sim);
@@ -207,7 +197,7 @@ fn life_auto_range_and_every_colormap() {
     // The example with its fixed range removed, drawn with each colormap.
     for map in ["viridis", "inferno", "magma", "grayscale", "coolwarm"] {
         let mut g = example("life");
-        set(&mut g, "view", "colormap", json!(map));
+        set_param(&mut g, "view", "colormap", json!(map));
         for n in g["nodes"].as_array_mut().unwrap() {
             if n["id"] == "view" {
                 let p = n["params"].as_object_mut().unwrap();
@@ -615,9 +605,9 @@ fn quantized_images_and_particles() {
         &[64, 48],
         json!({}),
     );
-    set(&mut g, "s", "storage", json!("float5m10"));
-    set(&mut g, "c", "storage", json!("fixed8[-0.5,1.5]"));
-    set(&mut g, "n", "storage", json!("int6"));
+    set_param(&mut g, "s", "storage", json!("float5m10"));
+    set_param(&mut g, "c", "storage", json!("fixed8[-0.5,1.5]"));
+    set_param(&mut g, "n", "storage", json!("int6"));
     add_view(&mut g, "s_auto", "image", json!({}), &[("field", "s")]);
     add_view(
         &mut g,
@@ -642,7 +632,7 @@ fn quantized_images_and_particles() {
         &[3000],
         json!({}),
     );
-    set(&mut g, "x", "storage", json!("fixed16[-1,1]"));
+    set_param(&mut g, "x", "storage", json!("fixed16[-1,1]"));
     add_view(
         &mut g,
         "p",
@@ -654,8 +644,8 @@ fn quantized_images_and_particles() {
     check_views("quantized_particles", &sim);
 
     // Shared-exponent positions (one word per particle).
-    set(&mut g, "x", "storage", json!("float6m12"));
-    set(&mut g, "x", "shared_exponent", json!(true));
+    set_param(&mut g, "x", "storage", json!("float6m12"));
+    set_param(&mut g, "x", "shared_exponent", json!(true));
     let sim = gpu_sim(&g, 0, &ctx);
     check_views("shared_exponent_particles", &sim);
 }
@@ -666,7 +656,7 @@ fn quantized_images_and_particles() {
 fn sparse_activity_overlay_matches_cpu() {
     let Some(ctx) = gpu() else { return };
     let mut g = example("sparse_blob");
-    set(&mut g, "blocks", "shape", json!([16, 16]));
+    set_param(&mut g, "blocks", "shape", json!([16, 16]));
     let sim = gpu_sim(&g, 3, &ctx);
     check_views("sparse_blob", &sim);
     let img = &sim.render_views().expect("CPU views")[0].1;
@@ -700,8 +690,8 @@ fn sparse_activity_overlay_matches_cpu() {
 fn bit_array_images() {
     let Some(ctx) = gpu() else { return };
     let mut g = example("life_bits");
-    set(&mut g, "board", "shape", json!([256, 8]));
-    set(&mut g, "step", "scalars", json!({"rows": 256, "cols": 8}));
+    set_param(&mut g, "board", "shape", json!([256, 8]));
+    set_param(&mut g, "step", "scalars", json!({"rows": 256, "cols": 8}));
     let sim = gpu_sim(&g, 2, &ctx);
     check_views("life_bits", &sim);
 
@@ -712,8 +702,8 @@ fn bit_array_images() {
         &[40, 64],
         json!({}),
     );
-    set(&mut g, "t_cells", "shape", json!([20, 16]));
-    set(&mut g, "t", "storage", json!("uint4"));
+    set_param(&mut g, "t_cells", "shape", json!([20, 16]));
+    set_param(&mut g, "t", "storage", json!("uint4"));
     let nodes = g["nodes"].as_array_mut().unwrap();
     nodes.push(json!({"id": "tile", "kind": "bit_array", "params": {"shape": [2, 4]}}));
     let wires = g["wires"].as_array_mut().unwrap();
@@ -736,8 +726,8 @@ fn bit_array_images() {
         &[40, 64],
         json!({}),
     );
-    set(&mut g, "t_cells", "shape", json!([4, 4]));
-    set(&mut g, "t", "storage", json!("uint4"));
+    set_param(&mut g, "t_cells", "shape", json!([4, 4]));
+    set_param(&mut g, "t", "storage", json!("uint4"));
     let nodes = g["nodes"].as_array_mut().unwrap();
     nodes.push(
         json!({"id": "blocks", "kind": "pointer", "params": {"shape": [5, 4], "capacity": 20}}),

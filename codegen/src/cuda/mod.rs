@@ -41,8 +41,9 @@ use weft_ir::ir::*;
 /// Name of the kernel's `__global__` function in every generated module.
 pub const ENTRY: &str = "weft_kernel";
 
-/// Threads per block the runtime launches with.
-pub const BLOCK_SIZE: u32 = 128;
+/// Threads per block the runtime launches with (wgpu's default workgroup
+/// size too).
+pub const BLOCK_SIZE: u32 = 256;
 
 /// What the fault words hold after a launch (`COUNT` `u32`s, zeroed before it).
 pub mod fault_word {
@@ -69,6 +70,12 @@ pub struct CudaKernel {
     pub sites: Vec<FaultSite>,
     /// Scalar parameter words the entry function takes after the record header.
     pub params: usize,
+    /// Whether a launch may report a fault of the program's meaning (an
+    /// index out of bounds, a full pool, …), not only the defensive
+    /// address checks every buffer access has. The runtime asks launches
+    /// after such a one to stop when it faulted (`check_err`), as the
+    /// interpreter stops at the first fault.
+    pub traps: bool,
 }
 
 fn cerr(kernel: &Kernel, m: impl Into<String>) -> CodegenError {

@@ -23,8 +23,8 @@
 //!   an initial cell) and uses the winner's slot. A block is therefore
 //!   allocated once however many threads race for it; a racer that found no
 //!   free slot re-reads the cell after the publishing step (where losers
-//!   give their slots back), scans once more when it is still null, and
-//!   traps only when that scan finds no free slot either.
+//!   give their slots back), scans again when it is still null, and traps
+//!   only when a bounded number of such retries all find no free slot.
 
 use crate::ir::layout::{self, AddressPlan, LevelPlan, WORD_BITS};
 use crate::ir::*;
@@ -532,6 +532,13 @@ fn hash_walk(
     }
 }
 
+/// Scans of a pool (each after a re-read of the cell) before a write that
+/// found no free slot reports `PoolExhausted`. Seen on an H200 with one
+/// retry: `graphs/sparse_blob.json`'s seed kernel (about 25 000 threads
+/// writing at most 16 blocks of a 48-slot pool) reported a full pool, on
+/// wgpu and on CUDA; with plain re-reads CUDA still did (see below).
+const ACTIVATION_RETRIES: u64 = 16;
+
 /// Returns slot + 1 of the pointer cell at `pa` (at `level`), allocating
 /// and publishing a slot when the cell is null (see the module doc).
 fn activate_pointer(
@@ -568,29 +575,35 @@ fn activate_pointer(
         let publish = e.block(|e| claim.publish(e, g));
         // No free slot: racers for this very cell (in lockstep on a GPU or
         // in CPU lanes, all of them), and racers for other cells that lost,
-        // may hold every slot for a moment. Running after the publishing
-        // branch, where losers give their slots back, this reads the
-        // winner's slot if there is one, and otherwise scans once more;
-        // only a second empty scan means the pool is full.
+        // may hold every slot for a moment: on a large GPU tens of
+        // thousands of threads race for a handful of blocks, far more than
+        // a pool's spare slots. Each retry first re-reads the cell (a
+        // winner has published by then, or losers have given their slots
+        // back) and otherwise scans again; only when every retry finds
+        // neither is the pool full. The retries are bounded, so no thread
+        // waits for another without end (Vulkan gives no forward-progress
+        // guarantee between workgroups).
         let fallback = e.block(|e| {
-            let r2 = e.load(root, pa);
-            e.set(slot, r2);
-            let still = e.cmpk(BinaryOp::Eq, r2, 0);
-            e.if_(still, |e| {
+            e.for_n(ACTIVATION_RETRIES, |e, _| {
+                // An atomic read (OR 0): a plain load may be served by a
+                // cache that other threads' publications never reach (an
+                // SM's L1 on CUDA), so the retries would all see null.
+                let zero = e.u32c(0);
+                let r2 = e.atomic(AtomicOp::Or, root, pa, zero, None);
+                e.set(slot, r2);
+                let published = e.cmpk(BinaryOp::Ne, r2, 0);
+                e.if_(published, |e| e.brk());
                 let g2 = claim.scan(e);
                 let found2 = e.cmpk(BinaryOp::Ne, g2, 0);
-                let again = e.block(|e| claim.publish(e, g2));
-                let full = e.block(|e| {
-                    e.emit(InstKind::Trap { site, value: c }, Type::Void);
+                e.if_(found2, |e| {
+                    claim.publish(e, g2);
+                    e.brk();
                 });
-                e.emit(
-                    InstKind::If {
-                        cond: found2,
-                        accept: again,
-                        reject: full,
-                    },
-                    Type::Void,
-                );
+            });
+            let s = e.get(slot);
+            let full = e.cmpk(BinaryOp::Eq, s, 0);
+            e.if_(full, |e| {
+                e.emit(InstKind::Trap { site, value: c }, Type::Void);
             });
         });
         e.emit(

@@ -3,7 +3,8 @@
 //! synchronisation. A frame that can fault queues a copy of the fault words
 //! into page-locked memory behind its launches; the host waits only for the
 //! frame `FRAMES_IN_FLIGHT` back and reads that frame's copy then, so a
-//! fault surfaces a few frames late (or at `sync`), as on wgpu. Timed
+//! fault surfaces a few frames late (or at `sync`, or at the next read of
+//! a buffer, which first waits for every queued frame), as on wgpu. Timed
 //! (profiled) launches wait for themselves; their times come from CUDA
 //! events.
 
@@ -40,12 +41,19 @@ pub struct CudaEngine {
     buffers: Mutex<Vec<Option<CudaSlice<u32>>>>,
     /// Words of each root (indexed by layout handle; 0 elsewhere).
     lens: Vec<u64>,
+    /// Behind a mutex because a read of a buffer (`&self`) first waits
+    /// for the queued frames and reports their faults.
+    queue: Mutex<FrameQueue>,
+    device: String,
+}
+
+/// The fault words and the frames queued behind the host.
+struct FrameQueue {
     faults: CudaSlice<u32>,
     /// Frames queued without a wait, oldest first.
     in_flight: VecDeque<InFlight>,
     /// Page-locked copies of the fault words that no frame holds now.
     spare: Vec<PinnedHostSlice<u32>>,
-    device: String,
 }
 
 /// Frames that may be queued ahead of the device (as on wgpu): a frame's
@@ -57,6 +65,9 @@ const FRAMES_IN_FLIGHT: usize = 2;
 struct InFlight {
     /// Recorded after the frame's last command.
     done: CudaEvent,
+    /// A launch of the frame may report a fault of the program's meaning
+    /// (`CudaKernel::traps`): launches after it check the fault words.
+    traps: bool,
     /// For a frame with a launch that can fault: the fault words as they
     /// were after it (copied by the stream) and its launches, which the
     /// words' tag indexes.
@@ -132,9 +143,11 @@ impl CudaEngine {
             kernels,
             buffers: Mutex::new(buffers),
             lens,
-            faults,
-            in_flight: VecDeque::new(),
-            spare: Vec::new(),
+            queue: Mutex::new(FrameQueue {
+                faults,
+                in_flight: VecDeque::new(),
+                spare: Vec::new(),
+            }),
             device: format!("{} (sm_{}{})", name, major, minor),
         })
     }
@@ -147,30 +160,45 @@ impl CudaEngine {
             .map_err(|_| RuntimeError::Device("CUDA: buffer table poisoned".into()))
     }
 
+    fn queue(&self) -> Result<std::sync::MutexGuard<'_, FrameQueue>, RuntimeError> {
+        self.queue
+            .lock()
+            .map_err(|_| RuntimeError::Device("CUDA: frame queue poisoned".into()))
+    }
+
     /// Reads the fault words now (waiting for the stream); on a fault,
     /// clears them and names the launch's kernel and line.
-    fn check_faults(&mut self, launches: &[LaunchRecord]) -> Result<(), RuntimeError> {
+    fn check_faults(
+        &self,
+        q: &mut FrameQueue,
+        launches: &[LaunchRecord],
+    ) -> Result<(), RuntimeError> {
         let w = self
             .stream
-            .clone_dtoh(&self.faults)
+            .clone_dtoh(&q.faults)
             .map_err(|e| device_err("reading the fault words", e))?;
-        self.report(&w, launches)
+        self.report(q, &w, launches)
     }
 
     /// The fault that words `w` hold, if any, named by the launch in
     /// `launches` that made it; the device's fault words are cleared, and
     /// the copies that later frames in flight took of them are dropped
     /// (they hold this same fault).
-    fn report(&mut self, w: &[u32], launches: &[LaunchRecord]) -> Result<(), RuntimeError> {
+    fn report(
+        &self,
+        q: &mut FrameQueue,
+        w: &[u32],
+        launches: &[LaunchRecord],
+    ) -> Result<(), RuntimeError> {
         if w[fault_word::SITE] == 0 {
             return Ok(());
         }
         self.stream
-            .memset_zeros(&mut self.faults)
+            .memset_zeros(&mut q.faults)
             .map_err(|e| device_err("clearing the fault words", e))?;
-        for f in self.in_flight.iter_mut() {
+        for f in q.in_flight.iter_mut() {
             if let Some((host, _)) = f.faults.take() {
-                self.spare.push(host);
+                q.spare.push(host);
             }
         }
         let value =
@@ -195,19 +223,20 @@ impl CudaEngine {
     /// fault words behind it), then waits for the oldest frames until at
     /// most `FRAMES_IN_FLIGHT` are queued.
     fn queue_frame(
-        &mut self,
+        &self,
+        q: &mut FrameQueue,
         launches: &[LaunchRecord],
         can_fault: bool,
     ) -> Result<(), RuntimeError> {
         let faults = if can_fault {
-            let mut host = match self.spare.pop() {
+            let mut host = match q.spare.pop() {
                 Some(h) => h,
                 // SAFETY: the copy below fills every word before anything reads it.
                 None => unsafe { self.ctx.alloc_pinned::<u32>(fault_word::COUNT) }
                     .map_err(|e| device_err("allocating page-locked memory", e))?,
             };
             self.stream
-                .memcpy_dtoh(&self.faults, &mut host)
+                .memcpy_dtoh(&q.faults, &mut host)
                 .map_err(|e| device_err("copying the fault words", e))?;
             Some((host, launches.to_vec()))
         } else {
@@ -217,16 +246,25 @@ impl CudaEngine {
             .stream
             .record_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
             .map_err(|e| device_err("recording the end of a frame", e))?;
-        self.in_flight.push_back(InFlight { done, faults });
-        while self.in_flight.len() > FRAMES_IN_FLIGHT {
-            self.retire_oldest()?;
+        let traps = launches.iter().any(|rec| {
+            self.kernels
+                .get(rec.kernel.index())
+                .is_some_and(|c| c.code.traps)
+        });
+        q.in_flight.push_back(InFlight {
+            done,
+            traps,
+            faults,
+        });
+        while q.in_flight.len() > FRAMES_IN_FLIGHT {
+            self.retire_oldest(q)?;
         }
         Ok(())
     }
 
     /// Waits for the oldest queued frame and reports its fault.
-    fn retire_oldest(&mut self) -> Result<(), RuntimeError> {
-        let Some(f) = self.in_flight.pop_front() else {
+    fn retire_oldest(&self, q: &mut FrameQueue) -> Result<(), RuntimeError> {
+        let Some(f) = q.in_flight.pop_front() else {
             return Ok(());
         };
         f.done
@@ -239,8 +277,17 @@ impl CudaEngine {
             .as_slice()
             .map_err(|e| device_err("reading the fault words", e))?
             .to_vec();
-        self.spare.push(host);
-        self.report(&w, &launches)
+        q.spare.push(host);
+        self.report(q, &w, &launches)
+    }
+
+    /// Waits for every queued frame, reporting the first fault among them.
+    fn retire_all(&self) -> Result<(), RuntimeError> {
+        let mut q = self.queue()?;
+        while !q.in_flight.is_empty() {
+            self.retire_oldest(&mut q)?;
+        }
+        Ok(())
     }
 }
 
@@ -254,21 +301,23 @@ impl Engine for CudaEngine {
         self.stream
             .synchronize()
             .map_err(|e| device_err("waiting for the GPU", e))?;
-        for f in self.in_flight.drain(..) {
-            if let Some((host, _)) = f.faults {
-                self.spare.push(host);
+        {
+            let mut q = self.queue()?;
+            let q = &mut *q;
+            for f in q.in_flight.drain(..) {
+                if let Some((host, _)) = f.faults {
+                    q.spare.push(host);
+                }
             }
+            self.stream
+                .memset_zeros(&mut q.faults)
+                .map_err(|e| device_err("clearing the fault words", e))?;
         }
-        self.stream
-            .memset_zeros(&mut self.faults)
-            .map_err(|e| device_err("clearing the fault words", e))?;
         crate::backend::write_initial_values(&*self, program)
     }
 
     fn sync(&mut self) -> Result<(), RuntimeError> {
-        while !self.in_flight.is_empty() {
-            self.retire_oldest()?;
-        }
+        self.retire_all()?;
         self.stream
             .synchronize()
             .map_err(|e| device_err("waiting for the GPU", e))
@@ -294,6 +343,10 @@ impl Engine for CudaEngine {
     }
 
     fn read_root(&self, root: LayoutId) -> Result<Vec<u32>, RuntimeError> {
+        // Whatever ran before the read has to have succeeded for the words
+        // to mean anything (as on wgpu): a queued frame's fault is
+        // reported here, not lost.
+        self.retire_all()?;
         let b = self.buffers()?;
         let slot = b
             .get(root.index())
@@ -315,6 +368,12 @@ impl Engine for CudaEngine {
         timing: bool,
     ) -> Result<Vec<(KernelId, Duration)>, RuntimeError> {
         let mut events = Vec::new();
+        let mut q = self.queue()?;
+        let q = &mut *q;
+        // Launches check the fault words (and stop when an earlier one
+        // faulted) only after one that may trap, here or in a frame still
+        // queued.
+        let mut armed = q.in_flight.iter().any(|f| f.traps);
         {
             let b = self.buffers()?;
             for (tag, rec) in launches.iter().enumerate() {
@@ -355,8 +414,11 @@ impl Engine for CudaEngine {
                 for w in &words {
                     l.arg(w);
                 }
-                l.arg(&self.faults);
+                l.arg(&q.faults);
                 l.arg(&tag);
+                let check = armed as u32;
+                l.arg(&check);
+                armed |= c.code.traps;
                 for (s, n) in &bufs {
                     l.arg(*s);
                     l.arg(n);
@@ -371,7 +433,8 @@ impl Engine for CudaEngine {
                 };
                 // SAFETY: the arguments follow the generated entry's ABI
                 // (`weft_codegen::cuda`): record words, fault words, tag,
-                // then (words, length) per root in `code.roots` order.
+                // check_err, then (words, length) per root in `code.roots`
+                // order.
                 let ev =
                     unsafe { l.launch(cfg) }.map_err(|e| device_err("launching a kernel", e))?;
                 if let Some(ev) = ev {
@@ -390,10 +453,15 @@ impl Engine for CudaEngine {
         });
         if timing {
             // Timed launches run alone: earlier frames first, then this one.
-            self.sync()?;
-            self.check_faults(launches)?;
+            while !q.in_flight.is_empty() {
+                self.retire_oldest(q)?;
+            }
+            self.stream
+                .synchronize()
+                .map_err(|e| device_err("waiting for the GPU", e))?;
+            self.check_faults(q, launches)?;
         } else {
-            self.queue_frame(launches, can_fault)?;
+            self.queue_frame(q, launches, can_fault)?;
         }
         let mut times = Vec::new();
         for (k, (start, end)) in events {
@@ -407,6 +475,10 @@ impl Engine for CudaEngine {
 
     fn device_name(&self) -> Option<String> {
         Some(format!("{}, CUDA through NVRTC", self.device))
+    }
+
+    fn frames_in_flight(&self) -> usize {
+        FRAMES_IN_FLIGHT
     }
 
     fn as_any(&self) -> &dyn Any {
