@@ -15,6 +15,7 @@ mod run;
 use clap::Parser;
 
 fn main() {
+    quiet_on_closed_pipe();
     let args = cli::Cli::parse();
     let code = match args.command {
         None => gui::run(gui::GuiOptions {
@@ -50,4 +51,18 @@ fn main() {
 pub fn fail(e: &weft_runtime::RuntimeError) -> i32 {
     eprintln!("error: {}", e.to_string().replace('\n', "\nerror: "));
     e.exit_code()
+}
+
+/// Output piped into a reader that stops early (`weft emit cuda G | head`)
+/// ends the process quietly, as other command-line tools do. Rust ignores
+/// SIGPIPE, so every `println!` after the reader closed would panic
+/// ("failed printing to stdout: Broken pipe"); the default action ends the
+/// process at the first such write instead.
+fn quiet_on_closed_pipe() {
+    #[cfg(unix)]
+    // SAFETY: restores the default action of one signal before any thread
+    // starts; no handler runs Rust code.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }

@@ -776,3 +776,28 @@ fn cuda_emits_everywhere_and_runs_only_with_a_driver() {
         }
     }
 }
+
+#[cfg(unix)]
+#[test]
+fn a_reader_that_stops_early_ends_weft_quietly() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    // ~200 KB of CUDA C, more than a pipe holds: weft is still writing
+    // when the reader goes away (`weft emit cuda G | head -c 100`).
+    let mut child = Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args(["emit", "cuda", "graphs/mass_spring_ad_ckpt.json"])
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("weft runs");
+    let mut head = [0u8; 100];
+    child.stdout.take().unwrap().read_exact(&mut head).unwrap();
+    // The read end is dropped here.
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{}", err);
+    // Ended by SIGPIPE (13 on Linux and the BSDs), as `cat` would be.
+    assert_eq!(o.status.signal(), Some(13), "{:?}: {}", o.status, err);
+}

@@ -82,7 +82,9 @@ pub enum ParamType {
 pub struct ParamSpec {
     pub name: &'static str,
     pub ty: ParamType,
-    /// JSON text of the default; `None` means the parameter is required.
+    /// JSON text of the default; `None` means the parameter is required,
+    /// `Some("null")` that it is optional (absent, or computed by the
+    /// builder as its doc says).
     pub default: Option<&'static str>,
     pub doc: &'static str,
     /// Inclusive bounds of a numeric parameter: the loader rejects values outside,
@@ -198,7 +200,7 @@ static KINDS: &[NodeKind] = &[
             ParamSpec {
                 name: "capacity",
                 ty: ParamType::Int,
-                default: None,
+                default: Some("null"),
                 doc: "Cell contents the pool can hold at once, over the whole domain (1 to 1048576). Default: every cell of the domain at this level, capped at 4096. Running out is a run-time error naming this node.",
                 range: Some((1.0, 1048576.0)),
             },
@@ -266,7 +268,7 @@ static KINDS: &[NodeKind] = &[
             ParamSpec {
                 name: "capacity",
                 ty: ParamType::Int,
-                default: None,
+                default: Some("null"),
                 doc: "Table slots: cells that can exist at once (1 to 1048576). Default: every cell of the domain, capped at 4096. Deactivated cells keep their slot until a `clear`.",
                 range: Some((1.0, 1048576.0)),
             },
@@ -534,7 +536,12 @@ pub fn param_schema(p: &ParamSpec) -> Value {
         s["minimum"] = json!(lo);
         s["maximum"] = json!(hi);
     }
-    if let Some(d) = p.default_value() {
+    // An optional integer (a pool's `capacity`) is absent or a number:
+    // null is not a value of it, so the schema states no default.
+    if let Some(d) = p
+        .default_value()
+        .filter(|d| !(d.is_null() && p.ty == ParamType::Int))
+    {
         s["default"] = d;
     }
     s
