@@ -142,12 +142,80 @@ fn run_inner(a: &RunArgs) -> Result<(), RuntimeError> {
     }
     for n in names {
         let f = sim.field(&n).expect("checked above");
-        let arr = field_to_npy(&sim.program, f, sim.read_field(f)?);
-        let path = a.out.join(format!("{}.npy", n));
-        weft_ir::graph::npy::write_npy(&path, &arr)
-            .map_err(|e| RuntimeError::Io(format!("cannot write {}: {}", path.display(), e)))?;
+        dump_field(&sim, f, &n, &a.out)?;
     }
     Ok(())
+}
+
+/// Largest dense dump (bytes): a field under sparse nodes whose whole
+/// domain is bigger is refused by name instead of allocated.
+const DENSE_DUMP_BYTES: u64 = 1 << 34;
+
+/// Writes OUT/NAME.npy: the field in logical order (inactive cells at their
+/// init value). A field of more than `READ_WHOLE_LIMIT` elements under a
+/// `hash` root (2^40, say) is written as its active elements instead:
+/// OUT/NAME.coords.npy (int32, one row of coordinates each) and
+/// OUT/NAME.values.npy (their values, as NAME.npy would hold them).
+fn dump_field(
+    sim: &Simulation,
+    f: weft_ir::ir::FieldId,
+    name: &str,
+    out: &Path,
+) -> Result<(), RuntimeError> {
+    use weft_ir::graph::npy::{write_npy, DType, NpyArray};
+    use weft_runtime::memory::{table_elements, values_to_npy, READ_WHOLE_LIMIT};
+    let p = &sim.program;
+    let field = &p.fields[f];
+    let write = |file: String, arr: &NpyArray| {
+        let path = out.join(file);
+        write_npy(&path, arr)
+            .map_err(|e| RuntimeError::Io(format!("cannot write {}: {}", path.display(), e)))
+    };
+    if field.cells() > READ_WHOLE_LIMIT {
+        let root = sim.read_root(weft_ir::ir::layout::root_of(p, field.layout))?;
+        if let Some((coords, values)) = table_elements(p, f, &root) {
+            let dims = field.shape.len();
+            let n = coords.len() / dims.max(1);
+            let coords = NpyArray {
+                dtype: DType::I32,
+                shape: vec![n, dims],
+                words: coords,
+            };
+            write(format!("{}.coords.npy", name), &coords)?;
+            write(
+                format!("{}.values.npy", name),
+                &values_to_npy(field.ty, vec![n], values),
+            )?;
+            println!(
+                "{}: {} elements under a hash root; wrote its {} active ones as {}.coords.npy and {}.values.npy",
+                name,
+                field.cells(),
+                n,
+                name,
+                name
+            );
+            return Ok(());
+        }
+    }
+    let bytes = field
+        .cells()
+        .saturating_mul(4 * field.ty.components() as u64);
+    if bytes > DENSE_DUMP_BYTES {
+        return Err(RuntimeError::Run {
+            node: name.to_string(),
+            message: format!(
+                "a dense dump of its {} elements would take {} GiB (more than {} GiB); \
+                 dump a smaller field or view it through a window field",
+                field.cells(),
+                bytes >> 30,
+                DENSE_DUMP_BYTES >> 30
+            ),
+        });
+    }
+    write(
+        format!("{}.npy", name),
+        &field_to_npy(p, f, sim.read_field(f)?),
+    )
 }
 
 pub fn check(a: CheckArgs) -> i32 {

@@ -801,3 +801,74 @@ fn a_reader_that_stops_early_ends_weft_quietly() {
     // Ended by SIGPIPE (13 on Linux and the BSDs), as `cat` would be.
     assert_eq!(o.status.signal(), Some(13), "{:?}: {}", o.status, err);
 }
+
+/// Whether `python3` with NumPy runs here: a failure in CI (`.ci/run`
+/// installs it), a visible skip elsewhere.
+fn numpy_available() -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import numpy"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "CI=true but python3 with numpy is missing (.ci/run installs it)"
+        );
+        eprintln!("skipping the NumPy part: python3 with numpy is missing");
+    }
+    ok
+}
+
+#[test]
+fn dump_all_writes_a_hash_field_as_its_active_elements() {
+    // graphs/hash_particles.json's `rho` spans 2^40 cells: dumping it
+    // densely would allocate 4 TiB.
+    let dir = tmp("dump_hash");
+    let o = weft(&[
+        "run",
+        "graphs/hash_particles.json",
+        "--frames",
+        "1",
+        "--dump-all",
+        "--no-frames",
+        "--backend",
+        "cpu",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).contains("rho: 1099511627776 elements under a hash root; wrote its"),
+        "{}",
+        text(&o)
+    );
+    assert!(!dir.join("rho.npy").exists());
+    if !numpy_available() {
+        return;
+    }
+    // NumPy reads the files. `smooth` took the square root of each cell's
+    // deposits, and each particle's bilinear deposits add up to 1; the
+    // window `win` is rho around particle 1056, cells without a tile 0.
+    let script = r#"
+import sys, numpy as np
+d = sys.argv[1]
+c = np.load(d + "/rho.coords.npy"); v = np.load(d + "/rho.values.npy")
+w = np.load(d + "/win.npy"); p = np.load(d + "/pos.npy")
+assert c.dtype == np.int32 and c.shape[1] == 2 and v.shape == (c.shape[0],), (c.dtype, c.shape, v.shape)
+total = (v.astype(np.float64) ** 2).sum()
+assert abs(total - 2048) < 0.05, total
+assert len(set(map(tuple, c.tolist()))) == len(c), "a coordinate listed twice"
+cx, cy = np.floor(p[1056]).astype(np.int64) - 128
+rho = dict(zip(map(tuple, c.tolist()), v.tolist()))
+for i in range(256):
+    for j in range(256):
+        assert w[i, j] == rho.get((cx + i, cy + j), 0.0), (i, j, w[i, j])
+print("ok", len(v))
+"#;
+    let py = Command::new("python3")
+        .args(["-c", script, dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(py.status.success(), "{}", text(&py));
+}

@@ -116,9 +116,8 @@ pub fn field_stats(ty: Type, words: &[u32]) -> FieldStats {
 }
 
 /// Fields with more elements than this under a `hash` root are summarised
-/// from the table's active elements (a domain of 2^40 elements cannot be
-/// read into memory); their statistics carry no checksum.
-pub const READ_WHOLE_LIMIT: u64 = 1 << 26;
+/// from the table's active elements; their statistics carry no checksum.
+pub use crate::memory::READ_WHOLE_LIMIT;
 
 /// Statistics of every field of a simulation.
 pub fn all_stats(sim: &Simulation) -> Result<BTreeMap<String, FieldStats>, crate::RuntimeError> {
@@ -141,30 +140,21 @@ fn table_stats(
     sim: &Simulation,
     field: weft_ir::ir::FieldId,
 ) -> Result<Option<FieldStats>, crate::RuntimeError> {
-    use weft_ir::ir::layout::{root_of, AddressPlan};
+    use weft_ir::ir::layout::root_of;
     let p = &sim.program;
     let f = &p.fields[field];
     let init = match &f.init {
         weft_ir::ir::FieldInit::Constant(c) => c.clone(),
         weft_ir::ir::FieldInit::Data(_) => return Ok(None),
     };
-    if f.cells() <= READ_WHOLE_LIMIT || f.storage != weft_ir::ir::Storage::Word {
-        return Ok(None);
-    }
-    let plan = AddressPlan::new(p, field);
-    if !matches!(plan.levels[0].kind, weft_ir::ir::LayoutKind::Hash { .. }) {
+    if f.cells() <= READ_WHOLE_LIMIT {
         return Ok(None);
     }
     let words = sim.read_root(root_of(p, f.layout))?;
-    let comps = f.ty.components();
-    let mut active = Vec::new();
-    let mut n = 0u64;
-    plan.for_each_active_in_table(&words, |_, a| {
-        n += 1;
-        for c in 0..comps {
-            active.push(words[(a + plan.component_word_offset(c)) as usize]);
-        }
-    });
+    let Some((_, active)) = crate::memory::table_elements(p, field, &words) else {
+        return Ok(None);
+    };
+    let n = (active.len() / f.ty.components()) as u64;
     let mut st = field_stats(f.ty, &active);
     let rest = f.cells() - n;
     let one = field_stats(f.ty, &init);

@@ -331,10 +331,41 @@ impl FieldMemory {
 }
 
 /// A field's data as a NumPy array: shape = field shape + [N] for vectors, + [N, N] for matrices (row-major rows).
-pub fn field_to_npy(p: &Program, field: FieldId, mut words: Vec<u32>) -> NpyArray {
+pub fn field_to_npy(p: &Program, field: FieldId, words: Vec<u32>) -> NpyArray {
     let f = &p.fields[field];
-    let mut shape: Vec<usize> = f.shape.iter().map(|&s| s as usize).collect();
-    match f.ty {
+    values_to_npy(f.ty, f.shape.iter().map(|&s| s as usize).collect(), words)
+}
+
+/// Fields with more elements than this are not read whole (a hash root's
+/// domain of 2^40 elements cannot be): `weft replay` summarises, and
+/// `--dump` writes, the active elements of one under a `hash` root.
+pub const READ_WHOLE_LIMIT: u64 = 1 << 26;
+
+/// The active elements of a field under a `hash` root, walking the table
+/// slot by slot (what the table holds, never the domain): their
+/// coordinates (`dims` words each) and their words (`components` each).
+/// `None` where the root is no hash or the field is quantized.
+pub fn table_elements(p: &Program, field: FieldId, root: &[u32]) -> Option<(Vec<u32>, Vec<u32>)> {
+    let f = &p.fields[field];
+    if f.storage != Storage::Word {
+        return None;
+    }
+    let plan = AddressPlan::new(p, field);
+    let comps = f.ty.components();
+    let (mut coords, mut values) = (Vec::new(), Vec::new());
+    let hash = plan.for_each_active_in_table(root, |idx, a| {
+        coords.extend_from_slice(idx);
+        for c in 0..comps {
+            values.push(root[(a + plan.component_word_offset(c)) as usize]);
+        }
+    });
+    hash.then_some((coords, values))
+}
+
+/// Element words of type `ty` as a NumPy array of `shape` + [N] for
+/// vectors, + [N, N] for matrices (row-major rows).
+pub fn values_to_npy(ty: Type, mut shape: Vec<usize>, mut words: Vec<u32>) -> NpyArray {
+    match ty {
         Type::Vector(_, n) => shape.push(n as usize),
         Type::Matrix(n) => {
             let n = n as usize;
@@ -350,7 +381,7 @@ pub fn field_to_npy(p: &Program, field: FieldId, mut words: Vec<u32>) -> NpyArra
         }
         _ => {}
     }
-    let dtype = match f.ty.scalar() {
+    let dtype = match ty.scalar() {
         Some(Scalar::I32) => DType::I32,
         Some(Scalar::U32) => DType::U32,
         _ => DType::F32,
