@@ -197,7 +197,7 @@ pub struct GradTarget {
     /// runs as `weft run` does, and its tape's loss must be --loss.
     #[arg(long, default_value_t = 0)]
     pub frames: u32,
-    /// vm (default), jit or wgpu.
+    /// vm (default), cpu (`jit` is another name), wgpu or cuda.
     #[arg(long, default_value = "vm", value_parser = backend_arg)]
     pub backend: Backend,
     #[command(flatten)]

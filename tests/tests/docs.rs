@@ -1,5 +1,6 @@
 //! The documentation's graphs are real: the worked example in
-//! docs/graph-format.md and every complete graph in the docs load and run.
+//! docs/graph-format.md and every complete graph in the docs load and run;
+//! graph-format.md documents every node kind and parameter.
 
 use weft_tests::*;
 
@@ -51,4 +52,42 @@ fn every_complete_graph_in_the_docs_runs() {
         }
     }
     assert!(n >= 2, "found {} graphs", n);
+}
+
+/// The catalog (what `weft nodes` prints) and graph-format.md agree: the
+/// families table lists every kind under its family, every kind has its
+/// own section, and each section names every parameter of its kind.
+#[test]
+fn graph_format_documents_every_node_kind_and_parameter() {
+    let doc = std::fs::read_to_string(root().join("docs/graph-format.md")).unwrap();
+    let mut problems = Vec::new();
+    for k in weft_ir::graph::catalog::kinds() {
+        let family = k.family.name();
+        let row = doc
+            .lines()
+            .find(|l| l.starts_with(&format!("| {} ", family)))
+            .unwrap_or("");
+        if !row.contains(&format!("`{}`", k.name)) {
+            problems.push(format!(
+                "the families table's '{}' row does not list `{}`",
+                family, k.name
+            ));
+        }
+        let head = format!("### `{}` (", k.name);
+        let Some(at) = doc.find(&head) else {
+            problems.push(format!("no section '{}…)'", head));
+            continue;
+        };
+        let rest = &doc[at + head.len()..];
+        let section = &rest[..rest.find("\n### ").unwrap_or(rest.len())];
+        for p in k.params {
+            if !section.contains(&format!("`{}`", p.name)) {
+                problems.push(format!(
+                    "section of `{}` does not name its parameter `{}`",
+                    k.name, p.name
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -436,7 +436,7 @@ static KINDS: &[NodeKind] = &[
     NodeKind {
         name: "clear",
         family: Family::Execution,
-        doc: "Deactivates every cell of the sparse layout node wired to `layout` (bitmasked, pointer or dynamic): its fields read as `init` again, pointer blocks go back to their pools and dynamic lists become empty, before the chain continues with `then`.",
+        doc: "Deactivates every cell of the sparse layout node wired to `layout` (bitmasked, pointer, dynamic or hash): its fields read as `init` again, pointer blocks go back to their pools, dynamic lists become empty and a hash table drops its cells, before the chain continues with `then`.",
         inputs: &[PortSpec { name: "layout", ty: PortType::Layout, optional: false, doc: "The `cells` output of the sparse layout node to clear." }],
         outputs: &[],
         dynamic_field_inputs: false,
