@@ -37,11 +37,9 @@ pub fn bench(a: BenchArgs) -> i32 {
     // that every timed frame waits for the one that many frames before it
     // and a frame's time is the GPU's time for one frame.
     let ahead = sim.frames_in_flight();
-    if ahead > 0 {
-        for _ in 0..ahead {
-            if let Err(e) = sim.step_frame() {
-                return fail(&e);
-            }
+    for _ in 0..ahead {
+        if let Err(e) = sim.step_frame() {
+            return fail(&e);
         }
     }
     sim.kernel_times.clear();

@@ -45,16 +45,25 @@ p_mass = p_vol
 gravity, bound, E = 9.8, 3, 400.0
 
 SRC = r"""
+// The particle's base grid node, its offset from it and the quadratic
+// B-spline weights per axis (P2G and G2P share them).
+__device__ __forceinline__ void stencil(float2 xp, float dx, int& bx, int& by, float& fx, float& fy,
+                                        float* wx, float* wy) {
+    float Xx = xp.x / dx, Xy = xp.y / dx;
+    bx = (int)(Xx - 0.5f); by = (int)(Xy - 0.5f);
+    fx = Xx - bx; fy = Xy - by;
+    wx[0] = 0.5f * (1.5f - fx) * (1.5f - fx); wx[1] = 0.75f - (fx - 1.0f) * (fx - 1.0f); wx[2] = 0.5f * (fx - 0.5f) * (fx - 0.5f);
+    wy[0] = 0.5f * (1.5f - fy) * (1.5f - fy); wy[1] = 0.75f - (fy - 1.0f) * (fy - 1.0f); wy[2] = 0.5f * (fy - 0.5f) * (fy - 0.5f);
+}
+
 extern "C" __global__ void p2g(const float2* x, const float2* v, const float4* C, const float* J,
                                float2* grid_v, float* grid_m, int n, int n_grid,
                                float dx, float dt, float p_vol, float p_mass, float E) {
     int p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= n) return;
-    float Xx = x[p].x / dx, Xy = x[p].y / dx;
-    int bx = (int)(Xx - 0.5f), by = (int)(Xy - 0.5f);
-    float fx = Xx - bx, fy = Xy - by;
-    float wx[3] = {0.5f * (1.5f - fx) * (1.5f - fx), 0.75f - (fx - 1.0f) * (fx - 1.0f), 0.5f * (fx - 0.5f) * (fx - 0.5f)};
-    float wy[3] = {0.5f * (1.5f - fy) * (1.5f - fy), 0.75f - (fy - 1.0f) * (fy - 1.0f), 0.5f * (fy - 0.5f) * (fy - 0.5f)};
+    int bx, by;
+    float fx, fy, wx[3], wy[3];
+    stencil(x[p], dx, bx, by, fx, fy, wx, wy);
     float stress = -dt * 4.0f * E * p_vol * (J[p] - 1.0f) / (dx * dx);
     float4 c = C[p];
     float a00 = stress + p_mass * c.x, a01 = p_mass * c.y, a10 = p_mass * c.z, a11 = stress + p_mass * c.w;
@@ -91,11 +100,9 @@ extern "C" __global__ void g2p(float2* x, float2* v, float4* C, float* J, const 
                                int n, int n_grid, float dx, float dt) {
     int p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= n) return;
-    float Xx = x[p].x / dx, Xy = x[p].y / dx;
-    int bx = (int)(Xx - 0.5f), by = (int)(Xy - 0.5f);
-    float fx = Xx - bx, fy = Xy - by;
-    float wx[3] = {0.5f * (1.5f - fx) * (1.5f - fx), 0.75f - (fx - 1.0f) * (fx - 1.0f), 0.5f * (fx - 0.5f) * (fx - 0.5f)};
-    float wy[3] = {0.5f * (1.5f - fy) * (1.5f - fy), 0.75f - (fy - 1.0f) * (fy - 1.0f), 0.5f * (fy - 0.5f) * (fy - 0.5f)};
+    int bx, by;
+    float fx, fy, wx[3], wy[3];
+    stencil(x[p], dx, bx, by, fx, fy, wx, wy);
     float vx = 0, vy = 0, c00 = 0, c01 = 0, c10 = 0, c11 = 0;
     float k = 4.0f / (dx * dx);
     for (int i = 0; i < 3; i++) {
