@@ -6,8 +6,8 @@ use crate::cli::{GradArgs, GradTarget, GradcheckArgs};
 use crate::fail;
 use crate::load::load_program;
 use crate::run::overrides;
-use weft_ir::graph::npy::{DType, NpyArray};
 use weft_ir::graph::GraphError;
+use weft_ir::io::npy::{DType, NpyArray};
 use weft_ir::ir::{FieldId, Program, Step, TapeMode};
 use weft_ir::types::Type;
 use weft_runtime::memory::field_to_npy;
@@ -181,7 +181,7 @@ fn grad_inner(a: &GradArgs) -> Result<(), RuntimeError> {
         if let Some(dir) = &a.dump_grads {
             let arr = field_to_npy(&sim.program, g, words);
             let path = dir.join(format!("{}.grad.npy", w));
-            weft_ir::graph::npy::write_npy(&path, &arr)
+            weft_ir::io::npy::write_npy(&path, &arr)
                 .map_err(|e| RuntimeError::Io(format!("cannot write {}: {}", path.display(), e)))?;
         }
     }
@@ -304,7 +304,7 @@ fn forward_inner(a: &GradArgs) -> Result<(), RuntimeError> {
     let (mut sim, loss, own_tape) = open(&a.target, &a.wrt, true)?;
     for (w, path) in a.wrt.iter().zip(&a.dir) {
         let (f, g) = grad_field(&sim.program, w, "--wrt")?;
-        let arr = weft_ir::graph::npy::read_npy(path).map_err(|e| usage(format!("--dir {}", e)))?;
+        let arr = weft_ir::io::npy::read_npy(path).map_err(|e| usage(format!("--dir {}", e)))?;
         let words = npy_to_field(&sim.program, f, arr)
             .map_err(|e| usage(format!("--dir {}: {}", path.display(), e)))?;
         // The seeded tangent: the tape keeps it at entry.
@@ -327,7 +327,7 @@ fn forward_inner(a: &GradArgs) -> Result<(), RuntimeError> {
             let words = sim.read_field(g)?;
             let arr = field_to_npy(&sim.program, g, words);
             let path = dir.join(format!("{}.tangent.npy", sim.program.fields[f].name));
-            weft_ir::graph::npy::write_npy(&path, &arr)
+            weft_ir::io::npy::write_npy(&path, &arr)
                 .map_err(|e| RuntimeError::Io(format!("cannot write {}: {}", path.display(), e)))?;
         }
     }

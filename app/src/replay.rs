@@ -214,7 +214,7 @@ pub fn replay(a: ReplayArgs) -> i32 {
         }
         if a.update {
             let text = serde_json::to_string_pretty(&exp).expect("serializes") + "\n";
-            if let Err(e) = weft_ir::graph::document::write_atomic(&ep, text.as_bytes()) {
+            if let Err(e) = weft_ir::io::write_atomic(&ep, text.as_bytes()) {
                 eprintln!("FAIL {}: cannot write {}: {}", g.display(), ep.display(), e);
                 failed += 1;
                 continue;

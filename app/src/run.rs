@@ -41,12 +41,12 @@ pub fn open(
         },
     )?;
     if !quiet {
-        match sim.device_name() {
-            Some(d) => eprintln!("backend: {} on {}", sim.backend_name(), d),
-            None if sim.backend_name() == Backend::Jit.name() => {
+        match (sim.device_name(), sim.backend()) {
+            (Some(d), _) => eprintln!("backend: {} on {}", sim.backend_name(), d),
+            (None, Some(Backend::Jit)) => {
                 eprintln!("backend: cpu (native code compiled with Cranelift)")
             }
-            None => eprintln!(
+            (None, _) => eprintln!(
                 "backend: {} (the reference VM{})",
                 sim.backend_name(),
                 if backend == Backend::Auto {
@@ -162,7 +162,7 @@ fn dump_field(
     name: &str,
     out: &Path,
 ) -> Result<(), RuntimeError> {
-    use weft_ir::graph::npy::{write_npy, DType, NpyArray};
+    use weft_ir::io::npy::{write_npy, DType, NpyArray};
     use weft_runtime::memory::{table_elements, values_to_npy, READ_WHOLE_LIMIT};
     let p = &sim.program;
     let field = &p.fields[f];

@@ -68,7 +68,7 @@ fn run_writes_frames_and_dumps() {
     ]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(out.join("view_0001.png").exists() && out.join("view_0002.png").exists());
-    let a = weft_ir::graph::npy::read_npy(&out.join("pixels.npy")).unwrap();
+    let a = weft_ir::io::npy::read_npy(&out.join("pixels.npy")).unwrap();
     assert_eq!(a.shape, vec![640, 320]);
     // --init replaces a field's initial data; --dump-all writes every field.
     let init = out.join("x.npy");
@@ -91,7 +91,7 @@ fn run_writes_frames_and_dumps() {
     for f in ["x", "v", "C", "J", "grid_v", "grid_m"] {
         assert!(out.join(format!("{}.npy", f)).exists(), "{} dumped", f);
     }
-    let c = weft_ir::graph::npy::read_npy(&out.join("C.npy")).unwrap();
+    let c = weft_ir::io::npy::read_npy(&out.join("C.npy")).unwrap();
     assert_eq!(c.shape, vec![8192, 2, 2]);
 }
 
@@ -130,6 +130,16 @@ fn invalid_graphs_exit_2_naming_the_node() {
     let t = text(&o);
     assert!(
         t.contains("diffuse") && t.contains("'alpha' default 0.5 is outside its range 0 to 0.25"),
+        "{}",
+        t
+    );
+    // A value its type cannot hold is refused by the one rule, naming the
+    // node and the scalar (`"n": 128` declares an i32).
+    let o = weft(&["run", "graphs/heat.json", "--set", "diffuse.n=2.5"]);
+    assert_eq!(o.status.code(), Some(2));
+    let t = text(&o);
+    assert!(
+        t.contains("node 'diffuse', param 'scalars': scalar 'n': 2.5 is not a valid i32"),
         "{}",
         t
     );
@@ -555,7 +565,7 @@ fn forward_graph(dir: &Path) -> PathBuf {
 }
 
 fn write_f32_npy(path: &Path, shape: Vec<usize>, v: &[f32]) {
-    use weft_ir::graph::npy::{write_npy, DType, NpyArray};
+    use weft_ir::io::npy::{write_npy, DType, NpyArray};
     let a = NpyArray {
         dtype: DType::F32,
         shape,
@@ -594,7 +604,7 @@ fn grad_forward_prints_the_directional_derivative() {
         d.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
-    let grad = weft_ir::graph::npy::read_npy(&d.join("x.grad.npy")).unwrap();
+    let grad = weft_ir::io::npy::read_npy(&d.join("x.grad.npy")).unwrap();
     let dot: f64 = grad
         .words
         .iter()

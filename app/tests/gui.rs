@@ -1413,3 +1413,104 @@ fn views_zoom_on_their_own_and_read_out_the_value_under_the_pointer() {
     // The scalar view has a colour bar with its range (0 to 1 in this graph).
     assert!(h.query_by_label("0.0000").is_some() && h.query_by_label("1.0000").is_some());
 }
+
+/// The running simulation's value of kernel scalar `name` (as f32).
+fn sim_scalar(h: &Harness<'static, WeftApp>, kernel: &str, name: &str) -> f32 {
+    let sim = h.state().viewport.sim.as_ref().unwrap();
+    let k = sim.program.kernel_by_name(kernel).unwrap();
+    let p = sim.program.kernels[k]
+        .params
+        .iter()
+        .find(|p| p.name == name)
+        .unwrap();
+    f32::from_bits(p.value)
+}
+
+#[test]
+fn a_scalar_slider_drag_is_one_undo_step_and_the_simulation_follows_it_live() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat.json");
+    wait_for_sim(&mut h);
+    for _ in 0..3 {
+        h.get_by_label("Step").click();
+        h.run_steps(2);
+    }
+    let doc_alpha = |h: &Harness<'static, WeftApp>| {
+        h.state().model.doc.node("diffuse").unwrap().params["scalars"]["alpha"]["default"]
+            .as_f64()
+            .unwrap()
+    };
+    let (before_doc, revision, steps) = (
+        h.state().model.doc.clone(),
+        h.state().model.revision,
+        h.state().model.undo_steps(),
+    );
+    assert_eq!(sim_scalar(&h, "diffuse", "alpha"), 0.2);
+    // The slider on the diffuse node's body, in the row of its label.
+    let label = h.get_by_label("alpha: f32").rect();
+    let slider = h
+        .query_all(egui_kittest::kittest::By::new().role(egui::accesskit::Role::Slider))
+        .map(|n| n.rect())
+        .find(|r| (r.center().y - label.center().y).abs() < label.height())
+        .expect("a slider beside the label");
+    let (a, b) = (
+        screen(
+            &h,
+            egui::pos2(slider.left() + slider.width() * 0.8, slider.center().y),
+        ),
+        screen(
+            &h,
+            egui::pos2(slider.left() + slider.width() * 0.2, slider.center().y),
+        ),
+    );
+    h.event(Event::PointerMoved(a));
+    h.step();
+    h.event(Event::PointerButton {
+        pos: a,
+        button: PointerButton::Primary,
+        pressed: true,
+        modifiers: Modifiers::NONE,
+    });
+    h.step();
+    let mut seen = Vec::new();
+    for k in 1..=8 {
+        h.event(Event::PointerMoved(a + (b - a) * (k as f32 / 8.0)));
+        h.run_steps(2);
+        // While held: the simulation takes each value at once, and nothing
+        // is an edit yet (no revision, so no rebuild; no undo step).
+        let live = sim_scalar(&h, "diffuse", "alpha");
+        assert_eq!(live as f64, doc_alpha(&h) as f32 as f64);
+        seen.push(live);
+        assert_eq!(h.state().model.revision, revision);
+        assert_eq!(h.state().model.undo_steps(), steps);
+        assert!(!h.state().viewport.compiling());
+    }
+    seen.dedup();
+    assert!(
+        seen.len() >= 4,
+        "the value followed the pointer: {:?}",
+        seen
+    );
+    h.event(Event::PointerButton {
+        pos: b,
+        button: PointerButton::Primary,
+        pressed: false,
+        modifiers: Modifiers::NONE,
+    });
+    h.run_steps(3);
+    // Released: one undo step, one new revision, and the running state kept.
+    assert_eq!(h.state().model.undo_steps(), steps + 1);
+    assert_eq!(h.state().model.revision, revision + 1);
+    let sim = h.state().viewport.sim.as_ref().unwrap();
+    assert_eq!(sim.frame, 3, "no rebuild: the simulation kept its frames");
+    let dragged = doc_alpha(&h);
+    assert!(dragged < 0.15, "dragged down to {}", dragged);
+    assert_eq!(sim_scalar(&h, "diffuse", "alpha"), dragged as f32);
+    // One Ctrl+Z takes the whole drag back, in the simulation too.
+    h.state_mut().model.undo();
+    h.run_steps(2);
+    assert_eq!(h.state().model.doc, before_doc);
+    assert_eq!(sim_scalar(&h, "diffuse", "alpha"), 0.2);
+}

@@ -16,6 +16,8 @@
 //! 2.. = root buffers in `WgpuKernel::roots` order, as `array<u32>`, or
 //! `array<atomic<u32>>` when the kernel uses atomics on that root.
 
+pub mod indirect;
+
 use crate::launch::word;
 use crate::CodegenError;
 use naga::{

@@ -14,7 +14,6 @@ use crate::sim::SimOptions;
 use crate::vm::VmEngine;
 use crate::wgpu_backend::{AdapterChoice, WgpuContext, WgpuEngine};
 use crate::RuntimeError;
-use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
 use weft_codegen::launch::LaunchRecord;
@@ -100,10 +99,25 @@ impl std::str::FromStr for Backend {
     }
 }
 
-/// What every backend implements.
-pub trait Engine: Any + Send {
-    /// The backend's name (as `Backend::name`, or the test backend's own).
-    fn name(&self) -> &'static str;
+/// What every backend implements. An engine says what it is through this
+/// trait (`backend`, `wgpu`), so nothing downcasts engines or compares
+/// backend names.
+pub trait Engine: Send {
+    /// Which of the built-in backends this engine is (never `Auto`); `None`
+    /// for an engine added outside this crate (a test's).
+    fn backend(&self) -> Option<Backend>;
+
+    /// The backend's name for status lines: `Backend::name`, or an outside
+    /// engine's own.
+    fn name(&self) -> &'static str {
+        self.backend().map_or("custom", Backend::name)
+    }
+
+    /// The wgpu engine itself when this is one, so the app can draw views
+    /// straight from its buffers on the device it shares with the window.
+    fn wgpu(&self) -> Option<&WgpuEngine> {
+        None
+    }
 
     /// Overwrites a root buffer with `words`.
     fn write_root(&self, root: LayoutId, words: &[u32]) -> Result<(), RuntimeError>;
@@ -165,8 +179,6 @@ pub trait Engine: Any + Send {
     fn reset(&mut self, program: &Program) -> Result<(), RuntimeError> {
         write_initial_values(&*self, program)
     }
-
-    fn as_any(&self) -> &dyn Any;
 }
 
 /// Writes every field's initial value into `engine`'s root buffers.

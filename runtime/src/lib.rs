@@ -17,7 +17,7 @@ pub mod wgpu_views;
 pub use backend::{Backend, Engine};
 pub use sim::{SimOptions, Simulation};
 
-use weft_ir::graph::GraphErrors;
+use weft_ir::error::GraphErrors;
 
 /// Everything that can go wrong from loading a graph to running it; every
 /// variant that concerns a node names it.

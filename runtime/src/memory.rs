@@ -9,7 +9,7 @@
 use crate::RuntimeError;
 use std::sync::atomic::{AtomicU32, Ordering};
 use weft_codegen::launch::LaunchRecord;
-use weft_ir::graph::npy::{DType, NpyArray};
+use weft_ir::io::npy::{DType, NpyArray};
 use weft_ir::ir::layout::{initial_words, root_of, AddressPlan, WORD_BITS};
 use weft_ir::ir::quant::{self, Quant, SharedFloat};
 use weft_ir::ir::*;

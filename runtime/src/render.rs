@@ -54,7 +54,7 @@ impl Image {
             let mut w = enc.write_header().map_err(|e| e.to_string())?;
             w.write_image_data(&self.rgba).map_err(|e| e.to_string())?;
         }
-        weft_ir::graph::document::write_atomic(path, &bytes)
+        weft_ir::io::write_atomic(path, &bytes)
             .map_err(|e| format!("cannot write {}: {}", path.display(), e))
     }
 }

@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weft_codegen::launch::LaunchRecord;
+use weft_ir::error::GraphError;
+use weft_ir::ir::scalar::scalar_bits;
 use weft_ir::ir::*;
 use weft_ir::passes::{run_pipeline, PassOptions};
 
@@ -100,6 +102,12 @@ impl Simulation {
         self.engine.name()
     }
 
+    /// The backend actually running (never `Auto`; `None` for an engine
+    /// from outside this crate).
+    pub fn backend(&self) -> Option<Backend> {
+        self.engine.backend()
+    }
+
     /// GPU: one submit per launch so `kernel_times` can be measured (slower frames).
     pub fn set_profile(&mut self, on: bool) {
         self.profile = on;
@@ -107,7 +115,7 @@ impl Simulation {
 
     /// The wgpu engine, when running on wgpu (for drawing views from its buffers).
     pub fn wgpu_engine(&self) -> Option<&WgpuEngine> {
-        self.engine.as_any().downcast_ref::<WgpuEngine>()
+        self.engine.wgpu()
     }
 
     /// Frames the engine may run ahead of the host (0 on the CPU): see
@@ -226,11 +234,15 @@ impl Simulation {
         }
     }
 
-    /// Sets a kernel's scalar parameter without recompiling or touching field state.
-    pub fn set_param(&mut self, kernel: &str, name: &str, value: f64) -> Result<(), String> {
-        self.program
-            .kernel_by_name(kernel)
-            .ok_or_else(|| format!("no kernel node '{}'", kernel))?;
+    /// Sets a kernel's scalar parameter without recompiling or touching
+    /// field state (the app's sliders call this on every change of a drag).
+    /// `value` becomes the kernel's word by the one rule of the builder and
+    /// `--set` (`ir::scalar::scalar_bits`): 2.5 for an i32 is an error
+    /// naming the node and the scalar, and nothing changes.
+    pub fn set_param(&mut self, kernel: &str, name: &str, value: f64) -> Result<(), GraphError> {
+        self.program.kernel_by_name(kernel).ok_or_else(|| {
+            GraphError::node_msg(kernel, "is not a kernel of the running simulation")
+        })?;
         // A kernel differentiated by a tape has an adjoint kernel of the same
         // name whose scalars must stay equal to the forward kernel's.
         let mut found = false;
@@ -242,15 +254,16 @@ impl Simulation {
             }
             if let Some(p) = k.params.iter_mut().find(|p| p.name == name) {
                 found = true;
-                p.value = match p.ty.scalar() {
-                    Some(weft_ir::Scalar::F32) => (value as f32).to_bits(),
-                    Some(weft_ir::Scalar::U32) => value as u32,
-                    _ => value as i32 as u32,
-                };
+                p.value =
+                    scalar_bits(p.ty, value).map_err(|m| GraphError::scalar(kernel, name, m))?;
             }
         }
         if !found {
-            return Err(format!("kernel '{}' has no scalar '{}'", kernel, name));
+            return Err(GraphError::scalar(
+                kernel,
+                name,
+                "the kernel has no such scalar",
+            ));
         }
         Ok(())
     }

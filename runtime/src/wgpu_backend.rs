@@ -11,7 +11,6 @@ use crate::backend::Engine;
 use crate::memory::FieldMemory;
 use crate::sim::SimOptions;
 use crate::RuntimeError;
-use std::any::Any;
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -253,33 +252,6 @@ struct IndirectLaunch {
     bind_group: wgpu::BindGroup,
 }
 
-/// Turns a launch's row count (a word of a root buffer) into the workgroup
-/// counts of an indirect dispatch laid out as `grid` lays out a direct one
-/// with `gx_max` workgroups per row, so that the record's threads per row
-/// stay valid. Nothing layout-specific: any `count_from` launch uses it.
-const INDIRECT_ARGS_WGSL: &str = r#"
-@group(0) @binding(0) var<storage, read> root: array<u32>;
-@group(0) @binding(1) var<storage, read_write> args: array<u32>;
-// x: word of the row count, y: invocations per row, z: workgroups per
-// dispatch row (gx_max), w: first word of this launch's arguments.
-@group(0) @binding(2) var<uniform> p: vec4<u32>;
-
-@compute @workgroup_size(1)
-fn main() {
-    let total = root[p.x] * p.y;
-    let groups = (total + WG - 1u) / WG;
-    var gx = groups;
-    var gy = 1u;
-    if (groups > p.z) {
-        gx = p.z;
-        gy = (groups + p.z - 1u) / p.z;
-    }
-    args[p.w] = gx;
-    args[p.w + 1u] = gy;
-    args[p.w + 2u] = 1u;
-}
-"#;
-
 /// Workgroups (x, y) of a launch of `total` invocations, `wg` per
 /// workgroup: rows of at most `max_dim` workgroups.
 fn grid(total: u64, wg: u64, max_dim: u64) -> (u64, u64) {
@@ -509,7 +481,7 @@ impl WgpuEngine {
         }
         let dev = &ctx.device;
         let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
-        let wgsl = INDIRECT_ARGS_WGSL.replace("WG", &format!("{}u", workgroup_size));
+        let wgsl = weft_codegen::wgpu::indirect::args_wgsl(workgroup_size);
         let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("indirect dispatch arguments"),
             source: wgpu::ShaderSource::Wgsl(wgsl.into()),
@@ -1164,8 +1136,12 @@ impl WgpuEngine {
 }
 
 impl Engine for WgpuEngine {
-    fn name(&self) -> &'static str {
-        "wgpu"
+    fn backend(&self) -> Option<crate::Backend> {
+        Some(crate::Backend::Wgpu)
+    }
+
+    fn wgpu(&self) -> Option<&WgpuEngine> {
+        Some(self)
     }
 
     fn write_root(&self, root: LayoutId, words: &[u32]) -> Result<(), RuntimeError> {
@@ -1213,9 +1189,5 @@ impl Engine for WgpuEngine {
             },
             self.timing_method()
         ))
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

@@ -239,3 +239,49 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
         .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_else(|| "non-string panic".into())
 }
+
+/// One parser and one conversion rule for kernel scalars: 2.5 for an i32
+/// is the same error naming the node and the scalar from the builder,
+/// `--set` and a running simulation's `set_param` (the app's sliders).
+#[test]
+fn a_scalar_value_its_type_cannot_hold_is_one_error_everywhere() {
+    let expected = "node 'diffuse', param 'scalars': scalar 'n': 2.5 is not a valid i32";
+    let heat = weft_tests::root().join("graphs/heat.json");
+    // The file itself.
+    let mut doc = GraphDoc::load(&heat).unwrap();
+    let n = doc.node_mut("diffuse").unwrap();
+    n.params.get_mut("scalars").unwrap()["n"] = serde_json::json!({"type": "i32", "default": 2.5});
+    let base = BuildOptions {
+        base_dir: weft_tests::root().join("graphs"),
+    };
+    let e = build_program(&doc, &base).unwrap_err();
+    assert_eq!(e.0[0].to_string(), expected);
+    // --set (a plain `"n": 128` declares an i32).
+    let mut doc = GraphDoc::load(&heat).unwrap();
+    let o = weft_ir::graph::overrides::Overrides {
+        sets: vec!["diffuse.n=2.5".into()],
+        inits: vec![],
+    };
+    let e = weft_ir::graph::overrides::apply_overrides(&mut doc, &o).unwrap_err();
+    assert_eq!(e.0[0].to_string(), expected);
+    // A running simulation keeps its value.
+    let doc = GraphDoc::load(&heat).unwrap();
+    let mut sim =
+        Simulation::new(build_program(&doc, &base).unwrap(), &SimOptions::default()).unwrap();
+    let e = sim.set_param("diffuse", "n", 2.5).unwrap_err();
+    assert_eq!(e.to_string(), expected);
+    let k = sim.program.kernel_by_name("diffuse").unwrap();
+    let p = sim.program.kernels[k]
+        .params
+        .iter()
+        .find(|p| p.name == "n")
+        .unwrap();
+    assert_eq!(p.value, 128, "unchanged");
+    sim.set_param("diffuse", "n", 64.0).unwrap();
+    let p = sim.program.kernels[k]
+        .params
+        .iter()
+        .find(|p| p.name == "n")
+        .unwrap();
+    assert_eq!(p.value, 64);
+}

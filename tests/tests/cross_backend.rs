@@ -488,7 +488,7 @@ fn editing_one_kernel_recompiles_only_that_kernel() {
         first + 1,
         "only the edited kernel compiles"
     );
-    assert_eq!(s.backend_name(), Backend::Wgpu.name());
+    assert_eq!(s.backend(), Some(Backend::Wgpu));
 }
 
 #[test]

@@ -87,7 +87,7 @@ fn agree(name: &str, doc: &Value, frames: u32, threads: usize) -> Vec<String> {
     let jit = sim(doc, frames, Backend::Jit, threads);
     match (vm, jit) {
         (Ok(a), Ok(b)) => {
-            assert_eq!(b.backend_name(), Backend::Jit.name());
+            assert_eq!(b.backend(), Some(Backend::Jit));
             diff(name, &a, &b)
         }
         (Err(a), Err(b)) if a.to_string() == b.to_string() => vec![],

@@ -393,7 +393,7 @@ fn without_a_driver_cuda_is_unavailable_and_auto_never_picks_it() {
         ),
     }
     let s = sim(&g, 0, Backend::Auto).unwrap();
-    assert_ne!(s.backend_name(), "cuda");
+    assert_ne!(s.backend(), Some(Backend::Cuda));
 }
 
 #[test]

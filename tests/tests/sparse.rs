@@ -309,10 +309,10 @@ fn bad_sparse_graphs_are_rejected_naming_the_node() {
 
     let mut g = graph(true, 16, DISC, None);
     let npy = std::env::temp_dir().join(format!("weft_sparse_{}.npy", std::process::id()));
-    weft_ir::graph::npy::write_npy(
+    weft_ir::io::npy::write_npy(
         &npy,
-        &weft_ir::graph::npy::NpyArray {
-            dtype: weft_ir::graph::npy::DType::F32,
+        &weft_ir::io::npy::NpyArray {
+            dtype: weft_ir::io::npy::DType::F32,
             shape: vec![64, 64],
             words: vec![0; 64 * 64],
         },

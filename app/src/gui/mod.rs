@@ -275,7 +275,7 @@ impl WeftApp {
             .iter()
             .map(|p| p.display().to_string())
             .collect();
-        let _ = weft_ir::graph::document::write_atomic(
+        let _ = weft_ir::io::write_atomic(
             &self.config_dir().join("recent.txt"),
             text.join("\n").as_bytes(),
         );
@@ -618,9 +618,19 @@ impl WeftApp {
                 self.viewport.reset();
             }
             let mut b = self.viewport.backend;
+            // `auto` shows what the runtime resolved it to.
+            let running = self.viewport.sim.as_ref().map(|s| s.backend_name());
+            let shown = match running {
+                Some(r) if b == Backend::Auto => format!("auto ({})", r),
+                _ => b.name().to_string(),
+            };
             egui::ComboBox::from_id_salt("backend")
-                .selected_text(b.name())
+                .selected_text(shown)
                 .show_ui(ui, |ui| {
+                    ui.selectable_value(&mut b, Backend::Auto, Backend::Auto.name())
+                        .on_hover_text(
+                            "the window's GPU through wgpu, else the compiled CPU backend",
+                        );
                     if self.viewport.has_gpu() {
                         ui.selectable_value(&mut b, Backend::Wgpu, Backend::Wgpu.name());
                     }
@@ -1086,6 +1096,16 @@ impl eframe::App for WeftApp {
         }
         self.shortcuts(&ctx);
         self.model.apply_pending();
+        // A scalar drag's values go straight to the running simulation; on
+        // release the drag becomes one undo step (like a node drag).
+        for id in self.model.take_dragged() {
+            if let Some(n) = self.model.doc.node(&id) {
+                self.viewport.set_scalars(n);
+            }
+        }
+        if !ctx.input(|i| i.pointer.any_down()) {
+            self.model.end_drag();
+        }
         if self.snarl_revision != self.model.revision
             || self.snarl.nodes().count() != self.model.doc.nodes.len()
         {
@@ -1242,8 +1262,16 @@ impl eframe::App for WeftApp {
         } else if !self.files.is_open() && self.status == "choose where to save…" {
             self.status = self.model.log.last().cloned().unwrap_or_default();
         }
+        // A change of kernel scalars while the pointer is held is a drag
+        // (a slider, a drag value): previewed until the release.
+        let held = ctx.input(|i| i.pointer.any_down());
         for c in commands {
-            self.model.push(c);
+            self.model.push(match c {
+                Command::SetParam { node, param, value } if held && param == "scalars" => {
+                    Command::DragScalars { node, value }
+                }
+                c => c,
+            });
         }
         self.screenshot(&ctx);
     }

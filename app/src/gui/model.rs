@@ -2,6 +2,8 @@
 //!
 //! The UI never edits the document directly: it queues `Command`s, and
 //! `apply_pending` applies them once per frame, together as one undoable step.
+//! A scalar drag (`Command::DragScalars`) is the exception: previewed in the
+//! document and the running simulation while held, one undo step on release.
 //! Wires are checked against the node catalog before they are made, so an
 //! incompatible wire is refused with a reason instead of producing an
 //! invalid file.
@@ -10,6 +12,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use weft_ir::graph::catalog::{self, PortType};
 use weft_ir::graph::document::{split_endpoint, FORMAT, VERSION};
+use weft_ir::graph::scalars::ScalarDecl;
 use weft_ir::graph::{
     build_program, BuildOptions, FrameDoc, GraphDoc, GraphError, GraphWarning, NodeDoc, WireDoc,
 };
@@ -59,6 +62,12 @@ pub enum Command {
     Paste {
         json: String,
         offset: [f32; 2],
+    },
+    /// A kernel's whole new `scalars` object while a slider or drag value
+    /// is held: previewed, not yet an edit (see `Model::end_drag`).
+    DragScalars {
+        node: String,
+        value: Value,
     },
 }
 
@@ -174,6 +183,15 @@ pub struct Model {
     undo: Vec<GraphDoc>,
     redo: Vec<GraphDoc>,
     queue: Vec<Command>,
+    /// The document before the scalar drag in progress, if one is. During
+    /// a drag (`Command::DragScalars`) the values go into the document at
+    /// once, so the widgets show them, and to the running simulation
+    /// (`take_dragged`), but make no undo step, re-validation or new
+    /// revision (so no rebuild and no `.npy` re-read); `end_drag`, on
+    /// release, makes the whole drag one undo step, as a node drag is.
+    drag_start: Option<GraphDoc>,
+    /// Kernel nodes whose scalars a drag changed since `take_dragged`.
+    dragged: Vec<String>,
 }
 
 pub fn empty_doc() -> GraphDoc {
@@ -203,6 +221,8 @@ impl Model {
             undo: vec![],
             redo: vec![],
             queue: vec![],
+            drag_start: None,
+            dragged: vec![],
         };
         m.validate();
         m
@@ -274,9 +294,24 @@ impl Model {
 
     /// Applies queued commands (once per frame). Returns true when the document changed.
     pub fn apply_pending(&mut self) -> bool {
+        let (drags, edits): (Vec<Command>, Vec<Command>) = std::mem::take(&mut self.queue)
+            .into_iter()
+            .partition(|c| matches!(c, Command::DragScalars { .. }));
+        for c in drags {
+            if let Command::DragScalars { node, value } = c {
+                if let Err(why) = self.drag_scalars(node, value) {
+                    self.log.push(why);
+                }
+            }
+        }
+        if edits.is_empty() {
+            return false;
+        }
+        // Another edit ends a drag in progress: the drag is its own step.
+        self.end_drag();
         let mut changed = false;
         let before = self.doc.clone();
-        for c in std::mem::take(&mut self.queue) {
+        for c in edits {
             match self.apply(c) {
                 Ok(true) => changed = true,
                 Ok(false) => {}
@@ -293,6 +328,83 @@ impl Model {
         changed
     }
 
+    /// A step of a scalar drag: into the document, no undo step yet. The
+    /// document is copied once per drag (its first step), not per change.
+    fn drag_scalars(&mut self, node: String, value: Value) -> Result<(), String> {
+        let n = self
+            .doc
+            .node(&node)
+            .filter(|n| n.kind == "kernel")
+            .ok_or_else(|| format!("no kernel node '{}'", node))?;
+        if n.params.get("scalars") == Some(&value) {
+            return Ok(());
+        }
+        if self.drag_start.is_none() {
+            self.drag_start = Some(self.doc.clone());
+        }
+        let n = self.doc.node_mut(&node).expect("found above");
+        n.params.insert("scalars".into(), value);
+        if !self.dragged.contains(&node) {
+            self.dragged.push(node);
+        }
+        Ok(())
+    }
+
+    /// Kernel nodes whose scalars a drag changed since the last call: the
+    /// app sends their values straight to the running simulation.
+    pub fn take_dragged(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.dragged)
+    }
+
+    /// Whether a scalar drag is in progress.
+    #[cfg(test)]
+    pub fn dragging(&self) -> bool {
+        self.drag_start.is_some()
+    }
+
+    /// Ends a scalar drag (the pointer was released): what it changed
+    /// becomes one undo step and one new revision.
+    pub fn end_drag(&mut self) {
+        let Some(before) = self.drag_start.take() else {
+            return;
+        };
+        if before == self.doc {
+            return;
+        }
+        // A drag changes scalar values only (names and types change by
+        // clicks and typing, which are ordinary edits), so a valid document
+        // stays valid exactly when the dragged declarations still parse:
+        // the one parser checks them instead of a whole build on the UI
+        // thread (which would re-read `.npy` files).
+        let values_ok = self.problems.is_empty()
+            && self
+                .doc
+                .nodes
+                .iter()
+                .filter(|n| before.node(&n.id) != Some(*n))
+                .all(|n| {
+                    let decls = n.params.get("scalars").and_then(Value::as_object);
+                    decls
+                        .into_iter()
+                        .flatten()
+                        .all(|(name, d)| ScalarDecl::parse(name, d).is_ok())
+                });
+        self.undo.push(before);
+        self.redo.clear();
+        if values_ok {
+            self.dirty = true;
+            self.revision += 1;
+        } else {
+            self.touch();
+        }
+    }
+
+    /// Undo steps available (tests count them).
+    #[cfg(test)]
+    pub fn undo_steps(&self) -> usize {
+        self.undo.len()
+    }
+
     fn touch(&mut self) {
         self.dirty = true;
         self.revision += 1;
@@ -307,6 +419,7 @@ impl Model {
     }
 
     pub fn undo(&mut self) {
+        self.end_drag();
         if let Some(d) = self.undo.pop() {
             self.redo.push(std::mem::replace(&mut self.doc, d));
             self.touch();
@@ -314,6 +427,7 @@ impl Model {
     }
 
     pub fn redo(&mut self) {
+        self.end_drag();
         if let Some(d) = self.redo.pop() {
             self.undo.push(std::mem::replace(&mut self.doc, d));
             self.touch();
@@ -429,6 +543,12 @@ impl Model {
 
     fn apply(&mut self, c: Command) -> Result<bool, String> {
         match c {
+            // `apply_pending` previews drags; applied directly, one is an edit.
+            Command::DragScalars { node, value } => self.apply(Command::SetParam {
+                node,
+                param: "scalars".into(),
+                value,
+            }),
             Command::AddFrame { mut frame } => {
                 if self.doc.frames.iter().any(|f| f.id == frame.id) {
                     frame.id = self.next_frame_id();
@@ -767,5 +887,79 @@ mod placement_tests {
         assert!(pos("cells")[1] > 40.0);
         // A laid-out document is left alone.
         assert_eq!(place_stacked_nodes(&mut doc), 0);
+    }
+}
+
+#[cfg(test)]
+mod drag_tests {
+    use super::*;
+
+    fn with_alpha(m: &Model, alpha: f64) -> Value {
+        let mut s = m.doc.node("diffuse").unwrap().params["scalars"].clone();
+        s["alpha"]["default"] = Value::from(alpha);
+        s
+    }
+
+    #[test]
+    fn a_scalar_drag_is_one_undo_step_made_on_release() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../graphs/heat.json");
+        let doc = GraphDoc::load(&path).unwrap();
+        let mut m = Model::new(doc.clone(), Some(path));
+        let rev = m.revision;
+        for k in 1..=20 {
+            let value = with_alpha(&m, 0.01 * k as f64);
+            m.push(Command::DragScalars {
+                node: "diffuse".into(),
+                value,
+            });
+            assert!(!m.apply_pending(), "a drag step is no edit");
+            assert_eq!(m.take_dragged(), vec!["diffuse".to_string()]);
+            assert_eq!(m.revision, rev, "no new revision: nothing rebuilds");
+            assert!(!m.can_undo() && m.dragging());
+        }
+        assert_eq!(
+            m.doc.node("diffuse").unwrap().params["scalars"]["alpha"]["default"],
+            Value::from(0.01 * 20.0),
+            "the document shows the value under the pointer"
+        );
+        m.end_drag();
+        assert_eq!((m.undo_steps(), m.revision), (1, rev + 1));
+        assert!(m.problems.is_empty() && m.dirty && !m.dragging());
+        m.undo();
+        assert_eq!(m.doc, doc, "one undo takes the whole drag back");
+    }
+
+    #[test]
+    fn an_edit_during_a_drag_ends_it_and_a_bad_drag_is_reported_on_release() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../graphs/heat.json");
+        let mut m = Model::new(GraphDoc::load(&path).unwrap(), Some(path));
+        let value = with_alpha(&m, 0.1);
+        m.push(Command::DragScalars {
+            node: "diffuse".into(),
+            value,
+        });
+        m.apply_pending();
+        m.push(Command::MoveNode {
+            id: "diffuse".into(),
+            pos: [0.0, 0.0],
+        });
+        assert!(m.apply_pending());
+        assert_eq!(m.undo_steps(), 2, "the drag, then the move");
+        // A value outside the declared range (the inspector's drag values
+        // can reach it through `max`) is found by validation on release.
+        let mut value = with_alpha(&m, 0.2);
+        value["alpha"]["max"] = Value::from(0.1);
+        m.push(Command::DragScalars {
+            node: "diffuse".into(),
+            value,
+        });
+        m.apply_pending();
+        m.end_drag();
+        let p = m.problems_of("diffuse");
+        assert!(
+            p.iter().any(|e| e.to_string().contains("outside its range")),
+            "{:?}",
+            p
+        );
     }
 }

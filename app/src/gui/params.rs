@@ -7,7 +7,9 @@ use super::model::Command;
 use egui::Ui;
 use serde_json::{Map, Value};
 use weft_ir::graph::catalog::{self, ParamSpec, ParamType};
+use weft_ir::graph::scalars::{set_value, ScalarDecl};
 use weft_ir::graph::NodeDoc;
+use weft_ir::Type;
 
 /// Editors for a node's parameters (compact on node bodies, full in the inspector).
 /// Params shown on a node's body only when set to something other than
@@ -107,48 +109,38 @@ fn scalar_rows(ui: &mut Ui, scalars: &Value) -> Option<Value> {
     let map = scalars.as_object()?;
     let mut out: Option<Map<String, Value>> = None;
     for (name, decl) in map {
-        let (ty, value, range, doc) = match decl {
-            Value::Object(d) => {
-                let f = |k: &str| d.get(k).and_then(Value::as_f64);
-                let range = match (f("min"), f("max")) {
-                    (None, None) => None,
-                    (lo, hi) => Some((lo.unwrap_or(f64::MIN), hi.unwrap_or(f64::MAX))),
-                };
-                let lo = range.map(|r| r.0).unwrap_or(f64::NEG_INFINITY);
-                let hi = range.map(|r| r.1).unwrap_or(f64::INFINITY);
-                let default = f("default").unwrap_or_else(|| 0f64.clamp(lo, hi));
-                (
-                    d.get("type").and_then(Value::as_str).unwrap_or("f32"),
-                    Value::from(default),
-                    range,
-                    d.get("doc").and_then(Value::as_str).unwrap_or(""),
-                )
-            }
-            Value::Number(n) if n.is_i64() || n.is_u64() => ("i32", decl.clone(), None, ""),
-            _ => ("f32", decl.clone(), None, ""),
+        // The one parser of declarations (`graph::scalars`); a broken one is
+        // reported on the node by validation and edited in the inspector.
+        let Ok(d) = ScalarDecl::parse(name, decl) else {
+            ui.weak(format!("{}: invalid declaration", name));
+            continue;
         };
-        let int = ty != "f32";
-        let range = if ty == "u32" {
+        let int = d.ty != Type::F32;
+        let range = match (d.min, d.max) {
+            (None, None) => None,
+            (lo, hi) => Some((lo.unwrap_or(f64::MIN), hi.unwrap_or(f64::MAX))),
+        };
+        let range = if d.ty == Type::U32 {
             Some(range.map_or((0.0, u32::MAX as f64), |(lo, hi)| (lo.max(0.0), hi)))
         } else {
             range
         };
+        let value = if int {
+            Value::from(d.value() as i64)
+        } else {
+            Value::from(d.value())
+        };
         ui.horizontal(|ui| {
-            let label = ui.label(format!("{}: {}", name, ty));
-            if !doc.is_empty() {
-                label.on_hover_text(doc);
+            let label = ui.label(format!("{}: {}", name, d.ty));
+            if !d.doc.is_empty() {
+                label.on_hover_text(&d.doc);
             }
             if let Some(nv) = number(ui, &value, int, range) {
                 let m = out.get_or_insert_with(|| map.clone());
                 let slot = m.get_mut(name).expect("iterating its keys");
-                match slot {
-                    Value::Object(d) => {
-                        d.insert("default".into(), nv);
-                    }
-                    // A plain number keeps its written type: 1.0 stays f32.
-                    _ if int => *slot = Value::from(nv.as_i64().unwrap_or(0)),
-                    _ => *slot = Value::from(nv.as_f64().unwrap_or(0.0)),
-                }
+                // Keeps the declaration's type (a plain 1.0 stays f32); a
+                // value the type cannot hold leaves it as it was.
+                let _ = set_value(name, slot, nv.as_f64().unwrap_or(0.0));
             }
         });
     }

@@ -10,7 +10,8 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
-use weft_ir::graph::{build_program, BuildOptions, GraphDoc};
+use weft_ir::graph::scalars::ScalarDecl;
+use weft_ir::graph::{build_program, BuildOptions, GraphDoc, NodeDoc};
 use weft_ir::ir::{FieldId, View};
 use weft_runtime::wgpu_backend::WgpuContext;
 use weft_runtime::wgpu_views::WgpuViewRenderer;
@@ -28,8 +29,10 @@ struct ViewTexture {
 type Built = Result<(Simulation, Option<WgpuViewRenderer>), String>;
 
 pub struct Viewport {
-    /// `Backend::Wgpu`, `Backend::Jit` (the compiled CPU backend),
-    /// `Backend::Vm` or `Backend::Cuda` (views copied back and drawn on the host).
+    /// The backend the user chose (`Auto` until they pick one). The runtime
+    /// resolves it (`Simulation::new`, given the window's GPU): wgpu runs on
+    /// the window's device and draws views there; the others copy views
+    /// back and draw them on the host.
     pub backend: Backend,
     /// Whether a CUDA driver was found when the app started (the chooser offers cuda then).
     cuda: bool,
@@ -95,11 +98,7 @@ impl Viewport {
             ))
         });
         Viewport {
-            backend: if gpu.is_some() {
-                Backend::Wgpu
-            } else {
-                Backend::Jit
-            },
+            backend: Backend::Auto,
             playing: false,
             sim: None,
             renderer: None,
@@ -168,24 +167,10 @@ impl Viewport {
         if has_problems {
             return;
         }
-        if let (Some(sim), Some((_, old))) = (&mut self.sim, &self.built_from) {
+        if let (Some(_), Some((_, old))) = (&self.sim, &self.built_from) {
             if without_scalars(old) == without_scalars(doc) {
                 for n in doc.nodes.iter().filter(|n| n.kind == "kernel") {
-                    for (name, v) in n
-                        .params
-                        .get("scalars")
-                        .and_then(Value::as_object)
-                        .into_iter()
-                        .flatten()
-                    {
-                        let x = match v {
-                            Value::Object(d) => {
-                                d.get("default").and_then(Value::as_f64).unwrap_or(0.0)
-                            }
-                            v => v.as_f64().unwrap_or(0.0),
-                        };
-                        let _ = sim.set_param(&n.id, name, x);
-                    }
+                    self.set_scalars(n);
                 }
                 self.built_from = Some((revision, doc.clone()));
                 self.needs_draw = true;
@@ -195,18 +180,37 @@ impl Viewport {
         self.rebuild(revision, doc, base_dir);
     }
 
+    /// Gives the running simulation a kernel node's scalar values (a
+    /// slider being dragged, or a scalars-only edit): no rebuild, the
+    /// fields keep their state. Declarations are read by the one parser
+    /// (`graph::scalars`) and converted by the one rule (`set_param`).
+    pub fn set_scalars(&mut self, node: &NodeDoc) {
+        let Some(sim) = self.sim.as_mut() else {
+            return;
+        };
+        let decls = node.params.get("scalars").and_then(Value::as_object);
+        for (name, decl) in decls.into_iter().flatten() {
+            // An invalid declaration is reported on its node by validation.
+            let Ok(d) = ScalarDecl::parse(name, decl) else {
+                continue;
+            };
+            // A parsed declaration's value is valid for its type; a scalar
+            // the running build does not have yet (just added) has no use
+            // in it either, so a refusal here changes nothing.
+            let _ = sim.set_param(&node.id, name, d.value());
+        }
+        self.needs_draw = true;
+    }
+
     pub fn rebuild(&mut self, revision: u64, doc: &GraphDoc, base_dir: Option<PathBuf>) {
         let (tx, rx) = channel();
         let doc2 = doc.clone();
-        let gpu = if self.backend == Backend::Wgpu {
-            self.gpu.clone()
-        } else {
-            None
-        };
-        // Without wgpu the chosen backend runs (the JIT, CUDA or the reference VM).
-        let cpu_backend = match self.backend {
-            Backend::Jit | Backend::Cuda => self.backend,
-            _ => Backend::Vm,
+        // The runtime resolves the choice (`auto` included); the window's
+        // GPU goes along so that wgpu, when it runs, shares its device.
+        let opts = SimOptions {
+            backend: self.backend,
+            gpu: self.gpu.clone(),
+            ..Default::default()
         };
         std::thread::spawn(move || {
             let r = (|| -> Built {
@@ -217,20 +221,7 @@ impl Viewport {
                     },
                 )
                 .map_err(|e| e.to_string())?;
-                let backend = if gpu.is_some() {
-                    Backend::Wgpu
-                } else {
-                    cpu_backend
-                };
-                let mut sim = Simulation::new(
-                    program,
-                    &SimOptions {
-                        backend,
-                        gpu,
-                        ..Default::default()
-                    },
-                )
-                .map_err(|e| e.to_string())?;
+                let mut sim = Simulation::new(program, &opts).map_err(|e| e.to_string())?;
                 sim.start().map_err(|e| e.to_string())?;
                 let renderer = match sim.wgpu_engine() {
                     Some(engine) => Some(

@@ -1,6 +1,6 @@
 //! The graph file (JSON): parsing with precise errors, migration, and atomic saving.
 
-use super::error::{GraphError, GraphErrors};
+use crate::error::{GraphError, GraphErrors};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -276,29 +276,8 @@ impl GraphDoc {
     /// Writes to a temporary file beside `path`, then renames over it, so a
     /// crash never leaves a half-written graph.
     pub fn save_atomic(&self, path: &Path) -> std::io::Result<()> {
-        write_atomic(path, self.to_json().as_bytes())
+        crate::io::write_atomic(path, self.to_json().as_bytes())
     }
-}
-
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_else(|| "graph".into());
-    let tmp = dir.join(format!(".{}.tmp{}", name, std::process::id()));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
 }
 
 fn doc_err(m: impl Into<String>) -> GraphError {

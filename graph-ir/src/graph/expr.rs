@@ -7,7 +7,7 @@
 //! end type-checks and lowers it to the same IR as written code, and every
 //! error can name the expression node. Does not type-check by itself.
 
-use super::error::GraphError;
+use crate::error::GraphError;
 use serde_json::Value;
 use std::collections::HashMap;
 

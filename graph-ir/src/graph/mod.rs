@@ -3,15 +3,14 @@
 pub mod build;
 pub mod catalog;
 pub mod document;
-pub mod error;
 pub mod expr;
 pub mod lint;
-pub mod npy;
 pub mod overrides;
+pub mod scalars;
 pub mod schema;
 
+pub use crate::error::{GraphError, GraphErrors};
 pub use crate::ir::layout::MAX_LAYOUT_WORDS;
 pub use build::{build_program, BuildOptions, MAX_RANGE};
 pub use document::{FrameDoc, GraphDoc, NodeDoc, WireDoc};
-pub use error::{GraphError, GraphErrors};
 pub use lint::GraphWarning;

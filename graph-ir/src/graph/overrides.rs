@@ -2,6 +2,7 @@
 //! into a `Program`. The CLI and tests call this; the runtime never does
 //! (it sees only the IR).
 
+use super::scalars::set_value;
 use super::{build_program, catalog, BuildOptions, GraphDoc, GraphError, GraphErrors};
 use crate::ir::Program;
 use serde_json::Value;
@@ -60,21 +61,13 @@ pub fn apply_overrides(doc: &mut GraphDoc, o: &Overrides) -> Result<(), GraphErr
             .get_mut("scalars")
             .and_then(Value::as_object_mut)
             .expect("checked above");
-        match scalars.get_mut(param) {
-            Some(Value::Object(d)) => {
-                d.insert("default".into(), value);
-            }
-            // A plain-number scalar's type comes from how it is written (1.0 is
-            // f32, 1 is i32): keep an f32 scalar f32 when set to a whole number.
-            Some(slot) => {
-                *slot = if slot.is_f64() && (value.is_i64() || value.is_u64()) {
-                    Value::from(value.as_f64().unwrap_or(0.0))
-                } else {
-                    value
-                }
-            }
-            None => unreachable!("checked above"),
-        }
+        let slot = scalars.get_mut(param).expect("checked above");
+        // The declaration keeps its type; the value must be one of it (the
+        // one rule of `graph::scalars`: 2.5 for an i32 is an error).
+        let number = value.as_f64().ok_or_else(|| {
+            GraphError::scalar(node, param, format!("--set: {} is not a number", value))
+        })?;
+        set_value(param, slot, number).map_err(|m| GraphError::param(node, "scalars", m))?;
     }
     for i in &o.inits {
         let (field, file) = i

@@ -714,7 +714,7 @@ pub const HASH_MUL: u32 = 0x9E37_79B1;
 
 /// First slot probed for `keys`: `h = (h ^ k) * HASH_MUL` over the key
 /// words, then `h ^ (h >> 16)`, modulo the capacity. The IR emitted by
-/// `passes::sparse_ir` computes exactly this.
+/// `lower::sparse` computes exactly this.
 pub fn hash_start(keys: &[u32], capacity: u32) -> u32 {
     let mut h = 0u32;
     for &k in keys {

@@ -16,6 +16,7 @@ pub mod eval;
 pub mod layout;
 mod printer;
 pub mod quant;
+pub mod scalar;
 mod validate;
 
 pub use builtins::Builtin;

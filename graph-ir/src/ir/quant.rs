@@ -3,7 +3,7 @@
 //! This module is the one definition of every quantized encoding. The host
 //! (`runtime::memory`: initial values, `.npy` dumps, read-back) calls
 //! [`Quant::encode`] / [`Quant::decode`] here, and the access-lowering hook
-//! (`passes::quantize`) emits the *same* operation sequence as plain IR, so
+//! (`lower::quantize`) emits the *same* operation sequence as plain IR, so
 //! every backend computes bit-identical results without quantization code of
 //! its own. Tests compare both against independent references.
 //!
@@ -238,7 +238,7 @@ impl Quant {
 
     /// Encodes a compute value (its 32-bit pattern) into the low `bits()`
     /// bits, rounding and saturating (or wrapping) like a kernel store.
-    /// `passes::quantize::encode` emits exactly this sequence as IR.
+    /// `lower::quantize::encode` emits exactly this sequence as IR.
     pub fn encode(self, v: u32) -> u32 {
         self.encode_rounding(v, None)
     }
@@ -336,7 +336,7 @@ impl Quant {
     }
 
     /// Decodes the low `bits()` bits of `raw` into a compute value's bits.
-    /// `passes::quantize::decode` emits exactly this sequence as IR.
+    /// `lower::quantize::decode` emits exactly this sequence as IR.
     pub fn decode(self, raw: u32) -> u32 {
         let raw = raw & self.mask();
         match self {
@@ -510,7 +510,7 @@ impl SharedFloat {
     }
 
     /// Encodes the compute values (f32 bits) of one element into its code.
-    /// `passes::quantize::encode_shared` emits exactly this sequence as IR.
+    /// `lower::quantize::encode_shared` emits exactly this sequence as IR.
     pub fn encode(self, v: &[u32]) -> u32 {
         self.encode_rounding(v, None)
     }
@@ -569,7 +569,7 @@ impl SharedFloat {
     }
 
     /// Decodes component `c` of the code in the low `bits()` of `raw` into
-    /// its compute value's bits. `passes::quantize` emits the same.
+    /// its compute value's bits. `lower::quantize` emits the same.
     pub fn decode(self, raw: u32, c: usize) -> u32 {
         let (bias, _, _) = self.consts();
         let e = raw & mask(self.exp as u32);

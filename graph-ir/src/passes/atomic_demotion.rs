@@ -3,7 +3,7 @@
 //!
 //! Pre: lowered IR after CSE (and `store_fusion`). Post: in every kernel
 //! whose writes into a root buffer provably never share a word between
-//! iterations, each `quantize::CasLoop` on that root is straight-line code:
+//! iterations, each `lower::quantize::CasLoop` on that root is straight-line code:
 //! `load; compute; store; saves` (the saved old value of an atomic is the
 //! loaded one, exactly what the successful exchange would have saved).
 //!
@@ -30,8 +30,8 @@
 //! (data-dependent or sparse addresses, `bit_array` words written per
 //! cell, writes in helper functions), or min, max and exchange atomics.
 
-use super::quantize::match_cas_loop;
 use crate::ir::*;
+use crate::lower::quantize::match_cas_loop;
 use crate::types::{Scalar, Type};
 use std::collections::HashMap;
 

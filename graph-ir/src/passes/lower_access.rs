@@ -10,10 +10,11 @@
 //! GPU views evaluate), dispatching on each level's `LayoutKind`. Kernel
 //! code never sees any of this: changing the layout only changes the plan.
 
-use super::sparse_ir::{self, Emitter, Mode};
 use crate::ir::layout::{AddressPlan, WORD_BITS};
 use crate::ir::*;
-use crate::types::{Scalar, Type};
+use crate::lower::sparse::{self, Emitter, Mode};
+use crate::lower::words::{assemble, split};
+use crate::types::Type;
 
 pub fn run(program: &mut Program, bounds_checks: bool) {
     let snapshot = program.clone();
@@ -90,7 +91,7 @@ fn lower_block(
         let plan = AddressPlan::new(p, field);
         if matches!(kind, InstKind::FieldDeactivate { .. }) {
             let idx = checked_index(p, &plan, &mut e, &index, checks);
-            sparse_ir::deactivate(&mut e, &plan, &idx, sites);
+            sparse::deactivate(&mut e, &plan, &idx, sites);
             out.extend(std::mem::take(&mut e.out));
             continue;
         }
@@ -118,14 +119,14 @@ fn lower_block(
         let root = plan.root;
         let scalar = fty.scalar().expect("field type");
         let comps = plan.components;
-        // Quantized storage: bit extraction and encode/decode live in `quantize`.
+        // Quantized storage: bit extraction and encode/decode live in `lower::quantize`.
         if let Storage::Quant(_) | Storage::Shared(_) = plan.storage {
             let k = match plan.storage {
                 Storage::Quant(q) => {
-                    super::quantize::lower(&mut e, p, &plan, q, kind, base, sub_bits)
+                    crate::lower::quantize::lower(&mut e, p, &plan, q, kind, base, sub_bits)
                 }
                 Storage::Shared(s) => {
-                    super::quantize::lower_shared(&mut e, p, &plan, s, kind, base)
+                    crate::lower::quantize::lower_shared(&mut e, p, &plan, s, kind, base)
                 }
                 Storage::Word => unreachable!("matched above"),
             };
@@ -237,7 +238,7 @@ fn lower_list_op(
     let root = plan.root;
     match *kind {
         InstKind::FieldLength { .. } => {
-            let (block, _) = sparse_ir::list_block(e, root, &plan.levels, l, Mode::Read, sites);
+            let (block, _) = sparse::list_block(e, root, &plan.levels, l, Mode::Read, sites);
             let len = e.load(root, block);
             // A failed append may leave the word past the capacity.
             let cap = e.u32c(n);
@@ -246,7 +247,7 @@ fn lower_list_op(
             Some(InstKind::Cast(len))
         }
         InstKind::FieldAppend { value, .. } => {
-            let (block, _) = sparse_ir::list_block(e, root, &plan.levels, l, Mode::Write, sites);
+            let (block, _) = sparse::list_block(e, root, &plan.levels, l, Mode::Write, sites);
             let one = e.u32c(1);
             let k = e.atomic(AtomicOp::Add, root, block, one, None);
             let full = e.cmpk(BinaryOp::Ge, k, n);
@@ -292,52 +293,6 @@ fn lower_list_op(
     }
 }
 
-/// Turns per-component words into the kind for the original handle: the
-/// single word's own instruction (moved), or a `Construct`.
-pub(super) fn assemble(e: &mut Emitter, ty: Type, words: Vec<InstId>) -> Option<InstKind> {
-    if words.len() == 1 {
-        let w = e.out.pop().expect("the word was emitted last");
-        debug_assert_eq!(w, words[0]);
-        return Some(e.f.insts[w].kind.clone());
-    }
-    Some(match ty {
-        Type::Matrix(n) => {
-            let cols: Vec<InstId> = words
-                .chunks(n as usize)
-                .map(|c| {
-                    e.emit(
-                        InstKind::Construct(c.to_vec()),
-                        Type::Vector(Scalar::F32, n),
-                    )
-                })
-                .collect();
-            InstKind::Construct(cols)
-        }
-        _ => InstKind::Construct(words),
-    })
-}
-
-/// Per-component scalars of a value (column-major for matrices).
-pub(super) fn split(e: &mut Emitter, ty: Type, v: InstId) -> Vec<InstId> {
-    match ty {
-        Type::Scalar(_) => vec![v],
-        Type::Vector(s, n) => (0..n as u32)
-            .map(|c| e.emit(InstKind::Extract(v, c), Type::Scalar(s)))
-            .collect(),
-        Type::Matrix(n) => {
-            let mut out = Vec::new();
-            for c in 0..n as u32 {
-                let col = e.emit(InstKind::Extract(v, c), Type::Vector(Scalar::F32, n));
-                for r in 0..n as u32 {
-                    out.push(e.emit(InstKind::Extract(col, r), Type::F32));
-                }
-            }
-            out
-        }
-        Type::Void => vec![],
-    }
-}
-
 /// Emits the bounds checks and the u32 logical index.
 fn checked_index(
     p: &Program,
@@ -370,7 +325,7 @@ fn checked_index(
 /// `Mode::Probe` whether the element is active, and for a level whose cells
 /// are narrower than a word (a `bit_array`) the element's bit offset inside
 /// that word. Dense-only plans are plain arithmetic; sparse ones walk the
-/// levels (`sparse_ir::walk`).
+/// levels (`sparse::walk`).
 fn address(
     p: &Program,
     plan: &AddressPlan,
@@ -381,7 +336,7 @@ fn address(
     sites: &mut Vec<FaultSite>,
 ) -> (InstId, Option<InstId>, Option<InstId>) {
     // Word storage is word-aligned; quantized storage gets the word holding
-    // the element's first bit (`quantize` adds the bit offset).
+    // the element's first bit (`lower::quantize` adds the bit offset).
     if plan.storage == Storage::Word {
         debug_assert!(plan.word_aligned());
     }
@@ -395,11 +350,11 @@ fn address(
         if sub_word {
             last -= 1;
         }
-        let w = sparse_ir::walk(e, plan.root, &plan.levels, &idx, mode, last, sites);
+        let w = sparse::walk(e, plan.root, &plan.levels, &idx, mode, last, sites);
         let mut cell = w.cells[last];
         let mut sub_bits = None;
         if sub_word {
-            let lin = sparse_ir::cell_in_block(e, packed, &idx);
+            let lin = sparse::cell_in_block(e, packed, &idx);
             let cb = e.u32c(packed.cell_bits);
             sub_bits = Some(e.bin(BinaryOp::Mul, lin, cb));
             if packed.offset_bits > 0 {
@@ -417,7 +372,7 @@ fn address(
     let mut sub_bits = None;
     for level in &plan.levels {
         // Cell index at this level, row-major (last axis fastest).
-        let lin = sparse_ir::cell_in_block(e, level, &idx);
+        let lin = sparse::cell_in_block(e, level, &idx);
         if !level.cell_bits.is_multiple_of(WORD_BITS) {
             // A bit_array: all its cells share the one word of its block
             // (`layout::packed_words`), so the index moves the bit, not the word.

@@ -21,10 +21,10 @@
 //! Each step is its own dispatch: nothing waits for another thread. Kernels
 //! are built once per cleared node and shared by every `clear` of it.
 
-use super::sparse_ir::{self, Emitter, Mode};
 use crate::arena::Arena;
 use crate::ir::layout::{coord_extent, level_plans};
 use crate::ir::*;
+use crate::lower::sparse::{self, Emitter, Mode};
 use crate::types::Type;
 use std::collections::HashMap;
 
@@ -161,7 +161,7 @@ fn clear_kernel(p: &Program, node_id: &str, l: LayoutId) -> Kernel {
         e.if_(used, |e| {
             let cell = e.bink(BinaryOp::Add, base, nk);
             let img = e.u32c(image);
-            sparse_ir::copy_words(e, root, img, cell, cw);
+            sparse::copy_words(e, root, img, cell, cw);
             for d in 0..nk {
                 let a = e.bink(BinaryOp::Add, base, d);
                 let z = e.u32c(0);
@@ -170,14 +170,14 @@ fn clear_kernel(p: &Program, node_id: &str, l: LayoutId) -> Kernel {
         });
     } else if levels[at].kind == LayoutKind::Dynamic {
         let (block, active) =
-            sparse_ir::list_block(&mut e, root, &levels, idx[0], Mode::Probe, &mut sites);
+            sparse::list_block(&mut e, root, &levels, idx[0], Mode::Probe, &mut sites);
         let level = levels[at].clone();
         match active {
-            Some(a) => e.if_(a, |e| sparse_ir::clear_list(e, root, &level, block)),
-            None => sparse_ir::clear_list(&mut e, root, &level, block),
+            Some(a) => e.if_(a, |e| sparse::clear_list(e, root, &level, block)),
+            None => sparse::clear_list(&mut e, root, &level, block),
         }
     } else {
-        sparse_ir::deactivate_level(&mut e, root, &levels, at, &idx, &mut sites);
+        sparse::deactivate_level(&mut e, root, &levels, at, &idx, &mut sites);
     }
     let body = std::mem::take(&mut e.out);
     f.body = body;

@@ -19,10 +19,10 @@
 //! not won). GC runs in its own dispatch, after every write of the frame,
 //! so it never races with activation.
 
-use super::sparse_ir::{self, Emitter, Mode};
 use crate::arena::Arena;
 use crate::ir::layout::{activity_ranges, level_plans, MAX_ACTIVITY_RANGES, WORD_BITS};
 use crate::ir::*;
+use crate::lower::sparse::{self, Emitter, Mode};
 use crate::types::Type;
 
 pub fn run(program: &mut Program) {
@@ -89,7 +89,7 @@ pub(super) fn gc_kernel(p: &Program, l: LayoutId) -> Kernel {
             idx[d] = e.bink(BinaryOp::Rem, c, ext);
             c = e.bink(BinaryOp::Div, c, ext);
         }
-        let w = sparse_ir::walk(e, root, &levels, &idx, Mode::Probe, at, &mut sites);
+        let w = sparse::walk(e, root, &levels, &idx, Mode::Probe, at, &mut sites);
         let pa = e.bin(BinaryOp::Add, w.blocks[at], w.lins[at]);
         let r = e.load(root, pa);
         let s1 = e.bink(BinaryOp::Add, s, 1);
@@ -130,7 +130,7 @@ pub(super) fn gc_kernel(p: &Program, l: LayoutId) -> Kernel {
             let base = e.bink(BinaryOp::Mul, s, cw);
             let dst = e.bink(BinaryOp::Add, base, pool.data);
             let image = e.u32c(node.image);
-            sparse_ir::copy_words(e, root, image, dst, cw);
+            sparse::copy_words(e, root, image, dst, cw);
             let z = e.u32c(0);
             e.store(root, oaddr, z);
             let mask = e.not(bit);

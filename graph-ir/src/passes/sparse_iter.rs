@@ -25,9 +25,9 @@
 //! body itself is unchanged. Random numbers are drawn per launch index, so
 //! they differ from a dense run's.
 
-use super::sparse_ir::{self, Emitter, Mode};
 use crate::ir::layout::AddressPlan;
 use crate::ir::*;
+use crate::lower::sparse::{self, Emitter, Mode};
 use crate::types::Type;
 
 /// Rewrites every struct-for over a sparse field; returns each rewritten
@@ -139,7 +139,7 @@ fn rewrite(kernel: &mut Kernel, plan: &AddressPlan, shape: &[u32], li: usize, li
             }
             // Deeper sparse levels (and the hash cell itself) must be active.
             let last = plan.levels.len() - 1;
-            let w = sparse_ir::walk(
+            let w = sparse::walk(
                 &mut e,
                 root,
                 &plan.levels,
@@ -172,7 +172,7 @@ fn rewrite(kernel: &mut Kernel, plan: &AddressPlan, shape: &[u32], li: usize, li
                 idx[d] = e.bin(BinaryOp::Add, gd, l);
             }
             let last = plan.levels.len() - 1;
-            let w = sparse_ir::walk(
+            let w = sparse::walk(
                 &mut e,
                 root,
                 &plan.levels,
@@ -212,7 +212,7 @@ fn rewrite(kernel: &mut Kernel, plan: &AddressPlan, shape: &[u32], li: usize, li
                 idx[d] = e.bin(BinaryOp::Add, gd, l);
             }
             let last = plan.levels.len() - 1;
-            let w = sparse_ir::walk(
+            let w = sparse::walk(
                 &mut e,
                 root,
                 &plan.levels,

@@ -25,10 +25,10 @@
 //! serial scan over capacity / 64 chunks); the struct-for itself follows
 //! the active blocks.
 
-use super::sparse_ir::{self, Emitter, Mode};
 use crate::arena::Arena;
 use crate::ir::layout::{level_plans, WORD_BITS};
 use crate::ir::*;
+use crate::lower::sparse::{self, Emitter, Mode};
 use crate::types::Type;
 use std::collections::HashMap;
 
@@ -235,7 +235,7 @@ fn is_active(
                     c = e.bink(BinaryOp::Div, c, up.axes[d].coord_extent);
                     idx[d] = e.bink(BinaryOp::Mul, g, levels[last].axes[d].extent as u64);
                 }
-                let w = sparse_ir::walk(e, root, &levels, &idx, Mode::Read, last - 1, sites);
+                let w = sparse::walk(e, root, &levels, &idx, Mode::Read, last - 1, sites);
                 e.bink(
                     BinaryOp::Add,
                     w.cells[last - 1],

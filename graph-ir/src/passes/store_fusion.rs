@@ -4,7 +4,7 @@
 //!
 //! Pre: lowered IR after CSE, so that stores into one word (fields of one
 //! `bit_struct`, components of one element) share the address instruction.
-//! Post: every run of compare-exchange store loops (`quantize::CasLoop`
+//! Post: every run of compare-exchange store loops (`lower::quantize::CasLoop`
 //! without saved old values) on the same root and address, separated only
 //! by pure instructions that read nothing (or by bounds checks), is one
 //! loop at the position of the last: one load, each store's bit insertion
@@ -19,8 +19,8 @@
 //! Does not: fuse across control flow, across memory accesses of any root,
 //! or stores whose addresses are different instructions.
 
-use super::quantize::{match_cas_loop, CasLoop};
 use crate::ir::*;
+use crate::lower::quantize::{match_cas_loop, CasLoop};
 
 pub fn run(program: &mut Program) {
     for k in program.kernels.handles().collect::<Vec<_>>() {

@@ -16,7 +16,6 @@ use cudarc::driver::{
     sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig,
     PinnedHostSlice, PushKernelArg,
 };
-use std::any::Any;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -292,8 +291,8 @@ impl CudaEngine {
 }
 
 impl Engine for CudaEngine {
-    fn name(&self) -> &'static str {
-        "cuda"
+    fn backend(&self) -> Option<crate::Backend> {
+        Some(crate::Backend::Cuda)
     }
 
     fn reset(&mut self, program: &Program) -> Result<(), RuntimeError> {
@@ -479,10 +478,6 @@ impl Engine for CudaEngine {
 
     fn frames_in_flight(&self) -> usize {
         FRAMES_IN_FLIGHT
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

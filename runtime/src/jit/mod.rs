@@ -368,8 +368,8 @@ impl JitEngine {
 }
 
 impl crate::backend::Engine for JitEngine {
-    fn name(&self) -> &'static str {
-        "cpu"
+    fn backend(&self) -> Option<crate::Backend> {
+        Some(crate::Backend::Jit)
     }
 
     fn write_root(&self, root: weft_ir::ir::LayoutId, words: &[u32]) -> Result<(), RuntimeError> {
@@ -446,10 +446,6 @@ impl crate::backend::Engine for JitEngine {
     fn reset(&mut self, program: &Program) -> Result<(), RuntimeError> {
         self.memory.reset(program);
         Ok(())
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
     }
 }
 

@@ -7,7 +7,6 @@ pub mod interp;
 use crate::backend::Engine;
 use crate::memory::FieldMemory;
 use crate::RuntimeError;
-use std::any::Any;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 use weft_codegen::launch::LaunchRecord;
@@ -53,8 +52,8 @@ impl VmEngine {
 }
 
 impl Engine for VmEngine {
-    fn name(&self) -> &'static str {
-        "vm"
+    fn backend(&self) -> Option<crate::Backend> {
+        Some(crate::Backend::Vm)
     }
 
     fn write_root(&self, root: LayoutId, words: &[u32]) -> Result<(), RuntimeError> {
@@ -119,9 +118,5 @@ impl Engine for VmEngine {
     fn reset(&mut self, program: &Program) -> Result<(), RuntimeError> {
         self.memory.reset(program);
         Ok(())
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

@@ -21,29 +21,12 @@ impl Builder<'_> {
         let mut params = Vec::new();
         if let Some(o) = n.p("scalars").as_object() {
             for (name, v) in o {
-                let (ty, val) = match v {
-                    Value::Number(x) if x.is_i64() || x.is_u64() => {
-                        (Type::I32, x.as_f64().unwrap_or(0.0))
-                    }
-                    Value::Number(x) => (Type::F32, x.as_f64().unwrap_or(0.0)),
-                    Value::Object(d) => {
-                        let bound =
-                            |k: &str, or: f64| d.get(k).and_then(Value::as_f64).unwrap_or(or);
-                        (
-                            Type::parse(d["type"].as_str().unwrap_or("f32")).unwrap_or(Type::F32),
-                            // Without a default, the value nearest 0 inside the range.
-                            d.get("default").and_then(Value::as_f64).unwrap_or_else(|| {
-                                0f64.clamp(
-                                    bound("min", f64::NEG_INFINITY),
-                                    bound("max", f64::INFINITY),
-                                )
-                            }),
-                        )
-                    }
-                    _ => (Type::F32, 0.0),
-                };
-                let value = scalar_bits(ty, val)
-                    .map_err(|m| GraphError::param(&id, "scalars", format!("'{}': {}", name, m)))?;
+                // The one parser and conversion rule (`graph::scalars`);
+                // declarations were already checked when the node resolved.
+                let decl = crate::graph::scalars::ScalarDecl::parse(name, v)
+                    .map_err(|m| GraphError::param(&id, "scalars", m))?;
+                let ty = decl.ty;
+                let value = decl.bits().map_err(|m| GraphError::scalar(&id, name, m))?;
                 params.push(KernelParam {
                     name: name.clone(),
                     ty,
@@ -320,20 +303,5 @@ impl Builder<'_> {
             }
         }
         Ok(())
-    }
-}
-
-fn scalar_bits(ty: Type, v: f64) -> Result<u32, String> {
-    match ty {
-        Type::Scalar(Scalar::F32) => Ok((v as f32).to_bits()),
-        Type::Scalar(Scalar::I32)
-            if v.fract() == 0.0 && v >= i32::MIN as f64 && v <= i32::MAX as f64 =>
-        {
-            Ok(v as i32 as u32)
-        }
-        Type::Scalar(Scalar::U32) if v.fract() == 0.0 && v >= 0.0 && v <= u32::MAX as f64 => {
-            Ok(v as u32)
-        }
-        _ => Err(format!("{} is not a valid {}", v, ty)),
     }
 }

@@ -13,8 +13,8 @@
 
 use super::catalog::{self, Family, NodeKind, ParamSpec, ParamType, PortType};
 use super::document::{split_endpoint, GraphDoc, NodeDoc};
-use super::error::{GraphError, GraphErrors};
-use super::npy;
+use crate::error::{GraphError, GraphErrors};
+use crate::io::npy;
 use crate::ir::layout;
 use crate::ir::*;
 use crate::lang::{self, KernelEnv};

@@ -252,54 +252,7 @@ fn check_param(ty: ParamType, v: &Value) -> Result<(), String> {
                 if syn::parse_str::<syn::Ident>(k).is_err() {
                     return Err(format!("scalar name '{}' is not a valid identifier", k));
                 }
-                match s {
-                    Value::Number(_) => {}
-                    Value::Object(d) => {
-                        let t = d.get("type").and_then(Value::as_str);
-                        if !matches!(t, Some("f32" | "i32" | "u32")) {
-                            return Err(format!(
-                                "scalar '{}' needs \"type\": \"f32\", \"i32\" or \"u32\"",
-                                k
-                            ));
-                        }
-                        if d.keys().any(|k| {
-                            !matches!(k.as_str(), "type" | "default" | "min" | "max" | "doc")
-                        }) {
-                            return Err(format!(
-                                "scalar '{}' takes only \"type\", \"default\", \"min\", \"max\" and \"doc\"",
-                                k
-                            ));
-                        }
-                        for key in ["default", "min", "max"] {
-                            if d.get(key).is_some_and(|x| num(x).is_none()) {
-                                return Err(format!("scalar '{}' has a non-numeric {}", k, key));
-                            }
-                        }
-                        if d.get("doc").is_some_and(|x| !x.is_string()) {
-                            return Err(format!("scalar '{}': \"doc\" must be a string", k));
-                        }
-                        let get = |key: &str| d.get(key).and_then(Value::as_f64);
-                        let (lo, hi) = (
-                            get("min").unwrap_or(f64::NEG_INFINITY),
-                            get("max").unwrap_or(f64::INFINITY),
-                        );
-                        if lo > hi {
-                            return Err(format!("scalar '{}' has min {} above max {}", k, lo, hi));
-                        }
-                        if let Some(default) = get("default").filter(|x| !(lo..=hi).contains(x)) {
-                            return Err(format!(
-                                "scalar '{}' default {} is outside its range {} to {}",
-                                k, default, lo, hi
-                            ));
-                        }
-                    }
-                    _ => {
-                        return Err(format!(
-                            "scalar '{}' must be a number or {{\"type\": .., \"default\": ..}}",
-                            k
-                        ))
-                    }
-                }
+                crate::graph::scalars::ScalarDecl::parse(k, s)?;
             }
             Ok(())
         }

@@ -1,5 +1,7 @@
 //! Errors from loading, validating and compiling a graph. Every variant that
 //! concerns a node carries its id, so the CLI and the app can point at it.
+//! Outside `graph/` because the runtime's error type carries them too and
+//! the runtime never imports the graph document.
 
 use std::fmt;
 
@@ -66,6 +68,11 @@ impl GraphError {
             param: param.to_string(),
             message: message.into(),
         }
+    }
+    /// An error about kernel scalar `name` of `node`: the same words from
+    /// the builder, `--set`, the app and `Simulation::set_param`.
+    pub fn scalar(node: &str, name: &str, message: impl std::fmt::Display) -> Self {
+        GraphError::param(node, "scalars", format!("scalar '{}': {}", name, message))
     }
     pub fn port(node: &str, port: &str, message: impl Into<String>) -> Self {
         GraphError::Port {

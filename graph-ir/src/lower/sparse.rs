@@ -1,9 +1,10 @@
 //! IR building blocks for sparse layouts (not a pass): walking a field's
 //! `AddressPlan` level by level in plain IR, activation with lock-free pool
-//! allocation, and cell resets. Access lowering (`lower_access`), struct-for
-//! lowering (`sparse_iter`) and the garbage-collection system kernels
-//! (`graph::build::sparse`) all emit through here, so the protocol below is
-//! written once.
+//! allocation, and cell resets. Access lowering (`passes::lower_access`),
+//! struct-for lowering (`passes::sparse_iter`) and the list, clear and
+//! garbage-collection system kernels (`passes::sparse_list`,
+//! `passes::sparse_clear`, `passes::sparse_gc`) all emit through here, so the
+//! protocol below is written once.
 //!
 //! The protocol, on 32-bit words of the root buffer only (WGSL has nothing
 //! wider), and without any thread ever waiting for another (Vulkan gives no

@@ -1,9 +1,9 @@
-//! Quantized field access as plain IR: the hook of `lower_access` for fields
-//! whose `Storage` is `Quant`.
+//! Quantized field access as plain IR: the hook of `passes::lower_access`
+//! for fields whose `Storage` is `Quant`.
 //!
 //! Pre: one abstract `FieldLoad` / `FieldStore` / `FieldAtomic` on a
 //! quantized field, and the word address of the word holding the element's
-//! first bit (the field's `AddressPlan`, from `lower_access::address`).
+//! first bit (the field's `AddressPlan`, from `passes::lower_access`).
 //! Post: only `BufLoad` / `BufStore` / `BufAtomic` on u32 words plus shifts,
 //! masks, selects and conversions — no backend sees a quantized type.
 //!
@@ -19,8 +19,8 @@
 //! Atomics decode the old value, apply the operation in the compute type and
 //! encode the result inside the same kind of loop.
 
-use super::lower_access::{assemble, split};
-use super::sparse_ir::Emitter;
+use super::sparse::Emitter;
+use super::words::{assemble, split};
 use crate::ir::layout::{AddressPlan, WORD_BITS};
 use crate::ir::quant::{mask, Quant, SharedFloat};
 use crate::ir::*;
@@ -28,7 +28,7 @@ use crate::types::{Scalar, Type};
 
 /// Lowers one access; returns the kind for the original handle (the loaded or
 /// old value), like `lower_access`'s word path.
-pub(super) fn lower(
+pub fn lower(
     e: &mut Emitter,
     p: &Program,
     plan: &AddressPlan,
@@ -52,7 +52,7 @@ pub(super) fn lower(
         }
     };
     // In a bit_array the bit inside the word also depends on the index
-    // (`sub_bits`, from `lower_access::address`); its one scalar component
+    // (`sub_bits`, from `passes::lower_access`'s `address`); its one scalar component
     // starts at bit 0 of its cell.
     let shift = |c: usize| match sub_bits {
         Some(s) => Shift::Dyn(s),
@@ -132,7 +132,7 @@ pub(super) fn lower(
 /// components together (one word insertion, a compare-exchange loop unless
 /// the element owns its word) and an atomic decodes, applies and re-encodes
 /// the whole element in one loop.
-pub(super) fn lower_shared(
+pub fn lower_shared(
     e: &mut Emitter,
     p: &Program,
     plan: &AddressPlan,
@@ -720,7 +720,7 @@ fn encode(e: &mut Emitter, q: Quant, v: InstId, r24: Option<InstId>) -> InstId {
 /// `compute` is pure and reads no memory, so the loop's only effects are the
 /// word it replaces and the locals of `saves` (an atomic's old value).
 #[derive(Clone, Debug)]
-pub(super) struct CasLoop {
+pub struct CasLoop {
     pub root: LayoutId,
     pub addr: InstId,
     pub load: InstId,
@@ -733,7 +733,7 @@ pub(super) struct CasLoop {
     pub saves: Vec<InstId>,
 }
 
-pub(super) fn match_cas_loop(f: &Function, h: InstId) -> Option<CasLoop> {
+pub fn match_cas_loop(f: &Function, h: InstId) -> Option<CasLoop> {
     let InstKind::Loop { body } = &f.insts[h].kind else {
         return None;
     };

@@ -1,0 +1,17 @@
+//! IR building blocks that several passes emit through; none of them is a
+//! pass (the passes and their one pipeline are in `passes/`).
+//!
+//! - `sparse`: the [`sparse::Emitter`] every lowering writes plain IR with,
+//!   and the sparse-layout protocol (walking a field's `AddressPlan` level by
+//!   level, activation, deactivation, element lists);
+//! - `quantize`: quantized field access as word loads, stores and
+//!   compare-exchange loops (and `match_cas_loop`, which finds such a loop
+//!   again for the passes that rewrite it);
+//! - `words`: a value as per-component words and back.
+//!
+//! Dependencies point one way: `passes` use `lower`, `lower` uses only
+//! `ir` and `types`.
+
+pub mod quantize;
+pub mod sparse;
+pub mod words;
