@@ -882,3 +882,92 @@ print("ok", len(v))
         .unwrap();
     assert!(py.status.success(), "{}", text(&py));
 }
+
+/// Every example runs `--frames 2 --dump-all` on cpu and wgpu without an
+/// abort, and every field comes out as a readable `.npy` of the field's size
+/// (a hash field over 2^26 elements as its active elements: coords + values).
+#[test]
+fn every_example_dumps_every_field_on_cpu_and_wgpu() {
+    let mut backends = vec!["cpu"];
+    if gpu_available() {
+        backends.push("wgpu");
+    }
+    let mut graphs: Vec<PathBuf> = std::fs::read_dir(root().join("graphs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let n = p.to_string_lossy();
+            n.ends_with(".json") && !n.ends_with(".expect.json")
+        })
+        .collect();
+    graphs.sort();
+    assert!(graphs.len() >= 10, "{:?}", graphs);
+    let mut problems = Vec::new();
+    for g in &graphs {
+        let text_of = std::fs::read_to_string(g).unwrap();
+        let doc = weft_ir::graph::GraphDoc::parse(&text_of).unwrap();
+        let program = weft_ir::graph::build_program(
+            &doc,
+            &weft_ir::graph::BuildOptions {
+                base_dir: root().join("graphs"),
+            },
+        )
+        .unwrap_or_else(|e| panic!("{}: {}", g.display(), e));
+        let stem = g.file_stem().unwrap().to_string_lossy().to_string();
+        for b in &backends {
+            let out = tmp(&format!("dump_all_{stem}_{b}"));
+            let o = weft(&[
+                "run",
+                g.to_str().unwrap(),
+                "--frames",
+                "2",
+                "--dump-all",
+                "--no-frames",
+                "--backend",
+                b,
+                "--out",
+                out.to_str().unwrap(),
+            ]);
+            if o.status.code() != Some(0) {
+                problems.push(format!("{stem} on {b}: {:?}\n{}", o.status, text(&o)));
+                continue;
+            }
+            for (_, f) in program.fields.iter() {
+                let whole = out.join(format!("{}.npy", f.name));
+                let (coords, values) = (
+                    out.join(format!("{}.coords.npy", f.name)),
+                    out.join(format!("{}.values.npy", f.name)),
+                );
+                let per_elem = f.ty.components();
+                if whole.exists() {
+                    match weft_ir::graph::npy::read_npy(&whole) {
+                        Ok(a) if a.words.len() as u64 == f.cells() * per_elem as u64 => {}
+                        Ok(a) => problems.push(format!(
+                            "{stem} on {b}: {} holds {} words, the field {}",
+                            whole.display(),
+                            a.words.len(),
+                            f.cells() * per_elem as u64
+                        )),
+                        Err(e) => problems.push(format!("{stem} on {b}: {}: {e}", whole.display())),
+                    }
+                } else if coords.exists() && values.exists() {
+                    let c = weft_ir::graph::npy::read_npy(&coords);
+                    let v = weft_ir::graph::npy::read_npy(&values);
+                    match (c, v) {
+                        (Ok(c), Ok(v)) if c.shape[0] == v.shape[0] => {}
+                        (c, v) => problems.push(format!(
+                            "{stem} on {b}: {}: coords {:?} values {:?}",
+                            f.name,
+                            c.map(|a| a.shape),
+                            v.map(|a| a.shape)
+                        )),
+                    }
+                } else {
+                    problems.push(format!("{stem} on {b}: no dump of field '{}'", f.name));
+                }
+            }
+            let _ = std::fs::remove_dir_all(&out);
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
