@@ -940,7 +940,7 @@ fn every_example_dumps_every_field_on_cpu_and_wgpu() {
                 );
                 let per_elem = f.ty.components();
                 if whole.exists() {
-                    match weft_ir::graph::npy::read_npy(&whole) {
+                    match weft_ir::io::npy::read_npy(&whole) {
                         Ok(a) if a.words.len() as u64 == f.cells() * per_elem as u64 => {}
                         Ok(a) => problems.push(format!(
                             "{stem} on {b}: {} holds {} words, the field {}",
@@ -951,8 +951,8 @@ fn every_example_dumps_every_field_on_cpu_and_wgpu() {
                         Err(e) => problems.push(format!("{stem} on {b}: {}: {e}", whole.display())),
                     }
                 } else if coords.exists() && values.exists() {
-                    let c = weft_ir::graph::npy::read_npy(&coords);
-                    let v = weft_ir::graph::npy::read_npy(&values);
+                    let c = weft_ir::io::npy::read_npy(&coords);
+                    let v = weft_ir::io::npy::read_npy(&values);
                     match (c, v) {
                         (Ok(c), Ok(v)) if c.shape[0] == v.shape[0] => {}
                         (c, v) => problems.push(format!(
