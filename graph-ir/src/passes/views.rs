@@ -370,7 +370,7 @@ impl Emit {
 
     /// An f32 in 0..1 as a byte in the low bits of a u32 (clamped and
     /// rounded; NaN is 0, as the saturating cast gives).
-    fn to_u8(&mut self, x: InstId) -> InstId {
+    fn byte(&mut self, x: InstId) -> InstId {
         let zero = self.f32c(0.0);
         let one = self.f32c(1.0);
         let c = self.call(Builtin::Clamp, vec![x, zero, one]);
@@ -638,7 +638,7 @@ fn draw_image(s: &ImageSpec, shape: &[u32]) -> Kernel {
     } else {
         e.f32c(1.0)
     };
-    let bytes = [rgb[0], rgb[1], rgb[2], alpha].map(|c| e.to_u8(c));
+    let bytes = [rgb[0], rgb[1], rgb[2], alpha].map(|c| e.byte(c));
     let word = e.pack(bytes);
     let top = e.i32c(s.h as i32 - 1);
     let row = e.bin(BinaryOp::Sub, top, y);
@@ -898,7 +898,7 @@ fn resolve(s: &ParticleSpec) -> Kernel {
                 let d = e.bin(BinaryOp::Sub, rgb[i], old);
                 let m = e.bin(BinaryOp::Mul, d, cover);
                 let c = e.bin(BinaryOp::Add, old, m);
-                let byte = e.to_u8(c);
+                let byte = e.byte(c);
                 let f = e.cast(byte, Type::F32);
                 let k255 = e.f32c(255.0);
                 let q = e.bin(BinaryOp::Div, f, k255);
@@ -908,7 +908,7 @@ fn resolve(s: &ParticleSpec) -> Kernel {
     }
     let bytes: [InstId; 3] = std::array::from_fn(|i| {
         let c = e.get(rgb_locals[i]);
-        e.to_u8(c)
+        e.byte(c)
     });
     let opaque = e.u32c(255);
     let word = e.pack([bytes[0], bytes[1], bytes[2], opaque]);
