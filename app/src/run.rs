@@ -102,23 +102,13 @@ fn run_inner(a: &RunArgs) -> Result<(), RuntimeError> {
     } else {
         None
     };
-    // On wgpu the views are drawn by the GPU straight from the field buffers.
-    let gpu_views = match sim.wgpu_engine() {
-        Some(engine) if !a.no_frames => Some(weft_runtime::wgpu_views::WgpuViewRenderer::new(
-            engine,
-            &sim.program,
-        )?),
-        _ => None,
-    };
     sim.start()?;
     for _ in 0..a.frames {
         sim.step_frame()?;
         if !a.no_frames {
-            let images = match &gpu_views {
-                Some(r) => sim.render_views_wgpu(r)?,
-                None => sim.render_views()?,
-            };
-            for (view, img) in images {
+            // The views' kernels draw on the simulation's backend; one
+            // read per view brings each picture back for its PNG.
+            for (view, img) in sim.render_views()? {
                 let path = a.out.join(format!("{}_{:04}.png", view, sim.frame));
                 img.write_png(&path).map_err(RuntimeError::Io)?;
             }
@@ -133,10 +123,12 @@ fn run_inner(a: &RunArgs) -> Result<(), RuntimeError> {
     }
     let mut names: Vec<String> = a.dumps.clone();
     if a.dump_all {
+        // Views' image and helper fields are system fields, not the user's.
         names = sim
             .program
             .fields
             .iter()
+            .filter(|(h, _)| !sim.program.is_view_field(*h))
             .map(|(_, f)| f.name.clone())
             .collect();
     }

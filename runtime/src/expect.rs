@@ -119,11 +119,13 @@ pub fn field_stats(ty: Type, words: &[u32]) -> FieldStats {
 /// from the table's active elements; their statistics carry no checksum.
 pub use crate::memory::READ_WHOLE_LIMIT;
 
-/// Statistics of every field of a simulation.
+/// Statistics of every field of a simulation (not the views' image and
+/// helper fields: they are system memory, and replay draws no views).
 pub fn all_stats(sim: &Simulation) -> Result<BTreeMap<String, FieldStats>, crate::RuntimeError> {
     sim.program
         .fields
         .iter()
+        .filter(|(h, _)| !sim.program.is_view_field(*h))
         .map(|(h, f)| {
             let st = match table_stats(sim, h)? {
                 Some(st) => st,

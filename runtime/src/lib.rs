@@ -12,7 +12,6 @@ pub mod render;
 pub mod sim;
 pub mod vm;
 pub mod wgpu_backend;
-pub mod wgpu_views;
 
 pub use backend::{Backend, Engine};
 pub use sim::{SimOptions, Simulation};

@@ -4,7 +4,7 @@
 //! engine runs; per-kernel launch times are recorded.
 
 use crate::backend::{self, Backend, Engine};
-use crate::render::{activity_mask, render_view, Image};
+use crate::render::Image;
 use crate::wgpu_backend::{WgpuContext, WgpuEngine};
 use crate::RuntimeError;
 use std::collections::BTreeMap;
@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weft_codegen::launch::LaunchRecord;
 use weft_ir::error::GraphError;
+use weft_ir::ir::layout;
 use weft_ir::ir::scalar::scalar_bits;
 use weft_ir::ir::*;
 use weft_ir::passes::{run_pipeline, PassOptions};
@@ -278,6 +279,16 @@ impl Simulation {
         self.engine.read_root(root)
     }
 
+    /// Overwrites a root layout's whole buffer (a state copied from another
+    /// simulation of the same program).
+    pub fn write_root(
+        &mut self,
+        root: weft_ir::ir::LayoutId,
+        words: &[u32],
+    ) -> Result<(), RuntimeError> {
+        self.engine.write_root(root, words)
+    }
+
     pub fn read_field(&self, f: FieldId) -> Result<Vec<u32>, RuntimeError> {
         self.engine.read_field(&self.program, f)
     }
@@ -286,76 +297,41 @@ impl Simulation {
         self.engine.write_field(&self.program, f, words)
     }
 
-    /// Every view, rendered on the CPU: (view node id, image).
-    pub fn render_views(&self) -> Result<Vec<(String, Image)>, RuntimeError> {
-        let mut data: std::collections::HashMap<FieldId, Vec<u32>> =
-            std::collections::HashMap::new();
-        for v in &self.program.views {
-            let fields = match v {
-                View::Image { field, .. } => vec![*field],
-                View::Particles {
-                    positions,
-                    color_field,
-                    ..
-                } => std::iter::once(*positions).chain(*color_field).collect(),
-            };
-            for f in fields {
-                if let std::collections::hash_map::Entry::Vacant(e) = data.entry(f) {
-                    e.insert(self.read_field(f)?);
-                }
-            }
-        }
-        let mut masks: std::collections::HashMap<FieldId, Option<Vec<u8>>> =
-            std::collections::HashMap::new();
-        for v in &self.program.views {
-            if let View::Image {
-                field,
-                show_active: true,
-                ..
-            } = v
-            {
-                let root =
-                    weft_ir::ir::layout::root_of(&self.program, self.program.fields[*field].layout);
-                let words = self.read_root(root)?;
-                masks.insert(*field, activity_mask(&self.program, *field, &words));
-            }
-        }
-        Ok(self
+    /// Runs every view's system kernels (`Program::view_kernels`) on the
+    /// engine: afterwards each view's picture is in its image field, where
+    /// `render_views` reads it and a GPU front end can show it in place.
+    /// The schedule's launch counters are untouched, so drawing never
+    /// changes what a frame computes.
+    pub fn draw_views(&mut self) -> Result<(), RuntimeError> {
+        let list: Vec<LaunchRecord> = self
             .program
-            .views
+            .view_kernels
             .iter()
-            .map(|v| {
-                (
-                    v.node_id().to_string(),
-                    render_view(&self.program, v, &|f| data[&f].clone(), &|f| {
-                        masks.get(&f).cloned().flatten()
-                    }),
-                )
-            })
-            .collect())
+            .flat_map(|v| v.launches.iter())
+            .map(|&k| LaunchRecord::new(&self.program, k, self.frame, 0))
+            .collect();
+        if list.is_empty() {
+            return Ok(());
+        }
+        self.engine.run(&self.program, &list, false)?;
+        Ok(())
     }
 
-    /// Every view, drawn on the GPU straight from the field buffers by a
-    /// renderer made for this simulation (`WgpuViewRenderer::new(sim.wgpu_engine()?, &sim.program)`).
-    pub fn render_views_wgpu(
-        &self,
-        renderer: &crate::wgpu_views::WgpuViewRenderer,
-    ) -> Result<Vec<(String, Image)>, RuntimeError> {
-        let engine = self.wgpu_engine().ok_or_else(|| {
-            RuntimeError::Device(
-                "GPU views need the wgpu backend; this simulation runs on the CPU".into(),
-            )
-        })?;
-        if !renderer.is_for(engine) || renderer.len() != self.program.views.len() {
-            return Err(RuntimeError::Device(
-                "the GPU view renderer was made for another simulation".into(),
-            ));
-        }
+    /// Every view, drawn on the simulation's engine and read back (one read
+    /// of its image field per view): (view node id, image).
+    pub fn render_views(&mut self) -> Result<Vec<(String, Image)>, RuntimeError> {
+        self.draw_views()?;
         self.program
-            .views
+            .view_kernels
             .iter()
-            .enumerate()
-            .map(|(i, v)| Ok((v.node_id().to_string(), renderer.render_to_image(i)?)))
+            .map(|v| {
+                let root = layout::root_of(&self.program, self.program.fields[v.image].layout);
+                let words = self.engine.read_root(root)?;
+                Ok((
+                    v.node_id.clone(),
+                    Image::from_words(v.width, v.height, v.pitch, &words),
+                ))
+            })
             .collect()
     }
 }

@@ -2,6 +2,7 @@
 //! them on the reference backend, read fields back as numbers.
 
 pub mod corpus;
+pub mod view_reference;
 
 use serde_json::{json, Value};
 use weft_ir::graph::{build_program, BuildOptions, GraphDoc, GraphErrors};

@@ -111,7 +111,7 @@ fn backends_see_only_the_ir() {
     for dir in ["runtime/src/vm", "runtime/src/jit", "runtime/src/cuda"] {
         hits.extend(mentions(dir, needles));
     }
-    for f in ["runtime/src/wgpu_backend.rs", "runtime/src/wgpu_views.rs"] {
+    for f in ["runtime/src/wgpu_backend.rs"] {
         let text = std::fs::read_to_string(root().join(f)).unwrap();
         for (n, l) in text.lines().enumerate() {
             if needles.iter().any(|x| l.contains(x)) {
@@ -234,11 +234,10 @@ fn the_runtime_does_not_import_the_graph_module() {
 fn the_runtime_holds_no_shader_text() {
     // Kernels (and the indirect-dispatch shader, `codegen::wgpu::indirect`)
     // come from codegen; the runtime only hands them to the device.
-    let mut hits = mentions("runtime/src", &["@compute", "@group("]);
-    // wgpu_views.rs is deleted when views become IR kernels (issue 25 item
-    // 3, another branch): remove this skip when that branch is merged.
-    hits.retain(|h| !h.starts_with("runtime/src/wgpu_views.rs"));
+    // Views are system kernels (`passes::views`) drawn on every backend.
+    let hits = mentions("runtime/src", &["@compute", "@group("]);
     assert!(hits.is_empty(), "{}", hits.join("\n"));
+    assert!(!root().join("runtime/src/wgpu_views.rs").exists());
 }
 
 #[test]

@@ -118,6 +118,35 @@ fn nvrtc_compiles_every_example_and_corpus_kernel_to_ptx() {
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
 }
 
+/// CUDA runs draw views: every example view's system kernels (image,
+/// auto range, show_active, particles clear/splat/resolve) are ordinary
+/// kernels, and `check_offline` plus NVRTC compile them.
+#[test]
+fn view_kernels_compile_with_nvrtc() {
+    let nvrtc = nvrtc_available();
+    let mut views = 0;
+    for (name, p) in programs() {
+        if p.views.is_empty() {
+            continue;
+        }
+        assert_eq!(p.view_kernels.len(), p.views.len(), "{}", name);
+        weft_runtime::backend::check_offline(&p).unwrap_or_else(|e| panic!("{}: {}", name, e));
+        for v in &p.view_kernels {
+            views += 1;
+            assert!(!v.launches.is_empty(), "{} / {}", name, v.node_id);
+            for &k in &v.launches {
+                let c = weft_codegen::cuda::compile_kernel(&p, &p.kernels[k])
+                    .unwrap_or_else(|e| panic!("{} / {}: {}", name, v.node_id, e));
+                if nvrtc {
+                    weft_runtime::cuda::compile_ptx(&c, None)
+                        .unwrap_or_else(|e| panic!("{} / {}: {}", name, v.node_id, e));
+                }
+            }
+        }
+    }
+    assert!(views >= 10, "only {} views", views);
+}
+
 #[test]
 fn float_atomic_add_is_native_in_the_ptx() {
     if !nvrtc_available() {

@@ -29,7 +29,7 @@ fn graph_format_worked_example_runs() {
         first["format"], "weft-graph",
         "the first json block is a whole graph"
     );
-    let sim = run(first, 2).unwrap_or_else(|e| panic!("worked example fails: {}", e));
+    let mut sim = run(first, 2).unwrap_or_else(|e| panic!("worked example fails: {}", e));
     let u = f32s(&sim, "u");
     assert!(u.iter().any(|&x| x != 0.0), "field u changed");
     assert!(sim

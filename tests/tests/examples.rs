@@ -7,7 +7,7 @@ use weft_tests::*;
 
 #[test]
 fn julia_pixels_match_an_independent_computation() {
-    let sim = run(&example("julia"), 2).unwrap();
+    let mut sim = run(&example("julia"), 2).unwrap();
     let px = f32s(&sim, "pixels");
     let (w, h, n) = (640usize, 320usize, 320.0f32);
     let t = 2.0f32 * 0.03;
@@ -183,7 +183,7 @@ fn every_example_draws_a_non_blank_frame() {
         if name == "mpm88" {
             set_param(&mut g, "substeps", "count", json!(2));
         }
-        let sim = run(&g, 1).unwrap();
+        let mut sim = run(&g, 1).unwrap();
         let views = sim.render_views().unwrap();
         assert!(!views.is_empty(), "{} has a view", name);
         for (id, img) in views {

@@ -357,24 +357,30 @@ fn host_writes_activate_and_reads_see_init() {
     assert!(e.contains("'P'"), "{}", e);
 }
 
-/// `show_active` views: the activity mask marks exactly the active cells,
-/// and outlines the border of each active block of the outermost sparse
-/// node (here: `x` written at one element of the 8×8 pointer blocks of a
-/// 64×64 domain), compared with a hand-made mask.
+/// `show_active` views (the view kernels' `is_active` queries): exactly the
+/// active cells show their value, every other cell the checkerboard, and the
+/// border of each active block of the outermost sparse node is outlined
+/// (here: `x` written at one element of the 8×8 pointer blocks of a 64×64
+/// domain, whose bitmasked tiles are 2×2), compared with a hand-made mask.
 #[test]
-fn activity_mask_marks_active_cells_and_block_borders() {
-    let doc = graph(
+fn show_active_marks_active_cells_and_block_borders() {
+    let mut doc = graph(
         true,
         16,
         "fn kernel(i: i32, j: i32) { if i == 13 && j == 50 { x[(i, j)] = 2.0; } }",
         None,
     );
+    doc["nodes"].as_array_mut().unwrap().push(serde_json::json!(
+        {"id": "v", "kind": "image", "params": {"show_active": true, "min": 0.0, "max": 4.0}}
+    ));
+    doc["wires"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"from": "x.field", "to": "v.field"}));
     let mut sim = open(&doc, Backend::Vm).expect("vm");
     sim.start().expect("start");
-    let p = &sim.program;
-    let x = p.field_by_name("x").expect("x");
-    let words = sim.read_root(root_of(p, p.fields[x].layout)).expect("root");
-    let mask = weft_runtime::render::activity_mask(p, x, &words).expect("sparse field");
+    let img = sim.render_views().expect("views").remove(0).1;
+    let checker = weft_ir::ir::colormap::INACTIVE_RGB.map(|c| c.map(weft_ir::ir::colormap::to_u8));
     // The write activates pointer block (1, 6) (elements 8..16 × 48..56)
     // and, inside it, the bitmasked tile of 2×2 elements holding (13, 50).
     for i in 0..64u32 {
@@ -382,21 +388,16 @@ fn activity_mask_marks_active_cells_and_block_borders() {
             let in_block = (8..16).contains(&i) && (48..56).contains(&j);
             let in_tile = (12..14).contains(&i) && (50..52).contains(&j);
             let border = in_block && (i % 8 == 0 || i % 8 == 7 || j % 8 == 0 || j % 8 == 7);
-            let want = (in_tile as u8) * weft_runtime::render::CELL_ACTIVE
-                + (border as u8) * weft_runtime::render::BLOCK_EDGE;
-            assert_eq!(mask[(i * 64 + j) as usize], want, "cell ({}, {})", i, j);
+            let px = img.pixel(i, 63 - j);
+            let rgb = [px[0], px[1], px[2]];
+            let outlined = px[0] > 200 && px[1] > 150 && px[2] < 120;
+            assert_eq!(outlined, border, "outline of cell ({}, {}): {:?}", i, j, px);
+            if !border {
+                let tone = checker[((i / 8 + j / 8) % 2) as usize];
+                assert_eq!(rgb == tone, !in_tile, "cell ({}, {}): {:?}", i, j, px);
+            }
         }
     }
-    // A dense field has no mask: every cell is always active.
-    let dense = build(&graph(
-        false,
-        16,
-        "fn kernel(i: i32, j: i32) { x[(i, j)] = 1.0; }",
-        None,
-    ))
-    .unwrap();
-    let xd = dense.field_by_name("x").unwrap();
-    assert!(weft_runtime::render::activity_mask(&dense, xd, &[]).is_none());
 }
 
 /// graphs/sparse_blob.json on a 1024² domain: the blob moves, the VM and

@@ -957,7 +957,8 @@ mod drag_tests {
         m.end_drag();
         let p = m.problems_of("diffuse");
         assert!(
-            p.iter().any(|e| e.to_string().contains("outside its range")),
+            p.iter()
+                .any(|e| e.to_string().contains("outside its range")),
             "{:?}",
             p
         );

@@ -1,9 +1,11 @@
 //! The live viewport: compiles the graph in the background, runs it, and
 //! draws its views.
 //!
-//! On wgpu the simulation shares eframe's device, and views are rendered by
-//! the GPU view renderer into textures that egui draws directly (no copy to
-//! the CPU). When only kernel scalars change, the running simulation keeps
+//! Views are drawn by their system kernels on the simulation's own backend
+//! (`Simulation::draw_views`). On wgpu the simulation shares eframe's
+//! device, and each view's image field is copied from its storage buffer
+//! into a texture that egui draws directly (no copy to the CPU); on the
+//! other backends the image words are read back. When only kernel scalars change, the running simulation keeps
 //! its state and just takes the new values.
 
 use serde_json::Value;
@@ -14,7 +16,6 @@ use weft_ir::graph::scalars::ScalarDecl;
 use weft_ir::graph::{build_program, BuildOptions, GraphDoc, NodeDoc};
 use weft_ir::ir::{FieldId, View};
 use weft_runtime::wgpu_backend::WgpuContext;
-use weft_runtime::wgpu_views::WgpuViewRenderer;
 use weft_runtime::{Backend, SimOptions, Simulation};
 
 struct ViewTexture {
@@ -26,7 +27,7 @@ struct ViewTexture {
     name: String,
 }
 
-type Built = Result<(Simulation, Option<WgpuViewRenderer>), String>;
+type Built = Result<Simulation, String>;
 
 pub struct Viewport {
     /// The backend the user chose (`Auto` until they pick one). The runtime
@@ -38,7 +39,6 @@ pub struct Viewport {
     cuda: bool,
     pub playing: bool,
     pub sim: Option<Simulation>,
-    renderer: Option<WgpuViewRenderer>,
     textures: Vec<ViewTexture>,
     gpu: Option<Arc<WgpuContext>>,
     egui_renderer: Option<Arc<egui::mutex::RwLock<eframe::egui_wgpu::Renderer>>>,
@@ -101,7 +101,6 @@ impl Viewport {
             backend: Backend::Auto,
             playing: false,
             sim: None,
-            renderer: None,
             textures: vec![],
             egui_renderer: render_state.map(|rs| rs.renderer.clone()),
             gpu,
@@ -126,7 +125,6 @@ impl Viewport {
     /// equals the old one's.
     pub fn clear(&mut self) {
         self.sim = None;
-        self.renderer = None;
         self.textures.clear();
         self.pending = None;
         self.built_from = None;
@@ -223,18 +221,7 @@ impl Viewport {
                 .map_err(|e| e.to_string())?;
                 let mut sim = Simulation::new(program, &opts).map_err(|e| e.to_string())?;
                 sim.start().map_err(|e| e.to_string())?;
-                let renderer = match sim.wgpu_engine() {
-                    Some(engine) => Some(
-                        WgpuViewRenderer::with_format(
-                            engine,
-                            &sim.program,
-                            wgpu::TextureFormat::Rgba8Unorm,
-                        )
-                        .map_err(|e| e.to_string())?,
-                    ),
-                    None => None,
-                };
-                Ok((sim, renderer))
+                Ok(sim)
             })();
             let _ = tx.send(r);
         });
@@ -248,7 +235,7 @@ impl Viewport {
         let mut status = None;
         if let Some((_, rx)) = &self.pending {
             match rx.try_recv() {
-                Ok(Ok((sim, renderer))) => {
+                Ok(Ok(sim)) => {
                     if self.sim.as_ref().is_some_and(|s| s.frame > 0) {
                         status = Some("recompiled — restarted at frame 0".to_string());
                     }
@@ -257,7 +244,6 @@ impl Viewport {
                     self.probe.clear();
                     self.loss.clear();
                     self.sim = Some(sim);
-                    self.renderer = renderer;
                     self.textures.clear();
                     self.error = None;
                     self.pending = None;
@@ -349,33 +335,38 @@ impl Viewport {
 
     fn draw(&mut self, ctx: &egui::Context) {
         self.needs_draw = false;
-        let Some(sim) = &self.sim else { return };
-        match (&self.renderer, &self.gpu, &self.egui_renderer) {
-            (Some(renderer), Some(gpu), Some(egui_renderer)) => {
+        let Some(sim) = &mut self.sim else { return };
+        let on_gpu = sim.wgpu_engine().is_some();
+        match (on_gpu, &self.gpu, &self.egui_renderer) {
+            (true, Some(gpu), Some(egui_renderer)) => {
+                if let Err(e) = sim.draw_views() {
+                    self.error = Some(e.to_string());
+                    return;
+                }
+                let Some(engine) = sim.wgpu_engine() else {
+                    return;
+                };
                 let mut enc = gpu
                     .device
                     .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                         label: Some("viewport"),
                     });
-                for i in 0..renderer.len() {
-                    let Some((name, w, h)) = renderer.view_info(i) else {
-                        continue;
-                    };
+                for (i, v) in sim.program.view_kernels.iter().enumerate() {
+                    let (w, h) = (v.width, v.height);
                     if self.textures.len() <= i {
                         let texture = gpu.device.create_texture(&wgpu::TextureDescriptor {
-                            label: Some(name),
+                            label: Some(&v.node_id),
                             size: wgpu::Extent3d {
-                                width: w.max(1),
-                                height: h.max(1),
+                                width: w,
+                                height: h,
                                 depth_or_array_layers: 1,
                             },
                             mip_level_count: 1,
                             sample_count: 1,
                             dimension: wgpu::TextureDimension::D2,
                             format: wgpu::TextureFormat::Rgba8Unorm,
-                            usage: wgpu::TextureUsages::RENDER_ATTACHMENT
-                                | wgpu::TextureUsages::TEXTURE_BINDING
-                                | wgpu::TextureUsages::COPY_SRC,
+                            usage: wgpu::TextureUsages::TEXTURE_BINDING
+                                | wgpu::TextureUsages::COPY_DST,
                             view_formats: &[],
                         });
                         let view = texture.create_view(&Default::default());
@@ -389,16 +380,37 @@ impl Viewport {
                             texture: Some(texture),
                             handle: None,
                             size: [w, h],
-                            name: name.to_string(),
+                            name: v.node_id.clone(),
                         });
                     }
                     let Some(tex) = self.textures[i].texture.as_ref() else {
                         continue;
                     };
-                    let view = tex.create_view(&Default::default());
-                    if let Err(e) = renderer.render(&mut enc, i, &view, None) {
-                        self.error = Some(e.to_string());
-                    }
+                    let root = weft_ir::ir::layout::root_of(
+                        &sim.program,
+                        sim.program.fields[v.image].layout,
+                    );
+                    let Some(buffer) = engine.root_buffer(root) else {
+                        continue;
+                    };
+                    // The image field is the whole of its root buffer, rows
+                    // padded to 64 pixels = 256 bytes, the copy's row alignment.
+                    enc.copy_buffer_to_texture(
+                        wgpu::TexelCopyBufferInfo {
+                            buffer,
+                            layout: wgpu::TexelCopyBufferLayout {
+                                offset: 0,
+                                bytes_per_row: Some(v.pitch * 4),
+                                rows_per_image: Some(h),
+                            },
+                        },
+                        tex.as_image_copy(),
+                        wgpu::Extent3d {
+                            width: w,
+                            height: h,
+                            depth_or_array_layers: 1,
+                        },
+                    );
                 }
                 gpu.queue.submit([enc.finish()]);
             }
@@ -671,7 +683,7 @@ impl Viewport {
         let steps = 64;
         for s in 0..steps {
             let t = s as f32 / (steps - 1) as f32;
-            let c = weft_runtime::render::colormap(map, t);
+            let c = weft_ir::ir::colormap::colormap(map, t);
             let x0 = bar.left() + bar.width() * s as f32 / steps as f32;
             let x1 = bar.left() + bar.width() * (s + 1) as f32 / steps as f32;
             ui.painter().rect_filled(

@@ -465,6 +465,14 @@ pub fn memory_lines(program: &Program) -> Vec<String> {
                 m.total_words,
                 mib(m.total_words)
             );
+            // A view's image and helper fields are system memory: say so.
+            if let Some(v) = program.view_kernels.iter().find(|v| {
+                std::iter::once(v.image)
+                    .chain(v.scratch.iter().copied())
+                    .any(|f| program.fields[f].layout == r)
+            }) {
+                line += &format!(" (system: drawn by view '{}')", v.node_id);
+            }
             if sparse {
                 line += &format!(
                     ", dense equivalent {} words ({:.3} MiB, {:.1}x)",

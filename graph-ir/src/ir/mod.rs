@@ -12,6 +12,7 @@
 //! word addresses in a root buffer (`BufLoad` / `BufStore` / `BufAtomic`).
 
 pub mod builtins;
+pub mod colormap;
 pub mod eval;
 pub mod layout;
 mod printer;
@@ -72,6 +73,41 @@ pub struct Program {
     pub custom_backward: Vec<(KernelId, KernelId)>,
     /// Filled by `passes::optimize`: the loss history of every `optimize` node.
     pub optimizers: Vec<OptimizerFields>,
+    /// Filled by `passes::views`: per view (same order as `views`), its
+    /// image field and the system kernels that draw it. Rendering is this
+    /// separate launch list; the schedule never launches these kernels.
+    pub view_kernels: Vec<ViewKernels>,
+}
+
+/// How one view is drawn (`passes::views`): `launches` in order, once per
+/// render, leave the picture in `image`.
+#[derive(Clone, Debug)]
+pub struct ViewKernels {
+    /// The view node.
+    pub node_id: String,
+    /// u32, shape `[height, pitch]` on a dense root of its own: one RGBA8
+    /// word per pixel (red in the low byte), top row first, each row padded
+    /// to `pitch` pixels (a multiple of 64, so that a row is a multiple of
+    /// 256 bytes and a GPU can copy the buffer into a texture as it is).
+    pub image: FieldId,
+    pub width: u32,
+    pub height: u32,
+    pub pitch: u32,
+    /// Helper fields the kernels use (the auto range's min/max keys).
+    pub scratch: Vec<FieldId>,
+    /// The kernels of one render, in launch order (clear / reduce /
+    /// splat / resolve steps; see `passes::views`).
+    pub launches: Vec<KernelId>,
+}
+
+impl Program {
+    /// Whether `f` is an image or helper field of a view (system fields:
+    /// not written by `--dump-all`, not listed as the user's fields).
+    pub fn is_view_field(&self, f: FieldId) -> bool {
+        self.view_kernels
+            .iter()
+            .any(|v| v.image == f || v.scratch.contains(&f))
+    }
 }
 
 impl Program {
@@ -744,9 +780,13 @@ pub enum InstKind {
         cmp: Option<InstId>,
     },
     /// Whether the element's cell is active on every sparse level (bool).
+    /// `level: Some(n)` asks only levels `0..=n` of the field's
+    /// `layout::AddressPlan` (root first): whether the level-`n` block that
+    /// holds the element is active (views outline outer sparse blocks so).
     FieldIsActive {
         field: FieldId,
         index: Vec<InstId>,
+        level: Option<u32>,
     },
     /// Activates every level on the way to the element, as a write would.
     FieldActivate {

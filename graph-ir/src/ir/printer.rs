@@ -180,9 +180,14 @@ fn print_block(out: &mut String, program: &Program, f: &Function, block: &Block,
             InstKind::FieldLoad { field, index } => {
                 format!("field_load {}[{}]", fname(*field), list(index))
             }
-            InstKind::FieldIsActive { field, index } => {
-                format!("is_active {}[{}]", fname(*field), list(index))
-            }
+            InstKind::FieldIsActive {
+                field,
+                index,
+                level,
+            } => match level {
+                None => format!("is_active {}[{}]", fname(*field), list(index)),
+                Some(l) => format!("is_active {}[{}] level {}", fname(*field), list(index), l),
+            },
             InstKind::FieldActivate { field, index } => {
                 format!("activate {}[{}]", fname(*field), list(index))
             }

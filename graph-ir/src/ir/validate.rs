@@ -493,7 +493,7 @@ impl Ctx<'_> {
             InstKind::FieldLoad { field, index }
             | InstKind::FieldStore { field, index, .. }
             | InstKind::FieldAtomic { field, index, .. }
-            | InstKind::FieldIsActive { field, index }
+            | InstKind::FieldIsActive { field, index, .. }
             | InstKind::FieldActivate { field, index }
             | InstKind::FieldDeactivate { field, index } => {
                 if self.form != IrForm::Abstract {

@@ -74,7 +74,7 @@ fn lower_block(
             InstKind::FieldStore { field, index, .. }
             | InstKind::FieldAtomic { field, index, .. }
             | InstKind::FieldActivate { field, index } => (*field, index.clone(), Mode::Write),
-            InstKind::FieldIsActive { field, index }
+            InstKind::FieldIsActive { field, index, .. }
             | InstKind::FieldDeactivate { field, index } => (*field, index.clone(), Mode::Probe),
             _ => {
                 out.push(h);
@@ -89,6 +89,36 @@ fn lower_block(
             span,
         };
         let plan = AddressPlan::new(p, field);
+        if let InstKind::FieldIsActive {
+            level: Some(level), ..
+        } = kind
+        {
+            // The activity of the level-`level` block only: the walk stops
+            // there (a level past the last one asks the whole path).
+            let upto = (level as usize).min(plan.levels.len() - 1);
+            let idx = checked_index(p, &plan, &mut e, &index, checks);
+            let w = sparse::walk(
+                &mut e,
+                plan.root,
+                &plan.levels,
+                &idx,
+                Mode::Probe,
+                upto,
+                sites,
+            );
+            let a = w
+                .active
+                .unwrap_or_else(|| e.emit(InstKind::Const(Const::bool(true)), Type::BOOL));
+            out.extend(std::mem::take(&mut e.out));
+            f.insts[h].kind = InstKind::Select {
+                cond: a,
+                accept: a,
+                reject: a,
+            };
+            f.insts[h].ty = Type::BOOL;
+            out.push(h);
+            continue;
+        }
         if matches!(kind, InstKind::FieldDeactivate { .. }) {
             let idx = checked_index(p, &plan, &mut e, &index, checks);
             sparse::deactivate(&mut e, &plan, &idx, sites);

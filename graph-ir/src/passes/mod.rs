@@ -5,7 +5,7 @@
 //! leaves. The program-level validator (layouts, schedule, views and every
 //! kernel) runs after every pass when `PassOptions::validate` is set (tests
 //! and debug builds set it). The order is the "lowering order" contract:
-//! front end → inline → const-fold → simplify (and squared-norm comparisons) → optimize → autodiff → access lowering
+//! front end → inline → const-fold → simplify (and squared-norm comparisons) → optimize → autodiff → views → access lowering
 //! (and the sparse system kernels and struct-for) → fold, simplify and CSE
 //! the address arithmetic, drop bounds checks proven by index ranges → store fusion → atomic demotion → legalize → CSE
 //! → LICM → CSE → zero-fill detection → backend.
@@ -29,6 +29,7 @@ pub mod sparse_list;
 pub mod store_fusion;
 pub mod termination;
 pub mod unroll;
+pub mod views;
 pub mod zero_fill;
 
 use crate::ir::{validate_program, IrForm, Program, Span};
@@ -120,6 +121,22 @@ impl Pass for SparseSystem {
 }
 
 struct Autodiff;
+/// Views become system kernels and image fields (`views`), after the
+/// schedule's kernels are final so that no tape differentiates them.
+struct Views;
+
+impl Pass for Views {
+    fn name(&self) -> &'static str {
+        "views"
+    }
+    fn accepts(&self, form: IrForm) -> bool {
+        form == IrForm::Abstract
+    }
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
+        views::run(program)
+    }
+}
+
 /// `optimize` nodes become repeats of tapes and update kernels (before `Autodiff`).
 struct Optimize;
 
@@ -351,7 +368,8 @@ pub enum Stage {
     Inline,
     ConstFold,
     Simplify,
-    /// Optimize nodes and tapes expanded, adjoint and update kernels added.
+    /// Optimize nodes and tapes expanded, adjoint and update kernels added,
+    /// views turned into image fields and their system kernels.
     Autodiff,
     LowerAccess,
     /// Address arithmetic folded, simplified and shared between accesses (CSE).
@@ -404,7 +422,7 @@ impl Stage {
             Stage::ConstFold => vec![Box::new(ConstFold)],
             Stage::Simplify => vec![Box::new(Simplify), Box::new(NormCompare)],
             // Adjoint kernels are folded with the address arithmetic (`Final`).
-            Stage::Autodiff => vec![Box::new(Optimize), Box::new(Autodiff)],
+            Stage::Autodiff => vec![Box::new(Optimize), Box::new(Autodiff), Box::new(Views)],
             Stage::LowerAccess => vec![
                 Box::new(LowerAccess {
                     bounds_checks: opts.bounds_checks,

@@ -356,7 +356,15 @@ impl<'a> FnLowerer<'a> {
             ));
         }
         Ok(match name {
-            "is_active" => self.val(InstKind::FieldIsActive { field, index }, Type::BOOL, sp),
+            "is_active" => self.val(
+                InstKind::FieldIsActive {
+                    field,
+                    index,
+                    level: None,
+                },
+                Type::BOOL,
+                sp,
+            ),
             "activate" => self.val(InstKind::FieldActivate { field, index }, Type::Void, sp),
             _ => self.val(InstKind::FieldDeactivate { field, index }, Type::Void, sp),
         })

@@ -1,22 +1,39 @@
-//! The GPU view renderer (`weft_runtime::wgpu_views`) against the CPU
-//! renderer (`weft_runtime::render`), both drawing the same simulation state
-//! of a wgpu-backed simulation: every view of the example graphs, and small
-//! graphs covering each field type, colormap, range mode, particle colour
-//! source and a blocked (nested) layout.
+//! Views drawn by their IR kernels (`weft_ir::passes::views`) on every
+//! backend: the same simulation state (run on the reference VM, then copied
+//! root buffer by root buffer into a cpu and a wgpu simulation of the same
+//! graph) must give the same RGBA on vm, cpu and wgpu, and the pictures must
+//! match the host renderer views used to be drawn with
+//! (`weft_tests::view_reference`, an independent implementation reading
+//! fields through the host's `AddressPlan`).
 //!
-//! Tolerance: per channel, at least 99.5% of pixels differ by at most 3
-//! levels of 255, and no channel anywhere by more than 40.
+//! Tolerances: vm and cpu are bit-identical (the JIT calls the VM's math).
+//! wgpu may differ by `GPU_LEVELS` levels of 255 per channel: the kernels
+//! evaluate colormap polynomials and disc distances in f32, and Vulkan
+//! drivers may fuse a multiply and an add or round `sqrt` differently, which
+//! moves a channel that lies on a rounding boundary by one level. Against
+//! the old host renderer: images at least 99.5% of pixels within 3 levels
+//! and no channel anywhere by more than 40; particles `PARTICLE_SHARE` of
+//! pixels within 3 levels — the kernels blend the top two discs of a pixel
+//! over the background, where the painter blended every disc in turn, which
+//! differs where three or more soft edges stack (docs/graph-format.md).
 //!
-//! Without a wgpu adapter these tests fail when CI=true and skip (with a
-//! visible message) otherwise.
+//! Without a wgpu adapter the wgpu comparison fails when CI=true and is
+//! skipped (with a visible message) otherwise.
 
 use serde_json::{json, Value};
 use std::sync::{Arc, OnceLock};
 use weft_runtime::render::Image;
 use weft_runtime::wgpu_backend::{AdapterChoice, WgpuContext};
-use weft_runtime::wgpu_views::WgpuViewRenderer;
-use weft_runtime::{Backend, RuntimeError, SimOptions, Simulation};
+use weft_runtime::{Backend, SimOptions, Simulation};
 use weft_tests::*;
+
+/// Levels of 255 a wgpu channel may differ from the VM's (see above).
+const GPU_LEVELS: u8 = 1;
+
+/// Share of a particles view's pixels within 3 levels of the old painter's
+/// picture (the test graphs pack up to 3000 discs into 200x150 pixels;
+/// pixels under three or more soft edges differ, see the module comment).
+const PARTICLE_SHARE: f64 = 0.88;
 
 /// One device shared by every test (opening lavapipe is slow).
 fn gpu() -> Option<Arc<WgpuContext>> {
@@ -31,25 +48,158 @@ fn gpu() -> Option<Arc<WgpuContext>> {
             panic!("CI=true but no wgpu adapter: {}", e)
         }
         Err(e) => {
-            eprintln!("skipping: no wgpu adapter ({})", e);
+            eprintln!("skipping the wgpu comparison: no wgpu adapter ({})", e);
             None
         }
     }
 }
 
-fn gpu_sim(doc: &Value, frames: u32, ctx: &Arc<WgpuContext>) -> Simulation {
+fn open(doc: &Value, backend: Backend, gpu: Option<Arc<WgpuContext>>) -> Simulation {
     let p = build(doc).unwrap_or_else(|e| panic!("graph does not build: {}", e));
     let opts = SimOptions {
-        backend: Backend::Wgpu,
-        gpu: Some(ctx.clone()),
+        backend,
+        gpu,
         ..Default::default()
     };
     let mut s = Simulation::new(p, &opts).unwrap_or_else(|e| panic!("simulation: {}", e));
     s.start().unwrap_or_else(|e| panic!("on_start: {}", e));
-    for _ in 0..frames {
-        s.step_frame().unwrap_or_else(|e| panic!("frame: {}", e));
-    }
     s
+}
+
+/// A graph run for some frames on the VM, whose views `check` draws on
+/// every backend from that same state.
+struct Runs {
+    doc: Value,
+    vm: Simulation,
+}
+
+impl std::ops::Deref for Runs {
+    type Target = Simulation;
+    fn deref(&self) -> &Simulation {
+        &self.vm
+    }
+}
+
+impl std::ops::DerefMut for Runs {
+    fn deref_mut(&mut self) -> &mut Simulation {
+        &mut self.vm
+    }
+}
+
+impl Runs {
+    fn new(doc: &Value, frames: u32) -> Runs {
+        let mut vm = open(doc, Backend::Vm, None);
+        for _ in 0..frames {
+            vm.step_frame().unwrap_or_else(|e| panic!("frame: {}", e));
+        }
+        Runs {
+            doc: doc.clone(),
+            vm,
+        }
+    }
+
+    /// The VM's state in a new simulation on `backend`.
+    fn copy_to(&self, backend: Backend, gpu: Option<Arc<WgpuContext>>) -> Simulation {
+        let mut s = open(&self.doc, backend, gpu);
+        let p = &self.vm.program;
+        for r in p.roots() {
+            let words = self.vm.read_root(r).expect("vm root");
+            s.write_root(r, &words).expect("write root");
+        }
+        s
+    }
+
+    /// Draws every view on vm, cpu and wgpu and against the reference
+    /// renderer, checks the tolerances; returns the VM's images.
+    fn check(&mut self, name: &str) -> Vec<(String, Image)> {
+        let vm = self
+            .vm
+            .render_views()
+            .unwrap_or_else(|e| panic!("{}: vm views: {}", name, e));
+        assert!(!vm.is_empty(), "{} has no views", name);
+        let reference = reference_views(&self.vm);
+        let mut bad = Vec::new();
+        for (((id, a), (id2, r)), view) in vm.iter().zip(&reference).zip(&self.vm.program.views) {
+            assert_eq!(id, id2);
+            let s = diff(r, a);
+            let line = s.line(name, id, "reference", "vm");
+            eprintln!("{}", line);
+            // Particles: where three or more discs stack their soft edges,
+            // the kernels blend only the top two (docs/graph-format.md), so
+            // dense clusters of small discs differ from the painter.
+            let (share, max) = match view {
+                weft_ir::ir::View::Particles { .. } => (PARTICLE_SHARE, 255),
+                _ => (0.995, 40),
+            };
+            if s.within3 < share || s.max > max {
+                dump(name, id, "reference", r);
+                dump(name, id, "vm", a);
+                bad.push(line);
+            }
+        }
+        let mut others = vec![("cpu", self.copy_to(Backend::Jit, None))];
+        if let Some(ctx) = gpu() {
+            // A view image over the adapter's storage-buffer limit (lavapipe:
+            // 128 MiB, hash_particles' 8192² image is 256 MiB) cannot open
+            // on wgpu: a known limit, reported, not a silent pass.
+            let p = build(&self.doc).expect("builds");
+            let mut p2 = p.clone();
+            weft_ir::passes::run_pipeline(&mut p2, &Default::default(), None).expect("compiles");
+            let too_big = p2
+                .view_kernels
+                .iter()
+                .any(|v| v.height as u64 * v.pitch as u64 * 4 > 128 << 20);
+            if too_big {
+                eprintln!(
+                    "{}: a view image is over 128 MiB; wgpu comparison skipped",
+                    name
+                );
+            } else {
+                others.push(("wgpu", self.copy_to(Backend::Wgpu, Some(ctx))));
+            }
+        }
+        for (label, mut sim) in others {
+            let imgs = sim
+                .render_views()
+                .unwrap_or_else(|e| panic!("{}: {} views: {}", name, label, e));
+            let allowed = if label == "wgpu" { GPU_LEVELS } else { 0 };
+            for ((id, a), (_, b)) in vm.iter().zip(&imgs) {
+                let s = diff(a, b);
+                if s.max > allowed {
+                    dump(name, id, "vm", a);
+                    dump(name, id, label, b);
+                    bad.push(s.line(name, id, "vm", label));
+                }
+            }
+        }
+        assert!(bad.is_empty(), "views differ:\n{}", bad.join("\n"));
+        vm
+    }
+}
+
+/// Every view of `sim` drawn by the old host renderer from its fields.
+fn reference_views(sim: &Simulation) -> Vec<(String, Image)> {
+    use weft_tests::view_reference::{activity_mask, render_view};
+    let p = &sim.program;
+    p.views
+        .iter()
+        .map(|v| {
+            let read = |f| sim.read_field(f).expect("read field");
+            let activity = |f: weft_ir::ir::FieldId| {
+                let root = weft_ir::ir::layout::root_of(p, p.fields[f].layout);
+                activity_mask(p, f, &sim.read_root(root).expect("read root"))
+            };
+            (v.node_id().to_string(), render_view(p, v, &read, &activity))
+        })
+        .collect()
+}
+
+fn dump(name: &str, id: &str, label: &str, img: &Image) {
+    let dir = std::env::temp_dir().join("weft_views");
+    let _ = std::fs::create_dir_all(&dir);
+    let path = dir.join(format!("{}_{}_{}.png", name, id, label));
+    let _ = img.write_png(&path);
+    eprintln!("wrote {}", path.display());
 }
 
 /// NaN and ±inf bit patterns as kernel scalars (run-time values: the wgpu
@@ -84,18 +234,39 @@ struct Stats {
     /// Pixels with any channel differing at all.
     differing: usize,
     worst: (u32, u32, [u8; 4], [u8; 4]),
+    size: (u32, u32),
 }
 
-fn diff(cpu: &Image, gpu: &Image) -> Stats {
+impl Stats {
+    fn line(&self, name: &str, id: &str, a: &str, b: &str) -> String {
+        format!(
+            "{}/{}: {}x{}, {} vs {}: {:.4}% of pixels within 3 levels, {} pixels differ at all, max diff {} (at {:?}: {:?} vs {:?})",
+            name,
+            id,
+            self.size.0,
+            self.size.1,
+            a,
+            b,
+            self.within3 * 100.0,
+            self.differing,
+            self.max,
+            (self.worst.0, self.worst.1),
+            self.worst.2,
+            self.worst.3
+        )
+    }
+}
+
+fn diff(a_img: &Image, b_img: &Image) -> Stats {
     assert_eq!(
-        (cpu.width, cpu.height),
-        (gpu.width, gpu.height),
+        (a_img.width, a_img.height),
+        (b_img.width, b_img.height),
         "image sizes differ"
     );
     let (mut ok, mut max, mut differing, mut worst) = (0usize, 0u8, 0usize, (0, 0, [0; 4], [0; 4]));
-    for y in 0..cpu.height {
-        for x in 0..cpu.width {
-            let (a, b) = (cpu.pixel(x, y), gpu.pixel(x, y));
+    for y in 0..a_img.height {
+        for x in 0..a_img.width {
+            let (a, b) = (a_img.pixel(x, y), b_img.pixel(x, y));
             let d = (0..4).map(|c| a[c].abs_diff(b[c])).max().unwrap_or(0);
             if d <= 3 {
                 ok += 1;
@@ -110,90 +281,57 @@ fn diff(cpu: &Image, gpu: &Image) -> Stats {
         }
     }
     Stats {
-        within3: ok as f64 / (cpu.width as f64 * cpu.height as f64),
+        within3: ok as f64 / (a_img.width as f64 * a_img.height as f64),
         max,
         differing,
         worst,
+        size: (a_img.width, a_img.height),
     }
 }
 
-/// Renders every view of `sim` on both renderers and checks the tolerance;
-/// returns one report line per view.
-fn check_views(name: &str, sim: &Simulation) -> Vec<String> {
-    let engine = sim.wgpu_engine().expect("wgpu backend");
-    let renderer = WgpuViewRenderer::new(engine, &sim.program)
-        .unwrap_or_else(|e| panic!("{}: renderer: {}", name, e));
-    let cpu = sim
-        .render_views()
-        .unwrap_or_else(|e| panic!("{}: CPU render: {}", name, e));
-    let gpu = sim
-        .render_views_wgpu(&renderer)
-        .unwrap_or_else(|e| panic!("{}: GPU render: {}", name, e));
-    assert_eq!(cpu.len(), gpu.len());
-    assert!(!cpu.is_empty(), "{} has no views", name);
-    let mut lines = Vec::new();
-    let mut bad = Vec::new();
-    for (i, ((id, a), (id2, b))) in cpu.iter().zip(&gpu).enumerate() {
-        assert_eq!(id, id2);
-        let s = diff(a, b);
-        let line = format!(
-            "{}/{}: {}x{}, {:.4}% of pixels within 3 levels, {} pixels differ at all, max diff {} (at {:?}: cpu {:?} gpu {:?})",
-            name,
-            id,
-            a.width,
-            a.height,
-            s.within3 * 100.0,
-            s.differing,
-            s.max,
-            (s.worst.0, s.worst.1),
-            s.worst.2,
-            s.worst.3
-        );
-        eprintln!("{}", line);
-        if s.within3 < 0.995 || s.max > 40 {
-            bad.push(line.clone());
-            let dir = std::env::temp_dir().join("weft_gpu_render");
-            let _ = std::fs::create_dir_all(&dir);
-            let _ = a.write_png(&dir.join(format!("{}_{}_cpu.png", name, id)));
-            let _ = b.write_png(&dir.join(format!("{}_{}_gpu.png", name, id)));
-            eprintln!(
-                "(images written to {}; WGSL:\n{})",
-                dir.display(),
-                renderer.wgsl(i).unwrap_or("")
-            );
-        }
-        lines.push(line);
-    }
-    assert!(
-        bad.is_empty(),
-        "GPU views differ from the CPU renderer:\n{}",
-        bad.join("\n")
-    );
-    lines
-}
-
+/// Every example graph with views, after a few frames.
 #[test]
-fn example_views_match_cpu() {
-    let Some(ctx) = gpu() else { return };
-    for (name, frames) in [("julia", 1), ("heat", 2), ("life", 2), ("mpm88", 2)] {
-        let mut g = example(name);
-        if name == "mpm88" {
-            set_param(&mut g, "substeps", "count", json!(2));
+fn every_example_draws_the_same_on_every_backend() {
+    let mut names: Vec<String> = std::fs::read_dir(root().join("graphs"))
+        .expect("graphs/ exists")
+        .filter_map(|e| {
+            let n = e.ok()?.file_name().into_string().ok()?;
+            let stem = n.strip_suffix(".json")?;
+            (!stem.ends_with(".expect")).then(|| stem.to_string())
+        })
+        .collect();
+    names.sort();
+    let mut drawn = 0;
+    for name in names {
+        let mut g = example(&name);
+        let has_views = build(&g).map(|p| !p.views.is_empty()).unwrap_or(false);
+        if !has_views {
+            continue;
         }
-        let sim = gpu_sim(&g, frames, &ctx);
-        let lines = check_views(name, &sim);
-        assert!(!lines.is_empty());
-        let engine = sim.wgpu_engine().expect("wgpu backend");
-        let renderer = WgpuViewRenderer::new(engine, &sim.program).expect("renderer");
-        for (id, img) in sim.render_views_wgpu(&renderer).expect("GPU views") {
-            assert!(!img.is_blank(), "{}/{}: the GPU image is blank", name, id);
+        shrink(&name, &mut g);
+        let mut sim = Runs::new(&g, 2);
+        for (id, img) in sim.check(&name) {
+            assert!(!img.is_blank(), "{}/{}: the image is blank", name, id);
         }
+        drawn += 1;
+    }
+    assert!(drawn >= 8, "only {} examples have views", drawn);
+}
+
+/// Keeps the slow examples' frames short (the VM runs them).
+fn shrink(name: &str, g: &mut Value) {
+    let has = |g: &Value, id: &str| {
+        g["nodes"]
+            .as_array()
+            .is_some_and(|n| n.iter().any(|n| n["id"] == id))
+    };
+    if has(g, "substeps") && name.starts_with("mpm") {
+        set_param(g, "substeps", "count", json!(2));
     }
 }
 
 #[test]
 fn life_auto_range_and_every_colormap() {
-    let Some(ctx) = gpu() else { return };
     // The example with its fixed range removed, drawn with each colormap.
     for map in ["viridis", "inferno", "magma", "grayscale", "coolwarm"] {
         let mut g = example("life");
@@ -205,15 +343,14 @@ fn life_auto_range_and_every_colormap() {
                 p.remove("max");
             }
         }
-        let sim = gpu_sim(&g, 1, &ctx);
-        check_views(&format!("life_{}", map), &sim);
+        let mut sim = Runs::new(&g, 1);
+        sim.check(&format!("life_{}", map));
     }
 }
 
 /// A gradient with NaN, ±inf and negative values, auto range, every colormap.
 #[test]
 fn scalar_f32_auto_range_with_nan_and_inf() {
-    let Some(ctx) = gpu() else { return };
     let code = "fn kernel(i: i32, j: i32) {
         let mut v = (i as f32 - 20.0) * 0.37 + sin(j as f32 * 0.3) * 4.0;
         if i == 3 && j == 5 { v = bitcast::<f32>(nan_bits); }
@@ -244,13 +381,12 @@ fn scalar_f32_auto_range_with_nan_and_inf() {
         json!({"colormap": "coolwarm", "min": -3.0, "max": 5.5}),
         &[("field", "s")],
     );
-    let sim = gpu_sim(&g, 0, &ctx);
-    check_views("f32_nan_inf", &sim);
+    let mut sim = Runs::new(&g, 0);
+    sim.check("f32_nan_inf");
 }
 
 #[test]
 fn all_non_finite_uses_unit_range() {
-    let Some(ctx) = gpu() else { return };
     let code = "fn kernel(i: i32, j: i32) { s[(i, j)] = select(i % 2 == 0, bitcast::<f32>(nan_bits), bitcast::<f32>(inf_bits)); }";
     let mut g = kernel_graph(
         &[F("s", "f32", &[8, 4], json!(0))],
@@ -285,13 +421,12 @@ fn all_non_finite_uses_unit_range() {
         json!({"colormap": "magma"}),
         &[("field", "c")],
     );
-    let sim = gpu_sim(&g, 0, &ctx);
-    check_views("non_finite", &sim);
+    let mut sim = Runs::new(&g, 0);
+    sim.check("non_finite");
 }
 
 #[test]
 fn integer_images() {
-    let Some(ctx) = gpu() else { return };
     let code = "fn kernel(i: i32, j: i32) {
         a[(i, j)] = (i * 7 - j * 13) % 50 - 20;
         u[(i, j)] = (i as u32) * 2654435761u32 ^ (j as u32);
@@ -326,13 +461,12 @@ fn integer_images() {
         json!({"colormap": "inferno"}),
         &[("field", "u")],
     );
-    let sim = gpu_sim(&g, 0, &ctx);
-    check_views("integers", &sim);
+    let mut sim = Runs::new(&g, 0);
+    sim.check("integers");
 }
 
 #[test]
 fn vector_images() {
-    let Some(ctx) = gpu() else { return };
     let code = "fn kernel(i: i32, j: i32) {
         let x = i as f32 / 63.0;
         let y = j as f32 / 47.0;
@@ -361,8 +495,8 @@ fn vector_images() {
         &[("field", "c")],
     );
     add_view(&mut g, "vec4_auto", "image", json!({}), &[("field", "d")]);
-    let sim = gpu_sim(&g, 0, &ctx);
-    check_views("vectors", &sim);
+    let mut sim = Runs::new(&g, 0);
+    sim.check("vectors");
 }
 
 fn particle_code(color: &str) -> String {
@@ -382,7 +516,6 @@ fn particle_code(color: &str) -> String {
 
 #[test]
 fn particles_with_u32_colours() {
-    let Some(ctx) = gpu() else { return };
     let code = particle_code("col[p] = ((p as u32) * 2654435761u32) & 16777215u32;");
     let mut g = kernel_graph(
         &[
@@ -429,13 +562,12 @@ fn particles_with_u32_colours() {
         json!({"width": 97, "height": 211, "radius": 1.5, "color": [1.0, 0.5, 0.0], "domain": [-0.5, -1.2, 0.9, 0.3]}),
         &[("positions", "x")],
     );
-    let sim = gpu_sim(&g, 0, &ctx);
-    check_views("particles_u32", &sim);
+    let mut sim = Runs::new(&g, 0);
+    sim.check("particles_u32");
 }
 
 #[test]
 fn particles_with_vec3_colours() {
-    let Some(ctx) = gpu() else { return };
     let code =
         particle_code("col[p] = vec3(fract(t * 0.013), fract(t * 0.007), 1.0 - fract(t * 0.011));");
     let mut g = kernel_graph(
@@ -454,15 +586,14 @@ fn particles_with_vec3_colours() {
         json!({"width": 256, "height": 256, "radius": 2.2, "domain": [-1.0, -1.0, 1.0, 1.0]}),
         &[("positions", "x"), ("color", "col")],
     );
-    let sim = gpu_sim(&g, 0, &ctx);
-    check_views("particles_vec3", &sim);
+    let mut sim = Runs::new(&g, 0);
+    sim.check("particles_vec3");
 }
 
 /// dense [4, 4] of dense [16, 16] with interleaved fields (and a field on
 /// the outer node), and a 1-D blocked particle layout.
 #[test]
 fn blocked_layouts() {
-    let Some(ctx) = gpu() else { return };
     let code = "fn kernel(i: i32, j: i32) {
         a[(i, j)] = sin(i as f32 * 0.21) + cos(j as f32 * 0.17) * 2.0 + select(i % 16 == 0, 1.5, 0.0);
         b[(i, j)] = vec3(i as f32 / 63.0, j as f32 / 63.0, select((i / 16 + j / 16) % 2 == 0, 0.2, 0.9));
@@ -516,7 +647,7 @@ fn blocked_layouts() {
         ],
         "exec": [{"from": "start.then", "to": "k"}, {"from": "k.then", "to": "kp"}]
     });
-    let sim = gpu_sim(&g, 0, &ctx);
+    let mut sim = Runs::new(&g, 0);
     // The storage really is blocked: cell (0, 16) of `a` is in the second outer cell.
     let p = &sim.program;
     let a = p.field_by_name("a").unwrap();
@@ -524,70 +655,14 @@ fn blocked_layouts() {
         weft_runtime::memory::field_address(p, a, &[0, 16])
             > weft_runtime::memory::field_address(p, a, &[1, 0])
     );
-    check_views("blocked", &sim);
-}
-
-/// `render` into a bigger target with a rectangle: images scale by nearest cell.
-#[test]
-fn scaled_render_and_errors() {
-    let Some(ctx) = gpu() else { return };
-    let code = "fn kernel(i: i32, j: i32) { s[(i, j)] = (i * 3 + j * 5) as f32; }";
-    let mut g = kernel_graph(
-        &[F("s", "f32", &[13, 7], json!(0))],
-        code,
-        &[13, 7],
-        json!({}),
-    );
-    add_view(
-        &mut g,
-        "v",
-        "image",
-        json!({"colormap": "viridis"}),
-        &[("field", "s")],
-    );
-    let sim = gpu_sim(&g, 0, &ctx);
-    let engine = sim.wgpu_engine().unwrap();
-    let r = WgpuViewRenderer::new(engine, &sim.program).unwrap();
-    assert_eq!(r.view_info(0), Some(("v", 13, 7)));
-    let natural = r.render_to_image(0).unwrap();
-    let big = r.render_to_image_sized(0, 39, 21).unwrap();
-    for y in 0..21 {
-        for x in 0..39 {
-            assert_eq!(
-                big.pixel(x, y),
-                natural.pixel(x / 3, y / 3),
-                "pixel ({}, {}) of the 3x image",
-                x,
-                y
-            );
-        }
-    }
-    // Errors are values naming the view, never panics.
-    assert!(matches!(r.render_to_image(5), Err(RuntimeError::Device(_))));
-    assert!(matches!(
-        r.render_to_image_sized(0, 0, 10),
-        Err(RuntimeError::Device(_))
-    ));
-    // A renderer made for another simulation is refused.
-    let other = gpu_sim(&g, 0, &ctx);
-    match other.render_views_wgpu(&r) {
-        Err(RuntimeError::Device(m)) => assert!(m.contains("another simulation"), "{}", m),
-        other => panic!("expected an error, got {:?}", other.map(|v| v.len())),
-    }
-    // A CPU simulation has no GPU views.
-    let cpu = Simulation::new(build(&g).unwrap(), &SimOptions::default()).unwrap();
-    assert!(matches!(
-        cpu.render_views_wgpu(&r),
-        Err(RuntimeError::Device(_))
-    ));
+    sim.check("blocked");
 }
 
 /// Views of quantized fields decode in WGSL exactly like the host does for
-/// the CPU renderer: scalar float, packed fixed-point vector, small int, and
+/// the reference renderer: scalar float, packed fixed-point vector, small int, and
 /// particles with fixed-point positions packed into one word.
 #[test]
 fn quantized_images_and_particles() {
-    let Some(ctx) = gpu() else { return };
     let code = "fn kernel(i: i32, j: i32) {
         let x = i as f32 / 63.0;
         let y = j as f32 / 47.0;
@@ -617,8 +692,8 @@ fn quantized_images_and_particles() {
         &[("field", "c")],
     );
     add_view(&mut g, "n_auto", "image", json!({}), &[("field", "n")]);
-    let sim = gpu_sim(&g, 0, &ctx);
-    check_views("quantized", &sim);
+    let mut sim = Runs::new(&g, 0);
+    sim.check("quantized");
 
     let code = "fn kernel(p: i32) {
         let t = p as f32;
@@ -640,26 +715,26 @@ fn quantized_images_and_particles() {
         json!({"width": 200, "height": 150, "radius": 2.0, "domain": [-1.0, -1.0, 1.0, 1.0]}),
         &[("positions", "x")],
     );
-    let sim = gpu_sim(&g, 0, &ctx);
-    check_views("quantized_particles", &sim);
+    let mut sim = Runs::new(&g, 0);
+    sim.check("quantized_particles");
 
     // Shared-exponent positions (one word per particle).
     set_param(&mut g, "x", "storage", json!("float6m12"));
     set_param(&mut g, "x", "shared_exponent", json!(true));
-    let sim = gpu_sim(&g, 0, &ctx);
-    check_views("shared_exponent_particles", &sim);
+    let mut sim = Runs::new(&g, 0);
+    sim.check("shared_exponent_particles");
 }
 
-/// `show_active` on a sparse field: the GPU's inactive checkerboard and
-/// block outlines match the CPU renderer (graphs/sparse_blob on 1024²).
+/// `show_active` on a sparse field (pointer → bitmasked → dense): the
+/// inactive checkerboard and the outlines of active pointer blocks, on every
+/// backend and as the reference draws them (graphs/sparse_blob on 1024²).
 #[test]
-fn sparse_activity_overlay_matches_cpu() {
-    let Some(ctx) = gpu() else { return };
+fn sparse_activity_overlay() {
     let mut g = example("sparse_blob");
     set_param(&mut g, "blocks", "shape", json!([16, 16]));
-    let sim = gpu_sim(&g, 3, &ctx);
-    check_views("sparse_blob", &sim);
-    let img = &sim.render_views().expect("CPU views")[0].1;
+    let mut sim = Runs::new(&g, 3);
+    let views = sim.check("sparse_blob");
+    let img = &views[0].1;
     let count = |rgb: [f32; 3]| {
         let want = rgb.map(|c| (c * 255.0 + 0.5) as u8);
         (0..img.height)
@@ -667,8 +742,8 @@ fn sparse_activity_overlay_matches_cpu() {
             .filter(|&(x, y)| img.pixel(x, y)[..3] == want)
             .count()
     };
-    let inactive = count(weft_runtime::render::inactive_rgb(0, 0))
-        + count(weft_runtime::render::inactive_rgb(8, 0));
+    let [a, b] = weft_ir::ir::colormap::INACTIVE_RGB;
+    let inactive = count(a) + count(b);
     assert!(
         inactive > 1024 * 1024 * 9 / 10,
         "{} inactive pixels",
@@ -688,12 +763,11 @@ fn sparse_activity_overlay_matches_cpu() {
 /// index (one-bit life cells 32 to a word; 4-bit values in 2x4 tiles).
 #[test]
 fn bit_array_images() {
-    let Some(ctx) = gpu() else { return };
     let mut g = example("life_bits");
     set_param(&mut g, "board", "shape", json!([256, 8]));
     set_param(&mut g, "step", "scalars", json!({"rows": 256, "cols": 8}));
-    let sim = gpu_sim(&g, 2, &ctx);
-    check_views("life_bits", &sim);
+    let mut sim = Runs::new(&g, 2);
+    sim.check("life_bits");
 
     let code = "fn kernel(i: i32, j: i32) { t[(i, j)] = ((i * 3 + j * 5) % 16) as u32; }";
     let mut g = kernel_graph(
@@ -711,10 +785,10 @@ fn bit_array_images() {
     wires.push(json!({"from": "t_cells.cells", "to": "tile.parent"}));
     wires.push(json!({"from": "tile.cells", "to": "t.layout"}));
     add_view(&mut g, "t_auto", "image", json!({}), &[("field", "t")]);
-    let sim = gpu_sim(&g, 0, &ctx);
+    let mut sim = Runs::new(&g, 0);
     let f = sim.field("t").unwrap();
     assert_eq!(sim.program.fields[f].shape, vec![40, 64]);
-    check_views("bit_array_tiles", &sim);
+    sim.check("bit_array_tiles");
 
     // The same tiles under a pointer node, written in a few blocks only:
     // the view walks the references, then picks the bit (inactive blocks
@@ -739,21 +813,18 @@ fn bit_array_images() {
     wires.push(json!({"from": "t_cells.cells", "to": "tile.parent"}));
     wires.push(json!({"from": "tile.cells", "to": "t.layout"}));
     add_view(&mut g, "t_sparse", "image", json!({}), &[("field", "t")]);
-    let sim = gpu_sim(&g, 0, &ctx);
+    let mut sim = Runs::new(&g, 0);
     let f = sim.field("t").unwrap();
     assert_eq!(sim.program.fields[f].shape, vec![40, 64]);
-    check_views("bit_array_under_pointer", &sim);
+    sim.check("bit_array_under_pointer");
 }
 
-/// A field under a `hash` root, then a `pointer` root: the GPU view probes
+/// A field under a `hash` root, then a `pointer` root: the view kernel probes
 /// the table / follows references like kernel reads do (absent cells show
-/// the init value); compared with the CPU renderer, which reads through the
+/// the init value); compared with the reference renderer, which reads through the
 /// host's `AddressPlan::read_address`.
 #[test]
 fn hash_layout_images() {
-    let Some(ctx) = gpu() else {
-        return;
-    };
     let code = "fn kernel(i: i32, j: i32) {
         let d = distance(vec2(i as f32, j as f32), vec2(37.0, 21.0));
         if d < 12.0 { x[(i, j)] = d; }
@@ -781,11 +852,11 @@ fn hash_layout_images() {
         json!({"colormap": "viridis", "min": -5.0, "max": 20.0}),
         &[("field", "x")],
     );
-    let s = gpu_sim(&g, 0, &ctx);
-    check_views("hash", &s);
+    let mut s = Runs::new(&g, 0);
+    s.check("hash");
     // The same under a pointer root (its view reads references the same way).
     g["nodes"][0] =
         json!({"id": "H", "kind": "pointer", "params": {"shape": [8, 8], "capacity": 16}});
-    let s = gpu_sim(&g, 0, &ctx);
-    check_views("pointer", &s);
+    let mut s = Runs::new(&g, 0);
+    s.check("pointer");
 }

@@ -1,0 +1,923 @@
+//! Views become system kernels: every backend draws them like any other
+//! kernel, from the same IR.
+//!
+//! Pre: abstract IR (field access is still `FieldLoad` / `FieldAtomic` /
+//! `FieldIsActive` on logical indices, so `lower_access` later emits the
+//! viewed field's own address plan: dense, pointer, bitmasked, hash,
+//! dynamic, quantized and bit-packed fields need nothing here) with
+//! computed layouts; `program.view_kernels` empty. Post: per view one
+//! `ViewKernels` entry (same order as `program.views`): a u32 image field
+//! `[height, pitch]` on a dense root of its own (one RGBA8 word per pixel,
+//! red in the low byte, top row first, `pitch` = width rounded up to 64),
+//! helper fields, and the kernels of one render in launch order, all named
+//! after the view node so errors name it. The schedule is unchanged: the
+//! runtime launches `launches` when it renders, never in a frame.
+//!
+//! Every view is a sequence of whole-image passes over an image field —
+//! clear, reduce (into a small field with integer atomics), splat (one
+//! invocation per primitive scattering into pixels with integer atomics),
+//! resolve (one invocation per pixel). A 3-D volume ray-marcher (reduce +
+//! per-pixel march) and a 3-D point splatter (clear + splat + resolve)
+//! are further views of the same shape.
+//!
+//! - `image` (field `[w, h]`, x to the right, y up): auto range (no
+//!   `min`/`max`, scalar fields) = a reset kernel and a reduce kernel
+//!   writing order-independent min/max keys of the finite values into
+//!   `VIEW.range` (u32 `[2]`) with integer `atomic_min`/`atomic_max` of an
+//!   order-preserving u32 key of the f32 (every target has 32-bit integer
+//!   atomics); then one invocation per cell: normalise, colormap
+//!   polynomial (or coolwarm / grayscale; vec3/vec4 fields as RGB(A)),
+//!   `show_active`: an inactive cell (`is_active` of the element) is the
+//!   checkerboard, and a cell on the border of an active block of the
+//!   outermost sparse level (`is_active` at that level) is outlined.
+//! - `particles`: clear; splat: per particle with a finite position, over
+//!   its disc's footprint, `atomic_max(pixel, index + 1)` where the disc
+//!   covers the pixel (so the highest index is on top, the painter's order
+//!   of the old renderer, whatever order threads run in); a second splat
+//!   finds the disc just below the top one (`VIEW.under`); resolve: per
+//!   pixel, those two discs blended over the background in index order with
+//!   their soft-edge coverage (the painter's picture, except where a third
+//!   disc shows through two soft edges).
+//!
+//! Does not: touch the schedule or any user kernel.
+
+use crate::arena::Arena;
+use crate::ir::colormap::{self, CHECKER, COOLWARM, INACTIVE_RGB, MIN_OUTLINED_BLOCK};
+use crate::ir::colormap::{OUTLINE_ALPHA, OUTLINE_RGB};
+use crate::ir::layout::{self, AddressPlan};
+use crate::ir::*;
+use crate::types::{Scalar, Type};
+
+use super::PassError;
+
+/// Image rows are padded to a multiple of this many pixels (256 bytes: the
+/// row alignment GPU buffer-to-texture copies need).
+pub const ROW_ALIGN: u32 = 64;
+
+pub fn run(program: &mut Program) -> Result<(), PassError> {
+    let views = program.views.clone();
+    for v in &views {
+        let vk = match v {
+            View::Image {
+                node_id,
+                field,
+                colormap,
+                range,
+                show_active,
+            } => image(program, node_id, *field, *colormap, *range, *show_active)?,
+            View::Particles { .. } => particles(program, v)?,
+        };
+        program.view_kernels.push(vk);
+    }
+    if !views.is_empty() {
+        layout::compute(program).map_err(|e| PassError {
+            pass: "views",
+            kernel: views[0].node_id().to_string(),
+            message: e.message,
+            user: None,
+        })?;
+    }
+    Ok(())
+}
+
+fn check_size(node: &str, w: u32, h: u32) -> Result<u32, PassError> {
+    if w == 0 || h == 0 || w > 1 << 14 || h > 1 << 14 {
+        return Err(PassError {
+            pass: "views",
+            kernel: node.to_string(),
+            message: format!(
+                "a view is drawn at 1 to 16384 pixels per side; this one is {} x {}",
+                w, h
+            ),
+            user: Some(Span::default()),
+        });
+    }
+    Ok(w.div_ceil(ROW_ALIGN) * ROW_ALIGN)
+}
+
+/// A u32 field of `shape` on a dense root of its own, every word `init`.
+fn new_field(program: &mut Program, name: &str, shape: Vec<u32>, init: u32) -> FieldId {
+    let l = program.layouts.append(LayoutNode::new(
+        name,
+        LayoutKind::Dense,
+        shape.clone(),
+        None,
+    ));
+    let h = program.fields.append(Field {
+        name: name.to_string(),
+        ty: Type::U32,
+        storage: Storage::Word,
+        layout: l,
+        shape,
+        offset_in_cell: 0,
+        init: FieldInit::Constant(vec![init]),
+    });
+    program.layouts[l].children.push(LayoutChild::Field(h));
+    h
+}
+
+fn image(
+    program: &mut Program,
+    node: &str,
+    field: FieldId,
+    map: Colormap,
+    range: Option<(f32, f32)>,
+    show_active: bool,
+) -> Result<ViewKernels, PassError> {
+    let (ty, shape) = {
+        let f = &program.fields[field];
+        (f.ty, f.shape.clone())
+    };
+    let (w, h) = (shape[0], shape[1]);
+    let pitch = check_size(node, w, h)?;
+    let img = new_field(program, &format!("{}.image", node), vec![h, pitch], 0);
+    let mut launches = Vec::new();
+    let mut scratch = Vec::new();
+    let comps = ty.components();
+    let auto = range.is_none() && comps == 1;
+    let keys = if auto {
+        let keys = new_field(program, &format!("{}.range", node), vec![2], 0);
+        scratch.push(keys);
+        let k = reset_range(keys);
+        launches.push(add(program, node, k));
+        let k = reduce_range(field, ty, &shape, keys);
+        launches.push(add(program, node, k));
+        Some(keys)
+    } else {
+        None
+    };
+    // The outermost sparse level of the field's path, outlined when its
+    // blocks span at least `MIN_OUTLINED_BLOCK` cells per axis.
+    let plan = AddressPlan::new(program, field);
+    let outline = plan
+        .levels
+        .iter()
+        .position(|l| l.kind.is_sparse())
+        .filter(|&o| {
+            plan.levels[o]
+                .axes
+                .iter()
+                .all(|a| a.divisor >= MIN_OUTLINED_BLOCK)
+        })
+        .map(|o| {
+            let divisors: Vec<u32> = plan.levels[o]
+                .axes
+                .iter()
+                .map(|a| a.divisor.min(u32::MAX as u64) as u32)
+                .collect();
+            (o as u32, divisors)
+        });
+    let spec = ImageSpec {
+        field,
+        ty,
+        map,
+        range,
+        keys,
+        show_active,
+        outline: if show_active { outline } else { None },
+        img,
+        h,
+    };
+    let k = draw_image(&spec, &shape);
+    launches.push(add(program, node, k));
+    Ok(ViewKernels {
+        node_id: node.to_string(),
+        image: img,
+        width: w,
+        height: h,
+        pitch,
+        scratch,
+        launches,
+    })
+}
+
+fn add(program: &mut Program, node: &str, mut k: Kernel) -> KernelId {
+    k.name = node.to_string();
+    program.kernels.append(k)
+}
+
+/// Emits instructions into a function, block by block.
+struct Emit {
+    f: Function,
+    blocks: Vec<Block>,
+}
+
+impl Emit {
+    fn new(dims: usize) -> Emit {
+        Emit {
+            f: Function::new("view", vec![Type::I32; dims], Type::Void, Span::default()),
+            blocks: vec![Vec::new()],
+        }
+    }
+    fn emit(&mut self, kind: InstKind, ty: Type) -> InstId {
+        let h = self.f.insts.append(Inst {
+            kind,
+            ty,
+            span: Span::default(),
+        });
+        self.blocks.last_mut().expect("a block is open").push(h);
+        h
+    }
+    fn f32c(&mut self, v: f32) -> InstId {
+        self.emit(InstKind::Const(Const::f32(v)), Type::F32)
+    }
+    fn i32c(&mut self, v: i32) -> InstId {
+        self.emit(InstKind::Const(Const::i32(v)), Type::I32)
+    }
+    fn u32c(&mut self, v: u32) -> InstId {
+        self.emit(InstKind::Const(Const::u32(v)), Type::U32)
+    }
+    fn bin(&mut self, op: BinaryOp, a: InstId, b: InstId) -> InstId {
+        let ty = if op.is_comparison() || matches!(op, BinaryOp::LogicalAnd | BinaryOp::LogicalOr) {
+            Type::BOOL
+        } else {
+            self.f.ty(a)
+        };
+        self.emit(InstKind::Binary(op, a, b), ty)
+    }
+    fn call(&mut self, b: Builtin, args: Vec<InstId>) -> InstId {
+        let ty = match b {
+            Builtin::IsNan | Builtin::IsInf => Type::BOOL,
+            _ => self.f.ty(args[0]),
+        };
+        self.emit(InstKind::Builtin(b, args), ty)
+    }
+    fn cast(&mut self, v: InstId, ty: Type) -> InstId {
+        self.emit(InstKind::Cast(v), ty)
+    }
+    fn bitcast(&mut self, v: InstId, ty: Type) -> InstId {
+        self.emit(InstKind::Bitcast(v), ty)
+    }
+    fn select(&mut self, cond: InstId, accept: InstId, reject: InstId) -> InstId {
+        let ty = self.f.ty(accept);
+        self.emit(
+            InstKind::Select {
+                cond,
+                accept,
+                reject,
+            },
+            ty,
+        )
+    }
+    fn extract(&mut self, v: InstId, c: u32) -> InstId {
+        let ty = match self.f.ty(v) {
+            Type::Vector(s, _) => Type::Scalar(s),
+            t => t,
+        };
+        self.emit(InstKind::Extract(v, c), ty)
+    }
+    fn load(&mut self, field: FieldId, ty: Type, index: Vec<InstId>) -> InstId {
+        self.emit(InstKind::FieldLoad { field, index }, ty)
+    }
+    fn store(&mut self, field: FieldId, index: Vec<InstId>, value: InstId) {
+        self.emit(
+            InstKind::FieldStore {
+                field,
+                index,
+                value,
+            },
+            Type::Void,
+        );
+    }
+    fn atomic(&mut self, op: AtomicOp, field: FieldId, index: Vec<InstId>, value: InstId) {
+        self.emit(
+            InstKind::FieldAtomic {
+                op,
+                field,
+                index,
+                value,
+                cmp: None,
+            },
+            Type::U32,
+        );
+    }
+    fn args(&mut self, dims: usize) -> Vec<InstId> {
+        (0..dims)
+            .map(|d| self.emit(InstKind::Arg(d as u32), Type::I32))
+            .collect()
+    }
+    fn local(&mut self, name: &str, ty: Type, init: InstId) -> LocalId {
+        let l = self.f.locals.append(Local {
+            name: name.into(),
+            ty,
+        });
+        self.emit(InstKind::LocalStore(l, init), Type::Void);
+        l
+    }
+    fn get(&mut self, l: LocalId) -> InstId {
+        let ty = self.f.locals[l].ty;
+        self.emit(InstKind::LocalLoad(l), ty)
+    }
+    fn set(&mut self, l: LocalId, v: InstId) {
+        self.emit(InstKind::LocalStore(l, v), Type::Void);
+    }
+    /// `if cond { then }`.
+    fn when(&mut self, cond: InstId, then: impl FnOnce(&mut Self)) {
+        self.blocks.push(Vec::new());
+        then(self);
+        let accept = self.blocks.pop().expect("pushed above");
+        self.emit(
+            InstKind::If {
+                cond,
+                accept,
+                reject: vec![],
+            },
+            Type::Void,
+        );
+    }
+    /// `for counter in begin..=end { body(counter) }` (i32; empty when begin > end).
+    fn range_incl(&mut self, begin: InstId, end: InstId, body: impl FnOnce(&mut Self, InstId)) {
+        let step = self.i32c(1);
+        // The loop's handle is needed inside its body (`LoopCounter`), so
+        // it is appended first and its body filled in afterwards.
+        let l = self.emit(
+            InstKind::RangeFor {
+                begin,
+                end,
+                step,
+                inclusive: true,
+                body: vec![],
+            },
+            Type::Void,
+        );
+        self.blocks.push(Vec::new());
+        let c = self.emit(InstKind::LoopCounter(l), Type::I32);
+        body(self, c);
+        let b = self.blocks.pop().expect("pushed above");
+        if let InstKind::RangeFor { body, .. } = &mut self.f.insts[l].kind {
+            *body = b;
+        }
+    }
+    fn kernel(mut self, shape: Vec<u32>, bindings: Vec<(&str, FieldId)>) -> Kernel {
+        self.f.body = self.blocks.pop().expect("the entry block");
+        Kernel {
+            name: String::new(),
+            dims: shape.len(),
+            iteration: Iteration::Range(shape),
+            params: Vec::new(),
+            entry: self.f,
+            functions: Arena::new(),
+            bindings: bindings
+                .into_iter()
+                .map(|(p, f)| (p.to_string(), f))
+                .collect(),
+            fault_sites: Vec::new(),
+            count_from: None,
+            loops_end: false,
+            zero_fill: None,
+        }
+    }
+
+    /// An f32 in 0..1 as a byte in the low bits of a u32 (clamped and
+    /// rounded; NaN is 0, as the saturating cast gives).
+    fn byte(&mut self, x: InstId) -> InstId {
+        let zero = self.f32c(0.0);
+        let one = self.f32c(1.0);
+        let c = self.call(Builtin::Clamp, vec![x, zero, one]);
+        let k = self.f32c(255.0);
+        let s = self.bin(BinaryOp::Mul, c, k);
+        let half = self.f32c(0.5);
+        let r = self.bin(BinaryOp::Add, s, half);
+        self.cast(r, Type::U32)
+    }
+    /// Bytes (u32 each, 0..=255) packed as one RGBA8 word, red lowest.
+    fn pack(&mut self, bytes: [InstId; 4]) -> InstId {
+        let mut word = bytes[0];
+        for (i, &b) in bytes.iter().enumerate().skip(1) {
+            let sh = self.u32c(8 * i as u32);
+            let s = self.bin(BinaryOp::Shl, b, sh);
+            word = self.bin(BinaryOp::BitOr, word, s);
+        }
+        word
+    }
+    /// A value loaded from a scalar field as f32.
+    fn as_f32(&mut self, v: InstId) -> InstId {
+        if self.f.ty(v) == Type::F32 {
+            v
+        } else {
+            self.cast(v, Type::F32)
+        }
+    }
+    /// Whether an f32 is finite.
+    fn finite(&mut self, v: InstId) -> InstId {
+        let n = self.call(Builtin::IsNan, vec![v]);
+        let i = self.call(Builtin::IsInf, vec![v]);
+        let bad = self.bin(BinaryOp::LogicalOr, n, i);
+        self.emit(InstKind::Unary(UnaryOp::Not, bad), Type::BOOL)
+    }
+}
+
+/// The u32 key of an f32 that orders like the float (for the finite
+/// values the reduction sees): flip every bit of a negative number, only
+/// the sign bit of a positive one.
+fn order_key(e: &mut Emit, v: InstId) -> InstId {
+    let b = e.bitcast(v, Type::U32);
+    let k31 = e.u32c(31);
+    let sign = e.bin(BinaryOp::Shr, b, k31);
+    let one = e.u32c(1);
+    let neg = e.bin(BinaryOp::Eq, sign, one);
+    let all = e.u32c(u32::MAX);
+    let top = e.u32c(0x8000_0000);
+    let mask = e.select(neg, all, top);
+    e.bin(BinaryOp::BitXor, b, mask)
+}
+
+/// The f32 whose `order_key` is `k`.
+fn from_key(e: &mut Emit, k: InstId) -> InstId {
+    let k31 = e.u32c(31);
+    let top = e.bin(BinaryOp::Shr, k, k31);
+    let one = e.u32c(1);
+    let pos = e.bin(BinaryOp::Eq, top, one);
+    let sign = e.u32c(0x8000_0000);
+    let all = e.u32c(u32::MAX);
+    let mask = e.select(pos, sign, all);
+    let b = e.bin(BinaryOp::BitXor, k, mask);
+    e.bitcast(b, Type::F32)
+}
+
+/// One invocation: the range keys back to "nothing seen" (min key
+/// `u32::MAX`, max key 0), before each reduction.
+fn reset_range(keys: FieldId) -> Kernel {
+    let mut e = Emit::new(1);
+    let z = e.i32c(0);
+    let o = e.i32c(1);
+    let max = e.u32c(u32::MAX);
+    let zero = e.u32c(0);
+    e.store(keys, vec![z], max);
+    e.store(keys, vec![o], zero);
+    e.kernel(vec![1], vec![("range", keys)])
+}
+
+/// One invocation per cell: the finite values' min and max keys, by
+/// integer atomics (the result does not depend on the order).
+fn reduce_range(field: FieldId, ty: Type, shape: &[u32], keys: FieldId) -> Kernel {
+    let mut e = Emit::new(2);
+    let idx = e.args(2);
+    let v = e.load(field, ty, idx);
+    let s = e.as_f32(v);
+    let ok = e.finite(s);
+    e.when(ok, |e| {
+        let k = order_key(e, s);
+        let z = e.i32c(0);
+        let o = e.i32c(1);
+        e.atomic(AtomicOp::Min, keys, vec![z], k);
+        e.atomic(AtomicOp::Max, keys, vec![o], k);
+    });
+    e.kernel(shape.to_vec(), vec![("field", field), ("range", keys)])
+}
+
+struct ImageSpec {
+    field: FieldId,
+    ty: Type,
+    map: Colormap,
+    range: Option<(f32, f32)>,
+    keys: Option<FieldId>,
+    show_active: bool,
+    /// The outlined sparse level and its block size per axis.
+    outline: Option<(u32, Vec<u32>)>,
+    img: FieldId,
+    h: u32,
+}
+
+/// The colormap's RGB at `t` (f32), in `colormap::colormap`'s order of
+/// operations.
+fn colormap_rgb(e: &mut Emit, map: Colormap, t: InstId) -> [InstId; 3] {
+    let zero = e.f32c(0.0);
+    let one = e.f32c(1.0);
+    let nan = e.call(Builtin::IsNan, vec![t]);
+    let c = e.call(Builtin::Clamp, vec![t, zero, one]);
+    let t = e.select(nan, zero, c);
+    if let Some(poly) = colormap::colormap_poly(map) {
+        return std::array::from_fn(|k| {
+            let mut v = e.f32c(poly[6][k]);
+            for row in poly[..6].iter().rev() {
+                let m = e.bin(BinaryOp::Mul, v, t);
+                let c = e.f32c(row[k]);
+                v = e.bin(BinaryOp::Add, m, c);
+            }
+            e.call(Builtin::Clamp, vec![v, zero, one])
+        });
+    }
+    match map {
+        Colormap::Coolwarm => {
+            let half = e.f32c(0.5);
+            let low = e.bin(BinaryOp::Lt, t, half);
+            let two = e.f32c(2.0);
+            let t2 = e.bin(BinaryOp::Mul, t, two);
+            let t2m = e.bin(BinaryOp::Sub, t2, one);
+            let u = e.select(low, t2, t2m);
+            let [cold, mid, warm] = COOLWARM;
+            std::array::from_fn(|k| {
+                let ca = e.f32c(cold[k]);
+                let ma = e.f32c(mid[k]);
+                let wa = e.f32c(warm[k]);
+                let a = e.select(low, ca, ma);
+                let b = e.select(low, ma, wa);
+                let d = e.bin(BinaryOp::Sub, b, a);
+                let m = e.bin(BinaryOp::Mul, d, u);
+                e.bin(BinaryOp::Add, a, m)
+            })
+        }
+        _ => [t, t, t],
+    }
+}
+
+/// One invocation per cell (x, y) of the field: its pixel (x, h-1-y).
+fn draw_image(s: &ImageSpec, shape: &[u32]) -> Kernel {
+    let mut e = Emit::new(2);
+    let idx = e.args(2);
+    let (x, y) = (idx[0], idx[1]);
+    let v = e.load(s.field, s.ty, idx.clone());
+    let comps = s.ty.components();
+    // The normalising range: fixed, the reduction's, or 0..1.
+    let (lo, span) = match (s.range, s.keys) {
+        (Some((lo, hi)), _) => {
+            let span = if hi > lo { hi - lo } else { 1.0 };
+            (e.f32c(lo), e.f32c(span))
+        }
+        (None, Some(keys)) => {
+            let z = e.i32c(0);
+            let o = e.i32c(1);
+            let lk = e.load(keys, Type::U32, vec![z]);
+            let hk = e.load(keys, Type::U32, vec![o]);
+            // No finite value: 0..1 (the keys are still at their reset).
+            let empty = e.bin(BinaryOp::Gt, lk, hk);
+            let lo = from_key(&mut e, lk);
+            let hi = from_key(&mut e, hk);
+            let zero = e.f32c(0.0);
+            let one = e.f32c(1.0);
+            let lo = e.select(empty, zero, lo);
+            let hi = e.select(empty, one, hi);
+            let wide = e.bin(BinaryOp::Gt, hi, lo);
+            let d = e.bin(BinaryOp::Sub, hi, lo);
+            let span = e.select(wide, d, one);
+            (lo, span)
+        }
+        (None, None) => (e.f32c(0.0), e.f32c(1.0)),
+    };
+    let norm = |e: &mut Emit, c: InstId| {
+        let c = e.as_f32(c);
+        let d = e.bin(BinaryOp::Sub, c, lo);
+        e.bin(BinaryOp::Div, d, span)
+    };
+    let value_rgb: [InstId; 3] = if comps == 1 {
+        let t = norm(&mut e, v);
+        colormap_rgb(&mut e, s.map, t)
+    } else {
+        std::array::from_fn(|c| {
+            let x = e.extract(v, c as u32);
+            norm(&mut e, x)
+        })
+    };
+    let rgb: [InstId; 3] = if s.show_active {
+        let active = e.emit(
+            InstKind::FieldIsActive {
+                field: s.field,
+                index: idx.clone(),
+                level: None,
+            },
+            Type::BOOL,
+        );
+        // Checkerboard: (x / 8 + y / 8) even → first tone.
+        let k = e.i32c(CHECKER as i32);
+        let qx = e.bin(BinaryOp::Div, x, k);
+        let qy = e.bin(BinaryOp::Div, y, k);
+        let q = e.bin(BinaryOp::Add, qx, qy);
+        let one = e.i32c(1);
+        let odd = e.bin(BinaryOp::BitAnd, q, one);
+        let zero = e.i32c(0);
+        let even = e.bin(BinaryOp::Eq, odd, zero);
+        let mut rgb = std::array::from_fn(|c| {
+            let a = e.f32c(INACTIVE_RGB[0][c]);
+            let b = e.f32c(INACTIVE_RGB[1][c]);
+            let checker = e.select(even, a, b);
+            e.select(active, value_rgb[c], checker)
+        });
+        if let Some((level, divisors)) = &s.outline {
+            let block = e.emit(
+                InstKind::FieldIsActive {
+                    field: s.field,
+                    index: idx.clone(),
+                    level: Some(*level),
+                },
+                Type::BOOL,
+            );
+            // On the border of its block: index % size is 0 or size - 1 on some axis.
+            let mut edge = e.emit(InstKind::Const(Const::bool(false)), Type::BOOL);
+            for (d, &size) in divisors.iter().enumerate() {
+                let i = e.cast(idx[d], Type::U32);
+                let n = e.u32c(size);
+                let r = e.bin(BinaryOp::Rem, i, n);
+                let z = e.u32c(0);
+                let last = e.u32c(size - 1);
+                let a = e.bin(BinaryOp::Eq, r, z);
+                let b = e.bin(BinaryOp::Eq, r, last);
+                let ab = e.bin(BinaryOp::LogicalOr, a, b);
+                edge = e.bin(BinaryOp::LogicalOr, edge, ab);
+            }
+            let on = e.bin(BinaryOp::LogicalAnd, block, edge);
+            let zero = e.f32c(0.0);
+            let one = e.f32c(1.0);
+            let alpha = e.f32c(OUTLINE_ALPHA);
+            rgb = std::array::from_fn(|c| {
+                let o = e.f32c(OUTLINE_RGB[c]);
+                let cl = e.call(Builtin::Clamp, vec![rgb[c], zero, one]);
+                let d = e.bin(BinaryOp::Sub, o, cl);
+                let m = e.bin(BinaryOp::Mul, d, alpha);
+                let blended = e.bin(BinaryOp::Add, rgb[c], m);
+                e.select(on, blended, rgb[c])
+            });
+        }
+        rgb
+    } else {
+        value_rgb
+    };
+    // vec4 fields carry their own alpha (not normalised); the rest are opaque.
+    let alpha = if s.ty == Type::Vector(Scalar::F32, 4) {
+        e.extract(v, 3)
+    } else {
+        e.f32c(1.0)
+    };
+    let bytes = [rgb[0], rgb[1], rgb[2], alpha].map(|c| e.byte(c));
+    let word = e.pack(bytes);
+    let top = e.i32c(s.h as i32 - 1);
+    let row = e.bin(BinaryOp::Sub, top, y);
+    e.store(s.img, vec![row, x], word);
+    e.kernel(
+        shape.to_vec(),
+        std::iter::once(("field", s.field))
+            .chain(s.keys.map(|k| ("range", k)))
+            .chain(std::iter::once(("image", s.img)))
+            .collect(),
+    )
+}
+
+struct ParticleSpec {
+    positions: FieldId,
+    color_field: Option<(FieldId, Type)>,
+    color: [f32; 3],
+    background: [f32; 3],
+    radius: f32,
+    width: u32,
+    height: u32,
+    domain: [f32; 4],
+    img: FieldId,
+    /// u32 `[height, width]`: per pixel, the disc just below the top one
+    /// (index + 1, 0 for none).
+    under: FieldId,
+}
+
+fn particles(program: &mut Program, v: &View) -> Result<ViewKernels, PassError> {
+    let View::Particles {
+        node_id,
+        positions,
+        color_field,
+        color,
+        background,
+        radius,
+        width,
+        height,
+        domain,
+    } = v
+    else {
+        unreachable!("called for particles views")
+    };
+    let pitch = check_size(node_id, *width, *height)?;
+    let img = new_field(
+        program,
+        &format!("{}.image", node_id),
+        vec![*height, pitch],
+        0,
+    );
+    let under = new_field(
+        program,
+        &format!("{}.under", node_id),
+        vec![*height, *width],
+        0,
+    );
+    let s = ParticleSpec {
+        under,
+        positions: *positions,
+        color_field: color_field.map(|c| (c, program.fields[c].ty)),
+        color: *color,
+        background: *background,
+        radius: radius.max(0.0),
+        width: *width,
+        height: *height,
+        domain: *domain,
+        img,
+    };
+    let n = program.fields[*positions].shape[0];
+    let launches = vec![
+        add(program, node_id, clear_image(img, *height, pitch)),
+        add(program, node_id, clear_image(under, *height, *width)),
+        add(program, node_id, splat(&s, n, false)),
+        add(program, node_id, splat(&s, n, true)),
+        add(program, node_id, resolve(&s)),
+    ];
+    Ok(ViewKernels {
+        node_id: node_id.clone(),
+        image: img,
+        width: *width,
+        height: *height,
+        pitch,
+        scratch: vec![under],
+        launches,
+    })
+}
+
+/// One invocation per word of the image: 0 (a buffer fill on backends
+/// that take `zero_fill` marks).
+fn clear_image(img: FieldId, h: u32, pitch: u32) -> Kernel {
+    let mut e = Emit::new(2);
+    let idx = e.args(2);
+    let z = e.u32c(0);
+    e.store(img, idx, z);
+    e.kernel(vec![h, pitch], vec![("image", img)])
+}
+
+/// Particle `k`'s centre in pixels (x right, y down, f32 each), and
+/// whether its position is finite.
+fn centre(e: &mut Emit, s: &ParticleSpec, k: InstId) -> (InstId, InstId, InstId) {
+    let p = e.load(s.positions, Type::Vector(Scalar::F32, 2), vec![k]);
+    let px = e.extract(p, 0);
+    let py = e.extract(p, 1);
+    let fx = e.finite(px);
+    let fy = e.finite(py);
+    let ok = e.bin(BinaryOp::LogicalAnd, fx, fy);
+    let d = s.domain;
+    let (w, h) = (s.width as f32, s.height as f32);
+    let d0 = e.f32c(d[0]);
+    let dx = e.f32c(d[2] - d[0]);
+    let wc = e.f32c(w);
+    let a = e.bin(BinaryOp::Sub, px, d0);
+    let a = e.bin(BinaryOp::Div, a, dx);
+    let cx = e.bin(BinaryOp::Mul, a, wc);
+    let d1 = e.f32c(d[1]);
+    let dy = e.f32c(d[3] - d[1]);
+    let hc = e.f32c(h);
+    let one = e.f32c(1.0);
+    let b = e.bin(BinaryOp::Sub, py, d1);
+    let b = e.bin(BinaryOp::Div, b, dy);
+    let b = e.bin(BinaryOp::Sub, one, b);
+    let cy = e.bin(BinaryOp::Mul, b, hc);
+    (ok, cx, cy)
+}
+
+/// The disc's coverage of pixel (x, y) (i32 each): `clamp(r + 0.5 - d, 0, 1)`
+/// with `d` the distance from the pixel's centre to the disc's.
+fn coverage(
+    e: &mut Emit,
+    s: &ParticleSpec,
+    cx: InstId,
+    cy: InstId,
+    x: InstId,
+    y: InstId,
+) -> InstId {
+    let half = e.f32c(0.5);
+    let fx = e.cast(x, Type::F32);
+    let fx = e.bin(BinaryOp::Add, fx, half);
+    let ddx = e.bin(BinaryOp::Sub, fx, cx);
+    let fy = e.cast(y, Type::F32);
+    let fy = e.bin(BinaryOp::Add, fy, half);
+    let ddy = e.bin(BinaryOp::Sub, fy, cy);
+    let xx = e.bin(BinaryOp::Mul, ddx, ddx);
+    let yy = e.bin(BinaryOp::Mul, ddy, ddy);
+    let sum = e.bin(BinaryOp::Add, xx, yy);
+    let d = e.call(Builtin::Sqrt, vec![sum]);
+    let r = e.f32c(s.radius + 0.5);
+    let c = e.bin(BinaryOp::Sub, r, d);
+    let zero = e.f32c(0.0);
+    let one = e.f32c(1.0);
+    e.call(Builtin::Clamp, vec![c, zero, one])
+}
+
+/// First and last pixel (i32) of a disc's footprint on one axis of `n` pixels.
+fn footprint(e: &mut Emit, c: InstId, reach: f32, n: u32) -> (InstId, InstId) {
+    let r = e.f32c(reach);
+    let lo = e.bin(BinaryOp::Sub, c, r);
+    let lo = e.call(Builtin::Floor, vec![lo]);
+    let zero = e.f32c(0.0);
+    let lo = e.call(Builtin::Max, vec![lo, zero]);
+    let hi = e.bin(BinaryOp::Add, c, r);
+    let hi = e.call(Builtin::Ceil, vec![hi]);
+    let last = e.f32c(n as f32 - 1.0);
+    let hi = e.call(Builtin::Min, vec![hi, last]);
+    (e.cast(lo, Type::I32), e.cast(hi, Type::I32))
+}
+
+/// One invocation per particle: `atomic_max(pixel, k + 1)` over every
+/// pixel its disc covers; with `under`, into the `under` word of the pixels
+/// where a higher disc is on top (the second highest disc, after the first
+/// splat has settled the top one).
+fn splat(s: &ParticleSpec, n: u32, under: bool) -> Kernel {
+    let mut e = Emit::new(1);
+    let k = e.args(1)[0];
+    let (ok, cx, cy) = centre(&mut e, s, k);
+    e.when(ok, |e| {
+        let reach = s.radius + 1.0;
+        let (x0, x1) = footprint(e, cx, reach, s.width);
+        let (y0, y1) = footprint(e, cy, reach, s.height);
+        let ku = e.cast(k, Type::U32);
+        let one = e.u32c(1);
+        let tag = e.bin(BinaryOp::Add, ku, one);
+        e.range_incl(y0, y1, |e, y| {
+            e.range_incl(x0, x1, |e, x| {
+                let c = coverage(e, s, cx, cy, x, y);
+                let zero = e.f32c(0.0);
+                let covers = e.bin(BinaryOp::Gt, c, zero);
+                if under {
+                    e.when(covers, |e| {
+                        let top = e.load(s.img, Type::U32, vec![y, x]);
+                        let below = e.bin(BinaryOp::Lt, tag, top);
+                        e.when(below, |e| e.atomic(AtomicOp::Max, s.under, vec![y, x], tag));
+                    });
+                } else {
+                    e.when(covers, |e| e.atomic(AtomicOp::Max, s.img, vec![y, x], tag));
+                }
+            });
+        });
+    });
+    e.kernel(
+        vec![n],
+        vec![
+            ("positions", s.positions),
+            ("image", s.img),
+            ("under", s.under),
+        ],
+    )
+}
+
+/// One invocation per pixel: the disc below the top one, then the top
+/// disc (words `k + 1`, 0 for none), each blended over what is below it
+/// with its soft-edge coverage as the painter did: `old + (c - old) *
+/// coverage`, rounded to bytes after each disc, starting from the
+/// background's bytes. Exactly the painter's picture wherever at most two
+/// discs cover a pixel or the second one covers it fully.
+fn resolve(s: &ParticleSpec) -> Kernel {
+    let mut e = Emit::new(2);
+    let idx = e.args(2);
+    let (y, x) = (idx[0], idx[1]);
+    let bg = s.background.map(colormap::to_u8);
+    let rgb_locals: [LocalId; 3] = std::array::from_fn(|i| {
+        let c = e.f32c(bg[i] as f32 / 255.0);
+        e.local(["r", "g", "b"][i], Type::F32, c)
+    });
+    let under = e.load(s.under, Type::U32, vec![y, x]);
+    let top = e.load(s.img, Type::U32, vec![y, x]);
+    for tag in [under, top] {
+        let zero = e.u32c(0);
+        let some = e.bin(BinaryOp::Ne, tag, zero);
+        e.when(some, |e| {
+            let one = e.u32c(1);
+            let k = e.bin(BinaryOp::Sub, tag, one);
+            let k = e.cast(k, Type::I32);
+            let (_, cx, cy) = centre(e, s, k);
+            let cover = coverage(e, s, cx, cy, x, y);
+            let rgb: [InstId; 3] = match s.color_field {
+                Some((c, ty @ Type::Vector(..))) => {
+                    let v = e.load(c, ty, vec![k]);
+                    std::array::from_fn(|i| e.extract(v, i as u32))
+                }
+                Some((c, ty)) => {
+                    let v = e.load(c, ty, vec![k]);
+                    std::array::from_fn(|i| {
+                        let sh = e.u32c(16 - 8 * i as u32);
+                        let b = e.bin(BinaryOp::Shr, v, sh);
+                        let m = e.u32c(255);
+                        let b = e.bin(BinaryOp::BitAnd, b, m);
+                        let f = e.cast(b, Type::F32);
+                        let d = e.f32c(255.0);
+                        e.bin(BinaryOp::Div, f, d)
+                    })
+                }
+                None => s.color.map(|c| e.f32c(c)),
+            };
+            for i in 0..3 {
+                let old = e.get(rgb_locals[i]);
+                let d = e.bin(BinaryOp::Sub, rgb[i], old);
+                let m = e.bin(BinaryOp::Mul, d, cover);
+                let c = e.bin(BinaryOp::Add, old, m);
+                let byte = e.byte(c);
+                let f = e.cast(byte, Type::F32);
+                let k255 = e.f32c(255.0);
+                let q = e.bin(BinaryOp::Div, f, k255);
+                e.set(rgb_locals[i], q);
+            }
+        });
+    }
+    let bytes: [InstId; 3] = std::array::from_fn(|i| {
+        let c = e.get(rgb_locals[i]);
+        e.byte(c)
+    });
+    let opaque = e.u32c(255);
+    let word = e.pack([bytes[0], bytes[1], bytes[2], opaque]);
+    e.store(s.img, vec![y, x], word);
+    let mut bindings = vec![("positions", s.positions)];
+    if let Some((c, _)) = s.color_field {
+        bindings.push(("color", c));
+    }
+    bindings.push(("image", s.img));
+    bindings.push(("under", s.under));
+    e.kernel(vec![s.height, s.width], bindings)
+}

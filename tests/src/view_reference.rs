@@ -1,0 +1,278 @@
+//! The host renderer that views were drawn with before they became IR
+//! kernels (`weft_ir::passes::views`), kept as an independent reference for
+//! tests: it reads field words on the host (`AddressPlan`) and paints
+//! particles one after another in index order, where the kernels run per
+//! pixel and per particle on every backend.
+
+use weft_ir::ir::colormap::{
+    colormap_poly, COOLWARM, MIN_OUTLINED_BLOCK, OUTLINE_ALPHA, OUTLINE_RGB,
+};
+use weft_ir::ir::layout::{AddressPlan, LevelPlan};
+use weft_ir::ir::{Colormap, FieldId, LayoutKind, Program, View};
+use weft_ir::types::{Scalar, Type};
+use weft_runtime::render::Image;
+
+fn to_u8(x: f32) -> u8 {
+    (x.clamp(0.0, 1.0) * 255.0 + 0.5) as u8
+}
+
+/// `colormap` with `colormap_poly(map)` looked up once by the caller (the
+/// per-pixel loop of a large image spends most of its time here).
+fn colormap_with(map: Colormap, poly: Option<&[[f32; 3]; 7]>, t: f32) -> [f32; 3] {
+    let t = if t.is_nan() { 0.0 } else { t.clamp(0.0, 1.0) };
+    if let Some(c) = poly {
+        let mut out = [0.0; 3];
+        for (k, o) in out.iter_mut().enumerate() {
+            let mut v = c[6][k];
+            for i in (0..6).rev() {
+                v = v * t + c[i][k];
+            }
+            *o = v.clamp(0.0, 1.0);
+        }
+        return out;
+    }
+    match map {
+        Colormap::Coolwarm => {
+            let [cold, mid, warm] = COOLWARM;
+            let (a, b, u) = if t < 0.5 {
+                (cold, mid, t * 2.0)
+            } else {
+                (mid, warm, t * 2.0 - 1.0)
+            };
+            [
+                a[0] + (b[0] - a[0]) * u,
+                a[1] + (b[1] - a[1]) * u,
+                a[2] + (b[2] - a[2]) * u,
+            ]
+        }
+        _ => [t, t, t],
+    }
+}
+
+/// `activity_mask` bit: every layout level above the cell is active.
+pub const CELL_ACTIVE: u8 = 1;
+/// `activity_mask` bit: the cell lies on the border of an active cell of the
+/// outermost sparse node (the "blocks" an overlay outlines).
+pub const BLOCK_EDGE: u8 = 2;
+
+/// Per-cell activity of a 2D field in logical row-major order (`CELL_ACTIVE`,
+/// `BLOCK_EDGE`), read from its root buffer `words`; `None` for a field
+/// whose layout path has no sparse node (every cell is always active).
+pub fn activity_mask(p: &Program, field: FieldId, words: &[u32]) -> Option<Vec<u8>> {
+    let plan = AddressPlan::new(p, field);
+    let outer = plan.levels.iter().position(is_sparse_level)?;
+    let outline = plan.levels[outer]
+        .axes
+        .iter()
+        .all(|a| a.divisor >= MIN_OUTLINED_BLOCK);
+    // The plan cut after the outer sparse level answers "is that block active".
+    let mut block_plan = plan.clone();
+    block_plan.levels.truncate(outer + 1);
+    let shape = &p.fields[field].shape;
+    // Activity changes only from one cell of the innermost sparse level to
+    // the next, so walk once per such cell, not once per element.
+    let mut out = vec![0u8; shape.iter().map(|&s| s as usize).product()];
+    let outer_level = &plan.levels[outer];
+    plan.for_each_block(shape, words, |first, lin0, (_, active), table| {
+        let block_active = outline && block_plan.read_address(first, words).1;
+        let mut at = [0u32; 3];
+        for e in table {
+            let mut flags = 0;
+            if active {
+                flags |= CELL_ACTIVE;
+            }
+            if block_active {
+                for (d, a) in at.iter_mut().enumerate().take(first.len()) {
+                    *a = first[d] + e.local[d];
+                }
+                if on_block_edge(outer_level, &at[..first.len()]) {
+                    flags |= BLOCK_EDGE;
+                }
+            }
+            out[lin0 + e.lin] = flags;
+        }
+    });
+    Some(out)
+}
+
+fn is_sparse_level(level: &LevelPlan) -> bool {
+    !matches!(level.kind, LayoutKind::Dense)
+}
+
+fn on_block_edge(level: &LevelPlan, index: &[u32]) -> bool {
+    level.axes.iter().zip(index).any(|(a, &i)| {
+        let r = i as u64 % a.divisor;
+        r == 0 || r == a.divisor - 1
+    })
+}
+
+/// Inactive cells of a `show_active` image: a two-tone grey checkerboard of
+/// 8-pixel squares, unlike any colormap's colours.
+pub fn inactive_rgb(x: u32, y: u32) -> [f32; 3] {
+    if (x / 8 + y / 8).is_multiple_of(2) {
+        [0.16, 0.16, 0.18]
+    } else {
+        [0.22, 0.22, 0.25]
+    }
+}
+
+/// Renders one view from field data read with `read(field) -> words`;
+/// `activity(field)` gives an `activity_mask` for `show_active` images.
+pub fn render_view(
+    p: &Program,
+    view: &View,
+    read: &dyn Fn(FieldId) -> Vec<u32>,
+    activity: &dyn Fn(FieldId) -> Option<Vec<u8>>,
+) -> Image {
+    match view {
+        View::Image {
+            field,
+            colormap: map,
+            range,
+            show_active,
+            ..
+        } => {
+            let mask = if *show_active { activity(*field) } else { None };
+            let f = &p.fields[*field];
+            let (w, h) = (f.shape[0], f.shape[1]);
+            let words = read(*field);
+            let mut img = Image::new(w, h, [0, 0, 0, 255]);
+            let comps = f.ty.components();
+            let value = |k: usize| -> f32 {
+                let b = words[k];
+                match f.ty.scalar() {
+                    Some(Scalar::I32) => b as i32 as f32,
+                    Some(Scalar::U32) => b as f32,
+                    _ => f32::from_bits(b),
+                }
+            };
+            let (lo, hi) = match range {
+                Some(r) => *r,
+                None if comps == 1 => {
+                    let mut lo = f32::INFINITY;
+                    let mut hi = f32::NEG_INFINITY;
+                    for k in 0..words.len() {
+                        let v = value(k);
+                        if v.is_finite() {
+                            lo = lo.min(v);
+                            hi = hi.max(v);
+                        }
+                    }
+                    if lo > hi {
+                        (0.0, 1.0)
+                    } else {
+                        (lo, hi)
+                    }
+                }
+                None => (0.0, 1.0),
+            };
+            let span = if hi > lo { hi - lo } else { 1.0 };
+            let poly = colormap_poly(*map);
+            for x in 0..w {
+                for y in 0..h {
+                    let cell = (x * h + y) as usize;
+                    let flags = mask.as_ref().map_or(CELL_ACTIVE, |m| m[cell]);
+                    let mut rgb = if flags & CELL_ACTIVE == 0 {
+                        inactive_rgb(x, y)
+                    } else if comps == 1 {
+                        colormap_with(*map, poly.as_ref(), (value(cell) - lo) / span)
+                    } else {
+                        let c = |k: usize| (value(cell * comps + k) - lo) / span;
+                        [c(0), c(1), c(2)]
+                    };
+                    if flags & BLOCK_EDGE != 0 {
+                        for (c, o) in rgb.iter_mut().zip(OUTLINE_RGB) {
+                            *c += (o - c.clamp(0.0, 1.0)) * OUTLINE_ALPHA;
+                        }
+                    }
+                    let alpha = if f.ty == Type::Vector(Scalar::F32, 4) {
+                        value(cell * 4 + 3)
+                    } else {
+                        1.0
+                    };
+                    let i = (((h - 1 - y) * w + x) * 4) as usize;
+                    img.rgba[i..i + 4].copy_from_slice(&[
+                        to_u8(rgb[0]),
+                        to_u8(rgb[1]),
+                        to_u8(rgb[2]),
+                        to_u8(alpha),
+                    ]);
+                }
+            }
+            img
+        }
+        View::Particles {
+            positions,
+            color_field,
+            color,
+            background,
+            radius,
+            width,
+            height,
+            domain,
+            ..
+        } => {
+            let bg = [
+                to_u8(background[0]),
+                to_u8(background[1]),
+                to_u8(background[2]),
+                255,
+            ];
+            let mut img = Image::new(*width, *height, bg);
+            let pos = read(*positions);
+            let colors = color_field.map(|c| (read(c), p.fields[c].ty));
+            let n = pos.len() / 2;
+            let (w, h) = (*width as f32, *height as f32);
+            let rad = radius.max(0.0);
+            for k in 0..n {
+                let (px, py) = (f32::from_bits(pos[2 * k]), f32::from_bits(pos[2 * k + 1]));
+                if !px.is_finite() || !py.is_finite() {
+                    continue;
+                }
+                let cx = (px - domain[0]) / (domain[2] - domain[0]) * w;
+                let cy = (1.0 - (py - domain[1]) / (domain[3] - domain[1])) * h;
+                let rgb = match &colors {
+                    Some((c, Type::Vector(..))) => [
+                        f32::from_bits(c[3 * k]),
+                        f32::from_bits(c[3 * k + 1]),
+                        f32::from_bits(c[3 * k + 2]),
+                    ],
+                    Some((c, _)) => {
+                        let v = c[k];
+                        [
+                            ((v >> 16) & 255) as f32 / 255.0,
+                            ((v >> 8) & 255) as f32 / 255.0,
+                            (v & 255) as f32 / 255.0,
+                        ]
+                    }
+                    None => *color,
+                };
+                let reach = rad + 1.0;
+                let (x0, x1) = (
+                    (cx - reach).floor().max(0.0) as i64,
+                    (cx + reach).ceil().min(w - 1.0) as i64,
+                );
+                let (y0, y1) = (
+                    (cy - reach).floor().max(0.0) as i64,
+                    (cy + reach).ceil().min(h - 1.0) as i64,
+                );
+                for y in y0..=y1 {
+                    for x in x0..=x1 {
+                        let d =
+                            ((x as f32 + 0.5 - cx).powi(2) + (y as f32 + 0.5 - cy).powi(2)).sqrt();
+                        let cover = (rad + 0.5 - d).clamp(0.0, 1.0);
+                        if cover <= 0.0 {
+                            continue;
+                        }
+                        let i = ((y as u32 * width + x as u32) * 4) as usize;
+                        for (c, &target) in rgb.iter().enumerate() {
+                            let old = img.rgba[i + c] as f32 / 255.0;
+                            img.rgba[i + c] = to_u8(old + (target - old) * cover);
+                        }
+                    }
+                }
+            }
+            img
+        }
+    }
+}
