@@ -5,9 +5,14 @@
 //! NVRTC in the runtime); `jit` compiles to native code with Cranelift. `launch` is the launch-record layout both the
 //! generators and the runtime read.
 //!
-//! Code generators must not panic on valid IR; `guard` is the last line of
-//! defence that turns a panic (ours or a dependency's) into an error naming
-//! the kernel node.
+//! The contract: IR that passed `weft_ir::ir::validate_program` as
+//! `IrForm::Legalized` (the pass pipeline validates its result in every
+//! build, release included) never makes a code generator panic; what a
+//! generator cannot compile it refuses with a `CodegenError`. `guard`'s
+//! `catch_unwind` is kept only as a last resort, for a bug in a generator
+//! or a dependency (naga's writers, Cranelift): it turns such a panic into
+//! an internal-error message naming the kernel node instead of aborting
+//! the process. Nothing may rely on it.
 
 pub mod cuda;
 pub mod jit;
@@ -25,7 +30,8 @@ pub struct CodegenError {
 }
 
 /// Runs a code generator for `kernel`, turning a panic inside it (or inside
-/// naga) into an internal-error `CodegenError` naming the node.
+/// naga) into an internal-error `CodegenError` naming the node. A last
+/// resort (see the crate docs): valid IR must not get here.
 pub fn guard<T>(
     kernel: &str,
     backend: &'static str,

@@ -129,15 +129,19 @@ pub enum Op {
     Random {
         dst: Slot,
     },
+    /// Word accesses carry their code position: an address outside the
+    /// buffer (a program compiled without bounds checks) is a fault there.
     BufLoad {
         dst: Slot,
         root: u32,
         addr: Slot,
+        span: Span,
     },
     BufStore {
         root: u32,
         addr: Slot,
         src: Slot,
+        span: Span,
     },
     BufAtomic {
         op: AtomicOp,
@@ -147,6 +151,7 @@ pub enum Op {
         addr: Slot,
         value: Slot,
         cmp: Slot,
+        span: Span,
     },
     /// Fails the invocation at `VmKernel::fault_sites[site]`, reporting the word in `value`.
     Trap {
@@ -530,6 +535,7 @@ impl Ctx<'_> {
                     dst,
                     root: r,
                     addr: self.slot(*addr),
+                    span: inst.span,
                 });
             }
             InstKind::BufStore { root, addr, value } => {
@@ -538,6 +544,7 @@ impl Ctx<'_> {
                     root: r,
                     addr: self.slot(*addr),
                     src: self.slot(*value),
+                    span: inst.span,
                 });
             }
             InstKind::BufAtomic {
@@ -557,6 +564,7 @@ impl Ctx<'_> {
                     addr: self.slot(*addr),
                     value: self.slot(*value),
                     cmp,
+                    span: inst.span,
                 });
             }
             InstKind::FieldLoad { .. }

@@ -6,8 +6,9 @@
 //! reference VM's semantics: integer rules from `ir::eval` (shift amounts
 //! masked), clamped dynamic component indices, overflow-safe range loops,
 //! the same PCG random numbers. Saturating casts, matrix inverse and
-//! determinant, fault checks and division by constant zeros arrive already
-//! rewritten by `passes::legalize`; a `Trap` notes its fault site in a
+//! determinant, fault checks and integer divisors that could fault (0, or
+//! -1 with an `i32::MIN` dividend) arrive already rewritten by
+//! `passes::legalize`; a `Trap` notes its fault site in a
 //! private variable and returns, and `main` writes the error words once.
 //!
 //! Bindings (group 0): 0 = this launch's record (a uniform buffer of

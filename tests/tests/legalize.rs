@@ -324,3 +324,223 @@ fn integer_dot_and_outer_products_on_every_backend() {
         assert_eq!(words(&s, "m"), m, "{}", b);
     }
 }
+
+/// Rust's integer division with Weft's answers where a native division
+/// faults: `x / 0 == x`, `x % 0 == 0`, `i32::MIN / -1 == i32::MIN`, `% == 0`.
+fn weft_div(x: i32, y: i32) -> (i32, i32) {
+    (x.checked_div(y).unwrap_or(x), x.checked_rem(y).unwrap_or(0))
+}
+
+#[test]
+fn integer_division_by_run_time_values_on_every_backend() {
+    // Operands chosen at run time (nothing folds): legalize guards the
+    // divisor, every backend divides natively.
+    let cases: [(i32, i32); 9] = [
+        (i32::MIN, -1),
+        (i32::MIN, 0),
+        (-7, 2),
+        (7, -2),
+        (-7, -2),
+        (5, 0),
+        (i32::MAX, -1),
+        (7, -1),
+        (i32::MIN, 3),
+    ];
+    let mut code = String::from("fn kernel(i: i32) {\n    let mut a = 0;\n    let mut b = 0;\n");
+    for (k, (a, b)) in cases.iter().enumerate() {
+        // `-2147483647 - 1`: the literal 2147483648 is out of i32's range.
+        let lit = |v: i32| {
+            if v == i32::MIN {
+                "(-2147483647 - 1)".to_string()
+            } else {
+                format!("({})", v)
+            }
+        };
+        code += &format!(
+            "    if i == {} {{ a = {}; b = {}; }}\n",
+            k,
+            lit(*a),
+            lit(*b)
+        );
+    }
+    code += "    q[i] = a / b;\n    r[i] = a % b;\n    v[i] = ivec2(a, a) / ivec2(b, 3);\n    w[i] = ivec2(a, a) % ivec2(b, -1);\n    uq[i] = (a as u32) / (b as u32);\n    ur[i] = (a as u32) % (b as u32);\n}\n";
+    let n = cases.len() as u32;
+    let g = kernel_graph(
+        &[
+            F("q", "i32", &[n], json!(0)),
+            F("r", "i32", &[n], json!(0)),
+            F("v", "ivec2", &[n], json!(0)),
+            F("w", "ivec2", &[n], json!(0)),
+            F("uq", "u32", &[n], json!(0)),
+            F("ur", "u32", &[n], json!(0)),
+        ],
+        &code,
+        &[n],
+        json!({}),
+    );
+    let q: Vec<i32> = cases.iter().map(|&(a, b)| weft_div(a, b).0).collect();
+    let r: Vec<i32> = cases.iter().map(|&(a, b)| weft_div(a, b).1).collect();
+    let v: Vec<i32> = cases
+        .iter()
+        .flat_map(|&(a, b)| [weft_div(a, b).0, a / 3])
+        .collect();
+    let w: Vec<i32> = cases
+        .iter()
+        .flat_map(|&(a, b)| [weft_div(a, b).1, weft_div(a, -1).1])
+        .collect();
+    let (uq, ur): (Vec<u32>, Vec<u32>) = cases
+        .iter()
+        .map(|&(a, b)| {
+            let (a, b) = (a as u32, b as u32);
+            (a.checked_div(b).unwrap_or(a), a.checked_rem(b).unwrap_or(0))
+        })
+        .unzip();
+    for b in backends() {
+        let s = sim_on(&g, b);
+        assert_eq!(i32s(&s, "q"), q, "{}", b);
+        assert_eq!(i32s(&s, "r"), r, "{}", b);
+        assert_eq!(i32s(&s, "v"), v, "{}", b);
+        assert_eq!(i32s(&s, "w"), w, "{}", b);
+        assert_eq!(words(&s, "uq"), uq, "{}", b);
+        assert_eq!(words(&s, "ur"), ur, "{}", b);
+    }
+}
+
+/// The kernel's entry after the whole pipeline (validated after every pass).
+fn legalized_entry(code: &str) -> (weft_ir::ir::Program, weft_ir::ir::Function) {
+    let g = kernel_graph(
+        &[F("q", "i32", &[8], json!(0)), F("u", "u32", &[8], json!(0))],
+        code,
+        &[8],
+        json!({}),
+    );
+    let mut p = build(&g).unwrap();
+    weft_ir::passes::run_pipeline(
+        &mut p,
+        &weft_ir::passes::PassOptions {
+            validate: true,
+            ..Default::default()
+        },
+        None,
+    )
+    .unwrap();
+    let f = p.kernels.iter().next().unwrap().1.entry.clone();
+    (p, f)
+}
+
+fn count(f: &weft_ir::ir::Function, pred: impl Fn(&InstKind) -> bool) -> usize {
+    f.insts.iter().filter(|(_, i)| pred(&i.kind)).count()
+}
+
+#[test]
+fn a_constant_divisor_that_cannot_fault_costs_nothing_more() {
+    use weft_ir::ir::BinaryOp;
+    // mpm88's `/ 3`-style divisions stay one native division, unguarded.
+    let (_, f) = legalized_entry(
+        "fn kernel(i: i32) { q[i] = q[i] / 3 + q[i] % -7; u[i] = u[i] / 5u32 + u[i] % 16u32; }",
+    );
+    assert_eq!(count(&f, |k| matches!(k, InstKind::Select { .. })), 0);
+    let divs = count(&f, |k| {
+        matches!(k, InstKind::Binary(BinaryOp::Div | BinaryOp::Rem, ..))
+    });
+    assert!(divs >= 3, "{} divisions", divs);
+    // A run-time divisor, and -1 (which overflows for i32::MIN), are guarded.
+    let (_, f) = legalized_entry("fn kernel(i: i32) { q[i] = q[i] / -1 + i / q[i]; }");
+    assert!(count(&f, |k| matches!(k, InstKind::Select { .. })) >= 2);
+}
+
+#[test]
+fn the_validator_refuses_a_division_legalize_did_not_guard() {
+    use weft_ir::ir::{validate_program, BinaryOp, IrForm};
+    let (mut p, f) = legalized_entry("fn kernel(i: i32) { q[i] = i / q[i]; }");
+    // Put the unguarded divisor back: the innermost `select`'s `reject` arm.
+    let (div, mut unguarded) = f
+        .insts
+        .iter()
+        .find_map(|(h, i)| match i.kind {
+            InstKind::Binary(BinaryOp::Div, _, b) => {
+                matches!(f.insts[b].kind, InstKind::Select { .. }).then_some((h, b))
+            }
+            _ => None,
+        })
+        .expect("a guarded division");
+    while let InstKind::Select { reject, .. } = f.insts[unguarded].kind {
+        unguarded = reject;
+    }
+    validate_program(&p, IrForm::Legalized).expect("legalize's output is valid");
+    let k = p.kernels.handles().next().unwrap();
+    if let InstKind::Binary(op, a, _) = p.kernels[k].entry.insts[div].kind.clone() {
+        p.kernels[k].entry.insts[div].kind = InstKind::Binary(op, a, unguarded);
+    }
+    let e = validate_program(&p, IrForm::Legalized)
+        .expect_err("an unguarded division is not legalized IR")
+        .to_string();
+    assert!(e.contains("divisor legalize did not guard"), "{}", e);
+}
+
+/// The error of running `code` once over a field of 8 on `backend`.
+fn fault_on(code: &str, backend: Backend, bounds_checks: bool) -> String {
+    let g = kernel_graph(
+        &[F("x", "f32", &[8], json!(0)), F("y", "f32", &[8], json!(0))],
+        code,
+        &[8],
+        json!({}),
+    );
+    let opts = SimOptions {
+        backend,
+        threads: Some(1),
+        passes: weft_ir::passes::PassOptions {
+            bounds_checks,
+            validate: true,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut s =
+        Simulation::new(build(&g).unwrap(), &opts).unwrap_or_else(|e| panic!("{}: {}", backend, e));
+    match s.start() {
+        Ok(()) => format!("{}: no fault", backend),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn out_of_range_access_has_one_outcome_on_every_backend() {
+    // Bounds checks on (the default): legalize's trap, one message.
+    for (code, message) in [
+        (
+            "fn kernel(i: i32) {\n    x[i + 1] = 1.0;\n}",
+            "node 'k', code 2:5: index 8 is out of bounds for axis 0 of field 'x' (extent 8)",
+        ),
+        (
+            "fn kernel(i: i32) {\n    y[i] = x[i - 3];\n}",
+            "node 'k', code 2:12: index -3 is out of bounds for axis 0 of field 'x' (extent 8)",
+        ),
+        (
+            "fn kernel(i: i32) {\n    atomic_add(x[i * 1000], 1.0);\n}",
+            "index 1000 is out of bounds for axis 0 of field 'x' (extent 8)",
+        ),
+    ] {
+        for b in backends() {
+            let e = fault_on(code, b, true);
+            assert!(e.contains(message), "{}: {}\n{}", b, code, e);
+        }
+    }
+    // Without bounds checks the word address is still checked: the VM
+    // faults like the JIT (it used to panic on a slice index).
+    for code in [
+        "fn kernel(i: i32) {\n    x[i + 1000000] = 1.0;\n}",
+        "fn kernel(i: i32) {\n    y[i] = x[-1 - i];\n}",
+        "fn kernel(i: i32) {\n    atomic_max(x[i + 1000000], 1.0);\n}",
+    ] {
+        let vm = fault_on(code, Backend::Vm, false);
+        let jit = fault_on(code, Backend::Jit, false);
+        assert!(
+            vm.contains("node 'k', code 2:") && vm.contains("outside the field storage"),
+            "{}\n{}",
+            code,
+            vm
+        );
+        assert_eq!(vm, jit, "{}", code);
+    }
+}

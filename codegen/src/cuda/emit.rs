@@ -11,16 +11,12 @@
 
 use super::ops::{atomic, binary, builtin, cast, matmul, unary};
 use super::{cerr, CudaKernel, ENTRY, PRELUDE};
-use crate::jit::{FaultKind, FaultSite};
 use crate::launch::word;
 use crate::CodegenError;
 use std::collections::HashSet;
 use std::fmt::Write;
 use weft_ir::ir::*;
 use weft_ir::types::{Scalar, Type};
-
-/// The interpreter's helper-call nesting limit (as on the JIT).
-const MAX_CALL_DEPTH: u32 = 64;
 
 /// The C type of one component of `t` (bools are 0/1 words).
 fn cty(t: Type) -> &'static str {
@@ -89,7 +85,9 @@ fn comment_safe(s: &str) -> String {
 
 pub(super) fn kernel(program: &Program, kernel: &Kernel) -> Result<CudaKernel, CodegenError> {
     let roots = used_roots(kernel);
-    let mut sites = Vec::new();
+    // A `Trap` names its site in the kernel's list; the address and
+    // call-depth sites this generator adds follow.
+    let mut sites = kernel.fault_sites.clone();
     let nparams = kernel.params.len();
     let mut out = String::new();
     let _ = writeln!(
@@ -131,12 +129,12 @@ pub(super) fn kernel(program: &Program, kernel: &Kernel) -> Result<CudaKernel, C
         out.push('\n');
     }
     for (fid, f) in kernel.functions.iter() {
-        let mut g = Gen::new(program, kernel, f, &roots, &mut sites, false);
+        let mut g = Gen::new(kernel, f, &roots, &mut sites, false);
         g.function()?;
         let body = g.out;
         let _ = writeln!(out, "{} {{\n{}}}\n", signature(fid.index(), f), body);
     }
-    let mut g = Gen::new(program, kernel, &kernel.entry, &roots, &mut sites, true);
+    let mut g = Gen::new(kernel, &kernel.entry, &roots, &mut sites, true);
     g.function()?;
     let body = g.out;
     let args: Vec<String> = (0..kernel.dims)
@@ -267,7 +265,6 @@ fn entry(out: &mut String, program: &Program, kernel: &Kernel, roots: &[LayoutId
 }
 
 struct Gen<'a> {
-    program: &'a Program,
     kernel: &'a Kernel,
     f: &'a Function,
     roots: &'a [LayoutId],
@@ -283,7 +280,6 @@ struct Gen<'a> {
 
 impl<'a> Gen<'a> {
     fn new(
-        program: &'a Program,
         kernel: &'a Kernel,
         f: &'a Function,
         roots: &'a [LayoutId],
@@ -291,7 +287,6 @@ impl<'a> Gen<'a> {
         is_entry: bool,
     ) -> Self {
         Gen {
-            program,
             kernel,
             f,
             roots,
@@ -613,28 +608,6 @@ impl<'a> Gen<'a> {
                 }
                 Ok(())
             }
-            InstKind::BoundsCheck {
-                field,
-                axis,
-                index,
-                extent,
-            } => {
-                let site = self.site(
-                    inst.span,
-                    FaultKind::Bounds {
-                        field: self.program.fields[*field].name.clone(),
-                        axis: *axis,
-                        extent: *extent,
-                    },
-                );
-                let i = self.v1(*index);
-                let line = format!(
-                    "if ((unsigned)({i}) >= {extent}u) {}",
-                    Self::fault_stmt(site, &format!("(int)({i})"))
-                );
-                self.line(&line);
-                Ok(())
-            }
             InstKind::Trap { site, value } => self.trap(h, *site, *value),
             InstKind::BufLoad { root, addr } => {
                 let s = ty.scalar().ok_or_else(|| self.err(h, "untyped load"))?;
@@ -680,6 +653,9 @@ impl<'a> Gen<'a> {
             )),
             InstKind::RangeFor { .. } | InstKind::LoopCounter(_) => {
                 Err(self.err(h, "a range loop reached codegen; legalize did not run"))
+            }
+            InstKind::BoundsCheck { .. } => {
+                Err(self.err(h, "a bounds check reached codegen; legalize did not run"))
             }
             InstKind::If {
                 cond,
@@ -745,44 +721,15 @@ impl<'a> Gen<'a> {
         name
     }
 
-    /// A legalized fault: stop with the kernel's fault site, worded as the VM words it.
+    /// A legalized fault: stop at the kernel's own fault site (the first
+    /// entries of `CudaKernel::sites`), recording the value's bits as they
+    /// are; `FaultSite::message` reads them by the site's kind.
     fn trap(&mut self, h: InstId, site: u32, value: InstId) -> Result<(), CodegenError> {
-        let fs = self
-            .kernel
-            .fault_sites
-            .get(site as usize)
-            .ok_or_else(|| self.err(h, &format!("trap at unknown fault site {}", site)))?;
+        if self.kernel.fault_sites.get(site as usize).is_none() {
+            return Err(self.err(h, &format!("trap at unknown fault site {}", site)));
+        }
         let v = self.v1(value);
-        let (kind, wide) = match fs.kind {
-            weft_ir::ir::FaultKind::OutOfBounds {
-                field,
-                axis,
-                extent,
-            } => (
-                FaultKind::Bounds {
-                    field: self.program.fields[field].name.clone(),
-                    axis,
-                    extent,
-                },
-                format!("(long long)(int)({v})"),
-            ),
-            weft_ir::ir::FaultKind::PoolExhausted { .. }
-            | weft_ir::ir::FaultKind::ListFull { .. }
-            | weft_ir::ir::FaultKind::TableFull { .. } => (
-                FaultKind::Fixed(fs.message(self.program, 0)),
-                format!("(long long)(unsigned)({v})"),
-            ),
-            weft_ir::ir::FaultKind::NonPositiveStep { signed } => (
-                FaultKind::Step,
-                if signed {
-                    format!("(long long)(int)({v})")
-                } else {
-                    format!("(long long)(unsigned)({v})")
-                },
-            ),
-        };
-        let s = self.site(fs.span, kind);
-        let line = Self::fault_stmt(s, &wide);
+        let line = Self::fault_stmt(site, &format!("(long long)(unsigned)({v})"));
         self.line(&line);
         self.filled = true;
         Ok(())

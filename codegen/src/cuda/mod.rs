@@ -8,7 +8,8 @@
 //!
 //! Meaning: the reference interpreter's (`weft_ir::ir::eval`): integer
 //! arithmetic wraps (done on `unsigned` so that C's signed-overflow rules
-//! never apply), division by zero gives the dividend and remainder 0, shift
+//! never apply), integer division is C's (legalize has already replaced
+//! every divisor that could be 0, or -1 with an `i32::MIN` dividend), shift
 //! amounts are masked to 5 bits, f32 min/max follow Rust's NaN rule, sums
 //! in dot and matrix products are folded in the interpreter's order (the
 //! runtime compiles with `--fmad=false` so no product is contracted into an
@@ -34,7 +35,6 @@
 mod emit;
 mod ops;
 
-use crate::jit::FaultSite;
 use crate::CodegenError;
 use weft_ir::ir::*;
 
@@ -65,8 +65,9 @@ pub struct CudaKernel {
     pub source: String,
     /// Root layout nodes passed as (words, length) argument pairs, in this order.
     pub roots: Vec<LayoutId>,
-    /// What a fault word `SITE` value `s` (≥ 1) means: `sites[s - 1]`,
-    /// worded as the JIT and the interpreter word it.
+    /// What a fault word `SITE` value `s` (≥ 1) means: `sites[s - 1]`, the
+    /// kernel's own `fault_sites` first, then the address and call-depth
+    /// sites the generator added; worded by `FaultSite::message`.
     pub sites: Vec<FaultSite>,
     /// Scalar parameter words the entry function takes after the record header.
     pub params: usize,
@@ -91,22 +92,11 @@ pub fn compile_kernel(program: &Program, kernel: &Kernel) -> Result<CudaKernel, 
     crate::guard(&kernel.name, "cuda", || emit::kernel(program, kernel))
 }
 
-/// Functions every module shares: the interpreter's integer division,
-/// Rust's f32 min/max, the PCG hash and the fault recorder.
+/// Functions every module shares: Rust's f32 min/max, the PCG hash and the fault recorder.
 const PRELUDE: &str = r#"typedef unsigned long long u64;
 
 // Bits of +infinity: NVRTC has no <math.h> macros without headers.
 #define WEFT_INF __int_as_float(0x7f800000)
-
-// eval::binary: x / 0 == x and x % 0 == 0; i32::MIN / -1 == i32::MIN, % gives 0.
-__device__ __forceinline__ int weft_sdiv(int x, int y) {
-    return (y == 0 || (x == (int)0x80000000u && y == -1)) ? x : x / y;
-}
-__device__ __forceinline__ int weft_srem(int x, int y) {
-    return (y == 0 || (x == (int)0x80000000u && y == -1)) ? 0 : x % y;
-}
-__device__ __forceinline__ unsigned weft_udiv(unsigned x, unsigned y) { return y == 0u ? x : x / y; }
-__device__ __forceinline__ unsigned weft_urem(unsigned x, unsigned y) { return y == 0u ? 0u : x % y; }
 
 // Rust's f32::min / f32::max: a NaN x gives y; else y when strictly smaller (larger).
 __device__ __forceinline__ float weft_fmin(float x, float y) { return x != x ? y : (y < x ? y : x); }

@@ -9,7 +9,7 @@
 //! a `break` / `continue` / `return` in the same IR block is unreachable and
 //! is not emitted.
 
-use super::{ctx_offsets, math, FaultKind, FaultSite};
+use super::{ctx_offsets, math};
 use crate::CodegenError;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::immediates::Ieee32;
@@ -25,16 +25,12 @@ use weft_ir::ir::eval;
 use weft_ir::ir::*;
 use weft_ir::types::{Scalar, Type};
 
-/// The interpreter's helper-call nesting limit.
-const MAX_CALL_DEPTH: i64 = 64;
-
 /// What every function of one kernel shares while being lowered.
 pub(super) struct Env<'a> {
     /// How atomics are emitted in the function being built.
     pub variant: super::Variant,
     /// Roots whose atomics become plain read-modify-writes in `Variant::Private`.
     pub private_roots: &'a [LayoutId],
-    pub program: &'a Program,
     pub kernel: &'a Kernel,
     pub roots: &'a [LayoutId],
     pub sites: &'a mut Vec<FaultSite>,
@@ -791,71 +787,21 @@ impl Lower<'_, '_, '_> {
                 }
                 vec![]
             }
-            InstKind::BoundsCheck {
-                field,
-                axis,
-                index,
-                extent,
-            } => {
-                let i = self.v1(*index);
-                if self.already_checked((i, *extent as u64)) {
-                    return Ok(());
-                }
-                let e = self.i32c(*extent);
-                let bad = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, e);
-                let site = self.site(
-                    span,
-                    FaultKind::Bounds {
-                        field: self.env.program.fields[*field].name.clone(),
-                        axis: *axis,
-                        extent: *extent,
-                    },
-                );
-                let wide = self.b.ins().sextend(types::I64, i);
-                self.fault_if(bad, site, wide);
-                vec![]
-            }
             InstKind::Trap { site, value } => {
-                // Legalized fault: stop with the kernel's fault site, worded as the VM words it.
-                let Some(fs) = self.env.kernel.fault_sites.get(*site as usize) else {
+                // A legalized fault: the site is the kernel's own (first in
+                // `JitKernel::sites`); the value's bits are recorded as they
+                // are and `FaultSite::message` reads them by the site's kind.
+                if self.env.kernel.fault_sites.get(*site as usize).is_none() {
                     return Err(CodegenError {
                         kernel: self.env.kernel.name.clone(),
                         backend: "jit",
                         message: format!("trap at unknown fault site {}", site),
                     });
-                };
+                }
                 let v = self.v1(*value);
-                let (kind, wide) = match fs.kind {
-                    weft_ir::ir::FaultKind::OutOfBounds {
-                        field,
-                        axis,
-                        extent,
-                    } => (
-                        FaultKind::Bounds {
-                            field: self.env.program.fields[field].name.clone(),
-                            axis,
-                            extent,
-                        },
-                        self.b.ins().sextend(types::I64, v),
-                    ),
-                    weft_ir::ir::FaultKind::PoolExhausted { .. }
-                    | weft_ir::ir::FaultKind::ListFull { .. }
-                    | weft_ir::ir::FaultKind::TableFull { .. } => (
-                        FaultKind::Fixed(fs.message(self.env.program, 0)),
-                        self.b.ins().uextend(types::I64, v),
-                    ),
-                    weft_ir::ir::FaultKind::NonPositiveStep { signed } => (
-                        FaultKind::Step,
-                        if signed {
-                            self.b.ins().sextend(types::I64, v)
-                        } else {
-                            self.b.ins().uextend(types::I64, v)
-                        },
-                    ),
-                };
-                let s = self.site(fs.span, kind);
+                let wide = self.b.ins().uextend(types::I64, v);
                 let always = self.b.ins().iconst(types::I8, 1);
-                self.fault_if(always, s, wide);
+                self.fault_if(always, *site, wide);
                 vec![]
             }
             InstKind::BufLoad { root, addr } => {
@@ -908,6 +854,9 @@ impl Lower<'_, '_, '_> {
             }
             InstKind::RangeFor { .. } | InstKind::LoopCounter(_) => {
                 return Err(self.err(h, "a range loop reached codegen; legalize did not run"))
+            }
+            InstKind::BoundsCheck { .. } => {
+                return Err(self.err(h, "a bounds check reached codegen; legalize did not run"))
             }
             InstKind::If {
                 cond,
@@ -1115,8 +1064,10 @@ impl Lower<'_, '_, '_> {
         }
     }
 
-    /// Division and remainder with the interpreter's rules: by zero gives
-    /// the dividend (division) or 0 (remainder); `i32::MIN / -1` likewise.
+    /// Native integer division and remainder. `legalize` guarantees the
+    /// operands cannot trap (no zero divisor, no `i32::MIN / -1`: the
+    /// validator checks every divisor is a safe constant or legalize's
+    /// `select`), so Weft's rules for those cases live there, not here.
     fn division(&mut self, div: bool, signed: bool, x: Value, y: Value) -> Value {
         if self.vmode {
             // No vector integer division: one lane at a time.
@@ -1124,24 +1075,12 @@ impl Lower<'_, '_, '_> {
                 l.division(div, signed, a[0], a[1])
             });
         }
-        let zero = self.i32c(0);
-        let one = self.i32c(1);
-        let mut bad = self.b.ins().icmp_imm_s(IntCC::Equal, y, 0);
-        if signed {
-            let min = self.b.ins().icmp_imm_s(IntCC::Equal, x, i32::MIN as i64);
-            let m1 = self.b.ins().icmp_imm_s(IntCC::Equal, y, -1);
-            let ov = self.b.ins().band(min, m1);
-            bad = self.b.ins().bor(bad, ov);
+        match (div, signed) {
+            (true, true) => self.b.ins().sdiv(x, y),
+            (true, false) => self.b.ins().udiv(x, y),
+            (false, true) => self.b.ins().srem(x, y),
+            (false, false) => self.b.ins().urem(x, y),
         }
-        let safe = self.b.ins().select(bad, one, y);
-        let q = match (div, signed) {
-            (true, true) => self.b.ins().sdiv(x, safe),
-            (true, false) => self.b.ins().udiv(x, safe),
-            (false, true) => self.b.ins().srem(x, safe),
-            (false, false) => self.b.ins().urem(x, safe),
-        };
-        let fallback = if div { x } else { zero };
-        self.b.ins().select(bad, fallback, q)
     }
 
     /// `eval::cast`.
@@ -1717,10 +1656,11 @@ impl Lower<'_, '_, '_> {
                 r
             }
         };
-        let too_deep =
-            self.b
-                .ins()
-                .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, self.depth, MAX_CALL_DEPTH);
+        let too_deep = self.b.ins().icmp_imm_s(
+            IntCC::SignedGreaterThanOrEqual,
+            self.depth,
+            MAX_CALL_DEPTH as i64,
+        );
         let site = self.site(Span::default(), FaultKind::CallDepth);
         let z = self.b.ins().iconst(types::I64, 0);
         self.fault_if(too_deep, site, z);

@@ -13,7 +13,10 @@
 //! code; `JitKernel::lanes` says whether it does. Its ABI is
 //! [`ChunkFn`]: it reads buffers, parameters, frame and seed from a
 //! [`JitCtx`] and returns 0, or 1 after writing a [`JitFault`] naming one of
-//! the kernel's [`FaultSite`]s.
+//! [`JitKernel::sites`]: the kernel's own `Kernel::fault_sites` (a `Trap`
+//! stores its site number as it is) followed by the address and call-depth
+//! sites this backend adds. Every message is worded by
+//! `weft_ir::ir::FaultSite::message`.
 //!
 //! Meaning: every operation computes exactly what the reference interpreter
 //! computes (`weft_ir::ir::eval` and `weft_runtime::cpu::interp`): same
@@ -24,10 +27,12 @@
 //! kernels without float atomics give bit-identical fields.
 //!
 //! Safety: every buffer access checks its word address against the buffer's
-//! length and faults (never touching memory outside the buffer) when it is
-//! out of range, whether or not the IR carries `BoundsCheck`s. With bounds
-//! checks in the IR (the default), a bad index is reported like the
-//! interpreter does: node, code line and the index.
+//! length and faults (`FaultKind::Address`, never touching memory outside
+//! the buffer) when it is out of range, whether or not the pipeline added
+//! bounds checks. With bounds checks (the default), `legalize` has already
+//! turned them into `Trap`s, so a bad index is reported like the
+//! interpreter does: node, code line and the index. The JIT never expands a
+//! `BoundsCheck` itself; it refuses one, like every backend.
 //!
 //! Errors: a construct this backend cannot compile, a Cranelift verifier or
 //! code generation failure, even a panic inside Cranelift, becomes a
@@ -85,56 +90,6 @@ pub(crate) mod ctx_offsets {
     pub const LAUNCH: i32 = 32;
 }
 
-/// Why a kernel stopped.
-#[derive(Clone, Debug, PartialEq)]
-pub enum FaultKind {
-    /// A `BoundsCheck` failed: the field's axis and extent.
-    Bounds {
-        field: String,
-        axis: u32,
-        extent: u32,
-    },
-    /// A range loop's `step_by` was not positive.
-    Step,
-    /// Helper calls nested deeper than the interpreter allows.
-    CallDepth,
-    /// A word address outside its root buffer (only without bounds checks).
-    Address,
-    /// A fault whose message does not depend on the trapped value, worded
-    /// once by `weft_ir::ir::FaultSite::message` (a sparse pool running out).
-    Fixed(String),
-}
-
-/// A place in the kernel that can fault, with the code position to report.
-#[derive(Clone, Debug, PartialEq)]
-pub struct FaultSite {
-    pub span: Span,
-    pub kind: FaultKind,
-}
-
-impl FaultSite {
-    /// The message, worded as the reference interpreter words it.
-    pub fn message(&self, value: i64) -> String {
-        match &self.kind {
-            FaultKind::Bounds {
-                field,
-                axis,
-                extent,
-            } => format!(
-                "index {} is out of bounds for axis {} of field '{}' (extent {})",
-                value, axis, field, extent
-            ),
-            FaultKind::Step => format!("`step_by` needs a positive step, got {}", value),
-            FaultKind::CallDepth => "helper calls nested too deeply".into(),
-            FaultKind::Fixed(m) => m.clone(),
-            FaultKind::Address => format!(
-                "word address {} is outside the field storage (the access was refused)",
-                value
-            ),
-        }
-    }
-}
-
 /// Options of the JIT.
 #[derive(Clone, Debug)]
 pub struct JitOptions {
@@ -182,6 +137,8 @@ pub struct JitKernel {
     pub name: String,
     /// Root layout of each `JitCtx::buffers` entry.
     pub roots: Vec<LayoutId>,
+    /// `Kernel::fault_sites`, then the sites the JIT added (word addresses
+    /// out of range, helper calls too deep).
     pub sites: Vec<FaultSite>,
     /// The kernel's iteration shape (baked into the code).
     pub shape: Vec<u32>,
@@ -496,7 +453,8 @@ fn compile_inner(
     let roots = collect_roots(kernel);
     let random = uses_random(kernel);
     let shape = kernel.iteration_shape(program);
-    let mut sites: Vec<FaultSite> = Vec::new();
+    // A `Trap` names its site in the kernel's list; the JIT's own sites follow.
+    let mut sites: Vec<FaultSite> = kernel.fault_sites.clone();
 
     let private = privatisable_roots(program, kernel, &roots);
     let private_roots: Vec<LayoutId> = private.iter().map(|(r, _)| *r).collect();
@@ -537,7 +495,6 @@ fn compile_inner(
         let mut env = lower::Env {
             variant,
             private_roots: &private_roots,
-            program,
             kernel,
             roots: &roots,
             sites: &mut sites,

@@ -448,7 +448,20 @@ pub enum FaultKind {
     /// A hash node's table has no slot left for a new cell (the trapped
     /// value is key word 0 of the cell).
     TableFull { layout: LayoutId },
+    /// A word address outside its root buffer (the trapped value is the
+    /// address). Not a `Trap` of the IR: a backend that reads memory
+    /// without the VM's checked slices adds this site to every buffer
+    /// access, so a program compiled without bounds checks still faults
+    /// instead of touching memory that is not the field's.
+    Address,
+    /// Helper calls nested deeper than every backend allows (64); not a
+    /// `Trap` of the IR either: each backend checks the depth at a call.
+    CallDepth,
 }
+
+/// How deep helper calls may nest before [`FaultKind::CallDepth`]: the same
+/// on every backend, so a recursion faults at the same point everywhere.
+pub const MAX_CALL_DEPTH: u32 = 64;
 
 impl FaultSite {
     /// The user-facing message for this fault with the trapped value's bits:
@@ -504,6 +517,11 @@ impl FaultSite {
                     node.map_or(0, |l| l.shape.first().copied().unwrap_or(0))
                 )
             }
+            FaultKind::Address => format!(
+                "word address {} is outside the field storage (the access was refused)",
+                value
+            ),
+            FaultKind::CallDepth => "helper calls nested too deeply".into(),
         }
     }
 }

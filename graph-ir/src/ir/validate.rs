@@ -325,12 +325,42 @@ impl Ctx<'_> {
     }
 
     /// Whether `h` is a constant zero or a vector built with one.
-    fn has_constant_zero(&self, h: InstId) -> bool {
+    /// The constant bits of `h`'s components, when every one is a constant.
+    fn const_bits(&self, h: InstId) -> Option<Vec<u32>> {
         match &self.f.insts[h].kind {
-            InstKind::Const(c) => c.bits == 0,
-            InstKind::Construct(parts) => parts.iter().any(|p| self.has_constant_zero(*p)),
-            _ => false,
+            InstKind::Const(c) => Some(vec![c.bits]),
+            InstKind::Bitcast(x) => self.const_bits(*x),
+            InstKind::Construct(parts) => {
+                let mut out = Vec::new();
+                for p in parts {
+                    out.extend(self.const_bits(*p)?);
+                }
+                Some(out)
+            }
+            _ => None,
         }
+    }
+
+    /// Whether a native integer division of `a` by `b` cannot fault, as
+    /// `legalize` leaves every one: a constant divisor with no zero (and,
+    /// for i32, no -1 unless that dividend component is a constant other
+    /// than `i32::MIN`), or a divisor legalize chose with a `select`.
+    fn division_is_guarded(&self, a: InstId, b: InstId, signed: bool) -> bool {
+        if matches!(self.f.insts[b].kind, InstKind::Select { .. }) {
+            return true;
+        }
+        let Some(bits) = self.const_bits(b) else {
+            return false;
+        };
+        let dividend = self.const_bits(a);
+        bits.iter().enumerate().all(|(k, &v)| {
+            v != 0
+                && (!signed
+                    || v != u32::MAX
+                    || dividend
+                        .as_ref()
+                        .is_some_and(|d| d.get(k).is_some_and(|&x| x != i32::MIN as u32)))
+        })
     }
 
     fn inst(&mut self, h: InstId) -> Result<(), ValidationError> {
@@ -389,11 +419,13 @@ impl Ctx<'_> {
                 if self.form == IrForm::Legalized
                     && matches!(op, BinaryOp::Div | BinaryOp::Rem)
                     && ta.is_int()
-                    && self.has_constant_zero(*b)
+                    && !self.division_is_guarded(*a, *b, ta.scalar() == Some(Scalar::I32))
                 {
+                    // Backends divide natively: a divisor that may be 0 (or
+                    // -1 with an i32::MIN dividend) would fault or differ.
                     return bad(
                         self,
-                        "integer division by a constant zero survived legalization",
+                        "integer division whose divisor legalize did not guard",
                     );
                 }
             }

@@ -11,10 +11,14 @@
 //! - float → integer casts saturate explicitly (NaN → 0, out of range →
 //!   the type's min/max), so the remaining `Cast` only sees in-range values;
 //! - `sign` of unsigned values is `min(x, 1)`;
-//! - integer `/` and `%` by a constant zero (component) divide by one
-//!   instead, which gives WGSL's results (`x / 0 == x`, `x % 0 == 0`) and
-//!   leaves no constant zero divisor for a shader validator to refuse.
-//!
+//! - integer `/` and `%` only see operands a native division cannot fault
+//!   on: where the divisor may be 0 (or, for i32, -1 with an `i32::MIN`
+//!   dividend) it is replaced by 1, which gives Weft's rules (`eval::binary`,
+//!   WGSL's): `x / 0 == x`, `x % 0 == 0`, `i32::MIN / -1 == i32::MIN`,
+//!   `i32::MIN % -1 == 0`. A constant divisor that cannot fault is left
+//!   alone (no added work), a constant zero becomes a constant one (no
+//!   constant zero divisor for a shader validator to refuse), anything
+//!   else gets `select`s (see [`safe_divisor`]);
 //! - a range loop is a `Loop` over locals holding the next counter value,
 //!   the iterations left and a `more` flag (see [`range_loop`]); no
 //!   `RangeFor` or `LoopCounter` remains;
@@ -194,11 +198,10 @@ fn legalize_block(f: &mut Function, block: Block, sites: &mut Vec<FaultSite>) ->
                 let r = saturating_cast(&mut e, a, ty);
                 e.finish(h, r);
             }
-            InstKind::Binary(op @ (BinaryOp::Div | BinaryOp::Rem), a, b)
-                if ty.is_int() && has_zero(e.f, b) =>
-            {
-                let nb = nonzero_divisor(&mut e, b);
-                e.f.insts[h].kind = InstKind::Binary(op, a, nb);
+            InstKind::Binary(op @ (BinaryOp::Div | BinaryOp::Rem), a, b) if ty.is_int() => {
+                if let Some(nb) = safe_divisor(&mut e, a, b) {
+                    e.f.insts[h].kind = InstKind::Binary(op, a, nb);
+                }
             }
             _ => {}
         }
@@ -258,12 +261,17 @@ fn range_loop(
         Type::BOOL,
     );
     // `end - begin` is exact in u32 whenever the loop is not empty.
-    let (bu, eu, su) = (unsigned(e, begin), unsigned(e, end), unsigned(e, step));
+    let (bu, eu) = (unsigned(e, begin), unsigned(e, end));
     let mut span = e.bin(BinaryOp::Sub, eu, bu, Type::U32);
     if !inclusive {
         let one = e.konst(Const::u32(1));
         span = e.bin(BinaryOp::Sub, span, one, Type::U32);
     }
+    // The step is positive here (the trap above), but the validator holds
+    // every division to the same rule: a constant step stays as it is (no
+    // added work), a run-time one gets legalize's guard.
+    let su = unsigned(e, step);
+    let su = safe_divisor(e, span, su).unwrap_or(su);
     let last = e.bin(BinaryOp::Div, span, su, Type::U32);
     e.emit(InstKind::LocalStore(counter, begin), Type::Void);
     e.emit(InstKind::LocalStore(left, last), Type::Void);
@@ -461,13 +469,97 @@ fn saturating_cast(e: &mut Emitter, x: InstId, ty: Type) -> InstId {
     )
 }
 
-/// Whether `h` is a constant zero, or a vector built with one.
-fn has_zero(f: &Function, h: InstId) -> bool {
+/// The constant bits of `h`'s components, when every one is a constant.
+fn const_components(f: &Function, h: InstId) -> Option<Vec<u32>> {
     match &f.insts[h].kind {
-        InstKind::Const(c) => c.bits == 0,
-        InstKind::Construct(parts) => parts.iter().any(|p| has_zero(f, *p)),
-        _ => false,
+        InstKind::Const(c) => Some(vec![c.bits]),
+        // A bit reinterpretation keeps the bits (range loops divide by a
+        // bitcast step).
+        InstKind::Bitcast(x) => const_components(f, *x),
+        InstKind::Construct(parts) => {
+            let mut out = Vec::new();
+            for p in parts {
+                out.extend(const_components(f, *p)?);
+            }
+            Some(out)
+        }
+        _ => None,
     }
+}
+
+/// A divisor for `a / b` (`a % b`) on which the native division cannot
+/// fault and that gives Weft's result, or `None` when `b` is already one.
+///
+/// Dividing by 1 gives exactly what Weft defines for the faulting cases
+/// (`a / 1 == a`, `a % 1 == 0`), so only the divisor changes:
+/// - every component a known constant that cannot fault: `None` (a
+///   division by a non-zero constant costs nothing more than before);
+/// - known constants, some zero, none -1 (for i32): zeros become ones;
+/// - otherwise `select(b == 0, 1, b)`, and for i32 where `b` may be -1
+///   (and `a` may be `i32::MIN`): `select(b == -1, select(a == MIN, 1, -1), ·)`.
+fn safe_divisor(e: &mut Emitter, a: InstId, b: InstId) -> Option<InstId> {
+    let ty = e.ty(b);
+    let signed = ty.scalar() == Some(Scalar::I32);
+    let minus_one = u32::MAX; // -1i32's bits
+    let min = i32::MIN as u32;
+    let known = const_components(e.f, b);
+    let dividend = const_components(e.f, a);
+    // Whether component k of the dividend may be i32::MIN.
+    let may_be_min = |k: usize| dividend.as_ref().is_none_or(|d| d.get(k) == Some(&min));
+    let may_overflow = signed
+        && match &known {
+            Some(bits) => bits
+                .iter()
+                .enumerate()
+                .any(|(k, &v)| v == minus_one && may_be_min(k)),
+            None => dividend.as_ref().is_none_or(|d| d.contains(&min)),
+        };
+    match &known {
+        Some(bits) if !bits.contains(&0) && !may_overflow => return None,
+        Some(_) if !may_overflow => return Some(nonzero_divisor(e, b)),
+        _ => {}
+    }
+    let s = ty.scalar().expect("integer divisor");
+    let bty = ty.with_scalar(Scalar::Bool);
+    let k = |v: u32| Const { scalar: s, bits: v };
+    let one = e.splat(k(1), ty);
+    let mut safe = if known.as_ref().is_some_and(|bits| !bits.contains(&0)) {
+        b
+    } else {
+        let zero = e.splat(k(0), ty);
+        let is_zero = e.bin(BinaryOp::Eq, b, zero, bty);
+        e.emit(
+            InstKind::Select {
+                cond: is_zero,
+                accept: one,
+                reject: b,
+            },
+            ty,
+        )
+    };
+    if may_overflow {
+        let m1 = e.splat(k(minus_one), ty);
+        let minv = e.splat(k(min), ty);
+        let is_m1 = e.bin(BinaryOp::Eq, b, m1, bty);
+        let is_min = e.bin(BinaryOp::Eq, a, minv, bty);
+        let for_m1 = e.emit(
+            InstKind::Select {
+                cond: is_min,
+                accept: one,
+                reject: m1,
+            },
+            ty,
+        );
+        safe = e.emit(
+            InstKind::Select {
+                cond: is_m1,
+                accept: for_m1,
+                reject: safe,
+            },
+            ty,
+        );
+    }
+    Some(safe)
 }
 
 /// A copy of the divisor `h` with every constant zero component replaced by one.
@@ -477,7 +569,12 @@ fn nonzero_divisor(e: &mut Emitter, h: InstId) -> InstId {
             scalar: c.scalar,
             bits: 1,
         }),
-        InstKind::Construct(parts) if parts.iter().any(|p| has_zero(e.f, *p)) => {
+        InstKind::Bitcast(x) if const_components(e.f, x).is_some_and(|b| b.contains(&0)) => {
+            let ty = e.ty(h);
+            let inner = nonzero_divisor(e, x);
+            e.emit(InstKind::Bitcast(inner), ty)
+        }
+        InstKind::Construct(parts) => {
             let ty = e.ty(h);
             let parts = parts.iter().map(|&p| nonzero_divisor(e, p)).collect();
             e.emit(InstKind::Construct(parts), ty)

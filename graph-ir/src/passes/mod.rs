@@ -4,7 +4,11 @@
 //! through the [`Pass`] trait, which states the IR forms it accepts and
 //! leaves. The program-level validator (layouts, schedule, views and every
 //! kernel) runs after every pass when `PassOptions::validate` is set (tests
-//! and debug builds set it). The order is the "lowering order" contract:
+//! and debug builds set it), and otherwise (release) once, on the result:
+//! every compile that hands IR to a backend has passed the validator, so
+//! "valid IR never makes a code generator panic" is the contract backends
+//! are held to, and `weft_codegen::guard`'s `catch_unwind` only a last
+//! resort for a bug in a generator or a dependency. The order is the "lowering order" contract:
 //! front end → inline → const-fold → simplify (and squared-norm comparisons) → optimize → autodiff → views → access lowering
 //! (and the sparse system kernels and struct-for) → fold, simplify and CSE
 //! the address arithmetic, drop bounds checks proven by index ranges → store fusion → atomic demotion → legalize → CSE
@@ -49,7 +53,8 @@ pub(crate) fn each_function(program: &mut Program, mut pass: impl FnMut(&mut cra
 pub struct PassOptions {
     /// Insert bounds checks on field accesses (run-time errors instead of wrong memory).
     pub bounds_checks: bool,
-    /// Run the IR validator after every pass.
+    /// Run the IR validator after every pass (else only once, on the
+    /// pipeline's result: see [`run_pipeline`]).
     pub validate: bool,
     /// Run `store_fusion` and `atomic_demotion` (they change no result;
     /// tests turn them off to show that).
@@ -487,6 +492,11 @@ impl std::fmt::Display for PassError {
 
 /// Runs the pipeline from the front end's output; stops after `stop_after`
 /// when given. Without it the result is legalized IR, ready for a backend.
+///
+/// The validator checks the result in every build; with
+/// `PassOptions::validate` it also checks the front end's output and the
+/// IR after every pass, naming the pass that broke it (a release build
+/// skips that: its cost is in docs/performance.md).
 pub fn run_pipeline(
     program: &mut Program,
     opts: &PassOptions,
@@ -522,6 +532,14 @@ pub fn run_pipeline(
         if stop_after == Some(stage) {
             break;
         }
+    }
+    if !opts.validate {
+        validate_program(program, form).map_err(|e| PassError {
+            pass: "the pipeline (validated once, on its result)",
+            kernel: e.kernel.clone(),
+            message: e.to_string(),
+            user: None,
+        })?;
     }
     Ok(())
 }

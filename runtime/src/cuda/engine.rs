@@ -44,6 +44,9 @@ pub struct CudaEngine {
     /// for the queued frames and reports their faults.
     queue: Mutex<FrameQueue>,
     device: String,
+    /// What fault messages need (field and node names): a fault can surface
+    /// frames after the program that ran it was handed back.
+    fault_program: Program,
 }
 
 /// The fault words and the frames queued behind the host.
@@ -148,6 +151,7 @@ impl CudaEngine {
                 spare: Vec::new(),
             }),
             device: format!("{} (sm_{}{})", name, major, minor),
+            fault_program: program.clone(),
         })
     }
 
@@ -213,7 +217,7 @@ impl CudaEngine {
             line: s.map_or(0, |s| s.span.line),
             col: s.map_or(0, |s| s.span.col),
             message: s
-                .map(|s| s.message(value))
+                .map(|s| s.message(&self.fault_program, value as u32))
                 .unwrap_or_else(|| "internal error: unknown fault site".into()),
         })
     }

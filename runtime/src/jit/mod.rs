@@ -73,6 +73,8 @@ pub fn compile_cached(
 }
 
 pub struct Launch<'a> {
+    /// The program the kernel came from: fault messages name its fields and nodes.
+    pub program: &'a Program,
     pub kernel: &'a JitKernel,
     /// Buffers in `kernel.roots` order.
     pub buffers: Vec<&'a [AtomicU32]>,
@@ -185,14 +187,14 @@ impl Ptrs {
     }
 }
 
-fn fault_error(kernel: &JitKernel, fault: JitFault) -> RuntimeError {
+fn fault_error(program: &Program, kernel: &JitKernel, fault: JitFault) -> RuntimeError {
     let site = kernel.sites.get(fault.site as usize);
     RuntimeError::Kernel {
         node: kernel.name.clone(),
         line: site.map(|s| s.span.line).unwrap_or(0),
         col: site.map(|s| s.span.col).unwrap_or(0),
         message: site
-            .map(|s| s.message(fault.value))
+            .map(|s| s.message(program, fault.value as u32))
             .unwrap_or_else(|| "internal error: unknown fault site".into()),
     }
 }
@@ -237,7 +239,8 @@ pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
     let threads = l.threads.max(1);
     if runs_serially(l.kernel, total, threads) {
         let ctx = make_ctx(ptrs.get());
-        return call(l.kernel.serial_fn(), &ctx, 0, total).map_err(|f| fault_error(l.kernel, f));
+        return call(l.kernel.serial_fn(), &ctx, 0, total)
+            .map_err(|f| fault_error(l.program, l.kernel, f));
     }
     let private_words: u64 = l.kernel.private.iter().map(|(i, _)| lens[*i]).sum();
     if let Some(pf) = l
@@ -275,7 +278,7 @@ pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
             .collect();
         let mut copies = Vec::new();
         for r in results {
-            let bufs = r.map_err(|f| fault_error(l.kernel, f))?;
+            let bufs = r.map_err(|f| fault_error(l.program, l.kernel, f))?;
             if !bufs.is_empty() {
                 copies.push(bufs);
             }
@@ -316,7 +319,7 @@ pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
             let start = c * step;
             call(f, ctx.get(), start, (start + step).min(total))
         })
-        .map_err(|f| fault_error(l.kernel, f))
+        .map_err(|f| fault_error(l.program, l.kernel, f))
 }
 
 /// The compiled CPU backend as an `Engine`: native code per kernel over the
@@ -403,6 +406,7 @@ impl crate::backend::Engine for JitEngine {
                 None => rayon::current_num_threads(),
             };
             let l = Launch {
+                program,
                 kernel,
                 buffers,
                 params: &rec.params,

@@ -10,7 +10,9 @@ use rayon::prelude::*;
 use std::sync::atomic::{AtomicU32, Ordering};
 use weft_codegen::vm::{Op, VmFunction, VmKernel};
 use weft_ir::ir::eval;
-use weft_ir::ir::{AtomicOp, BinaryOp, Builtin, Program, Span};
+use weft_ir::ir::{
+    AtomicOp, BinaryOp, Builtin, FaultKind, FaultSite, Program, Span, MAX_CALL_DEPTH,
+};
 use weft_ir::types::{Scalar, Type};
 
 pub struct Launch<'a> {
@@ -59,8 +61,6 @@ pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
         message: f.message,
     })
 }
-
-const MAX_CALL_DEPTH: u32 = 64;
 
 fn exec(
     l: &Launch,
@@ -189,11 +189,21 @@ fn exec(
             Op::Param { dst, index } => s!(*dst) = l.params[*index as usize],
             Op::Frame { dst } => s!(*dst) = l.frame as u32,
             Op::Random { dst } => s!(*dst) = eval::rng_next(rng).to_bits(),
-            Op::BufLoad { dst, root, addr } => {
-                s!(*dst) = l.buffers[*root as usize][s!(*addr) as usize].load(Ordering::Relaxed);
+            Op::BufLoad {
+                dst,
+                root,
+                addr,
+                span,
+            } => {
+                s!(*dst) = word(l, *root, s!(*addr), *span)?.load(Ordering::Relaxed);
             }
-            Op::BufStore { root, addr, src } => {
-                l.buffers[*root as usize][s!(*addr) as usize].store(s!(*src), Ordering::Relaxed);
+            Op::BufStore {
+                root,
+                addr,
+                src,
+                span,
+            } => {
+                word(l, *root, s!(*addr), *span)?.store(s!(*src), Ordering::Relaxed);
             }
             Op::BufAtomic {
                 op,
@@ -203,15 +213,21 @@ fn exec(
                 addr,
                 value,
                 cmp,
+                span,
             } => {
-                let cell = &l.buffers[*root as usize][s!(*addr) as usize];
+                let cell = word(l, *root, s!(*addr), *span)?;
                 s!(*dst) = atomic(cell, *op, *s, s!(*value), s!(*cmp));
             }
             Op::Trap { site, value } => {
-                let site = &l.kernel.fault_sites[*site as usize];
-                return Err(Fault {
-                    span: site.span,
-                    message: site.message(l.program, s!(*value)),
+                return Err(match l.kernel.fault_sites.get(*site as usize) {
+                    Some(site) => Fault {
+                        span: site.span,
+                        message: site.message(l.program, s!(*value)),
+                    },
+                    None => Fault {
+                        span: Span::default(),
+                        message: format!("internal error: unknown fault site {}", site),
+                    },
                 });
             }
             Op::Jump { target } => {
@@ -231,10 +247,7 @@ fn exec(
                 ret_n,
             } => {
                 if depth >= MAX_CALL_DEPTH {
-                    return Err(Fault {
-                        span: Span::default(),
-                        message: "helper calls nested too deeply".into(),
-                    });
+                    return Err(fault(l, Span::default(), FaultKind::CallDepth, 0));
                 }
                 let callee = &l.kernel.functions[*func as usize];
                 let mut cr = vec![0u32; callee.regs as usize];
@@ -252,6 +265,25 @@ fn exec(
         }
         pc += 1;
     }
+}
+
+/// The fault of `kind` at `span`, worded as every backend words it.
+fn fault(l: &Launch, span: Span, kind: FaultKind, value: u32) -> Fault {
+    Fault {
+        span,
+        message: FaultSite { span, kind }.message(l.program, value),
+    }
+}
+
+/// Word `addr` of buffer `root`. Legalized bounds checks keep addresses in
+/// range; a program compiled without them faults here, as the JIT and CUDA
+/// do, instead of panicking or touching another field's words.
+fn word<'b>(l: &Launch<'b>, root: u32, addr: u32, span: Span) -> Result<&'b AtomicU32, Fault> {
+    l.buffers
+        .get(root as usize)
+        .copied()
+        .and_then(|b| b.get(addr as usize))
+        .ok_or_else(|| fault(l, span, FaultKind::Address, addr))
 }
 
 fn atomic(cell: &AtomicU32, op: AtomicOp, s: Scalar, v: u32, cmp: u32) -> u32 {

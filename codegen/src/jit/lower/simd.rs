@@ -333,6 +333,7 @@ fn never_in_lanes(kind: &InstKind) -> bool {
     matches!(
         kind,
         InstKind::Call(..)
+            | InstKind::BoundsCheck { .. }
             | InstKind::RangeFor { .. }
             | InstKind::LoopCounter(_)
             | InstKind::FieldLoad { .. }
@@ -1117,85 +1118,13 @@ impl Lower<'_, '_, '_> {
                 }
                 vec![]
             }
-            InstKind::BoundsCheck {
-                field,
-                axis,
-                index,
-                extent,
-            } => {
-                let kind = super::FaultKind::Bounds {
-                    field: self.env.program.fields[*field].name.clone(),
-                    axis: *axis,
-                    extent: *extent,
-                };
-                let e = *extent;
-                match self.vv1(*index) {
-                    V::U(i) => {
-                        if !self.already_checked((i, e as u64)) {
-                            let ev = self.b.ins().iconst(types::I32, e as i64);
-                            let mut bad =
-                                self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, ev);
-                            if !self.sm().full {
-                                let m = self.exec_mask();
-                                let any = self.b.ins().vany_true(m);
-                                bad = self.b.ins().band(bad, any);
-                            }
-                            let site = self.site(span, kind);
-                            let wide = self.b.ins().sextend(types::I64, i);
-                            self.fault_if(bad, site, wide);
-                        }
-                    }
-                    v => {
-                        let iv = self.mat(v, types::I32, false);
-                        if !self.already_checked((iv, e as u64)) {
-                            let ev = self.b.ins().iconst(types::I32, e as i64);
-                            let evs = self.b.ins().splat(types::I32X4, ev);
-                            let mut bad =
-                                self.b
-                                    .ins()
-                                    .icmp(IntCC::UnsignedGreaterThanOrEqual, iv, evs);
-                            if !self.sm().full {
-                                let m = self.exec_mask();
-                                bad = self.b.ins().band(bad, m);
-                            }
-                            let site = self.site(span, kind);
-                            self.fault_lanes(bad, iv, site, true);
-                        }
-                    }
-                }
-                vec![]
-            }
             InstKind::Trap { site, value } => {
-                let fs = self
-                    .env
-                    .kernel
-                    .fault_sites
-                    .get(*site as usize)
-                    .ok_or(Stop::Unsupported)?;
-                let (kind, signed) = match fs.kind {
-                    weft_ir::ir::FaultKind::OutOfBounds {
-                        field,
-                        axis,
-                        extent,
-                    } => (
-                        super::FaultKind::Bounds {
-                            field: self.env.program.fields[field].name.clone(),
-                            axis,
-                            extent,
-                        },
-                        true,
-                    ),
-                    weft_ir::ir::FaultKind::PoolExhausted { .. }
-                    | weft_ir::ir::FaultKind::ListFull { .. }
-                    | weft_ir::ir::FaultKind::TableFull { .. } => (
-                        super::FaultKind::Fixed(fs.message(self.env.program, 0)),
-                        false,
-                    ),
-                    weft_ir::ir::FaultKind::NonPositiveStep { signed } => {
-                        (super::FaultKind::Step, signed)
-                    }
-                };
-                let s = self.site(fs.span, kind);
+                // The kernel's own site; the value's bits go out as they
+                // are (`FaultSite::message` reads them by the site's kind).
+                let s = *site;
+                if self.env.kernel.fault_sites.get(s as usize).is_none() {
+                    return Err(Stop::Unsupported);
+                }
                 let (lane, boolean) = lane_kind(self.ty(*value));
                 let v = self.mat(self.vv1(*value), lane, boolean);
                 let v = if lane == types::F32 {
@@ -1209,7 +1138,7 @@ impl Lower<'_, '_, '_> {
                 } else {
                     self.exec_mask()
                 };
-                self.fault_lanes(m, v, s, signed);
+                self.fault_lanes(m, v, s, false);
                 vec![]
             }
             InstKind::Random => {
@@ -1440,7 +1369,7 @@ impl Lower<'_, '_, '_> {
             .b
             .ins()
             .icmp(IntCC::UnsignedGreaterThanOrEqual, last, len);
-        let site = self.site(span, super::FaultKind::Address);
+        let site = self.site(span, FaultKind::Address);
         // The first lane outside: `base` itself, or the buffer's end.
         let first = self.b.ins().umax(a, len);
         self.fault_if(bad, site, first);
@@ -1516,7 +1445,7 @@ impl Lower<'_, '_, '_> {
                 let m = self.exec_mask();
                 bad = self.b.ins().band(bad, m);
             }
-            let site = self.site(span, super::FaultKind::Address);
+            let site = self.site(span, FaultKind::Address);
             self.fault_lanes(bad, av, site, false);
         }
         Ok(Some(
