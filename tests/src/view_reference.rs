@@ -134,7 +134,11 @@ pub fn render_view(
         } => {
             let mask = if *show_active { activity(*field) } else { None };
             let f = &p.fields[*field];
-            let (w, h) = (f.shape[0], f.shape[1]);
+            let (fw, fh) = (f.shape[0], f.shape[1]);
+            // Large fields are drawn every `stride`-th cell (the pass's rule).
+            let stride = weft_ir::passes::views::image_stride(fw, fh);
+            let (w, h) = (fw.div_ceil(stride), fh.div_ceil(stride));
+            let cell_of = |x: u32, y: u32| (x * stride * fh + y * stride) as usize;
             let words = read(*field);
             let mut img = Image::new(w, h, [0, 0, 0, 255]);
             let comps = f.ty.components();
@@ -151,11 +155,13 @@ pub fn render_view(
                 None if comps == 1 => {
                     let mut lo = f32::INFINITY;
                     let mut hi = f32::NEG_INFINITY;
-                    for k in 0..words.len() {
-                        let v = value(k);
-                        if v.is_finite() {
-                            lo = lo.min(v);
-                            hi = hi.max(v);
+                    for x in 0..w {
+                        for y in 0..h {
+                            let v = value(cell_of(x, y));
+                            if v.is_finite() {
+                                lo = lo.min(v);
+                                hi = hi.max(v);
+                            }
                         }
                     }
                     if lo > hi {
@@ -170,7 +176,7 @@ pub fn render_view(
             let poly = colormap_poly(*map);
             for x in 0..w {
                 for y in 0..h {
-                    let cell = (x * h + y) as usize;
+                    let cell = cell_of(x, y);
                     let flags = mask.as_ref().map_or(CELL_ACTIVE, |m| m[cell]);
                     let mut rgb = if flags & CELL_ACTIVE == 0 {
                         inactive_rgb(x, y)

@@ -140,8 +140,9 @@ impl Runs {
         let mut others = vec![("cpu", self.copy_to(Backend::Jit, None))];
         if let Some(ctx) = gpu() {
             // A view image over the adapter's storage-buffer limit (lavapipe:
-            // 128 MiB, hash_particles' 8192² image is 256 MiB) cannot open
-            // on wgpu: a known limit, reported, not a silent pass.
+            // 128 MiB) cannot open on wgpu. `image` views stay within 4096²
+            // (64 MiB, `views::MAX_IMAGE_SIDE`), but a huge `particles` view
+            // could exceed it: reported, not a silent pass.
             let p = build(&self.doc).expect("builds");
             let mut p2 = p.clone();
             weft_ir::passes::run_pipeline(&mut p2, &Default::default(), None).expect("compiles");

@@ -54,6 +54,18 @@ use super::PassError;
 /// row alignment GPU buffer-to-texture copies need).
 pub const ROW_ALIGN: u32 = 64;
 
+/// An `image` view of a field wider or taller than this draws every
+/// `stride`-th cell (`stride` = the smallest integer that brings the longer
+/// side within it): a 4096² image is 64 MiB, under every adapter's
+/// storage-buffer limit (lavapipe's is 128 MiB), and more pixels than a
+/// viewport shows.
+pub const MAX_IMAGE_SIDE: u32 = 4096;
+
+/// The cell stride of an `image` view of a `w` × `h` field.
+pub fn image_stride(w: u32, h: u32) -> u32 {
+    w.max(h).div_ceil(MAX_IMAGE_SIDE).max(1)
+}
+
 pub fn run(program: &mut Program) -> Result<(), PassError> {
     let views = program.views.clone();
     for v in &views {
@@ -128,7 +140,8 @@ fn image(
         let f = &program.fields[field];
         (f.ty, f.shape.clone())
     };
-    let (w, h) = (shape[0], shape[1]);
+    let stride = image_stride(shape[0], shape[1]);
+    let (w, h) = (shape[0].div_ceil(stride), shape[1].div_ceil(stride));
     let pitch = check_size(node, w, h)?;
     let img = new_field(program, &format!("{}.image", node), vec![h, pitch], 0);
     let mut launches = Vec::new();
@@ -140,7 +153,7 @@ fn image(
         scratch.push(keys);
         let k = reset_range(keys);
         launches.push(add(program, node, k));
-        let k = reduce_range(field, ty, &shape, keys);
+        let k = reduce_range(field, ty, &[w, h], stride, keys);
         launches.push(add(program, node, k));
         Some(keys)
     } else {
@@ -177,8 +190,9 @@ fn image(
         outline: if show_active { outline } else { None },
         img,
         h,
+        stride,
     };
-    let k = draw_image(&spec, &shape);
+    let k = draw_image(&spec, &[w, h]);
     launches.push(add(program, node, k));
     Ok(ViewKernels {
         node_id: node.to_string(),
@@ -450,9 +464,10 @@ fn reset_range(keys: FieldId) -> Kernel {
 
 /// One invocation per cell: the finite values' min and max keys, by
 /// integer atomics (the result does not depend on the order).
-fn reduce_range(field: FieldId, ty: Type, shape: &[u32], keys: FieldId) -> Kernel {
+fn reduce_range(field: FieldId, ty: Type, shape: &[u32], stride: u32, keys: FieldId) -> Kernel {
     let mut e = Emit::new(2);
-    let idx = e.args(2);
+    let pixel = e.args(2);
+    let idx = cell_of(&mut e, &pixel, stride);
     let v = e.load(field, ty, idx);
     let s = e.as_f32(v);
     let ok = e.finite(s);
@@ -477,6 +492,17 @@ struct ImageSpec {
     outline: Option<(u32, Vec<u32>)>,
     img: FieldId,
     h: u32,
+    /// Pixel (x, y) shows cell (x * stride, y * stride).
+    stride: u32,
+}
+
+/// The cell a pixel shows: its own index, or every `stride`-th cell.
+fn cell_of(e: &mut Emit, pixel: &[InstId], stride: u32) -> Vec<InstId> {
+    if stride == 1 {
+        return pixel.to_vec();
+    }
+    let s = e.i32c(stride as i32);
+    pixel.iter().map(|&i| e.bin(BinaryOp::Mul, i, s)).collect()
 }
 
 /// The colormap's RGB at `t` (f32), in `colormap::colormap`'s order of
@@ -525,8 +551,9 @@ fn colormap_rgb(e: &mut Emit, map: Colormap, t: InstId) -> [InstId; 3] {
 /// One invocation per cell (x, y) of the field: its pixel (x, h-1-y).
 fn draw_image(s: &ImageSpec, shape: &[u32]) -> Kernel {
     let mut e = Emit::new(2);
-    let idx = e.args(2);
-    let (x, y) = (idx[0], idx[1]);
+    let pixel = e.args(2);
+    let (x, y) = (pixel[0], pixel[1]);
+    let idx = cell_of(&mut e, &pixel, s.stride);
     let v = e.load(s.field, s.ty, idx.clone());
     let comps = s.ty.components();
     // The normalising range: fixed, the reduction's, or 0..1.
