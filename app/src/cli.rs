@@ -120,7 +120,7 @@ pub struct IrArgs {
     /// Pipeline stage: front, inline, const_fold, simplify, autodiff, lower_access, final, store_fusion, atomic_demotion, legalize.
     #[arg(long, default_value = "final")]
     pub stage: String,
-    /// Print the IR as this backend gets it (the pipeline is the same for all; only code-size budgets such as loop unrolling differ): vm, cpu, wgpu or cuda (default: the GPU backends' budgets, as vm, wgpu and cuda get them).
+    /// Print the IR as this backend gets it (the pipeline is the same for all; code-size budgets such as loop unrolling differ, and legalize writes the atomics a backend lacks as compare-exchange loops): vm, cpu, wgpu or cuda (default: the default budgets and no optional atomics, which every backend accepts).
     #[arg(long, value_parser = backend_arg)]
     pub backend: Option<Backend>,
 }

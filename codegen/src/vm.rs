@@ -8,10 +8,15 @@
 
 use crate::CodegenError;
 use std::collections::HashMap;
+use weft_ir::ir::target::TargetCaps;
 use weft_ir::ir::*;
 use weft_ir::types::{Scalar, Type};
 
 pub type Slot = u32;
+
+/// What the reference VM executes natively: the baseline (every other
+/// atomic arrives as `legalize`'s compare-exchange loop).
+pub const CAPS: TargetCaps = TargetCaps::BASELINE;
 
 #[derive(Clone, Debug)]
 pub enum Op {
@@ -126,8 +131,16 @@ pub enum Op {
     Frame {
         dst: Slot,
     },
-    Random {
+    Launch {
         dst: Slot,
+        value: LaunchValue,
+    },
+    /// The invocation's random state, read and written.
+    RngLoad {
+        dst: Slot,
+    },
+    RngStore {
+        src: Slot,
     },
     /// Word accesses carry their code position: an address outside the
     /// buffer (a program compiled without bounds checks) is a fault there.
@@ -321,7 +334,12 @@ impl Ctx<'_> {
             }
             InstKind::Param(i) => self.ops.push(Op::Param { dst, index: *i }),
             InstKind::Frame => self.ops.push(Op::Frame { dst }),
-            InstKind::Random => self.ops.push(Op::Random { dst }),
+            InstKind::Launch(value) => self.ops.push(Op::Launch { dst, value: *value }),
+            InstKind::RngLoad => self.ops.push(Op::RngLoad { dst }),
+            InstKind::RngStore(v) => self.ops.push(Op::RngStore { src: self.slot(*v) }),
+            InstKind::Random => {
+                return Err(self.err(h, "random() reached codegen; legalize did not run"))
+            }
             InstKind::Unary(op, a) => {
                 let s = ty.scalar().expect("typed");
                 self.ops.push(Op::Unary {
@@ -554,11 +572,22 @@ impl Ctx<'_> {
                 value,
                 cmp,
             } => {
+                let s = ty.scalar().expect("typed");
+                if !CAPS.has_atomic(*op, s) {
+                    return Err(self.err(
+                        h,
+                        &format!(
+                            "atomic {} on {} reached the VM; legalize expands it",
+                            op.name(),
+                            ty
+                        ),
+                    ));
+                }
                 let r = self.root(*root);
                 let cmp = cmp.map(|c| self.slot(c)).unwrap_or(0);
                 self.ops.push(Op::BufAtomic {
                     op: *op,
-                    s: ty.scalar().expect("typed"),
+                    s,
                     dst,
                     root: r,
                     addr: self.slot(*addr),

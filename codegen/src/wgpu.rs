@@ -4,8 +4,8 @@
 //! passes naga's validator, or a `CodegenError` naming the kernel; never a
 //! panic. The module is built directly (no WGSL text) and matches the
 //! reference VM's semantics: integer rules from `ir::eval` (shift amounts
-//! masked), clamped dynamic component indices, overflow-safe range loops,
-//! the same PCG random numbers. Saturating casts, matrix inverse and
+//! masked), clamped dynamic component indices, overflow-safe range loops.
+//! `random()` (as plain arithmetic on the invocation's state), saturating casts, matrix inverse and
 //! determinant, fault checks and integer divisors that could fault (0, or
 //! -1 with an `i32::MIN` dividend) arrive already rewritten by
 //! `passes::legalize`; a `Trap` notes its fault site in a
@@ -51,9 +51,23 @@ pub struct WgpuKernel {
     pub loops_end: bool,
 }
 
+/// What WGSL executes natively: 32-bit integer atomics on `atomic<u32>`
+/// words (unsigned min/max), and f32 atomic add where the adapter has
+/// SHADER_FLOAT32_ATOMIC (`native_float_atomics`) on a buffer no other
+/// atomic of the kernel touches (the buffer is then `atomic<f32>`). The
+/// rest (f32 min/max, i32 min/max, other f32 adds) is `legalize`'s
+/// compare-exchange loop.
+pub fn caps(native_float_atomics: bool) -> weft_ir::ir::target::TargetCaps {
+    weft_ir::ir::target::TargetCaps {
+        f32_atomic_add: native_float_atomics,
+        ..weft_ir::ir::target::TargetCaps::BASELINE
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 pub struct WgpuOptions {
-    /// Use the adapter's native f32 atomic add (SHADER_FLOAT32_ATOMIC) instead of a compare-exchange loop.
+    /// The adapter has native f32 atomic add (SHADER_FLOAT32_ATOMIC): the
+    /// program was legalized with `caps(true)`.
     pub native_float_atomics: bool,
     /// Invocations per workgroup (one per iteration; the runtime sizes
     /// dispatches with the same number).
@@ -143,7 +157,10 @@ struct Globals {
     record: Handle<GlobalVariable>,
     errors: Handle<GlobalVariable>,
     roots: Vec<(LayoutId, Handle<GlobalVariable>, RootKind)>,
+    /// The invocation's random state (`RngLoad` / `RngStore`).
     rng: Handle<GlobalVariable>,
+    /// The invocation's linear index (`Launch(Linear)`), set by `main`.
+    linear: Handle<GlobalVariable>,
     /// This invocation's first fault: site + 1 (0: none) and its value.
     fault_code: Handle<GlobalVariable>,
     fault_value: Handle<GlobalVariable>,
@@ -358,6 +375,7 @@ fn build_kernel(
         )
     };
     let rng = private(&mut m, "rng_state");
+    let linear = private(&mut m, "linear_index");
     let fault_code = private(&mut m, "fault_code");
     let fault_value = private(&mut m, "fault_value");
     let globals = Globals {
@@ -365,6 +383,7 @@ fn build_kernel(
         errors,
         roots: groots,
         rng,
+        linear,
         fault_code,
         fault_value,
     };
@@ -375,8 +394,6 @@ fn build_kernel(
         types,
         globals,
         funcs: Vec::new(),
-        pcg: None,
-        random: None,
         workgroup_size: opts.workgroup_size,
         shape: kernel.iteration_shape(program),
         kernel_index: program
@@ -385,7 +402,6 @@ fn build_kernel(
             .position(|(_, k)| std::ptr::eq(k, kernel))
             .map_or(u32::MAX, |i| i as u32),
     };
-    ctx.build_rng_helpers();
     // Helpers in order; calls only go to already-declared functions because
     // the front end forbids recursion: declare in dependency order.
     let order = call_order(kernel);
@@ -477,8 +493,6 @@ struct ModCtx<'a> {
     types: Types,
     globals: Globals,
     funcs: Vec<Handle<NFunction>>,
-    pcg: Option<Handle<NFunction>>,
-    random: Option<Handle<NFunction>>,
     workgroup_size: u32,
     /// The kernel's iteration shape (every launch record repeats it).
     shape: Vec<u32>,
@@ -513,9 +527,6 @@ impl Fb<'_, '_> {
     }
     fn i32c(&mut self, v: i32) -> Handle<E> {
         self.pre(E::Literal(Literal::I32(v)))
-    }
-    fn f32c(&mut self, v: f32) -> Handle<E> {
-        self.pre(E::Literal(Literal::F32(v)))
     }
     fn bin(&mut self, b: &mut NBlock, op: BO, l: Handle<E>, r: Handle<E>) -> Handle<E> {
         self.e(
@@ -586,86 +597,6 @@ impl Fb<'_, '_> {
 }
 
 impl<'a> ModCtx<'a> {
-    fn build_rng_helpers(&mut self) {
-        let u = self.types.get(&mut self.m, Type::U32);
-        let f32t = self.types.get(&mut self.m, Type::F32);
-        // pcg(v: u32) -> u32
-        let mut fb = Fb {
-            c: self,
-            f: NFunction {
-                name: Some("pcg_hash".into()),
-                ..Default::default()
-            },
-        };
-        fb.f.arguments.push(FunctionArgument {
-            name: Some("v".into()),
-            ty: u,
-            binding: None,
-        });
-        fb.f.result = Some(FunctionResult {
-            ty: u,
-            binding: None,
-        });
-        let mut b = NBlock::new();
-        let v = fb.pre(E::FunctionArgument(0));
-        let (k1, k2, k3) = (fb.u32c(747796405), fb.u32c(2891336453), fb.u32c(277803737));
-        let (c28, c4, c22) = (fb.u32c(28), fb.u32c(4), fb.u32c(22));
-        let t = fb.bin(&mut b, BO::Multiply, v, k1);
-        let state = fb.bin(&mut b, BO::Add, t, k2);
-        let sh = fb.bin(&mut b, BO::ShiftRight, state, c28);
-        let sh = fb.bin(&mut b, BO::Add, sh, c4);
-        let x = fb.bin(&mut b, BO::ShiftRight, state, sh);
-        let x = fb.bin(&mut b, BO::ExclusiveOr, x, state);
-        let word = fb.bin(&mut b, BO::Multiply, x, k3);
-        let y = fb.bin(&mut b, BO::ShiftRight, word, c22);
-        let r = fb.bin(&mut b, BO::ExclusiveOr, y, word);
-        b.push(S::Return { value: Some(r) }, SP);
-        fb.f.body = b;
-        let f = fb.f;
-        let pcg = self.m.functions.append(f, SP);
-        self.pcg = Some(pcg);
-        // random() -> f32
-        let mut fb = Fb {
-            c: self,
-            f: NFunction {
-                name: Some("random".into()),
-                ..Default::default()
-            },
-        };
-        fb.f.result = Some(FunctionResult {
-            ty: f32t,
-            binding: None,
-        });
-        let mut b = NBlock::new();
-        let g = fb.global(fb.c.globals.rng);
-        let cur = fb.e(&mut b, E::Load { pointer: g });
-        let next = fb.pre(E::CallResult(pcg));
-        b.push(
-            S::Call {
-                function: pcg,
-                arguments: vec![cur],
-                result: Some(next),
-            },
-            SP,
-        );
-        b.push(
-            S::Store {
-                pointer: g,
-                value: next,
-            },
-            SP,
-        );
-        let c8 = fb.u32c(8);
-        let top = fb.bin(&mut b, BO::ShiftRight, next, c8);
-        let fl = fb.cast(&mut b, top, Scalar::F32, true);
-        let scale = fb.f32c(1.0 / 16_777_216.0);
-        let r = fb.bin(&mut b, BO::Multiply, fl, scale);
-        b.push(S::Return { value: Some(r) }, SP);
-        fb.f.body = b;
-        let f = fb.f;
-        self.random = Some(self.m.functions.append(f, SP));
-    }
-
     fn function(
         &mut self,
         f: &Function,
@@ -723,7 +654,6 @@ impl<'a> ModCtx<'a> {
     fn entry_point(&mut self, body: Handle<NFunction>) -> Result<naga::EntryPoint, CodegenError> {
         let dims = self.kernel.dims;
         let uvec3 = self.types.get(&mut self.m, Type::Vector(Scalar::U32, 3));
-        let khash = eval::kernel_hash(&self.kernel.name);
         let workgroup_size = self.workgroup_size;
         let shape = self.shape.clone();
         let uses = |p: fn(&InstKind) -> bool| {
@@ -731,7 +661,7 @@ impl<'a> ModCtx<'a> {
                 .chain(self.kernel.functions.iter().map(|(_, f)| f))
                 .any(|f| f.insts.iter().any(|(_, i)| p(&i.kind)))
         };
-        let uses_random = uses(|k| matches!(k, InstKind::Random));
+        let uses_linear = uses(|k| matches!(k, InstKind::Launch(LaunchValue::Linear)));
         let traps = uses(|k| matches!(k, InstKind::Trap { .. }));
         let mut fb = Fb {
             c: self,
@@ -793,8 +723,15 @@ impl<'a> ModCtx<'a> {
             idx[d] = fb.cast(&mut b, i, Scalar::I32, false);
             rest = fb.bin(&mut b, BO::Divide, rest, ext);
         }
-        if uses_random {
-            fb.seed_rng(&mut b, linear, khash);
+        if uses_linear {
+            let g = fb.global(fb.c.globals.linear);
+            b.push(
+                S::Store {
+                    pointer: g,
+                    value: linear,
+                },
+                SP,
+            );
         }
         if traps {
             let code = fb.global(fb.c.globals.fault_code);
@@ -897,46 +834,6 @@ impl Fb<'_, '_> {
                 condition: failed,
                 accept: on_fault,
                 reject: NBlock::new(),
-            },
-            SP,
-        );
-    }
-
-    /// rng_state = rng_seed(seed, frame, khash, launch, linear), only in
-    /// kernels that call `random()` (five hashes per invocation otherwise wasted).
-    fn seed_rng(&mut self, b: &mut NBlock, linear: Handle<E>, khash: u32) {
-        let fb = self;
-        let pcg = fb.c.pcg.expect("built first");
-        let call = |fb: &mut Fb, b: &mut NBlock, x: Handle<E>| {
-            let r = fb.pre(E::CallResult(pcg));
-            b.push(
-                S::Call {
-                    function: pcg,
-                    arguments: vec![x],
-                    result: Some(r),
-                },
-                SP,
-            );
-            r
-        };
-        let launch = fb.record_const(b, word::LAUNCH);
-        let frame = fb.record_const(b, word::FRAME);
-        let seed = fb.record_const(b, word::SEED);
-        let kh = fb.u32c(khash);
-        let h1 = call(fb, b, linear);
-        let x = fb.bin(b, BO::ExclusiveOr, launch, h1);
-        let h2 = call(fb, b, x);
-        let x = fb.bin(b, BO::ExclusiveOr, kh, h2);
-        let h3 = call(fb, b, x);
-        let x = fb.bin(b, BO::ExclusiveOr, frame, h3);
-        let h4 = call(fb, b, x);
-        let x = fb.bin(b, BO::ExclusiveOr, seed, h4);
-        let st = call(fb, b, x);
-        let g = fb.global(fb.c.globals.rng);
-        b.push(
-            S::Store {
-                pointer: g,
-                value: st,
             },
             SP,
         );
@@ -1345,18 +1242,29 @@ impl Gen<'_, '_, '_> {
                 );
                 result
             }
+            InstKind::Launch(v) => Some(match v {
+                LaunchValue::Seed => self.fb.record_const(b, word::SEED),
+                LaunchValue::Count => self.fb.record_const(b, word::LAUNCH),
+                LaunchValue::Linear => {
+                    let g = self.fb.global(self.fb.c.globals.linear);
+                    self.fb.e(b, E::Load { pointer: g })
+                }
+            }),
+            InstKind::RngLoad => {
+                let g = self.fb.global(self.fb.c.globals.rng);
+                Some(self.fb.e(b, E::Load { pointer: g }))
+            }
+            InstKind::RngStore(v) => {
+                let g = self.fb.global(self.fb.c.globals.rng);
+                let value = self.v(*v);
+                b.push(S::Store { pointer: g, value }, SP);
+                None
+            }
             InstKind::Random => {
-                let func = self.fb.c.random.expect("built first");
-                let r = self.fb.pre(E::CallResult(func));
-                b.push(
-                    S::Call {
-                        function: func,
-                        arguments: vec![],
-                        result: Some(r),
-                    },
-                    SP,
-                );
-                Some(r)
+                return Err(cerr(
+                    self.kernel,
+                    "random() reached codegen; legalize did not run",
+                ))
             }
             InstKind::LocalLoad(l) => {
                 let p = self.locals[l.index()];
@@ -1742,7 +1650,10 @@ impl Gen<'_, '_, '_> {
             naga::PredeclaredType::AtomicCompareExchangeWeakResult(NScalar::U32),
         );
         if op == AtomicOp::CompareExchange {
-            let cv = self.v(cmp.expect("compare_exchange has a comparand"));
+            let Some(c) = cmp else {
+                return Err(cerr(self.kernel, "compare_exchange without a comparand"));
+            };
+            let cv = self.v(c);
             let cu = self.bits_as_u32(b, cv, s);
             let r = self.fb.pre(E::AtomicResult {
                 ty: cmp_ty,
@@ -1760,68 +1671,13 @@ impl Gen<'_, '_, '_> {
             let old = self.fb.e(b, E::AccessIndex { base: r, index: 0 });
             return Ok(self.bits_from_u32(b, old, s));
         }
-        // Compare-exchange loop on the bit pattern: f32 add/sub/min/max, i32 min/max.
-        let result = self.fb.local("atomic_old", Type::U32);
-        let mut body = NBlock::new();
-        let old = self.fb.e(&mut body, E::Load { pointer: p });
-        let oldv = self.bits_from_u32(&mut body, old, s);
-        let newv = match op {
-            AtomicOp::Add => self.fb.bin(&mut body, BO::Add, oldv, vv),
-            AtomicOp::Sub => self.fb.bin(&mut body, BO::Subtract, oldv, vv),
-            AtomicOp::Min => self.fb.math(&mut body, MF::Min, &[oldv, vv]),
-            AtomicOp::Max => self.fb.math(&mut body, MF::Max, &[oldv, vv]),
-            _ => {
-                return Err(cerr(
-                    self.kernel,
-                    format!(
-                        "atomic {} on {} is not supported by the wgpu backend",
-                        op.name(),
-                        ty
-                    ),
-                ))
-            }
-        };
-        let newu = self.bits_as_u32(&mut body, newv, s);
-        let r = self.fb.pre(E::AtomicResult {
-            ty: cmp_ty,
-            comparison: true,
-        });
-        body.push(
-            S::Atomic {
-                pointer: p,
-                fun: AtomicFunction::Exchange { compare: Some(old) },
-                value: newu,
-                result: Some(r),
-            },
-            SP,
-        );
-        let ok = self.fb.e(&mut body, E::AccessIndex { base: r, index: 1 });
-        let mut done = NBlock::new();
-        done.push(
-            S::Store {
-                pointer: result,
-                value: old,
-            },
-            SP,
-        );
-        done.push(S::Break, SP);
-        body.push(
-            S::If {
-                condition: ok,
-                accept: done,
-                reject: NBlock::new(),
-            },
-            SP,
-        );
-        b.push(
-            S::Loop {
-                body,
-                continuing: NBlock::new(),
-                break_if: None,
-            },
-            SP,
-        );
-        let out = self.fb.e(b, E::Load { pointer: result });
-        Ok(self.bits_from_u32(b, out, s))
+        Err(cerr(
+            self.kernel,
+            format!(
+                "atomic {} on {} reached the wgpu backend; legalize expands it",
+                op.name(),
+                ty
+            ),
+        ))
     }
 }

@@ -19,7 +19,7 @@ use std::time::Duration;
 use weft_codegen::launch::LaunchRecord;
 use weft_ir::ir::layout::root_of;
 use weft_ir::ir::{FieldId, KernelId, LayoutId, Program};
-use weft_ir::passes::{unroll::UnrollOptions, PassOptions};
+use weft_ir::passes::{legalize::TargetCaps, unroll::UnrollOptions, PassOptions};
 
 /// Which backend to run on, as users name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
@@ -241,23 +241,38 @@ pub fn resolve_auto(opts: &SimOptions) -> (Backend, Option<Arc<WgpuContext>>) {
 }
 
 /// Pass options tuned for the backend that will compile the program:
-/// the pipeline is the same for every backend, only its code-size budgets
-/// differ (results never depend on them).
+/// the pipeline is the same for every backend; its code-size budgets
+/// differ (results never depend on them) and `legalize` expands what the
+/// backend's code generator says it lacks (`target_caps`). wgpu's f32
+/// atomic add depends on the adapter: `Simulation::new` sets it from the
+/// context; without one it is the portable compare-exchange loop.
 pub fn tune_passes(backend: Backend, passes: &PassOptions) -> PassOptions {
     PassOptions {
         unroll: match backend {
             Backend::Jit | Backend::Wgpu => UnrollOptions::STENCILS,
             _ => passes.unroll,
         },
+        target: target_caps(backend, false),
         ..passes.clone()
+    }
+}
+
+/// What `backend`'s code generator executes natively (for wgpu: with or
+/// without the adapter's f32 atomic add).
+pub fn target_caps(backend: Backend, wgpu_float_atomics: bool) -> TargetCaps {
+    match backend {
+        Backend::Vm => weft_codegen::vm::CAPS,
+        Backend::Jit => weft_codegen::jit::CAPS,
+        Backend::Cuda => weft_codegen::cuda::CAPS,
+        Backend::Wgpu => weft_codegen::wgpu::caps(wgpu_float_atomics),
+        Backend::Auto => TargetCaps::BASELINE,
     }
 }
 
 /// Builds the code of every backend that can be built without a device,
 /// for every kernel of a compiled (legalized) program, so that a graph that
 /// passes `weft check` never fails to compile on one of them: the VM's
-/// program, the wgpu backend's naga module (with and without native f32
-/// atomics), validated and written as SPIR-V and WGSL, and the cuda
+/// program, the wgpu backend's naga module, validated and written as SPIR-V and WGSL, and the cuda
 /// backend's CUDA C (NVRTC, where present, is the test suite's business:
 /// `weft check` must not depend on it).
 pub fn check_offline(program: &Program) -> Result<(), RuntimeError> {
@@ -265,16 +280,24 @@ pub fn check_offline(program: &Program) -> Result<(), RuntimeError> {
         node: e.kernel.clone(),
         message: e.to_string(),
     };
+    // Each backend whose capabilities cover what the program was legalized
+    // for (`weft check` legalizes for the baseline, which all of them do).
+    let covers = |caps: TargetCaps| caps.covers(&program.target);
     for (_, k) in program.kernels.iter() {
-        weft_codegen::vm::compile_kernel(program, k).map_err(compile_err)?;
-        for native_float_atomics in [false, true] {
+        if covers(weft_codegen::vm::CAPS) {
+            weft_codegen::vm::compile_kernel(program, k).map_err(compile_err)?;
+        }
+        let native_float_atomics = program.target.f32_atomic_add;
+        if covers(weft_codegen::wgpu::caps(native_float_atomics)) {
             let opts = weft_codegen::wgpu::WgpuOptions {
                 native_float_atomics,
                 ..Default::default()
             };
             weft_codegen::wgpu::check_kernel(program, k, &opts).map_err(compile_err)?;
         }
-        weft_codegen::cuda::compile_kernel(program, k).map_err(compile_err)?;
+        if covers(weft_codegen::cuda::CAPS) {
+            weft_codegen::cuda::compile_kernel(program, k).map_err(compile_err)?;
+        }
     }
     Ok(())
 }

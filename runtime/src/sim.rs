@@ -5,7 +5,7 @@
 
 use crate::backend::{self, Backend, Engine};
 use crate::render::Image;
-use crate::wgpu_backend::{WgpuContext, WgpuEngine};
+use crate::wgpu_backend::{AdapterChoice, WgpuContext, WgpuEngine};
 use crate::RuntimeError;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -65,6 +65,19 @@ impl Simulation {
             (opts.backend, opts.gpu) = backend::resolve_auto(&opts);
         }
         opts.passes = backend::tune_passes(opts.backend, &opts.passes);
+        if opts.backend == Backend::Wgpu {
+            // The adapter decides whether f32 atomic add is native, and the
+            // pipeline must know before `legalize`: open it now (once).
+            let ctx = match &opts.gpu {
+                Some(c) => c.clone(),
+                None => Arc::new(WgpuContext::new(AdapterChoice::Any)?),
+            };
+            opts.passes.target = backend::target_caps(
+                Backend::Wgpu,
+                ctx.float_atomics && !opts.force_cas_float_atomics,
+            );
+            opts.gpu = Some(ctx);
+        }
         Self::with_engine(program, &opts, |p| backend::open(opts.backend, p, &opts))
     }
 

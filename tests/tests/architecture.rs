@@ -287,3 +287,30 @@ fn passes_holds_passes_only() {
     let hits = mentions("graph-ir/src/lower", &["passes::", "super::super"]);
     assert!(hits.is_empty(), "{}", hits.join("\n"));
 }
+
+#[test]
+fn random_numbers_and_atomic_loops_are_defined_once() {
+    // `random()` is IR from `lower::random` (expanded by legalize): no
+    // backend or runtime holds the generator's constants.
+    let mut hits = Vec::new();
+    for dir in [
+        "codegen/src",
+        "runtime/src",
+        "graph-ir/src/passes",
+        "graph-ir/src/ir",
+    ] {
+        hits.extend(mentions(dir, &["747796405", "2891336453", "277803737"]));
+    }
+    assert!(hits.is_empty(), "{}", hits.join("\n"));
+    assert_eq!(mentions("graph-ir/src/lower", &["747796405"]).len(), 1);
+    // Atomics a target lacks are legalize's compare-exchange loop; no
+    // backend writes its own (the CPU backend's f32 add is its native
+    // lowering of an operation it states in `CAPS`).
+    let hits = mentions(
+        "codegen/src",
+        &["weft_atomic_f", "compare_exchange_weak", "fn float_rmw"],
+    );
+    assert!(hits.is_empty(), "{}", hits.join("\n"));
+    let hits = mentions("runtime/src/vm", &["compare_exchange_weak"]);
+    assert!(hits.is_empty(), "{}", hits.join("\n"));
+}

@@ -45,7 +45,10 @@ fn programs() -> Vec<(String, Program)> {
     docs.into_iter()
         .map(|(name, doc)| {
             let mut p = build(&doc).unwrap_or_else(|e| panic!("{}: {}", name, e));
-            weft_ir::passes::run_pipeline(&mut p, &Default::default(), None)
+            // As the cuda backend gets it (its capabilities: native f32
+            // atomic add, i32 atomic min/max).
+            let opts = weft_runtime::backend::tune_passes(Backend::Cuda, &Default::default());
+            weft_ir::passes::run_pipeline(&mut p, &opts, None)
                 .unwrap_or_else(|e| panic!("{}: {}", name, e));
             (name, p)
         })
@@ -158,7 +161,8 @@ fn float_atomic_add_is_native_in_the_ptx() {
         &[64],
     );
     let mut p = build(&g).unwrap();
-    weft_ir::passes::run_pipeline(&mut p, &Default::default(), None).unwrap();
+    let opts = weft_runtime::backend::tune_passes(Backend::Cuda, &Default::default());
+    weft_ir::passes::run_pipeline(&mut p, &opts, None).unwrap();
     let (_, k) = p.kernels.iter().next().unwrap();
     let c = weft_codegen::cuda::compile_kernel(&p, k).unwrap();
     assert!(c.source.contains("atomicAdd((float*)"), "{}", c.source);

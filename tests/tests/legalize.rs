@@ -544,3 +544,138 @@ fn out_of_range_access_has_one_outcome_on_every_backend() {
         assert_eq!(vm, jit, "{}", code);
     }
 }
+
+#[test]
+fn atomics_a_target_lacks_give_the_same_values_on_every_backend() {
+    // f32 min/max (with min/max's NaN rules), i32 min/max and f32 add:
+    // each backend lacks some of them and gets `legalize`'s one
+    // compare-exchange loop for those; the values are computed here.
+    let g = kernel_graph(
+        &[
+            F("fmin", "f32", &[2], json!(0)),
+            F("fmax", "f32", &[2], json!(0)),
+            F("imin", "i32", &[1], json!(0)),
+            F("imax", "i32", &[1], json!(0)),
+            F("sum", "f32", &[1], json!(0)),
+            F("old", "f32", &[64], json!(0)),
+            F("count", "f32", &[1], json!(0)),
+        ],
+        "fn kernel(i: i32) {
+            let x = (i as f32) - 20.5;
+            atomic_min(fmin[0], x);
+            atomic_max(fmax[0], x);
+            let z = 0.0 * x;
+            let nan = select(i == 5, z / z, x);
+            atomic_min(fmin[1], nan);
+            atomic_max(fmax[1], nan);
+            atomic_min(imin[0], 7 - i * 3);
+            atomic_max(imax[0], i * 5 - 100);
+            atomic_add(sum[0], i as f32);
+            old[i] = atomic_add(count[0], 1.0);
+        }",
+        &[64],
+        json!({}),
+    );
+    for b in backends() {
+        let s = sim_on(&g, b);
+        assert_eq!(f32s(&s, "fmin"), vec![-20.5, -20.5], "{}", b);
+        assert_eq!(f32s(&s, "fmax"), vec![42.5, 42.5], "{}", b);
+        assert_eq!(words(&s, "imin"), vec![(7 - 63 * 3) as u32], "{}", b);
+        assert_eq!(words(&s, "imax"), vec![215], "{}", b);
+        assert_eq!(f32s(&s, "sum"), vec![2016.0], "{}", b);
+        let mut old = f32s(&s, "old");
+        old.sort_by(f32::total_cmp);
+        assert_eq!(old, (0..64).map(|k| k as f32).collect::<Vec<_>>(), "{}", b);
+    }
+}
+
+#[test]
+fn legalize_expands_exactly_what_the_target_lacks() {
+    use weft_ir::ir::target::TargetCaps;
+    use weft_ir::ir::AtomicOp;
+    let g = kernel_graph(
+        &[F("a", "f32", &[4], json!(0)), F("n", "i32", &[4], json!(0))],
+        "fn kernel(i: i32) { atomic_add(a[0], 1.0); atomic_max(a[1], 2.0); atomic_min(n[0], i); atomic_add(n[1], i); }",
+        &[4],
+        json!({}),
+    );
+    // (op, scalar) of every atomic left, and how many compare-exchange
+    // loops `match_cas_loop` finds.
+    let atomics = |caps: TargetCaps| {
+        let mut p = build(&g).unwrap();
+        let opts = weft_ir::passes::PassOptions {
+            target: caps,
+            validate: true,
+            ..Default::default()
+        };
+        weft_ir::passes::run_pipeline(&mut p, &opts, None).unwrap();
+        assert_eq!(p.target, caps);
+        let k = p.kernel_by_name("k").unwrap();
+        let f = &p.kernels[k].entry;
+        let (mut ops, mut loops) = (Vec::new(), 0);
+        // The instructions in the body (the arena also holds dead ones).
+        let mut stack = vec![f.body.clone()];
+        while let Some(block) = stack.pop() {
+            for h in block {
+                let i = &f.insts[h];
+                if let InstKind::BufAtomic { op, .. } = i.kind {
+                    ops.push((op, i.ty.to_string()));
+                }
+                loops += weft_ir::lower::quantize::match_cas_loop(f, h).is_some() as usize;
+                stack.extend(i.kind.blocks().into_iter().cloned());
+            }
+        }
+        ops.sort_by_key(|(op, t)| format!("{:?}{}", op, t));
+        (ops, loops)
+    };
+    let cx = |t: &str| (AtomicOp::CompareExchange, t.to_string());
+    // The baseline: integer add stays, the rest are loops.
+    let (ops, loops) = atomics(TargetCaps::BASELINE);
+    assert_eq!(loops, 3);
+    assert_eq!(
+        ops,
+        vec![
+            (AtomicOp::Add, "i32".to_string()),
+            cx("u32"),
+            cx("u32"),
+            cx("u32")
+        ]
+    );
+    // The CPU backend: f32 add and i32 min are native, f32 max is a loop.
+    let (ops, loops) = atomics(weft_codegen::jit::CAPS);
+    assert_eq!(loops, 1);
+    assert_eq!(
+        ops,
+        vec![
+            (AtomicOp::Add, "f32".to_string()),
+            (AtomicOp::Add, "i32".to_string()),
+            cx("u32"),
+            (AtomicOp::Min, "i32".to_string())
+        ]
+    );
+    // wgpu with native f32 add: not on `a`, which f32 max (a loop of
+    // compare-exchanges) shares, as WGSL types a buffer one way.
+    let (_, loops) = atomics(weft_codegen::wgpu::caps(true));
+    assert_eq!(loops, 3);
+}
+
+#[test]
+fn random_is_plain_ir_after_legalize() {
+    let g = kernel_graph(
+        &[F("r", "f32", &[8], json!(0))],
+        "fn kernel(i: i32) { r[i] = random(); }",
+        &[8],
+        json!({}),
+    );
+    let p = compiled(&g);
+    let k = p.kernel_by_name("k").unwrap();
+    let f = &p.kernels[k].entry;
+    let kinds: Vec<&InstKind> = f.body.iter().map(|&h| &f.insts[h].kind).collect();
+    assert!(!kinds.iter().any(|k| matches!(k, InstKind::Random)));
+    // Seeded once, advanced once.
+    let stores = kinds
+        .iter()
+        .filter(|k| matches!(k, InstKind::RngStore(_)))
+        .count();
+    assert_eq!(stores, 2);
+}

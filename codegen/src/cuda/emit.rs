@@ -106,7 +106,7 @@ pub(super) fn kernel(program: &Program, kernel: &Kernel) -> Result<CudaKernel, C
     }
     let _ = writeln!(
         out,
-        "    unsigned p[{}];\n    int frame;\n    unsigned rng;\n}};\n",
+        "    unsigned p[{}];\n    int frame;\n    unsigned seed, launch, linear, rng;\n}};\n",
         nparams.max(1)
     );
     out.push_str(
@@ -254,11 +254,9 @@ fn entry(out: &mut String, program: &Program, kernel: &Kernel, roots: &[LayoutId
             "    int i{d} = (int)(rest % {ext}u);\n    rest = rest / {ext}u;"
         );
     }
-    let _ = writeln!(
-        out,
-        "    // eval::rng_seed(seed, frame, kernel_hash, launch, linear index)\n    \
-         e.rng = weft_pcg(r_seed ^ weft_pcg(r_frame ^ weft_pcg({}u ^ weft_pcg(r_launch ^ weft_pcg((unsigned)lin)))));",
-        eval::kernel_hash(&kernel.name)
+    // Launch values (`random()`'s seed chain is IR, from `legalize`).
+    out.push_str(
+        "    e.seed = r_seed; e.launch = r_launch; e.linear = (unsigned)lin; e.rng = 0u;\n",
     );
     let idx: Vec<String> = (0..kernel.dims).map(|d| format!(", i{}", d)).collect();
     let _ = writeln!(out, "    (void)weft_body(&e, 0{});\n}}", idx.concat());
@@ -451,13 +449,21 @@ impl<'a> Gen<'a> {
                 self.define(h, vec![from_word(s, &format!("e->p[{}]", i))])
             }
             InstKind::Frame => self.define(h, vec!["e->frame".into()]),
-            InstKind::Random => {
-                self.line("e->rng = weft_pcg(e->rng);");
-                self.define(
-                    h,
-                    vec!["(float)(e->rng >> 8) * (1.0f / 16777216.0f)".into()],
-                )
+            InstKind::Launch(v) => {
+                let x = match v {
+                    LaunchValue::Seed => "e->seed",
+                    LaunchValue::Count => "e->launch",
+                    LaunchValue::Linear => "e->linear",
+                };
+                self.define(h, vec![x.into()])
             }
+            InstKind::RngLoad => self.define(h, vec!["e->rng".into()]),
+            InstKind::RngStore(v) => {
+                let line = format!("e->rng = {};", self.v(*v)[0]);
+                self.line(&line);
+                Ok(())
+            }
+            InstKind::Random => Err(self.err(h, "random() reached codegen; legalize did not run")),
             InstKind::Unary(op, a) => {
                 let s = ty.scalar().ok_or_else(|| self.err(h, "untyped unary"))?;
                 let e = self.v(*a).iter().map(|x| unary(*op, s, x)).collect();
@@ -632,6 +638,9 @@ impl<'a> Gen<'a> {
                 cmp,
             } => {
                 let s = ty.scalar().ok_or_else(|| self.err(h, "untyped atomic"))?;
+                if !super::CAPS.has_atomic(*op, s) {
+                    return Err(self.err(h, "an atomic CUDA lacks; legalize expands it"));
+                }
                 let p = self.address(h, *root, *addr)?;
                 let v = self.v1(*value);
                 let c = cmp.map(|c| self.v1(c));

@@ -38,6 +38,15 @@ mod ops;
 use crate::CodegenError;
 use weft_ir::ir::*;
 
+/// What CUDA executes natively: f32 atomic add and i32 atomic min/max are
+/// instructions; f32 min/max arrive as `legalize`'s compare-exchange loop.
+pub const CAPS: weft_ir::ir::target::TargetCaps = weft_ir::ir::target::TargetCaps {
+    f32_atomic_add: true,
+    f32_atomic_add_beside_other_atomics: true,
+    f32_atomic_min_max: false,
+    i32_atomic_min_max: true,
+};
+
 /// Name of the kernel's `__global__` function in every generated module.
 pub const ENTRY: &str = "weft_kernel";
 
@@ -109,31 +118,4 @@ __device__ __forceinline__ float weft_fclamp(float x, float lo, float hi) {
 __device__ __forceinline__ float weft_fsign(float x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f); }
 __device__ __forceinline__ int weft_isign(int x) { return x > 0 ? 1 : (x < 0 ? -1 : 0); }
 __device__ __forceinline__ int weft_iabs(int x) { return x < 0 ? (int)(0u - (unsigned)x) : x; }
-
-// eval::pcg_hash.
-__device__ __forceinline__ unsigned weft_pcg(unsigned v) {
-    unsigned state = v * 747796405u + 2891336453u;
-    unsigned word = ((state >> ((state >> 28) + 4u)) ^ state) * 277803737u;
-    return (word >> 22) ^ word;
-}
-
-// Compare-exchange loops for the f32 atomics CUDA has no instruction for.
-__device__ float weft_atomic_fmin(unsigned* p, float v) {
-    unsigned cur = *(volatile unsigned*)p;
-    for (;;) {
-        unsigned next = __float_as_uint(weft_fmin(__uint_as_float(cur), v));
-        unsigned old = atomicCAS(p, cur, next);
-        if (old == cur) return __uint_as_float(old);
-        cur = old;
-    }
-}
-__device__ float weft_atomic_fmax(unsigned* p, float v) {
-    unsigned cur = *(volatile unsigned*)p;
-    for (;;) {
-        unsigned next = __float_as_uint(weft_fmax(__uint_as_float(cur), v));
-        unsigned old = atomicCAS(p, cur, next);
-        if (old == cur) return __uint_as_float(old);
-        cur = old;
-    }
-}
 "#;

@@ -108,8 +108,6 @@ pub(super) fn atomic(op: AtomicOp, s: Scalar, p: &str, v: &str, cmp: Option<&str
         // Native float atomics; x - v is x + (-v) exactly in IEEE arithmetic.
         (AtomicOp::Add, Scalar::F32) => format!("atomicAdd((float*)({}), {})", p, v),
         (AtomicOp::Sub, Scalar::F32) => format!("atomicAdd((float*)({}), -({}))", p, v),
-        (AtomicOp::Min, Scalar::F32) => format!("weft_atomic_fmin({}, {})", p, v),
-        (AtomicOp::Max, Scalar::F32) => format!("weft_atomic_fmax({}, {})", p, v),
         (AtomicOp::Add, _) => old(format!("atomicAdd({}, {})", p, w)),
         (AtomicOp::Sub, _) => old(format!("atomicSub({}, {})", p, w)),
         (AtomicOp::Min, Scalar::I32) => format!("atomicMin((int*)({}), {})", p, v),

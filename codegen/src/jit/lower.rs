@@ -21,7 +21,6 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_jit::JITModule;
 use cranelift_module::{FuncId, Module};
 use std::collections::HashMap;
-use weft_ir::ir::eval;
 use weft_ir::ir::*;
 use weft_ir::types::{Scalar, Type};
 
@@ -87,6 +86,7 @@ struct Lower<'e, 'a, 'b> {
     params: Vec<Value>,
     frame: Value,
     args: Vec<Vec<Value>>,
+    launch: Option<(Value, Value, Variable)>,
     exit: Exit,
     fail: CBlock,
     /// Shared fault path: params (site: i32, value: i64); records and fails.
@@ -159,7 +159,6 @@ pub(super) fn build_chunk(
     func: &mut ir::Function,
     fctx: &mut FunctionBuilderContext,
     shape: &[u32],
-    random: bool,
 ) -> Result<(), CodegenError> {
     let kernel = env.kernel;
     let f = &kernel.entry;
@@ -173,11 +172,7 @@ pub(super) fn build_chunk(
     let rng_slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 4, 2));
     let rng = b.ins().stack_addr(types::I64, rng_slot, 0);
     let depth = b.ins().iconst(types::I32, 0);
-    let (seed, launch) = if random {
-        load_seed_launch(&mut b, ctx)
-    } else {
-        (depth, depth)
-    };
+    let launch = uses_launch(f).then(|| load_seed_launch(&mut b, ctx));
 
     let dims = shape.len().max(1);
     let (lin, idx) = index_vars(&mut b, shape, start);
@@ -195,25 +190,7 @@ pub(super) fn build_chunk(
     b.switch_to_block(head);
     b.ins().jump(body, &[]);
     b.switch_to_block(body);
-    let lin_v = b.use_var(lin);
     let args: Vec<Vec<Value>> = idx.iter().map(|v| vec![b.use_var(*v)]).collect();
-    if random {
-        let l32 = b.ins().ireduce(types::I32, lin_v);
-        let khash = b
-            .ins()
-            .iconst(types::I32, eval::kernel_hash(&kernel.name) as i64);
-        // pcg(seed ^ pcg(frame ^ pcg(khash ^ pcg(launch ^ pcg(lin)))))
-        let mut h = pcg(&mut b, l32);
-        h = b.ins().bxor(launch, h);
-        h = pcg(&mut b, h);
-        h = b.ins().bxor(khash, h);
-        h = pcg(&mut b, h);
-        h = b.ins().bxor(frame, h);
-        h = pcg(&mut b, h);
-        h = b.ins().bxor(seed, h);
-        h = pcg(&mut b, h);
-        b.ins().store(MemFlagsData::trusted(), h, rng, 0);
-    }
     let mut l = Lower::new(
         b,
         module,
@@ -228,6 +205,7 @@ pub(super) fn build_chunk(
             params,
             frame,
             args,
+            launch: launch.map(|(seed, count)| (seed, count, lin)),
             exit: Exit::Entry { next },
             fail,
             fault_block,
@@ -322,6 +300,7 @@ pub(super) fn build_helper<'a>(
             params,
             frame,
             args,
+            launch: None,
             exit: Exit::Helper { retptr },
             fail,
             fault_block,
@@ -357,6 +336,9 @@ struct Setup {
     params: Vec<Value>,
     frame: Value,
     args: Vec<Vec<Value>>,
+    /// The run's seed, this launch's count and the linear-index variable
+    /// (`InstKind::Launch`), in an entry that reads them.
+    launch: Option<(Value, Value, Variable)>,
     exit: Exit,
     fail: CBlock,
     fault_block: CBlock,
@@ -387,6 +369,7 @@ impl<'e, 'a, 'b> Lower<'e, 'a, 'b> {
             params: s.params,
             frame: s.frame,
             args: s.args,
+            launch: s.launch,
             exit: s.exit,
             fail: s.fail,
             fault_block: s.fault_block,
@@ -400,6 +383,13 @@ impl<'e, 'a, 'b> Lower<'e, 'a, 'b> {
     }
 }
 
+/// Whether `f` reads a launch value (`random()`'s seed chain does).
+pub(super) fn uses_launch(f: &Function) -> bool {
+    f.insts
+        .iter()
+        .any(|(_, i)| matches!(i.kind, InstKind::Launch(_)))
+}
+
 /// The run's seed and this launch's index (what `random()` streams start from).
 fn load_seed_launch(b: &mut FunctionBuilder, ctx: Value) -> (Value, Value) {
     let fl = MemFlagsData::trusted().with_readonly();
@@ -407,22 +397,6 @@ fn load_seed_launch(b: &mut FunctionBuilder, ctx: Value) -> (Value, Value) {
         b.ins().load(types::I32, fl, ctx, ctx_offsets::SEED),
         b.ins().load(types::I32, fl, ctx, ctx_offsets::LAUNCH),
     )
-}
-
-/// PCG hash (`eval::pcg_hash`) on an I32 value.
-fn pcg(b: &mut FunctionBuilder, v: Value) -> Value {
-    let k1 = b.ins().iconst(types::I32, 747796405);
-    let k2 = b.ins().iconst(types::I32, 2891336453u32 as i64);
-    let k3 = b.ins().iconst(types::I32, 277803737);
-    let state = b.ins().imul(v, k1);
-    let state = b.ins().iadd(state, k2);
-    let sh = b.ins().ushr_imm_s(state, 28);
-    let sh = b.ins().iadd_imm_s(sh, 4);
-    let x = b.ins().ushr(state, sh);
-    let x = b.ins().bxor(x, state);
-    let word = b.ins().imul(x, k3);
-    let hi = b.ins().ushr_imm_s(word, 22);
-    b.ins().bxor(hi, word)
 }
 
 impl Lower<'_, '_, '_> {
@@ -642,17 +616,32 @@ impl Lower<'_, '_, '_> {
                 vec![self.word_as(w, ty)]
             }
             InstKind::Frame => vec![self.frame],
-            InstKind::Random => {
-                let st = self
+            InstKind::Launch(v) => {
+                let (seed, count, lin) = self
+                    .launch
+                    .ok_or_else(|| self.err(h, "a launch value outside the kernel's entry"))?;
+                vec![match v {
+                    LaunchValue::Seed => seed,
+                    LaunchValue::Count => count,
+                    LaunchValue::Linear => {
+                        let l = self.b.use_var(lin);
+                        self.b.ins().ireduce(types::I32, l)
+                    }
+                }]
+            }
+            InstKind::RngLoad => {
+                vec![self
                     .b
                     .ins()
-                    .load(types::I32, MemFlagsData::trusted(), self.rng, 0);
-                let st = pcg(&mut self.b, st);
-                self.b.ins().store(MemFlagsData::trusted(), st, self.rng, 0);
-                let hi = self.b.ins().ushr_imm_s(st, 8);
-                let fv = self.b.ins().fcvt_from_uint(types::F32, hi);
-                let k = self.f32c(1.0 / 16_777_216.0);
-                vec![self.b.ins().fmul(fv, k)]
+                    .load(types::I32, MemFlagsData::trusted(), self.rng, 0)]
+            }
+            InstKind::RngStore(v) => {
+                let x = self.v(*v)[0];
+                self.b.ins().store(MemFlagsData::trusted(), x, self.rng, 0);
+                vec![]
+            }
+            InstKind::Random => {
+                return Err(self.err(h, "random() reached codegen; legalize did not run"))
             }
             InstKind::Unary(op, a) => {
                 let s = ty.scalar().ok_or_else(|| self.err(h, "untyped unary"))?;
@@ -824,8 +813,11 @@ impl Lower<'_, '_, '_> {
                 value,
                 cmp,
             } => {
-                let p = self.address(*root, self.v1(*addr), span)?;
                 let s = ty.scalar().ok_or_else(|| self.err(h, "untyped atomic"))?;
+                if !super::CAPS.has_atomic(*op, s) {
+                    return Err(self.err(h, "an atomic the CPU backend lacks; legalize expands it"));
+                }
+                let p = self.address(*root, self.v1(*addr), span)?;
                 let v = self.v1(*value);
                 let c = cmp.map(|c| self.v1(c));
                 let plain = match self.env.variant {
@@ -1463,9 +1455,7 @@ impl Lower<'_, '_, '_> {
                 let ci = self.retype(c, types::I32);
                 self.b.ins().atomic_cas(fl, p, ci, vi)
             }
-            (AtomicOp::Add | AtomicOp::Sub | AtomicOp::Min | AtomicOp::Max, Scalar::F32) => {
-                self.float_rmw(op, p, v)
-            }
+            (_, Scalar::F32) => self.float_add(op == AtomicOp::Sub, p, v),
             (AtomicOp::Add, _) => self
                 .b
                 .ins()
@@ -1542,16 +1532,6 @@ impl Lower<'_, '_, '_> {
                 let eq = self.b.ins().icmp(IntCC::Equal, old, ci);
                 self.b.ins().select(eq, vi, old)
             }
-            (AtomicOp::Add | AtomicOp::Sub | AtomicOp::Min | AtomicOp::Max, Scalar::F32) => {
-                let cf = self.retype(old, types::F32);
-                let n = match op {
-                    AtomicOp::Add => self.b.ins().fadd(cf, v),
-                    AtomicOp::Sub => self.b.ins().fsub(cf, v),
-                    AtomicOp::Min => self.fminmax(false, cf, v),
-                    _ => self.fminmax(true, cf, v),
-                };
-                self.retype(n, types::I32)
-            }
             (AtomicOp::Add, _) => self.b.ins().iadd(old, vi),
             (AtomicOp::Sub, _) => self.b.ins().isub(old, vi),
             (AtomicOp::Min, _) if signed => self.b.ins().smin(old, vi),
@@ -1566,8 +1546,10 @@ impl Lower<'_, '_, '_> {
         self.retype(old, scalar_clif(s))
     }
 
-    /// A compare-exchange loop computing `f(current, v)` on f32 bits; returns the old word.
-    fn float_rmw(&mut self, op: AtomicOp, p: Value, v: Value) -> Value {
+    /// f32 atomic add (`sub`: subtract) as the hardware's compare-exchange
+    /// loop on the bits (CAPS: the only f32 atomic this backend takes);
+    /// returns the old word.
+    fn float_add(&mut self, sub: bool, p: Value, v: Value) -> Value {
         let fl = MemFlagsData::trusted();
         let cur0 = self.b.ins().atomic_load(types::I32, fl, p);
         let lp = self.b.create_block();
@@ -1578,11 +1560,10 @@ impl Lower<'_, '_, '_> {
         self.b.switch_to_block(lp);
         let cur = self.b.block_params(lp)[0];
         let cf = self.retype(cur, types::F32);
-        let new = match op {
-            AtomicOp::Add => self.b.ins().fadd(cf, v),
-            AtomicOp::Sub => self.b.ins().fsub(cf, v),
-            AtomicOp::Min => self.fminmax(false, cf, v),
-            _ => self.fminmax(true, cf, v),
+        let new = if sub {
+            self.b.ins().fsub(cf, v)
+        } else {
+            self.b.ins().fadd(cf, v)
         };
         let ni = self.retype(new, types::I32);
         let old = self.b.ins().atomic_cas(fl, p, cur, ni);

@@ -49,6 +49,18 @@ use cranelift_module::{default_libcall_names, FuncId, Linkage, Module};
 use std::collections::HashMap;
 use weft_ir::ir::*;
 
+/// What this backend executes natively. f32 atomic add/sub stays one
+/// operation so that the `Serial` and `Private` variants can make a
+/// scatter-add (the particle-to-grid transfer) a plain float add; in the
+/// `Atomic` variant it is x86's and AArch64's compare-exchange loop, as a
+/// GPU driver lowers it. f32 min/max arrives as `legalize`'s loop.
+pub const CAPS: weft_ir::ir::target::TargetCaps = weft_ir::ir::target::TargetCaps {
+    f32_atomic_add: true,
+    f32_atomic_add_beside_other_atomics: true,
+    f32_atomic_min_max: false,
+    i32_atomic_min_max: true,
+};
+
 /// What a launch hands to the chunk function (`#[repr(C)]`, read by generated code).
 #[repr(C)]
 #[derive(Debug)]
@@ -338,14 +350,6 @@ fn cost_estimate(kernel: &Kernel) -> u64 {
     }
 }
 
-pub(super) fn uses_random(kernel: &Kernel) -> bool {
-    all_functions(kernel).any(|f| {
-        f.insts
-            .iter()
-            .any(|(_, i)| matches!(i.kind, InstKind::Random))
-    })
-}
-
 /// Which helpers the entry can reach through calls (the inliner leaves
 /// inlined helpers behind; they are not compiled).
 fn live_helpers(kernel: &Kernel) -> Vec<bool> {
@@ -451,7 +455,6 @@ fn compile_inner(
     }
 
     let roots = collect_roots(kernel);
-    let random = uses_random(kernel);
     let shape = kernel.iteration_shape(program);
     // A `Trap` names its site in the kernel's list; the JIT's own sites follow.
     let mut sites: Vec<FaultSite> = kernel.fault_sites.clone();
@@ -511,14 +514,7 @@ fn compile_inner(
             module.clear_context(&mut ctx);
         }
         ctx.func.signature = chunk_sig;
-        lower::build_chunk(
-            &mut module,
-            &mut env,
-            &mut ctx.func,
-            &mut fctx,
-            &shape,
-            random,
-        )?;
+        lower::build_chunk(&mut module, &mut env, &mut ctx.func, &mut fctx, &shape)?;
         // `WEFT_JIT_DISASM=<kernel node id>` prints the machine code of that
         // kernel's chunk functions on stderr (for performance work).
         let disasm = std::env::var("WEFT_JIT_DISASM").ok() == Some(kernel.name.clone());

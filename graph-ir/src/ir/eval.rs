@@ -215,36 +215,3 @@ pub fn builtin_scalar(b: Builtin, s: Scalar, args: &[u32]) -> Option<u32> {
         _ => return None,
     }))
 }
-
-/// PCG hash (Jarkko & Olano 2020): the kernel language's random-number core.
-#[inline]
-pub fn pcg_hash(v: u32) -> u32 {
-    let state = v.wrapping_mul(747796405).wrapping_add(2891336453);
-    let word = ((state >> ((state >> 28).wrapping_add(4))) ^ state).wrapping_mul(277803737);
-    (word >> 22) ^ word
-}
-
-/// Initial random state of one loop iteration. Every backend must compute it
-/// this way. `launch` counts earlier launches of the same kernel node in this
-/// run (so each substep of a `repeat` draws new numbers).
-pub fn rng_seed(seed: u32, frame: i32, kernel_hash: u32, launch: u32, linear_index: u32) -> u32 {
-    pcg_hash(
-        seed ^ pcg_hash(
-            (frame as u32) ^ pcg_hash(kernel_hash ^ pcg_hash(launch ^ pcg_hash(linear_index))),
-        ),
-    )
-}
-
-/// Advances the state and returns a uniform f32 in [0, 1) with 24 random bits.
-#[inline]
-pub fn rng_next(state: &mut u32) -> f32 {
-    *state = pcg_hash(*state);
-    (*state >> 8) as f32 * (1.0 / 16_777_216.0)
-}
-
-/// FNV-1a of a kernel's node id: stable across edits of other nodes.
-pub fn kernel_hash(name: &str) -> u32 {
-    name.bytes().fold(0x811c9dc5u32, |h, b| {
-        (h ^ b as u32).wrapping_mul(0x01000193)
-    })
-}

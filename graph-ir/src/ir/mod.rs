@@ -18,6 +18,7 @@ pub mod layout;
 mod printer;
 pub mod quant;
 pub mod scalar;
+pub mod target;
 mod validate;
 
 pub use builtins::Builtin;
@@ -77,6 +78,9 @@ pub struct Program {
     /// image field and the system kernels that draw it. Rendering is this
     /// separate launch list; the schedule never launches these kernels.
     pub view_kernels: Vec<ViewKernels>,
+    /// Set by `legalize`: the capabilities it legalized for (every atomic
+    /// left is one this target has; a backend whose caps cover it compiles it).
+    pub target: target::TargetCaps,
 }
 
 /// How one view is drawn (`passes::views`): `launches` in order, once per
@@ -733,6 +737,18 @@ impl std::fmt::Display for Const {
     }
 }
 
+/// A u32 of the running launch (`InstKind::Launch`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LaunchValue {
+    /// The run's random seed (`--seed`).
+    Seed,
+    /// How many launches of this kernel node ran before this one in the
+    /// run (each substep of a `repeat` draws new numbers).
+    Count,
+    /// The invocation's row-major linear index over the launch shape.
+    Linear,
+}
+
 #[derive(Clone, Debug)]
 pub enum InstKind {
     /// A scalar constant (vectors are built with `Construct`).
@@ -777,7 +793,16 @@ pub enum InstKind {
     Builtin(Builtin, Vec<InstId>),
     Call(FuncId, Vec<InstId>),
     /// A uniform f32 in [0, 1): deterministic per (seed, frame, kernel, loop index, call order).
+    /// `legalize` expands it (`lower::random`); no backend sees it.
     Random,
+    /// A u32 of the running launch that every backend has in its launch
+    /// record or loop (what `random()`'s streams start from).
+    Launch(LaunchValue),
+    /// This invocation's random state (u32), private to the invocation and
+    /// shared by every function it calls; 0 until stored.
+    RngLoad,
+    /// Sets this invocation's random state.
+    RngStore(InstId),
     LocalLoad(LocalId),
     LocalStore(LocalId, InstId),
     FieldLoad {
@@ -891,14 +916,15 @@ impl InstKind {
     pub fn operands(&self) -> Vec<InstId> {
         use InstKind::*;
         match self {
-            Const(_) | Arg(_) | Param(_) | Frame | Random | LocalLoad(_) | Break | Continue
-            | LoopCounter(_) => vec![],
+            Const(_) | Arg(_) | Param(_) | Frame | Random | Launch(_) | RngLoad | LocalLoad(_)
+            | Break | Continue | LoopCounter(_) => vec![],
             Unary(_, a)
             | Cast(a)
             | Bitcast(a)
             | Extract(a, _)
             | Swizzle(a, _)
-            | LocalStore(_, a) => vec![*a],
+            | LocalStore(_, a)
+            | RngStore(a) => vec![*a],
             Binary(_, a, b) | ExtractDyn(a, b) => vec![*a, *b],
             Select {
                 cond,
@@ -955,6 +981,8 @@ impl InstKind {
             | Param(_)
             | Frame
             | Random
+            | Launch(_)
+            | RngLoad
             | LocalLoad(_)
             | Break
             | Continue
@@ -965,7 +993,8 @@ impl InstKind {
             | Bitcast(a)
             | Extract(a, _)
             | Swizzle(a, _)
-            | LocalStore(_, a) => *a = f(*a),
+            | LocalStore(_, a)
+            | RngStore(a) => *a = f(*a),
             Binary(_, a, b) | ExtractDyn(a, b) => {
                 *a = f(*a);
                 *b = f(*b);
@@ -1069,6 +1098,7 @@ impl InstKind {
                 | Arg(_)
                 | Param(_)
                 | Frame
+                | Launch(_)
                 | Unary(..)
                 | Binary(..)
                 | Select { .. }

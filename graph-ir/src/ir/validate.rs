@@ -13,7 +13,8 @@
 //!   remains, and before it no buffer access exists;
 //! - after legalization (`IrForm::Legalized`) no bounds check, range loop,
 //!   matrix determinant/inverse, outer product, integer dot, `sign` of an
-//!   unsigned value or integer division by a constant zero remains; every
+//!   unsigned value, `random()`, atomic the target lacks (`Program::target`)
+//!   or integer division by a constant zero remains; every
 //!   `Trap` names a fault site, and abstract IR has none (access lowering
 //!   adds the pool-exhaustion traps);
 //! - program level: layout parents and children agree, every field lies
@@ -509,6 +510,19 @@ impl Ctx<'_> {
                 if t != Type::F32 {
                     return bad(self, "random must be f32");
                 }
+                if self.form == IrForm::Legalized {
+                    return bad(self, "random() after legalization (legalize expands it)");
+                }
+            }
+            InstKind::Launch(_) | InstKind::RngLoad => {
+                if t != Type::U32 {
+                    return bad(self, "launch values and the random state are u32");
+                }
+            }
+            InstKind::RngStore(v) => {
+                if self.ty(*v) != Type::U32 {
+                    return bad(self, "the random state is u32");
+                }
             }
             InstKind::LocalLoad(l) | InstKind::LocalStore(l, _) => {
                 let Some(local) = self.f.locals.get(*l) else {
@@ -609,6 +623,17 @@ impl Ctx<'_> {
                 }
                 if self.ty(*addr) != Type::U32 {
                     return bad(self, "buffer address must be u32");
+                }
+                if let InstKind::BufAtomic { op, .. } = &inst.kind {
+                    if self.form == IrForm::Legalized
+                        && t.scalar()
+                            .is_some_and(|s| !self.program.target.has_atomic(*op, s))
+                    {
+                        return bad(
+                            self,
+                            "an atomic the target lacks after legalization (legalize expands it)",
+                        );
+                    }
                 }
             }
             InstKind::If {

@@ -7,11 +7,13 @@
 //! - `quantize`: quantized field access as word loads, stores and
 //!   compare-exchange loops (and `match_cas_loop`, which finds such a loop
 //!   again for the passes that rewrite it);
-//! - `words`: a value as per-component words and back.
+//! - `words`: a value as per-component words and back;
+//! - `random`: the random-number generator `legalize` expands `random()` to.
 //!
 //! Dependencies point one way: `passes` use `lower`, `lower` uses only
 //! `ir` and `types`.
 
 pub mod quantize;
+pub mod random;
 pub mod sparse;
 pub mod words;

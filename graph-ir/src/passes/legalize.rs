@@ -1,7 +1,8 @@
 //! Rewrites everything a backend would otherwise re-implement by hand into
 //! plain IR, so the semantics live once, here.
 //!
-//! Pre: valid lowered IR (`IrForm::Lowered`), after the last simplification.
+//! Pre: valid lowered IR (`IrForm::Lowered`), after the last simplification,
+//! and the target's capabilities ([`TargetCaps`]).
 //! Post: valid `IrForm::Legalized` IR in which
 //! - bounds checks are `if (u32(index) >= extent) { trap }` and a range
 //!   loop's step is checked by `if (step <= 0) { trap }` before the loop;
@@ -22,6 +23,11 @@
 //! - a range loop is a `Loop` over locals holding the next counter value,
 //!   the iterations left and a `more` flag (see [`range_loop`]); no
 //!   `RangeFor` or `LoopCounter` remains;
+//! - `random()` is the generator of `lower::random` on the invocation's
+//!   state (`RngLoad` / `RngStore`), seeded at the top of the entry of a
+//!   kernel that calls it anywhere;
+//! - an atomic read-modify-write the target lacks ([`TargetCaps`]) is a
+//!   compare-exchange loop on the word's bits ([`cas_loop`]);
 //! - integer `dot` is a sum of component products and `outer` builds its
 //!   columns as `a * b[j]`.
 //!
@@ -29,17 +35,45 @@
 //! interpreter did before it, so results do not change.
 
 use crate::ir::*;
+use crate::lower::random;
 use crate::types::{Scalar, Type};
 
-pub fn run(program: &mut Program) {
+pub use crate::ir::target::TargetCaps;
+
+pub fn run(program: &mut Program, caps: &TargetCaps) {
+    program.target = *caps;
     for k in program.kernels.handles().collect::<Vec<_>>() {
         let kernel = &mut program.kernels[k];
+        let random = std::iter::once(&kernel.entry)
+            .chain(kernel.functions.iter().map(|(_, f)| f))
+            .any(|f| {
+                f.insts
+                    .iter()
+                    .any(|(_, i)| matches!(i.kind, InstKind::Random))
+            });
         let mut sites = std::mem::take(&mut kernel.fault_sites);
-        legalize_function(&mut kernel.entry, &mut sites);
+        let caps = &KernelCaps {
+            caps: *caps,
+            shared_roots: shared_atomic_roots(kernel),
+        };
+        legalize_function(&mut kernel.entry, &mut sites, caps);
         for fid in kernel.functions.handles().collect::<Vec<_>>() {
-            legalize_function(&mut kernel.functions[fid], &mut sites);
+            legalize_function(&mut kernel.functions[fid], &mut sites, caps);
         }
         kernel.fault_sites = sites;
+        if random {
+            // Every invocation starts its stream before its first statement.
+            let f = &mut kernel.entry;
+            let mut e = Emitter {
+                f,
+                out: Vec::new(),
+                span: Span::default(),
+            };
+            random::seed(&mut |k, t| e.emit(k, t), &kernel.name);
+            let mut body = e.out;
+            body.append(&mut kernel.entry.body);
+            kernel.entry.body = body;
+        }
     }
 }
 
@@ -88,17 +122,54 @@ impl Emitter<'_> {
     }
 }
 
-fn legalize_function(f: &mut Function, sites: &mut Vec<FaultSite>) {
-    let body = std::mem::take(&mut f.body);
-    f.body = legalize_block(f, body, sites);
+/// The target's capabilities as they apply to one kernel.
+struct KernelCaps {
+    caps: TargetCaps,
+    /// Roots the kernel accesses with an atomic other than f32 add/sub
+    /// (after legalize such an atomic is one, or a compare-exchange loop).
+    shared_roots: Vec<LayoutId>,
 }
 
-fn legalize_block(f: &mut Function, block: Block, sites: &mut Vec<FaultSite>) -> Block {
+impl KernelCaps {
+    fn has_atomic(&self, op: AtomicOp, s: Scalar, root: LayoutId) -> bool {
+        self.caps.has_atomic(op, s)
+            && (s != Scalar::F32
+                || self.caps.f32_atomic_add_beside_other_atomics
+                || !self.shared_roots.contains(&root))
+    }
+}
+
+fn shared_atomic_roots(kernel: &Kernel) -> Vec<LayoutId> {
+    let mut out = Vec::new();
+    for f in std::iter::once(&kernel.entry).chain(kernel.functions.iter().map(|(_, f)| f)) {
+        for (_, i) in f.insts.iter() {
+            if let InstKind::BufAtomic { op, root, .. } = i.kind {
+                let f32_add = i.ty == Type::F32 && matches!(op, AtomicOp::Add | AtomicOp::Sub);
+                if !f32_add && !out.contains(&root) {
+                    out.push(root);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn legalize_function(f: &mut Function, sites: &mut Vec<FaultSite>, caps: &KernelCaps) {
+    let body = std::mem::take(&mut f.body);
+    f.body = legalize_block(f, body, sites, caps);
+}
+
+fn legalize_block(
+    f: &mut Function,
+    block: Block,
+    sites: &mut Vec<FaultSite>,
+    caps: &KernelCaps,
+) -> Block {
     let mut out = Vec::with_capacity(block.len());
     for h in block {
         let mut kind = f.insts[h].kind.clone();
         for b in kind.blocks_mut() {
-            *b = legalize_block(f, std::mem::take(b), sites);
+            *b = legalize_block(f, std::mem::take(b), sites, caps);
         }
         f.insts[h].kind = kind.clone();
         let span = f.insts[h].span;
@@ -198,6 +269,23 @@ fn legalize_block(f: &mut Function, block: Block, sites: &mut Vec<FaultSite>) ->
                 let r = saturating_cast(&mut e, a, ty);
                 e.finish(h, r);
             }
+            InstKind::Random => {
+                let r = random::next(&mut |k, t| e.emit(k, t));
+                e.finish(h, r);
+            }
+            InstKind::BufAtomic {
+                op,
+                root,
+                addr,
+                value,
+                cmp: None,
+            } if ty
+                .scalar()
+                .is_some_and(|s| !caps.has_atomic(op, s, root) && s != Scalar::Bool) =>
+            {
+                let r = cas_loop(&mut e, op, ty, root, addr, value);
+                e.finish(h, r);
+            }
             InstKind::Binary(op @ (BinaryOp::Div | BinaryOp::Rem), a, b) if ty.is_int() => {
                 if let Some(nb) = safe_divisor(&mut e, a, b) {
                     e.f.insts[h].kind = InstKind::Binary(op, a, nb);
@@ -211,6 +299,80 @@ fn legalize_block(f: &mut Function, block: Block, sites: &mut Vec<FaultSite>) ->
         }
     }
     out
+}
+
+/// An atomic `op` the target lacks, as a compare-exchange loop on the word's
+/// bits (the one copy of this loop; `lower::quantize::match_cas_loop`
+/// recognises its shape):
+///
+/// ```text
+/// loop { cur = load; new = bits(op(value_of(cur), value));
+///        if (compare_exchange(new, cur) == cur) { old = cur; break } }
+/// bits_to(old)
+/// ```
+///
+/// Lock-free: a thread retries only when another one changed the word.
+/// Emits everything into `e`; the result (the old value) is emitted last.
+fn cas_loop(
+    e: &mut Emitter,
+    op: AtomicOp,
+    ty: Type,
+    root: LayoutId,
+    addr: InstId,
+    value: InstId,
+) -> InstId {
+    let old = e.f.locals.append(Local {
+        name: format!("atomic_old{}", e.f.locals.len()),
+        ty: Type::U32,
+    });
+    let outer = std::mem::take(&mut e.out);
+    let cur = e.emit(InstKind::BufLoad { root, addr }, Type::U32);
+    let cur_v = e.emit(InstKind::Bitcast(cur), ty);
+    let new_v = match op {
+        AtomicOp::Add => e.bin(BinaryOp::Add, cur_v, value, ty),
+        AtomicOp::Sub => e.bin(BinaryOp::Sub, cur_v, value, ty),
+        AtomicOp::Min => e.emit(InstKind::Builtin(Builtin::Min, vec![cur_v, value]), ty),
+        AtomicOp::Max => e.emit(InstKind::Builtin(Builtin::Max, vec![cur_v, value]), ty),
+        AtomicOp::And => e.bin(BinaryOp::BitAnd, cur_v, value, ty),
+        AtomicOp::Or => e.bin(BinaryOp::BitOr, cur_v, value, ty),
+        AtomicOp::Xor => e.bin(BinaryOp::BitXor, cur_v, value, ty),
+        AtomicOp::Exchange | AtomicOp::CompareExchange => value,
+    };
+    let new = e.emit(InstKind::Bitcast(new_v), Type::U32);
+    let prev = e.emit(
+        InstKind::BufAtomic {
+            op: AtomicOp::CompareExchange,
+            root,
+            addr,
+            value: new,
+            cmp: Some(cur),
+        },
+        Type::U32,
+    );
+    let done = e.bin(BinaryOp::Eq, prev, cur, Type::BOOL);
+    let span = e.span;
+    let save = e.f.insts.append(Inst {
+        kind: InstKind::LocalStore(old, cur),
+        ty: Type::Void,
+        span,
+    });
+    let brk = e.f.insts.append(Inst {
+        kind: InstKind::Break,
+        ty: Type::Void,
+        span,
+    });
+    e.emit(
+        InstKind::If {
+            cond: done,
+            accept: vec![save, brk],
+            reject: vec![],
+        },
+        Type::Void,
+    );
+    let body = std::mem::replace(&mut e.out, outer);
+    e.emit(InstKind::Loop { body }, Type::Void);
+    let o = e.emit(InstKind::LocalLoad(old), Type::U32);
+    e.emit(InstKind::Bitcast(o), ty)
 }
 
 /// Rewrites a `RangeFor` as a `Loop` over locals, so no backend computes a

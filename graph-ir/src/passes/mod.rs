@@ -62,6 +62,9 @@ pub struct PassOptions {
     /// How far short constant loops unroll (a backend's choice: results
     /// never depend on it).
     pub unroll: unroll::UnrollOptions,
+    /// What the target backend has natively (`legalize` writes the rest in
+    /// plain IR). The baseline compiles for every backend.
+    pub target: legalize::TargetCaps,
 }
 
 impl Default for PassOptions {
@@ -71,6 +74,7 @@ impl Default for PassOptions {
             validate: cfg!(debug_assertions),
             packed_word_rewrites: true,
             unroll: unroll::UnrollOptions::default(),
+            target: legalize::TargetCaps::BASELINE,
         }
     }
 }
@@ -95,7 +99,8 @@ struct Simplify;
 struct LowerAccess {
     bounds_checks: bool,
 }
-struct Legalize;
+/// `legalize` for a target with these capabilities.
+struct Legalize(legalize::TargetCaps);
 struct Termination;
 struct StoreFusion;
 struct AtomicDemotion;
@@ -360,7 +365,7 @@ impl Pass for Legalize {
         IrForm::Legalized
     }
     fn run(&self, program: &mut Program) -> Result<(), PassError> {
-        legalize::run(program);
+        legalize::run(program, &self.0);
         Ok(())
     }
 }
@@ -447,7 +452,7 @@ impl Stage {
             Stage::Legalize => vec![
                 // Before legalization, while range loops are still `RangeFor`.
                 Box::new(Termination),
-                Box::new(Legalize),
+                Box::new(Legalize(opts.target)),
                 Box::new(Cse),
                 Box::new(Licm),
                 Box::new(Cse),

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use weft_codegen::vm::{Op, VmFunction, VmKernel};
 use weft_ir::ir::eval;
 use weft_ir::ir::{
-    AtomicOp, BinaryOp, Builtin, FaultKind, FaultSite, Program, Span, MAX_CALL_DEPTH,
+    AtomicOp, BinaryOp, Builtin, FaultKind, FaultSite, LaunchValue, Program, Span, MAX_CALL_DEPTH,
 };
 use weft_ir::types::{Scalar, Type};
 
@@ -28,6 +28,13 @@ pub struct Launch<'a> {
     pub shape: &'a [u32],
 }
 
+/// What one invocation has beside its registers: the random state (shared
+/// with the functions it calls) and its linear index.
+struct Invocation {
+    rng: u32,
+    linear: u32,
+}
+
 struct Fault {
     span: Span,
     message: String,
@@ -35,7 +42,6 @@ struct Fault {
 
 pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
     let total: u64 = l.shape.iter().map(|&s| s as u64).product();
-    let khash = eval::kernel_hash(&l.kernel.name);
     let regs = l.kernel.entry.regs as usize;
     let dims = l.shape.len();
     let result = (0..total as usize)
@@ -50,8 +56,11 @@ pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
                     r[slot as usize] = (rest % l.shape[d] as u64) as u32;
                     rest /= l.shape[d] as u64;
                 }
-                let mut rng = eval::rng_seed(l.seed, l.frame, khash, l.launch_index, lin as u32);
-                exec(l, &l.kernel.entry, r, &mut rng, 0).map(|_| ())
+                let mut inv = Invocation {
+                    rng: 0,
+                    linear: lin as u32,
+                };
+                exec(l, &l.kernel.entry, r, &mut inv, 0).map(|_| ())
             },
         );
     result.map_err(|f| RuntimeError::Kernel {
@@ -66,7 +75,7 @@ fn exec(
     l: &Launch,
     f: &VmFunction,
     r: &mut [u32],
-    rng: &mut u32,
+    inv: &mut Invocation,
     depth: u32,
 ) -> Result<(u32, u32), Fault> {
     let ops = &f.ops;
@@ -188,7 +197,15 @@ fn exec(
             } => matmul(*dst, *a, *b, *a_ty, *b_ty, r),
             Op::Param { dst, index } => s!(*dst) = l.params[*index as usize],
             Op::Frame { dst } => s!(*dst) = l.frame as u32,
-            Op::Random { dst } => s!(*dst) = eval::rng_next(rng).to_bits(),
+            Op::Launch { dst, value } => {
+                s!(*dst) = match value {
+                    LaunchValue::Seed => l.seed,
+                    LaunchValue::Count => l.launch_index,
+                    LaunchValue::Linear => inv.linear,
+                }
+            }
+            Op::RngLoad { dst } => s!(*dst) = inv.rng,
+            Op::RngStore { src } => inv.rng = s!(*src),
             Op::BufLoad {
                 dst,
                 root,
@@ -207,7 +224,7 @@ fn exec(
             }
             Op::BufAtomic {
                 op,
-                s,
+                s: _,
                 dst,
                 root,
                 addr,
@@ -216,7 +233,7 @@ fn exec(
                 span,
             } => {
                 let cell = word(l, *root, s!(*addr), *span)?;
-                s!(*dst) = atomic(cell, *op, *s, s!(*value), s!(*cmp));
+                s!(*dst) = atomic(cell, *op, s!(*value), s!(*cmp));
             }
             Op::Trap { site, value } => {
                 return Err(match l.kernel.fault_sites.get(*site as usize) {
@@ -256,7 +273,7 @@ fn exec(
                     cr[cs as usize..(cs + n) as usize]
                         .copy_from_slice(&r[*slot as usize..(slot + n) as usize]);
                 }
-                let (src, n) = exec(l, callee, &mut cr, rng, depth + 1)?;
+                let (src, n) = exec(l, callee, &mut cr, inv, depth + 1)?;
                 let n = n.min(*ret_n) as usize;
                 r[*dst as usize..*dst as usize + n]
                     .copy_from_slice(&cr[src as usize..src as usize + n]);
@@ -286,37 +303,24 @@ fn word<'b>(l: &Launch<'b>, root: u32, addr: u32, span: Span) -> Result<&'b Atom
         .ok_or_else(|| fault(l, span, FaultKind::Address, addr))
 }
 
-fn atomic(cell: &AtomicU32, op: AtomicOp, s: Scalar, v: u32, cmp: u32) -> u32 {
-    let rmw = |f: &dyn Fn(u32) -> u32| -> u32 {
-        let mut cur = cell.load(Ordering::Relaxed);
-        loop {
-            match cell.compare_exchange_weak(cur, f(cur), Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(old) => return old,
-                Err(now) => cur = now,
-            }
-        }
-    };
-    let ff = f32::from_bits;
-    match (op, s) {
-        (AtomicOp::Exchange, _) => cell.swap(v, Ordering::AcqRel),
-        (AtomicOp::CompareExchange, _) => {
+/// The atomics of the VM's `CAPS` (codegen refuses the others: `legalize`
+/// wrote them as compare-exchange loops). Unsigned min/max and the bit
+/// operations act on the word, add and sub wrap, as on every target.
+fn atomic(cell: &AtomicU32, op: AtomicOp, v: u32, cmp: u32) -> u32 {
+    match op {
+        AtomicOp::Exchange => cell.swap(v, Ordering::AcqRel),
+        AtomicOp::CompareExchange => {
             match cell.compare_exchange(cmp, v, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(old) | Err(old) => old,
             }
         }
-        (AtomicOp::Add, Scalar::F32) => rmw(&|c| (ff(c) + ff(v)).to_bits()),
-        (AtomicOp::Sub, Scalar::F32) => rmw(&|c| (ff(c) - ff(v)).to_bits()),
-        (AtomicOp::Min, Scalar::F32) => rmw(&|c| ff(c).min(ff(v)).to_bits()),
-        (AtomicOp::Max, Scalar::F32) => rmw(&|c| ff(c).max(ff(v)).to_bits()),
-        (AtomicOp::Add, _) => cell.fetch_add(v, Ordering::AcqRel),
-        (AtomicOp::Sub, _) => cell.fetch_sub(v, Ordering::AcqRel),
-        (AtomicOp::Min, Scalar::I32) => rmw(&|c| (c as i32).min(v as i32) as u32),
-        (AtomicOp::Max, Scalar::I32) => rmw(&|c| (c as i32).max(v as i32) as u32),
-        (AtomicOp::Min, _) => cell.fetch_min(v, Ordering::AcqRel),
-        (AtomicOp::Max, _) => cell.fetch_max(v, Ordering::AcqRel),
-        (AtomicOp::And, _) => cell.fetch_and(v, Ordering::AcqRel),
-        (AtomicOp::Or, _) => cell.fetch_or(v, Ordering::AcqRel),
-        (AtomicOp::Xor, _) => cell.fetch_xor(v, Ordering::AcqRel),
+        AtomicOp::Add => cell.fetch_add(v, Ordering::AcqRel),
+        AtomicOp::Sub => cell.fetch_sub(v, Ordering::AcqRel),
+        AtomicOp::Min => cell.fetch_min(v, Ordering::AcqRel),
+        AtomicOp::Max => cell.fetch_max(v, Ordering::AcqRel),
+        AtomicOp::And => cell.fetch_and(v, Ordering::AcqRel),
+        AtomicOp::Or => cell.fetch_or(v, Ordering::AcqRel),
+        AtomicOp::Xor => cell.fetch_xor(v, Ordering::AcqRel),
     }
 }
 

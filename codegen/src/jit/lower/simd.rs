@@ -178,7 +178,9 @@ fn uniformity(f: &Function, last_arg: u32) -> (Vec<bool>, HashSet<InstId>) {
                 let varying = match &inst.kind {
                     InstKind::Arg(i) => *i == self.last_arg,
                     InstKind::LocalLoad(l) => self.var_local[l.index()],
-                    InstKind::BufAtomic { .. } | InstKind::Random => true,
+                    InstKind::BufAtomic { .. }
+                    | InstKind::RngLoad
+                    | InstKind::Launch(LaunchValue::Linear) => true,
                     k => k.operands().iter().any(|o| self.var_val.contains(o)),
                 };
                 if varying && self.var_val.insert(h) {
@@ -401,8 +403,7 @@ pub(in crate::jit) fn build_vector_chunk(
     b.ins().brif(st, ret_block, &[st.into()], setup, &[]);
     b.switch_to_block(setup);
 
-    let random = super::super::uses_random(kernel);
-    let seed_launch = random.then(|| super::load_seed_launch(&mut b, ctx));
+    let seed_launch = super::uses_launch(f).then(|| super::load_seed_launch(&mut b, ctx));
     let dims = shape.len().max(1);
     let (lin, idx) = super::index_vars(&mut b, shape, s4);
     let head = b.create_block();
@@ -433,6 +434,7 @@ pub(in crate::jit) fn build_vector_chunk(
             params,
             frame,
             args: vec![],
+            launch: seed_launch.map(|(seed, count)| (seed, count, lin)),
             exit: Exit::Entry { next },
             fail,
             fault_block,
@@ -440,7 +442,11 @@ pub(in crate::jit) fn build_vector_chunk(
     );
     let pin =
         l.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 4));
-    let rng_lanes = random.then(|| l.b.declare_var(types::I32X4));
+    let uses_rng = f
+        .insts
+        .iter()
+        .any(|(_, i)| matches!(i.kind, InstKind::RngLoad | InstKind::RngStore(_)));
+    let rng_lanes = uses_rng.then(|| l.b.declare_var(types::I32X4));
     l.simd = Some(Simd {
         pin,
         pairs: adjacent_loads(f),
@@ -473,26 +479,10 @@ pub(in crate::jit) fn build_vector_chunk(
             })
             .collect();
         l.sm().args = args;
-        if let (Some(var), Some((seed, launch))) = (l.sm().rng, seed_launch) {
-            // Each lane's stream starts as the scalar code's does for its
-            // iteration: pcg(seed ^ pcg(frame ^ pcg(khash ^ pcg(launch ^ pcg(lin))))).
-            let lin0 = l.b.use_var(lin);
-            let lin0 = l.b.ins().ireduce(types::I32, lin0);
-            let lin0 = l.b.ins().splat(types::I32X4, lin0);
-            let steps = l.lane_steps();
-            let mut h = l.b.ins().iadd(lin0, steps);
-            let khash = l.b.ins().iconst(
-                types::I32,
-                weft_ir::ir::eval::kernel_hash(&kernel.name) as i64,
-            );
-            let frame = l.frame;
-            for x in [launch, khash, frame, seed] {
-                h = l.pcg_lanes(h);
-                let xs = l.b.ins().splat(types::I32X4, x);
-                h = l.b.ins().bxor(xs, h);
-            }
-            h = l.pcg_lanes(h);
-            l.b.def_var(var, h);
+        if let Some(var) = l.sm().rng {
+            // Defined on every path (the entry stores it before any load).
+            let zero = l.vzero(types::I32X4);
+            l.b.def_var(var, zero);
         }
         let ones = l.b.ins().iconst(types::I32, -1);
         let all = l.b.ins().splat(types::I32X4, ones);
@@ -1141,28 +1131,37 @@ impl Lower<'_, '_, '_> {
                 self.fault_lanes(m, v, s, false);
                 vec![]
             }
-            InstKind::Random => {
+            InstKind::Launch(v) => {
+                let (seed, count, lin) = self.launch.ok_or(Stop::Unsupported)?;
+                vec![match v {
+                    LaunchValue::Seed => V::U(seed),
+                    LaunchValue::Count => V::U(count),
+                    LaunchValue::Linear => {
+                        // Lane k runs iteration lin + k.
+                        let l = self.b.use_var(lin);
+                        V::A(self.b.ins().ireduce(types::I32, l), 1)
+                    }
+                }]
+            }
+            InstKind::RngLoad => {
                 let var = self.sm().rng.ok_or(Stop::Unsupported)?;
-                let st = self.b.use_var(var);
-                let next = self.pcg_lanes(st);
+                vec![V::L(self.b.use_var(var))]
+            }
+            InstKind::RngStore(v) => {
+                let var = self.sm().rng.ok_or(Stop::Unsupported)?;
+                let next = self.mat(self.vv1(*v), types::I32, false);
                 let next = if self.sm().full {
                     next
                 } else {
                     // Only running lanes take a number from their stream.
                     let m = self.exec_mask();
+                    let st = self.b.use_var(var);
                     self.sel(m, next, st)
                 };
                 self.b.def_var(var, next);
-                // (x >> 8) < 2^24 converts exactly as a signed integer.
-                let hi = self.b.ins().ushr_imm_s(next, 8);
-                let fv = self.b.ins().fcvt_from_sint(types::F32X4, hi);
-                let k = self
-                    .b
-                    .ins()
-                    .f32const(Ieee32::with_float(1.0 / 16_777_216.0));
-                let ks = self.b.ins().splat(types::F32X4, k);
-                vec![V::L(self.b.ins().fmul(fv, ks))]
+                vec![]
             }
+            InstKind::Random => return Err(Stop::Unsupported),
             InstKind::BufLoad { root, addr } => 'load: {
                 if let Some(x) = self.sm().paired.remove(&h) {
                     break 'load vec![V::L(x)];
@@ -1226,6 +1225,9 @@ impl Lower<'_, '_, '_> {
                 cmp,
             } => {
                 let s = ty.scalar().ok_or(Stop::Unsupported)?;
+                if !crate::jit::CAPS.has_atomic(*op, s) {
+                    return Err(Stop::Unsupported);
+                }
                 let (lane, _) = lane_kind(ty);
                 let plain = match self.env.variant {
                     crate::jit::Variant::Atomic => false,
@@ -1539,31 +1541,6 @@ impl Lower<'_, '_, '_> {
         Ok((out[0], out[1]))
     }
 
-    /// The PCG hash (`eval::pcg_hash`) of each lane; its data-dependent
-    /// shift goes one lane at a time (vector shifts take one amount).
-    fn pcg_lanes(&mut self, v: Value) -> Value {
-        let k = |l: &mut Self, c: u32| {
-            let x = l.b.ins().iconst(types::I32, c as i64);
-            l.b.ins().splat(types::I32X4, x)
-        };
-        let (k1, k2, k3) = (k(self, 747796405), k(self, 2891336453), k(self, 277803737));
-        let state = self.b.ins().imul(v, k1);
-        let state = self.b.ins().iadd(state, k2);
-        let top = self.b.ins().ushr_imm_s(state, 28);
-        let mut x = state;
-        for lane in 0..LANES {
-            let s = self.b.ins().extractlane(state, lane);
-            let t = self.b.ins().extractlane(top, lane);
-            let t = self.b.ins().iadd_imm_s(t, 4);
-            let r = self.b.ins().ushr(s, t);
-            x = self.b.ins().insertlane(x, r, lane);
-        }
-        let x = self.b.ins().bxor(x, state);
-        let word = self.b.ins().imul(x, k3);
-        let hi = self.b.ins().ushr_imm_s(word, 22);
-        self.b.ins().bxor(hi, word)
-    }
-
     /// `d` when `op` is an unsigned `/` or `%` by the constant power of two `d`.
     fn pow2_divisor(&self, op: BinaryOp, s: Scalar, divisor: InstId) -> Option<u32> {
         let is_div = matches!(op, BinaryOp::Div | BinaryOp::Rem);
@@ -1573,13 +1550,6 @@ impl Lower<'_, '_, '_> {
             }
             _ => None,
         }
-    }
-
-    /// `(0, 1, 2, 3)`: each lane's offset from the group's first iteration.
-    fn lane_steps(&mut self) -> Value {
-        let bytes: Vec<u8> = (0..LANES as u32).flat_map(|k| k.to_le_bytes()).collect();
-        let c = self.b.func.dfg.constants.insert(ConstantData::from(bytes));
-        self.b.ins().vconst(types::I32X4, c)
     }
 
     /// Makes `v` computed here. Cranelift's optimiser places pure

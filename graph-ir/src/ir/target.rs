@@ -1,0 +1,55 @@
+//! What a target executes natively, so that `legalize` writes everything
+//! else in plain IR and a backend never re-implements meaning.
+
+use super::AtomicOp;
+use crate::types::Scalar;
+
+/// What a target executes natively, as its backend states it
+/// (`weft_codegen::*::CAPS`, `weft_codegen::wgpu::caps`); everything else `legalize` writes in plain IR.
+/// Every target has 32-bit integer loads, stores, exchange,
+/// compare-exchange, add, sub, and, or, xor and unsigned min/max atomics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct TargetCaps {
+    /// f32 atomic add and sub.
+    pub f32_atomic_add: bool,
+    /// f32 atomic add and sub on a buffer that the same kernel also
+    /// accesses with another atomic (WGSL types a buffer `atomic<f32>` or
+    /// `atomic<u32>`, never both; elsewhere words are words).
+    pub f32_atomic_add_beside_other_atomics: bool,
+    /// f32 atomic min and max (with `min`/`max`'s NaN rules).
+    pub f32_atomic_min_max: bool,
+    /// i32 (signed) atomic min and max.
+    pub i32_atomic_min_max: bool,
+}
+
+impl TargetCaps {
+    /// Whether everything `other` has, this target has too (code legalized
+    /// for `other` compiles here).
+    pub fn covers(&self, other: &TargetCaps) -> bool {
+        (self.f32_atomic_add || !other.f32_atomic_add)
+            && (self.f32_atomic_add_beside_other_atomics
+                || !other.f32_atomic_add_beside_other_atomics)
+            && (self.f32_atomic_min_max || !other.f32_atomic_min_max)
+            && (self.i32_atomic_min_max || !other.i32_atomic_min_max)
+    }
+
+    /// No optional capability: what every backend accepts.
+    pub const BASELINE: TargetCaps = TargetCaps {
+        f32_atomic_add: false,
+        f32_atomic_add_beside_other_atomics: false,
+        f32_atomic_min_max: false,
+        i32_atomic_min_max: false,
+    };
+
+    /// Whether the target has atomic `op` on `s` as one operation.
+    pub fn has_atomic(&self, op: AtomicOp, s: Scalar) -> bool {
+        match (op, s) {
+            (AtomicOp::Add | AtomicOp::Sub, Scalar::F32) => self.f32_atomic_add,
+            (AtomicOp::Min | AtomicOp::Max, Scalar::F32) => self.f32_atomic_min_max,
+            (AtomicOp::Min | AtomicOp::Max, Scalar::I32) => self.i32_atomic_min_max,
+            (AtomicOp::Exchange | AtomicOp::CompareExchange, _) => true,
+            (_, Scalar::F32 | Scalar::Bool) => false,
+            _ => true,
+        }
+    }
+}
