@@ -413,9 +413,12 @@ static KINDS: &[NodeKind] = &[
     NodeKind {
         name: "optimize",
         family: Family::Execution,
-        doc: "Fits parameters: `iterations` times, sets the `loss` field to 0, runs the chain wired to `body` under a tape (forward, then backward: every gradient field zeroed first, d loss / d loss = 1), records the loss (the sum of the loss field) and updates every `wrt` field from its gradient by gradient descent or Adam. Then continues with `then`. The loss of every iteration is kept in the field `NODE.loss` (a ring of `history` slots; `NODE.step` counts the iterations) and plotted in the app's viewport.",
+        doc: "Fits parameters: `iterations` times, sets the `loss` field to 0, runs the chain wired to `body` under a tape (forward, then backward: every gradient field zeroed first, d loss / d loss = 1), records the loss (the sum of the loss field) and updates every `wrt` field from its gradient by gradient descent or Adam. Then continues with `then`. The loss of every iteration is kept in the field `NODE.loss` (a ring of `history` slots; `NODE.step` counts the iterations) and plotted in the app's viewport; its outputs `loss` and `step` wire them to a `plot` view.",
         inputs: &[],
-        outputs: &[],
+        outputs: &[
+            PortSpec { name: "loss", ty: PortType::Field, optional: true, doc: "The field `NODE.loss` (f32, `[history]`): the loss of iteration i in slot i mod history. Views only (wire to a `plot`'s `field`)." },
+            PortSpec { name: "step", ty: PortType::Field, optional: true, doc: "The field `NODE.step` (i32, `[1]`): iterations completed. Views only (wire to a `plot`'s `count`)." },
+        ],
         dynamic_field_inputs: false,
         params: &[
             ParamSpec { name: "loss", ty: ParamType::String, default: None, doc: "The id of the loss field (a field with `grad: true`); the loss is the sum of its components. The node sets it to 0 before each iteration, so the body accumulates into it (`loss[0] += ...`).", range: None },
@@ -477,6 +480,28 @@ static KINDS: &[NodeKind] = &[
             ParamSpec { name: "color", ty: ParamType::Color, default: Some("[0.4, 0.8, 1.0]"), doc: "Disc colour when no colour field is wired.", range: None },
             ParamSpec { name: "background", ty: ParamType::Color, default: Some("[0.07, 0.15, 0.18]"), doc: "Background colour.", range: None },
             ParamSpec { name: "domain", ty: ParamType::Rect, default: Some("[0, 0, 1, 1]"), doc: "The rectangle [min x, min y, max x, max y] mapped to the image.", range: None },
+        ],
+        exec_in: false,
+        exec_outs: &[],
+    },
+    NodeKind {
+        name: "plot",
+        family: Family::View,
+        doc: "Draws a 1D f32 field as a line chart: element k at x = k * (width - 1) / (n - 1), the value mapped to y (bottom = min, top = max). Non-finite values (and, with `log`, values <= 0) leave gaps. A loss history: wire an optimize node's `loss` to `field` and its `step` to `count`.",
+        inputs: &[
+            PortSpec { name: "field", ty: PortType::Field, optional: false, doc: "A 1D f32 field: the values, in order (or a ring, see `count`)." },
+            PortSpec { name: "count", ty: PortType::Field, optional: true, doc: "Optional i32 field of one element: how many values were written into `field` used as a ring (value i in slot i mod n, as an optimize node's `loss` and `step`). The plot shows the last min(count, n) values, oldest first. Unwired: all n elements." },
+        ],
+        outputs: &[],
+        dynamic_field_inputs: false,
+        params: &[
+            ParamSpec { name: "width", ty: ParamType::Int, default: Some("512"), doc: "Image width in pixels.", range: Some((1.0, 8192.0)) },
+            ParamSpec { name: "height", ty: ParamType::Int, default: Some("256"), doc: "Image height in pixels.", range: Some((1.0, 8192.0)) },
+            ParamSpec { name: "min", ty: ParamType::Number, default: Some("null"), doc: "Value at the bottom edge; with `max` fixes the range (values outside are drawn at the edge), otherwise the range is the min..max of the plotted finite values.", range: None },
+            ParamSpec { name: "max", ty: ParamType::Number, default: Some("null"), doc: "Value at the top edge.", range: None },
+            ParamSpec { name: "log", ty: ParamType::Bool, default: Some("false"), doc: "Logarithmic value axis (log10); values <= 0 leave gaps, and a fixed `min` must be > 0.", range: None },
+            ParamSpec { name: "color", ty: ParamType::Color, default: Some("[1.0, 0.75, 0.25]"), doc: "Line colour.", range: None },
+            ParamSpec { name: "background", ty: ParamType::Color, default: Some("[0.07, 0.15, 0.18]"), doc: "Background colour.", range: None },
         ],
         exec_in: false,
         exec_outs: &[],
