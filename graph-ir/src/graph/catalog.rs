@@ -487,7 +487,7 @@ static KINDS: &[NodeKind] = &[
     NodeKind {
         name: "plot",
         family: Family::View,
-        doc: "Draws a 1D f32 field as a line chart: element k at x = k * (width - 1) / (n - 1), the value mapped to y (bottom = min, top = max). Non-finite values (and, with `log`, values <= 0) leave gaps. A loss history: wire an optimize node's `loss` to `field` and its `step` to `count`.",
+        doc: "Draws a 1D f32 field as a line chart: point k of m at x = k * (width - 1) / (m - 1), the value mapped to y (bottom = min, top = max). Non-finite values (and, with `log`, values <= 0) leave gaps. A loss history: wire an optimize node's `loss` to `field` and its `step` to `count`.",
         inputs: &[
             PortSpec { name: "field", ty: PortType::Field, optional: false, doc: "A 1D f32 field: the values, in order (or a ring, see `count`)." },
             PortSpec { name: "count", ty: PortType::Field, optional: true, doc: "Optional i32 field of one element: how many values were written into `field` used as a ring (value i in slot i mod n, as an optimize node's `loss` and `step`). The plot shows the last min(count, n) values, oldest first. Unwired: all n elements." },
