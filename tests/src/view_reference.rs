@@ -287,6 +287,7 @@ pub fn render_view(
             height,
             range,
             log,
+            thickness,
             color,
             background,
             ..
@@ -304,6 +305,7 @@ pub fn render_view(
                 *height,
                 *range,
                 *log,
+                *thickness,
                 *color,
                 *background,
             )
@@ -322,6 +324,7 @@ pub fn plot(
     height: u32,
     range: Option<(f32, f32)>,
     log: bool,
+    thickness: u32,
     color: [f32; 3],
     background: [f32; 3],
 ) -> Image {
@@ -412,7 +415,11 @@ pub fn plot(
         let lit = (!ys.is_empty()).then(|| {
             let lo = ys.iter().copied().fold(f32::INFINITY, f32::min);
             let hi = ys.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            ((lo + 0.5).floor() as i32, (hi + 0.5).floor() as i32)
+            let w = thickness as i32;
+            (
+                (lo + 0.5).floor() as i32 - (w - 1) / 2,
+                (hi + 0.5).floor() as i32 + w / 2,
+            )
         });
         for r in 0..height as i32 {
             let c = match lit {

@@ -868,7 +868,8 @@ fn hash_layout_images() {
 
 /// A 1-D series with NaN, ±inf, negative and zero values: auto and fixed
 /// ranges, log scale, a ring with a count below, at and past its length, a
-/// count field that is not set, more points than columns, and tiny images.
+/// count field that is not set, more points than columns, tiny images and
+/// line thicknesses 1, 2 (default) and 5.
 #[test]
 fn plots_of_series_rings_and_gaps() {
     let code = "fn kernel(i: i32) {
@@ -909,14 +910,14 @@ fn plots_of_series_rings_and_gaps() {
         &mut g,
         "fixed",
         "plot",
-        json!({"width": 131, "height": 57, "min": -2.0, "max": 2.0, "color": [0.2, 1.0, 0.4]}),
+        json!({"width": 131, "height": 57, "min": -2.0, "max": 2.0, "color": [0.2, 1.0, 0.4], "thickness": 1}),
         &[("field", "s")],
     );
     add_view(
         &mut g,
         "log",
         "plot",
-        json!({"log": true, "width": 96, "height": 64}),
+        json!({"log": true, "width": 96, "height": 64, "thickness": 5}),
         &[("field", "s")],
     );
     add_view(

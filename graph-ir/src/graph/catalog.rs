@@ -500,6 +500,7 @@ static KINDS: &[NodeKind] = &[
             ParamSpec { name: "min", ty: ParamType::Number, default: Some("null"), doc: "Value at the bottom edge; with `max` fixes the range (values outside are drawn at the edge), otherwise the range is the min..max of the plotted finite values.", range: None },
             ParamSpec { name: "max", ty: ParamType::Number, default: Some("null"), doc: "Value at the top edge.", range: None },
             ParamSpec { name: "log", ty: ParamType::Bool, default: Some("false"), doc: "Logarithmic value axis (log10); values <= 0 leave gaps, and a fixed `min` must be > 0.", range: None },
+            ParamSpec { name: "thickness", ty: ParamType::Int, default: Some("2"), doc: "Line thickness in pixels (each column's lit rows grow by thickness - 1: (thickness - 1) / 2 above, thickness / 2 below).", range: Some((1.0, 16.0)) },
             ParamSpec { name: "color", ty: ParamType::Color, default: Some("[1.0, 0.75, 0.25]"), doc: "Line colour.", range: None },
             ParamSpec { name: "background", ty: ParamType::Color, default: Some("[0.07, 0.15, 0.18]"), doc: "Background colour.", range: None },
         ],

@@ -1259,6 +1259,8 @@ pub enum View {
         range: Option<(f32, f32)>,
         /// log10 scale; values <= 0 leave gaps.
         log: bool,
+        /// Line thickness in pixel rows (1..=16).
+        thickness: u32,
         color: [f32; 3],
         background: [f32; 3],
     },

@@ -216,6 +216,7 @@ impl Builder<'_> {
                         height: n.p("height").as_i64().unwrap_or(256) as u32,
                         range,
                         log,
+                        thickness: n.p("thickness").as_i64().unwrap_or(2).clamp(1, 16) as u32,
                         color: [c[0], c[1], c[2]],
                         background: [bg[0], bg[1], bg[2]],
                     });

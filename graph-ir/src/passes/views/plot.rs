@@ -27,7 +27,8 @@
 //!   `clamp(floor(a / sx) - 1, 0, m - 1) ..= clamp(ceil(b / sx) + 1, 0, m - 1)`
 //!   (all of `0..m` when `sx == 0`), which holds every k that can qualify.
 //! - Pixels of the column, row r: the line colour where `floor(ymin + 0.5)
-//!   <= r <= floor(ymax + 0.5)` (something collected), else the axis
+//!   - (w - 1) / 2 <= r <= floor(ymax + 0.5) + w / 2` (something collected;
+//!   w = `thickness`, integer division), else the axis
 //!   colour on the zero row (linear scale with `lo < 0 < hi`: `floor(Y(0)
 //!   + 0.5)`), else the background; alpha 255.
 
@@ -42,6 +43,7 @@ struct PlotSpec {
     /// The fixed range in plotted units (after the log).
     range: Option<(f32, f32)>,
     log: bool,
+    thickness: u32,
     keys: Option<FieldId>,
     line: u32,
     axis: u32,
@@ -69,6 +71,7 @@ pub(super) fn plot(program: &mut Program, v: &View) -> Result<(ViewKernels, View
         height,
         range,
         log,
+        thickness,
         color,
         background,
     } = v
@@ -136,6 +139,7 @@ pub(super) fn plot(program: &mut Program, v: &View) -> Result<(ViewKernels, View
         height: *height,
         range: range.map(|(a, b)| if *log { (log10(a), log10(b)) } else { (a, b) }),
         log: *log,
+        thickness: (*thickness).max(1),
         keys,
         line: word(*color),
         axis: word(colormap::PLOT_AXIS_RGB),
@@ -154,6 +158,7 @@ pub(super) fn plot(program: &mut Program, v: &View) -> Result<(ViewKernels, View
         height: *height,
         range: *range,
         log: *log,
+        thickness: *thickness,
         color: *color,
         background: *background,
     };
@@ -403,6 +408,11 @@ fn draw(s: &PlotSpec) -> Kernel {
     let r1 = e.select(any, r1, zf);
     let r0 = e.cast(r0, Type::I32);
     let r1 = e.cast(r1, Type::I32);
+    // Thickness: (w - 1) / 2 rows more above, w / 2 below.
+    let up = e.i32c(((s.thickness - 1) / 2) as i32);
+    let r0 = e.bin(BinaryOp::Sub, r0, up);
+    let down = e.i32c((s.thickness / 2) as i32);
+    let r1 = e.bin(BinaryOp::Add, r1, down);
     let line_w = e.u32c(s.line);
     let axis_w = e.u32c(s.axis);
     let bg_w = e.u32c(s.background);
