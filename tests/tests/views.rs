@@ -1043,4 +1043,34 @@ fn plot_errors_name_the_node_and_port() {
         .expect_err("a kernel reading fit.loss")
         .to_string();
     assert!(e.contains("show") && e.contains("fit.loss"), "{}", e);
+    // ... and for `plot`s: an image of it, or its ports swapped.
+    let mut g = example("heat_inverse");
+    for w in g["wires"].as_array_mut().unwrap() {
+        if w["to"] == "target_view.field" {
+            w["from"] = json!("fit.loss");
+        }
+    }
+    let e = build(&g).expect_err("an image of fit.loss").to_string();
+    assert!(e.contains("target_view") && e.contains("plot"), "{}", e);
+    let mut g = example("heat_inverse");
+    for w in g["wires"].as_array_mut().unwrap() {
+        if w["to"] == "loss_plot.field" {
+            w["from"] = json!("fit.step");
+        } else if w["to"] == "loss_plot.count" {
+            w["from"] = json!("fit.loss");
+        }
+    }
+    let e = build(&g).expect_err("swapped ports").to_string();
+    assert!(e.contains("loss_plot") && e.contains("fit.step"), "{}", e);
+    // An optimize node outside the schedule adds no fields: the pass says so.
+    let mut g = example("heat_inverse");
+    g["exec"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|e| e["to"] != "fit");
+    let mut p = build(&g).expect("builds");
+    let e = weft_ir::passes::run_pipeline(&mut p, &Default::default(), None)
+        .expect_err("no fit.loss")
+        .to_string();
+    assert!(e.contains("loss_plot") && e.contains("fit.loss"), "{}", e);
 }

@@ -29,7 +29,7 @@ impl Builder<'_> {
                         &id,
                         port,
                         format!(
-                            "'{}' is drawn by a `plot` view; an {} view needs a field node's field",
+                            "'{}' is a field an optimize node adds, which only a `plot` view can draw; an {} view needs a field node's field",
                             name, n.kind.name
                         ),
                     ));
@@ -148,11 +148,11 @@ impl Builder<'_> {
                         continue;
                     };
                     let count = source_at("count");
-                    let mut bad = None;
+                    let mut bad = Vec::new();
                     if let ViewSource::Field(f) = field {
                         let fd = &self.program.fields[f];
                         if fd.shape.len() != 1 || fd.ty != Type::F32 {
-                            bad = Some((
+                            bad.push((
                                 "field",
                                 format!(
                                     "a plot needs a 1D f32 field; '{}' is {}-D {}",
@@ -166,7 +166,7 @@ impl Builder<'_> {
                     if let Some(ViewSource::Field(c)) = count {
                         let cd = &self.program.fields[c];
                         if cd.shape != [1] || cd.ty != Type::I32 {
-                            bad = Some((
+                            bad.push((
                                 "count",
                                 format!(
                                     "the count must be an i32 field of shape [1]; '{}' is {:?} {}",
@@ -175,8 +175,28 @@ impl Builder<'_> {
                             ));
                         }
                     }
-                    if let Some((port, msg)) = bad {
-                        self.errors.push(GraphError::port(&id, port, msg));
+                    // An optimize node's outputs: `loss` is f32 `[history]`,
+                    // `step` i32 `[1]`.
+                    if let ViewSource::Added(name) = &field {
+                        if !name.ends_with(".loss") {
+                            bad.push((
+                                "field",
+                                format!("a plot needs a 1D f32 field; '{}' is i32 (wire the optimize node's `loss` here, its `step` to `count`)", name),
+                            ));
+                        }
+                    }
+                    if let Some(ViewSource::Added(name)) = &count {
+                        if !name.ends_with(".step") {
+                            bad.push((
+                                "count",
+                                format!("the count must be an i32 field of shape [1]; '{}' is f32 (wire the optimize node's `step` here)", name),
+                            ));
+                        }
+                    }
+                    if !bad.is_empty() {
+                        for (port, msg) in bad {
+                            self.errors.push(GraphError::port(&id, port, msg));
+                        }
                         continue;
                     }
                     let log = n.p("log").as_bool().unwrap_or(false);
