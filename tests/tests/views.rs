@@ -1074,3 +1074,47 @@ fn plot_errors_name_the_node_and_port() {
         .to_string();
     assert!(e.contains("loss_plot") && e.contains("fit.loss"), "{}", e);
 }
+
+/// Plots read their field through its own address plan: a quantized f32
+/// field and a bitmasked one (inactive cells read `init`).
+#[test]
+fn plots_of_quantized_and_sparse_fields() {
+    let code = "fn kernel(i: i32) {
+        let x = i as f32;
+        q[i] = sin(x * 0.07) * 40.0;
+        if i < 120 && i % 9 != 4 { b[i] = cos(x * 0.05) + x * 0.01; }
+    }";
+    let mut g = kernel_graph(
+        &[
+            F("q", "f32", &[200], json!(0)),
+            F("b", "f32", &[200], json!(-1.0)),
+        ],
+        code,
+        &[200],
+        json!({}),
+    );
+    set_param(&mut g, "q", "storage", json!("float5m10"));
+    for n in g["nodes"].as_array_mut().unwrap() {
+        if n["id"] == "b_cells" {
+            n["kind"] = json!("bitmasked");
+        }
+    }
+    add_view(
+        &mut g,
+        "q_plot",
+        "plot",
+        json!({"width": 160, "height": 60}),
+        &[("field", "q")],
+    );
+    add_view(
+        &mut g,
+        "b_plot",
+        "plot",
+        json!({"width": 160, "height": 60, "thickness": 3}),
+        &[("field", "b")],
+    );
+    let mut sim = Runs::new(&g, 0);
+    for (id, img) in sim.check("plots_layouts") {
+        assert!(!img.is_blank(), "plots_layouts/{}: blank", id);
+    }
+}
