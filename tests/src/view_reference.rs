@@ -280,5 +280,156 @@ pub fn render_view(
             }
             img
         }
+        View::Plot {
+            field,
+            count,
+            width,
+            height,
+            range,
+            log,
+            thickness,
+            color,
+            background,
+            ..
+        } => {
+            let field = field.id().expect("a compiled program's plot reads a field");
+            let count = count
+                .as_ref()
+                .map(|c| c.id().expect("a compiled program's plot count is a field"));
+            let values: Vec<f32> = read(field).into_iter().map(f32::from_bits).collect();
+            let count = count.map(|c| read(c)[0] as i32);
+            plot(
+                &values,
+                count,
+                *width,
+                *height,
+                *range,
+                *log,
+                *thickness,
+                *color,
+                *background,
+            )
+        }
     }
+}
+
+/// A `plot` view from the definition in `weft_ir::passes::views::plot`:
+/// the last values of a ring (or all of `values`) as a polyline, one
+/// pixel column at a time.
+#[allow(clippy::too_many_arguments)]
+pub fn plot(
+    values: &[f32],
+    count: Option<i32>,
+    width: u32,
+    height: u32,
+    range: Option<(f32, f32)>,
+    log: bool,
+    thickness: u32,
+    color: [f32; 3],
+    background: [f32; 3],
+) -> Image {
+    let n = values.len() as i32;
+    let (m, start) = match count {
+        None => (n, 0),
+        Some(c) => (c.clamp(0, n), if c > n { c % n } else { 0 }),
+    };
+    let log10 = |v: f32| v.log2() * std::f32::consts::LOG10_2;
+    // Point k: its value in plotted units, if drawn.
+    let point = |k: i32| -> Option<f32> {
+        let v = values[((start + k) % n) as usize];
+        let y = if log { log10(v) } else { v };
+        (y.is_finite() && (!log || v > 0.0)).then_some(y)
+    };
+    let (lo, hi) = match range {
+        Some((a, b)) if log => (log10(a), log10(b)),
+        Some(r) => r,
+        None => {
+            let ys: Vec<f32> = (0..m).filter_map(point).collect();
+            if ys.is_empty() {
+                (0.0, 1.0)
+            } else {
+                (
+                    ys.iter().copied().fold(f32::INFINITY, f32::min),
+                    ys.iter().copied().fold(f32::NEG_INFINITY, f32::max),
+                )
+            }
+        }
+    };
+    let row = |y: f32| -> f32 {
+        let t = if hi > lo { (y - lo) / (hi - lo) } else { 0.5 };
+        let r = (1.0 - t) * (height as f32 - 1.0);
+        if r.is_nan() || r < -1.0 {
+            -1.0
+        } else {
+            r.min(height as f32)
+        }
+    };
+    let zero_row = (!log && lo < 0.0 && hi > 0.0).then(|| (row(0.0) + 0.5).floor() as i32);
+    let sx = if m > 1 {
+        (width as f32 - 1.0) / (m - 1) as f32
+    } else {
+        0.0
+    };
+    let word = |c: [f32; 3]| [to_u8(c[0]), to_u8(c[1]), to_u8(c[2]), 255];
+    let mut img = Image::new(width, height, word(background));
+    let axis = word(weft_ir::ir::colormap::PLOT_AXIS_RGB);
+    let line = word(color);
+    for x in 0..width {
+        let (a, b) = (x as f32 - 0.5, x as f32 + 0.5);
+        let xk = |k: i32| k as f32 * sx;
+        // Every k whose point or segment may touch the column (all of them
+        // when the scale is 0); the tests below decide.
+        let ks = if sx > 0.0 {
+            let top = (m - 1).max(0) as f32;
+            let k0 = ((a / sx).floor() - 1.0).clamp(0.0, top) as i32;
+            let k1 = ((b / sx).ceil() + 1.0).clamp(0.0, top) as i32;
+            k0..=k1
+        } else {
+            0..=m - 1
+        };
+        let mut ys: Vec<f32> = Vec::new();
+        for k in ks {
+            let Some(y) = point(k) else { continue };
+            let (x1, r1) = (xk(k), row(y));
+            if a <= x1 && x1 <= b {
+                ys.push(r1);
+            }
+            if k + 1 >= m {
+                continue;
+            }
+            let Some(y2) = point(k + 1) else { continue };
+            let (x2, r2) = (xk(k + 1), row(y2));
+            let (xa, xb) = (x1.max(a), x2.min(b));
+            if xa > xb {
+                continue;
+            }
+            if x2 - x1 > 0.0 {
+                let at = |xp: f32| r1 + (r2 - r1) * ((xp - x1) / (x2 - x1));
+                ys.push(at(xa));
+                ys.push(at(xb));
+            } else {
+                ys.push(r1);
+                ys.push(r2);
+            }
+        }
+        let lit = (!ys.is_empty()).then(|| {
+            let lo = ys.iter().copied().fold(f32::INFINITY, f32::min);
+            let hi = ys.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let w = thickness as i32;
+            (
+                (lo + 0.5).floor() as i32 - (w - 1) / 2,
+                (hi + 0.5).floor() as i32 + w / 2,
+            )
+        });
+        for r in 0..height as i32 {
+            let c = match lit {
+                Some((r0, r1)) if r0 <= r && r <= r1 => line,
+                _ if zero_row == Some(r) => axis,
+                _ => continue,
+            };
+            let i = ((r as u32 * width + x) * 4) as usize;
+            img.rgba[i..i + 4].copy_from_slice(&c);
+        }
+    }
+    img
 }

@@ -236,6 +236,8 @@ const PORTS: &[&str] = &[
     "field",
     "positions",
     "color",
+    "count",
+    "loss",
     "then",
     "body",
     "x",
@@ -256,6 +258,7 @@ const KINDS: &[&str] = &[
     "repeat",
     "image",
     "particles",
+    "plot",
     "Dense",
     "",
     "kernel ",
@@ -1054,10 +1057,12 @@ const KITCHEN_SINK: &str = r#"{
     { "id": "paint", "kind": "kernel", "params": { "over": "h", "code": "fn kernel(i: i32, j: i32) {\n    let c = acc[(i / 2, j / 2)];\n    let t = frame() as f32 * 0.1;\n    h[(i, j)] = smoothstep(0.0, 4.0, c as f32) + sin(t + i as f32) * 0.1;\n    gv[(i, j)] = normalize(vec3(1.0, i as f32, j as f32 + 1.0)).zyx;\n}\n" } },
     { "id": "heat", "kind": "image", "params": { "colormap": "magma" } },
     { "id": "rgb", "kind": "image" },
-    { "id": "dots", "kind": "particles", "params": { "width": 32, "height": 32, "radius": 2.0 } }
+    { "id": "dots", "kind": "particles", "params": { "width": 32, "height": 32, "radius": 2.0 } },
+    { "id": "chart", "kind": "plot", "params": { "width": 24, "height": 12, "log": true } }
   ],
   "wires": [
     { "from": "pts.cells", "to": "p.layout" },
+    { "from": "w.field", "to": "chart.field" },
     { "from": "pts.cells", "to": "vel.layout" },
     { "from": "pts.cells", "to": "m.layout" },
     { "from": "pts.cells", "to": "cnt.layout" },
@@ -1103,7 +1108,7 @@ fn kitchen_sink_seed_builds_and_runs() {
     let mut sim = Simulation::new(program, &SimOptions::default()).expect("seed compiles");
     sim.step_frame().expect("frame 1");
     sim.step_frame().expect("frame 2");
-    assert_eq!(sim.render_views().unwrap().len(), 3);
+    assert_eq!(sim.render_views().unwrap().len(), 4);
     let acc = sim.read_field(sim.field("acc").unwrap()).unwrap();
     assert_eq!(
         acc.iter().map(|&x| x as i32).sum::<i32>(),

@@ -16,6 +16,8 @@
 //! pixels within 3 levels — the kernels blend the top two discs of a pixel
 //! over the background, where the painter blended every disc in turn, which
 //! differs where three or more soft edges stack (docs/graph-format.md).
+//! Plots equal the reference exactly (it computes the same f32 operations
+//! from the definition in `weft_ir::passes::views::plot`).
 //!
 //! Without a wgpu adapter the wgpu comparison fails when CI=true and is
 //! skipped (with a visible message) otherwise.
@@ -129,6 +131,8 @@ impl Runs {
             // dense clusters of small discs differ from the painter.
             let (share, max) = match view {
                 weft_ir::ir::View::Particles { .. } => (PARTICLE_SHARE, 255),
+                // Plots follow the reference's definition operation by operation.
+                weft_ir::ir::View::Plot { .. } => (1.0, 0),
                 _ => (0.995, 40),
             };
             if s.within3 < share || s.max > max {
@@ -860,4 +864,257 @@ fn hash_layout_images() {
         json!({"id": "H", "kind": "pointer", "params": {"shape": [8, 8], "capacity": 16}});
     let mut s = Runs::new(&g, 0);
     s.check("pointer");
+}
+
+/// A 1-D series with NaN, ±inf, negative and zero values: auto and fixed
+/// ranges, log scale, a ring with a count below, at and past its length, a
+/// count field that is not set, more points than columns, tiny images and
+/// line thicknesses 1, 2 (default) and 5.
+#[test]
+fn plots_of_series_rings_and_gaps() {
+    let code = "fn kernel(i: i32) {
+        let x = i as f32;
+        let mut v = sin(x * 0.05) * 3.0 + x * 0.01;
+        if i == 40 || (i >= 90 && i < 95) { v = bitcast::<f32>(nan_bits); }
+        if i == 130 { v = bitcast::<f32>(inf_bits); }
+        if i == 170 { v = bitcast::<f32>(ninf_bits); }
+        if i == 200 { v = 0.0; }
+        if i < 300 {
+            s[i] = v;
+            p[i] = exp(-x * 0.02) * 100.0 + select(i % 7 == 0, 0.0, 0.5);
+        }
+        big[i] = cos(x * 0.013) * x;
+    }";
+    let mut g = kernel_graph(
+        &[
+            F("s", "f32", &[300], json!(0)),
+            F("p", "f32", &[300], json!(0)),
+            F("big", "f32", &[1000], json!(0)),
+            F("few", "f32", &[1], json!(2.5)),
+            F("c_part", "i32", &[1], json!(120)),
+            F("c_wrap", "i32", &[1], json!(1234)),
+            F("c_neg", "i32", &[1], json!(-5)),
+        ],
+        code,
+        &[1000],
+        special_floats(),
+    );
+    add_view(
+        &mut g,
+        "auto",
+        "plot",
+        json!({"width": 200, "height": 80}),
+        &[("field", "s")],
+    );
+    add_view(
+        &mut g,
+        "fixed",
+        "plot",
+        json!({"width": 131, "height": 57, "min": -2.0, "max": 2.0, "color": [0.2, 1.0, 0.4], "thickness": 1}),
+        &[("field", "s")],
+    );
+    add_view(
+        &mut g,
+        "log",
+        "plot",
+        json!({"log": true, "width": 96, "height": 64, "thickness": 5}),
+        &[("field", "s")],
+    );
+    add_view(
+        &mut g,
+        "log_fixed",
+        "plot",
+        json!({"log": true, "min": 0.1, "max": 50.0, "width": 120, "height": 40}),
+        &[("field", "p")],
+    );
+    add_view(
+        &mut g,
+        "dense",
+        "plot",
+        json!({"width": 64, "height": 48}),
+        &[("field", "big")],
+    );
+    add_view(
+        &mut g,
+        "one_point",
+        "plot",
+        json!({"width": 9, "height": 7}),
+        &[("field", "few")],
+    );
+    add_view(
+        &mut g,
+        "one_column",
+        "plot",
+        json!({"width": 1, "height": 30}),
+        &[("field", "s")],
+    );
+    for (id, c) in [("part", "c_part"), ("wrap", "c_wrap"), ("neg", "c_neg")] {
+        add_view(
+            &mut g,
+            id,
+            "plot",
+            json!({"width": 150, "height": 50}),
+            &[("field", "p")],
+        );
+        g["wires"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"from": format!("{}.field", c), "to": format!("{}.count", id)}));
+    }
+    let mut sim = Runs::new(&g, 0);
+    let imgs = sim.check("plots");
+    for (id, img) in &imgs {
+        // `neg` plots nothing; `one_column` is all line (every value in one column).
+        if id != "neg" && id != "one_column" {
+            assert!(!img.is_blank(), "plots/{}: blank", id);
+        }
+    }
+}
+
+/// heat_inverse's loss history (`fit.loss` with `fit.step` as its count)
+/// once the ring has wrapped: a short ring, enough frames.
+#[test]
+fn loss_ring_plot_after_wrapping() {
+    let mut g = example("heat_inverse");
+    set_param(&mut g, "fit", "history", json!(10));
+    let mut sim = Runs::new(&g, 4);
+    sim.check("heat_inverse_ring");
+}
+
+#[test]
+fn plot_errors_name_the_node_and_port() {
+    let mut g = kernel_graph(
+        &[
+            F("s", "f32", &[4, 4], json!(0)),
+            F("c", "f32", &[1], json!(0)),
+        ],
+        "fn kernel(i: i32, j: i32) { s[(i, j)] = 1.0; }",
+        &[4, 4],
+        json!({}),
+    );
+    add_view(&mut g, "pl", "plot", json!({}), &[("field", "s")]);
+    let e = build(&g).expect_err("a 2D field").to_string();
+    assert!(
+        e.contains("pl") && e.contains("field") && e.contains("1D f32"),
+        "{}",
+        e
+    );
+    let mut g = kernel_graph(
+        &[F("s", "f32", &[4], json!(0)), F("c", "f32", &[1], json!(0))],
+        "fn kernel(i: i32) { s[i] = 1.0; }",
+        &[4],
+        json!({}),
+    );
+    add_view(
+        &mut g,
+        "pl",
+        "plot",
+        json!({}),
+        &[("field", "s"), ("count", "c")],
+    );
+    let e = build(&g).expect_err("an f32 count").to_string();
+    assert!(
+        e.contains("pl") && e.contains("count") && e.contains("i32"),
+        "{}",
+        e
+    );
+    for (params, word) in [
+        (json!({"min": 1.0}), "max"),
+        (json!({"min": 2.0, "max": 1.0}), "min"),
+        (json!({"min": 0.0, "max": 1.0, "log": true}), "log"),
+    ] {
+        let mut g = kernel_graph(
+            &[F("s", "f32", &[4], json!(0))],
+            "fn kernel(i: i32) { s[i] = 1.0; }",
+            &[4],
+            json!({}),
+        );
+        add_view(&mut g, "pl", "plot", params, &[("field", "s")]);
+        let e = build(&g).expect_err("a bad range").to_string();
+        assert!(e.contains("pl") && e.contains(word), "{}", e);
+    }
+    // An optimize node's loss is for views only.
+    let mut g = example("heat_inverse");
+    g["wires"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"from": "fit.loss", "to": "show.result"}));
+    let e = build(&g)
+        .expect_err("a kernel reading fit.loss")
+        .to_string();
+    assert!(e.contains("show") && e.contains("fit.loss"), "{}", e);
+    // ... and for `plot`s: an image of it, or its ports swapped.
+    let mut g = example("heat_inverse");
+    for w in g["wires"].as_array_mut().unwrap() {
+        if w["to"] == "target_view.field" {
+            w["from"] = json!("fit.loss");
+        }
+    }
+    let e = build(&g).expect_err("an image of fit.loss").to_string();
+    assert!(e.contains("target_view") && e.contains("plot"), "{}", e);
+    let mut g = example("heat_inverse");
+    for w in g["wires"].as_array_mut().unwrap() {
+        if w["to"] == "loss_plot.field" {
+            w["from"] = json!("fit.step");
+        } else if w["to"] == "loss_plot.count" {
+            w["from"] = json!("fit.loss");
+        }
+    }
+    let e = build(&g).expect_err("swapped ports").to_string();
+    assert!(e.contains("loss_plot") && e.contains("fit.step"), "{}", e);
+    // An optimize node outside the schedule adds no fields: the pass says so.
+    let mut g = example("heat_inverse");
+    g["exec"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|e| e["to"] != "fit");
+    let mut p = build(&g).expect("builds");
+    let e = weft_ir::passes::run_pipeline(&mut p, &Default::default(), None)
+        .expect_err("no fit.loss")
+        .to_string();
+    assert!(e.contains("loss_plot") && e.contains("fit.loss"), "{}", e);
+}
+
+/// Plots read their field through its own address plan: a quantized f32
+/// field and a bitmasked one (inactive cells read `init`).
+#[test]
+fn plots_of_quantized_and_sparse_fields() {
+    let code = "fn kernel(i: i32) {
+        let x = i as f32;
+        q[i] = sin(x * 0.07) * 40.0;
+        if i < 120 && i % 9 != 4 { b[i] = cos(x * 0.05) + x * 0.01; }
+    }";
+    let mut g = kernel_graph(
+        &[
+            F("q", "f32", &[200], json!(0)),
+            F("b", "f32", &[200], json!(-1.0)),
+        ],
+        code,
+        &[200],
+        json!({}),
+    );
+    set_param(&mut g, "q", "storage", json!("float5m10"));
+    for n in g["nodes"].as_array_mut().unwrap() {
+        if n["id"] == "b_cells" {
+            n["kind"] = json!("bitmasked");
+        }
+    }
+    add_view(
+        &mut g,
+        "q_plot",
+        "plot",
+        json!({"width": 160, "height": 60}),
+        &[("field", "q")],
+    );
+    add_view(
+        &mut g,
+        "b_plot",
+        "plot",
+        json!({"width": 160, "height": 60, "thickness": 3}),
+        &[("field", "b")],
+    );
+    let mut sim = Runs::new(&g, 0);
+    for (id, img) in sim.check("plots_layouts") {
+        assert!(!img.is_blank(), "plots_layouts/{}: blank", id);
+    }
 }

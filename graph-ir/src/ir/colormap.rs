@@ -65,6 +65,9 @@ pub const OUTLINE_ALPHA: f32 = 0.75;
 /// elements per axis gets outlines; finer levels would paint every cell.
 pub const MIN_OUTLINED_BLOCK: u64 = 4;
 
+/// The zero line of a `plot` view (where 0 lies inside its linear range).
+pub const PLOT_AXIS_RGB: [f32; 3] = [0.45, 0.47, 0.5];
+
 /// A colour channel in 0..1 as a byte (clamped, rounded; NaN is 0).
 pub fn to_u8(x: f32) -> u8 {
     (x.clamp(0.0, 1.0) * 255.0 + 0.5) as u8

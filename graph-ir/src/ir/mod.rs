@@ -1274,12 +1274,53 @@ pub enum View {
         /// Domain rectangle mapped to the image: (min x, min y, max x, max y).
         domain: [f32; 4],
     },
+    /// A line chart of a 1-D f32 field (`passes::views` documents the drawing).
+    Plot {
+        node_id: String,
+        /// The values (f32, shape `[n]`).
+        field: ViewSource,
+        /// Optional i32 `[1]` field: how many values were written into
+        /// `field` used as a ring (value i in slot i mod n); the plot shows
+        /// the last min(count, n) of them, oldest first. None: all n slots.
+        count: Option<ViewSource>,
+        width: u32,
+        height: u32,
+        /// Fixed value range (min < max; both > 0 with `log`); `None` = auto.
+        range: Option<(f32, f32)>,
+        /// log10 scale; values <= 0 leave gaps.
+        log: bool,
+        /// Line thickness in pixel rows (1..=16).
+        thickness: u32,
+        color: [f32; 3],
+        background: [f32; 3],
+    },
+}
+
+/// A field a view reads: a field node's, or one that a pass adds later (an
+/// `optimize` node's `NODE.loss` and `NODE.step`, which exist only after
+/// `passes::optimize`), named until `passes::views` resolves it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ViewSource {
+    Field(FieldId),
+    Added(String),
+}
+
+impl ViewSource {
+    /// The field, once resolved (always after `passes::views`).
+    pub fn id(&self) -> Option<FieldId> {
+        match self {
+            ViewSource::Field(f) => Some(*f),
+            ViewSource::Added(_) => None,
+        }
+    }
 }
 
 impl View {
     pub fn node_id(&self) -> &str {
         match self {
-            View::Image { node_id, .. } | View::Particles { node_id, .. } => node_id,
+            View::Image { node_id, .. }
+            | View::Particles { node_id, .. }
+            | View::Plot { node_id, .. } => node_id,
         }
     }
 }

@@ -215,6 +215,12 @@ pub fn validate_structure(program: &Program) -> Result<(), ValidationError> {
                 color_field,
                 ..
             } => std::iter::once(*positions).chain(*color_field).collect(),
+            // Named sources (`ViewSource::Added`) are resolved by
+            // `passes::views`, which reports a missing one.
+            View::Plot { field, count, .. } => std::iter::once(field)
+                .chain(count)
+                .filter_map(ViewSource::id)
+                .collect(),
         };
         if fields.iter().any(|f| program.fields.get(*f).is_none()) {
             return Err(program_err(v.node_id(), "view: field out of range".into()));

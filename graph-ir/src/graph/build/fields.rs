@@ -12,7 +12,7 @@ impl Builder<'_> {
         while !pending.is_empty() {
             let before = pending.len();
             pending.retain(|&i| {
-                let parent = self.inputs[i].get("parent").copied();
+                let parent = self.inputs[i].get("parent").map(|w| w.0);
                 if let Some(p) = parent {
                     if !handle.contains_key(&p) {
                         return true;
@@ -191,7 +191,7 @@ impl Builder<'_> {
     }
 
     pub(super) fn layout_of(&self, node: usize) -> Option<LayoutId> {
-        let src = *self.inputs[node].get("layout")?;
+        let src = self.inputs[node].get("layout")?.0;
         let id = self.nodes[src].id();
         self.program
             .layouts

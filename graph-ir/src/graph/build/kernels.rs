@@ -37,7 +37,7 @@ impl Builder<'_> {
         let mut bindings = Vec::new();
         let mut env_fields = Vec::new();
         for port in &n.field_ports {
-            let src = self.inputs[i][port];
+            let src = self.inputs[i][port].0;
             let fid = self
                 .program
                 .field_by_name(self.nodes[src].id())

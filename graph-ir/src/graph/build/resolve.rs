@@ -259,8 +259,9 @@ fn check_param(ty: ParamType, v: &Value) -> Result<(), String> {
     }
 }
 
-/// For every node, its wired inputs: port name -> source node index.
-pub(super) type Inputs = Vec<HashMap<String, usize>>;
+/// For every node, its wired inputs: port name -> (source node index,
+/// source output port).
+pub(super) type Inputs = Vec<HashMap<String, (usize, &'static str)>>;
 
 pub(super) fn resolve_wires(
     doc: &GraphDoc,
@@ -367,8 +368,27 @@ pub(super) fn resolve_wires(
             ));
             continue;
         }
+        // The fields an optimize node adds exist only after
+        // `passes::optimize`, long after kernels are built: views only.
+        if f.kind.family == Family::Execution && t.kind.family != Family::View {
+            errors.push(GraphError::port(
+                t.id(),
+                tport,
+                format!(
+                    "'{}.{}' is the field an optimize node adds ('{}.{}'); only views (e.g. a `plot`) can draw it, kernels cannot read it",
+                    f.id(),
+                    out.name,
+                    f.id(),
+                    out.name
+                ),
+            ));
+            continue;
+        }
         let tport_owned = tport.to_string();
-        if inputs[ti].insert(tport_owned.clone(), fi).is_some() {
+        if inputs[ti]
+            .insert(tport_owned.clone(), (fi, out.name))
+            .is_some()
+        {
             errors.push(GraphError::port(
                 t.id(),
                 &tport_owned,

@@ -1,4 +1,4 @@
-//! View nodes: images of 2D fields and particle plots.
+//! View nodes: images of 2D fields, particle plots and line charts.
 
 use super::*;
 
@@ -10,10 +10,31 @@ impl Builder<'_> {
         for i in self.of_family(Family::View) {
             let n = &self.nodes[i];
             let id = n.id().to_string();
-            let field_at = |port: &str| {
-                self.inputs[i]
-                    .get(port)
-                    .and_then(|&s| self.program.field_by_name(self.nodes[s].id()))
+            // A field node's field, or (`ViewSource::Added`) a field an
+            // optimize node adds later, named `NODE.port`.
+            let source_at = |port: &str| {
+                self.inputs[i].get(port).and_then(|&(s, out)| {
+                    let src = &self.nodes[s];
+                    if src.kind.family == Family::Execution {
+                        Some(ViewSource::Added(format!("{}.{}", src.id(), out)))
+                    } else {
+                        self.program.field_by_name(src.id()).map(ViewSource::Field)
+                    }
+                })
+            };
+            let mut field_at = |port: &str| match source_at(port)? {
+                ViewSource::Field(f) => Some(f),
+                ViewSource::Added(name) => {
+                    self.errors.push(GraphError::port(
+                        &id,
+                        port,
+                        format!(
+                            "'{}' is a field an optimize node adds, which only a `plot` view can draw; an {} view needs a field node's field",
+                            name, n.kind.name
+                        ),
+                    ));
+                    None
+                }
             };
             let nums = |v: &Value| -> Vec<f32> {
                 v.as_array()
@@ -120,6 +141,104 @@ impl Builder<'_> {
                         width: w as u32,
                         height: h as u32,
                         domain: [d[0], d[1], d[2], d[3]],
+                    });
+                }
+                "plot" => {
+                    let Some(field) = source_at("field") else {
+                        continue;
+                    };
+                    let count = source_at("count");
+                    let mut bad = Vec::new();
+                    if let ViewSource::Field(f) = field {
+                        let fd = &self.program.fields[f];
+                        if fd.shape.len() != 1 || fd.ty != Type::F32 {
+                            bad.push((
+                                "field",
+                                format!(
+                                    "a plot needs a 1D f32 field; '{}' is {}-D {}",
+                                    fd.name,
+                                    fd.shape.len(),
+                                    fd.ty
+                                ),
+                            ));
+                        }
+                    }
+                    if let Some(ViewSource::Field(c)) = count {
+                        let cd = &self.program.fields[c];
+                        if cd.shape != [1] || cd.ty != Type::I32 {
+                            bad.push((
+                                "count",
+                                format!(
+                                    "the count must be an i32 field of shape [1]; '{}' is {:?} {}",
+                                    cd.name, cd.shape, cd.ty
+                                ),
+                            ));
+                        }
+                    }
+                    // An optimize node's outputs: `loss` is f32 `[history]`,
+                    // `step` i32 `[1]`.
+                    if let ViewSource::Added(name) = &field {
+                        if !name.ends_with(".loss") {
+                            bad.push((
+                                "field",
+                                format!("a plot needs a 1D f32 field; '{}' is i32 (wire the optimize node's `loss` here, its `step` to `count`)", name),
+                            ));
+                        }
+                    }
+                    if let Some(ViewSource::Added(name)) = &count {
+                        if !name.ends_with(".step") {
+                            bad.push((
+                                "count",
+                                format!("the count must be an i32 field of shape [1]; '{}' is f32 (wire the optimize node's `step` here)", name),
+                            ));
+                        }
+                    }
+                    if !bad.is_empty() {
+                        for (port, msg) in bad {
+                            self.errors.push(GraphError::port(&id, port, msg));
+                        }
+                        continue;
+                    }
+                    let log = n.p("log").as_bool().unwrap_or(false);
+                    let range = match (n.p("min").as_f64(), n.p("max").as_f64()) {
+                        (Some(a), Some(b)) => {
+                            let (a, b) = (a as f32, b as f32);
+                            let problem = if !(a.is_finite() && b.is_finite() && a < b) {
+                                Some("'min' must be below 'max' (both finite)")
+                            } else if log && a <= 0.0 {
+                                Some("with 'log', 'min' and 'max' must be greater than 0")
+                            } else {
+                                None
+                            };
+                            if let Some(msg) = problem {
+                                self.errors.push(GraphError::param(&id, "min", msg));
+                                continue;
+                            }
+                            Some((a, b))
+                        }
+                        (None, None) => None,
+                        _ => {
+                            self.errors.push(GraphError::param(
+                                &id,
+                                "max",
+                                "give both 'min' and 'max' for a fixed range, or neither for auto",
+                            ));
+                            continue;
+                        }
+                    };
+                    let c = nums(n.p("color"));
+                    let bg = nums(n.p("background"));
+                    self.program.views.push(View::Plot {
+                        node_id: id,
+                        field,
+                        count,
+                        width: n.p("width").as_i64().unwrap_or(512) as u32,
+                        height: n.p("height").as_i64().unwrap_or(256) as u32,
+                        range,
+                        log,
+                        thickness: n.p("thickness").as_i64().unwrap_or(2).clamp(1, 16) as u32,
+                        color: [c[0], c[1], c[2]],
+                        background: [bg[0], bg[1], bg[2]],
                     });
                 }
                 other => unreachable!("view kind {} missing from build", other),

@@ -39,6 +39,12 @@
 //!   their soft-edge coverage (the painter's picture, except where a third
 //!   disc shows through two soft edges).
 //!
+//! - `plot` (1-D f32 field, `plot.rs`): auto range = reset + reduce as
+//!   for `image`, over the plotted values; then one invocation per pixel
+//!   column writing the whole column: background, zero line, and the rows
+//!   the polyline covers within the column (direct stores, so no thread
+//!   order can change a pixel).
+//!
 //! Does not: touch the schedule or any user kernel.
 
 use crate::arena::Arena;
@@ -49,6 +55,8 @@ use crate::ir::*;
 use crate::types::{Scalar, Type};
 
 use super::PassError;
+
+mod plot;
 
 /// Image rows are padded to a multiple of this many pixels (256 bytes: the
 /// row alignment GPU buffer-to-texture copies need).
@@ -68,7 +76,7 @@ pub fn image_stride(w: u32, h: u32) -> u32 {
 
 pub fn run(program: &mut Program) -> Result<(), PassError> {
     let views = program.views.clone();
-    for v in &views {
+    for (i, v) in views.iter().enumerate() {
         let vk = match v {
             View::Image {
                 node_id,
@@ -78,6 +86,13 @@ pub fn run(program: &mut Program) -> Result<(), PassError> {
                 show_active,
             } => image(program, node_id, *field, *colormap, *range, *show_active)?,
             View::Particles { .. } => particles(program, v)?,
+            View::Plot { .. } => {
+                // Its named sources become field ids (the fields an optimize
+                // node adds exist now).
+                let (vk, resolved) = plot::plot(program, v)?;
+                program.views[i] = resolved;
+                vk
+            }
         };
         program.view_kernels.push(vk);
     }
