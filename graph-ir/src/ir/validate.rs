@@ -524,6 +524,12 @@ impl Ctx<'_> {
                 if t != Type::U32 {
                     return bad(self, "launch values and the random state are u32");
                 }
+                if matches!(inst.kind, InstKind::Launch(_))
+                    && !std::ptr::eq(self.f, &self.kernel.entry)
+                {
+                    // The linear index is the entry's: helpers get values as arguments.
+                    return bad(self, "a launch value outside the kernel's entry");
+                }
             }
             InstKind::RngStore(v) => {
                 if self.ty(*v) != Type::U32 {
