@@ -166,6 +166,8 @@ pub struct GraphViewer<'a> {
     pub selection: &'a [String],
     /// A view to switch to this frame (frame all / selected, zoom steps).
     pub set_transform: Option<egui::emath::TSTransform>,
+    /// A field node's "Open in spreadsheet": the field to show.
+    pub open_in_sheet: Option<String>,
 }
 
 impl GraphViewer<'_> {
@@ -553,7 +555,13 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
         if self.model.doc.node(&id).is_some_and(|n| n.kind == "kernel")
             && ui.button("Edit code…").clicked()
         {
-            *self.open_code = Some(id);
+            *self.open_code = Some(id.clone());
+            ui.close();
+        }
+        if self.model.doc.node(&id).is_some_and(|n| n.kind == "field")
+            && ui.button("Open in spreadsheet").clicked()
+        {
+            self.open_in_sheet = Some(id);
             ui.close();
         }
     }

@@ -14,6 +14,7 @@ pub mod loss_plot;
 pub mod model;
 pub mod params;
 pub mod prefs;
+pub mod spreadsheet;
 pub mod viewport;
 
 use graph_view::{sync_snarl, GraphViewer, NodeView};
@@ -122,6 +123,8 @@ pub struct WeftApp {
     refusal_until: f64,
     /// Display frame times (s) for the frame-rate readout.
     frame_times: std::collections::VecDeque<f64>,
+    /// The field spreadsheet (bottom panel, Alt+S).
+    pub sheet: spreadsheet::Spreadsheet,
 }
 
 fn default_config_dir() -> PathBuf {
@@ -192,6 +195,7 @@ impl WeftApp {
             opts,
             screenshot_requested: false,
             status: String::new(),
+            sheet: Default::default(),
             refusal_until: 0.0,
             frame_times: Default::default(),
         }
@@ -410,6 +414,9 @@ impl WeftApp {
             let delete = !typing && (i.key_pressed(egui::Key::Delete) || plain(i, egui::Key::X));
             let frame_all = plain(i, egui::Key::Home);
             let frame_sel = plain(i, egui::Key::F);
+            if !typing && i.consume_key(egui::Modifiers::ALT, egui::Key::S) {
+                self.sheet.open = !self.sheet.open;
+            }
             (undo, redo, save, delete, frame_all, frame_sel)
         });
         if undo {
@@ -591,6 +598,14 @@ impl WeftApp {
                     self.nav = Some(NavRequest::FrameSelected);
                     ui.close();
                 }
+                ui.separator();
+                if ui
+                    .checkbox(&mut self.sheet.open, "Spreadsheet  (Alt+S)")
+                    .on_hover_text("any field's values for the current frame")
+                    .clicked()
+                {
+                    ui.close();
+                }
             });
             let title = self.model.title();
             ui.label(format!(
@@ -617,6 +632,7 @@ impl WeftApp {
             if ui.button("Reset").clicked() {
                 self.viewport.reset();
             }
+
             let mut b = self.viewport.backend;
             // `auto` shows what the runtime resolved it to.
             let running = self.viewport.sim.as_ref().map(|s| s.backend_name());
@@ -1123,6 +1139,8 @@ impl eframe::App for WeftApp {
             self.status = msg;
         }
         self.autosave(now);
+        self.sheet
+            .poll(self.viewport.sim.as_ref(), self.viewport.generation, &ctx);
 
         let mut commands = Vec::new();
         egui::Panel::top("menu").show(ui, |ui| self.menu(ui));
@@ -1141,6 +1159,13 @@ impl eframe::App for WeftApp {
             };
             ui.add(egui::Label::new(text).truncate());
         });
+        if self.sheet.open {
+            egui::Panel::bottom("spreadsheet")
+                .resizable(true)
+                .default_size(280.0)
+                .min_size(120.0)
+                .show(ui, |ui| self.sheet.ui(ui, self.viewport.sim.as_ref()));
+        }
         let side = egui::Panel::right("side")
             .resizable(true)
             .default_size(self.prefs.side_width)
@@ -1185,6 +1210,7 @@ impl eframe::App for WeftApp {
                 selected_frame: selected_frame.as_deref(),
                 selection: &selection,
                 set_transform,
+                open_in_sheet: None,
             };
             let response = egui_snarl::ui::SnarlWidget::new()
                 .id(graph_id)
@@ -1196,6 +1222,9 @@ impl eframe::App for WeftApp {
                 *viewer.selected = None;
             }
             commands.append(&mut viewer.commands);
+            if let Some(f) = viewer.open_in_sheet.take() {
+                self.sheet.show_field(&f);
+            }
             self.graph_to_screen = viewer.to_screen;
             let refusal = viewer.refusal.take();
             if response.clicked() {

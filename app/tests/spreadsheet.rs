@@ -1,0 +1,301 @@
+//! The field spreadsheet in the app (egui_kittest, wgpu): for dense,
+//! quantized, sparse and dynamic fields, its statistics and rows equal what
+//! a headless `Simulation` of the same graph holds, read independently
+//! (`read_field` / `read_root` and one `read_address` per element).
+
+#[path = "../src/gui/mod.rs"]
+#[allow(dead_code)]
+mod gui;
+mod support;
+
+use egui::accesskit::Role;
+use egui_kittest::kittest::Queryable;
+use egui_kittest::Harness;
+use gui::spreadsheet::{format_index, format_stat, format_value, Column, PAGE_ROWS};
+use gui::WeftApp;
+use std::path::PathBuf;
+use support::{gpu_ok, harness_with, root, wait_for_sim};
+use weft_ir::graph::{build_program, BuildOptions, GraphDoc};
+use weft_ir::ir::layout::{root_of, AddressPlan};
+use weft_ir::ir::Storage;
+use weft_runtime::{SimOptions, Simulation};
+
+fn harness(graph: &str) -> Harness<'static, WeftApp> {
+    let cfg = std::env::temp_dir().join(format!("weft-gui-sheet-{}", std::process::id()));
+    let path = PathBuf::from("../graphs").join(graph);
+    assert!(root().join("graphs").join(graph).exists());
+    harness_with(Some(path), cfg)
+}
+
+/// The same graph run headless on the app's backend for `frames` frames.
+fn headless(h: &Harness<'static, WeftApp>, graph: &str, frames: u32) -> Simulation {
+    let path = root().join("graphs").join(graph);
+    let doc = GraphDoc::load(&path).unwrap();
+    let program = build_program(
+        &doc,
+        &BuildOptions {
+            base_dir: root().join("graphs"),
+        },
+    )
+    .unwrap();
+    let backend = h.state().viewport.sim.as_ref().unwrap().backend().unwrap();
+    let mut sim = Simulation::new(
+        program,
+        &SimOptions {
+            backend,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    sim.start().unwrap();
+    for _ in 0..frames {
+        sim.step_frame().unwrap();
+    }
+    sim
+}
+
+/// Opens the panel with its button, shows `field`, and waits for its table.
+fn show(h: &mut Harness<'static, WeftApp>, field: &str) {
+    if !h.state().sheet.open {
+        toggle_panel(h);
+    }
+    h.state_mut().sheet.field = Some(field.to_string());
+    wait_current(h);
+}
+
+/// View → Spreadsheet.
+fn toggle_panel(h: &mut Harness<'static, WeftApp>) {
+    h.get_by_label("View").click();
+    h.run_steps(2);
+    h.get_by_label("Spreadsheet  (Alt+S)").click();
+    h.run_steps(2);
+}
+
+fn wait_current(h: &mut Harness<'static, WeftApp>) {
+    for _ in 0..500 {
+        h.step();
+        let s = h.state();
+        let sim = s.viewport.sim.as_ref().unwrap();
+        if s.sheet.is_current(s.viewport.generation, sim.frame) {
+            h.run_steps(2);
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!(
+        "the spreadsheet never caught up: {:?}",
+        h.state().sheet.error
+    );
+}
+
+/// (index, values) of every stored element: all of a dense field, the
+/// active ones of a sparse field (one `read_address` per element).
+fn expected_elements(sim: &Simulation, field: &str) -> Vec<(Vec<u32>, Vec<u32>)> {
+    let p = &sim.program;
+    let f = sim.field(field).unwrap();
+    let fd = &p.fields[f];
+    let comps = fd.ty.components();
+    let words = sim.read_field(f).unwrap();
+    let plan = AddressPlan::new(p, f);
+    let root = sim.read_root(root_of(p, fd.layout)).unwrap();
+    let mut out = vec![];
+    weft_runtime::memory::for_each_index(&fd.shape, |lin, idx| {
+        if plan.is_sparse() && !plan.read_address(idx, &root).1 {
+            return;
+        }
+        out.push((idx.to_vec(), words[lin * comps..(lin + 1) * comps].to_vec()));
+    });
+    out
+}
+
+/// Checks the statistics and the first page against `expected` (in the
+/// table's order), and that the first rows and the statistics are on screen.
+fn check_table(h: &Harness<'static, WeftApp>, field: &str, expected: &[(Vec<u32>, Vec<u32>)]) {
+    let s = h.state();
+    let t = s.sheet.table().unwrap();
+    assert_eq!(t.key.field, field);
+    assert_eq!(t.total as usize, expected.len());
+    for c in 0..t.comps {
+        let vals: Vec<f64> = expected
+            .iter()
+            .map(|(_, v)| gui::spreadsheet::as_f64(t.ty, v[c]))
+            .collect();
+        let finite: Vec<f64> = vals.iter().copied().filter(|v| !v.is_nan()).collect();
+        let min = finite.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let mean = finite.iter().sum::<f64>() / finite.len() as f64;
+        let st = &t.stats[c];
+        assert_eq!((st.min, st.max), (min, max), "{} component {}", field, c);
+        assert!((st.mean - mean).abs() <= 1e-9 * mean.abs().max(1.0));
+        assert_eq!(st.nans as usize, vals.len() - finite.len());
+        for v in [min, max, mean] {
+            assert!(
+                !h.query_all_by_label(&format_stat(v))
+                    .collect::<Vec<_>>()
+                    .is_empty(),
+                "statistic {} not shown",
+                format_stat(v)
+            );
+        }
+    }
+    for (k, (idx, vals)) in expected.iter().take(PAGE_ROWS).enumerate() {
+        let row = t.row(k);
+        assert_eq!(&row.index, idx, "row {}", k);
+        assert_eq!(&row.values, vals, "row {} of {}", k, field);
+    }
+    for (idx, vals) in expected.iter().take(5) {
+        assert!(h.query_all_by_label(&format_index(idx)).next().is_some());
+        for &w in vals {
+            let text = format_value(t.ty, w);
+            assert!(
+                h.query_all_by_label(&text).next().is_some(),
+                "value {} not shown",
+                text
+            );
+        }
+    }
+}
+
+#[test]
+fn dense_field_rows_and_statistics_follow_the_frames() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat.json");
+    wait_for_sim(&mut h);
+    show(&mut h, "T");
+    let reads = h.state().sheet.reads;
+    let sim = headless(&h, "heat.json", 0);
+    check_table(&h, "T", &expected_elements(&sim, "T"));
+    // Idle frames read nothing; a step reads once.
+    h.run_steps(5);
+    assert_eq!(h.state().sheet.reads, reads);
+    h.get_by_label("Step").click();
+    wait_current(&mut h);
+    h.get_by_label("frame 1");
+    assert_eq!(h.state().sheet.reads, reads + 1);
+    let sim = headless(&h, "heat.json", 1);
+    let mut expected = expected_elements(&sim, "T");
+    check_table(&h, "T", &expected);
+    // Sorting by value (header click): largest first on the second click.
+    h.get_by_role_and_label(Role::Button, "T").click();
+    wait_current(&mut h);
+    h.get_by_role_and_label(Role::Button, "T ▲").click();
+    wait_current(&mut h);
+    assert_eq!(h.state().sheet.sort, Some((Column::Value(0), false)));
+    expected.sort_by(|a, b| f32::from_bits(b.1[0]).total_cmp(&f32::from_bits(a.1[0])));
+    let t = h.state().sheet.table().unwrap();
+    for (k, e) in expected.iter().take(50).enumerate() {
+        assert_eq!(t.row(k).values, e.1, "sorted row {}", k);
+    }
+    // A value range filter keeps exactly the elements in it.
+    h.state_mut().sheet.filter = "0.5..".into();
+    wait_current(&mut h);
+    let kept = expected
+        .iter()
+        .filter(|e| f32::from_bits(e.1[0]) >= 0.5)
+        .count();
+    assert_eq!(h.state().sheet.table().unwrap().order.len(), kept);
+    // A closed panel reads nothing.
+    toggle_panel(&mut h);
+    assert!(!h.state().sheet.open);
+    let reads = h.state().sheet.reads;
+    h.get_by_label("Step").click();
+    h.run_steps(5);
+    assert_eq!(h.state().sheet.reads, reads);
+}
+
+#[test]
+fn quantized_field_shows_decoded_values_and_stored_bits() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat_quant.json");
+    wait_for_sim(&mut h);
+    h.get_by_label("Step").click();
+    show(&mut h, "T");
+    let sim = headless(&h, "heat_quant.json", 1);
+    check_table(&h, "T", &expected_elements(&sim, "T"));
+    let f = sim.field("T").unwrap();
+    let Storage::Quant(q) = sim.program.fields[f].storage else {
+        panic!("heat_quant's T is quantized");
+    };
+    let t = h.state().sheet.table().unwrap();
+    assert_eq!(t.storage, q.name());
+    // The stored bits decode to the value shown beside them.
+    for k in 0..PAGE_ROWS {
+        let r = t.row(k);
+        assert_eq!(q.decode(r.codes[0]), r.values[0]);
+    }
+    h.get_by_role_and_label(Role::Button, "bits");
+}
+
+#[test]
+fn sparse_field_lists_active_cells_with_their_block() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("sparse_blob.json");
+    wait_for_sim(&mut h);
+    h.get_by_label("Step").click();
+    show(&mut h, "d");
+    let sim = headless(&h, "sparse_blob.json", 1);
+    let mut expected = expected_elements(&sim, "d");
+    assert!(!expected.is_empty());
+    // The table lists block by block; compare in index order.
+    h.get_by_role_and_label(Role::Button, "index").click();
+    wait_current(&mut h);
+    expected.sort_by(|a, b| a.0.cmp(&b.0));
+    check_table(&h, "d", &expected);
+    let t = h.state().sheet.table().unwrap();
+    let total: u64 = sim.program.fields[sim.field("d").unwrap()].cells();
+    assert!(t.total < total, "only active cells are listed");
+    // Each row's block is its 8 × 8 tile (the last sparse level, a
+    // bitmasked node) numbered row-major over the 4096 / 8 tiles a side.
+    let side = sim.program.fields[sim.field("d").unwrap()].shape[1] / 8;
+    for k in 0..PAGE_ROWS.min(t.order.len()) {
+        let r = t.row(k);
+        assert_eq!(
+            r.block,
+            Some((r.index[0] / 8) as u64 * side as u64 + (r.index[1] / 8) as u64)
+        );
+    }
+    h.get_by_role_and_label(Role::Button, "block");
+}
+
+#[test]
+fn dynamic_lists_show_their_entries_per_list() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("particle_lists.json");
+    wait_for_sim(&mut h);
+    h.get_by_label("Step").click();
+    show(&mut h, "members");
+    let sim = headless(&h, "particle_lists.json", 1);
+    // Entries are appended in thread order: compare each list as a set.
+    let expected = expected_elements(&sim, "members");
+    let mut want: Vec<(u32, i32)> = expected
+        .iter()
+        .map(|(i, v)| (i[0] / 32, v[0] as i32))
+        .collect();
+    let t = h.state().sheet.table().unwrap();
+    assert_eq!(t.block_label, "list");
+    let mut got: Vec<(u32, i32)> = (0..t.order.len())
+        .map(|k| {
+            let r = t.row(k);
+            (r.block.unwrap() as u32, r.values[0] as i32)
+        })
+        .collect();
+    want.sort();
+    got.sort();
+    assert_eq!(got, want);
+    assert!(got.iter().all(|&(_, m)| m >= 0), "only appended entries");
+    h.get_by_role_and_label(Role::Button, "list");
+    // Vector fields get one column per component.
+    show(&mut h, "pos");
+    let sim = headless(&h, "particle_lists.json", 1);
+    check_table(&h, "pos", &expected_elements(&sim, "pos"));
+    h.get_by_role_and_label(Role::Button, "pos.0");
+    h.get_by_role_and_label(Role::Button, "pos.1");
+}
