@@ -9,6 +9,7 @@ mod gui;
 mod support;
 
 use egui::accesskit::Role;
+use egui::{Event, Modifiers};
 use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;
 use gui::spreadsheet::{format_index, format_stat, format_value, Column, PAGE_ROWS};
@@ -298,4 +299,135 @@ fn dynamic_lists_show_their_entries_per_list() {
     check_table(&h, "pos", &expected_elements(&sim, "pos"));
     h.get_by_role_and_label(Role::Button, "pos.0");
     h.get_by_role_and_label(Role::Button, "pos.1");
+}
+
+/// A click with `modifiers` on a node's title (drawn in graph space).
+fn click_title(h: &mut Harness<'static, WeftApp>, node: &str, modifiers: Modifiers) {
+    let at = h
+        .get_by_label(&format!("{}  ·  field", node))
+        .rect()
+        .center();
+    let p = h.state().graph_to_screen * egui::pos2(at.x, at.y);
+    h.event(Event::PointerMoved(p));
+    h.step();
+    h.event(Event::ModifiersChanged(modifiers));
+    for pressed in [true, false] {
+        h.event(Event::PointerButton {
+            pos: p,
+            button: egui::PointerButton::Primary,
+            pressed,
+            modifiers,
+        });
+        h.step();
+    }
+    h.event(Event::ModifiersChanged(Modifiers::NONE));
+    h.step();
+}
+
+/// Steps until the viewport runs a simulation newer than `generation`.
+fn wait_rebuilt(h: &mut Harness<'static, WeftApp>, generation: u64) {
+    for _ in 0..500 {
+        h.step();
+        if h.state().viewport.generation > generation && h.state().viewport.sim.is_some() {
+            h.run_steps(3);
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("never recompiled: {:?}", h.state().viewport.error);
+}
+
+fn viewed(h: &Harness<'static, WeftApp>) -> Vec<String> {
+    let sim = h.state().viewport.sim.as_ref().unwrap();
+    sim.program
+        .view_kernels
+        .iter()
+        .map(|v| v.node_id.clone())
+        .collect()
+}
+
+#[test]
+fn the_viewer_flag_shows_a_field_without_editing_the_graph() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat.json");
+    wait_for_sim(&mut h);
+    let doc = h.state().model.doc.clone();
+    let steps = h.state().model.undo_steps();
+    assert!(!viewed(&h).contains(&"viewer-source".to_string()));
+    // Ctrl+Shift+click on the field's title.
+    let g = h.state().viewport.generation;
+    click_title(&mut h, "source", Modifiers::COMMAND | Modifiers::SHIFT);
+    assert_eq!(h.state().status, "viewing 'source' as an image");
+    wait_rebuilt(&mut h, g);
+    assert!(viewed(&h).contains(&"viewer-source".to_string()));
+    // The viewport shows its tile, the node its flag.
+    h.get_by_label("viewer-source");
+    h.get_by_label("⚑ viewed");
+    // The image is the field's: heat's source has a hot spot on zeros.
+    let images = h
+        .state_mut()
+        .viewport
+        .sim
+        .as_mut()
+        .unwrap()
+        .render_views()
+        .unwrap();
+    let (_, img) = images.iter().find(|(id, _)| id == "viewer-source").unwrap();
+    let first = &img.rgba[..4];
+    assert!(img.rgba.chunks(4).any(|p| p != first), "a flat image");
+    // The document, its undo history and the saved file are unchanged.
+    assert_eq!(h.state().model.doc, doc);
+    assert_eq!(h.state().model.undo_steps(), steps);
+    assert!(!h.state().model.dirty);
+    let saved = std::env::temp_dir().join(format!("weft-viewer-{}.json", std::process::id()));
+    h.state_mut().model.save_as(&saved).unwrap();
+    let back = GraphDoc::load(&saved).unwrap();
+    let _ = std::fs::remove_file(&saved);
+    assert_eq!(
+        back,
+        GraphDoc::load(&root().join("graphs/heat.json")).unwrap()
+    );
+    assert!(back.node("viewer-source").is_none());
+    // An edit recompiles; the flag stays.
+    let g = h.state().viewport.generation;
+    h.state_mut().model.push(gui::model::Command::SetParam {
+        node: "view".into(),
+        param: "colormap".into(),
+        value: serde_json::json!("viridis"),
+    });
+    wait_rebuilt(&mut h, g);
+    assert!(viewed(&h).contains(&"viewer-source".to_string()));
+    // A click selects it; V: the view is gone.
+    click_title(&mut h, "source", Modifiers::NONE);
+    assert_eq!(h.state().selected.as_deref(), Some("source"));
+    let g = h.state().viewport.generation;
+    h.key_press(egui::Key::V);
+    wait_rebuilt(&mut h, g);
+    assert!(!viewed(&h).contains(&"viewer-source".to_string()));
+    assert!(h.query_by_label("⚑ viewed").is_none());
+}
+
+#[test]
+fn the_viewer_flag_picks_particles_or_the_spreadsheet() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("particle_lists.json");
+    wait_for_sim(&mut h);
+    let g = h.state().viewport.generation;
+    h.state_mut().toggle_viewer("pos");
+    wait_rebuilt(&mut h, g);
+    let sim = h.state().viewport.sim.as_ref().unwrap();
+    assert!(sim.program.views.iter().any(|v| matches!(
+        v,
+        weft_ir::ir::View::Particles { node_id, .. } if node_id == "viewer-pos"
+    )));
+    h.get_by_label("viewer-pos");
+    // A 1-axis i32 list has no image: the spreadsheet opens on it.
+    h.state_mut().toggle_viewer("members");
+    h.run_steps(2);
+    assert!(h.state().sheet.open);
+    assert_eq!(h.state().sheet.field.as_deref(), Some("members"));
 }

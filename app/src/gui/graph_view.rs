@@ -168,6 +168,10 @@ pub struct GraphViewer<'a> {
     pub set_transform: Option<egui::emath::TSTransform>,
     /// A field node's "Open in spreadsheet": the field to show.
     pub open_in_sheet: Option<String>,
+    /// The field node whose viewer flag is on (drawn with a flag).
+    pub viewer_flag: Option<&'a str>,
+    /// A field node's viewer flag toggled (menu, Ctrl+Shift+click).
+    pub toggle_viewer: Option<String>,
 }
 
 impl GraphViewer<'_> {
@@ -365,7 +369,15 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
             // Double-clicking a kernel opens its code (or its expression sub-graph).
             *self.open_code = Some(id.clone());
         }
-        if r.clicked() {
+        if self.viewer_flag == Some(id.as_str()) {
+            ui.label(egui::RichText::new("⚑ viewed").color(Color32::from_rgb(90, 170, 255)))
+                .on_hover_text("viewer flag: shown in the viewport (V or the node menu to stop)");
+        }
+        if r.clicked() && ui.input(|i| i.modifiers.command && i.modifiers.shift) {
+            if doc.kind == "field" {
+                self.toggle_viewer = Some(id.clone());
+            }
+        } else if r.clicked() {
             *self.selected = Some(id);
         }
     }
@@ -558,11 +570,20 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
             *self.open_code = Some(id.clone());
             ui.close();
         }
-        if self.model.doc.node(&id).is_some_and(|n| n.kind == "field")
-            && ui.button("Open in spreadsheet").clicked()
-        {
-            self.open_in_sheet = Some(id);
-            ui.close();
+        if self.model.doc.node(&id).is_some_and(|n| n.kind == "field") {
+            let label = if self.viewer_flag == Some(id.as_str()) {
+                "Stop viewing in viewport  (V)"
+            } else {
+                "View in viewport  (V)"
+            };
+            if ui.button(label).clicked() {
+                self.toggle_viewer = Some(id.clone());
+                ui.close();
+            }
+            if ui.button("Open in spreadsheet").clicked() {
+                self.open_in_sheet = Some(id);
+                ui.close();
+            }
         }
     }
 

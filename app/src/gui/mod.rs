@@ -15,6 +15,7 @@ pub mod model;
 pub mod params;
 pub mod prefs;
 pub mod spreadsheet;
+pub mod viewer_flag;
 pub mod viewport;
 
 use graph_view::{sync_snarl, GraphViewer, NodeView};
@@ -125,6 +126,8 @@ pub struct WeftApp {
     frame_times: std::collections::VecDeque<f64>,
     /// The field spreadsheet (bottom panel, Alt+S).
     pub sheet: spreadsheet::Spreadsheet,
+    /// The field node shown in the viewport by its viewer flag (V).
+    pub viewer: viewer_flag::ViewerFlag,
 }
 
 fn default_config_dir() -> PathBuf {
@@ -196,6 +199,7 @@ impl WeftApp {
             screenshot_requested: false,
             status: String::new(),
             sheet: Default::default(),
+            viewer: Default::default(),
             refusal_until: 0.0,
             frame_times: Default::default(),
         }
@@ -398,7 +402,7 @@ impl WeftApp {
             return;
         }
         let typing = ctx.egui_wants_keyboard_input();
-        let (undo, redo, save, delete, frame_all, frame_sel) = ctx.input_mut(|i| {
+        let (undo, redo, save, delete, frame_all, frame_sel, viewer) = ctx.input_mut(|i| {
             // While a text field has focus, Ctrl+Z is its own undo of the typing.
             let (mut undo, mut redo) = (false, false);
             if !typing {
@@ -417,8 +421,18 @@ impl WeftApp {
             if !typing && i.consume_key(egui::Modifiers::ALT, egui::Key::S) {
                 self.sheet.open = !self.sheet.open;
             }
-            (undo, redo, save, delete, frame_all, frame_sel)
+            let viewer = plain(i, egui::Key::V);
+            (undo, redo, save, delete, frame_all, frame_sel, viewer)
         });
+        if viewer {
+            let field = self
+                .selected
+                .clone()
+                .filter(|id| self.model.doc.node(id).is_some_and(|n| n.kind == "field"));
+            if let Some(id) = field {
+                self.toggle_viewer(&id);
+            }
+        }
         if undo {
             self.model.undo();
         }
@@ -662,8 +676,11 @@ impl WeftApp {
             if b != self.viewport.backend {
                 self.viewport.backend = b;
                 let base = self.base_dir();
-                self.viewport
-                    .rebuild(self.model.revision, &self.model.doc, base);
+                self.viewport.rebuild(
+                    self.model.revision,
+                    &self.viewer.compiled_doc(&self.model.doc),
+                    base,
+                );
             }
         });
         ui.label(self.rate_label()).on_hover_text(
@@ -1129,9 +1146,10 @@ impl eframe::App for WeftApp {
             self.snarl_revision = self.model.revision;
         }
         let base = self.base_dir();
+        self.viewer.follow(&self.model.doc);
         self.viewport.sync(
             self.model.revision,
-            &self.model.doc,
+            &self.viewer.compiled_doc(&self.model.doc),
             base,
             !self.model.problems.is_empty(),
         );
@@ -1211,6 +1229,8 @@ impl eframe::App for WeftApp {
                 selection: &selection,
                 set_transform,
                 open_in_sheet: None,
+                viewer_flag: self.viewer.node.as_ref().map(|(n, _)| n.as_str()),
+                toggle_viewer: None,
             };
             let response = egui_snarl::ui::SnarlWidget::new()
                 .id(graph_id)
@@ -1225,6 +1245,7 @@ impl eframe::App for WeftApp {
             if let Some(f) = viewer.open_in_sheet.take() {
                 self.sheet.show_field(&f);
             }
+            let toggle_viewer = viewer.toggle_viewer.take();
             self.graph_to_screen = viewer.to_screen;
             let refusal = viewer.refusal.take();
             if response.clicked() {
@@ -1251,6 +1272,9 @@ impl eframe::App for WeftApp {
             commands.extend(ev.commands);
             if self.frames.selected.is_some() && self.frames.selected != frame_before {
                 self.selected = None;
+            }
+            if let Some(id) = toggle_viewer {
+                self.toggle_viewer(&id);
             }
             if let Some(why) = refusal {
                 self.model.log.push(format!("wire refused: {}", why));
@@ -1307,6 +1331,32 @@ impl eframe::App for WeftApp {
 }
 
 impl WeftApp {
+    /// Flags field node `id` for the viewport (or unflags it): the viewport
+    /// recompiles with the temporary view (the document is untouched); a
+    /// field no view fits opens in the spreadsheet instead.
+    pub fn toggle_viewer(&mut self, id: &str) {
+        let program = self.viewport.sim.as_ref().map(|s| &s.program);
+        match self.viewer.toggle(id, program) {
+            Ok(msg) => {
+                if self.viewer.node.as_ref().map(|(_, k)| *k)
+                    == Some(viewer_flag::ViewerKind::Spreadsheet)
+                {
+                    self.sheet.show_field(id);
+                }
+                self.status = msg;
+                let base = self.base_dir();
+                if self.model.problems.is_empty() {
+                    self.viewport.rebuild(
+                        self.model.revision,
+                        &self.viewer.compiled_doc(&self.model.doc),
+                        base,
+                    );
+                }
+            }
+            Err(e) => self.status = e,
+        }
+    }
+
     /// The node editor's view for this frame when it must change: a framing
     /// request, the first fit of a newly opened graph (once its nodes have
     /// been laid out, so their sizes count), or a Ctrl+wheel zoom step.
