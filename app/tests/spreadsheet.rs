@@ -22,7 +22,11 @@ use weft_ir::ir::Storage;
 use weft_runtime::{SimOptions, Simulation};
 
 fn harness(graph: &str) -> Harness<'static, WeftApp> {
-    let cfg = std::env::temp_dir().join(format!("weft-gui-sheet-{}", std::process::id()));
+    // One settings folder per harness: another test's edit autosaves a
+    // recovery file there, which would be offered here.
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let cfg = std::env::temp_dir().join(format!("weft-gui-sheet-{}-{}", std::process::id(), n));
     let path = PathBuf::from("../graphs").join(graph);
     assert!(root().join("graphs").join(graph).exists());
     harness_with(Some(path), cfg)
@@ -303,6 +307,8 @@ fn dynamic_lists_show_their_entries_per_list() {
 
 /// A click with `modifiers` on a node's title (drawn in graph space).
 fn click_title(h: &mut Harness<'static, WeftApp>, node: &str, modifiers: Modifiers) {
+    // The editor frames a new graph over its first frames: let it settle.
+    h.run_steps(10);
     let at = h
         .get_by_label(&format!("{}  ·  field", node))
         .rect()
@@ -430,4 +436,117 @@ fn the_viewer_flag_picks_particles_or_the_spreadsheet() {
     h.run_steps(2);
     assert!(h.state().sheet.open);
     assert_eq!(h.state().sheet.field.as_deref(), Some("members"));
+}
+
+/// A click on a node's title (any kind): inspects it.
+fn inspect(h: &mut Harness<'static, WeftApp>, node: &str, kind: &str) {
+    h.run_steps(10);
+    let at = h
+        .get_by_label(&format!("{}  ·  {}", node, kind))
+        .rect()
+        .center();
+    let p = h.state().graph_to_screen * egui::pos2(at.x, at.y);
+    h.event(Event::PointerMoved(p));
+    h.step();
+    for pressed in [true, false] {
+        h.event(Event::PointerButton {
+            pos: p,
+            button: egui::PointerButton::Primary,
+            pressed,
+            modifiers: Modifiers::NONE,
+        });
+        h.step();
+    }
+    h.run_steps(3);
+    assert_eq!(h.state().selected.as_deref(), Some(node));
+}
+
+#[test]
+fn memory_readout_equals_the_runtime_and_warns_before_a_pool_is_full() {
+    if !gpu_ok() {
+        return;
+    }
+    use gui::memory_readout::bytes;
+    use weft_ir::ir::layout::{memory_report, pool_in_use};
+    let mut h = harness("sparse_blob.json");
+    wait_for_sim(&mut h);
+    h.get_by_label("Step").click();
+    h.run_steps(3);
+    inspect(&mut h, "blocks", "pointer");
+    let sim = headless(&h, "sparse_blob.json", 1);
+    let p = &sim.program;
+    let (l, _) = p
+        .layouts
+        .iter()
+        .find(|(_, n)| n.node_id == "blocks")
+        .unwrap();
+    let root = sim.read_root(root_of(p, l)).unwrap();
+    let in_use = pool_in_use(p, l, &root);
+    let capacity = p.layouts[l].pool.unwrap().capacity;
+    assert!(in_use > 0);
+    h.get_by_label(&format!(
+        "{} blocks of {} in use ({:.1}%)",
+        in_use,
+        capacity,
+        in_use as f64 * 100.0 / capacity as f64
+    ));
+    let m = memory_report(p, root_of(p, l));
+    h.get_by_label_contains(&format!(
+        "layout tree 'blocks': {}, dense equivalent {}",
+        bytes(m.total_words * 4),
+        bytes(m.dense_words * 4)
+    ));
+    // The same graph with a pool just big enough for its start (the
+    // blocks the headless run has after `on_start`): above 90% it is a
+    // warning in Problems, before anything runs out.
+    assert!(h.query_by_label_contains("raise `capacity`").is_none());
+    let start = headless(&h, "sparse_blob.json", 0);
+    let n0 = pool_in_use(&start.program, l, &start.read_root(root_of(p, l)).unwrap());
+    let g = h.state().viewport.generation;
+    h.state_mut().model.push(gui::model::Command::SetParam {
+        node: "blocks".into(),
+        param: "capacity".into(),
+        value: serde_json::json!(n0),
+    });
+    wait_rebuilt(&mut h, g);
+    h.run_steps(3);
+    let warning = format!(
+        "blocks: {} of {} blocks in use (100%); raise `capacity` before it runs out",
+        n0, n0
+    );
+    assert_eq!(
+        h.state().memory.warnings(),
+        vec![("blocks".to_string(), warning.clone())]
+    );
+    assert!(h.query_all_by_label(&warning).count() >= 1);
+}
+
+#[test]
+fn quantized_fields_show_their_storage_and_savings() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat_quant.json");
+    wait_for_sim(&mut h);
+    inspect(&mut h, "T", "field");
+    let sim = headless(&h, "heat_quant.json", 0);
+    let f = &sim.program.fields[sim.field("T").unwrap()];
+    let bits = f.element_bits();
+    h.get_by_label(&format!(
+        "{}: {} bits per element (f32 words: 32)",
+        f.storage.name(),
+        bits
+    ));
+    let bytes = gui::memory_readout::bytes;
+    let stored = (f.cells() * bits).div_ceil(8);
+    h.get_by_label_contains(&format!(
+        "{} for {} elements instead of {}: {} saved",
+        bytes(stored),
+        f.cells(),
+        bytes(f.cells() * 4),
+        bytes(f.cells() * 4 - stored)
+    ));
+    // A field stored in words has no storage section.
+    inspect(&mut h, "source", "field");
+    assert!(h.query_by_label_contains("bits per element").is_none());
 }

@@ -172,6 +172,8 @@ pub struct GraphViewer<'a> {
     pub viewer_flag: Option<&'a str>,
     /// A field node's viewer flag toggled (menu, Ctrl+Shift+click).
     pub toggle_viewer: Option<String>,
+    /// Warnings about the running simulation: (node, message), e.g. a pool nearly full.
+    pub live_warnings: Vec<(String, String)>,
 }
 
 impl GraphViewer<'_> {
@@ -338,6 +340,12 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
             .iter()
             .filter(|w| w.node() == id)
             .map(|w| w.to_string())
+            .chain(
+                self.live_warnings
+                    .iter()
+                    .filter(|(n, _)| *n == id)
+                    .map(|(_, w)| w.clone()),
+            )
             .collect();
         let color = if !problems.is_empty() {
             Color32::from_rgb(255, 90, 90)

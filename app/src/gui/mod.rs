@@ -11,9 +11,11 @@ pub mod frames;
 pub mod graph_nav;
 pub mod graph_view;
 pub mod loss_plot;
+pub mod memory_readout;
 pub mod model;
 pub mod params;
 pub mod prefs;
+pub mod quant_readout;
 pub mod spreadsheet;
 pub mod viewer_flag;
 pub mod viewport;
@@ -128,6 +130,8 @@ pub struct WeftApp {
     pub sheet: spreadsheet::Spreadsheet,
     /// The field node shown in the viewport by its viewer flag (V).
     pub viewer: viewer_flag::ViewerFlag,
+    /// Layout trees' memory and pools in use, read live.
+    pub memory: memory_readout::MemoryReadout,
 }
 
 fn default_config_dir() -> PathBuf {
@@ -200,6 +204,7 @@ impl WeftApp {
             status: String::new(),
             sheet: Default::default(),
             viewer: Default::default(),
+            memory: Default::default(),
             refusal_until: 0.0,
             frame_times: Default::default(),
         }
@@ -759,6 +764,13 @@ impl WeftApp {
             let w = ui.available_width();
             self.viewport.loss.ui_for(ui, &id, w);
         }
+        if let Some(sim) = &self.viewport.sim {
+            if doc.kind == "field" {
+                quant_readout::ui_for(ui, &sim.program, &id);
+            } else if kind.is_some_and(|k| k.family == weft_ir::graph::catalog::Family::Layout) {
+                self.memory.ui_for(ui, &sim.program, &id);
+            }
+        }
         for p in self.model.problems_of(&id) {
             ui.colored_label(egui::Color32::from_rgb(255, 110, 110), p.to_string());
         }
@@ -997,8 +1009,23 @@ impl WeftApp {
         egui::ScrollArea::vertical()
             .max_height(140.0)
             .show(ui, |ui| {
-                if self.model.problems.is_empty() && self.model.warnings.is_empty() {
+                let memory = self.memory.warnings();
+                if self.model.problems.is_empty()
+                    && self.model.warnings.is_empty()
+                    && memory.is_empty()
+                {
                     ui.weak("No problems.");
+                }
+                for (node, w) in memory {
+                    let r = ui.add(
+                        egui::Label::new(
+                            egui::RichText::new(w).color(egui::Color32::from_rgb(240, 200, 90)),
+                        )
+                        .sense(egui::Sense::click()),
+                    );
+                    if r.clicked() {
+                        self.selected = Some(node);
+                    }
                 }
                 for w in self.model.warnings.clone() {
                     let r = ui.add(
@@ -1159,6 +1186,12 @@ impl eframe::App for WeftApp {
         self.autosave(now);
         self.sheet
             .poll(self.viewport.sim.as_ref(), self.viewport.generation, &ctx);
+        self.memory.poll(
+            self.viewport.sim.as_ref(),
+            self.viewport.generation,
+            now,
+            self.viewport.playing,
+        );
 
         let mut commands = Vec::new();
         egui::Panel::top("menu").show(ui, |ui| self.menu(ui));
@@ -1231,6 +1264,7 @@ impl eframe::App for WeftApp {
                 open_in_sheet: None,
                 viewer_flag: self.viewer.node.as_ref().map(|(n, _)| n.as_str()),
                 toggle_viewer: None,
+                live_warnings: self.memory.warnings(),
             };
             let response = egui_snarl::ui::SnarlWidget::new()
                 .id(graph_id)
