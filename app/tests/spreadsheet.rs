@@ -550,3 +550,37 @@ fn quantized_fields_show_their_storage_and_savings() {
     inspect(&mut h, "source", "field");
     assert!(h.query_by_label_contains("bits per element").is_none());
 }
+
+#[test]
+fn hash_slots_in_use_equal_the_active_blocks_and_the_sheet_lists_them() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("hash_particles.json");
+    wait_for_sim(&mut h);
+    h.get_by_label("Step").click();
+    h.run_steps(3);
+    inspect(&mut h, "grid", "hash");
+    // Independently: the distinct 8 × 8 tiles of the active elements the
+    // runtime's table walk finds (what `weft run --dump` writes).
+    let sim = headless(&h, "hash_particles.json", 1);
+    let p = &sim.program;
+    let f = sim.field("rho").unwrap();
+    let root = sim.read_root(root_of(p, p.fields[f].layout)).unwrap();
+    let (coords, _) = weft_runtime::memory::table_elements(p, f, &root).unwrap();
+    let mut tiles: Vec<(u32, u32)> = coords.chunks(2).map(|c| (c[0] / 8, c[1] / 8)).collect();
+    tiles.sort();
+    tiles.dedup();
+    let capacity = 8192;
+    assert!(!tiles.is_empty());
+    h.get_by_label(&format!(
+        "{} slots of {} in use ({:.1}%)",
+        tiles.len(),
+        capacity,
+        tiles.len() as f64 * 100.0 / capacity as f64
+    ));
+    // The spreadsheet lists those elements (never the 2^34-cell domain).
+    show(&mut h, "rho");
+    let t = h.state().sheet.table().unwrap();
+    assert_eq!(t.total as usize, coords.len() / 2);
+}
