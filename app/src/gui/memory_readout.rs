@@ -2,14 +2,14 @@
 //! tree's buffer next to what dense storage of its fields would take (the
 //! numbers `weft check` prints, `layout::memory_report`), and for each
 //! pool (`pointer` blocks, `hash` slots) how much is in use, read live
-//! (`layout::pool_in_use` / `hash_in_use` on the root's words).
+//! (`layout::pool_usage` on the root's words).
 //!
 //! Pools are read at most twice a second while playing and once per frame
 //! otherwise, and only when the program has a pool. A pool above
 //! `WARN_FRACTION` of its capacity is a warning (Problems list, node title)
 //! before it runs out.
 
-use weft_ir::ir::layout::{hash_in_use, memory_report, pool_in_use, root_of};
+use weft_ir::ir::layout::{memory_report, pool_usage, root_of};
 use weft_ir::ir::{LayoutKind, Program};
 use weft_runtime::Simulation;
 
@@ -96,12 +96,9 @@ pub fn pools(sim: &Simulation) -> Result<Vec<PoolUsage>, String> {
     let mut out = vec![];
     let mut roots: Vec<(weft_ir::ir::LayoutId, Vec<u32>)> = vec![];
     for (l, n) in p.layouts.iter() {
-        let (unit, capacity, unit_words) = match n.kind {
-            LayoutKind::Pointer { .. } => match n.pool {
-                Some(pool) => ("blocks", pool.capacity, n.cell_words),
-                None => continue,
-            },
-            LayoutKind::Hash { capacity } => ("slots", capacity, n.cell_words),
+        let unit = match n.kind {
+            LayoutKind::Pointer { .. } => "blocks",
+            LayoutKind::Hash { .. } => "slots",
             _ => continue,
         };
         let r = root_of(p, l);
@@ -109,9 +106,8 @@ pub fn pools(sim: &Simulation) -> Result<Vec<PoolUsage>, String> {
             roots.push((r, sim.read_root(r).map_err(|e| e.to_string())?));
         }
         let words = &roots.iter().find(|(h, _)| *h == r).expect("read above").1;
-        let in_use = match n.kind {
-            LayoutKind::Hash { .. } => hash_in_use(p, l, words),
-            _ => pool_in_use(p, l, words),
+        let Some((in_use, capacity, unit_words)) = pool_usage(p, l, words) else {
+            continue;
         };
         out.push(PoolUsage {
             node: n.node_id.clone(),
