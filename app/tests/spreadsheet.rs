@@ -431,11 +431,20 @@ fn the_viewer_flag_picks_particles_or_the_spreadsheet() {
         weft_ir::ir::View::Particles { node_id, .. } if node_id == "viewer-pos"
     )));
     h.get_by_label("viewer-pos");
-    // A 1-axis i32 list has no image: the spreadsheet opens on it.
+    // A 1-axis i32 list has no image: the spreadsheet opens on it (and
+    // the particles view goes, the flag being on one field at a time).
+    let g = h.state().viewport.generation;
     h.state_mut().toggle_viewer("members");
-    h.run_steps(2);
+    wait_rebuilt(&mut h, g);
+    assert!(!viewed(&h).contains(&"viewer-pos".to_string()));
     assert!(h.state().sheet.open);
     assert_eq!(h.state().sheet.field.as_deref(), Some("members"));
+    // Unflagging it changes no program: the simulation keeps running.
+    let g = h.state().viewport.generation;
+    h.state_mut().toggle_viewer("members");
+    h.run_steps(5);
+    assert_eq!(h.state().viewport.generation, g);
+    assert!(h.state().viewer.node.is_none());
 }
 
 /// A click on a node's title (any kind): inspects it.

@@ -1370,6 +1370,7 @@ impl WeftApp {
     /// field no view fits opens in the spreadsheet instead.
     pub fn toggle_viewer(&mut self, id: &str) {
         let program = self.viewport.sim.as_ref().map(|s| &s.program);
+        let before = self.viewer.compiled_doc(&self.model.doc).into_owned();
         match self.viewer.toggle(id, program) {
             Ok(msg) => {
                 if self.viewer.node.as_ref().map(|(_, k)| *k)
@@ -1379,7 +1380,9 @@ impl WeftApp {
                 }
                 self.status = msg;
                 let base = self.base_dir();
-                if self.model.problems.is_empty() {
+                // A field shown in the spreadsheet adds no view: nothing to recompile.
+                let changed = *self.viewer.compiled_doc(&self.model.doc) != before;
+                if changed && self.model.problems.is_empty() {
                     self.viewport.rebuild(
                         self.model.revision,
                         &self.viewer.compiled_doc(&self.model.doc),
