@@ -392,3 +392,91 @@ pub fn values_to_npy(ty: Type, mut shape: Vec<usize>, mut words: Vec<u32>) -> Np
         words,
     }
 }
+
+/// One stored element of a field, as `for_each_stored_element` hands it over.
+pub struct StoredElement<'a> {
+    /// Logical index.
+    pub index: &'a [u32],
+    /// On a sparse tree, the row-major global coordinate of the block
+    /// holding the element (the cell of its last sparse level; for a
+    /// `dynamic` last level, the list, i.e. the cell above it). `None` on
+    /// dense trees.
+    pub block: Option<u64>,
+    /// Compute values (bits), one word per component.
+    pub values: &'a [u32],
+    /// Quantized storage: the codes in memory, one per component (a
+    /// shared-exponent element: its one code). Empty for word storage.
+    pub codes: &'a [u32],
+}
+
+/// Calls `f` for every *stored* element of `field` in `root`'s words: every
+/// element of a dense tree in row-major order, and on a sparse tree only the
+/// elements of active blocks (a `hash` root walked slot by slot, others
+/// block by block), never the whole domain. What the app's spreadsheet lists.
+pub fn for_each_stored_element(
+    plan: &AddressPlan,
+    shape: &[u32],
+    root: &[u32],
+    mut f: impl FnMut(StoredElement),
+) {
+    let mut slots = slots_of(plan);
+    let mut values = vec![0u32; plan.components];
+    let mut codes = Vec::new();
+    let mut emit = |idx: &[u32], block: Option<u64>, bit: u64, slots: &mut [Slot]| {
+        place(plan, slots, bit);
+        codes.clear();
+        for (c, s) in slots.iter().enumerate() {
+            values[c] = s.get(root[s.word]);
+            match s.codec {
+                Codec::Word => {}
+                Codec::Quant(q) => codes.push((root[s.word] >> s.shift) & q.mask()),
+                Codec::Shared(sf, _) if c == 0 => {
+                    codes.push((root[s.word] >> s.shift) & quant::mask(sf.bits()))
+                }
+                Codec::Shared(..) => {}
+            }
+        }
+        f(StoredElement {
+            index: idx,
+            block,
+            values: &values,
+            codes: &codes,
+        });
+    };
+    if !plan.is_sparse() {
+        for_each_index(shape, |_, idx| {
+            emit(idx, None, plan.bit_address(idx), &mut slots);
+        });
+        return;
+    }
+    let depth = plan.sparse_depth();
+    // The level whose cell is a "block": the last sparse one, or for a
+    // dynamic list the cell holding the list.
+    let block_level = match plan.levels[depth - 1].kind {
+        LayoutKind::Dynamic => depth.saturating_sub(2),
+        _ => depth - 1,
+    };
+    let block_of = |idx: &[u32]| AddressPlan::coord(&plan.levels[block_level], idx);
+    let hash = plan.for_each_active_in_table(root, |idx, _| {
+        let (bit, _) = plan.read_bit_address(idx, root);
+        emit(idx, Some(block_of(idx)), bit, &mut slots);
+    });
+    if hash {
+        return;
+    }
+    let mut idx = vec![0u32; shape.len()];
+    plan.for_each_block(shape, root, |first, _, (_, active), table| {
+        if !active {
+            return;
+        }
+        for e in table {
+            for (d, i) in idx.iter_mut().enumerate() {
+                *i = first[d] + e.local[d];
+            }
+            let (bit, active) = plan.read_bit_address(&idx, root);
+            if active {
+                emit(&idx, Some(block_of(&idx)), bit, &mut slots);
+            }
+        }
+    });
+}

@@ -166,6 +166,14 @@ pub struct GraphViewer<'a> {
     pub selection: &'a [String],
     /// A view to switch to this frame (frame all / selected, zoom steps).
     pub set_transform: Option<egui::emath::TSTransform>,
+    /// A field node's "Open in spreadsheet": the field to show.
+    pub open_in_sheet: Option<String>,
+    /// The field node whose viewer flag is on (drawn with a flag).
+    pub viewer_flag: Option<&'a str>,
+    /// A field node's viewer flag toggled (menu, Ctrl+Shift+click).
+    pub toggle_viewer: Option<String>,
+    /// Warnings about the running simulation: (node, message), e.g. a pool nearly full.
+    pub live_warnings: Vec<(String, String)>,
 }
 
 impl GraphViewer<'_> {
@@ -332,6 +340,12 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
             .iter()
             .filter(|w| w.node() == id)
             .map(|w| w.to_string())
+            .chain(
+                self.live_warnings
+                    .iter()
+                    .filter(|(n, _)| *n == id)
+                    .map(|(_, w)| w.clone()),
+            )
             .collect();
         let color = if !problems.is_empty() {
             Color32::from_rgb(255, 90, 90)
@@ -363,7 +377,15 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
             // Double-clicking a kernel opens its code (or its expression sub-graph).
             *self.open_code = Some(id.clone());
         }
-        if r.clicked() {
+        if self.viewer_flag == Some(id.as_str()) {
+            ui.label(egui::RichText::new("⚑ viewed").color(Color32::from_rgb(90, 170, 255)))
+                .on_hover_text("viewer flag: shown in the viewport (V or the node menu to stop)");
+        }
+        if r.clicked() && ui.input(|i| i.modifiers.command && i.modifiers.shift) {
+            if doc.kind == "field" {
+                self.toggle_viewer = Some(id.clone());
+            }
+        } else if r.clicked() {
             *self.selected = Some(id);
         }
     }
@@ -553,8 +575,23 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
         if self.model.doc.node(&id).is_some_and(|n| n.kind == "kernel")
             && ui.button("Edit code…").clicked()
         {
-            *self.open_code = Some(id);
+            *self.open_code = Some(id.clone());
             ui.close();
+        }
+        if self.model.doc.node(&id).is_some_and(|n| n.kind == "field") {
+            let label = if self.viewer_flag == Some(id.as_str()) {
+                "Stop viewing in viewport  (V)"
+            } else {
+                "View in viewport  (V)"
+            };
+            if ui.button(label).clicked() {
+                self.toggle_viewer = Some(id.clone());
+                ui.close();
+            }
+            if ui.button("Open in spreadsheet").clicked() {
+                self.open_in_sheet = Some(id);
+                ui.close();
+            }
         }
     }
 

@@ -11,9 +11,13 @@ pub mod frames;
 pub mod graph_nav;
 pub mod graph_view;
 pub mod loss_plot;
+pub mod memory_readout;
 pub mod model;
 pub mod params;
 pub mod prefs;
+pub mod quant_readout;
+pub mod spreadsheet;
+pub mod viewer_flag;
 pub mod viewport;
 
 use graph_view::{sync_snarl, GraphViewer, NodeView};
@@ -122,6 +126,12 @@ pub struct WeftApp {
     refusal_until: f64,
     /// Display frame times (s) for the frame-rate readout.
     frame_times: std::collections::VecDeque<f64>,
+    /// The field spreadsheet (bottom panel, Alt+S).
+    pub sheet: spreadsheet::Spreadsheet,
+    /// The field node shown in the viewport by its viewer flag (V).
+    pub viewer: viewer_flag::ViewerFlag,
+    /// Layout trees' memory and pools in use, read live.
+    pub memory: memory_readout::MemoryReadout,
 }
 
 fn default_config_dir() -> PathBuf {
@@ -192,6 +202,9 @@ impl WeftApp {
             opts,
             screenshot_requested: false,
             status: String::new(),
+            sheet: Default::default(),
+            viewer: Default::default(),
+            memory: Default::default(),
             refusal_until: 0.0,
             frame_times: Default::default(),
         }
@@ -394,7 +407,7 @@ impl WeftApp {
             return;
         }
         let typing = ctx.egui_wants_keyboard_input();
-        let (undo, redo, save, delete, frame_all, frame_sel) = ctx.input_mut(|i| {
+        let (undo, redo, save, delete, frame_all, frame_sel, viewer) = ctx.input_mut(|i| {
             // While a text field has focus, Ctrl+Z is its own undo of the typing.
             let (mut undo, mut redo) = (false, false);
             if !typing {
@@ -410,8 +423,21 @@ impl WeftApp {
             let delete = !typing && (i.key_pressed(egui::Key::Delete) || plain(i, egui::Key::X));
             let frame_all = plain(i, egui::Key::Home);
             let frame_sel = plain(i, egui::Key::F);
-            (undo, redo, save, delete, frame_all, frame_sel)
+            if !typing && i.consume_key(egui::Modifiers::ALT, egui::Key::S) {
+                self.sheet.open = !self.sheet.open;
+            }
+            let viewer = plain(i, egui::Key::V);
+            (undo, redo, save, delete, frame_all, frame_sel, viewer)
         });
+        if viewer {
+            let field = self
+                .selected
+                .clone()
+                .filter(|id| self.model.doc.node(id).is_some_and(|n| n.kind == "field"));
+            if let Some(id) = field {
+                self.toggle_viewer(&id);
+            }
+        }
         if undo {
             self.model.undo();
         }
@@ -591,6 +617,14 @@ impl WeftApp {
                     self.nav = Some(NavRequest::FrameSelected);
                     ui.close();
                 }
+                ui.separator();
+                if ui
+                    .checkbox(&mut self.sheet.open, "Spreadsheet  (Alt+S)")
+                    .on_hover_text("any field's values for the current frame")
+                    .clicked()
+                {
+                    ui.close();
+                }
             });
             let title = self.model.title();
             ui.label(format!(
@@ -617,6 +651,7 @@ impl WeftApp {
             if ui.button("Reset").clicked() {
                 self.viewport.reset();
             }
+
             let mut b = self.viewport.backend;
             // `auto` shows what the runtime resolved it to.
             let running = self.viewport.sim.as_ref().map(|s| s.backend_name());
@@ -646,8 +681,11 @@ impl WeftApp {
             if b != self.viewport.backend {
                 self.viewport.backend = b;
                 let base = self.base_dir();
-                self.viewport
-                    .rebuild(self.model.revision, &self.model.doc, base);
+                self.viewport.rebuild(
+                    self.model.revision,
+                    &self.viewer.compiled_doc(&self.model.doc),
+                    base,
+                );
             }
         });
         ui.label(self.rate_label()).on_hover_text(
@@ -725,6 +763,13 @@ impl WeftApp {
             ui.separator();
             let w = ui.available_width();
             self.viewport.loss.ui_for(ui, &id, w);
+        }
+        if let Some(sim) = &self.viewport.sim {
+            if doc.kind == "field" {
+                quant_readout::ui_for(ui, &sim.program, &id);
+            } else if kind.is_some_and(|k| k.family == weft_ir::graph::catalog::Family::Layout) {
+                self.memory.ui_for(ui, &sim.program, &id);
+            }
         }
         for p in self.model.problems_of(&id) {
             ui.colored_label(egui::Color32::from_rgb(255, 110, 110), p.to_string());
@@ -964,8 +1009,23 @@ impl WeftApp {
         egui::ScrollArea::vertical()
             .max_height(140.0)
             .show(ui, |ui| {
-                if self.model.problems.is_empty() && self.model.warnings.is_empty() {
+                let memory = self.memory.warnings();
+                if self.model.problems.is_empty()
+                    && self.model.warnings.is_empty()
+                    && memory.is_empty()
+                {
                     ui.weak("No problems.");
+                }
+                for (node, w) in memory {
+                    let r = ui.add(
+                        egui::Label::new(
+                            egui::RichText::new(w).color(egui::Color32::from_rgb(240, 200, 90)),
+                        )
+                        .sense(egui::Sense::click()),
+                    );
+                    if r.clicked() {
+                        self.selected = Some(node);
+                    }
                 }
                 for w in self.model.warnings.clone() {
                     let r = ui.add(
@@ -1113,9 +1173,10 @@ impl eframe::App for WeftApp {
             self.snarl_revision = self.model.revision;
         }
         let base = self.base_dir();
+        self.viewer.follow(&self.model.doc);
         self.viewport.sync(
             self.model.revision,
-            &self.model.doc,
+            &self.viewer.compiled_doc(&self.model.doc),
             base,
             !self.model.problems.is_empty(),
         );
@@ -1123,6 +1184,14 @@ impl eframe::App for WeftApp {
             self.status = msg;
         }
         self.autosave(now);
+        self.sheet
+            .poll(self.viewport.sim.as_ref(), self.viewport.generation, &ctx);
+        self.memory.poll(
+            self.viewport.sim.as_ref(),
+            self.viewport.generation,
+            now,
+            self.viewport.playing,
+        );
 
         let mut commands = Vec::new();
         egui::Panel::top("menu").show(ui, |ui| self.menu(ui));
@@ -1141,6 +1210,13 @@ impl eframe::App for WeftApp {
             };
             ui.add(egui::Label::new(text).truncate());
         });
+        if self.sheet.open {
+            egui::Panel::bottom("spreadsheet")
+                .resizable(true)
+                .default_size(280.0)
+                .min_size(120.0)
+                .show(ui, |ui| self.sheet.ui(ui, self.viewport.sim.as_ref()));
+        }
         let side = egui::Panel::right("side")
             .resizable(true)
             .default_size(self.prefs.side_width)
@@ -1185,6 +1261,10 @@ impl eframe::App for WeftApp {
                 selected_frame: selected_frame.as_deref(),
                 selection: &selection,
                 set_transform,
+                open_in_sheet: None,
+                viewer_flag: self.viewer.node.as_ref().map(|(n, _)| n.as_str()),
+                toggle_viewer: None,
+                live_warnings: self.memory.warnings(),
             };
             let response = egui_snarl::ui::SnarlWidget::new()
                 .id(graph_id)
@@ -1196,6 +1276,10 @@ impl eframe::App for WeftApp {
                 *viewer.selected = None;
             }
             commands.append(&mut viewer.commands);
+            if let Some(f) = viewer.open_in_sheet.take() {
+                self.sheet.show_field(&f);
+            }
+            let toggle_viewer = viewer.toggle_viewer.take();
             self.graph_to_screen = viewer.to_screen;
             let refusal = viewer.refusal.take();
             if response.clicked() {
@@ -1222,6 +1306,9 @@ impl eframe::App for WeftApp {
             commands.extend(ev.commands);
             if self.frames.selected.is_some() && self.frames.selected != frame_before {
                 self.selected = None;
+            }
+            if let Some(id) = toggle_viewer {
+                self.toggle_viewer(&id);
             }
             if let Some(why) = refusal {
                 self.model.log.push(format!("wire refused: {}", why));
@@ -1278,6 +1365,35 @@ impl eframe::App for WeftApp {
 }
 
 impl WeftApp {
+    /// Flags field node `id` for the viewport (or unflags it): the viewport
+    /// recompiles with the temporary view (the document is untouched); a
+    /// field no view fits opens in the spreadsheet instead.
+    pub fn toggle_viewer(&mut self, id: &str) {
+        let program = self.viewport.sim.as_ref().map(|s| &s.program);
+        let before = self.viewer.compiled_doc(&self.model.doc).into_owned();
+        match self.viewer.toggle(id, program) {
+            Ok(msg) => {
+                if self.viewer.node.as_ref().map(|(_, k)| *k)
+                    == Some(viewer_flag::ViewerKind::Spreadsheet)
+                {
+                    self.sheet.show_field(id);
+                }
+                self.status = msg;
+                let base = self.base_dir();
+                // A field shown in the spreadsheet adds no view: nothing to recompile.
+                let changed = *self.viewer.compiled_doc(&self.model.doc) != before;
+                if changed && self.model.problems.is_empty() {
+                    self.viewport.rebuild(
+                        self.model.revision,
+                        &self.viewer.compiled_doc(&self.model.doc),
+                        base,
+                    );
+                }
+            }
+            Err(e) => self.status = e,
+        }
+    }
+
     /// The node editor's view for this frame when it must change: a framing
     /// request, the first fit of a newly opened graph (once its nodes have
     /// been laid out, so their sizes count), or a Ctrl+wheel zoom step.

@@ -61,6 +61,9 @@ pub struct Viewport {
     pub readout: Option<String>,
     /// The loss per iteration of every optimize node of the running simulation.
     pub loss: super::loss_plot::LossPlots,
+    /// Counts new simulations and resets: with the frame, it says whether
+    /// field state read earlier (the spreadsheet's) is still current.
+    pub generation: u64,
 }
 
 /// One view's zoom (1 = fit the tile) and pan (points).
@@ -117,6 +120,7 @@ impl Viewport {
             probe: Default::default(),
             readout: None,
             loss: Default::default(),
+            generation: 0,
         }
     }
 
@@ -244,6 +248,7 @@ impl Viewport {
                     self.probe.clear();
                     self.loss.clear();
                     self.sim = Some(sim);
+                    self.generation += 1;
                     self.textures.clear();
                     self.error = None;
                     self.pending = None;
@@ -311,6 +316,7 @@ impl Viewport {
                 self.error = Some(e.to_string());
             }
             self.loss.clear();
+            self.generation += 1;
             self.needs_draw = true;
         }
     }

@@ -512,6 +512,45 @@ pub fn pool_in_use(program: &Program, l: LayoutId, words: &[u32]) -> u32 {
         .count() as u32
 }
 
+/// The pool of layout node `l` as the app's memory readout shows it, read
+/// from its root's `words`: (units in use, capacity, words per unit) for a
+/// `pointer` node's blocks and a `hash` root's slots; `None` for other nodes.
+pub fn pool_usage(program: &Program, l: LayoutId, words: &[u32]) -> Option<(u32, u32, u64)> {
+    let node = &program.layouts[l];
+    match node.kind {
+        LayoutKind::Pointer { .. } => node.pool.map(|pool| {
+            (
+                pool_in_use(program, l, words),
+                pool.capacity,
+                node.cell_words,
+            )
+        }),
+        LayoutKind::Hash { capacity } => Some((
+            hash_in_use(program, l, words),
+            capacity,
+            node.shape.len() as u64 + node.cell_words,
+        )),
+        _ => None,
+    }
+}
+
+/// Live entries of hash root `l` (slots holding a key, tombstones not
+/// counted), counted in its `words`; 0 for other nodes.
+pub fn hash_in_use(program: &Program, l: LayoutId, words: &[u32]) -> u32 {
+    let node = &program.layouts[l];
+    let LayoutKind::Hash { capacity } = node.kind else {
+        return 0;
+    };
+    let keys = node.shape.len() as u64;
+    let stride = keys + node.cell_bits / WORD_BITS;
+    (0..capacity as u64)
+        .filter(|s| {
+            let k = words[(s * stride) as usize];
+            k != 0 && k != HASH_TOMBSTONE
+        })
+        .count() as u32
+}
+
 /// Sparse children found by scanning more than this many word ranges of a
 /// cell are not checked by garbage collection: such blocks are only freed
 /// by `deactivate`.

@@ -1,0 +1,595 @@
+//! The field spreadsheet in the app (egui_kittest, wgpu): for dense,
+//! quantized, sparse and dynamic fields, its statistics and rows equal what
+//! a headless `Simulation` of the same graph holds, read independently
+//! (`read_field` / `read_root` and one `read_address` per element).
+
+#[path = "../src/gui/mod.rs"]
+#[allow(dead_code)]
+mod gui;
+mod support;
+
+use egui::accesskit::Role;
+use egui::{Event, Modifiers};
+use egui_kittest::kittest::Queryable;
+use egui_kittest::Harness;
+use gui::spreadsheet::{format_index, format_stat, format_value, Column, PAGE_ROWS};
+use gui::WeftApp;
+use std::path::PathBuf;
+use support::{gpu_ok, harness_with, root, wait_for_sim};
+use weft_ir::graph::{build_program, BuildOptions, GraphDoc};
+use weft_ir::ir::layout::{root_of, AddressPlan};
+use weft_ir::ir::Storage;
+use weft_runtime::{SimOptions, Simulation};
+
+fn harness(graph: &str) -> Harness<'static, WeftApp> {
+    // One settings folder per harness: another test's edit autosaves a
+    // recovery file there, which would be offered here.
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let cfg = std::env::temp_dir().join(format!("weft-gui-sheet-{}-{}", std::process::id(), n));
+    let path = PathBuf::from("../graphs").join(graph);
+    assert!(root().join("graphs").join(graph).exists());
+    harness_with(Some(path), cfg)
+}
+
+/// The same graph run headless on the app's backend for `frames` frames.
+fn headless(h: &Harness<'static, WeftApp>, graph: &str, frames: u32) -> Simulation {
+    let path = root().join("graphs").join(graph);
+    let doc = GraphDoc::load(&path).unwrap();
+    let program = build_program(
+        &doc,
+        &BuildOptions {
+            base_dir: root().join("graphs"),
+        },
+    )
+    .unwrap();
+    let backend = h.state().viewport.sim.as_ref().unwrap().backend().unwrap();
+    let mut sim = Simulation::new(
+        program,
+        &SimOptions {
+            backend,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    sim.start().unwrap();
+    for _ in 0..frames {
+        sim.step_frame().unwrap();
+    }
+    sim
+}
+
+/// Opens the panel with its button, shows `field`, and waits for its table.
+fn show(h: &mut Harness<'static, WeftApp>, field: &str) {
+    if !h.state().sheet.open {
+        toggle_panel(h);
+    }
+    h.state_mut().sheet.field = Some(field.to_string());
+    wait_current(h);
+}
+
+/// View → Spreadsheet.
+fn toggle_panel(h: &mut Harness<'static, WeftApp>) {
+    h.get_by_label("View").click();
+    h.run_steps(2);
+    h.get_by_label("Spreadsheet  (Alt+S)").click();
+    h.run_steps(2);
+}
+
+fn wait_current(h: &mut Harness<'static, WeftApp>) {
+    for _ in 0..500 {
+        h.step();
+        let s = h.state();
+        let sim = s.viewport.sim.as_ref().unwrap();
+        if s.sheet.is_current(s.viewport.generation, sim.frame) {
+            h.run_steps(2);
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!(
+        "the spreadsheet never caught up: {:?}",
+        h.state().sheet.error
+    );
+}
+
+/// (index, values) of every stored element: all of a dense field, the
+/// active ones of a sparse field (one `read_address` per element).
+fn expected_elements(sim: &Simulation, field: &str) -> Vec<(Vec<u32>, Vec<u32>)> {
+    let p = &sim.program;
+    let f = sim.field(field).unwrap();
+    let fd = &p.fields[f];
+    let comps = fd.ty.components();
+    let words = sim.read_field(f).unwrap();
+    let plan = AddressPlan::new(p, f);
+    let root = sim.read_root(root_of(p, fd.layout)).unwrap();
+    let mut out = vec![];
+    weft_runtime::memory::for_each_index(&fd.shape, |lin, idx| {
+        if plan.is_sparse() && !plan.read_address(idx, &root).1 {
+            return;
+        }
+        out.push((idx.to_vec(), words[lin * comps..(lin + 1) * comps].to_vec()));
+    });
+    out
+}
+
+/// Checks the statistics and the first page against `expected` (in the
+/// table's order), and that the first rows and the statistics are on screen.
+fn check_table(h: &Harness<'static, WeftApp>, field: &str, expected: &[(Vec<u32>, Vec<u32>)]) {
+    let s = h.state();
+    let t = s.sheet.table().unwrap();
+    assert_eq!(t.key.field, field);
+    assert_eq!(t.total as usize, expected.len());
+    for c in 0..t.comps {
+        let vals: Vec<f64> = expected
+            .iter()
+            .map(|(_, v)| gui::spreadsheet::as_f64(t.ty, v[c]))
+            .collect();
+        let finite: Vec<f64> = vals.iter().copied().filter(|v| !v.is_nan()).collect();
+        let min = finite.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let mean = finite.iter().sum::<f64>() / finite.len() as f64;
+        let st = &t.stats[c];
+        assert_eq!((st.min, st.max), (min, max), "{} component {}", field, c);
+        assert!((st.mean - mean).abs() <= 1e-9 * mean.abs().max(1.0));
+        assert_eq!(st.nans as usize, vals.len() - finite.len());
+        for v in [min, max, mean] {
+            assert!(
+                !h.query_all_by_label(&format_stat(v))
+                    .collect::<Vec<_>>()
+                    .is_empty(),
+                "statistic {} not shown",
+                format_stat(v)
+            );
+        }
+    }
+    for (k, (idx, vals)) in expected.iter().take(PAGE_ROWS).enumerate() {
+        let row = t.row(k);
+        assert_eq!(&row.index, idx, "row {}", k);
+        assert_eq!(&row.values, vals, "row {} of {}", k, field);
+    }
+    for (idx, vals) in expected.iter().take(5) {
+        assert!(h.query_all_by_label(&format_index(idx)).next().is_some());
+        for &w in vals {
+            let text = format_value(t.ty, w);
+            assert!(
+                h.query_all_by_label(&text).next().is_some(),
+                "value {} not shown",
+                text
+            );
+        }
+    }
+}
+
+#[test]
+fn dense_field_rows_and_statistics_follow_the_frames() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat.json");
+    wait_for_sim(&mut h);
+    show(&mut h, "T");
+    let reads = h.state().sheet.reads;
+    let sim = headless(&h, "heat.json", 0);
+    check_table(&h, "T", &expected_elements(&sim, "T"));
+    // Idle frames read nothing; a step reads once.
+    h.run_steps(5);
+    assert_eq!(h.state().sheet.reads, reads);
+    h.get_by_label("Step").click();
+    wait_current(&mut h);
+    h.get_by_label("frame 1");
+    assert_eq!(h.state().sheet.reads, reads + 1);
+    let sim = headless(&h, "heat.json", 1);
+    let mut expected = expected_elements(&sim, "T");
+    check_table(&h, "T", &expected);
+    // Sorting by value (header click): largest first on the second click.
+    h.get_by_role_and_label(Role::Button, "T").click();
+    wait_current(&mut h);
+    h.get_by_role_and_label(Role::Button, "T ▲").click();
+    wait_current(&mut h);
+    assert_eq!(h.state().sheet.sort, Some((Column::Value(0), false)));
+    expected.sort_by(|a, b| f32::from_bits(b.1[0]).total_cmp(&f32::from_bits(a.1[0])));
+    let t = h.state().sheet.table().unwrap();
+    for (k, e) in expected.iter().take(50).enumerate() {
+        assert_eq!(t.row(k).values, e.1, "sorted row {}", k);
+    }
+    // A value range filter keeps exactly the elements in it.
+    h.state_mut().sheet.filter = "0.5..".into();
+    wait_current(&mut h);
+    let kept = expected
+        .iter()
+        .filter(|e| f32::from_bits(e.1[0]) >= 0.5)
+        .count();
+    assert_eq!(h.state().sheet.table().unwrap().order.len(), kept);
+    // A closed panel reads nothing.
+    toggle_panel(&mut h);
+    assert!(!h.state().sheet.open);
+    let reads = h.state().sheet.reads;
+    h.get_by_label("Step").click();
+    h.run_steps(5);
+    assert_eq!(h.state().sheet.reads, reads);
+}
+
+#[test]
+fn quantized_field_shows_decoded_values_and_stored_bits() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat_quant.json");
+    wait_for_sim(&mut h);
+    h.get_by_label("Step").click();
+    show(&mut h, "T");
+    let sim = headless(&h, "heat_quant.json", 1);
+    check_table(&h, "T", &expected_elements(&sim, "T"));
+    let f = sim.field("T").unwrap();
+    let Storage::Quant(q) = sim.program.fields[f].storage else {
+        panic!("heat_quant's T is quantized");
+    };
+    let t = h.state().sheet.table().unwrap();
+    assert_eq!(t.storage, q.name());
+    // The stored bits decode to the value shown beside them.
+    for k in 0..PAGE_ROWS {
+        let r = t.row(k);
+        assert_eq!(q.decode(r.codes[0]), r.values[0]);
+    }
+    h.get_by_role_and_label(Role::Button, "bits");
+}
+
+#[test]
+fn sparse_field_lists_active_cells_with_their_block() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("sparse_blob.json");
+    wait_for_sim(&mut h);
+    h.get_by_label("Step").click();
+    show(&mut h, "d");
+    let sim = headless(&h, "sparse_blob.json", 1);
+    let mut expected = expected_elements(&sim, "d");
+    assert!(!expected.is_empty());
+    // The table lists block by block; compare in index order.
+    h.get_by_role_and_label(Role::Button, "index").click();
+    wait_current(&mut h);
+    expected.sort_by(|a, b| a.0.cmp(&b.0));
+    check_table(&h, "d", &expected);
+    let t = h.state().sheet.table().unwrap();
+    let total: u64 = sim.program.fields[sim.field("d").unwrap()].cells();
+    assert!(t.total < total, "only active cells are listed");
+    // Each row's block is its 8 × 8 tile (the last sparse level, a
+    // bitmasked node) numbered row-major over the 4096 / 8 tiles a side.
+    let side = sim.program.fields[sim.field("d").unwrap()].shape[1] / 8;
+    for k in 0..PAGE_ROWS.min(t.order.len()) {
+        let r = t.row(k);
+        assert_eq!(
+            r.block,
+            Some((r.index[0] / 8) as u64 * side as u64 + (r.index[1] / 8) as u64)
+        );
+    }
+    h.get_by_role_and_label(Role::Button, "block");
+}
+
+#[test]
+fn dynamic_lists_show_their_entries_per_list() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("particle_lists.json");
+    wait_for_sim(&mut h);
+    h.get_by_label("Step").click();
+    show(&mut h, "members");
+    let sim = headless(&h, "particle_lists.json", 1);
+    // Entries are appended in thread order: compare each list as a set.
+    let expected = expected_elements(&sim, "members");
+    let mut want: Vec<(u32, i32)> = expected
+        .iter()
+        .map(|(i, v)| (i[0] / 32, v[0] as i32))
+        .collect();
+    let t = h.state().sheet.table().unwrap();
+    assert_eq!(t.block_label, "list");
+    let mut got: Vec<(u32, i32)> = (0..t.order.len())
+        .map(|k| {
+            let r = t.row(k);
+            (r.block.unwrap() as u32, r.values[0] as i32)
+        })
+        .collect();
+    want.sort();
+    got.sort();
+    assert_eq!(got, want);
+    assert!(got.iter().all(|&(_, m)| m >= 0), "only appended entries");
+    h.get_by_role_and_label(Role::Button, "list");
+    // Vector fields get one column per component.
+    show(&mut h, "pos");
+    let sim = headless(&h, "particle_lists.json", 1);
+    check_table(&h, "pos", &expected_elements(&sim, "pos"));
+    h.get_by_role_and_label(Role::Button, "pos.0");
+    h.get_by_role_and_label(Role::Button, "pos.1");
+}
+
+/// A click with `modifiers` on a node's title (drawn in graph space).
+fn click_title(h: &mut Harness<'static, WeftApp>, node: &str, modifiers: Modifiers) {
+    // The editor frames a new graph over its first frames: let it settle.
+    h.run_steps(10);
+    let at = h
+        .get_by_label(&format!("{}  ·  field", node))
+        .rect()
+        .center();
+    let p = h.state().graph_to_screen * egui::pos2(at.x, at.y);
+    h.event(Event::PointerMoved(p));
+    h.step();
+    h.event(Event::ModifiersChanged(modifiers));
+    for pressed in [true, false] {
+        h.event(Event::PointerButton {
+            pos: p,
+            button: egui::PointerButton::Primary,
+            pressed,
+            modifiers,
+        });
+        h.step();
+    }
+    h.event(Event::ModifiersChanged(Modifiers::NONE));
+    h.step();
+}
+
+/// Steps until the viewport runs a simulation newer than `generation`.
+fn wait_rebuilt(h: &mut Harness<'static, WeftApp>, generation: u64) {
+    for _ in 0..500 {
+        h.step();
+        if h.state().viewport.generation > generation && h.state().viewport.sim.is_some() {
+            h.run_steps(3);
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("never recompiled: {:?}", h.state().viewport.error);
+}
+
+fn viewed(h: &Harness<'static, WeftApp>) -> Vec<String> {
+    let sim = h.state().viewport.sim.as_ref().unwrap();
+    sim.program
+        .view_kernels
+        .iter()
+        .map(|v| v.node_id.clone())
+        .collect()
+}
+
+#[test]
+fn the_viewer_flag_shows_a_field_without_editing_the_graph() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat.json");
+    wait_for_sim(&mut h);
+    let doc = h.state().model.doc.clone();
+    let steps = h.state().model.undo_steps();
+    assert!(!viewed(&h).contains(&"viewer-source".to_string()));
+    // Ctrl+Shift+click on the field's title.
+    let g = h.state().viewport.generation;
+    click_title(&mut h, "source", Modifiers::COMMAND | Modifiers::SHIFT);
+    assert_eq!(h.state().status, "viewing 'source' as an image");
+    wait_rebuilt(&mut h, g);
+    assert!(viewed(&h).contains(&"viewer-source".to_string()));
+    // The viewport shows its tile, the node its flag.
+    h.get_by_label("viewer-source");
+    h.get_by_label("⚑ viewed");
+    // The image is the field's: heat's source has a hot spot on zeros.
+    let images = h
+        .state_mut()
+        .viewport
+        .sim
+        .as_mut()
+        .unwrap()
+        .render_views()
+        .unwrap();
+    let (_, img) = images.iter().find(|(id, _)| id == "viewer-source").unwrap();
+    let first = &img.rgba[..4];
+    assert!(img.rgba.chunks(4).any(|p| p != first), "a flat image");
+    // The document, its undo history and the saved file are unchanged.
+    assert_eq!(h.state().model.doc, doc);
+    assert_eq!(h.state().model.undo_steps(), steps);
+    assert!(!h.state().model.dirty);
+    let saved = std::env::temp_dir().join(format!("weft-viewer-{}.json", std::process::id()));
+    h.state_mut().model.save_as(&saved).unwrap();
+    let back = GraphDoc::load(&saved).unwrap();
+    let _ = std::fs::remove_file(&saved);
+    assert_eq!(
+        back,
+        GraphDoc::load(&root().join("graphs/heat.json")).unwrap()
+    );
+    assert!(back.node("viewer-source").is_none());
+    // An edit recompiles; the flag stays.
+    let g = h.state().viewport.generation;
+    h.state_mut().model.push(gui::model::Command::SetParam {
+        node: "view".into(),
+        param: "colormap".into(),
+        value: serde_json::json!("viridis"),
+    });
+    wait_rebuilt(&mut h, g);
+    assert!(viewed(&h).contains(&"viewer-source".to_string()));
+    // A click selects it; V: the view is gone.
+    click_title(&mut h, "source", Modifiers::NONE);
+    assert_eq!(h.state().selected.as_deref(), Some("source"));
+    let g = h.state().viewport.generation;
+    h.key_press(egui::Key::V);
+    wait_rebuilt(&mut h, g);
+    assert!(!viewed(&h).contains(&"viewer-source".to_string()));
+    assert!(h.query_by_label("⚑ viewed").is_none());
+}
+
+#[test]
+fn the_viewer_flag_picks_particles_or_the_spreadsheet() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("particle_lists.json");
+    wait_for_sim(&mut h);
+    let g = h.state().viewport.generation;
+    h.state_mut().toggle_viewer("pos");
+    wait_rebuilt(&mut h, g);
+    let sim = h.state().viewport.sim.as_ref().unwrap();
+    assert!(sim.program.views.iter().any(|v| matches!(
+        v,
+        weft_ir::ir::View::Particles { node_id, .. } if node_id == "viewer-pos"
+    )));
+    h.get_by_label("viewer-pos");
+    // A 1-axis i32 list has no image: the spreadsheet opens on it (and
+    // the particles view goes, the flag being on one field at a time).
+    let g = h.state().viewport.generation;
+    h.state_mut().toggle_viewer("members");
+    wait_rebuilt(&mut h, g);
+    assert!(!viewed(&h).contains(&"viewer-pos".to_string()));
+    assert!(h.state().sheet.open);
+    assert_eq!(h.state().sheet.field.as_deref(), Some("members"));
+    // Unflagging it changes no program: the simulation keeps running.
+    let g = h.state().viewport.generation;
+    h.state_mut().toggle_viewer("members");
+    h.run_steps(5);
+    assert_eq!(h.state().viewport.generation, g);
+    assert!(h.state().viewer.node.is_none());
+}
+
+/// A click on a node's title (any kind): inspects it.
+fn inspect(h: &mut Harness<'static, WeftApp>, node: &str, kind: &str) {
+    h.run_steps(10);
+    let at = h
+        .get_by_label(&format!("{}  ·  {}", node, kind))
+        .rect()
+        .center();
+    let p = h.state().graph_to_screen * egui::pos2(at.x, at.y);
+    h.event(Event::PointerMoved(p));
+    h.step();
+    for pressed in [true, false] {
+        h.event(Event::PointerButton {
+            pos: p,
+            button: egui::PointerButton::Primary,
+            pressed,
+            modifiers: Modifiers::NONE,
+        });
+        h.step();
+    }
+    h.run_steps(3);
+    assert_eq!(h.state().selected.as_deref(), Some(node));
+}
+
+#[test]
+fn memory_readout_equals_the_runtime_and_warns_before_a_pool_is_full() {
+    if !gpu_ok() {
+        return;
+    }
+    use gui::memory_readout::bytes;
+    use weft_ir::ir::layout::{memory_report, pool_in_use};
+    let mut h = harness("sparse_blob.json");
+    wait_for_sim(&mut h);
+    h.get_by_label("Step").click();
+    h.run_steps(3);
+    inspect(&mut h, "blocks", "pointer");
+    let sim = headless(&h, "sparse_blob.json", 1);
+    let p = &sim.program;
+    let (l, _) = p
+        .layouts
+        .iter()
+        .find(|(_, n)| n.node_id == "blocks")
+        .unwrap();
+    let root = sim.read_root(root_of(p, l)).unwrap();
+    let in_use = pool_in_use(p, l, &root);
+    let capacity = p.layouts[l].pool.unwrap().capacity;
+    assert!(in_use > 0);
+    h.get_by_label(&format!(
+        "{} blocks of {} in use ({:.1}%)",
+        in_use,
+        capacity,
+        in_use as f64 * 100.0 / capacity as f64
+    ));
+    let m = memory_report(p, root_of(p, l));
+    h.get_by_label_contains(&format!(
+        "layout tree 'blocks': {}, dense equivalent {}",
+        bytes(m.total_words * 4),
+        bytes(m.dense_words * 4)
+    ));
+    // The same graph with a pool just big enough for its start (the
+    // blocks the headless run has after `on_start`): above 90% it is a
+    // warning in Problems, before anything runs out.
+    assert!(h.query_by_label_contains("raise `capacity`").is_none());
+    let start = headless(&h, "sparse_blob.json", 0);
+    let n0 = pool_in_use(&start.program, l, &start.read_root(root_of(p, l)).unwrap());
+    let g = h.state().viewport.generation;
+    h.state_mut().model.push(gui::model::Command::SetParam {
+        node: "blocks".into(),
+        param: "capacity".into(),
+        value: serde_json::json!(n0),
+    });
+    wait_rebuilt(&mut h, g);
+    h.run_steps(3);
+    let warning = format!(
+        "blocks: {} of {} blocks in use (100%); raise `capacity` before it runs out",
+        n0, n0
+    );
+    assert_eq!(
+        h.state().memory.warnings(),
+        vec![("blocks".to_string(), warning.clone())]
+    );
+    assert!(h.query_all_by_label(&warning).count() >= 1);
+}
+
+#[test]
+fn quantized_fields_show_their_storage_and_savings() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat_quant.json");
+    wait_for_sim(&mut h);
+    inspect(&mut h, "T", "field");
+    let sim = headless(&h, "heat_quant.json", 0);
+    let f = &sim.program.fields[sim.field("T").unwrap()];
+    let bits = f.element_bits();
+    h.get_by_label(&format!(
+        "{}: {} bits per element (f32 words: 32)",
+        f.storage.name(),
+        bits
+    ));
+    let bytes = gui::memory_readout::bytes;
+    let stored = (f.cells() * bits).div_ceil(8);
+    h.get_by_label_contains(&format!(
+        "{} for {} elements instead of {}: {} saved",
+        bytes(stored),
+        f.cells(),
+        bytes(f.cells() * 4),
+        bytes(f.cells() * 4 - stored)
+    ));
+    // A field stored in words has no storage section.
+    inspect(&mut h, "source", "field");
+    assert!(h.query_by_label_contains("bits per element").is_none());
+}
+
+#[test]
+fn hash_slots_in_use_equal_the_active_blocks_and_the_sheet_lists_them() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("hash_particles.json");
+    wait_for_sim(&mut h);
+    h.get_by_label("Step").click();
+    h.run_steps(3);
+    inspect(&mut h, "grid", "hash");
+    // Independently: the distinct 8 × 8 tiles of the active elements the
+    // runtime's table walk finds (what `weft run --dump` writes).
+    let sim = headless(&h, "hash_particles.json", 1);
+    let p = &sim.program;
+    let f = sim.field("rho").unwrap();
+    let root = sim.read_root(root_of(p, p.fields[f].layout)).unwrap();
+    let (coords, _) = weft_runtime::memory::table_elements(p, f, &root).unwrap();
+    let mut tiles: Vec<(u32, u32)> = coords.chunks(2).map(|c| (c[0] / 8, c[1] / 8)).collect();
+    tiles.sort();
+    tiles.dedup();
+    let capacity = 8192;
+    assert!(!tiles.is_empty());
+    h.get_by_label(&format!(
+        "{} slots of {} in use ({:.1}%)",
+        tiles.len(),
+        capacity,
+        tiles.len() as f64 * 100.0 / capacity as f64
+    ));
+    // The spreadsheet lists those elements (never the 2^34-cell domain).
+    show(&mut h, "rho");
+    let t = h.state().sheet.table().unwrap();
+    assert_eq!(t.total as usize, coords.len() / 2);
+}
