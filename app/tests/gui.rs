@@ -1514,3 +1514,55 @@ fn a_scalar_slider_drag_is_one_undo_step_and_the_simulation_follows_it_live() {
     assert_eq!(h.state().model.doc, before_doc);
     assert_eq!(sim_scalar(&h, "diffuse", "alpha"), 0.2);
 }
+
+/// The pairs of nodes whose rects (in graph space, as the editor drew them)
+/// overlap, each named `a × b`.
+fn overlapping(rects: &[(String, egui::Rect)]) -> Vec<String> {
+    let mut out = vec![];
+    for (i, (a, ra)) in rects.iter().enumerate() {
+        for (b, rb) in &rects[i + 1..] {
+            // A shared edge is not an overlap; a pixel of overlap is.
+            if ra.shrink(0.5).intersects(rb.shrink(0.5)) {
+                out.push(format!("{} {:?} × {} {:?}", a, ra, b, rb));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_two_nodes_of_a_shipped_graph_overlap() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut graphs: Vec<String> = std::fs::read_dir(root().join("graphs"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".json") && !n.ends_with(".expect.json"))
+        .collect();
+    graphs.sort();
+    assert!(graphs.len() >= 10);
+    let mut bad = vec![];
+    for g in &graphs {
+        let mut h = harness(g);
+        h.run_steps(4);
+        let rects: Vec<(String, egui::Rect)> = h
+            .state()
+            .model
+            .doc
+            .nodes
+            .iter()
+            .map(|n| {
+                let r = h.state().node_rects.get(&n.id).copied();
+                (
+                    n.id.clone(),
+                    r.unwrap_or_else(|| panic!("{}: '{}' drawn", g, n.id)),
+                )
+            })
+            .collect();
+        for o in overlapping(&rects) {
+            bad.push(format!("{}: {}", g, o));
+        }
+    }
+    assert!(bad.is_empty(), "overlapping nodes:\n{}", bad.join("\n"));
+}
