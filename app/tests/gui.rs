@@ -310,12 +310,33 @@ fn expression_kernels_open_in_a_nested_editor() {
     h.run_steps(2);
     assert!(h.state().model.problems.is_empty());
     // Auto layout places the body in data-flow columns, as one undo step.
+    // Every node is drawn and spaced by its drawn size: none overlaps
+    // another (or hides its output pin) afterwards.
     let before = h.state().model.doc.node("colorize").unwrap().params["expr"].clone();
+    assert_eq!(
+        h.state().expr_rects.len(),
+        before["nodes"].as_array().unwrap().len()
+    );
     h.get_by_label("Auto layout").click();
     h.run_steps(3);
     let after = h.state().model.doc.node("colorize").unwrap().params["expr"].clone();
-    assert_eq!(after, gui::expr_view::auto_layout(&before));
+    assert_ne!(after, before);
+    let x = |id: &str| {
+        let n = after["nodes"].as_array().unwrap().iter();
+        n.clone().find(|n| n["id"] == id).unwrap()["pos"][0]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(x("t") < x("mix") && x("mix") < x("pick") && x("pick") < x("out"));
     assert!(!gui::expr_view::needs_layout(&after));
+    let rects: Vec<(String, egui::Rect)> = h
+        .state()
+        .expr_rects
+        .iter()
+        .map(|(k, r)| (k.clone(), *r))
+        .collect();
+    let o = overlapping(&rects);
+    assert!(o.is_empty(), "overlapping after Auto layout: {:?}", o);
     h.state_mut().model.undo();
     h.run_steps(2);
     assert_eq!(

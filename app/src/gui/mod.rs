@@ -99,6 +99,8 @@ pub struct WeftApp {
     debounce: code_editor::Debounce,
     /// The expression kernel whose body is open, with its editor's snarl and the revision it shows.
     pub open_expr: Option<(String, egui_snarl::Snarl<expr_view::ExprNodeView>, u64)>,
+    /// The open expression's node rects as last drawn (graph space).
+    pub expr_rects: std::collections::HashMap<String, egui::Rect>,
     search: String,
     confirm: Option<Pending>,
     files: files::FileChooser,
@@ -179,6 +181,7 @@ impl WeftApp {
             code_buffer: None,
             debounce: code_editor::Debounce::new(std::time::Duration::from_millis(400)),
             open_expr: None,
+            expr_rects: Default::default(),
             search: String::new(),
             confirm: None,
             files: files::FileChooser::new(opts.native_file_dialogs),
@@ -828,6 +831,7 @@ impl WeftApp {
             expr: &expr,
             commands: vec![],
             search: &mut self.search,
+            rects: &mut self.expr_rects,
         };
         let mut layout = false;
         let shown = egui::Window::new(format!("expression · {}", id))
@@ -858,7 +862,7 @@ impl WeftApp {
             commands.push(Command::SetParam {
                 node: id.clone(),
                 param: "expr".into(),
-                value: expr_view::auto_layout(&expr),
+                value: expr_view::auto_layout(&expr, &self.expr_rects),
             });
         } else if released_here && commands.is_empty() {
             // A node dragged in the nested editor keeps its place (one undo step per drag).
@@ -887,6 +891,7 @@ impl WeftApp {
         if doc.params.get("expr").is_some_and(|e| e.is_object()) {
             let expr = doc.params["expr"].clone();
             self.open_code = None;
+            self.expr_rects.clear();
             self.open_expr = Some((id, expr_view::build_expr_snarl(&expr), self.model.revision));
             return;
         }
