@@ -1587,3 +1587,88 @@ fn no_two_nodes_of_a_shipped_graph_overlap() {
     }
     assert!(bad.is_empty(), "overlapping nodes:\n{}", bad.join("\n"));
 }
+
+/// A graph whose kernel `k` indexes past its field on the first frame.
+fn faulting_graph() -> PathBuf {
+    let dir = config_dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    let g = dir.join("oob.json");
+    std::fs::write(
+        &g,
+        r#"{"format": "weft-graph", "version": 1, "nodes": [
+        {"id": "L", "kind": "dense", "params": {"shape": [4]}, "pos": [0, 0]},
+        {"id": "x", "kind": "field", "pos": [300, 0]},
+        {"id": "k", "kind": "kernel", "params": {"range": [5], "code": "fn kernel(i: i32) { x[i] = 1.0; }"}, "pos": [600, 0]},
+        {"id": "f", "kind": "on_frame", "pos": [300, 200]}],
+      "wires": [{"from": "L.cells", "to": "x.layout"}, {"from": "x", "to": "k.x"}],
+      "exec": [{"from": "f", "to": "k"}]}"#,
+    )
+    .unwrap();
+    g
+}
+
+#[test]
+fn run_time_errors_are_problems_on_their_node_until_reset() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness_with(Some(faulting_graph()), config_dir());
+    wait_for_sim(&mut h);
+    let status = |h: &Harness<'static, WeftApp>| {
+        gui::graph_view::node_problems(&h.state().model, h.state().viewport.fault.as_ref(), "k")
+    };
+    assert!(status(&h).is_empty());
+    h.get_by_label("Step").click();
+    h.run_steps(3);
+    // The runtime's own message, in the Problems panel (below the editor) and on `k`.
+    let msg = h
+        .state()
+        .viewport
+        .fault
+        .clone()
+        .expect("the step faulted")
+        .message;
+    assert!(
+        msg.contains("node 'k'") && msg.contains("out of bounds"),
+        "{}",
+        msg
+    );
+    let node = h.state().viewport.fault.as_ref().unwrap().node.clone();
+    assert_eq!(node.as_deref(), Some("k"));
+    assert_eq!(status(&h), vec![msg.clone()]);
+    let shown = h.get_by_label(&msg).rect();
+    assert!(shown.top() >= h.state().graph_rect.bottom(), "{:?}", shown);
+    // Clicking it inspects the node.
+    h.get_by_label(&msg).click();
+    h.run_steps(2);
+    assert_eq!(h.state().selected.as_deref(), Some("k"));
+    h.get_by_label("Reset").click();
+    h.run_steps(3);
+    assert!(h.state().viewport.fault.is_none());
+    assert!(status(&h).is_empty());
+    assert_eq!(h.query_all_by_label(&msg).count(), 0);
+    assert!(
+        h.state().rate_label().contains("sim —"),
+        "{}",
+        h.state().rate_label()
+    );
+}
+
+#[test]
+fn log_lines_stay_in_their_collapsed_pane_and_the_editor_keeps_its_height() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat.json");
+    h.run_steps(4);
+    let before = h.state().graph_rect;
+    for i in 0..30 {
+        h.state_mut().model.log.push(format!("log line {}", i));
+    }
+    h.run_steps(3);
+    assert_eq!(h.state().graph_rect, before);
+    assert_eq!(h.query_all_by_label("log line 29").count(), 0);
+    h.get_by_label_contains("Log (").click();
+    h.run_steps(3);
+    assert!(h.query_all_by_label("log line 29").count() == 1);
+}

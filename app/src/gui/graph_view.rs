@@ -116,6 +116,24 @@ pub fn style() -> egui_snarl::ui::SnarlStyle {
     }
 }
 
+/// The errors a node's title shows (in red, listed on hover): the
+/// document's problems naming it and the running simulation's fault.
+pub fn node_problems(
+    model: &Model,
+    fault: Option<&super::viewport::Fault>,
+    id: &str,
+) -> Vec<String> {
+    let mut out: Vec<String> = model
+        .problems_of(id)
+        .iter()
+        .map(|p| p.to_string())
+        .collect();
+    if let Some(f) = fault.filter(|f| f.node.as_deref() == Some(id)) {
+        out.push(f.message.clone());
+    }
+    out
+}
+
 pub fn family_color(f: Family) -> Color32 {
     match f {
         Family::Layout => Color32::from_rgb(120, 170, 255),
@@ -159,6 +177,8 @@ pub struct GraphViewer<'a> {
     pub to_screen: egui::emath::TSTransform,
     /// Each node's frame in graph space, as last laid out.
     pub node_rects: &'a mut std::collections::HashMap<String, egui::Rect>,
+    /// The running simulation's run-time error: its node's title turns red.
+    pub fault: Option<&'a super::viewport::Fault>,
     /// Frames to draw behind the nodes (a dragged one at its live place).
     pub frames: &'a [weft_ir::graph::FrameDoc],
     pub selected_frame: Option<&'a str>,
@@ -325,7 +345,7 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
         let Some(doc) = self.model.doc.node(&id) else {
             return;
         };
-        let problems = self.model.problems_of(&id);
+        let problems = node_problems(self.model, self.fault, &id);
         let warnings: Vec<String> = self
             .model
             .warnings
@@ -352,11 +372,7 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
                 .sense(egui::Sense::click()),
         );
         if !problems.is_empty() || !warnings.is_empty() {
-            let msg: Vec<String> = problems
-                .iter()
-                .map(|p| p.to_string())
-                .chain(warnings)
-                .collect();
+            let msg: Vec<String> = problems.into_iter().chain(warnings).collect();
             r = r.on_hover_text(msg.join("\n"));
         }
         if r.double_clicked() && doc.kind == "kernel" {

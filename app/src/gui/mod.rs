@@ -671,6 +671,12 @@ impl WeftApp {
         if let Some(e) = &self.viewport.error {
             ui.colored_label(egui::Color32::from_rgb(255, 110, 110), e);
         }
+        if self.viewport.fault.is_some() {
+            ui.colored_label(
+                egui::Color32::from_rgb(255, 110, 110),
+                "stopped at a run-time error (see Problems; Reset clears it)",
+            );
+        }
         ui.separator();
         self.viewport.ui(ui);
     }
@@ -966,11 +972,27 @@ impl WeftApp {
     }
 
     fn problems_panel(&mut self, ui: &mut egui::Ui) {
+        let red = egui::Color32::from_rgb(255, 110, 110);
         egui::ScrollArea::vertical()
-            .max_height(140.0)
+            .auto_shrink([false, false])
             .show(ui, |ui| {
-                if self.model.problems.is_empty() && self.model.warnings.is_empty() {
+                let fault = self.viewport.fault.clone();
+                if self.model.problems.is_empty()
+                    && self.model.warnings.is_empty()
+                    && fault.is_none()
+                {
                     ui.weak("No problems.");
+                }
+                if let Some(f) = fault {
+                    let r = ui
+                        .add(
+                            egui::Label::new(egui::RichText::new(&f.message).color(red))
+                                .sense(egui::Sense::click()),
+                        )
+                        .on_hover_text("the simulation stopped here; Reset clears it");
+                    if r.clicked() {
+                        self.selected = f.node.clone();
+                    }
                 }
                 for w in self.model.warnings.clone() {
                     let r = ui.add(
@@ -986,19 +1008,30 @@ impl WeftApp {
                 }
                 for p in self.model.problems.clone() {
                     let r = ui.add(
-                        egui::Label::new(
-                            egui::RichText::new(p.to_string())
-                                .color(egui::Color32::from_rgb(255, 110, 110)),
-                        )
-                        .sense(egui::Sense::click()),
+                        egui::Label::new(egui::RichText::new(p.to_string()).color(red))
+                            .sense(egui::Sense::click()),
                     );
                     if r.clicked() {
                         self.selected = p.node().map(str::to_string);
                     }
                 }
-                for line in self.model.log.iter().rev().take(20) {
-                    ui.weak(line);
-                }
+            });
+    }
+
+    /// The edit log (newest first), in its own pane, collapsed by default.
+    fn log_pane(&mut self, ui: &mut egui::Ui) {
+        egui::CollapsingHeader::new(format!("Log ({} lines)", self.model.log.len()))
+            .id_salt("log")
+            .default_open(false)
+            .show(ui, |ui| {
+                egui::ScrollArea::vertical()
+                    .max_height(120.0)
+                    .auto_shrink([false, true])
+                    .show(ui, |ui| {
+                        for line in self.model.log.iter().rev().take(200) {
+                            ui.weak(line);
+                        }
+                    });
             });
     }
 
@@ -1131,12 +1164,17 @@ impl eframe::App for WeftApp {
 
         let mut commands = Vec::new();
         egui::Panel::top("menu").show(ui, |ui| self.menu(ui));
+        // Problems keep a steady height (resizable by hand): log lines go to
+        // their own collapsed pane, so neither grows into the viewport.
         egui::Panel::bottom("problems")
             .resizable(true)
+            .default_size(90.0)
+            .min_size(60.0)
             .show(ui, |ui| {
                 ui.label(egui::RichText::new("Problems").strong());
                 self.problems_panel(ui);
             });
+        egui::Panel::bottom("log").show(ui, |ui| self.log_pane(ui));
         // The status line: what the last action did (saved, refused, recompiled).
         egui::Panel::bottom("status").show(ui, |ui| {
             let text = if self.status.is_empty() {
@@ -1186,6 +1224,7 @@ impl eframe::App for WeftApp {
                 refusal: None,
                 to_screen: self.graph_to_screen,
                 node_rects: &mut self.node_rects,
+                fault: self.viewport.fault.as_ref(),
                 frames: &live_frames,
                 selected_frame: selected_frame.as_deref(),
                 selection: &selection,

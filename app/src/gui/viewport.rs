@@ -46,6 +46,10 @@ pub struct Viewport {
     /// The document revision the running simulation was built from.
     built_from: Option<(u64, GraphDoc)>,
     pub error: Option<String>,
+    /// A run-time error of the running simulation (a kernel's out-of-bounds
+    /// index, a full pool): shown in the Problems panel and on the node it
+    /// names; cleared by Reset and by a rebuild.
+    pub fault: Option<Fault>,
     pub frame_ms: f64,
     pub frames_run: u64,
     pub needs_draw: bool,
@@ -108,6 +112,7 @@ impl Viewport {
             pending: None,
             built_from: None,
             error: None,
+            fault: None,
             frame_ms: 0.0,
             frames_run: 0,
             needs_draw: false,
@@ -129,6 +134,7 @@ impl Viewport {
         self.pending = None;
         self.built_from = None;
         self.error = None;
+        self.fault = None;
         self.frame_ms = 0.0;
         self.frames_run = 0;
         self.probe.clear();
@@ -246,6 +252,7 @@ impl Viewport {
                     self.sim = Some(sim);
                     self.textures.clear();
                     self.error = None;
+                    self.fault = None;
                     self.pending = None;
                     self.needs_draw = true;
                 }
@@ -281,7 +288,7 @@ impl Viewport {
     fn settle(&mut self) {
         let Some(sim) = &mut self.sim else { return };
         if let Err(e) = sim.sync() {
-            self.error = Some(e.to_string());
+            self.fault = Some(Fault::from(&e));
         }
     }
 
@@ -298,7 +305,7 @@ impl Viewport {
                 self.needs_draw = true;
             }
             Err(e) => {
-                self.error = Some(e.to_string());
+                self.fault = Some(Fault::from(&e));
                 self.playing = false;
             }
         }
@@ -306,9 +313,13 @@ impl Viewport {
 
     pub fn reset(&mut self) {
         if let Some(sim) = &mut self.sim {
+            self.fault = None;
+            // The rate label measures frames run since the reset.
+            self.frames_run = 0;
+            self.frame_ms = 0.0;
             let r = sim.reset().and_then(|_| sim.start());
             if let Err(e) = r {
-                self.error = Some(e.to_string());
+                self.fault = Some(Fault::from(&e));
             }
             self.loss.clear();
             self.needs_draw = true;
@@ -726,5 +737,21 @@ impl Viewport {
                 ));
             });
         });
+    }
+}
+
+/// A run-time error and the graph node it names (when it names one).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fault {
+    pub node: Option<String>,
+    pub message: String,
+}
+
+impl From<&weft_runtime::RuntimeError> for Fault {
+    fn from(e: &weft_runtime::RuntimeError) -> Self {
+        Fault {
+            node: e.node().map(str::to_string),
+            message: format!("run-time error: {}", e),
+        }
     }
 }
