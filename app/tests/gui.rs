@@ -1672,3 +1672,77 @@ fn log_lines_stay_in_their_collapsed_pane_and_the_editor_keeps_its_height() {
     h.run_steps(3);
     assert!(h.query_all_by_label("log line 29").count() == 1);
 }
+
+#[test]
+fn a_view_edit_redraws_without_restarting_the_simulation() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat.json");
+    wait_for_sim(&mut h);
+    for _ in 0..5 {
+        h.get_by_label("Step").click();
+        h.run_steps(2);
+    }
+    let read_t = |h: &Harness<'static, WeftApp>| {
+        let sim = h.state().viewport.sim.as_ref().unwrap();
+        sim.read_field(sim.field("T").unwrap()).unwrap()
+    };
+    let before = read_t(&h);
+    assert_eq!(h.state().viewport.sim.as_ref().unwrap().frame, 5);
+    let revision = h.state().model.revision;
+    h.state_mut().model.push(Command::SetParam {
+        node: "view".into(),
+        param: "colormap".into(),
+        value: "viridis".into(),
+    });
+    h.run_steps(2);
+    for _ in 0..400 {
+        h.step();
+        if !h.state().viewport.compiling() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(h.state().model.revision, revision + 1);
+    assert!(!h.state().viewport.compiling());
+    let sim = h.state().viewport.sim.as_ref().unwrap();
+    let colormap = sim.program.views.iter().find_map(|v| match v {
+        weft_ir::ir::View::Image {
+            node_id, colormap, ..
+        } if node_id == "view" => Some(format!("{:?}", colormap)),
+        _ => None,
+    });
+    assert_eq!(
+        colormap.as_deref(),
+        Some("Viridis"),
+        "the new build draws it"
+    );
+    assert_eq!(sim.frame, 5, "the frame counter stays");
+    assert_eq!(read_t(&h), before, "the field values stay");
+    assert!(h.state().rate_label().starts_with("frame 5"));
+    assert!(
+        !h.state().status.contains("restarted"),
+        "{}",
+        h.state().status
+    );
+    // The new build draws with the new colormap: one more Step goes on from frame 5.
+    h.get_by_label("Step").click();
+    h.run_steps(2);
+    assert_eq!(h.state().viewport.sim.as_ref().unwrap().frame, 6);
+    // A change to what is computed still restarts at frame 0.
+    h.state_mut().model.push(Command::SetParam {
+        node: "T".into(),
+        param: "init".into(),
+        value: serde_json::json!(0.5),
+    });
+    h.run_steps(2);
+    for _ in 0..400 {
+        h.step();
+        if !h.state().viewport.compiling() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(h.state().viewport.sim.as_ref().unwrap().frame, 0);
+}
