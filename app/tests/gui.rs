@@ -1746,3 +1746,78 @@ fn a_view_edit_redraws_without_restarting_the_simulation() {
     }
     assert_eq!(h.state().viewport.sim.as_ref().unwrap().frame, 0);
 }
+
+#[test]
+fn new_nodes_keep_documented_defaults_and_a_kernel_range_can_be_unset() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness_with(None, config_dir());
+    h.run_steps(2);
+    for kind in ["pointer", "hash", "kernel"] {
+        h.state_mut().model.push(Command::AddNode {
+            kind: kind.into(),
+            pos: [0.0, 0.0],
+        });
+        h.run_steps(2);
+        let id = h.state().model.doc.nodes.last().unwrap().id.clone();
+        // Inspected and drawn on its node: the editors write nothing by themselves.
+        h.state_mut().selected = Some(id.clone());
+        h.run_steps(3);
+        let n = h.state().model.doc.node(&id).unwrap().clone();
+        assert_eq!(n.params.get("capacity"), None, "{}: {:?}", kind, n.params);
+        // An unset pool size is offered as "auto", its documented default.
+        if kind != "kernel" {
+            assert!(h.query_all_by_label("auto").count() >= 1);
+        }
+        h.state_mut().model.push(Command::RemoveNode { id });
+        h.run_steps(2);
+    }
+    h.state_mut().model.push(Command::AddNode {
+        kind: "kernel".into(),
+        pos: [0.0, 0.0],
+    });
+    h.run_steps(2);
+    let id = h.state().model.doc.nodes.last().unwrap().id.clone();
+    h.state_mut().selected = Some(id.clone());
+    h.run_steps(3);
+    // Two axes: "−" twice (the last one unsets the range, so `over` can be set).
+    for left in [1usize, 0] {
+        h.get_all_by_label("-").last().unwrap().click_accesskit();
+        h.run_steps(3);
+        let range = h
+            .state()
+            .model
+            .doc
+            .node(&id)
+            .unwrap()
+            .params
+            .get("range")
+            .cloned();
+        match left {
+            1 => assert_eq!(range, Some(serde_json::json!([64]))),
+            _ => assert!(range.as_ref().is_none_or(|r| r.is_null()), "{:?}", range),
+        }
+    }
+}
+
+#[test]
+fn an_rgb_image_view_has_no_colormap_control() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat_color.json");
+    h.run_steps(3);
+    // `view` draws the f32 field T (a colormap), `color_view` the vec3 field rgb (none).
+    let doc = h.state().model.doc.clone();
+    let hidden = |id: &str| gui::view_ports::hidden_params(&doc, doc.node(id).unwrap());
+    assert!(hidden("view").is_empty());
+    assert_eq!(hidden("color_view"), vec!["colormap"]);
+    assert_eq!(h.query_all_by_label("colormap").count(), 1);
+    h.state_mut().selected = Some("color_view".into());
+    h.run_steps(3);
+    assert_eq!(h.query_all_by_label("colormap").count(), 1);
+    h.state_mut().selected = Some("view".into());
+    h.run_steps(3);
+    assert_eq!(h.query_all_by_label("colormap").count(), 2);
+}

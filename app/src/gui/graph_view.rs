@@ -430,7 +430,15 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
         };
         ui.vertical(|ui| {
             ui.set_max_width(220.0);
-            super::params::param_editors(ui, &doc, true, &mut self.commands, self.open_code);
+            let hidden = super::view_ports::hidden_params(&self.model.doc, &doc);
+            super::params::param_editors(
+                ui,
+                &doc,
+                true,
+                &hidden,
+                &mut self.commands,
+                self.open_code,
+            );
         });
     }
 
@@ -516,7 +524,19 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
         };
         let Some((node, pin)) = pin else { return };
         ui.label("Add a compatible node");
+        // A field's element type narrows the views offered (particles draw vec2 only).
+        let field_ty = if from_output {
+            super::view_ports::field_type(&self.model.doc, &format!("{}.{}", node, pin.name))
+        } else {
+            None
+        };
         for (kind, other) in compatible_kinds(pin.kind, from_output) {
+            if field_ty
+                .as_deref()
+                .is_some_and(|ty| !super::view_ports::accepts(kind, &other, ty))
+            {
+                continue;
+            }
             if ui.button(format!("{} ({})", kind, other)).clicked() {
                 let new_id = self.model.next_id(kind);
                 let exec = pin.kind == PinKind::Exec;

@@ -14,6 +14,7 @@ pub mod loss_plot;
 pub mod model;
 pub mod params;
 pub mod prefs;
+pub mod view_ports;
 pub mod viewport;
 
 use graph_view::{sync_snarl, GraphViewer, NodeView};
@@ -729,7 +730,8 @@ impl WeftApp {
         if let Some(k) = kind {
             ui.label(format!("{} — {}", k.name, k.doc));
         }
-        params::param_editors(ui, &doc, false, commands, &mut self.open_code);
+        let hidden = view_ports::hidden_params(&self.model.doc, &doc);
+        params::param_editors(ui, &doc, false, &hidden, commands, &mut self.open_code);
         if doc.kind == "optimize" {
             ui.separator();
             let w = ui.available_width();

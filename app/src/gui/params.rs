@@ -40,13 +40,14 @@ pub fn param_editors(
     ui: &mut Ui,
     doc: &NodeDoc,
     compact: bool,
+    hidden: &[&str],
     commands: &mut Vec<Command>,
     open_code: &mut Option<String>,
 ) {
     let Some(kind) = catalog::kind(&doc.kind) else {
         return;
     };
-    for spec in kind.params {
+    for spec in kind.params.iter().filter(|s| !hidden.contains(&s.name)) {
         // A code kernel has no expression body: no empty `expr` row.
         if spec.ty == ParamType::Expr && doc.params.get(spec.name).is_none_or(Value::is_null) {
             continue;
@@ -76,6 +77,13 @@ pub fn param_editors(
             }
         });
     }
+}
+
+/// The value a "set" button gives an unset integer: 4096 (the cap of a
+/// pool's automatic size), kept inside the parameter's range.
+fn auto_int(range: Option<(f64, f64)>) -> i64 {
+    let (lo, hi) = range.unwrap_or((f64::MIN, f64::MAX));
+    4096f64.clamp(lo, hi) as i64
 }
 
 /// A number widget bounded by `range`: a slider when the range is narrow
@@ -156,7 +164,24 @@ fn param_widget(
     open_code: &mut Option<String>,
 ) -> Option<Value> {
     match spec.ty {
-        ParamType::Int => number(ui, v, true, spec.range),
+        // An unset integer (a pool's `capacity`) is its documented automatic
+        // value, not 0: a drag value clamped to the range would write its
+        // minimum (a pool of 1) the first time it is drawn.
+        ParamType::Int if v.is_null() => {
+            ui.weak("auto");
+            ui.small_button("set")
+                .on_hover_text(spec.doc)
+                .clicked()
+                .then(|| Value::from(auto_int(spec.range)))
+        }
+        ParamType::Int => {
+            let r = number(ui, v, true, spec.range);
+            let nullable = spec.default_value().is_some_and(|d| d.is_null());
+            if nullable && ui.small_button("auto").clicked() {
+                return Some(Value::Null);
+            }
+            r
+        }
         ParamType::Bool => {
             let mut on = v.as_bool().unwrap_or(false);
             ui.checkbox(&mut on, "").changed().then(|| Value::from(on))
@@ -240,14 +265,24 @@ fn param_widget(
                 dims.push(*dims.last().unwrap_or(&64));
                 changed = true;
             }
-            if dims.len() > 1
+            // An optional extent (a kernel's `range`, which `over` replaces)
+            // loses its last axis too: it is unset then.
+            let optional = spec.default_value().is_some_and(|d| d.is_null());
+            if (dims.len() > 1 || optional)
                 && ui
                     .small_button("-")
-                    .on_hover_text("remove the last axis")
+                    .on_hover_text(if dims.len() > 1 {
+                        "remove the last axis"
+                    } else {
+                        "unset (a kernel then runs `over` a layout node)"
+                    })
                     .clicked()
             {
                 dims.pop();
                 changed = true;
+            }
+            if dims.is_empty() {
+                return changed.then_some(Value::Null);
             }
             changed.then(|| Value::from(dims))
         }
