@@ -1821,3 +1821,44 @@ fn an_rgb_image_view_has_no_colormap_control() {
     h.run_steps(3);
     assert_eq!(h.query_all_by_label("colormap").count(), 2);
 }
+
+#[test]
+fn title_bars_pin_dots_and_the_status_line_answer_like_their_labels() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat.json");
+    h.run_steps(4);
+    // A click on the empty right part of a title bar inspects the node.
+    let r = h.state().node_rects["diffuse"];
+    let title = h.get_by_label_contains("diffuse  ·").rect();
+    let p = egui::pos2(r.right() - 6.0, title.center().y);
+    assert!(p.x > title.right() + 4.0, "{:?} {:?}", r, title);
+    let p = screen(&h, p);
+    click(&mut h, p, PointerButton::Primary);
+    assert_eq!(h.state().selected.as_deref(), Some("diffuse"));
+    // A pin's dot shows what the pin carries, like its label.
+    let dot = pin(&h, "diffuse", "T_next", false);
+    h.event(Event::PointerMoved(dot));
+    h.run_steps(40);
+    assert!(
+        h.query_all_by_label_contains("field f32 ('T_next')")
+            .count()
+            >= 1,
+        "no tooltip on the pin's dot"
+    );
+    // A status message (a refused wire) is cleared by a later change.
+    h.state_mut().status = "cannot wire a field output to a layout input".into();
+    h.run_steps(3);
+    assert!(h.state().status.contains("cannot wire"));
+    h.state_mut().model.push(Command::MoveNode {
+        id: "diffuse".into(),
+        pos: [r.left() + 40.0, r.top()],
+    });
+    h.run_steps(3);
+    assert!(
+        !h.state().status.contains("cannot wire"),
+        "{}",
+        h.state().status
+    );
+}

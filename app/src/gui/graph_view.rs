@@ -186,6 +186,12 @@ pub struct GraphViewer<'a> {
     pub selection: &'a [String],
     /// A view to switch to this frame (frame all / selected, zoom steps).
     pub set_transform: Option<egui::emath::TSTransform>,
+    /// This frame's title labels (node → label rect), so that a click on
+    /// the rest of the title bar inspects the node too.
+    pub title_labels: std::collections::HashMap<String, egui::Rect>,
+    /// This frame's pin labels (node, output, label rect, tooltip), so that
+    /// the pin's dot on the node's edge shows the same tooltip as its label.
+    pub pin_labels: Vec<(String, bool, egui::Rect, String)>,
 }
 
 impl GraphViewer<'_> {
@@ -218,7 +224,7 @@ impl GraphViewer<'_> {
 
 impl GraphViewer<'_> {
     /// A pin's label, with what it carries on hover, and its shape and colour.
-    fn show_pin(&self, node: &str, index: usize, output: bool, ui: &mut Ui) -> PinInfo {
+    fn show_pin(&mut self, node: &str, index: usize, output: bool, ui: &mut Ui) -> PinInfo {
         let Some(n) = self.model.doc.node(node) else {
             return PinInfo::circle();
         };
@@ -226,8 +232,10 @@ impl GraphViewer<'_> {
         let Some(p) = (if output { outs } else { ins }).get(index).cloned() else {
             return PinInfo::circle();
         };
-        ui.label(&p.name)
-            .on_hover_text(pin_type(self.model, n, &p, output));
+        let tip = pin_type(self.model, n, &p, output);
+        let r = ui.label(&p.name).on_hover_text(&tip);
+        self.pin_labels
+            .push((node.to_string(), output, r.rect, tip));
         let info = if p.kind == PinKind::Exec {
             PinInfo::triangle()
         } else {
@@ -330,6 +338,39 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
             ui.painter()
                 .rect_stroke(rect.expand(3.0), 6.0, stroke, egui::StrokeKind::Outside);
         }
+        // The rest of the title bar (right of the label) inspects the node
+        // on a click; a drag there still moves the node (click sense only).
+        if let Some(label) = self.title_labels.get(id.as_str()) {
+            let rest = egui::Rect::from_min_max(
+                egui::pos2(label.right() + 2.0, label.top() - 3.0),
+                egui::pos2(rect.right() - 2.0, label.bottom() + 3.0),
+            );
+            if rest.is_positive()
+                && ui
+                    .interact(rest, ui.id().with(("title bar", id)), egui::Sense::click())
+                    .clicked()
+            {
+                *self.selected = Some(id.clone());
+            }
+        }
+        // A pin's dot sits on the node's edge, outside its label: it shows
+        // the label's tooltip too (hover sense only: wiring is untouched).
+        for (_, output, label, tip) in self.pin_labels.iter().filter(|p| &p.0 == id) {
+            let x = if *output { rect.right() } else { rect.left() };
+            let dot = egui::Rect::from_center_size(
+                egui::pos2(x, label.center().y),
+                egui::vec2(14.0, 14.0),
+            );
+            let r = ui.interact(
+                dot,
+                ui.id().with(("pin dot", id, *output, label.min.y as i32)),
+                egui::Sense::hover(),
+            );
+            // The pin widget under it takes the hover: show it by position.
+            if r.contains_pointer() && !ui.input(|i| i.pointer.any_down()) {
+                r.show_tooltip_text(tip);
+            }
+        }
         self.node_rects.insert(id.clone(), rect);
     }
 
@@ -375,6 +416,7 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
             let msg: Vec<String> = problems.into_iter().chain(warnings).collect();
             r = r.on_hover_text(msg.join("\n"));
         }
+        self.title_labels.insert(id.clone(), r.rect);
         if r.double_clicked() && doc.kind == "kernel" {
             // Double-clicking a kernel opens its code (or its expression sub-graph).
             *self.open_code = Some(id.clone());

@@ -121,6 +121,10 @@ pub struct WeftApp {
     screenshot_requested: bool,
     /// The status line under the editor: what just happened.
     pub status: String,
+    /// The status text as of the revision it was last seen at: a message
+    /// older than the document's latest change is cleared.
+    status_seen: String,
+    status_revision: u64,
     /// A refused wire's reason, shown at the pointer until this time.
     refusal_until: f64,
     /// Display frame times (s) for the frame-rate readout.
@@ -196,6 +200,8 @@ impl WeftApp {
             opts,
             screenshot_requested: false,
             status: String::new(),
+            status_seen: String::new(),
+            status_revision: 0,
             refusal_until: 0.0,
             frame_times: Default::default(),
         }
@@ -1136,6 +1142,11 @@ impl eframe::App for WeftApp {
         }
         self.shortcuts(&ctx);
         self.model.apply_pending();
+        // A later change makes the status line's message stale (a refused
+        // wire, "saved", "recompiled"): it goes back to "ready".
+        if self.model.revision != self.status_revision && self.status == self.status_seen {
+            self.status.clear();
+        }
         // A scalar drag's values go straight to the running simulation; on
         // release the drag becomes one undo step (like a node drag).
         for id in self.model.take_dragged() {
@@ -1231,6 +1242,8 @@ impl eframe::App for WeftApp {
                 selected_frame: selected_frame.as_deref(),
                 selection: &selection,
                 set_transform,
+                title_labels: Default::default(),
+                pin_labels: vec![],
             };
             let response = egui_snarl::ui::SnarlWidget::new()
                 .id(graph_id)
@@ -1320,6 +1333,10 @@ impl eframe::App for WeftApp {
             });
         }
         self.screenshot(&ctx);
+        if self.status != self.status_seen || self.model.revision != self.status_revision {
+            self.status_seen = self.status.clone();
+            self.status_revision = self.model.revision;
+        }
     }
 }
 
