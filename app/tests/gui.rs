@@ -1157,6 +1157,19 @@ fn every_example_opens_fitted_and_home_f_and_ctrl_wheel_navigate() {
         "three notches: ×{}",
         ratio
     );
+    // X11 delivers each wheel click twice in one frame: it counts once.
+    let before = h.state().graph_to_screen.scaling;
+    for _ in 0..2 {
+        h.input_mut().events.push(Event::MouseWheel {
+            unit: egui::MouseWheelUnit::Line,
+            delta: egui::vec2(0.0, -1.0),
+            phase: egui::TouchPhase::Move,
+            modifiers: Modifiers::COMMAND,
+        });
+    }
+    h.run_steps(3);
+    let ratio = before / h.state().graph_to_screen.scaling;
+    assert!((ratio - 1.15).abs() < 0.01, "one click out: ×1/{}", ratio);
     // Middle-drag pans.
     let before = h.state().graph_to_screen.translation;
     let from = at + egui::vec2(0.0, 200.0);
