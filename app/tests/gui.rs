@@ -343,6 +343,21 @@ fn expression_kernels_open_in_a_nested_editor() {
         h.state().model.doc.node("colorize").unwrap().params["expr"],
         before
     );
+    // Ctrl+wheel over the floating window leaves the graph behind it as it is.
+    let window = h.get_by_label_contains("expression · colorize").rect();
+    let over = window.center_bottom() - egui::vec2(0.0, 40.0);
+    assert!(h.state().graph_rect.contains(over), "{:?}", over);
+    let view = h.state().graph_to_screen;
+    h.event(Event::PointerMoved(over));
+    h.step();
+    h.event(Event::MouseWheel {
+        unit: egui::MouseWheelUnit::Line,
+        delta: egui::vec2(0.0, 1.0),
+        phase: egui::TouchPhase::Move,
+        modifiers: Modifiers::COMMAND,
+    });
+    h.run_steps(3);
+    assert_eq!(h.state().graph_to_screen, view);
 }
 
 #[test]

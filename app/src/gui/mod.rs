@@ -1382,7 +1382,15 @@ impl WeftApp {
         });
         let zooming = !pinch && ctx.input(|i| i.zoom_delta() != 1.0);
         let pointer = ctx.input(|i| i.pointer.hover_pos());
-        match pointer.filter(|p| self.graph_rect.contains(*p)) {
+        // Only over the editor itself: not over a window floating above it
+        // (the expression editor, the code window zoom their own content).
+        let over_editor = |p: &egui::Pos2| {
+            self.graph_rect.contains(*p)
+                && ctx
+                    .layer_id_at(*p)
+                    .is_none_or(|l| l.order == egui::Order::Background)
+        };
+        match pointer.filter(over_editor) {
             // egui's own Ctrl+wheel zoom is replaced by even steps about the pointer.
             Some(at) if notches != 0.0 || zooming => {
                 Some(graph_nav::zoom_about(self.graph_to_screen, at, notches))
