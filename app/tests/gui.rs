@@ -1890,3 +1890,43 @@ fn title_bars_pin_dots_and_the_status_line_answer_like_their_labels() {
         h.state().status
     );
 }
+
+#[test]
+fn the_inspector_shows_whole_scalar_names_and_a_one_line_kind_doc() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("mpm88.json");
+    h.run_steps(3);
+    h.state_mut().selected = Some("grid_update".into());
+    h.run_steps(3);
+    let font = egui::FontId::proportional(egui::FontId::default().size);
+    for name in ["gravity", "n_grid"] {
+        let Some(field) = h
+            .get_all(
+                egui_kittest::kittest::By::new()
+                    .role(egui::accesskit::Role::TextInput)
+                    .value(name),
+            )
+            .map(|n| n.rect())
+            .next_back()
+        else {
+            panic!("no name field '{}'", name)
+        };
+        let text = h.ctx.fonts_mut(|f| {
+            f.layout_no_wrap(name.into(), font.clone(), egui::Color32::WHITE)
+                .size()
+                .x
+        });
+        assert!(
+            field.width() >= text + 8.0,
+            "{}: {:?} for {}",
+            name,
+            field,
+            text
+        );
+    }
+    // The kind's doc is one line (all of it on hover): the fields stay in view.
+    let doc = h.get_by_label_contains("kernel — ").rect();
+    assert!(doc.height() < 24.0, "{:?}", doc);
+}

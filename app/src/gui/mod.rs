@@ -320,13 +320,7 @@ impl WeftApp {
             }
             _ => {
                 let dir = self.dialog_dir();
-                let name = self
-                    .model
-                    .origin
-                    .as_ref()
-                    .and_then(|o| o.file_name())
-                    .map(|n| n.to_string_lossy().to_string())
-                    .unwrap_or_else(|| "graph.json".into());
+                let name = self.model.suggested_file_name();
                 self.status = "choose where to save…".into();
                 if let Some((action, path)) = self.files.ask(
                     files::FileAction::SaveAs { then },
@@ -734,7 +728,9 @@ impl WeftApp {
         let kind = weft_ir::graph::catalog::kind(&doc.kind);
         ui.heading(&id);
         if let Some(k) = kind {
-            ui.label(format!("{} — {}", k.name, k.doc));
+            // One line: a long doc would push the fields down (all of it on hover).
+            ui.add(egui::Label::new(format!("{} — {}", k.name, k.doc)).truncate())
+                .on_hover_text(k.doc);
         }
         let hidden = view_ports::hidden_params(&self.model.doc, &doc);
         params::param_editors(ui, &doc, false, &hidden, commands, &mut self.open_code);

@@ -469,6 +469,19 @@ const SCALAR_TYPES: [&str; 3] = ["f32", "i32", "u32"];
 fn scalar_table(ui: &mut Ui, node: &str, scalars: &Value) -> Option<Value> {
     let map = scalars.as_object().cloned().unwrap_or_default();
     let mut out: Option<Map<String, Value>> = None;
+    // The name column fits the longest name ("gravity", "bounce" whole).
+    let font = egui::TextStyle::Body.resolve(ui.style());
+    let name_width = map
+        .keys()
+        .map(|n| {
+            ui.fonts_mut(|f| {
+                f.layout_no_wrap(n.clone(), font.clone(), egui::Color32::WHITE)
+                    .size()
+                    .x
+            })
+        })
+        .fold(70.0f32, f32::max)
+        + 12.0;
     egui::Grid::new((node, "scalars"))
         .num_columns(7)
         .spacing([6.0, 4.0])
@@ -481,9 +494,14 @@ fn scalar_table(ui: &mut Ui, node: &str, scalars: &Value) -> Option<Value> {
                 let mut d = object_form(decl);
                 let mut changed = false;
                 let mut rename = None;
-                if let Some(new) = text_field(ui, (node, name, "name"), name, 70.0) {
-                    rename = Some(new);
-                }
+                // The cell asks for the width: a grid column otherwise keeps
+                // the width it had on the first frame.
+                ui.horizontal(|ui| {
+                    ui.set_min_width(name_width);
+                    if let Some(new) = text_field(ui, (node, name, "name"), name, name_width) {
+                        rename = Some(new);
+                    }
+                });
                 let mut ty = d["type"].as_str().unwrap_or("f32").to_string();
                 egui::ComboBox::from_id_salt((node, name, "type"))
                     .width(48.0)
