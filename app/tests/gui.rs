@@ -923,6 +923,15 @@ fn search_and_enter_adds_the_exact_kind_first() {
             h.state().model.doc.nodes.last().map(|n| &n.kind)
         );
     }
+    // Added at one spot, they stack instead of landing on one another.
+    let rects: Vec<(String, egui::Rect)> = h
+        .state()
+        .node_rects
+        .iter()
+        .map(|(k, r)| (k.clone(), *r))
+        .collect();
+    assert_eq!(rects.len(), 3);
+    assert!(overlapping(&rects).is_empty(), "{:?}", rects);
 }
 
 #[test]

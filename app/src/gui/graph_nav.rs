@@ -84,6 +84,30 @@ pub fn zoom_about(prev: TSTransform, at: Pos2, notches: f32) -> TSTransform {
         * prev
 }
 
+/// Room a new node is given (graph space): a typical node's size.
+const NEW_NODE: Vec2 = Vec2::new(230.0, 100.0);
+
+/// Where a node added at `at` (graph space) goes: there, or straight below
+/// the nodes it would cover, so that a new node never lands on another
+/// (several nodes added at one spot stack downwards).
+pub fn free_spot<'a>(at: Pos2, rects: impl IntoIterator<Item = &'a Rect> + Clone) -> Pos2 {
+    let mut p = at;
+    for _ in 0..256 {
+        let want = Rect::from_min_size(p, NEW_NODE);
+        let Some(below) = rects
+            .clone()
+            .into_iter()
+            .filter(|r| r.expand(8.0).intersects(want))
+            .map(|r| r.bottom())
+            .reduce(f32::max)
+        else {
+            break;
+        };
+        p.y = below + 20.0;
+    }
+    p
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,6 +129,18 @@ mod tests {
             screen
         );
         assert!((shown.width() - (800.0 - 2.0 * FIT_MARGIN)).abs() < 1e-2);
+    }
+
+    #[test]
+    fn new_nodes_stack_below_the_ones_they_would_cover() {
+        let a = Rect::from_min_size(Pos2::new(0.0, 0.0), Vec2::new(200.0, 80.0));
+        let b = Rect::from_min_size(Pos2::new(0.0, 100.0), Vec2::new(200.0, 150.0));
+        let p = free_spot(Pos2::new(10.0, 10.0), [&a, &b]);
+        assert_eq!(p, Pos2::new(10.0, 270.0));
+        assert_eq!(
+            free_spot(Pos2::new(900.0, 0.0), [&a, &b]),
+            Pos2::new(900.0, 0.0)
+        );
     }
 
     #[test]

@@ -450,7 +450,7 @@ impl WeftApp {
         let (add_key, pointer) = ctx.input_mut(|i| {
             let shift_a = i.consume_key(egui::Modifiers::SHIFT, egui::Key::A);
             let tab = i.consume_key(egui::Modifiers::NONE, egui::Key::Tab);
-            (shift_a || tab, i.pointer.hover_pos())
+            (shift_a || tab, i.pointer.latest_pos())
         });
         if ctx.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::J)) {
             let rects: Vec<egui::Rect> = selection
@@ -804,7 +804,10 @@ impl WeftApp {
                     .inner
             });
         if let Some(kind) = r.inner {
-            let p = self.graph_to_screen.inverse() * at;
+            let p = graph_nav::free_spot(
+                self.graph_to_screen.inverse() * at,
+                self.node_rects.values(),
+            );
             commands.push(Command::AddNode {
                 kind,
                 pos: [p.x, p.y],
