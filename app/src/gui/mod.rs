@@ -917,26 +917,9 @@ impl WeftApp {
         if self.code_buffer.as_ref().is_none_or(|(n, _)| *n != id) {
             self.code_buffer = Some((id.clone(), committed.clone()));
         }
-        // Errors of this kernel's code, underlined at their line:col.
-        let problems: Vec<code_editor::CodeProblem> = self
-            .model
-            .problems_of(&id)
-            .into_iter()
-            .map(|p| match p {
-                weft_ir::graph::GraphError::Code {
-                    line, col, message, ..
-                } => code_editor::CodeProblem {
-                    line: *line,
-                    col: *col,
-                    message: message.clone(),
-                },
-                other => code_editor::CodeProblem {
-                    line: 1,
-                    col: 1,
-                    message: other.to_string(),
-                },
-            })
-            .collect();
+        // Errors of this kernel's code, underlined at their line:col (a
+        // port's error at the port's first use).
+        let problems = code_editor::code_problems(&self.model.problems_of(&id), &committed);
         let now = ctx.input(|i| i.time);
         let mut open = true;
         let (_, buffer) = self.code_buffer.as_mut().expect("set above");
