@@ -282,3 +282,21 @@ fn snapshot(theme: egui::Theme, name: &str) {
     assert!(red >= 10, "no red underline ({red} red pixels)");
     harness.snapshot(name);
 }
+
+#[test]
+fn an_unwired_port_is_underlined_at_its_first_use() {
+    let code = "// x is a field\nfn kernel(i: i32) {\n    let a = 1.0;\n    x[i] = a;\n}\n";
+    let port = weft_ir::graph::GraphError::Port {
+        node: "k".into(),
+        port: "x".into(),
+        message: "not wired".into(),
+    };
+    let other = weft_ir::graph::GraphError::Node {
+        node: "k".into(),
+        message: "never runs".into(),
+    };
+    let p = code_editor::code_problems(&[&port, &other], code);
+    assert_eq!((p[0].line, p[0].col), (4, 5), "the use, not the comment");
+    assert_eq!(p[0].message, port.to_string());
+    assert_eq!((p[1].line, p[1].col), (1, 1));
+}

@@ -310,18 +310,54 @@ fn expression_kernels_open_in_a_nested_editor() {
     h.run_steps(2);
     assert!(h.state().model.problems.is_empty());
     // Auto layout places the body in data-flow columns, as one undo step.
+    // Every node is drawn and spaced by its drawn size: none overlaps
+    // another (or hides its output pin) afterwards.
     let before = h.state().model.doc.node("colorize").unwrap().params["expr"].clone();
+    assert_eq!(
+        h.state().expr_rects.len(),
+        before["nodes"].as_array().unwrap().len()
+    );
     h.get_by_label("Auto layout").click();
     h.run_steps(3);
     let after = h.state().model.doc.node("colorize").unwrap().params["expr"].clone();
-    assert_eq!(after, gui::expr_view::auto_layout(&before));
+    assert_ne!(after, before);
+    let x = |id: &str| {
+        let n = after["nodes"].as_array().unwrap().iter();
+        n.clone().find(|n| n["id"] == id).unwrap()["pos"][0]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(x("t") < x("mix") && x("mix") < x("pick") && x("pick") < x("out"));
     assert!(!gui::expr_view::needs_layout(&after));
+    let rects: Vec<(String, egui::Rect)> = h
+        .state()
+        .expr_rects
+        .iter()
+        .map(|(k, r)| (k.clone(), *r))
+        .collect();
+    let o = overlapping(&rects);
+    assert!(o.is_empty(), "overlapping after Auto layout: {:?}", o);
     h.state_mut().model.undo();
     h.run_steps(2);
     assert_eq!(
         h.state().model.doc.node("colorize").unwrap().params["expr"],
         before
     );
+    // Ctrl+wheel over the floating window leaves the graph behind it as it is.
+    let window = h.get_by_label_contains("expression · colorize").rect();
+    let over = window.center_bottom() - egui::vec2(0.0, 40.0);
+    assert!(h.state().graph_rect.contains(over), "{:?}", over);
+    let view = h.state().graph_to_screen;
+    h.event(Event::PointerMoved(over));
+    h.step();
+    h.event(Event::MouseWheel {
+        unit: egui::MouseWheelUnit::Line,
+        delta: egui::vec2(0.0, 1.0),
+        phase: egui::TouchPhase::Move,
+        modifiers: Modifiers::COMMAND,
+    });
+    h.run_steps(3);
+    assert_eq!(h.state().graph_to_screen, view);
 }
 
 #[test]
@@ -887,6 +923,15 @@ fn search_and_enter_adds_the_exact_kind_first() {
             h.state().model.doc.nodes.last().map(|n| &n.kind)
         );
     }
+    // Added at one spot, they stack instead of landing on one another.
+    let rects: Vec<(String, egui::Rect)> = h
+        .state()
+        .node_rects
+        .iter()
+        .map(|(k, r)| (k.clone(), *r))
+        .collect();
+    assert_eq!(rects.len(), 3);
+    assert!(overlapping(&rects).is_empty(), "{:?}", rects);
 }
 
 #[test]
@@ -1136,6 +1181,19 @@ fn every_example_opens_fitted_and_home_f_and_ctrl_wheel_navigate() {
         "three notches: ×{}",
         ratio
     );
+    // X11 delivers each wheel click twice in one frame: it counts once.
+    let before = h.state().graph_to_screen.scaling;
+    for _ in 0..2 {
+        h.input_mut().events.push(Event::MouseWheel {
+            unit: egui::MouseWheelUnit::Line,
+            delta: egui::vec2(0.0, -1.0),
+            phase: egui::TouchPhase::Move,
+            modifiers: Modifiers::COMMAND,
+        });
+    }
+    h.run_steps(3);
+    let ratio = before / h.state().graph_to_screen.scaling;
+    assert!((ratio - 1.15).abs() < 0.01, "one click out: ×1/{}", ratio);
     // Middle-drag pans.
     let before = h.state().graph_to_screen.translation;
     let from = at + egui::vec2(0.0, 200.0);
@@ -1513,4 +1571,371 @@ fn a_scalar_slider_drag_is_one_undo_step_and_the_simulation_follows_it_live() {
     h.run_steps(2);
     assert_eq!(h.state().model.doc, before_doc);
     assert_eq!(sim_scalar(&h, "diffuse", "alpha"), 0.2);
+}
+
+/// The pairs of nodes whose rects (in graph space, as the editor drew them)
+/// overlap, each named `a × b`.
+fn overlapping(rects: &[(String, egui::Rect)]) -> Vec<String> {
+    let mut out = vec![];
+    for (i, (a, ra)) in rects.iter().enumerate() {
+        for (b, rb) in &rects[i + 1..] {
+            // A shared edge is not an overlap; a pixel of overlap is.
+            if ra.shrink(0.5).intersects(rb.shrink(0.5)) {
+                out.push(format!("{} {:?} × {} {:?}", a, ra, b, rb));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_two_nodes_of_a_shipped_graph_overlap() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut graphs: Vec<String> = std::fs::read_dir(root().join("graphs"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".json") && !n.ends_with(".expect.json"))
+        .collect();
+    graphs.sort();
+    assert!(graphs.len() >= 10);
+    let mut bad = vec![];
+    for g in &graphs {
+        let mut h = harness(g);
+        h.run_steps(4);
+        let rects: Vec<(String, egui::Rect)> = h
+            .state()
+            .model
+            .doc
+            .nodes
+            .iter()
+            .map(|n| {
+                let r = h.state().node_rects.get(&n.id).copied();
+                (
+                    n.id.clone(),
+                    r.unwrap_or_else(|| panic!("{}: '{}' drawn", g, n.id)),
+                )
+            })
+            .collect();
+        for o in overlapping(&rects) {
+            bad.push(format!("{}: {}", g, o));
+        }
+    }
+    assert!(bad.is_empty(), "overlapping nodes:\n{}", bad.join("\n"));
+}
+
+/// A graph whose kernel `k` indexes past its field on the first frame.
+fn faulting_graph() -> PathBuf {
+    let dir = config_dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    let g = dir.join("oob.json");
+    std::fs::write(
+        &g,
+        r#"{"format": "weft-graph", "version": 1, "nodes": [
+        {"id": "L", "kind": "dense", "params": {"shape": [4]}, "pos": [0, 0]},
+        {"id": "x", "kind": "field", "pos": [300, 0]},
+        {"id": "k", "kind": "kernel", "params": {"range": [5], "code": "fn kernel(i: i32) { x[i] = 1.0; }"}, "pos": [600, 0]},
+        {"id": "f", "kind": "on_frame", "pos": [300, 200]}],
+      "wires": [{"from": "L.cells", "to": "x.layout"}, {"from": "x", "to": "k.x"}],
+      "exec": [{"from": "f", "to": "k"}]}"#,
+    )
+    .unwrap();
+    g
+}
+
+#[test]
+fn run_time_errors_are_problems_on_their_node_until_reset() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness_with(Some(faulting_graph()), config_dir());
+    wait_for_sim(&mut h);
+    let status = |h: &Harness<'static, WeftApp>| {
+        gui::graph_view::node_problems(&h.state().model, h.state().viewport.fault.as_ref(), "k")
+    };
+    assert!(status(&h).is_empty());
+    h.get_by_label("Step").click();
+    h.run_steps(3);
+    // The runtime's own message, in the Problems panel (below the editor) and on `k`.
+    let msg = h
+        .state()
+        .viewport
+        .fault
+        .clone()
+        .expect("the step faulted")
+        .message;
+    assert!(
+        msg.contains("node 'k'") && msg.contains("out of bounds"),
+        "{}",
+        msg
+    );
+    let node = h.state().viewport.fault.as_ref().unwrap().node.clone();
+    assert_eq!(node.as_deref(), Some("k"));
+    assert_eq!(status(&h), vec![msg.clone()]);
+    let shown = h.get_by_label(&msg).rect();
+    assert!(shown.top() >= h.state().graph_rect.bottom(), "{:?}", shown);
+    // Clicking it inspects the node.
+    h.get_by_label(&msg).click();
+    h.run_steps(2);
+    assert_eq!(h.state().selected.as_deref(), Some("k"));
+    h.get_by_label("Reset").click();
+    h.run_steps(3);
+    assert!(h.state().viewport.fault.is_none());
+    assert!(status(&h).is_empty());
+    assert_eq!(h.query_all_by_label(&msg).count(), 0);
+    assert!(
+        h.state().rate_label().contains("sim —"),
+        "{}",
+        h.state().rate_label()
+    );
+}
+
+#[test]
+fn log_lines_stay_in_their_collapsed_pane_and_the_editor_keeps_its_height() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat.json");
+    h.run_steps(4);
+    let before = h.state().graph_rect;
+    for i in 0..30 {
+        h.state_mut().model.log.push(format!("log line {}", i));
+    }
+    h.run_steps(3);
+    assert_eq!(h.state().graph_rect, before);
+    assert_eq!(h.query_all_by_label("log line 29").count(), 0);
+    h.get_by_label_contains("Log (").click();
+    h.run_steps(3);
+    assert!(h.query_all_by_label("log line 29").count() == 1);
+}
+
+#[test]
+fn a_view_edit_redraws_without_restarting_the_simulation() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat.json");
+    wait_for_sim(&mut h);
+    for _ in 0..5 {
+        h.get_by_label("Step").click();
+        h.run_steps(2);
+    }
+    let read_t = |h: &Harness<'static, WeftApp>| {
+        let sim = h.state().viewport.sim.as_ref().unwrap();
+        sim.read_field(sim.field("T").unwrap()).unwrap()
+    };
+    let before = read_t(&h);
+    assert_eq!(h.state().viewport.sim.as_ref().unwrap().frame, 5);
+    let revision = h.state().model.revision;
+    h.state_mut().model.push(Command::SetParam {
+        node: "view".into(),
+        param: "colormap".into(),
+        value: "viridis".into(),
+    });
+    h.run_steps(2);
+    for _ in 0..400 {
+        h.step();
+        if !h.state().viewport.compiling() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(h.state().model.revision, revision + 1);
+    assert!(!h.state().viewport.compiling());
+    let sim = h.state().viewport.sim.as_ref().unwrap();
+    let colormap = sim.program.views.iter().find_map(|v| match v {
+        weft_ir::ir::View::Image {
+            node_id, colormap, ..
+        } if node_id == "view" => Some(format!("{:?}", colormap)),
+        _ => None,
+    });
+    assert_eq!(
+        colormap.as_deref(),
+        Some("Viridis"),
+        "the new build draws it"
+    );
+    assert_eq!(sim.frame, 5, "the frame counter stays");
+    assert_eq!(read_t(&h), before, "the field values stay");
+    assert!(h.state().rate_label().starts_with("frame 5"));
+    assert!(
+        !h.state().status.contains("restarted"),
+        "{}",
+        h.state().status
+    );
+    // The new build draws with the new colormap: one more Step goes on from frame 5.
+    h.get_by_label("Step").click();
+    h.run_steps(2);
+    assert_eq!(h.state().viewport.sim.as_ref().unwrap().frame, 6);
+    // A change to what is computed still restarts at frame 0.
+    h.state_mut().model.push(Command::SetParam {
+        node: "T".into(),
+        param: "init".into(),
+        value: serde_json::json!(0.5),
+    });
+    h.run_steps(2);
+    for _ in 0..400 {
+        h.step();
+        if !h.state().viewport.compiling() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(h.state().viewport.sim.as_ref().unwrap().frame, 0);
+}
+
+#[test]
+fn new_nodes_keep_documented_defaults_and_a_kernel_range_can_be_unset() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness_with(None, config_dir());
+    h.run_steps(2);
+    for kind in ["pointer", "hash", "kernel"] {
+        h.state_mut().model.push(Command::AddNode {
+            kind: kind.into(),
+            pos: [0.0, 0.0],
+        });
+        h.run_steps(2);
+        let id = h.state().model.doc.nodes.last().unwrap().id.clone();
+        // Inspected and drawn on its node: the editors write nothing by themselves.
+        h.state_mut().selected = Some(id.clone());
+        h.run_steps(3);
+        let n = h.state().model.doc.node(&id).unwrap().clone();
+        assert_eq!(n.params.get("capacity"), None, "{}: {:?}", kind, n.params);
+        // An unset pool size is offered as "auto", its documented default.
+        if kind != "kernel" {
+            assert!(h.query_all_by_label("auto").count() >= 1);
+        }
+        h.state_mut().model.push(Command::RemoveNode { id });
+        h.run_steps(2);
+    }
+    h.state_mut().model.push(Command::AddNode {
+        kind: "kernel".into(),
+        pos: [0.0, 0.0],
+    });
+    h.run_steps(2);
+    let id = h.state().model.doc.nodes.last().unwrap().id.clone();
+    h.state_mut().selected = Some(id.clone());
+    h.run_steps(3);
+    // Two axes: "−" twice (the last one unsets the range, so `over` can be set).
+    for left in [1usize, 0] {
+        h.get_all_by_label("-").last().unwrap().click_accesskit();
+        h.run_steps(3);
+        let range = h
+            .state()
+            .model
+            .doc
+            .node(&id)
+            .unwrap()
+            .params
+            .get("range")
+            .cloned();
+        match left {
+            1 => assert_eq!(range, Some(serde_json::json!([64]))),
+            _ => assert!(range.as_ref().is_none_or(|r| r.is_null()), "{:?}", range),
+        }
+    }
+}
+
+#[test]
+fn an_rgb_image_view_has_no_colormap_control() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat_color.json");
+    h.run_steps(3);
+    // `view` draws the f32 field T (a colormap), `color_view` the vec3 field rgb (none).
+    let doc = h.state().model.doc.clone();
+    let hidden = |id: &str| gui::view_ports::hidden_params(&doc, doc.node(id).unwrap());
+    assert!(hidden("view").is_empty());
+    assert_eq!(hidden("color_view"), vec!["colormap"]);
+    assert_eq!(h.query_all_by_label("colormap").count(), 1);
+    h.state_mut().selected = Some("color_view".into());
+    h.run_steps(3);
+    assert_eq!(h.query_all_by_label("colormap").count(), 1);
+    h.state_mut().selected = Some("view".into());
+    h.run_steps(3);
+    assert_eq!(h.query_all_by_label("colormap").count(), 2);
+}
+
+#[test]
+fn title_bars_pin_dots_and_the_status_line_answer_like_their_labels() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat.json");
+    h.run_steps(4);
+    // A click on the empty right part of a title bar inspects the node.
+    let r = h.state().node_rects["diffuse"];
+    let title = h.get_by_label_contains("diffuse  ·").rect();
+    let p = egui::pos2(r.right() - 6.0, title.center().y);
+    assert!(p.x > title.right() + 4.0, "{:?} {:?}", r, title);
+    let p = screen(&h, p);
+    click(&mut h, p, PointerButton::Primary);
+    assert_eq!(h.state().selected.as_deref(), Some("diffuse"));
+    // A pin's dot shows what the pin carries, like its label.
+    let dot = pin(&h, "diffuse", "T_next", false);
+    h.event(Event::PointerMoved(dot));
+    h.run_steps(40);
+    assert!(
+        h.query_all_by_label_contains("field f32 ('T_next')")
+            .count()
+            >= 1,
+        "no tooltip on the pin's dot"
+    );
+    // A status message (a refused wire) is cleared by a later change.
+    h.state_mut().status = "cannot wire a field output to a layout input".into();
+    h.run_steps(3);
+    assert!(h.state().status.contains("cannot wire"));
+    h.state_mut().model.push(Command::MoveNode {
+        id: "diffuse".into(),
+        pos: [r.left() + 40.0, r.top()],
+    });
+    h.run_steps(3);
+    assert!(
+        !h.state().status.contains("cannot wire"),
+        "{}",
+        h.state().status
+    );
+}
+
+#[test]
+fn the_inspector_shows_whole_scalar_names_and_a_one_line_kind_doc() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("mpm88.json");
+    h.run_steps(3);
+    h.state_mut().selected = Some("grid_update".into());
+    h.run_steps(3);
+    let font = egui::FontId::proportional(egui::FontId::default().size);
+    for name in ["gravity", "n_grid"] {
+        let Some(field) = h
+            .get_all(
+                egui_kittest::kittest::By::new()
+                    .role(egui::accesskit::Role::TextInput)
+                    .value(name),
+            )
+            .map(|n| n.rect())
+            .next_back()
+        else {
+            panic!("no name field '{}'", name)
+        };
+        let text = h.ctx.fonts_mut(|f| {
+            f.layout_no_wrap(name.into(), font.clone(), egui::Color32::WHITE)
+                .size()
+                .x
+        });
+        assert!(
+            field.width() >= text + 8.0,
+            "{}: {:?} for {}",
+            name,
+            field,
+            text
+        );
+    }
+    // The kind's doc is one line (all of it on hover): the fields stay in view.
+    let doc = h.get_by_label_contains("kernel — ").rect();
+    assert!(doc.height() < 24.0, "{:?}", doc);
 }

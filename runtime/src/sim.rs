@@ -302,6 +302,47 @@ impl Simulation {
         self.engine.write_root(root, words)
     }
 
+    /// Takes over `old`'s running state, for a program rebuilt with
+    /// display-only changes (a view's parameters): the buffer of every root
+    /// layout node both programs have with the same size (fields, sparse
+    /// pools, optimizer histories), the frame counter, whether `on_start`
+    /// ran, and the launch counts of kernels of the same name at the same
+    /// index (the random streams follow them). Views redraw from the state.
+    pub fn carry_state_from(&mut self, old: &mut Simulation) -> Result<(), RuntimeError> {
+        old.sync()?;
+        let roots: Vec<LayoutId> = self.program.roots().collect();
+        for r in roots {
+            let name = &self.program.layouts[r].node_id;
+            let Some(o) = old
+                .program
+                .roots()
+                .find(|o| &old.program.layouts[*o].node_id == name)
+            else {
+                continue;
+            };
+            let words = old.read_root(o)?;
+            if words.len() == self.read_root(r)?.len() {
+                self.write_root(r, &words)?;
+            }
+        }
+        self.frame = old.frame;
+        self.started = old.started;
+        for (k, n) in self.program.kernels.handles().zip(self.launches.iter_mut()) {
+            let name = &self.program.kernels[k].name;
+            if let Some(c) = old
+                .program
+                .kernels
+                .handles()
+                .zip(&old.launches)
+                .find(|(o, _)| o.index() == k.index() && &old.program.kernels[*o].name == name)
+            {
+                *n = *c.1;
+            }
+        }
+        self.kernel_times = old.kernel_times.clone();
+        self.engine.sync()
+    }
+
     pub fn read_field(&self, f: FieldId) -> Result<Vec<u32>, RuntimeError> {
         self.engine.read_field(&self.program, f)
     }

@@ -28,6 +28,32 @@ pub struct CodeProblem {
     pub message: String,
 }
 
+/// A kernel's problems placed in its code: a code error at its line:col, a
+/// port's error (an unwired field) at the first use of the port's name in
+/// the code (comments and strings skipped), anything else at 1:1.
+pub fn code_problems(problems: &[&weft_ir::graph::GraphError], code: &str) -> Vec<CodeProblem> {
+    use weft_ir::graph::GraphError;
+    let tokens = lexer::tokenize(code);
+    problems
+        .iter()
+        .map(|p| {
+            let (line, col) = match p {
+                GraphError::Code { line, col, .. } => (*line, *col),
+                GraphError::Port { port, .. } => tokens
+                    .iter()
+                    .find(|t| t.kind == LexKind::Word && code[t.range.clone()] == **port)
+                    .map_or((1, 1), |t| (t.line, t.col)),
+                _ => (1, 1),
+            };
+            let message = match p {
+                GraphError::Code { message, .. } => message.clone(),
+                other => other.to_string(),
+            };
+            CodeProblem { line, col, message }
+        })
+        .collect()
+}
+
 const KEYWORDS: &[&str] = &[
     "fn", "let", "mut", "if", "else", "for", "in", "while", "loop", "break", "continue", "return",
     "as", "true", "false",

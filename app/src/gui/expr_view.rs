@@ -29,9 +29,31 @@ fn kind_of(expr: &Value, id: &str) -> Option<&'static weft_ir::graph::expr::Expr
         .and_then(expr_kind)
 }
 
-/// Column and row spacing of the automatic layout (room for a node's body).
-const LAYOUT_DX: f32 = 230.0;
-const LAYOUT_DY: f32 = 130.0;
+/// Gaps between the columns and between the nodes of a column of the
+/// automatic layout.
+const LAYOUT_GAP_X: f32 = 60.0;
+const LAYOUT_GAP_Y: f32 = 30.0;
+
+/// A node's size in the nested editor: the one it was last drawn with, or,
+/// before it was drawn, a generous estimate (title width, a row per pin and
+/// per parameter).
+fn node_size(
+    expr: &Value,
+    id: &str,
+    drawn: &std::collections::HashMap<String, egui::Rect>,
+) -> egui::Vec2 {
+    if let Some(r) = drawn.get(id) {
+        return r.size();
+    }
+    let kind = kind_of(expr, id);
+    let title = id.len() + kind.map_or(0, |k| k.name.len()) + 3;
+    let pins = kind.map_or(1, |k| k.inputs.len().max(k.has_value as usize));
+    let params = kind.map_or(0, |k| k.params.len());
+    egui::vec2(
+        (title as f32 * 9.0 + 40.0).max(200.0),
+        40.0 + 24.0 * pins as f32 + 28.0 * params as f32,
+    )
+}
 
 fn pos_of(n: &Value) -> Option<egui::Pos2> {
     let p = n.get("pos")?.as_array()?;
@@ -41,8 +63,9 @@ fn pos_of(n: &Value) -> Option<egui::Pos2> {
     ))
 }
 
-/// Whether the saved positions would hide nodes or wires: a node without a
-/// position, or two nodes closer than a node's size.
+/// Whether the saved positions would hide nodes: a node without a position,
+/// or two nodes whose title bars (at least 120 × 40) would overlap. (Bodies
+/// vary in size; `auto_layout` spaces them by their drawn size.)
 pub fn needs_layout(expr: &Value) -> bool {
     let list = nodes(expr);
     let pos: Vec<Option<egui::Pos2>> = list.iter().map(pos_of).collect();
@@ -51,13 +74,16 @@ pub fn needs_layout(expr: &Value) -> bool {
             pos.iter()
                 .flatten()
                 .skip(a + 1)
-                .any(|q| (p.x - q.x).abs() < 180.0 && (p.y - q.y).abs() < 90.0)
+                .any(|q| (p.x - q.x).abs() < 120.0 && (p.y - q.y).abs() < 40.0)
         })
 }
 
 /// The expression body with every node placed in columns by its depth in
 /// the data flow (sources left, writes right), in list order within a column.
-pub fn auto_layout(expr: &Value) -> Value {
+/// Columns and rows are spaced by the nodes' sizes (`drawn`: the rects the
+/// editor last drew, in graph space; estimated for nodes not drawn yet), so
+/// no two nodes overlap and no pin is hidden under a neighbour.
+pub fn auto_layout(expr: &Value, drawn: &std::collections::HashMap<String, egui::Rect>) -> Value {
     let list = nodes(expr);
     let ids: Vec<String> = list
         .iter()
@@ -96,15 +122,25 @@ pub fn auto_layout(expr: &Value) -> Value {
             break;
         }
     }
-    let mut rows = std::collections::HashMap::new();
+    let sizes: Vec<egui::Vec2> = ids.iter().map(|id| node_size(expr, id, drawn)).collect();
+    let columns = depth.iter().max().map_or(0, |d| d + 1);
+    let mut col_x = vec![0.0f32; columns + 1];
+    for d in 0..columns {
+        let w = (0..ids.len())
+            .filter(|&i| depth[i] == d)
+            .map(|i| sizes[i].x)
+            .fold(0.0, f32::max);
+        col_x[d + 1] = col_x[d] + w + LAYOUT_GAP_X;
+    }
+    let mut col_y = vec![0.0f32; columns];
     let mut e = expr.clone();
     let placed: Vec<Value> = list
         .into_iter()
-        .zip(&depth)
-        .map(|(mut n, d)| {
-            let row = rows.entry(*d).or_insert(0usize);
-            n["pos"] = json!([*d as f32 * LAYOUT_DX, *row as f32 * LAYOUT_DY]);
-            *row += 1;
+        .enumerate()
+        .map(|(i, mut n)| {
+            let d = depth[i];
+            n["pos"] = json!([col_x[d], col_y[d]]);
+            col_y[d] += sizes[i].y + LAYOUT_GAP_Y;
             n
         })
         .collect();
@@ -133,7 +169,7 @@ pub fn with_positions(expr: &Value, snarl: &Snarl<ExprNodeView>) -> Option<Value
 pub fn build_expr_snarl(expr: &Value) -> Snarl<ExprNodeView> {
     let laid;
     let expr = if needs_layout(expr) {
-        laid = auto_layout(expr);
+        laid = auto_layout(expr, &Default::default());
         &laid
     } else {
         expr
@@ -183,6 +219,8 @@ pub struct ExprViewer<'a> {
     pub expr: &'a Value,
     pub commands: Vec<Command>,
     pub search: &'a mut String,
+    /// Every node's rect as drawn (graph space), for the automatic layout.
+    pub rects: &'a mut std::collections::HashMap<String, egui::Rect>,
 }
 
 impl ExprViewer<'_> {
@@ -219,6 +257,16 @@ impl SnarlViewer<ExprNodeView> for ExprViewer<'_> {
             .and_then(|n| n["kind"].as_str().map(str::to_string))
             .unwrap_or_default();
         format!("{} · {}", node.id, kind)
+    }
+
+    fn final_node_rect(
+        &mut self,
+        node: NodeId,
+        rect: egui::Rect,
+        _ui: &mut Ui,
+        snarl: &mut Snarl<ExprNodeView>,
+    ) {
+        self.rects.insert(snarl[node].id.clone(), rect);
     }
 
     fn inputs(&mut self, node: &ExprNodeView) -> usize {
@@ -486,7 +534,7 @@ mod tests {
             "wires": [{"from": "a", "to": "c.x"}, {"from": "c", "to": "w.value"}]
         });
         assert!(needs_layout(&e));
-        let l = auto_layout(&e);
+        let l = auto_layout(&e, &Default::default());
         assert!(!needs_layout(&l));
         let x = |id: &str| {
             nodes(&l).iter().find(|n| n["id"] == id).unwrap()["pos"][0]

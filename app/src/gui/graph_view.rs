@@ -116,6 +116,24 @@ pub fn style() -> egui_snarl::ui::SnarlStyle {
     }
 }
 
+/// The errors a node's title shows (in red, listed on hover): the
+/// document's problems naming it and the running simulation's fault.
+pub fn node_problems(
+    model: &Model,
+    fault: Option<&super::viewport::Fault>,
+    id: &str,
+) -> Vec<String> {
+    let mut out: Vec<String> = model
+        .problems_of(id)
+        .iter()
+        .map(|p| p.to_string())
+        .collect();
+    if let Some(f) = fault.filter(|f| f.node.as_deref() == Some(id)) {
+        out.push(f.message.clone());
+    }
+    out
+}
+
 pub fn family_color(f: Family) -> Color32 {
     match f {
         Family::Layout => Color32::from_rgb(120, 170, 255),
@@ -159,6 +177,8 @@ pub struct GraphViewer<'a> {
     pub to_screen: egui::emath::TSTransform,
     /// Each node's frame in graph space, as last laid out.
     pub node_rects: &'a mut std::collections::HashMap<String, egui::Rect>,
+    /// The running simulation's run-time error: its node's title turns red.
+    pub fault: Option<&'a super::viewport::Fault>,
     /// Frames to draw behind the nodes (a dragged one at its live place).
     pub frames: &'a [weft_ir::graph::FrameDoc],
     pub selected_frame: Option<&'a str>,
@@ -174,6 +194,12 @@ pub struct GraphViewer<'a> {
     pub toggle_viewer: Option<String>,
     /// Warnings about the running simulation: (node, message), e.g. a pool nearly full.
     pub live_warnings: Vec<(String, String)>,
+    /// This frame's title labels (node → label rect), so that a click on
+    /// the rest of the title bar inspects the node too.
+    pub title_labels: std::collections::HashMap<String, egui::Rect>,
+    /// This frame's pin labels (node, output, label rect, tooltip), so that
+    /// the pin's dot on the node's edge shows the same tooltip as its label.
+    pub pin_labels: Vec<(String, bool, egui::Rect, String)>,
 }
 
 impl GraphViewer<'_> {
@@ -206,7 +232,7 @@ impl GraphViewer<'_> {
 
 impl GraphViewer<'_> {
     /// A pin's label, with what it carries on hover, and its shape and colour.
-    fn show_pin(&self, node: &str, index: usize, output: bool, ui: &mut Ui) -> PinInfo {
+    fn show_pin(&mut self, node: &str, index: usize, output: bool, ui: &mut Ui) -> PinInfo {
         let Some(n) = self.model.doc.node(node) else {
             return PinInfo::circle();
         };
@@ -214,8 +240,10 @@ impl GraphViewer<'_> {
         let Some(p) = (if output { outs } else { ins }).get(index).cloned() else {
             return PinInfo::circle();
         };
-        ui.label(&p.name)
-            .on_hover_text(pin_type(self.model, n, &p, output));
+        let tip = pin_type(self.model, n, &p, output);
+        let r = ui.label(&p.name).on_hover_text(&tip);
+        self.pin_labels
+            .push((node.to_string(), output, r.rect, tip));
         let info = if p.kind == PinKind::Exec {
             PinInfo::triangle()
         } else {
@@ -318,6 +346,39 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
             ui.painter()
                 .rect_stroke(rect.expand(3.0), 6.0, stroke, egui::StrokeKind::Outside);
         }
+        // The rest of the title bar (right of the label) inspects the node
+        // on a click; a drag there still moves the node (click sense only).
+        if let Some(label) = self.title_labels.get(id.as_str()) {
+            let rest = egui::Rect::from_min_max(
+                egui::pos2(label.right() + 2.0, label.top() - 3.0),
+                egui::pos2(rect.right() - 2.0, label.bottom() + 3.0),
+            );
+            if rest.is_positive()
+                && ui
+                    .interact(rest, ui.id().with(("title bar", id)), egui::Sense::click())
+                    .clicked()
+            {
+                *self.selected = Some(id.clone());
+            }
+        }
+        // A pin's dot sits on the node's edge, outside its label: it shows
+        // the label's tooltip too (hover sense only: wiring is untouched).
+        for (_, output, label, tip) in self.pin_labels.iter().filter(|p| &p.0 == id) {
+            let x = if *output { rect.right() } else { rect.left() };
+            let dot = egui::Rect::from_center_size(
+                egui::pos2(x, label.center().y),
+                egui::vec2(14.0, 14.0),
+            );
+            let r = ui.interact(
+                dot,
+                ui.id().with(("pin dot", id, *output, label.min.y as i32)),
+                egui::Sense::hover(),
+            );
+            // The pin widget under it takes the hover: show it by position.
+            if r.contains_pointer() && !ui.input(|i| i.pointer.any_down()) {
+                r.show_tooltip_text(tip);
+            }
+        }
         self.node_rects.insert(id.clone(), rect);
     }
 
@@ -333,7 +394,7 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
         let Some(doc) = self.model.doc.node(&id) else {
             return;
         };
-        let problems = self.model.problems_of(&id);
+        let problems = node_problems(self.model, self.fault, &id);
         let warnings: Vec<String> = self
             .model
             .warnings
@@ -366,13 +427,10 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
                 .sense(egui::Sense::click()),
         );
         if !problems.is_empty() || !warnings.is_empty() {
-            let msg: Vec<String> = problems
-                .iter()
-                .map(|p| p.to_string())
-                .chain(warnings)
-                .collect();
+            let msg: Vec<String> = problems.into_iter().chain(warnings).collect();
             r = r.on_hover_text(msg.join("\n"));
         }
+        self.title_labels.insert(id.clone(), r.rect);
         if r.double_clicked() && doc.kind == "kernel" {
             // Double-clicking a kernel opens its code (or its expression sub-graph).
             *self.open_code = Some(id.clone());
@@ -436,7 +494,15 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
         };
         ui.vertical(|ui| {
             ui.set_max_width(220.0);
-            super::params::param_editors(ui, &doc, true, &mut self.commands, self.open_code);
+            let hidden = super::view_ports::hidden_params(&self.model.doc, &doc);
+            super::params::param_editors(
+                ui,
+                &doc,
+                true,
+                &hidden,
+                &mut self.commands,
+                self.open_code,
+            );
         });
     }
 
@@ -522,7 +588,19 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
         };
         let Some((node, pin)) = pin else { return };
         ui.label("Add a compatible node");
+        // A field's element type narrows the views offered (particles draw vec2 only).
+        let field_ty = if from_output {
+            super::view_ports::field_type(&self.model.doc, &format!("{}.{}", node, pin.name))
+        } else {
+            None
+        };
         for (kind, other) in compatible_kinds(pin.kind, from_output) {
+            if field_ty
+                .as_deref()
+                .is_some_and(|ty| !super::view_ports::accepts(kind, &other, ty))
+            {
+                continue;
+            }
             if ui.button(format!("{} ({})", kind, other)).clicked() {
                 let new_id = self.model.next_id(kind);
                 let exec = pin.kind == PinKind::Exec;

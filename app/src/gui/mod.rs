@@ -17,6 +17,7 @@ pub mod params;
 pub mod prefs;
 pub mod quant_readout;
 pub mod spreadsheet;
+pub mod view_ports;
 pub mod viewer_flag;
 pub mod viewport;
 
@@ -103,6 +104,8 @@ pub struct WeftApp {
     debounce: code_editor::Debounce,
     /// The expression kernel whose body is open, with its editor's snarl and the revision it shows.
     pub open_expr: Option<(String, egui_snarl::Snarl<expr_view::ExprNodeView>, u64)>,
+    /// The open expression's node rects as last drawn (graph space).
+    pub expr_rects: std::collections::HashMap<String, egui::Rect>,
     search: String,
     confirm: Option<Pending>,
     files: files::FileChooser,
@@ -122,6 +125,10 @@ pub struct WeftApp {
     screenshot_requested: bool,
     /// The status line under the editor: what just happened.
     pub status: String,
+    /// The status text as of the revision it was last seen at: a message
+    /// older than the document's latest change is cleared.
+    status_seen: String,
+    status_revision: u64,
     /// A refused wire's reason, shown at the pointer until this time.
     refusal_until: f64,
     /// Display frame times (s) for the frame-rate readout.
@@ -189,6 +196,7 @@ impl WeftApp {
             code_buffer: None,
             debounce: code_editor::Debounce::new(std::time::Duration::from_millis(400)),
             open_expr: None,
+            expr_rects: Default::default(),
             search: String::new(),
             confirm: None,
             files: files::FileChooser::new(opts.native_file_dialogs),
@@ -205,6 +213,8 @@ impl WeftApp {
             sheet: Default::default(),
             viewer: Default::default(),
             memory: Default::default(),
+            status_seen: String::new(),
+            status_revision: 0,
             refusal_until: 0.0,
             frame_times: Default::default(),
         }
@@ -323,13 +333,7 @@ impl WeftApp {
             }
             _ => {
                 let dir = self.dialog_dir();
-                let name = self
-                    .model
-                    .origin
-                    .as_ref()
-                    .and_then(|o| o.file_name())
-                    .map(|n| n.to_string_lossy().to_string())
-                    .unwrap_or_else(|| "graph.json".into());
+                let name = self.model.suggested_file_name();
                 self.status = "choose where to save…".into();
                 if let Some((action, path)) = self.files.ask(
                     files::FileAction::SaveAs { then },
@@ -472,7 +476,7 @@ impl WeftApp {
         let (add_key, pointer) = ctx.input_mut(|i| {
             let shift_a = i.consume_key(egui::Modifiers::SHIFT, egui::Key::A);
             let tab = i.consume_key(egui::Modifiers::NONE, egui::Key::Tab);
-            (shift_a || tab, i.pointer.hover_pos())
+            (shift_a || tab, i.pointer.latest_pos())
         });
         if ctx.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::J)) {
             let rects: Vec<egui::Rect> = selection
@@ -706,6 +710,12 @@ impl WeftApp {
         if let Some(e) = &self.viewport.error {
             ui.colored_label(egui::Color32::from_rgb(255, 110, 110), e);
         }
+        if self.viewport.fault.is_some() {
+            ui.colored_label(
+                egui::Color32::from_rgb(255, 110, 110),
+                "stopped at a run-time error (see Problems; Reset clears it)",
+            );
+        }
         ui.separator();
         self.viewport.ui(ui);
     }
@@ -756,9 +766,12 @@ impl WeftApp {
         let kind = weft_ir::graph::catalog::kind(&doc.kind);
         ui.heading(&id);
         if let Some(k) = kind {
-            ui.label(format!("{} — {}", k.name, k.doc));
+            // One line: a long doc would push the fields down (all of it on hover).
+            ui.add(egui::Label::new(format!("{} — {}", k.name, k.doc)).truncate())
+                .on_hover_text(k.doc);
         }
-        params::param_editors(ui, &doc, false, commands, &mut self.open_code);
+        let hidden = view_ports::hidden_params(&self.model.doc, &doc);
+        params::param_editors(ui, &doc, false, &hidden, commands, &mut self.open_code);
         if doc.kind == "optimize" {
             ui.separator();
             let w = ui.available_width();
@@ -836,7 +849,10 @@ impl WeftApp {
                     .inner
             });
         if let Some(kind) = r.inner {
-            let p = self.graph_to_screen.inverse() * at;
+            let p = graph_nav::free_spot(
+                self.graph_to_screen.inverse() * at,
+                self.node_rects.values(),
+            );
             commands.push(Command::AddNode {
                 kind,
                 pos: [p.x, p.y],
@@ -873,6 +889,7 @@ impl WeftApp {
             expr: &expr,
             commands: vec![],
             search: &mut self.search,
+            rects: &mut self.expr_rects,
         };
         let mut layout = false;
         let shown = egui::Window::new(format!("expression · {}", id))
@@ -903,7 +920,7 @@ impl WeftApp {
             commands.push(Command::SetParam {
                 node: id.clone(),
                 param: "expr".into(),
-                value: expr_view::auto_layout(&expr),
+                value: expr_view::auto_layout(&expr, &self.expr_rects),
             });
         } else if released_here && commands.is_empty() {
             // A node dragged in the nested editor keeps its place (one undo step per drag).
@@ -932,6 +949,7 @@ impl WeftApp {
         if doc.params.get("expr").is_some_and(|e| e.is_object()) {
             let expr = doc.params["expr"].clone();
             self.open_code = None;
+            self.expr_rects.clear();
             self.open_expr = Some((id, expr_view::build_expr_snarl(&expr), self.model.revision));
             return;
         }
@@ -944,26 +962,9 @@ impl WeftApp {
         if self.code_buffer.as_ref().is_none_or(|(n, _)| *n != id) {
             self.code_buffer = Some((id.clone(), committed.clone()));
         }
-        // Errors of this kernel's code, underlined at their line:col.
-        let problems: Vec<code_editor::CodeProblem> = self
-            .model
-            .problems_of(&id)
-            .into_iter()
-            .map(|p| match p {
-                weft_ir::graph::GraphError::Code {
-                    line, col, message, ..
-                } => code_editor::CodeProblem {
-                    line: *line,
-                    col: *col,
-                    message: message.clone(),
-                },
-                other => code_editor::CodeProblem {
-                    line: 1,
-                    col: 1,
-                    message: other.to_string(),
-                },
-            })
-            .collect();
+        // Errors of this kernel's code, underlined at their line:col (a
+        // port's error at the port's first use).
+        let problems = code_editor::code_problems(&self.model.problems_of(&id), &committed);
         let now = ctx.input(|i| i.time);
         let mut open = true;
         let (_, buffer) = self.code_buffer.as_mut().expect("set above");
@@ -1006,15 +1007,29 @@ impl WeftApp {
     }
 
     fn problems_panel(&mut self, ui: &mut egui::Ui) {
+        let red = egui::Color32::from_rgb(255, 110, 110);
         egui::ScrollArea::vertical()
-            .max_height(140.0)
+            .auto_shrink([false, false])
             .show(ui, |ui| {
                 let memory = self.memory.warnings();
+                let fault = self.viewport.fault.clone();
                 if self.model.problems.is_empty()
                     && self.model.warnings.is_empty()
                     && memory.is_empty()
+                    && fault.is_none()
                 {
                     ui.weak("No problems.");
+                }
+                if let Some(f) = fault {
+                    let r = ui
+                        .add(
+                            egui::Label::new(egui::RichText::new(&f.message).color(red))
+                                .sense(egui::Sense::click()),
+                        )
+                        .on_hover_text("the simulation stopped here; Reset clears it");
+                    if r.clicked() {
+                        self.selected = f.node.clone();
+                    }
                 }
                 for (node, w) in memory {
                     let r = ui.add(
@@ -1041,19 +1056,30 @@ impl WeftApp {
                 }
                 for p in self.model.problems.clone() {
                     let r = ui.add(
-                        egui::Label::new(
-                            egui::RichText::new(p.to_string())
-                                .color(egui::Color32::from_rgb(255, 110, 110)),
-                        )
-                        .sense(egui::Sense::click()),
+                        egui::Label::new(egui::RichText::new(p.to_string()).color(red))
+                            .sense(egui::Sense::click()),
                     );
                     if r.clicked() {
                         self.selected = p.node().map(str::to_string);
                     }
                 }
-                for line in self.model.log.iter().rev().take(20) {
-                    ui.weak(line);
-                }
+            });
+    }
+
+    /// The edit log (newest first), in its own pane, collapsed by default.
+    fn log_pane(&mut self, ui: &mut egui::Ui) {
+        egui::CollapsingHeader::new(format!("Log ({} lines)", self.model.log.len()))
+            .id_salt("log")
+            .default_open(false)
+            .show(ui, |ui| {
+                egui::ScrollArea::vertical()
+                    .max_height(120.0)
+                    .auto_shrink([false, true])
+                    .show(ui, |ui| {
+                        for line in self.model.log.iter().rev().take(200) {
+                            ui.weak(line);
+                        }
+                    });
             });
     }
 
@@ -1156,6 +1182,11 @@ impl eframe::App for WeftApp {
         }
         self.shortcuts(&ctx);
         self.model.apply_pending();
+        // A later change makes the status line's message stale (a refused
+        // wire, "saved", "recompiled"): it goes back to "ready".
+        if self.model.revision != self.status_revision && self.status == self.status_seen {
+            self.status.clear();
+        }
         // A scalar drag's values go straight to the running simulation; on
         // release the drag becomes one undo step (like a node drag).
         for id in self.model.take_dragged() {
@@ -1195,12 +1226,17 @@ impl eframe::App for WeftApp {
 
         let mut commands = Vec::new();
         egui::Panel::top("menu").show(ui, |ui| self.menu(ui));
+        // Problems keep a steady height (resizable by hand): log lines go to
+        // their own collapsed pane, so neither grows into the viewport.
         egui::Panel::bottom("problems")
             .resizable(true)
+            .default_size(90.0)
+            .min_size(60.0)
             .show(ui, |ui| {
                 ui.label(egui::RichText::new("Problems").strong());
                 self.problems_panel(ui);
             });
+        egui::Panel::bottom("log").show(ui, |ui| self.log_pane(ui));
         // The status line: what the last action did (saved, refused, recompiled).
         egui::Panel::bottom("status").show(ui, |ui| {
             let text = if self.status.is_empty() {
@@ -1257,6 +1293,7 @@ impl eframe::App for WeftApp {
                 refusal: None,
                 to_screen: self.graph_to_screen,
                 node_rects: &mut self.node_rects,
+                fault: self.viewport.fault.as_ref(),
                 frames: &live_frames,
                 selected_frame: selected_frame.as_deref(),
                 selection: &selection,
@@ -1265,6 +1302,8 @@ impl eframe::App for WeftApp {
                 viewer_flag: self.viewer.node.as_ref().map(|(n, _)| n.as_str()),
                 toggle_viewer: None,
                 live_warnings: self.memory.warnings(),
+                title_labels: Default::default(),
+                pin_labels: vec![],
             };
             let response = egui_snarl::ui::SnarlWidget::new()
                 .id(graph_id)
@@ -1361,6 +1400,10 @@ impl eframe::App for WeftApp {
             });
         }
         self.screenshot(&ctx);
+        if self.status != self.status_seen || self.model.revision != self.status_revision {
+            self.status_seen = self.status.clone();
+            self.status_revision = self.model.revision;
+        }
     }
 }
 
@@ -1435,7 +1478,15 @@ impl WeftApp {
         });
         let zooming = !pinch && ctx.input(|i| i.zoom_delta() != 1.0);
         let pointer = ctx.input(|i| i.pointer.hover_pos());
-        match pointer.filter(|p| self.graph_rect.contains(*p)) {
+        // Only over the editor itself: not over a window floating above it
+        // (the expression editor, the code window zoom their own content).
+        let over_editor = |p: &egui::Pos2| {
+            self.graph_rect.contains(*p)
+                && ctx
+                    .layer_id_at(*p)
+                    .is_none_or(|l| l.order == egui::Order::Background)
+        };
+        match pointer.filter(over_editor) {
             // egui's own Ctrl+wheel zoom is replaced by even steps about the pointer.
             Some(at) if notches != 0.0 || zooming => {
                 Some(graph_nav::zoom_about(self.graph_to_screen, at, notches))

@@ -288,6 +288,17 @@ impl Model {
         }
     }
 
+    /// The file name Save As proposes: the graph's own file's, else the
+    /// example it was copied from, else `graph.json`.
+    pub fn suggested_file_name(&self) -> String {
+        self.path
+            .as_ref()
+            .or(self.origin.as_ref())
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_else(|| "graph.json".into())
+    }
+
     pub fn push(&mut self, c: Command) {
         self.queue.push(c);
     }
@@ -963,5 +974,21 @@ mod drag_tests {
             "{:?}",
             p
         );
+    }
+}
+
+#[cfg(test)]
+mod save_name_tests {
+    use super::*;
+
+    #[test]
+    fn save_as_proposes_the_graphs_own_name() {
+        let mut m = Model::new(empty_doc(), Some(PathBuf::from("/tmp/x/my_sim.json")));
+        assert_eq!(m.suggested_file_name(), "my_sim.json");
+        m.path = None;
+        m.origin = Some(PathBuf::from("graphs/heat.json"));
+        assert_eq!(m.suggested_file_name(), "heat.json");
+        m.origin = None;
+        assert_eq!(m.suggested_file_name(), "graph.json");
     }
 }

@@ -40,13 +40,14 @@ pub fn param_editors(
     ui: &mut Ui,
     doc: &NodeDoc,
     compact: bool,
+    hidden: &[&str],
     commands: &mut Vec<Command>,
     open_code: &mut Option<String>,
 ) {
     let Some(kind) = catalog::kind(&doc.kind) else {
         return;
     };
-    for spec in kind.params {
+    for spec in kind.params.iter().filter(|s| !hidden.contains(&s.name)) {
         // A code kernel has no expression body: no empty `expr` row.
         if spec.ty == ParamType::Expr && doc.params.get(spec.name).is_none_or(Value::is_null) {
             continue;
@@ -76,6 +77,13 @@ pub fn param_editors(
             }
         });
     }
+}
+
+/// The value a "set" button gives an unset integer: 4096 (the cap of a
+/// pool's automatic size), kept inside the parameter's range.
+fn auto_int(range: Option<(f64, f64)>) -> i64 {
+    let (lo, hi) = range.unwrap_or((f64::MIN, f64::MAX));
+    4096f64.clamp(lo, hi) as i64
 }
 
 /// A number widget bounded by `range`: a slider when the range is narrow
@@ -156,7 +164,24 @@ fn param_widget(
     open_code: &mut Option<String>,
 ) -> Option<Value> {
     match spec.ty {
-        ParamType::Int => number(ui, v, true, spec.range),
+        // An unset integer (a pool's `capacity`) is its documented automatic
+        // value, not 0: a drag value clamped to the range would write its
+        // minimum (a pool of 1) the first time it is drawn.
+        ParamType::Int if v.is_null() => {
+            ui.weak("auto");
+            ui.small_button("set")
+                .on_hover_text(spec.doc)
+                .clicked()
+                .then(|| Value::from(auto_int(spec.range)))
+        }
+        ParamType::Int => {
+            let r = number(ui, v, true, spec.range);
+            let nullable = spec.default_value().is_some_and(|d| d.is_null());
+            if nullable && ui.small_button("auto").clicked() {
+                return Some(Value::Null);
+            }
+            r
+        }
         ParamType::Bool => {
             let mut on = v.as_bool().unwrap_or(false);
             ui.checkbox(&mut on, "").changed().then(|| Value::from(on))
@@ -240,14 +265,24 @@ fn param_widget(
                 dims.push(*dims.last().unwrap_or(&64));
                 changed = true;
             }
-            if dims.len() > 1
+            // An optional extent (a kernel's `range`, which `over` replaces)
+            // loses its last axis too: it is unset then.
+            let optional = spec.default_value().is_some_and(|d| d.is_null());
+            if (dims.len() > 1 || optional)
                 && ui
                     .small_button("-")
-                    .on_hover_text("remove the last axis")
+                    .on_hover_text(if dims.len() > 1 {
+                        "remove the last axis"
+                    } else {
+                        "unset (a kernel then runs `over` a layout node)"
+                    })
                     .clicked()
             {
                 dims.pop();
                 changed = true;
+            }
+            if dims.is_empty() {
+                return changed.then_some(Value::Null);
             }
             changed.then(|| Value::from(dims))
         }
@@ -434,6 +469,19 @@ const SCALAR_TYPES: [&str; 3] = ["f32", "i32", "u32"];
 fn scalar_table(ui: &mut Ui, node: &str, scalars: &Value) -> Option<Value> {
     let map = scalars.as_object().cloned().unwrap_or_default();
     let mut out: Option<Map<String, Value>> = None;
+    // The name column fits the longest name ("gravity", "bounce" whole).
+    let font = egui::TextStyle::Body.resolve(ui.style());
+    let name_width = map
+        .keys()
+        .map(|n| {
+            ui.fonts_mut(|f| {
+                f.layout_no_wrap(n.clone(), font.clone(), egui::Color32::WHITE)
+                    .size()
+                    .x
+            })
+        })
+        .fold(70.0f32, f32::max)
+        + 12.0;
     egui::Grid::new((node, "scalars"))
         .num_columns(7)
         .spacing([6.0, 4.0])
@@ -446,9 +494,14 @@ fn scalar_table(ui: &mut Ui, node: &str, scalars: &Value) -> Option<Value> {
                 let mut d = object_form(decl);
                 let mut changed = false;
                 let mut rename = None;
-                if let Some(new) = text_field(ui, (node, name, "name"), name, 70.0) {
-                    rename = Some(new);
-                }
+                // The cell asks for the width: a grid column otherwise keeps
+                // the width it had on the first frame.
+                ui.horizontal(|ui| {
+                    ui.set_min_width(name_width);
+                    if let Some(new) = text_field(ui, (node, name, "name"), name, name_width) {
+                        rename = Some(new);
+                    }
+                });
                 let mut ty = d["type"].as_str().unwrap_or("f32").to_string();
                 egui::ComboBox::from_id_salt((node, name, "type"))
                     .width(48.0)

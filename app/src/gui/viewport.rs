@@ -12,6 +12,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
+use weft_ir::graph::catalog;
 use weft_ir::graph::scalars::ScalarDecl;
 use weft_ir::graph::{build_program, BuildOptions, GraphDoc, NodeDoc};
 use weft_ir::ir::{FieldId, View};
@@ -46,6 +47,13 @@ pub struct Viewport {
     /// The document revision the running simulation was built from.
     built_from: Option<(u64, GraphDoc)>,
     pub error: Option<String>,
+    /// A run-time error of the running simulation (a kernel's out-of-bounds
+    /// index, a full pool): shown in the Problems panel and on the node it
+    /// names; cleared by Reset and by a rebuild.
+    pub fault: Option<Fault>,
+    /// The pending build only changes how the state is drawn: it takes
+    /// over the running simulation's state instead of restarting.
+    carry_state: bool,
     pub frame_ms: f64,
     pub frames_run: u64,
     pub needs_draw: bool,
@@ -82,6 +90,20 @@ impl Default for ViewNav {
     }
 }
 
+/// The document less its display-only parameters: those of view nodes
+/// (an image's colormap, min/max and size, a particles view's radius, a
+/// plot's range). Documents equal under this differ only in how the state
+/// is drawn, so a rebuild for them carries the running state over.
+fn without_view_params(doc: &GraphDoc) -> GraphDoc {
+    let mut d = without_scalars(doc);
+    for n in &mut d.nodes {
+        if catalog::kind(&n.kind).is_some_and(|k| k.family == catalog::Family::View) {
+            n.params.clear();
+        }
+    }
+    d
+}
+
 fn without_scalars(doc: &GraphDoc) -> GraphDoc {
     let mut d = doc.clone();
     for n in &mut d.nodes {
@@ -111,6 +133,8 @@ impl Viewport {
             pending: None,
             built_from: None,
             error: None,
+            fault: None,
+            carry_state: false,
             frame_ms: 0.0,
             frames_run: 0,
             needs_draw: false,
@@ -131,8 +155,10 @@ impl Viewport {
         self.sim = None;
         self.textures.clear();
         self.pending = None;
+        self.carry_state = false;
         self.built_from = None;
         self.error = None;
+        self.fault = None;
         self.frame_ms = 0.0;
         self.frames_run = 0;
         self.probe.clear();
@@ -176,6 +202,16 @@ impl Viewport {
                 }
                 self.built_from = Some((revision, doc.clone()));
                 self.needs_draw = true;
+                return;
+            }
+            if without_view_params(old) == without_view_params(doc) {
+                // Views are IR kernels compiled with the program: rebuild
+                // it, and carry the running state into the new build.
+                for n in doc.nodes.iter().filter(|n| n.kind == "kernel") {
+                    self.set_scalars(n);
+                }
+                self.rebuild(revision, doc, base_dir);
+                self.carry_state = true;
                 return;
             }
         }
@@ -231,6 +267,7 @@ impl Viewport {
         });
         self.pending = Some((revision, rx));
         self.built_from = Some((revision, doc.clone()));
+        self.carry_state = false;
     }
 
     /// Swaps in a finished background build; steps when playing. Returns a
@@ -239,6 +276,20 @@ impl Viewport {
         let mut status = None;
         if let Some((_, rx)) = &self.pending {
             match rx.try_recv() {
+                Ok(Ok(mut sim)) if self.carry_state && self.sim.is_some() => {
+                    // A display-only edit: the new build goes on from the
+                    // running state (frame, fields, timings kept).
+                    let mut old = self.sim.take().expect("checked");
+                    if let Err(e) = sim.carry_state_from(&mut old) {
+                        self.fault = Some(Fault::from(&e));
+                    }
+                    self.sim = Some(sim);
+                    self.textures.clear();
+                    self.error = None;
+                    self.pending = None;
+                    self.carry_state = false;
+                    self.needs_draw = true;
+                }
                 Ok(Ok(sim)) => {
                     if self.sim.as_ref().is_some_and(|s| s.frame > 0) {
                         status = Some("recompiled — restarted at frame 0".to_string());
@@ -251,6 +302,7 @@ impl Viewport {
                     self.generation += 1;
                     self.textures.clear();
                     self.error = None;
+                    self.fault = None;
                     self.pending = None;
                     self.needs_draw = true;
                 }
@@ -286,7 +338,7 @@ impl Viewport {
     fn settle(&mut self) {
         let Some(sim) = &mut self.sim else { return };
         if let Err(e) = sim.sync() {
-            self.error = Some(e.to_string());
+            self.fault = Some(Fault::from(&e));
         }
     }
 
@@ -303,7 +355,7 @@ impl Viewport {
                 self.needs_draw = true;
             }
             Err(e) => {
-                self.error = Some(e.to_string());
+                self.fault = Some(Fault::from(&e));
                 self.playing = false;
             }
         }
@@ -311,9 +363,13 @@ impl Viewport {
 
     pub fn reset(&mut self) {
         if let Some(sim) = &mut self.sim {
+            self.fault = None;
+            // The rate label measures frames run since the reset.
+            self.frames_run = 0;
+            self.frame_ms = 0.0;
             let r = sim.reset().and_then(|_| sim.start());
             if let Err(e) = r {
-                self.error = Some(e.to_string());
+                self.fault = Some(Fault::from(&e));
             }
             self.loss.clear();
             self.generation += 1;
@@ -732,5 +788,21 @@ impl Viewport {
                 ));
             });
         });
+    }
+}
+
+/// A run-time error and the graph node it names (when it names one).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fault {
+    pub node: Option<String>,
+    pub message: String,
+}
+
+impl From<&weft_runtime::RuntimeError> for Fault {
+    fn from(e: &weft_runtime::RuntimeError) -> Self {
+        Fault {
+            node: e.node().map(str::to_string),
+            message: format!("run-time error: {}", e),
+        }
     }
 }
