@@ -359,6 +359,16 @@ fn the_viewer_flag_shows_a_field_without_editing_the_graph() {
     }
     let mut h = harness("heat.json");
     wait_for_sim(&mut h);
+    for _ in 0..3 {
+        h.get_by_label("Step").click();
+        h.run_steps(2);
+    }
+    let read_t = |h: &Harness<'static, WeftApp>| {
+        let sim = h.state().viewport.sim.as_ref().unwrap();
+        (sim.frame, sim.read_field(sim.field("T").unwrap()).unwrap())
+    };
+    let running = read_t(&h);
+    assert_eq!(running.0, 3);
     let doc = h.state().model.doc.clone();
     let steps = h.state().model.undo_steps();
     assert!(!viewed(&h).contains(&"viewer-source".to_string()));
@@ -368,6 +378,8 @@ fn the_viewer_flag_shows_a_field_without_editing_the_graph() {
     assert_eq!(h.state().status, "viewing 'source' as an image");
     wait_rebuilt(&mut h, g);
     assert!(viewed(&h).contains(&"viewer-source".to_string()));
+    // Only a view came: the simulation goes on from frame 3, T as it was.
+    assert_eq!(read_t(&h), running);
     // The viewport shows its tile, the node its flag.
     h.get_by_label("viewer-source");
     h.get_by_label("⚑ viewed");
@@ -450,6 +462,14 @@ fn the_viewer_flag_picks_particles_or_the_spreadsheet() {
 /// A click on a node's title (any kind): inspects it.
 fn inspect(h: &mut Harness<'static, WeftApp>, node: &str, kind: &str) {
     h.run_steps(10);
+    // Framing keeps text legible, so a large graph opens partly off
+    // screen: bring the node into view as an artist would (F frames the
+    // selection), then select it again by its title.
+    h.state_mut().selected = Some(node.to_string());
+    h.state_mut().nav = Some(gui::NavRequest::FrameSelected);
+    h.run_steps(5);
+    h.state_mut().selected = None;
+    h.run_steps(2);
     let at = h
         .get_by_label(&format!("{}  ·  {}", node, kind))
         .rect()

@@ -1409,7 +1409,8 @@ impl eframe::App for WeftApp {
 
 impl WeftApp {
     /// Flags field node `id` for the viewport (or unflags it): the viewport
-    /// recompiles with the temporary view (the document is untouched); a
+    /// recompiles with the temporary view and carries the running state
+    /// over (the document is untouched, the frame goes on); a
     /// field no view fits opens in the spreadsheet instead.
     pub fn toggle_viewer(&mut self, id: &str) {
         let program = self.viewport.sim.as_ref().map(|s| &s.program);
@@ -1426,7 +1427,8 @@ impl WeftApp {
                 // A field shown in the spreadsheet adds no view: nothing to recompile.
                 let changed = *self.viewer.compiled_doc(&self.model.doc) != before;
                 if changed && self.model.problems.is_empty() {
-                    self.viewport.rebuild(
+                    // Only a view comes or goes: the simulation goes on.
+                    self.viewport.rebuild_display_only(
                         self.model.revision,
                         &self.viewer.compiled_doc(&self.model.doc),
                         base,

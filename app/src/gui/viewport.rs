@@ -210,8 +210,7 @@ impl Viewport {
                 for n in doc.nodes.iter().filter(|n| n.kind == "kernel") {
                     self.set_scalars(n);
                 }
-                self.rebuild(revision, doc, base_dir);
-                self.carry_state = true;
+                self.rebuild_display_only(revision, doc, base_dir);
                 return;
             }
         }
@@ -238,6 +237,19 @@ impl Viewport {
             let _ = sim.set_param(&node.id, name, d.value());
         }
         self.needs_draw = true;
+    }
+
+    /// A rebuild for a change to what is drawn only (a view's parameters,
+    /// a view added or removed by the viewer flag): the new build goes on
+    /// from the running state instead of restarting at frame 0.
+    pub fn rebuild_display_only(
+        &mut self,
+        revision: u64,
+        doc: &GraphDoc,
+        base_dir: Option<PathBuf>,
+    ) {
+        self.rebuild(revision, doc, base_dir);
+        self.carry_state = true;
     }
 
     pub fn rebuild(&mut self, revision: u64, doc: &GraphDoc, base_dir: Option<PathBuf>) {
@@ -284,6 +296,9 @@ impl Viewport {
                         self.fault = Some(Fault::from(&e));
                     }
                     self.sim = Some(sim);
+                    // Same state, a new program (views added or removed):
+                    // readers of field state look again.
+                    self.generation += 1;
                     self.textures.clear();
                     self.error = None;
                     self.pending = None;
