@@ -16,7 +16,8 @@ pub const MAX_SCALE: f32 = 2.0;
 /// Framing never magnifies past 1:1, so a small graph is not blown up.
 const FIT_MAX_SCALE: f32 = 1.0;
 /// Nor shrinks past 1:2, so text stays legible (about 7 px): a larger
-/// graph is framed about its centre, the rest a pan away.
+/// graph shows from its top-left corner along each axis it overflows (where
+/// data flow starts: layouts and fields), the rest a pan away.
 pub const FIT_MIN_SCALE: f32 = 0.5;
 /// Room around framed nodes, in screen points.
 const FIT_MARGIN: f32 = 16.0;
@@ -29,8 +30,23 @@ pub fn fit(bounds: Rect, screen: Rect) -> TSTransform {
     let scale = (avail.x / size.x)
         .min(avail.y / size.y)
         .clamp(FIT_MIN_SCALE, FIT_MAX_SCALE);
-    TSTransform::from_translation(screen.center().to_vec2() - bounds.center().to_vec2() * scale)
-        * TSTransform::from_scaling(scale)
+    // Centred on each axis that fits, from the top-left on one that does not.
+    let centred = screen.center().to_vec2() - bounds.center().to_vec2() * scale;
+    let start = screen.min.to_vec2() + Vec2::splat(FIT_MARGIN) - bounds.min.to_vec2() * scale;
+    let drawn = size * scale;
+    let t = Vec2::new(
+        if drawn.x > avail.x {
+            start.x
+        } else {
+            centred.x
+        },
+        if drawn.y > avail.y {
+            start.y
+        } else {
+            centred.y
+        },
+    );
+    TSTransform::from_translation(t) * TSTransform::from_scaling(scale)
 }
 
 /// The union of the given node rects (graph space); `None` when there are none.
@@ -149,7 +165,14 @@ mod tests {
         let huge = Rect::from_min_size(Pos2::new(0.0, 0.0), Vec2::new(20000.0, 9000.0));
         let t = fit(huge, screen);
         assert_eq!(t.scaling, FIT_MIN_SCALE);
-        assert!(((t * huge.center()) - screen.center()).length() < 1e-3);
+        // Its top-left corner (where data flow starts) is in view.
+        let corner = t * huge.min;
+        assert!((corner - (screen.min + Vec2::splat(FIT_MARGIN))).length() < 1e-3);
+        // A graph too wide but not too tall is centred vertically.
+        let wide = Rect::from_min_size(Pos2::new(100.0, 50.0), Vec2::new(4000.0, 400.0));
+        let t = fit(wide, screen);
+        assert!(((t * wide.min).x - FIT_MARGIN).abs() < 1e-3);
+        assert!(((t * wide.center()).y - screen.center().y).abs() < 1e-3);
     }
 
     #[test]
