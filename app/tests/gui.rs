@@ -1939,3 +1939,42 @@ fn the_inspector_shows_whole_scalar_names_and_a_one_line_kind_doc() {
     let doc = h.get_by_label_contains("kernel — ").rect();
     assert!(doc.height() < 24.0, "{:?}", doc);
 }
+
+#[test]
+fn per_kernel_times_show_on_wgpu_too() {
+    // Issue 26 item 15: a GPU times launches only when profiled; the
+    // viewport profiles the first frame and one in PROFILE_EVERY.
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat.json");
+    wait_for_sim(&mut h);
+    assert_eq!(
+        h.state().viewport.sim.as_ref().unwrap().backend(),
+        Some(weft_runtime::Backend::Wgpu)
+    );
+    let launches = |h: &Harness<'static, WeftApp>| {
+        let sim = h.state().viewport.sim.as_ref().unwrap();
+        sim.kernel_times.get("apply").map_or(0, |v| v.len())
+    };
+    h.get_by_label("Step").click();
+    h.run_steps(2);
+    let first = launches(&h);
+    assert!(first >= 1, "frame 1 is profiled");
+    let times = h.state().viewport.kernel_times();
+    let names: Vec<&str> = times.iter().map(|(k, _)| k.as_str()).collect();
+    assert!(
+        names.contains(&"diffuse") && names.contains(&"apply"),
+        "{:?}",
+        names
+    );
+    assert!(times.iter().all(|(_, ms)| *ms > 0.0), "{:?}", times);
+    // The status line shows them.
+    let diffuse = times.iter().find(|(k, _)| k == "diffuse").unwrap().1;
+    h.get_by_label_contains(&format!("diffuse {:.2} ms", diffuse));
+    // Frame 2 is not profiled (one submit per frame, no timestamps).
+    h.get_by_label("Step").click();
+    h.run_steps(2);
+    assert_eq!(h.state().viewport.sim.as_ref().unwrap().frame, 2);
+    assert_eq!(launches(&h), first);
+}
