@@ -369,7 +369,7 @@ impl Viewport {
         // so the status line shows every kernel's time on wgpu and cuda
         // too, at a small cost. CPU backends time every launch anyway.
         let gpu = matches!(sim.backend(), Some(Backend::Wgpu | Backend::Cuda));
-        let sampled = gpu && self.frames_run % PROFILE_EVERY == 0;
+        let sampled = gpu && self.frames_run.is_multiple_of(PROFILE_EVERY);
         sim.set_profile(sampled);
         let t = std::time::Instant::now();
         // The viewport shows every frame, so it waits for each one: the
