@@ -11,7 +11,7 @@ use egui_kittest::Harness;
 use gui::model::{Command, Model};
 use gui::{GuiOptions, WeftApp};
 use std::path::{Path, PathBuf};
-use support::{gpu_ok, harness_with, root, wait_for_sim};
+use support::{gpu_ok, harness_with, play_until, root, settle, wait_for_sim};
 
 /// A fresh configuration folder: recent files and recovery data stay out of
 /// the user's home, and one harness's autosave out of the next one's way.
@@ -105,8 +105,10 @@ fn opens_runs_steps_and_the_viewport_changes() {
     let before = h.render().expect("renders");
     h.get_by_label("Step").click();
     h.run_steps(3);
+    settle(&mut h);
     h.get_by_label("Step").click();
     h.run_steps(3);
+    settle(&mut h);
     assert_eq!(h.state().viewport.sim.as_ref().unwrap().frame, 2);
     h.get_by_label_contains("frame 2");
     let after = h.render().expect("renders");
@@ -122,10 +124,10 @@ fn opens_runs_steps_and_the_viewport_changes() {
     );
     // Play runs frames on its own; pause stops.
     h.get_by_label("▶ Play").click();
-    h.run_steps(5);
+    play_until(&mut h, 4);
     h.get_by_label("⏸ Pause").click();
-    h.run_steps(2);
-    assert!(h.state().viewport.sim.as_ref().unwrap().frame > 2);
+    settle(&mut h);
+    assert!(h.state().viewport.sim.as_ref().unwrap().frame >= 4);
 }
 
 #[test]
@@ -184,6 +186,7 @@ fn snapshot_of_the_app() {
     for _ in 0..5 {
         h.get_by_label("Step").click();
         h.run_steps(2);
+        settle(&mut h);
     }
     h.run_steps(3);
     // Frame-time labels change from run to run; everything else must match.
@@ -370,6 +373,7 @@ fn scalar_edits_keep_the_state_other_edits_recompile() {
     for _ in 0..3 {
         h.get_by_label("Step").click();
         h.run_steps(2);
+        settle(&mut h);
     }
     assert_eq!(h.state().viewport.sim.as_ref().unwrap().frame, 3);
     h.state_mut().model.push(Command::SetParam {
@@ -886,6 +890,7 @@ fn opening_one_example_after_another_rebuilds_the_viewport() {
     // Step and Reset act on the new simulation.
     h.get_by_label("Step").click();
     h.run_steps(3);
+    settle(&mut h);
     assert_eq!(h.state().viewport.sim.as_ref().unwrap().frame, 1);
     open_example(&mut h, "julia");
     wait_for_sim(&mut h);
@@ -1376,6 +1381,7 @@ fn the_rate_label_says_what_it_measures() {
     wait_for_sim(&mut h);
     h.get_by_label("Step").click();
     h.run_steps(3);
+    settle(&mut h);
     let label = h.state().rate_label();
     assert!(
         label.contains("ms/frame") && label.contains("display"),
@@ -1424,6 +1430,7 @@ fn structural_edits_say_the_simulation_restarted() {
     for _ in 0..2 {
         h.get_by_label("Step").click();
         h.run_steps(2);
+        settle(&mut h);
     }
     h.state_mut().model.push(Command::SetParam {
         node: "grid".into(),
@@ -1451,6 +1458,7 @@ fn views_zoom_on_their_own_and_read_out_the_value_under_the_pointer() {
     wait_for_sim(&mut h);
     h.get_by_label("Step").click();
     h.run_steps(4);
+    settle(&mut h);
     let view = h.get_by_label("view").rect();
     // The image sits just below its title.
     let p = egui::pos2(view.left() + 40.0, view.bottom() + 40.0);
@@ -1494,6 +1502,7 @@ fn a_scalar_slider_drag_is_one_undo_step_and_the_simulation_follows_it_live() {
     for _ in 0..3 {
         h.get_by_label("Step").click();
         h.run_steps(2);
+        settle(&mut h);
     }
     let doc_alpha = |h: &Harness<'static, WeftApp>| {
         h.state().model.doc.node("diffuse").unwrap().params["scalars"]["alpha"]["default"]
@@ -1657,6 +1666,7 @@ fn run_time_errors_are_problems_on_their_node_until_reset() {
     assert!(status(&h).is_empty());
     h.get_by_label("Step").click();
     h.run_steps(3);
+    settle(&mut h);
     // The runtime's own message, in the Problems panel (below the editor) and on `k`.
     let msg = h
         .state()
@@ -1720,6 +1730,7 @@ fn a_view_edit_redraws_without_restarting_the_simulation() {
     for _ in 0..5 {
         h.get_by_label("Step").click();
         h.run_steps(2);
+        settle(&mut h);
     }
     let read_t = |h: &Harness<'static, WeftApp>| {
         let sim = h.state().viewport.sim.as_ref().unwrap();
@@ -1766,6 +1777,7 @@ fn a_view_edit_redraws_without_restarting_the_simulation() {
     // The new build draws with the new colormap: one more Step goes on from frame 5.
     h.get_by_label("Step").click();
     h.run_steps(2);
+    settle(&mut h);
     assert_eq!(h.state().viewport.sim.as_ref().unwrap().frame, 6);
     // A change to what is computed still restarts at frame 0.
     h.state_mut().model.push(Command::SetParam {
@@ -1959,6 +1971,7 @@ fn per_kernel_times_show_on_wgpu_too() {
     };
     h.get_by_label("Step").click();
     h.run_steps(2);
+    settle(&mut h);
     let first = launches(&h);
     assert!(first >= 1, "frame 1 is profiled");
     let times = h.state().viewport.kernel_times();
@@ -1975,6 +1988,73 @@ fn per_kernel_times_show_on_wgpu_too() {
     // Frame 2 is not profiled (one submit per frame, no timestamps).
     h.get_by_label("Step").click();
     h.run_steps(2);
+    settle(&mut h);
     assert_eq!(h.state().viewport.sim.as_ref().unwrap().frame, 2);
     assert_eq!(launches(&h), first);
+}
+
+#[test]
+fn the_ui_never_waits_for_a_slow_simulation_frame() {
+    // Issue 26 item 22: frames run on the simulation thread. With a frame
+    // many times longer than a UI pass, every pass stays short, frames go
+    // on, and a click on a node shows in the inspector in the same pass.
+    if !gpu_ok() {
+        return;
+    }
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join("graphs/heat.json")).unwrap())
+            .unwrap();
+    for n in doc["nodes"].as_array_mut().unwrap() {
+        if n["id"] == "substeps" {
+            n["params"]["count"] = serde_json::json!(800);
+        }
+    }
+    let dir = temp_dir("slow");
+    let path = dir.join("slow_heat.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    let mut h = harness_with(Some(path), config_dir());
+    wait_for_sim(&mut h);
+    h.get_by_label("▶ Play").click();
+    play_until(&mut h, 2);
+    assert_eq!(h.state().viewport.fault, None);
+    let frame_ms = h.state().viewport.frame_ms;
+    let at = h.state().viewport.frame();
+    let mut worst = 0.0f64;
+    let mut passes = 0;
+    let t0 = std::time::Instant::now();
+    // Passes while frames run, until two more frames are done.
+    while h.state().viewport.frame() < at + 2 {
+        let t = std::time::Instant::now();
+        h.step();
+        worst = worst.max(t.elapsed().as_secs_f64() * 1e3);
+        passes += 1;
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert!(t0.elapsed().as_secs() < 120, "frames stopped");
+    }
+    eprintln!(
+        "sim frame {:.0} ms, slice {:?}; {} UI passes, the slowest {:.1} ms",
+        frame_ms,
+        h.state().viewport.slice,
+        passes,
+        worst
+    );
+    assert!(
+        frame_ms > 4.0 * worst,
+        "a UI pass ({:.1} ms) waited for the frame ({:.0} ms)",
+        worst,
+        frame_ms
+    );
+    assert!(passes > 8, "{} passes in two frames", passes);
+    // A click on a node while the frame runs: inspected by that pass.
+    assert!(h.state().viewport.is_away() || h.state().viewport.playing);
+    let t = std::time::Instant::now();
+    click_title(&mut h, "apply");
+    let clicked_ms = t.elapsed().as_secs_f64() * 1e3;
+    assert_eq!(h.state().selected.as_deref(), Some("apply"));
+    assert!(clicked_ms < frame_ms, "the click took {:.0} ms", clicked_ms);
+    // Pausing lets the frame out now finish; its state is then readable.
+    h.get_by_label("⏸ Pause").click();
+    settle(&mut h);
+    let sim = h.state().viewport.sim.as_ref().unwrap();
+    assert_eq!(sim.frame, h.state().viewport.frame());
 }

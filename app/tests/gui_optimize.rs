@@ -12,7 +12,7 @@ use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;
 use gui::WeftApp;
 use std::path::PathBuf;
-use support::{gpu_ok, harness_with, root, wait_for_sim};
+use support::{gpu_ok, harness_with, play_until, root, settle, wait_for_sim};
 
 fn harness(graph: &str) -> Harness<'static, WeftApp> {
     let cfg = std::env::temp_dir().join(format!("weft-gui-optimize-{}", std::process::id()));
@@ -56,6 +56,7 @@ fn the_loss_plot_follows_steps_play_and_reset() {
     for _ in 0..3 {
         h.get_by_label("Step").click();
         h.run_steps(2);
+        settle(&mut h);
     }
     // heat_inverse runs 4 iterations per frame.
     let l = plotted(&h);
@@ -65,9 +66,10 @@ fn the_loss_plot_follows_steps_play_and_reset() {
     h.get_by_label_contains("fit — loss");
     // Playing keeps it growing; after a pause it has every iteration.
     h.get_by_label("▶ Play").click();
-    h.run_steps(6);
+    play_until(&mut h, 5);
     h.get_by_label("⏸ Pause").click();
     h.run_steps(2);
+    settle(&mut h);
     let l = plotted(&h);
     assert!(l.len() > 12, "{}", l.len());
     assert_eq!(l, losses_in_the_simulation(&h));
@@ -77,6 +79,7 @@ fn the_loss_plot_follows_steps_play_and_reset() {
     assert!(plotted(&h).is_empty());
     h.get_by_label("Step").click();
     h.run_steps(2);
+    settle(&mut h);
     assert_eq!(plotted(&h).len(), 4);
     // The inspector of the optimize node shows the plot too.
     h.state_mut().selected = Some("fit".into());
@@ -94,6 +97,7 @@ fn snapshot_of_the_loss_plot() {
     for _ in 0..6 {
         h.get_by_label("Step").click();
         h.run_steps(2);
+        settle(&mut h);
     }
     h.run_steps(3);
     // Frame-time labels change from run to run; everything else must match.

@@ -15,7 +15,7 @@ use egui_kittest::Harness;
 use gui::spreadsheet::{format_index, format_stat, format_value, Column, PAGE_ROWS};
 use gui::WeftApp;
 use std::path::PathBuf;
-use support::{gpu_ok, harness_with, root, wait_for_sim};
+use support::{gpu_ok, harness_with, root, settle, wait_for_sim};
 use weft_ir::graph::{build_program, BuildOptions, GraphDoc};
 use weft_ir::ir::layout::{root_of, AddressPlan};
 use weft_ir::ir::Storage;
@@ -80,8 +80,9 @@ fn wait_current(h: &mut Harness<'static, WeftApp>) {
     for _ in 0..500 {
         h.step();
         let s = h.state();
-        let sim = s.viewport.sim.as_ref().unwrap();
-        if s.sheet.is_current(s.viewport.generation, sim.frame) {
+        if s.sheet
+            .is_current(s.viewport.generation, s.viewport.frame())
+        {
             h.run_steps(2);
             return;
         }
@@ -176,6 +177,7 @@ fn dense_field_rows_and_statistics_follow_the_frames() {
     h.run_steps(5);
     assert_eq!(h.state().sheet.reads, reads);
     h.get_by_label("Step").click();
+    settle(&mut h);
     wait_current(&mut h);
     h.get_by_label("frame 1");
     assert_eq!(h.state().sheet.reads, reads + 1);
@@ -207,6 +209,7 @@ fn dense_field_rows_and_statistics_follow_the_frames() {
     let reads = h.state().sheet.reads;
     h.get_by_label("Step").click();
     h.run_steps(5);
+    settle(&mut h);
     assert_eq!(h.state().sheet.reads, reads);
 }
 
@@ -362,6 +365,7 @@ fn the_viewer_flag_shows_a_field_without_editing_the_graph() {
     for _ in 0..3 {
         h.get_by_label("Step").click();
         h.run_steps(2);
+        settle(&mut h);
     }
     let read_t = |h: &Harness<'static, WeftApp>| {
         let sim = h.state().viewport.sim.as_ref().unwrap();
@@ -501,6 +505,7 @@ fn memory_readout_equals_the_runtime_and_warns_before_a_pool_is_full() {
     wait_for_sim(&mut h);
     h.get_by_label("Step").click();
     h.run_steps(3);
+    settle(&mut h);
     inspect(&mut h, "blocks", "pointer");
     let sim = headless(&h, "sparse_blob.json", 1);
     let p = &sim.program;
@@ -589,6 +594,7 @@ fn hash_slots_in_use_equal_the_active_blocks_and_the_sheet_lists_them() {
     wait_for_sim(&mut h);
     h.get_by_label("Step").click();
     h.run_steps(3);
+    settle(&mut h);
     inspect(&mut h, "grid", "hash");
     // Independently: the distinct 8 × 8 tiles of the active elements the
     // runtime's table walk finds (what `weft run --dump` writes).

@@ -171,6 +171,32 @@ impl Simulation {
         self.run_steps(&steps)
     }
 
+    /// Advances one frame and waits for it, submitting its launches `slice`
+    /// at a time and waiting for each slice before the next (`None`: all
+    /// at once). Returns the frame's number of launches.
+    ///
+    /// Why slices: a GPU queue runs work in order, and the app's window
+    /// draws on the same device as its simulation. On a slow device
+    /// (lavapipe: a frame of mpm_quant takes 200–450 ms) a whole frame
+    /// submitted at once would hold the window's next picture until it
+    /// ends; in slices, the window's work goes in between them. The result
+    /// is the same as `step_frame` then `sync`: the launches, their order
+    /// and their counters are those of one frame.
+    pub fn step_frame_sliced(&mut self, slice: Option<usize>) -> Result<usize, RuntimeError> {
+        self.start()?;
+        self.frame += 1;
+        let steps = self.program.schedule.on_frame.clone();
+        let mut list = Vec::new();
+        self.flatten(&steps, &mut Vec::new(), &mut list);
+        let slice = slice.unwrap_or(list.len()).max(1);
+        for part in list.chunks(slice) {
+            self.run_list(part)?;
+            self.engine.sync()?;
+        }
+        self.engine.sync()?;
+        Ok(list.len())
+    }
+
     /// Restores initial field values and the frame counter.
     pub fn reset(&mut self) -> Result<(), RuntimeError> {
         self.engine.reset(&self.program)?;
@@ -183,7 +209,11 @@ impl Simulation {
     fn run_steps(&mut self, steps: &[Step]) -> Result<(), RuntimeError> {
         let mut list = Vec::new();
         self.flatten(steps, &mut Vec::new(), &mut list);
-        let times = self.engine.run(&self.program, &list, self.profile)?;
+        self.run_list(&list)
+    }
+
+    fn run_list(&mut self, list: &[LaunchRecord]) -> Result<(), RuntimeError> {
+        let times = self.engine.run(&self.program, list, self.profile)?;
         for (k, d) in times {
             self.kernel_times
                 .entry(self.program.kernels[k].name.clone())

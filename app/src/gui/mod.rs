@@ -16,6 +16,7 @@ pub mod model;
 pub mod params;
 pub mod prefs;
 pub mod quant_readout;
+pub mod sim_worker;
 pub mod spreadsheet;
 pub mod view_ports;
 pub mod viewer_flag;
@@ -658,7 +659,7 @@ impl WeftApp {
 
             let mut b = self.viewport.backend;
             // `auto` shows what the runtime resolved it to.
-            let running = self.viewport.sim.as_ref().map(|s| s.backend_name());
+            let running = self.viewport.running.as_ref().map(|s| s.backend_name);
             let shown = match running {
                 Some(r) if b == Backend::Auto => format!("auto ({})", r),
                 _ => b.name().to_string(),
@@ -722,7 +723,7 @@ impl WeftApp {
 
     /// "frame 12 · sim 3.1 ms/frame · display 60 fps": what each number measures.
     pub fn rate_label(&self) -> String {
-        let frame = self.viewport.sim.as_ref().map(|s| s.frame).unwrap_or(0);
+        let frame = self.viewport.frame();
         let sim = if self.viewport.frames_run > 0 {
             format!("sim {:.2} ms/frame", self.viewport.frame_ms)
         } else {
@@ -777,11 +778,11 @@ impl WeftApp {
             let w = ui.available_width();
             self.viewport.loss.ui_for(ui, &id, w);
         }
-        if let Some(sim) = &self.viewport.sim {
+        if let Some(program) = self.viewport.program() {
             if doc.kind == "field" {
-                quant_readout::ui_for(ui, &sim.program, &id);
+                quant_readout::ui_for(ui, program, &id);
             } else if kind.is_some_and(|k| k.family == weft_ir::graph::catalog::Family::Layout) {
-                self.memory.ui_for(ui, &sim.program, &id);
+                self.memory.ui_for(ui, program, &id);
             }
         }
         for p in self.model.problems_of(&id) {
@@ -1140,11 +1141,14 @@ impl WeftApp {
             return;
         };
         let ready = self.viewport.frames_run >= self.opts.after_frames as u64
-            || (self.viewport.sim.is_none()
+            || (self.viewport.running.is_none()
                 && !self.viewport.compiling()
                 && ctx.cumulative_frame_nr() > 30);
-        if ready && !self.screenshot_requested {
+        if ready {
             self.viewport.playing = false;
+        }
+        // A frame still out would change the picture after the shot.
+        if ready && !self.screenshot_requested && self.viewport.is_idle() {
             self.screenshot_requested = true;
             ctx.send_viewport_cmd(egui::ViewportCommand::Screenshot(Default::default()));
         }
@@ -1217,12 +1221,15 @@ impl eframe::App for WeftApp {
         self.autosave(now);
         self.sheet
             .poll(self.viewport.sim.as_ref(), self.viewport.generation, &ctx);
-        self.memory.poll(
-            self.viewport.sim.as_ref(),
-            self.viewport.generation,
-            now,
-            self.viewport.playing,
-        );
+        // While a frame runs the readout keeps its last numbers.
+        if !self.viewport.is_away() {
+            self.memory.poll(
+                self.viewport.sim.as_ref(),
+                self.viewport.generation,
+                now,
+                self.viewport.playing,
+            );
+        }
 
         let mut commands = Vec::new();
         egui::Panel::top("menu").show(ui, |ui| self.menu(ui));
@@ -1251,7 +1258,7 @@ impl eframe::App for WeftApp {
                 .resizable(true)
                 .default_size(280.0)
                 .min_size(120.0)
-                .show(ui, |ui| self.sheet.ui(ui, self.viewport.sim.as_ref()));
+                .show(ui, |ui| self.sheet.ui(ui, self.viewport.program()));
         }
         let side = egui::Panel::right("side")
             .resizable(true)
@@ -1400,6 +1407,8 @@ impl eframe::App for WeftApp {
             });
         }
         self.screenshot(&ctx);
+        // The panels have read this pass's state: the next frame goes out.
+        self.viewport.end_pass(&ctx);
         if self.status != self.status_seen || self.model.revision != self.status_revision {
             self.status_seen = self.status.clone();
             self.status_revision = self.model.revision;
@@ -1413,7 +1422,7 @@ impl WeftApp {
     /// over (the document is untouched, the frame goes on); a
     /// field no view fits opens in the spreadsheet instead.
     pub fn toggle_viewer(&mut self, id: &str) {
-        let program = self.viewport.sim.as_ref().map(|s| &s.program);
+        let program = self.viewport.program();
         let before = self.viewer.compiled_doc(&self.model.doc).into_owned();
         match self.viewer.toggle(id, program) {
             Ok(msg) => {

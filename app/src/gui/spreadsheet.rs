@@ -483,12 +483,14 @@ impl Spreadsheet {
     }
 
     /// The panel's contents.
-    pub fn ui(&mut self, ui: &mut egui::Ui, sim: Option<&Simulation>) {
-        let Some(sim) = sim else {
+    /// The panel; `program` is the running simulation's, which may be
+    /// away running a frame (the table is the last one read).
+    pub fn ui(&mut self, ui: &mut egui::Ui, program: Option<&Program>) {
+        let Some(program) = program else {
             ui.weak("no running simulation");
             return;
         };
-        let names = field_names(&sim.program);
+        let names = field_names(program);
         ui.horizontal(|ui| {
             ui.label(egui::RichText::new("Spreadsheet").strong());
             let shown = self.field.clone().unwrap_or_default();
@@ -541,7 +543,7 @@ impl Spreadsheet {
             } else {
                 format!(" (decoded to {})", t.ty)
             },
-            shape_of(sim, &t.key.field),
+            shape_of(program, &t.key.field),
             if t.sparse { ", sparse" } else { "" },
             t.total,
             if t.total == 1 { "" } else { "s" },
@@ -664,8 +666,9 @@ impl Spreadsheet {
     }
 }
 
-fn shape_of(sim: &Simulation, field: &str) -> Vec<u32> {
-    sim.field(field)
-        .map(|f| sim.program.fields[f].shape.clone())
+fn shape_of(program: &Program, field: &str) -> Vec<u32> {
+    program
+        .field_by_name(field)
+        .map(|f| program.fields[f].shape.clone())
         .unwrap_or_default()
 }

@@ -1,6 +1,10 @@
 //! The live viewport: compiles the graph in the background, runs it, and
 //! draws its views.
 //!
+//! Frames run on the simulation thread (`sim_worker`): the window never
+//! waits for one. While a frame runs the simulation is away; `running`
+//! keeps what the panels show of it meanwhile.
+//!
 //! Views are drawn by their system kernels on the simulation's own backend
 //! (`Simulation::draw_views`). On wgpu the simulation shares eframe's
 //! device, and each view's image field is copied from its storage buffer
@@ -8,6 +12,7 @@
 //! other backends the image words are read back. When only kernel scalars change, the running simulation keeps
 //! its state and just takes the new values.
 
+use super::sim_worker::{self, Drawn, FrameJob, Returned, SimWorker};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::mpsc::{channel, Receiver};
@@ -15,7 +20,7 @@ use std::sync::Arc;
 use weft_ir::graph::catalog;
 use weft_ir::graph::scalars::ScalarDecl;
 use weft_ir::graph::{build_program, BuildOptions, GraphDoc, NodeDoc};
-use weft_ir::ir::{FieldId, View};
+use weft_ir::ir::{FieldId, Program, View};
 use weft_runtime::wgpu_backend::WgpuContext;
 use weft_runtime::{Backend, SimOptions, Simulation};
 
@@ -34,6 +39,31 @@ type Built = Result<Simulation, String>;
 /// timestamps for the per-kernel times (see `Viewport::step`).
 pub const PROFILE_EVERY: u64 = 30;
 
+/// On a GPU shared with the window, a frame is submitted in slices of
+/// about this many milliseconds of work, so the window's own drawing never
+/// queues behind more than that (`Simulation::step_frame_sliced`).
+pub const SLICE_MS: f64 = 25.0;
+
+/// What the panels know of the running simulation, also while it is away
+/// on the simulation thread running a frame.
+#[derive(Clone)]
+pub struct Running {
+    /// The program as compiled (its scalars' values may have changed since).
+    pub program: Arc<Program>,
+    pub frame: i32,
+    pub backend_name: &'static str,
+}
+
+impl Running {
+    fn of(sim: &Simulation) -> Running {
+        Running {
+            program: Arc::new(sim.program.clone()),
+            frame: sim.frame,
+            backend_name: sim.backend_name(),
+        }
+    }
+}
+
 pub struct Viewport {
     /// The backend the user chose (`Auto` until they pick one). The runtime
     /// resolves it (`Simulation::new`, given the window's GPU): wgpu runs on
@@ -43,7 +73,21 @@ pub struct Viewport {
     /// Whether a CUDA driver was found when the app started (the chooser offers cuda then).
     cuda: bool,
     pub playing: bool,
+    /// The simulation when it is at home (not running a frame on the
+    /// simulation thread): what reads field state needs.
     pub sim: Option<Simulation>,
+    /// The running simulation as the panels see it, home or away.
+    pub running: Option<Running>,
+    worker: SimWorker,
+    /// Frames asked for by Step and not yet sent out.
+    queued_steps: u32,
+    /// Launches per submission (see `SLICE_MS`; `None`: a frame at once).
+    pub slice: Option<usize>,
+    /// Scalar edits and a reset that came while the simulation was away.
+    deferred_scalars: Vec<NodeDoc>,
+    deferred_reset: bool,
+    /// Per-kernel median times of the last frames, for the status line.
+    kernel_ms: Vec<(String, f64)>,
     textures: Vec<ViewTexture>,
     gpu: Option<Arc<WgpuContext>>,
     egui_renderer: Option<Arc<egui::mutex::RwLock<eframe::egui_wgpu::Renderer>>>,
@@ -130,6 +174,13 @@ impl Viewport {
             backend: Backend::Auto,
             playing: false,
             sim: None,
+            running: None,
+            worker: SimWorker::new(),
+            queued_steps: 0,
+            slice: None,
+            deferred_scalars: vec![],
+            deferred_reset: false,
+            kernel_ms: vec![],
             textures: vec![],
             egui_renderer: render_state.map(|rs| rs.renderer.clone()),
             gpu,
@@ -157,6 +208,13 @@ impl Viewport {
     /// equals the old one's.
     pub fn clear(&mut self) {
         self.sim = None;
+        self.running = None;
+        self.worker.forget();
+        self.queued_steps = 0;
+        self.slice = None;
+        self.deferred_scalars.clear();
+        self.deferred_reset = false;
+        self.kernel_ms.clear();
         self.textures.clear();
         self.pending = None;
         self.carry_state = false;
@@ -199,7 +257,7 @@ impl Viewport {
         if has_problems {
             return;
         }
-        if let (Some(_), Some((_, old))) = (&self.sim, &self.built_from) {
+        if let (Some(_), Some((_, old))) = (&self.running, &self.built_from) {
             if without_scalars(old) == without_scalars(doc) {
                 for n in doc.nodes.iter().filter(|n| n.kind == "kernel") {
                     self.set_scalars(n);
@@ -226,6 +284,12 @@ impl Viewport {
     /// fields keep their state. Declarations are read by the one parser
     /// (`graph::scalars`) and converted by the one rule (`set_param`).
     pub fn set_scalars(&mut self, node: &NodeDoc) {
+        if self.worker.is_away() {
+            // Applied when the frame out now comes back.
+            self.deferred_scalars.retain(|n| n.id != node.id);
+            self.deferred_scalars.push(node.clone());
+            return;
+        }
         let Some(sim) = self.sim.as_mut() else {
             return;
         };
@@ -286,70 +350,118 @@ impl Viewport {
         self.carry_state = false;
     }
 
-    /// Swaps in a finished background build; steps when playing. Returns a
-    /// message for the status line when a rebuild replaced a running simulation.
+    /// Takes a frame that came back and swaps in a finished background
+    /// build; never waits for either (`end_pass` sends frames out).
+    /// Returns a message for the status line when a rebuild replaced a
+    /// running simulation.
     pub fn update(&mut self, ctx: &egui::Context) -> Option<String> {
+        self.receive(ctx);
         let mut status = None;
-        if let Some((_, rx)) = &self.pending {
-            match rx.try_recv() {
-                Ok(Ok(mut sim)) if self.carry_state && self.sim.is_some() => {
-                    // A display-only edit: the new build goes on from the
-                    // running state (frame, fields, timings kept).
-                    let mut old = self.sim.take().expect("checked");
-                    if let Err(e) = sim.carry_state_from(&mut old) {
-                        self.fault = Some(Fault::from(&e));
-                    }
-                    self.sim = Some(sim);
-                    // Same state, a new program (views added or removed):
-                    // readers of field state look again.
-                    self.generation += 1;
-                    self.textures.clear();
-                    self.error = None;
-                    self.pending = None;
-                    self.carry_state = false;
-                    self.needs_draw = true;
-                }
-                Ok(Ok(sim)) => {
-                    if self.sim.as_ref().is_some_and(|s| s.frame > 0) {
-                        status = Some("recompiled — restarted at frame 0".to_string());
-                    }
-                    self.frames_run = 0;
-                    self.frame_ms = 0.0;
-                    self.probe.clear();
-                    self.loss.clear();
-                    self.sim = Some(sim);
-                    self.generation += 1;
-                    self.textures.clear();
-                    self.error = None;
-                    self.fault = None;
-                    self.pending = None;
-                    self.needs_draw = true;
-                }
-                Ok(Err(e)) => {
-                    self.error = Some(e);
-                    self.pending = None;
-                }
-                Err(std::sync::mpsc::TryRecvError::Empty) => ctx.request_repaint(),
-                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
-                    self.error = Some("the background compile stopped unexpectedly".into());
-                    self.pending = None;
-                }
+        if !self.worker.is_away() {
+            status = self.swap_in_build(ctx);
+            if !self.playing {
+                self.settle();
             }
         }
-        if self.playing {
-            self.step();
+        if self.playing || self.worker.is_away() || self.queued_steps > 0 {
             ctx.request_repaint();
-        } else {
-            self.settle();
         }
-        if self.needs_draw {
+        if self.needs_draw && self.sim.is_some() {
             self.draw(ctx);
+        }
+        status
+    }
+
+    /// The end of a UI pass: the panels have read what they need, so the
+    /// simulation goes out for its next frame (when playing, or for Step).
+    pub fn end_pass(&mut self, ctx: &egui::Context) {
+        if self.worker.is_away() || self.sim.is_none() || self.pending.is_some() {
+            return;
+        }
+        if self.playing || self.queued_steps > 0 {
+            self.queued_steps = self.queued_steps.saturating_sub(1);
+            self.dispatch(ctx);
+        }
+    }
+
+    /// No frame out or asked for, no build under way: what tests wait for.
+    pub fn is_idle(&self) -> bool {
+        !self.worker.is_away() && self.queued_steps == 0 && self.pending.is_none()
+    }
+
+    /// A finished background build replaces the simulation (or, for a
+    /// display-only edit, takes over its state). Only while it is home.
+    fn swap_in_build(&mut self, ctx: &egui::Context) -> Option<String> {
+        let (_, rx) = self.pending.as_ref()?;
+        let mut status = None;
+        match rx.try_recv() {
+            Ok(Ok(mut sim)) if self.carry_state && self.sim.is_some() => {
+                // A display-only edit: the new build goes on from the
+                // running state (frame, fields, timings kept).
+                let mut old = self.sim.take().expect("checked");
+                if let Err(e) = sim.carry_state_from(&mut old) {
+                    self.fault = Some(Fault::from(&e));
+                }
+                self.running = Some(Running::of(&sim));
+                self.sim = Some(sim);
+                // Same state, a new program (views added or removed):
+                // readers of field state look again.
+                self.generation += 1;
+                self.textures.clear();
+                self.error = None;
+                self.pending = None;
+                self.carry_state = false;
+                self.needs_draw = true;
+            }
+            Ok(Ok(sim)) => {
+                if self.running.as_ref().is_some_and(|s| s.frame > 0) {
+                    status = Some("recompiled — restarted at frame 0".to_string());
+                }
+                self.frames_run = 0;
+                self.frame_ms = 0.0;
+                self.slice = None;
+                self.kernel_ms.clear();
+                self.probe.clear();
+                self.loss.clear();
+                self.running = Some(Running::of(&sim));
+                self.sim = Some(sim);
+                self.generation += 1;
+                self.textures.clear();
+                self.error = None;
+                self.fault = None;
+                self.pending = None;
+                self.needs_draw = true;
+            }
+            Ok(Err(e)) => {
+                self.error = Some(e);
+                self.pending = None;
+            }
+            Err(std::sync::mpsc::TryRecvError::Empty) => ctx.request_repaint(),
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                self.error = Some("the background compile stopped unexpectedly".into());
+                self.pending = None;
+            }
         }
         status
     }
 
     pub fn compiling(&self) -> bool {
         self.pending.is_some()
+    }
+
+    /// Whether a frame is running on the simulation thread.
+    pub fn is_away(&self) -> bool {
+        self.worker.is_away()
+    }
+
+    /// The running program (home or away).
+    pub fn program(&self) -> Option<&Program> {
+        self.running.as_ref().map(|r| &*r.program)
+    }
+
+    /// The frame the simulation has completed (the last one back home).
+    pub fn frame(&self) -> i32 {
+        self.running.as_ref().map_or(0, |r| r.frame)
     }
 
     /// While paused: the GPU's last frames finish and a fault in them is
@@ -361,48 +473,126 @@ impl Viewport {
         }
     }
 
+    /// One frame (the Step button): sent out as soon as the simulation is home.
     pub fn step(&mut self) {
-        let Some(sim) = &mut self.sim else { return };
+        if self.running.is_some() {
+            self.queued_steps += 1;
+        }
+    }
+
+    /// Sends the simulation out to run the next frame and draw it.
+    fn dispatch(&mut self, ctx: &egui::Context) {
+        let Some(sim) = self.sim.take() else { return };
         // On a GPU, per-kernel times need one submit per launch and its
         // timestamps (`Simulation::set_profile`), which slows a frame: the
         // first frame and then one in `PROFILE_EVERY` are timed that way,
         // so the status line shows every kernel's time on wgpu and cuda
         // too, at a small cost. CPU backends time every launch anyway.
         let gpu = matches!(sim.backend(), Some(Backend::Wgpu | Backend::Cuda));
-        let sampled = gpu && self.frames_run.is_multiple_of(PROFILE_EVERY);
-        sim.set_profile(sampled);
-        let t = std::time::Instant::now();
-        // The viewport shows every frame, so it waits for each one: the
-        // readout is then the frame's real cost (GPU work included, not
-        // only its submit), and a fault shows on the frame that hit it.
-        let r = sim.step_frame().and_then(|_| sim.sync());
-        sim.set_profile(false);
+        let on_gpu = self.draws_on_gpu(&sim);
+        let job = FrameJob {
+            sim,
+            profile: gpu && self.frames_run.is_multiple_of(PROFILE_EVERY),
+            // Only a device the window draws on needs room between slices.
+            slice: if on_gpu { self.slice } else { None },
+            draw: Some(on_gpu),
+        };
+        if let Err(job) = self.worker.send(job) {
+            // No simulation thread: the frame runs here.
+            let done = sim_worker::run(*job);
+            self.arrive(ctx, done);
+        }
+    }
+
+    /// Takes the frame back when it is done. Returns whether one came.
+    fn receive(&mut self, ctx: &egui::Context) -> bool {
+        let r = self.worker.take();
+        self.take_returned(ctx, r)
+    }
+
+    fn take_returned(&mut self, ctx: &egui::Context, r: Returned) -> bool {
         match r {
-            Ok(()) => {
-                // A profiled frame is slower than the others: the rate
-                // label keeps the last unprofiled frame's time.
-                if !sampled || self.frame_ms == 0.0 {
-                    self.frame_ms = t.elapsed().as_secs_f64() * 1e3;
-                }
-                self.frames_run += 1;
-                self.needs_draw = true;
+            Returned::Nothing => false,
+            Returned::Frame(done) => {
+                self.arrive(ctx, *done);
+                true
             }
-            Err(e) => {
-                self.fault = Some(Fault::from(&e));
+            Returned::Lost => {
+                self.sim = None;
+                self.running = None;
                 self.playing = false;
+                self.error = Some(
+                    "the simulation thread stopped unexpectedly: edit the graph or Reset to rebuild"
+                        .into(),
+                );
+                true
             }
         }
     }
 
+    /// A frame is back: its time, its fault, its pictures; then what
+    /// waited for it (a reset, scalar edits).
+    fn arrive(&mut self, ctx: &egui::Context, done: sim_worker::FrameDone) {
+        let sim = done.sim;
+        match done.result {
+            Ok(launches) => {
+                // A profiled frame is slower than the others: the rate
+                // label keeps the last unprofiled frame's time.
+                if !done.profiled || self.frame_ms == 0.0 {
+                    self.frame_ms = done.ms;
+                }
+                if !done.profiled {
+                    self.slice = slice_for(done.ms, launches);
+                }
+                self.frames_run += 1;
+            }
+            Err(e) => {
+                self.fault = Some(Fault::from(&e));
+                self.playing = false;
+                self.queued_steps = 0;
+            }
+        }
+        self.kernel_ms = kernel_medians(&sim);
+        let drawn = done.drawn;
+        let deferred = std::mem::take(&mut self.deferred_scalars);
+        if let Some(r) = &mut self.running {
+            r.frame = sim.frame;
+        }
+        self.sim = Some(sim);
+        match drawn {
+            Some(Ok(d)) => self.present(ctx, d),
+            Some(Err(e)) => self.error = Some(e.to_string()),
+            None => {}
+        }
+        if std::mem::take(&mut self.deferred_reset) {
+            self.reset();
+        }
+        for n in &deferred {
+            self.set_scalars(n);
+        }
+    }
+
+    fn draws_on_gpu(&self, sim: &Simulation) -> bool {
+        sim.wgpu_engine().is_some() && self.gpu.is_some() && self.egui_renderer.is_some()
+    }
+
     pub fn reset(&mut self) {
+        if self.worker.is_away() {
+            self.deferred_reset = true;
+            return;
+        }
         if let Some(sim) = &mut self.sim {
             self.fault = None;
             // The rate label measures frames run since the reset.
             self.frames_run = 0;
             self.frame_ms = 0.0;
+            self.queued_steps = 0;
             let r = sim.reset().and_then(|_| sim.start());
             if let Err(e) = r {
                 self.fault = Some(Fault::from(&e));
+            }
+            if let Some(r) = &mut self.running {
+                r.frame = sim.frame;
             }
             self.loss.clear();
             self.generation += 1;
@@ -412,32 +602,31 @@ impl Viewport {
 
     /// Per-kernel median launch times (ms), for the status line.
     pub fn kernel_times(&self) -> Vec<(String, f64)> {
-        let Some(sim) = &self.sim else { return vec![] };
-        sim.kernel_times
-            .iter()
-            .map(|(k, v)| {
-                let mut ms: Vec<f64> = v
-                    .iter()
-                    .rev()
-                    .take(30)
-                    .map(|d| d.as_secs_f64() * 1e3)
-                    .collect();
-                ms.sort_by(|a, b| a.total_cmp(b));
-                (k.clone(), ms.get(ms.len() / 2).copied().unwrap_or(0.0))
-            })
-            .collect()
+        self.kernel_ms.clone()
     }
 
+    /// Draws the views here (the simulation is home): after an edit that
+    /// changes only what is drawn, a reset, a new build.
     fn draw(&mut self, ctx: &egui::Context) {
         self.needs_draw = false;
-        let Some(sim) = &mut self.sim else { return };
-        let on_gpu = sim.wgpu_engine().is_some();
-        match (on_gpu, &self.gpu, &self.egui_renderer) {
-            (true, Some(gpu), Some(egui_renderer)) => {
-                if let Err(e) = sim.draw_views() {
-                    self.error = Some(e.to_string());
+        let Some(sim) = self.sim.as_mut() else { return };
+        let on_gpu =
+            self.gpu.is_some() && self.egui_renderer.is_some() && sim.wgpu_engine().is_some();
+        match sim_worker::draw(sim, on_gpu) {
+            Ok(d) => self.present(ctx, d),
+            Err(e) => self.error = Some(e.to_string()),
+        }
+    }
+
+    /// Puts drawn views on screen: GPU pictures are copied from their
+    /// buffers into textures on the device; read-back ones are uploaded.
+    fn present(&mut self, ctx: &egui::Context, drawn: Drawn) {
+        let Some(sim) = self.sim.as_ref() else { return };
+        match drawn {
+            Drawn::OnGpu => {
+                let (Some(gpu), Some(egui_renderer)) = (&self.gpu, &self.egui_renderer) else {
                     return;
-                }
+                };
                 let Some(engine) = sim.wgpu_engine() else {
                     return;
                 };
@@ -509,40 +698,69 @@ impl Viewport {
                 }
                 gpu.queue.submit([enc.finish()]);
             }
-            _ => match sim.render_views() {
-                Ok(images) => {
-                    for (i, (name, img)) in images.into_iter().enumerate() {
-                        let color = egui::ColorImage::from_rgba_unmultiplied(
-                            [img.width as usize, img.height as usize],
-                            &img.rgba,
+            Drawn::Images(images) => {
+                for (i, (name, img)) in images.into_iter().enumerate() {
+                    let color = egui::ColorImage::from_rgba_unmultiplied(
+                        [img.width as usize, img.height as usize],
+                        &img.rgba,
+                    );
+                    if self.textures.len() <= i {
+                        let handle = ctx.load_texture(
+                            format!("view {}", name),
+                            color,
+                            egui::TextureOptions::NEAREST,
                         );
-                        if self.textures.len() <= i {
-                            let handle = ctx.load_texture(
-                                format!("view {}", name),
-                                color,
-                                egui::TextureOptions::NEAREST,
-                            );
-                            self.textures.push(ViewTexture {
-                                id: handle.id(),
-                                texture: None,
-                                handle: Some(handle),
-                                size: [img.width, img.height],
-                                name,
-                            });
-                        } else if let Some(h) = &mut self.textures[i].handle {
-                            h.set(color, egui::TextureOptions::NEAREST);
-                        }
+                        self.textures.push(ViewTexture {
+                            id: handle.id(),
+                            texture: None,
+                            handle: Some(handle),
+                            size: [img.width, img.height],
+                            name,
+                        });
+                    } else if let Some(h) = &mut self.textures[i].handle {
+                        h.set(color, egui::TextureOptions::NEAREST);
                     }
                 }
-                Err(e) => self.error = Some(e.to_string()),
-            },
+            }
         }
     }
+}
 
+/// Launches per submission for a frame of `launches` that took `ms`:
+/// slices of about `SLICE_MS` when the frame takes longer than that.
+pub fn slice_for(ms: f64, launches: usize) -> Option<usize> {
+    if ms <= SLICE_MS || launches < 2 {
+        return None;
+    }
+    let per_launch = ms / launches as f64;
+    Some(((SLICE_MS / per_launch) as usize).clamp(1, launches))
+}
+
+/// The median of each kernel's last 30 launch times (ms).
+fn kernel_medians(sim: &Simulation) -> Vec<(String, f64)> {
+    sim.kernel_times
+        .iter()
+        .map(|(k, v)| {
+            let mut ms: Vec<f64> = v
+                .iter()
+                .rev()
+                .take(30)
+                .map(|d| d.as_secs_f64() * 1e3)
+                .collect();
+            ms.sort_by(|a, b| a.total_cmp(b));
+            (k.clone(), ms.get(ms.len() / 2).copied().unwrap_or(0.0))
+        })
+        .collect()
+}
+
+impl Viewport {
     /// Field words of `f` for the readout and colour bar, read back at most
     /// four times a second and only for views on screen.
     fn probe(&mut self, f: FieldId, now: f64) -> Option<&[u32]> {
-        let sim = self.sim.as_ref()?;
+        // Away running a frame: the last words read stand.
+        let Some(sim) = self.sim.as_ref() else {
+            return self.probe.get(&f).map(|(_, _, w)| w.as_slice());
+        };
         let fresh = self
             .probe
             .get(&f)
@@ -645,8 +863,8 @@ impl Viewport {
             let t = &self.textures[k];
             (t.id, t.size, t.name.clone())
         };
-        let image = self.sim.as_ref().and_then(|s| {
-            s.program.views.iter().find_map(|v| match v {
+        let image = self.program().and_then(|p| {
+            p.views.iter().find_map(|v| match v {
                 View::Image {
                     node_id,
                     field,
@@ -709,10 +927,10 @@ impl Viewport {
 
     /// "T[37, 80] = 0.4213" for the cell (x, y) of an image view's field.
     fn value_at(&mut self, field: FieldId, x: u32, y: u32, now: f64) -> String {
-        let Some(sim) = self.sim.as_ref() else {
+        let Some(program) = self.program() else {
             return String::new();
         };
-        let f = &sim.program.fields[field];
+        let f = &program.fields[field];
         let (fname, ty, h) = (f.name.clone(), f.ty, f.shape[1]);
         let comps = ty.components();
         let cell = (x * h + y) as usize;
@@ -746,8 +964,10 @@ impl Viewport {
         w: f32,
         now: f64,
     ) {
-        let Some(sim) = self.sim.as_ref() else { return };
-        let ty = sim.program.fields[field].ty;
+        let Some(program) = self.program() else {
+            return;
+        };
+        let ty = program.fields[field].ty;
         if ty.components() != 1 {
             return;
         }

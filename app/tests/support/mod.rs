@@ -53,3 +53,36 @@ pub fn wait_for_sim(h: &mut Harness<'static, WeftApp>) {
     }
     panic!("the graph never compiled: {:?}", h.state().viewport.error);
 }
+
+/// Steps until no frame is out on the simulation thread, none is asked
+/// for, and no build is under way (frames run off the UI thread: a test
+/// that reads the simulation waits for it to come home). Pause first.
+#[allow(dead_code)] // not every test file steps frames
+pub fn settle(h: &mut Harness<'static, WeftApp>) {
+    for _ in 0..2000 {
+        h.step();
+        if h.state().viewport.is_idle() && h.state().viewport.sim.is_some() {
+            h.step();
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    panic!(
+        "the simulation never came home (playing: {}): {:?}",
+        h.state().viewport.playing,
+        h.state().viewport.error
+    );
+}
+
+#[allow(dead_code)] // not every test file plays
+/// Steps while playing until the simulation has run `frames` frames.
+pub fn play_until(h: &mut Harness<'static, WeftApp>, frames: i32) {
+    for _ in 0..4000 {
+        h.step();
+        if h.state().viewport.frame() >= frames {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    panic!("the simulation never reached frame {}", frames);
+}
