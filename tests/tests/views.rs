@@ -1321,3 +1321,30 @@ fn histogram_errors_name_the_node() {
         assert!(e.contains("hist") && e.contains(word), "{}", e);
     }
 }
+
+/// Histograms of mpm88's particle velocities (vec2 magnitudes) and affine
+/// matrices (mat2, Frobenius norm) after a frame, on every backend.
+#[test]
+fn histograms_of_simulated_vectors_and_matrices() {
+    let mut g = example("mpm88");
+    add_view(
+        &mut g,
+        "speeds",
+        "histogram",
+        json!({"bins": 48, "width": 192, "height": 64}),
+        &[("field", "v")],
+    );
+    add_view(
+        &mut g,
+        "affine",
+        "histogram",
+        json!({"log": true, "width": 128, "height": 48}),
+        &[("field", "C")],
+    );
+    let mut sim = Runs::new(&g, 1);
+    for (id, img) in sim.check("mpm88_histograms") {
+        if id == "speeds" || id == "affine" {
+            assert!(!img.is_blank(), "mpm88_histograms/{}: blank", id);
+        }
+    }
+}
