@@ -310,7 +310,146 @@ pub fn render_view(
                 *background,
             )
         }
+        View::Histogram {
+            field,
+            bins,
+            width,
+            height,
+            range,
+            log,
+            color,
+            background,
+            ..
+        } => {
+            let values = histogram_values(p, *field, read, activity);
+            let counts = histogram_counts(&values, *bins, *range);
+            histogram(&counts.bins, *width, *height, *log, *color, *background)
+        }
     }
+}
+
+/// The values a `histogram` view counts, from the definition in
+/// `weft_ir::passes::views::histogram`: every element (active cells only
+/// under a sparse layout), a scalar as f32, a vector's or matrix's
+/// magnitude summed in component order.
+pub fn histogram_values(
+    p: &Program,
+    field: FieldId,
+    read: &dyn Fn(FieldId) -> Vec<u32>,
+    activity: &dyn Fn(FieldId) -> Option<Vec<u8>>,
+) -> Vec<f32> {
+    let f = &p.fields[field];
+    let comps = f.ty.components();
+    let words = read(field);
+    let mask = activity(field);
+    let scalar = |b: u32| -> f32 {
+        match f.ty.scalar() {
+            Some(Scalar::I32) => b as i32 as f32,
+            Some(Scalar::U32) => b as f32,
+            _ => f32::from_bits(b),
+        }
+    };
+    (0..words.len() / comps)
+        .filter(|&k| mask.as_ref().is_none_or(|m| m[k] & CELL_ACTIVE != 0))
+        .map(|k| {
+            let w = &words[k * comps..(k + 1) * comps];
+            if comps == 1 {
+                scalar(w[0])
+            } else {
+                let mut acc = scalar(w[0]) * scalar(w[0]);
+                for &c in &w[1..] {
+                    acc += scalar(c) * scalar(c);
+                }
+                acc.sqrt()
+            }
+        })
+        .collect()
+}
+
+/// A histogram's counts: per bin, non-finite, below and above a fixed range.
+pub struct HistogramCounts {
+    pub bins: Vec<u32>,
+    pub nonfinite: u32,
+    pub outside: [u32; 2],
+}
+
+/// Counts `values` into `bins` bins of `range` (auto: the finite values'
+/// min..max, 0..1 when there are none), as the view's count kernel does.
+pub fn histogram_counts(values: &[f32], bins: u32, range: Option<(f32, f32)>) -> HistogramCounts {
+    let finite = values.iter().copied().filter(|v| v.is_finite());
+    let (lo, hi) = range.unwrap_or_else(|| {
+        let lo = finite.clone().fold(f32::INFINITY, f32::min);
+        let hi = finite.fold(f32::NEG_INFINITY, f32::max);
+        if lo > hi {
+            (0.0, 1.0)
+        } else {
+            (lo, hi)
+        }
+    });
+    let span = if hi > lo { hi - lo } else { 1.0 };
+    let mut out = HistogramCounts {
+        bins: vec![0; bins as usize],
+        nonfinite: 0,
+        outside: [0, 0],
+    };
+    for &v in values {
+        if !v.is_finite() {
+            out.nonfinite += 1;
+        } else if v < lo {
+            out.outside[0] += 1;
+        } else if v > hi {
+            out.outside[1] += 1;
+        } else {
+            let b = (((v - lo) / span) * bins as f32)
+                .floor()
+                .clamp(0.0, bins as f32 - 1.0) as usize;
+            out.bins[b] += 1;
+        }
+    }
+    out
+}
+
+/// A `histogram` view's picture of `counts`: one bar per bin, one pixel
+/// column at a time (`weft_ir::passes::views::histogram`).
+pub fn histogram(
+    counts: &[u32],
+    width: u32,
+    height: u32,
+    log: bool,
+    color: [f32; 3],
+    background: [f32; 3],
+) -> Image {
+    let word = |c: [f32; 3]| [to_u8(c[0]), to_u8(c[1]), to_u8(c[2]), 255];
+    let mut img = Image::new(width, height, word(background));
+    let bar = word(color);
+    let bins = counts.len() as i32;
+    let f = |c: u32| {
+        if log {
+            (1.0 + c as f32).log2()
+        } else {
+            c as f32
+        }
+    };
+    let peak = counts.iter().copied().max().unwrap_or(0);
+    let bin_of = |x: i32| x * bins / width as i32;
+    for x in 0..width as i32 {
+        let b = bin_of(x);
+        let c = counts[b as usize];
+        let frac = if peak > 0 { f(c) / f(peak) } else { 0.0 };
+        let mut rows = (frac * height as f32 + 0.5).floor() as i32;
+        if c > 0 {
+            rows = rows.max(1);
+        }
+        let gap = width as i32 >= 4 * bins && x > 0 && bin_of(x - 1) != b;
+        if gap {
+            continue;
+        }
+        for r in (height as i32 - rows).max(0)..height as i32 {
+            let i = ((r as u32 * width + x as u32) * 4) as usize;
+            img.rgba[i..i + 4].copy_from_slice(&bar);
+        }
+    }
+    img
 }
 
 /// A `plot` view from the definition in `weft_ir::passes::views::plot`:

@@ -1118,3 +1118,233 @@ fn plots_of_quantized_and_sparse_fields() {
         assert!(!img.is_blank(), "plots_layouts/{}: blank", id);
     }
 }
+
+/// The graph of the histogram tests: a 1-D f32 series with NaN and ±inf,
+/// a 2-D bitmasked field written in some cells only, a vec2 field (with a
+/// NaN component), a 2-D i32 field, a 3-D u32 field and a quantized f32
+/// field, under auto and fixed ranges, log heights, 1 and 1024 bins and
+/// wide bars (gap columns).
+fn histogram_graph() -> Value {
+    let code = "fn kernel(i: i32) {
+        let x = i as f32;
+        let mut v = sin(x * 0.05) * 3.0 + x * 0.01;
+        if i % 37 == 4 { v = bitcast::<f32>(nan_bits); }
+        if i == 130 { v = bitcast::<f32>(inf_bits); }
+        if i == 170 { v = bitcast::<f32>(ninf_bits); }
+        if i < 300 { s[i] = v; q[i] = cos(x * 0.03) * 20.0; }
+        if i < 1024 {
+            let a = i / 32;
+            let b = i % 32;
+            if (a / 8 + b / 8) % 3 == 0 { sp[(a, b)] = x * 0.25 - 60.0; }
+            n[(a, b)] = (i * 7) % 23 - 11;
+        }
+        if i < 200 {
+            vv[i] = vec2(cos(x * 0.1) * x * 0.01, sin(x * 0.1));
+            if i == 17 { vv[i] = vec2(bitcast::<f32>(nan_bits), 1.0); }
+        }
+        if i < 120 { u[(i / 30, (i / 6) % 5, i % 6)] = (i * i % 50) as u32; }
+    }";
+    let mut g = kernel_graph(
+        &[
+            F("s", "f32", &[300], json!(0)),
+            F("q", "f32", &[300], json!(0)),
+            F("sp", "f32", &[32, 32], json!(-1000.0)),
+            F("n", "i32", &[32, 32], json!(0)),
+            F("vv", "vec2", &[200], json!(0)),
+            F("u", "u32", &[4, 5, 6], json!(0)),
+        ],
+        code,
+        &[1024],
+        special_floats(),
+    );
+    set_param(&mut g, "q", "storage", json!("float5m10"));
+    set_param(&mut g, "sp_cells", "shape", json!([32, 32]));
+    for n in g["nodes"].as_array_mut().unwrap() {
+        if n["id"] == "sp_cells" {
+            n["kind"] = json!("bitmasked");
+        }
+    }
+    let views: &[(&str, &str, Value)] = &[
+        ("h_s", "s", json!({"width": 200, "height": 80})),
+        (
+            "h_s_fixed",
+            "s",
+            json!({"bins": 16, "min": -2.0, "max": 2.0, "width": 131, "height": 57, "color": [0.2, 1.0, 0.4]}),
+        ),
+        ("h_s_one", "s", json!({"bins": 1, "width": 9, "height": 7})),
+        (
+            "h_sp",
+            "sp",
+            json!({"bins": 32, "width": 160, "height": 60}),
+        ),
+        (
+            "h_n",
+            "n",
+            json!({"bins": 23, "width": 100, "height": 40, "log": true}),
+        ),
+        ("h_vv", "vv", json!({"bins": 40, "log": true})),
+        (
+            "h_u",
+            "u",
+            json!({"bins": 1024, "width": 300, "height": 50}),
+        ),
+        ("h_q", "q", json!({"bins": 10, "width": 64, "height": 32})),
+    ];
+    for (id, f, params) in views {
+        add_view(&mut g, id, "histogram", params.clone(), &[("field", f)]);
+    }
+    g
+}
+
+/// Histograms drawn by their kernels on vm, cpu and wgpu equal the
+/// reference renderer's picture exactly (`check`).
+#[test]
+fn histograms_of_any_field() {
+    let mut sim = Runs::new(&histogram_graph(), 0);
+    for (id, img) in sim.check("histograms") {
+        // One bin fills the whole image with its bar.
+        if id != "h_s_one" {
+            assert!(!img.is_blank(), "histograms/{}: blank", id);
+        }
+    }
+}
+
+/// The counts the kernels leave in `VIEW.bins`, `VIEW.nonfinite` and
+/// `VIEW.outside` on every backend equal a count made here from the
+/// fields' values read back (the sparse field's active cells from the
+/// kernel's own condition, vector magnitudes with `hypot`).
+#[test]
+fn histogram_counts_match_the_values() {
+    let runs = Runs::new(&histogram_graph(), 0);
+    let mut sims = vec![
+        ("vm", runs.copy_to(Backend::Vm, None)),
+        ("cpu", runs.copy_to(Backend::Jit, None)),
+    ];
+    if let Some(ctx) = gpu() {
+        sims.push(("wgpu", runs.copy_to(Backend::Wgpu, Some(ctx))));
+    }
+    let p = &runs.program;
+    for (label, sim) in &mut sims {
+        sim.render_views().expect("views");
+        for v in &p.views {
+            let weft_ir::ir::View::Histogram {
+                node_id,
+                field,
+                bins,
+                range,
+                ..
+            } = v
+            else {
+                continue;
+            };
+            let name = p.fields[*field].name.clone();
+            let words = sim.read_field(*field).expect("field");
+            let ty = p.fields[*field].ty;
+            let values: Vec<f32> = match (name.as_str(), ty) {
+                ("sp", _) => (0..1024)
+                    .filter(|i| (i / 32 / 8 + i % 32 / 8) % 3 == 0)
+                    .map(|i| f32::from_bits(words[i]))
+                    .collect(),
+                ("n", _) => words.iter().map(|&w| w as i32 as f32).collect(),
+                ("u", _) => words.iter().map(|&w| w as f32).collect(),
+                ("vv", _) => words
+                    .chunks(2)
+                    .map(|c| {
+                        let (a, b) = (f32::from_bits(c[0]), f32::from_bits(c[1]));
+                        (a * a + b * b).sqrt()
+                    })
+                    .collect(),
+                _ => words.iter().map(|&w| f32::from_bits(w)).collect(),
+            };
+            // Independent: the finite values' range, then each value's bin.
+            let fin: Vec<f32> = values.iter().copied().filter(|v| v.is_finite()).collect();
+            let (lo, hi) = range.unwrap_or((
+                fin.iter().copied().fold(f32::INFINITY, f32::min),
+                fin.iter().copied().fold(f32::NEG_INFINITY, f32::max),
+            ));
+            let mut want = vec![0u32; *bins as usize];
+            let (mut nonfinite, mut below, mut above) = (0u32, 0u32, 0u32);
+            for &x in &values {
+                if x.is_nan() || x.is_infinite() {
+                    nonfinite += 1;
+                } else if x < lo {
+                    below += 1;
+                } else if x > hi {
+                    above += 1;
+                } else {
+                    let span = if hi > lo { hi - lo } else { 1.0 };
+                    let b = ((x - lo) / span * *bins as f32).floor() as i64;
+                    want[b.clamp(0, *bins as i64 - 1) as usize] += 1;
+                }
+            }
+            let read = |suffix: &str| {
+                let f = sim
+                    .field(&format!("{}.{}", node_id, suffix))
+                    .unwrap_or_else(|| panic!("no field {}.{}", node_id, suffix));
+                sim.read_field(f).expect("read")
+            };
+            assert_eq!(read("bins"), want, "{} {}: bins", label, node_id);
+            assert_eq!(read("nonfinite"), vec![nonfinite], "{} {}", label, node_id);
+            assert_eq!(read("outside"), vec![below, above], "{} {}", label, node_id);
+            let counted = want.iter().sum::<u32>() + nonfinite + below + above;
+            assert_eq!(counted as usize, values.len(), "{} {}", label, node_id);
+        }
+    }
+    // The graph exercises what it claims: NaNs, values outside a fixed range.
+    let vm = &mut sims[0].1;
+    let f = vm.field("h_s.nonfinite").unwrap();
+    assert!(vm.read_field(f).unwrap()[0] > 5);
+    let f = vm.field("h_vv.nonfinite").unwrap();
+    assert_eq!(vm.read_field(f).unwrap()[0], 1);
+    let f = vm.field("h_s_fixed.outside").unwrap();
+    let o = vm.read_field(f).unwrap();
+    assert!(o[0] > 0 && o[1] > 0, "{:?}", o);
+}
+
+#[test]
+fn histogram_errors_name_the_node() {
+    let g0 = kernel_graph(
+        &[F("s", "f32", &[4], json!(0))],
+        "fn kernel(i: i32) { s[i] = 1.0; }",
+        &[4],
+        json!({}),
+    );
+    for (params, word) in [
+        (json!({"min": 1.0}), "max"),
+        (json!({"min": 2.0, "max": 1.0}), "min"),
+        (json!({"bins": 0}), "bins"),
+        (json!({"bins": 5000}), "bins"),
+    ] {
+        let mut g = g0.clone();
+        add_view(&mut g, "hist", "histogram", params, &[("field", "s")]);
+        let e = build(&g).expect_err("bad params").to_string();
+        assert!(e.contains("hist") && e.contains(word), "{}", e);
+    }
+}
+
+/// Histograms of mpm88's particle velocities (vec2 magnitudes) and affine
+/// matrices (mat2, Frobenius norm) after a frame, on every backend.
+#[test]
+fn histograms_of_simulated_vectors_and_matrices() {
+    let mut g = example("mpm88");
+    add_view(
+        &mut g,
+        "speeds",
+        "histogram",
+        json!({"bins": 48, "width": 192, "height": 64}),
+        &[("field", "v")],
+    );
+    add_view(
+        &mut g,
+        "affine",
+        "histogram",
+        json!({"log": true, "width": 128, "height": 48}),
+        &[("field", "C")],
+    );
+    let mut sim = Runs::new(&g, 1);
+    for (id, img) in sim.check("mpm88_histograms") {
+        if id == "speeds" || id == "affine" {
+            assert!(!img.is_blank(), "mpm88_histograms/{}: blank", id);
+        }
+    }
+}

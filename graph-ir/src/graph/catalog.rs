@@ -507,6 +507,26 @@ static KINDS: &[NodeKind] = &[
         exec_in: false,
         exec_outs: &[],
     },
+    NodeKind {
+        name: "histogram",
+        family: Family::View,
+        doc: "Draws the distribution of a field's values as bars: `bins` equal bins from min to max, bar heights scaled to the largest bin. Takes any field: any number of axes (1 to 3), f32/i32/u32 values, and vectors or matrices by their magnitude (length; Frobenius norm for matrices). Under a sparse layout only active cells count; quantized fields count their decoded values. NaN and infinite values are not binned: they are counted in the field `NODE.nonfinite`; the counts are in `NODE.bins` (u32, one per bin).",
+        inputs: &[PortSpec { name: "field", ty: PortType::Field, optional: false, doc: "Any field: scalars (f32/i32/u32), vectors or matrices (binned by magnitude)." }],
+        outputs: &[],
+        dynamic_field_inputs: false,
+        params: &[
+            ParamSpec { name: "bins", ty: ParamType::Int, default: Some("64"), doc: "Number of bins, 1 to 1024.", range: Some((1.0, 1024.0)) },
+            ParamSpec { name: "min", ty: ParamType::Number, default: Some("null"), doc: "Low end of the first bin; with `max` fixes the range (values outside it are not binned: counted in `NODE.outside`, below then above), otherwise the range is the min..max of the finite values.", range: None },
+            ParamSpec { name: "max", ty: ParamType::Number, default: Some("null"), doc: "High end of the last bin (a value equal to `max` is in the last bin).", range: None },
+            ParamSpec { name: "width", ty: ParamType::Int, default: Some("512"), doc: "Image width in pixels.", range: Some((1.0, 8192.0)) },
+            ParamSpec { name: "height", ty: ParamType::Int, default: Some("256"), doc: "Image height in pixels.", range: Some((1.0, 8192.0)) },
+            ParamSpec { name: "log", ty: ParamType::Bool, default: Some("false"), doc: "Bar height by log(1 + count) instead of count: small bins stay visible next to a large one.", range: None },
+            ParamSpec { name: "color", ty: ParamType::Color, default: Some("[1.0, 0.75, 0.25]"), doc: "Bar colour.", range: None },
+            ParamSpec { name: "background", ty: ParamType::Color, default: Some("[0.07, 0.15, 0.18]"), doc: "Background colour.", range: None },
+        ],
+        exec_in: false,
+        exec_outs: &[],
+    },
 ];
 
 pub fn kinds() -> &'static [NodeKind] {

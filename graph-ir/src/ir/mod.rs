@@ -1294,6 +1294,23 @@ pub enum View {
         color: [f32; 3],
         background: [f32; 3],
     },
+    /// A histogram of any field's values (`passes::views::histogram`
+    /// documents the counting and drawing): per-element magnitude for
+    /// vectors and matrices, active cells only under sparse layouts.
+    Histogram {
+        node_id: String,
+        field: FieldId,
+        /// Bins (1..=1024).
+        bins: u32,
+        width: u32,
+        height: u32,
+        /// Fixed value range (min < max, finite); `None` = auto.
+        range: Option<(f32, f32)>,
+        /// Bar height by log(1 + count).
+        log: bool,
+        color: [f32; 3],
+        background: [f32; 3],
+    },
 }
 
 /// A field a view reads: a field node's, or one that a pass adds later (an
@@ -1320,7 +1337,8 @@ impl View {
         match self {
             View::Image { node_id, .. }
             | View::Particles { node_id, .. }
-            | View::Plot { node_id, .. } => node_id,
+            | View::Plot { node_id, .. }
+            | View::Histogram { node_id, .. } => node_id,
         }
     }
 }

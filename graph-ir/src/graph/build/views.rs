@@ -1,4 +1,5 @@
-//! View nodes: images of 2D fields, particle plots and line charts.
+//! View nodes: images of 2D fields, particle plots, line charts and
+//! histograms.
 
 use super::*;
 
@@ -237,6 +238,73 @@ impl Builder<'_> {
                         range,
                         log,
                         thickness: n.p("thickness").as_i64().unwrap_or(2).clamp(1, 16) as u32,
+                        color: [c[0], c[1], c[2]],
+                        background: [bg[0], bg[1], bg[2]],
+                    });
+                }
+                "histogram" => {
+                    let Some(f) = field_at("field") else { continue };
+                    let fd = &self.program.fields[f];
+                    let ok_ty = match fd.ty {
+                        Type::Scalar(s) | Type::Vector(s, _) => s.is_numeric(),
+                        Type::Matrix(_) => true,
+                        Type::Void => false,
+                    };
+                    if fd.shape.is_empty() || fd.shape.len() > 3 || !ok_ty {
+                        self.errors.push(GraphError::port(
+                            &id,
+                            "field",
+                            format!(
+                                "a histogram needs a field of 1 to 3 axes of f32/i32/u32 scalars, vectors or matrices; '{}' is {}-D {}",
+                                fd.name,
+                                fd.shape.len(),
+                                fd.ty
+                            ),
+                        ));
+                        continue;
+                    }
+                    let bins = n.p("bins").as_i64().unwrap_or(64);
+                    if !(1..=1024).contains(&bins) {
+                        self.errors.push(GraphError::param(
+                            &id,
+                            "bins",
+                            format!("'bins' must be 1 to 1024; it is {}", bins),
+                        ));
+                        continue;
+                    }
+                    let range = match (n.p("min").as_f64(), n.p("max").as_f64()) {
+                        (Some(a), Some(b)) => {
+                            let (a, b) = (a as f32, b as f32);
+                            if !(a.is_finite() && b.is_finite() && a < b) {
+                                self.errors.push(GraphError::param(
+                                    &id,
+                                    "min",
+                                    "'min' must be below 'max' (both finite)",
+                                ));
+                                continue;
+                            }
+                            Some((a, b))
+                        }
+                        (None, None) => None,
+                        _ => {
+                            self.errors.push(GraphError::param(
+                                &id,
+                                "max",
+                                "give both 'min' and 'max' for a fixed range, or neither for auto",
+                            ));
+                            continue;
+                        }
+                    };
+                    let c = nums(n.p("color"));
+                    let bg = nums(n.p("background"));
+                    self.program.views.push(View::Histogram {
+                        node_id: id,
+                        field: f,
+                        bins: bins as u32,
+                        width: n.p("width").as_i64().unwrap_or(512) as u32,
+                        height: n.p("height").as_i64().unwrap_or(256) as u32,
+                        range,
+                        log: n.p("log").as_bool().unwrap_or(false),
                         color: [c[0], c[1], c[2]],
                         background: [bg[0], bg[1], bg[2]],
                     });

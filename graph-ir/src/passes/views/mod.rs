@@ -44,6 +44,12 @@
 //!   column writing the whole column: background, zero line, and the rows
 //!   the polyline covers within the column (direct stores, so no thread
 //!   order can change a pixel).
+//! - `histogram` (any field, `histogram.rs`): reset (bins, counters, range
+//!   keys), auto range = reduce as for `image` over the elements' values
+//!   (vector magnitudes; active cells only under sparse layouts), count
+//!   (one invocation per element, `atomic_add` into `VIEW.bins`, non-finite
+//!   values into `VIEW.nonfinite`), then one invocation per pixel column
+//!   drawing its bar scaled to the largest bin.
 //!
 //! Does not: touch the schedule or any user kernel.
 
@@ -56,6 +62,7 @@ use crate::types::{Scalar, Type};
 
 use super::PassError;
 
+mod histogram;
 mod plot;
 
 /// Image rows are padded to a multiple of this many pixels (256 bytes: the
@@ -93,6 +100,7 @@ pub fn run(program: &mut Program) -> Result<(), PassError> {
                 program.views[i] = resolved;
                 vk
             }
+            View::Histogram { .. } => histogram::histogram(program, v)?,
         };
         program.view_kernels.push(vk);
     }
