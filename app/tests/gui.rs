@@ -2058,3 +2058,54 @@ fn the_ui_never_waits_for_a_slow_simulation_frame() {
     let sim = h.state().viewport.sim.as_ref().unwrap();
     assert_eq!(sim.frame, h.state().viewport.frame());
 }
+
+#[test]
+fn ctrl_shift_click_on_a_field_pin_views_the_field_wired_to_it() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat.json");
+    wait_for_sim(&mut h);
+    h.run_steps(4);
+    // The `source` input of kernel `diffuse` carries field node `source`.
+    let r = h.state().node_rects["diffuse"];
+    let label = h
+        .get_all_by_label("source")
+        .map(|n| n.rect())
+        .find(|l| r.contains(l.center()))
+        .expect("diffuse has a source pin");
+    let p = screen(&h, label.center());
+    h.event(Event::PointerMoved(p));
+    h.step();
+    let ctrl_shift = Modifiers::COMMAND | Modifiers::SHIFT;
+    h.event(Event::ModifiersChanged(ctrl_shift));
+    for pressed in [true, false] {
+        h.event(Event::PointerButton {
+            pos: p,
+            button: PointerButton::Primary,
+            pressed,
+            modifiers: ctrl_shift,
+        });
+        h.step();
+    }
+    h.event(Event::ModifiersChanged(Modifiers::NONE));
+    h.run_steps(2);
+    assert!(h.state().viewer.is_on("source"), "{:?}", h.state().viewer);
+    // No edit: the document is the file's.
+    assert!(!h
+        .state()
+        .model
+        .doc
+        .nodes
+        .iter()
+        .any(|n| n.id.starts_with("viewer-")));
+    // The viewport compiles the view; the image tile appears.
+    for _ in 0..400 {
+        h.step();
+        if h.query_by_label("viewer-source").is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    h.get_by_label("viewer-source");
+}

@@ -432,7 +432,7 @@ fn the_viewer_flag_shows_a_field_without_editing_the_graph() {
 }
 
 #[test]
-fn the_viewer_flag_picks_particles_or_the_spreadsheet() {
+fn the_viewer_flag_picks_particles_or_a_histogram() {
     if !gpu_ok() {
         return;
     }
@@ -447,20 +447,48 @@ fn the_viewer_flag_picks_particles_or_the_spreadsheet() {
         weft_ir::ir::View::Particles { node_id, .. } if node_id == "viewer-pos"
     )));
     h.get_by_label("viewer-pos");
-    // A 1-axis i32 list has no image: the spreadsheet opens on it (and
-    // the particles view goes, the flag being on one field at a time).
+    // A 1-axis i32 list has no image: a histogram of its values (and the
+    // particles view goes, the flag being on one field at a time).
     let g = h.state().viewport.generation;
     h.state_mut().toggle_viewer("members");
     wait_rebuilt(&mut h, g);
     assert!(!viewed(&h).contains(&"viewer-pos".to_string()));
-    assert!(h.state().sheet.open);
-    assert_eq!(h.state().sheet.field.as_deref(), Some("members"));
-    // Unflagging it changes no program: the simulation keeps running.
+    assert!(viewed(&h).contains(&"viewer-members".to_string()));
+    h.get_by_label("viewer-members");
+    // Its bins count the list's values as the simulation holds them.
+    h.get_by_label("Step").click();
+    settle(&mut h);
+    let sim = h.state().viewport.sim.as_ref().unwrap();
+    let bins = sim
+        .read_field(sim.field("viewer-members.bins").unwrap())
+        .unwrap();
+    let members = sheet_rows(sim, "members");
+    assert_eq!(
+        bins.iter().map(|&b| b as usize).sum::<usize>(),
+        members,
+        "every stored element is counted once"
+    );
+    // Unflagging it removes the view; the simulation keeps its frame.
+    let frame = h.state().viewport.frame();
     let g = h.state().viewport.generation;
     h.state_mut().toggle_viewer("members");
-    h.run_steps(5);
-    assert_eq!(h.state().viewport.generation, g);
+    wait_rebuilt(&mut h, g);
     assert!(h.state().viewer.node.is_none());
+    assert!(!viewed(&h).contains(&"viewer-members".to_string()));
+    assert_eq!(h.state().viewport.frame(), frame);
+}
+
+/// Elements the field holds as the runtime stores them (list members of
+/// a dynamic field: every list's length), counted by the runtime's walk.
+fn sheet_rows(sim: &weft_runtime::Simulation, field: &str) -> usize {
+    let f = sim.field(field).unwrap();
+    let root = weft_ir::ir::layout::root_of(&sim.program, sim.program.fields[f].layout);
+    let words = sim.read_root(root).unwrap();
+    let plan = weft_ir::ir::layout::AddressPlan::new(&sim.program, f);
+    let shape = sim.program.fields[f].shape.clone();
+    let mut n = 0;
+    weft_runtime::memory::for_each_stored_element(&plan, &shape, &words, |_| n += 1);
+    n
 }
 
 /// A click on a node's title (any kind): inspects it.
@@ -583,6 +611,115 @@ fn quantized_fields_show_their_storage_and_savings() {
     // A field stored in words has no storage section.
     inspect(&mut h, "source", "field");
     assert!(h.query_by_label_contains("bits per element").is_none());
+}
+
+#[test]
+fn a_quantized_field_is_compared_with_its_f32_twin_on_demand() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat_quant.json");
+    wait_for_sim(&mut h);
+    for _ in 0..3 {
+        h.get_by_label("Step").click();
+        settle(&mut h);
+    }
+    inspect(&mut h, "T", "field");
+    h.get_by_label("Compare with an f32 twin").click();
+    for _ in 0..2000 {
+        h.step();
+        if h.state().twins.results.contains_key("T") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let got = h.state().twins.results["T"].clone().unwrap();
+    assert_eq!(got.frame, 3);
+    // The reference: the graph written out in f32 by hand (no storage
+    // params) run headless to frame 3, against the quantized run.
+    let quantized = headless(&h, "heat_quant.json", 3);
+    let mut doc: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("graphs/heat_quant.json")).unwrap(),
+    )
+    .unwrap();
+    for n in doc["nodes"].as_array_mut().unwrap() {
+        if let Some(p) = n.get_mut("params").and_then(|p| p.as_object_mut()) {
+            p.remove("storage");
+        }
+    }
+    let doc: GraphDoc = serde_json::from_value(doc).unwrap();
+    let program = build_program(
+        &doc,
+        &BuildOptions {
+            base_dir: root().join("graphs"),
+        },
+    )
+    .unwrap();
+    let mut twin = Simulation::new(
+        program,
+        &SimOptions {
+            backend: quantized.backend().unwrap(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    twin.start().unwrap();
+    for _ in 0..3 {
+        twin.step_frame().unwrap();
+    }
+    let read = |s: &Simulation| -> Vec<f32> {
+        s.read_field(s.field("T").unwrap())
+            .unwrap()
+            .into_iter()
+            .map(f32::from_bits)
+            .collect()
+    };
+    let (a, b) = (read(&quantized), read(&twin));
+    let max = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| (x - y).abs() as f64)
+        .fold(0.0, f64::max);
+    assert!(max > 0.0, "ufloat5m11 rounds heat's temperatures");
+    assert_eq!(got.max_abs, max);
+    assert_eq!(got.values, a.len());
+    h.run_steps(3);
+    h.get_by_label_contains(&format!("max |error| {:.3e}", max));
+    // mpm_quant packs its fields (bit_struct, bit_array): its twin builds
+    // with dense nodes in their place and every field in words.
+    let mpm = GraphDoc::load(&root().join("graphs/mpm_quant.json")).unwrap();
+    let twin = gui::quant_readout::twin_doc(&mpm).unwrap();
+    let p = build_program(
+        &twin,
+        &BuildOptions {
+            base_dir: root().join("graphs"),
+        },
+    )
+    .unwrap();
+    assert!(p
+        .fields
+        .iter()
+        .all(|(_, f)| f.storage == weft_ir::ir::Storage::Word));
+    let shapes = |p: &weft_ir::ir::Program| -> Vec<(String, Vec<u32>)> {
+        p.fields
+            .iter()
+            .map(|(_, f)| (f.name.clone(), f.shape.clone()))
+            .collect()
+    };
+    let quant = build_program(
+        &mpm,
+        &BuildOptions {
+            base_dir: root().join("graphs"),
+        },
+    )
+    .unwrap();
+    // Every field keeps its shape (the packed-words field of the
+    // bit_array is the only one the twin has no use for).
+    let q = shapes(&quant);
+    for f in shapes(&p) {
+        assert!(q.contains(&f), "{:?}", f);
+    }
+    assert_eq!(shapes(&p).len(), q.len() - 1);
 }
 
 #[test]

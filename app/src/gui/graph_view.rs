@@ -241,7 +241,26 @@ impl GraphViewer<'_> {
             return PinInfo::circle();
         };
         let tip = pin_type(self.model, n, &p, output);
-        let r = ui.label(&p.name).on_hover_text(&tip);
+        let field = (p.kind == PinKind::Data(PortType::Field))
+            .then(|| pin_field(self.model, n, &p.name, output))
+            .flatten();
+        let hover = match &field {
+            Some(f) => format!("{}\nCtrl+Shift+click: view '{}' in the viewport", tip, f),
+            None => tip.clone(),
+        };
+        let r = ui
+            .add(
+                egui::Label::new(&p.name)
+                    .selectable(false)
+                    .sense(egui::Sense::click()),
+            )
+            .on_hover_text(hover);
+        if r.clicked() && ui.input(|i| i.modifiers.command && i.modifiers.shift) {
+            // The viewer flag on a pin: the field it carries.
+            if let Some(f) = field {
+                self.toggle_viewer = Some(f);
+            }
+        }
         self.pin_labels
             .push((node.to_string(), output, r.rect, tip));
         let info = if p.kind == PinKind::Exec {
@@ -250,6 +269,27 @@ impl GraphViewer<'_> {
             PinInfo::circle()
         };
         info.with_fill(pin_color(p.kind))
+    }
+}
+
+/// The field a field pin carries, by the name the viewer flag takes: a
+/// field node's `field` output is the node (`T`), its `grad` output the
+/// gradient (`T.grad`); an input carries what is wired into it.
+pub fn pin_field(model: &Model, node: &NodeDoc, pin: &str, output: bool) -> Option<String> {
+    let (source, port) = if output {
+        (node, pin.to_string())
+    } else {
+        let to = format!("{}.{}", node.id, pin);
+        let w = model.doc.wires.iter().find(|w| w.to == to)?;
+        let (n, port) = weft_ir::graph::document::split_endpoint(&w.from);
+        (model.doc.node(n)?, port.to_string())
+    };
+    if source.kind != "field" {
+        return None;
+    }
+    match port.as_str() {
+        "grad" => Some(format!("{}.grad", source.id)),
+        _ => Some(source.id.clone()),
     }
 }
 

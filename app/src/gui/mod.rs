@@ -138,6 +138,8 @@ pub struct WeftApp {
     pub sheet: spreadsheet::Spreadsheet,
     /// The field node shown in the viewport by its viewer flag (V).
     pub viewer: viewer_flag::ViewerFlag,
+    /// On-demand f32 twin runs of quantized fields (the inspector's Storage section).
+    pub twins: quant_readout::Twins,
     /// Layout trees' memory and pools in use, read live.
     pub memory: memory_readout::MemoryReadout,
 }
@@ -213,6 +215,7 @@ impl WeftApp {
             status: String::new(),
             sheet: Default::default(),
             viewer: Default::default(),
+            twins: Default::default(),
             memory: Default::default(),
             status_seen: String::new(),
             status_revision: 0,
@@ -781,6 +784,7 @@ impl WeftApp {
         if let Some(program) = self.viewport.program() {
             if doc.kind == "field" {
                 quant_readout::ui_for(ui, program, &id);
+                self.twins.ui_for(ui, program, &id);
             } else if kind.is_some_and(|k| k.family == weft_ir::graph::catalog::Family::Layout) {
                 self.memory.ui_for(ui, program, &id);
             }
@@ -1259,6 +1263,9 @@ impl eframe::App for WeftApp {
                 .default_size(280.0)
                 .min_size(120.0)
                 .show(ui, |ui| self.sheet.ui(ui, self.viewport.program()));
+            if let Some(f) = self.sheet.view_request.take() {
+                self.toggle_viewer(&f);
+            }
         }
         let side = egui::Panel::right("side")
             .resizable(true)
@@ -1306,7 +1313,7 @@ impl eframe::App for WeftApp {
                 selection: &selection,
                 set_transform,
                 open_in_sheet: None,
-                viewer_flag: self.viewer.node.as_ref().map(|(n, _)| n.as_str()),
+                viewer_flag: self.viewer.flagged_node(),
                 toggle_viewer: None,
                 live_warnings: self.memory.warnings(),
                 title_labels: Default::default(),
@@ -1407,6 +1414,15 @@ impl eframe::App for WeftApp {
             });
         }
         self.screenshot(&ctx);
+        self.twins.poll(&ctx);
+        let home = self.viewport.sim.as_ref();
+        if let (Some(f), Some(sim)) = (home.and(self.twins.request.take()), home) {
+            // At home: the twin runs to the frame the simulation is at now.
+            let doc = self.viewer.compiled_doc(&self.model.doc).into_owned();
+            let opts = self.viewport.twin_options(sim);
+            self.twins
+                .start(&f, &doc, self.base_dir().unwrap_or_default(), sim, opts);
+        }
         // The panels have read this pass's state: the next frame goes out.
         self.viewport.end_pass(&ctx);
         if self.status != self.status_seen || self.model.revision != self.status_revision {
@@ -1417,23 +1433,17 @@ impl eframe::App for WeftApp {
 }
 
 impl WeftApp {
-    /// Flags field node `id` for the viewport (or unflags it): the viewport
-    /// recompiles with the temporary view and carries the running state
-    /// over (the document is untouched, the frame goes on); a
-    /// field no view fits opens in the spreadsheet instead.
+    /// Flags field `id` (a field node, or `ID.grad`) for the viewport (or
+    /// unflags it): the viewport recompiles with the temporary view and
+    /// carries the running state over (the document is untouched, the
+    /// frame goes on).
     pub fn toggle_viewer(&mut self, id: &str) {
         let program = self.viewport.program();
         let before = self.viewer.compiled_doc(&self.model.doc).into_owned();
         match self.viewer.toggle(id, program) {
             Ok(msg) => {
-                if self.viewer.node.as_ref().map(|(_, k)| *k)
-                    == Some(viewer_flag::ViewerKind::Spreadsheet)
-                {
-                    self.sheet.show_field(id);
-                }
                 self.status = msg;
                 let base = self.base_dir();
-                // A field shown in the spreadsheet adds no view: nothing to recompile.
                 let changed = *self.viewer.compiled_doc(&self.model.doc) != before;
                 if changed && self.model.problems.is_empty() {
                     // Only a view comes or goes: the simulation goes on.

@@ -395,6 +395,8 @@ pub struct Spreadsheet {
     pub error: Option<String>,
     /// Root reads so far (one per table built).
     pub reads: u64,
+    /// "View in viewport" was clicked for this field.
+    pub view_request: Option<String>,
 }
 
 impl Spreadsheet {
@@ -526,6 +528,17 @@ impl Spreadsheet {
             }
             if self.pending.is_some() {
                 ui.spinner();
+            }
+            if let Some(f) = &self.field {
+                if ui
+                    .button("View in viewport")
+                    .on_hover_text(
+                        "the viewer flag on this field (gradients too): image, particles or histogram",
+                    )
+                    .clicked()
+                {
+                    self.view_request = Some(f.clone());
+                }
             }
         });
         if let Some(e) = &self.error {

@@ -1,14 +1,16 @@
 //! The viewer flag (Houdini's display flag, Blender's Ctrl+Shift+click):
-//! one field node shown in the viewport without editing the graph.
+//! one field shown in the viewport without editing the graph.
 //!
 //! The flag lives in the app only. The program the viewport compiles is the
 //! document plus one temporary view node (`viewer-FIELD`) wired to the
 //! flagged field, so the IR view kernels draw it on every backend like any
 //! other view; the document, its undo history and the saved JSON never see
-//! it. The view is chosen from the field as the running program has it: an
-//! `image` (auto range) for a 2-axis scalar / vec3 / vec4 field, `particles`
-//! for a 1-axis vec2 field (positions), and otherwise no view: the
-//! spreadsheet opens on the field (its statistics and rows).
+//! it. The field is a field node's (`T`, wired from `T.field`) or its
+//! gradient (`T.grad`, wired from the node's `grad` output). The view is
+//! chosen from the field as the running program has it: an `image` (auto
+//! range) for a 2-axis scalar / vec3 / vec4 field, `particles` for a 1-axis
+//! vec2 field (positions), and a `histogram` of its values (of their
+//! length for vectors) for every other field.
 
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
@@ -21,8 +23,8 @@ use weft_ir::types::Type;
 pub enum ViewerKind {
     Image,
     Particles,
-    /// No view fits: the spreadsheet shows it.
-    Spreadsheet,
+    /// Any other field: how its values are distributed.
+    Histogram,
 }
 
 /// The view that suits `field` of `p` (`None`: no such field).
@@ -32,46 +34,65 @@ pub fn kind_for(p: &Program, field: &str) -> Option<ViewerKind> {
     Some(match (f.shape.len(), f.ty) {
         (2, _) if scalar_or_rgb => ViewerKind::Image,
         (1, Type::Vector(_, 2)) => ViewerKind::Particles,
-        _ => ViewerKind::Spreadsheet,
+        _ => ViewerKind::Histogram,
     })
 }
 
-/// The flagged field node, if any, and how it is shown.
+/// The field node a field name belongs to, and the output that carries
+/// it: `T` → (`T`, `field`), `T.grad` → (`T`, `grad`).
+pub fn source_of(field: &str) -> (&str, &'static str) {
+    match field.strip_suffix(".grad") {
+        Some(node) => (node, "grad"),
+        None => (field, "field"),
+    }
+}
+
+/// The flagged field (a field node's id, or `ID.grad`), if any, and how
+/// it is shown.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ViewerFlag {
     pub node: Option<(String, ViewerKind)>,
 }
 
 impl ViewerFlag {
-    pub fn is_on(&self, node: &str) -> bool {
-        self.node.as_ref().is_some_and(|(n, _)| n == node)
+    /// Whether `field` (a node id or `ID.grad`) is the flagged one.
+    pub fn is_on(&self, field: &str) -> bool {
+        self.node.as_ref().is_some_and(|(n, _)| n == field)
     }
 
-    /// Flags `node` (unflags it when it is flagged already). `p` is the
+    /// The field node the flag is on (for `T.grad`: `T`).
+    pub fn flagged_node(&self) -> Option<&str> {
+        self.node.as_ref().map(|(f, _)| source_of(f).0)
+    }
+
+    /// Flags `field` (unflags it when it is flagged already). `p` is the
     /// running program, which says how the field is shown. Returns the
     /// message for the status line.
-    pub fn toggle(&mut self, node: &str, p: Option<&Program>) -> Result<String, String> {
-        if self.is_on(node) {
+    pub fn toggle(&mut self, field: &str, p: Option<&Program>) -> Result<String, String> {
+        if self.is_on(field) {
             self.node = None;
-            return Ok(format!("'{}' no longer shown in the viewport", node));
+            return Ok(format!("'{}' no longer shown in the viewport", field));
         }
         let p = p.ok_or("the graph must compile before a field can be viewed")?;
-        let kind = kind_for(p, node)
-            .ok_or_else(|| format!("'{}' is not a field of the running simulation", node))?;
-        self.node = Some((node.to_string(), kind));
+        let kind = kind_for(p, field).ok_or_else(|| match field.strip_suffix(".grad") {
+            Some(node) => format!(
+                "'{}' has no gradient: set \"grad\": true on field node '{}'",
+                field, node
+            ),
+            None => format!("'{}' is not a field of the running simulation", field),
+        })?;
+        self.node = Some((field.to_string(), kind));
         Ok(match kind {
-            ViewerKind::Image => format!("viewing '{}' as an image", node),
-            ViewerKind::Particles => format!("viewing '{}' as particles", node),
-            ViewerKind::Spreadsheet => {
-                format!("'{}' has no image view: shown in the spreadsheet", node)
-            }
+            ViewerKind::Image => format!("viewing '{}' as an image", field),
+            ViewerKind::Particles => format!("viewing '{}' as particles", field),
+            ViewerKind::Histogram => format!("viewing '{}' as a histogram of its values", field),
         })
     }
 
     /// The id of the temporary view node for the flagged field.
     pub fn view_id(&self, doc: &GraphDoc) -> Option<String> {
         let (field, _) = self.node.as_ref()?;
-        let mut id = format!("viewer-{}", field);
+        let mut id = format!("viewer-{}", field.replace('.', "-"));
         while doc.node(&id).is_some() {
             id.push('_');
         }
@@ -84,13 +105,14 @@ impl ViewerFlag {
         let Some((field, kind)) = &self.node else {
             return Cow::Borrowed(doc);
         };
-        if doc.node(field).is_none_or(|n| n.kind != "field") {
+        let (node, output) = source_of(field);
+        if doc.node(node).is_none_or(|n| n.kind != "field") {
             return Cow::Borrowed(doc);
         }
         let (kind, port, params) = match kind {
             ViewerKind::Image => ("image", "field", json!({ "show_active": true })),
             ViewerKind::Particles => ("particles", "positions", json!({})),
-            ViewerKind::Spreadsheet => return Cow::Borrowed(doc),
+            ViewerKind::Histogram => ("histogram", "field", json!({})),
         };
         let id = self.view_id(doc).expect("a field is flagged");
         let mut d = doc.clone();
@@ -102,7 +124,7 @@ impl ViewerFlag {
             pos: [0.0, 0.0],
         });
         d.wires.push(WireDoc {
-            from: format!("{}.field", field),
+            from: format!("{}.{}", node, output),
             to: format!("{}.{}", id, port),
         });
         Cow::Owned(d)
@@ -110,7 +132,7 @@ impl ViewerFlag {
 
     /// Forgets a flag whose node left the document.
     pub fn follow(&mut self, doc: &GraphDoc) {
-        if let Some((n, _)) = &self.node {
+        if let Some(n) = self.flagged_node() {
             if doc.node(n).is_none_or(|n| n.kind != "field") {
                 self.node = None;
             }

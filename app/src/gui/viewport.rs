@@ -384,6 +384,16 @@ impl Viewport {
         }
     }
 
+    /// Options that open another simulation like `sim` (same backend, the
+    /// window's GPU shared): the f32 twin of a quantized field.
+    pub fn twin_options(&self, sim: &Simulation) -> SimOptions {
+        SimOptions {
+            backend: sim.backend().unwrap_or(self.backend),
+            gpu: self.gpu.clone(),
+            ..Default::default()
+        }
+    }
+
     /// No frame out or asked for, no build under way: what tests wait for.
     pub fn is_idle(&self) -> bool {
         !self.worker.is_away() && self.queued_steps == 0 && self.pending.is_none()
