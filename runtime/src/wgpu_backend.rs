@@ -782,9 +782,17 @@ impl WgpuEngine {
                 )))
             }
             Err(_) => {
-                return Err(RuntimeError::Device(
-                    "reading back from the GPU failed: no answer".into(),
-                ))
+                // wgpu drops the callback of a refused map and reports why
+                // as an uncaptured error.
+                let why = self.ctx.take_errors().join("; ");
+                return Err(RuntimeError::Device(format!(
+                    "reading back from the GPU failed: no answer{}",
+                    if why.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", why)
+                    }
+                )));
             }
         }
         let data = slice

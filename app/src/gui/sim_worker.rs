@@ -71,7 +71,7 @@ pub enum Returned {
 }
 
 pub struct SimWorker {
-    jobs: Sender<(u64, FrameJob)>,
+    jobs: Sender<(u64, FrameJob, egui::Context)>,
     done: Receiver<(u64, FrameDone)>,
     /// The token of the frame out now.
     away: Option<u64>,
@@ -86,16 +86,20 @@ impl Default for SimWorker {
 
 impl SimWorker {
     pub fn new() -> SimWorker {
-        let (jobs, job_rx) = channel::<(u64, FrameJob)>();
+        let (jobs, job_rx) = channel::<(u64, FrameJob, egui::Context)>();
         let (done_tx, done) = channel();
         // Ends when the viewport (the sender) is dropped.
         let spawned = std::thread::Builder::new()
             .name("weft-sim".into())
             .spawn(move || {
-                for (token, job) in job_rx {
+                for (token, job, ctx) in job_rx {
                     if done_tx.send((token, run(job))).is_err() {
                         break;
                     }
+                    // The window sleeps while a frame runs (no busy
+                    // repainting taking the cores the frame needs): the
+                    // frame's end wakes it.
+                    ctx.request_repaint();
                 }
             });
         if let Err(e) = spawned {
@@ -117,9 +121,9 @@ impl SimWorker {
 
     /// Sends a frame out. On failure (no worker thread) the simulation
     /// comes back to be run here instead.
-    pub fn send(&mut self, job: FrameJob) -> Result<(), Box<FrameJob>> {
+    pub fn send(&mut self, job: FrameJob, ctx: &egui::Context) -> Result<(), Box<FrameJob>> {
         self.next += 1;
-        match self.jobs.send((self.next, job)) {
+        match self.jobs.send((self.next, job, ctx.clone())) {
             Ok(()) => {
                 self.away = Some(self.next);
                 Ok(())

@@ -363,7 +363,9 @@ impl Viewport {
                 self.settle();
             }
         }
-        if self.playing || self.worker.is_away() || self.queued_steps > 0 {
+        // While a frame is out the window sleeps until input or the
+        // frame's end (the simulation thread wakes it).
+        if !self.worker.is_away() && (self.playing || self.queued_steps > 0) {
             ctx.request_repaint();
         }
         if self.needs_draw && self.sim.is_some() {
@@ -507,7 +509,7 @@ impl Viewport {
             slice: if on_gpu { self.slice } else { None },
             draw: Some(on_gpu),
         };
-        if let Err(job) = self.worker.send(job) {
+        if let Err(job) = self.worker.send(job, ctx) {
             // No simulation thread: the frame runs here.
             let done = sim_worker::run(*job);
             self.arrive(ctx, done);
