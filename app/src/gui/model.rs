@@ -110,9 +110,12 @@ pub fn pins(node: &NodeDoc) -> (Vec<Pin>, Vec<Pin>) {
             });
         }
     }
+    // A field node's `grad` output exists only with `grad: true`.
+    let has_grad = node.params.get("grad").and_then(Value::as_bool) == Some(true);
     let mut outs: Vec<Pin> = kind
         .outputs
         .iter()
+        .filter(|p| !(kind.family == catalog::Family::Field && p.name == "grad") || has_grad)
         .map(|p| Pin {
             name: p.name.into(),
             kind: PinKind::Data(p.ty),
@@ -529,6 +532,15 @@ impl Model {
             .iter()
             .find(|p| p.name == tname)
             .ok_or_else(|| format!("'{}' has no input '{}'", tnode, tname))?;
+        // The loader's rule (`graph::build::resolve`): kernels read a
+        // gradient through the field's port, as `port.grad[...]`.
+        let to_view = catalog::kind(&t.kind).map(|k| k.family) == Some(catalog::Family::View);
+        if f.kind == "field" && fport == "grad" && !to_view {
+            return Err(format!(
+                "'{}.grad' can only be wired to views; wire '{}.field' to '{}' and write `{}.grad[...]` in the code",
+                fnode, fnode, tname, tname
+            ));
+        }
         match (out.kind, inp.kind) {
             (PinKind::Exec, PinKind::Exec) => Ok(()),
             (PinKind::Data(a), PinKind::Data(b)) if a == b => Ok(()),

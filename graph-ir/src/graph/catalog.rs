@@ -281,7 +281,10 @@ static KINDS: &[NodeKind] = &[
         family: Family::Field,
         doc: "A field of values stored in the layout cell it is wired to; its node id is its name.",
         inputs: &[PortSpec { name: "layout", ty: PortType::Layout, optional: false, doc: "The layout node whose cells hold this field." }],
-        outputs: &[PortSpec { name: "field", ty: PortType::Field, optional: false, doc: "Wire to kernel ports and views." }],
+        outputs: &[
+            PortSpec { name: "field", ty: PortType::Field, optional: false, doc: "Wire to kernel ports and views." },
+            PortSpec { name: "grad", ty: PortType::Field, optional: true, doc: "The gradient field ID.grad; needs grad: true. Views only (image, particles, plot): a kernel reads the gradient of the field wired to its port `p` as `p.grad[...]` in its code." },
+        ],
         dynamic_field_inputs: false,
         params: &[
             ParamSpec {

@@ -292,8 +292,19 @@ pub(super) fn resolve_wires(
             continue;
         };
         let (f, t) = (&nodes[fi], &nodes[ti]);
+        // An unnamed output port means the node's only output, or its only
+        // required one (a field node's `field`, not its `grad`).
+        let required: Vec<&str> = f
+            .kind
+            .outputs
+            .iter()
+            .filter(|p| !p.optional)
+            .map(|p| p.name)
+            .collect();
         let fport = if fport.is_empty() && f.kind.outputs.len() == 1 {
             f.kind.outputs[0].name
+        } else if fport.is_empty() && required.len() == 1 {
+            required[0]
         } else {
             fport
         };
@@ -380,6 +391,22 @@ pub(super) fn resolve_wires(
                     out.name,
                     f.id(),
                     out.name
+                ),
+            ));
+            continue;
+        }
+        // A kernel reaches the gradient through the field itself:
+        // `p.grad[i]` for the field wired to port `p`.
+        if f.kind.family == Family::Field && out.name == "grad" && t.kind.family != Family::View {
+            errors.push(GraphError::port(
+                t.id(),
+                tport,
+                format!(
+                    "'{}.grad' (the gradient field) can only be wired to views; wire '{}.field' to port '{}' and write `{}.grad[...]` in the code to read or write the gradient",
+                    f.id(),
+                    f.id(),
+                    tport,
+                    tport
                 ),
             ));
             continue;
