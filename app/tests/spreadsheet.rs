@@ -613,3 +613,61 @@ fn hash_slots_in_use_equal_the_active_blocks_and_the_sheet_lists_them() {
     let t = h.state().sheet.table().unwrap();
     assert_eq!(t.total as usize, coords.len() / 2);
 }
+
+#[test]
+fn dynamic_lists_show_their_lengths_and_warn_before_a_list_is_full() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("particle_lists.json");
+    wait_for_sim(&mut h);
+    h.get_by_label("Step").click();
+    h.run_steps(3);
+    inspect(&mut h, "bucket", "dynamic");
+    // Independently: the `bin` kernel appends every particle to the list of
+    // the 32 × 32 grid cell its position falls in (a list holds 32).
+    let sim = headless(&h, "particle_lists.json", 1);
+    let pos = sim.read_field(sim.field("pos").unwrap()).unwrap();
+    let mut counts = vec![0u64; 1024];
+    for q in pos.chunks(2) {
+        let c = |w: u32| ((f32::from_bits(w) * 32.0) as i32).clamp(0, 31) as usize;
+        counts[c(q[0]) * 32 + c(q[1])] += 1;
+    }
+    let elements: u64 = counts.iter().map(|&c| c.min(32)).sum();
+    let longest = counts.iter().max().copied().unwrap().min(32);
+    assert!(elements > 0 && longest > 1);
+    h.get_by_label(&format!(
+        "{} of {} elements in use over 1024 lists ({:.1}%)",
+        elements,
+        1024 * 32,
+        elements as f64 * 100.0 / (1024.0 * 32.0)
+    ));
+    h.get_by_label(&format!(
+        "longest list: {} of 32 ({:.1}%)",
+        longest,
+        longest as f64 * 100.0 / 32.0
+    ));
+    assert!(h
+        .query_by_label_contains("before an append to a full list")
+        .is_none());
+    // Lists exactly as long as the longest one: after a frame that list is
+    // full, a warning in Problems before appends are lost.
+    let g = h.state().viewport.generation;
+    h.state_mut().model.push(gui::model::Command::SetParam {
+        node: "bucket".into(),
+        param: "shape".into(),
+        value: serde_json::json!([longest]),
+    });
+    wait_rebuilt(&mut h, g);
+    h.get_by_label("Step").click();
+    h.run_steps(3);
+    let warning = format!(
+        "bucket: the longest list holds {} of {} elements (100%); raise the node's `shape` before an append to a full list stops the run",
+        longest, longest
+    );
+    assert_eq!(
+        h.state().memory.warnings(),
+        vec![("bucket".to_string(), warning.clone())]
+    );
+    assert!(h.query_all_by_label(&warning).count() >= 1);
+}
