@@ -478,6 +478,45 @@ fn the_viewer_flag_picks_particles_or_a_histogram() {
     assert_eq!(h.state().viewport.frame(), frame);
 }
 
+#[test]
+fn the_viewer_flag_shows_a_gradient() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat_inverse.json");
+    wait_for_sim(&mut h);
+    for _ in 0..2 {
+        h.get_by_label("Step").click();
+        settle(&mut h);
+    }
+    let frame = h.state().viewport.frame();
+    // Without `grad: true` there is no gradient to show.
+    h.state_mut().toggle_viewer("target.grad");
+    assert!(h.state().viewer.node.is_none());
+    assert!(
+        h.state().status.contains("\"grad\": true"),
+        "{}",
+        h.state().status
+    );
+    let g = h.state().viewport.generation;
+    h.state_mut().toggle_viewer("u0.grad");
+    wait_rebuilt(&mut h, g);
+    settle(&mut h);
+    let sim = h.state().viewport.sim.as_ref().unwrap();
+    let grad = sim.field("u0.grad").unwrap();
+    assert!(sim.program.views.iter().any(|v| matches!(
+        v,
+        weft_ir::ir::View::Image { node_id, field, .. } if node_id == "viewer-u0-grad" && *field == grad
+    )));
+    // The state went on: same frame, and the gradient is the one the
+    // optimize iterations left (not zero).
+    assert_eq!(sim.frame, frame);
+    let words = sim.read_field(grad).unwrap();
+    assert!(words.iter().any(|&w| f32::from_bits(w) != 0.0));
+    h.get_by_label("viewer-u0-grad");
+    assert!(h.state().model.doc.node("viewer-u0-grad").is_none());
+}
+
 /// Elements the field holds as the runtime stores them (list members of
 /// a dynamic field: every list's length), counted by the runtime's walk.
 fn sheet_rows(sim: &weft_runtime::Simulation, field: &str) -> usize {
@@ -755,4 +794,62 @@ fn hash_slots_in_use_equal_the_active_blocks_and_the_sheet_lists_them() {
     show(&mut h, "rho");
     let t = h.state().sheet.table().unwrap();
     assert_eq!(t.total as usize, coords.len() / 2);
+}
+
+#[test]
+fn dynamic_lists_show_their_lengths_and_warn_before_a_list_is_full() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("particle_lists.json");
+    wait_for_sim(&mut h);
+    h.get_by_label("Step").click();
+    h.run_steps(3);
+    inspect(&mut h, "bucket", "dynamic");
+    // Independently: the `bin` kernel appends every particle to the list of
+    // the 32 × 32 grid cell its position falls in (a list holds 32).
+    let sim = headless(&h, "particle_lists.json", 1);
+    let pos = sim.read_field(sim.field("pos").unwrap()).unwrap();
+    let mut counts = vec![0u64; 1024];
+    for q in pos.chunks(2) {
+        let c = |w: u32| ((f32::from_bits(w) * 32.0) as i32).clamp(0, 31) as usize;
+        counts[c(q[0]) * 32 + c(q[1])] += 1;
+    }
+    let elements: u64 = counts.iter().map(|&c| c.min(32)).sum();
+    let longest = counts.iter().max().copied().unwrap().min(32);
+    assert!(elements > 0 && longest > 1);
+    h.get_by_label(&format!(
+        "{} of {} elements in use over 1024 lists ({:.1}%)",
+        elements,
+        1024 * 32,
+        elements as f64 * 100.0 / (1024.0 * 32.0)
+    ));
+    h.get_by_label(&format!(
+        "longest list: {} of 32 ({:.1}%)",
+        longest,
+        longest as f64 * 100.0 / 32.0
+    ));
+    assert!(h
+        .query_by_label_contains("before an append to a full list")
+        .is_none());
+    // Lists exactly as long as the longest one: after a frame that list is
+    // full, a warning in Problems before appends are lost.
+    let g = h.state().viewport.generation;
+    h.state_mut().model.push(gui::model::Command::SetParam {
+        node: "bucket".into(),
+        param: "shape".into(),
+        value: serde_json::json!([longest]),
+    });
+    wait_rebuilt(&mut h, g);
+    h.get_by_label("Step").click();
+    h.run_steps(3);
+    let warning = format!(
+        "bucket: the longest list holds {} of {} elements (100%); raise the node's `shape` before an append to a full list stops the run",
+        longest, longest
+    );
+    assert_eq!(
+        h.state().memory.warnings(),
+        vec![("bucket".to_string(), warning.clone())]
+    );
+    assert!(h.query_all_by_label(&warning).count() >= 1);
 }

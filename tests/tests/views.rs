@@ -1348,3 +1348,90 @@ fn histograms_of_simulated_vectors_and_matrices() {
         }
     }
 }
+
+/// A field node's `grad` output draws its gradient field `ID.grad`: the
+/// image of `u0.grad` after a few optimize iterations of heat_inverse is
+/// the render of the gradient read back from the simulation (and not of
+/// `u0` itself); without `grad: true` the view is refused, naming it.
+#[test]
+fn gradient_images() {
+    let mut g = example("heat_inverse");
+    add_view(
+        &mut g,
+        "grad_view",
+        "image",
+        json!({"colormap": "coolwarm"}),
+        &[],
+    );
+    g["wires"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"from": "u0.grad", "to": "grad_view.field"}));
+    let mut sim = Runs::new(&g, 2);
+    let views = sim.check("heat_inverse_grad");
+    let p = &sim.program;
+    let u0 = p.field_by_name("u0").unwrap();
+    let grad = p.field_by_name("u0.grad").unwrap();
+    let view = p
+        .views
+        .iter()
+        .find(|v| v.node_id() == "grad_view")
+        .expect("grad view");
+    let weft_ir::ir::View::Image { field, .. } = view else {
+        panic!("not an image: {:?}", view)
+    };
+    assert_eq!(*field, grad);
+    // The gradient is not zero (an optimize iteration ran backward) and
+    // differs from u0, so the picture is of the gradient.
+    let gw = sim.read_field(grad).unwrap();
+    assert!(gw.iter().any(|&w| f32::from_bits(w) != 0.0));
+    assert_ne!(gw, sim.read_field(u0).unwrap());
+    let img = &views.iter().find(|(id, _)| id == "grad_view").unwrap().1;
+    let none = |_| None;
+    let read = |f| sim.read_field(f).unwrap();
+    let want = weft_tests::view_reference::render_view(p, view, &read, &none);
+    let s = diff(&want, img);
+    assert!(
+        s.within3 >= 0.995 && s.max <= 40,
+        "{}",
+        s.line("heat_inverse", "grad_view", "u0.grad reference", "vm")
+    );
+    // The same view of `u0` itself looks different.
+    let mut of_u0 = view.clone();
+    if let weft_ir::ir::View::Image { field, .. } = &mut of_u0 {
+        *field = u0;
+    }
+    let other = weft_tests::view_reference::render_view(p, &of_u0, &read, &none);
+    assert!(
+        diff(&other, img).within3 < 0.5,
+        "the view draws u0, not its gradient"
+    );
+
+    // Without `grad: true` the wire is refused at the view's port.
+    let wire = |g: &mut Value, from: &str, to: &str| {
+        for w in g["wires"].as_array_mut().unwrap() {
+            if w["to"] == to {
+                w["from"] = json!(from);
+            }
+        }
+    };
+    let mut bad = g.clone();
+    wire(&mut bad, "result.grad", "grad_view.field");
+    let err = build(&bad).expect_err("no gradient").to_string();
+    assert!(
+        err.contains("node 'grad_view', port 'field'")
+            && err.contains("result.grad")
+            && err.contains("\"grad\": true"),
+        "{}",
+        err
+    );
+    // A kernel port takes the field; its code reads `port.grad[...]`.
+    let mut bad = g.clone();
+    wire(&mut bad, "u0.grad", "seed.u0");
+    let err = build(&bad).expect_err("grad into a kernel").to_string();
+    assert!(
+        err.contains("node 'seed', port 'u0'") && err.contains("u0.grad[...]"),
+        "{}",
+        err
+    );
+}

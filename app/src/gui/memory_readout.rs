@@ -2,14 +2,16 @@
 //! tree's buffer next to what dense storage of its fields would take (the
 //! numbers `weft check` prints, `layout::memory_report`), and for each
 //! pool (`pointer` blocks, `hash` slots) how much is in use, read live
-//! (`layout::pool_usage` on the root's words).
+//! (`layout::pool_usage` on the root's words), and for each `dynamic` node
+//! its lists: elements in use over all lists, the longest list against a
+//! list's capacity (`layout::dynamic_usage`, the lists' length words).
 //!
-//! Pools are read at most twice a second while playing and once per frame
-//! otherwise, and only when the program has a pool. A pool above
-//! `WARN_FRACTION` of its capacity is a warning (Problems list, node title)
-//! before it runs out.
+//! Pools and lists are read at most twice a second while playing and once
+//! per frame otherwise, and only when the program has one. A pool above
+//! `WARN_FRACTION` of its capacity, or a list above it of a list's
+//! capacity, is a warning (Problems list, node title) before it runs out.
 
-use weft_ir::ir::layout::{memory_report, pool_usage, root_of};
+use weft_ir::ir::layout::{dynamic_usage, memory_report, pool_usage, root_of, ListUsage};
 use weft_ir::ir::{LayoutKind, Program};
 use weft_runtime::Simulation;
 
@@ -51,6 +53,40 @@ impl PoolUsage {
     }
 }
 
+/// The lists of one `dynamic` node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ListsUsage {
+    /// The layout node.
+    pub node: String,
+    pub usage: ListUsage,
+}
+
+impl ListsUsage {
+    /// Elements in use over the capacity of all lists.
+    pub fn fraction(&self) -> f64 {
+        self.usage.elements as f64 / (self.usage.lists * self.usage.capacity).max(1) as f64
+    }
+
+    /// The longest list against a list's capacity.
+    pub fn longest_fraction(&self) -> f64 {
+        self.usage.longest as f64 / self.usage.capacity.max(1) as f64
+    }
+
+    /// The warning for a list above `WARN_FRACTION` of its capacity
+    /// (an append to a full list stops the run), naming the node.
+    pub fn warning(&self) -> Option<String> {
+        (self.longest_fraction() > WARN_FRACTION).then(|| {
+            format!(
+                "{}: the longest list holds {} of {} elements ({:.0}%); raise the node's `shape` before an append to a full list stops the run",
+                self.node,
+                self.usage.longest,
+                self.usage.capacity,
+                self.longest_fraction() * 100.0
+            )
+        })
+    }
+}
+
 /// One layout tree's buffer.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TreeUsage {
@@ -66,6 +102,7 @@ pub struct TreeUsage {
 pub struct MemoryReadout {
     pub trees: Vec<TreeUsage>,
     pub pools: Vec<PoolUsage>,
+    pub lists: Vec<ListsUsage>,
     /// (generation, frame, time) of the last read.
     read_at: Option<(u64, i32, f64)>,
     /// Root reads so far.
@@ -90,15 +127,18 @@ pub fn trees(p: &Program) -> Vec<TreeUsage> {
         .collect()
 }
 
-/// Every pool of the simulation, read from its roots (one read per root).
-pub fn pools(sim: &Simulation) -> Result<Vec<PoolUsage>, String> {
+/// Every pool and every `dynamic` node's lists of the simulation, read
+/// from its roots (one read per root).
+pub fn pools_and_lists(sim: &Simulation) -> Result<(Vec<PoolUsage>, Vec<ListsUsage>), String> {
     let p = &sim.program;
     let mut out = vec![];
+    let mut lists = vec![];
     let mut roots: Vec<(weft_ir::ir::LayoutId, Vec<u32>)> = vec![];
     for (l, n) in p.layouts.iter() {
         let unit = match n.kind {
             LayoutKind::Pointer { .. } => "blocks",
             LayoutKind::Hash { .. } => "slots",
+            LayoutKind::Dynamic => "",
             _ => continue,
         };
         let r = root_of(p, l);
@@ -106,6 +146,15 @@ pub fn pools(sim: &Simulation) -> Result<Vec<PoolUsage>, String> {
             roots.push((r, sim.read_root(r).map_err(|e| e.to_string())?));
         }
         let words = &roots.iter().find(|(h, _)| *h == r).expect("read above").1;
+        if n.kind == LayoutKind::Dynamic {
+            if let Some(usage) = dynamic_usage(p, l, words) {
+                lists.push(ListsUsage {
+                    node: n.node_id.clone(),
+                    usage,
+                });
+            }
+            continue;
+        }
         let Some((in_use, capacity, unit_words)) = pool_usage(p, l, words) else {
             continue;
         };
@@ -117,13 +166,16 @@ pub fn pools(sim: &Simulation) -> Result<Vec<PoolUsage>, String> {
             unit_bytes: unit_words * 4,
         });
     }
-    Ok(out)
+    Ok((out, lists))
 }
 
 fn has_pools(p: &Program) -> bool {
-    p.layouts
-        .iter()
-        .any(|(_, n)| matches!(n.kind, LayoutKind::Pointer { .. } | LayoutKind::Hash { .. }))
+    p.layouts.iter().any(|(_, n)| {
+        matches!(
+            n.kind,
+            LayoutKind::Pointer { .. } | LayoutKind::Hash { .. } | LayoutKind::Dynamic
+        )
+    })
 }
 
 impl MemoryReadout {
@@ -132,6 +184,7 @@ impl MemoryReadout {
         let Some(sim) = sim else {
             self.trees.clear();
             self.pools.clear();
+            self.lists.clear();
             self.read_at = None;
             return;
         };
@@ -146,18 +199,25 @@ impl MemoryReadout {
         if has_pools(&sim.program) {
             self.reads += 1;
             // A failed read (a fault) is reported by the viewport.
-            self.pools = pools(sim).unwrap_or_default();
+            (self.pools, self.lists) = pools_and_lists(sim).unwrap_or_default();
         } else {
             self.pools.clear();
+            self.lists.clear();
         }
     }
 
-    /// (node, message) for every pool above `WARN_FRACTION`.
+    /// (node, message) for every pool, and every dynamic node's longest
+    /// list, above `WARN_FRACTION`.
     pub fn warnings(&self) -> Vec<(String, String)> {
-        self.pools
+        let pools = self
+            .pools
             .iter()
-            .filter_map(|u| u.warning().map(|w| (u.node.clone(), w)))
-            .collect()
+            .filter_map(|u| u.warning().map(|w| (u.node.clone(), w)));
+        let lists = self
+            .lists
+            .iter()
+            .filter_map(|u| u.warning().map(|w| (u.node.clone(), w)));
+        pools.chain(lists).collect()
     }
 
     /// The inspector's memory section for layout node `node` of `p`.
@@ -193,6 +253,27 @@ impl MemoryReadout {
                 bytes(u.capacity as u64 * u.unit_bytes)
             ));
             ui.add(egui::ProgressBar::new(u.fraction() as f32));
+            if let Some(w) = u.warning() {
+                ui.colored_label(egui::Color32::from_rgb(240, 200, 90), w);
+            }
+        }
+        if let Some(u) = self.lists.iter().find(|u| u.node == node) {
+            let t = &u.usage;
+            ui.label(format!(
+                "{} of {} elements in use over {} lists ({:.1}%)",
+                t.elements,
+                t.lists * t.capacity,
+                t.lists,
+                u.fraction() * 100.0
+            ));
+            ui.add(egui::ProgressBar::new(u.fraction() as f32));
+            ui.label(format!(
+                "longest list: {} of {} ({:.1}%)",
+                t.longest,
+                t.capacity,
+                u.longest_fraction() * 100.0
+            ));
+            ui.add(egui::ProgressBar::new(u.longest_fraction() as f32));
             if let Some(w) = u.warning() {
                 ui.colored_label(egui::Color32::from_rgb(240, 200, 90), w);
             }

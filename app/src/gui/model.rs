@@ -103,16 +103,25 @@ pub fn pins(node: &NodeDoc) -> (Vec<Pin>, Vec<Pin>) {
         });
     }
     if kind.dynamic_field_inputs {
-        for port in kernel_ports(node) {
+        let mut ports = kernel_ports(node);
+        for d in declared_ports(node) {
+            if !ports.contains(&d) {
+                ports.push(d);
+            }
+        }
+        for port in ports {
             ins.push(Pin {
                 name: port,
                 kind: PinKind::Data(PortType::Field),
             });
         }
     }
+    // A field node's `grad` output exists only with `grad: true`.
+    let has_grad = node.params.get("grad").and_then(Value::as_bool) == Some(true);
     let mut outs: Vec<Pin> = kind
         .outputs
         .iter()
+        .filter(|p| !(kind.family == catalog::Family::Field && p.name == "grad") || has_grad)
         .map(|p| Pin {
             name: p.name.into(),
             kind: PinKind::Data(p.ty),
@@ -162,6 +171,20 @@ pub fn kernel_ports(node: &NodeDoc) -> Vec<String> {
         Some(e @ Value::Object(_)) => weft_ir::graph::expr::expr_field_ports(e),
         _ => Vec::new(),
     }
+}
+
+/// The field ports a kernel declares ahead of its code (param `ports`).
+pub fn declared_ports(node: &NodeDoc) -> Vec<String> {
+    node.params
+        .get("ports")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 pub struct Model {
@@ -529,6 +552,15 @@ impl Model {
             .iter()
             .find(|p| p.name == tname)
             .ok_or_else(|| format!("'{}' has no input '{}'", tnode, tname))?;
+        // The loader's rule (`graph::build::resolve`): kernels read a
+        // gradient through the field's port, as `port.grad[...]`.
+        let to_view = catalog::kind(&t.kind).map(|k| k.family) == Some(catalog::Family::View);
+        if f.kind == "field" && fport == "grad" && !to_view {
+            return Err(format!(
+                "'{}.grad' can only be wired to views; wire '{}.field' to '{}' and write `{}.grad[...]` in the code",
+                fnode, fnode, tname, tname
+            ));
+        }
         match (out.kind, inp.kind) {
             (PinKind::Exec, PinKind::Exec) => Ok(()),
             (PinKind::Data(a), PinKind::Data(b)) if a == b => Ok(()),
@@ -678,10 +710,22 @@ impl Model {
                             .insert("code".into(), Value::from(kernel_template(axes)));
                     }
                 }
+                // A declared port taken away that the code does not use
+                // is no pin any more: its wire goes with it (one undo step).
+                let before = (n.kind == "kernel" && param == "ports").then(|| declared_ports(n));
                 if value.is_null() {
                     n.params.remove(&param);
                 } else {
                     n.params.insert(param, value);
+                }
+                if let Some(before) = before {
+                    let (ins, _) = pins(n);
+                    let gone: Vec<String> = before
+                        .into_iter()
+                        .filter(|p| !ins.iter().any(|pin| &pin.name == p))
+                        .map(|p| format!("{}.{}", node, p))
+                        .collect();
+                    self.doc.wires.retain(|w| !gone.contains(&w.to));
                 }
                 Ok(true)
             }

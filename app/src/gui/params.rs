@@ -3,6 +3,8 @@
 //! from kernel scalar declarations) bound the widgets, so an edit made here
 //! cannot produce a value the loader would refuse.
 
+mod field_ports;
+
 use super::model::Command;
 use egui::Ui;
 use serde_json::{Map, Value};
@@ -50,6 +52,11 @@ pub fn param_editors(
     for spec in kind.params.iter().filter(|s| !hidden.contains(&s.name)) {
         // A code kernel has no expression body: no empty `expr` row.
         if spec.ty == ParamType::Expr && doc.params.get(spec.name).is_none_or(Value::is_null) {
+            continue;
+        }
+        // Declared field ports show as pins on the node body; the list
+        // and "Add field port" are in the inspector.
+        if compact && spec.ty == ParamType::PortNames {
             continue;
         }
         let set = doc.params.get(spec.name).filter(|v| !v.is_null());
@@ -222,6 +229,9 @@ fn param_widget(
                 })
                 .filter(|nv| nv != v)
         }
+        // A kernel's declared field ports: the inspector's list with "Add
+        // field port"; nothing on the node body (the pins show them).
+        ParamType::PortNames => field_ports::editor(ui, doc, v),
         // Field ids typed as "a, b" (the optimize node's `wrt`).
         ParamType::FieldList => {
             let names: Vec<&str> = v

@@ -76,6 +76,8 @@ pub enum ParamType {
     Scalars,
     /// A non-empty list of field node ids, e.g. ["u0", "c"].
     FieldList,
+    /// A list of distinct identifiers (a kernel's declared field `ports`).
+    PortNames,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -281,7 +283,10 @@ static KINDS: &[NodeKind] = &[
         family: Family::Field,
         doc: "A field of values stored in the layout cell it is wired to; its node id is its name.",
         inputs: &[PortSpec { name: "layout", ty: PortType::Layout, optional: false, doc: "The layout node whose cells hold this field." }],
-        outputs: &[PortSpec { name: "field", ty: PortType::Field, optional: false, doc: "Wire to kernel ports and views." }],
+        outputs: &[
+            PortSpec { name: "field", ty: PortType::Field, optional: false, doc: "Wire to kernel ports and views." },
+            PortSpec { name: "grad", ty: PortType::Field, optional: true, doc: "The gradient field ID.grad; needs grad: true. Views only (image, particles, plot): a kernel reads the gradient of the field wired to its port `p` as `p.grad[...]` in its code." },
+        ],
         dynamic_field_inputs: false,
         params: &[
             ParamSpec {
@@ -350,6 +355,7 @@ static KINDS: &[NodeKind] = &[
             ParamSpec { name: "range", ty: ParamType::Shape, default: Some("null"), doc: "Loop extent per axis, e.g. [640, 320]. Give either `range` or `over`.", range: None },
             ParamSpec { name: "over", ty: ParamType::String, default: Some("null"), doc: "Loop over every cell of the field wired to this port name.", range: None },
             ParamSpec { name: "scalars", ty: ParamType::Scalars, default: Some("{}"), doc: "Scalar parameters: {\"dt\": 0.0002, \"n\": {\"type\": \"i32\", \"default\": 3}}.", range: None },
+            ParamSpec { name: "ports", ty: ParamType::PortNames, default: Some("[]"), doc: "Field ports declared ahead of the code, e.g. [\"x\", \"v\"]: each is an input port even while the code does not use it yet (wire first, write the code after). A declared port the code does not use may stay unwired.", range: None },
             // Custom gradients (issue 11).
             ParamSpec { name: "backward", ty: ParamType::Code, default: Some("null"), doc: "Custom derivative: kernel code with the same entry, ports and scalars, run by a reverse `tape` instead of the generated adjoint. It reads the gradients of what the kernel wrote (`y.grad[i]`) and adds into the gradients of what it read (`x.grad[j] += ...`); it may write only gradients. Forward mode still differentiates `code`.", range: None },
         ],
@@ -571,6 +577,9 @@ pub fn param_schema(p: &ParamSpec) -> Value {
         ]}),
         ParamType::FieldList => {
             json!({"type": "array", "items": {"type": "string"}, "minItems": 1})
+        }
+        ParamType::PortNames => {
+            json!({"type": "array", "items": {"type": "string"}, "uniqueItems": true})
         }
         ParamType::Scalars => json!({"type": "object", "additionalProperties": {"anyOf": [
             {"type": "number"},

@@ -502,6 +502,114 @@ pub fn memory_report(program: &Program, root: LayoutId) -> MemoryReport {
     }
 }
 
+/// Host reading of `levels` (root first): the word address of the cell at
+/// the last level (0 for no level) and whether they are all active.
+pub fn read_levels(levels: &[LevelPlan], index: &[u32], words: &[u32]) -> (u64, bool) {
+    let mut cell = 0u64;
+    let mut active = true;
+    for (k, level) in levels.iter().enumerate() {
+        let block = if k == 0 {
+            0
+        } else {
+            cell + level.offset_bits / WORD_BITS
+        };
+        let lin = AddressPlan::cell_in_block(level, index);
+        let cw = level.cell_bits / WORD_BITS;
+        cell = match level.kind {
+            LayoutKind::Dense => block + lin * cw,
+            LayoutKind::Bitmasked => {
+                active &= words[(block + lin / 32) as usize] >> (lin % 32) & 1 != 0;
+                block + level.header_words + lin * cw
+            }
+            LayoutKind::Dynamic => {
+                active &= lin < words[block as usize] as u64;
+                block + level.header_words + lin * cw
+            }
+            LayoutKind::Hash { .. } => match AddressPlan::hash_find(level, index, words) {
+                Some(slot) => slot,
+                None => {
+                    active = false;
+                    level.image
+                }
+            },
+            LayoutKind::Pointer { .. } => {
+                let r = words[(block + lin) as usize] as u64;
+                active &= r != 0;
+                let pool = level.pool.expect("pointer levels have a pool");
+                if r == 0 {
+                    level.image
+                } else {
+                    pool.data + (r - 1) * cw
+                }
+            }
+        };
+    }
+    (cell, active)
+}
+
+/// Use of the lists of `dynamic` node `l`, read from its root's `words`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListUsage {
+    /// Lists (one per cell of the parent) whose enclosing levels are active.
+    pub lists: u64,
+    /// Elements in use over those lists (each length capped at `capacity`).
+    pub elements: u64,
+    /// Cells of one list.
+    pub capacity: u64,
+    /// The longest list's length.
+    pub longest: u64,
+}
+
+/// Lists a live read of `dynamic_usage` walks at most.
+pub const MAX_LISTS_READ: u64 = 1 << 20;
+
+/// The lists of `dynamic` node `l` as the app's memory readout shows them:
+/// every list's length word (the block's first word), for each cell of the
+/// parent whose levels are active. `None` for other nodes, and for more
+/// than `MAX_LISTS_READ` lists (a dynamic node under a huge sparse domain).
+pub fn dynamic_usage(program: &Program, l: LayoutId, words: &[u32]) -> Option<ListUsage> {
+    let node = &program.layouts[l];
+    if node.kind != LayoutKind::Dynamic {
+        return None;
+    }
+    let levels = level_plans(program, l);
+    let (last, above) = levels.split_last().expect("the node's own level");
+    let extents: Vec<u32> = match node.parent {
+        None => vec![1; node.shape.len()],
+        Some(p) => (0..node.shape.len())
+            .map(|d| u32::try_from(coord_extent(program, p, d)).ok())
+            .collect::<Option<_>>()?,
+    };
+    let lists: u64 = extents.iter().map(|&e| e as u64).product();
+    if lists > MAX_LISTS_READ {
+        return None;
+    }
+    let capacity: u64 = node.shape.iter().map(|&s| s as u64).product();
+    let mut out = ListUsage {
+        lists: 0,
+        elements: 0,
+        capacity,
+        longest: 0,
+    };
+    for_each_cell(&extents, |c| {
+        let first: Vec<u32> = c.iter().zip(&node.shape).map(|(&i, &s)| i * s).collect();
+        let (cell, active) = read_levels(above, &first, words);
+        if !active {
+            return;
+        }
+        let block = if above.is_empty() {
+            0
+        } else {
+            cell + last.offset_bits / WORD_BITS
+        };
+        let len = (words[block as usize] as u64).min(capacity);
+        out.lists += 1;
+        out.elements += len;
+        out.longest = out.longest.max(len);
+    });
+    Some(out)
+}
+
 /// Pool slots of pointer node `l` in use, counted in its root's `words`.
 pub fn pool_in_use(program: &Program, l: LayoutId, words: &[u32]) -> u32 {
     let Some(pool) = program.layouts[l].pool else {
@@ -956,46 +1064,7 @@ impl AddressPlan {
     /// cell at level `depth - 1` (0 for no level) and whether they are all
     /// active.
     pub fn read_levels(&self, depth: usize, index: &[u32], words: &[u32]) -> (u64, bool) {
-        let mut cell = 0u64;
-        let mut active = true;
-        for (k, level) in self.levels[..depth].iter().enumerate() {
-            let block = if k == 0 {
-                0
-            } else {
-                cell + level.offset_bits / WORD_BITS
-            };
-            let lin = Self::cell_in_block(level, index);
-            let cw = level.cell_bits / WORD_BITS;
-            cell = match level.kind {
-                LayoutKind::Dense => block + lin * cw,
-                LayoutKind::Bitmasked => {
-                    active &= words[(block + lin / 32) as usize] >> (lin % 32) & 1 != 0;
-                    block + level.header_words + lin * cw
-                }
-                LayoutKind::Dynamic => {
-                    active &= lin < words[block as usize] as u64;
-                    block + level.header_words + lin * cw
-                }
-                LayoutKind::Hash { .. } => match Self::hash_find(level, index, words) {
-                    Some(slot) => slot,
-                    None => {
-                        active = false;
-                        level.image
-                    }
-                },
-                LayoutKind::Pointer { .. } => {
-                    let r = words[(block + lin) as usize] as u64;
-                    active &= r != 0;
-                    let pool = level.pool.expect("pointer levels have a pool");
-                    if r == 0 {
-                        level.image
-                    } else {
-                        pool.data + (r - 1) * cw
-                    }
-                }
-            };
-        }
-        (cell, active)
+        read_levels(&self.levels[..depth], index, words)
     }
 
     /// Host walk over every element of a field on a sparse tree, one cell

@@ -47,6 +47,9 @@ struct Node<'a> {
     params: serde_json::Map<String, Value>,
     /// Field ports of kernels, in order of use in the code.
     field_ports: Vec<String>,
+    /// Field ports a kernel declares (`ports`) that its code does not use:
+    /// they take a wire (or none) and bind nothing.
+    declared_ports: Vec<String>,
 }
 
 impl Node<'_> {

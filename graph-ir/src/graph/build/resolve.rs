@@ -96,6 +96,7 @@ pub(super) fn resolve_nodes<'a>(doc: &'a GraphDoc, errors: &mut Vec<GraphError>)
             continue;
         }
         let mut field_ports = Vec::new();
+        let mut declared_ports: Vec<String> = Vec::new();
         if kind.dynamic_field_inputs {
             let scalars: Vec<String> = params
                 .get("scalars")
@@ -124,6 +125,27 @@ pub(super) fn resolve_nodes<'a>(doc: &'a GraphDoc, errors: &mut Vec<GraphError>)
                     continue;
                 }
             };
+            // Declared ports (`ports`) the code does not use yet take a
+            // wire but bind nothing; a name that is a scalar cannot be one.
+            for p in params["ports"].as_array().into_iter().flatten() {
+                let Some(p) = p.as_str() else { continue };
+                if scalars.iter().any(|s| s == p) {
+                    errors.push(GraphError::param(
+                        &n.id,
+                        "ports",
+                        format!(
+                            "'{}' is a scalar of this kernel; a field port needs another name",
+                            p
+                        ),
+                    ));
+                    ok = false;
+                } else {
+                    declared_ports.push(p.to_string());
+                }
+            }
+            if !ok {
+                continue;
+            }
             match ports {
                 Ok(p) => field_ports = p,
                 Err(e) => {
@@ -141,6 +163,10 @@ pub(super) fn resolve_nodes<'a>(doc: &'a GraphDoc, errors: &mut Vec<GraphError>)
             doc: n,
             kind,
             params,
+            declared_ports: declared_ports
+                .into_iter()
+                .filter(|p| !field_ports.contains(p))
+                .collect(),
             field_ports,
         });
     }
@@ -241,6 +267,27 @@ fn check_param(ty: ParamType, v: &Value) -> Result<(), String> {
                 v
             )),
         },
+        ParamType::PortNames => {
+            let Some(a) = v.as_array() else {
+                return Err(format!(
+                    "expected a list of port names like [\"x\", \"v\"], got {}",
+                    v
+                ));
+            };
+            let mut seen = HashSet::new();
+            for p in a {
+                let name = p
+                    .as_str()
+                    .ok_or_else(|| format!("a port name must be a string, got {}", p))?;
+                if syn::parse_str::<syn::Ident>(name).is_err() {
+                    return Err(format!("port name '{}' is not a valid identifier", name));
+                }
+                if !seen.insert(name) {
+                    return Err(format!("port '{}' is listed twice", name));
+                }
+            }
+            Ok(())
+        }
         ParamType::Scalars => {
             let Some(o) = v.as_object() else {
                 return Err(format!(
@@ -292,8 +339,19 @@ pub(super) fn resolve_wires(
             continue;
         };
         let (f, t) = (&nodes[fi], &nodes[ti]);
+        // An unnamed output port means the node's only output, or its only
+        // required one (a field node's `field`, not its `grad`).
+        let required: Vec<&str> = f
+            .kind
+            .outputs
+            .iter()
+            .filter(|p| !p.optional)
+            .map(|p| p.name)
+            .collect();
         let fport = if fport.is_empty() && f.kind.outputs.len() == 1 {
             f.kind.outputs[0].name
+        } else if fport.is_empty() && required.len() == 1 {
+            required[0]
         } else {
             fport
         };
@@ -322,11 +380,14 @@ pub(super) fn resolve_wires(
         };
         let in_ty = if let Some(p) = t.kind.input(tport) {
             p.ty
-        } else if t.kind.dynamic_field_inputs && t.field_ports.iter().any(|p| p == tport) {
+        } else if t.kind.dynamic_field_inputs
+            && (t.field_ports.iter().chain(&t.declared_ports)).any(|p| p == tport)
+        {
             PortType::Field
         } else {
             let mut have: Vec<String> = t.kind.inputs.iter().map(|p| p.name.to_string()).collect();
             have.extend(t.field_ports.iter().cloned());
+            have.extend(t.declared_ports.iter().cloned());
             let msg = if t.kind.dynamic_field_inputs {
                 format!(
                     "the kernel's body uses no field named '{}' (its field ports: {})",
@@ -380,6 +441,22 @@ pub(super) fn resolve_wires(
                     out.name,
                     f.id(),
                     out.name
+                ),
+            ));
+            continue;
+        }
+        // A kernel reaches the gradient through the field itself:
+        // `p.grad[i]` for the field wired to port `p`.
+        if f.kind.family == Family::Field && out.name == "grad" && t.kind.family != Family::View {
+            errors.push(GraphError::port(
+                t.id(),
+                tport,
+                format!(
+                    "'{}.grad' (the gradient field) can only be wired to views; wire '{}.field' to port '{}' and write `{}.grad[...]` in the code to read or write the gradient",
+                    f.id(),
+                    f.id(),
+                    tport,
+                    tport
                 ),
             ));
             continue;

@@ -11,13 +11,47 @@ impl Builder<'_> {
         for i in self.of_family(Family::View) {
             let n = &self.nodes[i];
             let id = n.id().to_string();
-            // A field node's field, or (`ViewSource::Added`) a field an
+            // A field node's `grad` output is its gradient field `ID.grad`,
+            // which exists only with `grad: true`.
+            let mut ports: Vec<(&String, &(usize, &str))> = self.inputs[i].iter().collect();
+            ports.sort();
+            let missing: Vec<(String, String)> = ports
+                .into_iter()
+                .filter(|(_, &(s, out))| {
+                    let src = &self.nodes[s];
+                    src.kind.family == Family::Field
+                        && out == "grad"
+                        && self
+                            .program
+                            .field_by_name(&format!("{}.grad", src.id()))
+                            .is_none()
+                })
+                .map(|(port, &(s, _))| (port.clone(), self.nodes[s].id().to_string()))
+                .collect();
+            if !missing.is_empty() {
+                for (port, src) in missing {
+                    self.errors.push(GraphError::port(
+                        &id,
+                        &port,
+                        format!(
+                            "'{}.grad' is wired here but field '{}' has no gradient: set \"grad\": true on field node '{}' (f32, vecN or matN fields only)",
+                            src, src, src
+                        ),
+                    ));
+                }
+                continue;
+            }
+            // A field node's field (or its gradient), or (`ViewSource::Added`) a field an
             // optimize node adds later, named `NODE.port`.
             let source_at = |port: &str| {
                 self.inputs[i].get(port).and_then(|&(s, out)| {
                     let src = &self.nodes[s];
                     if src.kind.family == Family::Execution {
                         Some(ViewSource::Added(format!("{}.{}", src.id(), out)))
+                    } else if src.kind.family == Family::Field && out == "grad" {
+                        self.program
+                            .field_by_name(&format!("{}.grad", src.id()))
+                            .map(ViewSource::Field)
                     } else {
                         self.program.field_by_name(src.id()).map(ViewSource::Field)
                     }

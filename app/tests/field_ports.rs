@@ -1,0 +1,166 @@
+//! Kernel field ports declared in the inspector (**Add field port**), and a
+//! field's `grad` pin, driven like a user would with egui_kittest.
+
+#[path = "../src/gui/mod.rs"]
+#[allow(dead_code)]
+mod gui;
+mod support;
+
+use egui::accesskit::Role;
+use egui::Event;
+use egui_kittest::kittest::{By, Queryable};
+use egui_kittest::Harness;
+use gui::model::{pins, Command, Model};
+use gui::WeftApp;
+use serde_json::json;
+use support::{gpu_ok, harness_with, root, wait_for_sim};
+use weft_ir::graph::GraphDoc;
+
+fn cfg(tag: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("weft-field-ports-{}-{}", std::process::id(), tag))
+}
+
+fn input_pins(h: &Harness<'static, WeftApp>, node: &str) -> Vec<String> {
+    pins(h.state().model.doc.node(node).unwrap())
+        .0
+        .into_iter()
+        .map(|p| p.name)
+        .collect()
+}
+
+/// Types `name` into the box left of the "Add field port" button, then
+/// clicks the button.
+fn add_port(h: &mut Harness<'static, WeftApp>, name: &str) {
+    let button = h.get_by_label("Add field port").rect();
+    let input = h
+        .get_all(By::new().role(Role::TextInput))
+        .rfind(|n| {
+            let r = n.rect();
+            (r.center().y - button.center().y).abs() < 6.0 && r.max.x <= button.min.x + 1.0
+        })
+        .expect("a name box beside the button");
+    input.focus();
+    h.run_steps(2);
+    h.event(Event::Text(name.into()));
+    h.run_steps(2);
+    h.get_by_label("Add field port").click();
+    h.run_steps(3);
+}
+
+#[test]
+fn a_field_port_added_in_the_inspector_takes_a_wire_before_the_code_uses_it() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness_with(Some(root().join("graphs/heat.json")), cfg("add"));
+    h.run_steps(3);
+    wait_for_sim(&mut h);
+    h.state_mut().selected = Some("diffuse".into());
+    h.run_steps(3);
+    assert!(!input_pins(&h, "diffuse").contains(&"rate".to_string()));
+    add_port(&mut h, "rate");
+    let doc = h.state().model.doc.clone();
+    assert_eq!(
+        doc.node("diffuse").unwrap().params["ports"],
+        json!(["rate"])
+    );
+    assert!(
+        input_pins(&h, "diffuse").contains(&"rate".to_string()),
+        "a pin at once"
+    );
+    assert!(h.state().model.dirty && h.state().model.can_undo());
+    // The inspector lists it, marked as not in the code yet; a name already
+    // taken cannot be added again.
+    assert!(h.query_by_label("(not in the code yet)").is_some());
+    add_port(&mut h, "rate");
+    assert_eq!(
+        h.state().model.doc.node("diffuse").unwrap().params["ports"],
+        json!(["rate"])
+    );
+    assert!(h
+        .query_by_label("'rate' is already a port of this kernel")
+        .is_some());
+    // Wire a field to it: accepted, and the graph still builds and runs.
+    assert_eq!(
+        h.state()
+            .model
+            .check_wire("source.field", "diffuse.rate", false),
+        Ok(())
+    );
+    h.state_mut().model.push(Command::Connect {
+        from: "source.field".into(),
+        to: "diffuse.rate".into(),
+        exec: false,
+    });
+    h.run_steps(3);
+    let m = &h.state().model;
+    assert!(m
+        .doc
+        .wires
+        .iter()
+        .any(|w| w.from == "source.field" && w.to == "diffuse.rate"));
+    assert!(m.problems.is_empty(), "{:?}", m.problems);
+    wait_for_sim(&mut h);
+    assert!(
+        h.state().viewport.error.is_none(),
+        "{:?}",
+        h.state().viewport.error
+    );
+    // Saved and loaded back, port and wire are there.
+    let file = cfg("saved").with_extension("json");
+    h.state_mut().model.save_as(&file).unwrap();
+    let back = GraphDoc::load(&file).unwrap();
+    assert_eq!(
+        back.node("diffuse").unwrap().params["ports"],
+        json!(["rate"])
+    );
+    assert!(back.wires.iter().any(|w| w.to == "diffuse.rate"));
+    let _ = std::fs::remove_file(&file);
+    // Removing it (×) takes its wire too, in one undo step.
+    let with_port = h.state().model.doc.clone();
+    h.get_by_label("×").click();
+    h.run_steps(3);
+    let m = &h.state().model;
+    assert_eq!(m.doc.node("diffuse").unwrap().params["ports"], json!([]));
+    assert!(!m.doc.wires.iter().any(|w| w.to == "diffuse.rate"));
+    assert!(!input_pins(&h, "diffuse").contains(&"rate".to_string()));
+    assert!(h.state().model.problems.is_empty());
+    h.state_mut().model.undo();
+    h.run_steps(2);
+    assert_eq!(h.state().model.doc, with_port);
+    // Undo the wire and the port: back to the file as loaded.
+    h.state_mut().model.undo();
+    h.state_mut().model.undo();
+    h.run_steps(2);
+    assert_eq!(
+        h.state()
+            .model
+            .doc
+            .node("diffuse")
+            .unwrap()
+            .params
+            .get("ports"),
+        None
+    );
+}
+
+#[test]
+fn a_field_with_grad_on_has_a_grad_pin_for_views_only() {
+    let path = root().join("graphs/heat_inverse.json");
+    let m = Model::new(GraphDoc::load(&path).unwrap(), Some(path));
+    let outs = |id: &str| -> Vec<String> {
+        pins(m.doc.node(id).unwrap())
+            .1
+            .into_iter()
+            .map(|p| p.name)
+            .collect()
+    };
+    assert_eq!(outs("u0"), ["field", "grad"]);
+    assert_eq!(outs("target"), ["field"], "no gradient, no pin");
+    assert_eq!(
+        m.check_wire("u0.grad", "estimate_view.field", false),
+        Ok(())
+    );
+    let why = m.check_wire("u0.grad", "seed.u0", false).unwrap_err();
+    assert!(why.contains("u0.grad[...]"), "{}", why);
+}
