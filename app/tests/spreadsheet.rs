@@ -804,7 +804,7 @@ fn dynamic_lists_show_their_lengths_and_warn_before_a_list_is_full() {
     let mut h = harness("particle_lists.json");
     wait_for_sim(&mut h);
     h.get_by_label("Step").click();
-    h.run_steps(3);
+    settle(&mut h);
     inspect(&mut h, "bucket", "dynamic");
     // Independently: the `bin` kernel appends every particle to the list of
     // the 32 × 32 grid cell its position falls in (a list holds 32).
@@ -842,6 +842,7 @@ fn dynamic_lists_show_their_lengths_and_warn_before_a_list_is_full() {
     });
     wait_rebuilt(&mut h, g);
     h.get_by_label("Step").click();
+    settle(&mut h);
     h.run_steps(3);
     let warning = format!(
         "bucket: the longest list holds {} of {} elements (100%); raise the node's `shape` before an append to a full list stops the run",

@@ -248,9 +248,11 @@ impl GraphViewer<'_> {
             Some(f) => format!("{}\nCtrl+Shift+click: view '{}' in the viewport", tip, f),
             None => tip.clone(),
         };
+        // Clickable (Ctrl+Shift+click), drawn like plain text.
+        let text = egui::RichText::new(&p.name).color(ui.visuals().text_color());
         let r = ui
             .add(
-                egui::Label::new(&p.name)
+                egui::Label::new(text)
                     .selectable(false)
                     .sense(egui::Sense::click()),
             )
