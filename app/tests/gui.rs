@@ -2109,3 +2109,32 @@ fn ctrl_shift_click_on_a_field_pin_views_the_field_wired_to_it() {
     }
     h.get_by_label("viewer-source");
 }
+
+#[test]
+fn a_click_on_a_node_shows_in_the_inspector_in_the_same_pass() {
+    // The inspector is drawn before the editor that takes the click: the
+    // pass re-runs (egui's discard) instead of waiting for the next frame.
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat.json");
+    wait_for_sim(&mut h);
+    h.run_steps(4);
+    assert!(h.query_by_label_contains("kernel — ").is_none());
+    let title = h.get_by_label_contains("apply  ·").rect().center();
+    let p = screen(&h, title);
+    h.event(Event::PointerMoved(p));
+    h.step();
+    for pressed in [true, false] {
+        h.event(Event::PointerButton {
+            pos: p,
+            button: PointerButton::Primary,
+            pressed,
+            modifiers: Modifiers::NONE,
+        });
+    }
+    // One pass takes the press and the release.
+    h.step();
+    assert_eq!(h.state().selected.as_deref(), Some("apply"));
+    h.get_by_label_contains("kernel — ");
+}
