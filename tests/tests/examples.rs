@@ -374,7 +374,8 @@ fn assert_matches_peers(c: &Checksums, same_order: &Checksums, taichi_fast_math:
 /// - Warp 1.19.0, `warp_mpm3d.py` (device cpu, serial), and Taichi 1.7.4,
 ///   `taichi_mpm3d.py --arch cpu --threads 1` with `ti.init(fast_math=False)`
 ///   (the script run with `ti.init` patched): identical checksums, and
-///   Taichi's positions equal Weft's bit for bit (max |Δx| = 0).
+///   Taichi's x, v and J equal Weft's bit for bit
+///   (`tools/compare_taichi_mpm3d.py`).
 /// - Taichi 1.7.4, `taichi_mpm3d.py --arch cpu --threads 1` as shipped
 ///   (fast_math on): 1e-8 relative from the others.
 #[test]
@@ -400,7 +401,9 @@ fn mpm3d_matches_the_peers_after_20_frames() {
 /// frames, against the peers run with `--particles 65536 --grid 64 --dt
 /// 4e-4` (their default ×8 dt of 2e-4 is still in free fall after 20
 /// frames). Recorded 2026-11-26: Warp 1.19.0 `warp_mpm3d.py` (cpu, serial)
-/// and Taichi 1.7.4 `taichi_mpm3d.py --arch cpu --threads 1` (fast_math on).
+/// and Taichi 1.7.4 `taichi_mpm3d.py --arch cpu --threads 1` (fast_math on;
+/// with it off, its x, v and J equal Weft's bit for bit:
+/// `tools/compare_taichi_mpm3d.py --x8`).
 #[test]
 #[ignore = "about 15 s of one core in a debug build; run with --ignored"]
 fn mpm3d_x8_matches_the_peers_after_20_frames() {
