@@ -7,6 +7,7 @@ Usage (after `cargo build --release`; peers set up as ../shared/peers/README.md 
     python3 tools/bench_peers.py --only julia,mpm88 --runs 1    # a subset
     python3 tools/bench_peers.py --no-peers                      # Weft only (cpu vs vm)
     python3 tools/bench_peers.py --backends wgpu --only julia,mpm88,mpm88_x8   # wgpu vs Taichi Vulkan
+    python3 tools/bench_peers.py --only mpm3d,mpm3d_x8 --backends cpu,wgpu     # the 3-D MPM
 
 Weft rows come from `weft bench --json` (median frame time after one warm-up
 frame) and, for first-frame latency, from the wall time of
@@ -54,7 +55,10 @@ def sh(cmd, timeout=1800, env=None):
 
 def weft_rows(weft, workload, backend, frames, threads, x8_init):
     """(frame seconds, first-frame seconds) for one Weft configuration."""
-    graph = {"julia": "julia", "mpm88": "mpm88", "mpm88_x8": "mpm88", "life": "life", "heat": "heat"}.get(workload)
+    # mpm3d_x8 is a graph of its own (graphs/mpm3d_x8.json: 65536 particles,
+    # 64^3, dt 4e-4, the peers' --dump-init start), so it needs no --set.
+    graph = {"julia": "julia", "mpm88": "mpm88", "mpm88_x8": "mpm88", "life": "life", "heat": "heat",
+             "mpm3d": "mpm3d", "mpm3d_x8": "mpm3d_x8"}.get(workload)
     # mass_spring_ad: graphs/mass_spring_ad.json with its tape in on_frame, so
     # that a frame is one forward + backward iteration like the peers' step.
     path = (os.path.join(GRAPHS, graph + ".json") if graph
@@ -103,6 +107,8 @@ def weft_rows(weft, workload, backend, frames, threads, x8_init):
     return j["frame_ms"]["median"] / 1e3, wall, j["compile_ms"] / 1e3, warm
 
 
+MPM3D_X8_ARGS = ["--particles", "65536", "--grid", "64", "--dt", "4e-4", "--frames", "4"]
+
 PEERS = {
     # workload: [(framework, label, script, args)]
     "julia": [("taichi", "cpu 2T", "taichi_julia.py", ["--arch", "cpu", "--threads", "2"]),
@@ -114,6 +120,12 @@ PEERS = {
     "mpm88_x8": [("taichi", "cpu 2T", "taichi_mpm88.py",
                   ["--arch", "cpu", "--threads", "2", "--particles", "65536", "--grid", "256", "--frames", "4"]),
                  ("warp", "cpu", "warp_mpm88.py", ["--particles", "65536", "--grid", "256", "--frames", "4"])],
+    "mpm3d": [("taichi", "cpu 2T", "taichi_mpm3d.py", ["--arch", "cpu", "--threads", "2", "--frames", "6"]),
+              ("warp", "cpu", "warp_mpm3d.py", ["--frames", "6"])],
+    # dt 4e-4 like graphs/mpm3d_x8.json (the peers' x8 default, 2e-4, is
+    # still in free fall after 20 frames).
+    "mpm3d_x8": [("taichi", "cpu 2T", "taichi_mpm3d.py", ["--arch", "cpu", "--threads", "2"] + MPM3D_X8_ARGS),
+                 ("warp", "cpu", "warp_mpm3d.py", MPM3D_X8_ARGS)],
 }
 
 # Peers of the wgpu backend: Taichi on Vulkan (the same device wgpu picks).
@@ -121,6 +133,8 @@ VULKAN_PEERS = {
     "julia": ("taichi_julia.py", ["--arch", "vulkan"]),
     "mpm88": ("taichi_mpm88.py", ["--arch", "vulkan", "--frames", "6"]),
     "mpm88_x8": ("taichi_mpm88.py", ["--arch", "vulkan", "--particles", "65536", "--grid", "256", "--frames", "4"]),
+    "mpm3d": ("taichi_mpm3d.py", ["--arch", "vulkan", "--frames", "6"]),
+    "mpm3d_x8": ("taichi_mpm3d.py", ["--arch", "vulkan"] + MPM3D_X8_ARGS),
 }
 
 
@@ -164,9 +178,9 @@ def main():
     for r in range(a.runs):
         for w in workloads:
             for backend in backends:
-                if backend == "vm" and w in ("mpm88_x8", "mass_spring_ad") and r > 0:
+                if backend == "vm" and w in ("mpm88_x8", "mpm3d_x8", "mass_spring_ad") and r > 0:
                     continue  # the interpreter takes ~15 s a frame here; one run is enough
-                frames = a.frames if not (backend == "vm" and (w.startswith("mpm88") or w == "mass_spring_ad")) else 1
+                frames = a.frames if not (backend == "vm" and (w.startswith("mpm") or w == "mass_spring_ad")) else 1
                 f, first, _, warm = weft_rows(a.weft, w, backend, frames, a.threads, x8_init)
                 add((w, "weft " + backend), (f, first))
                 if warm is not None:

@@ -308,6 +308,11 @@ fn every_example_draws_the_same_on_every_backend() {
     names.sort();
     let mut drawn = 0;
     for name in names {
+        // mpm3d_x8 is mpm3d's kernels and view at 8x the size: ~10 s more
+        // on the VM for nothing mpm3d does not already check here.
+        if name == "mpm3d_x8" {
+            continue;
+        }
         let mut g = example(&name);
         let has_views = build(&g).map(|p| !p.views.is_empty()).unwrap_or(false);
         if !has_views {
