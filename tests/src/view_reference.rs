@@ -8,7 +8,7 @@ use weft_ir::ir::colormap::{
     colormap_poly, COOLWARM, MIN_OUTLINED_BLOCK, OUTLINE_ALPHA, OUTLINE_RGB,
 };
 use weft_ir::ir::layout::{AddressPlan, LevelPlan};
-use weft_ir::ir::{Colormap, FieldId, LayoutKind, Program, View};
+use weft_ir::ir::{Camera, Colormap, FieldId, LayoutKind, Program, View};
 use weft_ir::types::{Scalar, Type};
 use weft_runtime::render::Image;
 
@@ -216,8 +216,42 @@ pub fn render_view(
             width,
             height,
             domain,
+            scene,
             ..
         } => {
+            if let Some(scene) = scene {
+                let pos = read(*positions);
+                let colors = color_field.map(|c| (read(c), p.fields[c].ty));
+                let color_of = |k: usize| match &colors {
+                    Some((c, Type::Vector(..))) => [
+                        f32::from_bits(c[3 * k]),
+                        f32::from_bits(c[3 * k + 1]),
+                        f32::from_bits(c[3 * k + 2]),
+                    ],
+                    Some((c, _)) => {
+                        let v = c[k];
+                        [
+                            ((v >> 16) & 255) as f32 / 255.0,
+                            ((v >> 8) & 255) as f32 / 255.0,
+                            (v & 255) as f32 / 255.0,
+                        ]
+                    }
+                    None => *color,
+                };
+                let points: Vec<[f32; 3]> = pos
+                    .chunks(3)
+                    .map(|c| [0, 1, 2].map(|i| f32::from_bits(c[i])))
+                    .collect();
+                return particles_3d(
+                    &points,
+                    &color_of,
+                    *background,
+                    *radius,
+                    *width,
+                    *height,
+                    &scene.camera,
+                );
+            }
             let bg = [
                 to_u8(background[0]),
                 to_u8(background[1]),
@@ -568,6 +602,142 @@ pub fn plot(
             };
             let i = ((r as u32 * width + x) * 4) as usize;
             img.rgba[i..i + 4].copy_from_slice(&c);
+        }
+    }
+    img
+}
+
+/// The frame constants of an orbit camera, from the definition in
+/// `weft_ir::passes::views::camera` (f64 on the host, rounded to f32).
+pub struct CameraFrame {
+    pub eye: [f32; 3],
+    pub right: [f32; 3],
+    pub up: [f32; 3],
+    pub back: [f32; 3],
+    pub focal: f32,
+    pub near: f32,
+    pub half: [f32; 2],
+}
+
+fn sin_cos_deg(deg: f64) -> (f64, f64) {
+    let q = deg.rem_euclid(360.0);
+    if q == 0.0 {
+        (0.0, 1.0)
+    } else if q == 90.0 {
+        (1.0, 0.0)
+    } else if q == 180.0 {
+        (0.0, -1.0)
+    } else if q == 270.0 {
+        (-1.0, 0.0)
+    } else {
+        deg.to_radians().sin_cos()
+    }
+}
+
+impl CameraFrame {
+    pub fn new(c: &Camera, width: u32, height: u32) -> CameraFrame {
+        let (sy, cy) = sin_cos_deg(c.yaw as f64);
+        let (sp, cp) = sin_cos_deg(c.pitch as f64);
+        let back = [cp * sy, sp, cp * cy];
+        let d = c.distance as f64;
+        CameraFrame {
+            eye: [0, 1, 2].map(|i| (c.target[i] as f64 + d * back[i]) as f32),
+            right: [cy as f32, 0.0, -sy as f32],
+            up: [(-sp * sy) as f32, cp as f32, (-sp * cy) as f32],
+            back: back.map(|x| x as f32),
+            focal: (0.5 * height as f64 / (0.5 * (c.fov as f64).to_radians()).tan()) as f32,
+            near: (0.001 * d) as f32,
+            half: [width as f32 * 0.5, height as f32 * 0.5],
+        }
+    }
+
+    /// `(cx, cy, depth)` of a world point in pixels, `None` when it is not
+    /// visible (non-finite, or not beyond the near plane).
+    pub fn project(&self, p: [f32; 3]) -> Option<(f32, f32, f32)> {
+        if !p.iter().all(|x| x.is_finite()) {
+            return None;
+        }
+        let d = [p[0] - self.eye[0], p[1] - self.eye[1], p[2] - self.eye[2]];
+        let dot = |b: [f32; 3]| d[0] * b[0] + d[1] * b[1] + d[2] * b[2];
+        let (xc, yc, depth) = (dot(self.right), dot(self.up), -dot(self.back));
+        let cx = self.half[0] + (xc / depth) * self.focal;
+        let cy = self.half[1] - (yc / depth) * self.focal;
+        (depth > self.near && cx.is_finite() && cy.is_finite()).then_some((cx, cy, depth))
+    }
+}
+
+/// A 3-D `particles` view from the definition in
+/// `weft_ir::passes::views::particles3d`, painted particle by particle
+/// with a depth test (nearer wins; equal depth: lower index) instead of
+/// the kernels' atomic passes.
+pub fn particles_3d(
+    points: &[[f32; 3]],
+    color_of: &dyn Fn(usize) -> [f32; 3],
+    background: [f32; 3],
+    radius: f32,
+    width: u32,
+    height: u32,
+    camera: &Camera,
+) -> Image {
+    const LIGHT: [f32; 3] = [-0.4, 0.6, 0.692_820_3];
+    let fr = CameraFrame::new(camera, width, height);
+    let bg = [
+        to_u8(background[0]),
+        to_u8(background[1]),
+        to_u8(background[2]),
+        255,
+    ];
+    let mut img = Image::new(width, height, bg);
+    let mut best: Vec<Option<(f32, usize)>> = vec![None; (width * height) as usize];
+    let (w, h) = (width as f32, height as f32);
+    let reach = radius + 1.0;
+    for (k, &p) in points.iter().enumerate() {
+        let Some((cx, cy, depth)) = fr.project(p) else {
+            continue;
+        };
+        if !(cx > -reach && cx < w + reach && cy > -reach && cy < h + reach) {
+            continue;
+        }
+        let x0 = (cx - reach).floor().max(0.0) as i64;
+        let x1 = (cx + reach).ceil().min(w - 1.0) as i64;
+        let y0 = (cy - reach).floor().max(0.0) as i64;
+        let y1 = (cy + reach).ceil().min(h - 1.0) as i64;
+        for y in y0..=y1 {
+            for x in x0..=x1 {
+                let dx = (x as f32 + 0.5) - cx;
+                let dy = cy - (y as f32 + 0.5);
+                if dx * dx + dy * dy > radius * radius {
+                    continue;
+                }
+                let b = &mut best[(y as u32 * width + x as u32) as usize];
+                if b.is_none_or(|(d, _)| depth < d) {
+                    *b = Some((depth, k));
+                }
+            }
+        }
+    }
+    let ir = (1.0 / radius as f64) as f32;
+    let ir2 = (1.0 / (radius as f64 * radius as f64)) as f32;
+    for y in 0..height {
+        for x in 0..width {
+            let Some((_, k)) = best[(y * width + x) as usize] else {
+                continue;
+            };
+            let (cx, cy, _) = fr.project(points[k]).expect("a winner is visible");
+            let dx = (x as f32 + 0.5) - cx;
+            let dy = cy - (y as f32 + 0.5);
+            let dd = dx * dx + dy * dy;
+            let n = [dx * ir, dy * ir, (1.0 - dd * ir2).max(0.0).sqrt()];
+            let ndl = (n[0] * LIGHT[0] + n[1] * LIGHT[1] + n[2] * LIGHT[2]).max(0.0);
+            let shade = 0.25 + 0.75 * ndl;
+            let c = color_of(k);
+            let i = ((y * width + x) * 4) as usize;
+            img.rgba[i..i + 4].copy_from_slice(&[
+                to_u8(c[0] * shade),
+                to_u8(c[1] * shade),
+                to_u8(c[2] * shade),
+                255,
+            ]);
         }
     }
     img

@@ -16,7 +16,7 @@
 //! pixels within 3 levels — the kernels blend the top two discs of a pixel
 //! over the background, where the painter blended every disc in turn, which
 //! differs where three or more soft edges stack (docs/graph-format.md).
-//! Plots equal the reference exactly (it computes the same f32 operations
+//! 3-D particles and plots equal the reference exactly (it computes the same f32 operations
 //! from the definition in `weft_ir::passes::views::plot`).
 //!
 //! Without a wgpu adapter the wgpu comparison fails when CI=true and is
@@ -130,6 +130,9 @@ impl Runs {
             // the kernels blend only the top two (docs/graph-format.md), so
             // dense clusters of small discs differ from the painter.
             let (share, max) = match view {
+                // 3-D particles follow the definition operation by
+                // operation (`views::camera`, `views::particles3d`).
+                weft_ir::ir::View::Particles { scene: Some(_), .. } => (1.0, 0),
                 weft_ir::ir::View::Particles { .. } => (PARTICLE_SHARE, 255),
                 // Plots follow the reference's definition operation by operation.
                 weft_ir::ir::View::Plot { .. } => (1.0, 0),
@@ -1439,4 +1442,280 @@ fn gradient_images() {
         "{}",
         err
     );
+}
+
+/// 400 vec3 particles in the box [-1, 1]³: a cloud, a column of 20
+/// overlapping particles along z (different depths on the same pixels in
+/// the front view), some behind or beside the camera, some non-finite.
+fn particles_3d_graph(color: &str) -> Value {
+    let code = format!(
+        "fn kernel(p: i32) {{
+        let t = p as f32;
+        let a = fract(sin(t * 12.9898) * 43758.5453) * 2.0 - 1.0;
+        let b = fract(sin(t * 78.233) * 12345.678) * 2.0 - 1.0;
+        let c = fract(sin(t * 39.425) * 24680.135) * 2.0 - 1.0;
+        x[p] = vec3(a, b * 0.8, c);
+        if p < 20 {{ x[p] = vec3(0.2 + t * 0.004, 0.1, 0.9 - t * 0.09); }}
+        if p % 97 == 3 {{ x[p] = vec3(bitcast::<f32>(nan_bits), 0.0, 0.0); }}
+        if p % 89 == 5 {{ x[p] = vec3(0.1, 0.0, bitcast::<f32>(inf_bits)); }}
+        if p % 61 == 7 {{ x[p] = vec3(a, b, 40.0); }}
+        if p % 53 == 9 {{ x[p] = vec3(60.0, b, c); }}
+        {}
+    }}",
+        color
+    );
+    let (ty, init) = if color.contains("vec3") {
+        ("vec3", json!(0))
+    } else {
+        ("u32", json!(0))
+    };
+    kernel_graph(
+        &[F("x", "vec3", &[400], json!(0)), F("col", ty, &[400], init)],
+        &code,
+        &[400],
+        special_floats(),
+    )
+}
+
+#[test]
+fn particles_3d_match_the_reference_on_every_backend() {
+    let mut g = particles_3d_graph(
+        "col[p] = vec3(fract(t * 0.013), fract(t * 0.007), 1.0 - fract(t * 0.011));",
+    );
+    let domain = json!([-1.0, -1.0, -1.0, 1.0, 1.0, 1.0]);
+    let views = [
+        ("default", json!(null), 3.0),
+        ("front", json!({"yaw": 0, "pitch": 0}), 4.0),
+        ("side", json!({"yaw": 90, "pitch": 0, "fov": 30}), 2.5),
+        ("top", json!({"yaw": 0, "pitch": 90, "distance": 5}), 3.0),
+        // Inside the cloud: many particles behind the camera.
+        (
+            "inside",
+            json!({"target": [0.0, 0.0, -0.5], "distance": 0.6, "yaw": 10, "pitch": -15, "fov": 70}),
+            6.5,
+        ),
+    ];
+    for (id, camera, radius) in views {
+        let mut params = json!({"width": 160, "height": 120, "radius": radius, "domain": domain, "background": [0.1, 0.2, 0.3]});
+        if !camera.is_null() {
+            params["camera"] = camera;
+        }
+        add_view(
+            &mut g,
+            id,
+            "particles",
+            params,
+            &[("positions", "x"), ("color", "col")],
+        );
+    }
+    add_view(
+        &mut g,
+        "constant",
+        "particles",
+        json!({"width": 97, "height": 211, "radius": 1.5, "color": [1.0, 0.5, 0.0], "domain": domain}),
+        &[("positions", "x")],
+    );
+    let mut sim = Runs::new(&g, 0);
+    let imgs = sim.check("particles_3d");
+    // The front view shows the column's nearest particle (index 0, z = 0.9)
+    // where the column's discs overlap: its colour, not a farther one's.
+    let front = &imgs.iter().find(|(id, _)| id == "front").expect("front").1;
+    let drawn = front
+        .rgba
+        .chunks(4)
+        .filter(|p| p[..3] != [26, 51, 77])
+        .count();
+    assert!(
+        drawn > 1000,
+        "the front view draws particles ({} pixels)",
+        drawn
+    );
+}
+
+#[test]
+fn particles_3d_u32_colours() {
+    let mut g = particles_3d_graph("col[p] = ((p as u32) * 2654435761u32) & 16777215u32;");
+    add_view(
+        &mut g,
+        "u",
+        "particles",
+        json!({"width": 128, "height": 128, "radius": 5.0, "domain": [-1.0, -1.0, -1.0, 1.0, 1.0, 1.0], "camera": {"yaw": -40, "pitch": 35}}),
+        &[("positions", "x"), ("color", "col")],
+    );
+    let mut sim = Runs::new(&g, 0);
+    sim.check("particles_3d_u32");
+}
+
+/// Projection by hand from the formula in `weft_ir::passes::views::camera`
+/// (not the reference renderer): a 100 x 100 image, fov 90 (focal length
+/// 0.5 * 100 / tan(45°) = 50 pixels), distance 2 around the origin. The
+/// white particle 1 lies at camera-space (x, y) = (0.5, 0.25), depth 2 in
+/// each of the front, side and top views, so its centre is
+/// (50 + 0.5 / 2 × 50, 50 - 0.25 / 2 × 50) = (62.5, 43.75). With radius 3 it covers the
+/// pixels whose centres are within 3 of it: columns 60..=64 (column 59's
+/// nearest centre, (59.5, 43.5), is sqrt(9 + 0.0625) away), rows 41..=46
+/// (in column 62: 41.5 and 46.5 are 2.25 and 2.75 from 43.75). The red
+/// particle 0 projects to the same centre from twice as far (depth 4), so
+/// the white one wins; particle 2 lies behind the camera (depth -0.5) and
+/// draws nothing (it would mirror to (0, 75)).
+#[test]
+fn particles_3d_projection_by_hand_per_axis_view() {
+    // (camera, particle 0, particle 1, particle 2) in world space.
+    let cases = [
+        (
+            "front",
+            json!({"yaw": 0, "pitch": 0}),
+            "vec3(1.0, 0.5, -2.0)",
+            "vec3(0.5, 0.25, 0.0)",
+            "vec3(0.5, 0.25, 2.5)",
+        ),
+        (
+            "side",
+            json!({"yaw": 90, "pitch": 0}),
+            "vec3(-2.0, 0.5, -1.0)",
+            "vec3(0.0, 0.25, -0.5)",
+            "vec3(2.5, 0.25, -0.5)",
+        ),
+        (
+            "top",
+            json!({"yaw": 0, "pitch": 90}),
+            "vec3(1.0, -2.0, -0.5)",
+            "vec3(0.5, 0.0, -0.25)",
+            "vec3(0.5, 2.5, -0.25)",
+        ),
+    ];
+    for (name, mut camera, p0, p1, p2) in cases {
+        camera["target"] = json!([0.0, 0.0, 0.0]);
+        camera["distance"] = json!(2.0);
+        camera["fov"] = json!(90.0);
+        let code = format!(
+            "fn kernel(p: i32) {{
+            if p == 0 {{ x[p] = {}; col[p] = 16711680u32; }}
+            if p == 1 {{ x[p] = {}; col[p] = 16777215u32; }}
+            if p == 2 {{ x[p] = {}; col[p] = 65280u32; }}
+        }}",
+            p0, p1, p2
+        );
+        let mut g = kernel_graph(
+            &[
+                F("x", "vec3", &[3], json!(0)),
+                F("col", "u32", &[3], json!(0)),
+            ],
+            &code,
+            &[3],
+            json!({}),
+        );
+        add_view(
+            &mut g,
+            "view",
+            "particles",
+            json!({"width": 100, "height": 100, "radius": 3.0, "background": [0.0, 0.0, 0.0], "domain": [-1.0, -1.0, -1.0, 1.0, 1.0, 1.0], "camera": camera}),
+            &[("positions", "x"), ("color", "col")],
+        );
+        let mut sim = Runs::new(&g, 0);
+        let imgs = sim.check(&format!("particles_3d_hand_{}", name));
+        let img = &imgs[0].1;
+        let px = |x: u32, y: u32| {
+            let i = ((y * img.width + x) * 4) as usize;
+            [img.rgba[i], img.rgba[i + 1], img.rgba[i + 2]]
+        };
+        let (mut x0, mut x1, mut y0, mut y1) = (u32::MAX, 0, u32::MAX, 0);
+        for y in 0..img.height {
+            for x in 0..img.width {
+                let c = px(x, y);
+                if c != [0, 0, 0] {
+                    // Only the white particle shows: grey, lit.
+                    assert!(
+                        c[0] == c[1] && c[1] == c[2],
+                        "{}: ({}, {}) is {:?}",
+                        name,
+                        x,
+                        y,
+                        c
+                    );
+                    (x0, x1, y0, y1) = (x0.min(x), x1.max(x), y0.min(y), y1.max(y));
+                }
+            }
+        }
+        assert_eq!(
+            (x0, x1, y0, y1),
+            (60, 64, 41, 46),
+            "{}: the splat's pixels",
+            name
+        );
+        assert!(
+            px(62, 43)[0] > 150,
+            "{}: the lit centre {:?}",
+            name,
+            px(62, 43)
+        );
+    }
+}
+
+#[test]
+fn particles_3d_errors_name_the_node_and_param() {
+    let g0 = kernel_graph(
+        &[
+            F("x", "vec3", &[4], json!(0)),
+            F("y", "vec2", &[4], json!(0)),
+        ],
+        "fn kernel(i: i32) { x[i] = vec3(0.0, 0.0, 0.0); y[i] = vec2(0.0, 0.0); }",
+        &[4],
+        json!({}),
+    );
+    let box3 = json!([0.0, 0.0, 0.0, 1.0, 1.0, 1.0]);
+    for (positions, params, word) in [
+        ("x", json!({}), "3-D domain"),
+        ("x", json!({"domain": [0.0, 0.0, 1.0, 1.0]}), "3-D domain"),
+        (
+            "x",
+            json!({"domain": [0.0, 0.0, 0.0, 1.0, 0.0, 1.0]}),
+            "max > min",
+        ),
+        ("x", json!({"domain": [0.0, 0.0, 0.0, 1.0, 1.0]}), "6 (3-D)"),
+        (
+            "x",
+            json!({"domain": box3, "camera": {"pitch": 120}}),
+            "'pitch'",
+        ),
+        ("x", json!({"domain": box3, "camera": {"fov": 0}}), "'fov'"),
+        (
+            "x",
+            json!({"domain": box3, "camera": {"distance": -1}}),
+            "'distance'",
+        ),
+        (
+            "x",
+            json!({"domain": box3, "camera": {"target": [1, 2]}}),
+            "'target'",
+        ),
+        (
+            "x",
+            json!({"domain": box3, "camera": {"zoom": 2}}),
+            "'zoom'",
+        ),
+        ("x", json!({"domain": box3, "camera": 5}), "camera"),
+        ("x", json!({"domain": box3, "radius": 0.0}), "radius"),
+        ("y", json!({"camera": {"yaw": 10}}), "vec3 positions"),
+    ] {
+        let mut g = g0.clone();
+        add_view(
+            &mut g,
+            "cloud",
+            "particles",
+            params.clone(),
+            &[("positions", positions)],
+        );
+        let e = build(&g).expect_err("bad params").to_string();
+        assert!(e.contains("cloud") && e.contains(word), "{}: {}", params, e);
+    }
+    let mut g = g0.clone();
+    add_view(
+        &mut g,
+        "cloud",
+        "particles",
+        json!({"domain": box3}),
+        &[("positions", "x")],
+    );
+    build(&g).expect("a 3-D domain alone builds (default camera)");
 }

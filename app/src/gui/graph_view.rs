@@ -630,7 +630,7 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
         };
         let Some((node, pin)) = pin else { return };
         ui.label("Add a compatible node");
-        // A field's element type narrows the views offered (particles draw vec2 only).
+        // A field's element type narrows the views offered (particles draw vec2 or vec3 only).
         let field_ty = if from_output {
             super::view_ports::field_type(&self.model.doc, &format!("{}.{}", node, pin.name))
         } else {

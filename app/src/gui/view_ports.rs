@@ -31,7 +31,7 @@ fn is_vector(ty: &str) -> bool {
 pub fn accepts(kind: &str, port: &str, ty: &str) -> bool {
     match (kind, port) {
         ("image", "field") => !is_vector(ty) || ty == "vec3" || ty == "vec4",
-        ("particles", "positions") => ty == "vec2",
+        ("particles", "positions") => ty == "vec2" || ty == "vec3",
         ("particles", "color") => ty == "vec3" || ty == "u32",
         ("plot", "field") => !is_vector(ty) && ty != "i32" && ty != "u32",
         _ => true,
@@ -63,6 +63,7 @@ mod tests {
     #[test]
     fn views_take_the_types_the_builder_draws() {
         assert!(accepts("particles", "positions", "vec2"));
+        assert!(accepts("particles", "positions", "vec3"));
         assert!(!accepts("particles", "positions", "f32"));
         assert!(accepts("image", "field", "f32"));
         assert!(accepts("image", "field", "vec3"));

@@ -64,8 +64,11 @@ pub enum ParamType {
     Enum(&'static [&'static str]),
     /// Three numbers in 0..1.
     Color,
-    /// Four numbers.
+    /// Four numbers (a 2-D rectangle) or six (a 3-D box).
     Rect,
+    /// A 3-D view's orbit camera: {"target": [x, y, z], "distance": d,
+    /// "yaw": deg, "pitch": deg, "fov": deg}, every key optional.
+    Camera,
     /// Kernel code (a string).
     Code,
     /// An expression body: {"nodes": [...], "wires": [...]}.
@@ -472,9 +475,9 @@ static KINDS: &[NodeKind] = &[
     NodeKind {
         name: "particles",
         family: Family::View,
-        doc: "Draws a field of vec2 positions as discs.",
+        doc: "Draws a field of vec2 positions as discs, or of vec3 positions as lit round splats through an orbit camera (the nearest particle wins each pixel).",
         inputs: &[
-            PortSpec { name: "positions", ty: PortType::Field, optional: false, doc: "A 1D field of vec2 positions." },
+            PortSpec { name: "positions", ty: PortType::Field, optional: false, doc: "A 1D field of vec2 (2-D) or vec3 (3-D) positions." },
             PortSpec { name: "color", ty: PortType::Field, optional: true, doc: "Optional per-particle colour: a vec3 field (RGB in 0..1) or a u32 field (0xRRGGBB)." },
         ],
         outputs: &[],
@@ -485,7 +488,8 @@ static KINDS: &[NodeKind] = &[
             ParamSpec { name: "radius", ty: ParamType::Number, default: Some("1.5"), doc: "Disc radius in pixels.", range: Some((0.0, 256.0)) },
             ParamSpec { name: "color", ty: ParamType::Color, default: Some("[0.4, 0.8, 1.0]"), doc: "Disc colour when no colour field is wired.", range: None },
             ParamSpec { name: "background", ty: ParamType::Color, default: Some("[0.07, 0.15, 0.18]"), doc: "Background colour.", range: None },
-            ParamSpec { name: "domain", ty: ParamType::Rect, default: Some("[0, 0, 1, 1]"), doc: "The rectangle [min x, min y, max x, max y] mapped to the image.", range: None },
+            ParamSpec { name: "domain", ty: ParamType::Rect, default: Some("[0, 0, 1, 1]"), doc: "2-D: the rectangle [min x, min y, max x, max y] mapped to the image. 3-D (vec3 positions, required): the box [min x, min y, min z, max x, max y, max z] the default camera frames.", range: None },
+            ParamSpec { name: "camera", ty: ParamType::Camera, default: Some("null"), doc: "3-D only: the orbit camera {\"target\": [x, y, z], \"distance\": d, \"yaw\": deg, \"pitch\": deg, \"fov\": deg}; every key optional (defaults: the domain's centre, a distance that frames the domain, yaw 30, pitch 20, fov 40). Yaw 0 pitch 0 looks along -z (front), yaw 90 along -x (side), pitch 90 down -y (top).", range: None },
         ],
         exec_in: false,
         exec_outs: &[],
@@ -567,9 +571,17 @@ pub fn param_schema(p: &ParamSpec) -> Value {
         ParamType::Color => {
             json!({"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3})
         }
-        ParamType::Rect => {
-            json!({"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4})
-        }
+        ParamType::Rect => json!({"anyOf": [
+            {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4},
+            {"type": "array", "items": {"type": "number"}, "minItems": 6, "maxItems": 6}
+        ]}),
+        ParamType::Camera => json!({"type": ["object", "null"], "properties": {
+            "target": {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3},
+            "distance": {"type": "number", "exclusiveMinimum": 0},
+            "yaw": {"type": "number"},
+            "pitch": {"type": "number", "minimum": -90, "maximum": 90},
+            "fov": {"type": "number", "minimum": 1, "maximum": 170}
+        }, "additionalProperties": false}),
         ParamType::Init => json!({"anyOf": [
             {"type": "number"},
             {"type": "array", "items": {"type": "number"}},

@@ -1250,6 +1250,26 @@ impl Colormap {
     }
 }
 
+/// An orbit camera around `target` (`passes::views::camera` defines the
+/// projection): `distance` from it, `yaw` and `pitch` in degrees, vertical
+/// field of view `fov` in degrees.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Camera {
+    pub target: [f32; 3],
+    pub distance: f32,
+    pub yaw: f32,
+    pub pitch: f32,
+    pub fov: f32,
+}
+
+/// A 3-D view's space: the domain box and the camera (defaults resolved).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Scene {
+    /// (min x, min y, min z, max x, max y, max z).
+    pub domain: [f32; 6],
+    pub camera: Camera,
+}
+
 #[derive(Clone, Debug)]
 pub enum View {
     Image {
@@ -1272,7 +1292,11 @@ pub enum View {
         width: u32,
         height: u32,
         /// Domain rectangle mapped to the image: (min x, min y, max x, max y).
+        /// 2-D only (vec2 positions); unused with a `scene`.
         domain: [f32; 4],
+        /// 3-D (vec3 positions): lit splats through this scene's camera,
+        /// nearest particle per pixel (`passes::views::camera`).
+        scene: Option<Scene>,
     },
     /// A line chart of a 1-D f32 field (`passes::views` documents the drawing).
     Plot {

@@ -242,13 +242,27 @@ fn check_param(ty: ParamType, v: &Value) -> Result<(), String> {
             Some(s) if opts.contains(&s) => Ok(()),
             _ => Err(format!("expected one of {}, got {}", opts.join(", "), v)),
         },
-        ParamType::Color | ParamType::Rect => {
-            let n = if ty == ParamType::Color { 3 } else { 4 };
-            match v.as_array() {
-                Some(a) if a.len() == n && a.iter().all(|x| num(x).is_some()) => Ok(()),
-                _ => Err(format!("expected a list of {} numbers, got {}", n, v)),
+        ParamType::Color => match v.as_array() {
+            Some(a) if a.len() == 3 && a.iter().all(|x| num(x).is_some()) => Ok(()),
+            _ => Err(format!("expected a list of 3 numbers, got {}", v)),
+        },
+        ParamType::Rect => match v.as_array() {
+            Some(a) if (a.len() == 4 || a.len() == 6) && a.iter().all(|x| num(x).is_some()) => {
+                Ok(())
             }
-        }
+            _ => Err(format!(
+                "expected a list of 4 numbers (2-D) or 6 (3-D), got {}",
+                v
+            )),
+        },
+        // Its keys are checked where the view is built (naming the key).
+        ParamType::Camera => match v {
+            Value::Null | Value::Object(_) => Ok(()),
+            _ => Err(format!(
+                "expected a camera object like {{\"yaw\": 30, \"pitch\": 20}}, got {}",
+                v
+            )),
+        },
         ParamType::Init => match v {
             Value::Number(_) => Ok(()),
             Value::Array(a) if !a.is_empty() && a.iter().all(|x| num(x).is_some()) => Ok(()),

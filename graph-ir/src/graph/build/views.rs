@@ -127,12 +127,13 @@ impl Builder<'_> {
                         continue;
                     };
                     let fd = &self.program.fields[pos];
-                    if fd.shape.len() != 1 || fd.ty != Type::Vector(Scalar::F32, 2) {
+                    let three = fd.ty == Type::Vector(Scalar::F32, 3);
+                    if fd.shape.len() != 1 || !(three || fd.ty == Type::Vector(Scalar::F32, 2)) {
                         self.errors.push(GraphError::port(
                             &id,
                             "positions",
                             format!(
-                                "particles need a 1D vec2 field; '{}' is {}-D {}",
+                                "particles need a 1D vec2 (2-D) or vec3 (3-D) field; '{}' is {}-D {}",
                                 fd.name,
                                 fd.shape.len(),
                                 fd.ty
@@ -157,6 +158,36 @@ impl Builder<'_> {
                     let c = nums(n.p("color"));
                     let bg = nums(n.p("background"));
                     let d = nums(n.p("domain"));
+                    let radius = n.p("radius").as_f64().unwrap_or(1.5) as f32;
+                    let (w, h) = (w as u32, h as u32);
+                    let scene = if three {
+                        match scene_3d(&d, n.p("camera"), radius, w, h) {
+                            Ok(s) => Some(s),
+                            Err((param, msg)) => {
+                                self.errors.push(GraphError::param(&id, param, msg));
+                                continue;
+                            }
+                        }
+                    } else {
+                        if !n.p("camera").is_null() {
+                            self.errors.push(GraphError::param(
+                                &id,
+                                "camera",
+                                format!("a camera is for vec3 positions; '{}' is vec2 (2-D particles map 'domain' to the image)", fd.name),
+                            ));
+                            continue;
+                        }
+                        None
+                    };
+                    let d = if three { vec![0.0, 0.0, 1.0, 1.0] } else { d };
+                    if d.len() != 4 {
+                        self.errors.push(GraphError::param(
+                            &id,
+                            "domain",
+                            format!("vec2 positions need a 2-D domain [min x, min y, max x, max y]; it has {} numbers", d.len()),
+                        ));
+                        continue;
+                    }
                     if d[2] <= d[0] || d[3] <= d[1] {
                         self.errors.push(GraphError::param(
                             &id,
@@ -165,7 +196,6 @@ impl Builder<'_> {
                         ));
                         continue;
                     }
-                    let radius = n.p("radius").as_f64().unwrap_or(1.5) as f32;
                     self.program.views.push(View::Particles {
                         node_id: id,
                         positions: pos,
@@ -173,9 +203,10 @@ impl Builder<'_> {
                         color: [c[0], c[1], c[2]],
                         background: [bg[0], bg[1], bg[2]],
                         radius,
-                        width: w as u32,
-                        height: h as u32,
+                        width: w,
+                        height: h,
                         domain: [d[0], d[1], d[2], d[3]],
+                        scene,
                     });
                 }
                 "plot" => {
@@ -347,4 +378,131 @@ impl Builder<'_> {
             }
         }
     }
+}
+
+/// The scene of a 3-D `particles` view from its `domain` and `camera`
+/// params (`passes::views::camera` documents both and the defaults), or
+/// the param at fault and why.
+fn scene_3d(
+    d: &[f32],
+    camera: &Value,
+    radius: f32,
+    w: u32,
+    h: u32,
+) -> Result<Scene, (&'static str, String)> {
+    use crate::passes::views::camera as cam;
+    if d.len() != 6 {
+        return Err((
+            "domain",
+            format!(
+                "vec3 positions need a 3-D domain [min x, min y, min z, max x, max y, max z]; it has {} numbers ({:?}; the default is the 2-D [0, 0, 1, 1])",
+                d.len(),
+                d
+            ),
+        ));
+    }
+    if !d.iter().all(|x| x.is_finite()) || (0..3).any(|i| d[i + 3] <= d[i]) {
+        return Err((
+            "domain",
+            format!(
+                "domain must be [min x, min y, min z, max x, max y, max z] with every max > min; it is {:?}",
+                d
+            ),
+        ));
+    }
+    if radius <= 0.0 {
+        return Err((
+            "radius",
+            "3-D particles need a radius above 0 pixels".to_string(),
+        ));
+    }
+    let domain = [d[0], d[1], d[2], d[3], d[4], d[5]];
+    let empty = serde_json::Map::new();
+    let c = match camera {
+        Value::Null => &empty,
+        Value::Object(o) => o,
+        other => {
+            return Err((
+                "camera",
+                format!(
+                    "camera must be an object like {{\"target\": [x, y, z], \"distance\": d, \"yaw\": 30, \"pitch\": 20, \"fov\": 40}}; got {}",
+                    other
+                ),
+            ))
+        }
+    };
+    for k in c.keys() {
+        if !["target", "distance", "yaw", "pitch", "fov"].contains(&k.as_str()) {
+            return Err((
+                "camera",
+                format!(
+                    "camera has no key '{}' (it has: target, distance, yaw, pitch, fov)",
+                    k
+                ),
+            ));
+        }
+    }
+    let num = |key: &str, lo: f64, hi: f64, default: f32| -> Result<f32, (&'static str, String)> {
+        match c.get(key) {
+            None | Some(Value::Null) => Ok(default),
+            Some(v) => match v.as_f64() {
+                Some(x) if x.is_finite() && (lo..=hi).contains(&x) => Ok(x as f32),
+                _ => Err((
+                    "camera",
+                    format!(
+                        "camera '{}' must be a number in {}..={}; got {}",
+                        key, lo, hi, v
+                    ),
+                )),
+            },
+        }
+    };
+    let yaw = num("yaw", -1e6, 1e6, cam::DEFAULT_YAW)?;
+    let pitch = num("pitch", -90.0, 90.0, cam::DEFAULT_PITCH)?;
+    let fov = num("fov", 1.0, 170.0, cam::DEFAULT_FOV)?;
+    let target = match c.get("target") {
+        None | Some(Value::Null) => std::array::from_fn(|i| 0.5 * (domain[i] + domain[i + 3])),
+        Some(v) => {
+            let t: Vec<f32> = v
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_f64)
+                        .map(|x| x as f32)
+                        .collect()
+                })
+                .unwrap_or_default();
+            if t.len() != 3
+                || v.as_array().is_some_and(|a| a.len() != 3)
+                || !t.iter().all(|x| x.is_finite())
+            {
+                return Err((
+                    "camera",
+                    format!(
+                        "camera 'target' must be three finite numbers [x, y, z]; got {}",
+                        v
+                    ),
+                ));
+            }
+            [t[0], t[1], t[2]]
+        }
+    };
+    let framing = cam::framing_distance(&domain, fov, w, h);
+    let distance = num("distance", f64::MIN_POSITIVE, 1e30, framing)?;
+    if distance <= 0.0 || !distance.is_finite() {
+        return Err((
+            "camera",
+            format!("camera 'distance' must be above 0; it is {}", distance),
+        ));
+    }
+    Ok(Scene {
+        domain,
+        camera: Camera {
+            target,
+            distance,
+            yaw,
+            pitch,
+            fov,
+        },
+    })
 }

@@ -39,6 +39,12 @@
 //!   their soft-edge coverage (the painter's picture, except where a third
 //!   disc shows through two soft edges).
 //!
+//! - `particles` of vec3 positions (`particles3d.rs`, through the 3-D
+//!   camera of `camera.rs`): fill the depth and index words; splat the
+//!   depth (`atomic_min` of the depth's bits); splat the index where the
+//!   depth is the particle's (`atomic_min`); resolve: the winner lit as a
+//!   sphere, or the background.
+//!
 //! - `plot` (1-D f32 field, `plot.rs`): auto range = reset + reduce as
 //!   for `image`, over the plotted values; then one invocation per pixel
 //!   column writing the whole column: background, zero line, and the rows
@@ -62,7 +68,9 @@ use crate::types::{Scalar, Type};
 
 use super::PassError;
 
+pub mod camera;
 mod histogram;
+pub mod particles3d;
 mod plot;
 
 /// Image rows are padded to a multiple of this many pixels (256 bytes: the
@@ -92,6 +100,28 @@ pub fn run(program: &mut Program) -> Result<(), PassError> {
                 range,
                 show_active,
             } => image(program, node_id, *field, *colormap, *range, *show_active)?,
+            View::Particles {
+                node_id,
+                positions,
+                color_field,
+                color,
+                background,
+                radius,
+                width,
+                height,
+                scene: Some(scene),
+                ..
+            } => particles3d::particles3d(
+                program,
+                node_id,
+                *positions,
+                *color_field,
+                *color,
+                *background,
+                *radius,
+                (*width, *height),
+                scene,
+            )?,
             View::Particles { .. } => particles(program, v)?,
             View::Plot { .. } => {
                 // Its named sources become field ids (the fields an optimize
@@ -728,6 +758,7 @@ fn particles(program: &mut Program, v: &View) -> Result<ViewKernels, PassError> 
         width,
         height,
         domain,
+        ..
     } = v
     else {
         unreachable!("called for particles views")

@@ -1,0 +1,159 @@
+//! The 3-D camera of views, in IR (reused by every 3-D view).
+//!
+//! The definition (the reference renderer in `weft-tests` follows it in
+//! plain Rust; vm and cpu agree with it bit for bit):
+//! - World: right-handed, y up. A view's `domain` box is `[min x, min y,
+//!   min z, max x, max y, max z]`.
+//! - Camera (the view node's `"camera"` param, every key optional): an
+//!   orbit camera around `target` (default: the domain box's centre) at
+//!   `distance` (default: frames the box, below), `yaw` degrees about +y
+//!   (default 30), `pitch` degrees above the horizon (default 20, within
+//!   -90..=90), perspective with a vertical field of view `fov` degrees
+//!   (default 40, within 1..=170). Yaw 0, pitch 0 looks along -z (front:
+//!   x right, y up); yaw 90 looks along -x (side: -z right); pitch 90 looks
+//!   down -y (top: x right, -z up).
+//! - Frame constants, computed once on the host in f64 and rounded to f32
+//!   (sine and cosine of an exact multiple of 90 degrees are exactly 0 or
+//!   ±1): `sy, cy = sin, cos(yaw)`, `sp, cp = sin, cos(pitch)`; back `w =
+//!   (cp*sy, sp, cp*cy)` (from the target to the eye), right `u = (cy, 0,
+//!   -sy)`, up `v = (-sp*sy, cp, -sp*cy)`; `eye = target + distance * w`;
+//!   focal length in pixels `fp = 0.5 * H / tan(0.5 * fov)`; `near =
+//!   0.001 * distance`. Default distance: `R / sin(h)` with `R` half the
+//!   box's diagonal and `tan(h) = tan(0.5 * fov) * min(1, W / H)` (the
+//!   box's bounding sphere fits the narrower side of the image).
+//! - Projection of a world point `p` (f32 operations in this order):
+//!   `d = p - eye` (per component); `xc = (d.x*u.x + d.y*u.y) + d.z*u.z`,
+//!   `yc` the same with `v`, `depth = -((d.x*w.x + d.y*w.y) + d.z*w.z)`;
+//!   `cx = W/2 + (xc / depth) * fp`, `cy = H/2 - (yc / depth) * fp`: the
+//!   point's position in pixels (x right, y down; pixel (i, j) covers
+//!   `[i, i+1) x [j, j+1)`, its centre at `(i + 0.5, j + 0.5)`, as in 2-D).
+//!   The point is visible when its coordinates are finite, `depth > near`
+//!   (points behind the camera or at the eye are skipped) and `cx`, `cy`
+//!   are finite.
+
+use super::*;
+use crate::ir::{Camera, Scene};
+
+/// Camera defaults (degrees).
+pub const DEFAULT_YAW: f32 = 30.0;
+pub const DEFAULT_PITCH: f32 = 20.0;
+pub const DEFAULT_FOV: f32 = 40.0;
+/// The near plane as a fraction of the camera's distance.
+pub const NEAR: f64 = 0.001;
+
+/// `(sin, cos)` of `deg` degrees in f64, exact at multiples of 90.
+pub fn sin_cos_deg(deg: f64) -> (f64, f64) {
+    if deg.rem_euclid(90.0) == 0.0 {
+        match (deg.rem_euclid(360.0) / 90.0) as u32 {
+            0 => (0.0, 1.0),
+            1 => (1.0, 0.0),
+            2 => (0.0, -1.0),
+            _ => (-1.0, 0.0),
+        }
+    } else {
+        deg.to_radians().sin_cos()
+    }
+}
+
+/// The distance at which the domain box's bounding sphere fills the
+/// narrower side of a `width` x `height` image at vertical `fov` degrees.
+pub fn framing_distance(domain: &[f32; 6], fov: f32, width: u32, height: u32) -> f32 {
+    let r = (0..3)
+        .map(|i| (domain[i + 3] as f64 - domain[i] as f64).powi(2))
+        .sum::<f64>()
+        .sqrt()
+        * 0.5;
+    let t = (0.5 * (fov as f64).to_radians()).tan() * (width as f64 / height as f64).min(1.0);
+    let h = t.atan();
+    (r / h.sin()) as f32
+}
+
+/// The frame constants of a camera for a `width` x `height` image (f32,
+/// from the f64 definition above).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Frame {
+    pub eye: [f32; 3],
+    pub right: [f32; 3],
+    pub up: [f32; 3],
+    pub back: [f32; 3],
+    pub focal: f32,
+    pub near: f32,
+    pub half: [f32; 2],
+}
+
+impl Frame {
+    pub fn new(c: &Camera, width: u32, height: u32) -> Frame {
+        let (sy, cy) = sin_cos_deg(c.yaw as f64);
+        let (sp, cp) = sin_cos_deg(c.pitch as f64);
+        let back = [cp * sy, sp, cp * cy];
+        let right = [cy, 0.0, -sy];
+        let up = [-sp * sy, cp, -sp * cy];
+        let dist = c.distance as f64;
+        let eye: [f64; 3] = std::array::from_fn(|i| c.target[i] as f64 + dist * back[i]);
+        let f = |a: [f64; 3]| a.map(|x| x as f32);
+        Frame {
+            eye: f(eye),
+            right: f(right),
+            up: f(up),
+            back: f(back),
+            focal: (0.5 * height as f64 / (0.5 * (c.fov as f64).to_radians()).tan()) as f32,
+            near: (NEAR * dist) as f32,
+            half: [width as f32 * 0.5, height as f32 * 0.5],
+        }
+    }
+}
+
+/// A scene's camera frame for a `width` x `height` image.
+pub fn frame(scene: &Scene, width: u32, height: u32) -> Frame {
+    Frame::new(&scene.camera, width, height)
+}
+
+/// A projected point: whether it is visible, its pixel position and depth
+/// (f32 each).
+pub(super) struct Projected {
+    pub ok: InstId,
+    pub cx: InstId,
+    pub cy: InstId,
+    pub depth: InstId,
+}
+
+/// `(a.x*b.x + a.y*b.y) + a.z*b.z` with `b` constant.
+fn dot(e: &mut Emit, a: [InstId; 3], b: [f32; 3]) -> InstId {
+    let terms: [InstId; 3] = std::array::from_fn(|i| {
+        let c = e.f32c(b[i]);
+        e.bin(BinaryOp::Mul, a[i], c)
+    });
+    let s = e.bin(BinaryOp::Add, terms[0], terms[1]);
+    e.bin(BinaryOp::Add, s, terms[2])
+}
+
+/// Emits the projection of the world point `p` (three f32 values).
+pub(super) fn project(e: &mut Emit, fr: &Frame, p: [InstId; 3]) -> Projected {
+    let fin: [InstId; 3] = p.map(|c| e.finite(c));
+    let d: [InstId; 3] = std::array::from_fn(|i| {
+        let eye = e.f32c(fr.eye[i]);
+        e.bin(BinaryOp::Sub, p[i], eye)
+    });
+    let xc = dot(e, d, fr.right);
+    let yc = dot(e, d, fr.up);
+    let zc = dot(e, d, fr.back);
+    let depth = e.emit(InstKind::Unary(UnaryOp::Neg, zc), Type::F32);
+    let focal = e.f32c(fr.focal);
+    let qx = e.bin(BinaryOp::Div, xc, depth);
+    let mx = e.bin(BinaryOp::Mul, qx, focal);
+    let hx = e.f32c(fr.half[0]);
+    let cx = e.bin(BinaryOp::Add, hx, mx);
+    let qy = e.bin(BinaryOp::Div, yc, depth);
+    let my = e.bin(BinaryOp::Mul, qy, focal);
+    let hy = e.f32c(fr.half[1]);
+    let cy = e.bin(BinaryOp::Sub, hy, my);
+    let near = e.f32c(fr.near);
+    let front = e.bin(BinaryOp::Gt, depth, near);
+    let fx = e.finite(cx);
+    let fy = e.finite(cy);
+    let mut ok = e.bin(BinaryOp::LogicalAnd, fin[0], fin[1]);
+    for c in [fin[2], front, fx, fy] {
+        ok = e.bin(BinaryOp::LogicalAnd, ok, c);
+    }
+    Projected { ok, cx, cy, depth }
+}
