@@ -7,6 +7,9 @@
 #[allow(dead_code)]
 mod gui;
 mod support;
+// The field-port tests live in this crate (one fewer compile of the GUI).
+#[path = "inspector/field_ports.rs"]
+mod field_ports;
 
 use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;

@@ -128,7 +128,7 @@ d = base(); d["nodes"].append({"id": "sub", "kind": "repeat", "params": {"count"
 
 # ---- views ----
 d = base(); d["nodes"].append({"id": "view", "kind": "image"}); d["wires"].append({"from": "x.field", "to": "view.field"}); case("view_image_1d", d, "view", "an image needs a 2D scalar, vec3 or vec4 field; 'x' is 1-D f32")
-d = base(); d["nodes"].append({"id": "dots", "kind": "particles"}); d["wires"].append({"from": "x.field", "to": "dots.positions"}); case("view_particles_not_vec2", d, "dots", "particles need a 1D vec2 field; 'x' is 1-D f32")
+d = base(); d["nodes"].append({"id": "dots", "kind": "particles"}); d["wires"].append({"from": "x.field", "to": "dots.positions"}); case("view_particles_not_vec2", d, "dots", "particles need a 1D vec2 (2-D) or vec3 (3-D) field; 'x' is 1-D f32")
 d = base(); d["nodes"].append({"id": "view", "kind": "image", "params": {"min": 0.0}}); d["wires"].append({"from": "x.field", "to": "view.field"})
 node(d, "g")["params"]["shape"] = [4, 4]; node(d, "k")["params"]["code"] = "fn kernel(i: i32, j: i32) {\n    x[(i, j)] = 1.0;\n}\n"
 case("view_image_min_without_max", d, "view", "give both 'min' and 'max'")

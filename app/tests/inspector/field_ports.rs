@@ -1,19 +1,16 @@
 //! Kernel field ports declared in the inspector (**Add field port**), and a
-//! field's `grad` pin, driven like a user would with egui_kittest.
+//! field's `grad` pin, driven like a user would with egui_kittest. (A module
+//! of the gui_optimize test crate: each test crate compiles the whole GUI
+//! again, and CI's time is counted.)
 
-#[path = "../src/gui/mod.rs"]
-#[allow(dead_code)]
-mod gui;
-mod support;
-
+use crate::gui::model::{pins, Command, Model};
+use crate::gui::WeftApp;
+use crate::support::{gpu_ok, harness_with, root, wait_for_sim};
 use egui::accesskit::Role;
 use egui::Event;
 use egui_kittest::kittest::{By, Queryable};
 use egui_kittest::Harness;
-use gui::model::{pins, Command, Model};
-use gui::WeftApp;
 use serde_json::json;
-use support::{gpu_ok, harness_with, root, wait_for_sim};
 use weft_ir::graph::GraphDoc;
 
 fn cfg(tag: &str) -> std::path::PathBuf {
