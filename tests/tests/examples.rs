@@ -405,7 +405,6 @@ fn mpm3d_matches_the_peers_after_20_frames() {
 /// with it off, its x, v and J equal Weft's bit for bit:
 /// `tools/compare_taichi_mpm3d.py --x8`).
 #[test]
-#[ignore = "about 15 s of one core in a debug build; run with --ignored"]
 fn mpm3d_x8_matches_the_peers_after_20_frames() {
     let c = mpm3d_checksums("mpm3d_x8");
     let warp = Checksums {
