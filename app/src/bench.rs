@@ -1,4 +1,4 @@
-//! `weft bench`: compile time, per-frame and per-kernel times.
+//! `weft bench`: compile time, per-frame, per-kernel and per-view times.
 
 use crate::cli::BenchArgs;
 use crate::fail;
@@ -90,6 +90,27 @@ pub fn bench(a: BenchArgs) -> i32 {
             (k.clone(), median(&mut m), v.len(), fill(k))
         })
         .collect();
+    // Each view drawn on its own as many times (render cost per view; a
+    // draw reads the state the frames left and changes no field of it).
+    let mut views: Vec<(String, u32, u32, f64)> = Vec::new();
+    let shapes: Vec<(String, u32, u32)> = sim
+        .program
+        .view_kernels
+        .iter()
+        .map(|v| (v.node_id.clone(), v.width, v.height))
+        .collect();
+    sim.set_profile(false);
+    for (id, w, h) in shapes {
+        let mut t = Vec::new();
+        for _ in 0..a.frames.max(1) {
+            let start = Instant::now();
+            if let Err(e) = sim.draw_view(&id).and_then(|_| sim.sync()) {
+                return fail(&e);
+            }
+            t.push(ms(start.elapsed()));
+        }
+        views.push((id, w, h, median(&mut t)));
+    }
     if a.json {
         let per_kernel: serde_json::Map<String, serde_json::Value> = kernels
             .iter()
@@ -109,6 +130,7 @@ pub fn bench(a: BenchArgs) -> i32 {
             "compile_ms": compile_ms,
             "frame_ms": {"median": fmed, "min": fmin, "max": fmax, "samples": frames},
             "kernels": per_kernel,
+            "views": views.iter().map(|(id, w, h, m)| (id.clone(), json!({"median_ms": m, "width": w, "height": h}))).collect::<serde_json::Map<String, serde_json::Value>>(),
             "memory": weft_ir::ir::layout::memory_lines(&sim.program),
         });
         println!("{}", out);
@@ -138,6 +160,12 @@ pub fn bench(a: BenchArgs) -> i32 {
             fmax,
             frames.len()
         );
+        for (id, w, h, m) in &views {
+            println!(
+                "view     {:<20} median {:.3} ms per draw ({}x{}, read-back not included)",
+                id, m, w, h
+            );
+        }
         for (k, m, n, f) in kernels {
             println!(
                 "kernel   {:<20} median {:.3} ms per launch ({} launches{})",

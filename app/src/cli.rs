@@ -22,7 +22,7 @@ pub enum Command {
     Check(CheckArgs),
     /// Print the IR of a graph after a pipeline stage.
     Ir(IrArgs),
-    /// Time compilation, frames and kernels of a graph.
+    /// Time compilation, frames, kernels and views of a graph.
     Bench(BenchArgs),
     /// Re-run graphs that have NAME.expect.json beside them and compare.
     Replay(ReplayArgs),
@@ -157,7 +157,7 @@ pub struct BenchArgs {
     /// auto (wgpu on a hardware GPU, else cpu), cpu (kernels compiled to native code; `jit` is an alias), vm (the reference interpreter), wgpu or cuda (NVIDIA GPUs; needs the CUDA driver and NVRTC).
     #[arg(long, default_value = "auto", value_parser = backend_arg)]
     pub backend: Backend,
-    /// Print one JSON object instead of a table (with every timed frame in `frame_ms.samples`; per kernel `median_ms`, `launches` and `buffer_fill`: wgpu ran it as a buffer fill).
+    /// Print one JSON object instead of a table (with every timed frame in `frame_ms.samples`; per kernel `median_ms`, `launches` and `buffer_fill`: wgpu ran it as a buffer fill; per view `median_ms` of one draw, `width`, `height`).
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]

@@ -281,6 +281,10 @@ fn bench_json_has_the_documented_keys() {
         .map(|x| x.as_f64().expect("milliseconds"))
         .collect();
     assert_eq!(samples.len(), 2);
+    // One draw time per view, at the view's size.
+    let view = &v["views"]["view"];
+    assert!(view["median_ms"].as_f64().is_some(), "{}", v);
+    assert_eq!(view["width"].as_u64(), Some(128), "{}", v);
     let lo = samples.iter().cloned().fold(f64::INFINITY, f64::min);
     assert_eq!(v["frame_ms"]["min"].as_f64(), Some(lo));
     assert!(v["kernels"]["diffuse"]["median_ms"].as_f64().is_some());

@@ -401,6 +401,27 @@ impl Simulation {
         Ok(())
     }
 
+    /// One view's kernels (the view node `node_id`), drawn on the
+    /// simulation's engine and not read back (what `weft bench` times).
+    /// False when the program has no such view.
+    pub fn draw_view(&mut self, node_id: &str) -> Result<bool, RuntimeError> {
+        let list: Vec<LaunchRecord> = match self
+            .program
+            .view_kernels
+            .iter()
+            .find(|v| v.node_id == node_id)
+        {
+            Some(v) => v
+                .launches
+                .iter()
+                .map(|&k| LaunchRecord::new(&self.program, k, self.frame, 0))
+                .collect(),
+            None => return Ok(false),
+        };
+        self.engine.run(&self.program, &list, false)?;
+        Ok(true)
+    }
+
     /// Every view, drawn on the simulation's engine and read back (one read
     /// of its image field per view): (view node id, image).
     pub fn render_views(&mut self) -> Result<Vec<(String, Image)>, RuntimeError> {
