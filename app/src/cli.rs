@@ -66,7 +66,7 @@ pub struct GraphOverrides {
 pub struct RunArgs {
     /// The graph file (.json).
     pub graph: PathBuf,
-    /// Frames to run after on_start.
+    /// Frames to run after on_start (with --resume: the frame to end at).
     #[arg(long, default_value_t = 1)]
     pub frames: u32,
     /// auto (wgpu on a hardware GPU, else cpu), cpu (kernels compiled to native code; `jit` is an alias), vm (the reference interpreter), wgpu or cuda (NVIDIA GPUs; needs the CUDA driver and NVRTC).
@@ -84,6 +84,18 @@ pub struct RunArgs {
     /// Do not write PNG frames.
     #[arg(long)]
     pub no_frames: bool,
+    /// Write complete state snapshots into this folder (DIR/frame_NNNNNN/, each written whole or not at all), every --every frames and after the last frame.
+    #[arg(long, value_name = "DIR")]
+    pub checkpoint: Option<PathBuf>,
+    /// With --checkpoint: frames between snapshots.
+    #[arg(long, value_name = "K", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    pub every: u32,
+    /// With --checkpoint: snapshots kept (older ones are removed).
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    pub keep: u32,
+    /// Continue from the newest complete snapshot in DIR, up to frame --frames (a snapshot of another or an edited graph is refused, naming what differs). With --checkpoint DIR as well, an empty DIR starts from frame 0, so one command serves a first run and its retries.
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
     #[command(flatten)]
     pub overrides: GraphOverrides,
 }

@@ -7,9 +7,12 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::Path;
 use weft_ir::graph::catalog;
+use weft_ir::graph::diff;
+use weft_ir::graph::document::GraphDoc;
 use weft_ir::ir::print_program;
 use weft_ir::passes::{run_pipeline, PassOptions, Stage};
 use weft_runtime::memory::field_to_npy;
+use weft_runtime::snapshot;
 use weft_runtime::Backend;
 use weft_runtime::{RuntimeError, SimOptions, Simulation};
 
@@ -29,6 +32,17 @@ pub fn open(
     profile: bool,
 ) -> Result<Simulation, RuntimeError> {
     let (_, program) = load_program(graph, &overrides(o))?;
+    open_program(program, o, backend, quiet, profile)
+}
+
+/// Compiles a loaded program for the chosen backend, saying which was picked.
+pub fn open_program(
+    program: weft_ir::ir::Program,
+    o: &GraphOverrides,
+    backend: Backend,
+    quiet: bool,
+    profile: bool,
+) -> Result<Simulation, RuntimeError> {
     let sim = Simulation::new(
         program,
         &SimOptions {
@@ -60,6 +74,49 @@ pub fn open(
     Ok(sim)
 }
 
+/// Restores the newest complete snapshot in `dir` into `sim`, after
+/// checking that it was taken from this graph (`graph::diff`).
+fn resume(
+    sim: &mut Simulation,
+    doc: &GraphDoc,
+    dir: &Path,
+    checkpoint: Option<&Path>,
+) -> Result<(), RuntimeError> {
+    if checkpoint == Some(dir) && snapshot::list(dir).is_empty() {
+        eprintln!(
+            "resume: no snapshot in {} yet: starting from frame 0",
+            dir.display()
+        );
+        return Ok(());
+    }
+    let (loaded, skipped) = snapshot::latest(dir)?;
+    for s in skipped {
+        eprintln!("warning: skipped a damaged snapshot: {}", s);
+    }
+    let before: GraphDoc = serde_json::from_value(loaded.graph.clone()).map_err(|e| {
+        RuntimeError::Io(format!(
+            "{}: its graph does not read: {}",
+            loaded.path.display(),
+            e
+        ))
+    })?;
+    let diffs = diff::run_differences(&before, doc);
+    if !diffs.is_empty() {
+        return Err(RuntimeError::Io(format!(
+            "cannot resume from {}: it was taken from a different graph: {}",
+            loaded.path.display(),
+            diffs.join("; ")
+        )));
+    }
+    sim.restore(&loaded.snapshot)?;
+    eprintln!(
+        "resumed from {} (frame {})",
+        loaded.path.display(),
+        loaded.snapshot.frame
+    );
+    Ok(())
+}
+
 pub fn run(a: RunArgs) -> i32 {
     match run_inner(&a) {
         Ok(()) => 0,
@@ -68,7 +125,12 @@ pub fn run(a: RunArgs) -> i32 {
 }
 
 fn run_inner(a: &RunArgs) -> Result<(), RuntimeError> {
-    let mut sim = open(&a.graph, &a.overrides, a.backend, false, false)?;
+    let (doc, program) = load_program(&a.graph, &overrides(&a.overrides))?;
+    let mut sim = open_program(program, &a.overrides, a.backend, false, false)?;
+    let graph_json = serde_json::to_value(&doc).expect("a graph document serialises");
+    if let Some(dir) = &a.resume {
+        resume(&mut sim, &doc, dir, a.checkpoint.as_deref())?;
+    }
     for d in &a.dumps {
         if sim.field(d).is_none() {
             let names: Vec<String> = sim
@@ -103,8 +165,17 @@ fn run_inner(a: &RunArgs) -> Result<(), RuntimeError> {
         None
     };
     sim.start()?;
-    for _ in 0..a.frames {
+    let first = sim.frame;
+    if let Some(b) = &bar {
+        b.set_position(first.max(0) as u64);
+    }
+    while sim.frame < a.frames as i32 {
         sim.step_frame()?;
+        if let Some(dir) = &a.checkpoint {
+            if sim.frame % a.every as i32 == 0 || sim.frame == a.frames as i32 {
+                snapshot::write(dir, &sim.snapshot()?, &graph_json, a.keep as usize)?;
+            }
+        }
         if !a.no_frames {
             // The views' kernels draw on the simulation's backend; one
             // read per view brings each picture back for its PNG.

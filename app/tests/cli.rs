@@ -991,3 +991,199 @@ fn every_example_dumps_every_field_on_cpu_and_wgpu() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// `hash_particles.json` (a random walk drawing new `random()` numbers
+/// every frame, float atomics into a hash-table grid) for 24 frames; a run
+/// with `--checkpoint --every 4` killed with SIGKILL once its frame-8
+/// snapshot exists; the same command resumed with `--resume`: its final
+/// fields equal the uninterrupted run's bit for bit on vm and on cpu with
+/// one thread (atomics in a fixed order), and on wgpu the positions do
+/// (they follow the random numbers only) and the atomically summed grid
+/// agrees within 1e-4 relative.
+#[test]
+fn a_killed_run_resumes_to_the_uninterrupted_result() {
+    let mut backends = vec!["vm", "cpu"];
+    if gpu_available() {
+        backends.push("wgpu");
+    }
+    for backend in backends {
+        let d = tmp(&format!("resume-{}", backend));
+        let (full, ck, res) = (d.join("full"), d.join("ck"), d.join("res"));
+        let base = |frames: &str, out: &Path| -> Vec<String> {
+            [
+                "run",
+                "graphs/hash_particles.json",
+                "--backend",
+                backend,
+                "--threads",
+                "1",
+                "--no-frames",
+                "--frames",
+                frames,
+                "--out",
+                out.to_str().unwrap(),
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+        };
+        let dumps = ["--dump", "pos", "--dump", "heading", "--dump", "rho"];
+        let mut args = base("24", &full);
+        args.extend(dumps.iter().map(|s| s.to_string()));
+        let o = weft(&args.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+        assert!(o.status.success(), "{}", text(&o));
+        // The run to kill: far more frames than it gets to.
+        let mut args = base("100000", &res);
+        args.extend(
+            ["--checkpoint", ck.to_str().unwrap(), "--every", "4"]
+                .iter()
+                .map(|s| s.to_string()),
+        );
+        let mut child = Command::new(env!("CARGO_BIN_EXE_weft"))
+            .args(&args)
+            .current_dir(root())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let t0 = std::time::Instant::now();
+        while !ck.join("frame_000008").exists() {
+            assert!(
+                t0.elapsed().as_secs() < 300,
+                "{}: no frame-8 snapshot",
+                backend
+            );
+            assert!(child.try_wait().unwrap().is_none(), "{}: exited", backend);
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        child.kill().unwrap();
+        let status = child.wait().unwrap();
+        assert!(
+            status.code().is_none(),
+            "{}: not killed: {}",
+            backend,
+            status
+        );
+        let mut args = base("24", &res);
+        args.extend(
+            ["--resume", ck.to_str().unwrap()]
+                .iter()
+                .chain(&dumps)
+                .map(|s| s.to_string()),
+        );
+        let o = weft(&args.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(text(&o).contains("resumed from"), "{}", text(&o));
+        for f in ["pos.npy", "heading.npy", "rho.coords.npy", "rho.values.npy"] {
+            let (a, b) = (
+                std::fs::read(full.join(f)).unwrap(),
+                std::fs::read(res.join(f)).unwrap(),
+            );
+            if backend == "wgpu" && f.starts_with("rho") {
+                let (a, b) = (
+                    weft_ir::io::npy::parse_npy(&a).unwrap(),
+                    weft_ir::io::npy::parse_npy(&b).unwrap(),
+                );
+                assert_eq!(a.shape, b.shape, "{}", f);
+                if f == "rho.values.npy" {
+                    for (x, y) in a.words.iter().zip(&b.words) {
+                        let (x, y) = (f32::from_bits(*x), f32::from_bits(*y));
+                        assert!((x - y).abs() <= 1e-4 * x.abs().max(1.0), "{} vs {}", x, y);
+                    }
+                }
+            } else {
+                assert!(a == b, "{}: {} differs after the resume", backend, f);
+            }
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
+
+/// Snapshots are refused by a different graph, naming the difference; a
+/// damaged newest snapshot is skipped with a warning, never used; temporary
+/// folders a killed write leaves are ignored; an empty folder named by both
+/// `--checkpoint` and `--resume` starts from frame 0.
+#[test]
+fn snapshots_are_checked_before_a_resume() {
+    let d = tmp("snapshot-checks");
+    let ck = d.join("ck");
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "run",
+            "graphs/heat.json",
+            "--backend",
+            "cpu",
+            "--no-frames",
+            "--out",
+            d.to_str().unwrap(),
+        ];
+        a.extend_from_slice(extra);
+        weft(&a)
+    };
+    let c = ck.to_str().unwrap();
+    let o = run(&[
+        "--frames",
+        "6",
+        "--checkpoint",
+        c,
+        "--resume",
+        c,
+        "--every",
+        "3",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("starting from frame 0"), "{}", text(&o));
+    assert!(ck.join("frame_000003").join("snapshot.json").exists());
+    assert!(ck.join("frame_000006").join("snapshot.json").exists());
+    // An edited scalar: refused, naming the node and the parameter.
+    let o = run(&["--frames", "8", "--resume", c, "--set", "diffuse.alpha=0.1"]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("different graph: node 'diffuse' param 'scalars'"),
+        "{}",
+        text(&o)
+    );
+    // A different view only (views never change the state): accepted.
+    let o = run(&[
+        "--frames",
+        "7",
+        "--resume",
+        c,
+        "--set",
+        "view.colormap=magma",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("frame_000006 (frame 6)"), "{}", text(&o));
+    // A newest snapshot cut short, and a temporary folder: the one before.
+    let bad = ck.join("frame_000009");
+    std::fs::create_dir_all(&bad).unwrap();
+    for e in std::fs::read_dir(ck.join("frame_000006")).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), bad.join(e.file_name())).unwrap();
+    }
+    let bin = std::fs::read_dir(&bad)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "bin"))
+        .unwrap();
+    let bytes = std::fs::read(&bin).unwrap();
+    std::fs::write(&bin, &bytes[..bytes.len() / 2]).unwrap();
+    std::fs::create_dir_all(ck.join(".frame_000012.tmp1")).unwrap();
+    let o = run(&["--frames", "8", "--resume", c]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("skipped a damaged snapshot")
+            && text(&o).contains("frame_000006 (frame 6)"),
+        "{}",
+        text(&o)
+    );
+    // A folder without snapshots.
+    let o = run(&[
+        "--frames",
+        "8",
+        "--resume",
+        d.join("nothing").to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("no such folder"), "{}", text(&o));
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -10,6 +10,7 @@ pub mod jit;
 pub mod memory;
 pub mod render;
 pub mod sim;
+pub mod snapshot;
 pub mod vm;
 pub mod wgpu_backend;
 

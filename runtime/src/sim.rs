@@ -197,6 +197,28 @@ impl Simulation {
         Ok(list.len())
     }
 
+    /// Whether `on_start` ran.
+    pub fn is_started(&self) -> bool {
+        self.started
+    }
+
+    /// Launches so far per kernel (indexed like `program.kernels`): the
+    /// random streams follow them.
+    pub fn launch_counts(&self) -> &[u32] {
+        &self.launches
+    }
+
+    /// Sets the frame counter, whether `on_start` ran and the launch counts
+    /// (`snapshot::restore`, after the roots are written; `counts` indexed
+    /// like `program.kernels`).
+    pub(crate) fn set_run_state(&mut self, frame: i32, started: bool, counts: &[u32]) {
+        self.frame = frame;
+        self.started = started;
+        for (n, c) in self.launches.iter_mut().zip(counts) {
+            *n = *c;
+        }
+    }
+
     /// Restores initial field values and the frame counter.
     pub fn reset(&mut self) -> Result<(), RuntimeError> {
         self.engine.reset(&self.program)?;

@@ -553,7 +553,7 @@ fn dem3d_cell_list_forces_match_all_pairs() {
         let mut worst = 0.0f64;
         let mut largest = 0.0f64;
         let mut expected = vec![[0.0f64; 3]; n];
-        for i in 0..n {
+        for (i, e) in expected.iter_mut().enumerate() {
             let (qi, ui) = (p(&x, i), p(&v, i));
             let mut fi = [0.0, -(gravity as f64) * mass as f64, 0.0];
             for j in 0..n {
@@ -574,12 +574,12 @@ fn dem3d_cell_list_forces_match_all_pairs() {
             for a in 0..3 {
                 fi[a] += wall(qi[a], ui[a]) - wall(1.0 - qi[a], -ui[a]);
             }
-            expected[i] = fi;
+            *e = fi;
             largest = largest.max(fi.iter().fold(0.0f64, |m, e| m.max(e.abs())));
         }
-        for i in 0..n {
+        for (i, e) in expected.iter().enumerate() {
             for a in 0..3 {
-                worst = worst.max((f[3 * i + a] as f64 - expected[i][a]).abs());
+                worst = worst.max((f[3 * i + a] as f64 - e[a]).abs());
             }
         }
         assert!(contacts > 300, "{:?}: only {} contacts", backend, contacts);

@@ -2,6 +2,7 @@
 
 pub mod build;
 pub mod catalog;
+pub mod diff;
 pub mod document;
 pub mod expr;
 pub mod lint;
