@@ -34,6 +34,9 @@ pub struct SimOptions {
     pub force_cas_float_atomics: bool,
     /// GPU: invocations per workgroup (`None`: the backend's default).
     pub workgroup_size: Option<u32>,
+    /// Bytes all root buffers together may take (`--max-memory`), instead
+    /// of what the machine has (`memory_limit`); device limits still apply.
+    pub max_memory: Option<u64>,
 }
 
 impl std::fmt::Debug for WgpuContext {

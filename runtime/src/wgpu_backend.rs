@@ -9,6 +9,7 @@
 
 use crate::backend::Engine;
 use crate::memory::FieldMemory;
+use crate::memory_limit::{free_ram, Limit, MemoryLimits};
 use crate::sim::SimOptions;
 use crate::RuntimeError;
 use std::borrow::Cow;
@@ -282,6 +283,36 @@ struct InFlight {
     mapped: Arc<Mutex<Option<Result<(), wgpu::BufferAsyncError>>>>,
 }
 
+/// What root buffers may take on this device (`memory_limit`): each at
+/// most `max_buffer_size` and `max_storage_buffer_binding_size` (one
+/// binding per root); all together the free RAM when the adapter is the
+/// CPU (lavapipe), no budget otherwise (wgpu does not report device memory),
+/// or `max_memory`.
+pub fn memory_limits(ctx: &WgpuContext, max_memory: Option<u64>) -> MemoryLimits {
+    let budget = if ctx.info.device_type == wgpu::DeviceType::Cpu {
+        free_ram()
+    } else {
+        None
+    };
+    let mut m = MemoryLimits::with_budget(budget, max_memory);
+    let (bytes, what) = if ctx.limits.max_storage_buffer_binding_size < ctx.limits.max_buffer_size {
+        (
+            ctx.limits.max_storage_buffer_binding_size,
+            "max_storage_buffer_binding_size",
+        )
+    } else {
+        (ctx.limits.max_buffer_size, "max_buffer_size")
+    };
+    m.per_buffer = Some(Limit {
+        bytes,
+        source: format!(
+            "the wgpu device '{}' allows {{}} per buffer ({})",
+            ctx.info.name, what
+        ),
+    });
+    m
+}
+
 impl WgpuEngine {
     /// Opens the engine for a simulation: code-generation options from the
     /// context and `opts`, root buffers holding every field's initial value.
@@ -306,6 +337,7 @@ impl WgpuEngine {
             native_float_atomics: ctx.float_atomics && !opts.force_cas_float_atomics,
             workgroup_size,
         };
+        memory_limits(&ctx, opts.max_memory).check(program)?;
         let engine = WgpuEngine::new(program, ctx, &gopts)?;
         let init = FieldMemory::new(program);
         for r in program.roots() {
