@@ -1029,7 +1029,9 @@ fn memory_limit_follows_max_memory() {
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
-        text(&o).contains("error: layout node 'grid': the layout needs 2.5 GiB; --max-memory allows 1.5 GiB"),
+        text(&o).contains(
+            "error: layout node 'grid': the layout needs 2.5 GiB; --max-memory allows 1.5 GiB"
+        ),
         "{}",
         text(&o)
     );

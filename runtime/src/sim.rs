@@ -37,6 +37,10 @@ pub struct SimOptions {
     /// Bytes all root buffers together may take (`--max-memory`), instead
     /// of what the machine has (`memory_limit`); device limits still apply.
     pub max_memory: Option<u64>,
+    /// wgpu, for tests: bind at most this many bytes per binding (below the
+    /// device's `max_storage_buffer_binding_size`), so that small roots are
+    /// split over several bindings as large ones are on real devices.
+    pub wgpu_max_binding_bytes: Option<u64>,
 }
 
 impl std::fmt::Debug for WgpuContext {
