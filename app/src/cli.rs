@@ -60,6 +60,14 @@ pub struct GraphOverrides {
     /// wgpu: invocations per workgroup of every kernel (default 256).
     #[arg(long, value_name = "N")]
     pub workgroup_size: Option<u32>,
+    /// Memory all layout trees together may take, e.g. 40GiB or 512MiB (default: what the machine has: free RAM for cpu, vm and lavapipe, free device memory for cuda). Device limits (wgpu's max_buffer_size, 16 GiB per layout tree) still apply.
+    #[arg(long, value_name = "SIZE", value_parser = memory_arg)]
+    pub max_memory: Option<u64>,
+}
+
+/// `--max-memory SIZE`: `weft_runtime::memory_limit::parse_bytes`.
+fn memory_arg(s: &str) -> Result<u64, String> {
+    weft_runtime::memory_limit::parse_bytes(s)
 }
 
 #[derive(Args)]
@@ -121,6 +129,9 @@ pub struct CheckArgs {
     /// Graph files to check.
     #[arg(required = true)]
     pub graphs: Vec<PathBuf>,
+    /// Memory the layout trees may take, e.g. 40GiB (default: this machine's free RAM); a graph that needs more fails the check.
+    #[arg(long, value_name = "SIZE", value_parser = memory_arg)]
+    pub max_memory: Option<u64>,
 }
 
 #[derive(Args)]

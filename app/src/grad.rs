@@ -114,6 +114,7 @@ fn open(
             seed: t.overrides.seed,
             threads: t.overrides.threads,
             backend: t.backend,
+            max_memory: t.overrides.max_memory,
             ..Default::default()
         },
     )?;

@@ -9,9 +9,11 @@ use std::path::Path;
 use weft_ir::graph::catalog;
 use weft_ir::graph::diff;
 use weft_ir::graph::document::GraphDoc;
+use weft_ir::ir::layout::root_words;
 use weft_ir::ir::print_program;
 use weft_ir::passes::{run_pipeline, PassOptions, Stage};
 use weft_runtime::memory::field_to_npy;
+use weft_runtime::memory_limit::{fmt_bytes, MemoryLimits};
 use weft_runtime::snapshot;
 use weft_runtime::Backend;
 use weft_runtime::{RuntimeError, SimOptions, Simulation};
@@ -51,6 +53,7 @@ pub fn open_program(
             backend,
             profile,
             workgroup_size: o.workgroup_size,
+            max_memory: o.max_memory,
             ..Default::default()
         },
     )?;
@@ -293,9 +296,25 @@ pub fn check(a: CheckArgs) -> i32 {
             for w in weft_ir::passes::autodiff::warnings(&p) {
                 eprintln!("{}: {}", g.display(), w);
             }
-            let sim = Simulation::new(p, &SimOptions::default())?;
-            weft_runtime::backend::check_offline(&sim.program)?;
-            Ok(weft_ir::ir::layout::memory_lines(&sim.program))
+            // Compile as the reference VM would, without allocating field
+            // memory; the layouts must fit the machine (or --max-memory).
+            let mut p = p;
+            let passes = weft_runtime::backend::tune_passes(Backend::Vm, &PassOptions::default());
+            run_pipeline(&mut p, &passes, None).map_err(|e| RuntimeError::Compile {
+                node: e.kernel.clone(),
+                message: e.to_string(),
+            })?;
+            let limits = MemoryLimits::cpu(a.max_memory);
+            limits.check(&p)?;
+            weft_runtime::backend::check_offline(&p)?;
+            let mut lines = weft_ir::ir::layout::memory_lines(&p);
+            let total: u64 = p.roots().map(|r| root_words(&p, r) * 4).sum();
+            lines.push(format!(
+                "memory: {} in all; {}",
+                fmt_bytes(total),
+                limits.describe()
+            ));
+            Ok(lines)
         });
         match r {
             Ok(memory) => {

@@ -1187,3 +1187,70 @@ fn snapshots_are_checked_before_a_resume() {
     assert!(text(&o).contains("no such folder"), "{}", text(&o));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A 512³ domain with several f32 fields (2.5 GiB, over the old fixed
+/// 1 GiB cap) builds and `weft check` prints its memory where the budget
+/// allows it; a smaller `--max-memory` is a clear error naming the layout
+/// node, and a tree past the 2^32-word address space is refused at build.
+#[test]
+fn memory_limit_follows_max_memory() {
+    let g = "tests/scale/smoke512.json";
+    let o = weft(&["check", "--max-memory", "64GiB", g]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains("layout tree 'grid': 671088640 words (2560.000 MiB)"),
+        "{}",
+        t
+    );
+    assert!(
+        t.contains("memory: 2.5 GiB in all; --max-memory allows 64.0 GiB; at most 16.0 GiB per layout tree (32-bit word addresses)"),
+        "{}",
+        t
+    );
+    let o = weft(&["check", "--max-memory", "1GiB", g]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr).trim(),
+        "tests/scale/smoke512.json: error: layout node 'grid': the layout needs 2.5 GiB; --max-memory allows 1.0 GiB"
+    );
+    // `run` applies the same limit before allocating anything.
+    let out = tmp("max-memory");
+    let o = weft(&[
+        "run",
+        g,
+        "--backend",
+        "cpu",
+        "--max-memory",
+        "1.5G",
+        "--no-frames",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains(
+            "error: layout node 'grid': the layout needs 2.5 GiB; --max-memory allows 1.5 GiB"
+        ),
+        "{}",
+        text(&o)
+    );
+    let o = weft(&["check", "--max-memory", "lots", g]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("'lots' is not a size"), "{}", text(&o));
+    // Past 2^32 words no flag helps: word addresses are 32-bit.
+    let dir = tmp("address-space");
+    let huge = dir.join("huge.json");
+    let src = std::fs::read_to_string(root().join(g))
+        .unwrap()
+        .replace("[512, 512, 512]", "[2048, 2048, 2048]");
+    assert!(src.contains("2048"), "the shape was replaced");
+    std::fs::write(&huge, src).unwrap();
+    let o = weft(&["check", "--max-memory", "1TiB", huge.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("node 'grid', param 'shape': the layout needs more than 4294967296 words (16 GiB) of storage; word addresses are 32-bit on every backend"),
+        "{}",
+        text(&o)
+    );
+}

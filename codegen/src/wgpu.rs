@@ -16,6 +16,15 @@
 //! threads per row, scalar params...), 1 = error words (first failed check + 1, its index),
 //! 2.. = root buffers in `WgpuKernel::roots` order, as `array<u32>`, or
 //! `array<atomic<u32>>` when the kernel uses atomics on that root.
+//!
+//! A root larger than the device's `max_storage_buffer_binding_size` is
+//! split over several bindings (`WgpuOptions::chunk_words`): binding `j` of
+//! the root is the window of words `[j * C, (j + 1) * C)` of the one buffer
+//! (`C` a power of two). Every access of such a root picks its window at
+//! run time, `if (addr >> log2 C) == j { … window_j[addr - j * C] … }` for
+//! each window (the last one takes the rest), the loaded or atomic result
+//! passing through a local variable. Roots within the limit keep one
+//! binding and plain accesses.
 
 pub mod indirect;
 
@@ -42,6 +51,11 @@ pub struct WgpuKernel {
     pub module: Module,
     /// Root layout nodes bound at bindings 2.. in this order, with how each is declared.
     pub roots: Vec<(LayoutId, RootKind)>,
+    /// Bindings each root of `roots` takes (1 unless split, see the module
+    /// docs); root `k`'s window `j` is binding `2 + Σ chunks[..k] + j`.
+    pub chunks: Vec<u32>,
+    /// Words per window of a split root (`WgpuOptions::chunk_words`).
+    pub chunk_words: u64,
     /// Every loop of the module ends: the kernel's own loops are proven to
     /// (`Kernel::loops_end`), and the only loops this backend adds are
     /// compare-exchange retries, which end once their exchange succeeds and
@@ -72,6 +86,27 @@ pub struct WgpuOptions {
     /// Invocations per workgroup (one per iteration; the runtime sizes
     /// dispatches with the same number).
     pub workgroup_size: u32,
+    /// Words one binding of a root may cover (a power of two, the largest
+    /// within the device's `max_storage_buffer_binding_size`); a larger
+    /// root is split over several bindings (see the module docs).
+    pub chunk_words: u64,
+    /// Storage buffers one kernel may bind (the device's
+    /// `max_storage_buffers_per_shader_stage`).
+    pub max_storage_bindings: u32,
+}
+
+/// The largest power of two of words within `max_binding_bytes` (at least
+/// 64 words, so that window offsets keep wgpu's 256-byte alignment).
+pub fn chunk_words(max_binding_bytes: u64) -> u64 {
+    let words = (max_binding_bytes / 4).max(64);
+    1u64 << (63 - words.leading_zeros())
+}
+
+/// Bindings `root` takes in a kernel: one per window of `chunk_words`.
+pub fn root_chunks(program: &Program, root: LayoutId, chunk_words: u64) -> u32 {
+    weft_ir::ir::layout::root_words(program, root)
+        .div_ceil(chunk_words)
+        .max(1) as u32
 }
 
 impl Default for WgpuOptions {
@@ -79,6 +114,8 @@ impl Default for WgpuOptions {
         WgpuOptions {
             native_float_atomics: false,
             workgroup_size: WORKGROUP_SIZE,
+            chunk_words: 1 << 32,
+            max_storage_bindings: u32::MAX,
         }
     }
 }
@@ -156,7 +193,10 @@ pub enum RootKind {
 struct Globals {
     record: Handle<GlobalVariable>,
     errors: Handle<GlobalVariable>,
-    roots: Vec<(LayoutId, Handle<GlobalVariable>, RootKind)>,
+    /// Each root's windows (one global unless split) and how they are declared.
+    roots: Vec<(LayoutId, Vec<Handle<GlobalVariable>>, RootKind)>,
+    /// log2 of the words per window of a split root.
+    chunk_shift: u32,
     /// The invocation's random state (`RngLoad` / `RngStore`).
     rng: Handle<GlobalVariable>,
     /// The invocation's linear index (`Launch(Linear)`), set by `main`.
@@ -336,30 +376,54 @@ fn build_kernel(
         },
         SP,
     );
+    if !opts.chunk_words.is_power_of_two() {
+        return Err(cerr(kernel, "chunk_words must be a power of two"));
+    }
+    let chunks: Vec<u32> = roots
+        .iter()
+        .map(|(r, _)| root_chunks(program, *r, opts.chunk_words))
+        .collect();
+    // The error words plus one binding per window of every root.
+    let storage_bindings = 1 + chunks.iter().map(|&c| c as u64).sum::<u64>();
+    if storage_bindings > opts.max_storage_bindings as u64 {
+        return Err(cerr(
+            kernel,
+            format!(
+                "the kernel needs {} storage buffer bindings (its layout trees split into windows of {} words each), more than the {} the device allows (max_storage_buffers_per_shader_stage); use fewer or smaller layout trees in one kernel",
+                storage_bindings, opts.chunk_words, opts.max_storage_bindings
+            ),
+        ));
+    }
     let mut groots = Vec::new();
-    for (k, (root, rk)) in roots.iter().enumerate() {
-        let g = m.global_variables.append(
-            GlobalVariable {
-                name: Some(format!(
-                    "buf_{}",
-                    program.layouts[*root].node_id.replace('-', "_")
-                )),
-                space: storage(StorageAccess::LOAD | StorageAccess::STORE),
-                binding: Some(ResourceBinding {
-                    group: 0,
-                    binding: 2 + k as u32,
-                }),
-                ty: match rk {
-                    RootKind::Plain => arr_u32,
-                    RootKind::AtomicU32 => arr_atomic,
-                    RootKind::AtomicF32 => arr_atomic_f32.expect("declared when a root needs it"),
+    let mut binding = 2;
+    for ((root, rk), &n) in roots.iter().zip(&chunks) {
+        let mut gs = Vec::new();
+        for j in 0..n {
+            let base = format!("buf_{}", program.layouts[*root].node_id.replace('-', "_"));
+            gs.push(m.global_variables.append(
+                GlobalVariable {
+                    name: Some(if n == 1 {
+                        base
+                    } else {
+                        format!("{}_{}", base, j)
+                    }),
+                    space: storage(StorageAccess::LOAD | StorageAccess::STORE),
+                    binding: Some(ResourceBinding { group: 0, binding }),
+                    ty: match rk {
+                        RootKind::Plain => arr_u32,
+                        RootKind::AtomicU32 => arr_atomic,
+                        RootKind::AtomicF32 => {
+                            arr_atomic_f32.expect("declared when a root needs it")
+                        }
+                    },
+                    init: None,
+                    memory_decorations: Default::default(),
                 },
-                init: None,
-                memory_decorations: Default::default(),
-            },
-            SP,
-        );
-        groots.push((*root, g, *rk));
+                SP,
+            ));
+            binding += 1;
+        }
+        groots.push((*root, gs, *rk));
     }
     let private = |m: &mut Module, name: &str| {
         m.global_variables.append(
@@ -382,6 +446,7 @@ fn build_kernel(
         record,
         errors,
         roots: groots,
+        chunk_shift: opts.chunk_words.trailing_zeros(),
         rng,
         linear,
         fault_code,
@@ -435,6 +500,8 @@ fn build_kernel(
         name: kernel.name.clone(),
         module: m,
         roots,
+        chunks,
+        chunk_words: opts.chunk_words,
         loops_end: kernel.loops_end,
     })
 }
@@ -863,7 +930,7 @@ impl Gen<'_, '_, '_> {
         Ok(())
     }
 
-    fn root(&self, l: LayoutId) -> (Handle<GlobalVariable>, RootKind) {
+    fn root(&self, l: LayoutId) -> (Vec<Handle<GlobalVariable>>, RootKind) {
         let r = self
             .fb
             .c
@@ -872,7 +939,79 @@ impl Gen<'_, '_, '_> {
             .iter()
             .find(|r| r.0 == l)
             .expect("roots collected from the same instructions");
-        (r.1, r.2)
+        (r.1.clone(), r.2)
+    }
+
+    /// Runs `f` on the pointer to word `addr` of `root` and returns what it
+    /// returns (a value of type `result`). A root split over several
+    /// bindings picks its window at run time (module docs): `f` runs once
+    /// per window, inside `if (addr >> shift) == j`, and its result comes
+    /// out through a local variable.
+    fn word(
+        &mut self,
+        b: &mut NBlock,
+        root: LayoutId,
+        addr: Handle<E>,
+        result: Option<Type>,
+        mut f: impl FnMut(&mut Fb, &mut NBlock, Handle<E>) -> Result<Option<Handle<E>>, CodegenError>,
+    ) -> Result<Option<Handle<E>>, CodegenError> {
+        let (gs, _) = self.root(root);
+        if gs.len() == 1 {
+            let gv = self.fb.global(gs[0]);
+            let p = self.fb.e(
+                b,
+                E::Access {
+                    base: gv,
+                    index: addr,
+                },
+            );
+            return f(&mut self.fb, b, p);
+        }
+        let shift = self.fb.c.globals.chunk_shift;
+        let tmp = result.map(|t| self.fb.local("split_word", t));
+        let k = self.fb.u32c(shift);
+        let chunk = self.fb.bin(b, BO::ShiftRight, addr, k);
+        // One flat `if` per window; the last window takes every address
+        // from its start on.
+        let n = gs.len();
+        for (j, &g) in gs.iter().enumerate() {
+            let mut inner = NBlock::new();
+            let start = self.fb.u32c(((j as u64) << shift) as u32);
+            let local = self.fb.bin(&mut inner, BO::Subtract, addr, start);
+            let gv = self.fb.global(g);
+            let p = self.fb.e(
+                &mut inner,
+                E::Access {
+                    base: gv,
+                    index: local,
+                },
+            );
+            if let (Some(v), Some(t)) = (f(&mut self.fb, &mut inner, p)?, tmp) {
+                inner.push(
+                    S::Store {
+                        pointer: t,
+                        value: v,
+                    },
+                    SP,
+                );
+            }
+            let jc = self.fb.u32c(j as u32);
+            let op = if j + 1 == n {
+                BO::GreaterEqual
+            } else {
+                BO::Equal
+            };
+            let cond = self.fb.bin(b, op, chunk, jc);
+            b.push(
+                S::If {
+                    condition: cond,
+                    accept: inner,
+                    reject: NBlock::new(),
+                },
+                SP,
+            );
+        }
+        Ok(tmp.map(|t| self.fb.e(b, E::Load { pointer: t })))
     }
 
     /// `return` with a zero value when the function has a result.
@@ -1296,11 +1435,18 @@ impl Gen<'_, '_, '_> {
                 ))
             }
             InstKind::BufLoad { root, addr } => {
-                let (g, rk) = self.root(*root);
-                let gv = self.fb.global(g);
+                let rk = self.root(*root).1;
                 let a = self.v(*addr);
-                let p = self.fb.e(b, E::Access { base: gv, index: a });
-                let w = self.fb.e(b, E::Load { pointer: p });
+                let wt = if rk == RootKind::AtomicF32 {
+                    Type::F32
+                } else {
+                    Type::U32
+                };
+                let w = self
+                    .word(b, *root, a, Some(wt), |fb, b, p| {
+                        Ok(Some(fb.e(b, E::Load { pointer: p })))
+                    })?
+                    .expect("a load has a result");
                 let s = ty.scalar().expect("scalar");
                 Some(match rk {
                     RootKind::AtomicF32 if s == Scalar::F32 => w,
@@ -1309,10 +1455,8 @@ impl Gen<'_, '_, '_> {
                 })
             }
             InstKind::BufStore { root, addr, value } => {
-                let (g, rk) = self.root(*root);
-                let gv = self.fb.global(g);
+                let rk = self.root(*root).1;
                 let a = self.v(*addr);
-                let p = self.fb.e(b, E::Access { base: gv, index: a });
                 let vv = self.v(*value);
                 let s = self.t(*value).scalar().expect("scalar");
                 let w = match rk {
@@ -1320,13 +1464,16 @@ impl Gen<'_, '_, '_> {
                     RootKind::AtomicF32 => self.fb.cast(b, vv, Scalar::F32, false),
                     _ => self.bits_as_u32(b, vv, s),
                 };
-                b.push(
-                    S::Store {
-                        pointer: p,
-                        value: w,
-                    },
-                    SP,
-                );
+                self.word(b, *root, a, None, |_, b, p| {
+                    b.push(
+                        S::Store {
+                            pointer: p,
+                            value: w,
+                        },
+                        SP,
+                    );
+                    Ok(None)
+                })?;
                 None
             }
             InstKind::BufAtomic {
@@ -1583,10 +1730,8 @@ impl Gen<'_, '_, '_> {
         ty: Type,
     ) -> Result<Handle<E>, CodegenError> {
         let s = ty.scalar().expect("scalar atomic");
-        let (g, rk) = self.root(root);
-        let gv = self.fb.global(g);
+        let rk = self.root(root).1;
         let a = self.v(addr);
-        let p = self.fb.e(b, E::Access { base: gv, index: a });
         let vv = self.v(value);
         if rk == RootKind::AtomicF32 {
             // Native float atomics: SPIR-V has only an atomic add, so subtract adds the negation.
@@ -1602,20 +1747,23 @@ impl Gen<'_, '_, '_> {
             } else {
                 vv
             };
-            let r = self.fb.pre(E::AtomicResult {
-                ty: f,
-                comparison: false,
-            });
-            b.push(
-                S::Atomic {
-                    pointer: p,
-                    fun: AtomicFunction::Add,
-                    value: amount,
-                    result: Some(r),
-                },
-                SP,
-            );
-            return Ok(r);
+            let r = self.word(b, root, a, Some(Type::F32), |fb, b, p| {
+                let r = fb.pre(E::AtomicResult {
+                    ty: f,
+                    comparison: false,
+                });
+                b.push(
+                    S::Atomic {
+                        pointer: p,
+                        fun: AtomicFunction::Add,
+                        value: amount,
+                        result: Some(r),
+                    },
+                    SP,
+                );
+                Ok(Some(r))
+            })?;
+            return Ok(r.expect("an atomic has a result"));
         }
         let vu = self.bits_as_u32(b, vv, s);
         let u = self.fb.ty(Type::U32);
@@ -1631,19 +1779,23 @@ impl Gen<'_, '_, '_> {
             _ => None,
         };
         if let Some(fun) = native {
-            let r = self.fb.pre(E::AtomicResult {
-                ty: u,
-                comparison: false,
-            });
-            b.push(
-                S::Atomic {
-                    pointer: p,
-                    fun,
-                    value: vu,
-                    result: Some(r),
-                },
-                SP,
-            );
+            let r = self.word(b, root, a, Some(Type::U32), |fb, b, p| {
+                let r = fb.pre(E::AtomicResult {
+                    ty: u,
+                    comparison: false,
+                });
+                b.push(
+                    S::Atomic {
+                        pointer: p,
+                        fun,
+                        value: vu,
+                        result: Some(r),
+                    },
+                    SP,
+                );
+                Ok(Some(r))
+            })?;
+            let r = r.expect("an atomic has a result");
             return Ok(self.bits_from_u32(b, r, s));
         }
         let cmp_ty = self.fb.c.m.generate_predeclared_type(
@@ -1655,20 +1807,23 @@ impl Gen<'_, '_, '_> {
             };
             let cv = self.v(c);
             let cu = self.bits_as_u32(b, cv, s);
-            let r = self.fb.pre(E::AtomicResult {
-                ty: cmp_ty,
-                comparison: true,
-            });
-            b.push(
-                S::Atomic {
-                    pointer: p,
-                    fun: AtomicFunction::Exchange { compare: Some(cu) },
-                    value: vu,
-                    result: Some(r),
-                },
-                SP,
-            );
-            let old = self.fb.e(b, E::AccessIndex { base: r, index: 0 });
+            let old = self.word(b, root, a, Some(Type::U32), |fb, b, p| {
+                let r = fb.pre(E::AtomicResult {
+                    ty: cmp_ty,
+                    comparison: true,
+                });
+                b.push(
+                    S::Atomic {
+                        pointer: p,
+                        fun: AtomicFunction::Exchange { compare: Some(cu) },
+                        value: vu,
+                        result: Some(r),
+                    },
+                    SP,
+                );
+                Ok(Some(fb.e(b, E::AccessIndex { base: r, index: 0 })))
+            })?;
+            let old = old.expect("an atomic has a result");
             return Ok(self.bits_from_u32(b, old, s));
         }
         Err(cerr(

@@ -10,6 +10,7 @@
 //! backend means one module implementing `Engine` plus one arm in `open`.
 
 use crate::memory::{extract_field, insert_field, FieldMemory};
+use crate::memory_limit::MemoryLimits;
 use crate::sim::SimOptions;
 use crate::vm::VmEngine;
 use crate::wgpu_backend::{AdapterChoice, WgpuContext, WgpuEngine};
@@ -203,9 +204,18 @@ pub fn open(
     opts: &SimOptions,
 ) -> Result<Box<dyn Engine>, RuntimeError> {
     match backend {
-        Backend::Vm => Ok(Box::new(VmEngine::new(program, opts.threads)?)),
-        Backend::Jit => Ok(Box::new(crate::jit::JitEngine::new(program, opts.threads)?)),
-        Backend::Cuda => Ok(Box::new(crate::cuda::CudaEngine::open(program)?)),
+        Backend::Vm => {
+            MemoryLimits::cpu(opts.max_memory).check(program)?;
+            Ok(Box::new(VmEngine::new(program, opts.threads)?))
+        }
+        Backend::Jit => {
+            MemoryLimits::cpu(opts.max_memory).check(program)?;
+            Ok(Box::new(crate::jit::JitEngine::new(program, opts.threads)?))
+        }
+        Backend::Cuda => Ok(Box::new(crate::cuda::CudaEngine::open(
+            program,
+            opts.max_memory,
+        )?)),
         Backend::Wgpu => {
             let ctx = match &opts.gpu {
                 Some(c) => c.clone(),

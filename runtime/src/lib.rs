@@ -8,6 +8,7 @@ pub mod cuda;
 pub mod expect;
 pub mod jit;
 pub mod memory;
+pub mod memory_limit;
 pub mod render;
 pub mod sim;
 pub mod snapshot;

@@ -34,6 +34,13 @@ pub struct SimOptions {
     pub force_cas_float_atomics: bool,
     /// GPU: invocations per workgroup (`None`: the backend's default).
     pub workgroup_size: Option<u32>,
+    /// Bytes all root buffers together may take (`--max-memory`), instead
+    /// of what the machine has (`memory_limit`); device limits still apply.
+    pub max_memory: Option<u64>,
+    /// wgpu, for tests: bind at most this many bytes per binding (below the
+    /// device's `max_storage_buffer_binding_size`), so that small roots are
+    /// split over several bindings as large ones are on real devices.
+    pub wgpu_max_binding_bytes: Option<u64>,
 }
 
 impl std::fmt::Debug for WgpuContext {

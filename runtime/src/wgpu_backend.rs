@@ -9,6 +9,7 @@
 
 use crate::backend::Engine;
 use crate::memory::FieldMemory;
+use crate::memory_limit::{free_ram, Limit, MemoryLimits};
 use crate::sim::SimOptions;
 use crate::RuntimeError;
 use std::borrow::Cow;
@@ -210,6 +211,10 @@ fn kernel_key(program: &Program, k: &Kernel, opts: &WgpuOptions) -> u64 {
     format!("{:?}|{:?}", k.entry, k.functions).hash(&mut h);
     opts.native_float_atomics.hash(&mut h);
     opts.workgroup_size.hash(&mut h);
+    opts.chunk_words.hash(&mut h);
+    for r in program.roots() {
+        root_words(program, r).hash(&mut h);
+    }
     h.finish()
 }
 
@@ -282,6 +287,28 @@ struct InFlight {
     mapped: Arc<Mutex<Option<Result<(), wgpu::BufferAsyncError>>>>,
 }
 
+/// What root buffers may take on this device (`memory_limit`): each at
+/// most `max_buffer_size` (a root over `max_storage_buffer_binding_size`
+/// is split over several bindings, see `weft_codegen::wgpu`); all
+/// together the free RAM when the adapter is the CPU (lavapipe), no budget
+/// otherwise (wgpu does not report device memory), or `max_memory`.
+pub fn memory_limits(ctx: &WgpuContext, max_memory: Option<u64>) -> MemoryLimits {
+    let budget = if ctx.info.device_type == wgpu::DeviceType::Cpu {
+        free_ram()
+    } else {
+        None
+    };
+    let mut m = MemoryLimits::with_budget(budget, max_memory);
+    m.per_buffer = Some(Limit {
+        bytes: ctx.limits.max_buffer_size,
+        source: format!(
+            "the wgpu device '{}' allows {{}} per buffer (max_buffer_size)",
+            ctx.info.name
+        ),
+    });
+    m
+}
+
 impl WgpuEngine {
     /// Opens the engine for a simulation: code-generation options from the
     /// context and `opts`, root buffers holding every field's initial value.
@@ -302,10 +329,17 @@ impl WgpuEngine {
                 workgroup_size, max, ctx.info.name
             )));
         }
+        let binding = ctx.limits.max_storage_buffer_binding_size;
         let gopts = WgpuOptions {
             native_float_atomics: ctx.float_atomics && !opts.force_cas_float_atomics,
             workgroup_size,
+            chunk_words: weft_codegen::wgpu::chunk_words(
+                opts.wgpu_max_binding_bytes
+                    .map_or(binding, |b| b.min(binding)),
+            ),
+            max_storage_bindings: ctx.limits.max_storage_buffers_per_shader_stage,
         };
+        memory_limits(&ctx, opts.max_memory).check(program)?;
         let engine = WgpuEngine::new(program, ctx, &gopts)?;
         let init = FieldMemory::new(program);
         for r in program.roots() {
@@ -320,19 +354,18 @@ impl WgpuEngine {
         opts: &WgpuOptions,
     ) -> Result<WgpuEngine, RuntimeError> {
         let dev = &ctx.device;
-        let max_binding = ctx.limits.max_storage_buffer_binding_size;
         let max_buffer = ctx.limits.max_buffer_size;
         let mut buffers: Vec<Option<wgpu::Buffer>> =
             (0..program.layouts.len()).map(|_| None).collect();
         for r in program.roots() {
             let bytes = (root_words(program, r) * 4).max(4);
-            if bytes > max_binding || bytes > max_buffer {
+            if bytes > max_buffer {
                 return Err(RuntimeError::Device(format!(
-                    "layout node '{}' needs {} MiB, but {} allows at most {} MiB per storage buffer",
+                    "layout node '{}' needs {} MiB, but {} allows at most {} MiB per buffer (max_buffer_size)",
                     program.layouts[r].node_id,
                     bytes >> 20,
                     ctx.info.name,
-                    max_binding.min(max_buffer) >> 20
+                    max_buffer >> 20
                 )));
             }
             buffers[r.index()] = Some(dev.create_buffer(&wgpu::BufferDescriptor {
@@ -388,14 +421,29 @@ impl WgpuEngine {
                     resource: errors.as_entire_binding(),
                 },
             ];
-            for (n, (r, _)) in cached.code.roots.iter().enumerate() {
-                bind.push(wgpu::BindGroupEntry {
-                    binding: 2 + n as u32,
-                    resource: buffers[r.index()]
-                        .as_ref()
-                        .expect("roots have buffers")
-                        .as_entire_binding(),
-                });
+            let code = &cached.code;
+            for ((r, _), &n) in code.roots.iter().zip(&code.chunks) {
+                let buffer = buffers[r.index()].as_ref().expect("roots have buffers");
+                let words = root_words(program, *r).max(1);
+                for j in 0..n as u64 {
+                    // A split root: window j of the one buffer (codegen's module docs).
+                    let resource = if n == 1 {
+                        buffer.as_entire_binding()
+                    } else {
+                        let start = j * code.chunk_words;
+                        wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                            buffer,
+                            offset: start * 4,
+                            size: std::num::NonZeroU64::new(
+                                code.chunk_words.min(words - start) * 4,
+                            ),
+                        })
+                    };
+                    bind.push(wgpu::BindGroupEntry {
+                        binding: bind.len() as u32,
+                        resource,
+                    });
+                }
             }
             let bind_group = dev.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some(&k.name),
@@ -516,7 +564,20 @@ impl WgpuEngine {
                 usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             });
-            let words = [c.word as u32, inner as u32, gx_max as u32, 4 * n as u32];
+            // Bind only a window around the count word: a root may be
+            // larger than one binding allows.
+            let root_buf = buffers[c.root.index()]
+                .as_ref()
+                .expect("roots have buffers");
+            let align = ctx.limits.min_storage_buffer_offset_alignment.max(4) as u64;
+            let window = (c.word * 4) / align * align;
+            let window_bytes = (root_buf.size() - window).min(2 * align);
+            let words = [
+                (c.word - window / 4) as u32,
+                inner as u32,
+                gx_max as u32,
+                4 * n as u32,
+            ];
             let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
             ctx.queue.write_buffer(&params, 0, &bytes);
             let bind_group = dev.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -525,10 +586,11 @@ impl WgpuEngine {
                 entries: &[
                     wgpu::BindGroupEntry {
                         binding: 0,
-                        resource: buffers[c.root.index()]
-                            .as_ref()
-                            .expect("roots have buffers")
-                            .as_entire_binding(),
+                        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                            buffer: root_buf,
+                            offset: window,
+                            size: std::num::NonZeroU64::new(window_bytes),
+                        }),
                     },
                     wgpu::BindGroupEntry {
                         binding: 1,
@@ -680,8 +742,9 @@ impl WgpuEngine {
                 count: None,
             };
             let mut entries = vec![record, storage(1, false)];
-            for (n, _) in code.roots.iter().enumerate() {
-                entries.push(storage(2 + n as u32, false));
+            let bindings: u32 = code.chunks.iter().sum();
+            for n in 0..bindings {
+                entries.push(storage(2 + n, false));
             }
             let layout = dev.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
                 label: Some(&k.name),

@@ -577,3 +577,129 @@ fn mpm_quant_agrees_across_backends_within_its_rounding_noise() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// The graph without its view nodes (and their wires): a view's image is a
+/// root of its own, which small forced windows would split into more
+/// bindings than a device allows.
+fn without_views(mut g: Value) -> Value {
+    let views: Vec<String> = g["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| {
+            ["image", "volume", "particles", "surface"].contains(&n["kind"].as_str().unwrap_or(""))
+        })
+        .map(|n| n["id"].as_str().unwrap().to_string())
+        .collect();
+    assert!(!views.is_empty(), "the example has a view");
+    let keep = |v: &Value| {
+        let end = |k: &str| {
+            v[k].as_str()
+                .unwrap_or("")
+                .split('.')
+                .next()
+                .unwrap_or("")
+                .to_string()
+        };
+        !views.contains(&end("from")) && !views.contains(&end("to"))
+    };
+    g["nodes"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|n| !views.contains(&n["id"].as_str().unwrap().to_string()));
+    for k in ["wires", "exec"] {
+        if let Some(a) = g[k].as_array_mut() {
+            a.retain(keep);
+        }
+    }
+    g
+}
+
+/// A root larger than one binding is split over several bindings (windows
+/// of one buffer, `weft_codegen::wgpu`'s module docs): with the binding
+/// limit forced down to 32 KiB, a 96 KiB root holding several interleaved
+/// fields (plain stores, integer and float atomics, compare-exchange, reads
+/// across windows) gives the reference VM's results; so does the sparse
+/// example (without its view, 1.5 MiB in windows of 256 KiB), whose
+/// indirect launches read their counts from split roots.
+#[test]
+fn split_roots_agree_with_the_vm() {
+    if !wgpu_available() {
+        return;
+    }
+    let code = "fn kernel(i: i32, j: i32) {
+        let x = (i * 64 + j) as f32 * 0.01;
+        a[(i, j)] = a[(i, j)] * 0.5 + sin(x) + b[(63 - i, 63 - j)];
+        v[(i, j)] = v[(i, j)] + vec2(x, -x);
+        atomic_add(hits[(i % 4, j % 4)], 1);
+        atomic_max(top[(63 - i, j)], i * 3 + j);
+        acc[((i * 5) % 64, (j * 11) % 64)] += 0.5;
+        loop { let cur = cas[(0, j)]; if atomic_compare_exchange(cas[(0, j)], cur, cur + 2) == cur { break; } }
+    }";
+    let mut nodes = vec![json!({"id": "grid", "kind": "dense", "params": {"shape": [64, 64]}})];
+    let mut wires = vec![];
+    for (name, ty, init) in [
+        ("a", "f32", json!(0.25)),
+        ("v", "vec2", json!(0)),
+        ("hits", "i32", json!(0)),
+        ("acc", "f32", json!(0)),
+        ("b", "f32", json!(1.5)),
+        ("cas", "i32", json!(0)),
+        ("top", "i32", json!(-1)),
+    ] {
+        nodes.push(json!({"id": name, "kind": "field", "params": {"type": ty, "init": init}}));
+        wires.push(json!({"from": "grid.cells", "to": format!("{}.layout", name)}));
+        wires.push(json!({"from": format!("{}.field", name), "to": format!("k.{}", name)}));
+    }
+    nodes.push(json!({"id": "k", "kind": "kernel", "params": {"code": code, "range": [64, 64]}}));
+    nodes.push(json!({"id": "frame", "kind": "on_frame"}));
+    let g = json!({"format": "weft-graph", "version": 1, "nodes": nodes, "wires": wires,
+                   "exec": [{"from": "frame.then", "to": "k"}]});
+    // 64 × 64 cells of 8 words: 32768 words, four 32 KiB windows.
+    let p = build(&g).unwrap();
+    let grid = p.roots().next().unwrap();
+    assert_eq!(weft_ir::ir::layout::root_words(&p, grid), 64 * 64 * 8);
+    assert_eq!(
+        weft_codegen::wgpu::root_chunks(&p, grid, weft_codegen::wgpu::chunk_words(32 << 10)),
+        4
+    );
+    let mut problems = Vec::new();
+    for (name, doc, frames, binding) in [
+        ("split", g, 2, 32u64 << 10),
+        (
+            "sparse_blob split",
+            without_views(example("sparse_blob")),
+            2,
+            256 << 10,
+        ),
+    ] {
+        let c = sim(&doc, frames, Backend::Vm, false).unwrap();
+        for force_cas in [false, true] {
+            let run = || -> Result<Simulation, weft_runtime::RuntimeError> {
+                let opts = SimOptions {
+                    backend: Backend::Wgpu,
+                    threads: Some(1),
+                    force_cas_float_atomics: force_cas,
+                    wgpu_max_binding_bytes: Some(binding),
+                    ..Default::default()
+                };
+                let mut s = Simulation::new(build(&doc)?, &opts)?;
+                s.start()?;
+                for _ in 0..frames {
+                    s.step_frame()?;
+                }
+                Ok(s)
+            };
+            let w = run().unwrap_or_else(|e| panic!("{} on wgpu: {}", name, e));
+            // Float atomics of 0.5 add exactly in any order here.
+            problems.extend(compare(name, &c, &w, &|_| {
+                Some(Tol {
+                    rel: 1e-6,
+                    abs: 1e-6,
+                    frac: 1.0,
+                })
+            }));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

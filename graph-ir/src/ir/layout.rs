@@ -21,8 +21,12 @@ use super::*;
 /// Bits in one storage word of a root buffer.
 pub const WORD_BITS: u64 = 32;
 
-/// Cap on one layout tree's storage: 2^28 words (1 GiB).
-pub const MAX_LAYOUT_WORDS: u64 = 1 << 28;
+/// Ceiling on one layout tree's storage: 2^32 words (16 GiB). Word
+/// addresses are `u32` in the IR (`passes::lower_access`) and on every
+/// backend, so a larger tree could not be addressed. How much of this a
+/// machine can actually hold is the runtime's business
+/// (`weft_runtime::memory_limit`: device limits, free memory, `--max-memory`).
+pub const MAX_LAYOUT_WORDS: u64 = 1 << 32;
 
 impl Storage {
     /// Bits one component occupies in its root buffer.
@@ -106,7 +110,7 @@ pub fn compute(program: &mut Program) -> Result<(), LayoutError> {
             node: program.layouts[l].node_id.clone(),
             what: "shape",
             message: format!(
-                "the layout needs more than the cap of {} words (1 GiB) of storage",
+                "the layout needs more than {} words (16 GiB) of storage; word addresses are 32-bit on every backend",
                 MAX_LAYOUT_WORDS
             ),
         }

@@ -131,7 +131,7 @@ pub fn validate_structure(program: &Program) -> Result<(), ValidationError> {
                 return bad("axis count differs from its parent's");
             }
         } else if layout::root_words(program, h) > layout::MAX_LAYOUT_WORDS {
-            return bad("root exceeds the storage cap");
+            return bad("root exceeds the 2^32-word address space");
         }
         for c in &l.children {
             let ok = match *c {

@@ -11,6 +11,7 @@
 use super::{compile_ptx, driver_status, unavailable};
 use crate::backend::Engine;
 use crate::memory::FieldMemory;
+use crate::memory_limit::{Limit, MemoryLimits};
 use crate::RuntimeError;
 use cudarc::driver::{
     sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig,
@@ -82,8 +83,10 @@ fn device_err(what: &str, e: impl std::fmt::Debug) -> RuntimeError {
 
 impl CudaEngine {
     /// Opens device 0, compiles every kernel and uploads every field's
-    /// initial value. Without a driver or a device: `Unavailable`.
-    pub fn open(program: &Program) -> Result<CudaEngine, RuntimeError> {
+    /// initial value. Without a driver or a device: `Unavailable`. The root
+    /// buffers must fit the device's free memory (`cuMemGetInfo`), or
+    /// `max_memory` when given (`memory_limit`).
+    pub fn open(program: &Program, max_memory: Option<u64>) -> Result<CudaEngine, RuntimeError> {
         driver_status().map_err(|w| unavailable(&w))?;
         // cudarc panics on some driver failures (a symbol the installed
         // driver lacks): treat a panic while opening as "not available".
@@ -91,6 +94,12 @@ impl CudaEngine {
             .map_err(|p| unavailable(&weft_codegen::panic_message(p.as_ref())))?
             .map_err(|e| unavailable(&format!("no usable CUDA device ({:?})", e)))?;
         let name = ctx.name().unwrap_or_else(|_| "CUDA device".into());
+        // Free device memory now (other processes' allocations excluded).
+        let free = ctx.mem_get_info().ok().map(|(free, _)| Limit {
+            bytes: free as u64,
+            source: format!("the CUDA device {} has {{}} free (cuMemGetInfo)", name),
+        });
+        MemoryLimits::with_budget(free, max_memory).check(program)?;
         let (major, minor) = ctx
             .compute_capability()
             .map_err(|e| device_err("reading the compute capability", e))?;
