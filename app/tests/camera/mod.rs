@@ -273,3 +273,43 @@ fn the_saved_camera_renders_headless_as_the_app_showed() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// While playing, the simulation is away on its thread for most passes:
+/// a drag's cameras wait for it and the last one is applied on its return.
+#[test]
+fn orbit_while_playing_applies_when_the_frame_returns() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = open();
+    let r = tile(&h);
+    let start = sim_camera(&h);
+    h.state_mut().viewport.playing = true;
+    let (a, b) = (r.center(), r.center() + Vec2::new(40.0, 30.0));
+    h.event(Event::PointerMoved(a));
+    h.step();
+    h.event(Event::PointerButton {
+        pos: a,
+        button: PointerButton::Middle,
+        pressed: true,
+        modifiers: Modifiers::NONE,
+    });
+    h.step();
+    for k in 1..=6 {
+        h.event(Event::PointerMoved(a + (b - a) * (k as f32 / 6.0)));
+        h.step();
+    }
+    h.event(Event::PointerButton {
+        pos: b,
+        button: PointerButton::Middle,
+        pressed: false,
+        modifiers: Modifiers::NONE,
+    });
+    h.step();
+    h.state_mut().viewport.playing = false;
+    settle(&mut h);
+    let want = orbit::orbit(start, b - a);
+    assert!(h.state().viewport.frame() > 0, "frames ran meanwhile");
+    assert_eq!(sim_camera(&h), want);
+    assert_eq!(saved(&h), orbit::to_param(&want));
+}
