@@ -1254,3 +1254,47 @@ fn memory_limit_follows_max_memory() {
         text(&o)
     );
 }
+
+/// `weft run` of a turntable (`orbit_degrees_per_frame`): frame k's picture
+/// is the one of the same run with the camera's yaw saved as yaw + k·step.
+#[test]
+fn run_turntable_frame_k_is_the_turned_camera() {
+    let size = ["--set", "view3d.width=96", "--set", "view3d.height=96"];
+    let run = |name: &str, set: &str| -> PathBuf {
+        let out = tmp(name);
+        let mut args = vec![
+            "run",
+            "graphs/mpm3d.json",
+            "--backend",
+            "cpu",
+            "--threads",
+            "1",
+            "--frames",
+            "2",
+            "--out",
+            out.to_str().unwrap(),
+            "--set",
+            set,
+        ];
+        args.extend_from_slice(&size);
+        let o = weft(&args);
+        assert!(o.status.success(), "{}", text(&o));
+        out
+    };
+    let turn = run("turntable", "view3d.orbit_degrees_per_frame=25");
+    // mpm3d saves yaw 30, pitch 20: frame 2 is at yaw 80.
+    let fixed = run("turned", r#"view3d.camera={"yaw": 80, "pitch": 20}"#);
+    let read = |d: &Path, f: &str| std::fs::read(d.join(f)).expect("a PNG frame");
+    assert_eq!(
+        read(&turn, "view3d_0002.png"),
+        read(&fixed, "view3d_0002.png"),
+        "frame 2 of the turntable is the camera turned by 2 steps"
+    );
+    assert_ne!(
+        read(&turn, "view3d_0001.png"),
+        read(&fixed, "view3d_0001.png"),
+        "frame 1 is turned by one step only"
+    );
+    let _ = std::fs::remove_dir_all(turn);
+    let _ = std::fs::remove_dir_all(fixed);
+}

@@ -61,6 +61,10 @@ pub struct Simulation {
     pub compile_time: Duration,
     /// Launches so far per kernel (indexed like `program.kernels`).
     launches: Vec<u32>,
+    /// The camera of each 3-D view (by view node id): the saved one until
+    /// `set_view_camera` changes it. Its frame is in the view's camera
+    /// field; a turntable view's is rewritten before each draw.
+    cameras: BTreeMap<String, Camera>,
 }
 
 impl Simulation {
@@ -106,6 +110,11 @@ impl Simulation {
         let engine = open(&program)?;
         let compile_time = t0.elapsed();
         let kernels_len = program.kernels.len();
+        let cameras = program
+            .views
+            .iter()
+            .filter_map(|v| Some((v.node_id().to_string(), v.scene()?.camera)))
+            .collect();
         Ok(Simulation {
             program,
             engine,
@@ -115,6 +124,7 @@ impl Simulation {
             kernel_times: BTreeMap::new(),
             compile_time,
             launches: vec![0; kernels_len],
+            cameras,
         })
     }
 
@@ -232,6 +242,12 @@ impl Simulation {
         self.launches.iter_mut().for_each(|l| *l = 0);
         self.frame = 0;
         self.started = false;
+        // The camera fields start at the saved cameras: the ones set since stay.
+        let cams: Vec<(String, Camera)> =
+            self.cameras.iter().map(|(k, c)| (k.clone(), *c)).collect();
+        for (node, cam) in cams {
+            self.write_camera(&node, &cam)?;
+        }
         Ok(())
     }
 
@@ -372,6 +388,14 @@ impl Simulation {
         let roots: Vec<LayoutId> = self.program.roots().collect();
         for r in roots {
             let name = &self.program.layouts[r].node_id;
+            // A camera field holds the new build's camera (the saved one).
+            if self
+                .cameras
+                .keys()
+                .any(|v| *name == weft_ir::passes::views::camera::field_name(v))
+            {
+                continue;
+            }
             let Some(o) = old
                 .program
                 .roots()
@@ -410,12 +434,92 @@ impl Simulation {
         self.engine.write_field(&self.program, f, words)
     }
 
+    /// The camera a 3-D view draws with now (before any turntable turn).
+    pub fn view_camera(&self, node_id: &str) -> Option<Camera> {
+        self.cameras.get(node_id).copied()
+    }
+
+    /// Moves a 3-D view's orbit camera: its frame (`camera::Frame`, the
+    /// f64 definition rounded to f32, as the compiled views always had) is
+    /// written into the view's camera field. No recompile, no field state
+    /// touched; the next draw shows it. An error names the node when it is
+    /// not a 3-D view of the running program, or the camera is invalid.
+    pub fn set_view_camera(&mut self, node_id: &str, camera: Camera) -> Result<(), RuntimeError> {
+        let bad = |m: String| RuntimeError::Run {
+            node: node_id.to_string(),
+            message: m,
+        };
+        if !self.cameras.contains_key(node_id) {
+            return Err(bad(
+                "is not a 3-D view of the running simulation".to_string()
+            ));
+        }
+        let ok = camera.target.iter().all(|x| x.is_finite())
+            && camera.distance.is_finite()
+            && camera.distance > 0.0
+            && camera.yaw.is_finite()
+            && (-90.0..=90.0).contains(&camera.pitch)
+            && (1.0..=170.0).contains(&camera.fov);
+        if !ok {
+            return Err(bad(format!(
+                "camera {:?}: the target must be finite, the distance above 0, the pitch in -90..=90 and the fov in 1..=170",
+                camera
+            )));
+        }
+        self.write_camera(node_id, &camera)?;
+        self.cameras.insert(node_id.to_string(), camera);
+        Ok(())
+    }
+
+    /// Writes the frame of `camera` into the view's camera field.
+    fn write_camera(&mut self, node_id: &str, camera: &Camera) -> Result<(), RuntimeError> {
+        use weft_ir::passes::views::camera as cam;
+        let Some(v) = self
+            .program
+            .view_kernels
+            .iter()
+            .find(|v| v.node_id == node_id)
+        else {
+            return Ok(());
+        };
+        let (w, h) = (v.width, v.height);
+        let Some(f) = self.program.field_by_name(&cam::field_name(node_id)) else {
+            return Ok(());
+        };
+        let words = cam::Frame::new(camera, w, h).words();
+        self.write_field(f, &words)
+    }
+
+    /// Turntable views (`orbit_degrees_per_frame`): the camera of frame
+    /// `f` is the view's camera with yaw + f * degrees.
+    fn turn_tables(&mut self) -> Result<(), RuntimeError> {
+        let turns: Vec<(String, Camera)> = self
+            .program
+            .views
+            .iter()
+            .filter_map(|v| {
+                let s = v.scene()?;
+                if s.orbit == 0.0 {
+                    return None;
+                }
+                let mut c = *self.cameras.get(v.node_id())?;
+                c.yaw = turntable_yaw(c.yaw, s.orbit, self.frame);
+                Some((v.node_id().to_string(), c))
+            })
+            .collect();
+        for (node, c) in turns {
+            self.write_camera(&node, &c)?;
+        }
+        Ok(())
+    }
+
     /// Runs every view's system kernels (`Program::view_kernels`) on the
     /// engine: afterwards each view's picture is in its image field, where
     /// `render_views` reads it and a GPU front end can show it in place.
     /// The schedule's launch counters are untouched, so drawing never
     /// changes what a frame computes.
     pub fn draw_views(&mut self) -> Result<(), RuntimeError> {
+        self.turn_tables()?;
         let list: Vec<LaunchRecord> = self
             .program
             .view_kernels
@@ -468,4 +572,10 @@ impl Simulation {
             })
             .collect()
     }
+}
+
+/// The yaw of a turntable at `frame` (degrees, f32): `yaw + frame * step`,
+/// computed in f64 and rounded once.
+pub fn turntable_yaw(yaw: f32, step: f32, frame: i32) -> f32 {
+    (yaw as f64 + frame as f64 * step as f64) as f32
 }

@@ -1719,3 +1719,141 @@ fn particles_3d_errors_name_the_node_and_param() {
     );
     build(&g).expect("a 3-D domain alone builds (default camera)");
 }
+
+/// A cloud of 3-D particles moving each frame, with a particles view of
+/// `params` (camera, turntable).
+fn cloud_graph(params: Value) -> Value {
+    let code = "fn kernel(p: i32) {
+        let t = p as f32 + 0.25 * frame() as f32;
+        x[p] = vec3(fract(t * 0.6180339), fract(t * 0.3819660), fract(t * 0.1234567));
+        col[p] = vec3(fract(t * 0.01), 0.5, 1.0 - fract(t * 0.03));
+    }";
+    let mut g = kernel_graph(
+        &[
+            F("x", "vec3", &[300], json!(0)),
+            F("col", "vec3", &[300], json!(0)),
+        ],
+        code,
+        &[300],
+        json!({}),
+    );
+    let mut p =
+        json!({"width": 96, "height": 80, "radius": 2.5, "domain": [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]});
+    for (k, v) in params.as_object().expect("params").iter() {
+        p[k] = v.clone();
+    }
+    add_view(
+        &mut g,
+        "view",
+        "particles",
+        p,
+        &[("positions", "x"), ("color", "col")],
+    );
+    g
+}
+
+/// `Simulation::set_view_camera` moves the camera with no rebuild: the
+/// picture is the one of a build that saved that camera, on every backend,
+/// and the camera field holds the host-computed frame's bits.
+#[test]
+fn particles_3d_runtime_camera_equals_the_saved_camera() {
+    use weft_ir::passes::views::camera::{field_name, Frame};
+    let moved = weft_ir::ir::Camera {
+        target: [0.4, 0.6, 0.45],
+        distance: 2.25,
+        yaw: -57.5,
+        pitch: 63.0,
+        fov: 35.0,
+    };
+    let saved = cloud_graph(json!({"camera": {
+        "target": moved.target, "distance": moved.distance, "yaw": moved.yaw,
+        "pitch": moved.pitch, "fov": moved.fov}}));
+    let mut want = Runs::new(&saved, 2);
+    let want_imgs = want.check("runtime_camera_saved");
+    let mut backends = vec![(Backend::Vm, None), (Backend::Jit, None)];
+    if let Some(ctx) = gpu() {
+        backends.push((Backend::Wgpu, Some(ctx)));
+    }
+    for (backend, ctx) in backends {
+        let mut sim = open(&cloud_graph(json!({})), backend, ctx);
+        for _ in 0..2 {
+            sim.step_frame().expect("frame");
+        }
+        let before = sim.render_views().expect("views");
+        assert_ne!(
+            before[0].1.rgba, want_imgs[0].1.rgba,
+            "the default camera differs"
+        );
+        sim.set_view_camera("view", moved).expect("set camera");
+        assert_eq!(sim.view_camera("view"), Some(moved));
+        let f = sim.field(&field_name("view")).expect("camera field");
+        assert!(sim.program.is_view_field(f), "a system field");
+        assert_eq!(
+            sim.read_field(f).expect("read"),
+            Frame::new(&moved, 96, 80).words()
+        );
+        let got = sim.render_views().expect("views");
+        let s = diff(&want_imgs[0].1, &got[0].1);
+        let allowed = if backend == Backend::Wgpu {
+            GPU_LEVELS
+        } else {
+            0
+        };
+        assert!(
+            s.max <= allowed,
+            "{:?}: {}",
+            backend,
+            s.line("runtime camera", "view", "saved", "set")
+        );
+        // A reset keeps the camera set since the start.
+        sim.reset().expect("reset");
+        assert_eq!(
+            sim.read_field(f).expect("read"),
+            Frame::new(&moved, 96, 80).words()
+        );
+    }
+    let mut sim = open(&cloud_graph(json!({})), Backend::Vm, None);
+    let e = sim.set_view_camera("nope", moved).unwrap_err().to_string();
+    assert!(e.contains("'nope'") && e.contains("3-D view"), "{}", e);
+    let bad = weft_ir::ir::Camera {
+        pitch: 91.0,
+        ..moved
+    };
+    let e = sim.set_view_camera("view", bad).unwrap_err().to_string();
+    assert!(e.contains("'view'") && e.contains("pitch"), "{}", e);
+}
+
+/// A turntable (`orbit_degrees_per_frame`): frame k is drawn with the
+/// saved yaw + k * step, the picture of a build saving that yaw.
+#[test]
+fn particles_3d_turntable_frame_k_is_the_turned_camera() {
+    let step = 12.5f32;
+    let cam = json!({"yaw": 20.0, "pitch": 25.0});
+    let mut turn = open(
+        &cloud_graph(json!({"camera": cam, "orbit_degrees_per_frame": step})),
+        Backend::Vm,
+        None,
+    );
+    for k in 1..=3 {
+        turn.step_frame().expect("frame");
+        let got = turn.render_views().expect("views");
+        let yaw = weft_runtime::sim::turntable_yaw(20.0, step, k);
+        assert_eq!(yaw, 20.0 + k as f32 * step);
+        let mut fixed = Runs::new(
+            &cloud_graph(json!({"camera": {"yaw": yaw, "pitch": 25.0}})),
+            k as u32,
+        );
+        let want = fixed.render_views().expect("views");
+        assert_eq!(want[0].1.rgba, got[0].1.rgba, "frame {}", k);
+    }
+    // The saved camera stays the base of the turn.
+    assert_eq!(turn.view_camera("view").map(|c| c.yaw), Some(20.0));
+    let e = build(&cloud_graph(json!({"orbit_degrees_per_frame": "fast"})))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("view") && e.contains("orbit_degrees_per_frame"),
+        "{}",
+        e
+    );
+}

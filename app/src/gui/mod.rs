@@ -13,6 +13,7 @@ pub mod graph_view;
 pub mod loss_plot;
 pub mod memory_readout;
 pub mod model;
+pub mod orbit;
 pub mod params;
 pub mod prefs;
 pub mod quant_readout;
@@ -722,6 +723,13 @@ impl WeftApp {
         }
         ui.separator();
         self.viewport.ui(ui);
+        if let Some((node, value)) = self.viewport.orbit.take_edit() {
+            self.model.push(model::Command::SetParam {
+                node,
+                param: "camera".into(),
+                value,
+            });
+        }
     }
 
     /// "frame 12 · sim 3.1 ms/frame · display 60 fps": what each number measures.

@@ -17,10 +17,11 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
+use weft_ir::graph::build::camera_param;
 use weft_ir::graph::catalog;
 use weft_ir::graph::scalars::ScalarDecl;
 use weft_ir::graph::{build_program, BuildOptions, GraphDoc, NodeDoc};
-use weft_ir::ir::{FieldId, Program, View};
+use weft_ir::ir::{Camera, FieldId, Program, View};
 use weft_runtime::wgpu_backend::WgpuContext;
 use weft_runtime::{Backend, SimOptions, Simulation};
 
@@ -120,6 +121,8 @@ pub struct Viewport {
     /// Counts new simulations and resets: with the frame, it says whether
     /// field state read earlier (the spreadsheet's) is still current.
     pub generation: u64,
+    /// The orbit cameras of 3-D views (`orbit`).
+    pub orbit: super::orbit::OrbitState,
 }
 
 /// One view's zoom (1 = fit the tile) and pan (points).
@@ -147,6 +150,17 @@ fn without_view_params(doc: &GraphDoc) -> GraphDoc {
     for n in &mut d.nodes {
         if catalog::kind(&n.kind).is_some_and(|k| k.family == catalog::Family::View) {
             n.params.clear();
+        }
+    }
+    d
+}
+
+/// The document less its scalars and the `camera` params of view nodes.
+fn without_cameras(doc: &GraphDoc) -> GraphDoc {
+    let mut d = without_scalars(doc);
+    for n in &mut d.nodes {
+        if catalog::kind(&n.kind).is_some_and(|k| k.family == catalog::Family::View) {
+            n.params.remove("camera");
         }
     }
     d
@@ -200,6 +214,7 @@ impl Viewport {
             readout: None,
             loss: Default::default(),
             generation: 0,
+            orbit: Default::default(),
         }
     }
 
@@ -227,6 +242,7 @@ impl Viewport {
         self.view_nav.clear();
         self.readout = None;
         self.loss.clear();
+        self.orbit = Default::default();
     }
 
     pub fn has_gpu(&self) -> bool {
@@ -258,7 +274,18 @@ impl Viewport {
             return;
         }
         if let (Some(_), Some((_, old))) = (&self.running, &self.built_from) {
+            let old = &old.clone();
             if without_scalars(old) == without_scalars(doc) {
+                for n in doc.nodes.iter().filter(|n| n.kind == "kernel") {
+                    self.set_scalars(n);
+                }
+                self.built_from = Some((revision, doc.clone()));
+                self.needs_draw = true;
+                return;
+            }
+            if without_cameras(old) == without_cameras(doc) && self.follow_cameras(doc) {
+                // Only 3-D cameras (and scalars) changed: the running
+                // simulation takes them, no rebuild.
                 for n in doc.nodes.iter().filter(|n| n.kind == "kernel") {
                     self.set_scalars(n);
                 }
@@ -416,6 +443,8 @@ impl Viewport {
                 }
                 self.running = Some(Running::of(&sim));
                 self.sim = Some(sim);
+                // The new build's cameras are the saved ones.
+                self.orbit.forget_cameras();
                 // Same state, a new program (views added or removed):
                 // readers of field state look again.
                 self.generation += 1;
@@ -435,6 +464,7 @@ impl Viewport {
                 self.kernel_ms.clear();
                 self.probe.clear();
                 self.loss.clear();
+                self.orbit.forget_cameras();
                 self.running = Some(Running::of(&sim));
                 self.sim = Some(sim);
                 self.generation += 1;
@@ -578,6 +608,9 @@ impl Viewport {
         }
         if std::mem::take(&mut self.deferred_reset) {
             self.reset();
+        }
+        for (view, cam) in std::mem::take(&mut self.orbit.deferred) {
+            self.set_camera(&view, cam);
         }
         for n in &deferred {
             self.set_scalars(n);
@@ -887,19 +920,30 @@ impl Viewport {
                 _ => None,
             })
         });
-        let nav = self.view_nav.entry(name.clone()).or_default();
+        let scene = self.scene_of(&name);
         ui.label(&name);
         let aspect = size[1] as f32 / size[0].max(1) as f32;
         let (tile, resp) =
             ui.allocate_exact_size(egui::vec2(w, w * aspect), egui::Sense::click_and_drag());
-        if resp.dragged() {
+        self.orbit.tiles.insert(name.clone(), tile);
+        let mut wheel_taken = false;
+        if let Some((domain, vw, vh)) = scene {
+            let moved = self.orbit_input(ui, &resp, &name, &domain, (vw, vh), tile);
+            wheel_taken = true;
+            if let Some(cam) = moved {
+                self.set_camera(&name, cam);
+            }
+        }
+        let nav = self.view_nav.entry(name.clone()).or_default();
+        let orbiting = self.orbit.drag.as_ref().is_some_and(|d| d.view == name);
+        if resp.dragged_by(egui::PointerButton::Primary) && !orbiting {
             nav.pan += resp.drag_delta();
         }
         if resp.double_clicked() {
             *nav = ViewNav::default();
         }
         let hover = resp.hover_pos();
-        if let Some(p) = hover {
+        if let Some(p) = hover.filter(|_| !wheel_taken) {
             let scroll = ui.input(|i| i.smooth_scroll_delta.y);
             if scroll != 0.0 {
                 // Zoom about the pointer: the image point under it stays put.
@@ -935,6 +979,152 @@ impl Viewport {
             self.colour_bar(ui, field, map, range, w, now);
         }
         readout
+    }
+
+    /// A 3-D view's domain box and image size, from the running program.
+    fn scene_of(&self, view: &str) -> Option<([f32; 6], u32, u32)> {
+        let p = self.program()?;
+        let v = p.views.iter().find(|v| v.node_id() == view)?;
+        let vk = p.view_kernels.iter().find(|k| k.node_id == view)?;
+        Some((v.scene()?.domain, vk.width, vk.height))
+    }
+
+    /// A 3-D view's camera now: the one last set here, else the program's.
+    pub fn camera_of(&self, view: &str) -> Option<Camera> {
+        if let Some(c) = self.orbit.cams.get(view) {
+            return Some(*c);
+        }
+        let p = self.program()?;
+        Some(
+            p.views
+                .iter()
+                .find(|v| v.node_id() == view)?
+                .scene()?
+                .camera,
+        )
+    }
+
+    /// Moves a 3-D view's camera in the running simulation (no rebuild):
+    /// now if it is home, else when it comes back; its views redraw
+    /// without a step.
+    pub fn set_camera(&mut self, view: &str, cam: Camera) {
+        self.orbit.cams.insert(view.to_string(), cam);
+        if self.worker.is_away() {
+            self.orbit.deferred.retain(|(v, _)| v != view);
+            self.orbit.deferred.push((view.to_string(), cam));
+            return;
+        }
+        let Some(sim) = self.sim.as_mut() else { return };
+        if let Err(e) = sim.set_view_camera(view, cam) {
+            self.error = Some(e.to_string());
+        }
+        self.needs_draw = true;
+    }
+
+    /// The cameras of `doc`'s 3-D views given to the running simulation
+    /// (those that differ from the live ones). False when one cannot be:
+    /// not a 3-D view of the running program, or an invalid camera (a
+    /// rebuild then reports it).
+    fn follow_cameras(&mut self, doc: &GraphDoc) -> bool {
+        let mut set = Vec::new();
+        for n in &doc.nodes {
+            let Some(v) = n.params.get("camera") else {
+                continue;
+            };
+            let Some((domain, w, h)) = self.scene_of(&n.id) else {
+                if v.is_null() {
+                    continue;
+                }
+                return false;
+            };
+            match camera_param(&domain, v, w, h) {
+                Ok(c) if Some(c) != self.camera_of(&n.id) => set.push((n.id.clone(), c)),
+                Ok(_) => {}
+                Err(_) => return false,
+            }
+        }
+        for (view, c) in set {
+            self.set_camera(&view, c);
+        }
+        true
+    }
+
+    /// Orbit, pan and zoom drags, the wheel and the view keys over a 3-D
+    /// view's tile (`orbit` lists them). Returns the camera to show now;
+    /// a finished gesture also leaves the edit of the node's `camera` param.
+    fn orbit_input(
+        &mut self,
+        ui: &egui::Ui,
+        resp: &egui::Response,
+        view: &str,
+        domain: &[f32; 6],
+        (w, h): (u32, u32),
+        tile: egui::Rect,
+    ) -> Option<Camera> {
+        use super::orbit::{self as o, Drag, Gesture};
+        let cur = self.camera_of(view)?;
+        let (mods, raw_scroll) = ui.input(|i| (i.modifiers, o::wheel_points(&i.events)));
+        for b in [
+            egui::PointerButton::Middle,
+            egui::PointerButton::Primary,
+            egui::PointerButton::Secondary,
+        ] {
+            if resp.drag_started_by(b) {
+                // Measured from where the button went down (a drag starts
+                // a few points later).
+                let origin = ui.input(|i| i.pointer.press_origin());
+                if let (Some(g), Some(from)) = (Gesture::of(b, mods), origin) {
+                    self.orbit.drag = Some(Drag {
+                        view: view.to_string(),
+                        gesture: g,
+                        start: cur,
+                        from,
+                    });
+                }
+            }
+        }
+        let mut out = None;
+        let drag = self.orbit.drag.clone().filter(|d| d.view == view);
+        if let (Some(d), Some(p)) = (&drag, resp.interact_pointer_pos()) {
+            let delta = p - d.from;
+            let cam = match d.gesture {
+                Gesture::Orbit => o::orbit(d.start, delta),
+                // Points to image pixels.
+                Gesture::Pan => o::pan(d.start, delta * (w as f32 / tile.width()), w, h),
+                Gesture::Zoom => o::zoom_drag(d.start, delta.y),
+            };
+            if cam != cur {
+                out = Some(cam);
+            }
+        }
+        if drag.is_some() && !resp.dragged() {
+            // Released: the camera becomes the node's param (one undo step).
+            self.orbit.drag = None;
+            let cam = out.unwrap_or(cur);
+            self.orbit.edit = Some((view.to_string(), o::to_param(&cam)));
+        }
+        if resp.hovered() && drag.is_none() {
+            let mut key_cam = None;
+            if raw_scroll != 0.0 {
+                key_cam = Some(o::wheel(cur, raw_scroll));
+            }
+            if !ui.ctx().egui_wants_keyboard_input() {
+                let pressed = |k| ui.input(|i| i.key_pressed(k));
+                if pressed(egui::Key::Home) || pressed(egui::Key::F) {
+                    key_cam = Some(o::frame_domain(cur, domain, w, h));
+                }
+                for k in [egui::Key::Num1, egui::Key::Num3, egui::Key::Num7] {
+                    if pressed(k) {
+                        key_cam = o::axis_view(cur, k, mods.ctrl || mods.command);
+                    }
+                }
+            }
+            if let Some(c) = key_cam {
+                self.orbit.edit = Some((view.to_string(), o::to_param(&c)));
+                out = Some(c);
+            }
+        }
+        out
     }
 
     /// "T[37, 80] = 0.4213" for the cell (x, y) of an image view's field.

@@ -490,6 +490,7 @@ static KINDS: &[NodeKind] = &[
             ParamSpec { name: "background", ty: ParamType::Color, default: Some("[0.07, 0.15, 0.18]"), doc: "Background colour.", range: None },
             ParamSpec { name: "domain", ty: ParamType::Rect, default: Some("[0, 0, 1, 1]"), doc: "2-D: the rectangle [min x, min y, max x, max y] mapped to the image. 3-D (vec3 positions, required): the box [min x, min y, min z, max x, max y, max z] the default camera frames.", range: None },
             ParamSpec { name: "camera", ty: ParamType::Camera, default: Some("null"), doc: "3-D only: the orbit camera {\"target\": [x, y, z], \"distance\": d, \"yaw\": deg, \"pitch\": deg, \"fov\": deg}; every key optional (defaults: the domain's centre, a distance that frames the domain, yaw 30, pitch 20, fov 40). Yaw 0 pitch 0 looks along -z (front), yaw 90 along -x (side), pitch 90 down -y (top).", range: None },
+            ParamSpec { name: "orbit_degrees_per_frame", ty: ParamType::Number, default: Some("0"), doc: "3-D only: a turntable. Frame f is drawn with the camera's yaw + f * this (degrees), headless and in the app.", range: Some((-360.0, 360.0)) },
         ],
         exec_in: false,
         exec_outs: &[],

@@ -1268,6 +1268,9 @@ pub struct Scene {
     /// (min x, min y, min z, max x, max y, max z).
     pub domain: [f32; 6],
     pub camera: Camera,
+    /// Turntable: degrees of yaw added per frame (`orbit_degrees_per_frame`;
+    /// the runtime draws frame f with yaw + f * orbit).
+    pub orbit: f32,
 }
 
 #[derive(Clone, Debug)]
@@ -1363,6 +1366,13 @@ impl View {
             | View::Particles { node_id, .. }
             | View::Plot { node_id, .. }
             | View::Histogram { node_id, .. } => node_id,
+        }
+    }
+    /// The 3-D space of a view drawn through the orbit camera.
+    pub fn scene(&self) -> Option<&Scene> {
+        match self {
+            View::Particles { scene, .. } => scene.as_ref(),
+            _ => None,
         }
     }
 }

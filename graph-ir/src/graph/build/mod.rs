@@ -29,6 +29,7 @@ mod optimize;
 mod resolve;
 mod schedule;
 mod views;
+pub use views::{camera_param, orbit_param};
 
 use resolve::{resolve_nodes, resolve_wires, Inputs};
 

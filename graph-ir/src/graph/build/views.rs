@@ -161,7 +161,10 @@ impl Builder<'_> {
                     let radius = n.p("radius").as_f64().unwrap_or(1.5) as f32;
                     let (w, h) = (w as u32, h as u32);
                     let scene = if three {
-                        match scene_3d(&d, n.p("camera"), radius, w, h) {
+                        match scene_3d(&d, n.p("camera"), radius, w, h).and_then(|mut s| {
+                            s.orbit = orbit_param(n.p("orbit_degrees_per_frame"))?;
+                            Ok(s)
+                        }) {
                             Ok(s) => Some(s),
                             Err((param, msg)) => {
                                 self.errors.push(GraphError::param(&id, param, msg));
@@ -390,7 +393,6 @@ fn scene_3d(
     w: u32,
     h: u32,
 ) -> Result<Scene, (&'static str, String)> {
-    use crate::passes::views::camera as cam;
     if d.len() != 6 {
         return Err((
             "domain",
@@ -417,6 +419,39 @@ fn scene_3d(
         ));
     }
     let domain = [d[0], d[1], d[2], d[3], d[4], d[5]];
+    Ok(Scene {
+        domain,
+        camera: camera_param(&domain, camera, w, h)?,
+        orbit: 0.0,
+    })
+}
+
+/// A 3-D view's `orbit_degrees_per_frame` param (default 0): the
+/// turntable's yaw step per frame.
+pub fn orbit_param(v: &Value) -> Result<f32, (&'static str, String)> {
+    match v {
+        Value::Null => Ok(0.0),
+        v => match v.as_f64() {
+            Some(x) if x.is_finite() && x.abs() <= 360.0 => Ok(x as f32),
+            _ => Err((
+                "orbit_degrees_per_frame",
+                format!("orbit_degrees_per_frame must be a number in -360..=360 (degrees of yaw per frame); got {}", v),
+            )),
+        },
+    }
+}
+
+/// The camera of a 3-D view from its `camera` param (defaults resolved
+/// against the `domain` box and a `w` x `h` image), or why not: what the
+/// builder uses, and what the app reads back from an edited document.
+pub fn camera_param(
+    domain: &[f32; 6],
+    camera: &Value,
+    w: u32,
+    h: u32,
+) -> Result<Camera, (&'static str, String)> {
+    use crate::passes::views::camera as cam;
+    let domain = *domain;
     let empty = serde_json::Map::new();
     let c = match camera {
         Value::Null => &empty,
@@ -495,14 +530,11 @@ fn scene_3d(
             format!("camera 'distance' must be above 0; it is {}", distance),
         ));
     }
-    Ok(Scene {
-        domain,
-        camera: Camera {
-            target,
-            distance,
-            yaw,
-            pitch,
-            fov,
-        },
+    Ok(Camera {
+        target,
+        distance,
+        yaw,
+        pitch,
+        fov,
     })
 }

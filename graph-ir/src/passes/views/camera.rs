@@ -30,6 +30,15 @@
 //!   The point is visible when its coordinates are finite, `depth > near`
 //!   (points behind the camera or at the eye are skipped) and `cx`, `cy`
 //!   are finite.
+//! - Runtime frame: the frame constants are data, not IR constants. Every
+//!   3-D view has an f32 field `NODE.camera` of `FRAME_WORDS` words (eye,
+//!   right, up, back, focal, near, half: `Frame::words`), a system field
+//!   of the view (in `ViewKernels::scratch`: not dumped, not listed) whose
+//!   initial value is the frame of the node's saved camera. Its kernels
+//!   load it at their start (`load`) and project through the loaded
+//!   values, so the host moves the camera by writing that field
+//!   (`Simulation::set_view_camera`) with no recompile; the arithmetic,
+//!   and so every picture, is that of the constants it replaced.
 
 use super::*;
 use crate::ir::{Camera, Scene};
@@ -69,19 +78,59 @@ pub fn framing_distance(domain: &[f32; 6], fov: f32, width: u32, height: u32) ->
 }
 
 /// The frame constants of a camera for a `width` x `height` image (f32,
-/// from the f64 definition above).
+/// from the f64 definition above); `Frame<InstId>`: the same values loaded
+/// from a view's camera field inside a kernel (`load`).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Frame {
-    pub eye: [f32; 3],
-    pub right: [f32; 3],
-    pub up: [f32; 3],
-    pub back: [f32; 3],
-    pub focal: f32,
-    pub near: f32,
-    pub half: [f32; 2],
+pub struct Frame<T = f32> {
+    pub eye: [T; 3],
+    pub right: [T; 3],
+    pub up: [T; 3],
+    pub back: [T; 3],
+    pub focal: T,
+    pub near: T,
+    pub half: [T; 2],
+}
+
+/// Words of a view's camera field (`Frame::words`).
+pub const FRAME_WORDS: u32 = 16;
+
+/// The name of a view node's camera field.
+pub fn field_name(node_id: &str) -> String {
+    format!("{}.camera", node_id)
+}
+
+impl<T: Copy> Frame<T> {
+    /// The values in the camera field's order: eye, right, up, back,
+    /// focal, near, half.
+    pub fn values(&self) -> [T; FRAME_WORDS as usize] {
+        let mut v = Vec::with_capacity(FRAME_WORDS as usize);
+        for a in [self.eye, self.right, self.up, self.back] {
+            v.extend_from_slice(&a);
+        }
+        v.extend_from_slice(&[self.focal, self.near]);
+        v.extend_from_slice(&self.half);
+        std::array::from_fn(|i| v[i])
+    }
+    fn from_values(v: [T; FRAME_WORDS as usize]) -> Frame<T> {
+        let a = |i: usize| [v[i], v[i + 1], v[i + 2]];
+        Frame {
+            eye: a(0),
+            right: a(3),
+            up: a(6),
+            back: a(9),
+            focal: v[12],
+            near: v[13],
+            half: [v[14], v[15]],
+        }
+    }
 }
 
 impl Frame {
+    /// The words of the view's camera field (f32 bits).
+    pub fn words(&self) -> Vec<u32> {
+        self.values().iter().map(|x| x.to_bits()).collect()
+    }
+
     pub fn new(c: &Camera, width: u32, height: u32) -> Frame {
         let (sy, cy) = sin_cos_deg(c.yaw as f64);
         let (sp, cp) = sin_cos_deg(c.pitch as f64);
@@ -108,6 +157,40 @@ pub fn frame(scene: &Scene, width: u32, height: u32) -> Frame {
     Frame::new(&scene.camera, width, height)
 }
 
+/// A new f32 camera field `NODE.camera` on a dense root of its own,
+/// holding `fr` at start.
+pub(super) fn new_field(program: &mut Program, node_id: &str, fr: &Frame) -> FieldId {
+    let name = field_name(node_id);
+    let shape = vec![FRAME_WORDS];
+    let l = program.layouts.append(LayoutNode::new(
+        &name,
+        LayoutKind::Dense,
+        shape.clone(),
+        None,
+    ));
+    let h = program.fields.append(Field {
+        name,
+        ty: Type::F32,
+        storage: Storage::Word,
+        layout: l,
+        shape,
+        offset_in_cell: 0,
+        init: FieldInit::Data(fr.words()),
+    });
+    program.layouts[l].children.push(LayoutChild::Field(h));
+    h
+}
+
+/// Loads the frame from a camera field (at a kernel's start; the kernel
+/// binds the field as `"camera"`).
+pub(super) fn load(e: &mut Emit, field: FieldId) -> Frame<InstId> {
+    let v: [InstId; FRAME_WORDS as usize] = std::array::from_fn(|i| {
+        let idx = e.i32c(i as i32);
+        e.load(field, Type::F32, vec![idx])
+    });
+    Frame::from_values(v)
+}
+
 /// A projected point: whether it is visible, its pixel position and depth
 /// (f32 each).
 pub(super) struct Projected {
@@ -117,37 +200,32 @@ pub(super) struct Projected {
     pub depth: InstId,
 }
 
-/// `(a.x*b.x + a.y*b.y) + a.z*b.z` with `b` constant.
-fn dot(e: &mut Emit, a: [InstId; 3], b: [f32; 3]) -> InstId {
-    let terms: [InstId; 3] = std::array::from_fn(|i| {
-        let c = e.f32c(b[i]);
-        e.bin(BinaryOp::Mul, a[i], c)
-    });
+/// `(a.x*b.x + a.y*b.y) + a.z*b.z`.
+fn dot(e: &mut Emit, a: [InstId; 3], b: [InstId; 3]) -> InstId {
+    let terms: [InstId; 3] = std::array::from_fn(|i| e.bin(BinaryOp::Mul, a[i], b[i]));
     let s = e.bin(BinaryOp::Add, terms[0], terms[1]);
     e.bin(BinaryOp::Add, s, terms[2])
 }
 
-/// Emits the projection of the world point `p` (three f32 values).
-pub(super) fn project(e: &mut Emit, fr: &Frame, p: [InstId; 3]) -> Projected {
+/// Emits the projection of the world point `p` (three f32 values) through
+/// a loaded frame.
+pub(super) fn project(e: &mut Emit, fr: &Frame<InstId>, p: [InstId; 3]) -> Projected {
     let fin: [InstId; 3] = p.map(|c| e.finite(c));
-    let d: [InstId; 3] = std::array::from_fn(|i| {
-        let eye = e.f32c(fr.eye[i]);
-        e.bin(BinaryOp::Sub, p[i], eye)
-    });
+    let d: [InstId; 3] = std::array::from_fn(|i| e.bin(BinaryOp::Sub, p[i], fr.eye[i]));
     let xc = dot(e, d, fr.right);
     let yc = dot(e, d, fr.up);
     let zc = dot(e, d, fr.back);
     let depth = e.emit(InstKind::Unary(UnaryOp::Neg, zc), Type::F32);
-    let focal = e.f32c(fr.focal);
+    let focal = fr.focal;
     let qx = e.bin(BinaryOp::Div, xc, depth);
     let mx = e.bin(BinaryOp::Mul, qx, focal);
-    let hx = e.f32c(fr.half[0]);
+    let hx = fr.half[0];
     let cx = e.bin(BinaryOp::Add, hx, mx);
     let qy = e.bin(BinaryOp::Div, yc, depth);
     let my = e.bin(BinaryOp::Mul, qy, focal);
-    let hy = e.f32c(fr.half[1]);
+    let hy = fr.half[1];
     let cy = e.bin(BinaryOp::Sub, hy, my);
-    let near = e.f32c(fr.near);
+    let near = fr.near;
     let front = e.bin(BinaryOp::Gt, depth, near);
     let fx = e.finite(cx);
     let fy = e.finite(cy);

@@ -47,7 +47,8 @@ struct Spec {
     radius: f32,
     width: u32,
     height: u32,
-    frame: Frame,
+    /// The view's camera field (`camera::new_field`).
+    camera: FieldId,
     img: FieldId,
     depth: FieldId,
 }
@@ -77,6 +78,8 @@ pub(super) fn particles3d(
         vec![height, width],
         u32::MAX,
     );
+    let frame: Frame = camera::frame(scene, width, height);
+    let cam = camera::new_field(program, node_id, &frame);
     let s = Spec {
         positions,
         color_field: color_field.map(|c| (c, program.fields[c].ty)),
@@ -85,7 +88,7 @@ pub(super) fn particles3d(
         radius,
         width,
         height,
-        frame: camera::frame(scene, width, height),
+        camera: cam,
         img,
         depth,
     };
@@ -103,7 +106,7 @@ pub(super) fn particles3d(
         width,
         height,
         pitch,
-        scratch: vec![depth],
+        scratch: vec![depth, cam],
         launches,
     })
 }
@@ -118,10 +121,10 @@ fn fill(f: FieldId, h: u32, w: u32) -> Kernel {
 }
 
 /// Particle `k`'s projection, and whether its disc can touch the image.
-fn project(e: &mut Emit, s: &Spec, k: InstId) -> camera::Projected {
+fn project(e: &mut Emit, s: &Spec, fr: &Frame<InstId>, k: InstId) -> camera::Projected {
     let p = e.load(s.positions, Type::Vector(Scalar::F32, 3), vec![k]);
     let c: [InstId; 3] = std::array::from_fn(|i| e.extract(p, i as u32));
-    let mut pr = camera::project(e, &s.frame, c);
+    let mut pr = camera::project(e, fr, c);
     let reach = s.radius + 1.0;
     for (c, n) in [(pr.cx, s.width), (pr.cy, s.height)] {
         let lo = e.f32c(-reach);
@@ -155,7 +158,8 @@ fn offset(e: &mut Emit, cx: InstId, cy: InstId, x: InstId, y: InstId) -> [InstId
 fn splat(s: &Spec, n: u32, index: bool) -> Kernel {
     let mut e = Emit::new(1);
     let k = e.args(1)[0];
-    let pr = project(&mut e, s, k);
+    let fr = camera::load(&mut e, s.camera);
+    let pr = project(&mut e, s, &fr, k);
     e.when(pr.ok, |e| {
         let reach = s.radius + 1.0;
         let (x0, x1) = footprint(e, pr.cx, reach, s.width);
@@ -187,6 +191,7 @@ fn splat(s: &Spec, n: u32, index: bool) -> Kernel {
             ("positions", s.positions),
             ("image", s.img),
             ("depth", s.depth),
+            ("camera", s.camera),
         ],
     )
 }
@@ -219,6 +224,7 @@ fn resolve(s: &Spec) -> Kernel {
     let mut e = Emit::new(2);
     let idx = e.args(2);
     let (y, x) = (idx[0], idx[1]);
+    let fr = camera::load(&mut e, s.camera);
     let bg = s.background.map(colormap::to_u8);
     let bg_word = bg[0] as u32 | (bg[1] as u32) << 8 | (bg[2] as u32) << 16 | 255 << 24;
     let init = e.u32c(bg_word);
@@ -228,7 +234,7 @@ fn resolve(s: &Spec) -> Kernel {
     let some = e.bin(BinaryOp::Ne, winner, none);
     e.when(some, |e| {
         let k = e.cast(winner, Type::I32);
-        let pr = project(e, s, k);
+        let pr = project(e, s, &fr, k);
         let [dx, dy, dd] = offset(e, pr.cx, pr.cy, x, y);
         let ir = e.f32c((1.0 / s.radius as f64) as f32);
         let ir2 = e.f32c((1.0 / (s.radius as f64 * s.radius as f64)) as f32);
@@ -267,5 +273,6 @@ fn resolve(s: &Spec) -> Kernel {
         bindings.push(("color", c));
     }
     bindings.push(("image", s.img));
+    bindings.push(("camera", s.camera));
     e.kernel(vec![s.height, s.width], bindings)
 }
