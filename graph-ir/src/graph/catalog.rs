@@ -537,6 +537,33 @@ static KINDS: &[NodeKind] = &[
         exec_in: false,
         exec_outs: &[],
     },
+    NodeKind {
+        name: "volume",
+        family: Family::View,
+        doc: "Draws a 3-axis scalar field in 3-D through an orbit camera: an emission–absorption ray-march (colormap + opacity), a maximum-intensity projection, or one axis-aligned slice. Axis 0 is x, 1 is y, 2 is z; the cells fill the `domain` box. Sparse fields: inactive blocks are skipped; `show_active` draws the active blocks as wire boxes. `under` draws the volume over another 3-D view (particles inside smoke).",
+        inputs: &[PortSpec { name: "field", ty: PortType::Field, optional: false, doc: "A 3-axis f32/i32/u32 field (dense or sparse, quantized or not)." }],
+        outputs: &[],
+        dynamic_field_inputs: false,
+        params: &[
+            ParamSpec { name: "mode", ty: ParamType::Enum(&["emission", "mip", "slice"]), default: Some("\"emission\""), doc: "emission: glowing, absorbing smoke (colour by the colormap, opacity by `density`); mip: the largest value along each ray through the colormap; slice: one plane (`slice_axis`, `slice_position`), outlined.", range: None },
+            ParamSpec { name: "colormap", ty: ParamType::Enum(COLORMAPS), default: Some("\"inferno\""), doc: "Colormap of the values (lo to hi of `range`).", range: None },
+            ParamSpec { name: "min", ty: ParamType::Number, default: Some("null"), doc: "The value at the colormap's low end (fully transparent in emission mode); with `max` fixes the range, otherwise the range is the frame's min..max (active cells only under sparse layouts).", range: None },
+            ParamSpec { name: "max", ty: ParamType::Number, default: Some("null"), doc: "The value at the colormap's high end (opacity `density` per cell in emission mode).", range: None },
+            ParamSpec { name: "density", ty: ParamType::Number, default: Some("4"), doc: "emission: opacity per cell at the top of the range (a sample's opacity is 1 - exp(-density * t * step), t the value's 0..1 position in the range).", range: Some((0.0, 1e6)) },
+            ParamSpec { name: "step", ty: ParamType::Number, default: Some("0.5"), doc: "emission and mip: sample spacing along the ray in cells (the smallest cell side); at most 4096 samples per ray.", range: Some((0.01, 64.0)) },
+            ParamSpec { name: "slice_axis", ty: ParamType::Enum(&["x", "y", "z"]), default: Some("\"z\""), doc: "slice: the axis the plane is perpendicular to.", range: None },
+            ParamSpec { name: "slice_position", ty: ParamType::Number, default: Some("0.5"), doc: "slice: the plane's position along its axis, 0 (the domain's low side) to 1 (high side).", range: Some((0.0, 1.0)) },
+            ParamSpec { name: "show_active", ty: ParamType::Bool, default: Some("false"), doc: "Sparse fields: draw each active block of the outermost sparse node as a wire box (over the picture). No effect on dense fields.", range: None },
+            ParamSpec { name: "width", ty: ParamType::Int, default: Some("512"), doc: "Image width in pixels.", range: Some((1.0, 8192.0)) },
+            ParamSpec { name: "height", ty: ParamType::Int, default: Some("512"), doc: "Image height in pixels.", range: Some((1.0, 8192.0)) },
+            ParamSpec { name: "background", ty: ParamType::Color, default: Some("[0.07, 0.15, 0.18]"), doc: "Background colour (unused with `under`).", range: None },
+            ParamSpec { name: "domain", ty: ParamType::Rect, default: Some("null"), doc: "The box [min x, min y, min z, max x, max y, max z] the field's cells fill; absent: from the origin to shape / max(shape) (the longest axis spans 0..1, cubic cells).", range: None },
+            ParamSpec { name: "camera", ty: ParamType::Camera, default: Some("null"), doc: "The orbit camera, as on a 3-D particles view: {\"target\": [x, y, z], \"distance\": d, \"yaw\": deg, \"pitch\": deg, \"fov\": deg}; every key optional (defaults: the domain's centre, a distance that frames the domain, yaw 30, pitch 20, fov 40).", range: None },
+            ParamSpec { name: "under", ty: ParamType::String, default: Some("null"), doc: "The id of another 3-D view node (a particles view of vec3 positions) with the same width, height, domain and camera: it is drawn first, its picture is the volume's background and its per-pixel depth ends the rays (particles inside smoke).", range: None },
+        ],
+        exec_in: false,
+        exec_outs: &[],
+    },
 ];
 
 pub fn kinds() -> &'static [NodeKind] {

@@ -30,6 +30,11 @@
 //!   The point is visible when its coordinates are finite, `depth > near`
 //!   (points behind the camera or at the eye are skipped) and `cx`, `cy`
 //!   are finite.
+//! - The ray of pixel (x, y) (`ray`): `a = ((f32(x) + 0.5) - W/2) / fp`,
+//!   `b = (H/2 - (f32(y) + 0.5)) / fp`, direction `d = (a*u + b*v) - w`
+//!   per component (`(a*u.x + b*v.x) - w.x`, ...), from `eye`: the point
+//!   `eye + t*d` projects to the pixel's centre at camera depth `t` (`d`
+//!   is not unit length; its camera-space depth component is exactly 1).
 
 use super::*;
 use crate::ir::{Camera, Scene};
@@ -156,4 +161,45 @@ pub(super) fn project(e: &mut Emit, fr: &Frame, p: [InstId; 3]) -> Projected {
         ok = e.bin(BinaryOp::LogicalAnd, ok, c);
     }
     Projected { ok, cx, cy, depth }
+}
+
+/// The eye as f32 constants.
+pub(super) fn eye(e: &mut Emit, fr: &Frame) -> [InstId; 3] {
+    fr.eye.map(|c| e.f32c(c))
+}
+
+/// The near plane's depth as an f32 constant.
+pub(super) fn near(e: &mut Emit, fr: &Frame) -> InstId {
+    e.f32c(fr.near)
+}
+
+/// Pixels per world unit at camera depth 1 (the focal length).
+pub(super) fn focal(e: &mut Emit, fr: &Frame) -> InstId {
+    e.f32c(fr.focal)
+}
+
+/// Emits the direction of pixel (x, y)'s ray (i32 pixel indices; see the
+/// definition above): `eye + t * d` lies at camera depth `t`.
+pub(super) fn ray(e: &mut Emit, fr: &Frame, x: InstId, y: InstId) -> [InstId; 3] {
+    let half = e.f32c(0.5);
+    let focal = e.f32c(fr.focal);
+    let fx = e.cast(x, Type::F32);
+    let px = e.bin(BinaryOp::Add, fx, half);
+    let hx = e.f32c(fr.half[0]);
+    let ax = e.bin(BinaryOp::Sub, px, hx);
+    let a = e.bin(BinaryOp::Div, ax, focal);
+    let fy = e.cast(y, Type::F32);
+    let py = e.bin(BinaryOp::Add, fy, half);
+    let hy = e.f32c(fr.half[1]);
+    let by = e.bin(BinaryOp::Sub, hy, py);
+    let b = e.bin(BinaryOp::Div, by, focal);
+    std::array::from_fn(|i| {
+        let u = e.f32c(fr.right[i]);
+        let v = e.f32c(fr.up[i]);
+        let w = e.f32c(fr.back[i]);
+        let au = e.bin(BinaryOp::Mul, a, u);
+        let bv = e.bin(BinaryOp::Mul, b, v);
+        let s = e.bin(BinaryOp::Add, au, bv);
+        e.bin(BinaryOp::Sub, s, w)
+    })
 }

@@ -104,6 +104,7 @@ pub(super) fn particles3d(
         height,
         pitch,
         scratch: vec![depth],
+        depth: Some(depth),
         launches,
     })
 }
