@@ -468,6 +468,21 @@ impl Simulation {
         }
         self.write_camera(node_id, &camera)?;
         self.cameras.insert(node_id.to_string(), camera);
+        // A volume draws the view under it through the same camera: that
+        // view moves with it.
+        let under = self.program.views.iter().find_map(|v| match v {
+            View::Volume {
+                node_id: n,
+                under: Some(u),
+                ..
+            } if n == node_id => Some(u.clone()),
+            _ => None,
+        });
+        if let Some(u) = under {
+            if u != node_id && self.cameras.contains_key(&u) {
+                return self.set_view_camera(&u, camera);
+            }
+        }
         Ok(())
     }
 

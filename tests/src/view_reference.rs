@@ -219,38 +219,8 @@ pub fn render_view(
             scene,
             ..
         } => {
-            if let Some(scene) = scene {
-                let pos = read(*positions);
-                let colors = color_field.map(|c| (read(c), p.fields[c].ty));
-                let color_of = |k: usize| match &colors {
-                    Some((c, Type::Vector(..))) => [
-                        f32::from_bits(c[3 * k]),
-                        f32::from_bits(c[3 * k + 1]),
-                        f32::from_bits(c[3 * k + 2]),
-                    ],
-                    Some((c, _)) => {
-                        let v = c[k];
-                        [
-                            ((v >> 16) & 255) as f32 / 255.0,
-                            ((v >> 8) & 255) as f32 / 255.0,
-                            (v & 255) as f32 / 255.0,
-                        ]
-                    }
-                    None => *color,
-                };
-                let points: Vec<[f32; 3]> = pos
-                    .chunks(3)
-                    .map(|c| [0, 1, 2].map(|i| f32::from_bits(c[i])))
-                    .collect();
-                return particles_3d(
-                    &points,
-                    &color_of,
-                    *background,
-                    *radius,
-                    *width,
-                    *height,
-                    &scene.camera,
-                );
+            if scene.is_some() {
+                return particles_3d_view(p, view, read).expect("a 3-D view").0;
             }
             let bg = [
                 to_u8(background[0]),
@@ -344,6 +314,7 @@ pub fn render_view(
                 *background,
             )
         }
+        View::Volume { .. } => volume_view(p, view, read, activity).0,
         View::Histogram {
             field,
             bins,
@@ -679,6 +650,20 @@ pub fn particles_3d(
     height: u32,
     camera: &Camera,
 ) -> Image {
+    particles_3d_depth(points, color_of, background, radius, width, height, camera).0
+}
+
+/// `particles_3d` and its depth words (`ViewKernels::depth`: the bits of
+/// the nearest covering particle's depth, `u32::MAX` where none).
+pub fn particles_3d_depth(
+    points: &[[f32; 3]],
+    color_of: &dyn Fn(usize) -> [f32; 3],
+    background: [f32; 3],
+    radius: f32,
+    width: u32,
+    height: u32,
+    camera: &Camera,
+) -> (Image, Vec<u32>) {
     const LIGHT: [f32; 3] = [-0.4, 0.6, 0.692_820_3];
     let fr = CameraFrame::new(camera, width, height);
     let bg = [
@@ -740,5 +725,413 @@ pub fn particles_3d(
             ]);
         }
     }
-    img
+    let depth = best
+        .iter()
+        .map(|b| b.map_or(u32::MAX, |(d, _)| d.to_bits()))
+        .collect();
+    (img, depth)
+}
+
+/// What a `volume` reference render reads: the field's values and block
+/// activity, and what it draws over.
+pub struct VolumeInput<'a> {
+    /// The value of cell (i, j, k) as f32.
+    pub value: &'a dyn Fn([usize; 3]) -> f32,
+    pub shape: [u32; 3],
+    /// Whether the outermost sparse block holding a cell is active
+    /// (`None`: a dense field).
+    pub block_active: Option<&'a dyn Fn([usize; 3]) -> bool>,
+    /// `show_active`: the outermost sparse level's block size and the
+    /// first cell of every active block.
+    pub boxes: Option<([u32; 3], Vec<[u32; 3]>)>,
+    /// The under view's picture and depth words (`[height * width]`).
+    pub under: Option<(&'a Image, &'a [u32])>,
+}
+
+/// A `volume` view from the definition in `weft_ir::passes::views::volume`
+/// (f32 operations in the same order): the picture and the depth words.
+#[allow(clippy::too_many_arguments)]
+pub fn volume(
+    input: &VolumeInput,
+    mode: weft_ir::ir::VolumeMode,
+    map: Colormap,
+    range: Option<(f32, f32)>,
+    background: [f32; 3],
+    width: u32,
+    height: u32,
+    scene: &weft_ir::ir::Scene,
+) -> (Image, Vec<u32>) {
+    use weft_ir::ir::VolumeMode;
+    let fr = CameraFrame::new(&scene.camera, width, height);
+    let dom = scene.domain;
+    let shape = input.shape;
+    let poly = colormap_poly(map);
+    let cmap = |t: f32| colormap_with(map, poly.as_ref(), t);
+    let (lo, span) = match range {
+        Some((a, b)) => (a, if b > a { b - a } else { 1.0 }),
+        None => {
+            let (mut mn, mut mx) = (f32::INFINITY, f32::NEG_INFINITY);
+            for i in 0..shape[0] as usize {
+                for j in 0..shape[1] as usize {
+                    for k in 0..shape[2] as usize {
+                        let v = (input.value)([i, j, k]);
+                        let on = input.block_active.is_none_or(|f| f([i, j, k]));
+                        if on && v.is_finite() {
+                            mn = mn.min(v);
+                            mx = mx.max(v);
+                        }
+                    }
+                }
+            }
+            if mn > mx {
+                (0.0, 1.0)
+            } else {
+                (mn, if mx > mn { mx - mn } else { 1.0 })
+            }
+        }
+    };
+    let cell: [f32; 3] =
+        std::array::from_fn(|i| ((dom[i + 3] as f64 - dom[i] as f64) / shape[i] as f64) as f32);
+    let sc: [f32; 3] =
+        std::array::from_fn(|i| (shape[i] as f64 / (dom[i + 3] as f64 - dom[i] as f64)) as f32);
+    let corners = |p: [f32; 3]| -> [(usize, usize, f32); 3] {
+        std::array::from_fn(|i| {
+            let n = shape[i];
+            let g = ((p[i] - dom[i]) * sc[i] - 0.5).clamp(0.0, (n - 1) as f32);
+            let fl = g.floor();
+            let i0 = fl as i32;
+            let i1 = (i0 + 1).min(n as i32 - 1);
+            (i0 as usize, i1 as usize, g - fl)
+        })
+    };
+    let active = |c: &[(usize, usize, f32); 3]| {
+        input
+            .block_active
+            .is_none_or(|f| f([c[0].0, c[1].0, c[2].0]))
+    };
+    let trilinear = |c: &[(usize, usize, f32); 3]| -> f32 {
+        let v = |x: usize, y: usize, z: usize| {
+            let pick = |k: usize, b: usize| if b == 0 { c[k].0 } else { c[k].1 };
+            (input.value)([pick(0, x), pick(1, y), pick(2, z)])
+        };
+        let lerp = |a: f32, b: f32, f: f32| a + (b - a) * f;
+        let (fx, fy, fz) = (c[0].2, c[1].2, c[2].2);
+        let c00 = lerp(v(0, 0, 0), v(1, 0, 0), fx);
+        let c10 = lerp(v(0, 1, 0), v(1, 1, 0), fx);
+        let c01 = lerp(v(0, 0, 1), v(1, 0, 1), fx);
+        let c11 = lerp(v(0, 1, 1), v(1, 1, 1), fx);
+        lerp(lerp(c00, c10, fy), lerp(c01, c11, fy), fz)
+    };
+    let mut img = Image::new(width, height, [0, 0, 0, 255]);
+    let mut depth = vec![u32::MAX; (width * height) as usize];
+    for y in 0..height {
+        for x in 0..width {
+            let px = y * width + x;
+            let a = ((x as f32 + 0.5) - fr.half[0]) / fr.focal;
+            let b = (fr.half[1] - (y as f32 + 0.5)) / fr.focal;
+            let d: [f32; 3] =
+                std::array::from_fn(|i| (a * fr.right[i] + b * fr.up[i]) - fr.back[i]);
+            let mut inv = [0.0f32; 3];
+            let mut tn = [(0.0f32, 0.0f32); 3];
+            for i in 0..3 {
+                let dn = if d[i] == 0.0 { 1e-30 } else { d[i] };
+                inv[i] = 1.0 / dn;
+                let ta = (dom[i] - fr.eye[i]) * inv[i];
+                let tb = (dom[i + 3] - fr.eye[i]) * inv[i];
+                tn[i] = (ta.min(tb), ta.max(tb));
+            }
+            let tmin = tn[0].0.max(tn[1].0).max(tn[2].0);
+            let tmax = tn[0].1.min(tn[1].1).min(tn[2].1);
+            let t0 = tmin.max(fr.near);
+            let (under_word, bg) = match input.under {
+                Some((im, dw)) => {
+                    let i = (px * 4) as usize;
+                    (
+                        dw[px as usize],
+                        [0, 1, 2].map(|c| im.rgba[i + c] as f32 / 255.0),
+                    )
+                }
+                None => (u32::MAX, background.map(|c| to_u8(c) as f32 / 255.0)),
+            };
+            let stop = if under_word != u32::MAX {
+                f32::from_bits(under_word)
+            } else {
+                f32::INFINITY
+            };
+            let point = |t: f32| -> [f32; 3] { std::array::from_fn(|i| fr.eye[i] + t * d[i]) };
+            let norm = |v: f32| (v - lo) / span;
+            let mut rgb = [0.0f32; 3];
+            let mut dep = under_word;
+            match mode {
+                VolumeMode::Emission { step, .. } | VolumeMode::Mip { step } => {
+                    let t1 = tmax.min(stop);
+                    let ds = step * cell[0].min(cell[1]).min(cell[2]);
+                    let len = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+                    let dt = ds / len;
+                    let mut alpha = 0.0f32;
+                    let mut best = f32::NEG_INFINITY;
+                    let mut found = false;
+                    if t0 < t1 {
+                        let n = ((t1 - t0) / dt).ceil().min(4096.0) as i32;
+                        for s in 0..n {
+                            let t = t0 + (s as f32 + 0.5) * dt;
+                            if t >= t1 {
+                                continue;
+                            }
+                            let c = corners(point(t));
+                            if !active(&c) {
+                                continue;
+                            }
+                            let v = trilinear(&c);
+                            if let VolumeMode::Emission { density, step } = mode {
+                                let tn = norm(v);
+                                let col = cmap(tn);
+                                let tc = if tn.is_nan() { 0.0 } else { tn.clamp(0.0, 1.0) };
+                                let a = 1.0 - (-((density * tc) * step)).exp();
+                                let w = (1.0 - alpha) * a;
+                                for i in 0..3 {
+                                    rgb[i] += w * col[i];
+                                }
+                                alpha += w;
+                                if alpha >= 0.5 && !found {
+                                    dep = t.to_bits();
+                                    found = true;
+                                }
+                                if alpha >= 0.99 {
+                                    break;
+                                }
+                            } else if v.is_finite() && v > best {
+                                best = v;
+                                dep = t.to_bits();
+                                found = true;
+                            }
+                        }
+                    }
+                    if let VolumeMode::Emission { .. } = mode {
+                        for i in 0..3 {
+                            rgb[i] += (1.0 - alpha) * bg[i];
+                        }
+                    } else {
+                        rgb = if found { cmap(norm(best)) } else { bg };
+                    }
+                }
+                VolumeMode::Slice { axis, position } => {
+                    rgb = bg;
+                    let a = axis as usize;
+                    let lo_a = dom[a];
+                    let plane = lo_a + position * (dom[a + 3] - lo_a);
+                    let t = (plane - fr.eye[a]) * inv[a];
+                    let p = point(t);
+                    let others: Vec<usize> = (0..3).filter(|&i| i != a).collect();
+                    let inside = others.iter().all(|&b| p[b] >= dom[b] && p[b] <= dom[b + 3]);
+                    if t > fr.near && t < stop && inside {
+                        let c = corners(p);
+                        rgb = if active(&c) {
+                            cmap(norm(trilinear(&c)))
+                        } else {
+                            [0.16, 0.16, 0.18]
+                        };
+                        let r = 1.5 * t / fr.focal;
+                        if others
+                            .iter()
+                            .any(|&b| p[b] - dom[b] < r || dom[b + 3] - p[b] < r)
+                        {
+                            rgb = OUTLINE_RGB;
+                        }
+                        dep = t.to_bits();
+                    }
+                }
+            }
+            let i = (px * 4) as usize;
+            img.rgba[i..i + 4].copy_from_slice(&[to_u8(rgb[0]), to_u8(rgb[1]), to_u8(rgb[2]), 255]);
+            depth[px as usize] = dep;
+        }
+    }
+    if let Some((size, blocks)) = &input.boxes {
+        let word = OUTLINE_RGB.map(to_u8);
+        for first in blocks {
+            let faces: [[f32; 2]; 3] = std::array::from_fn(|i| {
+                let end = (first[i] + size[i]).min(shape[i]);
+                [first[i], end].map(|j| dom[i] + j as f32 * cell[i])
+            });
+            let pr: Vec<Option<(f32, f32, f32)>> = (0..8)
+                .map(|k| {
+                    fr.project([
+                        faces[0][k & 1],
+                        faces[1][(k >> 1) & 1],
+                        faces[2][(k >> 2) & 1],
+                    ])
+                })
+                .collect();
+            for a in 0..8usize {
+                for bit in [1usize, 2, 4] {
+                    if a & bit != 0 {
+                        continue;
+                    }
+                    let (Some(p), Some(q)) = (pr[a], pr[a | bit]) else {
+                        continue;
+                    };
+                    let (dx, dy) = (q.0 - p.0, q.1 - p.1);
+                    let m = dx.abs().max(dy.abs()).ceil().min(4096.0) as i32;
+                    let den = m.max(1) as f32;
+                    for s in 0..=m {
+                        let f = s as f32 / den;
+                        let gx = (p.0 + dx * f).floor();
+                        let gy = (p.1 + dy * f).floor();
+                        if gx >= 0.0 && gx < width as f32 && gy >= 0.0 && gy < height as f32 {
+                            let i = ((gy as u32 * width + gx as u32) * 4) as usize;
+                            img.rgba[i..i + 4].copy_from_slice(&[word[0], word[1], word[2], 255]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    (img, depth)
+}
+
+/// A 3-D `particles` view's picture and depth words.
+fn particles_3d_view(
+    p: &Program,
+    view: &View,
+    read: &dyn Fn(FieldId) -> Vec<u32>,
+) -> Option<(Image, Vec<u32>)> {
+    let View::Particles {
+        positions,
+        color_field,
+        color,
+        background,
+        radius,
+        width,
+        height,
+        scene: Some(scene),
+        ..
+    } = view
+    else {
+        return None;
+    };
+    let pos = read(*positions);
+    let colors = color_field.map(|c| (read(c), p.fields[c].ty));
+    let color_of = |k: usize| match &colors {
+        Some((c, Type::Vector(..))) => [
+            f32::from_bits(c[3 * k]),
+            f32::from_bits(c[3 * k + 1]),
+            f32::from_bits(c[3 * k + 2]),
+        ],
+        Some((c, _)) => {
+            let v = c[k];
+            [
+                ((v >> 16) & 255) as f32 / 255.0,
+                ((v >> 8) & 255) as f32 / 255.0,
+                (v & 255) as f32 / 255.0,
+            ]
+        }
+        None => *color,
+    };
+    let points: Vec<[f32; 3]> = pos
+        .chunks(3)
+        .map(|c| [0, 1, 2].map(|i| f32::from_bits(c[i])))
+        .collect();
+    Some(particles_3d_depth(
+        &points,
+        &color_of,
+        *background,
+        *radius,
+        *width,
+        *height,
+        &scene.camera,
+    ))
+}
+
+/// A `volume` view's picture and depth words, reading its field (and the
+/// view under it) like `render_view`. Sparse fields: the outermost sparse
+/// level must be the only one (its block is active exactly where its cells
+/// are, as the activity mask tells).
+pub fn volume_view(
+    p: &Program,
+    view: &View,
+    read: &dyn Fn(FieldId) -> Vec<u32>,
+    activity: &dyn Fn(FieldId) -> Option<Vec<u8>>,
+) -> (Image, Vec<u32>) {
+    let View::Volume {
+        field,
+        mode,
+        colormap,
+        range,
+        background,
+        show_active,
+        width,
+        height,
+        scene,
+        under,
+        ..
+    } = view
+    else {
+        panic!("not a volume view")
+    };
+    let f = &p.fields[*field];
+    let shape = [f.shape[0], f.shape[1], f.shape[2]];
+    let words = read(*field);
+    let scalar = match f.ty {
+        Type::Scalar(s) => s,
+        t => panic!("a volume of {}", t),
+    };
+    let lin = |c: [usize; 3]| (c[0] * shape[1] as usize + c[1]) * shape[2] as usize + c[2];
+    let value = |c: [usize; 3]| {
+        let b = words[lin(c)];
+        match scalar {
+            Scalar::I32 => b as i32 as f32,
+            Scalar::U32 => b as f32,
+            _ => f32::from_bits(b),
+        }
+    };
+    let mask = activity(*field);
+    let block_active = |c: [usize; 3]| mask.as_ref().is_none_or(|m| m[lin(c)] & CELL_ACTIVE != 0);
+    let plan = AddressPlan::new(p, *field);
+    let boxes = match (&mask, plan.levels.iter().find(|l| is_sparse_level(l))) {
+        (Some(m), Some(level)) if *show_active => {
+            let size: [u32; 3] = std::array::from_fn(|i| level.axes[i].divisor as u32);
+            let mut firsts = Vec::new();
+            for a in (0..shape[0]).step_by(size[0] as usize) {
+                for b in (0..shape[1]).step_by(size[1] as usize) {
+                    for c in (0..shape[2]).step_by(size[2] as usize) {
+                        if m[lin([a as usize, b as usize, c as usize])] & CELL_ACTIVE != 0 {
+                            firsts.push([a, b, c]);
+                        }
+                    }
+                }
+            }
+            Some((size, firsts))
+        }
+        _ => None,
+    };
+    let under_view = under.as_ref().map(|u| {
+        let v = p
+            .views
+            .iter()
+            .find(|v| v.node_id() == u)
+            .expect("the under view exists");
+        particles_3d_view(p, v, read).expect("the under view is 3-D")
+    });
+    let input = VolumeInput {
+        value: &value,
+        shape,
+        block_active: if mask.is_some() {
+            Some(&block_active)
+        } else {
+            None
+        },
+        boxes,
+        under: under_view.as_ref().map(|(i, d)| (i, d.as_slice())),
+    };
+    volume(
+        &input,
+        *mode,
+        *colormap,
+        *range,
+        *background,
+        *width,
+        *height,
+        scene,
+    )
 }

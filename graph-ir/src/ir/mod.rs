@@ -99,6 +99,12 @@ pub struct ViewKernels {
     pub pitch: u32,
     /// Helper fields the kernels use (the auto range's min/max keys).
     pub scratch: Vec<FieldId>,
+    /// 3-D views: u32 `[height, width]`, per pixel the bits of a positive
+    /// f32 camera depth (`passes::views::camera`; such bits order like the
+    /// depths), `u32::MAX` where the view shows nothing; also in `scratch`.
+    /// Another 3-D view drawn over this one (a `volume`'s `under`) reads
+    /// it after this view's launches.
+    pub depth: Option<FieldId>,
     /// The kernels of one render, in launch order (clear / reduce /
     /// splat / resolve steps; see `passes::views`).
     pub launches: Vec<KernelId>,
@@ -1338,6 +1344,39 @@ pub enum View {
         color: [f32; 3],
         background: [f32; 3],
     },
+    /// A 3-axis scalar field ray-marched through a 3-D camera
+    /// (`passes::views::volume` documents the drawing).
+    Volume {
+        node_id: String,
+        field: FieldId,
+        mode: VolumeMode,
+        colormap: Colormap,
+        /// `None` = auto range (min..max of the frame).
+        range: Option<(f32, f32)>,
+        background: [f32; 3],
+        /// Sparse fields: the active outermost blocks as wire boxes.
+        show_active: bool,
+        width: u32,
+        height: u32,
+        scene: Scene,
+        /// Another 3-D view's node (same scene and size, checked when the
+        /// graph is built) drawn first: its colour is the volume's
+        /// background and its depth ends the rays.
+        under: Option<String>,
+    },
+}
+
+/// How a `volume` view draws its field (`passes::views::volume`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum VolumeMode {
+    /// Emission–absorption ray-march: `density` scales the opacity,
+    /// `step` is the sample spacing in cells.
+    Emission { density: f32, step: f32 },
+    /// Maximum-intensity projection (samples `step` cells apart).
+    Mip { step: f32 },
+    /// One axis-aligned plane (`axis` 0..3 = x, y, z) at `position` (0..1
+    /// of the domain along the axis), outlined.
+    Slice { axis: u32, position: f32 },
 }
 
 /// A field a view reads: a field node's, or one that a pass adds later (an
@@ -1365,13 +1404,15 @@ impl View {
             View::Image { node_id, .. }
             | View::Particles { node_id, .. }
             | View::Plot { node_id, .. }
-            | View::Histogram { node_id, .. } => node_id,
+            | View::Histogram { node_id, .. }
+            | View::Volume { node_id, .. } => node_id,
         }
     }
     /// The 3-D space of a view drawn through the orbit camera.
     pub fn scene(&self) -> Option<&Scene> {
         match self {
             View::Particles { scene, .. } => scene.as_ref(),
+            View::Volume { scene, .. } => Some(scene),
             _ => None,
         }
     }

@@ -377,9 +377,212 @@ impl Builder<'_> {
                         background: [bg[0], bg[1], bg[2]],
                     });
                 }
+                "volume" => {
+                    let f = field_at("field");
+                    if let Some(v) = self.volume_view(n, &id, f) {
+                        self.program.views.push(v);
+                    }
+                }
                 other => unreachable!("view kind {} missing from build", other),
             }
         }
+        self.check_unders();
+    }
+
+    /// A `volume` node's view, or `None` with its errors recorded.
+    fn volume_view(&mut self, n: &Node, id: &str, field: Option<FieldId>) -> Option<View> {
+        let f = field?;
+        let fd = &self.program.fields[f];
+        let ok_ty = matches!(fd.ty, Type::Scalar(s) if s.is_numeric());
+        if fd.shape.len() != 3 || !ok_ty {
+            self.errors.push(GraphError::port(
+                id,
+                "field",
+                format!(
+                    "a volume needs a 3-axis scalar field (f32, i32 or u32); '{}' is {}-D {}",
+                    fd.name,
+                    fd.shape.len(),
+                    fd.ty
+                ),
+            ));
+            return None;
+        }
+        let shape = [fd.shape[0], fd.shape[1], fd.shape[2]];
+        let num = |key: &str| n.p(key).as_f64();
+        let mut bad = |param: &'static str, msg: String| {
+            self.errors.push(GraphError::param(id, param, msg));
+            None
+        };
+        let step = num("step").unwrap_or(0.5) as f32;
+        if !(step.is_finite() && (0.01..=64.0).contains(&step)) {
+            return bad(
+                "step",
+                format!("'step' must be 0.01 to 64 cells; it is {}", step),
+            );
+        }
+        let density = num("density").unwrap_or(4.0) as f32;
+        if !(density.is_finite() && density >= 0.0) {
+            return bad(
+                "density",
+                format!("'density' must be a number >= 0; it is {}", density),
+            );
+        }
+        let mode = match n.p("mode").as_str().unwrap_or("emission") {
+            "emission" => VolumeMode::Emission { density, step },
+            "mip" => VolumeMode::Mip { step },
+            "slice" => {
+                let axis = match n.p("slice_axis").as_str().unwrap_or("z") {
+                    "x" => 0,
+                    "y" => 1,
+                    "z" => 2,
+                    other => {
+                        return bad(
+                            "slice_axis",
+                            format!("'slice_axis' is \"x\", \"y\" or \"z\"; got \"{}\"", other),
+                        )
+                    }
+                };
+                let position = num("slice_position").unwrap_or(0.5) as f32;
+                if !(0.0..=1.0).contains(&position) {
+                    return bad(
+                        "slice_position",
+                        format!("'slice_position' must be 0 to 1; it is {}", position),
+                    );
+                }
+                VolumeMode::Slice { axis, position }
+            }
+            other => {
+                return bad(
+                    "mode",
+                    format!(
+                        "'mode' is \"emission\", \"mip\" or \"slice\"; got \"{}\"",
+                        other
+                    ),
+                )
+            }
+        };
+        let range = match (num("min"), num("max")) {
+            (Some(a), Some(b)) => {
+                let (a, b) = (a as f32, b as f32);
+                if !(a.is_finite() && b.is_finite() && a < b) {
+                    return bad("min", "'min' must be below 'max' (both finite)".to_string());
+                }
+                Some((a, b))
+            }
+            (None, None) => None,
+            _ => {
+                return bad(
+                    "max",
+                    "give both 'min' and 'max' for a fixed range, or neither for auto".to_string(),
+                )
+            }
+        };
+        let nums = |v: &Value| -> Vec<f32> {
+            v.as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_f64)
+                        .map(|x| x as f32)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let bg = nums(n.p("background"));
+        let (w, h) = (
+            n.p("width").as_i64().unwrap_or(512) as u32,
+            n.p("height").as_i64().unwrap_or(512) as u32,
+        );
+        let d = match n.p("domain") {
+            Value::Null => {
+                let m = *shape.iter().max().expect("three axes") as f32;
+                vec![
+                    0.0,
+                    0.0,
+                    0.0,
+                    shape[0] as f32 / m,
+                    shape[1] as f32 / m,
+                    shape[2] as f32 / m,
+                ]
+            }
+            v => nums(v),
+        };
+        let scene = match scene_3d(&d, n.p("camera"), 1.0, w, h).and_then(|mut s| {
+            s.orbit = orbit_param(n.p("orbit_degrees_per_frame"))?;
+            Ok(s)
+        }) {
+            Ok(s) => s,
+            Err((param, msg)) => return bad(param, msg),
+        };
+        let under = match n.p("under") {
+            Value::Null => None,
+            Value::String(u) if !u.is_empty() => Some(u.clone()),
+            other => {
+                return bad(
+                    "under",
+                    format!(
+                        "'under' is the id of another 3-D view node (a string); got {}",
+                        other
+                    ),
+                )
+            }
+        };
+        Some(View::Volume {
+            node_id: id.to_string(),
+            field: f,
+            mode,
+            colormap: Colormap::parse(n.p("colormap").as_str().unwrap_or("inferno"))
+                .unwrap_or(Colormap::Inferno),
+            range,
+            background: [bg[0], bg[1], bg[2]],
+            show_active: n.p("show_active").as_bool().unwrap_or(false),
+            width: w,
+            height: h,
+            scene,
+            under,
+        })
+    }
+
+    /// Every volume's `under` names a 3-D view with the same scene and size.
+    fn check_unders(&mut self) {
+        let views = &self.program.views;
+        let mut errs = Vec::new();
+        for v in views {
+            let View::Volume {
+                node_id,
+                width,
+                height,
+                scene,
+                under: Some(u),
+                ..
+            } = v
+            else {
+                continue;
+            };
+            let target = views.iter().find(|o| o.node_id() == u);
+            let msg = match target {
+                Some(View::Particles {
+                    scene: Some(s),
+                    width: w,
+                    height: h,
+                    ..
+                }) => {
+                    if (w, h) != (width, height) {
+                        Some(format!("the view under it, '{}', is {} x {} pixels; this volume is {} x {} (give both the same width and height)", u, w, h, width, height))
+                    } else if s != scene {
+                        Some(format!("the view under it, '{}', has another domain or camera ({:?} / {:?}; this volume: {:?} / {:?}); give both the same 'domain' and 'camera'", u, s.domain, s.camera, scene.domain, scene.camera))
+                    } else {
+                        None
+                    }
+                }
+                Some(_) => Some(format!("'{}' is not a 3-D view (a particles view of vec3 positions); a volume can only be drawn over one", u)),
+                None if u == node_id => Some("a volume cannot be drawn over itself".to_string()),
+                None => Some(format!("there is no view node '{}' to draw this volume over", u)),
+            };
+            if let Some(m) = msg {
+                errs.push(GraphError::param(node_id, "under", m));
+            }
+        }
+        self.errors.extend(errs);
     }
 }
 

@@ -39,6 +39,11 @@
 //!   values, so the host moves the camera by writing that field
 //!   (`Simulation::set_view_camera`) with no recompile; the arithmetic,
 //!   and so every picture, is that of the constants it replaced.
+//! - The ray of pixel (x, y) (`ray`): `a = ((f32(x) + 0.5) - W/2) / fp`,
+//!   `b = (H/2 - (f32(y) + 0.5)) / fp`, direction `d = (a*u + b*v) - w`
+//!   per component (`(a*u.x + b*v.x) - w.x`, ...), from `eye`: the point
+//!   `eye + t*d` projects to the pixel's centre at camera depth `t` (`d`
+//!   is not unit length; its camera-space depth component is exactly 1).
 
 use super::*;
 use crate::ir::{Camera, Scene};
@@ -234,4 +239,42 @@ pub(super) fn project(e: &mut Emit, fr: &Frame<InstId>, p: [InstId; 3]) -> Proje
         ok = e.bin(BinaryOp::LogicalAnd, ok, c);
     }
     Projected { ok, cx, cy, depth }
+}
+
+/// The eye of a loaded frame.
+pub(super) fn eye(fr: &Frame<InstId>) -> [InstId; 3] {
+    fr.eye
+}
+
+/// The near plane's depth of a loaded frame.
+pub(super) fn near(fr: &Frame<InstId>) -> InstId {
+    fr.near
+}
+
+/// Pixels per world unit at camera depth 1 (the focal length) of a loaded
+/// frame.
+pub(super) fn focal(fr: &Frame<InstId>) -> InstId {
+    fr.focal
+}
+
+/// Emits the direction of pixel (x, y)'s ray (i32 pixel indices; see the
+/// definition above) through a loaded frame: `eye + t * d` lies at camera
+/// depth `t`.
+pub(super) fn ray(e: &mut Emit, fr: &Frame<InstId>, x: InstId, y: InstId) -> [InstId; 3] {
+    let half = e.f32c(0.5);
+    let focal = fr.focal;
+    let fx = e.cast(x, Type::F32);
+    let px = e.bin(BinaryOp::Add, fx, half);
+    let ax = e.bin(BinaryOp::Sub, px, fr.half[0]);
+    let a = e.bin(BinaryOp::Div, ax, focal);
+    let fy = e.cast(y, Type::F32);
+    let py = e.bin(BinaryOp::Add, fy, half);
+    let by = e.bin(BinaryOp::Sub, fr.half[1], py);
+    let b = e.bin(BinaryOp::Div, by, focal);
+    std::array::from_fn(|i| {
+        let au = e.bin(BinaryOp::Mul, a, fr.right[i]);
+        let bv = e.bin(BinaryOp::Mul, b, fr.up[i]);
+        let s = e.bin(BinaryOp::Add, au, bv);
+        e.bin(BinaryOp::Sub, s, fr.back[i])
+    })
 }

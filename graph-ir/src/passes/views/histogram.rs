@@ -147,6 +147,7 @@ pub(super) fn histogram(program: &mut Program, v: &View) -> Result<ViewKernels, 
             .chain([nonfinite, outside])
             .chain(keys)
             .collect(),
+        depth: None,
         launches,
     })
 }

@@ -43,7 +43,14 @@
 //!   camera of `camera.rs`): fill the depth and index words; splat the
 //!   depth (`atomic_min` of the depth's bits); splat the index where the
 //!   depth is the particle's (`atomic_min`); resolve: the winner lit as a
-//!   sphere, or the background.
+//!   sphere, or the background. Its `VIEW.depth` is `ViewKernels::depth`.
+//! - `volume` (3-axis scalar field, `volume.rs`): auto range = reset +
+//!   reduce (active cells under sparse layouts); one invocation per pixel
+//!   marching its camera ray (emission–absorption, mip or a slice plane)
+//!   into the image and `VIEW.depth`; `show_active`: one invocation per
+//!   outermost sparse block drawing an active block's edges. With `under`
+//!   the other 3-D view's launches come first (volumes are built after
+//!   every other view) and the march reads its image and depth.
 //!
 //! - `plot` (1-D f32 field, `plot.rs`): auto range = reset + reduce as
 //!   for `image`, over the plotted values; then one invocation per pixel
@@ -72,6 +79,7 @@ pub mod camera;
 mod histogram;
 pub mod particles3d;
 mod plot;
+pub mod volume;
 
 /// Image rows are padded to a multiple of this many pixels (256 bytes: the
 /// row alignment GPU buffer-to-texture copies need).
@@ -91,7 +99,13 @@ pub fn image_stride(w: u32, h: u32) -> u32 {
 
 pub fn run(program: &mut Program) -> Result<(), PassError> {
     let views = program.views.clone();
-    for (i, v) in views.iter().enumerate() {
+    // Volumes last: one may draw over (`under`) another view's kernels.
+    let order = (0..views.len())
+        .filter(|&i| !matches!(views[i], View::Volume { .. }))
+        .chain((0..views.len()).filter(|&i| matches!(views[i], View::Volume { .. })));
+    let mut built: Vec<Option<ViewKernels>> = vec![None; views.len()];
+    for i in order {
+        let v = &views[i];
         let vk = match v {
             View::Image {
                 node_id,
@@ -131,9 +145,43 @@ pub fn run(program: &mut Program) -> Result<(), PassError> {
                 vk
             }
             View::Histogram { .. } => histogram::histogram(program, v)?,
+            View::Volume { node_id, under, .. } => {
+                let under = match under {
+                    None => None,
+                    Some(u) => {
+                        let found = built
+                            .iter()
+                            .flatten()
+                            .find(|k| &k.node_id == u)
+                            .and_then(|k| k.depth.map(|d| (k, d)));
+                        let Some((k, depth)) = found else {
+                            return Err(PassError {
+                                pass: "views",
+                                kernel: node_id.clone(),
+                                message: format!(
+                                    "'under' names '{}', which is not a 3-D view drawn before this volume (a particles view of vec3 positions)",
+                                    u
+                                ),
+                                user: Some(Span::default()),
+                            });
+                        };
+                        Some((
+                            volume::Under {
+                                image: k.image,
+                                depth,
+                            },
+                            k.launches.clone(),
+                        ))
+                    }
+                };
+                volume::volume(program, node_id, v, under)?
+            }
         };
-        program.view_kernels.push(vk);
+        built[i] = Some(vk);
     }
+    program
+        .view_kernels
+        .extend(built.into_iter().map(|k| k.expect("every view is built")));
     if !views.is_empty() {
         layout::compute(program).map_err(|e| PassError {
             pass: "views",
@@ -254,6 +302,7 @@ fn image(
         height: h,
         pitch,
         scratch,
+        depth: None,
         launches,
     })
 }
@@ -803,6 +852,7 @@ fn particles(program: &mut Program, v: &View) -> Result<ViewKernels, PassError> 
         height: *height,
         pitch,
         scratch: vec![under],
+        depth: None,
         launches,
     })
 }

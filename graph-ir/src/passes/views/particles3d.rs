@@ -107,6 +107,7 @@ pub(super) fn particles3d(
         height,
         pitch,
         scratch: vec![depth, cam],
+        depth: Some(depth),
         launches,
     })
 }

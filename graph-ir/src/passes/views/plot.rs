@@ -170,6 +170,7 @@ pub(super) fn plot(program: &mut Program, v: &View) -> Result<(ViewKernels, View
             height: *height,
             pitch,
             scratch,
+            depth: None,
             launches,
         },
         resolved,
