@@ -102,6 +102,10 @@ pub struct ViewKernels {
     /// The kernels of one render, in launch order (clear / reduce /
     /// splat / resolve steps; see `passes::views`).
     pub launches: Vec<KernelId>,
+    /// 3-D views: u32 `[height, width]`, per pixel the bits of the nearest
+    /// drawn depth (a positive f32, `camera.rs`; `u32::MAX` where nothing
+    /// is drawn), for other views to composite against.
+    pub depth: Option<FieldId>,
 }
 
 impl Program {
@@ -1318,6 +1322,20 @@ pub enum View {
         color: [f32; 3],
         background: [f32; 3],
     },
+    /// The iso-surface of a 3-axis f32 field, shaded
+    /// (`passes::views::surface` defines the extraction and drawing).
+    Surface {
+        node_id: String,
+        field: FieldId,
+        level: f32,
+        /// Capacity of the triangle buffer `NODE.triangles`.
+        max_triangles: u32,
+        color: [f32; 3],
+        background: [f32; 3],
+        width: u32,
+        height: u32,
+        scene: Scene,
+    },
     /// A histogram of any field's values (`passes::views::histogram`
     /// documents the counting and drawing): per-element magnitude for
     /// vectors and matrices, active cells only under sparse layouts.
@@ -1362,7 +1380,8 @@ impl View {
             View::Image { node_id, .. }
             | View::Particles { node_id, .. }
             | View::Plot { node_id, .. }
-            | View::Histogram { node_id, .. } => node_id,
+            | View::Histogram { node_id, .. }
+            | View::Surface { node_id, .. } => node_id,
         }
     }
 }

@@ -209,7 +209,9 @@ pub fn validate_structure(program: &Program) -> Result<(), ValidationError> {
     steps(program, &program.schedule.on_frame)?;
     for v in &program.views {
         let fields = match v {
-            View::Image { field, .. } | View::Histogram { field, .. } => vec![*field],
+            View::Image { field, .. }
+            | View::Histogram { field, .. }
+            | View::Surface { field, .. } => vec![*field],
             View::Particles {
                 positions,
                 color_field,

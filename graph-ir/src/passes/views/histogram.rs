@@ -148,6 +148,7 @@ pub(super) fn histogram(program: &mut Program, v: &View) -> Result<ViewKernels, 
             .chain(keys)
             .collect(),
         launches,
+        depth: None,
     })
 }
 

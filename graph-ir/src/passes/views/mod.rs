@@ -72,6 +72,7 @@ pub mod camera;
 mod histogram;
 pub mod particles3d;
 mod plot;
+pub mod surface;
 
 /// Image rows are padded to a multiple of this many pixels (256 bytes: the
 /// row alignment GPU buffer-to-texture copies need).
@@ -131,6 +132,27 @@ pub fn run(program: &mut Program) -> Result<(), PassError> {
                 vk
             }
             View::Histogram { .. } => histogram::histogram(program, v)?,
+            View::Surface {
+                node_id,
+                field,
+                level,
+                max_triangles,
+                color,
+                background,
+                width,
+                height,
+                scene,
+            } => surface::surface(
+                program,
+                node_id,
+                *field,
+                *level,
+                *max_triangles,
+                *color,
+                *background,
+                (*width, *height),
+                scene,
+            )?,
         };
         program.view_kernels.push(vk);
     }
@@ -255,6 +277,7 @@ fn image(
         pitch,
         scratch,
         launches,
+        depth: None,
     })
 }
 
@@ -804,6 +827,7 @@ fn particles(program: &mut Program, v: &View) -> Result<ViewKernels, PassError> 
         pitch,
         scratch: vec![under],
         launches,
+        depth: None,
     })
 }
 

@@ -105,6 +105,7 @@ pub(super) fn particles3d(
         pitch,
         scratch: vec![depth],
         launches,
+        depth: Some(depth),
     })
 }
 

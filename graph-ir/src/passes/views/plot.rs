@@ -171,6 +171,7 @@ pub(super) fn plot(program: &mut Program, v: &View) -> Result<(ViewKernels, View
             pitch,
             scratch,
             launches,
+            depth: None,
         },
         resolved,
     ))
