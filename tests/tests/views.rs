@@ -147,9 +147,11 @@ impl Runs {
             }
         }
         let mut others = vec![("cpu", self.copy_to(Backend::Jit, None))];
-        // Surface views fault on wgpu (a bounds fault reported on
-        // `NODE.triangles` at an index inside its extent; under
-        // investigation): compared on vm, cpu and the reference only.
+        // Surface views fault on wgpu (lavapipe): a bounds fault reported
+        // as `NODE.triangles` at an index inside its extent; the WGSL shows
+        // fault code 1 is the pixel-row check of the raster kernels there,
+        // so the message names another kernel's site of the same node. Not
+        // yet fixed: surfaces are compared on vm, cpu and the reference.
         let surface = self
             .vm
             .program
