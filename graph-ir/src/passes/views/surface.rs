@@ -485,63 +485,71 @@ fn raster(s: &Spec, pass: Pass) -> Kernel {
             } else {
                 Some(e.load(s.keys, Type::U32, vec![k]))
             };
-            e.range_incl(y0, y1, |e, y| {
-                e.range_incl(x0, x1, |e, x| {
-                    let half = e.f32c(0.5);
-                    let px = e.cast(x, Type::F32);
-                    let px = e.bin(BinaryOp::Add, px, half);
-                    let py = e.cast(y, Type::F32);
-                    let py = e.bin(BinaryOp::Add, py, half);
-                    let p = (px, py);
-                    let w = [
-                        edge(e, a[1], a[2], p),
-                        edge(e, a[2], a[0], p),
-                        edge(e, a[0], a[1], p),
-                    ];
-                    let zero = e.f32c(0.0);
-                    let mut pos = e.bin(BinaryOp::Ge, w[0], zero);
-                    let mut neg = e.bin(BinaryOp::Le, w[0], zero);
-                    for &wi in &w[1..] {
-                        let g = e.bin(BinaryOp::Ge, wi, zero);
-                        pos = e.bin(BinaryOp::LogicalAnd, pos, g);
-                        let l = e.bin(BinaryOp::Le, wi, zero);
-                        neg = e.bin(BinaryOp::LogicalAnd, neg, l);
-                    }
-                    let covers = e.bin(BinaryOp::LogicalOr, pos, neg);
-                    e.when(covers, |e| {
-                        let t0 = e.bin(BinaryOp::Mul, w[0], r[0]);
-                        let t1 = e.bin(BinaryOp::Mul, w[1], r[1]);
-                        let t2 = e.bin(BinaryOp::Mul, w[2], r[2]);
-                        let sum = e.bin(BinaryOp::Add, t0, t1);
-                        let sum = e.bin(BinaryOp::Add, sum, t2);
-                        let d = e.bin(BinaryOp::Div, area, sum);
-                        let fin = e.finite(d);
+            // Off-image boxes are skipped before the loops (an inclusive
+            // loop whose start is past its end by more than one runs away
+            // on wgpu).
+            let xs = e.bin(BinaryOp::Le, x0, x1);
+            let ys = e.bin(BinaryOp::Le, y0, y1);
+            let on = e.bin(BinaryOp::LogicalAnd, xs, ys);
+            e.when(on, |e| {
+                e.range_incl(y0, y1, |e, y| {
+                    e.range_incl(x0, x1, |e, x| {
+                        let half = e.f32c(0.5);
+                        let px = e.cast(x, Type::F32);
+                        let px = e.bin(BinaryOp::Add, px, half);
+                        let py = e.cast(y, Type::F32);
+                        let py = e.bin(BinaryOp::Add, py, half);
+                        let p = (px, py);
+                        let w = [
+                            edge(e, a[1], a[2], p),
+                            edge(e, a[2], a[0], p),
+                            edge(e, a[0], a[1], p),
+                        ];
                         let zero = e.f32c(0.0);
-                        let pos = e.bin(BinaryOp::Gt, d, zero);
-                        let good = e.bin(BinaryOp::LogicalAnd, fin, pos);
-                        e.when(good, |e| {
-                            let bits = e.bitcast(d, Type::U32);
-                            match (pass, key) {
-                                (Pass::Depth, _) => {
-                                    e.atomic(AtomicOp::Min, s.depth, vec![y, x], bits)
+                        let mut pos = e.bin(BinaryOp::Ge, w[0], zero);
+                        let mut neg = e.bin(BinaryOp::Le, w[0], zero);
+                        for &wi in &w[1..] {
+                            let g = e.bin(BinaryOp::Ge, wi, zero);
+                            pos = e.bin(BinaryOp::LogicalAnd, pos, g);
+                            let l = e.bin(BinaryOp::Le, wi, zero);
+                            neg = e.bin(BinaryOp::LogicalAnd, neg, l);
+                        }
+                        let covers = e.bin(BinaryOp::LogicalOr, pos, neg);
+                        e.when(covers, |e| {
+                            let t0 = e.bin(BinaryOp::Mul, w[0], r[0]);
+                            let t1 = e.bin(BinaryOp::Mul, w[1], r[1]);
+                            let t2 = e.bin(BinaryOp::Mul, w[2], r[2]);
+                            let sum = e.bin(BinaryOp::Add, t0, t1);
+                            let sum = e.bin(BinaryOp::Add, sum, t2);
+                            let d = e.bin(BinaryOp::Div, area, sum);
+                            let fin = e.finite(d);
+                            let zero = e.f32c(0.0);
+                            let pos = e.bin(BinaryOp::Gt, d, zero);
+                            let good = e.bin(BinaryOp::LogicalAnd, fin, pos);
+                            e.when(good, |e| {
+                                let bits = e.bitcast(d, Type::U32);
+                                match (pass, key) {
+                                    (Pass::Depth, _) => {
+                                        e.atomic(AtomicOp::Min, s.depth, vec![y, x], bits)
+                                    }
+                                    (Pass::Key, Some(key)) => {
+                                        let near = e.load(s.depth, Type::U32, vec![y, x]);
+                                        let mine = e.bin(BinaryOp::Eq, near, bits);
+                                        e.when(mine, |e| {
+                                            e.atomic(AtomicOp::Min, s.img, vec![y, x], key)
+                                        });
+                                    }
+                                    (_, Some(key)) => {
+                                        let best = e.load(s.img, Type::U32, vec![y, x]);
+                                        let mine = e.bin(BinaryOp::Eq, best, key);
+                                        e.when(mine, |e| e.store(s.winner, vec![y, x], ku));
+                                    }
+                                    _ => unreachable!("a key outside the depth pass"),
                                 }
-                                (Pass::Key, Some(key)) => {
-                                    let near = e.load(s.depth, Type::U32, vec![y, x]);
-                                    let mine = e.bin(BinaryOp::Eq, near, bits);
-                                    e.when(mine, |e| {
-                                        e.atomic(AtomicOp::Min, s.img, vec![y, x], key)
-                                    });
-                                }
-                                (_, Some(key)) => {
-                                    let best = e.load(s.img, Type::U32, vec![y, x]);
-                                    let mine = e.bin(BinaryOp::Eq, best, key);
-                                    e.when(mine, |e| e.store(s.winner, vec![y, x], ku));
-                                }
-                                _ => unreachable!("a key outside the depth pass"),
-                            }
+                            });
                         });
                     });
-                });
+                })
             });
         });
     });
