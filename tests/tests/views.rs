@@ -147,21 +147,7 @@ impl Runs {
             }
         }
         let mut others = vec![("cpu", self.copy_to(Backend::Jit, None))];
-        // Surface views fault on wgpu (lavapipe): a bounds fault reported
-        // as `NODE.triangles` at an index inside its extent; the WGSL shows
-        // fault code 1 is the pixel-row check of the raster kernels there,
-        // so the message names another kernel's site of the same node. Not
-        // yet fixed: surfaces are compared on vm, cpu and the reference.
-        let surface = self
-            .vm
-            .program
-            .views
-            .iter()
-            .any(|v| matches!(v, weft_ir::ir::View::Surface { .. }));
-        if surface {
-            eprintln!("{}: surface views are not compared on wgpu yet", name);
-        }
-        if let Some(ctx) = gpu().filter(|_| !surface) {
+        if let Some(ctx) = gpu() {
             // A view image over the adapter's storage-buffer limit (lavapipe:
             // 128 MiB) cannot open on wgpu. `image` views stay within 4096²
             // (64 MiB, `views::MAX_IMAGE_SIDE`), but a huge `particles` view

@@ -371,7 +371,11 @@ fn extract(s: &Spec) -> Kernel {
                     let max = e.u32c(s.max);
                     let fits = e.bin(BinaryOp::Lt, slot, max);
                     e.when(fits, |e| {
-                        let si = e.cast(slot, Type::I32);
+                        // `min` though `slot < max` here: lavapipe faulted
+                        // on the bounds check of the bare atomic result.
+                        let last = e.u32c(s.max - 1);
+                        let si = e.call(Builtin::Min, vec![slot, last]);
+                        let si = e.cast(si, Type::I32);
                         for (v, &edge) in tri.iter().enumerate() {
                             for (c, &x) in points[edge].iter().enumerate() {
                                 let vi = e.i32c(3 * v as i32 + c as i32);
