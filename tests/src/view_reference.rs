@@ -8,7 +8,7 @@ use weft_ir::ir::colormap::{
     colormap_poly, COOLWARM, MIN_OUTLINED_BLOCK, OUTLINE_ALPHA, OUTLINE_RGB,
 };
 use weft_ir::ir::layout::{AddressPlan, LevelPlan};
-use weft_ir::ir::{Camera, Colormap, FieldId, LayoutKind, Program, View};
+use weft_ir::ir::{Camera, Colormap, FieldId, LayoutKind, Program, Scene, View};
 use weft_ir::types::{Scalar, Type};
 use weft_runtime::render::Image;
 
@@ -329,6 +329,31 @@ pub fn render_view(
             let values = histogram_values(p, *field, read, activity);
             let counts = histogram_counts(&values, *bins, *range);
             histogram(&counts.bins, *width, *height, *log, *color, *background)
+        }
+        View::Surface {
+            field,
+            level,
+            max_triangles,
+            color,
+            background,
+            width,
+            height,
+            scene,
+            ..
+        } => {
+            let f = &p.fields[*field];
+            let shape = [f.shape[0], f.shape[1], f.shape[2]];
+            let values: Vec<f32> = read(*field).into_iter().map(f32::from_bits).collect();
+            let mesh = surface_mesh(&values, shape, *level, &scene.domain);
+            surface(
+                &mesh,
+                *max_triangles,
+                *color,
+                *background,
+                *width,
+                *height,
+                scene,
+            )
         }
     }
 }
@@ -1134,4 +1159,207 @@ pub fn volume_view(
         *height,
         scene,
     )
+}
+
+/// A triangle of a `surface` view: its vertices and its key (`cell * 12 +
+/// tet * 2 + j`).
+pub type SurfaceTriangle = ([[f32; 3]; 3], u32);
+
+/// The triangles of a `surface` view in key order, from the definition in
+/// `weft_ir::passes::views::surface` (marching tetrahedra; `values`
+/// row-major `[nx, ny, nz]`).
+pub fn surface_mesh(
+    values: &[f32],
+    shape: [u32; 3],
+    level: f32,
+    domain: &[f32; 6],
+) -> Vec<SurfaceTriangle> {
+    // The 6 tets around the cell's diagonal from corner 0 to corner 7
+    // (corner c = (c & 1, c >> 1 & 1, c >> 2 & 1)).
+    const TETS: [[usize; 4]; 6] = [
+        [0, 7, 1, 3],
+        [0, 7, 3, 2],
+        [0, 7, 2, 6],
+        [0, 7, 6, 4],
+        [0, 7, 4, 5],
+        [0, 7, 5, 1],
+    ];
+    let [nx, ny, nz] = shape.map(|n| n as usize);
+    let h: [f32; 3] = std::array::from_fn(|a| (domain[a + 3] - domain[a]) / shape[a] as f32);
+    let mut out = Vec::new();
+    for i in 0..nx - 1 {
+        for j in 0..ny - 1 {
+            for k in 0..nz - 1 {
+                let cell = ((i * (ny - 1) + j) * (nz - 1) + k) as u32;
+                let corner = |c: usize| [i + (c & 1), j + (c >> 1 & 1), k + (c >> 2 & 1)];
+                let value = |c: usize| {
+                    let [a, b, d] = corner(c);
+                    values[(a * ny + b) * nz + d]
+                };
+                let point = |c: usize| -> [f32; 3] {
+                    let g = corner(c);
+                    std::array::from_fn(|a| domain[a] + (g[a] as f32 + 0.5) * h[a])
+                };
+                for (t, tet) in TETS.iter().enumerate() {
+                    // The crossing on the tet edge between local corners a, b:
+                    // from the lexicographically lower grid point.
+                    let cross = |a: usize, b: usize| -> [f32; 3] {
+                        let (ca, cb) = (corner(tet[a]), corner(tet[b]));
+                        let (lo, hi) = if ca < cb {
+                            (tet[a], tet[b])
+                        } else {
+                            (tet[b], tet[a])
+                        };
+                        let (vl, vh) = (value(lo), value(hi));
+                        let (pl, ph) = (point(lo), point(hi));
+                        let tt = (level - vl) / (vh - vl);
+                        std::array::from_fn(|c| pl[c] + tt * (ph[c] - pl[c]))
+                    };
+                    let above: Vec<usize> = (0..4).filter(|&c| value(tet[c]) > level).collect();
+                    let below: Vec<usize> = (0..4).filter(|c| !above.contains(c)).collect();
+                    let tris: Vec<[[f32; 3]; 3]> = match (above.len(), below.len()) {
+                        (1, 3) => {
+                            let s = above[0];
+                            vec![below.map_ref(|&o| cross(s, o))]
+                        }
+                        (3, 1) => {
+                            let s = below[0];
+                            vec![above.map_ref(|&o| cross(s, o))]
+                        }
+                        (2, 2) => {
+                            let (a, b, c, d) = (above[0], above[1], below[0], below[1]);
+                            let (ac, ad, bd, bc) =
+                                (cross(a, c), cross(a, d), cross(b, d), cross(b, c));
+                            vec![[ac, ad, bd], [ac, bd, bc]]
+                        }
+                        _ => vec![],
+                    };
+                    for (jj, tri) in tris.into_iter().enumerate() {
+                        out.push((tri, cell * 12 + (t * 2 + jj) as u32));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+trait MapRef {
+    fn map_ref(&self, f: impl Fn(&usize) -> [f32; 3]) -> [[f32; 3]; 3];
+}
+
+impl MapRef for Vec<usize> {
+    fn map_ref(&self, f: impl Fn(&usize) -> [f32; 3]) -> [[f32; 3]; 3] {
+        [f(&self[0]), f(&self[1]), f(&self[2])]
+    }
+}
+
+/// A `surface` view from the definition in
+/// `weft_ir::passes::views::surface`, painted triangle by triangle with a
+/// depth test (nearer wins; equal depth: lower key) instead of the
+/// kernels' atomic passes. The buffer keeps the first `max_triangles`
+/// triangles in key order (the VM's order).
+pub fn surface(
+    mesh: &[SurfaceTriangle],
+    max_triangles: u32,
+    color: [f32; 3],
+    background: [f32; 3],
+    width: u32,
+    height: u32,
+    scene: &Scene,
+) -> Image {
+    const LIGHT: [f32; 3] = [-0.303_045_8, 0.808_122_2, 0.505_076_3];
+    let fr = CameraFrame::new(&scene.camera, width, height);
+    let bg = [
+        to_u8(background[0]),
+        to_u8(background[1]),
+        to_u8(background[2]),
+        255,
+    ];
+    let mut img = Image::new(width, height, bg);
+    let mut best: Vec<Option<(f32, u32, usize)>> = vec![None; (width * height) as usize];
+    let edge = |a: (f32, f32), b: (f32, f32), p: (f32, f32)| {
+        (b.0 - a.0) * (p.1 - a.1) - (b.1 - a.1) * (p.0 - a.0)
+    };
+    let kept = &mesh[..mesh.len().min(max_triangles as usize)];
+    let project = |v: &[[f32; 3]; 3]| -> Option<[(f32, f32, f32); 3]> {
+        Some([fr.project(v[0])?, fr.project(v[1])?, fr.project(v[2])?])
+    };
+    for (slot, (v, key)) in kept.iter().enumerate() {
+        let Some(pr) = project(v) else { continue };
+        let a = pr.map(|(x, y, _)| (x, y));
+        let area = edge(a[0], a[1], a[2]);
+        if area == 0.0 {
+            continue;
+        }
+        let r = pr.map(|(_, _, d)| 1.0 / d);
+        let span = |c: [f32; 3], n: u32| {
+            let lo = c[0].min(c[1]).min(c[2]).floor().clamp(0.0, n as f32) as i64;
+            let hi = c[0].max(c[1]).max(c[2]).ceil().clamp(-1.0, n as f32 - 1.0) as i64;
+            (lo, hi)
+        };
+        let (x0, x1) = span(a.map(|p| p.0), width);
+        let (y0, y1) = span(a.map(|p| p.1), height);
+        for y in y0..=y1 {
+            for x in x0..=x1 {
+                let p = (x as f32 + 0.5, y as f32 + 0.5);
+                let w = [
+                    edge(a[1], a[2], p),
+                    edge(a[2], a[0], p),
+                    edge(a[0], a[1], p),
+                ];
+                let covers = w.iter().all(|&q| q >= 0.0) || w.iter().all(|&q| q <= 0.0);
+                if !covers {
+                    continue;
+                }
+                let d = area / (w[0] * r[0] + w[1] * r[1] + w[2] * r[2]);
+                if !(d.is_finite() && d > 0.0) {
+                    continue;
+                }
+                let b = &mut best[(y as u32 * width + x as u32) as usize];
+                if b.is_none_or(|(bd, bk, _)| d < bd || (d == bd && *key < bk)) {
+                    *b = Some((d, *key, slot));
+                }
+            }
+        }
+    }
+    for y in 0..height {
+        for x in 0..width {
+            let i = ((y * width + x) * 4) as usize;
+            if let Some((_, _, slot)) = best[(y * width + x) as usize] {
+                let v = &kept[slot].0;
+                let pr = project(v).expect("a winner is visible");
+                let a = pr.map(|(x, y, _)| (x, y));
+                let area = edge(a[0], a[1], a[2]);
+                let e1: [f32; 3] = std::array::from_fn(|c| v[1][c] - v[0][c]);
+                let e2: [f32; 3] = std::array::from_fn(|c| v[2][c] - v[0][c]);
+                let n = [
+                    e1[1] * e2[2] - e1[2] * e2[1],
+                    e1[2] * e2[0] - e1[0] * e2[2],
+                    e1[0] * e2[1] - e1[1] * e2[0],
+                ];
+                let len = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt();
+                let sign = if area > 0.0 { -1.0f32 } else { 1.0 };
+                let ndl = if len > 0.0 {
+                    (n[0] * LIGHT[0] + n[1] * LIGHT[1] + n[2] * LIGHT[2]) * (sign / len)
+                } else {
+                    0.0
+                };
+                let shade = 0.25 + 0.75 * ndl.max(0.0);
+                img.rgba[i..i + 4].copy_from_slice(&[
+                    to_u8(color[0] * shade),
+                    to_u8(color[1] * shade),
+                    to_u8(color[2] * shade),
+                    255,
+                ]);
+            }
+            let b = 3;
+            if mesh.len() > max_triangles as usize
+                && (x < b || y < b || x >= width - b || y >= height - b)
+            {
+                img.rgba[i..i + 4].copy_from_slice(&[255, 0, 0, 255]);
+            }
+        }
+    }
+    img
 }

@@ -141,6 +141,8 @@ impl Runs {
                 weft_ir::ir::View::Plot { .. } => (1.0, 0),
                 // Volumes follow `views::volume`'s definition operation by operation.
                 weft_ir::ir::View::Volume { .. } => (1.0, 0),
+                // Surfaces follow `views::surface` operation by operation.
+                weft_ir::ir::View::Surface { .. } => (1.0, 0),
                 _ => (0.995, 40),
             };
             if s.within3 < share || s.max > max {
@@ -2227,5 +2229,217 @@ fn volume_matches_a_numpy_ray_march() {
             .filter(|q| q[..3] != [26, 51, 77])
             .count();
         assert!(shown > 300, "{}: {} pixels drawn", id, shown);
+    }
+}
+
+/// A 24³ field on the box [-1, 1]³: `0.6 - |p|` (a sphere of radius 0.6
+/// around the origin at level 0) and, with `blob`, the max with a smaller
+/// sphere of radius 0.3 around (0.5, 0.4, 0.2).
+fn sphere_graph(blob: bool) -> Value {
+    let code = format!(
+        "fn kernel(i: i32, j: i32, k: i32) {{
+        let x = -1.0 + (i as f32 + 0.5) * (2.0 / 24.0);
+        let y = -1.0 + (j as f32 + 0.5) * (2.0 / 24.0);
+        let z = -1.0 + (k as f32 + 0.5) * (2.0 / 24.0);
+        let a = 0.6 - sqrt(x * x + y * y + z * z);
+        let dx = x - 0.5;
+        let dy = y - 0.4;
+        let dz = z - 0.2;
+        let b = 0.3 - sqrt(dx * dx + dy * dy + dz * dz);
+        s[(i, j, k)] = {};
+        t[(i, j)] = 0.0;
+    }}",
+        if blob { "max(a, b)" } else { "a" }
+    );
+    kernel_graph(
+        &[
+            F("s", "f32", &[24, 24, 24], json!(0)),
+            F("t", "f32", &[24, 24], json!(0)),
+        ],
+        &code,
+        &[24, 24, 24],
+        json!({}),
+    )
+}
+
+const BOX: [f32; 6] = [-1.0, -1.0, -1.0, 1.0, 1.0, 1.0];
+
+#[test]
+fn surface_matches_the_reference_on_every_backend() {
+    let mut g = sphere_graph(true);
+    let views = [
+        ("default", json!(null)),
+        ("front", json!({"yaw": 0, "pitch": 0})),
+        ("top", json!({"yaw": 0, "pitch": 90, "distance": 4})),
+        (
+            "inside",
+            json!({"target": [0.0, 0.0, 0.0], "distance": 0.3, "yaw": 20, "pitch": 10, "fov": 80}),
+        ),
+    ];
+    for (id, camera) in views {
+        let mut params = json!({"width": 160, "height": 120, "domain": BOX, "background": [0.1, 0.2, 0.3], "max_triangles": 8000});
+        if !camera.is_null() {
+            params["camera"] = camera;
+        }
+        add_view(&mut g, id, "surface", params, &[("field", "s")]);
+    }
+    add_view(
+        &mut g,
+        "level",
+        "surface",
+        json!({"width": 97, "height": 131, "domain": BOX, "level": 0.25, "color": [0.3, 0.9, 0.4], "max_triangles": 8000}),
+        &[("field", "s")],
+    );
+    let mut sim = Runs::new(&g, 0);
+    let imgs = sim.check("surface");
+    let front = &imgs.iter().find(|(id, _)| id == "front").expect("front").1;
+    let drawn = front
+        .rgba
+        .chunks(4)
+        .filter(|p| p[..3] != [26, 51, 77])
+        .count();
+    // The sphere of radius 0.6 (a disc of about 22 pixels' radius at the
+    // distance that frames the box) covers over a thousand pixels.
+    dump("surface", "front", "vm", front);
+    assert!(
+        drawn > 1000,
+        "the front view draws the surface ({} pixels)",
+        drawn
+    );
+}
+
+/// The triangles a surface view extracted (after a render): vertices.
+fn surface_triangles(sim: &Simulation, node: &str) -> (u32, Vec<[[f32; 3]; 3]>) {
+    let p = &sim.program;
+    let count = p
+        .field_by_name(&format!("{}.triangle_count", node))
+        .expect("count field");
+    let tris = p
+        .field_by_name(&format!("{}.triangles", node))
+        .expect("triangle field");
+    let count = sim.read_field(count).expect("count")[0];
+    let words = sim.read_field(tris).expect("triangles");
+    let kept = (count as usize).min(words.len() / 9);
+    let v = (0..kept)
+        .map(|t| {
+            std::array::from_fn(|v| {
+                std::array::from_fn(|c| f32::from_bits(words[t * 9 + v * 3 + c]))
+            })
+        })
+        .collect();
+    (count, v)
+}
+
+#[test]
+fn sphere_surface_vertices_lie_on_the_sphere() {
+    let mut g = sphere_graph(false);
+    add_view(
+        &mut g,
+        "ball",
+        "surface",
+        json!({"width": 64, "height": 64, "domain": BOX}),
+        &[("field", "s")],
+    );
+    add_view(
+        &mut g,
+        "small",
+        "surface",
+        json!({"width": 64, "height": 48, "domain": BOX, "max_triangles": 10}),
+        &[("field", "s")],
+    );
+    for backend in [Backend::Vm, Backend::Jit] {
+        let mut sim = open(&g, backend, None);
+        let imgs = sim.render_views().expect("render");
+        let (count, tris) = surface_triangles(&sim, "ball");
+        assert!(
+            count > 500,
+            "{:?}: a sphere has many triangles ({})",
+            backend,
+            count
+        );
+        assert_eq!(tris.len(), count as usize);
+        // Sample spacing 2/24: every vertex lies on a cell edge whose ends
+        // straddle the sphere, so within one cell of radius 0.6.
+        let h = 2.0 / 24.0;
+        for v in tris.iter().flatten() {
+            let r = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+            assert!(
+                (r - 0.6).abs() <= h,
+                "{:?}: vertex {:?} at radius {}",
+                backend,
+                v,
+                r
+            );
+        }
+        // Closed: every edge is shared by exactly two triangles.
+        let mut edges = std::collections::HashMap::new();
+        for t in &tris {
+            for (a, b) in [(0, 1), (1, 2), (2, 0)] {
+                let (p, q) = (t[a].map(f32::to_bits), t[b].map(f32::to_bits));
+                *edges
+                    .entry(if p < q { (p, q) } else { (q, p) })
+                    .or_insert(0) += 1;
+            }
+        }
+        assert!(
+            edges.values().all(|&n| n == 2),
+            "{:?}: the sphere's mesh is closed",
+            backend
+        );
+        // Overflow: the count says how many there were, 10 are kept, and
+        // the view shows a red border.
+        let (small, kept) = surface_triangles(&sim, "small");
+        assert_eq!(
+            small, count,
+            "{:?}: the count reports every triangle",
+            backend
+        );
+        assert_eq!(kept.len(), 10);
+        let img = &imgs.iter().find(|(id, _)| id == "small").expect("small").1;
+        for (x, y) in [(0, 0), (63, 47), (2, 20), (30, 45)] {
+            let i = ((y * 64 + x) * 4) as usize;
+            assert_eq!(
+                img.rgba[i..i + 4],
+                [255, 0, 0, 255],
+                "{:?}: border at {},{}",
+                backend,
+                x,
+                y
+            );
+        }
+        let ball = &imgs.iter().find(|(id, _)| id == "ball").expect("ball").1;
+        assert_ne!(ball.rgba[0..3], [255, 0, 0], "no border without overflow");
+    }
+}
+
+#[test]
+fn surface_errors_name_the_node_and_port() {
+    let g0 = sphere_graph(false);
+    for (field, params, port, word) in [
+        ("t", json!({}), "field", "3-axis f32"),
+        (
+            "s",
+            json!({"max_triangles": 0}),
+            "max_triangles",
+            "max_triangles",
+        ),
+        ("s", json!({"domain": [0, 0, 1, 1]}), "domain", "3-D domain"),
+        ("s", json!({"camera": {"pitch": 100}}), "camera", "'pitch'"),
+    ] {
+        let mut g = g0.clone();
+        add_view(
+            &mut g,
+            "iso",
+            "surface",
+            params.clone(),
+            &[("field", field)],
+        );
+        let e = build(&g).expect_err("bad surface").to_string();
+        assert!(
+            e.contains("iso") && e.contains(port) && e.contains(word),
+            "{}: {}",
+            params,
+            e
+        );
     }
 }

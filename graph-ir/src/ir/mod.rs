@@ -1327,6 +1327,20 @@ pub enum View {
         color: [f32; 3],
         background: [f32; 3],
     },
+    /// The iso-surface of a 3-axis f32 field, shaded
+    /// (`passes::views::surface` defines the extraction and drawing).
+    Surface {
+        node_id: String,
+        field: FieldId,
+        level: f32,
+        /// Capacity of the triangle buffer `NODE.triangles`.
+        max_triangles: u32,
+        color: [f32; 3],
+        background: [f32; 3],
+        width: u32,
+        height: u32,
+        scene: Scene,
+    },
     /// A histogram of any field's values (`passes::views::histogram`
     /// documents the counting and drawing): per-element magnitude for
     /// vectors and matrices, active cells only under sparse layouts.
@@ -1405,6 +1419,7 @@ impl View {
             | View::Particles { node_id, .. }
             | View::Plot { node_id, .. }
             | View::Histogram { node_id, .. }
+            | View::Surface { node_id, .. }
             | View::Volume { node_id, .. } => node_id,
         }
     }
@@ -1413,6 +1428,7 @@ impl View {
         match self {
             View::Particles { scene, .. } => scene.as_ref(),
             View::Volume { scene, .. } => Some(scene),
+            View::Surface { scene, .. } => Some(scene),
             _ => None,
         }
     }

@@ -212,6 +212,7 @@ pub fn validate_structure(program: &Program) -> Result<(), ValidationError> {
             View::Image { field, .. }
             | View::Histogram { field, .. }
             | View::Volume { field, .. } => vec![*field],
+            View::Surface { field, .. } => vec![*field],
             View::Particles {
                 positions,
                 color_field,

@@ -212,6 +212,77 @@ impl Builder<'_> {
                         scene,
                     });
                 }
+                "surface" => {
+                    let Some(f) = field_at("field") else { continue };
+                    let fd = &self.program.fields[f];
+                    if fd.shape.len() != 3 || fd.ty != Type::F32 || fd.shape.iter().any(|&n| n < 2)
+                    {
+                        self.errors.push(GraphError::port(
+                            &id,
+                            "field",
+                            format!(
+                                "a surface needs a 3-axis f32 field (at least 2 samples per axis); '{}' is {}-D {} {:?}",
+                                fd.name,
+                                fd.shape.len(),
+                                fd.ty,
+                                fd.shape
+                            ),
+                        ));
+                        continue;
+                    }
+                    let (w, h) = (
+                        n.p("width").as_i64().unwrap_or(512) as u32,
+                        n.p("height").as_i64().unwrap_or(512) as u32,
+                    );
+                    let level = n.p("level").as_f64().unwrap_or(0.0);
+                    if !level.is_finite() {
+                        self.errors.push(GraphError::param(
+                            &id,
+                            "level",
+                            "level must be a finite number",
+                        ));
+                        continue;
+                    }
+                    let max_triangles = match n.p("max_triangles").as_u64() {
+                        Some(m) if (1..=1 << 24).contains(&m) => m as u32,
+                        _ => {
+                            self.errors.push(GraphError::param(
+                                &id,
+                                "max_triangles",
+                                format!(
+                                    "max_triangles must be a whole number in 1..={}; got {}",
+                                    1 << 24,
+                                    n.p("max_triangles")
+                                ),
+                            ));
+                            continue;
+                        }
+                    };
+                    let c = nums(n.p("color"));
+                    let bg = nums(n.p("background"));
+                    let d = nums(n.p("domain"));
+                    let scene = match scene_3d(&d, n.p("camera"), 1.0, w, h).and_then(|mut s| {
+                        s.orbit = orbit_param(n.p("orbit_degrees_per_frame"))?;
+                        Ok(s)
+                    }) {
+                        Ok(s) => s,
+                        Err((param, msg)) => {
+                            self.errors.push(GraphError::param(&id, param, msg));
+                            continue;
+                        }
+                    };
+                    self.program.views.push(View::Surface {
+                        node_id: id,
+                        field: f,
+                        level: level as f32,
+                        max_triangles,
+                        color: [c[0], c[1], c[2]],
+                        background: [bg[0], bg[1], bg[2]],
+                        width: w,
+                        height: h,
+                        scene,
+                    });
+                }
                 "plot" => {
                     let Some(field) = source_at("field") else {
                         continue;

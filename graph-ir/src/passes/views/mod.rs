@@ -79,6 +79,7 @@ pub mod camera;
 mod histogram;
 pub mod particles3d;
 mod plot;
+pub mod surface;
 pub mod volume;
 
 /// Image rows are padded to a multiple of this many pixels (256 bytes: the
@@ -176,6 +177,27 @@ pub fn run(program: &mut Program) -> Result<(), PassError> {
                 };
                 volume::volume(program, node_id, v, under)?
             }
+            View::Surface {
+                node_id,
+                field,
+                level,
+                max_triangles,
+                color,
+                background,
+                width,
+                height,
+                scene,
+            } => surface::surface(
+                program,
+                node_id,
+                *field,
+                *level,
+                *max_triangles,
+                *color,
+                *background,
+                (*width, *height),
+                scene,
+            )?,
         };
         built[i] = Some(vk);
     }
