@@ -1187,3 +1187,191 @@ fn snapshots_are_checked_before_a_resume() {
     assert!(text(&o).contains("no such folder"), "{}", text(&o));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A Python interpreter that imports `modules`, or `None` (a failure under
+/// `CI=true`, where `.ci/run` installs them). Which one: `python3` (pyenv;
+/// PyPI's plyfile, usd-core, bpy) or Debian's `/usr/bin/python3`
+/// (python3-openvdb's `pyopenvdb`).
+fn python_with(modules: &str) -> Option<&'static str> {
+    for py in ["python3", "/usr/bin/python3"] {
+        let ok = Command::new(py)
+            .args(["-c", &format!("import {}", modules)])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if ok {
+            return Some(py);
+        }
+    }
+    assert_ne!(
+        std::env::var("CI").as_deref(),
+        Ok("true"),
+        "CI=true but no python3 imports {} (.ci/run installs it)",
+        modules
+    );
+    eprintln!("skipping a reader check: no python3 imports {}", modules);
+    None
+}
+
+fn python_ok(py: &str, script: &str, args: &[&str]) {
+    let o = Command::new(py)
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    eprintln!("{}", text(&o));
+}
+
+/// mpm3d for 3 frames on cpu exported as PLY (x, v, J), USD points, a VDB
+/// (grid_m) and a USD volume (grid_v, a vec3 grid): each read back with the
+/// format's own reader and compared with the `--dump` of frame 3.
+#[test]
+fn exports_read_back_with_the_formats_own_readers() {
+    let dir = tmp("export_mpm");
+    let d = dir.to_str().unwrap();
+    let o = weft(&[
+        "run",
+        "graphs/mpm3d.json",
+        "--frames",
+        "3",
+        "--no-frames",
+        "--backend",
+        "cpu",
+        "--out",
+        d,
+        "--export",
+        "x,v,J=ply",
+        "--export",
+        "x,v,J=usd",
+        "--export",
+        "grid_m=vdb",
+        "--export",
+        "grid_v=usd",
+        "--dump",
+        "x",
+        "--dump",
+        "v",
+        "--dump",
+        "J",
+        "--dump",
+        "grid_m",
+        "--dump",
+        "grid_v",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    for f in 1..=3 {
+        for n in ["x_{:04}.ply", "grid_m_{:04}.vdb", "grid_v_{:04}.vdb"] {
+            let p = dir.join(n.replace("{:04}", &format!("{:04}", f)));
+            assert!(p.exists(), "{} missing", p.display());
+        }
+    }
+    if let Some(py) = python_with("plyfile, numpy") {
+        let script = r#"
+import sys, numpy as np
+from plyfile import PlyData
+d = sys.argv[1]
+x, v, J = (np.load(d + "/%s.npy" % n) for n in "xvJ")
+for f in (1, 2, 3):
+    e = PlyData.read(d + "/x_%04d.ply" % f)["vertex"]
+    assert len(e.data) == len(x), (f, len(e.data))
+    assert [p.name for p in e.properties] == ["x", "y", "z", "v_0", "v_1", "v_2", "J"]
+    assert all(p.val_dtype in ("f4", "float32", "<f4", "float") for p in e.properties), [p.val_dtype for p in e.properties]
+e = PlyData.read(d + "/x_0003.ply")["vertex"]
+assert PlyData.read(d + "/x_0003.ply").byte_order == "<"
+for c, a in enumerate("xyz"):
+    assert np.array_equal(e[a].view(np.uint32), x[:, c].view(np.uint32)), a
+    assert np.array_equal(e["v_%d" % c].view(np.uint32), v[:, c].view(np.uint32)), c
+assert np.array_equal(e["J"].view(np.uint32), J.view(np.uint32))
+assert not np.array_equal(PlyData.read(d + "/x_0001.ply")["vertex"]["y"], e["y"]), "frames differ"
+print("plyfile ok", len(x))
+"#;
+        python_ok(py, script, &[d]);
+    }
+    if let Some(py) = python_with("pxr.Usd, numpy") {
+        let script = r#"
+import sys, numpy as np
+from pxr import Usd, UsdGeom, UsdVol
+d = sys.argv[1]
+x, v, J = (np.load(d + "/%s.npy" % n) for n in "xvJ")
+s = Usd.Stage.Open(d + "/x.usda")
+assert (s.GetStartTimeCode(), s.GetEndTimeCode(), s.GetTimeCodesPerSecond()) == (1, 3, 24)
+assert UsdGeom.GetStageUpAxis(s) == "Y" and UsdGeom.GetStageMetersPerUnit(s) == 1
+p = UsdGeom.Points(s.GetDefaultPrim())
+assert p and p.GetPrim().GetName() == "x"
+assert p.GetPointsAttr().GetTimeSamples() == [1, 2, 3]
+P = np.array(p.GetPointsAttr().Get(3), dtype=np.float32)
+assert P.shape == x.shape and np.array_equal(P.view(np.uint32), x.view(np.uint32))
+assert len(p.GetPointsAttr().Get(1)) == len(x)
+assert not np.array_equal(np.array(p.GetPointsAttr().Get(1), dtype=np.float32), P)
+assert list(p.GetWidthsAttr().Get()) == [np.float32(0.01)] and p.GetWidthsInterpolation() == "constant"
+pv = UsdGeom.PrimvarsAPI(p.GetPrim())
+for n, a in (("v", v), ("J", J)):
+    q = pv.GetPrimvar(n)
+    assert q.GetInterpolation() == "vertex" and q.GetAttr().GetTimeSamples() == [1, 2, 3], n
+    got = np.array(q.Get(3), dtype=np.float32)
+    assert np.array_equal(got.view(np.uint32), a.view(np.uint32)), n
+lo, hi = (np.array(e) for e in p.GetExtentAttr().Get(3))
+assert (lo <= x.min(0)).all() and (hi >= x.max(0)).all()
+s = Usd.Stage.Open(d + "/grid_v.usda")
+vol = UsdVol.Volume(s.GetDefaultPrim())
+assert vol and vol.GetFieldPaths() == {"grid_v": "/grid_v/grid_v"}
+a = UsdVol.OpenVDBAsset(s.GetPrimAtPath("/grid_v/grid_v"))
+assert a.GetFieldNameAttr().Get() == "grid_v"
+assert a.GetFilePathAttr().GetTimeSamples() == [1, 2, 3]
+for f in (1, 2, 3):
+    r = a.GetFilePathAttr().Get(f).resolvedPath
+    assert r.endswith("/grid_v_%04d.vdb" % f), r
+print("usd ok")
+"#;
+        python_ok(py, script, &[d]);
+    }
+    if let Some(py) = python_with("pyopenvdb, numpy") {
+        let script = r#"
+import sys, numpy as np, pyopenvdb as vdb
+d = sys.argv[1]
+m = np.load(d + "/grid_m.npy"); gv = np.load(d + "/grid_v.npy")
+grids, meta = vdb.readAll(d + "/grid_m_0003.vdb")
+assert len(grids) == 1
+g = grids[0]
+assert g.name == "grid_m" and g.valueTypeName == "float" and g.gridClass == "fog volume"
+assert g.background == 0.0
+assert g.transform.voxelSize() == (1 / 32,) * 3, g.transform.voxelSize()
+assert g.transform.indexToWorld((0, 0, 0)) == (1 / 64,) * 3
+assert g.transform.indexToWorld((31, 31, 31)) == (1 - 1 / 64,) * 3
+assert g.activeVoxelCount() == np.count_nonzero(m) > 0, (g.activeVoxelCount(), np.count_nonzero(m))
+a = np.zeros(m.shape, np.float32)
+g.copyToArray(a, ijk=(0, 0, 0))
+assert np.array_equal(a.view(np.uint32), m.view(np.uint32))
+for it in g.iterOnValues():
+    assert it["active"] and it["count"] == 1 and it["value"] == m[it["min"]] != 0, it
+(g2,), _ = vdb.readAll(d + "/grid_v_0003.vdb")
+assert g2.name == "grid_v" and g2.valueTypeName == "vec3s"
+assert g2.activeVoxelCount() == np.count_nonzero(np.any(gv != 0, axis=-1))
+b = np.zeros(gv.shape, np.float32)
+g2.copyToArray(b, ijk=(0, 0, 0))
+assert np.array_equal(b, gv)
+print("openvdb ok", g.activeVoxelCount(), g.leafCount())
+"#;
+        python_ok(py, script, &[d]);
+    }
+    if let Some(py) = python_with("bpy") {
+        let o = Command::new(py)
+            .arg(root().join("tools/blender_import_check.py"))
+            .args([
+                dir.join("x_0001.ply").to_str().unwrap(),
+                "3",
+                dir.join("grid_m_0003.vdb").to_str().unwrap(),
+                "grid_m",
+                "0.03125",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success() && text(&o).contains("blender ok"),
+            "{}",
+            text(&o)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
