@@ -1375,3 +1375,158 @@ print("openvdb ok", g.activeVoxelCount(), g.leafCount())
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// sparse3d (a 512³ pointer → bitmasked → dense domain) for 2 frames on
+/// cpu exported as a VDB: OpenVDB reads exactly the cells the layout
+/// stores (its active tiles: what the runtime's own walk lists, here from
+/// the same run in process) with their values, and nothing else.
+#[test]
+fn a_sparse_field_exports_only_its_active_blocks() {
+    let dir = tmp("export_sparse");
+    let d = dir.to_str().unwrap();
+    let o = weft(&[
+        "run",
+        "graphs/sparse3d.json",
+        "--frames",
+        "2",
+        "--no-frames",
+        "--backend",
+        "cpu",
+        "--out",
+        d,
+        "--export",
+        "d=vdb",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // The same run in process: the stored elements of `d` at frame 2.
+    let src = std::fs::read_to_string(root().join("graphs/sparse3d.json")).unwrap();
+    let doc = weft_ir::graph::GraphDoc::parse(&src).unwrap();
+    let program = weft_ir::graph::build_program(
+        &doc,
+        &weft_ir::graph::BuildOptions {
+            base_dir: root().join("graphs"),
+        },
+    )
+    .unwrap();
+    let mut sim = weft_runtime::Simulation::new(
+        program,
+        &weft_runtime::SimOptions {
+            backend: weft_runtime::Backend::Jit,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    sim.start().unwrap();
+    sim.step_frame().unwrap();
+    sim.step_frame().unwrap();
+    sim.sync().unwrap();
+    let f = sim.field("d").unwrap();
+    let layout = sim.program.fields[f].layout;
+    let words = sim
+        .read_root(weft_ir::ir::layout::root_of(&sim.program, layout))
+        .unwrap();
+    let plan = weft_ir::ir::layout::AddressPlan::new(&sim.program, f);
+    let shape = sim.program.fields[f].shape.clone();
+    let (mut coords, mut values) = (Vec::new(), Vec::new());
+    weft_runtime::memory::for_each_stored_element(&plan, &shape, &words, |e| {
+        coords.extend_from_slice(e.index);
+        values.push(e.values[0]);
+    });
+    let n = values.len();
+    assert!(
+        n > 0 && (n as u64) < sim.program.fields[f].cells() / 100,
+        "{n}"
+    );
+    use weft_ir::io::npy::{write_npy, DType, NpyArray};
+    let npy = |name: &str, dtype, shape, words| {
+        write_npy(
+            &dir.join(name),
+            &NpyArray {
+                dtype,
+                shape,
+                words,
+            },
+        )
+        .unwrap()
+    };
+    npy("coords.npy", DType::I32, vec![n, 3], coords);
+    npy("values.npy", DType::F32, vec![n], values);
+    let Some(py) = python_with("pyopenvdb, numpy") else {
+        return;
+    };
+    let script = r#"
+import sys, numpy as np, pyopenvdb as vdb
+d = sys.argv[1]
+c = np.load(d + "/coords.npy"); v = np.load(d + "/values.npy")
+(g,), _ = vdb.readAll(d + "/d_0002.vdb")
+assert g.name == "d" and g.gridClass == "fog volume"
+assert g.transform.voxelSize() == (1 / 512,) * 3
+assert g.activeVoxelCount() == len(c), (g.activeVoxelCount(), len(c))
+on = {}
+for it in g.iterOnValues():
+    assert it["count"] == 1, it
+    on[it["min"]] = it["value"]
+want = dict(zip(map(tuple, c.tolist()), v.tolist()))
+assert on == want
+# Leaves hold whole 4^3 tiles: at most 8 tiles per 8^3 leaf.
+assert g.leafCount() * 512 >= len(c) and len(c) % 64 == 0
+print("sparse openvdb ok", len(c), g.leafCount())
+"#;
+    python_ok(py, script, &[d]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Export specs that cannot be written are refused before the run, naming
+/// the field; an unwritable path is a clear error, never a panic.
+#[test]
+fn bad_exports_are_clear_errors() {
+    let dir = tmp("export_bad");
+    let d = dir.to_str().unwrap();
+    let run = |spec: &str| {
+        weft(&[
+            "run",
+            "graphs/mpm3d.json",
+            "--frames",
+            "1",
+            "--no-frames",
+            "--backend",
+            "vm",
+            "--out",
+            d,
+            "--export",
+            spec,
+        ])
+    };
+    for (spec, code, msg) in [
+        ("nope=ply", 2, "no field node 'nope'"),
+        ("x=obj", 2, "unknown format 'obj'"),
+        (
+            "J=ply",
+            1,
+            "node 'J': --export J=ply: the first field is the points' positions",
+        ),
+        (
+            "x=vdb",
+            1,
+            "node 'x': --export x=vdb: a volume is a 3-axis f32 or vec3 field",
+        ),
+        (
+            "x,grid_m=ply",
+            1,
+            "node 'grid_m': --export: attribute 'grid_m' is on another layout",
+        ),
+        ("x,C=ply", 1, "node 'C': cannot export a mat3"),
+        ("grid_m,grid_v=vdb", 1, "takes one field"),
+    ] {
+        let o = run(spec);
+        assert_eq!(o.status.code(), Some(code), "{spec}: {}", text(&o));
+        assert!(text(&o).contains(msg), "{spec}: {}", text(&o));
+        assert!(!text(&o).contains("panicked"), "{}", text(&o));
+    }
+    std::fs::write(dir.join("file"), "").unwrap();
+    let bad = format!("x=ply:{}/file/x_#.ply", d);
+    let o = run(&bad);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("export: cannot create"), "{}", text(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
