@@ -5,7 +5,7 @@
 PLY_FIRST: the first file of a PLY sequence (x_0001.ply): every file of the
 sequence (PLY_COUNT of them, numbered on) is imported with Blender's own PLY
 importer and must give as many vertices as its header says, at the same
-positions. VDB: one .vdb file, loaded as a Volume object: it must hold one
+positions, with every other property as a point attribute. VDB: one .vdb file, loaded as a Volume object: it must hold one
 float grid named FIELD whose transform is the one
 Weft writes (voxel size VOXEL_SIZE, voxel (0, 0, 0)'s centre at VOXEL_SIZE / 2). Needs `pip install bpy` (Blender as a Python module,
 Python 3.11) or runs inside `blender --background --python`.
@@ -29,7 +29,7 @@ def ply_header(path):
     props = re.findall(r"property (\w+) (\w+)", head)
     stride = 4 * len(props)
     xyz = [struct.unpack_from("<3f", data, end + i * stride) for i in range(n)]
-    return n, xyz
+    return n, xyz, [name for _, name in props[3:]]
 
 
 def main(argv):
@@ -42,7 +42,7 @@ def main(argv):
     bpy.ops.wm.read_factory_settings(use_empty=True)
     for i in range(count):
         path = first[: m.start(1)] + str(start + i).zfill(width) + ".ply"
-        n, xyz = ply_header(path)
+        n, xyz, extra = ply_header(path)
         before = set(bpy.data.objects)
         bpy.ops.wm.ply_import(filepath=path)
         new = [o for o in bpy.data.objects if o not in before]
@@ -51,6 +51,9 @@ def main(argv):
         mesh = new[0].data
         if len(mesh.vertices) != n:
             sys.exit("%s: Blender has %d vertices, the file %d" % (path, len(mesh.vertices), n))
+        missing = [a for a in extra if a not in mesh.attributes]
+        if missing:
+            sys.exit("%s: Blender dropped the properties %s" % (path, missing))
         for k in (0, n // 2, n - 1):
             got = tuple(mesh.vertices[k].co)
             if any(abs(a - b) > 0.0 for a, b in zip(got, xyz[k])):
