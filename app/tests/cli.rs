@@ -1530,3 +1530,77 @@ fn bad_exports_are_clear_errors() {
     assert!(text(&o).contains("export: cannot create"), "{}", text(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// PLY of a `dynamic` layout holds only the appended elements: the
+/// particle_lists example with a `vec2` copy of each particle's position
+/// appended next to its index (`mpos`, on the lists' layout).
+#[test]
+fn a_dynamic_layout_exports_only_its_appended_elements() {
+    let dir = tmp("export_dynamic");
+    let d = dir.to_str().unwrap();
+    let src = std::fs::read_to_string(root().join("graphs/particle_lists.json")).unwrap();
+    let mut g: serde_json::Value = serde_json::from_str(&src).unwrap();
+    g["nodes"].as_array_mut().unwrap().push(serde_json::json!({
+        "id": "mpos", "kind": "field", "params": {"type": "vec2", "init": 0}, "pos": [220, 550]
+    }));
+    for w in [("bucket.cells", "mpos.layout"), ("mpos.field", "bin.mpos")] {
+        g["wires"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({"from": w.0, "to": w.1}));
+    }
+    let bin = g["nodes"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|n| n["id"] == "bin")
+        .unwrap();
+    let code = bin["params"]["code"].as_str().unwrap().replace(
+        "let k = append(members, c.x * cells + c.y, p);",
+        "let l = c.x * cells + c.y;\n    let k = append(members, l, p);\n    mpos[l * 32 + k] = pos[p];",
+    );
+    assert!(
+        code.contains("mpos["),
+        "the example's append changed: {code}"
+    );
+    bin["params"]["code"] = code.into();
+    let graph = dir.join("lists.json");
+    std::fs::write(&graph, serde_json::to_string(&g).unwrap()).unwrap();
+    let o = weft(&[
+        "run",
+        graph.to_str().unwrap(),
+        "--frames",
+        "2",
+        "--no-frames",
+        "--backend",
+        "cpu",
+        "--out",
+        d,
+        "--export",
+        "mpos,members=ply",
+        "--dump",
+        "mpos",
+        "--dump",
+        "members",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let Some(py) = python_with("plyfile, numpy") else {
+        return;
+    };
+    let script = r#"
+import sys, numpy as np
+from plyfile import PlyData
+d = sys.argv[1]
+m = np.load(d + "/members.npy"); p = np.load(d + "/mpos.npy")
+e = PlyData.read(d + "/mpos_0002.ply")["vertex"]
+live = m >= 0
+assert 0 < live.sum() < len(m) and len(e.data) == live.sum(), (len(e.data), live.sum(), len(m))
+assert [q.name for q in e.properties] == ["x", "y", "z", "members"]
+assert np.array_equal(e["members"], m[live])
+assert np.array_equal(e["x"], p[live, 0]) and np.array_equal(e["y"], p[live, 1])
+assert (e["z"] == 0).all()
+print("dynamic ply ok", len(e.data))
+"#;
+    python_ok(py, script, &[d]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
