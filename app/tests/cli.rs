@@ -1476,8 +1476,9 @@ print("sparse openvdb ok", len(c), g.leafCount())
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Export specs that cannot be written are refused before the run, naming
-/// the field; an unwritable path is a clear error, never a panic.
+/// Export specs that cannot be written are refused before the run (exit 2,
+/// a usage error), naming the field; an unwritable path fails the run
+/// (exit 1) naming the path; never a panic.
 #[test]
 fn bad_exports_are_clear_errors() {
     let dir = tmp("export_bad");
@@ -1502,21 +1503,21 @@ fn bad_exports_are_clear_errors() {
         ("x=obj", 2, "unknown format 'obj'"),
         (
             "J=ply",
-            1,
+            2,
             "node 'J': --export J=ply: the first field is the points' positions",
         ),
         (
             "x=vdb",
-            1,
+            2,
             "node 'x': --export x=vdb: a volume is a 3-axis f32 or vec3 field",
         ),
         (
             "x,grid_m=ply",
-            1,
+            2,
             "node 'grid_m': --export: attribute 'grid_m' is on another layout",
         ),
-        ("x,C=ply", 1, "node 'C': cannot export a mat3"),
-        ("grid_m,grid_v=vdb", 1, "takes one field"),
+        ("x,C=ply", 2, "node 'C': cannot export a mat3"),
+        ("grid_m,grid_v=vdb", 2, "takes one field"),
     ] {
         let o = run(spec);
         assert_eq!(o.status.code(), Some(code), "{spec}: {}", text(&o));

@@ -112,11 +112,9 @@ pub fn frame_path(template: &Path, frame: i32) -> PathBuf {
     template.with_file_name(format!("{}_{:04}{}", stem, frame, ext))
 }
 
+/// A spec that cannot be written: a usage error (exit 2) naming the field.
 fn bad(field: &str, message: String) -> RuntimeError {
-    RuntimeError::Run {
-        node: field.to_string(),
-        message,
-    }
+    RuntimeError::Graph(weft_ir::graph::GraphError::node_msg(field, message).into())
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), RuntimeError> {
