@@ -15,7 +15,8 @@
 //! - `usd`: a position field (+ primvars) as `UsdGeomPoints`, or a 3-axis
 //!   field as a `UsdVolVolume` referencing per-frame `.vdb` files written
 //!   next to the `.usda`. One `.usda` per export holding every frame of the
-//!   run, written (atomically) when the run ends.
+//!   run: a volume's rewritten every frame, a point cloud's (all its
+//!   samples inline) written when the run ends.
 //!
 //! Every file is written whole or not at all (`weft_ir::io::write_atomic`).
 
@@ -356,6 +357,9 @@ impl Exporter {
                             .map(|n| n.to_string_lossy().to_string())
                             .unwrap_or_default();
                         job.vdbs.push((frame, format!("./{}", name)));
+                        // A volume's stage is small: rewritten every frame,
+                        // so a stopped run leaves one matching its VDBs.
+                        write_stage(job, &sim.program, self.point_width, &self.label)?;
                     }
                     written.push(path);
                 }
@@ -368,28 +372,38 @@ impl Exporter {
     pub fn finish(&mut self, p: &Program) -> Result<Vec<PathBuf>, RuntimeError> {
         let mut written = Vec::new();
         for job in &self.jobs {
-            let Some(usda) = &job.usda else { continue };
-            let doc = format!("Weft export of {}", self.label);
-            let text = match &job.what {
-                What::Points { pos, .. } => usd::points_stage(
-                    &p.fields[*pos].name,
-                    self.point_width,
-                    USD_FPS,
-                    &job.points,
-                    &doc,
-                ),
-                What::Volume { field } => {
-                    let f = &p.fields[*field];
-                    let s = 1.0 / f.shape.iter().copied().max().unwrap_or(1) as f64;
-                    let hi = [0, 1, 2].map(|a| f.shape[a] as f64 * s);
-                    usd::volume_stage(&f.name, &f.name, USD_FPS, [[0.0; 3], hi], &job.vdbs, &doc)
-                }
-            };
-            write(usda, text.as_bytes())?;
-            written.push(usda.clone());
+            if let Some(usda) = write_stage(job, p, self.point_width, &self.label)? {
+                written.push(usda);
+            }
         }
         Ok(written)
     }
+}
+
+/// Writes `job`'s `.usda` (if it has one) with the frames gathered so far.
+fn write_stage(
+    job: &Job,
+    p: &Program,
+    width: f32,
+    label: &str,
+) -> Result<Option<PathBuf>, RuntimeError> {
+    let Some(usda) = &job.usda else {
+        return Ok(None);
+    };
+    let doc = format!("Weft export of {}", label);
+    let text = match &job.what {
+        What::Points { pos, .. } => {
+            usd::points_stage(&p.fields[*pos].name, width, USD_FPS, &job.points, &doc)
+        }
+        What::Volume { field } => {
+            let f = &p.fields[*field];
+            let s = 1.0 / f.shape.iter().copied().max().unwrap_or(1) as f64;
+            let hi = [0, 1, 2].map(|a| f.shape[a] as f64 * s);
+            usd::volume_stage(&f.name, &f.name, USD_FPS, [[0.0; 3], hi], &job.vdbs, &doc)
+        }
+    };
+    write(usda, text.as_bytes())?;
+    Ok(Some(usda.clone()))
 }
 
 /// Calls `f(values)` for each stored element of `field`, in the layout's
