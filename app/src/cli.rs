@@ -101,6 +101,12 @@ pub struct RunArgs {
     /// With --checkpoint: snapshots kept (older ones are removed).
     #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     pub keep: u32,
+    /// Export fields every frame: FIELDS=FORMAT[:PATH] (repeatable). ply: `x` or `x,v,J` (a vec3/vec2 position field, then attributes on its layout) as one binary PLY per frame; vdb: one 3-axis f32 or vec3 field as one OpenVDB grid per frame (voxel size 1/max(shape): the unit box); usd: points (a position field and primvars) or a volume (a 3-axis field, with its per-frame .vdb files) in one .usda holding every frame (24 per second; a volume's is rewritten every frame, a point cloud's written when the run ends). PATH: per-frame files with a run of # for the frame number (default OUT/FIELD_####.ply or .vdb); for usd the .usda (default OUT/FIELD.usda).
+    #[arg(long = "export", value_name = "FIELDS=FORMAT[:PATH]")]
+    pub exports: Vec<weft_runtime::export::ExportSpec>,
+    /// With --export ...=usd on points: the points' width (world units).
+    #[arg(long, value_name = "W", default_value_t = 0.01)]
+    pub point_width: f32,
     /// Continue from the newest complete snapshot in DIR, up to frame --frames (a snapshot of another or an edited graph is refused, naming what differs). With --checkpoint DIR as well, an empty DIR starts from frame 0, so one command serves a first run and its retries.
     #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,

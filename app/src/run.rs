@@ -12,6 +12,7 @@ use weft_ir::graph::document::GraphDoc;
 use weft_ir::ir::layout::root_words;
 use weft_ir::ir::print_program;
 use weft_ir::passes::{run_pipeline, PassOptions, Stage};
+use weft_runtime::export::Exporter;
 use weft_runtime::memory::field_to_npy;
 use weft_runtime::memory_limit::{fmt_bytes, MemoryLimits};
 use weft_runtime::snapshot;
@@ -157,6 +158,9 @@ fn run_inner(a: &RunArgs) -> Result<(), RuntimeError> {
     }
     std::fs::create_dir_all(&a.out)
         .map_err(|e| RuntimeError::Io(format!("cannot create {}: {}", a.out.display(), e)))?;
+    let mut exporter = Exporter::new(&sim.program, &a.exports, &a.out)?;
+    exporter.point_width = a.point_width;
+    exporter.label = a.graph.display().to_string();
     let bar = if std::io::stderr().is_terminal() {
         let b = ProgressBar::new(a.frames as u64);
         b.set_style(
@@ -187,10 +191,12 @@ fn run_inner(a: &RunArgs) -> Result<(), RuntimeError> {
                 img.write_png(&path).map_err(RuntimeError::Io)?;
             }
         }
+        exporter.write_frame(&sim)?;
         if let Some(b) = &bar {
             b.inc(1);
         }
     }
+    exporter.finish(&sim.program)?;
     sim.sync()?;
     if let Some(b) = bar {
         b.finish_and_clear();

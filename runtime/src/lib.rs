@@ -6,6 +6,7 @@
 pub mod backend;
 pub mod cuda;
 pub mod expect;
+pub mod export;
 pub mod jit;
 pub mod memory;
 pub mod memory_limit;
