@@ -2443,3 +2443,65 @@ fn surface_errors_name_the_node_and_port() {
         );
     }
 }
+
+/// A volume drawn over a surface (`under`): with no opacity (density 0)
+/// its picture is the surface's, pixel for pixel (the surface's picture is
+/// its background); with opacity the smoke changes it; on every backend.
+/// Moving the volume's camera at run time moves the surface under it too.
+#[test]
+fn volume_over_a_surface() {
+    let mut g = sphere_graph(false);
+    let base = json!({"width": 80, "height": 60, "domain": BOX});
+    let mut iso = base.clone();
+    iso["max_triangles"] = json!(8000);
+    add_view(&mut g, "iso", "surface", iso, &[("field", "s")]);
+    for (id, density) in [("clear", 0.0), ("smoke", 4.0)] {
+        let mut v = base.clone();
+        v["under"] = json!("iso");
+        v["density"] = json!(density);
+        v["min"] = json!(-0.2);
+        v["max"] = json!(0.6);
+        add_view(&mut g, id, "volume", v, &[("field", "s")]);
+    }
+    let moved = weft_ir::ir::Camera {
+        target: [0.1, 0.0, -0.1],
+        distance: 4.0,
+        yaw: 75.0,
+        pitch: -20.0,
+        fov: 40.0,
+    };
+    let mut backends = vec![(Backend::Vm, None), (Backend::Jit, None)];
+    if let Some(ctx) = gpu() {
+        backends.push((Backend::Wgpu, Some(ctx)));
+    }
+    for (backend, ctx) in backends {
+        let mut sim = open(&g, backend, ctx);
+        let draw = |sim: &mut Simulation| -> std::collections::BTreeMap<String, Vec<u8>> {
+            sim.render_views()
+                .expect("views")
+                .into_iter()
+                .map(|(id, img)| (id, img.rgba))
+                .collect()
+        };
+        let a = draw(&mut sim);
+        let drawn = a["iso"]
+            .chunks(4)
+            .filter(|p| p[..3] != [18, 38, 46])
+            .count();
+        assert!(drawn > 300, "{:?}: the surface shows ({})", backend, drawn);
+        assert!(
+            a["clear"] == a["iso"],
+            "{:?}: clear smoke over the surface",
+            backend
+        );
+        assert!(a["smoke"] != a["iso"], "{:?}: the smoke shows", backend);
+        sim.set_view_camera("clear", moved).expect("camera");
+        let b = draw(&mut sim);
+        assert!(
+            b["iso"] != a["iso"],
+            "{:?}: the surface under it moved",
+            backend
+        );
+        assert!(b["clear"] == b["iso"], "{:?}: after the move", backend);
+    }
+}

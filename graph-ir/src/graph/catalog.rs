@@ -582,7 +582,7 @@ static KINDS: &[NodeKind] = &[
             ParamSpec { name: "domain", ty: ParamType::Rect, default: Some("null"), doc: "The box [min x, min y, min z, max x, max y, max z] the field's cells fill; absent: from the origin to shape / max(shape) (the longest axis spans 0..1, cubic cells).", range: None },
             ParamSpec { name: "camera", ty: ParamType::Camera, default: Some("null"), doc: "The orbit camera, as on a 3-D particles view: {\"target\": [x, y, z], \"distance\": d, \"yaw\": deg, \"pitch\": deg, \"fov\": deg}; every key optional (defaults: the domain's centre, a distance that frames the domain, yaw 30, pitch 20, fov 40).", range: None },
             ParamSpec { name: "orbit_degrees_per_frame", ty: ParamType::Number, default: Some("0"), doc: "A turntable, as on a 3-D particles view: frame f is drawn with the camera's yaw + f * this (degrees), headless and in the app.", range: Some((-360.0, 360.0)) },
-            ParamSpec { name: "under", ty: ParamType::String, default: Some("null"), doc: "The id of another 3-D view node (a particles view of vec3 positions) with the same width, height, domain and camera: it is drawn first, its picture is the volume's background and its per-pixel depth ends the rays (particles inside smoke).", range: None },
+            ParamSpec { name: "under", ty: ParamType::String, default: Some("null"), doc: "The id of another 3-D view node (a particles view of vec3 positions, or a surface view) with the same width, height, domain and camera: it is drawn first, its picture is the volume's background and its per-pixel depth ends the rays (particles inside smoke).", range: None },
         ],
         exec_in: false,
         exec_outs: &[],

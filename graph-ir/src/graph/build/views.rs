@@ -630,13 +630,23 @@ impl Builder<'_> {
                 continue;
             };
             let target = views.iter().find(|o| o.node_id() == u);
-            let msg = match target {
-                Some(View::Particles {
+            let geometry = target.and_then(|o| match o {
+                View::Particles {
                     scene: Some(s),
-                    width: w,
-                    height: h,
+                    width,
+                    height,
                     ..
-                }) => {
+                }
+                | View::Surface {
+                    scene: s,
+                    width,
+                    height,
+                    ..
+                } => Some((s, width, height)),
+                _ => None,
+            });
+            let msg = match (target, geometry) {
+                (Some(_), Some((s, w, h))) => {
                     if (w, h) != (width, height) {
                         Some(format!("the view under it, '{}', is {} x {} pixels; this volume is {} x {} (give both the same width and height)", u, w, h, width, height))
                     } else if s != scene {
@@ -645,9 +655,9 @@ impl Builder<'_> {
                         None
                     }
                 }
-                Some(_) => Some(format!("'{}' is not a 3-D view (a particles view of vec3 positions); a volume can only be drawn over one", u)),
-                None if u == node_id => Some("a volume cannot be drawn over itself".to_string()),
-                None => Some(format!("there is no view node '{}' to draw this volume over", u)),
+                (Some(_), None) => Some(format!("'{}' is not a 3-D view (a particles view of vec3 positions, or a surface view); a volume can only be drawn over one", u)),
+                (None, _) if u == node_id => Some("a volume cannot be drawn over itself".to_string()),
+                (None, _) => Some(format!("there is no view node '{}' to draw this volume over", u)),
             };
             if let Some(m) = msg {
                 errs.push(GraphError::param(node_id, "under", m));

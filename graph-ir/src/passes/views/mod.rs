@@ -160,7 +160,7 @@ pub fn run(program: &mut Program) -> Result<(), PassError> {
                                 pass: "views",
                                 kernel: node_id.clone(),
                                 message: format!(
-                                    "'under' names '{}', which is not a 3-D view drawn before this volume (a particles view of vec3 positions)",
+                                    "'under' names '{}', which is not a 3-D view drawn before this volume (a particles view of vec3 positions, or a surface view)",
                                     u
                                 ),
                                 user: Some(Span::default()),
