@@ -54,6 +54,9 @@ pub const CELL_ACTIVE: u8 = 1;
 /// `activity_mask` bit: the cell lies on the border of an active cell of the
 /// outermost sparse node (the "blocks" an overlay outlines).
 pub const BLOCK_EDGE: u8 = 2;
+/// `activity_mask` bit: the cell's block of the outermost sparse node is
+/// active (allocated), whatever the levels below it say.
+pub const OUTER_ACTIVE: u8 = 4;
 
 /// Per-cell activity of a 2D field in logical row-major order (`CELL_ACTIVE`,
 /// `BLOCK_EDGE`), read from its root buffer `words`; `None` for a field
@@ -74,10 +77,14 @@ pub fn activity_mask(p: &Program, field: FieldId, words: &[u32]) -> Option<Vec<u
     let mut out = vec![0u8; shape.iter().map(|&s| s as usize).product()];
     let outer_level = &plan.levels[outer];
     plan.for_each_block(shape, words, |first, lin0, (_, active), table| {
-        let block_active = outline && block_plan.read_address(first, words).1;
+        let outer_active = block_plan.read_address(first, words).1;
+        let block_active = outline && outer_active;
         let mut at = [0u32; 3];
         for e in table {
             let mut flags = 0;
+            if outer_active {
+                flags |= OUTER_ACTIVE;
+            }
             if active {
                 flags |= CELL_ACTIVE;
             }
@@ -1069,9 +1076,8 @@ fn particles_3d_view(
 }
 
 /// A `volume` view's picture and depth words, reading its field (and the
-/// view under it) like `render_view`. Sparse fields: the outermost sparse
-/// level must be the only one (its block is active exactly where its cells
-/// are, as the activity mask tells).
+/// view under it) like `render_view`. Sparse fields: samples and block
+/// boxes follow the outermost sparse level's activity (`OUTER_ACTIVE`).
 pub fn volume_view(
     p: &Program,
     view: &View,
@@ -1111,7 +1117,9 @@ pub fn volume_view(
         }
     };
     let mask = activity(*field);
-    let block_active = |c: [usize; 3]| mask.as_ref().is_none_or(|m| m[lin(c)] & CELL_ACTIVE != 0);
+    // The IR skips samples (and outlines blocks) by the outermost sparse
+    // level's activity.
+    let block_active = |c: [usize; 3]| mask.as_ref().is_none_or(|m| m[lin(c)] & OUTER_ACTIVE != 0);
     let plan = AddressPlan::new(p, *field);
     let boxes = match (&mask, plan.levels.iter().find(|l| is_sparse_level(l))) {
         (Some(m), Some(level)) if *show_active => {
@@ -1120,7 +1128,7 @@ pub fn volume_view(
             for a in (0..shape[0]).step_by(size[0] as usize) {
                 for b in (0..shape[1]).step_by(size[1] as usize) {
                     for c in (0..shape[2]).step_by(size[2] as usize) {
-                        if m[lin([a as usize, b as usize, c as usize])] & CELL_ACTIVE != 0 {
+                        if m[lin([a as usize, b as usize, c as usize])] & OUTER_ACTIVE != 0 {
                             firsts.push([a, b, c]);
                         }
                     }
