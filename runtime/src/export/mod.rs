@@ -115,7 +115,7 @@ pub fn frame_path(template: &Path, frame: i32) -> PathBuf {
 
 /// A spec that cannot be written: a usage error (exit 2) naming the field.
 fn bad(field: &str, message: String) -> RuntimeError {
-    RuntimeError::Graph(weft_ir::graph::GraphError::node_msg(field, message).into())
+    RuntimeError::Graph(weft_ir::error::GraphError::node_msg(field, message).into())
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), RuntimeError> {
@@ -198,7 +198,7 @@ impl Exporter {
                             .map(|(_, f)| f.name.as_str())
                             .collect();
                         RuntimeError::Graph(
-                            weft_ir::graph::GraphError::Document {
+                            weft_ir::error::GraphError::Document {
                                 message: format!(
                                     "--export {}: no field node '{}' (fields: {})",
                                     spec.fields.join(","),
