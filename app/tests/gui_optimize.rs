@@ -10,6 +10,8 @@ mod support;
 // The field-port tests live in this crate (one fewer compile of the GUI).
 #[path = "inspector/field_ports.rs"]
 mod field_ports;
+// File > Export… likewise.
+mod export;
 
 use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;

@@ -5,6 +5,7 @@
 //! whenever its revision changes.
 
 pub mod code_editor;
+pub mod export_panel;
 pub mod expr_view;
 pub mod files;
 pub mod frames;
@@ -143,6 +144,8 @@ pub struct WeftApp {
     pub twins: quant_readout::Twins,
     /// Layout trees' memory and pools in use, read live.
     pub memory: memory_readout::MemoryReadout,
+    /// File > Export…: PLY, VDB and USD files of the running simulation.
+    pub export: export_panel::ExportPanel,
 }
 
 fn default_config_dir() -> PathBuf {
@@ -218,6 +221,7 @@ impl WeftApp {
             viewer: Default::default(),
             twins: Default::default(),
             memory: Default::default(),
+            export: export_panel::ExportPanel::new(),
             status_seen: String::new(),
             status_revision: 0,
             refusal_until: 0.0,
@@ -554,6 +558,10 @@ impl WeftApp {
                 if ui.button("Save As…").clicked() {
                     ui.close();
                     self.save(true, None);
+                }
+                if ui.button("Export…").clicked() {
+                    ui.close();
+                    self.export.open = true;
                 }
                 ui.menu_button("Examples", |ui| {
                     let mut files: Vec<PathBuf> = examples_dir()
@@ -1439,6 +1447,16 @@ impl eframe::App for WeftApp {
             self.twins
                 .start(&f, &doc, self.base_dir().unwrap_or_default(), sim, opts);
         }
+        self.export.ui(&ctx, self.viewport.program());
+        let base = self.base_dir().unwrap_or_default();
+        let label = self
+            .model
+            .path
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| self.model.title());
+        self.export
+            .after_panels(self.viewport.sim.as_ref(), &base, &label);
         // The panels have read this pass's state: the next frame goes out.
         self.viewport.end_pass(&ctx);
         if self.status != self.status_seen || self.model.revision != self.status_revision {

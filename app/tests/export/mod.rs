@@ -1,0 +1,130 @@
+//! File > Export… (kittest, in the gui_optimize crate: one fewer compile of
+//! the GUI): a frame exported from the app is the file `weft run --export`
+//! writes for that frame, and recording while playing writes every frame
+//! the simulation runs until Stop.
+
+use super::*;
+
+/// A PLY file without its `comment` header lines (they name the graph as
+/// each side was given it).
+fn ply_without_comments(path: &std::path::Path) -> Vec<u8> {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {}", path.display(), e));
+    let end = bytes
+        .windows(11)
+        .position(|w| w == b"end_header\n")
+        .expect("a PLY header")
+        + 11;
+    let header: String = String::from_utf8_lossy(&bytes[..end])
+        .lines()
+        .filter(|l| !l.starts_with("comment"))
+        .map(|l| format!("{}\n", l))
+        .collect();
+    let mut out = header.into_bytes();
+    out.extend_from_slice(&bytes[end..]);
+    out
+}
+
+fn open_export_window(h: &mut Harness<'static, WeftApp>, specs: String) {
+    h.get_by_label("File").click();
+    h.run_steps(2);
+    h.get_by_label("Export…").click();
+    h.run_steps(2);
+    assert!(h.state().export.open, "File > Export… opens the window");
+    h.state_mut().export.specs = specs;
+    h.run_steps(1);
+}
+
+#[test]
+fn export_this_frame_equals_the_headless_export() {
+    let dir = std::env::temp_dir().join(format!("weft-gui-export-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut h = harness("particle_lists.json");
+    wait_for_sim(&mut h);
+    h.state_mut().viewport.playing = true;
+    play_until(&mut h, 3);
+    h.state_mut().viewport.playing = false;
+    settle(&mut h);
+    let frame = h.state().viewport.frame();
+    let backend = h.state().viewport.sim.as_ref().unwrap().backend_name();
+    // Positions (vec2: z = 0) and an integer attribute, which no float
+    // summation order can change.
+    let app_path = dir.join("app_####.ply");
+    open_export_window(&mut h, format!("pos,neighbours=ply:{}", app_path.display()));
+    h.get_by_label("Export this frame").click();
+    h.run_steps(2);
+    settle(&mut h);
+    match &h.state().export.message {
+        Some(Ok(m)) => assert!(m.contains(&format!("frame {}", frame)), "{}", m),
+        other => panic!("the export failed: {:?}", other),
+    }
+    let cli = std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
+        .current_dir(root())
+        .args([
+            "run",
+            "graphs/particle_lists.json",
+            "--no-frames",
+            "--backend",
+        ])
+        .arg(backend)
+        .args(["--frames", &frame.to_string(), "--out"])
+        .arg(&dir)
+        .arg("--export")
+        .arg(format!("pos,neighbours=ply:{}/cli_####.ply", dir.display()))
+        .output()
+        .unwrap();
+    assert!(
+        cli.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
+    let name = |p: &str| dir.join(format!("{}_{:04}.ply", p, frame));
+    assert!(
+        ply_without_comments(&name("app")) == ply_without_comments(&name("cli")),
+        "the app's and the CLI's frame {} differ",
+        frame
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn recording_while_playing_writes_every_frame_until_stop() {
+    let dir = std::env::temp_dir().join(format!("weft-gui-record-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut h = harness("particle_lists.json");
+    wait_for_sim(&mut h);
+    settle(&mut h);
+    let start = h.state().viewport.frame();
+    open_export_window(&mut h, format!("pos=ply:{}/rec_####.ply", dir.display()));
+    h.get_by_label("Record while playing").click();
+    h.run_steps(2);
+    h.state_mut().viewport.playing = true;
+    play_until(&mut h, start + 4);
+    h.state_mut().viewport.playing = false;
+    settle(&mut h);
+    let end = h.state().viewport.frame();
+    h.get_by_label("Stop").click();
+    h.run_steps(2);
+    settle(&mut h);
+    match &h.state().export.message {
+        Some(Ok(m)) => assert!(m.contains("recorded"), "{}", m),
+        other => panic!("the recording failed: {:?}", other),
+    }
+    for f in start + 1..=end {
+        assert!(
+            dir.join(format!("rec_{:04}.ply", f)).exists(),
+            "frame {} of {}..={} was not written",
+            f,
+            start + 1,
+            end
+        );
+    }
+    // Stopped: further frames are not written.
+    h.state_mut().viewport.playing = true;
+    play_until(&mut h, end + 2);
+    h.state_mut().viewport.playing = false;
+    settle(&mut h);
+    assert!(!dir.join(format!("rec_{:04}.ply", end + 2)).exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
