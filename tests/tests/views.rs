@@ -1709,6 +1709,13 @@ fn particles_3d_errors_name_the_node_and_param() {
         ("x", json!({"domain": box3, "camera": 5}), "camera"),
         ("x", json!({"domain": box3, "radius": 0.0}), "radius"),
         ("y", json!({"camera": {"yaw": 10}}), "vec3 positions"),
+        ("x", json!({"domain": box3, "show_box": 1}), "show_box"),
+        (
+            "x",
+            json!({"domain": box3, "show_axes": "yes"}),
+            "show_axes",
+        ),
+        ("y", json!({"show_box": true}), "show_box is for 3-D"),
     ] {
         let mut g = g0.clone();
         add_view(

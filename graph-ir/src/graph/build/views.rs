@@ -181,6 +181,20 @@ impl Builder<'_> {
                             ));
                             continue;
                         }
+                        if let Some(p) = ["show_box", "show_axes"]
+                            .into_iter()
+                            .find(|p| n.p(p).as_bool() == Some(true))
+                        {
+                            self.errors.push(GraphError::param(
+                                &id,
+                                p,
+                                format!(
+                                    "{} is for 3-D views (vec3 positions); '{}' is vec2",
+                                    p, fd.name
+                                ),
+                            ));
+                            continue;
+                        }
                         None
                     };
                     let d = if three { vec![0.0, 0.0, 1.0, 1.0] } else { d };
