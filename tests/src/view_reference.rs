@@ -1004,18 +1004,10 @@ pub fn volume(
                     let (Some(p), Some(q)) = (pr[a], pr[a | bit]) else {
                         continue;
                     };
-                    let (dx, dy) = (q.0 - p.0, q.1 - p.1);
-                    let m = dx.abs().max(dy.abs()).ceil().min(4096.0) as i32;
-                    let den = m.max(1) as f32;
-                    for s in 0..=m {
-                        let f = s as f32 / den;
-                        let gx = (p.0 + dx * f).floor();
-                        let gy = (p.1 + dy * f).floor();
-                        if gx >= 0.0 && gx < width as f32 && gy >= 0.0 && gy < height as f32 {
-                            let i = ((gy as u32 * width + gx as u32) * 4) as usize;
-                            img.rgba[i..i + 4].copy_from_slice(&[word[0], word[1], word[2], 255]);
-                        }
-                    }
+                    line((p.0, p.1), (q.0, q.1), width, height, |_, x, y| {
+                        let i = ((y * width + x) * 4) as usize;
+                        img.rgba[i..i + 4].copy_from_slice(&[word[0], word[1], word[2], 255]);
+                    });
                 }
             }
         }
