@@ -226,8 +226,10 @@ pub fn render_view(
             scene,
             ..
         } => {
-            if scene.is_some() {
-                return particles_3d_view(p, view, read).expect("a 3-D view").0;
+            if let Some(scene) = scene {
+                let (mut img, depth) = particles_3d_view(p, view, read).expect("a 3-D view");
+                overlay_3d(&mut img, &depth, scene);
+                return img;
             }
             let bg = [
                 to_u8(background[0]),
@@ -321,7 +323,11 @@ pub fn render_view(
                 *background,
             )
         }
-        View::Volume { .. } => volume_view(p, view, read, activity).0,
+        View::Volume { scene, .. } => {
+            let (mut img, depth) = volume_view(p, view, read, activity);
+            overlay_3d(&mut img, &depth, scene);
+            img
+        }
         View::Histogram {
             field,
             bins,
@@ -352,7 +358,7 @@ pub fn render_view(
             let shape = [f.shape[0], f.shape[1], f.shape[2]];
             let values: Vec<f32> = read(*field).into_iter().map(f32::from_bits).collect();
             let mesh = surface_mesh(&values, shape, *level, &scene.domain);
-            surface(
+            let (mut img, depth) = surface_depth(
                 &mesh,
                 *max_triangles,
                 *color,
@@ -360,7 +366,9 @@ pub fn render_view(
                 *width,
                 *height,
                 scene,
-            )
+            );
+            overlay_3d(&mut img, &depth, scene);
+            img
         }
     }
 }
@@ -1003,18 +1011,10 @@ pub fn volume(
                     let (Some(p), Some(q)) = (pr[a], pr[a | bit]) else {
                         continue;
                     };
-                    let (dx, dy) = (q.0 - p.0, q.1 - p.1);
-                    let m = dx.abs().max(dy.abs()).ceil().min(4096.0) as i32;
-                    let den = m.max(1) as f32;
-                    for s in 0..=m {
-                        let f = s as f32 / den;
-                        let gx = (p.0 + dx * f).floor();
-                        let gy = (p.1 + dy * f).floor();
-                        if gx >= 0.0 && gx < width as f32 && gy >= 0.0 && gy < height as f32 {
-                            let i = ((gy as u32 * width + gx as u32) * 4) as usize;
-                            img.rgba[i..i + 4].copy_from_slice(&[word[0], word[1], word[2], 255]);
-                        }
-                    }
+                    line((p.0, p.1), (q.0, q.1), width, height, |_, x, y| {
+                        let i = ((y * width + x) * 4) as usize;
+                        img.rgba[i..i + 4].copy_from_slice(&[word[0], word[1], word[2], 255]);
+                    });
                 }
             }
         }
@@ -1276,6 +1276,20 @@ pub fn surface(
     height: u32,
     scene: &Scene,
 ) -> Image {
+    surface_depth(mesh, max_triangles, color, background, width, height, scene).0
+}
+
+/// `surface` and its depth words (`ViewKernels::depth`: the bits of the
+/// nearest triangle's depth, `u32::MAX` where none).
+pub fn surface_depth(
+    mesh: &[SurfaceTriangle],
+    max_triangles: u32,
+    color: [f32; 3],
+    background: [f32; 3],
+    width: u32,
+    height: u32,
+    scene: &Scene,
+) -> (Image, Vec<u32>) {
     const LIGHT: [f32; 3] = [-0.303_045_8, 0.808_122_2, 0.505_076_3];
     let fr = CameraFrame::new(&scene.camera, width, height);
     let bg = [
@@ -1369,5 +1383,78 @@ pub fn surface(
             }
         }
     }
-    img
+    let depth = best
+        .iter()
+        .map(|b| b.map_or(u32::MAX, |(d, _, _)| d.to_bits()))
+        .collect();
+    (img, depth)
+}
+
+/// A line from pixel position `p` to `q`, from the definition in
+/// `weft_ir::passes::views::overlay3d`: `plot(f, x, y)` per step inside
+/// the image.
+pub fn line(
+    p: (f32, f32),
+    q: (f32, f32),
+    width: u32,
+    height: u32,
+    mut plot: impl FnMut(f32, u32, u32),
+) {
+    let (dx, dy) = (q.0 - p.0, q.1 - p.1);
+    let m = dx.abs().max(dy.abs()).ceil().min(4096.0) as i32;
+    let den = m.max(1) as f32;
+    for s in 0..=m {
+        let f = s as f32 / den;
+        let gx = (p.0 + dx * f).floor();
+        let gy = (p.1 + dy * f).floor();
+        if gx >= 0.0 && gx < width as f32 && gy >= 0.0 && gy < height as f32 {
+            plot(f, gx as u32, gy as u32);
+        }
+    }
+}
+
+/// The overlays of a 3-D view (`show_box`, `show_axes`) over its picture
+/// and depth words, from the definition in
+/// `weft_ir::passes::views::overlay3d`.
+pub fn overlay_3d(img: &mut Image, depth: &[u32], scene: &Scene) {
+    use weft_ir::passes::views::overlay3d::{AXIS_LEN, AXIS_RGB, BOX_RGB};
+    let (width, height) = (img.width, img.height);
+    let fr = CameraFrame::new(&scene.camera, width, height);
+    let put = |img: &mut Image, x: u32, y: u32, rgb: [f32; 3]| {
+        let i = ((y * width + x) * 4) as usize;
+        img.rgba[i..i + 4].copy_from_slice(&[to_u8(rgb[0]), to_u8(rgb[1]), to_u8(rgb[2]), 255]);
+    };
+    if scene.show_box {
+        let d = &scene.domain;
+        let corner = |k: usize| -> [f32; 3] {
+            std::array::from_fn(|i| if (k >> i) & 1 == 0 { d[i] } else { d[i + 3] })
+        };
+        for a in 0..8usize {
+            for bit in [1usize, 2, 4] {
+                if a & bit != 0 {
+                    continue;
+                }
+                let (Some(p), Some(q)) = (fr.project(corner(a)), fr.project(corner(a | bit)))
+                else {
+                    continue;
+                };
+                let (i0, i1) = (1.0 / p.2, 1.0 / q.2);
+                line((p.0, p.1), (q.0, q.1), width, height, |f, x, y| {
+                    let z = 1.0 / (i0 + (i1 - i0) * f);
+                    if z.to_bits() < depth[(y * width + x) as usize] {
+                        put(img, x, y, BOX_RGB);
+                    }
+                });
+            }
+        }
+    }
+    if scene.show_axes {
+        let len = AXIS_LEN.min((width.min(height) as f32 / 4.0).floor());
+        let off = (len * 1.25).floor();
+        let o = (off + 0.5, (height as f32 - off) - 0.5);
+        for (i, rgb) in AXIS_RGB.iter().enumerate() {
+            let e = (o.0 + len * fr.right[i], o.1 - len * fr.up[i]);
+            line(o, e, width, height, |_, x, y| put(img, x, y, *rgb));
+        }
+    }
 }

@@ -1726,6 +1726,13 @@ fn particles_3d_errors_name_the_node_and_param() {
         ("x", json!({"domain": box3, "camera": 5}), "camera"),
         ("x", json!({"domain": box3, "radius": 0.0}), "radius"),
         ("y", json!({"camera": {"yaw": 10}}), "vec3 positions"),
+        ("x", json!({"domain": box3, "show_box": 1}), "show_box"),
+        (
+            "x",
+            json!({"domain": box3, "show_axes": "yes"}),
+            "show_axes",
+        ),
+        ("y", json!({"show_box": true}), "show_box is for 3-D"),
     ] {
         let mut g = g0.clone();
         add_view(
@@ -2521,4 +2528,183 @@ fn volume_over_a_surface() {
         );
         assert!(b["clear"] == b["iso"], "{:?}: after the move", backend);
     }
+}
+
+/// Pixels of `img` with exactly the colour `rgb` (an overlay's bytes).
+fn pixels_of(img: &Image, rgb: [f32; 3]) -> Vec<(u32, u32)> {
+    let b = rgb.map(|c| (c.clamp(0.0, 1.0) * 255.0 + 0.5) as u8);
+    (0..img.height)
+        .flat_map(|y| (0..img.width).map(move |x| (x, y)))
+        .filter(|&(x, y)| {
+            let i = ((y * img.width + x) * 4) as usize;
+            img.rgba[i..i + 3] == b
+        })
+        .collect()
+}
+
+/// `show_box` and `show_axes` on every 3-D view kind (particles, volumes
+/// of each mode, a volume over particles, surfaces; several cameras, one
+/// inside the box) equal the reference (`view_reference::overlay_3d`, the
+/// definition in `weft_ir::passes::views::overlay3d`) exactly on vm and
+/// cpu, and wgpu within `GPU_LEVELS`; and each picture shows the box and
+/// the three axes.
+#[test]
+fn overlays_match_the_reference_on_every_backend() {
+    use weft_ir::passes::views::overlay3d::{AXIS_RGB, BOX_RGB};
+    let on = |mut p: Value| {
+        p["show_box"] = json!(true);
+        p["show_axes"] = json!(true);
+        p
+    };
+    // Particles and volumes (and a volume over particles).
+    let mut g = volume_graph(false);
+    let base = json!({"width": 96, "height": 72, "background": [0.1, 0.2, 0.3], "domain": [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]});
+    let with = |extra: Value| {
+        let mut p = base.clone();
+        for (k, v) in extra.as_object().unwrap() {
+            p[k] = v.clone();
+        }
+        on(p)
+    };
+    add_view(
+        &mut g,
+        "parts",
+        "particles",
+        with(json!({"radius": 4.0, "color": [0.2, 1.0, 0.4]})),
+        &[("positions", "x")],
+    );
+    add_view(
+        &mut g,
+        "parts_front",
+        "particles",
+        with(json!({"radius": 3.0, "camera": {"yaw": 0, "pitch": 0}})),
+        &[("positions", "x")],
+    );
+    for (id, extra) in [
+        ("smoke", json!({"density": 6.0})),
+        (
+            "mip",
+            json!({"mode": "mip", "camera": {"yaw": -40, "pitch": 35}}),
+        ),
+        ("slice", json!({"mode": "slice", "slice_axis": "z"})),
+        (
+            "inside",
+            json!({"camera": {"target": [0.4, 0.5, 0.5], "distance": 0.2, "yaw": 20, "pitch": 10, "fov": 80}}),
+        ),
+        ("over_parts", json!({"under": "parts", "density": 3.0})),
+    ] {
+        add_view(&mut g, id, "volume", with(extra), &[("field", "d")]);
+    }
+    let mut sim = Runs::new(&g, 1);
+    let mut imgs = sim.check("overlays_volume");
+    // Surfaces.
+    let mut g = sphere_graph(true);
+    for (id, camera) in [
+        ("iso", json!(null)),
+        ("iso_top", json!({"yaw": 0, "pitch": 90, "distance": 4})),
+    ] {
+        let mut params = json!({"width": 120, "height": 90, "domain": BOX, "max_triangles": 8000});
+        if !camera.is_null() {
+            params["camera"] = camera;
+        }
+        add_view(&mut g, id, "surface", on(params), &[("field", "s")]);
+    }
+    let mut sim = Runs::new(&g, 0);
+    imgs.extend(sim.check("overlays_surface"));
+    for (id, img) in &imgs {
+        dump("overlays", id, "vm", img);
+        if id != "inside" {
+            let n = pixels_of(img, BOX_RGB).len();
+            assert!(n > 100, "{}: the box shows ({} pixels)", id, n);
+        }
+        for (i, rgb) in AXIS_RGB.iter().enumerate() {
+            // The top view sees the y axis end on, the front view the z
+            // axis: a dot.
+            let end_on = (id == "iso_top" && i == 1) || (id == "parts_front" && i == 2);
+            let min = if end_on { 0 } else { 5 };
+            let n = pixels_of(img, *rgb).len();
+            assert!(n >= min, "{}: axis {} shows ({} pixels)", id, i, n);
+        }
+    }
+}
+
+/// The box and the axes by hand, from the projection formula in
+/// `weft_ir::passes::views::camera` (not the reference renderer): the unit
+/// box seen from the front (yaw 0, pitch 0) around its centre at distance
+/// 2 with fov 90 on 100 x 100 pixels (focal length 50). Its front face (z
+/// = 1) lies at depth 1.5: corners at 50 ± 0.5 / 1.5 × 50 = 33.33 and
+/// 66.67, so its edges light rows and columns 33 and 66 from 33 to 66;
+/// the back face (depth 2.5) at 50 ± 10: rows and columns 40 and 60 from
+/// 40 to 60. A red particle at the centre (depth 2, a disc of 30 pixels)
+/// hides the back edges (farther) but not the front ones (nearer). Axes:
+/// 25 pixels long (100 / 4) from pixel (31, 68) (31 = floor(25 × 1.25)):
+/// x red to the right (columns 32..=56 of row 68), y green upwards
+/// (column 31, rows 43..=67), z blue seen end on: the origin pixel.
+#[test]
+fn overlay_box_and_axes_by_hand_in_a_front_view() {
+    use weft_ir::passes::views::overlay3d::{AXIS_RGB, BOX_RGB};
+    let code = "fn kernel(p: i32) {
+        x[p] = vec3(bitcast::<f32>(nan_bits), 0.0, 0.0);
+        if p == 0 { x[p] = vec3(0.5, 0.5, 0.5); }
+    }";
+    let mut g = kernel_graph(
+        &[F("x", "vec3", &[4], json!(0))],
+        code,
+        &[4],
+        special_floats(),
+    );
+    add_view(
+        &mut g,
+        "view",
+        "particles",
+        json!({"width": 100, "height": 100, "radius": 30.0, "color": [1.0, 0.0, 0.0],
+               "background": [0.0, 0.0, 0.0], "domain": [0.0, 0.0, 0.0, 1.0, 1.0, 1.0],
+               "camera": {"yaw": 0, "pitch": 0, "target": [0.5, 0.5, 0.5], "distance": 2.0, "fov": 90.0},
+               "show_box": true, "show_axes": true}),
+        &[("positions", "x")],
+    );
+    let mut sim = Runs::new(&g, 0);
+    let imgs = sim.check("overlay_by_hand");
+    let img = &imgs[0].1;
+    let boxed: std::collections::BTreeSet<(u32, u32)> =
+        pixels_of(img, BOX_RGB).into_iter().collect();
+    let px = |x: u32, y: u32| {
+        let i = ((y * img.width + x) * 4) as usize;
+        [img.rgba[i], img.rgba[i + 1], img.rgba[i + 2]]
+    };
+    // Front face: all four edges, over the particle and off it.
+    for t in 33..=66 {
+        for p in [(t, 33), (t, 66), (33, t), (66, t)] {
+            assert!(
+                boxed.contains(&p),
+                "front edge pixel {:?}: {:?}",
+                p,
+                px(p.0, p.1)
+            );
+        }
+    }
+    // Back face: every pixel of it lies within 15 of the disc's centre
+    // (radius 30 around (50, 50)), and the disc (depth 2) is nearer than
+    // the back face (depth 2.5): hidden, the particle shows.
+    for t in 41..=59 {
+        for p in [(t, 40), (40, t)] {
+            assert!(!boxed.contains(&p), "back edge pixel {:?} is hidden", p);
+            assert!(
+                px(p.0, p.1)[0] > px(p.0, p.1)[1],
+                "{:?} shows the particle",
+                p
+            );
+        }
+    }
+    // Nothing else is grey but the 12 edges: nothing in the middle.
+    assert!(!boxed.contains(&(50, 50)));
+    let b = |rgb: [f32; 3]| rgb.map(|c| (c * 255.0 + 0.5) as u8);
+    for x in 32..=56 {
+        assert_eq!(px(x, 68), b(AXIS_RGB[0]), "x axis at ({}, 68)", x);
+    }
+    assert_ne!(px(57, 68), b(AXIS_RGB[0]), "the x axis ends at column 56");
+    for y in 43..=67 {
+        assert_eq!(px(31, y), b(AXIS_RGB[1]), "y axis at (31, {})", y);
+    }
+    assert_eq!(px(31, 68), b(AXIS_RGB[2]), "z axis end on: the origin");
 }

@@ -1277,6 +1277,11 @@ pub struct Scene {
     /// Turntable: degrees of yaw added per frame (`orbit_degrees_per_frame`;
     /// the runtime draws frame f with yaw + f * orbit).
     pub orbit: f32,
+    /// `show_box`: the domain box's 12 edges, depth-tested
+    /// (`passes::views::overlay3d`).
+    pub show_box: bool,
+    /// `show_axes`: an x/y/z axis gizmo in the bottom-left corner.
+    pub show_axes: bool,
 }
 
 #[derive(Clone, Debug)]

@@ -163,6 +163,7 @@ impl Builder<'_> {
                     let scene = if three {
                         match scene_3d(&d, n.p("camera"), radius, w, h).and_then(|mut s| {
                             s.orbit = orbit_param(n.p("orbit_degrees_per_frame"))?;
+                            (s.show_box, s.show_axes) = overlay_params(n)?;
                             Ok(s)
                         }) {
                             Ok(s) => Some(s),
@@ -177,6 +178,20 @@ impl Builder<'_> {
                                 &id,
                                 "camera",
                                 format!("a camera is for vec3 positions; '{}' is vec2 (2-D particles map 'domain' to the image)", fd.name),
+                            ));
+                            continue;
+                        }
+                        if let Some(p) = ["show_box", "show_axes"]
+                            .into_iter()
+                            .find(|p| n.p(p).as_bool() == Some(true))
+                        {
+                            self.errors.push(GraphError::param(
+                                &id,
+                                p,
+                                format!(
+                                    "{} is for 3-D views (vec3 positions); '{}' is vec2",
+                                    p, fd.name
+                                ),
                             ));
                             continue;
                         }
@@ -263,6 +278,7 @@ impl Builder<'_> {
                     let d = nums(n.p("domain"));
                     let scene = match scene_3d(&d, n.p("camera"), 1.0, w, h).and_then(|mut s| {
                         s.orbit = orbit_param(n.p("orbit_degrees_per_frame"))?;
+                        (s.show_box, s.show_axes) = overlay_params(n)?;
                         Ok(s)
                     }) {
                         Ok(s) => s,
@@ -579,6 +595,7 @@ impl Builder<'_> {
         };
         let scene = match scene_3d(&d, n.p("camera"), 1.0, w, h).and_then(|mut s| {
             s.orbit = orbit_param(n.p("orbit_degrees_per_frame"))?;
+            (s.show_box, s.show_axes) = overlay_params(n)?;
             Ok(s)
         }) {
             Ok(s) => s,
@@ -649,7 +666,7 @@ impl Builder<'_> {
                 (Some(_), Some((s, w, h))) => {
                     if (w, h) != (width, height) {
                         Some(format!("the view under it, '{}', is {} x {} pixels; this volume is {} x {} (give both the same width and height)", u, w, h, width, height))
-                    } else if s != scene {
+                    } else if (s.domain, s.camera, s.orbit) != (scene.domain, scene.camera, scene.orbit) {
                         Some(format!("the view under it, '{}', has another domain or camera ({:?} / {:?}; this volume: {:?} / {:?}); give both the same 'domain' and 'camera'", u, s.domain, s.camera, scene.domain, scene.camera))
                     } else {
                         None
@@ -707,7 +724,20 @@ fn scene_3d(
         domain,
         camera: camera_param(&domain, camera, w, h)?,
         orbit: 0.0,
+        show_box: false,
+        show_axes: false,
     })
+}
+
+/// A 3-D view's `show_box` and `show_axes` params (booleans, default
+/// false): the overlays of `passes::views::overlay3d`.
+pub fn overlay_params(n: &Node) -> Result<(bool, bool), (&'static str, String)> {
+    let flag = |name: &'static str| match n.p(name) {
+        Value::Null => Ok(false),
+        Value::Bool(b) => Ok(*b),
+        v => Err((name, format!("{} is true or false; got {}", name, v))),
+    };
+    Ok((flag("show_box")?, flag("show_axes")?))
 }
 
 /// A 3-D view's `orbit_degrees_per_frame` param (default 0): the

@@ -77,6 +77,7 @@ use super::PassError;
 
 pub mod camera;
 mod histogram;
+pub mod overlay3d;
 pub mod particles3d;
 mod plot;
 pub mod surface;
@@ -105,7 +106,15 @@ pub fn run(program: &mut Program) -> Result<(), PassError> {
         .filter(|&i| !matches!(views[i], View::Volume { .. }))
         .chain((0..views.len()).filter(|&i| matches!(views[i], View::Volume { .. })));
     let mut built: Vec<Option<ViewKernels>> = vec![None; views.len()];
+    // Each 3-D view's launches before its overlays (what a volume drawn
+    // over it, `under`, repeats), and its overlay launches.
+    let mut bare: Vec<Option<Vec<KernelId>>> = vec![None; views.len()];
+    let mut overlays: Vec<Vec<KernelId>> = vec![Vec::new(); views.len()];
     for i in order {
+        // A volume's `under` view's overlays: the volume's launches redraw
+        // that view's picture bare, so they draw its overlays again after
+        // the march has read it.
+        let mut redraw = Vec::new();
         let v = &views[i];
         let vk = match v {
             View::Image {
@@ -152,10 +161,11 @@ pub fn run(program: &mut Program) -> Result<(), PassError> {
                     Some(u) => {
                         let found = built
                             .iter()
-                            .flatten()
-                            .find(|k| &k.node_id == u)
-                            .and_then(|k| k.depth.map(|d| (k, d)));
-                        let Some((k, depth)) = found else {
+                            .zip(bare.iter().zip(&overlays))
+                            .filter_map(|(k, (b, o))| Some((k.as_ref()?, b.as_ref()?, o)))
+                            .find(|(k, _, _)| &k.node_id == u)
+                            .and_then(|(k, b, o)| k.depth.map(|d| (k, b, o, d)));
+                        let Some((k, launches, over, depth)) = found else {
                             return Err(PassError {
                                 pass: "views",
                                 kernel: node_id.clone(),
@@ -166,12 +176,13 @@ pub fn run(program: &mut Program) -> Result<(), PassError> {
                                 user: Some(Span::default()),
                             });
                         };
+                        redraw = over.clone();
                         Some((
                             volume::Under {
                                 image: k.image,
                                 depth,
                             },
-                            k.launches.clone(),
+                            launches.clone(),
                         ))
                     }
                 };
@@ -199,6 +210,29 @@ pub fn run(program: &mut Program) -> Result<(), PassError> {
                 scene,
             )?,
         };
+        let mut vk = vk;
+        if let (Some(scene), Some(depth)) = (v.scene(), vk.depth) {
+            bare[i] = Some(vk.launches.clone());
+            vk.launches.extend(redraw);
+            let name = camera::field_name(&vk.node_id);
+            let camera = *vk
+                .scratch
+                .iter()
+                .find(|&&f| program.fields[f].name == name)
+                .expect("a 3-D view's scratch holds its camera field");
+            let t = overlay3d::Target {
+                image: vk.image,
+                depth,
+                camera,
+                width: vk.width,
+                height: vk.height,
+            };
+            for k in overlay3d::kernels(&t, scene) {
+                let id = add(program, &vk.node_id, k);
+                overlays[i].push(id);
+                vk.launches.push(id);
+            }
+        }
         built[i] = Some(vk);
     }
     program

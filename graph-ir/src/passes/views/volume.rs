@@ -56,13 +56,14 @@
 //! - `show_active` (sparse fields): after the march, every active block of
 //!   the outermost sparse level is drawn as its 12 box edges in
 //!   `OUTLINE_RGB`, over the picture (no depth test): each edge whose two
-//!   corners project (`camera::project`) is stepped in `m = i32(min(ceil(
-//!   max(|dx|, |dy|)), 4096))` pixel steps, point `q = c0 + (c1 - c0) * (
-//!   f32(s) / f32(max(m, 1)))` for `s` in `0..=m`, pixel `(floor(q.x),
-//!   floor(q.y))` where inside the image. Corner coordinates: `lo + f32(
+//!   corners project (`camera::project`) is a line from corner to corner
+//!   (`overlay3d::line`: `m = i32(min(ceil(max(|dx|, |dy|)), 4096))` pixel
+//!   steps, point `q = c0 + (c1 - c0) * (f32(s) / f32(max(m, 1)))` for `s`
+//!   in `0..=m`, pixel `(floor(q.x), floor(q.y))` where inside the image). Corner coordinates: `lo + f32(
 //!   cell) * c` with the block's first cell and `min(first + size, n)`.
 
 use super::camera;
+use super::overlay3d;
 use super::*;
 use crate::ir::colormap::INACTIVE_RGB;
 
@@ -70,8 +71,8 @@ use crate::ir::colormap::INACTIVE_RGB;
 pub const MAX_SAMPLES: f32 = 4096.0;
 /// The march stops at this accumulated opacity.
 pub const OPAQUE: f32 = 0.99;
-/// Line steps per box edge, at most.
-pub const MAX_EDGE_STEPS: f32 = 4096.0;
+/// Line steps per box edge, at most (`overlay3d::line` steps them).
+pub use super::overlay3d::MAX_EDGE_STEPS;
 
 /// The `under` view's image, its row pitch and its depth field.
 #[derive(Clone, Copy)]
@@ -712,44 +713,9 @@ fn boxes(s: &Spec, level: u32, size: [u32; 3]) -> Kernel {
                 let ok = e.bin(BinaryOp::LogicalAnd, p.ok, q.ok);
                 let (px, py, qx, qy) = (p.cx, p.cy, q.cx, q.cy);
                 e.when(ok, |e| {
-                    let dx = e.bin(BinaryOp::Sub, qx, px);
-                    let dy = e.bin(BinaryOp::Sub, qy, py);
-                    let ax = e.call(Builtin::Abs, vec![dx]);
-                    let ay = e.call(Builtin::Abs, vec![dy]);
-                    let m = e.call(Builtin::Max, vec![ax, ay]);
-                    let m = e.call(Builtin::Ceil, vec![m]);
-                    let cap = e.f32c(MAX_EDGE_STEPS);
-                    let m = e.call(Builtin::Min, vec![m, cap]);
-                    let mi = e.cast(m, Type::I32);
-                    let one = e.i32c(1);
-                    let den = e.call(Builtin::Max, vec![mi, one]);
-                    let den = e.cast(den, Type::F32);
-                    let zero = e.i32c(0);
-                    e.range_incl(zero, mi, |e, st| {
-                        let fs = e.cast(st, Type::F32);
-                        let f = e.bin(BinaryOp::Div, fs, den);
-                        let ox = e.bin(BinaryOp::Mul, dx, f);
-                        let gx = e.bin(BinaryOp::Add, px, ox);
-                        let oy = e.bin(BinaryOp::Mul, dy, f);
-                        let gy = e.bin(BinaryOp::Add, py, oy);
-                        let gx = e.call(Builtin::Floor, vec![gx]);
-                        let gy = e.call(Builtin::Floor, vec![gy]);
-                        let z = e.f32c(0.0);
-                        let w = e.f32c(s.width as f32);
-                        let h = e.f32c(s.height as f32);
-                        let c0 = e.bin(BinaryOp::Ge, gx, z);
-                        let c1 = e.bin(BinaryOp::Lt, gx, w);
-                        let c2 = e.bin(BinaryOp::Ge, gy, z);
-                        let c3 = e.bin(BinaryOp::Lt, gy, h);
-                        let a = e.bin(BinaryOp::LogicalAnd, c0, c1);
-                        let b = e.bin(BinaryOp::LogicalAnd, c2, c3);
-                        let inb = e.bin(BinaryOp::LogicalAnd, a, b);
-                        e.when(inb, |e| {
-                            let ix = e.cast(gx, Type::I32);
-                            let iy = e.cast(gy, Type::I32);
-                            let wv = e.u32c(word);
-                            e.store(s.img, vec![iy, ix], wv);
-                        });
+                    overlay3d::line(e, (px, py), (qx, qy), (s.width, s.height), |e, _, x, y| {
+                        let wv = e.u32c(word);
+                        e.store(s.img, vec![y, x], wv);
                     });
                 });
             }
