@@ -205,7 +205,14 @@ fn dropped_wires_offer_compatible_nodes_and_paste_renames() {
         .collect();
     assert_eq!(
         field_inputs,
-        vec!["image", "particles", "plot", "histogram", "volume"],
+        vec![
+            "image",
+            "particles",
+            "surface",
+            "plot",
+            "histogram",
+            "volume"
+        ],
         "a field output can feed views (kernel ports come from code)"
     );
     let layout_inputs: Vec<&str> = compatible_kinds(PinKind::Data(PortType::Layout), true)

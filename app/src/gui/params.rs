@@ -17,7 +17,7 @@ use weft_ir::Type;
 /// Params shown on a node's body only when set to something other than
 /// their default (a field's storage, overflow and gradient switches, a
 /// repeat's index scalar).
-const ADVANCED: [&str; 15] = [
+const ADVANCED: [&str; 17] = [
     "storage",
     "overflow",
     "rounding",
@@ -26,6 +26,9 @@ const ADVANCED: [&str; 15] = [
     "index",
     "checkpoint",
     "show_active",
+    // 3-D views' overlays (issue 27).
+    "show_box",
+    "show_axes",
     // A tape's forward mode (issue 11).
     "mode",
     "wrt",
