@@ -191,6 +191,12 @@ fn run_inner(a: &RunArgs) -> Result<(), RuntimeError> {
                 img.write_png(&path).map_err(RuntimeError::Io)?;
             }
         }
+        if a.no_frames {
+            // A surface's mesh is made by its view's kernels.
+            for v in exporter.views_to_draw() {
+                sim.draw_view(&v)?;
+            }
+        }
         exporter.write_frame(&sim)?;
         if let Some(b) = &bar {
             b.inc(1);

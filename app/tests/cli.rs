@@ -3,6 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod cli_mesh;
+
 fn weft(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_weft"))
         .args(args)
@@ -1632,7 +1634,7 @@ fn bad_exports_are_clear_errors() {
         ])
     };
     for (spec, code, msg) in [
-        ("nope=ply", 2, "no field node 'nope'"),
+        ("nope=ply", 2, "no field or view node 'nope'"),
         ("x=obj", 2, "unknown format 'obj'"),
         (
             "J=ply",

@@ -10,7 +10,7 @@
 //! simulation is home (the pass a frame came back in), as every panel does.
 
 use std::path::{Path, PathBuf};
-use weft_ir::ir::Program;
+use weft_ir::ir::{Program, View};
 use weft_runtime::export::{ExportSpec, Exporter};
 use weft_runtime::Simulation;
 
@@ -87,7 +87,7 @@ impl ExportPanel {
                 ui.label("One export per line, FIELDS=FORMAT[:PATH], as `weft run --export` takes them:");
                 ui.label(
                     egui::RichText::new(
-                        "x,v,J=ply  (points: positions, then attributes) · density=vdb · x=usd · density=usd:out/smoke.usda",
+                        "x,v,J=ply  (points: positions, then attributes) · density=vdb · x=usd · density=usd:out/smoke.usda · SURFACE_VIEW=ply (its mesh)",
                     )
                     .weak()
                     .small(),
@@ -110,6 +110,27 @@ impl ExportPanel {
                             ui.label(n);
                         }
                     });
+                    // A view's id exports what it shows (`runtime::export`).
+                    let views: Vec<String> = p
+                        .views
+                        .iter()
+                        .filter_map(|v| {
+                            let what = match v {
+                                View::Surface { .. } => "its surface as a mesh: ply, usd",
+                                View::Particles { .. } => "its positions: ply, usd",
+                                View::Volume { .. } => "its field: vdb, usd",
+                                _ => return None,
+                            };
+                            Some(format!("{} ({})", v.node_id(), what))
+                        })
+                        .collect();
+                    if !views.is_empty() {
+                        ui.collapsing("Views", |ui| {
+                            for n in views {
+                                ui.label(n);
+                            }
+                        });
+                    }
                 }
                 ui.horizontal(|ui| {
                     ui.label("Folder");

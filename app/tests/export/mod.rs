@@ -128,3 +128,56 @@ fn recording_while_playing_writes_every_frame_until_stop() {
     assert!(!dir.join(format!("rec_{:04}.ply", end + 2)).exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A `surface` view's id exports the mesh it draws: the app's file for the
+/// frame it shows is the CLI's for that frame (the mesh is sorted and
+/// welded, so the order the kernels appended the triangles in is gone).
+#[test]
+fn a_surface_view_exports_the_mesh_the_cli_writes() {
+    let dir = std::env::temp_dir().join(format!("weft-gui-export-mesh-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut h = harness("metaballs3d.json");
+    wait_for_sim(&mut h);
+    h.state_mut().viewport.playing = true;
+    play_until(&mut h, 2);
+    h.state_mut().viewport.playing = false;
+    settle(&mut h);
+    let frame = h.state().viewport.frame();
+    let backend = h.state().viewport.sim.as_ref().unwrap().backend_name();
+    open_export_window(&mut h, format!("view=ply:{}/app_####.ply", dir.display()));
+    h.get_by_label("Export this frame").click();
+    h.run_steps(2);
+    settle(&mut h);
+    match &h.state().export.message {
+        Some(Ok(m)) => assert!(m.contains(&format!("frame {}", frame)), "{}", m),
+        other => panic!("the export failed: {:?}", other),
+    }
+    let cli = std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
+        .current_dir(root())
+        .args(["run", "graphs/metaballs3d.json", "--no-frames", "--backend"])
+        .arg(backend)
+        .args(["--frames", &frame.to_string(), "--out"])
+        .arg(&dir)
+        .arg("--export")
+        .arg(format!("view=ply:{}/cli_####.ply", dir.display()))
+        .output()
+        .unwrap();
+    assert!(
+        cli.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
+    let name = |p: &str| dir.join(format!("{}_{:04}.ply", p, frame));
+    let app = ply_without_comments(&name("app"));
+    assert!(
+        String::from_utf8_lossy(&app[..200]).contains("element face"),
+        "a mesh"
+    );
+    assert!(
+        app == ply_without_comments(&name("cli")),
+        "the app's and the CLI's mesh of frame {} differ",
+        frame
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -18,8 +18,16 @@
 //!   run: a volume's rewritten every frame, a point cloud's (all its
 //!   samples inline) written when the run ends.
 //!
+//! - A view's node id in place of FIELDS exports what the view shows: a
+//!   `particles` view its positions (and colour field), a `volume` view
+//!   its field, a `surface` view its iso-surface as a triangle mesh
+//!   (`mesh`: PLY with faces, or a `UsdGeomMesh`). A surface's triangles
+//!   are the view's own (`passes::views::surface`), so the view is drawn
+//!   for each exported frame (`Exporter::views_to_draw`).
+//!
 //! Every file is written whole or not at all (`weft_ir::io::write_atomic`).
 
+pub mod mesh;
 pub mod ply;
 pub mod usd;
 pub mod vdb;
@@ -28,7 +36,7 @@ use crate::memory::for_each_stored_element;
 use crate::{RuntimeError, Simulation};
 use std::path::{Path, PathBuf};
 use weft_ir::ir::layout::{root_of, AddressPlan};
-use weft_ir::ir::{FieldId, Program};
+use weft_ir::ir::{FieldId, Program, View};
 use weft_ir::types::{Scalar, Type};
 
 /// Time codes per second written into USD stages.
@@ -129,8 +137,99 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), RuntimeError> {
 }
 
 enum What {
-    Points { pos: FieldId, attrs: Vec<FieldId> },
-    Volume { field: FieldId },
+    Points {
+        pos: FieldId,
+        attrs: Vec<FieldId>,
+    },
+    Volume {
+        field: FieldId,
+    },
+    /// A `surface` view's triangles (`passes::views::surface`).
+    Mesh(SurfaceBuffers),
+}
+
+struct SurfaceBuffers {
+    view: String,
+    field: FieldId,
+    domain: [f32; 6],
+    max: u32,
+    tris: FieldId,
+    keys: FieldId,
+    count: FieldId,
+}
+
+/// The fields (or the mesh) a view exports as, when `name` is a view node:
+/// `None` when it is not one.
+fn view_export(p: &Program, name: &str, spec: &ExportSpec) -> Option<Result<What, RuntimeError>> {
+    let view = p.views.iter().find(|v| v.node_id() == name)?;
+    let picture = || {
+        Err(bad(
+            name,
+            format!(
+                "--export {}={}: view '{}' draws a 2-D picture, which `weft run` writes as {}_####.png; export the field it shows instead",
+                spec.fields.join(","),
+                spec.format.name(),
+                name,
+                name
+            ),
+        ))
+    };
+    Some(match view {
+        View::Particles {
+            positions,
+            color_field,
+            ..
+        } => Ok(What::Points {
+            pos: *positions,
+            attrs: color_field.iter().copied().collect(),
+        }),
+        View::Volume { field, .. } => Ok(What::Volume { field: *field }),
+        View::Surface {
+            field,
+            max_triangles,
+            scene,
+            ..
+        } => {
+            if spec.format == Format::Vdb {
+                return Some(Err(bad(
+                    name,
+                    format!(
+                        "--export {}=vdb: a surface view exports as a mesh (ply or usd); the field it shows, '{}', exports as vdb",
+                        name, p.fields[*field].name
+                    ),
+                )));
+            }
+            if spec.fields.len() > 1 {
+                return Some(Err(bad(
+                    name,
+                    format!(
+                        "--export {}: a surface view's mesh takes no attributes",
+                        spec.fields.join(",")
+                    ),
+                )));
+            }
+            let buffer = |suffix: &str| {
+                let n = format!("{}.{}", name, suffix);
+                p.fields
+                    .iter()
+                    .find(|(_, f)| f.name == n)
+                    .map(|(h, _)| h)
+                    .ok_or_else(|| bad(name, format!("internal error: no field '{}'", n)))
+            };
+            (|| {
+                Ok(What::Mesh(SurfaceBuffers {
+                    view: name.to_string(),
+                    field: *field,
+                    domain: scene.domain,
+                    max: *max_triangles,
+                    tris: buffer("triangles")?,
+                    keys: buffer("triangle_keys")?,
+                    count: buffer("triangle_count")?,
+                }))
+            })()
+        }
+        View::Image { .. } | View::Plot { .. } | View::Histogram { .. } => picture(),
+    })
 }
 
 struct Job {
@@ -142,6 +241,7 @@ struct Job {
     usda: Option<PathBuf>,
     points: Vec<usd::PointsFrame>,
     vdbs: Vec<(i32, String)>,
+    meshes: Vec<usd::MeshFrame>,
 }
 
 /// Writes every `--export` of a run, frame by frame.
@@ -184,7 +284,50 @@ impl Exporter {
         let mut jobs = Vec::new();
         for spec in specs {
             let mut ids = Vec::new();
-            for n in &spec.fields {
+            let is_field = |n: &str| {
+                p.fields
+                    .iter()
+                    .any(|(h, f)| f.name == n && !p.is_view_field(h))
+            };
+            // A view node's id: what it shows (its fields, then any named
+            // attributes), or its mesh.
+            let mut names: &[String] = &spec.fields;
+            let mut from_view = None;
+            if !is_field(&spec.fields[0]) {
+                if let Some(w) = view_export(p, &spec.fields[0], spec) {
+                    match w? {
+                        What::Points { pos, attrs } => {
+                            ids.push(pos);
+                            ids.extend(attrs);
+                        }
+                        What::Volume { field } => ids.push(field),
+                        mesh @ What::Mesh(_) => from_view = Some(mesh),
+                    }
+                    names = &spec.fields[1..];
+                }
+            }
+            if let Some(mesh) = from_view {
+                let out_name = &spec.fields[0];
+                let (frames, usda) = match (spec.format, &spec.path) {
+                    (Format::Usd, Some(u)) => (PathBuf::new(), Some(u.clone())),
+                    (Format::Usd, None) => {
+                        (PathBuf::new(), Some(out.join(format!("{}.usda", out_name))))
+                    }
+                    (_, Some(t)) => (t.clone(), None),
+                    (_, None) => (out.join(format!("{}_####.ply", out_name)), None),
+                };
+                jobs.push(Job {
+                    spec: spec.clone(),
+                    what: mesh,
+                    frames,
+                    usda,
+                    points: Vec::new(),
+                    vdbs: Vec::new(),
+                    meshes: Vec::new(),
+                });
+                continue;
+            }
+            for n in names {
                 let id = p
                     .fields
                     .iter()
@@ -200,10 +343,15 @@ impl Exporter {
                         RuntimeError::Graph(
                             weft_ir::error::GraphError::Document {
                                 message: format!(
-                                    "--export {}: no field node '{}' (fields: {})",
+                                    "--export {}: no field or view node '{}' (fields: {}; views: {})",
                                     spec.fields.join(","),
                                     n,
-                                    names.join(", ")
+                                    names.join(", "),
+                                    p.views
+                                        .iter()
+                                        .map(|v| v.node_id())
+                                        .collect::<Vec<_>>()
+                                        .join(", ")
                                 ),
                             }
                             .into(),
@@ -283,7 +431,10 @@ impl Exporter {
                 }
             };
             let ext = if volume { "vdb" } else { "ply" };
-            let default = out.join(format!("{}_####.{}", first.name, ext));
+            // Files are named for what the spec names first (a view's id,
+            // or the first field).
+            let out_name = &spec.fields[0];
+            let default = out.join(format!("{}_####.{}", out_name, ext));
             let (frames, usda) = match (spec.format, &spec.path) {
                 (Format::Usd, Some(u)) => {
                     let stem = u
@@ -296,8 +447,8 @@ impl Exporter {
                     )
                 }
                 (Format::Usd, None) => (
-                    out.join(format!("{}_####.vdb", first.name)),
-                    Some(out.join(format!("{}.usda", first.name))),
+                    out.join(format!("{}_####.vdb", out_name)),
+                    Some(out.join(format!("{}.usda", out_name))),
                 ),
                 (_, Some(t)) => (t.clone(), None),
                 (_, None) => (default, None),
@@ -309,6 +460,7 @@ impl Exporter {
                 usda,
                 points: Vec::new(),
                 vdbs: Vec::new(),
+                meshes: Vec::new(),
             });
         }
         Ok(Exporter {
@@ -316,6 +468,19 @@ impl Exporter {
             point_width: 0.01,
             label: String::new(),
         })
+    }
+
+    /// The `surface` views whose meshes are exported: their kernels must
+    /// have drawn the current frame before `write_frame` (a run that
+    /// writes no pictures draws them with `Simulation::draw_view`).
+    pub fn views_to_draw(&self) -> Vec<String> {
+        self.jobs
+            .iter()
+            .filter_map(|j| match &j.what {
+                What::Mesh(b) => Some(b.view.clone()),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Writes (PLY, VDB) or gathers (USD) the current frame of `sim`.
@@ -363,6 +528,17 @@ impl Exporter {
                     }
                     written.push(path);
                 }
+                What::Mesh(b) => {
+                    let m = read_mesh(sim, b)?;
+                    if job.spec.format == Format::Ply {
+                        let path = frame_path(&job.frames, frame);
+                        let comment = format!("weft {} frame {}", self.label, frame);
+                        write(&path, &mesh::ply_bytes(&m, &comment))?;
+                        written.push(path);
+                    } else {
+                        job.meshes.push(usd::MeshFrame { frame, mesh: m });
+                    }
+                }
             }
         }
         Ok(written)
@@ -401,6 +577,7 @@ fn write_stage(
             let hi = [0, 1, 2].map(|a| f.shape[a] as f64 * s);
             usd::volume_stage(&f.name, &f.name, USD_FPS, [[0.0; 3], hi], &job.vdbs, &doc)
         }
+        What::Mesh(b) => usd::mesh_stage(&b.view, USD_FPS, &job.meshes, &doc),
     };
     write(usda, text.as_bytes())?;
     Ok(Some(usda.clone()))
@@ -470,6 +647,60 @@ fn read_volume(sim: &Simulation, field: FieldId) -> Result<vdb::Grid, RuntimeErr
         translation: [s / 2.0; 3],
         voxels,
     })
+}
+
+/// A surface view's mesh as its kernels last drew it: sorted, welded and
+/// wound outwards (`mesh`). Dropped triangles (a full buffer) are an
+/// error, never a silently holed mesh.
+fn read_mesh(sim: &Simulation, b: &SurfaceBuffers) -> Result<mesh::Mesh, RuntimeError> {
+    let count = sim.read_field(b.count)?.first().copied().unwrap_or(0);
+    if count > b.max {
+        return Err(RuntimeError::Run {
+            node: b.view.clone(),
+            message: format!(
+                "the surface has {} triangles and the view keeps {} (max_triangles): raise max_triangles to export the whole mesh",
+                count, b.max
+            ),
+        });
+    }
+    let tris = sim.read_field(b.tris)?;
+    let keys = sim.read_field(b.keys)?;
+    let mut m = mesh::from_triangles(&tris, &keys, count as usize);
+    // The field on its sample grid (`passes::views::surface`: sample i at
+    // dmin + (i + 1/2) h), trilinear between samples; unstored cells 0.
+    let f = &sim.program.fields[b.field];
+    let n = [f.shape[0], f.shape[1], f.shape[2]].map(|x| x.max(1) as usize);
+    let mut grid = vec![0.0f32; n[0] * n[1] * n[2]];
+    stored(sim, b.field, |idx, v, _| {
+        let i = (idx[0] as usize * n[1] + idx[1] as usize) * n[2] + idx[2] as usize;
+        if let (Some(g), Some(w)) = (grid.get_mut(i), v.first()) {
+            *g = f32::from_bits(*w);
+        }
+    })?;
+    let d = b.domain;
+    let h = [0, 1, 2].map(|a| (d[a + 3] - d[a]) / n[a] as f32);
+    let value = |p: [f32; 3]| {
+        let mut base = [0usize; 3];
+        let mut t = [0.0f32; 3];
+        for a in 0..3 {
+            let u = ((p[a] - d[a]) / h[a] - 0.5).clamp(0.0, (n[a] - 1) as f32);
+            base[a] = (u.floor() as usize).min(n[a].saturating_sub(2));
+            t[a] = u - base[a] as f32;
+        }
+        let mut acc = 0.0;
+        for c in 0..8usize {
+            let o = [c & 1, c >> 1 & 1, c >> 2 & 1];
+            let idx = [0, 1, 2].map(|a| (base[a] + o[a]).min(n[a] - 1));
+            let w: f32 = (0..3)
+                .map(|a| if o[a] == 1 { t[a] } else { 1.0 - t[a] })
+                .product();
+            acc += w * grid[(idx[0] * n[1] + idx[1]) * n[2] + idx[2]];
+        }
+        acc
+    };
+    let eps = h.iter().copied().fold(f32::INFINITY, f32::min).abs() * 0.25;
+    mesh::orient(&mut m, value, eps);
+    Ok(m)
 }
 
 #[cfg(test)]

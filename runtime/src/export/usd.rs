@@ -1,8 +1,12 @@
 //! Text USD (`.usda`) stages: a `UsdGeomPoints` prim with per-frame time
 //! samples of `points`, `extent` and primvars (constant `widths`), or a
 //! `UsdVolVolume` whose `OpenVDBAsset` field's `filePath` is time-sampled to
-//! per-frame `.vdb` files. Time code = frame number; Y up; 1 unit = 1 metre.
+//! per-frame `.vdb` files, or a `UsdGeomMesh` (a `surface` view's
+//! iso-surface) whose points and topology are time-sampled (the topology
+//! changes from frame to frame). Time code = frame number; Y up; 1 unit =
+//! 1 metre.
 
+use super::mesh::Mesh;
 use super::ply::{Attribute, Kind};
 use std::fmt::Write;
 
@@ -186,6 +190,70 @@ pub fn volume_stage(
         let _ = writeln!(s, "            {}: @{}@,", frame, path);
     }
     s.push_str("        }\n    }\n}\n");
+    s
+}
+
+/// One frame of a mesh.
+pub struct MeshFrame {
+    pub frame: i32,
+    pub mesh: Mesh,
+}
+
+/// A stage with one `Mesh` prim named `prim` holding every frame
+/// (triangles wound counter-clockwise, right-handed; no subdivision).
+pub fn mesh_stage(prim: &str, fps: f64, frames: &[MeshFrame], doc: &str) -> String {
+    let prim = prim_name(prim);
+    let mut s = String::new();
+    let first = frames.first().map_or(0, |f| f.frame);
+    let last = frames.last().map_or(0, |f| f.frame);
+    header(&mut s, &prim, first, last, fps, doc);
+    let _ = writeln!(
+        s,
+        "def Mesh \"{}\"\n{{\n    uniform token subdivisionScheme = \"none\"\n    uniform token orientation = \"rightHanded\"",
+        prim
+    );
+    s.push_str("    point3f[] points.timeSamples = {\n");
+    for f in frames {
+        let _ = write!(s, "        {}: [", f.frame);
+        for (i, p) in f.mesh.vertices.iter().enumerate() {
+            if i > 0 {
+                s.push_str(", ");
+            }
+            s.push_str(&tuple(p));
+        }
+        s.push_str("],\n");
+    }
+    s.push_str("    }\n    int[] faceVertexCounts.timeSamples = {\n");
+    for f in frames {
+        let threes = vec!["3"; f.mesh.faces.len()];
+        let _ = writeln!(s, "        {}: [{}],", f.frame, threes.join(", "));
+    }
+    s.push_str("    }\n    int[] faceVertexIndices.timeSamples = {\n");
+    for f in frames {
+        let idx: Vec<String> = f
+            .mesh
+            .faces
+            .iter()
+            .flatten()
+            .map(|i| i.to_string())
+            .collect();
+        let _ = writeln!(s, "        {}: [{}],", f.frame, idx.join(", "));
+    }
+    s.push_str("    }\n    float3[] extent.timeSamples = {\n");
+    for f in frames {
+        let (mut lo, mut hi) = ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]);
+        for p in &f.mesh.vertices {
+            for c in 0..3 {
+                lo[c] = lo[c].min(p[c]);
+                hi[c] = hi[c].max(p[c]);
+            }
+        }
+        if lo[0] > hi[0] {
+            (lo, hi) = ([0.0; 3], [0.0; 3]);
+        }
+        let _ = writeln!(s, "        {}: [{}, {}],", f.frame, tuple(&lo), tuple(&hi));
+    }
+    s.push_str("    }\n}\n");
     s
 }
 
