@@ -107,6 +107,9 @@ pub struct RunArgs {
     /// With --export ...=usd on points: the points' width (world units).
     #[arg(long, value_name = "W", default_value_t = 0.01)]
     pub point_width: f32,
+    /// With --export ...=vdb (or a usd volume): how grid values are stored: zip (zlib, OpenVDB's default where Blosc is absent; every OpenVDB reader, Houdini and Blender read it) or none (raw, larger, faster to write).
+    #[arg(long, value_name = "KIND", default_value = "zip", value_parser = ["zip", "none"])]
+    pub vdb_compression: String,
     /// Continue from the newest complete snapshot in DIR, up to frame --frames (a snapshot of another or an edited graph is refused, naming what differs). With --checkpoint DIR as well, an empty DIR starts from frame 0, so one command serves a first run and its retries.
     #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,

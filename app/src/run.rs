@@ -160,6 +160,7 @@ fn run_inner(a: &RunArgs) -> Result<(), RuntimeError> {
         .map_err(|e| RuntimeError::Io(format!("cannot create {}: {}", a.out.display(), e)))?;
     let mut exporter = Exporter::new(&sim.program, &a.exports, &a.out)?;
     exporter.point_width = a.point_width;
+    exporter.vdb_zip = a.vdb_compression == "zip";
     exporter.label = a.graph.display().to_string();
     let bar = if std::io::stderr().is_terminal() {
         let b = ProgressBar::new(a.frames as u64);

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-mod cli_mesh;
+mod cli_export_more;
 
 fn weft(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_weft"))

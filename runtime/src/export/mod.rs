@@ -249,6 +249,8 @@ pub struct Exporter {
     jobs: Vec<Job>,
     /// USD points' constant width.
     pub point_width: f32,
+    /// Zip-compress VDB values (`vdb`; OpenVDB's default without Blosc).
+    pub vdb_zip: bool,
     /// Text put into files' comments (the graph's name).
     pub label: String,
 }
@@ -466,6 +468,7 @@ impl Exporter {
         Ok(Exporter {
             jobs,
             point_width: 0.01,
+            vdb_zip: true,
             label: String::new(),
         })
     }
@@ -506,7 +509,7 @@ impl Exporter {
                     }
                 }
                 What::Volume { field } => {
-                    let grid = read_volume(sim, *field)?;
+                    let grid = read_volume(sim, *field, self.vdb_zip)?;
                     let path = frame_path(&job.frames, frame);
                     let uuid = format!(
                         "{:08x}-0000-4000-8000-{:012x}",
@@ -625,7 +628,7 @@ fn read_points(
     Ok((points, out))
 }
 
-fn read_volume(sim: &Simulation, field: FieldId) -> Result<vdb::Grid, RuntimeError> {
+fn read_volume(sim: &Simulation, field: FieldId, zip: bool) -> Result<vdb::Grid, RuntimeError> {
     let f = &sim.program.fields[field];
     let components = f.ty.components();
     let s = 1.0 / f.shape.iter().copied().max().unwrap_or(1) as f64;
@@ -646,6 +649,7 @@ fn read_volume(sim: &Simulation, field: FieldId) -> Result<vdb::Grid, RuntimeErr
         voxel_size: s,
         translation: [s / 2.0; 3],
         voxels,
+        zip,
     })
 }
 

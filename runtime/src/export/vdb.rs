@@ -15,6 +15,8 @@ const MAGIC: i64 = 0x5644_4220;
 const FILE_VERSION: u32 = 224;
 /// `io::COMPRESS_ACTIVE_MASK`.
 const COMPRESS_ACTIVE_MASK: u32 = 0x2;
+/// `io::COMPRESS_ZIP`.
+const COMPRESS_ZIP: u32 = 0x1;
 /// `NO_MASK_OR_INACTIVE_VALS`: every inactive value is the background, so
 /// only active values follow.
 const NO_MASK_OR_INACTIVE_VALS: u8 = 0;
@@ -35,6 +37,36 @@ pub struct Grid {
     /// Active voxels: index coordinate and value (components past
     /// `components` ignored). Coordinates must be non-negative and listed once.
     pub voxels: Vec<([i32; 3], Voxel)>,
+    /// Zip each node's values (`io::COMPRESS_ZIP`); else raw.
+    pub zip: bool,
+}
+
+/// `io::writeData` of `bytes` (one node's values): raw, or with zip as
+/// `io::zipToStream` writes it — the compressed size as an i64 and zlib's
+/// bytes, or, where that is not smaller, minus the raw size and the raw
+/// bytes (so no values give eight zero bytes).
+fn put_values(out: &mut Vec<u8>, bytes: &[u8], zip: bool) {
+    if !zip {
+        out.extend_from_slice(bytes);
+        return;
+    }
+    use std::io::Write;
+    let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(6));
+    let zipped = e
+        .write_all(bytes)
+        .and_then(|_| e.finish())
+        .ok()
+        .filter(|z| z.len() < bytes.len());
+    match zipped {
+        Some(z) => {
+            out.extend((z.len() as i64).to_le_bytes());
+            out.extend(z);
+        }
+        None => {
+            out.extend((-(bytes.len() as i64)).to_le_bytes());
+            out.extend_from_slice(bytes);
+        }
+    }
 }
 
 /// Leaf: 8³ voxels; lower internal node: 16³ leaves; upper: 32³ lowers.
@@ -123,7 +155,8 @@ impl Grid {
         let offsets_at = out.len();
         out.extend([0u8; 24]); // grid, block, end positions: patched below
         let grid_pos = out.len() as i64;
-        out.extend(COMPRESS_ACTIVE_MASK.to_le_bytes());
+        let flags = COMPRESS_ACTIVE_MASK | if self.zip { COMPRESS_ZIP } else { 0 };
+        out.extend(flags.to_le_bytes());
         // Grid metadata.
         let class = if self.components == 3 {
             "unknown"
@@ -156,9 +189,9 @@ impl Grid {
             for c in origin {
                 out.extend(c.to_le_bytes());
             }
-            internal_topology(&mut out, 5, upper.keys());
+            internal_topology(&mut out, 5, upper.keys(), self.zip);
             for lower in upper.values() {
-                internal_topology(&mut out, 4, lower.keys());
+                internal_topology(&mut out, 4, lower.keys(), self.zip);
                 for leaf in lower.values() {
                     put_mask(&mut out, &leaf.mask);
                 }
@@ -173,11 +206,13 @@ impl Grid {
         {
             put_mask(&mut out, &leaf.mask);
             out.push(NO_MASK_OR_INACTIVE_VALS);
+            let mut values = Vec::new();
             for (i, v) in leaf.values.iter().enumerate() {
                 if leaf.mask[i / 64] >> (i % 64) & 1 == 1 {
-                    self.value_bytes(v, &mut out);
+                    self.value_bytes(v, &mut values);
                 }
             }
+            put_values(&mut out, &values, self.zip);
         }
         let end_pos = out.len() as i64;
         let mut pos = Vec::new();
@@ -191,7 +226,12 @@ impl Grid {
 
 /// An internal node of 2^(3·log2) entries, every one a child or an
 /// inactive background tile: child mask, (empty) value mask, and no values.
-fn internal_topology<'a>(out: &mut Vec<u8>, log2: u32, children: impl Iterator<Item = &'a u32>) {
+fn internal_topology<'a>(
+    out: &mut Vec<u8>,
+    log2: u32,
+    children: impl Iterator<Item = &'a u32>,
+    zip: bool,
+) {
     let words = (1usize << (3 * log2)) / 64;
     let mut mask = vec![0u64; words];
     for &c in children {
@@ -200,6 +240,7 @@ fn internal_topology<'a>(out: &mut Vec<u8>, log2: u32, children: impl Iterator<I
     put_mask(out, &mask);
     put_mask(out, &vec![0u64; words]);
     out.push(NO_MASK_OR_INACTIVE_VALS);
+    put_values(out, &[], zip);
 }
 
 #[cfg(test)]
@@ -227,6 +268,7 @@ mod tests {
                 ([0, 0, 0], [1.0, 0.0, 0.0]),
                 ([9000, 3, 7], [2.0, 0.0, 0.0]),
             ],
+            zip: false,
         };
         let b = g.to_bytes("00000000-0000-0000-0000-000000000000");
         let at = 8 + 4 * 3 + 1 + 36 + 4 + 4 + (4 + 1) + (4 + 16) + 4;
@@ -235,5 +277,21 @@ mod tests {
         // Two leaves' buffers: mask (64 bytes) + metadata byte + 1 value each.
         let block = i64::from_le_bytes(b[at + 8..at + 16].try_into().unwrap());
         assert_eq!(b.len() - block as usize, 2 * (64 + 1 + 4));
+    }
+
+    #[test]
+    fn zip_writes_sizes_as_openvdb_does() {
+        let mut out = Vec::new();
+        put_values(&mut out, &[], true);
+        assert_eq!(out, [0u8; 8], "no values: minus zero bytes");
+        let mut out = Vec::new();
+        put_values(&mut out, &[7], true);
+        assert_eq!(i64::from_le_bytes(out[..8].try_into().unwrap()), -1);
+        assert_eq!(out[8..], [7]);
+        let zeros = vec![0u8; 4096];
+        let mut out = Vec::new();
+        put_values(&mut out, &zeros, true);
+        let n = i64::from_le_bytes(out[..8].try_into().unwrap());
+        assert!(n > 0 && (n as usize) < 100 && out.len() == 8 + n as usize);
     }
 }

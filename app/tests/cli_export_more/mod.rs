@@ -1,6 +1,7 @@
-//! `weft run --export VIEW=ply|usd` of a `surface` view: its iso-surface
-//! as a mesh, read back by plyfile and usd-core and checked against the
-//! analytic sphere it approximates.
+//! More of `weft run --export`: a `surface` view's iso-surface as a mesh
+//! (read back by plyfile, usd-core and Blender, checked against the
+//! analytic sphere it approximates), views standing for their fields, and
+//! VDB compression (read back by OpenVDB).
 
 use super::{python_ok, python_with, text, tmp, weft};
 use serde_json::json;
@@ -234,5 +235,71 @@ fn a_particles_view_exports_its_positions() {
     let b = std::fs::read(dir.join("x_0001.ply")).unwrap();
     assert!(a.len() > 8192 * 12);
     assert_eq!(a, b, "the view's export is its position field's");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// smoke3d's density as a zipped VDB (the default) and a raw one: OpenVDB
+/// reads the same grid from both, the same as `--dump`, and zip is smaller.
+#[test]
+fn zipped_and_raw_vdbs_hold_the_same_grid() {
+    let dir = tmp("export_vdb_zip");
+    let d = dir.to_str().unwrap();
+    let o = weft(&[
+        "run",
+        "graphs/smoke3d.json",
+        "--frames",
+        "3",
+        "--no-frames",
+        "--backend",
+        "cpu",
+        "--out",
+        d,
+        "--export",
+        &format!("density=vdb:{}/zip_####.vdb", d),
+        "--dump",
+        "density",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = weft(&[
+        "run",
+        "graphs/smoke3d.json",
+        "--frames",
+        "3",
+        "--no-frames",
+        "--backend",
+        "cpu",
+        "--out",
+        d,
+        "--vdb-compression",
+        "none",
+        "--export",
+        &format!("density=vdb:{}/raw_####.vdb", d),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let size = |f: &str| std::fs::metadata(dir.join(f)).unwrap().len();
+    assert!(
+        size("zip_0003.vdb") < size("raw_0003.vdb"),
+        "zip {} bytes, raw {}",
+        size("zip_0003.vdb"),
+        size("raw_0003.vdb")
+    );
+    let Some(py) = python_with("pyopenvdb, numpy") else {
+        return;
+    };
+    let script = r#"
+import sys, numpy as np, pyopenvdb as vdb
+d = sys.argv[1]
+m = np.load(d + "/density.npy")
+grids = []
+for name in ("zip", "raw"):
+    (g,), _ = vdb.readAll(d + "/%s_0003.vdb" % name)
+    a = np.zeros(m.shape, np.float32)
+    g.copyToArray(a, ijk=(0, 0, 0))
+    assert np.array_equal(a.view(np.uint32), m.view(np.uint32)), name
+    assert g.activeVoxelCount() == np.count_nonzero(m), name
+    grids.append(g.activeVoxelCount())
+print("openvdb zip ok", grids)
+"#;
+    python_ok(py, script, &[d]);
     let _ = std::fs::remove_dir_all(&dir);
 }
