@@ -248,7 +248,14 @@ fn local_sweep_matches_weft_run_and_collects() {
             .unwrap();
     let t = weft_ir::io::npy::read_npy(&sw.join("0004/T.npy")).unwrap();
     let sum: f64 = t.words.iter().map(|&w| f32::from_bits(w) as f64).sum();
-    assert_eq!(result["metrics"][0]["sum"].as_f64().unwrap(), sum);
+    // serde_json reads floats to within an ulp (no float_roundtrip).
+    let read = result["metrics"][0]["sum"].as_f64().unwrap();
+    assert!(
+        (read - sum).abs() <= 1e-14 * sum.abs(),
+        "{} vs {}",
+        read,
+        sum
+    );
     // A killed variant (a result still "running" whose process is gone)
     // shows as killed; --local runs it again and skips the done ones.
     let path = sw.join("0003/result.json");
@@ -299,7 +306,13 @@ fn local_sweep_matches_weft_run_and_collects() {
     assert_eq!(lines.len(), 7);
     let row4: Vec<&str> = lines[5].split(',').collect();
     assert_eq!(&row4[..4], ["4", "done", "0.2", "6"]);
-    assert_eq!(row4[5].parse::<f64>().unwrap(), sum);
+    let csv_sum: f64 = row4[5].parse().unwrap();
+    assert!(
+        (csv_sum - sum).abs() <= 1e-14 * sum.abs(),
+        "{} vs {}",
+        csv_sum,
+        sum
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }
 
@@ -731,4 +744,53 @@ fn slurm_job_array_matches_weft_run() {
     );
     drop(cluster);
     let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_tape_s_loss_is_recorded() {
+    let d = tmp("loss");
+    let sw = d.join("sw");
+    let o = weft(&[
+        "sweep",
+        "plan",
+        "graphs/mass_spring_ad.json",
+        "--vary",
+        "integrate.dt=0.001,0.002",
+        "--out",
+        s(&sw),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(manifest(&sw)["loss"], "loss");
+    let o = weft(&["sweep", "run", s(&sw), "--local", "--backend", "cpu"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = weft(&["sweep", "collect", s(&sw)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let csv = std::fs::read_to_string(sw.join("metrics.csv")).unwrap();
+    assert!(csv.lines().next().unwrap().ends_with(",loss"), "{}", csv);
+    for i in 0..2 {
+        assert_matches_weft_run(&sw, i, 1, &["loss"]);
+        let dir = sw.join(format!("{:04}", i));
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).unwrap())
+                .unwrap();
+        let l = weft_ir::io::npy::read_npy(&dir.join("loss.npy")).unwrap();
+        let sum: f64 = l.words.iter().map(|&w| f32::from_bits(w) as f64).sum();
+        // serde_json reads floats to within an ulp (no float_roundtrip).
+        let read = r["loss"].as_f64().unwrap();
+        assert!(
+            (read - sum).abs() <= 1e-14 * sum.abs(),
+            "{} vs {}",
+            read,
+            sum
+        );
+        let row: Vec<&str> = csv.lines().nth(i + 1).unwrap().split(',').collect();
+        let csv_loss: f64 = row.last().unwrap().parse().unwrap();
+        assert!(
+            (csv_loss - sum).abs() <= 1e-14 * sum.abs(),
+            "{} vs {}",
+            csv_loss,
+            sum
+        );
+    }
+    std::fs::remove_dir_all(&d).unwrap();
 }
