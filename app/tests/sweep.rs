@@ -261,7 +261,14 @@ fn local_sweep_matches_weft_run_and_collects() {
     let path = sw.join("0003/result.json");
     let mut r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    // Running now on this machine (this test's own process): not started twice.
     r["status"] = "running".into();
+    r["pid"] = std::process::id().into();
+    std::fs::write(&path, r.to_string()).unwrap();
+    assert_eq!(status_json(&sw)[3], "running");
+    let o = weft(&["sweep", "run", s(&sw), "--index", "3", "--backend", "cpu"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("running now"), "{}", text(&o));
     r["pid"] = 999_999_999u32.into();
     std::fs::write(&path, r.to_string()).unwrap();
     let states = status_json(&sw);

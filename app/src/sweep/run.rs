@@ -106,11 +106,16 @@ fn run_local(a: &SweepRunArgs, m: &Manifest) -> i32 {
         .filter(|v| {
             !matches!(manifest::read_result(&a.sweep, v),
                 Ok(Some(r)) if r.status == Status::Done)
+                && running_here(&a.sweep, v).is_none()
         })
         .collect();
     let skipped = m.variants.len() - todo.len();
     if skipped > 0 {
-        println!("{} of {} variants already done", skipped, m.variants.len());
+        println!(
+            "{} of {} variants already done (or running here now)",
+            skipped,
+            m.variants.len()
+        );
     }
     let next = AtomicUsize::new(0);
     let failed = AtomicUsize::new(0);
@@ -161,6 +166,12 @@ fn run_local(a: &SweepRunArgs, m: &Manifest) -> i32 {
 /// record cannot be written.
 pub fn run_variant(a: &SweepRunArgs, m: &Manifest, v: &Variant) -> Result<RunResult, String> {
     let dir = a.sweep.join(&v.dir);
+    if let Some(pid) = running_here(&a.sweep, v) {
+        return Err(format!(
+            "it is running now (process {} on this machine); not starting it twice",
+            pid
+        ));
+    }
     // A re-run starts clean: nothing of an earlier attempt may pass for this one's.
     if dir.exists() {
         std::fs::remove_dir_all(&dir)
@@ -200,6 +211,16 @@ pub fn run_variant(a: &SweepRunArgs, m: &Manifest, v: &Variant) -> Result<RunRes
     }
     write_result(&dir, &r)?;
     Ok(r)
+}
+
+/// The process running variant `v` on this machine now, if one is.
+fn running_here(sweep: &Path, v: &Variant) -> Option<u32> {
+    let r = manifest::read_result(sweep, v).ok()??;
+    (r.status == Status::Running
+        && r.host == manifest::hostname()
+        && r.pid != std::process::id()
+        && Path::new(&format!("/proc/{}", r.pid)).exists())
+    .then_some(r.pid)
 }
 
 fn write_result(dir: &Path, r: &RunResult) -> Result<(), String> {
