@@ -198,6 +198,7 @@ pub fn job_yaml(a: &SubmitArgs, m: &Manifest, sweep: &Path, weft: &Path) -> Stri
     y += "# completion per variant; each pod runs `weft sweep run`, which reads its\n";
     y += "# variant from $JOB_COMPLETION_INDEX. Not submitted: review, then\n";
     y += "#   kubectl apply -f job.yaml\n";
+    y += "# (backoffLimitPerIndex, one retry per variant, needs Kubernetes 1.29 or later.)\n";
     y += "apiVersion: batch/v1\nkind: Job\nmetadata:\n  generateName: weft-sweep-\nspec:\n";
     y += "  completionMode: Indexed\n";
     y += &format!("  completions: {}\n  parallelism: {}\n", n, parallel);
