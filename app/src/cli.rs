@@ -32,6 +32,8 @@ pub enum Command {
     Grad(GradArgs),
     /// Compare autodiff gradients with central finite differences.
     Gradcheck(GradcheckArgs),
+    /// Wedges: run a graph over a grid of parameter values, here or as a Slurm / Kubernetes job array, then a contact sheet and metrics.csv.
+    Sweep(crate::sweep::SweepArgs),
     /// List every node kind with its ports and parameters.
     Nodes,
     /// Print the JSON Schema of graph files.

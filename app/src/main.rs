@@ -11,6 +11,7 @@ mod gui;
 mod load;
 mod replay;
 mod run;
+mod sweep;
 
 use clap::Parser;
 
@@ -38,6 +39,7 @@ fn main() {
         Some(cli::Command::Emit(a)) => run::emit(a),
         Some(cli::Command::Grad(a)) => grad::grad(a),
         Some(cli::Command::Gradcheck(a)) => grad::gradcheck(a),
+        Some(cli::Command::Sweep(a)) => sweep::sweep(a),
         Some(cli::Command::Nodes) => run::nodes(),
         Some(cli::Command::Schema) => {
             print!("{}", weft_ir::graph::schema::graph_schema_text());

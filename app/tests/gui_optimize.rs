@@ -12,6 +12,8 @@ mod support;
 mod field_ports;
 // File > Export… likewise.
 mod export;
+// File > Open sweep… likewise.
+mod sweep_gui;
 
 use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;

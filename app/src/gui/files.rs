@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Debug, PartialEq)]
 pub enum FileAction {
     Open,
+    /// A sweep's manifest.json (File > Open sweep…).
+    OpenSweep,
     /// Save under the chosen name, then carry on with `then` (e.g. the New or
     /// Open the unsaved-changes prompt interrupted).
     SaveAs {
@@ -25,7 +27,16 @@ pub enum FileAction {
 #[derive(Clone, Debug, PartialEq)]
 pub enum AfterSave {
     New,
-    Open { path: PathBuf, copy: bool },
+    Open {
+        path: PathBuf,
+        copy: bool,
+    },
+    /// A sweep variant: the graph with its `--set` values, untitled.
+    OpenVariant {
+        graph: PathBuf,
+        sets: Vec<String>,
+        seed: Option<u32>,
+    },
 }
 
 /// A platform dialog that comes back with nothing faster than this never
@@ -80,6 +91,12 @@ impl FileChooser {
                 .set_directory(&dir);
             let picked = match action {
                 FileAction::Open => d.pick_file(),
+                FileAction::OpenSweep => {
+                    d = rfd::FileDialog::new()
+                        .add_filter("Weft sweep manifest", &["json"])
+                        .set_directory(&dir);
+                    d.pick_file()
+                }
                 FileAction::SaveAs { .. } => {
                     d = d.set_file_name(name);
                     d.save_file()
@@ -104,7 +121,7 @@ impl FileChooser {
         config.initial_directory = dir;
         config.default_file_name = name.to_string();
         match action {
-            FileAction::Open => self.dialog.pick_file(),
+            FileAction::Open | FileAction::OpenSweep => self.dialog.pick_file(),
             FileAction::SaveAs { .. } => self.dialog.save_file(),
         }
         self.action = Some(action);
@@ -135,6 +152,7 @@ impl FileChooser {
 fn cancelled(a: &FileAction) -> &'static str {
     match a {
         FileAction::Open => "open cancelled",
+        FileAction::OpenSweep => "open sweep cancelled",
         FileAction::SaveAs { .. } => "save cancelled; the graph is still unsaved",
     }
 }

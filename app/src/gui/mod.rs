@@ -20,6 +20,7 @@ pub mod prefs;
 pub mod quant_readout;
 pub mod sim_worker;
 pub mod spreadsheet;
+pub mod sweep_panel;
 pub mod view_ports;
 pub mod viewer_flag;
 pub mod viewport;
@@ -146,6 +147,8 @@ pub struct WeftApp {
     pub memory: memory_readout::MemoryReadout,
     /// File > Export…: PLY, VDB and USD files of the running simulation.
     pub export: export_panel::ExportPanel,
+    /// File > Open sweep…: a collected sweep's contact sheet.
+    pub sweep: sweep_panel::SweepPanel,
 }
 
 fn default_config_dir() -> PathBuf {
@@ -222,6 +225,7 @@ impl WeftApp {
             twins: Default::default(),
             memory: Default::default(),
             export: export_panel::ExportPanel::new(),
+            sweep: sweep_panel::SweepPanel::new(),
             status_seen: String::new(),
             status_revision: 0,
             refusal_until: 0.0,
@@ -328,6 +332,7 @@ impl WeftApp {
                 self.status = "new graph".into();
             }
             Pending::Open { path, copy } => self.open_now(&path, copy),
+            Pending::OpenVariant { graph, sets, seed } => self.open_variant(&graph, &sets, seed),
         }
     }
 
@@ -378,6 +383,7 @@ impl WeftApp {
     fn file_chosen(&mut self, action: files::FileAction, path: PathBuf) {
         match action {
             files::FileAction::Open => self.request(Pending::Open { path, copy: false }),
+            files::FileAction::OpenSweep => self.sweep.load(&path),
             files::FileAction::SaveAs { then } => self.write_to(&path, then),
         }
     }
@@ -390,6 +396,50 @@ impl WeftApp {
             .and_then(|p| p.parent())
             .map(Path::to_path_buf)
             .or_else(|| self.opts.documents_dir.clone())
+    }
+
+    /// A sweep variant: the sweep's graph as an untitled copy with the
+    /// variant's `--set` values (and seed) applied, as `weft run` applies them.
+    fn open_variant(&mut self, graph: &Path, sets: &[String], seed: Option<u32>) {
+        let mut m = model::Model::open_copy(graph);
+        if m.origin.is_none() {
+            self.status = format!("could not open {}", graph.display());
+            self.model.log.push(self.status.clone());
+            return;
+        }
+        let o = weft_ir::graph::overrides::Overrides {
+            sets: sets.to_vec(),
+            inits: vec![],
+        };
+        if let Err(e) = weft_ir::graph::overrides::apply_overrides(&mut m.doc, &o) {
+            self.status = format!("cannot set the variant's values: {}", e);
+            self.model.log.push(self.status.clone());
+            return;
+        }
+        if let Some(s) = seed {
+            m.doc.seed = s;
+        }
+        m.validate();
+        // Unsaved: closing or opening another asks first.
+        m.dirty = true;
+        self.replace_model(m);
+        let mut values = sets.to_vec();
+        if let Some(s) = seed {
+            values.push(format!("seed={}", s));
+        }
+        self.status = format!("opened {} with {}", self.model.title(), values.join(" "));
+    }
+
+    fn open_sweep_dialog(&mut self) {
+        let dir = self.sweep.dir.clone().or_else(|| self.dialog_dir());
+        if let Some((action, path)) = self.files.ask(
+            files::FileAction::OpenSweep,
+            dir.as_deref(),
+            "manifest.json",
+            &mut self.model.log,
+        ) {
+            self.file_chosen(action, path);
+        }
     }
 
     fn open_dialog(&mut self) {
@@ -550,6 +600,14 @@ impl WeftApp {
                 if ui.button("Open…").clicked() {
                     ui.close();
                     self.open_dialog();
+                }
+                if ui
+                    .button("Open sweep…")
+                    .on_hover_text("a sweep folder's manifest.json, after `weft sweep collect`")
+                    .clicked()
+                {
+                    ui.close();
+                    self.open_sweep_dialog();
                 }
                 if ui.button("Save  (Ctrl+S)").clicked() {
                     ui.close();
@@ -1448,6 +1506,13 @@ impl eframe::App for WeftApp {
                 .start(&f, &doc, self.base_dir().unwrap_or_default(), sim, opts);
         }
         self.export.ui(&ctx, self.viewport.program());
+        if let Some(p) = self.sweep.ui(&ctx) {
+            self.request(Pending::OpenVariant {
+                graph: p.graph,
+                sets: p.sets,
+                seed: p.seed,
+            });
+        }
         let base = self.base_dir().unwrap_or_default();
         let label = self
             .model
