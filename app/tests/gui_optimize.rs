@@ -12,6 +12,8 @@ mod support;
 mod field_ports;
 // File > Export… likewise.
 mod export;
+// The timeline and its frame cache likewise.
+mod timeline;
 
 use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;

@@ -8,6 +8,7 @@ pub mod code_editor;
 pub mod export_panel;
 pub mod expr_view;
 pub mod files;
+pub mod frame_cache;
 pub mod frames;
 pub mod graph_nav;
 pub mod graph_view;
@@ -20,6 +21,7 @@ pub mod prefs;
 pub mod quant_readout;
 pub mod sim_worker;
 pub mod spreadsheet;
+pub mod timeline;
 pub mod view_ports;
 pub mod viewer_flag;
 pub mod viewport;
@@ -146,6 +148,8 @@ pub struct WeftApp {
     pub memory: memory_readout::MemoryReadout,
     /// File > Export…: PLY, VDB and USD files of the running simulation.
     pub export: export_panel::ExportPanel,
+    /// The timeline under the viewport (frame slider, play range, cache strip).
+    pub timeline: timeline::Timeline,
 }
 
 fn default_config_dir() -> PathBuf {
@@ -187,6 +191,8 @@ impl WeftApp {
         let mut snarl = egui_snarl::Snarl::new();
         sync_snarl(&mut snarl, &model);
         let prefs = prefs::Prefs::load(&config);
+        viewport.cache.budget = prefs.frame_cache_mb as usize * 1024 * 1024;
+        viewport.cache.spill = prefs.spill_frames;
         WeftApp {
             snarl,
             snarl_revision: model.revision,
@@ -222,6 +228,7 @@ impl WeftApp {
             twins: Default::default(),
             memory: Default::default(),
             export: export_panel::ExportPanel::new(),
+            timeline: Default::default(),
             status_seen: String::new(),
             status_revision: 0,
             refusal_until: 0.0,
@@ -730,6 +737,11 @@ impl WeftApp {
             );
         }
         ui.separator();
+        egui::Panel::bottom("timeline").show(ui, |ui| {
+            if let Some((mb, spill)) = self.timeline.ui(ui, &mut self.viewport) {
+                self.prefs.set_frame_cache(mb, spill);
+            }
+        });
         self.viewport.ui(ui);
         if let Some((node, value)) = self.viewport.orbit.take_edit() {
             self.model.push(model::Command::SetParam {
@@ -1458,6 +1470,7 @@ impl eframe::App for WeftApp {
         self.export
             .after_panels(self.viewport.sim.as_ref(), &base, &label);
         // The panels have read this pass's state: the next frame goes out.
+        self.timeline.follow_play(&mut self.viewport);
         self.viewport.end_pass(&ctx);
         if self.status != self.status_seen || self.model.revision != self.status_revision {
             self.status_seen = self.status.clone();

@@ -1,0 +1,225 @@
+//! The timeline and its frame cache (kittest, in the gui_optimize crate:
+//! one fewer compile of the GUI). Every state is checked against an
+//! independent simulation of the same graph run by the runtime for the
+//! same number of frames, never against values written here.
+
+use super::*;
+use weft_runtime::{Backend, SimOptions, Simulation};
+
+/// A graph with random streams (its state depends on the launch counts).
+const GRAPH: &str = "life.json";
+
+/// Rebuilds the app's simulation on `backend` and waits for it.
+fn use_backend(h: &mut Harness<'static, WeftApp>, backend: Backend) {
+    let doc = h
+        .state()
+        .viewer
+        .compiled_doc(&h.state().model.doc)
+        .into_owned();
+    let base = h.state().model.base_dir();
+    let rev = h.state().model.revision;
+    h.state_mut().viewport.backend = backend;
+    h.state_mut().viewport.rebuild(rev, &doc, base);
+    for _ in 0..2000 {
+        h.step();
+        let vp = &h.state().viewport;
+        if !vp.compiling()
+            && vp
+                .sim
+                .as_ref()
+                .is_some_and(|s| s.backend() == Some(backend))
+        {
+            settle(h);
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    panic!("no {:?} build: {:?}", backend, h.state().viewport.error);
+}
+
+/// The non-view state of an independent simulation of the app's graph
+/// after `frames` frames on `backend` (what `weft run --frames N` dumps).
+fn independent(
+    h: &Harness<'static, WeftApp>,
+    backend: Backend,
+    frames: i32,
+) -> Vec<(String, Vec<u32>)> {
+    let doc = h.state().model.doc.clone();
+    let base = h.state().model.base_dir().unwrap_or_default();
+    let program =
+        weft_ir::graph::build_program(&doc, &weft_ir::graph::BuildOptions { base_dir: base })
+            .expect("the graph builds");
+    let opts = SimOptions {
+        backend,
+        ..Default::default()
+    };
+    let mut sim = Simulation::new(program, &opts).expect("a simulation");
+    sim.start().unwrap();
+    for _ in 0..frames {
+        sim.step_frame().unwrap();
+    }
+    sim.snapshot().unwrap().roots
+}
+
+/// The app's state now (its frame and non-view roots).
+fn app_state(h: &mut Harness<'static, WeftApp>) -> (i32, Vec<(String, Vec<u32>)>) {
+    let s = h
+        .state_mut()
+        .viewport
+        .sim
+        .as_mut()
+        .unwrap()
+        .snapshot()
+        .unwrap();
+    (s.frame, s.roots)
+}
+
+fn seek(h: &mut Harness<'static, WeftApp>, f: i32) {
+    h.state_mut().viewport.seek(f);
+    settle(h);
+}
+
+fn play_to(h: &mut Harness<'static, WeftApp>, f: i32) {
+    h.state_mut().viewport.playing = true;
+    play_until(h, f);
+    h.state_mut().viewport.playing = false;
+    settle(h);
+}
+
+fn scrub_back_and_play_on(backend: Backend) {
+    let mut h = harness(GRAPH);
+    wait_for_sim(&mut h);
+    use_backend(&mut h, backend);
+    play_to(&mut h, 6);
+    let end = h.state().viewport.frame();
+    // Scrub back: frame 3 is restored from the cache, no frame runs.
+    let runs = h.state().viewport.frames_run;
+    let cached = h
+        .state()
+        .viewport
+        .cache
+        .get(3)
+        .unwrap()
+        .expect("frame 3 cached");
+    seek(&mut h, 3);
+    assert_eq!(
+        h.state().viewport.frames_run,
+        runs,
+        "scrubbing back simulated"
+    );
+    let counts = h
+        .state()
+        .viewport
+        .sim
+        .as_ref()
+        .unwrap()
+        .launch_counts()
+        .to_vec();
+    let cached_counts: Vec<u32> = cached.launches.iter().map(|(_, n)| *n).collect();
+    assert_eq!(counts, cached_counts, "launch counts are frame 3's");
+    let (f, roots) = app_state(&mut h);
+    assert_eq!(f, 3);
+    assert!(
+        roots == independent(&h, backend, 3),
+        "frame 3 differs from a fresh run"
+    );
+    // Playing on from there: bit-identical to an uninterrupted run.
+    play_to(&mut h, end + 3);
+    let (f, roots) = app_state(&mut h);
+    assert!(f > end);
+    assert!(
+        roots == independent(&h, backend, f),
+        "frame {} after a scrub differs from an uninterrupted run",
+        f
+    );
+    // Scrubbing past the last frame simulated simulates forward to it.
+    let runs = h.state().viewport.frames_run;
+    seek(&mut h, f + 2);
+    assert_eq!(h.state().viewport.frames_run, runs + 2);
+    let (g, roots) = app_state(&mut h);
+    assert_eq!(g, f + 2);
+    assert!(roots == independent(&h, backend, g));
+}
+
+#[test]
+fn scrub_back_restores_and_play_continues_bit_identically_vm() {
+    scrub_back_and_play_on(Backend::Vm);
+}
+
+#[test]
+fn scrub_back_restores_and_play_continues_bit_identically_cpu() {
+    scrub_back_and_play_on(Backend::Jit);
+}
+
+#[test]
+fn eviction_keeps_the_budget_and_spilled_frames_restore() {
+    let mut h = harness(GRAPH);
+    wait_for_sim(&mut h);
+    use_backend(&mut h, Backend::Vm);
+    let one = weft_app_frame_bytes(&mut h);
+    {
+        let c = &mut h.state_mut().viewport.cache;
+        c.budget = one * 3;
+        c.spill = true;
+    }
+    play_to(&mut h, 8);
+    let last = h.state().viewport.frame();
+    let c = &h.state().viewport.cache;
+    assert!(
+        c.bytes() <= c.budget,
+        "{} bytes over a budget of {}",
+        c.bytes(),
+        c.budget
+    );
+    let (mem, disk) = c.counts();
+    assert_eq!(mem, 3);
+    assert_eq!(
+        mem + disk,
+        last as usize + 1,
+        "every frame is in memory or on disk"
+    );
+    assert_eq!(c.where_is(1), Some(gui::frame_cache::Cached::Disk));
+    // A spilled frame restores (read back from its folder) as it was run.
+    let runs = h.state().viewport.frames_run;
+    seek(&mut h, 1);
+    assert_eq!(h.state().viewport.frames_run, runs);
+    let (f, roots) = app_state(&mut h);
+    assert_eq!(f, 1);
+    assert!(roots == independent(&h, Backend::Vm, 1));
+    // The timeline strip shows it: clicking its cell scrubs there.
+    let x = h.state().timeline.x_of(2);
+    let y = h.state().timeline.strip_rect.center().y;
+    assert!(x.is_finite() && y.is_finite(), "the strip is drawn");
+    click(&mut h, egui::pos2(x, y));
+    settle(&mut h);
+    assert_eq!(h.state().viewport.frame(), 2);
+    assert_eq!(h.state().viewport.frames_run, runs);
+}
+
+/// Bytes one frame of the app's simulation takes in the cache.
+fn weft_app_frame_bytes(h: &mut Harness<'static, WeftApp>) -> usize {
+    let s = h
+        .state_mut()
+        .viewport
+        .sim
+        .as_mut()
+        .unwrap()
+        .snapshot()
+        .unwrap();
+    gui::frame_cache::size_of(&s)
+}
+
+/// A primary click at `p`, as a mouse gives it.
+fn click(h: &mut Harness<'static, WeftApp>, p: egui::Pos2) {
+    h.event(egui::Event::PointerMoved(p));
+    h.step();
+    for pressed in [true, false] {
+        h.event(egui::Event::PointerButton {
+            pos: p,
+            button: egui::PointerButton::Primary,
+            pressed,
+            modifiers: egui::Modifiers::NONE,
+        });
+        h.step();
+    }
+}
