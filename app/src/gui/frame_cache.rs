@@ -11,7 +11,7 @@
 //! `frame_NNNNNN/` is complete or absent) and read back from there.
 
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use weft_runtime::snapshot::{self, Snapshot};
 
@@ -27,7 +27,9 @@ pub enum Cached {
 
 pub struct FrameCache {
     mem: BTreeMap<i32, Snapshot>,
-    disk: BTreeSet<i32>,
+    /// Frames on disk: spilled ones (in `spill_dir`) and baked ones (in a
+    /// bake's cache folder), each its snapshot folder.
+    disk: BTreeMap<i32, PathBuf>,
     /// Bytes of the frames in memory.
     bytes: usize,
     /// Memory budget (bytes).
@@ -56,7 +58,7 @@ impl FrameCache {
     pub fn new(budget_mb: u32, spill: bool, spill_dir: PathBuf) -> FrameCache {
         FrameCache {
             mem: BTreeMap::new(),
-            disk: BTreeSet::new(),
+            disk: BTreeMap::new(),
             bytes: 0,
             budget: budget_mb as usize * 1024 * 1024,
             spill,
@@ -77,9 +79,11 @@ impl FrameCache {
     pub fn clear(&mut self) {
         self.mem.clear();
         self.bytes = 0;
-        if !self.disk.is_empty() {
-            for f in std::mem::take(&mut self.disk) {
-                let _ = std::fs::remove_dir_all(snapshot::folder(&self.spill_dir, f));
+        // Spilled frames are this session's and go; baked ones stay in
+        // their cache folder (only no longer used).
+        for (_, p) in std::mem::take(&mut self.disk) {
+            if p.starts_with(&self.spill_dir) {
+                let _ = std::fs::remove_dir_all(p);
             }
         }
         self.error = None;
@@ -127,8 +131,8 @@ impl FrameCache {
             self.bytes -= size_of(&s);
             if self.spill {
                 match snapshot::write(&self.spill_dir, &s, &self.graph, usize::MAX) {
-                    Ok(_) => {
-                        self.disk.insert(victim);
+                    Ok(p) => {
+                        self.disk.insert(victim, p);
                     }
                     Err(e) => self.error = Some(format!("disk cache: {}", e)),
                 }
@@ -140,7 +144,7 @@ impl FrameCache {
     pub fn where_is(&self, f: i32) -> Option<Cached> {
         if self.mem.contains_key(&f) {
             Some(Cached::Memory)
-        } else if self.disk.contains(&f) {
+        } else if self.disk.contains_key(&f) {
             Some(Cached::Disk)
         } else {
             None
@@ -152,8 +156,8 @@ impl FrameCache {
         if let Some(s) = self.mem.get(&f) {
             return Ok(Some(s.clone()));
         }
-        if self.disk.contains(&f) {
-            return snapshot::read(&snapshot::folder(&self.spill_dir, f))
+        if let Some(p) = self.disk.get(&f) {
+            return snapshot::read(p)
                 .map(|l| Some(l.snapshot))
                 .map_err(|e| e.to_string());
         }
@@ -163,8 +167,18 @@ impl FrameCache {
     /// The latest cached frame at or before `f`.
     pub fn at_or_before(&self, f: i32) -> Option<i32> {
         let m = self.mem.range(..=f).next_back().map(|(k, _)| *k);
-        let d = self.disk.range(..=f).next_back().copied();
+        let d = self.disk.range(..=f).next_back().map(|(k, _)| *k);
         m.max(d)
+    }
+
+    /// Takes the frames of a baked cache folder (complete ones only: a
+    /// frame folder is complete or absent). Returns how many.
+    pub fn add_baked(&mut self, dir: &Path) -> usize {
+        let frames = snapshot::list(dir);
+        for &f in &frames {
+            self.disk.insert(f, snapshot::folder(dir, f));
+        }
+        frames.len()
     }
 
     /// Frames in memory and on disk.
@@ -181,7 +195,7 @@ impl FrameCache {
 impl Drop for FrameCache {
     fn drop(&mut self) {
         // The spill folder is this session's scratch space.
-        if !self.disk.is_empty() {
+        if self.disk.values().any(|p| p.starts_with(&self.spill_dir)) {
             let _ = std::fs::remove_dir_all(&self.spill_dir);
         }
     }

@@ -4,6 +4,7 @@
 //! frame at the start of `ui`; the node editor is rebuilt from the document
 //! whenever its revision changes.
 
+pub mod bake;
 pub mod code_editor;
 pub mod export_panel;
 pub mod expr_view;
@@ -737,11 +738,29 @@ impl WeftApp {
             );
         }
         ui.separator();
-        egui::Panel::bottom("timeline").show(ui, |ui| {
-            if let Some((mb, spill)) = self.timeline.ui(ui, &mut self.viewport) {
-                self.prefs.set_frame_cache(mb, spill);
-            }
-        });
+        self.viewport.bake_dir = self.model.path.as_deref().map(bake::cache_dir_for);
+        let asked = egui::Panel::bottom("timeline")
+            .show(ui, |ui| {
+                self.timeline.ui(
+                    ui,
+                    &mut self.viewport,
+                    self.model.path.as_deref(),
+                    self.model.revision,
+                )
+            })
+            .inner;
+        if let Some((mb, spill)) = asked.cache_prefs {
+            self.prefs.set_frame_cache(mb, spill);
+        }
+        if let Some(out) = asked.bake {
+            // The document as saved is baked (a viewer flag's temporary
+            // view aside), as `weft bake` bakes the file.
+            let doc = self.model.doc.clone();
+            let base = self.base_dir().unwrap_or_default();
+            let ctx = ui.ctx().clone();
+            self.timeline
+                .start_bake(doc, base, &self.viewport, self.model.revision, out, &ctx);
+        }
         self.viewport.ui(ui);
         if let Some((node, value)) = self.viewport.orbit.take_edit() {
             self.model.push(model::Command::SetParam {

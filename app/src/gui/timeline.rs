@@ -6,9 +6,11 @@
 //! forward to (`Viewport::seek`). The cache's memory budget and whether
 //! evicted frames spill to disk are set here too.
 
+use super::bake::{self, BakeJob};
 use super::frame_cache::Cached;
 use super::viewport::Viewport;
 use egui::{Color32, Sense, Stroke};
+use std::path::{Path, PathBuf};
 
 /// Cached frame in memory.
 pub const MEMORY: Color32 = Color32::from_rgb(80, 170, 110);
@@ -23,6 +25,18 @@ pub struct Timeline {
     pub end: i32,
     /// The strip's area on screen, as last drawn (tests point into it).
     pub strip_rect: egui::Rect,
+    /// The bake under way (Bake button), and how the last one ended.
+    pub bake: Option<BakeJob>,
+    pub bake_message: Option<Result<String, String>>,
+}
+
+/// What the timeline asks of the app after its pass.
+#[derive(Default)]
+pub struct Asked {
+    /// New frame cache settings (MiB, spill) for the preferences.
+    pub cache_prefs: Option<(u32, bool)>,
+    /// Bake the play range into this cache folder.
+    pub bake: Option<PathBuf>,
 }
 
 impl Default for Timeline {
@@ -31,6 +45,8 @@ impl Default for Timeline {
             start: 0,
             end: 240,
             strip_rect: egui::Rect::NOTHING,
+            bake: None,
+            bake_message: None,
         }
     }
 }
@@ -59,9 +75,45 @@ impl Timeline {
         }
     }
 
-    /// Draws the timeline; returns the new budget (MiB) and spill choice
-    /// when the user changed them.
-    pub fn ui(&mut self, ui: &mut egui::Ui, vp: &mut Viewport) -> Option<(u32, bool)> {
+    /// Starts baking the play range of `doc` into `out` on a thread of its
+    /// own, on the backend the viewport's simulation runs on.
+    pub fn start_bake(
+        &mut self,
+        doc: weft_ir::graph::GraphDoc,
+        base: PathBuf,
+        vp: &Viewport,
+        revision: u64,
+        out: PathBuf,
+        ctx: &egui::Context,
+    ) {
+        let backend = vp
+            .sim
+            .as_ref()
+            .and_then(|s| s.backend())
+            .unwrap_or(vp.backend);
+        self.bake_message = None;
+        self.bake = Some(BakeJob::start(
+            doc,
+            base,
+            bake::options(backend),
+            self.start,
+            self.end,
+            out,
+            revision,
+            ctx.clone(),
+        ));
+    }
+
+    /// Draws the timeline (`graph`: the open graph's file, where its cache
+    /// goes; `revision`: the document's now); returns what it asks of the app.
+    pub fn ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        vp: &mut Viewport,
+        graph: Option<&Path>,
+        revision: u64,
+    ) -> Asked {
+        let mut asked = Asked::default();
         let mut changed = None;
         let shown = vp.seek_to.unwrap_or_else(|| vp.frame());
         ui.horizontal_wrapped(|ui| {
@@ -115,8 +167,77 @@ impl Timeline {
                 ui.colored_label(Color32::from_rgb(255, 110, 110), e);
             }
         });
+        self.bake_row(ui, vp, graph, revision, &mut asked);
         self.strip(ui, vp, shown);
-        changed
+        asked.cache_prefs = changed;
+        asked
+    }
+
+    /// Bake (the play range, into `GRAPH.cache/`), its progress and Cancel.
+    fn bake_row(
+        &mut self,
+        ui: &mut egui::Ui,
+        vp: &mut Viewport,
+        graph: Option<&Path>,
+        revision: u64,
+        asked: &mut Asked,
+    ) {
+        if let Some(job) = &self.bake {
+            if let Some(r) = job.poll() {
+                let job = self.bake.take().expect("checked");
+                self.bake_message = Some(r.map(|n| {
+                    // Baked from the document as it is now: its frames play.
+                    if job.revision == revision {
+                        vp.take_baked();
+                    }
+                    format!(
+                        "baked {} frame{} of {}..{} into {}",
+                        n,
+                        if n == 1 { "" } else { "s" },
+                        job.first,
+                        job.last,
+                        job.out.display()
+                    )
+                }));
+            }
+        }
+        ui.horizontal_wrapped(|ui| {
+            if let Some(job) = &self.bake {
+                let total = job.last - job.first + 1;
+                ui.add(
+                    egui::ProgressBar::new(job.written() as f32 / total as f32)
+                        .desired_width(160.0)
+                        .text(format!("baking {} / {}", job.written(), total)),
+                );
+                if ui.button("Cancel").clicked() {
+                    job.cancel();
+                }
+                return;
+            }
+            let out = graph.map(bake::cache_dir_for);
+            let b = ui.add_enabled(out.is_some(), egui::Button::new("Bake"));
+            let b = match &out {
+                Some(o) => b.on_hover_text(format!(
+                    "simulate frames {}..{} and write every field's state to {} (reopens with the graph)",
+                    self.start,
+                    self.end,
+                    o.display()
+                )),
+                None => b.on_disabled_hover_text("save the graph first: its cache goes beside it"),
+            };
+            if b.clicked() {
+                asked.bake = out;
+            }
+            match &self.bake_message {
+                Some(Ok(m)) => {
+                    ui.label(m);
+                }
+                Some(Err(e)) => {
+                    ui.colored_label(Color32::from_rgb(255, 110, 110), format!("bake: {}", e));
+                }
+                None => {}
+            }
+        });
     }
 
     /// The cache strip with the playhead; click or drag to scrub.

@@ -133,6 +133,9 @@ pub struct Viewport {
     /// The cache epoch of the frame out now (its capture is dropped if
     /// the cache was cleared meanwhile).
     capture_epoch: u64,
+    /// The baked cache folder of the open graph (`bake::cache_dir_for`):
+    /// its frames are taken when the build is of the graph baked.
+    pub bake_dir: Option<PathBuf>,
 }
 
 /// A disk cache folder of this process's own for spilled frames.
@@ -235,6 +238,7 @@ impl Viewport {
             cache: FrameCache::new(DEFAULT_BUDGET_MB, false, spill_dir()),
             seek_to: None,
             capture_epoch: 0,
+            bake_dir: None,
         }
     }
 
@@ -449,11 +453,30 @@ impl Viewport {
             .seek_to
             .zip(self.sim.as_ref())
             .is_some_and(|(t, sim)| sim.frame < t);
+        let next = self.sim.as_ref().map_or(0, |s| s.frame + 1);
         if seeking {
             self.dispatch(ctx);
+        } else if self.playing && self.queued_steps == 0 && self.cache.where_is(next).is_some() {
+            // The next frame is cached (baked, or simulated before a
+            // scrub back): it is shown from the cache, not simulated.
+            self.seek_to = Some(next);
+            self.follow_seek();
+            ctx.request_repaint();
         } else if self.playing || self.queued_steps > 0 {
             self.queued_steps = self.queued_steps.saturating_sub(1);
             self.dispatch(ctx);
+        }
+    }
+
+    /// Takes the baked cache's frames when the running build is of the
+    /// graph baked (editor positions aside); otherwise leaves them unused.
+    pub fn take_baked(&mut self) -> usize {
+        let (Some(dir), Some((_, doc))) = (&self.bake_dir, &self.built_from) else {
+            return 0;
+        };
+        match super::bake::baked_graph(dir) {
+            Some(g) if g == super::bake::canonical(doc) => self.cache.add_baked(dir),
+            _ => 0,
         }
     }
 
@@ -572,6 +595,7 @@ impl Viewport {
                     Ok(s) => self.cache.insert(s, sim.frame),
                     Err(e) => self.fault = Some(Fault::from(&e)),
                 }
+                self.take_baked();
                 if self.running.as_ref().is_some_and(|s| s.frame > 0) {
                     status = Some("recompiled — restarted at frame 0".to_string());
                 }

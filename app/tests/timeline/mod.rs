@@ -223,3 +223,152 @@ fn click(h: &mut Harness<'static, WeftApp>, p: egui::Pos2) {
         h.step();
     }
 }
+
+/// A copy of GRAPH in a fresh folder (its cache goes beside it), opened.
+fn harness_in_temp(tag: &str) -> (Harness<'static, WeftApp>, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("weft-bake-{}-{}", tag, std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let graph = dir.join(GRAPH);
+    std::fs::copy(root().join("graphs").join(GRAPH), &graph).unwrap();
+    let h = harness_with(Some(graph), dir.join("config"));
+    (h, dir)
+}
+
+/// Every file under `dir`, relative, with its bytes.
+fn files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            for (n, b) in files(&p) {
+                out.push((format!("{}/{}", e.file_name().to_string_lossy(), n), b));
+            }
+        } else {
+            out.push((
+                e.file_name().to_string_lossy().to_string(),
+                std::fs::read(&p).unwrap(),
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn wait_for_bake(h: &mut Harness<'static, WeftApp>) {
+    for _ in 0..4000 {
+        h.step();
+        if h.state().timeline.bake.is_none() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    panic!("the bake never ended");
+}
+
+#[test]
+fn app_bake_equals_weft_bake_and_reopens_playing_without_simulation() {
+    let (mut h, dir) = harness_in_temp("same");
+    wait_for_sim(&mut h);
+    use_backend(&mut h, Backend::Vm);
+    h.state_mut().timeline.start = 0;
+    h.state_mut().timeline.end = 4;
+    h.run_steps(2);
+    h.get_by_label("Bake").click();
+    h.run_steps(2);
+    wait_for_bake(&mut h);
+    match &h.state().timeline.bake_message {
+        Some(Ok(m)) => assert!(m.contains("baked 5 frames"), "{}", m),
+        other => panic!("the bake failed: {:?}", other),
+    }
+    let app_cache = dir.join("life.cache");
+    let cli = std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
+        .arg("bake")
+        .arg(dir.join(GRAPH))
+        .args(["--frames", "0:4", "--backend", "vm", "--out"])
+        .arg(dir.join("cli.cache"))
+        .output()
+        .unwrap();
+    assert!(
+        cli.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
+    let (a, b) = (files(&app_cache), files(&dir.join("cli.cache")));
+    let frames = a
+        .iter()
+        .filter(|(n, _)| n.ends_with("/snapshot.json"))
+        .count();
+    assert_eq!(frames, 5, "frames 0..=4 baked");
+    assert!(a == b, "the app's and weft bake's caches differ");
+    drop(h);
+    // Reopened: the baked frames are on the timeline and play without
+    // simulating, each the state an independent run has at that frame.
+    let mut h = harness_with(Some(dir.join(GRAPH)), dir.join("config"));
+    wait_for_sim(&mut h);
+    settle(&mut h);
+    assert_eq!(
+        h.state().viewport.cache.where_is(4),
+        Some(gui::frame_cache::Cached::Disk)
+    );
+    play_to(&mut h, 4);
+    assert_eq!(
+        h.state().viewport.frames_run,
+        0,
+        "baked frames were simulated"
+    );
+    let (f, roots) = app_state(&mut h);
+    assert_eq!(f, 4);
+    assert!(roots == independent(&h, Backend::Vm, 4));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_cancelled_bake_keeps_only_complete_frames() {
+    let (mut h, dir) = harness_in_temp("cancel");
+    wait_for_sim(&mut h);
+    use_backend(&mut h, Backend::Vm);
+    h.state_mut().timeline.start = 0;
+    h.state_mut().timeline.end = 400;
+    h.run_steps(2);
+    h.get_by_label("Bake").click();
+    for _ in 0..4000 {
+        h.step();
+        if h.state()
+            .timeline
+            .bake
+            .as_ref()
+            .is_some_and(|b| b.written() >= 2)
+        {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    h.get_by_label("Cancel").click();
+    wait_for_bake(&mut h);
+    let cache = dir.join("life.cache");
+    let frames = weft_runtime::snapshot::list(&cache);
+    assert!(
+        frames.len() >= 2 && frames.len() < 401,
+        "{} frames",
+        frames.len()
+    );
+    for f in &frames {
+        let l = weft_runtime::snapshot::read(&weft_runtime::snapshot::folder(&cache, *f))
+            .expect("a complete frame");
+        assert_eq!(l.snapshot.frame, *f);
+    }
+    let names: Vec<String> = std::fs::read_dir(&cache)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .all(|n| n == "cache.json" || n.starts_with("frame_")),
+        "{:?}",
+        names
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
