@@ -7,16 +7,19 @@
 //! the backend, and the graph document baked, editor positions left out)
 //! and one `frame_NNNNNN/` folder per frame: the frame's complete state
 //! written by the runtime's atomic snapshot writer (complete or absent;
-//! a cancelled bake keeps the frames completed so far). The app takes the
-//! frames only while the graph it runs is the one baked: any edit that
-//! changes what is simulated leaves the cache unused, never mixed in.
+//! a cancelled bake keeps the frames completed so far). `cache.json` also
+//! records a hash of the graph upstream of the cached state (`upstream`:
+//! all but editor positions and view settings). The app takes the frames
+//! only while the graph it runs has that hash: after an edit upstream the
+//! cache is stale, shown so on the timeline and never mixed in; an edit
+//! downstream (a view's colour map) leaves it in use.
 
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
-use weft_ir::graph::{build_program, BuildOptions, GraphDoc};
+use weft_ir::graph::{build_program, catalog, BuildOptions, GraphDoc};
 use weft_runtime::{snapshot, Backend, SimOptions, Simulation};
 
 pub const FORMAT: &str = "weft-cache";
@@ -39,6 +42,31 @@ pub fn canonical(doc: &GraphDoc) -> Value {
         }
     }
     v
+}
+
+/// The part of `doc` the baked state depends on: everything but editor
+/// positions and the settings of view nodes (colour maps, ranges,
+/// cameras), which change only how the state is drawn.
+pub fn upstream(doc: &GraphDoc) -> Value {
+    let mut d = doc.clone();
+    for n in &mut d.nodes {
+        if catalog::kind(&n.kind).is_some_and(|k| k.family == catalog::Family::View) {
+            n.params.clear();
+        }
+    }
+    canonical(&d)
+}
+
+/// A stable hash (FNV-1a, 64 bits, hex) of `upstream(doc)`: what a cache
+/// records to know it is stale.
+pub fn upstream_hash(doc: &GraphDoc) -> String {
+    let text = serde_json::to_string(&upstream(doc)).unwrap_or_default();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{:016x}", h)
 }
 
 /// Bakes frames `first..=last` of `doc` into `out` (replacing a cache
@@ -87,6 +115,7 @@ pub fn bake(
         "version": 1,
         "frames": [first, last],
         "backend": sim.backend_name(),
+        "upstream": upstream_hash(doc),
         "graph": graph,
     });
     let text = serde_json::to_string_pretty(&meta).expect("JSON values serialise");
@@ -111,11 +140,13 @@ pub fn bake(
     Ok(written)
 }
 
-/// The graph document a cache folder was baked from, if it is a cache.
-pub fn baked_graph(dir: &Path) -> Option<Value> {
+/// The upstream hash a cache folder records, if it is a cache.
+pub fn baked_upstream(dir: &Path) -> Option<String> {
     let text = std::fs::read_to_string(dir.join(CACHE_FILE)).ok()?;
     let v: Value = serde_json::from_str(&text).ok()?;
-    (v["format"] == FORMAT).then(|| v["graph"].clone())
+    (v["format"] == FORMAT)
+        .then(|| v["upstream"].as_str().map(str::to_string))
+        .flatten()
 }
 
 /// A bake running on a thread of its own (the window stays live).

@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 pub const MEMORY: Color32 = Color32::from_rgb(80, 170, 110);
 /// Cached frame on disk.
 pub const DISK: Color32 = Color32::from_rgb(80, 130, 210);
+/// A stale baked frame (hatched).
+pub const STALE: Color32 = Color32::from_rgb(200, 60, 60);
 /// Not cached.
 const EMPTY: Color32 = Color32::from_rgb(45, 45, 50);
 
@@ -226,7 +228,18 @@ impl Timeline {
                 None => b.on_disabled_hover_text("save the graph first: its cache goes beside it"),
             };
             if b.clicked() {
-                asked.bake = out;
+                asked.bake = out.clone();
+            }
+            if !vp.baked_stale.is_empty() {
+                ui.colored_label(STALE, "stale")
+                    .on_hover_text(format!(
+                        "{} baked frames are from before an edit upstream of their fields: \
+                         they are not shown (frames are simulated instead) until re-baked",
+                        vp.baked_stale.len()
+                    ));
+                if ui.add_enabled(out.is_some(), egui::Button::new("Re-bake")).clicked() {
+                    asked.bake = out;
+                }
             }
             match &self.bake_message {
                 Some(Ok(m)) => {
@@ -264,6 +277,28 @@ impl Timeline {
                 0.0,
                 c,
             );
+        }
+        // Stale baked frames: red hatching where no current frame is.
+        for &f in &vp.baked_stale {
+            if f < self.start || f > self.end || vp.cache.where_is(f).is_some() {
+                continue;
+            }
+            let x0 = rect.left() + (f - self.start) as f32 * cell;
+            let r = egui::Rect::from_min_max(
+                egui::pos2(x0, rect.top() + 3.0),
+                egui::pos2(x0 + cell.max(1.0), rect.bottom() - 3.0),
+            );
+            p.rect_filled(r, 0.0, STALE.gamma_multiply(0.35));
+            let hatch = p.with_clip_rect(r);
+            let h = r.height();
+            let mut x = (x0 / 6.0).floor() * 6.0 - h;
+            while x < r.right() {
+                hatch.line_segment(
+                    [egui::pos2(x, r.bottom()), egui::pos2(x + h, r.top())],
+                    Stroke::new(1.0, STALE),
+                );
+                x += 6.0;
+            }
         }
         if (self.start..=self.end).contains(&shown) {
             let x = self.x_of(shown);

@@ -136,6 +136,9 @@ pub struct Viewport {
     /// The baked cache folder of the open graph (`bake::cache_dir_for`):
     /// its frames are taken when the build is of the graph baked.
     pub bake_dir: Option<PathBuf>,
+    /// The frames of a baked cache that is stale (the graph changed
+    /// upstream of its state since): shown on the timeline, never used.
+    pub baked_stale: Vec<i32>,
 }
 
 /// A disk cache folder of this process's own for spilled frames.
@@ -239,6 +242,7 @@ impl Viewport {
             seek_to: None,
             capture_epoch: 0,
             bake_dir: None,
+            baked_stale: Vec::new(),
         }
     }
 
@@ -304,8 +308,11 @@ impl Viewport {
             if without_scalars(old) == without_scalars(doc) {
                 if old != doc {
                     // Other scalar values: the cached frames are another
-                    // simulation's; from here on frames are cached anew.
+                    // simulation's; from here on frames are cached anew
+                    // (a bake of these values is taken again).
                     self.cache.clear();
+                    self.built_from = Some((revision, doc.clone()));
+                    self.take_baked();
                 }
                 for n in doc.nodes.iter().filter(|n| n.kind == "kernel") {
                     self.set_scalars(n);
@@ -471,12 +478,18 @@ impl Viewport {
     /// Takes the baked cache's frames when the running build is of the
     /// graph baked (editor positions aside); otherwise leaves them unused.
     pub fn take_baked(&mut self) -> usize {
+        self.baked_stale.clear();
         let (Some(dir), Some((_, doc))) = (&self.bake_dir, &self.built_from) else {
             return 0;
         };
-        match super::bake::baked_graph(dir) {
-            Some(g) if g == super::bake::canonical(doc) => self.cache.add_baked(dir),
-            _ => 0,
+        match super::bake::baked_upstream(dir) {
+            Some(h) if h == super::bake::upstream_hash(doc) => self.cache.add_baked(dir),
+            Some(_) => {
+                self.baked_stale = weft_runtime::snapshot::list(dir);
+                self.baked_stale.sort_unstable();
+                0
+            }
+            None => 0,
         }
     }
 

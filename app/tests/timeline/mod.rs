@@ -372,3 +372,67 @@ fn a_cancelled_bake_keeps_only_complete_frames() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Sets parameter `param` of node `node` as the inspector does, and waits
+/// for the viewport to follow.
+fn set_param(h: &mut Harness<'static, WeftApp>, node: &str, param: &str, value: serde_json::Value) {
+    h.state_mut().model.push(gui::model::Command::SetParam {
+        node: node.into(),
+        param: param.into(),
+        value,
+    });
+    h.run_steps(3);
+    settle(h);
+}
+
+#[test]
+fn an_upstream_edit_makes_a_bake_stale_and_a_view_edit_does_not() {
+    let (mut h, dir) = harness_in_temp("stale");
+    drop(h);
+    let cli = std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
+        .arg("bake")
+        .arg(dir.join(GRAPH))
+        .args(["--frames", "0:4", "--backend", "vm"])
+        .output()
+        .unwrap();
+    assert!(
+        cli.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
+    h = harness_with(Some(dir.join(GRAPH)), dir.join("config"));
+    wait_for_sim(&mut h);
+    settle(&mut h);
+    let disk = Some(gui::frame_cache::Cached::Disk);
+    assert_eq!(h.state().viewport.cache.where_is(3), disk);
+    // A view's colour map: downstream of every field; the bake stays.
+    set_param(&mut h, "view", "colormap", serde_json::json!("viridis"));
+    assert!(h.state().viewport.baked_stale.is_empty());
+    assert_eq!(h.state().viewport.cache.where_is(3), disk);
+    // The seed kernel's density: upstream of the state; the bake is stale,
+    // shown so, and its frames are simulated instead of shown.
+    let mut scalars = h
+        .state()
+        .model
+        .doc
+        .nodes
+        .iter()
+        .find(|n| n.id == "seed")
+        .unwrap()
+        .params["scalars"]
+        .clone();
+    scalars["density"] = serde_json::json!(0.4);
+    set_param(&mut h, "seed", "scalars", scalars);
+    assert_eq!(h.state().viewport.baked_stale, vec![0, 1, 2, 3, 4]);
+    assert_eq!(h.state().viewport.cache.where_is(3), None);
+    assert!(h.get_by_label("stale").rect().is_positive());
+    h.get_by_label("Re-bake");
+    let runs = h.state().viewport.frames_run;
+    h.state_mut().viewport.seek(3);
+    settle(&mut h);
+    assert!(
+        h.state().viewport.frames_run > runs,
+        "a stale frame was shown"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
