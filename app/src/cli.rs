@@ -18,6 +18,8 @@ pub enum Command {
     Gui(GuiArgs),
     /// Run a graph headless: write each view as PNG frames and dump fields as .npy.
     Run(RunArgs),
+    /// Bake a frame range into a cache folder the app plays back without simulating (the app's Bake button).
+    Bake(BakeArgs),
     /// Load, validate and compile graphs without running them; print every error.
     Check(CheckArgs),
     /// Print the IR of a graph after a pipeline stage.
@@ -70,6 +72,49 @@ pub struct GraphOverrides {
 /// `--max-memory SIZE`: `weft_runtime::memory_limit::parse_bytes`.
 fn memory_arg(s: &str) -> Result<u64, String> {
     weft_runtime::memory_limit::parse_bytes(s)
+}
+
+/// `weft bake`: the same cache folder as the app's Bake button.
+#[derive(Args)]
+#[command(
+    after_help = "The cache folder holds cache.json (the frame range, the backend and the graph \
+document baked) and one frame_NNNNNN/ folder per frame with that frame's complete state \
+(every field, the frame counter, the random streams), each written whole or not at all. \
+Opened in the app (`weft gui GRAPH`), GRAPH.cache/ beside the graph is picked up: its frames \
+show on the timeline and play without simulating, as long as the graph is the one baked.\n\n\
+Example:\n  weft bake graphs/life.json --frames 0:120 --backend cpu"
+)]
+pub struct BakeArgs {
+    /// The graph file (.json).
+    pub graph: PathBuf,
+    /// The frame range A:B to bake, both included (frame 0 is the state after on_start).
+    #[arg(long, value_parser = frame_range_arg)]
+    pub frames: (i32, i32),
+    /// auto, cpu (`jit`), vm, wgpu or cuda, as for `weft run`. Caches baked on the same backend are identical.
+    #[arg(long, default_value = "auto", value_parser = backend_arg)]
+    pub backend: Backend,
+    /// The cache folder (default: GRAPH_NAME.cache beside the graph, where the app looks). A cache there is replaced.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+fn frame_range_arg(s: &str) -> Result<(i32, i32), String> {
+    let (a, b) = s
+        .split_once(':')
+        .ok_or_else(|| format!("'{}' is not a frame range A:B (e.g. 0:120)", s))?;
+    let p = |t: &str| {
+        t.trim()
+            .parse::<i32>()
+            .map_err(|_| format!("'{}' in '{}' is not a frame number", t, s))
+    };
+    let (a, b) = (p(a)?, p(b)?);
+    if a < 0 || b < a {
+        return Err(format!(
+            "frame range '{}': the first frame must be 0 or more and not after the last",
+            s
+        ));
+    }
+    Ok((a, b))
 }
 
 #[derive(Args)]

@@ -32,6 +32,7 @@ fn main() {
             documents_dir: None,
         }),
         Some(cli::Command::Run(a)) => run::run(a),
+        Some(cli::Command::Bake(a)) => bake(a),
         Some(cli::Command::Check(a)) => run::check(a),
         Some(cli::Command::Ir(a)) => run::ir(a),
         Some(cli::Command::Bench(a)) => bench::bench(a),
@@ -47,6 +48,52 @@ fn main() {
         }
     };
     std::process::exit(code);
+}
+
+/// `weft bake`: `gui::bake::bake`, the code the app's Bake button runs.
+fn bake(a: cli::BakeArgs) -> i32 {
+    let doc = match weft_ir::graph::GraphDoc::load(&a.graph) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {}", e);
+            return 2;
+        }
+    };
+    let base = a
+        .graph
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
+    let out = a.out.unwrap_or_else(|| gui::bake::cache_dir_for(&a.graph));
+    let (first, last) = a.frames;
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let r = gui::bake::bake(
+        &doc,
+        &base,
+        &gui::bake::options(a.backend),
+        first,
+        last,
+        &out,
+        &never,
+        &|f| eprint!("\rbaked frame {}", f),
+    );
+    eprintln!();
+    match r {
+        Ok(n) => {
+            println!(
+                "baked {} frames ({}..{}) into {}",
+                n,
+                first,
+                last,
+                out.display()
+            );
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {}", e.replace('\n', "\nerror: "));
+            1
+        }
+    }
 }
 
 /// Prints an error in one readable block and returns its exit code.

@@ -40,6 +40,7 @@ fn every_command_has_help() {
     for cmd in [
         vec!["--help"],
         vec!["run", "--help"],
+        vec!["bake", "--help"],
         vec!["check", "--help"],
         vec!["ir", "--help"],
         vec!["bench", "--help"],
@@ -1739,4 +1740,48 @@ print("dynamic ply ok", len(e.data))
 "#;
     python_ok(py, script, &[d]);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bake_writes_complete_frames_of_the_range_and_refuses_bad_ones() {
+    let out = tmp("bake");
+    let cache = out.join("c");
+    let o = weft(&[
+        "bake",
+        "graphs/life.json",
+        "--frames",
+        "2:4",
+        "--backend",
+        "vm",
+        "--out",
+        cache.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("baked 3 frames"), "{}", text(&o));
+    let mut frames = weft_runtime::snapshot::list(&cache);
+    frames.sort_unstable();
+    assert_eq!(frames, vec![2, 3, 4]);
+    for f in frames {
+        let l = weft_runtime::snapshot::read(&weft_runtime::snapshot::folder(&cache, f)).unwrap();
+        assert_eq!(l.snapshot.frame, f);
+    }
+    let o = weft(&["bake", "graphs/life.json", "--frames", "4:2"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("not after the last"), "{}", text(&o));
+    // A folder that is not a cache is never replaced.
+    std::fs::write(out.join("keep.txt"), "mine").unwrap();
+    let o = weft(&[
+        "bake",
+        "graphs/life.json",
+        "--frames",
+        "0:0",
+        "--backend",
+        "vm",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).contains("is not a weft cache"), "{}", text(&o));
+    assert!(out.join("keep.txt").exists());
+    let _ = std::fs::remove_dir_all(&out);
 }

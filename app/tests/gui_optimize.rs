@@ -14,6 +14,8 @@ mod field_ports;
 mod export;
 // File > Open sweep… likewise.
 mod sweep_gui;
+// The timeline and its frame cache likewise.
+mod timeline;
 
 use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;

@@ -4,10 +4,12 @@
 //! frame at the start of `ui`; the node editor is rebuilt from the document
 //! whenever its revision changes.
 
+pub mod bake;
 pub mod code_editor;
 pub mod export_panel;
 pub mod expr_view;
 pub mod files;
+pub mod frame_cache;
 pub mod frames;
 pub mod graph_nav;
 pub mod graph_view;
@@ -21,6 +23,7 @@ pub mod quant_readout;
 pub mod sim_worker;
 pub mod spreadsheet;
 pub mod sweep_panel;
+pub mod timeline;
 pub mod view_ports;
 pub mod viewer_flag;
 pub mod viewport;
@@ -149,6 +152,8 @@ pub struct WeftApp {
     pub export: export_panel::ExportPanel,
     /// File > Open sweep…: a collected sweep's contact sheet.
     pub sweep: sweep_panel::SweepPanel,
+    /// The timeline under the viewport (frame slider, play range, cache strip).
+    pub timeline: timeline::Timeline,
 }
 
 fn default_config_dir() -> PathBuf {
@@ -190,6 +195,8 @@ impl WeftApp {
         let mut snarl = egui_snarl::Snarl::new();
         sync_snarl(&mut snarl, &model);
         let prefs = prefs::Prefs::load(&config);
+        viewport.cache.budget = prefs.frame_cache_mb as usize * 1024 * 1024;
+        viewport.cache.spill = prefs.spill_frames;
         WeftApp {
             snarl,
             snarl_revision: model.revision,
@@ -226,6 +233,7 @@ impl WeftApp {
             memory: Default::default(),
             export: export_panel::ExportPanel::new(),
             sweep: sweep_panel::SweepPanel::new(),
+            timeline: Default::default(),
             status_seen: String::new(),
             status_revision: 0,
             refusal_until: 0.0,
@@ -788,6 +796,29 @@ impl WeftApp {
             );
         }
         ui.separator();
+        self.viewport.bake_dir = self.model.path.as_deref().map(bake::cache_dir_for);
+        let asked = egui::Panel::bottom("timeline")
+            .show(ui, |ui| {
+                self.timeline.ui(
+                    ui,
+                    &mut self.viewport,
+                    self.model.path.as_deref(),
+                    self.model.revision,
+                )
+            })
+            .inner;
+        if let Some((mb, spill)) = asked.cache_prefs {
+            self.prefs.set_frame_cache(mb, spill);
+        }
+        if let Some(out) = asked.bake {
+            // The document as saved is baked (a viewer flag's temporary
+            // view aside), as `weft bake` bakes the file.
+            let doc = self.model.doc.clone();
+            let base = self.base_dir().unwrap_or_default();
+            let ctx = ui.ctx().clone();
+            self.timeline
+                .start_bake(doc, base, &self.viewport, self.model.revision, out, &ctx);
+        }
         self.viewport.ui(ui);
         if let Some((node, value)) = self.viewport.orbit.take_edit() {
             self.model.push(model::Command::SetParam {
@@ -1523,6 +1554,7 @@ impl eframe::App for WeftApp {
         self.export
             .after_panels(self.viewport.sim.as_ref(), &base, &label);
         // The panels have read this pass's state: the next frame goes out.
+        self.timeline.follow_play(&mut self.viewport);
         self.viewport.end_pass(&ctx);
         if self.status != self.status_seen || self.model.revision != self.status_revision {
             self.status_seen = self.status.clone();

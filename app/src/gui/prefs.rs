@@ -9,6 +9,10 @@ use std::path::Path;
 pub struct Prefs {
     pub side_width: f32,
     pub inspector_height: f32,
+    /// The timeline's frame cache: memory budget (MiB) and whether frames
+    /// evicted from memory spill to a disk cache folder.
+    pub frame_cache_mb: u32,
+    pub spill_frames: bool,
     /// Last time the sizes were written (s, app clock); not saved.
     #[serde(skip)]
     written_at: f64,
@@ -21,6 +25,8 @@ impl Default for Prefs {
         Prefs {
             side_width: 440.0,
             inspector_height: 340.0,
+            frame_cache_mb: super::frame_cache::DEFAULT_BUDGET_MB,
+            spill_frames: false,
             written_at: f64::NEG_INFINITY,
             dirty: false,
         }
@@ -37,6 +43,13 @@ impl Prefs {
             .and_then(|t| serde_json::from_str::<Prefs>(&t).ok())
             .filter(|p| p.side_width.is_finite() && p.inspector_height.is_finite())
             .unwrap_or_default()
+    }
+
+    /// Takes the frame cache's settings (written with the sizes).
+    pub fn set_frame_cache(&mut self, mb: u32, spill: bool) {
+        self.frame_cache_mb = mb;
+        self.spill_frames = spill;
+        self.dirty = true;
     }
 
     /// Takes this frame's sizes; writes them (atomically, at most once a

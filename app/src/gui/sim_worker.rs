@@ -19,6 +19,7 @@
 use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
 use std::time::Instant;
 use weft_runtime::render::Image;
+use weft_runtime::snapshot::Snapshot;
 use weft_runtime::{RuntimeError, Simulation};
 
 /// How the views of a frame were drawn.
@@ -48,6 +49,9 @@ pub struct FrameJob {
     pub slice: Option<usize>,
     /// Draw the views afterwards: `Some(on_gpu)`.
     pub draw: Option<bool>,
+    /// Take the frame's complete state afterwards (the timeline's frame
+    /// cache), here on the simulation thread.
+    pub capture: bool,
 }
 
 /// A frame run, with the simulation that ran it.
@@ -59,6 +63,8 @@ pub struct FrameDone {
     pub ms: f64,
     pub profiled: bool,
     pub drawn: Option<Result<Drawn, RuntimeError>>,
+    /// The frame's state, when the job asked for it and the frame ran.
+    pub snapshot: Option<Result<Snapshot, RuntimeError>>,
 }
 
 /// What `SimWorker::take` found.
@@ -168,6 +174,7 @@ pub fn run(job: FrameJob) -> FrameDone {
         profile,
         slice,
         draw: draw_on,
+        capture,
     } = job;
     sim.set_profile(profile);
     let t = Instant::now();
@@ -179,11 +186,13 @@ pub fn run(job: FrameJob) -> FrameDone {
         (Ok(_), Some(on_gpu)) => Some(draw(&mut sim, on_gpu)),
         _ => None,
     };
+    let snapshot = (capture && result.is_ok()).then(|| sim.snapshot());
     FrameDone {
         sim,
         result,
         ms,
         profiled: profile,
         drawn,
+        snapshot,
     }
 }

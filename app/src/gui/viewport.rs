@@ -12,6 +12,7 @@
 //! other backends the image words are read back. When only kernel scalars change, the running simulation keeps
 //! its state and just takes the new values.
 
+use super::frame_cache::{FrameCache, DEFAULT_BUDGET_MB};
 use super::sim_worker::{self, Drawn, FrameJob, Returned, SimWorker};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -123,6 +124,28 @@ pub struct Viewport {
     pub generation: u64,
     /// The orbit cameras of 3-D views (`orbit`).
     pub orbit: super::orbit::OrbitState,
+    /// Every frame simulated since the build (or the last scalar edit),
+    /// for the timeline to scrub back to (`frame_cache`).
+    pub cache: FrameCache,
+    /// The frame the timeline asked for: restored from the cache, or
+    /// simulated forward to (from the nearest earlier cached frame).
+    pub seek_to: Option<i32>,
+    /// The cache epoch of the frame out now (its capture is dropped if
+    /// the cache was cleared meanwhile).
+    capture_epoch: u64,
+    /// The baked cache folder of the open graph (`bake::cache_dir_for`):
+    /// its frames are taken when the build is of the graph baked.
+    pub bake_dir: Option<PathBuf>,
+    /// The frames of a baked cache that is stale (the graph changed
+    /// upstream of its state since): shown on the timeline, never used.
+    pub baked_stale: Vec<i32>,
+}
+
+/// A disk cache folder of this process's own for spilled frames.
+fn spill_dir() -> PathBuf {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    std::env::temp_dir().join(format!("weft-frames-{}-{}", std::process::id(), n))
 }
 
 /// One view's zoom (1 = fit the tile) and pan (points).
@@ -215,6 +238,11 @@ impl Viewport {
             loss: Default::default(),
             generation: 0,
             orbit: Default::default(),
+            cache: FrameCache::new(DEFAULT_BUDGET_MB, false, spill_dir()),
+            seek_to: None,
+            capture_epoch: 0,
+            bake_dir: None,
+            baked_stale: Vec::new(),
         }
     }
 
@@ -243,6 +271,8 @@ impl Viewport {
         self.readout = None;
         self.loss.clear();
         self.orbit = Default::default();
+        self.cache.clear();
+        self.seek_to = None;
     }
 
     pub fn has_gpu(&self) -> bool {
@@ -276,6 +306,14 @@ impl Viewport {
         if let (Some(_), Some((_, old))) = (&self.running, &self.built_from) {
             let old = &old.clone();
             if without_scalars(old) == without_scalars(doc) {
+                if old != doc {
+                    // Other scalar values: the cached frames are another
+                    // simulation's; from here on frames are cached anew
+                    // (a bake of these values is taken again).
+                    self.cache.clear();
+                    self.built_from = Some((revision, doc.clone()));
+                    self.take_baked();
+                }
                 for n in doc.nodes.iter().filter(|n| n.kind == "kernel") {
                     self.set_scalars(n);
                 }
@@ -373,6 +411,8 @@ impl Viewport {
             let _ = tx.send(r);
         });
         self.pending = Some((revision, rx));
+        self.cache
+            .set_graph(serde_json::to_value(doc).unwrap_or(Value::Null));
         self.built_from = Some((revision, doc.clone()));
         self.carry_state = false;
     }
@@ -388,6 +428,9 @@ impl Viewport {
             status = self.swap_in_build(ctx);
             if !self.playing {
                 self.settle();
+            }
+            if self.pending.is_none() {
+                self.follow_seek();
             }
         }
         // While a frame is out the window sleeps until input or the
@@ -407,10 +450,111 @@ impl Viewport {
         if self.worker.is_away() || self.sim.is_none() || self.pending.is_some() {
             return;
         }
-        if self.playing || self.queued_steps > 0 {
+        // A seek asked for in this pass: a cached frame is restored now
+        // rather than simulated to.
+        self.follow_seek();
+        if self.needs_draw {
+            ctx.request_repaint();
+        }
+        let seeking = self
+            .seek_to
+            .zip(self.sim.as_ref())
+            .is_some_and(|(t, sim)| sim.frame < t);
+        let next = self.sim.as_ref().map_or(0, |s| s.frame + 1);
+        if seeking {
+            self.dispatch(ctx);
+        } else if self.playing && self.queued_steps == 0 && self.cache.where_is(next).is_some() {
+            // The next frame is cached (baked, or simulated before a
+            // scrub back): it is shown from the cache, not simulated.
+            self.seek_to = Some(next);
+            self.follow_seek();
+            ctx.request_repaint();
+        } else if self.playing || self.queued_steps > 0 {
             self.queued_steps = self.queued_steps.saturating_sub(1);
             self.dispatch(ctx);
         }
+    }
+
+    /// Takes the baked cache's frames when the running build is of the
+    /// graph baked (editor positions aside); otherwise leaves them unused.
+    pub fn take_baked(&mut self) -> usize {
+        self.baked_stale.clear();
+        let (Some(dir), Some((_, doc))) = (&self.bake_dir, &self.built_from) else {
+            return 0;
+        };
+        match super::bake::baked_upstream(dir) {
+            Some(h) if h == super::bake::upstream_hash(doc) => self.cache.add_baked(dir),
+            Some(_) => {
+                self.baked_stale = weft_runtime::snapshot::list(dir);
+                self.baked_stale.sort_unstable();
+                0
+            }
+            None => 0,
+        }
+    }
+
+    /// Asks for frame `frame` (the timeline): a cached frame is restored
+    /// (no kernel runs); another is simulated forward to from the nearest
+    /// earlier cached frame (or from the frame the simulation is at, when
+    /// that is nearer).
+    pub fn seek(&mut self, frame: i32) {
+        if self.running.is_some() {
+            self.seek_to = Some(frame.max(0));
+            self.queued_steps = 0;
+        }
+    }
+
+    /// Carries out `seek_to` while the simulation is home: restores the
+    /// frame, or the frame to simulate forward from (`end_pass` then sends
+    /// frames out until it is reached).
+    fn follow_seek(&mut self) {
+        let Some(target) = self.seek_to else { return };
+        let Some(sim) = self.sim.as_mut() else { return };
+        let now = sim.frame;
+        if now == target {
+            self.seek_to = None;
+            return;
+        }
+        let from = match self.cache.at_or_before(target) {
+            Some(c) if c == target || c > now || target < now => Some(c),
+            Some(_) => None,
+            None if target < now => {
+                // Nothing cached before it (a cache of later frames only):
+                // from the start.
+                let r = sim.reset().and_then(|_| sim.start());
+                if let Err(e) = r {
+                    self.fault = Some(Fault::from(&e));
+                    self.seek_to = None;
+                    return;
+                }
+                None
+            }
+            None => None,
+        };
+        if let Some(c) = from {
+            let r = self
+                .cache
+                .get(c)
+                .and_then(|s| s.ok_or_else(|| format!("frame {} left the cache", c)));
+            let restored = r.and_then(|s| sim.restore(&s).map_err(|e| e.to_string()));
+            if let Err(e) = restored {
+                // A cache that no longer fits the simulation is dropped;
+                // the frame is simulated instead, from the start.
+                self.error = Some(format!("frame cache: {}", e));
+                self.cache.clear();
+                let _ = sim.reset().and_then(|_| sim.start());
+            }
+        }
+        let frame = sim.frame;
+        if let Some(r) = &mut self.running {
+            r.frame = frame;
+        }
+        if frame >= target {
+            self.seek_to = None;
+        }
+        self.probe.clear();
+        self.generation += 1;
+        self.needs_draw = true;
     }
 
     /// Options that open another simulation like `sim` (same backend, the
@@ -425,7 +569,10 @@ impl Viewport {
 
     /// No frame out or asked for, no build under way: what tests wait for.
     pub fn is_idle(&self) -> bool {
-        !self.worker.is_away() && self.queued_steps == 0 && self.pending.is_none()
+        !self.worker.is_away()
+            && self.queued_steps == 0
+            && self.pending.is_none()
+            && self.seek_to.is_none()
     }
 
     /// A finished background build replaces the simulation (or, for a
@@ -454,7 +601,14 @@ impl Viewport {
                 self.carry_state = false;
                 self.needs_draw = true;
             }
-            Ok(Ok(sim)) => {
+            Ok(Ok(mut sim)) => {
+                self.cache.clear();
+                self.seek_to = None;
+                match sim.snapshot() {
+                    Ok(s) => self.cache.insert(s, sim.frame),
+                    Err(e) => self.fault = Some(Fault::from(&e)),
+                }
+                self.take_baked();
                 if self.running.as_ref().is_some_and(|s| s.frame > 0) {
                     status = Some("recompiled — restarted at frame 0".to_string());
                 }
@@ -538,7 +692,9 @@ impl Viewport {
             // Only a device the window draws on needs room between slices.
             slice: if on_gpu { self.slice } else { None },
             draw: Some(on_gpu),
+            capture: self.cache.captures(gpu),
         };
+        self.capture_epoch = self.cache.epoch;
         if let Err(job) = self.worker.send(job, ctx) {
             // No simulation thread: the frame runs here.
             let done = sim_worker::run(*job);
@@ -592,6 +748,7 @@ impl Viewport {
                 self.fault = Some(Fault::from(&e));
                 self.playing = false;
                 self.queued_steps = 0;
+                self.seek_to = None;
             }
         }
         self.kernel_ms = kernel_medians(&sim);
@@ -599,6 +756,14 @@ impl Viewport {
         let deferred = std::mem::take(&mut self.deferred_scalars);
         if let Some(r) = &mut self.running {
             r.frame = sim.frame;
+        }
+        match done.snapshot {
+            Some(Ok(s)) => self.cache.insert_if(self.capture_epoch, s, sim.frame),
+            Some(Err(e)) => self.cache.error = Some(format!("frame cache: {}", e)),
+            None => {}
+        }
+        if self.seek_to.is_some_and(|t| sim.frame >= t) {
+            self.seek_to = None;
         }
         self.sim = Some(sim);
         match drawn {
@@ -615,6 +780,14 @@ impl Viewport {
         for n in &deferred {
             self.set_scalars(n);
         }
+    }
+
+    /// Whether the running simulation is on a GPU backend (its state lives
+    /// in device memory).
+    pub fn on_gpu_backend(&self) -> bool {
+        self.running
+            .as_ref()
+            .is_some_and(|r| matches!(r.backend_name, "wgpu" | "cuda"))
     }
 
     fn draws_on_gpu(&self, sim: &Simulation) -> bool {

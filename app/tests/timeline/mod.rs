@@ -1,0 +1,476 @@
+//! The timeline and its frame cache (kittest, in the gui_optimize crate:
+//! one fewer compile of the GUI). Every state is checked against an
+//! independent simulation of the same graph run by the runtime for the
+//! same number of frames, never against values written here.
+
+use super::*;
+use weft_runtime::{Backend, SimOptions, Simulation};
+
+/// A graph with random streams (its state depends on the launch counts).
+const GRAPH: &str = "life.json";
+
+/// Rebuilds the app's simulation on `backend` and waits for it.
+fn use_backend(h: &mut Harness<'static, WeftApp>, backend: Backend) {
+    let doc = h
+        .state()
+        .viewer
+        .compiled_doc(&h.state().model.doc)
+        .into_owned();
+    let base = h.state().model.base_dir();
+    let rev = h.state().model.revision;
+    h.state_mut().viewport.backend = backend;
+    h.state_mut().viewport.rebuild(rev, &doc, base);
+    for _ in 0..2000 {
+        h.step();
+        let vp = &h.state().viewport;
+        if !vp.compiling()
+            && vp
+                .sim
+                .as_ref()
+                .is_some_and(|s| s.backend() == Some(backend))
+        {
+            settle(h);
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    panic!("no {:?} build: {:?}", backend, h.state().viewport.error);
+}
+
+/// The non-view state of an independent simulation of the app's graph
+/// after `frames` frames on `backend` (what `weft run --frames N` dumps).
+fn independent(
+    h: &Harness<'static, WeftApp>,
+    backend: Backend,
+    frames: i32,
+) -> Vec<(String, Vec<u32>)> {
+    let doc = h.state().model.doc.clone();
+    let base = h.state().model.base_dir().unwrap_or_default();
+    let program =
+        weft_ir::graph::build_program(&doc, &weft_ir::graph::BuildOptions { base_dir: base })
+            .expect("the graph builds");
+    let opts = SimOptions {
+        backend,
+        ..Default::default()
+    };
+    let mut sim = Simulation::new(program, &opts).expect("a simulation");
+    sim.start().unwrap();
+    for _ in 0..frames {
+        sim.step_frame().unwrap();
+    }
+    sim.snapshot().unwrap().roots
+}
+
+/// The app's state now (its frame and non-view roots).
+fn app_state(h: &mut Harness<'static, WeftApp>) -> (i32, Vec<(String, Vec<u32>)>) {
+    let s = h
+        .state_mut()
+        .viewport
+        .sim
+        .as_mut()
+        .unwrap()
+        .snapshot()
+        .unwrap();
+    (s.frame, s.roots)
+}
+
+fn seek(h: &mut Harness<'static, WeftApp>, f: i32) {
+    h.state_mut().viewport.seek(f);
+    settle(h);
+}
+
+fn play_to(h: &mut Harness<'static, WeftApp>, f: i32) {
+    h.state_mut().viewport.playing = true;
+    play_until(h, f);
+    h.state_mut().viewport.playing = false;
+    settle(h);
+}
+
+fn scrub_back_and_play_on(backend: Backend) {
+    let mut h = harness(GRAPH);
+    wait_for_sim(&mut h);
+    use_backend(&mut h, backend);
+    play_to(&mut h, 6);
+    let end = h.state().viewport.frame();
+    // Scrub back: frame 3 is restored from the cache, no frame runs.
+    let runs = h.state().viewport.frames_run;
+    let cached = h
+        .state()
+        .viewport
+        .cache
+        .get(3)
+        .unwrap()
+        .expect("frame 3 cached");
+    seek(&mut h, 3);
+    assert_eq!(
+        h.state().viewport.frames_run,
+        runs,
+        "scrubbing back simulated"
+    );
+    let counts = h
+        .state()
+        .viewport
+        .sim
+        .as_ref()
+        .unwrap()
+        .launch_counts()
+        .to_vec();
+    let cached_counts: Vec<u32> = cached.launches.iter().map(|(_, n)| *n).collect();
+    assert_eq!(counts, cached_counts, "launch counts are frame 3's");
+    let (f, roots) = app_state(&mut h);
+    assert_eq!(f, 3);
+    assert!(
+        roots == independent(&h, backend, 3),
+        "frame 3 differs from a fresh run"
+    );
+    // Playing on from there: bit-identical to an uninterrupted run.
+    play_to(&mut h, end + 3);
+    let (f, roots) = app_state(&mut h);
+    assert!(f > end);
+    assert!(
+        roots == independent(&h, backend, f),
+        "frame {} after a scrub differs from an uninterrupted run",
+        f
+    );
+    // Scrubbing past the last frame simulated simulates forward to it.
+    let runs = h.state().viewport.frames_run;
+    seek(&mut h, f + 2);
+    assert_eq!(h.state().viewport.frames_run, runs + 2);
+    let (g, roots) = app_state(&mut h);
+    assert_eq!(g, f + 2);
+    assert!(roots == independent(&h, backend, g));
+}
+
+#[test]
+fn scrub_back_restores_and_play_continues_bit_identically_vm() {
+    scrub_back_and_play_on(Backend::Vm);
+}
+
+#[test]
+fn scrub_back_restores_and_play_continues_bit_identically_cpu() {
+    scrub_back_and_play_on(Backend::Jit);
+}
+
+#[test]
+fn eviction_keeps_the_budget_and_spilled_frames_restore() {
+    let mut h = harness(GRAPH);
+    wait_for_sim(&mut h);
+    use_backend(&mut h, Backend::Vm);
+    let one = weft_app_frame_bytes(&mut h);
+    {
+        let c = &mut h.state_mut().viewport.cache;
+        c.budget = one * 3;
+        c.spill = true;
+    }
+    play_to(&mut h, 8);
+    let last = h.state().viewport.frame();
+    let c = &h.state().viewport.cache;
+    assert!(
+        c.bytes() <= c.budget,
+        "{} bytes over a budget of {}",
+        c.bytes(),
+        c.budget
+    );
+    let (mem, disk) = c.counts();
+    assert_eq!(mem, 3);
+    assert_eq!(
+        mem + disk,
+        last as usize + 1,
+        "every frame is in memory or on disk"
+    );
+    assert_eq!(c.where_is(1), Some(gui::frame_cache::Cached::Disk));
+    // A spilled frame restores (read back from its folder) as it was run.
+    let runs = h.state().viewport.frames_run;
+    seek(&mut h, 1);
+    assert_eq!(h.state().viewport.frames_run, runs);
+    let (f, roots) = app_state(&mut h);
+    assert_eq!(f, 1);
+    assert!(roots == independent(&h, Backend::Vm, 1));
+    // The timeline strip shows it: clicking its cell scrubs there.
+    let x = h.state().timeline.x_of(2);
+    let y = h.state().timeline.strip_rect.center().y;
+    assert!(x.is_finite() && y.is_finite(), "the strip is drawn");
+    click(&mut h, egui::pos2(x, y));
+    settle(&mut h);
+    assert_eq!(h.state().viewport.frame(), 2);
+    assert_eq!(h.state().viewport.frames_run, runs);
+}
+
+/// Bytes one frame of the app's simulation takes in the cache.
+fn weft_app_frame_bytes(h: &mut Harness<'static, WeftApp>) -> usize {
+    let s = h
+        .state_mut()
+        .viewport
+        .sim
+        .as_mut()
+        .unwrap()
+        .snapshot()
+        .unwrap();
+    gui::frame_cache::size_of(&s)
+}
+
+/// A primary click at `p`, as a mouse gives it.
+fn click(h: &mut Harness<'static, WeftApp>, p: egui::Pos2) {
+    h.event(egui::Event::PointerMoved(p));
+    h.step();
+    for pressed in [true, false] {
+        h.event(egui::Event::PointerButton {
+            pos: p,
+            button: egui::PointerButton::Primary,
+            pressed,
+            modifiers: egui::Modifiers::NONE,
+        });
+        h.step();
+    }
+}
+
+/// A copy of GRAPH in a fresh folder (its cache goes beside it), opened.
+fn harness_in_temp(tag: &str) -> (Harness<'static, WeftApp>, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("weft-bake-{}-{}", tag, std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let graph = dir.join(GRAPH);
+    std::fs::copy(root().join("graphs").join(GRAPH), &graph).unwrap();
+    let h = harness_with(Some(graph), dir.join("config"));
+    (h, dir)
+}
+
+/// Every file under `dir`, relative, with its bytes.
+fn files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            for (n, b) in files(&p) {
+                out.push((format!("{}/{}", e.file_name().to_string_lossy(), n), b));
+            }
+        } else {
+            out.push((
+                e.file_name().to_string_lossy().to_string(),
+                std::fs::read(&p).unwrap(),
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn wait_for_bake(h: &mut Harness<'static, WeftApp>) {
+    for _ in 0..4000 {
+        h.step();
+        if h.state().timeline.bake.is_none() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    panic!("the bake never ended");
+}
+
+#[test]
+fn app_bake_equals_weft_bake_and_reopens_playing_without_simulation() {
+    let (mut h, dir) = harness_in_temp("same");
+    wait_for_sim(&mut h);
+    use_backend(&mut h, Backend::Vm);
+    h.state_mut().timeline.start = 0;
+    h.state_mut().timeline.end = 4;
+    h.run_steps(2);
+    h.get_by_label("Bake").click();
+    h.run_steps(2);
+    wait_for_bake(&mut h);
+    match &h.state().timeline.bake_message {
+        Some(Ok(m)) => assert!(m.contains("baked 5 frames"), "{}", m),
+        other => panic!("the bake failed: {:?}", other),
+    }
+    let app_cache = dir.join("life.cache");
+    let cli = std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
+        .arg("bake")
+        .arg(dir.join(GRAPH))
+        .args(["--frames", "0:4", "--backend", "vm", "--out"])
+        .arg(dir.join("cli.cache"))
+        .output()
+        .unwrap();
+    assert!(
+        cli.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
+    let (a, b) = (files(&app_cache), files(&dir.join("cli.cache")));
+    let frames = a
+        .iter()
+        .filter(|(n, _)| n.ends_with("/snapshot.json"))
+        .count();
+    assert_eq!(frames, 5, "frames 0..=4 baked");
+    assert!(a == b, "the app's and weft bake's caches differ");
+    drop(h);
+    // Reopened: the baked frames are on the timeline and play without
+    // simulating, each the state an independent run has at that frame.
+    let mut h = harness_with(Some(dir.join(GRAPH)), dir.join("config"));
+    wait_for_sim(&mut h);
+    settle(&mut h);
+    assert_eq!(
+        h.state().viewport.cache.where_is(4),
+        Some(gui::frame_cache::Cached::Disk)
+    );
+    play_to(&mut h, 4);
+    assert_eq!(
+        h.state().viewport.frames_run,
+        0,
+        "baked frames were simulated"
+    );
+    let (f, roots) = app_state(&mut h);
+    assert_eq!(f, 4);
+    assert!(roots == independent(&h, Backend::Vm, 4));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_cancelled_bake_keeps_only_complete_frames() {
+    let (mut h, dir) = harness_in_temp("cancel");
+    wait_for_sim(&mut h);
+    use_backend(&mut h, Backend::Vm);
+    h.state_mut().timeline.start = 0;
+    h.state_mut().timeline.end = 400;
+    h.run_steps(2);
+    h.get_by_label("Bake").click();
+    for _ in 0..4000 {
+        h.step();
+        if h.state()
+            .timeline
+            .bake
+            .as_ref()
+            .is_some_and(|b| b.written() >= 2)
+        {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    h.get_by_label("Cancel").click();
+    wait_for_bake(&mut h);
+    let cache = dir.join("life.cache");
+    let frames = weft_runtime::snapshot::list(&cache);
+    assert!(
+        frames.len() >= 2 && frames.len() < 401,
+        "{} frames",
+        frames.len()
+    );
+    for f in &frames {
+        let l = weft_runtime::snapshot::read(&weft_runtime::snapshot::folder(&cache, *f))
+            .expect("a complete frame");
+        assert_eq!(l.snapshot.frame, *f);
+    }
+    let names: Vec<String> = std::fs::read_dir(&cache)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .all(|n| n == "cache.json" || n.starts_with("frame_")),
+        "{:?}",
+        names
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Sets parameter `param` of node `node` as the inspector does, and waits
+/// for the viewport to follow.
+fn set_param(h: &mut Harness<'static, WeftApp>, node: &str, param: &str, value: serde_json::Value) {
+    h.state_mut().model.push(gui::model::Command::SetParam {
+        node: node.into(),
+        param: param.into(),
+        value,
+    });
+    h.run_steps(3);
+    settle(h);
+}
+
+#[test]
+fn an_upstream_edit_makes_a_bake_stale_and_a_view_edit_does_not() {
+    let (mut h, dir) = harness_in_temp("stale");
+    drop(h);
+    let cli = std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
+        .arg("bake")
+        .arg(dir.join(GRAPH))
+        .args(["--frames", "0:4", "--backend", "vm"])
+        .output()
+        .unwrap();
+    assert!(
+        cli.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
+    h = harness_with(Some(dir.join(GRAPH)), dir.join("config"));
+    wait_for_sim(&mut h);
+    settle(&mut h);
+    let disk = Some(gui::frame_cache::Cached::Disk);
+    assert_eq!(h.state().viewport.cache.where_is(3), disk);
+    // A view's colour map: downstream of every field; the bake stays.
+    set_param(&mut h, "view", "colormap", serde_json::json!("viridis"));
+    assert!(h.state().viewport.baked_stale.is_empty());
+    assert_eq!(h.state().viewport.cache.where_is(3), disk);
+    // The seed kernel's density: upstream of the state; the bake is stale,
+    // shown so, and its frames are simulated instead of shown.
+    let mut scalars = h
+        .state()
+        .model
+        .doc
+        .nodes
+        .iter()
+        .find(|n| n.id == "seed")
+        .unwrap()
+        .params["scalars"]
+        .clone();
+    scalars["density"] = serde_json::json!(0.4);
+    set_param(&mut h, "seed", "scalars", scalars);
+    assert_eq!(h.state().viewport.baked_stale, vec![0, 1, 2, 3, 4]);
+    assert_eq!(h.state().viewport.cache.where_is(3), None);
+    assert!(h.get_by_label("stale").rect().is_positive());
+    h.get_by_label("Re-bake");
+    let runs = h.state().viewport.frames_run;
+    h.state_mut().viewport.seek(3);
+    settle(&mut h);
+    assert!(
+        h.state().viewport.frames_run > runs,
+        "a stale frame was shown"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// On wgpu a frame is not read back to be cached unless the user ticks
+/// "Cache frames" (the GPU rule: no per-frame host round-trips); ticked, it
+/// is, and scrubbing back restores it without simulating.
+#[test]
+fn a_gpu_backend_caches_frames_only_when_asked() {
+    let mut h = harness(GRAPH);
+    wait_for_sim(&mut h);
+    use_backend(&mut h, Backend::Wgpu);
+    play_to(&mut h, 3);
+    // Only the start state (taken once when the build came in).
+    assert_eq!(
+        h.state().viewport.cache.counts(),
+        (1, 0),
+        "a GPU backend captured frames by default"
+    );
+    for f in 1..=3 {
+        assert!(
+            matches!(h.state().viewport.cache.get(f), Ok(None)),
+            "frame {} kept",
+            f
+        );
+    }
+    h.get_by_label("Cache frames").click();
+    h.run_steps(2);
+    assert_eq!(h.state().viewport.cache.capture, Some(true));
+    play_to(&mut h, 6);
+    let (m, _) = h.state().viewport.cache.counts();
+    assert!(m >= 2, "{} frames cached after ticking Cache frames", m);
+    let runs = h.state().viewport.frames_run;
+    seek(&mut h, 5);
+    assert_eq!(h.state().viewport.frame(), 5);
+    assert_eq!(
+        h.state().viewport.frames_run,
+        runs,
+        "scrubbing back simulated"
+    );
+}
