@@ -772,6 +772,10 @@ pub fn particles_3d_depth(
     (img, depth)
 }
 
+/// Whether the outermost sparse block holding a cell is active, and that
+/// level's block size in cells.
+pub type BlockActive<'a> = (&'a dyn Fn([usize; 3]) -> bool, [u32; 3]);
+
 /// What a `volume` reference render reads: the field's values and block
 /// activity, and what it draws over.
 pub struct VolumeInput<'a> {
@@ -779,8 +783,9 @@ pub struct VolumeInput<'a> {
     pub value: &'a dyn Fn([usize; 3]) -> f32,
     pub shape: [u32; 3],
     /// Whether the outermost sparse block holding a cell is active
-    /// (`None`: a dense field).
-    pub block_active: Option<&'a dyn Fn([usize; 3]) -> bool>,
+    /// (`None`: a dense field), and that level's block size in cells (the
+    /// march skips an inactive block whole).
+    pub block_active: Option<BlockActive<'a>>,
     /// `show_active`: the outermost sparse level's block size and the
     /// first cell of every active block.
     pub boxes: Option<([u32; 3], Vec<[u32; 3]>)>,
@@ -815,7 +820,7 @@ pub fn volume(
                 for j in 0..shape[1] as usize {
                     for k in 0..shape[2] as usize {
                         let v = (input.value)([i, j, k]);
-                        let on = input.block_active.is_none_or(|f| f([i, j, k]));
+                        let on = input.block_active.is_none_or(|(f, _)| f([i, j, k]));
                         if on && v.is_finite() {
                             mn = mn.min(v);
                             mx = mx.max(v);
@@ -847,8 +852,29 @@ pub fn volume(
     let active = |c: &[(usize, usize, f32); 3]| {
         input
             .block_active
-            .is_none_or(|f| f([c[0].0, c[1].0, c[2].0]))
+            .is_none_or(|(f, _)| f([c[0].0, c[1].0, c[2].0]))
     };
+    // The sample index to jump to from an inactive block (`volume::skip_to`).
+    let skip_to =
+        |c: &[(usize, usize, f32); 3], eye: [f32; 3], inv: [f32; 3], t0: f32, dt: f32| -> i32 {
+            let size = input.block_active.map_or([1; 3], |(_, s)| s);
+            let mut exit = f32::INFINITY;
+            for i in 0..3 {
+                let sz = size[i].max(1) as i32;
+                let b0 = (c[i].0 as i32 / sz) * sz;
+                let b1 = b0 + sz;
+                let face = |j: i32| dom[i] + (j as f32 + 0.5) * cell[i];
+                let lo_b = if b0 == 0 { f32::NEG_INFINITY } else { face(b0) };
+                let hi_b = if b1 >= shape[i] as i32 {
+                    f32::INFINITY
+                } else {
+                    face(b1)
+                };
+                let out = ((lo_b - eye[i]) * inv[i]).max((hi_b - eye[i]) * inv[i]);
+                exit = if i == 0 { out } else { exit.min(out) };
+            }
+            (((exit - t0) / dt - 0.5).clamp(-1.0, 4096.0)).floor() as i32
+        };
     let trilinear = |c: &[(usize, usize, f32); 3]| -> f32 {
         let v = |x: usize, y: usize, z: usize| {
             let pick = |k: usize, b: usize| if b == 0 { c[k].0 } else { c[k].1 };
@@ -913,13 +939,17 @@ pub fn volume(
                     let mut found = false;
                     if t0 < t1 {
                         let n = ((t1 - t0) / dt).ceil().min(4096.0) as i32;
-                        for s in 0..n {
-                            let t = t0 + (s as f32 + 0.5) * dt;
+                        let mut s = 0;
+                        while s < n {
+                            let k = s;
+                            s += 1;
+                            let t = t0 + (k as f32 + 0.5) * dt;
                             if t >= t1 {
                                 continue;
                             }
                             let c = corners(point(t));
                             if !active(&c) {
+                                s = s.max(skip_to(&c, fr.eye, inv, t0, dt));
                                 continue;
                             }
                             let v = trilinear(&c);
@@ -1149,10 +1179,12 @@ pub fn volume_view(
     let input = VolumeInput {
         value: &value,
         shape,
-        block_active: if mask.is_some() {
-            Some(&block_active)
-        } else {
-            None
+        block_active: match (&mask, plan.levels.iter().find(|l| is_sparse_level(l))) {
+            (Some(_), Some(level)) => Some((
+                &block_active,
+                std::array::from_fn(|i| level.axes[i].divisor as u32),
+            )),
+            _ => None,
         },
         boxes,
         under: under_view.as_ref().map(|(i, d)| (i, d.as_slice())),
