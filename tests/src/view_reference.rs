@@ -675,6 +675,65 @@ impl CameraFrame {
         let cy = self.half[1] - (yc / depth) * self.focal;
         (depth > self.near && cx.is_finite() && cy.is_finite()).then_some((cx, cy, depth))
     }
+
+    /// The projected ends of the world segment `a`..`b` clipped at the
+    /// near plane (`overlay3d::clipped_edge`), `None` when it is not drawn.
+    #[allow(clippy::type_complexity)]
+    pub fn clip_edge(
+        &self,
+        a: [f32; 3],
+        b: [f32; 3],
+    ) -> Option<((f32, f32, f32), (f32, f32, f32))> {
+        use weft_ir::passes::views::overlay3d::NEAR_CLIP;
+        let depth = |p: [f32; 3]| {
+            let d = [p[0] - self.eye[0], p[1] - self.eye[1], p[2] - self.eye[2]];
+            -(d[0] * self.back[0] + d[1] * self.back[1] + d[2] * self.back[2])
+        };
+        match (self.project(a), self.project(b)) {
+            (Some(p), Some(q)) => Some((p, q)),
+            (None, None) => None,
+            (p, q) => {
+                let zc = self.near * NEAR_CLIP;
+                let (da, db) = (depth(a), depth(b));
+                let front = if p.is_some() { da } else { db };
+                if front <= zc {
+                    return None;
+                }
+                let u = (zc - da) / (db - da);
+                let c: [f32; 3] = std::array::from_fn(|i| a[i] + (b[i] - a[i]) * u);
+                let p = p.or_else(|| self.project(c))?;
+                let q = q.or_else(|| self.project(c))?;
+                // Clip the line to the image grown by a pixel.
+                let (dx, dy) = (q.0 - p.0, q.1 - p.1);
+                let wx = self.half[0] * 2.0 + 1.0;
+                let wy = self.half[1] * 2.0 + 1.0;
+                let (mut s0, mut s1) = (0.0f32, 1.0f32);
+                for (pk, qk) in [
+                    (-dx, p.0 - -1.0),
+                    (dx, wx - p.0),
+                    (-dy, p.1 - -1.0),
+                    (dy, wy - p.1),
+                ] {
+                    let r = qk / pk;
+                    if pk < 0.0 {
+                        s0 = s0.max(r);
+                    }
+                    if pk > 0.0 {
+                        s1 = s1.min(r);
+                    }
+                    if pk == 0.0 && qk < 0.0 {
+                        return None;
+                    }
+                }
+                if s0 > s1 {
+                    return None;
+                }
+                let (ip, iq) = (1.0 / p.2, 1.0 / q.2);
+                let at = |s: f32| (p.0 + dx * s, p.1 + dy * s, 1.0 / (ip + (iq - ip) * s));
+                Some((at(s0), at(s1)))
+            }
+        }
+    }
 }
 
 /// A 3-D `particles` view from the definition in
@@ -1024,21 +1083,19 @@ pub fn volume(
                 let end = (first[i] + size[i]).min(shape[i]);
                 [first[i], end].map(|j| dom[i] + j as f32 * cell[i])
             });
-            let pr: Vec<Option<(f32, f32, f32)>> = (0..8)
-                .map(|k| {
-                    fr.project([
-                        faces[0][k & 1],
-                        faces[1][(k >> 1) & 1],
-                        faces[2][(k >> 2) & 1],
-                    ])
-                })
-                .collect();
+            let corner = |k: usize| {
+                [
+                    faces[0][k & 1],
+                    faces[1][(k >> 1) & 1],
+                    faces[2][(k >> 2) & 1],
+                ]
+            };
             for a in 0..8usize {
                 for bit in [1usize, 2, 4] {
                     if a & bit != 0 {
                         continue;
                     }
-                    let (Some(p), Some(q)) = (pr[a], pr[a | bit]) else {
+                    let Some((p, q)) = fr.clip_edge(corner(a), corner(a | bit)) else {
                         continue;
                     };
                     line((p.0, p.1), (q.0, q.1), width, height, |_, x, y| {
@@ -1466,8 +1523,7 @@ pub fn overlay_3d(img: &mut Image, depth: &[u32], scene: &Scene) {
                 if a & bit != 0 {
                     continue;
                 }
-                let (Some(p), Some(q)) = (fr.project(corner(a)), fr.project(corner(a | bit)))
-                else {
+                let Some((p, q)) = fr.clip_edge(corner(a), corner(a | bit)) else {
                     continue;
                 };
                 let (i0, i1) = (1.0 / p.2, 1.0 / q.2);

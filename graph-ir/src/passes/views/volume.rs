@@ -64,8 +64,8 @@
 //!   under view's depth word (`u32::MAX` without one).
 //! - `show_active` (sparse fields): after the march, every active block of
 //!   the outermost sparse level is drawn as its 12 box edges in
-//!   `OUTLINE_RGB`, over the picture (no depth test): each edge whose two
-//!   corners project (`camera::project`) is a line from corner to corner
+//!   `OUTLINE_RGB`, over the picture (no depth test): each edge, clipped
+//!   at the near plane (`overlay3d::clipped_edge`), is a line from end to end
 //!   (`overlay3d::line`: `m = i32(min(ceil(max(|dx|, |dy|)), 4096))` pixel
 //!   steps, point `q = c0 + (c1 - c0) * (f32(s) / f32(max(m, 1)))` for `s`
 //!   in `0..=m`, pixel `(floor(q.x), floor(q.y))` where inside the image). Corner coordinates: `lo + f32(
@@ -781,14 +781,13 @@ fn boxes(s: &Spec, level: u32, size: [u32; 3]) -> Kernel {
                 e.bin(BinaryOp::Add, lo, m)
             })
         });
-        let corners: Vec<camera::Projected> = (0..8)
+        let corners: Vec<[InstId; 3]> = (0..8)
             .map(|k| {
-                let p = [
+                [
                     faces[0][k & 1],
                     faces[1][(k >> 1) & 1],
                     faces[2][(k >> 2) & 1],
-                ];
-                camera::project(e, &fr, p)
+                ]
             })
             .collect();
         let word = OUTLINE_RGB.map(colormap::to_u8);
@@ -798,8 +797,7 @@ fn boxes(s: &Spec, level: u32, size: [u32; 3]) -> Kernel {
                 if a & bit != 0 {
                     continue;
                 }
-                let (p, q) = (&corners[a], &corners[a | bit]);
-                let ok = e.bin(BinaryOp::LogicalAnd, p.ok, q.ok);
+                let (ok, p, q) = overlay3d::clipped_edge(e, &fr, corners[a], corners[a | bit]);
                 let (px, py, qx, qy) = (p.cx, p.cy, q.cx, q.cy);
                 e.when(ok, |e| {
                     overlay3d::line(e, (px, py), (qx, qy), (s.width, s.height), |e, _, x, y| {
