@@ -675,6 +675,65 @@ impl CameraFrame {
         let cy = self.half[1] - (yc / depth) * self.focal;
         (depth > self.near && cx.is_finite() && cy.is_finite()).then_some((cx, cy, depth))
     }
+
+    /// The projected ends of the world segment `a`..`b` clipped at the
+    /// near plane (`overlay3d::clipped_edge`), `None` when it is not drawn.
+    #[allow(clippy::type_complexity)]
+    pub fn clip_edge(
+        &self,
+        a: [f32; 3],
+        b: [f32; 3],
+    ) -> Option<((f32, f32, f32), (f32, f32, f32))> {
+        use weft_ir::passes::views::overlay3d::NEAR_CLIP;
+        let depth = |p: [f32; 3]| {
+            let d = [p[0] - self.eye[0], p[1] - self.eye[1], p[2] - self.eye[2]];
+            -(d[0] * self.back[0] + d[1] * self.back[1] + d[2] * self.back[2])
+        };
+        match (self.project(a), self.project(b)) {
+            (Some(p), Some(q)) => Some((p, q)),
+            (None, None) => None,
+            (p, q) => {
+                let zc = self.near * NEAR_CLIP;
+                let (da, db) = (depth(a), depth(b));
+                let front = if p.is_some() { da } else { db };
+                if front <= zc {
+                    return None;
+                }
+                let u = (zc - da) / (db - da);
+                let c: [f32; 3] = std::array::from_fn(|i| a[i] + (b[i] - a[i]) * u);
+                let p = p.or_else(|| self.project(c))?;
+                let q = q.or_else(|| self.project(c))?;
+                // Clip the line to the image grown by a pixel.
+                let (dx, dy) = (q.0 - p.0, q.1 - p.1);
+                let wx = self.half[0] * 2.0 + 1.0;
+                let wy = self.half[1] * 2.0 + 1.0;
+                let (mut s0, mut s1) = (0.0f32, 1.0f32);
+                for (pk, qk) in [
+                    (-dx, p.0 - -1.0),
+                    (dx, wx - p.0),
+                    (-dy, p.1 - -1.0),
+                    (dy, wy - p.1),
+                ] {
+                    let r = qk / pk;
+                    if pk < 0.0 {
+                        s0 = s0.max(r);
+                    }
+                    if pk > 0.0 {
+                        s1 = s1.min(r);
+                    }
+                    if pk == 0.0 && qk < 0.0 {
+                        return None;
+                    }
+                }
+                if s0 > s1 {
+                    return None;
+                }
+                let (ip, iq) = (1.0 / p.2, 1.0 / q.2);
+                let at = |s: f32| (p.0 + dx * s, p.1 + dy * s, 1.0 / (ip + (iq - ip) * s));
+                Some((at(s0), at(s1)))
+            }
+        }
+    }
 }
 
 /// A 3-D `particles` view from the definition in
@@ -772,6 +831,10 @@ pub fn particles_3d_depth(
     (img, depth)
 }
 
+/// Whether the outermost sparse block holding a cell is active, and that
+/// level's block size in cells.
+pub type BlockActive<'a> = (&'a dyn Fn([usize; 3]) -> bool, [u32; 3]);
+
 /// What a `volume` reference render reads: the field's values and block
 /// activity, and what it draws over.
 pub struct VolumeInput<'a> {
@@ -779,8 +842,9 @@ pub struct VolumeInput<'a> {
     pub value: &'a dyn Fn([usize; 3]) -> f32,
     pub shape: [u32; 3],
     /// Whether the outermost sparse block holding a cell is active
-    /// (`None`: a dense field).
-    pub block_active: Option<&'a dyn Fn([usize; 3]) -> bool>,
+    /// (`None`: a dense field), and that level's block size in cells (the
+    /// march skips an inactive block whole).
+    pub block_active: Option<BlockActive<'a>>,
     /// `show_active`: the outermost sparse level's block size and the
     /// first cell of every active block.
     pub boxes: Option<([u32; 3], Vec<[u32; 3]>)>,
@@ -815,7 +879,7 @@ pub fn volume(
                 for j in 0..shape[1] as usize {
                     for k in 0..shape[2] as usize {
                         let v = (input.value)([i, j, k]);
-                        let on = input.block_active.is_none_or(|f| f([i, j, k]));
+                        let on = input.block_active.is_none_or(|(f, _)| f([i, j, k]));
                         if on && v.is_finite() {
                             mn = mn.min(v);
                             mx = mx.max(v);
@@ -847,8 +911,29 @@ pub fn volume(
     let active = |c: &[(usize, usize, f32); 3]| {
         input
             .block_active
-            .is_none_or(|f| f([c[0].0, c[1].0, c[2].0]))
+            .is_none_or(|(f, _)| f([c[0].0, c[1].0, c[2].0]))
     };
+    // The sample index to jump to from an inactive block (`volume::skip_to`).
+    let skip_to =
+        |c: &[(usize, usize, f32); 3], eye: [f32; 3], inv: [f32; 3], t0: f32, dt: f32| -> i32 {
+            let size = input.block_active.map_or([1; 3], |(_, s)| s);
+            let mut exit = f32::INFINITY;
+            for i in 0..3 {
+                let sz = size[i].max(1) as i32;
+                let b0 = (c[i].0 as i32 / sz) * sz;
+                let b1 = b0 + sz;
+                let face = |j: i32| dom[i] + (j as f32 + 0.5) * cell[i];
+                let lo_b = if b0 == 0 { f32::NEG_INFINITY } else { face(b0) };
+                let hi_b = if b1 >= shape[i] as i32 {
+                    f32::INFINITY
+                } else {
+                    face(b1)
+                };
+                let out = ((lo_b - eye[i]) * inv[i]).max((hi_b - eye[i]) * inv[i]);
+                exit = if i == 0 { out } else { exit.min(out) };
+            }
+            (((exit - t0) / dt - 0.5).clamp(-1.0, 4096.0)).floor() as i32
+        };
     let trilinear = |c: &[(usize, usize, f32); 3]| -> f32 {
         let v = |x: usize, y: usize, z: usize| {
             let pick = |k: usize, b: usize| if b == 0 { c[k].0 } else { c[k].1 };
@@ -913,13 +998,17 @@ pub fn volume(
                     let mut found = false;
                     if t0 < t1 {
                         let n = ((t1 - t0) / dt).ceil().min(4096.0) as i32;
-                        for s in 0..n {
-                            let t = t0 + (s as f32 + 0.5) * dt;
+                        let mut s = 0;
+                        while s < n {
+                            let k = s;
+                            s += 1;
+                            let t = t0 + (k as f32 + 0.5) * dt;
                             if t >= t1 {
                                 continue;
                             }
                             let c = corners(point(t));
                             if !active(&c) {
+                                s = s.max(skip_to(&c, fr.eye, inv, t0, dt));
                                 continue;
                             }
                             let v = trilinear(&c);
@@ -994,21 +1083,19 @@ pub fn volume(
                 let end = (first[i] + size[i]).min(shape[i]);
                 [first[i], end].map(|j| dom[i] + j as f32 * cell[i])
             });
-            let pr: Vec<Option<(f32, f32, f32)>> = (0..8)
-                .map(|k| {
-                    fr.project([
-                        faces[0][k & 1],
-                        faces[1][(k >> 1) & 1],
-                        faces[2][(k >> 2) & 1],
-                    ])
-                })
-                .collect();
+            let corner = |k: usize| {
+                [
+                    faces[0][k & 1],
+                    faces[1][(k >> 1) & 1],
+                    faces[2][(k >> 2) & 1],
+                ]
+            };
             for a in 0..8usize {
                 for bit in [1usize, 2, 4] {
                     if a & bit != 0 {
                         continue;
                     }
-                    let (Some(p), Some(q)) = (pr[a], pr[a | bit]) else {
+                    let Some((p, q)) = fr.clip_edge(corner(a), corner(a | bit)) else {
                         continue;
                     };
                     line((p.0, p.1), (q.0, q.1), width, height, |_, x, y| {
@@ -1149,10 +1236,12 @@ pub fn volume_view(
     let input = VolumeInput {
         value: &value,
         shape,
-        block_active: if mask.is_some() {
-            Some(&block_active)
-        } else {
-            None
+        block_active: match (&mask, plan.levels.iter().find(|l| is_sparse_level(l))) {
+            (Some(_), Some(level)) => Some((
+                &block_active,
+                std::array::from_fn(|i| level.axes[i].divisor as u32),
+            )),
+            _ => None,
         },
         boxes,
         under: under_view.as_ref().map(|(i, d)| (i, d.as_slice())),
@@ -1434,8 +1523,7 @@ pub fn overlay_3d(img: &mut Image, depth: &[u32], scene: &Scene) {
                 if a & bit != 0 {
                     continue;
                 }
-                let (Some(p), Some(q)) = (fr.project(corner(a)), fr.project(corner(a | bit)))
-                else {
+                let Some((p, q)) = fr.clip_edge(corner(a), corner(a | bit)) else {
                     continue;
                 };
                 let (i0, i1) = (1.0 / p.2, 1.0 / q.2);

@@ -2708,3 +2708,79 @@ fn overlay_box_and_axes_by_hand_in_a_front_view() {
     }
     assert_eq!(px(31, 68), b(AXIS_RGB[2]), "z axis end on: the origin");
 }
+
+/// A camera inside the domain box: the box edges that cross the near
+/// plane (one corner in front of the camera, one behind) are clipped there
+/// and drawn (before, an edge was drawn only when both corners were
+/// visible). vm and cpu equal the
+/// reference exactly, wgpu within `GPU_LEVELS` (`Runs::check`); the grey
+/// pixels lie on the clipped edges the reference's `clip_edge` gives.
+#[test]
+fn box_edges_crossing_the_near_plane_are_clipped_and_drawn() {
+    use weft_ir::passes::views::overlay3d::{box_edges, corner, BOX_RGB};
+    use weft_tests::view_reference::CameraFrame;
+    let mut g = volume_graph(false);
+    let camera =
+        json!({"target": [0.5, 0.5, 0.5], "distance": 0.1, "yaw": 20, "pitch": 10, "fov": 90});
+    add_view(
+        &mut g,
+        "inside",
+        "particles",
+        json!({"width": 96, "height": 72, "radius": 2.0, "background": [0.0, 0.0, 0.0],
+               "domain": [0.0, 0.0, 0.0, 1.0, 1.0, 1.0], "camera": camera, "show_box": true}),
+        &[("positions", "x")],
+    );
+    let mut sim = Runs::new(&g, 1);
+    let imgs = sim.check("near_clip");
+    let (_, img) = imgs
+        .iter()
+        .find(|(id, _)| id == "inside")
+        .expect("the view");
+    dump("near_clip", "inside", "vm", img);
+    let scene = sim
+        .vm
+        .program
+        .views
+        .iter()
+        .find_map(|v| match v {
+            weft_ir::ir::View::Particles {
+                scene: Some(s),
+                node_id,
+                ..
+            } if node_id == "inside" => Some(*s),
+            _ => None,
+        })
+        .expect("the view's scene");
+    let fr = CameraFrame::new(&scene.camera, 96, 72);
+    let d = [0.0, 0.0, 0.0, 1.0, 1.0, 1.0];
+    // Every edge has a corner behind the camera or not: the ones that
+    // cross the near plane are the ones that were missing.
+    let crossing: Vec<(usize, usize)> = box_edges()
+        .into_iter()
+        .filter(|&(a, b)| {
+            fr.project(corner(&d, a)).is_some() != fr.project(corner(&d, b)).is_some()
+        })
+        .collect();
+    assert!(!crossing.is_empty(), "some edge crosses the near plane");
+    let n = pixels_of(img, BOX_RGB).len();
+    assert!(n > 50, "the clipped edges show ({} pixels)", n);
+    // The grey pixels on the clipped edges' lines (where no other edge
+    // passes): missing before, shown now.
+    let grey: std::collections::BTreeSet<(u32, u32)> =
+        pixels_of(img, BOX_RGB).into_iter().collect();
+    let mut on_clipped = 0;
+    for &(a, b) in &crossing {
+        if let Some((p, q)) = fr.clip_edge(corner(&d, a), corner(&d, b)) {
+            weft_tests::view_reference::line((p.0, p.1), (q.0, q.1), 96, 72, |_, x, y| {
+                if grey.contains(&(x, y)) {
+                    on_clipped += 1;
+                }
+            });
+        }
+    }
+    assert!(
+        on_clipped > 20,
+        "the clipped edges show ({} pixels)",
+        on_clipped
+    );
+}

@@ -520,6 +520,13 @@ impl Emit {
             *body = b;
         }
     }
+    /// `loop { body }` (left by a `Break`).
+    fn forever(&mut self, body: impl FnOnce(&mut Self)) {
+        self.blocks.push(Vec::new());
+        body(self);
+        let body = self.blocks.pop().expect("pushed above");
+        self.emit(InstKind::Loop { body }, Type::Void);
+    }
     fn kernel(mut self, shape: Vec<u32>, bindings: Vec<(&str, FieldId)>) -> Kernel {
         self.f.body = self.blocks.pop().expect("the entry block");
         Kernel {

@@ -13,8 +13,10 @@
 //!   `(lo or hi x, lo or hi y, lo or hi z)` by bits 0, 1, 2 of `k`; edges
 //!   `(a, a | bit)` for `a` in `0..8`, `bit` in `1, 2, 4` with `a & bit ==
 //!   0`, in that order; one invocation per edge) through the loaded camera
-//!   (`camera::project`); an edge is drawn only when both corners are
-//!   visible (no clipping at the near plane). Depth along the edge:
+//!   (`camera::project`); an edge with one corner behind the near plane
+//!   is clipped there (`clipped_edge`: the hidden end moves along the
+//!   edge to depth `near * NEAR_CLIP`), one with both behind is not
+//!   drawn. Depth along the edge:
 //!   perspective-correct, `iz = i0 + (i1 - i0) * f` with `i0 = 1 / depth0`,
 //!   `i1 = 1 / depth1`, `z = 1 / iz`. Depth test: a step lights its pixel
 //!   in `BOX_RGB` when `bits(z) < VIEW.depth` at the pixel (u32 compare:
@@ -152,6 +154,116 @@ pub(super) fn kernels(t: &Target, scene: &Scene) -> Vec<Kernel> {
     v
 }
 
+/// An edge crossing the camera's near plane is clipped at depth `near *
+/// NEAR_CLIP` (just beyond the plane, so the clipped end projects).
+pub const NEAR_CLIP: f32 = 1.001;
+
+/// The projected ends of the world segment `a`..`b` clipped at the near
+/// plane, and whether to draw it: both ends visible (the segment as is),
+/// or one visible beyond `near * NEAR_CLIP` and the other not (that end
+/// replaced by `c = a + (b - a) * u`, `u = (zc - depth_a) / (depth_b -
+/// depth_a)`, `zc = near * NEAR_CLIP`, and both ends visible after it;
+/// that line is then clipped to the image grown by one pixel, `[-1, W +
+/// 1] x [-1, H + 1]` (Liang-Barsky: per side `r = q / p`, `s0 = max(s0,
+/// r)` where `p < 0`, `s1 = min(s1, r)` where `p > 0`, left, right,
+/// bottom, top; nothing where `s0 > s1` or a side has `p == 0`, `q < 0`),
+/// its ends `p + (q - p) * s` with `1 / depth` interpolated the same way).
+pub(super) fn clipped_edge(
+    e: &mut Emit,
+    fr: &Frame<InstId>,
+    a: [InstId; 3],
+    b: [InstId; 3],
+) -> (InstId, camera::Projected, camera::Projected) {
+    let p = camera::project(e, fr, a);
+    let q = camera::project(e, fr, b);
+    let both = e.bin(BinaryOp::LogicalAnd, p.ok, q.ok);
+    let k = e.f32c(NEAR_CLIP);
+    let zc = e.bin(BinaryOp::Mul, fr.near, k);
+    let pf = e.bin(BinaryOp::Gt, p.depth, zc);
+    let qf = e.bin(BinaryOp::Gt, q.depth, zc);
+    let np = e.emit(InstKind::Unary(UnaryOp::Not, p.ok), Type::BOOL);
+    let nq = e.emit(InstKind::Unary(UnaryOp::Not, q.ok), Type::BOOL);
+    let cp = e.bin(BinaryOp::LogicalAnd, p.ok, nq);
+    let cp = e.bin(BinaryOp::LogicalAnd, cp, pf);
+    let cq = e.bin(BinaryOp::LogicalAnd, q.ok, np);
+    let cq = e.bin(BinaryOp::LogicalAnd, cq, qf);
+    let clip = e.bin(BinaryOp::LogicalOr, cp, cq);
+    let num = e.bin(BinaryOp::Sub, zc, p.depth);
+    let den = e.bin(BinaryOp::Sub, q.depth, p.depth);
+    let u = e.bin(BinaryOp::Div, num, den);
+    let c: [InstId; 3] = std::array::from_fn(|i| {
+        let d = e.bin(BinaryOp::Sub, b[i], a[i]);
+        let m = e.bin(BinaryOp::Mul, d, u);
+        e.bin(BinaryOp::Add, a[i], m)
+    });
+    let a2: [InstId; 3] = std::array::from_fn(|i| e.select(p.ok, a[i], c[i]));
+    let b2: [InstId; 3] = std::array::from_fn(|i| e.select(q.ok, b[i], c[i]));
+    let p2 = camera::project(e, fr, a2);
+    let q2 = camera::project(e, fr, b2);
+    // A clipped end lies far off the image: clip the line to the image
+    // grown by a pixel (Liang-Barsky), 1 / depth linear along it.
+    let dx = e.bin(BinaryOp::Sub, q2.cx, p2.cx);
+    let dy = e.bin(BinaryOp::Sub, q2.cy, p2.cy);
+    let zero = e.f32c(0.0);
+    let one = e.f32c(1.0);
+    let two = e.f32c(2.0);
+    let m1 = e.f32c(-1.0);
+    let wx = e.bin(BinaryOp::Mul, fr.half[0], two);
+    let wx = e.bin(BinaryOp::Add, wx, one);
+    let wy = e.bin(BinaryOp::Mul, fr.half[1], two);
+    let wy = e.bin(BinaryOp::Add, wy, one);
+    let ndx = e.emit(InstKind::Unary(UnaryOp::Neg, dx), Type::F32);
+    let ndy = e.emit(InstKind::Unary(UnaryOp::Neg, dy), Type::F32);
+    let lx = e.bin(BinaryOp::Sub, p2.cx, m1);
+    let rx = e.bin(BinaryOp::Sub, wx, p2.cx);
+    let ly = e.bin(BinaryOp::Sub, p2.cy, m1);
+    let ry = e.bin(BinaryOp::Sub, wy, p2.cy);
+    let (mut s0, mut s1) = (zero, one);
+    let mut out = e.emit(InstKind::Const(Const::bool(false)), Type::BOOL);
+    for (pk, qk) in [(ndx, lx), (dx, rx), (ndy, ly), (dy, ry)] {
+        let r = e.bin(BinaryOp::Div, qk, pk);
+        let neg = e.bin(BinaryOp::Lt, pk, zero);
+        let pos = e.bin(BinaryOp::Gt, pk, zero);
+        let mx = e.call(Builtin::Max, vec![s0, r]);
+        s0 = e.select(neg, mx, s0);
+        let mn = e.call(Builtin::Min, vec![s1, r]);
+        s1 = e.select(pos, mn, s1);
+        let par = e.bin(BinaryOp::Eq, pk, zero);
+        let off = e.bin(BinaryOp::Lt, qk, zero);
+        let gone = e.bin(BinaryOp::LogicalAnd, par, off);
+        out = e.bin(BinaryOp::LogicalOr, out, gone);
+    }
+    let empty = e.bin(BinaryOp::Gt, s0, s1);
+    let out = e.bin(BinaryOp::LogicalOr, out, empty);
+    let ip = e.bin(BinaryOp::Div, one, p2.depth);
+    let iq = e.bin(BinaryOp::Div, one, q2.depth);
+    let di = e.bin(BinaryOp::Sub, iq, ip);
+    let at = |e: &mut Emit, s: InstId, orig: &camera::Projected| {
+        let mx = e.bin(BinaryOp::Mul, dx, s);
+        let cx = e.bin(BinaryOp::Add, p2.cx, mx);
+        let my = e.bin(BinaryOp::Mul, dy, s);
+        let cy = e.bin(BinaryOp::Add, p2.cy, my);
+        let mi = e.bin(BinaryOp::Mul, di, s);
+        let i = e.bin(BinaryOp::Add, ip, mi);
+        let one = e.f32c(1.0);
+        let depth = e.bin(BinaryOp::Div, one, i);
+        camera::Projected {
+            ok: orig.ok,
+            cx: e.select(both, orig.cx, cx),
+            cy: e.select(both, orig.cy, cy),
+            depth: e.select(both, orig.depth, depth),
+        }
+    };
+    let p3 = at(e, s0, &p2);
+    let q3 = at(e, s1, &q2);
+    let shown = e.emit(InstKind::Unary(UnaryOp::Not, out), Type::BOOL);
+    let clip = e.bin(BinaryOp::LogicalAnd, clip, shown);
+    let draw = e.bin(BinaryOp::LogicalOr, both, clip);
+    let draw = e.bin(BinaryOp::LogicalAnd, draw, p2.ok);
+    let draw = e.bin(BinaryOp::LogicalAnd, draw, q2.ok);
+    (draw, p3, q3)
+}
+
 /// One invocation per edge of the domain box, depth-tested.
 fn bbox(t: &Target, domain: &[f32; 6]) -> Kernel {
     let mut e = Emit::new(1);
@@ -174,9 +286,7 @@ fn bbox(t: &Target, domain: &[f32; 6]) -> Kernel {
             }
         }
     }
-    let p = camera::project(&mut e, &fr, ends[0]);
-    let q = camera::project(&mut e, &fr, ends[1]);
-    let ok = e.bin(BinaryOp::LogicalAnd, p.ok, q.ok);
+    let (ok, p, q) = clipped_edge(&mut e, &fr, ends[0], ends[1]);
     let colour = word(BOX_RGB);
     e.when(ok, |e| {
         let one = e.f32c(1.0);

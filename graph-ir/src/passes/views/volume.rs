@@ -28,7 +28,16 @@
 //!   eight values (as f32) blend along x, then y, then z: `a + (b - a) * f`.
 //!   Sparse fields: a sample whose cell `(i0, i1.., )`'s block of the
 //!   outermost sparse level is inactive contributes nothing and loads
-//!   nothing.
+//!   nothing, and the ray skips the block whole (`skip_to`): per axis the
+//!   block's first cell `b0 = (i0 / size) * size` and `b1 = b0 + size`,
+//!   the faces `lo + (f32(b) + 0.5) * c` (the samples whose `i0` lies in
+//!   the block; `-inf` when `b0 = 0`, `+inf` when `b1 >= n`), the slab
+//!   exit `min over axes of max((face_lo - eye) * inv, (face_hi - eye) *
+//!   inv)`, and the march goes on at sample `max(s + 1, i32(floor(clamp(
+//!   (exit - t0) / dt - 0.5, -1, MAX_SAMPLES))))`: on the same sample grid
+//!   (active parts sample at the same `t`), from the last sample at or
+//!   before the exit (looked at again, so f32 rounding of the exit never
+//!   skips an active sample).
 //! - Values: `tn = (v - lo) / span` with the fixed `range` (span 1 when
 //!   `hi <= lo`), or the frame's finite min..max (active cells only under
 //!   sparse layouts; 0..1 when there is none) as the `image` view does;
@@ -55,8 +64,8 @@
 //!   under view's depth word (`u32::MAX` without one).
 //! - `show_active` (sparse fields): after the march, every active block of
 //!   the outermost sparse level is drawn as its 12 box edges in
-//!   `OUTLINE_RGB`, over the picture (no depth test): each edge whose two
-//!   corners project (`camera::project`) is a line from corner to corner
+//!   `OUTLINE_RGB`, over the picture (no depth test): each edge, clipped
+//!   at the near plane (`overlay3d::clipped_edge`), is a line from end to end
 //!   (`overlay3d::line`: `m = i32(min(ceil(max(|dx|, |dy|)), 4096))` pixel
 //!   steps, point `q = c0 + (c1 - c0) * (f32(s) / f32(max(m, 1)))` for `s`
 //!   in `0..=m`, pixel `(floor(q.x), floor(q.y))` where inside the image). Corner coordinates: `lo + f32(
@@ -346,6 +355,71 @@ fn point(e: &mut Emit, eye: [InstId; 3], d: [InstId; 3], t: InstId) -> [InstId; 
     })
 }
 
+/// The sample index a ray jumps to from a sample in the inactive block
+/// holding cell `i0` (the outermost sparse level's): the last sample at or
+/// before the ray's exit from the region whose samples read that block
+/// (per axis from the block's first cell + 0.5 to its end + 0.5, in
+/// cells; open towards the domain's faces at the first and last block).
+/// The march takes the larger of it and the next index, so the sample at
+/// the exit is looked at again and f32 rounding of the exit never skips
+/// an active sample. `(t0, dt)`: the march's first `t` and its spacing.
+fn skip_to(
+    e: &mut Emit,
+    s: &Spec,
+    inv: &[InstId; 3],
+    fr: &camera::Frame<InstId>,
+    i0: &[InstId],
+    (t0, dt): (InstId, InstId),
+) -> InstId {
+    let size = s.sparse.map_or([1; 3], |(_, size)| size);
+    let cell = cell_size(&s.domain, s.shape);
+    let mut exit: Option<InstId> = None;
+    for i in 0..3 {
+        let sz = e.i32c(size[i].max(1) as i32);
+        let q = e.bin(BinaryOp::Div, i0[i], sz);
+        let b0 = e.bin(BinaryOp::Mul, q, sz);
+        let b1 = e.bin(BinaryOp::Add, b0, sz);
+        let face = |e: &mut Emit, j: InstId| {
+            let f = e.cast(j, Type::F32);
+            let h = e.f32c(0.5);
+            let f = e.bin(BinaryOp::Add, f, h);
+            let c = e.f32c(cell[i]);
+            let m = e.bin(BinaryOp::Mul, f, c);
+            let lo = e.f32c(s.domain[i]);
+            e.bin(BinaryOp::Add, lo, m)
+        };
+        let lo_b = face(e, b0);
+        let hi_b = face(e, b1);
+        let zero = e.i32c(0);
+        let at_lo = e.bin(BinaryOp::Eq, b0, zero);
+        let ninf = e.f32c(f32::NEG_INFINITY);
+        let lo_b = e.select(at_lo, ninf, lo_b);
+        let n = e.i32c(s.shape[i] as i32);
+        let at_hi = e.bin(BinaryOp::Ge, b1, n);
+        let inf = e.f32c(f32::INFINITY);
+        let hi_b = e.select(at_hi, inf, hi_b);
+        let a = e.bin(BinaryOp::Sub, lo_b, fr.eye[i]);
+        let b = e.bin(BinaryOp::Sub, hi_b, fr.eye[i]);
+        let ta = e.bin(BinaryOp::Mul, a, inv[i]);
+        let tb = e.bin(BinaryOp::Mul, b, inv[i]);
+        let out = e.call(Builtin::Max, vec![ta, tb]);
+        exit = Some(match exit {
+            None => out,
+            Some(x) => e.call(Builtin::Min, vec![x, out]),
+        });
+    }
+    let exit = exit.expect("three axes");
+    let x = e.bin(BinaryOp::Sub, exit, t0);
+    let x = e.bin(BinaryOp::Div, x, dt);
+    let h = e.f32c(0.5);
+    let x = e.bin(BinaryOp::Sub, x, h);
+    let lo = e.f32c(-1.0);
+    let hi = e.f32c(MAX_SAMPLES);
+    let x = e.call(Builtin::Clamp, vec![x, lo, hi]);
+    let x = e.call(Builtin::Floor, vec![x]);
+    e.cast(x, Type::I32)
+}
+
 /// One invocation per pixel: its ray marched (or the slice plane), over
 /// the background or the under view's pixel, into the image and depth.
 fn march(s: &Spec) -> Kernel {
@@ -452,9 +526,16 @@ fn march(s: &Spec) -> Kernel {
                 let q = e.call(Builtin::Min, vec![q, cap]);
                 let n = e.cast(q, Type::I32);
                 let first = e.i32c(0);
-                let one = e.i32c(1);
-                let last = e.bin(BinaryOp::Sub, n, one);
-                e.range_incl(first, last, |e, k| {
+                let kl = e.local("sample", Type::I32, first);
+                e.forever(|e| {
+                    let k = e.get(kl);
+                    let end = e.bin(BinaryOp::Ge, k, n);
+                    e.when(end, |e| {
+                        e.emit(InstKind::Break, Type::Void);
+                    });
+                    let one = e.i32c(1);
+                    let k1 = e.bin(BinaryOp::Add, k, one);
+                    e.set(kl, k1);
                     let fk = e.cast(k, Type::F32);
                     let half = e.f32c(0.5);
                     let fk = e.bin(BinaryOp::Add, fk, half);
@@ -528,8 +609,16 @@ fn march(s: &Spec) -> Kernel {
                             }
                         };
                         let i0 = vec![c[0].0, c[1].0, c[2].0];
-                        match block_active(e, s, i0) {
-                            Some(a) => e.when(a, sample),
+                        match block_active(e, s, i0.clone()) {
+                            Some(a) => {
+                                e.when(a, sample);
+                                let na = e.emit(InstKind::Unary(UnaryOp::Not, a), Type::BOOL);
+                                e.when(na, |e| {
+                                    let j = skip_to(e, s, &inv, fr, &i0, (t0, dt));
+                                    let next = e.call(Builtin::Max, vec![k1, j]);
+                                    e.set(kl, next);
+                                });
+                            }
                             None => sample(e),
                         }
                     });
@@ -692,14 +781,13 @@ fn boxes(s: &Spec, level: u32, size: [u32; 3]) -> Kernel {
                 e.bin(BinaryOp::Add, lo, m)
             })
         });
-        let corners: Vec<camera::Projected> = (0..8)
+        let corners: Vec<[InstId; 3]> = (0..8)
             .map(|k| {
-                let p = [
+                [
                     faces[0][k & 1],
                     faces[1][(k >> 1) & 1],
                     faces[2][(k >> 2) & 1],
-                ];
-                camera::project(e, &fr, p)
+                ]
             })
             .collect();
         let word = OUTLINE_RGB.map(colormap::to_u8);
@@ -709,8 +797,7 @@ fn boxes(s: &Spec, level: u32, size: [u32; 3]) -> Kernel {
                 if a & bit != 0 {
                     continue;
                 }
-                let (p, q) = (&corners[a], &corners[a | bit]);
-                let ok = e.bin(BinaryOp::LogicalAnd, p.ok, q.ok);
+                let (ok, p, q) = overlay3d::clipped_edge(e, &fr, corners[a], corners[a | bit]);
                 let (px, py, qx, qy) = (p.cx, p.cy, q.cx, q.cy);
                 e.when(ok, |e| {
                     overlay3d::line(e, (px, py), (qx, qy), (s.width, s.height), |e, _, x, y| {
