@@ -7,7 +7,8 @@
 //! | orbit                    | middle-drag          | Alt+LMB   |
 //! | pan                      | Shift+middle-drag    | Alt+MMB   |
 //! | zoom (dolly)             | wheel, Ctrl+middle   | Alt+RMB   |
-//! | frame the domain         | Home or F            |           |
+//! | frame the domain         | Home                 |           |
+//! | frame what the view shows| F                    |           |
 //! | front / side / top       | 1 / 3 / 7 (numpad or top row; Ctrl: back / other side / bottom) |
 //!
 //! A drag moves the live camera (`Simulation::set_view_camera`: no
@@ -20,8 +21,10 @@
 
 use egui::{Key, Modifiers, PointerButton, Vec2};
 use serde_json::{json, Value};
-use weft_ir::ir::Camera;
+use weft_ir::ir::layout::AddressPlan;
+use weft_ir::ir::{Camera, Program, View};
 use weft_ir::passes::views::camera::{framing_distance, Frame};
+use weft_runtime::memory::for_each_stored_element;
 
 /// Degrees of yaw or pitch per point of pointer travel.
 pub const ORBIT_DEG_PER_POINT: f32 = 0.4;
@@ -117,7 +120,7 @@ pub fn wheel_points(events: &[egui::Event]) -> f32 {
         .fold(0.0, |a: f32, d| if d.abs() > a.abs() { d } else { a })
 }
 
-/// Home / F: the target at the domain box's centre, the distance that
+/// Home: the target at the domain box's centre, the distance that
 /// frames it (as the default camera's), yaw and pitch kept.
 pub fn frame_domain(c: Camera, domain: &[f32; 6], w: u32, h: u32) -> Camera {
     Camera {
@@ -125,6 +128,99 @@ pub fn frame_domain(c: Camera, domain: &[f32; 6], w: u32, h: u32) -> Camera {
         distance: framing_distance(domain, c.fov, w, h),
         ..c
     }
+}
+
+/// F: what a 3-D view shows, as a world box (min x, y, z, max x, y, z),
+/// from its field's stored elements (`root`: the words of that field's
+/// layout tree, read once when F is pressed): a particles view's finite
+/// positions; a volume's cells above its `min` (any active cell of a
+/// sparse field when the range is automatic); a surface's cells above its
+/// `level` (the region the surface encloses). `None` when nothing shows.
+pub fn shown_bounds(p: &Program, view: &View, root: &[u32]) -> Option<[f32; 6]> {
+    let mut lo = [f32::INFINITY; 3];
+    let mut hi = [f32::NEG_INFINITY; 3];
+    let mut add = |a: [f32; 3], b: [f32; 3]| {
+        for i in 0..3 {
+            lo[i] = lo[i].min(a[i]);
+            hi[i] = hi[i].max(b[i]);
+        }
+    };
+    let (field, threshold, domain) = match view {
+        View::Particles { positions, .. } => {
+            let f = *positions;
+            if p.fields[f].ty.components() != 3 {
+                return None;
+            }
+            let plan = AddressPlan::new(p, f);
+            for_each_stored_element(&plan, &p.fields[f].shape, root, |e| {
+                let q: [f32; 3] = std::array::from_fn(|i| f32::from_bits(e.values[i]));
+                if q.iter().all(|x| x.is_finite()) {
+                    add(q, q);
+                }
+            });
+            return (lo[0] <= hi[0]).then_some([lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]]);
+        }
+        View::Volume {
+            field,
+            range,
+            scene,
+            ..
+        } => (*field, range.map(|r| r.0), scene.domain),
+        View::Surface {
+            field,
+            level,
+            scene,
+            ..
+        } => (*field, Some(*level), scene.domain),
+        _ => return None,
+    };
+    let f = &p.fields[field];
+    if f.shape.len() != 3 {
+        return None;
+    }
+    let n: [f32; 3] = std::array::from_fn(|i| f.shape[i] as f32);
+    let h: [f32; 3] = std::array::from_fn(|i| (domain[i + 3] - domain[i]) / n[i]);
+    let plan = AddressPlan::new(p, field);
+    for_each_stored_element(&plan, &f.shape, root, |e| {
+        let v = f32::from_bits(e.values[0]);
+        let shows = match threshold {
+            Some(t) => v > t,
+            // Automatic range: a sparse field's stored (active) cells; a
+            // dense field's non-zero ones.
+            None => e.block.is_some() || v != 0.0,
+        };
+        if shows {
+            let a: [f32; 3] = std::array::from_fn(|i| domain[i] + e.index[i] as f32 * h[i]);
+            let b: [f32; 3] = std::array::from_fn(|i| a[i] + h[i]);
+            add(a, b);
+        }
+    });
+    (lo[0] <= hi[0]).then_some([lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]])
+}
+
+/// F: `frame_domain` of what the view shows (`shown_bounds`), grown to at
+/// least a hundredth of the domain's size so a single particle is framed
+/// at a sensible distance; the whole domain when nothing shows.
+pub fn frame_shown(
+    c: Camera,
+    shown: Option<[f32; 6]>,
+    domain: &[f32; 6],
+    w: u32,
+    h: u32,
+) -> Camera {
+    let Some(mut b) = shown else {
+        return frame_domain(c, domain, w, h);
+    };
+    let size = (0..3)
+        .map(|i| domain[i + 3] - domain[i])
+        .fold(0.0f32, f32::max)
+        * 0.01;
+    for i in 0..3 {
+        let grow = (size - (b[i + 3] - b[i])).max(0.0) * 0.5;
+        b[i] -= grow;
+        b[i + 3] += grow;
+    }
+    frame_domain(c, &b, w, h)
 }
 
 /// Numeric-pad views: 1 front (yaw 0, pitch 0), 3 side (yaw 90), 7 top
@@ -184,6 +280,9 @@ pub struct OrbitState {
     pub edit: Option<(String, Value)>,
     /// Each view tile's rectangle on screen in the last pass (tests aim at it).
     pub tiles: std::collections::HashMap<String, egui::Rect>,
+    /// F pressed while the simulation was away: (view, camera then, domain,
+    /// width, height), framed when it returns (its state is read then).
+    pub frame_shown: Option<(String, Camera, [f32; 6], u32, u32)>,
 }
 
 impl OrbitState {
@@ -192,6 +291,7 @@ impl OrbitState {
         self.cams.clear();
         self.deferred.clear();
         self.drag = None;
+        self.frame_shown = None;
     }
 
     /// The pending edit of a view's `camera` param, if any.

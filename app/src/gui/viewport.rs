@@ -777,6 +777,11 @@ impl Viewport {
         for (view, cam) in std::mem::take(&mut self.orbit.deferred) {
             self.set_camera(&view, cam);
         }
+        if let Some((view, cur, domain, w, h)) = self.orbit.frame_shown.take() {
+            let cam = super::orbit::frame_shown(cur, self.shown_bounds(&view), &domain, w, h);
+            self.set_camera(&view, cam);
+            self.orbit.edit = Some((view, super::orbit::to_param(&cam)));
+        }
         for n in &deferred {
             self.set_scalars(n);
         }
@@ -1283,8 +1288,17 @@ impl Viewport {
             }
             if !ui.ctx().egui_wants_keyboard_input() {
                 let pressed = |k| ui.input(|i| i.key_pressed(k));
-                if pressed(egui::Key::Home) || pressed(egui::Key::F) {
+                if pressed(egui::Key::Home) {
                     key_cam = Some(o::frame_domain(cur, domain, w, h));
+                }
+                if pressed(egui::Key::F) {
+                    if self.sim.is_some() {
+                        let shown = self.shown_bounds(view);
+                        key_cam = Some(o::frame_shown(cur, shown, domain, w, h));
+                    } else {
+                        // Away running a frame: framed when it is back.
+                        self.orbit.frame_shown = Some((view.to_string(), cur, *domain, w, h));
+                    }
                 }
                 for k in [egui::Key::Num1, egui::Key::Num3, egui::Key::Num7] {
                     if pressed(k) {
@@ -1298,6 +1312,24 @@ impl Viewport {
             }
         }
         out
+    }
+
+    /// What the 3-D view `view` shows, as a world box (`orbit::shown_bounds`),
+    /// read from the simulation once; `None` while it is away running a
+    /// frame (F then frames the domain) or when nothing shows.
+    fn shown_bounds(&self, view: &str) -> Option<[f32; 6]> {
+        let sim = self.sim.as_ref()?;
+        let p = &sim.program;
+        let v = p.views.iter().find(|v| v.node_id() == view)?;
+        let field = match v {
+            View::Particles { positions, .. } => *positions,
+            View::Volume { field, .. } | View::Surface { field, .. } => *field,
+            _ => return None,
+        };
+        let root = sim
+            .read_root(weft_ir::ir::layout::root_of(p, p.fields[field].layout))
+            .ok()?;
+        super::orbit::shown_bounds(p, v, &root)
     }
 
     /// "T[37, 80] = 0.4213" for the cell (x, y) of an image view's field.

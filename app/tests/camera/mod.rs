@@ -170,7 +170,7 @@ fn orbit_pan_zoom_frame_axis_views_and_undo() {
     drag(&mut h, PointerButton::Secondary, Modifiers::ALT, a, b);
     let c7 = orbit::zoom_drag(c6, (b - a).y);
     check_edit(&mut h, c6, c7, "alt+RMB zoom");
-    // Home frames the domain (yaw and pitch kept); F too.
+    // Home frames the domain (yaw and pitch kept).
     key(&mut h, a, Key::Home, Modifiers::NONE);
     let c8 = orbit::frame_domain(c7, &domain, w, hh);
     check_edit(&mut h, c7, c8, "Home");
@@ -178,8 +178,48 @@ fn orbit_pan_zoom_frame_axis_views_and_undo() {
     assert_eq!(c8.target, [0.5, 0.5, 0.5]);
     drag(&mut h, PointerButton::Middle, Modifiers::SHIFT, a, b);
     let c9 = sim_camera(&h);
+    // F frames what the view shows: the particles' box, computed here
+    // from the positions field's words as the simulation holds them.
+    let bbox = {
+        let sim = h.state().viewport.sim.as_ref().expect("home");
+        let x = sim
+            .program
+            .fields
+            .iter()
+            .find(|(_, f)| f.name == "x")
+            .map(|(id, _)| id)
+            .unwrap();
+        let words = sim.read_field(x).unwrap();
+        let mut b = [
+            f32::INFINITY,
+            f32::INFINITY,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NEG_INFINITY,
+            f32::NEG_INFINITY,
+        ];
+        for p in words.chunks(3) {
+            for i in 0..3 {
+                let v = f32::from_bits(p[i]);
+                b[i] = b[i].min(v);
+                b[i + 3] = b[i + 3].max(v);
+            }
+        }
+        b
+    };
+    assert!(
+        bbox[3] - bbox[0] < 0.9,
+        "the particles fill part of the box: {:?}",
+        bbox
+    );
     key(&mut h, a, Key::F, Modifiers::NONE);
-    check_edit(&mut h, c9, orbit::frame_domain(c9, &domain, w, hh), "F");
+    let c10 = orbit::frame_domain(c9, &bbox, w, hh);
+    check_edit(&mut h, c9, c10, "F");
+    assert_ne!(
+        c10,
+        orbit::frame_domain(c9, &domain, w, hh),
+        "F is not Home"
+    );
     // Numeric-pad views: 7 top, 1 front, 3 side; Ctrl: the opposite.
     let mut cur = sim_camera(&h);
     for (k, opposite, yaw, pitch) in [
