@@ -146,6 +146,7 @@ pub fn compatible_kinds(kind: PinKind, want_input: bool) -> Vec<(&'static str, S
             kind: k.name.into(),
             params: Default::default(),
             pos: [0.0, 0.0],
+            ..Default::default()
         };
         let (ins, outs) = pins(&probe);
         let list = if want_input { ins } else { outs };
@@ -227,6 +228,7 @@ pub fn empty_doc() -> GraphDoc {
         wires: vec![],
         exec: vec![],
         frames: vec![],
+        asset: None,
     }
 }
 
@@ -645,6 +647,7 @@ impl Model {
                     kind,
                     params,
                     pos,
+                    ..Default::default()
                 });
                 Ok(true)
             }
