@@ -11,6 +11,7 @@ pub mod files;
 pub mod frames;
 pub mod graph_nav;
 pub mod graph_view;
+pub mod group_pins;
 pub mod loss_plot;
 pub mod memory_readout;
 pub mod model;

@@ -86,6 +86,9 @@ pub struct Pin {
 
 /// Input and output pins of a node, in display order (exec pins first/last).
 pub fn pins(node: &NodeDoc) -> (Vec<Pin>, Vec<Pin>) {
+    if node.kind == weft_ir::graph::groups::GROUP {
+        return super::group_pins::pins(node);
+    }
     let Some(kind) = catalog::kind(&node.kind) else {
         return (vec![], vec![]);
     };
