@@ -791,8 +791,12 @@ impl WeftApp {
             ui.add(egui::Label::new(format!("{} — {}", k.name, k.doc)).truncate())
                 .on_hover_text(k.doc);
         }
-        let hidden = view_ports::hidden_params(&self.model.doc, &doc);
-        params::param_editors(ui, &doc, false, &hidden, commands, &mut self.open_code);
+        if doc.kind == weft_ir::graph::groups::GROUP {
+            group_pins::inspector(ui, &doc, commands);
+        } else {
+            let hidden = view_ports::hidden_params(&self.model.doc, &doc);
+            params::param_editors(ui, &doc, false, &hidden, commands, &mut self.open_code);
+        }
         if doc.kind == "optimize" {
             ui.separator();
             let w = ui.available_width();
