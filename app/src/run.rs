@@ -247,6 +247,12 @@ fn dump_field(
     let field = &p.fields[f];
     let write = |file: String, arr: &NpyArray| {
         let path = out.join(file);
+        // A field inside a group is named by its path (`diffusion/T_next`):
+        // its dump goes into the group's folder.
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| RuntimeError::Io(format!("cannot create {}: {}", dir.display(), e)))?;
+        }
         write_npy(&path, arr)
             .map_err(|e| RuntimeError::Io(format!("cannot write {}: {}", path.display(), e)))
     };

@@ -184,6 +184,7 @@ impl Simulation {
     pub fn step_frame(&mut self) -> Result<(), RuntimeError> {
         self.start()?;
         self.frame += 1;
+        self.animate()?;
         let steps = self.program.schedule.on_frame.clone();
         self.run_steps(&steps)
     }
@@ -202,6 +203,7 @@ impl Simulation {
     pub fn step_frame_sliced(&mut self, slice: Option<usize>) -> Result<usize, RuntimeError> {
         self.start()?;
         self.frame += 1;
+        self.animate()?;
         let steps = self.program.schedule.on_frame.clone();
         let mut list = Vec::new();
         self.flatten(&steps, &mut Vec::new(), &mut list);
@@ -328,6 +330,22 @@ impl Simulation {
     /// `value` becomes the kernel's word by the one rule of the builder and
     /// `--set` (`ir::scalar::scalar_bits`): 2.5 for an i32 is an error
     /// naming the node and the scalar, and nothing changes.
+    /// Sets the kernel scalars animated by `frame` expressions
+    /// (`Program::animated`) to their values at the frame about to run.
+    fn animate(&mut self) -> Result<(), RuntimeError> {
+        for i in 0..self.program.animated.len() {
+            let a = &self.program.animated[i];
+            let (k, s, v) = (
+                a.kernel.clone(),
+                a.scalar.clone(),
+                a.value(self.frame as u64),
+            );
+            self.set_param(&k, &s, v)
+                .map_err(|e| RuntimeError::from(weft_ir::error::GraphErrors(vec![e])))?;
+        }
+        Ok(())
+    }
+
     pub fn set_param(&mut self, kernel: &str, name: &str, value: f64) -> Result<(), GraphError> {
         self.program.kernel_by_name(kernel).ok_or_else(|| {
             GraphError::node_msg(kernel, "is not a kernel of the running simulation")

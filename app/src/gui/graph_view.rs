@@ -459,7 +459,18 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
                 .map(kind_color)
                 .unwrap_or(Color32::GRAY)
         };
-        let text = egui::RichText::new(format!("{}  ·  {}", id, doc.kind))
+        // A bypassed node is drawn dimmed; a group names its asset.
+        let color = if doc.bypass {
+            color.gamma_multiply(0.4)
+        } else {
+            color
+        };
+        let kind = match &doc.asset {
+            Some(a) => format!("{} ({} v{})", doc.kind, a.name, a.version),
+            None => doc.kind.clone(),
+        };
+        let bypassed = if doc.bypass { "  ·  bypassed" } else { "" };
+        let text = egui::RichText::new(format!("{}  ·  {}{}", id, kind, bypassed))
             .color(color)
             .strong();
         // Not selectable: a drag that starts on the title moves the node.

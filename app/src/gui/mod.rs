@@ -13,6 +13,7 @@ pub mod frame_cache;
 pub mod frames;
 pub mod graph_nav;
 pub mod graph_view;
+pub mod group_pins;
 pub mod loss_plot;
 pub mod memory_readout;
 pub mod model;
@@ -879,8 +880,12 @@ impl WeftApp {
             ui.add(egui::Label::new(format!("{} — {}", k.name, k.doc)).truncate())
                 .on_hover_text(k.doc);
         }
-        let hidden = view_ports::hidden_params(&self.model.doc, &doc);
-        params::param_editors(ui, &doc, false, &hidden, commands, &mut self.open_code);
+        if doc.kind == weft_ir::graph::groups::GROUP {
+            group_pins::inspector(ui, &doc, commands);
+        } else {
+            let hidden = view_ports::hidden_params(&self.model.doc, &doc);
+            params::param_editors(ui, &doc, false, &hidden, commands, &mut self.open_code);
+        }
         if doc.kind == "optimize" {
             ui.separator();
             let w = ui.available_width();

@@ -86,6 +86,9 @@ pub struct Pin {
 
 /// Input and output pins of a node, in display order (exec pins first/last).
 pub fn pins(node: &NodeDoc) -> (Vec<Pin>, Vec<Pin>) {
+    if node.kind == weft_ir::graph::groups::GROUP {
+        return super::group_pins::pins(node);
+    }
     let Some(kind) = catalog::kind(&node.kind) else {
         return (vec![], vec![]);
     };
@@ -146,6 +149,7 @@ pub fn compatible_kinds(kind: PinKind, want_input: bool) -> Vec<(&'static str, S
             kind: k.name.into(),
             params: Default::default(),
             pos: [0.0, 0.0],
+            ..Default::default()
         };
         let (ins, outs) = pins(&probe);
         let list = if want_input { ins } else { outs };
@@ -227,6 +231,7 @@ pub fn empty_doc() -> GraphDoc {
         wires: vec![],
         exec: vec![],
         frames: vec![],
+        asset: None,
     }
 }
 
@@ -645,6 +650,7 @@ impl Model {
                     kind,
                     params,
                     pos,
+                    ..Default::default()
                 });
                 Ok(true)
             }

@@ -122,6 +122,7 @@ impl ViewerFlag {
             kind: kind.to_string(),
             params,
             pos: [0.0, 0.0],
+            ..Default::default()
         });
         d.wires.push(WireDoc {
             from: format!("{}.{}", node, output),

@@ -34,6 +34,9 @@ pub struct GraphDoc {
     /// and explain; they never change what runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub frames: Vec<FrameDoc>,
+    /// Set in an asset file: the interface the library's group nodes get.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asset: Option<AssetInfo>,
 }
 
 /// A frame: a titled, coloured box in the editor, with optional comment text.
@@ -92,7 +95,7 @@ impl FrameDoc {
 }
 
 /// One node.
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct NodeDoc {
     /// Stable unique id: letters, digits, `_` and `-`. Field nodes use it as their name.
@@ -105,6 +108,129 @@ pub struct NodeDoc {
     /// Editor position [x, y].
     #[serde(default)]
     pub pos: [f32; 2],
+    /// A bypassed kernel node (or group) does not run: its exec wires are
+    /// joined around it and its data wires dropped before the graph is built.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub bypass: bool,
+    /// The body of a node of kind `group`: a nested sub-graph with its
+    /// interface (see `graph::groups`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<Box<GroupDoc>>,
+    /// A node of kind `group` whose body is an asset of the library.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asset: Option<AssetRef>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// The body and interface of a group node: a nested graph (same format as
+/// a file's `nodes`, `wires`, `exec`, `frames`), its ports and its
+/// promoted parameters.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GroupDoc {
+    /// Free text: what the group does.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub doc: String,
+    /// Input ports: each forwards what is wired to it to inner node pins.
+    #[serde(default)]
+    pub inputs: Vec<GroupPort>,
+    /// Output ports: each exposes one inner node pin.
+    #[serde(default)]
+    pub outputs: Vec<GroupPort>,
+    /// Parameters of inner nodes shown on the group node under a name.
+    #[serde(default)]
+    pub params: Vec<PromotedParam>,
+    pub nodes: Vec<NodeDoc>,
+    #[serde(default)]
+    pub wires: Vec<WireDoc>,
+    #[serde(default)]
+    pub exec: Vec<WireDoc>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frames: Vec<FrameDoc>,
+}
+
+/// What a group port carries, as the wires it replaces did.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum GroupPortType {
+    /// A field (a field node's `field` output, a kernel's field port).
+    Field,
+    /// A layout (a layout node's `cells` output, a field's `layout` input).
+    Layout,
+    /// Execution order (an exec wire).
+    Exec,
+}
+
+/// One port of a group.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GroupPort {
+    /// The port's name: letters, digits and `_`.
+    pub name: String,
+    #[serde(rename = "type")]
+    pub ty: GroupPortType,
+    /// Inputs: the inner pins (`node.port`, or `node` for an exec input)
+    /// the port feeds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub to: Vec<String>,
+    /// Outputs: the inner pin (`node.port`) the port exposes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub doc: String,
+}
+
+/// A promoted parameter: an inner node's parameter (or kernel scalar)
+/// set from the group node's `params` under `name`.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PromotedParam {
+    /// The name on the group node: letters, digits and `_`.
+    pub name: String,
+    /// `node.param`: an inner node's parameter or kernel scalar (inner
+    /// groups' promoted parameters too).
+    pub target: String,
+    /// The value when the group node does not set one (else the inner
+    /// node's own value stays).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub doc: String,
+}
+
+/// A group node's asset: found in the asset library by name and version.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AssetRef {
+    pub name: String,
+    /// The version the graph was made with; a graph never silently gets another.
+    pub version: u32,
+}
+
+/// The interface of an asset file (a graph file whose nodes, wires and
+/// exec are the group's body).
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AssetInfo {
+    /// The name graphs use to find it: letters, digits and `_`.
+    pub name: String,
+    pub version: u32,
+    /// What it does, its ports and parameters, in a sentence or three.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub doc: String,
+    #[serde(default)]
+    pub inputs: Vec<GroupPort>,
+    #[serde(default)]
+    pub outputs: Vec<GroupPort>,
+    #[serde(default)]
+    pub params: Vec<PromotedParam>,
 }
 
 /// A wire from `node.port` to `node.port` (`node` alone picks the only port / exec input).

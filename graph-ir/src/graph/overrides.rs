@@ -35,39 +35,10 @@ pub fn apply_overrides(doc: &mut GraphDoc, o: &Overrides) -> Result<(), GraphErr
             .ok_or_else(|| usage(format!("--set {}: expected NODE.PARAM=VALUE", s)))?;
         let value: Value =
             serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_string()));
-        let n = doc
-            .node_mut(node)
+        let path: Vec<&str> = node.split('/').collect();
+        let n = super::groups::node_at_path_mut(doc, &path)
             .ok_or_else(|| usage(format!("--set {}: there is no node '{}'", s, node)))?;
-        let kind = catalog::kind(&n.kind);
-        if kind.is_some_and(|k| k.param(param).is_some()) {
-            n.params.insert(param.to_string(), value);
-            continue;
-        }
-        let is_scalar = n
-            .params
-            .get("scalars")
-            .and_then(Value::as_object)
-            .is_some_and(|m| m.contains_key(param));
-        if !is_scalar {
-            return Err(GraphError::param(
-                node,
-                param,
-                format!("--set: '{}' has no parameter or scalar '{}'", n.kind, param),
-            )
-            .into());
-        }
-        let scalars = n
-            .params
-            .get_mut("scalars")
-            .and_then(Value::as_object_mut)
-            .expect("checked above");
-        let slot = scalars.get_mut(param).expect("checked above");
-        // The declaration keeps its type; the value must be one of it (the
-        // one rule of `graph::scalars`: 2.5 for an i32 is an error).
-        let number = value.as_f64().ok_or_else(|| {
-            GraphError::scalar(node, param, format!("--set: {} is not a number", value))
-        })?;
-        set_value(param, slot, number).map_err(|m| GraphError::param(node, "scalars", m))?;
+        set_node_param(n, node, param, value, "--set: ")?;
     }
     for i in &o.inits {
         let (field, file) = i
@@ -89,6 +60,81 @@ pub fn apply_overrides(doc: &mut GraphDoc, o: &Overrides) -> Result<(), GraphErr
             serde_json::json!({"npy": abs.to_string_lossy()}),
         );
     }
+    Ok(())
+}
+
+/// Sets parameter `param` of node `n` (named `path` in errors) to
+/// `value`: a parameter of its kind, a kernel scalar (the declaration keeps
+/// its type), or a promoted parameter of a group node. `--set` and promoted
+/// group parameters share this rule; `what` prefixes the messages.
+pub fn set_node_param(
+    n: &mut super::NodeDoc,
+    path: &str,
+    param: &str,
+    value: Value,
+    what: &str,
+) -> Result<(), GraphErrors> {
+    if n.kind == super::groups::GROUP {
+        // An asset's parameters are checked when it is read (flattening).
+        let promoted = super::groups::promoted_names(n);
+        if n.group.is_some() && !promoted.iter().any(|p| p == param) {
+            return Err(GraphError::param(
+                path,
+                param,
+                format!(
+                    "{}the group has no promoted parameter '{}' (it has: {})",
+                    what,
+                    param,
+                    if promoted.is_empty() {
+                        "none".to_string()
+                    } else {
+                        promoted.join(", ")
+                    }
+                ),
+            )
+            .into());
+        }
+        n.params.insert(param.to_string(), value);
+        return Ok(());
+    }
+    let kind = catalog::kind(&n.kind);
+    if kind.is_some_and(|k| k.param(param).is_some()) {
+        n.params.insert(param.to_string(), value);
+        return Ok(());
+    }
+    let is_scalar = n
+        .params
+        .get("scalars")
+        .and_then(Value::as_object)
+        .is_some_and(|m| m.contains_key(param));
+    if !is_scalar {
+        return Err(GraphError::param(
+            path,
+            param,
+            format!(
+                "{}'{}' has no parameter or scalar '{}'",
+                what, n.kind, param
+            ),
+        )
+        .into());
+    }
+    let scalars = n
+        .params
+        .get_mut("scalars")
+        .and_then(Value::as_object_mut)
+        .expect("checked above");
+    let slot = scalars.get_mut(param).expect("checked above");
+    // A reference expression (`"= ..."`) is kept as it is and evaluated
+    // by `graph::refs`; a number keeps the declaration's type (the one
+    // rule of `graph::scalars`: 2.5 for an i32 is an error).
+    if super::refs::is_expr(&value) {
+        super::refs::set_scalar_expr(slot, value);
+        return Ok(());
+    }
+    let number = value.as_f64().ok_or_else(|| {
+        GraphError::scalar(path, param, format!("{}{} is not a number", what, value))
+    })?;
+    set_value(param, slot, number).map_err(|m| GraphError::param(path, "scalars", m))?;
     Ok(())
 }
 

@@ -11,6 +11,7 @@
 //! field and a logical index) until the access-lowering pass rewrites it to
 //! word addresses in a root buffer (`BufLoad` / `BufStore` / `BufAtomic`).
 
+pub mod animate;
 pub mod builtins;
 pub mod colormap;
 pub mod eval;
@@ -54,6 +55,9 @@ impl std::fmt::Display for Span {
 
 #[derive(Clone, Debug, Default)]
 pub struct Program {
+    /// Kernel scalars whose parameter expressions use `frame`
+    /// (`graph::refs`): set before each frame, like a slider.
+    pub animated: Vec<animate::AnimatedScalar>,
     pub layouts: Arena<LayoutNode>,
     pub fields: Arena<Field>,
     pub kernels: Arena<Kernel>,

@@ -63,6 +63,23 @@ impl Node<'_> {
 }
 
 pub fn build_program(doc: &GraphDoc, opts: &BuildOptions) -> Result<Program, GraphErrors> {
+    // Above the IR: groups, assets and bypass flattened (`graph::groups`),
+    // parameter references evaluated (`graph::refs`).
+    let plain;
+    let mut animated = Vec::new();
+    let doc = if super::groups::needs_flattening(doc) || super::refs::doc_has_exprs(doc) {
+        let mut d = if super::groups::needs_flattening(doc) {
+            let library = super::assets::Library::for_graph(&opts.base_dir);
+            super::groups::flatten(doc, &library)?
+        } else {
+            doc.clone()
+        };
+        animated = super::refs::resolve(&mut d)?;
+        plain = d;
+        &plain
+    } else {
+        doc
+    };
     let mut errors = Vec::new();
     let nodes = resolve_nodes(doc, &mut errors);
     let index: HashMap<&str, usize> = nodes.iter().enumerate().map(|(i, n)| (n.id(), i)).collect();
@@ -79,6 +96,7 @@ pub fn build_program(doc: &GraphDoc, opts: &BuildOptions) -> Result<Program, Gra
         errors: vec![],
     };
     b.program.seed = doc.seed;
+    b.program.animated = animated;
     b.layouts();
     b.fields();
     b.kernels();

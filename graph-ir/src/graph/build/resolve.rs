@@ -3,12 +3,17 @@
 
 use super::*;
 
+/// A node id, or the path of one inside groups (`smoke/advect/step`, made
+/// by `graph::groups`): segments of 1-64 letters, digits, `_` or `-`.
 fn valid_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 64
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    id.len() <= 1024
+        && id.split('/').all(|seg| {
+            !seg.is_empty()
+                && seg.len() <= 64
+                && seg
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        })
 }
 
 pub(super) fn resolve_nodes<'a>(doc: &'a GraphDoc, errors: &mut Vec<GraphError>) -> Vec<Node<'a>> {
