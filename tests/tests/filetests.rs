@@ -127,52 +127,102 @@ fn cases() -> Vec<PathBuf> {
     out
 }
 
+/// Runs one file; with `bless`, a differing expectation is rewritten.
+fn check_file(path: &Path, bless: bool) -> Result<(), String> {
+    let case = read_case(path)?;
+    // The folder names the pass the case is about.
+    let folder = path
+        .parent()
+        .and_then(|d| d.file_name())
+        .map(|d| d.to_string_lossy().to_string())
+        .unwrap_or_default();
+    if !case.passes.contains(&folder) {
+        return Err(format!(
+            "'; run:' does not name the folder's pass '{}'",
+            folder
+        ));
+    }
+    let got = run_case(&case)?;
+    if got == case.expected {
+        Ok(())
+    } else if bless {
+        std::fs::write(path, format!("{}{}", case.head, got)).map_err(|e| e.to_string())?;
+        eprintln!("blessed {}", path.display());
+        Ok(())
+    } else {
+        Err(format!(
+            "output differs (- expected, + got; WEFT_BLESS=1 rewrites it):\n{}",
+            diff(&case.expected, &got)
+        ))
+    }
+}
+
 #[test]
 fn filetests() {
     let bless = std::env::var_os("WEFT_BLESS").is_some();
     let files = cases();
     assert!(!files.is_empty(), "no tests/filetests/*/*.wir");
-    let mut problems = vec![];
-    for path in &files {
-        let name = path
-            .strip_prefix(root())
-            .unwrap_or(path)
-            .display()
-            .to_string();
-        let case = match read_case(path) {
-            Ok(c) => c,
-            Err(e) => {
-                problems.push(format!("{}: {}", name, e));
-                continue;
-            }
-        };
-        // The folder names the pass the case is about.
-        let folder = path
-            .parent()
-            .and_then(|d| d.file_name())
-            .unwrap()
-            .to_string_lossy();
-        if !case.passes.iter().any(|p| *p == folder) {
-            problems.push(format!(
-                "{}: '; run:' does not name the folder's pass '{}'",
-                name, folder
-            ));
-        }
-        match run_case(&case) {
-            Ok(got) if got == case.expected => {}
-            Ok(got) if bless => {
-                std::fs::write(path, format!("{}{}", case.head, got)).unwrap();
-                eprintln!("blessed {}", name);
-            }
-            Ok(got) => problems.push(format!(
-                "{}: output differs (- expected, + got; WEFT_BLESS=1 rewrites it):\n{}",
-                name,
-                diff(&case.expected, &got)
-            )),
-            Err(e) => problems.push(format!("{}: {}", name, e)),
-        }
-    }
+    let problems: Vec<String> = files
+        .iter()
+        .filter_map(|path| {
+            let name = path
+                .strip_prefix(root())
+                .unwrap_or(path)
+                .display()
+                .to_string();
+            check_file(path, bless)
+                .err()
+                .map(|e| format!("{}: {}", name, e))
+        })
+        .collect();
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}
+
+/// A wrong expectation fails with a diff, blessing rewrites it, and a
+/// program the parser refuses is reported with its line.
+#[test]
+fn the_runner_reports_and_blesses() {
+    let dir = std::env::temp_dir().join(format!("weft-filetests-{}", std::process::id()));
+    let path = dir.join("simplify").join("case.wir");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let input = [
+        "layout L0 'c' Dense shape=[4] cell_words=1 offset=0",
+        "field F0 'n' : i32 shape=[4] layout=L0 offset=0",
+        "kernel 'k' over range [4] params()",
+        "  entry kernel(i32) -> () {",
+        "    %0 = arg 0 : i32",
+        "    %1 = const 0i : i32",
+        "    %2 = %0 + %1 : i32",
+        "    field_store n[%0] = %2",
+        "  }",
+        "",
+        "",
+    ]
+    .join("\n");
+    std::fs::write(
+        &path,
+        format!("; run: simplify\n{}; expect:\nwrong\n", input),
+    )
+    .unwrap();
+    let e = check_file(&path, false).unwrap_err();
+    assert!(
+        e.contains("- wrong") && e.contains("+     field_store n[%0] = %0"),
+        "{}",
+        e
+    );
+    check_file(&path, true).unwrap();
+    check_file(&path, false).unwrap();
+    let blessed = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        blessed.starts_with("; run: simplify\nlayout L0"),
+        "{}",
+        blessed
+    );
+    let bad = input.replace("%0 + %1", "%0 +? %1");
+    std::fs::write(&path, format!("; run: simplify\n{}; expect:\n", bad)).unwrap();
+    let e = check_file(&path, false).unwrap_err();
+    assert!(e.starts_with("input: line 7, column"), "{}", e);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
