@@ -33,6 +33,12 @@ fn golden_files_round_trip() {
         let text = std::fs::read_to_string(&path).unwrap();
         n += 1;
         problems.extend(round_trip(&path.display().to_string(), &text));
+        // The sizes the text does not show are the layout module's.
+        if let Ok(p) = parse_program(&text) {
+            if p.roots().any(|r| p.layouts[r].tree_words == 0) {
+                problems.push(format!("{}: layout sizes not computed", path.display()));
+            }
+        }
     }
     assert!(n >= 40, "only {} golden files", n);
     assert!(problems.is_empty(), "{}", problems.join("\n"));

@@ -16,10 +16,14 @@
 //! - What the text does not hold gets a neutral value: the schedule, views,
 //!   gradients, word views and custom backward kernels are empty, field
 //!   initial values zero, kernel bindings empty and params 0, spans 0:0,
-//!   `loops_end` false; the derived layout sizes (headers, blocks, images,
-//!   pools, lists, tree words) are 0, so the result is fit for passes that
-//!   do not compute addresses (all but `lower_access` and the sparse system
-//!   kernels), not for a backend. Quantized storage comes back without
+//!   `loops_end` false. The layout sizes the text does not show (headers,
+//!   blocks, images, pools, lists, tree words) come from `layout::compute`
+//!   when it reproduces every printed size (cell words and bits, offsets);
+//!   otherwise (a `bit_array` word view, which the text does not mark, or
+//!   hand-written sizes that `compute` would not give) they stay 0 and
+//!   the printed sizes are kept, fit for every pass that computes no
+//!   addresses. The result is for passes, not for a backend (no schedule,
+//!   no initial values). Quantized storage comes back without
 //!   `overflow: wrap` and stochastic rounding, which the text does not show.
 //! - Instructions the printer leaves out (void instructions carry no handle
 //!   in the text; dead instructions are not printed at all) get fresh
@@ -242,6 +246,22 @@ pub fn parse_program(text: &str) -> Result<Program, ParseError> {
         if let Some(par) = p.layouts[h].parent {
             p.layouts[par].children.push(LayoutChild::Layout(h));
         }
+    }
+    // The sizes the text does not show, from the one layout module, kept
+    // only where it reproduces every size the text does show.
+    let mut sized = p.clone();
+    if layout::compute(&mut sized).is_ok()
+        && sized.layouts.iter().zip(p.layouts.iter()).all(|(a, b)| {
+            (a.1.cell_words, a.1.cell_bits, a.1.offset_in_parent)
+                == (b.1.cell_words, b.1.cell_bits, b.1.offset_in_parent)
+        })
+        && sized
+            .fields
+            .iter()
+            .zip(p.fields.iter())
+            .all(|(a, b)| a.1.offset_in_cell == b.1.offset_in_cell)
+    {
+        p = sized;
     }
     Ok(p)
 }
