@@ -16,6 +16,7 @@ pub mod builtins;
 pub mod colormap;
 pub mod eval;
 pub mod layout;
+pub mod parse;
 mod printer;
 pub mod quant;
 pub mod scalar;
@@ -23,6 +24,7 @@ pub mod target;
 mod validate;
 
 pub use builtins::Builtin;
+pub use parse::{parse_program, ParseError};
 pub use printer::print_program;
 pub use validate::{
     validate_kernel, validate_program, validate_structure, IrForm, ValidationError,

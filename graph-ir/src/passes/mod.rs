@@ -468,6 +468,68 @@ impl std::fmt::Display for Stage {
     }
 }
 
+/// The names of the pipeline's passes (`Pass::name`), in pipeline order,
+/// each once: what [`run_pass`] accepts.
+pub fn pass_names(opts: &PassOptions) -> Vec<&'static str> {
+    let mut names = vec![];
+    for stage in Stage::ALL {
+        for pass in stage.passes(opts) {
+            if !names.contains(&pass.name()) {
+                names.push(pass.name());
+            }
+        }
+    }
+    names
+}
+
+/// Runs one pass of the pipeline, named as [`pass_names`] lists it, on a
+/// program of form `form` (the pass's precondition is checked, and with
+/// `PassOptions::validate` the validator runs on the result); returns the
+/// form the pass leaves. The filetests (`tests/filetests/`) run passes
+/// one at a time through this, on programs read by `ir::parse_program`.
+pub fn run_pass(
+    program: &mut Program,
+    name: &str,
+    opts: &PassOptions,
+    form: IrForm,
+) -> Result<IrForm, PassError> {
+    let Some(pass) = Stage::ALL
+        .into_iter()
+        .flat_map(|s| s.passes(opts))
+        .find(|p| p.name() == name)
+    else {
+        return Err(PassError {
+            pass: "run_pass",
+            kernel: String::new(),
+            message: format!(
+                "no pass '{}'; passes: {}",
+                name,
+                pass_names(opts).join(", ")
+            ),
+            user: None,
+        });
+    };
+    if !pass.accepts(form) {
+        return Err(PassError {
+            pass: pass.name(),
+            kernel: String::new(),
+            message: format!("the pass cannot run on {:?} IR", form),
+            user: None,
+        });
+    }
+    pass.run(program)?;
+    let form = pass.output(form);
+    if opts.validate {
+        validate_program(program, form).map_err(|e| PassError {
+            pass: pass.name(),
+            kernel: e.kernel.clone(),
+            message: e.to_string(),
+            user: None,
+        })?;
+    }
+    Ok(form)
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct PassError {
     pub pass: &'static str,
