@@ -2150,3 +2150,49 @@ fn a_click_on_a_node_shows_in_the_inspector_in_the_same_pass() {
     assert_eq!(h.state().selected.as_deref(), Some("apply"));
     h.get_by_label_contains("kernel — ");
 }
+
+/// An error inside a group (named by its path, `diffusion/step`) shows on
+/// the group node the editor draws.
+#[test]
+fn an_error_inside_a_group_shows_on_the_group_node() {
+    let dir = config_dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut g: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("graphs/heat_grouped.json")).unwrap(),
+    )
+    .unwrap();
+    let group = g["nodes"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|n| n["id"] == "diffusion")
+        .expect("the diffusion group");
+    let step = group["group"]["nodes"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|n| n["id"] == "step")
+        .expect("its step kernel");
+    step["params"]["code"] = "fn kernel(i: i32, j: i32) { T_next[(i, j)] = nope; }".into();
+    let path = dir.join("broken_group.json");
+    std::fs::write(&path, serde_json::to_string(&g).unwrap()).unwrap();
+    let mut h = harness_with(Some(path), dir);
+    for _ in 0..50 {
+        h.step();
+    }
+    let on_group = gui::graph_view::node_problems(
+        &h.state().model,
+        h.state().viewport.fault.as_ref(),
+        "diffusion",
+    );
+    assert!(
+        on_group.iter().any(|p| p.contains("diffusion/step")),
+        "{:?} (all: {:?})",
+        on_group,
+        h.state().model.problems
+    );
+    assert!(
+        gui::graph_view::node_problems(&h.state().model, None, "diffusio").is_empty(),
+        "a prefix of a group's id is not the group"
+    );
+}

@@ -128,7 +128,11 @@ pub fn node_problems(
         .iter()
         .map(|p| p.to_string())
         .collect();
-    if let Some(f) = fault.filter(|f| f.node.as_deref() == Some(id)) {
+    if let Some(f) = fault.filter(|f| {
+        f.node
+            .as_deref()
+            .is_some_and(|n| super::model::names_or_holds(id, n))
+    }) {
         out.push(f.message.clone());
     }
     out

@@ -484,10 +484,13 @@ impl Model {
     }
 
     /// Problems that name `node`.
+    /// The problems shown on node `node`: its own, and for a group node
+    /// those of every node inside it (errors name them by their path,
+    /// `group/inner`, after flattening).
     pub fn problems_of(&self, node: &str) -> Vec<&GraphError> {
         self.problems
             .iter()
-            .filter(|e| e.node() == Some(node))
+            .filter(|e| e.node().is_some_and(|n| names_or_holds(node, n)))
             .collect()
     }
 
@@ -1041,4 +1044,13 @@ mod save_name_tests {
         m.origin = None;
         assert_eq!(m.suggested_file_name(), "graph.json");
     }
+}
+
+/// Whether the error path `path` (`smoke/advect/step`) is node `node` or a
+/// node inside the group `node`.
+pub fn names_or_holds(node: &str, path: &str) -> bool {
+    path == node
+        || path
+            .strip_prefix(node)
+            .is_some_and(|rest| rest.starts_with('/'))
 }
