@@ -96,6 +96,12 @@ pub struct BakeArgs {
     /// The cache folder (default: GRAPH_NAME.cache beside the graph, where the app looks). A cache there is replaced.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Store only these fields (field node ids, comma-separated; `x.grad` for a gradient), or `views` for the
+    /// fields the views read. Default: every field's state, so baked frames can be played on from and resumed.
+    /// A bake of chosen fields is smaller; the app shows its frames and simulates past them from the last
+    /// complete state, and only an edit upstream of those fields makes it stale.
+    #[arg(long, value_parser = crate::gui::bake::Contents::parse)]
+    pub fields: Option<crate::gui::bake::Contents>,
 }
 
 fn frame_range_arg(s: &str) -> Result<(i32, i32), String> {

@@ -73,6 +73,7 @@ fn bake(a: cli::BakeArgs) -> i32 {
         &gui::bake::options(a.backend),
         first,
         last,
+        &a.fields.unwrap_or_default(),
         &out,
         &never,
         &|f| eprint!("\rbaked frame {}", f),

@@ -36,18 +36,32 @@ pub struct Snapshot {
     pub launches: Vec<(String, u32)>,
     /// Every non-view root layout node: its node id and words.
     pub roots: Vec<(String, Vec<u32>)>,
+    /// Only some roots are held (a bake of chosen fields, `weft bake
+    /// --fields`): such a frame can be shown, never resumed from.
+    pub partial: bool,
 }
 
 impl Simulation {
     /// The complete state after the frames run so far (waits for them).
     pub fn snapshot(&mut self) -> Result<Snapshot, RuntimeError> {
+        self.snapshot_of(None)
+    }
+
+    /// The state of the roots named in `only` (every non-view root when
+    /// `None`): a partial snapshot when some are left out.
+    pub fn snapshot_of(&mut self, only: Option<&[String]>) -> Result<Snapshot, RuntimeError> {
         self.sync()?;
         let mut roots = Vec::new();
+        let mut partial = false;
         for r in self.program.roots().collect::<Vec<_>>() {
             if is_view_root(self, r) {
                 continue;
             }
             let name = self.program.layouts[r].node_id.clone();
+            if only.is_some_and(|o| !o.contains(&name)) {
+                partial = true;
+                continue;
+            }
             roots.push((name, self.read_root(r)?));
         }
         let launches = self
@@ -62,6 +76,7 @@ impl Simulation {
             started: self.is_started(),
             launches,
             roots,
+            partial,
         })
     }
 
@@ -71,6 +86,19 @@ impl Simulation {
     /// names the first layout node or kernel that differs, and nothing
     /// changes.
     pub fn restore(&mut self, s: &Snapshot) -> Result<(), RuntimeError> {
+        self.restore_roots(s, false)
+    }
+
+    /// Shows a partial snapshot (a bake of chosen fields): writes the roots
+    /// it holds and sets the frame counter, so views and readers see that
+    /// frame's fields. The other roots keep what they held, so the state
+    /// is for display only: a caller must restore a complete snapshot (or
+    /// reset) before stepping on. A complete snapshot is restored whole.
+    pub fn show_partial(&mut self, s: &Snapshot) -> Result<(), RuntimeError> {
+        self.restore_roots(s, s.partial)
+    }
+
+    fn restore_roots(&mut self, s: &Snapshot, partial_ok: bool) -> Result<(), RuntimeError> {
         let mut writes = Vec::new();
         for r in self.program.roots().collect::<Vec<_>>() {
             if is_view_root(self, r) {
@@ -78,9 +106,26 @@ impl Simulation {
             }
             let name = &self.program.layouts[r].node_id;
             let Some((_, words)) = s.roots.iter().find(|(n, _)| n == name) else {
+                if partial_ok {
+                    continue;
+                }
+                let message = if s.partial {
+                    format!(
+                        "the snapshot of frame {} holds only {} (a bake of chosen fields): \
+                         it can be shown, not resumed from; resume from a complete snapshot",
+                        s.frame,
+                        s.roots
+                            .iter()
+                            .map(|(n, _)| n.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                } else {
+                    "the snapshot has no state for this layout node".into()
+                };
                 return Err(RuntimeError::Run {
                     node: name.clone(),
-                    message: "the snapshot has no state for this layout node".into(),
+                    message,
                 });
             };
             let want = layout::root_words(&self.program, r);
@@ -193,6 +238,7 @@ pub fn write(
         "started": s.started,
         "launches": s.launches.iter().map(|(k, n)| json!([k, n])).collect::<Vec<_>>(),
         "roots": roots,
+        "partial": s.partial,
         "graph": graph,
     });
     let p = tmp.join("snapshot.json");
@@ -325,6 +371,7 @@ pub fn read(path: &Path) -> Result<Loaded, RuntimeError> {
             started,
             launches,
             roots,
+            partial: v["partial"].as_bool().unwrap_or(false),
         },
         graph: v["graph"].clone(),
     })

@@ -13,13 +13,27 @@
 //! only while the graph it runs has that hash: after an edit upstream the
 //! cache is stale, shown so on the timeline and never mixed in; an edit
 //! downstream (a view's colour map) leaves it in use.
+//!
+//! A bake may store only chosen fields (`weft bake --fields T,rho`, or the
+//! fields the views read: `--fields views`, the app's "views only"): each
+//! frame is then a partial snapshot holding the roots of those fields,
+//! which the app shows but cannot simulate on from (playing past it
+//! simulates from the last complete state). Its staleness follows those
+//! fields only: `cache.json` hashes the part of the graph *upstream* of
+//! them (`ir::access::upstream`: the kernels that write their roots, and
+//! transitively the kernels that write what those read, with the layout
+//! and field nodes of every root involved and every execution node), so an
+//! edit to a kernel that does not feed them leaves the cache in use.
 
 use serde_json::{json, Value};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
-use weft_ir::graph::{build_program, catalog, BuildOptions, GraphDoc};
+use weft_ir::graph::assets::Library;
+use weft_ir::graph::{build_program, catalog, groups, BuildOptions, GraphDoc};
+use weft_ir::ir::{access, layout, LayoutId, Program, Step};
 use weft_runtime::{snapshot, Backend, SimOptions, Simulation};
 
 pub const FORMAT: &str = "weft-cache";
@@ -60,7 +74,168 @@ pub fn upstream(doc: &GraphDoc) -> Value {
 /// A stable hash (FNV-1a, 64 bits, hex) of `upstream(doc)`: what a cache
 /// records to know it is stale.
 pub fn upstream_hash(doc: &GraphDoc) -> String {
-    let text = serde_json::to_string(&upstream(doc)).unwrap_or_default();
+    fnv(&serde_json::to_string(&upstream(doc)).unwrap_or_default())
+}
+
+/// What each baked frame stores.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Contents {
+    /// Every field's state (complete snapshots): frames play on and a run
+    /// can resume from them.
+    #[default]
+    Everything,
+    /// The fields the graph's views read.
+    Views,
+    /// The named fields (field node ids; `x.grad` for a gradient).
+    Fields(Vec<String>),
+}
+
+impl Contents {
+    /// `--fields`: `views`, or field names separated by commas.
+    pub fn parse(s: &str) -> Result<Contents, String> {
+        let names: Vec<String> = s
+            .split(',')
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty())
+            .collect();
+        match names.as_slice() {
+            [] => Err("--fields needs field names (T,rho) or 'views'".into()),
+            [v] if v == "views" => Ok(Contents::Views),
+            _ => Ok(Contents::Fields(names)),
+        }
+    }
+}
+
+/// The roots a bake of `contents` stores (`None`: all of them).
+pub fn baked_roots(
+    program: &Program,
+    contents: &Contents,
+) -> Result<Option<BTreeSet<LayoutId>>, String> {
+    let fields = match contents {
+        Contents::Everything => return Ok(None),
+        Contents::Views => {
+            let f: Vec<_> = program.views.iter().flat_map(|v| v.fields()).collect();
+            if f.is_empty() {
+                return Err("--fields views: the graph has no views".into());
+            }
+            f
+        }
+        Contents::Fields(names) => names
+            .iter()
+            .map(|n| {
+                program
+                    .field_by_name(n)
+                    .filter(|&f| !program.is_view_field(f))
+                    .ok_or_else(|| {
+                        let have: Vec<&str> = program
+                            .fields
+                            .iter()
+                            .filter(|(h, _)| !program.is_view_field(*h))
+                            .map(|(_, f)| f.name.as_str())
+                            .collect();
+                        format!(
+                            "--fields: the graph has no field '{}' (its fields: {})",
+                            n,
+                            have.join(", ")
+                        )
+                    })
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    Ok(Some(
+        fields
+            .into_iter()
+            .map(|f| layout::root_of(program, program.fields[f].layout))
+            .collect(),
+    ))
+}
+
+fn has_tape(steps: &[Step]) -> bool {
+    steps.iter().any(|s| match s {
+        Step::Tape { .. } | Step::Optimize { .. } => true,
+        Step::Repeat { body, .. } => has_tape(body),
+        Step::Launch(_) | Step::Clear { .. } => false,
+    })
+}
+
+/// The hash a bake of `roots` records: of the graph upstream of those
+/// roots (see the module comment). A graph with a tape or an optimizer
+/// (they write gradients and parameters outside any kernel) hashes like a
+/// complete bake.
+pub fn roots_upstream_hash(
+    doc: &GraphDoc,
+    base_dir: &Path,
+    program: &Program,
+    roots: &BTreeSet<LayoutId>,
+) -> Result<String, String> {
+    if has_tape(&program.schedule.on_start) || has_tape(&program.schedule.on_frame) {
+        return Ok(upstream_hash(doc));
+    }
+    let (kernels, state) = access::upstream(program, roots);
+    let kernels: BTreeSet<&str> = kernels
+        .iter()
+        .map(|&k| program.kernels[k].name.as_str())
+        .collect();
+    let state_nodes: BTreeSet<&str> = program
+        .layouts
+        .iter()
+        .filter(|(h, _)| state.contains(&layout::root_of(program, *h)))
+        .map(|(_, l)| l.node_id.as_str())
+        .chain(
+            program
+                .fields
+                .iter()
+                .filter(|(_, f)| state.contains(&layout::root_of(program, f.layout)))
+                .map(|(_, f)| f.name.as_str()),
+        )
+        .collect();
+    let flat = if groups::needs_flattening(doc) {
+        groups::flatten(doc, &Library::for_graph(base_dir)).map_err(|e| e.to_string())?
+    } else {
+        doc.clone()
+    };
+    // Kernels not upstream are bypassed (their exec wires joined around
+    // them, as the graph's own bypass does); views and the field and
+    // layout nodes of other roots go.
+    let mut d = flat;
+    d.nodes
+        .retain_mut(|n| match catalog::kind(&n.kind).map(|k| k.family) {
+            Some(catalog::Family::View) => false,
+            Some(catalog::Family::Kernel) => {
+                n.bypass = !kernels.contains(n.id.as_str());
+                true
+            }
+            Some(catalog::Family::Field | catalog::Family::Layout) => {
+                state_nodes.contains(n.id.as_str())
+            }
+            _ => true,
+        });
+    let ids: BTreeSet<String> = d.nodes.iter().map(|n| n.id.clone()).collect();
+    let node_of = |end: &str| end.split('.').next().unwrap_or(end).to_string();
+    d.wires
+        .retain(|w| ids.contains(&node_of(&w.from)) && ids.contains(&node_of(&w.to)));
+    d.exec
+        .retain(|w| ids.contains(&node_of(&w.from)) && ids.contains(&node_of(&w.to)));
+    let d = if groups::needs_flattening(&d) {
+        groups::flatten(&d, &Library::for_graph(base_dir)).map_err(|e| e.to_string())?
+    } else {
+        d
+    };
+    let mut names: Vec<&str> = program
+        .layouts
+        .iter()
+        .filter(|(h, _)| roots.contains(h))
+        .map(|(_, l)| l.node_id.as_str())
+        .collect();
+    names.sort_unstable();
+    Ok(fnv(&format!(
+        "{}\n{}",
+        names.join(","),
+        serde_json::to_string(&canonical(&d)).unwrap_or_default()
+    )))
+}
+
+fn fnv(text: &str) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in text.bytes() {
         h ^= b as u64;
@@ -70,8 +245,9 @@ pub fn upstream_hash(doc: &GraphDoc) -> String {
 }
 
 /// Bakes frames `first..=last` of `doc` into `out` (replacing a cache
-/// there). `progress` gets each frame written; a `cancel` set stops after
-/// the frame being written. Returns the frames written.
+/// there), each frame storing `contents`. `progress` gets each frame
+/// written; a `cancel` set stops after the frame being written. Returns
+/// the frames written.
 #[allow(clippy::too_many_arguments)]
 pub fn bake(
     doc: &GraphDoc,
@@ -79,6 +255,7 @@ pub fn bake(
     opts: &SimOptions,
     first: i32,
     last: i32,
+    contents: &Contents,
     out: &Path,
     cancel: &AtomicBool,
     progress: &dyn Fn(i32),
@@ -96,6 +273,21 @@ pub fn bake(
         },
     )
     .map_err(|e| e.to_string())?;
+    let roots = baked_roots(&program, contents)?;
+    let (hash, root_names) = match &roots {
+        None => (upstream_hash(doc), None),
+        Some(r) => {
+            let mut names: Vec<String> = r
+                .iter()
+                .map(|&h| program.layouts[h].node_id.clone())
+                .collect();
+            names.sort();
+            (
+                roots_upstream_hash(doc, base_dir, &program, r)?,
+                Some(names),
+            )
+        }
+    };
     let mut sim = Simulation::new(program, opts).map_err(|e| e.to_string())?;
     sim.start().map_err(|e| e.to_string())?;
     let graph = canonical(doc);
@@ -115,7 +307,8 @@ pub fn bake(
         "version": 1,
         "frames": [first, last],
         "backend": sim.backend_name(),
-        "upstream": upstream_hash(doc),
+        "upstream": hash,
+        "roots": root_names,
         "graph": graph,
     });
     let text = serde_json::to_string_pretty(&meta).expect("JSON values serialise");
@@ -127,7 +320,9 @@ pub fn bake(
             break;
         }
         if sim.frame >= first {
-            let s = sim.snapshot().map_err(|e| e.to_string())?;
+            let s = sim
+                .snapshot_of(root_names.as_deref())
+                .map_err(|e| e.to_string())?;
             snapshot::write(out, &s, &graph, usize::MAX).map_err(|e| e.to_string())?;
             written += 1;
             progress(sim.frame);
@@ -140,13 +335,69 @@ pub fn bake(
     Ok(written)
 }
 
-/// The upstream hash a cache folder records, if it is a cache.
-pub fn baked_upstream(dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(dir.join(CACHE_FILE)).ok()?;
-    let v: Value = serde_json::from_str(&text).ok()?;
-    (v["format"] == FORMAT)
-        .then(|| v["upstream"].as_str().map(str::to_string))
-        .flatten()
+/// Whether a cache folder's frames may be used with a build.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CacheState {
+    /// No cache there.
+    Absent,
+    /// Its frames are of this graph: complete states, or (`partial`)
+    /// only some roots, for display.
+    Fresh { partial: bool },
+    /// Baked before an edit upstream of its fields (or it no longer fits
+    /// the graph): why.
+    Stale(String),
+}
+
+/// Checks the cache in `dir` against the build of `doc` (`program`).
+pub fn check_cache(dir: &Path, doc: &GraphDoc, base_dir: &Path, program: &Program) -> CacheState {
+    let Ok(text) = std::fs::read_to_string(dir.join(CACHE_FILE)) else {
+        return CacheState::Absent;
+    };
+    let Ok(v) = serde_json::from_str::<Value>(&text) else {
+        return CacheState::Stale(format!("{} is not valid JSON", CACHE_FILE));
+    };
+    if v["format"] != FORMAT {
+        return CacheState::Absent;
+    }
+    let recorded = v["upstream"].as_str().unwrap_or_default();
+    let Some(names) = v["roots"].as_array() else {
+        return if recorded == upstream_hash(doc) {
+            CacheState::Fresh { partial: false }
+        } else {
+            CacheState::Stale("the graph changed upstream of its state since the bake".into())
+        };
+    };
+    let mut roots = BTreeSet::new();
+    for n in names {
+        let n = n.as_str().unwrap_or_default();
+        match program.roots().find(|&r| program.layouts[r].node_id == n) {
+            Some(r) => {
+                roots.insert(r);
+            }
+            None => return CacheState::Stale(format!("the graph has no layout node '{}' now", n)),
+        }
+    }
+    // The views draw from the baked roots only: a view of another field
+    // would show a state from another frame.
+    for view in &program.views {
+        for f in view.fields() {
+            let r = layout::root_of(program, program.fields[f].layout);
+            if !roots.contains(&r) {
+                return CacheState::Stale(format!(
+                    "view '{}' shows field '{}', which the bake did not store",
+                    view.node_id(),
+                    program.fields[f].name
+                ));
+            }
+        }
+    }
+    match roots_upstream_hash(doc, base_dir, program, &roots) {
+        Ok(h) if h == recorded => CacheState::Fresh { partial: true },
+        Ok(_) => CacheState::Stale(
+            "the graph changed upstream of the baked fields since the bake".into(),
+        ),
+        Err(e) => CacheState::Stale(e),
+    }
 }
 
 /// A bake running on a thread of its own (the window stays live).
@@ -170,6 +421,7 @@ impl BakeJob {
         opts: SimOptions,
         first: i32,
         last: i32,
+        contents: Contents,
         out: PathBuf,
         revision: u64,
         ctx: egui::Context,
@@ -179,10 +431,20 @@ impl BakeJob {
         let (tx, result) = channel();
         let (c, d, o) = (cancel.clone(), done_frame.clone(), out.clone());
         std::thread::spawn(move || {
-            let r = bake(&doc, &base_dir, &opts, first, last, &o, &c, &|f| {
-                d.store(f, Ordering::Relaxed);
-                ctx.request_repaint();
-            });
+            let r = bake(
+                &doc,
+                &base_dir,
+                &opts,
+                first,
+                last,
+                &contents,
+                &o,
+                &c,
+                &|f| {
+                    d.store(f, Ordering::Relaxed);
+                    ctx.request_repaint();
+                },
+            );
             let _ = tx.send(r);
             ctx.request_repaint();
         });

@@ -11,7 +11,7 @@
 //! `frame_NNNNNN/` is complete or absent) and read back from there.
 
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use weft_runtime::snapshot::{self, Snapshot};
 
@@ -30,6 +30,9 @@ pub struct FrameCache {
     /// Frames on disk: spilled ones (in `spill_dir`) and baked ones (in a
     /// bake's cache folder), each its snapshot folder.
     disk: BTreeMap<i32, PathBuf>,
+    /// Baked frames that hold only some fields (a bake of chosen fields):
+    /// shown, never simulated on from.
+    partial: BTreeSet<i32>,
     /// Bytes of the frames in memory.
     bytes: usize,
     /// Memory budget (bytes).
@@ -62,6 +65,7 @@ impl FrameCache {
         FrameCache {
             mem: BTreeMap::new(),
             disk: BTreeMap::new(),
+            partial: BTreeSet::new(),
             bytes: 0,
             budget: budget_mb as usize * 1024 * 1024,
             spill,
@@ -85,6 +89,7 @@ impl FrameCache {
         self.bytes = 0;
         // Spilled frames are this session's and go; baked ones stay in
         // their cache folder (only no longer used).
+        self.partial.clear();
         for (_, p) in std::mem::take(&mut self.disk) {
             if p.starts_with(&self.spill_dir) {
                 let _ = std::fs::remove_dir_all(p);
@@ -176,19 +181,35 @@ impl FrameCache {
         Ok(None)
     }
 
-    /// The latest cached frame at or before `f`.
+    /// The latest cached complete state at or before `f`: a frame to
+    /// simulate on from (a partial baked frame is not one).
     pub fn at_or_before(&self, f: i32) -> Option<i32> {
         let m = self.mem.range(..=f).next_back().map(|(k, _)| *k);
-        let d = self.disk.range(..=f).next_back().map(|(k, _)| *k);
+        let d = self
+            .disk
+            .range(..=f)
+            .rev()
+            .map(|(k, _)| *k)
+            .find(|k| !self.partial.contains(k));
         m.max(d)
     }
 
+    /// Whether cached frame `f` holds only some fields (shown, not
+    /// simulated on from): a partial baked frame not simulated since.
+    pub fn is_partial(&self, f: i32) -> bool {
+        !self.mem.contains_key(&f) && self.partial.contains(&f)
+    }
+
     /// Takes the frames of a baked cache folder (complete ones only: a
-    /// frame folder is complete or absent). Returns how many.
-    pub fn add_baked(&mut self, dir: &Path) -> usize {
+    /// frame folder is complete or absent); `partial` when the bake stored
+    /// chosen fields only. Returns how many.
+    pub fn add_baked(&mut self, dir: &Path, partial: bool) -> usize {
         let frames = snapshot::list(dir);
         for &f in &frames {
             self.disk.insert(f, snapshot::folder(dir, f));
+            if partial {
+                self.partial.insert(f);
+            }
         }
         frames.len()
     }
@@ -223,6 +244,7 @@ mod tests {
             started: true,
             launches: vec![("k".into(), frame as u32)],
             roots: vec![("f".into(), vec![frame as u32; words])],
+            partial: false,
         }
     }
 

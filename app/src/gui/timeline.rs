@@ -30,6 +30,9 @@ pub struct Timeline {
     /// The bake under way (Bake button), and how the last one ended.
     pub bake: Option<BakeJob>,
     pub bake_message: Option<Result<String, String>>,
+    /// Bake only the fields the views read (`weft bake --fields views`)
+    /// instead of every field's state.
+    pub bake_views_only: bool,
 }
 
 /// What the timeline asks of the app after its pass.
@@ -49,6 +52,7 @@ impl Default for Timeline {
             strip_rect: egui::Rect::NOTHING,
             bake: None,
             bake_message: None,
+            bake_views_only: false,
         }
     }
 }
@@ -100,6 +104,11 @@ impl Timeline {
             bake::options(backend),
             self.start,
             self.end,
+            if self.bake_views_only {
+                bake::Contents::Views
+            } else {
+                bake::Contents::Everything
+            },
             out,
             revision,
             ctx.clone(),
@@ -243,12 +252,18 @@ impl Timeline {
             if b.clicked() {
                 asked.bake = out.clone();
             }
+            ui.checkbox(&mut self.bake_views_only, "views only").on_hover_text(
+                "bake only the fields the views read (smaller; such frames are shown, and \
+                 playing past them simulates from the last complete state). Off: every \
+                 field's state, so play and `weft run --resume` go on from any baked frame",
+            );
             if !vp.baked_stale.is_empty() {
                 ui.colored_label(STALE, "stale")
                     .on_hover_text(format!(
-                        "{} baked frames are from before an edit upstream of their fields: \
-                         they are not shown (frames are simulated instead) until re-baked",
-                        vp.baked_stale.len()
+                        "{} baked frames are stale ({}): they are not shown (frames are \
+                         simulated instead) until re-baked",
+                        vp.baked_stale.len(),
+                        vp.baked_stale_why
                     ));
                 if ui.add_enabled(out.is_some(), egui::Button::new("Re-bake")).clicked() {
                     asked.bake = out;

@@ -139,6 +139,15 @@ pub struct Viewport {
     /// The frames of a baked cache that is stale (the graph changed
     /// upstream of its state since): shown on the timeline, never used.
     pub baked_stale: Vec<i32>,
+    /// Why the baked cache is stale.
+    pub baked_stale_why: String,
+    /// The simulation shows a partial baked frame (only the baked fields
+    /// are that frame's): the next frame is simulated from the last
+    /// complete state, never from this one.
+    pub display_only: bool,
+    /// The folder the running build's graph is in (assets and data files
+    /// are found from it).
+    built_base: PathBuf,
 }
 
 /// A disk cache folder of this process's own for spilled frames.
@@ -243,6 +252,9 @@ impl Viewport {
             capture_epoch: 0,
             bake_dir: None,
             baked_stale: Vec::new(),
+            baked_stale_why: String::new(),
+            display_only: false,
+            built_base: PathBuf::new(),
         }
     }
 
@@ -386,6 +398,7 @@ impl Viewport {
     }
 
     pub fn rebuild(&mut self, revision: u64, doc: &GraphDoc, base_dir: Option<PathBuf>) {
+        self.built_base = base_dir.clone().unwrap_or_default();
         let (tx, rx) = channel();
         let doc2 = doc.clone();
         // The runtime resolves the choice (`auto` included); the window's
@@ -469,6 +482,16 @@ impl Viewport {
             self.seek_to = Some(next);
             self.follow_seek();
             ctx.request_repaint();
+        } else if (self.playing || self.queued_steps > 0) && self.display_only {
+            // A partial baked frame is shown: the next frame is simulated
+            // from the last complete state before it.
+            self.queued_steps = self.queued_steps.saturating_sub(1);
+            self.seek_to = Some(next);
+            self.follow_seek();
+            if self.sim.as_ref().is_some_and(|s| s.frame < next) {
+                self.dispatch(ctx);
+            }
+            ctx.request_repaint();
         } else if self.playing || self.queued_steps > 0 {
             self.queued_steps = self.queued_steps.saturating_sub(1);
             self.dispatch(ctx);
@@ -478,18 +501,26 @@ impl Viewport {
     /// Takes the baked cache's frames when the running build is of the
     /// graph baked (editor positions aside); otherwise leaves them unused.
     pub fn take_baked(&mut self) -> usize {
+        use super::bake::{check_cache, CacheState};
         self.baked_stale.clear();
+        self.baked_stale_why.clear();
+        let program = match (&self.running, &self.sim) {
+            (Some(r), _) => r.program.clone(),
+            (None, Some(sim)) => Arc::new(sim.program.clone()),
+            (None, None) => return 0,
+        };
         let (Some(dir), Some((_, doc))) = (&self.bake_dir, &self.built_from) else {
             return 0;
         };
-        match super::bake::baked_upstream(dir) {
-            Some(h) if h == super::bake::upstream_hash(doc) => self.cache.add_baked(dir),
-            Some(_) => {
+        match check_cache(dir, doc, &self.built_base, &program) {
+            CacheState::Fresh { partial } => self.cache.add_baked(dir, partial),
+            CacheState::Stale(why) => {
                 self.baked_stale = weft_runtime::snapshot::list(dir);
                 self.baked_stale.sort_unstable();
+                self.baked_stale_why = why;
                 0
             }
-            None => 0,
+            CacheState::Absent => 0,
         }
     }
 
@@ -515,10 +546,31 @@ impl Viewport {
             self.seek_to = None;
             return;
         }
+        if self.cache.is_partial(target) {
+            // A frame of a bake of chosen fields: shown as baked.
+            let r = self
+                .cache
+                .get(target)
+                .and_then(|s| s.ok_or_else(|| format!("frame {} left the cache", target)))
+                .and_then(|s| sim.show_partial(&s).map_err(|e| e.to_string()));
+            match r {
+                Ok(()) => self.display_only = true,
+                Err(e) => {
+                    self.error = Some(format!("frame cache: {}", e));
+                    self.cache.clear();
+                    self.display_only = false;
+                    let _ = sim.reset().and_then(|_| sim.start());
+                }
+            }
+            return self.seek_done(target);
+        }
+        // The state shown may be a partial frame's: then it is no place to
+        // simulate on from.
+        let invalid = self.display_only;
         let from = match self.cache.at_or_before(target) {
-            Some(c) if c == target || c > now || target < now => Some(c),
+            Some(c) if c == target || c > now || target < now || invalid => Some(c),
             Some(_) => None,
-            None if target < now => {
+            None if target < now || invalid => {
                 // Nothing cached before it (a cache of later frames only):
                 // from the start.
                 let r = sim.reset().and_then(|_| sim.start());
@@ -545,6 +597,14 @@ impl Viewport {
                 let _ = sim.reset().and_then(|_| sim.start());
             }
         }
+        self.display_only = false;
+        self.seek_done(target);
+    }
+
+    /// After a restore for a seek to `target`: the views draw the frame
+    /// the simulation is at; the seek ends there when it is reached.
+    fn seek_done(&mut self, target: i32) {
+        let Some(sim) = self.sim.as_ref() else { return };
         let frame = sim.frame;
         if let Some(r) = &mut self.running {
             r.frame = frame;
@@ -608,7 +668,7 @@ impl Viewport {
                     Ok(s) => self.cache.insert(s, sim.frame),
                     Err(e) => self.fault = Some(Fault::from(&e)),
                 }
-                self.take_baked();
+                self.display_only = false;
                 if self.running.as_ref().is_some_and(|s| s.frame > 0) {
                     status = Some("recompiled — restarted at frame 0".to_string());
                 }
@@ -621,6 +681,7 @@ impl Viewport {
                 self.orbit.forget_cameras();
                 self.running = Some(Running::of(&sim));
                 self.sim = Some(sim);
+                self.take_baked();
                 self.generation += 1;
                 self.textures.clear();
                 self.error = None;
@@ -810,6 +871,7 @@ impl Viewport {
             self.frames_run = 0;
             self.frame_ms = 0.0;
             self.queued_steps = 0;
+            self.display_only = false;
             let r = sim.reset().and_then(|_| sim.start());
             if let Err(e) = r {
                 self.fault = Some(Fault::from(&e));

@@ -474,3 +474,177 @@ fn a_gpu_backend_caches_frames_only_when_asked() {
         "scrubbing back simulated"
     );
 }
+
+/// Two independent states: `a` (on layout `ga`, random, shown by the
+/// view) and `b` (on `gb`, which nothing shows).
+const TWO_STATES: &str = r#"{
+  "format": "weft-graph", "version": 1, "seed": 7,
+  "nodes": [
+    {"id": "ga", "kind": "dense", "params": {"shape": [8, 8]}, "pos": [0, 0]},
+    {"id": "gb", "kind": "dense", "params": {"shape": [8, 8]}, "pos": [0, 200]},
+    {"id": "a", "kind": "field", "params": {"type": "f32", "init": 0}, "pos": [250, 0]},
+    {"id": "b", "kind": "field", "params": {"type": "f32", "init": 0}, "pos": [250, 200]},
+    {"id": "frame", "kind": "on_frame", "pos": [500, 0]},
+    {"id": "inc_a", "kind": "kernel", "params": {"over": "a",
+      "code": "fn kernel(i: i32, j: i32) {\n    a[(i, j)] = a[(i, j)] + random();\n}\n"}, "pos": [700, 0]},
+    {"id": "inc_b", "kind": "kernel", "params": {"over": "b",
+      "code": "fn kernel(i: i32, j: i32) {\n    b[(i, j)] = b[(i, j)] + 2.0;\n}\n"}, "pos": [700, 200]},
+    {"id": "view", "kind": "image", "params": {"colormap": "inferno"}, "pos": [1000, 0]}
+  ],
+  "wires": [
+    {"from": "ga.cells", "to": "a.layout"}, {"from": "gb.cells", "to": "b.layout"},
+    {"from": "a.field", "to": "inc_a.a"}, {"from": "b.field", "to": "inc_b.b"},
+    {"from": "a.field", "to": "view.field"}
+  ],
+  "exec": [{"from": "frame.then", "to": "inc_a"}, {"from": "inc_a.then", "to": "inc_b"}]
+}"#;
+
+fn weft(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn root_of<'a>(roots: &'a [(String, Vec<u32>)], name: &str) -> &'a [u32] {
+    &roots.iter().find(|(n, _)| n == name).unwrap().1
+}
+
+#[test]
+fn a_bake_of_chosen_fields_shows_them_simulates_past_them_and_goes_stale_only_upstream() {
+    let dir = std::env::temp_dir().join(format!("weft-bake-fields-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let graph = dir.join("two.json");
+    std::fs::write(&graph, TWO_STATES).unwrap();
+    let g = graph.to_str().unwrap();
+    // An unknown field is refused, naming it and the fields there are.
+    let bad = weft(&["bake", g, "--frames", "0:5", "--fields", "c"]);
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("no field 'c'") && err.contains("a, b"),
+        "{}",
+        err
+    );
+    let ok = weft(&[
+        "bake",
+        g,
+        "--frames",
+        "0:5",
+        "--fields",
+        "views",
+        "--backend",
+        "vm",
+    ]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    // Each frame holds the view's root only.
+    let cache = dir.join("two.cache");
+    let frame3 = weft_runtime::snapshot::read(&weft_runtime::snapshot::folder(&cache, 3)).unwrap();
+    assert!(frame3.snapshot.partial);
+    let names: Vec<&str> = frame3
+        .snapshot
+        .roots
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .collect();
+    assert_eq!(names, vec!["ga"]);
+    // Such a frame is no place to resume a run from: a clear error.
+    let resume = weft(&[
+        "run",
+        g,
+        "--resume",
+        cache.to_str().unwrap(),
+        "--frames",
+        "8",
+    ]);
+    assert!(!resume.status.success());
+    let err = String::from_utf8_lossy(&resume.stderr);
+    assert!(err.contains("not resumed from"), "{}", err);
+
+    let mut h = harness_with(Some(graph.clone()), dir.join("config"));
+    wait_for_sim(&mut h);
+    use_backend(&mut h, Backend::Vm);
+    let vp = &h.state().viewport;
+    assert!(vp.baked_stale.is_empty(), "{}", vp.baked_stale_why);
+    assert_eq!(vp.cache.where_is(3), Some(gui::frame_cache::Cached::Disk));
+    assert!(vp.cache.is_partial(3));
+    // Scrubbing to a baked frame shows it: its field is frame 3's, and no
+    // frame ran.
+    let runs = h.state().viewport.frames_run;
+    seek(&mut h, 3);
+    assert_eq!(
+        h.state().viewport.frames_run,
+        runs,
+        "a baked frame was simulated"
+    );
+    assert!(h.state().viewport.display_only);
+    let (f, roots) = app_state(&mut h);
+    assert_eq!(f, 3);
+    let fresh = independent(&h, Backend::Vm, 3);
+    assert!(root_of(&roots, "ga") == root_of(&fresh, "ga"));
+    // A step from a shown baked frame to another baked frame shows that.
+    h.state_mut().viewport.step();
+    settle(&mut h);
+    assert_eq!(
+        h.state().viewport.frames_run,
+        runs,
+        "a baked frame was simulated"
+    );
+    let (f, roots) = app_state(&mut h);
+    assert_eq!(f, 4);
+    assert!(root_of(&roots, "ga") == root_of(&independent(&h, Backend::Vm, 4), "ga"));
+    // Past the bake the frames are simulated from a complete state, so the
+    // field the bake left out is right too (from the partial frame 5 it
+    // would be frame 0's plus one step).
+    seek(&mut h, 5);
+    assert!(h.state().viewport.display_only);
+    h.state_mut().viewport.step();
+    settle(&mut h);
+    assert!(!h.state().viewport.display_only);
+    let (f, roots) = app_state(&mut h);
+    assert_eq!(f, 6);
+    assert!(
+        roots == independent(&h, Backend::Vm, 6),
+        "a step from a partial frame"
+    );
+    seek(&mut h, 8);
+    let (f, roots) = app_state(&mut h);
+    assert_eq!(f, 8);
+    assert!(
+        roots == independent(&h, Backend::Vm, 8),
+        "frame 8 differs from a fresh run"
+    );
+    // An edit to a kernel that does not feed the baked field keeps the bake.
+    let code = |s: &str| serde_json::json!(s);
+    set_param(
+        &mut h,
+        "inc_b",
+        "code",
+        code("fn kernel(i: i32, j: i32) {\n    b[(i, j)] = b[(i, j)] + 3.0;\n}\n"),
+    );
+    let vp = &h.state().viewport;
+    assert!(vp.baked_stale.is_empty(), "{}", vp.baked_stale_why);
+    assert!(vp.cache.is_partial(3));
+    // An edit upstream of it makes the bake stale, with the reason.
+    set_param(
+        &mut h,
+        "inc_a",
+        "code",
+        code("fn kernel(i: i32, j: i32) {\n    a[(i, j)] = a[(i, j)] + 2.0 * random();\n}\n"),
+    );
+    let vp = &h.state().viewport;
+    assert_eq!(vp.baked_stale, vec![0, 1, 2, 3, 4, 5]);
+    assert!(
+        vp.baked_stale_why.contains("upstream"),
+        "{}",
+        vp.baked_stale_why
+    );
+    assert_eq!(vp.cache.where_is(3), None);
+    drop(h);
+    let _ = std::fs::remove_dir_all(&dir);
+}

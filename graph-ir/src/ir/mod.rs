@@ -11,6 +11,7 @@
 //! field and a logical index) until the access-lowering pass rewrites it to
 //! word addresses in a root buffer (`BufLoad` / `BufStore` / `BufAtomic`).
 
+pub mod access;
 pub mod animate;
 pub mod builtins;
 pub mod colormap;
@@ -1424,6 +1425,25 @@ impl ViewSource {
 }
 
 impl View {
+    /// The fields the view reads (a plot's added fields once resolved).
+    pub fn fields(&self) -> Vec<FieldId> {
+        match self {
+            View::Image { field, .. }
+            | View::Surface { field, .. }
+            | View::Histogram { field, .. }
+            | View::Volume { field, .. } => vec![*field],
+            View::Particles {
+                positions,
+                color_field,
+                ..
+            } => std::iter::once(*positions).chain(*color_field).collect(),
+            View::Plot { field, count, .. } => field
+                .id()
+                .into_iter()
+                .chain(count.as_ref().and_then(ViewSource::id))
+                .collect(),
+        }
+    }
     pub fn node_id(&self) -> &str {
         match self {
             View::Image { node_id, .. }
