@@ -299,6 +299,15 @@ pub fn list(dir: &Path) -> Vec<i32> {
         .collect()
 }
 
+/// Whether the snapshot in folder `path` holds only some roots (a bake of
+/// chosen fields); a folder that cannot be read counts as partial.
+pub fn is_partial(path: &Path) -> bool {
+    std::fs::read_to_string(path.join("snapshot.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .is_none_or(|v| v["partial"].as_bool().unwrap_or(false))
+}
+
 /// A snapshot read back, with the graph document it was taken from.
 pub struct Loaded {
     pub path: PathBuf,

@@ -332,6 +332,13 @@ pub fn bake(
         }
         sim.step_frame().map_err(|e| e.to_string())?;
     }
+    // A bake of chosen fields ends on one complete frame (the last one, or
+    // where a cancel stopped it), so playing past it goes on from there
+    // instead of simulating again from the start.
+    if root_names.is_some() && sim.frame >= first && written > 0 {
+        let s = sim.snapshot().map_err(|e| e.to_string())?;
+        snapshot::write(out, &s, &graph, usize::MAX).map_err(|e| e.to_string())?;
+    }
     Ok(written)
 }
 

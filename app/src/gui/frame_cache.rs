@@ -202,16 +202,30 @@ impl FrameCache {
 
     /// Takes the frames of a baked cache folder (complete ones only: a
     /// frame folder is complete or absent); `partial` when the bake stored
-    /// chosen fields only. Returns how many.
+    /// chosen fields only (its frames are then asked one by one: the last
+    /// one is complete). Returns how many.
     pub fn add_baked(&mut self, dir: &Path, partial: bool) -> usize {
         let frames = snapshot::list(dir);
         for &f in &frames {
-            self.disk.insert(f, snapshot::folder(dir, f));
-            if partial {
+            let p = snapshot::folder(dir, f);
+            if partial && snapshot::is_partial(&p) {
                 self.partial.insert(f);
             }
+            self.disk.insert(f, p);
         }
         frames.len()
+    }
+
+    /// Forgets the frames of the baked cache folder `dir` (a bake is about
+    /// to replace it).
+    pub fn drop_baked(&mut self, dir: &Path) {
+        self.disk.retain(|f, p| {
+            let keep = !p.starts_with(dir);
+            if !keep {
+                self.partial.remove(f);
+            }
+            keep
+        });
     }
 
     /// Frames in memory and on disk.

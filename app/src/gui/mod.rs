@@ -817,8 +817,14 @@ impl WeftApp {
             let doc = self.model.doc.clone();
             let base = self.base_dir().unwrap_or_default();
             let ctx = ui.ctx().clone();
-            self.timeline
-                .start_bake(doc, base, &self.viewport, self.model.revision, out, &ctx);
+            self.timeline.start_bake(
+                doc,
+                base,
+                &mut self.viewport,
+                self.model.revision,
+                out,
+                &ctx,
+            );
         }
         self.viewport.ui(ui);
         if let Some((node, value)) = self.viewport.orbit.take_edit() {

@@ -87,7 +87,7 @@ impl Timeline {
         &mut self,
         doc: weft_ir::graph::GraphDoc,
         base: PathBuf,
-        vp: &Viewport,
+        vp: &mut Viewport,
         revision: u64,
         out: PathBuf,
         ctx: &egui::Context,
@@ -98,6 +98,9 @@ impl Timeline {
             .and_then(|s| s.backend())
             .unwrap_or(vp.backend);
         self.bake_message = None;
+        // The folder is replaced: its old frames are no longer there.
+        vp.cache.drop_baked(&out);
+        vp.baked_stale.clear();
         self.bake = Some(BakeJob::start(
             doc,
             base,

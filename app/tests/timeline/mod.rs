@@ -546,6 +546,9 @@ fn a_bake_of_chosen_fields_shows_them_simulates_past_them_and_goes_stale_only_up
     let cache = dir.join("two.cache");
     let frame3 = weft_runtime::snapshot::read(&weft_runtime::snapshot::folder(&cache, 3)).unwrap();
     assert!(frame3.snapshot.partial);
+    assert!(!weft_runtime::snapshot::is_partial(
+        &weft_runtime::snapshot::folder(&cache, 5)
+    ));
     let names: Vec<&str> = frame3
         .snapshot
         .roots
@@ -553,15 +556,18 @@ fn a_bake_of_chosen_fields_shows_them_simulates_past_them_and_goes_stale_only_up
         .map(|(n, _)| n.as_str())
         .collect();
     assert_eq!(names, vec!["ga"]);
-    // Such a frame is no place to resume a run from: a clear error.
-    let resume = weft(&[
-        "run",
-        g,
-        "--resume",
-        cache.to_str().unwrap(),
-        "--frames",
-        "8",
-    ]);
+    // A partial frame is no place to resume a run from: a clear error
+    // (a copy of the cache without its complete last frame).
+    let cut = dir.join("cut");
+    for f in 0..5 {
+        let to = weft_runtime::snapshot::folder(&cut, f);
+        std::fs::create_dir_all(&to).unwrap();
+        for e in std::fs::read_dir(weft_runtime::snapshot::folder(&cache, f)).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+    let resume = weft(&["run", g, "--resume", cut.to_str().unwrap(), "--frames", "8"]);
     assert!(!resume.status.success());
     let err = String::from_utf8_lossy(&resume.stderr);
     assert!(err.contains("not resumed from"), "{}", err);
@@ -598,26 +604,47 @@ fn a_bake_of_chosen_fields_shows_them_simulates_past_them_and_goes_stale_only_up
     let (f, roots) = app_state(&mut h);
     assert_eq!(f, 4);
     assert!(root_of(&roots, "ga") == root_of(&independent(&h, Backend::Vm, 4), "ga"));
-    // Past the bake the frames are simulated from a complete state, so the
-    // field the bake left out is right too (from the partial frame 5 it
-    // would be frame 0's plus one step).
-    seek(&mut h, 5);
-    assert!(h.state().viewport.display_only);
+    // The bake's last frame is complete: a step there from a partial frame
+    // restores it whole, and playing past it goes on from it.
+    assert!(!h.state().viewport.cache.is_partial(5));
     h.state_mut().viewport.step();
     settle(&mut h);
     assert!(!h.state().viewport.display_only);
+    assert_eq!(
+        h.state().viewport.frames_run,
+        runs,
+        "a baked frame was simulated"
+    );
     let (f, roots) = app_state(&mut h);
-    assert_eq!(f, 6);
+    assert_eq!(f, 5);
     assert!(
-        roots == independent(&h, Backend::Vm, 6),
-        "a step from a partial frame"
+        roots == independent(&h, Backend::Vm, 5),
+        "the complete last frame"
     );
     seek(&mut h, 8);
+    assert_eq!(h.state().viewport.frames_run, runs + 3);
     let (f, roots) = app_state(&mut h);
     assert_eq!(f, 8);
     assert!(
         roots == independent(&h, Backend::Vm, 8),
         "frame 8 differs from a fresh run"
+    );
+    // From a partial frame, a step to a frame not baked simulates from a
+    // complete state, so the field the bake left out is right too (from
+    // the partial frame 3 it would be another frame's plus one step).
+    h.state_mut().viewport.cache.clear();
+    h.state_mut().viewport.take_baked();
+    seek(&mut h, 3);
+    assert!(h.state().viewport.display_only);
+    h.state_mut().viewport.cache.drop_baked(&cache);
+    h.state_mut().viewport.step();
+    settle(&mut h);
+    assert!(!h.state().viewport.display_only);
+    let (f, roots) = app_state(&mut h);
+    assert_eq!(f, 4);
+    assert!(
+        roots == independent(&h, Backend::Vm, 4),
+        "a step from a partial frame"
     );
     // An edit to a kernel that does not feed the baked field keeps the bake.
     let code = |s: &str| serde_json::json!(s);
