@@ -78,8 +78,8 @@ fn memory_arg(s: &str) -> Result<u64, String> {
 #[derive(Args)]
 #[command(
     after_help = "The cache folder holds cache.json (the frame range, the backend and the graph \
-document baked) and one frame_NNNNNN/ folder per frame with that frame's complete state \
-(every field, the frame counter, the random streams), each written whole or not at all. \
+document baked) and one frame_NNNNNN/ folder per frame with that frame's state \
+(the fields --fields chose, the frame counter, the random streams), each written whole or not at all. \
 Opened in the app (`weft gui GRAPH`), GRAPH.cache/ beside the graph is picked up: its frames \
 show on the timeline and play without simulating, as long as the graph is the one baked.\n\n\
 Example:\n  weft bake graphs/life.json --frames 0:120 --backend cpu"
@@ -96,10 +96,10 @@ pub struct BakeArgs {
     /// The cache folder (default: GRAPH_NAME.cache beside the graph, where the app looks). A cache there is replaced.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Store only these fields (field node ids, comma-separated; `x.grad` for a gradient), or `views` for the
-    /// fields the views read. Default: every field's state, so baked frames can be played on from and resumed.
-    /// A bake of chosen fields is smaller; the app shows its frames and simulates past them from the last
-    /// complete state, and only an edit upstream of those fields makes it stale.
+    /// What each frame stores: `views` (default: the fields the views read; everything in a graph without
+    /// views), `all` (every field's state: any baked frame can be played on from and resumed), or field names,
+    /// comma-separated (`T,rho`; `x.grad` for a gradient). Unless that is the whole state, frames hold only
+    /// those fields and the last frame is stored whole; only an edit upstream of those fields makes the cache stale.
     #[arg(long, value_parser = crate::gui::bake::Contents::parse)]
     pub fields: Option<crate::gui::bake::Contents>,
 }

@@ -5,7 +5,7 @@
 //!
 //! A cache folder holds `cache.json` (format, the frame range asked for,
 //! the backend, and the graph document baked, editor positions left out)
-//! and one `frame_NNNNNN/` folder per frame: the frame's complete state
+//! and one `frame_NNNNNN/` folder per frame: the frame's state (the fields `Contents` chose)
 //! written by the runtime's atomic snapshot writer (complete or absent;
 //! a cancelled bake keeps the frames completed so far). `cache.json` also
 //! records a hash of the graph upstream of the cached state (`upstream`:
@@ -14,11 +14,12 @@
 //! cache is stale, shown so on the timeline and never mixed in; an edit
 //! downstream (a view's colour map) leaves it in use.
 //!
-//! A bake may store only chosen fields (`weft bake --fields T,rho`, or the
-//! fields the views read: `--fields views`, the app's "views only"): each
-//! frame is then a partial snapshot holding the roots of those fields,
-//! which the app shows but cannot simulate on from (playing past it
-//! simulates from the last complete state). Its staleness follows those
+//! A bake stores the fields the views read (the default; `--fields views`),
+//! chosen fields (`--fields T,rho`) or every field's state (`--fields all`,
+//! the app's "all fields"). Unless that is every root, each frame is a
+//! partial snapshot holding the roots of those fields, which the app shows
+//! but does not simulate on from; the bake's last frame is stored complete,
+//! so playing past the bake goes on from it. Its staleness follows those
 //! fields only: `cache.json` hashes the part of the graph *upstream* of
 //! them (`ir::access::upstream`: the kernels that write their roots, and
 //! transitively the kernels that write what those read, with the layout
@@ -82,16 +83,17 @@ pub fn upstream_hash(doc: &GraphDoc) -> String {
 pub enum Contents {
     /// Every field's state (complete snapshots): frames play on and a run
     /// can resume from them.
-    #[default]
     Everything,
-    /// The fields the graph's views read.
+    /// The fields the graph's views read (every field's state in a graph
+    /// without views).
+    #[default]
     Views,
     /// The named fields (field node ids; `x.grad` for a gradient).
     Fields(Vec<String>),
 }
 
 impl Contents {
-    /// `--fields`: `views`, or field names separated by commas.
+    /// `--fields`: `views`, `all`, or field names separated by commas.
     pub fn parse(s: &str) -> Result<Contents, String> {
         let names: Vec<String> = s
             .split(',')
@@ -99,8 +101,9 @@ impl Contents {
             .filter(|t| !t.is_empty())
             .collect();
         match names.as_slice() {
-            [] => Err("--fields needs field names (T,rho) or 'views'".into()),
+            [] => Err("--fields needs field names (T,rho), 'views' or 'all'".into()),
             [v] if v == "views" => Ok(Contents::Views),
+            [v] if v == "all" => Ok(Contents::Everything),
             _ => Ok(Contents::Fields(names)),
         }
     }
@@ -116,7 +119,7 @@ pub fn baked_roots(
         Contents::Views => {
             let f: Vec<_> = program.views.iter().flat_map(|v| v.fields()).collect();
             if f.is_empty() {
-                return Err("--fields views: the graph has no views".into());
+                return Ok(None);
             }
             f
         }
@@ -142,12 +145,19 @@ pub fn baked_roots(
             })
             .collect::<Result<_, _>>()?,
     };
-    Ok(Some(
-        fields
-            .into_iter()
-            .map(|f| layout::root_of(program, program.fields[f].layout))
-            .collect(),
-    ))
+    let roots: BTreeSet<LayoutId> = fields
+        .into_iter()
+        .map(|f| layout::root_of(program, program.fields[f].layout))
+        .collect();
+    // Fields on every root are the complete state.
+    let all = program.roots().all(|r| {
+        roots.contains(&r)
+            || program
+                .fields
+                .iter()
+                .any(|(h, f)| program.is_view_field(h) && layout::root_of(program, f.layout) == r)
+    });
+    Ok((!all).then_some(roots))
 }
 
 fn has_tape(steps: &[Step]) -> bool {

@@ -30,9 +30,9 @@ pub struct Timeline {
     /// The bake under way (Bake button), and how the last one ended.
     pub bake: Option<BakeJob>,
     pub bake_message: Option<Result<String, String>>,
-    /// Bake only the fields the views read (`weft bake --fields views`)
-    /// instead of every field's state.
-    pub bake_views_only: bool,
+    /// Bake every field's state (`weft bake --fields all`) instead of the
+    /// fields the views read.
+    pub bake_all_fields: bool,
 }
 
 /// What the timeline asks of the app after its pass.
@@ -52,7 +52,7 @@ impl Default for Timeline {
             strip_rect: egui::Rect::NOTHING,
             bake: None,
             bake_message: None,
-            bake_views_only: false,
+            bake_all_fields: false,
         }
     }
 }
@@ -107,10 +107,10 @@ impl Timeline {
             bake::options(backend),
             self.start,
             self.end,
-            if self.bake_views_only {
-                bake::Contents::Views
-            } else {
+            if self.bake_all_fields {
                 bake::Contents::Everything
+            } else {
+                bake::Contents::Views
             },
             out,
             revision,
@@ -255,10 +255,10 @@ impl Timeline {
             if b.clicked() {
                 asked.bake = out.clone();
             }
-            ui.checkbox(&mut self.bake_views_only, "views only").on_hover_text(
-                "bake only the fields the views read (smaller; such frames are shown, and \
-                 playing past them simulates from the last complete state). Off: every \
-                 field's state, so play and `weft run --resume` go on from any baked frame",
+            ui.checkbox(&mut self.bake_all_fields, "all fields").on_hover_text(
+                "bake every field's state, so play and `weft run --resume` go on from any \
+                 baked frame. Off: only the fields the views read (smaller; their frames are \
+                 shown, and the bake's last frame is stored whole to play on from)",
             );
             if !vp.baked_stale.is_empty() {
                 ui.colored_label(STALE, "stale")
