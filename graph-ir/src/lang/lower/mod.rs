@@ -12,7 +12,9 @@
 //! control flow, `expr.rs` operators, literals and the typing rules of
 //! operands, `places.rs` field and vector element access (loads, stores,
 //! compound assignment targets), `calls.rs` helper calls, built-ins,
-//! constructors and atomics.
+//! constructors and atomics, `flow.rs` loop labels and `match` (lowered to
+//! plain `if`/`break`/`continue`), `consts.rs` `const` items (evaluated here,
+//! at compile time).
 
 use super::source::{snippet, span_of};
 use super::{parse, CodeError};
