@@ -574,3 +574,97 @@ fn matrix_init_lists_are_row_major_like_npy() {
         vec![1.0, 2.0, 3.0, 4.0]
     );
 }
+
+/// `match`, loop labels and `const` items against the same code run as Rust.
+#[test]
+fn match_labels_and_consts_match_rust() {
+    const N: i32 = 4;
+    const HALF: f32 = 1.0 / 2.0;
+    const MASK: u32 = (1u32 << 4) - 1u32;
+    const BIG: i32 = N * 1000 + 7;
+    fn classify(x: i32) -> i32 {
+        #[allow(clippy::match_overlapping_arm)]
+        match x {
+            0 => 10,
+            1 | 2 => 20,
+            3..=5 => 30,
+            N..=8 => 40,
+            -3..=-1 => 50,
+            n => n * 2,
+        }
+    }
+    #[allow(clippy::never_loop, unused_labels)]
+    fn reference(i: i32) -> (i32, f32) {
+        let mut acc = classify(i - 4) + BIG;
+        'outer: for a in 0..N {
+            for b in 0..N {
+                if b > a {
+                    continue 'outer;
+                }
+                if a * b > i {
+                    break 'outer;
+                }
+                acc += a * 10 + b;
+            }
+            acc += 1000;
+        }
+        let mut k = 0;
+        'w: while k < 20 {
+            k += 1;
+            let mut m = 0;
+            loop {
+                m += 1;
+                if m == 3 {
+                    continue 'w;
+                }
+                if k + m > i {
+                    break 'w;
+                }
+            }
+        }
+        acc += k * 100000;
+        let mut deep = 0;
+        'a: for x in 0..3 {
+            for y in 0..3 {
+                for z in 0..3 {
+                    if z == 2 && y == i % 3 {
+                        continue 'a;
+                    }
+                    if x + y + z == i % 5 + 2 {
+                        break 'a;
+                    }
+                    deep += 1;
+                }
+                deep += 10;
+            }
+            deep += 100;
+        }
+        match i % 3 {
+            0 => {
+                acc += 7;
+            }
+            1 => acc -= 3,
+            _ => {}
+        }
+        let u = match (i as u32) & MASK {
+            0..=3 => 1u32,
+            7 | 9 => 5u32,
+            _ => 2u32,
+        };
+        let f = HALF * i as f32 + if i > N { std::f32::consts::PI } else { 0.0 };
+        (acc + u as i32 + deep * 1000000, f)
+    }
+    let (_, fields, code, range) = weft_tests::corpus::corpus()
+        .into_iter()
+        .find(|c| c.0 == "match_labels_consts")
+        .expect("the corpus case");
+    let fs: Vec<F> = fields
+        .iter()
+        .map(|(n, t, s, i)| F(n, t, s, i.clone()))
+        .collect();
+    let sim = run_kernel(&fs, &code, &range);
+    let (o, f) = (i32s(&sim, "o"), f32s(&sim, "f"));
+    for i in 0..16 {
+        assert_eq!((o[i as usize], f[i as usize]), reference(i), "i={}", i);
+    }
+}

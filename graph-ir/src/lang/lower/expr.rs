@@ -50,9 +50,7 @@ impl<'a> FnLowerer<'a> {
             }
             syn::Expr::ForLoop(f) => self.lower_for(f).map(|_| self.unit()),
             syn::Expr::While(w) => {
-                if w.label.is_some() {
-                    return Err(err(e, "loop labels are not supported"));
-                }
+                let snap = self.enter_loop(w.label.as_ref(), sp)?;
                 let body = self.nested(|s| {
                     let c = s.lower_expr(&w.cond, Some(Type::BOOL))?;
                     let c = s.cond(c, &w.cond)?;
@@ -62,47 +60,31 @@ impl<'a> FnLowerer<'a> {
                         Ok(())
                     })?;
                     s.emit(InstKind::If { cond: not.id, accept: brk, reject: vec![] }, Type::Void, sp);
-                    s.loop_depth += 1;
                     let r = s.lower_block_stmts(&w.body.stmts, None);
-                    s.loop_depth -= 1;
                     r.map(|_| ())
                 })?;
                 self.emit(InstKind::Loop { body }, Type::Void, sp);
+                self.exit_loop(snap, sp)?;
                 Ok(self.unit())
             }
             syn::Expr::Loop(l) => {
-                if l.label.is_some() {
-                    return Err(err(e, "loop labels are not supported"));
-                }
+                let snap = self.enter_loop(l.label.as_ref(), sp)?;
                 let body = self.nested(|s| {
-                    s.loop_depth += 1;
                     let r = s.lower_block_stmts(&l.body.stmts, None);
-                    s.loop_depth -= 1;
                     r.map(|_| ())
                 })?;
                 self.emit(InstKind::Loop { body }, Type::Void, sp);
+                self.exit_loop(snap, sp)?;
                 Ok(self.unit())
             }
             syn::Expr::Break(b) => {
-                if b.label.is_some() || b.expr.is_some() {
-                    return Err(err(e, "`break` takes no label or value in kernel code"));
+                if b.expr.is_some() {
+                    return Err(err(e, "`break` takes no value in kernel code"));
                 }
-                if self.loop_depth == 0 {
-                    return Err(err(e, "`break` outside a loop"));
-                }
-                self.emit(InstKind::Break, Type::Void, sp);
-                Ok(self.unit())
+                self.lower_jump(b, b.label.as_ref(), true)
             }
-            syn::Expr::Continue(c) => {
-                if c.label.is_some() {
-                    return Err(err(e, "`continue` takes no label in kernel code"));
-                }
-                if self.loop_depth == 0 {
-                    return Err(err(e, "`continue` outside a loop"));
-                }
-                self.emit(InstKind::Continue, Type::Void, sp);
-                Ok(self.unit())
-            }
+            syn::Expr::Continue(c) => self.lower_jump(c, c.label.as_ref(), false),
+            syn::Expr::Match(m) => self.lower_match(m, want),
             syn::Expr::Return(r) => {
                 let ret = self.func.ret;
                 let v = match &r.expr {
@@ -198,6 +180,9 @@ impl<'a> FnLowerer<'a> {
             "PI" => return Ok(self.konst(Const::f32(std::f32::consts::PI), sp)),
             "TAU" => return Ok(self.konst(Const::f32(std::f32::consts::TAU), sp)),
             _ => {}
+        }
+        if let Some(c) = self.consts.get(&name) {
+            return Ok(self.konst(*c, sp));
         }
         if self.env.fields.iter().any(|f| f.0 == name) {
             return Err(err(

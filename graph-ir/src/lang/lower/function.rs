@@ -8,6 +8,7 @@ impl<'a> FnLowerer<'a> {
         code: &'a str,
         env: &'a KernelEnv<'a>,
         sigs: &'a HashMap<String, Sig>,
+        consts: &'a HashMap<String, Const>,
         func: Function,
         is_entry: bool,
     ) -> Self {
@@ -15,10 +16,11 @@ impl<'a> FnLowerer<'a> {
             code,
             env,
             sigs,
+            consts,
             func,
             blocks: vec![Vec::new()],
             scopes: vec![HashMap::new()],
-            loop_depth: 0,
+            loops: Vec::new(),
             is_entry,
             entry_vector_arg: false,
         }
@@ -370,9 +372,6 @@ impl<'a> FnLowerer<'a> {
 
     pub(super) fn lower_for(&mut self, f: &syn::ExprForLoop) -> R<()> {
         let sp = span_of(f);
-        if f.label.is_some() {
-            return Err(err(f, "loop labels are not supported"));
-        }
         // Accept `a..b`, `a..=b`, `(a..b).step_by(s)`.
         let (range, step) = match &*f.expr {
             syn::Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => {
@@ -425,6 +424,7 @@ impl<'a> FnLowerer<'a> {
                 sp,
             ),
         };
+        let snap = self.enter_loop(f.label.as_ref(), sp)?;
         let for_id = self.func.insts.append(Inst {
             kind: InstKind::Break,
             ty: Type::Void,
@@ -434,9 +434,7 @@ impl<'a> FnLowerer<'a> {
             s.scopes.push(HashMap::new());
             let counter = s.val(InstKind::LoopCounter(for_id), b.ty, span_of(&f.pat));
             s.bind_pattern(&f.pat, counter)?;
-            s.loop_depth += 1;
             let r = s.lower_block_stmts(&f.body.stmts, None);
-            s.loop_depth -= 1;
             s.scopes.pop();
             r.map(|_| ())
         })?;
@@ -448,6 +446,7 @@ impl<'a> FnLowerer<'a> {
             body,
         };
         self.blocks.last_mut().expect("open block").push(for_id);
+        self.exit_loop(snap, sp)?;
         Ok(())
     }
 }

@@ -12,7 +12,9 @@
 //! control flow, `expr.rs` operators, literals and the typing rules of
 //! operands, `places.rs` field and vector element access (loads, stores,
 //! compound assignment targets), `calls.rs` helper calls, built-ins,
-//! constructors and atomics.
+//! constructors and atomics, `flow.rs` loop labels and `match` (lowered to
+//! plain `if`/`break`/`continue`), `consts.rs` `const` items (evaluated here,
+//! at compile time).
 
 use super::source::{snippet, span_of};
 use super::{parse, CodeError};
@@ -23,7 +25,9 @@ use std::collections::HashMap;
 use syn::spanned::Spanned;
 
 mod calls;
+mod consts;
 mod expr;
+mod flow;
 mod function;
 mod places;
 
@@ -64,12 +68,20 @@ struct Sig {
 pub fn lower_kernel(code: &str, env: &KernelEnv) -> R<LoweredKernel> {
     let file = parse(code)?;
     let mut fns: Vec<&syn::ItemFn> = Vec::new();
+    let mut const_items: Vec<&syn::ItemConst> = Vec::new();
     for item in &file.items {
         match item {
             syn::Item::Fn(f) => fns.push(f),
-            other => return Err(err(other, "only `fn` items are allowed in kernel code")),
+            syn::Item::Const(c) => const_items.push(c),
+            other => {
+                return Err(err(
+                    other,
+                    "only `fn` and `const` items are allowed in kernel code",
+                ))
+            }
         }
     }
+    let consts = consts::eval_consts(code, &const_items)?;
     let entry_pos = fns
         .iter()
         .position(|f| f.sig.ident == ENTRY_NAME)
@@ -133,7 +145,7 @@ pub fn lower_kernel(code: &str, env: &KernelEnv) -> R<LoweredKernel> {
             sig.ret,
             span_of(&f.sig.ident),
         );
-        let lowered = FnLowerer::new(code, env, &sigs, func, false).lower_fn(f)?;
+        let lowered = FnLowerer::new(code, env, &sigs, &consts, func, false).lower_fn(f)?;
         functions.append(lowered);
     }
     let ef = fns[entry_pos];
@@ -144,7 +156,7 @@ pub fn lower_kernel(code: &str, env: &KernelEnv) -> R<LoweredKernel> {
         Type::Void,
         span_of(&ef.sig.ident),
     );
-    let mut lw = FnLowerer::new(code, env, &sigs, func, true);
+    let mut lw = FnLowerer::new(code, env, &sigs, &consts, func, true);
     lw.entry_vector_arg = entry_args;
     let entry = lw.lower_fn(ef)?;
     Ok(LoweredKernel { entry, functions })
@@ -348,10 +360,13 @@ struct FnLowerer<'a> {
     code: &'a str,
     env: &'a KernelEnv<'a>,
     sigs: &'a HashMap<String, Sig>,
+    /// `const` items, evaluated.
+    consts: &'a HashMap<String, Const>,
     func: Function,
     blocks: Vec<Block>,
     scopes: Vec<HashMap<String, Binding>>,
-    loop_depth: usize,
+    /// Enclosing loops, innermost last (labels and their flags).
+    loops: Vec<flow::LoopFrame>,
     is_entry: bool,
     entry_vector_arg: bool,
 }
