@@ -29,6 +29,7 @@ pub fn bench(a: BenchArgs) -> i32 {
         Err(e) => return fail(&e),
     };
     let compile_ms = ms(sim.compile_time);
+    let launches_per_frame = weft_ir::schedule::launches_per_frame(&sim.program);
     // Warm-up: on_start and one frame, not timed.
     if let Err(e) = sim.step_frame().and_then(|_| sim.sync()) {
         return fail(&e);
@@ -128,6 +129,8 @@ pub fn bench(a: BenchArgs) -> i32 {
             "device": sim.device_name(),
             "frames": frames.len(),
             "compile_ms": compile_ms,
+            "launches_per_frame": launches_per_frame,
+            "interkernel": !a.overrides.no_interkernel,
             "frame_ms": {"median": fmed, "min": fmin, "max": fmax, "samples": frames},
             "kernels": per_kernel,
             "views": views.iter().map(|(id, w, h, m)| (id.clone(), json!({"median_ms": m, "width": w, "height": h}))).collect::<serde_json::Map<String, serde_json::Value>>(),
@@ -150,6 +153,15 @@ pub fn bench(a: BenchArgs) -> i32 {
             ),
         }
         println!("compile  {:.2} ms", compile_ms);
+        println!(
+            "launches {} per frame (inter-kernel optimiser {})",
+            launches_per_frame,
+            if a.overrides.no_interkernel {
+                "off"
+            } else {
+                "on"
+            }
+        );
         for m in weft_ir::ir::layout::memory_lines(&sim.program) {
             println!("memory   {}", m);
         }

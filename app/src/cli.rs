@@ -67,6 +67,9 @@ pub struct GraphOverrides {
     /// Memory all layout trees together may take, e.g. 40GiB or 512MiB (default: what the machine has: free RAM for cpu, vm and lavapipe, free device memory for cuda). Device limits (wgpu's max_buffer_size, 16 GiB per layout tree) still apply.
     #[arg(long, value_name = "SIZE", value_parser = memory_arg)]
     pub max_memory: Option<u64>,
+    /// Turn off the inter-kernel optimiser over the frame schedule (list reuse, redundant clears, dead stores: see `weft ir GRAPH --stage schedule`). Results are the same either way; for A/B timing and debugging.
+    #[arg(long)]
+    pub no_interkernel: bool,
 }
 
 /// `--max-memory SIZE`: `weft_runtime::memory_limit::parse_bytes`.
@@ -266,6 +269,9 @@ pub struct ReplayArgs {
     /// CPU worker threads. The default, 1, makes floating-point atomics add in a fixed order so runs repeat exactly.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// Turn off the inter-kernel optimiser over the frame schedule; the recorded fields must match either way.
+    #[arg(long)]
+    pub no_interkernel: bool,
 }
 
 /// What `weft grad` and `weft gradcheck` differentiate.

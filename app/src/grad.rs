@@ -50,7 +50,7 @@ fn open(
                 // An optimize node runs tapes of its own loss.
                 Step::Optimize { node_id, spec, .. } => out.push((node_id.clone(), spec.loss)),
                 Step::Repeat { body, .. } => tapes(body, out),
-                Step::Launch(_) | Step::Clear { .. } => {}
+                Step::Launch(_) | Step::Clear { .. } | Step::ListGen { .. } => {}
             }
         }
     }
@@ -101,7 +101,10 @@ fn open(
                     }
                     Step::Repeat { body, .. } => set_mode(body, seeded),
                     // An optimize node's tapes fit parameters: they stay reverse.
-                    Step::Launch(_) | Step::Clear { .. } | Step::Optimize { .. } => {}
+                    Step::Launch(_)
+                    | Step::Clear { .. }
+                    | Step::ListGen { .. }
+                    | Step::Optimize { .. } => {}
                 }
             }
         }

@@ -155,7 +155,7 @@ pub fn replay(a: ReplayArgs) -> i32 {
                 continue;
             }
             runs += 1;
-            let stats = match run_graph(g, frames, a.threads, b) {
+            let stats = match run_graph(g, frames, a.threads, b, !a.no_interkernel) {
                 Ok(s) => s,
                 Err(e) => {
                     eprintln!("FAIL {} ({}): {}", g.display(), backend, e);
@@ -253,6 +253,7 @@ fn run_graph(
     frames: u32,
     threads: usize,
     backend: Backend,
+    interkernel: bool,
 ) -> Result<BTreeMap<String, weft_runtime::expect::FieldStats>, RuntimeError> {
     let (_, program) = load_program(g, &Overrides::default())?;
     let mut sim = Simulation::new(
@@ -260,6 +261,10 @@ fn run_graph(
         &SimOptions {
             threads: Some(threads),
             backend,
+            passes: weft_ir::passes::PassOptions {
+                interkernel,
+                ..Default::default()
+            },
             ..Default::default()
         },
     )?;

@@ -55,6 +55,10 @@ pub fn open_program(
             profile,
             workgroup_size: o.workgroup_size,
             max_memory: o.max_memory,
+            passes: PassOptions {
+                interkernel: !o.no_interkernel,
+                ..Default::default()
+            },
             ..Default::default()
         },
     )?;
@@ -382,14 +386,52 @@ pub fn ir(a: IrArgs) -> i32 {
             Some(b) => weft_runtime::backend::tune_passes(b, &opts),
             None => opts,
         };
-        run_pipeline(&mut p, &opts, Some(stage)).map_err(|e| RuntimeError::Compile {
-            node: e.kernel.clone(),
-            message: e.to_string(),
-        })?;
-        Ok(p)
+        let compile = |p: &mut weft_ir::ir::Program, opts: &PassOptions| {
+            run_pipeline(p, opts, Some(stage)).map_err(|e| RuntimeError::Compile {
+                node: e.kernel.clone(),
+                message: e.to_string(),
+            })
+        };
+        // `--stage schedule`: the schedule before the inter-kernel
+        // optimiser and its state-flow graph, then the schedule after.
+        let before = if stage == Stage::Schedule {
+            let mut off = p.clone();
+            compile(
+                &mut off,
+                &PassOptions {
+                    interkernel: false,
+                    ..opts.clone()
+                },
+            )?;
+            Some(off)
+        } else {
+            None
+        };
+        compile(&mut p, &opts)?;
+        Ok((before, p))
     });
     match r {
-        Ok(p) => {
+        Ok((Some(before), p)) => {
+            use weft_ir::schedule::{launches_per_frame, print_schedule, sfg::Sfg};
+            print!("{}", print_program(&p, a.kernel.as_deref()));
+            println!(
+                "; schedule before the inter-kernel optimiser ({} launches per frame)",
+                launches_per_frame(&before)
+            );
+            print!("{}", print_schedule(&before));
+            println!("; state-flow graph of on_frame before the optimiser (tN: task N; after: the tasks whose writes it reads)");
+            print!(
+                "{}",
+                Sfg::build(&before, &before.schedule.on_frame).print(&before)
+            );
+            println!(
+                "; schedule after the inter-kernel optimiser ({} launches per frame)",
+                launches_per_frame(&p)
+            );
+            print!("{}", print_schedule(&p));
+            0
+        }
+        Ok((None, p)) => {
             print!("{}", print_program(&p, a.kernel.as_deref()));
             0
         }

@@ -10,6 +10,7 @@ pub mod io;
 pub mod ir;
 pub mod lang;
 pub mod lower;
+pub mod schedule;
 pub mod types;
 
 pub use arena::{Arena, Handle};

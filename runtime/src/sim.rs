@@ -320,7 +320,7 @@ impl Simulation {
                 Step::Optimize { body, .. } => self.flatten(body, indices, out),
                 // `passes::sparse_clear` expands every clear into launches
                 // during access lowering (the validator rejects a survivor).
-                Step::Clear { .. } => {}
+                Step::Clear { .. } | Step::ListGen { .. } => {}
             }
         }
     }

@@ -66,7 +66,16 @@ fn read_case(path: &Path) -> Result<Case, String> {
 
 /// The program after the case's passes, printed.
 fn run_case(case: &Case) -> Result<String, String> {
-    let mut p = parse_program(&case.input).map_err(|e| format!("input: {}", e))?;
+    // A `schedule on_start` / `schedule on_frame` section after the
+    // program is its schedule (`weft_ir::schedule::print_schedule`).
+    let (program, schedule) = match case.input.find("schedule on_") {
+        Some(at) => (&case.input[..at], Some(&case.input[at..])),
+        None => (case.input.as_str(), None),
+    };
+    let mut p = parse_program(program).map_err(|e| format!("input: {}", e))?;
+    if let Some(s) = schedule {
+        weft_ir::schedule::parse_schedule(s, &mut p).map_err(|e| format!("schedule: {}", e))?;
+    }
     validate_program(&p, case.form).map_err(|e| format!("input is not valid IR: {}", e))?;
     let opts = PassOptions {
         validate: true,
@@ -76,7 +85,11 @@ fn run_case(case: &Case) -> Result<String, String> {
     for pass in &case.passes {
         form = run_pass(&mut p, pass, &opts, form).map_err(|e| e.to_string())?;
     }
-    Ok(print_program(&p, None))
+    let mut out = print_program(&p, None);
+    if schedule.is_some() {
+        out += &weft_ir::schedule::print_schedule(&p);
+    }
+    Ok(out)
 }
 
 /// A line diff (longest common subsequence): `-` expected, `+` got.

@@ -823,7 +823,7 @@ fn schedule_work(p: &Program) -> u64 {
                 Step::Optimize { spec, body, .. } => {
                     steps(p, body).saturating_mul(spec.iterations as u64)
                 }
-                Step::Clear { .. } => 0,
+                Step::Clear { .. } | Step::ListGen { .. } => 0,
             })
         })
     }

@@ -1187,6 +1187,14 @@ pub enum Step {
         node_id: String,
         layout: LayoutId,
     },
+    /// Fills the element list of sparse node `layout` for the struct-fors
+    /// after it (`schedule::list_gen` puts one before every struct-for;
+    /// `schedule::list_reuse` drops those whose list is still current).
+    /// `passes::sparse_list` turns it into the list-generation system
+    /// kernels; no program a backend sees holds one.
+    ListGen {
+        layout: LayoutId,
+    },
 }
 
 /// What a `Step::Tape` computes.

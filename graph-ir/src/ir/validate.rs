@@ -70,17 +70,18 @@ pub fn validate_program(program: &Program, form: impl Into<IrForm>) -> Result<()
     // Tapes are expanded into plain launches by `passes::autodiff`, before
     // access lowering; a backend never sees one.
     if form != IrForm::Abstract {
-        fn has_tape(s: &[Step]) -> Option<&str> {
+        fn has_tape(s: &[Step], form: IrForm) -> Option<&str> {
             s.iter().find_map(|st| match st {
                 Step::Tape { node_id, .. }
                 | Step::Clear { node_id, .. }
                 | Step::Optimize { node_id, .. } => Some(node_id.as_str()),
-                Step::Repeat { body, .. } => has_tape(body),
-                Step::Launch(_) => None,
+                Step::Repeat { body, .. } => has_tape(body, form),
+                Step::ListGen { .. } if form == IrForm::Legalized => Some("list generation"),
+                Step::Launch(_) | Step::ListGen { .. } => None,
             })
         }
         let sch = &program.schedule;
-        if let Some(t) = has_tape(&sch.on_start).or_else(|| has_tape(&sch.on_frame)) {
+        if let Some(t) = has_tape(&sch.on_start, form).or_else(|| has_tape(&sch.on_frame, form)) {
             return Err(program_err(
                 t,
                 "a tape, optimize or clear survived its pass".into(),
@@ -194,6 +195,18 @@ pub fn validate_structure(program: &Program) -> Result<(), ValidationError> {
                 Step::Clear { layout, .. } => {
                     if program.layouts.get(*layout).is_none() {
                         return Err(program_err("schedule", "clear of a missing layout".into()));
+                    }
+                }
+                Step::ListGen { layout } => {
+                    if program
+                        .layouts
+                        .get(*layout)
+                        .is_none_or(|l| !l.kind.is_sparse())
+                    {
+                        return Err(program_err(
+                            "schedule",
+                            "list generation of a missing or dense layout".into(),
+                        ));
                     }
                 }
             }

@@ -97,7 +97,7 @@ fn expand(
     let mut out = Vec::new();
     for s in steps {
         match s {
-            Step::Launch(_) | Step::Clear { .. } => out.push(s),
+            Step::Launch(_) | Step::Clear { .. } | Step::ListGen { .. } => out.push(s),
             // `passes::optimize` runs first and leaves none.
             Step::Optimize { node_id, .. } => {
                 return Err(AdError {
@@ -212,7 +212,7 @@ fn launches(steps: &[Step], out: &mut Vec<KernelId>) {
             Step::Repeat { body, .. } | Step::Tape { body, .. } | Step::Optimize { body, .. } => {
                 launches(body, out)
             }
-            Step::Clear { .. } => {}
+            Step::Clear { .. } | Step::ListGen { .. } => {}
         }
     }
 }
@@ -241,7 +241,7 @@ fn reverse(steps: &[Step], adjoints: &HashMap<KernelId, KernelId>) -> Vec<Step> 
             },
             // The graph builder refuses `clear` inside a tape; were one
             // here, it would have no adjoint to run.
-            Step::Clear { .. } => Step::Repeat {
+            Step::Clear { .. } | Step::ListGen { .. } => Step::Repeat {
                 node_id: String::new(),
                 count: 0,
                 index: None,

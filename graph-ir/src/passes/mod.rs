@@ -9,7 +9,8 @@
 //! "valid IR never makes a code generator panic" is the contract backends
 //! are held to, and `weft_codegen::guard`'s `catch_unwind` only a last
 //! resort for a bug in a generator or a dependency. The order is the "lowering order" contract:
-//! front end → inline → const-fold → simplify (and squared-norm comparisons) → optimize → autodiff → views → access lowering
+//! front end → inline → const-fold → simplify (and squared-norm comparisons) → optimize → autodiff → views
+//! → schedule (explicit list steps; with `interkernel`, redundant clears, dead stores and list reuse) → access lowering
 //! (and the sparse system kernels and struct-for) → fold, simplify and CSE
 //! the address arithmetic, drop bounds checks proven by index ranges → store fusion → atomic demotion → legalize → CSE
 //! → LICM → CSE → zero-fill detection → backend.
@@ -65,6 +66,10 @@ pub struct PassOptions {
     /// What the target backend has natively (`legalize` writes the rest in
     /// plain IR). The baseline compiles for every backend.
     pub target: legalize::TargetCaps,
+    /// Run the inter-kernel optimiser over the schedule
+    /// (`crate::schedule`: redundant clears, dead stores, list reuse);
+    /// `--no-interkernel` turns it off. Results never depend on it.
+    pub interkernel: bool,
 }
 
 impl Default for PassOptions {
@@ -75,6 +80,7 @@ impl Default for PassOptions {
             packed_word_rewrites: true,
             unroll: unroll::UnrollOptions::default(),
             target: legalize::TargetCaps::BASELINE,
+            interkernel: true,
         }
     }
 }
@@ -131,6 +137,23 @@ impl Pass for SparseSystem {
 }
 
 struct Autodiff;
+
+/// The schedule passes (`crate::schedule`), each one `Pass`.
+struct SchedulePass(&'static str, fn(&mut Program));
+
+impl Pass for SchedulePass {
+    fn name(&self) -> &'static str {
+        self.0
+    }
+    fn accepts(&self, form: IrForm) -> bool {
+        form == IrForm::Abstract
+    }
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
+        (self.1)(program);
+        Ok(())
+    }
+}
+
 /// Views become system kernels and image fields (`views`), after the
 /// schedule's kernels are final so that no tape differentiates them.
 struct Views;
@@ -381,6 +404,9 @@ pub enum Stage {
     /// Optimize nodes and tapes expanded, adjoint and update kernels added,
     /// views turned into image fields and their system kernels.
     Autodiff,
+    /// List steps made explicit, then the inter-kernel optimiser over the
+    /// schedule's state-flow graph (`crate::schedule`).
+    Schedule,
     LowerAccess,
     /// Address arithmetic folded, simplified and shared between accesses (CSE).
     Final,
@@ -395,12 +421,13 @@ pub enum Stage {
 }
 
 impl Stage {
-    pub const ALL: [Stage; 10] = [
+    pub const ALL: [Stage; 11] = [
         Stage::Front,
         Stage::Inline,
         Stage::ConstFold,
         Stage::Simplify,
         Stage::Autodiff,
+        Stage::Schedule,
         Stage::LowerAccess,
         Stage::Final,
         Stage::StoreFusion,
@@ -414,6 +441,7 @@ impl Stage {
             Stage::ConstFold => "const_fold",
             Stage::Simplify => "simplify",
             Stage::Autodiff => "autodiff",
+            Stage::Schedule => "schedule",
             Stage::LowerAccess => "lower_access",
             Stage::Final => "final",
             Stage::StoreFusion => "store_fusion",
@@ -433,6 +461,27 @@ impl Stage {
             Stage::Simplify => vec![Box::new(Simplify), Box::new(NormCompare)],
             // Adjoint kernels are folded with the address arithmetic (`Final`).
             Stage::Autodiff => vec![Box::new(Optimize), Box::new(Autodiff), Box::new(Views)],
+            Stage::Schedule => {
+                let mut v: Vec<Box<dyn Pass>> = vec![Box::new(SchedulePass(
+                    "list_gen",
+                    crate::schedule::list_gen::run,
+                ))];
+                if opts.interkernel {
+                    v.push(Box::new(SchedulePass(
+                        "clear_elim",
+                        crate::schedule::clear_elim::run,
+                    )));
+                    v.push(Box::new(SchedulePass(
+                        "dead_store",
+                        crate::schedule::dead_store::run,
+                    )));
+                    v.push(Box::new(SchedulePass(
+                        "list_reuse",
+                        crate::schedule::list_reuse::run,
+                    )));
+                }
+                v
+            }
             Stage::LowerAccess => vec![
                 Box::new(LowerAccess {
                     bounds_checks: opts.bounds_checks,

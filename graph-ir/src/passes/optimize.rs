@@ -88,7 +88,7 @@ fn expand(program: &mut Program, steps: Vec<Step>) -> Result<Vec<Step>, PassErro
                 mode,
                 body: expand(program, body)?,
             }),
-            Step::Launch(_) | Step::Clear { .. } => out.push(s),
+            Step::Launch(_) | Step::Clear { .. } | Step::ListGen { .. } => out.push(s),
         }
     }
     Ok(out)

@@ -87,7 +87,7 @@ fn expand(
                 spec,
                 body: expand(program, built, body),
             }),
-            Step::Launch(_) => out.push(s),
+            Step::Launch(_) | Step::ListGen { .. } => out.push(s),
         }
     }
     out

@@ -56,7 +56,7 @@ pub fn run(program: &mut Program) -> Vec<(KernelId, LayoutId)> {
 
 /// The level whose element list a struct-for over `plan`'s field runs over
 /// (see the module doc).
-fn list_level(plan: &AddressPlan) -> usize {
+pub(crate) fn list_level(plan: &AddressPlan) -> usize {
     if let Some(p) = plan
         .levels
         .iter()

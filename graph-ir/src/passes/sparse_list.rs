@@ -3,9 +3,13 @@
 //!
 //! Pre: lowered IR (`IrForm::Lowered`) in which `sparse_iter` rewrote the
 //! struct-fors (`users`: each kernel and the layout node whose list it runs
-//! over). Post: the same, plus three kernels per listed node, launched in
-//! this order right before every launch of a user in `on_start`, `on_frame`
-//! and repeats. Nothing changes in programs without sparse struct-fors.
+//! over) and whose schedule holds `Step::ListGen` where a list must be
+//! (re)built (`schedule::list_gen`, `schedule::list_reuse`). Post: the same,
+//! plus three kernels per listed node, every `Step::ListGen` replaced by
+//! their launches in this order; no `Step::ListGen` is left. A program whose
+//! schedule has no list step at all (a filetest that skipped the schedule
+//! stage) gets one before every launch of a user first. Nothing changes in
+//! programs without sparse struct-fors.
 //!
 //! The candidates (pool slots, table slots, or blocks of a bitmasked /
 //! dynamic node under dense ones) are cut into chunks of `LIST_CHUNK`:
@@ -33,48 +37,66 @@ use crate::types::Type;
 use std::collections::HashMap;
 
 pub fn run(program: &mut Program, users: &[(KernelId, LayoutId)]) {
-    if users.is_empty() {
-        return;
-    }
     let mut gen: HashMap<LayoutId, [KernelId; 3]> = HashMap::new();
-    let mut before: HashMap<KernelId, [KernelId; 3]> = HashMap::new();
-    for &(k, l) in users {
-        let ks = match gen.get(&l) {
-            Some(&ks) => ks,
-            None => {
-                let count = chunk_kernel(program, l, Pass::Count);
-                let scan = scan_kernel(program, l);
-                let write = chunk_kernel(program, l, Pass::Write);
-                let ks = [
-                    program.kernels.append(count),
-                    program.kernels.append(scan),
-                    program.kernels.append(write),
-                ];
-                gen.insert(l, ks);
-                ks
-            }
-        };
-        before.insert(k, ks);
+    let mut s = std::mem::take(&mut program.schedule);
+    // A program that no list step reached (`schedule::list_gen` did not run:
+    // a filetest) gets one before every launch of a user, as the pipeline's
+    // `list_gen` would have put it.
+    let listed = has_list(&s.on_start) || has_list(&s.on_frame);
+    if !listed && !users.is_empty() {
+        let before: HashMap<KernelId, LayoutId> = users.iter().copied().collect();
+        crate::schedule::list_gen::insert(&mut s.on_start, &|k| before.get(&k).copied());
+        crate::schedule::list_gen::insert(&mut s.on_frame, &|k| before.get(&k).copied());
     }
-    let s = &mut program.schedule;
-    insert(&mut s.on_start, &before);
-    insert(&mut s.on_frame, &before);
+    expand(program, &mut gen, &mut s.on_start);
+    expand(program, &mut gen, &mut s.on_frame);
+    program.schedule = s;
 }
 
-/// Puts the list kernels of each user's node before every launch of it.
-fn insert(steps: &mut Vec<Step>, before: &HashMap<KernelId, [KernelId; 3]>) {
+fn has_list(steps: &[Step]) -> bool {
+    steps.iter().any(|s| match s {
+        Step::ListGen { .. } => true,
+        Step::Repeat { body, .. } | Step::Tape { body, .. } | Step::Optimize { body, .. } => {
+            has_list(body)
+        }
+        Step::Launch(_) | Step::Clear { .. } => false,
+    })
+}
+
+/// Replaces every `Step::ListGen` with the launches of its node's three
+/// list kernels (built once per node).
+fn expand(
+    program: &mut Program,
+    gen: &mut HashMap<LayoutId, [KernelId; 3]>,
+    steps: &mut Vec<Step>,
+) {
     let old = std::mem::take(steps);
     for mut s in old {
         match &mut s {
-            Step::Launch(k) => {
-                if let Some(ks) = before.get(k) {
-                    steps.extend(ks.iter().map(|&g| Step::Launch(g)));
-                }
+            Step::ListGen { layout } => {
+                let l = *layout;
+                let ks = match gen.get(&l) {
+                    Some(&ks) => ks,
+                    None => {
+                        let count = chunk_kernel(program, l, Pass::Count);
+                        let scan = scan_kernel(program, l);
+                        let write = chunk_kernel(program, l, Pass::Write);
+                        let ks = [
+                            program.kernels.append(count),
+                            program.kernels.append(scan),
+                            program.kernels.append(write),
+                        ];
+                        gen.insert(l, ks);
+                        ks
+                    }
+                };
+                steps.extend(ks.iter().map(|&g| Step::Launch(g)));
+                continue;
             }
             Step::Repeat { body, .. } | Step::Tape { body, .. } | Step::Optimize { body, .. } => {
-                insert(body, before)
+                expand(program, gen, body)
             }
-            Step::Clear { .. } => {}
+            Step::Launch(_) | Step::Clear { .. } => {}
         }
         steps.push(s);
     }

@@ -428,7 +428,7 @@ fn check_index_scalar(
                 Step::Repeat { body, .. }
                 | Step::Tape { body, .. }
                 | Step::Optimize { body, .. } => visit(body, program, out, name),
-                Step::Clear { .. } => {}
+                Step::Clear { .. } | Step::ListGen { .. } => {}
             }
         }
     }

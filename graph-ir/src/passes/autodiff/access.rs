@@ -349,7 +349,7 @@ impl Checker<'_> {
                 // this pass; the graph builder refuses one inside a tape.
                 Step::Tape { body, .. } | Step::Optimize { body, .. } => self.steps(body)?,
                 // Refused inside tapes by the graph builder.
-                Step::Clear { .. } => {}
+                Step::Clear { .. } | Step::ListGen { .. } => {}
             }
         }
         Ok(())

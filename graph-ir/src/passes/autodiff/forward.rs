@@ -96,7 +96,7 @@ fn steps(
                 body: steps(program, tangents, body)?,
             },
             // Refused inside tapes by the graph builder.
-            s @ (Step::Clear { .. } | Step::Tape { .. }) => s,
+            s @ (Step::Clear { .. } | Step::ListGen { .. } | Step::Tape { .. }) => s,
             // `passes::optimize` runs before autodiff and leaves none.
             Step::Optimize { node_id, .. } => {
                 return Err(AdError {

@@ -39,7 +39,7 @@ pub fn warnings(program: &Program) -> Vec<AdWarning> {
                 Step::Launch(_) => {}
                 Step::Repeat { body, .. } => in_tapes(body, inside, out),
                 Step::Tape { body, .. } | Step::Optimize { body, .. } => in_tapes(body, true, out),
-                Step::Clear { .. } => {}
+                Step::Clear { .. } | Step::ListGen { .. } => {}
             }
         }
     }
