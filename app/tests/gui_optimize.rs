@@ -16,6 +16,8 @@ mod export;
 mod sweep_gui;
 // The timeline and its frame cache likewise.
 mod timeline;
+// Group editing likewise.
+mod groups;
 
 use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;

@@ -74,7 +74,7 @@ pub fn sync_snarl(snarl: &mut Snarl<NodeView>, model: &Model) {
         } else {
             fport.to_string()
         };
-        let tport = if exec {
+        let tport = if exec && tport.is_empty() {
             "exec".to_string()
         } else if tport.is_empty() {
             pins(td)
@@ -224,7 +224,7 @@ impl GraphViewer<'_> {
         let exec = out.kind == PinKind::Exec || inp.kind == PinKind::Exec;
         Some((
             format!("{}.{}", f.id, out.name),
-            if exec {
+            if exec && inp.name == "exec" {
                 t.id.clone()
             } else {
                 format!("{}.{}", t.id, inp.name)

@@ -5,6 +5,7 @@
 //! whenever its revision changes.
 
 pub mod bake;
+pub mod breadcrumb;
 pub mod code_editor;
 pub mod export_panel;
 pub mod expr_view;
@@ -13,7 +14,9 @@ pub mod frame_cache;
 pub mod frames;
 pub mod graph_nav;
 pub mod graph_view;
+pub mod group_edit;
 pub mod group_pins;
+pub mod group_ui;
 pub mod loss_plot;
 pub mod memory_readout;
 pub mod model;
@@ -467,7 +470,7 @@ impl WeftApp {
         if self.model.dirty && now - self.last_autosave > 15.0 {
             self.last_autosave = now;
             let _ = std::fs::create_dir_all(self.config_dir());
-            if let Err(e) = self.model.doc.save_atomic(&self.recovery_path()) {
+            if let Err(e) = self.model.root().save_atomic(&self.recovery_path()) {
                 self.model.log.push(format!("autosave failed: {}", e));
             }
         }
@@ -541,6 +544,7 @@ impl WeftApp {
         if typing {
             return;
         }
+        group_ui::shortcuts(ctx, &mut self.model, &selection, self.selected.as_deref());
         let (add_key, pointer) = ctx.input_mut(|i| {
             let shift_a = i.consume_key(egui::Modifiers::SHIFT, egui::Key::A);
             let tab = i.consume_key(egui::Modifiers::NONE, egui::Key::Tab);
@@ -767,7 +771,7 @@ impl WeftApp {
                 let base = self.base_dir();
                 self.viewport.rebuild(
                     self.model.revision,
-                    &self.viewer.compiled_doc(&self.model.doc),
+                    &self.viewer.compiled_doc(&self.model.root()),
                     base,
                 );
             }
@@ -814,7 +818,7 @@ impl WeftApp {
         if let Some(out) = asked.bake {
             // The document as saved is baked (a viewer flag's temporary
             // view aside), as `weft bake` bakes the file.
-            let doc = self.model.doc.clone();
+            let doc = self.model.root().into_owned();
             let base = self.base_dir().unwrap_or_default();
             let ctx = ui.ctx().clone();
             self.timeline.start_bake(
@@ -891,6 +895,7 @@ impl WeftApp {
         } else {
             let hidden = view_ports::hidden_params(&self.model.doc, &doc);
             params::param_editors(ui, &doc, false, &hidden, commands, &mut self.open_code);
+            group_ui::promote_section(ui, &self.model, &doc, commands);
         }
         if doc.kind == "optimize" {
             ui.separator();
@@ -1181,7 +1186,8 @@ impl WeftApp {
                             .sense(egui::Sense::click()),
                     );
                     if r.clicked() {
-                        self.selected = p.node().map(str::to_string);
+                        // A node inside a group: the editor enters it.
+                        self.selected = p.node().map(|n| group_ui::reveal(&mut self.model, n));
                     }
                 }
             });
@@ -1306,6 +1312,13 @@ impl eframe::App for WeftApp {
         }
         self.shortcuts(&ctx);
         self.model.apply_pending();
+        if self.model.take_scope_changed() {
+            // Another group's body (or the graph) is shown: a fresh view.
+            self.snarl = Default::default();
+            self.node_rects.clear();
+            self.selected = None;
+            self.nav = Some(NavRequest::FrameAll);
+        }
         // A later change makes the status line's message stale (a refused
         // wire, "saved", "recompiled"): it goes back to "ready".
         if self.model.revision != self.status_revision && self.status == self.status_seen {
@@ -1315,7 +1328,10 @@ impl eframe::App for WeftApp {
         // release the drag becomes one undo step (like a node drag).
         for id in self.model.take_dragged() {
             if let Some(n) = self.model.doc.node(&id) {
-                self.viewport.set_scalars(n);
+                // The simulation names a node inside a group by its path.
+                let mut n = n.clone();
+                n.id = format!("{}{}", self.model.scope_prefix(), n.id);
+                self.viewport.set_scalars(&n);
             }
         }
         if !ctx.input(|i| i.pointer.any_down()) {
@@ -1328,10 +1344,10 @@ impl eframe::App for WeftApp {
             self.snarl_revision = self.model.revision;
         }
         let base = self.base_dir();
-        self.viewer.follow(&self.model.doc);
+        self.viewer.follow(&self.model.root());
         self.viewport.sync(
             self.model.revision,
-            &self.viewer.compiled_doc(&self.model.doc),
+            &self.viewer.compiled_doc(&self.model.root()),
             base,
             !self.model.problems.is_empty(),
         );
@@ -1503,6 +1519,16 @@ impl eframe::App for WeftApp {
                 }
             }
         }
+        // After the moves: entering or leaving a group shows another level.
+        group_ui::double_click(
+            &ctx,
+            &mut self.model,
+            self.graph_to_screen,
+            &self.node_rects,
+        );
+        if let Some(depth) = breadcrumb::show(&ctx, self.graph_rect.min, &self.model.scope_ids()) {
+            self.model.leave_to(depth);
+        }
         if now < self.refusal_until {
             // The reason a wire was refused, where the user let go of it.
             egui::Tooltip::always_open(
@@ -1542,7 +1568,7 @@ impl eframe::App for WeftApp {
         let home = self.viewport.sim.as_ref();
         if let (Some(f), Some(sim)) = (home.and(self.twins.request.take()), home) {
             // At home: the twin runs to the frame the simulation is at now.
-            let doc = self.viewer.compiled_doc(&self.model.doc).into_owned();
+            let doc = self.viewer.compiled_doc(&self.model.root()).into_owned();
             let opts = self.viewport.twin_options(sim);
             self.twins
                 .start(&f, &doc, self.base_dir().unwrap_or_default(), sim, opts);
@@ -1581,17 +1607,17 @@ impl WeftApp {
     /// frame goes on).
     pub fn toggle_viewer(&mut self, id: &str) {
         let program = self.viewport.program();
-        let before = self.viewer.compiled_doc(&self.model.doc).into_owned();
+        let before = self.viewer.compiled_doc(&self.model.root()).into_owned();
         match self.viewer.toggle(id, program) {
             Ok(msg) => {
                 self.status = msg;
                 let base = self.base_dir();
-                let changed = *self.viewer.compiled_doc(&self.model.doc) != before;
+                let changed = *self.viewer.compiled_doc(&self.model.root()) != before;
                 if changed && self.model.problems.is_empty() {
                     // Only a view comes or goes: the simulation goes on.
                     self.viewport.rebuild_display_only(
                         self.model.revision,
-                        &self.viewer.compiled_doc(&self.model.doc),
+                        &self.viewer.compiled_doc(&self.model.root()),
                         base,
                     );
                 }

@@ -69,7 +69,25 @@ pub enum Command {
         node: String,
         value: Value,
     },
+    /// Packs these nodes into a new group node in their place (Ctrl+G).
+    Group {
+        ids: Vec<String>,
+    },
+    /// Unpacks a group node into the shown level (Ctrl+Alt+G).
+    Ungroup {
+        id: String,
+    },
+    /// Promotes (`on`) or un-promotes parameter `param` of node `node` of
+    /// the entered group onto the group node.
+    Promote {
+        node: String,
+        param: String,
+        on: bool,
+    },
 }
+
+#[path = "group_scope.rs"]
+mod group_scope;
 
 /// What a pin carries in the editor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,6 +106,9 @@ pub struct Pin {
 pub fn pins(node: &NodeDoc) -> (Vec<Pin>, Vec<Pin>) {
     if node.kind == weft_ir::graph::groups::GROUP {
         return super::group_pins::pins(node);
+    }
+    if let Some(p) = super::group_edit::boundary_pins(node) {
+        return p;
     }
     let Some(kind) = catalog::kind(&node.kind) else {
         return (vec![], vec![]);
@@ -207,8 +228,12 @@ pub struct Model {
     pub origin: Option<PathBuf>,
     /// Messages for the log panel (refused wires, saves, ...).
     pub log: Vec<String>,
-    undo: Vec<GraphDoc>,
-    redo: Vec<GraphDoc>,
+    undo: Vec<group_scope::Snapshot>,
+    redo: Vec<group_scope::Snapshot>,
+    /// The entered groups, outermost first (`doc` is the innermost body).
+    scope: Vec<group_scope::Level>,
+    /// The entered groups changed since `take_scope_changed`.
+    scope_changed: bool,
     queue: Vec<Command>,
     /// The document before the scalar drag in progress, if one is. During
     /// a drag (`Command::DragScalars`) the values go into the document at
@@ -248,6 +273,8 @@ impl Model {
             log: vec![],
             undo: vec![],
             redo: vec![],
+            scope: vec![],
+            scope_changed: false,
             queue: vec![],
             drag_start: None,
             dragged: vec![],
@@ -349,7 +376,7 @@ impl Model {
         // Another edit ends a drag in progress: the drag is its own step.
         self.end_drag();
         let mut changed = false;
-        let before = self.doc.clone();
+        let before = self.snapshot_of(&self.doc);
         for c in edits {
             match self.apply(c) {
                 Ok(true) => changed = true,
@@ -428,6 +455,7 @@ impl Model {
                         .flatten()
                         .all(|(name, d)| ScalarDecl::parse(name, d).is_ok())
                 });
+        let before = self.snapshot_of(&before);
         self.undo.push(before);
         self.redo.clear();
         if values_ok {
@@ -460,7 +488,8 @@ impl Model {
     pub fn undo(&mut self) {
         self.end_drag();
         if let Some(d) = self.undo.pop() {
-            self.redo.push(std::mem::replace(&mut self.doc, d));
+            self.redo.push(self.snapshot_of(&self.doc));
+            self.restore(d);
             self.touch();
         }
     }
@@ -468,7 +497,8 @@ impl Model {
     pub fn redo(&mut self) {
         self.end_drag();
         if let Some(d) = self.redo.pop() {
-            self.undo.push(std::mem::replace(&mut self.doc, d));
+            self.undo.push(self.snapshot_of(&self.doc));
+            self.restore(d);
             self.touch();
         }
     }
@@ -476,11 +506,14 @@ impl Model {
     /// Re-validates the document (build only; compiling happens in the viewport).
     pub fn validate(&mut self) {
         let base_dir = self.base_dir().unwrap_or_default();
-        self.problems = match build_program(&self.doc, &BuildOptions { base_dir }) {
+        let root = self.root();
+        let problems = match build_program(&root, &BuildOptions { base_dir }) {
             Ok(_) => vec![],
             Err(e) => e.0,
         };
-        self.warnings = weft_ir::graph::lint::warnings(&self.doc);
+        let warnings = weft_ir::graph::lint::warnings(&root);
+        drop(root);
+        (self.problems, self.warnings) = (problems, warnings);
     }
 
     /// Problems that name `node`.
@@ -488,15 +521,16 @@ impl Model {
     /// those of every node inside it (errors name them by their path,
     /// `group/inner`, after flattening).
     pub fn problems_of(&self, node: &str) -> Vec<&GraphError> {
+        let node = format!("{}{}", self.scope_prefix(), node);
         self.problems
             .iter()
-            .filter(|e| e.node().is_some_and(|n| names_or_holds(node, n)))
+            .filter(|e| e.node().is_some_and(|n| names_or_holds(&node, n)))
             .collect()
     }
 
     /// Saves atomically (write, then rename); the document is unchanged on failure.
     pub fn save_as(&mut self, path: &Path) -> Result<(), String> {
-        self.doc
+        self.root()
             .save_atomic(path)
             .map_err(|e| format!("cannot save {}: {}", path.display(), e))?;
         self.path = Some(path.to_path_buf());
@@ -515,7 +549,7 @@ impl Model {
             .doc
             .nodes
             .iter()
-            .filter(|n| ids.contains(&n.id))
+            .filter(|n| ids.contains(&n.id) && !super::group_edit::is_boundary(&n.id))
             .collect();
         let wires: Vec<&WireDoc> = self.doc.wires.iter().filter(inside).collect();
         let exec: Vec<&WireDoc> = self.doc.exec.iter().filter(inside).collect();
@@ -555,7 +589,13 @@ impl Model {
             .iter()
             .find(|p| p.name == fport)
             .ok_or_else(|| format!("'{}' has no output '{}'", fnode, fport))?;
-        let tname = if exec { "exec" } else { tport };
+        // An exec wire names the target's pin only where it has several
+        // (a group's exec ports, a group's outputs inside it).
+        let tname = if exec && tport.is_empty() {
+            "exec"
+        } else {
+            tport
+        };
         let inp = ins
             .iter()
             .find(|p| p.name == tname)
@@ -657,6 +697,21 @@ impl Model {
                 });
                 Ok(true)
             }
+            Command::RemoveNode { id } if super::group_edit::is_boundary(&id) => {
+                Err("the group's inputs and outputs stay while it is entered".into())
+            }
+            Command::Group { ids } => {
+                let id = super::group_edit::fresh_group_id(&self.doc);
+                self.doc = super::group_edit::group_nodes(&self.doc, &ids, &id)?;
+                self.log
+                    .push(format!("grouped {} nodes into '{}'", ids.len(), id));
+                Ok(true)
+            }
+            Command::Ungroup { id } => {
+                self.doc = super::group_edit::ungroup(&self.doc, &id)?;
+                Ok(true)
+            }
+            Command::Promote { node, param, on } => self.set_promoted(&node, &param, on),
             Command::RemoveNode { id } => {
                 let before = self.doc.nodes.len();
                 self.doc.nodes.retain(|n| n.id != id);
@@ -669,7 +724,11 @@ impl Model {
             Command::Connect { from, to, exec } => {
                 self.check_wire(&from, &to, exec)?;
                 let tnode = split_endpoint(&to).0.to_string();
-                let to = if exec { tnode.clone() } else { to };
+                let to = if exec && split_endpoint(&to).1 == "exec" {
+                    tnode.clone()
+                } else {
+                    to
+                };
                 let list = if exec {
                     &mut self.doc.exec
                 } else {
