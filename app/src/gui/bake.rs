@@ -164,7 +164,7 @@ fn has_tape(steps: &[Step]) -> bool {
     steps.iter().any(|s| match s {
         Step::Tape { .. } | Step::Optimize { .. } => true,
         Step::Repeat { body, .. } => has_tape(body),
-        Step::Launch(_) | Step::Clear { .. } => false,
+        Step::Launch(_) | Step::Clear { .. } | Step::ListGen { .. } => false,
     })
 }
 
