@@ -1,5 +1,5 @@
 //! The breadcrumb bar at the top of the node editor while a group is
-//! entered: `graph ▸ diffusion ▸ inner`. A click on a crumb leaves to it.
+//! entered: `graph > diffusion > inner`. A click on a crumb leaves to it.
 
 use egui::{Context, Pos2};
 
@@ -25,7 +25,7 @@ pub fn show(ctx: &Context, at: Pos2, path: &[String]) -> Option<usize> {
                         clicked = Some(0);
                     }
                     for (i, id) in path.iter().enumerate() {
-                        ui.label("▸");
+                        ui.label(">");
                         if i + 1 == path.len() {
                             ui.strong(id);
                         } else if ui.link(id).clicked() {
