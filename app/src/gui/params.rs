@@ -220,7 +220,7 @@ fn param_widget(
                 });
             (cur != before).then(|| Value::from(cur))
         }
-        ParamType::String => {
+        ParamType::String | ParamType::NodeId | ParamType::NodeIds => {
             let committed = v.as_str().unwrap_or("");
             text_field(ui, (&doc.id, spec.name, "text"), committed, 110.0)
                 .map(|s| {

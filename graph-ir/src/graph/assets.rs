@@ -10,8 +10,8 @@
 //!    `~/Library/Application Support/weft/assets` on macOS,
 //!    `%APPDATA%\weft\assets` on Windows);
 //! 3. the shipped library: `assets/` at the repository root (the nearest
-//!    `assets/` folder above the graph's own folder, else the one this
-//!    build was made from).
+//!    `assets/` folder above the graph's own folder, else above the
+//!    executable, else the one this build was made from).
 
 use super::document::{AssetRef, GroupDoc};
 use super::GraphDoc;
@@ -40,11 +40,21 @@ pub fn user_dir() -> Option<PathBuf> {
     base.map(|b| b.join("weft").join("assets"))
 }
 
-/// The shipped library: the nearest `assets/` above `base_dir`, else the
+/// The shipped library: the nearest `assets/` (holding a README.md) above
+/// `base_dir`, else above the running executable (`target/debug/weft` in
+/// a checkout, or an install that keeps `assets/` beside `bin/`), else the
 /// repository this build was made from.
 pub fn shipped_dir(base_dir: &Path) -> Option<PathBuf> {
     let abs = std::fs::canonicalize(base_dir).unwrap_or_else(|_| base_dir.to_path_buf());
-    for a in abs.ancestors() {
+    let exe = std::env::current_exe()
+        .ok()
+        .and_then(|e| std::fs::canonicalize(e).ok());
+    let from_exe = exe.iter().flat_map(|e| e.ancestors().skip(1));
+    for a in abs
+        .ancestors()
+        .filter(|a| !a.as_os_str().is_empty())
+        .chain(from_exe)
+    {
         let d = a.join("assets");
         if d.join("README.md").is_file() {
             return Some(d);

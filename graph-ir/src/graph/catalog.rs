@@ -79,6 +79,12 @@ pub enum ParamType {
     Scalars,
     /// A non-empty list of field node ids, e.g. ["u0", "c"].
     FieldList,
+    /// The id of another node (a string). Inside a group it names a node of
+    /// the same group, or one of the group's field input ports; flattening
+    /// rewrites it to the flattened path (see `node_id_params`).
+    NodeId,
+    /// Node ids separated by commas, in one string (`"a, b"`); like `NodeId`.
+    NodeIds,
     /// A list of distinct identifiers (a kernel's declared field `ports`).
     PortNames,
 }
@@ -409,11 +415,11 @@ static KINDS: &[NodeKind] = &[
         outputs: &[],
         dynamic_field_inputs: false,
         params: &[
-            ParamSpec { name: "loss", ty: ParamType::String, default: None, doc: "The id of the loss field (a field with `grad: true`); every element of its gradient is seeded with 1.", range: None },
+            ParamSpec { name: "loss", ty: ParamType::NodeId, default: None, doc: "The id of the loss field (a field with `grad: true`); every element of its gradient is seeded with 1.", range: None },
             ParamSpec { name: "checkpoint", ty: ParamType::Int, default: Some("0"), doc: "Checkpointing: 0 keeps every state (the body's kernels must keep state on a time axis). k > 0: the body's one `repeat` (of a count that k divides, with only kernels in its body) may update its state fields in place; the tape keeps them every k steps and recomputes each segment during the backward pass, so the extra memory is (count/k + 1 + k) copies of the state.", range: Some((0.0, 1_000_000.0)) },
             // Forward mode (issue 11).
             ParamSpec { name: "mode", ty: ParamType::Enum(&["reverse", "forward"]), default: Some("\"reverse\""), doc: "reverse: gradients (see above). forward: runs the body once with every launch replaced by its tangent kernel (a Jacobian-vector product): `x.grad` then holds the tangent of x, i.e. the derivative of x along the direction held in the `.grad` of the `wrt` fields at tape entry; every other `.grad` is zeroed first. Sum `loss.grad` for d loss · direction. No access rule and no checkpointing are needed.", range: None },
-            ParamSpec { name: "wrt", ty: ParamType::String, default: Some("null"), doc: "Forward mode only: the ids of the fields (comma separated, each with `grad: true`) whose `.grad` holds the direction at tape entry and is not zeroed.", range: None },
+            ParamSpec { name: "wrt", ty: ParamType::NodeIds, default: Some("null"), doc: "Forward mode only: the ids of the fields (comma separated, each with `grad: true`) whose `.grad` holds the direction at tape entry and is not zeroed.", range: None },
         ],
         exec_in: true,
         exec_outs: &["body", "then"],
@@ -430,7 +436,7 @@ static KINDS: &[NodeKind] = &[
         ],
         dynamic_field_inputs: false,
         params: &[
-            ParamSpec { name: "loss", ty: ParamType::String, default: None, doc: "The id of the loss field (a field with `grad: true`); the loss is the sum of its components. The node sets it to 0 before each iteration, so the body accumulates into it (`loss[0] += ...`).", range: None },
+            ParamSpec { name: "loss", ty: ParamType::NodeId, default: None, doc: "The id of the loss field (a field with `grad: true`); the loss is the sum of its components. The node sets it to 0 before each iteration, so the body accumulates into it (`loss[0] += ...`).", range: None },
             ParamSpec { name: "wrt", ty: ParamType::FieldList, default: None, doc: "The ids of the fields to update, e.g. [\"u0\"]: dense fields with `grad: true` and word storage.", range: None },
             ParamSpec { name: "method", ty: ParamType::Enum(&["gd", "adam"]), default: Some("\"adam\""), doc: "gd: x -= lr * g. adam: Adam with bias-corrected moments (beta1, beta2, eps), whose moment fields NODE.m.X and NODE.v.X are allocated like gradient fields.", range: None },
             ParamSpec { name: "lr", ty: ParamType::Number, default: Some("0.01"), doc: "Learning rate (step size), greater than 0.", range: Some((0.0, 1e9)) },
@@ -588,7 +594,7 @@ static KINDS: &[NodeKind] = &[
             ParamSpec { name: "orbit_degrees_per_frame", ty: ParamType::Number, default: Some("0"), doc: "A turntable, as on a 3-D particles view: frame f is drawn with the camera's yaw + f * this (degrees), headless and in the app.", range: Some((-360.0, 360.0)) },
             ParamSpec { name: "show_box", ty: ParamType::Bool, default: Some("false"), doc: "Draw the edges of the `domain` box as light-grey 1-pixel lines, hidden where the view's picture is nearer.", range: None },
             ParamSpec { name: "show_axes", ty: ParamType::Bool, default: Some("false"), doc: "Draw an axis gizmo in the bottom-left corner: x red, y green, z blue, as the camera sees them.", range: None },
-            ParamSpec { name: "under", ty: ParamType::String, default: Some("null"), doc: "The id of another 3-D view node (a particles view of vec3 positions, or a surface view) with the same width, height, domain and camera: it is drawn first, its picture is the volume's background and its per-pixel depth ends the rays (particles inside smoke).", range: None },
+            ParamSpec { name: "under", ty: ParamType::NodeId, default: Some("null"), doc: "The id of another 3-D view node (a particles view of vec3 positions, or a surface view) with the same width, height, domain and camera: it is drawn first, its picture is the volume's background and its per-pixel depth ends the rays (particles inside smoke).", range: None },
         ],
         exec_in: false,
         exec_outs: &[],
@@ -603,13 +609,33 @@ pub fn kind(name: &str) -> Option<&'static NodeKind> {
     KINDS.iter().find(|k| k.name == name)
 }
 
+/// The parameters of node kind `name` whose values are node ids (`NodeId`,
+/// `NodeIds`, `FieldList`): flattening rewrites them to flattened paths.
+pub fn node_id_params(name: &str) -> Vec<&'static ParamSpec> {
+    kind(name)
+        .map(|k| {
+            k.params
+                .iter()
+                .filter(|p| {
+                    matches!(
+                        p.ty,
+                        ParamType::NodeId | ParamType::NodeIds | ParamType::FieldList
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The JSON Schema fragment describing one parameter type.
 pub fn param_schema(p: &ParamSpec) -> Value {
     let mut s = match p.ty {
         ParamType::Int => json!({"type": "integer"}),
         ParamType::Bool => json!({"type": "boolean"}),
         ParamType::Number => json!({"type": ["number", "null"]}),
-        ParamType::String => json!({"type": ["string", "null"]}),
+        ParamType::String | ParamType::NodeId | ParamType::NodeIds => {
+            json!({"type": ["string", "null"]})
+        }
         ParamType::Code => json!({"type": ["string", "null"]}),
         ParamType::Expr => json!({"type": ["object", "null"], "properties": {
             "nodes": {"type": "array", "items": {"type": "object", "properties": {

@@ -61,6 +61,53 @@ pub fn node_at_path_mut<'a>(doc: &'a mut GraphDoc, path: &[&str]) -> Option<&'a 
     Some(n)
 }
 
+/// Like `node_at_path_mut`, but a path that goes into a group referencing
+/// an asset first copies the asset's body into the group node (it becomes
+/// an inline group with the same interface, flattening to the same graph),
+/// so `--set g/inner.param=...` reaches an asset's inner nodes. `Ok(None)`:
+/// no such node; the error names the group whose asset cannot be read.
+pub fn node_at_path_inlining<'a>(
+    doc: &'a mut GraphDoc,
+    path: &[&str],
+    library: &Library,
+) -> Result<Option<&'a mut NodeDoc>, String> {
+    let Some((first, rest)) = path.split_first() else {
+        return Ok(None);
+    };
+    let Some(mut n) = doc.node_mut(first) else {
+        return Ok(None);
+    };
+    let mut at = first.to_string();
+    for id in rest {
+        inline_asset(n, &at, library)?;
+        let Some(c) = n
+            .group
+            .as_mut()
+            .and_then(|g| g.nodes.iter_mut().find(|c| c.id == *id))
+        else {
+            return Ok(None);
+        };
+        n = c;
+        at = format!("{}/{}", at, id);
+    }
+    Ok(Some(n))
+}
+
+/// Copies the body of the asset a group node references into it (an
+/// inline group with the same interface); other nodes are left alone.
+pub fn inline_asset(n: &mut NodeDoc, path: &str, library: &Library) -> Result<(), String> {
+    if n.kind == GROUP && n.group.is_none() {
+        if let Some(a) = n.asset.clone() {
+            let g = library
+                .load(&a)
+                .map_err(|m| format!("group '{}': {}", path, m))?;
+            n.group = Some(Box::new(g));
+            n.asset = None;
+        }
+    }
+    Ok(())
+}
+
 /// The plain graph (see the module contract). `library` finds assets.
 pub fn flatten(doc: &GraphDoc, library: &Library) -> Result<GraphDoc, GraphErrors> {
     let mut errors = Vec::new();
@@ -120,6 +167,9 @@ fn flatten_body(
     let mut inner_wires = Vec::new();
     let mut inner_exec = Vec::new();
     let mut ports: HashMap<String, Ports> = HashMap::new();
+    // Node-id parameters that name a group's field input port: (the inner
+    // node, the group, the port), resolved once this level's wires are.
+    let mut pending: Vec<(String, String, String)> = Vec::new();
     for n in body.nodes {
         let full = format!("{}{}", path, n.id);
         if !valid_name(&n.id) {
@@ -235,9 +285,40 @@ fn flatten_body(
                 }
             }
         }
+        let inner_ids: Vec<String> = inner.nodes.iter().map(|c| c.id.clone()).collect();
+        let field_ports: Vec<&str> = gp
+            .inputs
+            .iter()
+            .filter(|i| i.1 == GroupPortType::Field)
+            .map(|i| i.0.as_str())
+            .collect();
         for mut c in inner.nodes {
             c.id = q(&c.id);
             super::refs::qualify(&mut c.params, &n.id);
+            let cid = c.id.clone();
+            map_node_ids(
+                &mut c,
+                |param, v| {
+                    let port = v.strip_prefix(PORT_IN).unwrap_or(v);
+                    if v.strip_prefix(PORT_IN).is_none() && inner_ids.iter().any(|i| i == v) {
+                        Ok(q(v))
+                    } else if field_ports.contains(&port) {
+                        pending.push((cid.clone(), n.id.clone(), port.to_string()));
+                        Ok(format!("{}{}/{}", PORT_REF, n.id, port))
+                    } else {
+                        Err(GraphError::param(
+                        &full,
+                        param,
+                        format!(
+                            "'{}' (parameter '{}' of the inner node '{}{}') names '{}', which is neither a node of the group nor one of its field input ports ({}); a node id inside a group names a node of the same group, and a field from outside comes in through an input port",
+                            full, param, path, cid, port,
+                            if field_ports.is_empty() { "none".to_string() } else { field_ports.join(", ") }
+                        ),
+                    ))
+                    }
+                },
+                errors,
+            );
             nodes.push(c);
         }
         ports.insert(n.id.clone(), gp);
@@ -245,11 +326,23 @@ fn flatten_body(
     // The wires of this level, rewired through the groups' ports.
     let mut wires = Vec::new();
     let mut exec = Vec::new();
+    // What feeds each group's input port (for port references).
+    let mut feeds: HashMap<(String, String), String> = HashMap::new();
     for (list, out, is_exec) in [
         (body.wires, &mut wires, false),
         (body.exec, &mut exec, true),
     ] {
         for w in list {
+            let (tn, tp) = split_endpoint(&w.to);
+            if !is_exec && ports.contains_key(tn) {
+                let src = endpoint_out(&w.from, &ports, false, path).unwrap_or_default();
+                let src = if src.starts_with(PORT_IN) {
+                    src
+                } else {
+                    split_endpoint(&src).0.to_string()
+                };
+                feeds.entry((tn.to_string(), tp.to_string())).or_insert(src);
+            }
             let from = match endpoint_out(&w.from, &ports, is_exec, path) {
                 Ok(f) => f,
                 Err(e) => {
@@ -274,7 +367,84 @@ fn flatten_body(
     }
     wires.extend(inner_wires);
     exec.extend(inner_exec);
+    // Port references become the id of the field wired to the port (or a
+    // reference to this level's own port, resolved one level up).
+    for (cid, group, port) in pending {
+        let placeholder = format!("{}{}/{}", PORT_REF, group, port);
+        let src = feeds.get(&(group.clone(), port.clone())).cloned();
+        let Some(c) = nodes.iter_mut().find(|c| c.id == cid) else {
+            continue;
+        };
+        map_node_ids(
+            c,
+            |param, v| {
+                if v != placeholder {
+                    return Ok(v.to_string());
+                }
+                match &src {
+                    Some(s) if !s.is_empty() => Ok(s.clone()),
+                    _ => Err(GraphError::param(
+                        &format!("{}{}", path, group),
+                        param,
+                        format!(
+                            "the inner node '{}{}' names the input port '{}' in '{}', but no field is wired to that port",
+                            path, cid, port, param
+                        ),
+                    )),
+                }
+            },
+            errors,
+        );
+    }
     Body { nodes, wires, exec }
+}
+
+/// Marks a node-id parameter that names a group's input port until the
+/// wire into the port is known (`@port.GROUP/PORT`).
+const PORT_REF: &str = "@port.";
+
+/// Rewrites every node id held by `c`'s node-id parameters (see
+/// `catalog::node_id_params`) with `f(param, id)`; errors are collected.
+fn map_node_ids(
+    c: &mut NodeDoc,
+    mut f: impl FnMut(&str, &str) -> Result<String, GraphError>,
+    errors: &mut Vec<GraphError>,
+) {
+    use super::catalog::{node_id_params, ParamType};
+    for spec in node_id_params(&c.kind) {
+        let Some(v) = c.params.get_mut(spec.name) else {
+            continue;
+        };
+        let mut one = |s: &str| match f(spec.name, s) {
+            Ok(r) => r,
+            Err(e) => {
+                errors.push(e);
+                s.to_string()
+            }
+        };
+        match (spec.ty, &mut *v) {
+            (ParamType::NodeId, serde_json::Value::String(s)) if !s.is_empty() => {
+                *s = one(s);
+            }
+            (ParamType::NodeIds, serde_json::Value::String(s)) => {
+                let ids: Vec<String> = s
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|x| !x.is_empty())
+                    .map(&mut one)
+                    .collect();
+                *s = ids.join(", ");
+            }
+            (ParamType::FieldList, serde_json::Value::Array(a)) => {
+                for x in a.iter_mut() {
+                    if let serde_json::Value::String(s) = x {
+                        *s = one(s);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 type PortList = Vec<(String, GroupPortType)>;
@@ -397,7 +567,9 @@ fn group_body(
                 &mut g.wires
             };
             if is_input {
-                if port.to.is_empty() || port.from.is_some() {
+                let named = port.ty == GroupPortType::Field
+                    && g.nodes.iter().any(|c| names_port(c, &port.name));
+                if (port.to.is_empty() && !named) || port.from.is_some() {
                     errors.push(GraphError::node_msg(
                         full,
                         format!("input port '{}' needs \"to\": the inner pins it feeds (and no \"from\")", port.name),
@@ -439,6 +611,22 @@ fn group_body(
         ins,
         outs,
     ))
+}
+
+/// Whether a node-id parameter of `c` names `port` (an input port of its
+/// group that passes a field's id, not a pin).
+fn names_port(c: &NodeDoc, port: &str) -> bool {
+    let mut c = c.clone();
+    let mut hit = false;
+    map_node_ids(
+        &mut c,
+        |_, v| {
+            hit |= v == port;
+            Ok(v.to_string())
+        },
+        &mut Vec::new(),
+    );
+    hit
 }
 
 fn port_names<T>(list: &[(String, GroupPortType, T)]) -> String {

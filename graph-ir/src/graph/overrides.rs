@@ -24,8 +24,23 @@ fn usage(m: String) -> GraphErrors {
     GraphErrors(vec![GraphError::Document { message: m }])
 }
 
-/// Applies overrides to the document (so they are validated like the file itself).
+/// Applies overrides to the document (so they are validated like the file
+/// itself), finding assets from the working directory; see
+/// `apply_overrides_at`.
 pub fn apply_overrides(doc: &mut GraphDoc, o: &Overrides) -> Result<(), GraphErrors> {
+    apply_overrides_at(doc, o, Path::new("."))
+}
+
+/// Applies overrides to the document of a graph in `base_dir`. A `--set`
+/// into an asset group's inner node (`g/inner.param=...`) copies the
+/// asset's body into the group node first (see
+/// `groups::node_at_path_inlining`).
+pub fn apply_overrides_at(
+    doc: &mut GraphDoc,
+    o: &Overrides,
+    base_dir: &Path,
+) -> Result<(), GraphErrors> {
+    let library = super::assets::Library::for_graph(base_dir);
     for s in &o.sets {
         let (lhs, value) = s
             .split_once('=')
@@ -35,8 +50,35 @@ pub fn apply_overrides(doc: &mut GraphDoc, o: &Overrides) -> Result<(), GraphErr
             .ok_or_else(|| usage(format!("--set {}: expected NODE.PARAM=VALUE", s)))?;
         let value: Value =
             serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_string()));
+        // A plain graph may hold flattened ids (`g/inner`) itself.
+        if let Some(n) = doc.node_mut(node) {
+            set_node_param(n, node, param, value, "--set: ")?;
+            continue;
+        }
         let path: Vec<&str> = node.split('/').collect();
-        let n = super::groups::node_at_path_mut(doc, &path)
+        // An inner parameter that a promoted parameter of its group targets
+        // is set through the promoted one (which would overwrite it).
+        if let Some((last, gpath)) = path.split_last().filter(|(_, g)| !g.is_empty()) {
+            let gname = gpath.join("/");
+            let g = super::groups::node_at_path_inlining(doc, gpath, &library)
+                .map_err(|m| usage(format!("--set {}: {}", s, m)))?;
+            if let Some(g) = g {
+                super::groups::inline_asset(g, &gname, &library)
+                    .map_err(|m| usage(format!("--set {}: {}", s, m)))?;
+                let target = format!("{}.{}", last, param);
+                let promoted = g
+                    .group
+                    .as_ref()
+                    .and_then(|b| b.params.iter().find(|p| p.target == target))
+                    .map(|p| p.name.clone());
+                if let Some(name) = promoted {
+                    set_node_param(g, &gname, &name, value, "--set: ")?;
+                    continue;
+                }
+            }
+        }
+        let n = super::groups::node_at_path_inlining(doc, &path, &library)
+            .map_err(|m| usage(format!("--set {}: {}", s, m)))?
             .ok_or_else(|| usage(format!("--set {}: there is no node '{}'", s, node)))?;
         set_node_param(n, node, param, value, "--set: ")?;
     }
@@ -141,8 +183,8 @@ pub fn set_node_param(
 /// Reads, overrides, validates and builds a graph file.
 pub fn load_program(path: &Path, o: &Overrides) -> Result<(GraphDoc, Program), GraphErrors> {
     let mut doc = read_doc(path)?;
-    apply_overrides(&mut doc, o)?;
     let base_dir: PathBuf = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    apply_overrides_at(&mut doc, o, &base_dir)?;
     let program = build_program(&doc, &BuildOptions { base_dir })?;
     Ok((doc, program))
 }

@@ -205,7 +205,7 @@ fn check_param(ty: ParamType, v: &Value) -> Result<(), String> {
             .as_bool()
             .map(|_| ())
             .ok_or_else(|| format!("expected true or false, got {}", v)),
-        ParamType::String => match v {
+        ParamType::String | ParamType::NodeId | ParamType::NodeIds => match v {
             Value::Null | Value::String(_) => Ok(()),
             _ => Err(format!("expected a string, got {}", v)),
         },
