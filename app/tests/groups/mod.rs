@@ -99,7 +99,11 @@ fn group_enter_promote_leave_and_ungroup() {
     if !gpu_ok() {
         return;
     }
-    let mut h = harness("heat.json");
+    // A settings folder of its own: this test edits the graph, and its
+    // autosave must not offer recovery to the other tests of the crate.
+    let cfg = std::env::temp_dir().join(format!("weft-groups-gui-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&cfg);
+    let mut h = harness_with(Some(PathBuf::from("../graphs/heat.json")), cfg.clone());
     wait_for_sim(&mut h);
     let original = h.state().model.doc.clone();
     let before = fields_at_2(&mut h, "T_next");
@@ -218,4 +222,6 @@ fn group_enter_promote_leave_and_ungroup() {
     h.key_press_modifiers(Modifiers::COMMAND, egui::Key::Z);
     h.run_steps(2);
     assert!(h.state().model.doc.node("group1").is_some());
+    drop(h);
+    let _ = std::fs::remove_dir_all(&cfg);
 }
