@@ -150,7 +150,7 @@ pub fn promote_section(
                     ui.label(&p);
                     match promoted {
                         Some(pp) => {
-                            ui.weak(format!("→ {}", pp.name));
+                            ui.weak(format!("as {}", pp.name));
                             if ui
                                 .small_button("Un-promote")
                                 .on_hover_text("the node keeps the value the group gave it")
