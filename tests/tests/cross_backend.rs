@@ -283,45 +283,7 @@ fn corpus() -> Vec<Case> {
         ("layouts", vec![("a", "i32", vec![16, 16], json!(0)), ("b", "vec2", vec![16, 16], json!(0))],
          "fn kernel(i: i32, j: i32) { a[(i, j)] = i * 1000 + j; b[(j, i)] = vec2((i + j) as f32, 0.5); }", vec![16, 16], TIGHT),
         ("match_labels_consts", vec![("o", "i32", vec![16], json!(0)), ("f", "f32", vec![16], json!(0))],
-         "const N: i32 = 4;
-          const HALF: f32 = 1.0 / 2.0;
-          const MASK: u32 = (1u32 << 4) - 1u32;
-          const BIG: i32 = N * 1000 + 7;
-          fn classify(x: i32) -> i32 {
-            match x { 0 => 10, 1 | 2 => 20, 3..=5 => 30, N..=8 => 40, -3..=-1 => 50, n => n * 2 }
-          }
-          fn kernel(i: i32) {
-            let mut acc = classify(i - 4) + BIG;
-            'outer: for a in 0..N {
-                for b in 0..N {
-                    if b > a { continue 'outer; }
-                    if a * b > i { break 'outer; }
-                    acc += a * 10 + b;
-                }
-                acc += 1000;
-            }
-            let mut k = 0;
-            'w: while k < 20 {
-                k += 1;
-                let mut m = 0;
-                loop {
-                    m += 1;
-                    if m == 3 { continue 'w; }
-                    if k + m > i { break 'w; }
-                }
-            }
-            acc += k * 100000;
-            let mut deep = 0;
-            'a: for x in 0..3 { for y in 0..3 { for z in 0..3 {
-                if z == 2 && y == i % 3 { continue 'a; }
-                if x + y + z == i % 5 + 2 { break 'a; }
-                deep += 1;
-            } deep += 10; } deep += 100; }
-            match i % 3 { 0 => { acc += 7; } 1 => acc -= 3, _ => {} }
-            let u = match (i as u32) & MASK { 0..=3 => 1u32, 7 | 9 => 5u32, _ => 2u32 };
-            o[i] = acc + u as i32 + deep * 1000000;
-            f[i] = HALF * i as f32 + select(i > N, PI, 0.0);
-        }", vec![16], TIGHT),
+         weft_tests::corpus::MATCH_LABELS_CONSTS, vec![16], TIGHT),
     ]
 }
 
