@@ -4,6 +4,7 @@
 # Here (the build machine):
 #   cargo build --release -p weft
 #   cargo test --release -p weft-tests --test cuda --test cross_backend --no-run
+#   cargo test -p weft --test gui_optimize --no-run    # step 9 only
 #   tools/gpu_check.sh --pack        # .gpu/: weft.xz, test binaries .xz, x8 start
 # There (through the device tool, carrying .gpu and .gl):
 #   tools/gpu_check.sh               # writes everything to $OUT (or ./gpu_out)
@@ -17,9 +18,14 @@
 #   4. fault graphs through the CLI on cuda and wgpu: node and line named,
 #      exit status 1, also for a fault in a frame run ahead of the host
 #   5. weft bench --json of every example on cuda and wgpu ($OUT/bench.jsonl)
-#   6. the peers' workloads: mpm88, mpm88 x8, mass-spring AD, julia on
-#      cuda, wgpu and cpu (all cores), mpm88 checksums after 20 frames, and
-#      the hand-written CUDA mpm88 (CuPy) on the same card
+#   6. the peers' workloads: mpm88 (x8), mpm3d (x8), mass-spring AD, julia
+#      on cuda, wgpu and cpu (all cores), checksums after 20 frames, the
+#      hand-written CUDA mpm88 (CuPy) on the same card, and launches and
+#      frame times with the inter-kernel optimiser on and off
+#   7. bandwidth (life, heat at 8192^2); 8. pool activation under contention
+#   9. the app's input latency while a simulation plays (app/tests/latency)
+# They run in order of importance under one time budget (BUDGET seconds);
+# each step can be picked alone for a rerun: ONLY="2a 9".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -32,6 +38,10 @@ if [ "${1:-}" = "--pack" ]; then
     bin=$(ls -t target/release/deps/${t}-* | grep -v '\.d$' | head -1)
     xz -T0 -6 -c "$bin" > .gpu/test_${t}.xz
   done
+  # The app's kittest crate, for step 9 (cargo test -p weft --test
+  # gui_optimize --no-run; the dev profile is optimised).
+  bin=$(ls -t target/debug/deps/gui_optimize-* 2>/dev/null | grep -v '\.d$' | head -1)
+  [ -n "$bin" ] && xz -T0 -6 -c "$bin" > .gpu/test_gui_optimize.xz
   python3 - <<'PY'
 import numpy as np
 # The peers' start (../shared/peers/README.md), for checksums comparable
@@ -78,7 +88,7 @@ mkdir -p $BIN
 # Python's lzma, in case the image has no xz.
 unxz_to() { python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$1" "$2" && chmod +x "$2"; }
 unxz_to .gpu/weft.xz $BIN/weft
-for t in cuda cross_backend; do
+for t in cuda cross_backend gui_optimize; do
   [ -f .gpu/test_$t.xz ] && unxz_to .gpu/test_$t.xz $BIN/test_$t
 done
 W=$BIN/weft
@@ -87,87 +97,178 @@ if [ "$ROOT" != /work/main ] && [ ! -e /work/main ]; then mkdir -p /work && ln -
 $W --version
 ldd $W | grep -i "not found"
 
-step "2a. weft replay graphs --backend cuda"
-timeout 150 $W replay graphs --backend cuda; echo "exit $?"
-step "2b. weft replay graphs --backend wgpu"
-timeout 150 $W replay graphs --backend wgpu; echo "exit $?"
+# Every step's limit is cut to what is left of BUDGET seconds, so that the
+# whole script ends inside one device call (10 minutes) and leaves the
+# session time to rerun it; the steps are in the order of what matters most
+# (CUDA correctness first, then the numbers, then the wide sweeps).
+BUDGET=${BUDGET:-500}
+lim() { local want=$1 left=$(( T0 + BUDGET - $(date +%s) )); [ $left -lt 5 ] && left=1; echo $(( want < left ? want : left )); }
+over() { [ $(( $(date +%s) - T0 )) -ge $BUDGET ] && { echo "(budget spent: skipped)"; return 0; }; return 1; }
 
+# ONLY="2a 9" runs just those steps (a rerun after a fix); all by default.
+want() { [ -z "${ONLY:-}" ] && return 0; case " $ONLY " in *" $1 "*) return 0 ;; esac; return 1; }
+
+if want 2a; then
+step "2a. weft replay graphs --backend cuda"
+timeout $(lim 120) $W replay graphs --backend cuda; echo "exit $?"
+fi
+
+if want 3a; then
 step "3a. CUDA test binary (cuda vs the VM)"
-(cd tests && timeout 200 $BIN/test_cuda --test-threads 1 2>&1 | tail -40); echo "exit $?"
+(cd tests && timeout $(lim 180) $BIN/test_cuda --test-threads 4 2>&1 | tail -40); echo "exit $?"
+fi
+
+if want 4; then
+step "4. fault graphs through the CLI"
+for b in cuda wgpu; do
+  for g in oob_start oob_frame; do
+    timeout $(lim 40) $W run tools/gpu/$g.json --backend $b --frames 12 --no-frames --out /tmp/oob_$b
+    echo "$g on $b: exit $?"
+  done
+done
+fi
+
+if want 6a; then
+step "6a. workloads"
+X8="--set particles.shape=[65536] --set grid.shape=[256,256] --set p2g.dx=0.00390625 --set p2g.p_vol=3.814697265625e-06 --set p2g.p_mass=3.814697265625e-06 --set p2g.dt=0.0001 --set g2p.dx=0.00390625 --set g2p.dt=0.0001 --set grid_update.dt=0.0001 --set grid_update.n_grid=256 --init x=.gpu/mpm88_x8_x0.npy"
+wl() { # workload backend frames args...
+  local w=$1 b=$2 f=$3; shift 3
+  timeout $(lim 90) $W bench "$@" --backend $b --frames $f --json | sed "s/^/{\"workload\": \"$w\", \"r\": /; s/\$/}/" >> "$OUT/workloads.jsonl"
+}
+for b in cuda wgpu cpu; do
+  over && break
+  wl mpm88 $b 20 graphs/mpm88.json
+  wl mpm88_x8 $b 20 graphs/mpm88.json $X8
+  wl mpm3d $b 20 graphs/mpm3d.json
+  wl mpm3d_x8 $b 10 graphs/mpm3d_x8.json
+  wl mass_spring_ad $b 10 bench/mass_spring_ad_iter.json
+  wl julia $b 31 graphs/julia.json --set paint.speed=0.2
+  for w in mpm88 mpm88_x8 mpm3d; do
+    over && break
+    case $w in
+      mpm88_x8) g=graphs/mpm88.json; s="$X8" ;;
+      mpm88) g=graphs/mpm88.json; s="--init x=.gpu/mpm88_x0.npy" ;;
+      mpm3d) g=graphs/mpm3d.json; s="" ;;
+    esac
+    t=$(date +%s%N)
+    timeout $(lim 60) $W run $g --backend $b --frames 1 --no-frames --out /tmp/first_$b $s >/dev/null
+    echo "first frame incl. process start $w $b: $(( ($(date +%s%N) - t) / 1000000 )) ms"
+    timeout $(lim 90) $W run $g --backend $b --frames 20 --no-frames --out /tmp/ck_${w}_$b --dump x --dump v --dump J $s >/dev/null
+    python3 - "$w" "$b" <<'PY2'
+import json, sys, numpy as np
+w, b = sys.argv[1], sys.argv[2]
+d = f"/tmp/ck_{w}_{b}"
+try:
+    x, v, J = (np.load(f"{d}/{n}.npy").astype(np.float64) for n in ("x", "v", "J"))
+    print("checksum", json.dumps({"workload": w, "backend": b, "x_sum": x.sum(), "x_sqsum": (x * x).sum(),
+                                  "v_sum": v.sum(), "J_sum": J.sum(), "finite": bool(np.isfinite(x).all())}))
+except Exception as e:
+    print("checksum", w, b, "failed:", e)
+PY2
+  done
+done
+fi
+
+if want 6b; then
+step "6b. hand-written CUDA mpm88 (CuPy), same card; with FMA (as the peers) and without (as Weft)"
+for fma in "" --no-fma; do
+  over && break
+  timeout $(lim 60) python3 tools/gpu/peer_mpm88_cupy.py --frames 20 $fma
+  timeout $(lim 60) python3 tools/gpu/peer_mpm88_cupy.py --frames 20 --particles 65536 --grid 256 $fma
+done
+fi
+
+if want 6c; then
+step "6c. weft bench cuda again, after the peer (same-run ratios)"
+over || {
+  timeout $(lim 60) $W bench graphs/mpm88.json --backend cuda --frames 20 --json | sed 's/^/{"workload": "mpm88", "again": true, "r": /; s/$/}/' >> "$OUT/workloads.jsonl"
+  timeout $(lim 60) $W bench graphs/mpm88.json --backend cuda --frames 20 --json $X8 | sed 's/^/{"workload": "mpm88_x8", "again": true, "r": /; s/$/}/' >> "$OUT/workloads.jsonl"
+}
+fi
+
+if want 6d; then
+step "6d. the inter-kernel optimiser on and off (launches and frame time, same run)"
+for g in sparse_blob sparse3d mpm_sparse mpm88 mpm3d heat; do
+  for b in cuda wgpu; do
+    over && break 2
+    for opt in "" --no-interkernel; do
+      timeout $(lim 60) $W bench graphs/$g.json --backend $b --frames 10 --json $opt \
+        | sed "s/^/{\"workload\": \"$g\", \"interkernel\": \"${opt:-on}\", \"r\": /; s/\$/}/" >> "$OUT/interkernel.jsonl"
+    done
+  done
+done
+python3 - "$OUT/interkernel.jsonl" <<'PY2'
+import json, sys
+for line in open(sys.argv[1]):
+    try:
+        w = json.loads(line)
+    except Exception:
+        continue
+    r = w["r"]
+    print(w["workload"], r["backend"], w["interkernel"], "launches/frame", r.get("launches_per_frame"), "frame median ms", r["frame_ms"]["median"])
+PY2
+fi
+
+if want 2b; then
+step "2b. weft replay graphs --backend wgpu (hardware Vulkan)"
+over || { timeout $(lim 120) $W replay graphs --backend wgpu; echo "exit $?"; }
+fi
+
+if want 3b; then
 step "3b. cross-backend tests (wgpu on the hardware adapter)"
 # One test a process: a crash names its test.
 for t in $($BIN/test_cross_backend --list 2>/dev/null | sed -n 's/: test$//p'); do
-  (cd tests && timeout 120 $BIN/test_cross_backend --exact "$t" --test-threads 1 > /tmp/t.log 2>&1)
+  over && break
+  (cd tests && timeout $(lim 60) $BIN/test_cross_backend --exact "$t" --test-threads 1 > /tmp/t.log 2>&1)
   rc=$?
   echo "$t: exit $rc"
   [ $rc -ne 0 ] && tail -25 /tmp/t.log
 done
+fi
 
-step "4. fault graphs through the CLI"
-for b in cuda wgpu; do
-  for g in oob_start oob_frame; do
-    timeout 60 $W run tools/gpu/$g.json --backend $b --frames 12 --no-frames --out /tmp/oob_$b
-    echo "$g on $b: exit $?"
-  done
-done
-
+if want 5; then
 step "5. weft bench, every example, cuda and wgpu"
 for g in graphs/*.json; do
   case $g in *.expect.json) continue ;; esac
+  over && break
   for b in cuda wgpu; do
-    timeout 60 $W bench "$g" --backend $b --frames 20 --json >> "$OUT/bench.jsonl" \
+    timeout $(lim 30) $W bench "$g" --backend $b --frames 10 --json >> "$OUT/bench.jsonl" \
       || echo "bench $g $b: exit $?"
   done
 done
-echo "bench lines: $(wc -l < "$OUT/bench.jsonl")"
+echo "bench lines: $(wc -l < "$OUT/bench.jsonl" 2>/dev/null)"
+fi
 
-step "6a. workloads"
-X8="--set particles.shape=[65536] --set grid.shape=[256,256] --set p2g.dx=0.00390625 --set p2g.p_vol=3.814697265625e-06 --set p2g.p_mass=3.814697265625e-06 --set p2g.dt=0.0001 --set g2p.dx=0.00390625 --set g2p.dt=0.0001 --set grid_update.dt=0.0001 --set grid_update.n_grid=256 --init x=.gpu/mpm88_x8_x0.npy"
-for b in cuda wgpu cpu; do
-  timeout 60 $W bench graphs/mpm88.json --backend $b --frames 20 --json | sed 's/^/{"workload": "mpm88", "r": /; s/$/}/' >> "$OUT/workloads.jsonl"
-  timeout 120 $W bench graphs/mpm88.json --backend $b --frames 20 --json $X8 | sed 's/^/{"workload": "mpm88_x8", "r": /; s/$/}/' >> "$OUT/workloads.jsonl"
-  timeout 120 $W bench bench/mass_spring_ad_iter.json --backend $b --frames 10 --json | sed 's/^/{"workload": "mass_spring_ad", "r": /; s/$/}/' >> "$OUT/workloads.jsonl"
-  timeout 60 $W bench graphs/julia.json --backend $b --frames 31 --json --set paint.speed=0.2 | sed 's/^/{"workload": "julia", "r": /; s/$/}/' >> "$OUT/workloads.jsonl"
-  for w in mpm88 mpm88_x8; do
-    s=$( [ $w = mpm88_x8 ] && echo "$X8" || echo "--init x=.gpu/mpm88_x0.npy" )
-    t=$(date +%s%N)
-    timeout 60 $W run graphs/mpm88.json --backend $b --frames 1 --no-frames --out /tmp/first_$b $s >/dev/null
-    echo "first frame incl. process start $w $b: $(( ($(date +%s%N) - t) / 1000000 )) ms"
-    timeout 120 $W run graphs/mpm88.json --backend $b --frames 20 --no-frames --out /tmp/ck_${w}_$b --dump x --dump v --dump J $s >/dev/null
-    python3 - "$w" "$b" <<'PY'
-import json, sys, numpy as np
-w, b = sys.argv[1], sys.argv[2]
-d = f"/tmp/ck_{w}_{b}"
-x, v, J = (np.load(f"{d}/{n}.npy").astype(np.float64) for n in ("x", "v", "J"))
-print("checksum", json.dumps({"workload": w, "backend": b, "x_sum": x.sum(), "x_sqsum": (x * x).sum(),
-                              "v_sum": v.sum(), "J_sum": J.sum(), "finite": bool(np.isfinite(x).all())}))
-PY
-  done
-done
-step "6b. hand-written CUDA mpm88 (CuPy), same card; with FMA (as the peers) and without (as Weft)"
-for r in 1 2; do
-  for fma in "" --no-fma; do
-    timeout 120 python3 tools/gpu/peer_mpm88_cupy.py --frames 20 $fma
-    timeout 120 python3 tools/gpu/peer_mpm88_cupy.py --frames 20 --particles 65536 --grid 256 $fma
-  done
-done
-step "6c. weft bench cuda again, after the peer (same-run ratios)"
-timeout 60 $W bench graphs/mpm88.json --backend cuda --frames 20 --json | sed 's/^/{"workload": "mpm88", "again": true, "r": /; s/$/}/' >> "$OUT/workloads.jsonl"
-timeout 120 $W bench graphs/mpm88.json --backend cuda --frames 20 --json $X8 | sed 's/^/{"workload": "mpm88_x8", "again": true, "r": /; s/$/}/' >> "$OUT/workloads.jsonl"
-step "7. bandwidth: life and heat at 8192^2 (copy kernels move whole AoS trees)"
+if want 7; then
+step "7. bandwidth: life and heat at 8192^2"
 for b in cuda wgpu; do
-  timeout 120 $W bench graphs/life.json --backend $b --frames 10 --json --set board.shape=[8192,8192] --set step.n=8192 \
+  over && break
+  timeout $(lim 60) $W bench graphs/life.json --backend $b --frames 10 --json --set board.shape=[8192,8192] --set step.n=8192 \
     | sed 's/^/{"workload": "life_8192", "r": /; s/$/}/' >> "$OUT/workloads.jsonl" || echo "life 8192 $b failed"
-  timeout 120 $W bench graphs/heat.json --backend $b --frames 5 --json --set grid.shape=[8192,8192] --set diffuse.n=8192 \
+  timeout $(lim 60) $W bench graphs/heat.json --backend $b --frames 5 --json --set grid.shape=[8192,8192] --set diffuse.n=8192 \
     | sed 's/^/{"workload": "heat_8192", "r": /; s/$/}/' >> "$OUT/workloads.jsonl" || echo "heat 8192 $b failed"
 done
+fi
 
-step "8. pointer pool activation under GPU contention: sparse_blob 20 starts each"
+if want 8; then
+step "8. pointer pool activation under GPU contention: sparse_blob 10 starts each"
 for b in cuda wgpu; do
+  over && break
   bad=0
-  for r in $(seq 20); do
-    timeout 30 $W run graphs/sparse_blob.json --backend $b --frames 3 --no-frames --out /tmp/sb_$b >/dev/null 2>/tmp/sb_err || { bad=$((bad+1)); tail -1 /tmp/sb_err; }
+  for r in $(seq 10); do
+    timeout $(lim 30) $W run graphs/sparse_blob.json --backend $b --frames 3 --no-frames --out /tmp/sb_$b >/dev/null 2>/tmp/sb_err || { bad=$((bad+1)); tail -1 /tmp/sb_err; }
   done
-  echo "sparse_blob on $b: $bad of 20 runs failed"
+  echo "sparse_blob on $b: $bad of 10 runs failed"
 done
+fi
+
+if want 9; then
+step "9. app input latency: a click on a node while the simulation plays, until the inspector shows it"
+# The app's own test binary (egui_kittest, rendered by wgpu on this GPU):
+# see app/tests/latency/mod.rs for what is timed.
+if [ -x $BIN/test_gui_optimize ]; then
+  (cd app && WEFT_LATENCY_GRAPHS=mpm_quant.json,smoke3d.json,mpm3d_x8.json timeout $(lim 150) $BIN/test_gui_optimize --ignored --nocapture --exact latency::click_to_inspector_latency_while_playing 2>&1 | grep -E "^latency|panicked|test result|skipping" | tee -a "$OUT/latency.jsonl")
+fi
+fi
+
 echo "done in $(( $(date +%s) - T0 )) s"

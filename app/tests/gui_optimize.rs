@@ -18,6 +18,8 @@ mod sweep_gui;
 mod timeline;
 // Group editing likewise.
 mod groups;
+// The input-latency measurement (ignored by default) likewise.
+mod latency;
 
 use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;

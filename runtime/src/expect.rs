@@ -13,6 +13,7 @@
 use crate::sim::Simulation;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use weft_ir::ir::{Field, LayoutKind, Program};
 use weft_ir::types::{Scalar, Type};
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -104,15 +105,59 @@ pub fn field_stats(ty: Type, words: &[u32]) -> FieldStats {
         st.max = 0.0;
     }
     if s != Scalar::F32 {
-        let h = words
-            .iter()
-            .flat_map(|w| w.to_le_bytes())
-            .fold(0xcbf29ce484222325u64, |h, b| {
-                (h ^ b as u64).wrapping_mul(0x100000001b3)
-            });
-        st.checksum = Some(format!("{:016x}", h));
+        st.checksum = Some(fnv(words));
     }
     st
+}
+
+/// FNV-1a of the words' little-endian bytes, as 16 hex digits.
+fn fnv(words: &[u32]) -> String {
+    let h = words
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .fold(0xcbf29ce484222325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x100000001b3)
+        });
+    format!("{:016x}", h)
+}
+
+/// The checksum of a field under a `dynamic` node, blind to the order of
+/// each list's elements: `append` hands out slots in the order threads
+/// arrive, which only a one-threaded run fixes (a GPU, or the cpu backend
+/// on several cores, fills each list with the same elements in another
+/// order). Each list's elements (whole vectors, their words) are sorted
+/// before hashing; the lists stay in cell order. `None` when the field is
+/// not under a `dynamic` node.
+fn list_checksum(program: &Program, f: &Field, words: &[u32]) -> Option<String> {
+    let node = &program.layouts[f.layout];
+    if node.kind != LayoutKind::Dynamic || node.shape.len() != f.shape.len() {
+        return None;
+    }
+    let width = f.ty.components().max(1);
+    let n = words.len() / width;
+    let mut lists: BTreeMap<Vec<u32>, Vec<&[u32]>> = BTreeMap::new();
+    for e in 0..n {
+        // Row-major coordinates of element e; its list is coords / capacity.
+        let mut rest = e as u64;
+        let mut key = vec![0u32; f.shape.len()];
+        for d in (0..f.shape.len()).rev() {
+            let c = (rest % f.shape[d].max(1) as u64) as u32;
+            rest /= f.shape[d].max(1) as u64;
+            key[d] = c / node.shape[d].max(1);
+        }
+        lists
+            .entry(key)
+            .or_default()
+            .push(&words[e * width..(e + 1) * width]);
+    }
+    let mut all = Vec::with_capacity(words.len());
+    for (_, mut elems) in lists {
+        elems.sort_unstable();
+        for el in elems {
+            all.extend_from_slice(el);
+        }
+    }
+    Some(fnv(&all))
 }
 
 /// Fields with more elements than this under a `hash` root are summarised
@@ -129,7 +174,16 @@ pub fn all_stats(sim: &Simulation) -> Result<BTreeMap<String, FieldStats>, crate
         .map(|(h, f)| {
             let st = match table_stats(sim, h)? {
                 Some(st) => st,
-                None => field_stats(f.ty, &sim.read_field(h)?),
+                None => {
+                    let words = sim.read_field(h)?;
+                    let mut st = field_stats(f.ty, &words);
+                    if st.checksum.is_some() {
+                        if let Some(c) = list_checksum(&sim.program, f, &words) {
+                            st.checksum = Some(c);
+                        }
+                    }
+                    st
+                }
             };
             Ok((f.name.clone(), st))
         })

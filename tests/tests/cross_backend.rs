@@ -677,12 +677,12 @@ fn split_roots_agree_with_the_vm() {
     ] {
         let c = sim(&doc, frames, Backend::Vm, false).unwrap();
         for force_cas in [false, true] {
-            let run = || -> Result<Simulation, weft_runtime::RuntimeError> {
+            let run = |binding: Option<u64>| -> Result<Simulation, weft_runtime::RuntimeError> {
                 let opts = SimOptions {
                     backend: Backend::Wgpu,
                     threads: Some(1),
                     force_cas_float_atomics: force_cas,
-                    wgpu_max_binding_bytes: Some(binding),
+                    wgpu_max_binding_bytes: binding,
                     ..Default::default()
                 };
                 let mut s = Simulation::new(build(&doc)?, &opts)?;
@@ -692,12 +692,30 @@ fn split_roots_agree_with_the_vm() {
                 }
                 Ok(s)
             };
-            let w = run().unwrap_or_else(|e| panic!("{} on wgpu: {}", name, e));
-            // Float atomics of 0.5 add exactly in any order here.
+            let w = run(Some(binding)).unwrap_or_else(|e| panic!("{} on wgpu: {}", name, e));
+            // Splitting a root over windows must not change a bit: the same
+            // device without the split is the exact reference.
+            let whole = run(None).unwrap_or_else(|e| panic!("{} on wgpu, whole: {}", name, e));
+            for (h, f) in w.program.fields.iter() {
+                let (a, b) = (w.read_field(h).unwrap(), whole.read_field(h).unwrap());
+                let bad = a.iter().zip(&b).filter(|(x, y)| x != y).count();
+                if bad > 0 {
+                    problems.push(format!(
+                        "{}: field '{}' differs from the unsplit run in {} of {} words",
+                        name,
+                        f.name,
+                        bad,
+                        a.len()
+                    ));
+                }
+            }
+            // Against the VM: float atomics of 0.5 add exactly in any order
+            // here, but `sin` is not correctly rounded on GPUs (NVIDIA's
+            // Vulkan driver differs from the VM by up to 7e-6 at |x| ~ 40).
             problems.extend(compare(name, &c, &w, &|_| {
                 Some(Tol {
-                    rel: 1e-6,
-                    abs: 1e-6,
+                    rel: 1e-5,
+                    abs: 1e-5,
                     frac: 1.0,
                 })
             }));

@@ -190,12 +190,39 @@ pub fn kernel_ports(node: &NodeDoc) -> Vec<String> {
             .and_then(Value::as_object)
             .map(|m| m.keys().cloned().collect())
             .unwrap_or_default();
-        return weft_ir::lang::field_ports(code, &scalars).unwrap_or_default();
+        return cached_field_ports(code, scalars);
     }
     match node.params.get("expr") {
         Some(e @ Value::Object(_)) => weft_ir::graph::expr::expr_field_ports(e),
         _ => Vec::new(),
     }
+}
+
+/// `weft_ir::lang::field_ports`, remembered per code and scalars: the
+/// editor asks for a kernel's pins many times a pass (each pin, wire and
+/// pin count), and parsing the code each time made a pass of smoke3d's
+/// editor cost 60–130 ms more on a click (issue 26's input latency).
+fn cached_field_ports(code: &str, scalars: Vec<String>) -> Vec<String> {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    type Key = (String, Vec<String>);
+    thread_local! {
+        static PORTS: RefCell<HashMap<Key, Vec<String>>> = RefCell::new(HashMap::new());
+    }
+    let key = (code.to_string(), scalars);
+    if let Some(p) = PORTS.with(|c| c.borrow().get(&key).cloned()) {
+        return p;
+    }
+    let ports = weft_ir::lang::field_ports(&key.0, &key.1).unwrap_or_default();
+    PORTS.with(|c| {
+        let mut c = c.borrow_mut();
+        // Edits leave old versions of the code behind: keep the map small.
+        if c.len() >= 512 {
+            c.clear();
+        }
+        c.insert(key, ports.clone());
+    });
+    ports
 }
 
 /// The field ports a kernel declares ahead of its code (param `ports`).
