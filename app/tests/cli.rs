@@ -224,7 +224,7 @@ fn ir_prints_each_stage() {
 #[test]
 fn ir_shows_each_backends_unrolling() {
     let loops = |backend: Option<&str>| {
-        let mut args = vec!["ir", "graphs/mpm88.json", "--kernel", "p2g"];
+        let mut args = vec!["ir", "graphs/mpm88.json", "--kernel", "p2g/k"];
         if let Some(b) = backend {
             args.extend(["--backend", b]);
         }
@@ -394,7 +394,7 @@ fn wgpu_backend_runs_renders_and_emits() {
         "{}",
         text(&o)
     );
-    assert_eq!(v["kernels"]["p2g"]["buffer_fill"], false);
+    assert_eq!(v["kernels"]["p2g/k"]["buffer_fill"], false);
     assert!(v["kernels"]["clear_grid"]["median_ms"].as_f64().unwrap() > 0.0);
 }
 
