@@ -544,7 +544,7 @@ impl Ctx<'_> {
                 site: *site,
                 value: self.slot(*value),
             }),
-            InstKind::BoundsCheck { .. } => {
+            InstKind::BoundsCheck { .. } | InstKind::IndexCheck { .. } => {
                 return Err(self.err(h, "a bounds check reached codegen; legalize did not run"))
             }
             InstKind::BufLoad { root, addr } => {

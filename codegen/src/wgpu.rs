@@ -1428,7 +1428,7 @@ impl Gen<'_, '_, '_> {
                 self.early_return(b);
                 None
             }
-            InstKind::BoundsCheck { .. } => {
+            InstKind::BoundsCheck { .. } | InstKind::IndexCheck { .. } => {
                 return Err(cerr(
                     self.kernel,
                     "a bounds check reached codegen; legalize did not run",

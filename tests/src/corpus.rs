@@ -54,6 +54,33 @@ pub const MATCH_LABELS_CONSTS: &str = "const N: i32 = 4;
             f[i] = HALF * i as f32 + select(i > N, PI, 0.0);
         }";
 
+/// Local arrays: literals, `[x; N]` with a `const` length, constant and
+/// run-time indices (in unrolled loops and in loops whose bounds are only
+/// known while running), compound assignment, vector elements, copies and
+/// `len()` (in both corpora).
+pub const LOCAL_ARRAYS: &str = "const N: i32 = 5;
+          fn kernel(i: i32) {
+            let k: [i32; 3] = [1, -2, 3];
+            let mut w = [0.0; N];
+            for j in 0..N { w[j] = (i + j) as f32 * 0.5; }
+            let m = i % N;
+            w[m] += 10.0;
+            w[(i + 1) % N] *= 2.0;
+            let mut s = 0.0;
+            for j in 0..w.len() { s += w[j] * k[j % 3] as f32; }
+            let mut v = [vec2(0.0, 0.0); 3];
+            v[i % 3].y = 1.5;
+            v[2].x = w[m];
+            let mut c = k;
+            c[i % 3] = c[i % 3] * 10;
+            let mut t = 0;
+            let mut q = 0;
+            while q < i % 7 { t += c[q % 3] * (q + 1); q += 1; }
+            for j in 0..i { if j < N { w[j] = w[j] - 1.0; } }
+            o[i] = c[0] + c[1] * 100 + c[2] * 10000 + t * 1000000;
+            f[i] = s + v[0].y * 10.0 + v[1].y * 100.0 + v[2].y * 1000.0 + v[2].x + w[i % N] * 0.25;
+        }";
+
 /// Kernels covering the language, its built-ins and its edge cases.
 pub fn corpus() -> Vec<Case> {
     let c = |s: &str| s.to_string();
@@ -189,6 +216,8 @@ pub fn corpus() -> Vec<Case> {
          vec![4]),
         ("match_labels_consts", vec![("o", "i32", vec![16], json!(0)), ("f", "f32", vec![16], json!(0))],
          c(MATCH_LABELS_CONSTS), vec![16]),
+        ("local_arrays", vec![("o", "i32", vec![16], json!(0)), ("f", "f32", vec![16], json!(0))],
+         c(LOCAL_ARRAYS), vec![16]),
     ]
 }
 

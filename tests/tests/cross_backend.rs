@@ -284,6 +284,8 @@ fn corpus() -> Vec<Case> {
          "fn kernel(i: i32, j: i32) { a[(i, j)] = i * 1000 + j; b[(j, i)] = vec2((i + j) as f32, 0.5); }", vec![16, 16], TIGHT),
         ("match_labels_consts", vec![("o", "i32", vec![16], json!(0)), ("f", "f32", vec![16], json!(0))],
          weft_tests::corpus::MATCH_LABELS_CONSTS, vec![16], TIGHT),
+        ("local_arrays", vec![("o", "i32", vec![16], json!(0)), ("f", "f32", vec![16], json!(0))],
+         weft_tests::corpus::LOCAL_ARRAYS, vec![16], TIGHT),
     ]
 }
 

@@ -532,7 +532,10 @@ fn a_fault_in_one_lane_reports_that_lane() {
 fn hot_example_kernels_get_lane_code() {
     for (name, kernels) in [
         ("julia", &["paint"][..]),
-        ("mpm88", &["p2g/k", "g2p/k", "grid_update", "clear_grid"][..]),
+        (
+            "mpm88",
+            &["p2g/k", "g2p/k", "grid_update", "clear_grid"][..],
+        ),
         ("life", &["step"][..]),
         ("heat", &["diffuse"][..]),
         ("mass_spring_ad", &["compute_forces", "integrate"][..]),

@@ -668,3 +668,60 @@ fn match_labels_and_consts_match_rust() {
         assert_eq!((o[i as usize], f[i as usize]), reference(i), "i={}", i);
     }
 }
+
+/// Local arrays against the same code run as Rust.
+#[test]
+fn local_arrays_match_rust() {
+    const N: i32 = 5;
+    fn reference(i: i32) -> (i32, f32) {
+        let k: [i32; 3] = [1, -2, 3];
+        let mut w = [0.0f32; N as usize];
+        for j in 0..N {
+            w[j as usize] = (i + j) as f32 * 0.5;
+        }
+        let m = i % N;
+        w[m as usize] += 10.0;
+        w[((i + 1) % N) as usize] *= 2.0;
+        let mut s = 0.0f32;
+        for j in 0..w.len() {
+            s += w[j] * k[j % 3] as f32;
+        }
+        let mut v = [[0.0f32; 2]; 3];
+        v[(i % 3) as usize][1] = 1.5;
+        v[2][0] = w[m as usize];
+        let mut c = k;
+        c[(i % 3) as usize] *= 10;
+        let mut t = 0;
+        let mut q = 0;
+        while q < i % 7 {
+            t += c[(q % 3) as usize] * (q + 1);
+            q += 1;
+        }
+        for j in 0..i {
+            if j < N {
+                w[j as usize] -= 1.0;
+            }
+        }
+        (
+            c[0] + c[1] * 100 + c[2] * 10000 + t * 1000000,
+            s + v[0][1] * 10.0
+                + v[1][1] * 100.0
+                + v[2][1] * 1000.0
+                + v[2][0]
+                + w[(i % N) as usize] * 0.25,
+        )
+    }
+    let (_, fields, code, range) = weft_tests::corpus::corpus()
+        .into_iter()
+        .find(|c| c.0 == "local_arrays")
+        .expect("the corpus case");
+    let fs: Vec<F> = fields
+        .iter()
+        .map(|(n, t, s, i)| F(n, t, s, i.clone()))
+        .collect();
+    let sim = run_kernel(&fs, &code, &range);
+    let (o, f) = (i32s(&sim, "o"), f32s(&sim, "f"));
+    for i in 0..16 {
+        assert_eq!((o[i as usize], f[i as usize]), reference(i), "i={}", i);
+    }
+}

@@ -663,7 +663,7 @@ impl<'a> Gen<'a> {
             InstKind::RangeFor { .. } | InstKind::LoopCounter(_) => {
                 Err(self.err(h, "a range loop reached codegen; legalize did not run"))
             }
-            InstKind::BoundsCheck { .. } => {
+            InstKind::BoundsCheck { .. } | InstKind::IndexCheck { .. } => {
                 Err(self.err(h, "a bounds check reached codegen; legalize did not run"))
             }
             InstKind::If {

@@ -847,7 +847,7 @@ impl Lower<'_, '_, '_> {
             InstKind::RangeFor { .. } | InstKind::LoopCounter(_) => {
                 return Err(self.err(h, "a range loop reached codegen; legalize did not run"))
             }
-            InstKind::BoundsCheck { .. } => {
+            InstKind::BoundsCheck { .. } | InstKind::IndexCheck { .. } => {
                 return Err(self.err(h, "a bounds check reached codegen; legalize did not run"))
             }
             InstKind::If {

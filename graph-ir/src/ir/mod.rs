@@ -454,6 +454,9 @@ pub enum FaultKind {
         axis: u32,
         extent: u32,
     },
+    /// An index into a local array outside `0..len` (the trapped value is
+    /// the i32 index).
+    LocalIndex { len: u32 },
     /// `step_by` with a step that is not positive (the trapped value is the step).
     NonPositiveStep { signed: bool },
     /// A pointer node's pool has no free slot (the trapped value is the
@@ -495,6 +498,10 @@ impl FaultSite {
                 axis,
                 program.fields.get(field).map_or("?", |f| f.name.as_str()),
                 extent
+            ),
+            FaultKind::LocalIndex { len } => format!(
+                "index {} is out of range for a local array of {} elements",
+                value as i32, len
             ),
             FaultKind::NonPositiveStep { signed } => format!(
                 "`step_by` needs a positive step, got {}",
@@ -874,6 +881,13 @@ pub enum InstKind {
         index: InstId,
         extent: u32,
     },
+    /// Fails the launch when `0 <= index < len` does not hold: an index into a
+    /// local array of `len` elements (always checked; `legalize` makes it a
+    /// `Trap`).
+    IndexCheck {
+        index: InstId,
+        len: u32,
+    },
     /// Fails the launch at `Kernel::fault_sites[site]`, reporting `value`'s
     /// bits; the invocation does no further work (legalized IR only).
     Trap {
@@ -966,7 +980,9 @@ impl InstKind {
             }
             FieldAppend { list, value, .. } => vec![*list, *value],
             FieldLength { list, .. } => vec![*list],
-            BoundsCheck { index, .. } | Trap { value: index, .. } => vec![*index],
+            BoundsCheck { index, .. } | IndexCheck { index, .. } | Trap { value: index, .. } => {
+                vec![*index]
+            }
             BufLoad { addr, .. } => vec![*addr],
             BufStore { addr, value, .. } => vec![*addr, *value],
             BufAtomic {
@@ -1055,7 +1071,9 @@ impl InstKind {
                 *value = f(*value);
             }
             FieldLength { list, .. } => *list = f(*list),
-            BoundsCheck { index, .. } | Trap { value: index, .. } => *index = f(*index),
+            BoundsCheck { index, .. } | IndexCheck { index, .. } | Trap { value: index, .. } => {
+                *index = f(*index)
+            }
             BufLoad { addr, .. } => *addr = f(*addr),
             BufStore { addr, value, .. } => {
                 *addr = f(*addr);

@@ -569,6 +569,10 @@ fn parse_fault_kind(c: &mut Cur, p: &Program) -> R<FaultKind> {
             axis,
             extent,
         }
+    } else if c.eat("LocalIndex { len: ") {
+        let len = c.number("a length")?;
+        c.expect(" }")?;
+        FaultKind::LocalIndex { len }
     } else if c.eat("NonPositiveStep { signed: ") {
         let signed = if c.eat("true") {
             true
@@ -1257,6 +1261,12 @@ impl FnParser<'_, '_> {
                 index,
                 extent,
             });
+        }
+        if c.eat("index_check 0 <= ") {
+            let index = c.inst()?;
+            c.expect(" < ")?;
+            let len = c.number("a length")?;
+            return Ok(K::IndexCheck { index, len });
         }
         if c.eat("trap site ") {
             let site = c.number("a site number")?;

@@ -229,6 +229,9 @@ fn print_block(out: &mut String, program: &Program, f: &Function, block: &Block,
                 value,
                 cmp.map(|c| format!(", cmp {:?}", c)).unwrap_or_default()
             ),
+            InstKind::IndexCheck { index, len } => {
+                format!("index_check 0 <= {:?} < {}", index, len)
+            }
             InstKind::BoundsCheck {
                 field,
                 axis,

@@ -624,6 +624,14 @@ impl Ctx<'_> {
                     );
                 }
             }
+            InstKind::IndexCheck { index, len } => {
+                if self.form == IrForm::Legalized {
+                    return bad(self, "index check after legalization");
+                }
+                if self.ty(*index) != Type::I32 || *len == 0 {
+                    return bad(self, "index check needs an i32 index and a length");
+                }
+            }
             InstKind::BoundsCheck { field, index, .. } => {
                 if self.form == IrForm::Legalized {
                     return bad(self, "bounds check after legalization");

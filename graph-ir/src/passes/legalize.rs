@@ -203,6 +203,14 @@ fn legalize_block(
                 trap_if(&mut e, bad, site, index);
                 keep = false;
             }
+            InstKind::IndexCheck { index, len } => {
+                let site = push_site(sites, span, FaultKind::LocalIndex { len });
+                let iu = e.emit(InstKind::Cast(index), Type::U32);
+                let n = e.konst(Const::u32(len));
+                let bad = e.bin(BinaryOp::Ge, iu, n, Type::BOOL);
+                trap_if(&mut e, bad, site, index);
+                keep = false;
+            }
             InstKind::RangeFor {
                 begin,
                 end,

@@ -239,6 +239,7 @@ pub fn kernel_effects(p: &Program, k: KernelId) -> Effects {
                     e.may_fault = true;
                 }
                 InstKind::BoundsCheck { .. }
+                | InstKind::IndexCheck { .. }
                 | InstKind::Trap { .. }
                 | InstKind::Loop { .. }
                 | InstKind::RangeFor { .. }

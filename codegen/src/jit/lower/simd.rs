@@ -336,6 +336,7 @@ fn never_in_lanes(kind: &InstKind) -> bool {
         kind,
         InstKind::Call(..)
             | InstKind::BoundsCheck { .. }
+            | InstKind::IndexCheck { .. }
             | InstKind::RangeFor { .. }
             | InstKind::LoopCounter(_)
             | InstKind::FieldLoad { .. }

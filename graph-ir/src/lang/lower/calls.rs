@@ -151,6 +151,16 @@ impl<'a> FnLowerer<'a> {
 
     pub(super) fn lower_method(&mut self, m: &syn::ExprMethodCall, want: Option<Type>) -> R<Val> {
         let name = m.method.to_string();
+        if let Some(a) = self.array_named(&m.receiver) {
+            if name == "len" && m.args.is_empty() {
+                let n = self.arrays[a].elems.len() as i32;
+                return Ok(self.konst(Const::i32(n), span_of(m)));
+            }
+            return Err(err(
+                &m.method,
+                format!("a local array has one method, `len()`; not `{}`", name),
+            ));
+        }
         let Some(b) = Builtin::from_name(&name) else {
             return Err(err(
                 &m.method,

@@ -170,6 +170,17 @@ impl<'a> FnLowerer<'a> {
             return Ok(match b {
                 Binding::Value(v) => v,
                 Binding::Local(l, ty) => self.val(InstKind::LocalLoad(l), ty, sp),
+                Binding::Array(a) => {
+                    return Err(err(
+                        p,
+                        format!(
+                            "`{}` is a local array ({}); use its elements, e.g. `{}[i]`",
+                            name,
+                            self.array_type_name(a),
+                            name
+                        ),
+                    ))
+                }
             });
         }
         if let Some(i) = self.env.params.iter().position(|(n, _)| *n == name) {

@@ -23,6 +23,7 @@ impl<'a> FnLowerer<'a> {
             loops: Vec::new(),
             is_entry,
             entry_vector_arg: false,
+            arrays: Vec::new(),
         }
     }
 
@@ -195,10 +196,16 @@ impl<'a> FnLowerer<'a> {
     }
 
     pub(super) fn lower_let(&mut self, l: &syn::Local) -> R<()> {
-        let (pat, declared) = match &l.pat {
-            syn::Pat::Type(pt) => (&*pt.pat, Some(parse_type(&pt.ty)?)),
+        let (pat, declared_ty) = match &l.pat {
+            syn::Pat::Type(pt) => (&*pt.pat, Some(&*pt.ty)),
             p => (p, None),
         };
+        if let Some(init) = &l.init {
+            if init.diverge.is_none() && self.is_array_let(declared_ty, &init.expr) {
+                return self.lower_array_let(pat, declared_ty, &init.expr);
+            }
+        }
+        let declared = declared_ty.map(parse_type).transpose()?;
         let Some(init) = &l.init else {
             return Err(err(
                 l,

@@ -14,7 +14,8 @@
 //! compound assignment targets), `calls.rs` helper calls, built-ins,
 //! constructors and atomics, `flow.rs` loop labels and `match` (lowered to
 //! plain `if`/`break`/`continue`), `consts.rs` `const` items (evaluated here,
-//! at compile time).
+//! at compile time), `arrays.rs` local arrays (scalarised here into one local
+//! per element).
 
 use super::source::{snippet, span_of};
 use super::{parse, CodeError};
@@ -24,6 +25,7 @@ use crate::types::{Scalar, Type};
 use std::collections::HashMap;
 use syn::spanned::Spanned;
 
+mod arrays;
 mod calls;
 mod consts;
 mod expr;
@@ -332,6 +334,8 @@ struct Val {
 enum Binding {
     Value(Val),
     Local(LocalId, Type),
+    /// A local array: an index into `FnLowerer::arrays`.
+    Array(usize),
 }
 
 /// One step into a composite when assigning: `.x`, `.xy`, `[2]`, `[i]`.
@@ -354,6 +358,13 @@ enum Place {
         index: Vec<InstId>,
         path: Vec<(Access, Type)>,
     },
+    /// An element of a local array (`ty` is the element type).
+    Array {
+        array: usize,
+        index: arrays::ArrayIndex,
+        ty: Type,
+        path: Vec<(Access, Type)>,
+    },
 }
 
 struct FnLowerer<'a> {
@@ -369,6 +380,8 @@ struct FnLowerer<'a> {
     loops: Vec<flow::LoopFrame>,
     is_entry: bool,
     entry_vector_arg: bool,
+    /// The local arrays declared so far (`Binding::Array` indexes here).
+    arrays: Vec<arrays::ArrayVar>,
 }
 
 fn is_literal(e: &syn::Expr) -> bool {

@@ -7,7 +7,7 @@ impl<'a> FnLowerer<'a> {
     pub(super) fn field_elem_name(&self, p: &Place) -> String {
         match p {
             Place::Field { ty, .. } => ty.to_string(),
-            Place::Local { ty, .. } => ty.to_string(),
+            Place::Local { ty, .. } | Place::Array { ty, .. } => ty.to_string(),
         }
     }
 
@@ -140,6 +140,10 @@ impl<'a> FnLowerer<'a> {
             let index = self.lower_field_index(&ix.index, ndim, &name)?;
             return Ok(self.val(InstKind::FieldLoad { field, index }, ty, sp));
         }
+        if let Some(a) = self.array_named(&ix.expr) {
+            let i = self.array_index(a, &ix.index)?;
+            return Ok(self.array_load(a, i, sp));
+        }
         self.check_unwired(&ix.expr)?;
         let base = self.lower_expr(&ix.expr, None)?;
         let Some(len) = composite_len(base.ty) else {
@@ -247,6 +251,13 @@ impl<'a> FnLowerer<'a> {
                         ty,
                         path: vec![],
                     }),
+                    Some(Binding::Array(_)) => Err(err(
+                        e,
+                        format!(
+                            "`{}` is a local array; assign its elements, e.g. `{}[i] = ...`",
+                            name, name
+                        ),
+                    )),
                     Some(Binding::Value(_)) => Err(err(
                         e,
                         format!(
@@ -276,6 +287,25 @@ impl<'a> FnLowerer<'a> {
                         field,
                         ty,
                         index,
+                        path: vec![],
+                    });
+                }
+                if let Some(a) = self.array_named(&ix.expr) {
+                    if !self.arrays[a].mutable {
+                        let name = self.text(&ix.expr);
+                        return Err(err(
+                            &ix.expr,
+                            format!(
+                                "`{}` is not mutable; declare it with `let mut {}`",
+                                name, name
+                            ),
+                        ));
+                    }
+                    let index = self.array_index(a, &ix.index)?;
+                    return Ok(Place::Array {
+                        array: a,
+                        index,
+                        ty: self.arrays[a].elem,
                         path: vec![],
                     });
                 }
@@ -337,21 +367,24 @@ impl<'a> FnLowerer<'a> {
 
     pub(super) fn place_path<'p>(&self, p: &'p mut Place) -> &'p mut Vec<(Access, Type)> {
         match p {
-            Place::Local { path, .. } | Place::Field { path, .. } => path,
+            Place::Local { path, .. } | Place::Field { path, .. } | Place::Array { path, .. } => {
+                path
+            }
         }
     }
 
     pub(super) fn place_type(&self, p: &Place) -> Type {
         match p {
-            Place::Local { ty, path, .. } | Place::Field { ty, path, .. } => {
-                path.last().map(|x| x.1).unwrap_or(*ty)
-            }
+            Place::Local { ty, path, .. }
+            | Place::Field { ty, path, .. }
+            | Place::Array { ty, path, .. } => path.last().map(|x| x.1).unwrap_or(*ty),
         }
     }
 
     pub(super) fn load_root(&mut self, p: &Place, sp: Span) -> Val {
         match p {
             Place::Local { local, ty, .. } => self.val(InstKind::LocalLoad(*local), *ty, sp),
+            Place::Array { array, index, .. } => self.array_load(*array, *index, sp),
             Place::Field {
                 field, ty, index, ..
             } => self.val(
@@ -376,7 +409,9 @@ impl<'a> FnLowerer<'a> {
     pub(super) fn load_place(&mut self, p: &Place, sp: Span) -> Val {
         let mut v = self.load_root(p, sp);
         let path = match p {
-            Place::Local { path, .. } | Place::Field { path, .. } => path.clone(),
+            Place::Local { path, .. } | Place::Field { path, .. } | Place::Array { path, .. } => {
+                path.clone()
+            }
         };
         for (acc, ty) in &path {
             v = self.access(v, acc, *ty, sp);
@@ -386,7 +421,9 @@ impl<'a> FnLowerer<'a> {
 
     pub(super) fn store_place(&mut self, p: Place, v: Val, sp: Span) {
         let path = match &p {
-            Place::Local { path, .. } | Place::Field { path, .. } => path.clone(),
+            Place::Local { path, .. } | Place::Field { path, .. } | Place::Array { path, .. } => {
+                path.clone()
+            }
         };
         let new_root = if path.is_empty() {
             v
@@ -446,6 +483,7 @@ impl<'a> FnLowerer<'a> {
             Place::Local { local, .. } => {
                 self.emit(InstKind::LocalStore(local, new_root.id), Type::Void, sp);
             }
+            Place::Array { array, index, .. } => self.array_store(array, index, new_root, sp),
             Place::Field { field, index, .. } => {
                 self.emit(
                     InstKind::FieldStore {
