@@ -1119,3 +1119,18 @@ fn while_loop_example_is_gradient_checked() {
         }
     }
 }
+
+/// Local arrays are scalarised into locals before differentiation: weights
+/// in an array, written with run-time and constant indices, read in a loop.
+#[test]
+fn local_arrays_match_finite_differences() {
+    let x = || In("x", "f32", 3, vec![0.3, 0.8, -0.6]);
+    let cases = [
+        "let mut w = [0.0; 3];\n    for k in 0..3 { w[k] = x[k] * (k + 1) as f32; }\n    w[i] += sin(x[i]);\n    let mut s = 0.0;\n    for k in 0..3 { s += w[k] * w[(k + i) % 3]; }\n    loss[0] += s;",
+        "let c: [f32; 3] = [x[0], x[1] * x[1], 2.0];\n    let mut v = [vec2(0.0, 0.0); 2];\n    v[i % 2] = vec2(c[i], c[2 - i]);\n    let mut acc = 0.0;\n    for q in 0..(i + 1) { acc += c[q] * v[q % 2].x + v[1].y; }\n    loss[0] += acc * acc;",
+    ];
+    for body in cases {
+        let code = format!("fn kernel(i: i32) {{\n    {}\n}}\n", body);
+        assert_close(body, &ad_and_fd(&[x()], &code, 3, 1e-3), 1e-2, 2e-3);
+    }
+}

@@ -725,3 +725,98 @@ fn local_arrays_match_rust() {
         assert_eq!((o[i as usize], f[i as usize]), reference(i), "i={}", i);
     }
 }
+
+/// Misused arrays are compile errors at the line and column of the use.
+#[test]
+fn local_array_errors_name_the_line_and_column() {
+    let cases = [
+        (
+            "let w = [1.0, 2.0];\n    o[i] = w[2];",
+            "2:14",
+            "index 2 is out of range for an array of 2 elements",
+        ),
+        (
+            "let w = [1.0, 2.0];\n    w[0] = 3.0;",
+            "2:5",
+            "`w` is not mutable",
+        ),
+        (
+            "let w: [f32; 3] = [1.0, 2.0];",
+            "1:23",
+            "`w` is [f32; 3] but is given 2 element(s)",
+        ),
+        ("let w = [1.0, i];\n    o[i] = w[0];", "1:19", "expects f32"),
+        (
+            "let w = [1.0; 3];\n    o[i] = w;",
+            "2:12",
+            "`w` is a local array ([f32; 3])",
+        ),
+        (
+            "let mut w = [1.0; 3];\n    w = 2.0;",
+            "2:5",
+            "assign its elements",
+        ),
+        (
+            "let w = [0.0; 0];",
+            "1:19",
+            "an array has 1 to 1024 elements, not 0",
+        ),
+        (
+            "let w = [1.0; 3];\n    o[i] = w.sum();",
+            "2:14",
+            "one method, `len()`",
+        ),
+        (
+            "let w = [[1.0; 2]; 2];",
+            "1:14",
+            "arrays of arrays are not supported",
+        ),
+    ];
+    for (body, at, what) in cases {
+        let code = format!("fn kernel(i: i32) {{\n    {}\n}}\n", body);
+        let g = kernel_graph(&[F("o", "f32", &[4], json!(0))], &code, &[4], json!({}));
+        let e = build(&g).err().map(|e| e.to_string()).unwrap_or_default();
+        // The kernel's code starts with `fn kernel` on line 1: the body is one line down.
+        let (l, c) = at.split_once(':').unwrap();
+        let at = format!("{}:{}", l.parse::<u32>().unwrap() + 1, c);
+        assert!(
+            e.contains("node 'k'") && e.contains(&at) && e.contains(what),
+            "{}\nwant {} and {}\ngot {}",
+            body,
+            at,
+            what,
+            e
+        );
+    }
+}
+
+/// A run-time index outside a local array stops the run with the node, the
+/// line and column of the index, and its value, on every backend here (the
+/// one fault path).
+#[test]
+fn a_local_array_index_out_of_range_faults_on_every_backend() {
+    let g = kernel_graph(
+        &[F("o", "f32", &[4], json!(0))],
+        "fn kernel(i: i32) {\n    let w = [1.0, 2.0, 3.0];\n    o[i] = w[i];\n}",
+        &[4],
+        json!({}),
+    );
+    for b in local_backends() {
+        let opts = weft_runtime::SimOptions {
+            backend: b,
+            ..Default::default()
+        };
+        let e = weft_runtime::Simulation::new(build(&g).unwrap(), &opts)
+            .and_then(|mut s| s.start())
+            .err()
+            .unwrap_or_else(|| panic!("{:?}: must fail", b))
+            .to_string();
+        assert!(
+            e.contains("node 'k', code 3:14")
+                && e.contains("index 3 is out of range for a local array of 3 elements"),
+            "{:?}: {}",
+            b,
+            e
+        );
+    }
+}

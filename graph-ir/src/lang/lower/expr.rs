@@ -102,9 +102,13 @@ impl<'a> FnLowerer<'a> {
                 Ok(self.unit())
             }
             syn::Expr::Tuple(t) if t.elems.is_empty() => Ok(self.unit()),
-            syn::Expr::Tuple(_) | syn::Expr::Array(_) => Err(err(
+            syn::Expr::Tuple(_) => Err(err(
                 e,
-                "tuples and arrays are only allowed as field indices, e.g. `x[(i, j)]`; use vecN(...) for values",
+                "tuples are only allowed as field indices, e.g. `x[(i, j)]`; use vecN(...) for values",
+            )),
+            syn::Expr::Array(_) | syn::Expr::Repeat(_) => Err(err(
+                e,
+                "an array literal starts a local array: `let w = [a, b, c];` or `let mut w = [0.0; N];` (arrays of arrays are not supported), or lists a field's indices, e.g. `x[[i, j]]`",
             )),
             syn::Expr::Range(_) => Err(err(e, "ranges are only allowed in `for` loops")),
             syn::Expr::Macro(_) => Err(err(e, "macros are not supported in kernel code")),
