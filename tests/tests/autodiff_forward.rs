@@ -523,3 +523,11 @@ fn vector_builtins_match_finite_differences_in_both_modes() {
         }
     }
 }
+
+/// Local arrays (scalarised before differentiation) carry tangents like
+/// any local: constant and run-time indices, a loop over the array.
+#[test]
+fn forward_matches_reverse_through_local_arrays() {
+    let body = "let mut w = [0.0; 3];\n    for k in 0..3 { w[k] = x[k] * (k + 1) as f32; }\n    w[i] += sin(x[i]);\n    let mut s = 0.0;\n    for k in 0..(i + 2) { s += w[k % 3] * w[(k + i) % 3]; }\n    loss[0] += s;";
+    check(&[x3()], &kernel(body), 3);
+}
