@@ -59,6 +59,10 @@ pub const MATCH_LABELS_CONSTS: &str = "const N: i32 = 4;
 /// known while running), compound assignment, vector elements, copies and
 /// `len()` (in both corpora).
 pub const LOCAL_ARRAYS: &str = "const N: i32 = 5;
+          fn dot3(a: [f32; 3], mut b: [f32; 3], k: i32) -> f32 {
+            b[k % 3] += 1.0;
+            a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+          }
           fn kernel(i: i32) {
             let k: [i32; 3] = [1, -2, 3];
             let mut w = [0.0; N];
@@ -78,7 +82,8 @@ pub const LOCAL_ARRAYS: &str = "const N: i32 = 5;
             while q < i % 7 { t += c[q % 3] * (q + 1); q += 1; }
             for j in 0..i { if j < N { w[j] = w[j] - 1.0; } }
             o[i] = c[0] + c[1] * 100 + c[2] * 10000 + t * 1000000;
-            f[i] = s + v[0].y * 10.0 + v[1].y * 100.0 + v[2].y * 1000.0 + v[2].x + w[i % N] * 0.25;
+            let g = [w[0], w[1], w[2]];
+            f[i] = s + v[0].y * 10.0 + v[1].y * 100.0 + v[2].y * 1000.0 + v[2].x + w[i % N] * 0.25 + dot3(g, g, i) * 0.125;
         }";
 
 /// Kernels covering the language, its built-ins and its edge cases.

@@ -702,13 +702,19 @@ fn local_arrays_match_rust() {
                 w[j as usize] -= 1.0;
             }
         }
+        fn dot3(a: [f32; 3], mut b: [f32; 3], k: i32) -> f32 {
+            b[(k % 3) as usize] += 1.0;
+            a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+        }
+        let g = [w[0], w[1], w[2]];
         (
             c[0] + c[1] * 100 + c[2] * 10000 + t * 1000000,
             s + v[0][1] * 10.0
                 + v[1][1] * 100.0
                 + v[2][1] * 1000.0
                 + v[2][0]
-                + w[(i % N) as usize] * 0.25,
+                + w[(i % N) as usize] * 0.25
+                + dot3(g, g, i) * 0.125,
         )
     }
     let (_, fields, code, range) = weft_tests::corpus::corpus()
@@ -771,9 +777,23 @@ fn local_array_errors_name_the_line_and_column() {
             "1:14",
             "arrays of arrays are not supported",
         ),
+        (
+            "let w = [1, 2, 3];\n    o[i] = f(w);",
+            "2:14",
+            "argument 1 of `f` is [f32; 3] but `w` is [i32; 3]",
+        ),
+        (
+            "o[i] = f(1.0);",
+            "1:14",
+            "argument 1 of `f` is [f32; 3]: pass a local array",
+        ),
     ];
     for (body, at, what) in cases {
-        let code = format!("fn kernel(i: i32) {{\n    {}\n}}\n", body);
+        // A helper taking an array follows the kernel (line numbers above are the body's).
+        let code = format!(
+            "fn kernel(i: i32) {{\n    {}\n}}\nfn f(a: [f32; 3]) -> f32 {{ a[0] }}\n",
+            body
+        );
         let g = kernel_graph(&[F("o", "f32", &[4], json!(0))], &code, &[4], json!({}));
         let e = build(&g).err().map(|e| e.to_string()).unwrap_or_default();
         // The kernel's code starts with `fn kernel` on line 1: the body is one line down.
@@ -788,6 +808,18 @@ fn local_array_errors_name_the_line_and_column() {
             e
         );
     }
+    let g = kernel_graph(
+        &[F("o", "f32", &[4], json!(0))],
+        "fn f(x: f32) -> [f32; 2] { [x, x] }\nfn kernel(i: i32) { o[i] = 1.0; }",
+        &[4],
+        json!({}),
+    );
+    let e = build(&g).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        e.contains("1:17") && e.contains("cannot return arrays"),
+        "{}",
+        e
+    );
 }
 
 /// A run-time index outside a local array stops the run with the node, the

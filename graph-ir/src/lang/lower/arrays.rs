@@ -33,25 +33,28 @@ pub(super) enum ArrayIndex {
 /// `select` per element, so a larger array wants a field instead.
 pub const MAX_ARRAY_LEN: u32 = 1024;
 
-impl<'a> FnLowerer<'a> {
-    /// `[T; N]` → (T, N); `None` for any other type.
-    pub(super) fn array_type(&self, t: &syn::Type) -> R<Option<(Type, u32)>> {
-        let syn::Type::Array(a) = t else {
-            return Ok(None);
-        };
-        if matches!(&*a.elem, syn::Type::Array(_)) {
-            return Err(err(
-                &a.elem,
-                "arrays of arrays are not supported; use one array of n * m elements",
-            ));
-        }
-        let elem = parse_type(&a.elem)?;
-        let len = self.array_len(&a.len)?;
-        Ok(Some((elem, len)))
+/// `[T; N]` → (T, N); `None` for any other type.
+pub(super) fn parse_array_type(
+    t: &syn::Type,
+    consts: &HashMap<String, Const>,
+) -> R<Option<(Type, u32)>> {
+    let syn::Type::Array(a) = t else {
+        return Ok(None);
+    };
+    if matches!(&*a.elem, syn::Type::Array(_)) {
+        return Err(err(
+            &a.elem,
+            "arrays of arrays are not supported; use one array of n * m elements",
+        ));
     }
+    let elem = parse_type(&a.elem)?;
+    let len = array_len(&a.len, consts)?;
+    Ok(Some((elem, len)))
+}
 
-    /// A length: an integer literal or a `const` item, 1..=MAX_ARRAY_LEN.
-    fn array_len(&self, e: &syn::Expr) -> R<u32> {
+/// A length: an integer literal or a `const` item, 1..=MAX_ARRAY_LEN.
+fn array_len(e: &syn::Expr, consts: &HashMap<String, Const>) -> R<u32> {
+    {
         let n: Option<i64> = match strip_paren(e) {
             syn::Expr::Lit(syn::ExprLit {
                 lit: syn::Lit::Int(i),
@@ -60,7 +63,7 @@ impl<'a> FnLowerer<'a> {
             syn::Expr::Path(p) => p
                 .path
                 .get_ident()
-                .and_then(|id| self.consts.get(&id.to_string()))
+                .and_then(|id| consts.get(&id.to_string()))
                 .and_then(|c| match c.scalar {
                     Scalar::I32 => Some(c.bits as i32 as i64),
                     Scalar::U32 => Some(c.bits as i64),
@@ -79,6 +82,74 @@ impl<'a> FnLowerer<'a> {
                 "an array's length is an integer literal or a `const` item",
             )),
         }
+    }
+}
+
+impl<'a> FnLowerer<'a> {
+    pub(super) fn array_type(&self, t: &syn::Type) -> R<Option<(Type, u32)>> {
+        parse_array_type(t, self.consts)
+    }
+
+    fn array_len(&self, e: &syn::Expr) -> R<u32> {
+        array_len(e, self.consts)
+    }
+
+    /// Binds `name` to a new array whose elements start as `values`.
+    pub(super) fn new_array(&mut self, name: String, mutable: bool, values: &[Val], sp: Span) {
+        let elem = values[0].ty;
+        let mut elems = Vec::with_capacity(values.len());
+        for (k, v) in values.iter().enumerate() {
+            let l = self.func.locals.append(Local {
+                name: format!("{}[{}]", name, k),
+                ty: elem,
+            });
+            self.emit(InstKind::LocalStore(l, v.id), Type::Void, sp);
+            elems.push(l);
+        }
+        self.arrays.push(ArrayVar {
+            elems,
+            elem,
+            mutable,
+        });
+        self.bind(name, Binding::Array(self.arrays.len() - 1));
+    }
+
+    /// The elements of the array argument `a` of a call (by value), checked
+    /// against the parameter's `[T; N]`.
+    pub(super) fn array_arg(
+        &mut self,
+        a: &syn::Expr,
+        (t, n): (Type, u32),
+        what: &str,
+    ) -> R<Vec<InstId>> {
+        let sp = span_of(a);
+        let Some(arr) = self.array_named(a) else {
+            return Err(err(
+                a,
+                format!(
+                    "{} is [{}; {}]: pass a local array of that type",
+                    what, t, n
+                ),
+            ));
+        };
+        if self.arrays[arr].elem != t || self.arrays[arr].elems.len() != n as usize {
+            return Err(err(
+                a,
+                format!(
+                    "{} is [{}; {}] but `{}` is {}",
+                    what,
+                    t,
+                    n,
+                    self.text(a),
+                    self.array_type_name(arr)
+                ),
+            ));
+        }
+        let elems = self.arrays[arr].elems.clone();
+        Ok(elems
+            .iter()
+            .map(|&l| self.emit(InstKind::LocalLoad(l), t, sp))
+            .collect())
     }
 
     /// Whether `let` binds an array: an array type, `[...]`, `[x; N]`, or
@@ -197,21 +268,7 @@ impl<'a> FnLowerer<'a> {
                 ));
             }
         }
-        let mut elems = Vec::with_capacity(values.len());
-        for (k, v) in values.iter().enumerate() {
-            let l = self.func.locals.append(Local {
-                name: format!("{}[{}]", name, k),
-                ty: elem,
-            });
-            self.emit(InstKind::LocalStore(l, v.id), Type::Void, sp);
-            elems.push(l);
-        }
-        self.arrays.push(ArrayVar {
-            elems,
-            elem,
-            mutable,
-        });
-        self.bind(name, Binding::Array(self.arrays.len() - 1));
+        self.new_array(name, mutable, &values, sp);
         Ok(())
     }
 

@@ -120,28 +120,31 @@ impl<'a> FnLowerer<'a> {
             return self.builtin(b, vals, c);
         }
         if let Some(sig) = self.sigs.get(&name) {
-            if args.len() != sig.args.len() {
+            if args.len() != sig.arrays.len() {
                 return Err(err(
                     c,
                     format!(
                         "`{}` takes {} argument(s), got {}",
                         name,
-                        sig.args.len(),
+                        sig.arrays.len(),
                         args.len()
                     ),
                 ));
             }
+            let (params, arrays) = (sig.args.clone(), sig.arrays.clone());
             let mut ids = Vec::new();
             for (k, a) in args.iter().enumerate() {
-                let v = self.lower_expr(a, Some(sig.args[k]))?;
-                let v = self.coerce(
-                    v,
-                    sig.args[k],
-                    *a,
-                    &format!("argument {} of `{}`", k + 1, name),
-                )?;
+                let what = format!("argument {} of `{}`", k + 1, name);
+                if let Some(tn) = arrays[k] {
+                    ids.extend(self.array_arg(a, tn, &what)?);
+                    continue;
+                }
+                let t = params[ids.len()];
+                let v = self.lower_expr(a, Some(t))?;
+                let v = self.coerce(v, t, *a, &what)?;
                 ids.push(v.id);
             }
+            let sig = &self.sigs[&name];
             let (id, ret) = (sig.id, sig.ret);
             let call = self.emit(InstKind::Call(id, ids), ret, sp);
             return Ok(Val { id: call, ty: ret });

@@ -74,11 +74,36 @@ impl<'a> FnLowerer<'a> {
                 self.bind_pattern(&pt.pat, v)?;
             }
         } else {
-            for (i, input) in f.sig.inputs.iter().enumerate() {
+            let arrays = match self.sigs.get(&f.sig.ident.to_string()) {
+                Some(sig) if !self.is_entry => sig.arrays.clone(),
+                _ => vec![None; f.sig.inputs.len()],
+            };
+            // Array parameters arrive as one argument per element.
+            let mut i = 0usize;
+            for (input, arr) in f.sig.inputs.iter().zip(arrays) {
                 if let syn::FnArg::Typed(pt) = input {
-                    let ty = self.func.args[i];
-                    let v = self.val(InstKind::Arg(i as u32), ty, span_of(&pt.pat));
-                    self.bind_pattern(&pt.pat, v)?;
+                    let sp = span_of(&pt.pat);
+                    match arr {
+                        Some((t, n)) => {
+                            let vals: Vec<Val> = (0..n as usize)
+                                .map(|k| self.val(InstKind::Arg((i + k) as u32), t, sp))
+                                .collect();
+                            let (name, mutable) = match &*pt.pat {
+                                syn::Pat::Ident(pi) => {
+                                    (pi.ident.to_string(), pi.mutability.is_some())
+                                }
+                                p => return Err(err(p, "an array is bound to a plain name")),
+                            };
+                            self.new_array(name, mutable, &vals, sp);
+                            i += n as usize;
+                        }
+                        None => {
+                            let ty = self.func.args[i];
+                            let v = self.val(InstKind::Arg(i as u32), ty, sp);
+                            self.bind_pattern(&pt.pat, v)?;
+                            i += 1;
+                        }
+                    }
                 }
             }
         }

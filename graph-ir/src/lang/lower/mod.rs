@@ -63,7 +63,11 @@ fn err<T: Spanned>(node: &T, message: impl Into<String>) -> CodeError {
 
 struct Sig {
     id: FuncId,
+    /// The IR function's arguments: each declared parameter's type, an
+    /// array parameter `[T; N]` as N arguments of type T.
     args: Vec<Type>,
+    /// Per declared parameter: `Some((T, N))` for an array `[T; N]`.
+    arrays: Vec<Option<(Type, u32)>>,
     ret: Type,
 }
 
@@ -119,9 +123,19 @@ pub fn lower_kernel(code: &str, env: &KernelEnv) -> R<LoweredKernel> {
             return Err(err(&f.sig.generics, "helper functions cannot be generic"));
         }
         let mut args = Vec::new();
+        let mut arrays = Vec::new();
         for input in &f.sig.inputs {
             match input {
-                syn::FnArg::Typed(pt) => args.push(parse_type(&pt.ty)?),
+                syn::FnArg::Typed(pt) => match arrays::parse_array_type(&pt.ty, &consts)? {
+                    Some((t, len)) => {
+                        args.extend(std::iter::repeat_n(t, len as usize));
+                        arrays.push(Some((t, len)));
+                    }
+                    None => {
+                        args.push(parse_type(&pt.ty)?);
+                        arrays.push(None);
+                    }
+                },
                 syn::FnArg::Receiver(r) => {
                     return Err(err(r, "`self` is not allowed in kernel code"))
                 }
@@ -129,11 +143,25 @@ pub fn lower_kernel(code: &str, env: &KernelEnv) -> R<LoweredKernel> {
         }
         let ret = match &f.sig.output {
             syn::ReturnType::Default => Type::Void,
+            syn::ReturnType::Type(_, t) if matches!(&**t, syn::Type::Array(_)) => {
+                return Err(err(
+                    t,
+                    "helpers cannot return arrays yet; return the elements one call each, or write them to a field",
+                ))
+            }
             syn::ReturnType::Type(_, t) => parse_type(t)?,
         };
         let id = FuncId::new(helper_order.len());
         helper_order.push(n);
-        sigs.insert(name, Sig { id, args, ret });
+        sigs.insert(
+            name,
+            Sig {
+                id,
+                args,
+                arrays,
+                ret,
+            },
+        );
     }
     check_recursion(&fns, &sigs)?;
 
