@@ -83,7 +83,12 @@ pub const LOCAL_ARRAYS: &str = "const N: i32 = 5;
             for j in 0..i { if j < N { w[j] = w[j] - 1.0; } }
             o[i] = c[0] + c[1] * 100 + c[2] * 10000 + t * 1000000;
             let g = [w[0], w[1], w[2]];
-            f[i] = s + v[0].y * 10.0 + v[1].y * 100.0 + v[2].y * 1000.0 + v[2].x + w[i % N] * 0.25 + dot3(g, g, i) * 0.125;
+            let mut h = [1.0, 2.0, 3.0];
+            h[i % 3] += 1.0;
+            h = [h[2], h[0], h[1]];
+            let mut hs = 0.0;
+            for x in h { hs = hs * 2.0 + x; }
+            f[i] = s + v[0].y * 10.0 + v[1].y * 100.0 + v[2].y * 1000.0 + v[2].x + w[i % N] * 0.25 + dot3(g, g, i) * 0.125 + hs;
         }";
 
 /// Kernels covering the language, its built-ins and its edge cases.

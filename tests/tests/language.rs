@@ -707,6 +707,13 @@ fn local_arrays_match_rust() {
             a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
         }
         let g = [w[0], w[1], w[2]];
+        let mut h = [1.0f32, 2.0, 3.0];
+        h[(i % 3) as usize] += 1.0;
+        h = [h[2], h[0], h[1]];
+        let mut hs = 0.0f32;
+        for x in h {
+            hs = hs * 2.0 + x;
+        }
         (
             c[0] + c[1] * 100 + c[2] * 10000 + t * 1000000,
             s + v[0][1] * 10.0
@@ -714,7 +721,8 @@ fn local_arrays_match_rust() {
                 + v[2][1] * 1000.0
                 + v[2][0]
                 + w[(i % N) as usize] * 0.25
-                + dot3(g, g, i) * 0.125,
+                + dot3(g, g, i) * 0.125
+                + hs,
         )
     }
     let (_, fields, code, range) = weft_tests::corpus::corpus()
@@ -759,8 +767,18 @@ fn local_array_errors_name_the_line_and_column() {
         ),
         (
             "let mut w = [1.0; 3];\n    w = 2.0;",
+            "2:9",
+            "`w` is an array but `2.0` is not one",
+        ),
+        (
+            "let mut w = [1.0; 3];\n    w = [1.0, 2.0];",
+            "2:9",
+            "`w` is [f32; 3] but is given 2 element(s)",
+        ),
+        (
+            "let w = [1.0; 3];\n    w = [1.0, 2.0, 3.0];",
             "2:5",
-            "assign its elements",
+            "`w` is not mutable",
         ),
         (
             "let w = [0.0; 0];",

@@ -204,6 +204,20 @@ impl<'a> FnLowerer<'a> {
             },
             None => None,
         };
+        let values = self.array_values(&name, want, init)?;
+        self.new_array(name, mutable, &values, sp);
+        Ok(())
+    }
+
+    /// The element values of an array expression (`[...]`, `[x; N]` or an
+    /// array variable) for `name`, checked against `want` (`[T; N]`).
+    fn array_values(
+        &mut self,
+        name: &str,
+        want: Option<(Type, u32)>,
+        init: &syn::Expr,
+    ) -> R<Vec<Val>> {
+        let sp = span_of(init);
         let want_elem = want.map(|w| w.0);
         let values: Vec<Val> = match strip_paren(init) {
             syn::Expr::Array(a) => {
@@ -236,7 +250,7 @@ impl<'a> FnLowerer<'a> {
                     return Err(err(
                         init,
                         format!(
-                            "`{}` is declared as an array but `{}` is not one",
+                            "`{}` is an array but `{}` is not one",
                             name,
                             self.text(init)
                         ),
@@ -268,7 +282,71 @@ impl<'a> FnLowerer<'a> {
                 ));
             }
         }
-        self.new_array(name, mutable, &values, sp);
+        Ok(values)
+    }
+
+    /// `w = [...]`, `w = [x; N]` or `w = other`: every element, same type and length.
+    pub(super) fn lower_array_assign(
+        &mut self,
+        arr: usize,
+        left: &syn::Expr,
+        init: &syn::Expr,
+    ) -> R<()> {
+        let name = self.text(left);
+        if !self.arrays[arr].mutable {
+            return Err(err(
+                left,
+                format!(
+                    "`{}` is not mutable; declare it with `let mut {}`",
+                    name, name
+                ),
+            ));
+        }
+        let want = (self.arrays[arr].elem, self.arrays[arr].elems.len() as u32);
+        // Read every value before storing any (`w = v` where v aliases w is fine either way).
+        let values = self.array_values(&name, Some(want), init)?;
+        let sp = span_of(init);
+        for (k, v) in values.iter().enumerate() {
+            let l = self.arrays[arr].elems[k];
+            self.emit(InstKind::LocalStore(l, v.id), Type::Void, sp);
+        }
+        Ok(())
+    }
+
+    /// `for x in w { ... }`: a loop over the indices whose body sees each
+    /// element, read when its turn comes.
+    pub(super) fn lower_for_array(&mut self, arr: usize, f: &syn::ExprForLoop) -> R<()> {
+        let sp = span_of(f);
+        let n = self.arrays[arr].elems.len() as i32;
+        let (b, e, one) = (
+            self.konst(Const::i32(0), sp),
+            self.konst(Const::i32(n), sp),
+            self.konst(Const::i32(1), sp),
+        );
+        let snap = self.enter_loop(f.label.as_ref(), sp)?;
+        let for_id = self.func.insts.append(Inst {
+            kind: InstKind::Break,
+            ty: Type::Void,
+            span: sp,
+        });
+        let body = self.nested(|s| {
+            s.scopes.push(HashMap::new());
+            let k = s.val(InstKind::LoopCounter(for_id), Type::I32, span_of(&f.pat));
+            let x = s.array_load(arr, ArrayIndex::Dyn(k.id), span_of(&f.pat));
+            s.bind_pattern(&f.pat, x)?;
+            let r = s.lower_block_stmts(&f.body.stmts, None);
+            s.scopes.pop();
+            r.map(|_| ())
+        })?;
+        self.func.insts[for_id].kind = InstKind::RangeFor {
+            begin: b.id,
+            end: e.id,
+            step: one.id,
+            inclusive: false,
+            body,
+        };
+        self.blocks.last_mut().expect("open block").push(for_id);
+        self.exit_loop(snap, sp)?;
         Ok(())
     }
 

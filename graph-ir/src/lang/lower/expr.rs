@@ -14,6 +14,10 @@ impl<'a> FnLowerer<'a> {
             syn::Expr::Unary(u) => self.lower_unary(u, want),
             syn::Expr::Binary(b) => self.lower_binary(b, want),
             syn::Expr::Assign(a) => {
+                if let Some(arr) = self.array_named(&a.left) {
+                    self.lower_array_assign(arr, &a.left, &a.right)?;
+                    return Ok(self.unit());
+                }
                 let place = self.lower_place(&a.left)?;
                 let pty = self.place_type(&place);
                 let v = self.lower_expr(&a.right, Some(pty))?;

@@ -404,7 +404,10 @@ impl<'a> FnLowerer<'a> {
 
     pub(super) fn lower_for(&mut self, f: &syn::ExprForLoop) -> R<()> {
         let sp = span_of(f);
-        // Accept `a..b`, `a..=b`, `(a..b).step_by(s)`.
+        if let Some(arr) = self.array_named(&f.expr) {
+            return self.lower_for_array(arr, f);
+        }
+        // Accept `a..b`, `a..=b`, `(a..b).step_by(s)`, or a local array.
         let (range, step) = match &*f.expr {
             syn::Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => {
                 (strip_paren(&m.receiver), Some(&m.args[0]))
@@ -414,7 +417,7 @@ impl<'a> FnLowerer<'a> {
         let syn::Expr::Range(r) = range else {
             return Err(err(
                 &f.expr,
-                "`for` loops run over ranges: `for i in a..b` or `for i in (a..b).step_by(s)`",
+                "`for` loops run over ranges or local arrays: `for i in a..b`, `for i in (a..b).step_by(s)`, `for x in w`",
             ));
         };
         let (Some(start), Some(end)) = (&r.start, &r.end) else {
