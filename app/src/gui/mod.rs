@@ -4,6 +4,8 @@
 //! frame at the start of `ui`; the node editor is rebuilt from the document
 //! whenever its revision changes.
 
+pub mod asset_menu;
+pub mod asset_update;
 pub mod bake;
 pub mod code_editor;
 pub mod export_panel;
@@ -960,18 +962,30 @@ impl WeftApp {
             .fixed_pos(at)
             .show(ctx, |ui| {
                 egui::Frame::popup(ui.style())
-                    .show(ui, |ui| graph_view::add_node_menu(ui, &mut self.search))
+                    .show(ui, |ui| {
+                        let kind = graph_view::add_node_menu(ui, &mut self.search);
+                        let asset = asset_menu::section(ui, &mut self.search, kind.is_none());
+                        (kind, asset)
+                    })
                     .inner
             });
-        if let Some(kind) = r.inner {
-            let p = graph_nav::free_spot(
-                self.graph_to_screen.inverse() * at,
-                self.node_rects.values(),
-            );
-            commands.push(Command::AddNode {
+        let p = graph_nav::free_spot(
+            self.graph_to_screen.inverse() * at,
+            self.node_rects.values(),
+        );
+        let chosen = match r.inner {
+            (Some(kind), _) => Some(Command::AddNode {
                 kind,
                 pos: [p.x, p.y],
-            });
+            }),
+            (None, Some(e)) => Some(Command::Paste {
+                json: asset_menu::node_json(&e, [p.x, p.y]),
+                offset: [0.0, 0.0],
+            }),
+            (None, None) => None,
+        };
+        if let Some(c) = chosen {
+            commands.push(c);
             self.add_menu = None;
         } else if ctx.input(|i| i.key_pressed(egui::Key::Escape)) || r.response.clicked_elsewhere()
         {

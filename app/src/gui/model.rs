@@ -63,6 +63,12 @@ pub enum Command {
         json: String,
         offset: [f32; 2],
     },
+    /// A group node references another version of its asset (see
+    /// `asset_update::apply`).
+    UpdateAsset {
+        node: String,
+        version: u32,
+    },
     /// A kernel's whole new `scalars` object while a slider or drag value
     /// is held: previewed, not yet an edit (see `Model::end_drag`).
     DragScalars {
@@ -475,6 +481,7 @@ impl Model {
 
     /// Re-validates the document (build only; compiling happens in the viewport).
     pub fn validate(&mut self) {
+        super::asset_menu::set_base(self.base_dir());
         let base_dir = self.base_dir().unwrap_or_default();
         self.problems = match build_program(&self.doc, &BuildOptions { base_dir }) {
             Ok(_) => vec![],
@@ -600,6 +607,9 @@ impl Model {
                 param: "scalars".into(),
                 value,
             }),
+            Command::UpdateAsset { node, version } => {
+                super::asset_update::apply(&mut self.doc, &node, version)
+            }
             Command::AddFrame { mut frame } => {
                 if self.doc.frames.iter().any(|f| f.id == frame.id) {
                     frame.id = self.next_frame_id();
