@@ -1370,7 +1370,9 @@ impl eframe::App for WeftApp {
             self.snarl = Default::default();
             self.node_rects.clear();
             self.selected = None;
-            self.nav = Some(NavRequest::FrameAll);
+            // Framed once the new level's nodes are laid out (their rects
+            // are unknown this frame).
+            self.fit_frames = FIT_FRAMES;
         }
         // A later change makes the status line's message stale (a refused
         // wire, "saved", "recompiled"): it goes back to "ready".

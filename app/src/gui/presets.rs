@@ -57,8 +57,9 @@ fn scalar_value(decl: &Value) -> Option<Value> {
     }
 }
 
-/// The values a preset of `node` holds: a kernel's scalar values, else
-/// its parameters without its code.
+/// The values a preset of `node` holds: a kernel's scalar values, a
+/// group's promoted parameters (the node's values, else the defaults),
+/// else its parameters without its code.
 pub fn values(node: &NodeDoc) -> Map<String, Value> {
     if let Some(s) = node.params.get("scalars").and_then(Value::as_object) {
         let vals: Map<String, Value> = s
@@ -68,6 +69,17 @@ pub fn values(node: &NodeDoc) -> Map<String, Value> {
         let mut m = Map::new();
         m.insert("scalars".into(), Value::Object(vals));
         return m;
+    }
+    if let Some(g) = super::group_pins::interface(node) {
+        // A group: every promoted parameter, set on the node or not.
+        return g
+            .params
+            .iter()
+            .filter_map(|p| {
+                let v = node.params.get(&p.name).or(p.default.as_ref())?;
+                Some((p.name.clone(), v.clone()))
+            })
+            .collect();
     }
     node.params
         .iter()

@@ -65,3 +65,44 @@ fn a_preset_saves_loads_in_one_undo_step_and_deletes() {
             .unwrap();
     assert!(left.get("soft").is_none());
 }
+
+#[test]
+fn an_asset_group_preset_holds_its_promoted_parameters() {
+    if !gpu_ok() {
+        return;
+    }
+    let cfg = std::env::temp_dir().join(format!("weft-presets-asset-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&cfg);
+    let mut h = harness_with(
+        Some(root().join("assets/tests/sdf_noise2d.json")),
+        cfg.clone(),
+    );
+    h.run_steps(3);
+    let n = h
+        .state()
+        .model
+        .doc
+        .nodes
+        .iter()
+        .find(|n| n.asset.is_some())
+        .unwrap()
+        .clone();
+    let iface = super::gui::group_pins::interface(&n).unwrap();
+    h.state_mut().selected = Some(n.id.clone());
+    h.run_steps(3);
+    h.get_by_label("Presets").click();
+    h.run_steps(2);
+    h.state_mut().preset_name = "look".into();
+    h.run_steps(2);
+    h.get_by_label("Save preset").click();
+    h.run_steps(2);
+    let name = n.asset.as_ref().unwrap().name.clone();
+    let saved: Value = serde_json::from_str(
+        &std::fs::read_to_string(cfg.join(format!("presets/asset_{}.json", name))).unwrap(),
+    )
+    .unwrap();
+    for p in &iface.params {
+        let want = n.params.get(&p.name).or(p.default.as_ref());
+        assert_eq!(saved["look"].get(&p.name), want, "{}", p.name);
+    }
+}
