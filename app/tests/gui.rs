@@ -1,10 +1,12 @@
 //! The desktop app driven like a user would, with egui_kittest: real clicks
 //! on real widgets, rendered with wgpu (lavapipe in CI).
 
+mod assets_gui;
 mod camera;
 #[path = "../src/gui/mod.rs"]
 #[allow(dead_code)]
 mod gui;
+mod presets_gui;
 mod support;
 
 use egui_kittest::kittest::Queryable;

@@ -470,7 +470,13 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
             color
         };
         let kind = match &doc.asset {
-            Some(a) => format!("{} ({} v{})", doc.kind, a.name, a.version),
+            Some(a) => format!(
+                "{} ({} v{}){}",
+                doc.kind,
+                a.name,
+                a.version,
+                super::asset_update::badge(doc)
+            ),
             None => doc.kind.clone(),
         };
         let bypassed = if doc.bypass { "  ·  bypassed" } else { "" };

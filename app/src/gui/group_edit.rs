@@ -440,11 +440,17 @@ pub fn body_doc(group: &NodeDoc, template: &GraphDoc) -> Option<GraphDoc> {
     doc.wires = g.wires.clone();
     doc.exec = g.exec.clone();
     doc.frames = g.frames.clone();
-    // The boundary nodes sit left and right of the body.
+    // The boundary nodes sit left and right of the body, clear of its
+    // widest nodes (a kernel with its code button and scalars is wide).
     let (mut x0, mut x1, mut y) = (f32::MAX, f32::MIN, 0.0);
     for n in &g.nodes {
+        let width = if n.params.contains_key("code") {
+            300.0
+        } else {
+            180.0
+        };
         x0 = x0.min(n.pos[0]);
-        x1 = x1.max(n.pos[0]);
+        x1 = x1.max(n.pos[0] + width);
         y += n.pos[1] / g.nodes.len() as f32;
     }
     if g.nodes.is_empty() {
@@ -463,7 +469,7 @@ pub fn body_doc(group: &NodeDoc, template: &GraphDoc) -> Option<GraphDoc> {
         ..Default::default()
     };
     doc.nodes.insert(0, boundary(INPUTS, &g.inputs, x0 - 320.0));
-    doc.nodes.push(boundary(OUTPUTS, &g.outputs, x1 + 320.0));
+    doc.nodes.push(boundary(OUTPUTS, &g.outputs, x1 + 120.0));
     for p in &g.inputs {
         let list = if p.ty == GroupPortType::Exec {
             &mut doc.exec

@@ -2,7 +2,6 @@
 //! draws as one node whose pins are its ports.
 
 use super::model::{Pin, PinKind};
-use weft_ir::graph::assets::Library;
 use weft_ir::graph::catalog::PortType;
 use weft_ir::graph::{GroupDoc, GroupPortType, NodeDoc};
 
@@ -13,8 +12,7 @@ pub fn interface(node: &NodeDoc) -> Option<GroupDoc> {
         return Some((**g).clone());
     }
     let a = node.asset.as_ref()?;
-    let here = std::env::current_dir().unwrap_or_default();
-    Library::for_graph(&here).load(a).ok()
+    super::asset_menu::library().load(a).ok()
 }
 
 fn pin(name: &str, t: GroupPortType) -> Pin {
@@ -68,6 +66,7 @@ pub fn pins(node: &NodeDoc) -> (Vec<Pin>, Vec<Pin>) {
 pub fn inspector(ui: &mut egui::Ui, node: &NodeDoc, commands: &mut Vec<super::model::Command>) {
     if let Some(a) = &node.asset {
         ui.label(format!("group — asset {} version {}", a.name, a.version));
+        super::asset_update::offer(ui, node, commands);
     } else {
         ui.label("group");
     }

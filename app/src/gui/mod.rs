@@ -4,6 +4,9 @@
 //! frame at the start of `ui`; the node editor is rebuilt from the document
 //! whenever its revision changes.
 
+pub mod asset_menu;
+pub mod asset_save;
+pub mod asset_update;
 pub mod bake;
 pub mod breadcrumb;
 pub mod code_editor;
@@ -23,6 +26,7 @@ pub mod model;
 pub mod orbit;
 pub mod params;
 pub mod prefs;
+pub mod presets;
 pub mod quant_readout;
 pub mod sim_worker;
 pub mod spreadsheet;
@@ -102,6 +106,10 @@ pub struct WeftApp {
     pub frames: frames::FramesState,
     /// Where Shift+A / Tab opened the add-node menu (screen position).
     pub add_menu: Option<egui::Pos2>,
+    /// The open "Save selection as asset" dialog.
+    pub asset_save: Option<asset_save::Draft>,
+    /// The inspector's preset name box.
+    pub preset_name: String,
     /// The node editor's area on screen.
     pub graph_rect: egui::Rect,
     /// Bumped when another document replaces this one, so the node editor's
@@ -206,6 +214,8 @@ impl WeftApp {
             snarl_revision: model.revision,
             document_epoch: 0,
             add_menu: None,
+            asset_save: None,
+            preset_name: String::new(),
             frames: Default::default(),
             graph_rect: egui::Rect::NOTHING,
             graph_to_screen: Default::default(),
@@ -695,6 +705,18 @@ impl WeftApp {
                     self.model.redo();
                     ui.close();
                 }
+                ui.separator();
+                let selection = self.selection(ui.ctx());
+                if ui
+                    .add_enabled(
+                        !selection.is_empty(),
+                        egui::Button::new("Save selection as asset…"),
+                    )
+                    .clicked()
+                {
+                    self.asset_save = Some(asset_save::Draft::new(&self.model.doc, selection));
+                    ui.close();
+                }
             });
             ui.menu_button("View", |ui| {
                 if ui.button("Frame all  (Home)").clicked() {
@@ -890,8 +912,27 @@ impl WeftApp {
             ui.add(egui::Label::new(format!("{} — {}", k.name, k.doc)).truncate())
                 .on_hover_text(k.doc);
         }
+        if !group_edit::is_boundary(&id) {
+            let dir = self.config_dir();
+            presets::section(
+                ui,
+                &dir,
+                &doc,
+                &mut self.preset_name,
+                commands,
+                &mut self.model.log,
+            );
+        }
         if doc.kind == weft_ir::graph::groups::GROUP {
             group_pins::inspector(ui, &doc, commands);
+            if doc.group.is_some()
+                && ui
+                    .button("Save as asset…")
+                    .on_hover_text("write this group to your asset library")
+                    .clicked()
+            {
+                self.asset_save = Some(asset_save::Draft::new(&self.model.doc, vec![id.clone()]));
+            }
         } else {
             let hidden = view_ports::hidden_params(&self.model.doc, &doc);
             params::param_editors(ui, &doc, false, &hidden, commands, &mut self.open_code);
@@ -971,18 +1012,30 @@ impl WeftApp {
             .fixed_pos(at)
             .show(ctx, |ui| {
                 egui::Frame::popup(ui.style())
-                    .show(ui, |ui| graph_view::add_node_menu(ui, &mut self.search))
+                    .show(ui, |ui| {
+                        let kind = graph_view::add_node_menu(ui, &mut self.search);
+                        let asset = asset_menu::section(ui, &mut self.search, kind.is_none());
+                        (kind, asset)
+                    })
                     .inner
             });
-        if let Some(kind) = r.inner {
-            let p = graph_nav::free_spot(
-                self.graph_to_screen.inverse() * at,
-                self.node_rects.values(),
-            );
-            commands.push(Command::AddNode {
+        let p = graph_nav::free_spot(
+            self.graph_to_screen.inverse() * at,
+            self.node_rects.values(),
+        );
+        let chosen = match r.inner {
+            (Some(kind), _) => Some(Command::AddNode {
                 kind,
                 pos: [p.x, p.y],
-            });
+            }),
+            (None, Some(e)) => Some(Command::Paste {
+                json: asset_menu::node_json(&e, [p.x, p.y]),
+                offset: [0.0, 0.0],
+            }),
+            (None, None) => None,
+        };
+        if let Some(c) = chosen {
+            commands.push(c);
             self.add_menu = None;
         } else if ctx.input(|i| i.key_pressed(egui::Key::Escape)) || r.response.clicked_elsewhere()
         {
@@ -1317,7 +1370,9 @@ impl eframe::App for WeftApp {
             self.snarl = Default::default();
             self.node_rects.clear();
             self.selected = None;
-            self.nav = Some(NavRequest::FrameAll);
+            // Framed once the new level's nodes are laid out (their rects
+            // are unknown this frame).
+            self.fit_frames = FIT_FRAMES;
         }
         // A later change makes the status line's message stale (a refused
         // wire, "saved", "recompiled"): it goes back to "ready".
@@ -1547,6 +1602,10 @@ impl eframe::App for WeftApp {
         self.code_window(&ctx, &mut commands);
         self.expr_window(&ctx, &mut commands);
         self.dialogs(&ctx);
+        if let Some(line) = asset_save::window(&ctx, &mut self.asset_save, &self.model.doc) {
+            self.status = line.clone();
+            self.model.log.push(line);
+        }
         if let Some((action, path)) = self.files.update(&ctx, &mut self.model.log) {
             self.file_chosen(action, path);
         } else if !self.files.is_open() && self.status == "choose where to save…" {

@@ -13,9 +13,7 @@ use std::path::{Path, PathBuf};
 use weft_ir::graph::catalog::{self, PortType};
 use weft_ir::graph::document::{split_endpoint, FORMAT, VERSION};
 use weft_ir::graph::scalars::ScalarDecl;
-use weft_ir::graph::{
-    build_program, BuildOptions, FrameDoc, GraphDoc, GraphError, GraphWarning, NodeDoc, WireDoc,
-};
+use weft_ir::graph::{FrameDoc, GraphDoc, GraphError, GraphWarning, NodeDoc, WireDoc};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Command {
@@ -62,6 +60,12 @@ pub enum Command {
     Paste {
         json: String,
         offset: [f32; 2],
+    },
+    /// A group node references another version of its asset (see
+    /// `asset_update::apply`).
+    UpdateAsset {
+        node: String,
+        version: u32,
     },
     /// A kernel's whole new `scalars` object while a slider or drag value
     /// is held: previewed, not yet an edit (see `Model::end_drag`).
@@ -532,9 +536,10 @@ impl Model {
 
     /// Re-validates the document (build only; compiling happens in the viewport).
     pub fn validate(&mut self) {
+        super::asset_menu::set_base(self.base_dir());
         let base_dir = self.base_dir().unwrap_or_default();
         let root = self.root();
-        let problems = match build_program(&root, &BuildOptions { base_dir }) {
+        let problems = match super::asset_menu::build(&root, base_dir) {
             Ok(_) => vec![],
             Err(e) => e.0,
         };
@@ -667,6 +672,9 @@ impl Model {
                 param: "scalars".into(),
                 value,
             }),
+            Command::UpdateAsset { node, version } => {
+                super::asset_update::apply(&mut self.doc, &node, version)
+            }
             Command::AddFrame { mut frame } => {
                 if self.doc.frames.iter().any(|f| f.id == frame.id) {
                     frame.id = self.next_frame_id();

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use weft_ir::graph::build::camera_param;
 use weft_ir::graph::catalog;
 use weft_ir::graph::scalars::ScalarDecl;
-use weft_ir::graph::{build_program, BuildOptions, GraphDoc, NodeDoc};
+use weft_ir::graph::{GraphDoc, NodeDoc};
 use weft_ir::ir::{Camera, FieldId, Program, View};
 use weft_runtime::wgpu_backend::WgpuContext;
 use weft_runtime::{Backend, SimOptions, Simulation};
@@ -410,13 +410,8 @@ impl Viewport {
         };
         std::thread::spawn(move || {
             let r = (|| -> Built {
-                let program = build_program(
-                    &doc2,
-                    &BuildOptions {
-                        base_dir: base_dir.unwrap_or_default(),
-                    },
-                )
-                .map_err(|e| e.to_string())?;
+                let program = super::asset_menu::build(&doc2, base_dir.unwrap_or_default())
+                    .map_err(|e| e.to_string())?;
                 let mut sim = Simulation::new(program, &opts).map_err(|e| e.to_string())?;
                 sim.start().map_err(|e| e.to_string())?;
                 Ok(sim)
