@@ -1,0 +1,225 @@
+//! Each schedule pass (`weft_ir::schedule`, issue 31) on a small graph: a
+//! case it transforms and the cases it must not (a read between two
+//! writes, a fault site between them, a mask change between two
+//! struct-fors, a touched node between two clears). Every graph also runs
+//! on the VM with the optimiser on and off, and its root buffers must come
+//! out bit for bit the same.
+
+use serde_json::{json, Value};
+use weft_ir::passes::{run_pipeline, PassOptions, Stage};
+use weft_ir::schedule::print_schedule;
+use weft_runtime::{Backend, SimOptions, Simulation};
+use weft_tests::*;
+
+enum S<'a> {
+    /// A kernel node: id, code, `Some("s")` for a struct-for over `s`
+    /// (else a range of 8, or 16 when the code touches `s`).
+    K(&'a str, &'a str, Option<&'a str>),
+    /// A `clear` of the sparse node holding `s`.
+    Clear,
+}
+
+/// Dense f32 fields `a`, `b`, `c` of 8 cells; a sparse f32 field `s` of 16
+/// cells (bitmasked 4 over dense 4), all activated by `on_start`; the
+/// frame runs `steps` in order.
+fn frame_graph(steps: &[S]) -> Value {
+    let mut nodes = vec![
+        json!({"id": "dn", "kind": "dense", "params": {"shape": [8]}}),
+        json!({"id": "sb", "kind": "bitmasked", "params": {"shape": [4]}}),
+        json!({"id": "sc", "kind": "dense", "params": {"shape": [4]}}),
+        json!({"id": "start", "kind": "on_start"}),
+        json!({"id": "frame", "kind": "on_frame"}),
+        json!({"id": "activate", "kind": "kernel", "params": {"range": [16], "code": "fn kernel(i: i32) { s[i] = i as f32; }"}}),
+    ];
+    let mut wires = vec![
+        json!({"from": "sb.cells", "to": "sc.parent"}),
+        json!({"from": "sc.cells", "to": "s.layout"}),
+        json!({"from": "s.field", "to": "activate.s"}),
+    ];
+    for f in ["a", "b", "c"] {
+        nodes.push(json!({"id": f, "kind": "field", "params": {"type": "f32", "init": 0}}));
+        wires.push(json!({"from": "dn.cells", "to": format!("{}.layout", f)}));
+    }
+    nodes.push(json!({"id": "s", "kind": "field", "params": {"type": "f32", "init": 0}}));
+    let mut exec = vec![json!({"from": "start.then", "to": "activate"})];
+    let mut prev = "frame".to_string();
+    for (n, s) in steps.iter().enumerate() {
+        let id = match s {
+            S::K(id, code, over) => {
+                let mut params = json!({"code": code});
+                match over {
+                    Some(f) => params["over"] = json!(f),
+                    None => params["range"] = json!([if code.contains("s[") { 16 } else { 8 }]),
+                }
+                nodes.push(json!({"id": id, "kind": "kernel", "params": params}));
+                for f in ["a", "b", "c", "s"] {
+                    if code.contains(&format!("{}[", f)) {
+                        wires.push(
+                            json!({"from": format!("{}.field", f), "to": format!("{}.{}", id, f)}),
+                        );
+                    }
+                }
+                id.to_string()
+            }
+            S::Clear => {
+                let id = format!("clear{}", n);
+                nodes.push(json!({"id": id, "kind": "clear"}));
+                wires.push(json!({"from": "sb.cells", "to": format!("{}.layout", id)}));
+                id
+            }
+        };
+        exec.push(json!({"from": format!("{}.then", prev), "to": id}));
+        prev = id;
+    }
+    json!({"format": "weft-graph", "version": 1, "nodes": nodes, "wires": wires, "exec": exec})
+}
+
+fn options(interkernel: bool) -> PassOptions {
+    PassOptions {
+        validate: true,
+        interkernel,
+        ..Default::default()
+    }
+}
+
+/// The frame's schedule text after the schedule stage, optimiser off and
+/// on; the graph also runs 2 frames both ways on the VM with identical roots.
+fn schedules(g: &Value) -> (String, String) {
+    let text = |on: bool| {
+        let mut p = build(g).unwrap_or_else(|e| panic!("{}", e));
+        run_pipeline(&mut p, &options(on), Some(Stage::Schedule)).unwrap();
+        let all = print_schedule(&p);
+        all[all.find("schedule on_frame").unwrap()..].to_string()
+    };
+    let roots = |on: bool| {
+        let mut sim = Simulation::new(
+            build(g).unwrap(),
+            &SimOptions {
+                passes: options(on),
+                backend: Backend::Vm,
+                threads: Some(1),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        sim.start().unwrap();
+        for _ in 0..2 {
+            sim.step_frame().unwrap();
+        }
+        let roots: Vec<_> = sim.program.roots().collect();
+        roots
+            .into_iter()
+            .map(|r| sim.read_root(r).unwrap())
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        roots(true) == roots(false),
+        "results change with the optimiser"
+    );
+    (text(false), text(true))
+}
+
+fn count(text: &str, what: &str) -> usize {
+    text.lines().filter(|l| l.contains(what)).count()
+}
+
+const W1: &str = "fn kernel(i: i32) { a[i] = 1.0; }";
+const W2: &str = "fn kernel(i: i32) { a[i] = 2.0; }";
+
+#[test]
+fn dead_store_drops_a_store_overwritten_before_any_read() {
+    let (off, on) = schedules(&frame_graph(&[S::K("w1", W1, None), S::K("w2", W2, None)]));
+    assert_eq!(count(&off, "'w1'"), 1, "{}", off);
+    assert_eq!(count(&on, "'w1'"), 0, "{}", on);
+    assert_eq!(count(&on, "'w2'"), 1, "{}", on);
+}
+
+#[test]
+fn dead_store_keeps_a_store_read_between_the_two_writes() {
+    let (_, on) = schedules(&frame_graph(&[
+        S::K("w1", W1, None),
+        S::K("r", "fn kernel(i: i32) { b[i] = a[i]; }", None),
+        S::K("w2", W2, None),
+    ]));
+    assert_eq!(count(&on, "'w1'"), 1, "{}", on);
+}
+
+#[test]
+fn dead_store_keeps_a_store_a_fault_site_between_could_show() {
+    // `c[(i + 1) % 8]` is not the own cell: a bounds check may stop the
+    // frame there, with `a` as w1 left it.
+    let (_, on) = schedules(&frame_graph(&[
+        S::K("w1", W1, None),
+        S::K(
+            "f",
+            "fn kernel(i: i32) { c[i] = c[(i + 1) % 8] + 1.0; }",
+            None,
+        ),
+        S::K("w2", W2, None),
+    ]));
+    assert_eq!(count(&on, "'w1'"), 1, "{}", on);
+}
+
+#[test]
+fn dead_store_keeps_a_partial_overwrite() {
+    let (_, on) = schedules(&frame_graph(&[
+        S::K("w1", W1, None),
+        S::K("w2", "fn kernel(i: i32) { if i > 3 { a[i] = 2.0; } }", None),
+    ]));
+    assert_eq!(count(&on, "'w1'"), 1, "{}", on);
+}
+
+const BUMP: &str = "fn kernel(i: i32) { s[i] = s[i] + 1.0; }";
+
+#[test]
+fn list_reuse_drops_a_list_whose_mask_nothing_changed() {
+    let (off, on) = schedules(&frame_graph(&[
+        S::K("s1", BUMP, Some("s")),
+        S::K("w1", W1, None),
+        S::K("s2", BUMP, Some("s")),
+    ]));
+    assert_eq!(count(&off, "list "), 2, "{}", off);
+    assert_eq!(count(&on, "list "), 1, "{}", on);
+}
+
+#[test]
+fn list_reuse_regenerates_after_a_deactivation() {
+    let (_, on) = schedules(&frame_graph(&[
+        S::K("s1", BUMP, Some("s")),
+        S::K(
+            "d",
+            "fn kernel(i: i32) { if i == 5 { deactivate(s[i]); } }",
+            None,
+        ),
+        S::K("s2", BUMP, Some("s")),
+    ]));
+    assert_eq!(count(&on, "list "), 2, "{}", on);
+}
+
+#[test]
+fn list_reuse_regenerates_after_an_activating_store() {
+    // A range kernel's store into `s` may activate cells.
+    let (_, on) = schedules(&frame_graph(&[
+        S::K("s1", BUMP, Some("s")),
+        S::K("act", "fn kernel(i: i32) { s[i] = 3.0; }", None),
+        S::K("s2", BUMP, Some("s")),
+    ]));
+    assert_eq!(count(&on, "list "), 2, "{}", on);
+}
+
+#[test]
+fn clear_elim_drops_a_second_clear_of_an_untouched_node() {
+    let (off, on) = schedules(&frame_graph(&[S::Clear, S::K("w1", W1, None), S::Clear]));
+    assert_eq!(count(&off, "clear "), 2, "{}", off);
+    assert_eq!(count(&on, "clear "), 1, "{}", on);
+}
+
+#[test]
+fn clear_elim_keeps_a_clear_after_an_activation() {
+    let (_, on) = schedules(&frame_graph(&[
+        S::Clear,
+        S::K("act", "fn kernel(i: i32) { s[i] = 3.0; }", None),
+        S::Clear,
+    ]));
+    assert_eq!(count(&on, "clear "), 2, "{}", on);
+}
