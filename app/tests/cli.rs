@@ -1758,3 +1758,79 @@ fn bake_writes_complete_frames_of_the_range_and_refuses_bad_ones() {
     assert!(out.join("keep.txt").exists());
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// The library setting (`library.json` in the config folder, which the app
+/// edits under Edit > Asset library folders…) adds folders to the asset
+/// library on the command line too; a broken setting is named in the
+/// missing asset's error, never ignored silently.
+#[test]
+fn the_library_setting_adds_folders_on_the_command_line() {
+    let tmp = std::env::temp_dir().join(format!("weft-libsetting-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let (config, studio, work) = (tmp.join("config"), tmp.join("studio"), tmp.join("work"));
+    for d in [&config, &studio, &work] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    // A studio asset: the shipped advect2d under another name.
+    let mut a: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("assets/advect2d.v1.json")).unwrap(),
+    )
+    .unwrap();
+    a["asset"]["name"] = "studio_advect".into();
+    std::fs::write(studio.join("studio_advect.v1.json"), a.to_string()).unwrap();
+    // Its test graph, moved to a folder with no assets/ above it and
+    // pointed at the studio asset.
+    let g = std::fs::read_to_string(root().join("assets/tests/advect2d.json"))
+        .unwrap()
+        .replace("\"advect2d\"", "\"studio_advect\"");
+    assert!(g.contains("studio_advect"));
+    let graph = work.join("g.json");
+    std::fs::write(&graph, g).unwrap();
+    let run = |setting: Option<&str>| {
+        if let Some(s) = setting {
+            std::fs::create_dir_all(config.join("weft")).unwrap();
+            std::fs::write(config.join("weft/library.json"), s).unwrap();
+        }
+        Command::new(env!("CARGO_BIN_EXE_weft"))
+            .args([
+                "run",
+                graph.to_str().unwrap(),
+                "--frames",
+                "2",
+                "--no-frames",
+                "--backend",
+                "vm",
+            ])
+            .arg("--out")
+            .arg(tmp.join("out"))
+            .env("XDG_CONFIG_HOME", &config)
+            .env_remove("WEFT_ASSET_PATH")
+            .current_dir(&work)
+            .output()
+            .unwrap()
+    };
+    let o = run(None);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("asset 'studio_advect' version 1 is not in the library"),
+        "{}",
+        text(&o)
+    );
+    let o = run(Some(&format!(
+        "{{\"folders\": [{:?}]}}",
+        studio.to_str().unwrap()
+    )));
+    assert!(o.status.success(), "{}", text(&o));
+    // A relative folder is relative to the config folder.
+    std::fs::rename(&studio, config.join("weft/studio")).unwrap();
+    let o = run(Some("{\"folders\": [\"studio\"]}"));
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(Some("{\"folders\": \"studio\"}"));
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("library.json is not a library setting"),
+        "{}",
+        text(&o)
+    );
+    let _ = std::fs::remove_dir_all(&tmp);
+}

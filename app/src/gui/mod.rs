@@ -20,6 +20,7 @@ pub mod graph_view;
 pub mod group_edit;
 pub mod group_pins;
 pub mod group_ui;
+pub mod library_folders;
 pub mod loss_plot;
 pub mod memory_readout;
 pub mod model;
@@ -108,6 +109,8 @@ pub struct WeftApp {
     pub add_menu: Option<egui::Pos2>,
     /// The open "Save selection as asset" dialog.
     pub asset_save: Option<asset_save::Draft>,
+    /// The open "Asset library folders" window.
+    pub library_folders: Option<library_folders::Draft>,
     /// The inspector's preset name box.
     pub preset_name: String,
     /// The node editor's area on screen.
@@ -215,6 +218,7 @@ impl WeftApp {
             document_epoch: 0,
             add_menu: None,
             asset_save: None,
+            library_folders: None,
             preset_name: String::new(),
             frames: Default::default(),
             graph_rect: egui::Rect::NOTHING,
@@ -715,6 +719,10 @@ impl WeftApp {
                     .clicked()
                 {
                     self.asset_save = Some(asset_save::Draft::new(&self.model.doc, selection));
+                    ui.close();
+                }
+                if ui.button("Asset library folders…").clicked() {
+                    self.library_folders = Some(library_folders::Draft::open());
                     ui.close();
                 }
             });
@@ -1605,6 +1613,19 @@ impl eframe::App for WeftApp {
         if let Some(line) = asset_save::window(&ctx, &mut self.asset_save, &self.model.doc) {
             self.status = line.clone();
             self.model.log.push(line);
+        }
+        if let Some(line) = library_folders::window(&ctx, &mut self.library_folders) {
+            self.status = line.clone();
+            self.model.log.push(line);
+            // The pins and the build use the library: re-check the graph
+            // and rebuild the simulation (an asset may resolve now).
+            self.model.validate();
+            let base = self.base_dir();
+            self.viewport.rebuild(
+                self.model.revision,
+                &self.viewer.compiled_doc(&self.model.root()),
+                base,
+            );
         }
         if let Some((action, path)) = self.files.update(&ctx, &mut self.model.log) {
             self.file_chosen(action, path);

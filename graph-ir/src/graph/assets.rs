@@ -9,6 +9,11 @@
 //!    (`$XDG_CONFIG_HOME/weft/assets` or `~/.config/weft/assets` on Linux,
 //!    `~/Library/Application Support/weft/assets` on macOS,
 //!    `%APPDATA%\weft\assets` on Windows);
+//! 2b. the folders listed in the library setting, `library.json` beside
+//!    that folder (`{"folders": ["/studio/assets", "shared"]}`; a relative
+//!    folder is relative to the config folder). The app edits it (Edit >
+//!    Asset library folders…) and `weft` on the command line reads the same
+//!    file, so a graph finds the same assets headless;
 //! 3. the shipped library: `assets/` at the repository root (the nearest
 //!    `assets/` folder above the graph's own folder, else above the
 //!    executable, else the one this build was made from).
@@ -23,6 +28,67 @@ pub const ASSET_PATH_VAR: &str = "WEFT_ASSET_PATH";
 #[derive(Clone, Debug)]
 pub struct Library {
     pub dirs: Vec<PathBuf>,
+    /// Why a library setting could not be read (shown with a missing
+    /// asset's error, so a broken setting is never silent).
+    pub notes: Vec<String>,
+}
+
+/// The library setting's file: `library.json` in the platform's config
+/// folder (beside the user library).
+pub fn setting_file() -> Option<PathBuf> {
+    user_dir().and_then(|u| u.parent().map(|p| p.join("library.json")))
+}
+
+#[derive(serde::Serialize, serde::Deserialize, Default)]
+struct Setting {
+    #[serde(default)]
+    folders: Vec<String>,
+}
+
+/// The folders the library setting lists, as written (empty when there is
+/// no setting file); an error names the file and what is wrong with it.
+pub fn setting_folders() -> Result<Vec<String>, String> {
+    let Some(file) = setting_file() else {
+        return Ok(vec![]);
+    };
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
+        Err(e) => return Err(format!("cannot read {}: {}", file.display(), e)),
+    };
+    serde_json::from_str::<Setting>(&text)
+        .map(|s| s.folders)
+        .map_err(|e| {
+            format!(
+                "{} is not a library setting ({}); expected {{\"folders\": [\"/path\", ...]}}",
+                file.display(),
+                e
+            )
+        })
+}
+
+/// A listed folder as a path: relative ones are relative to the config folder.
+pub fn setting_folder_path(folder: &str) -> PathBuf {
+    let p = PathBuf::from(folder);
+    match setting_file().and_then(|f| f.parent().map(Path::to_path_buf)) {
+        Some(base) if p.is_relative() => base.join(p),
+        _ => p,
+    }
+}
+
+/// Writes the library setting (atomically: a temporary file renamed over it).
+pub fn save_setting_folders(folders: &[String]) -> Result<(), String> {
+    let file = setting_file().ok_or("no config folder on this platform (HOME is not set)")?;
+    let dir = file.parent().ok_or("the setting file has no folder")?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {}", dir.display(), e))?;
+    let text = serde_json::to_string_pretty(&Setting {
+        folders: folders.to_vec(),
+    })
+    .map_err(|e| e.to_string())?;
+    let tmp = file.with_extension("json.tmp");
+    std::fs::write(&tmp, text + "\n")
+        .map_err(|e| format!("cannot write {}: {}", tmp.display(), e))?;
+    std::fs::rename(&tmp, &file).map_err(|e| format!("cannot write {}: {}", file.display(), e))
 }
 
 /// The user library folder of this platform.
@@ -68,7 +134,10 @@ pub fn shipped_dir(base_dir: &Path) -> Option<PathBuf> {
 
 impl Library {
     pub fn new(dirs: Vec<PathBuf>) -> Library {
-        Library { dirs }
+        Library {
+            dirs,
+            notes: vec![],
+        }
     }
 
     /// The library a graph in `base_dir` sees (see the module doc).
@@ -81,8 +150,13 @@ impl Library {
             })
             .unwrap_or_default();
         dirs.extend(user_dir());
+        let mut notes = Vec::new();
+        match setting_folders() {
+            Ok(f) => dirs.extend(f.iter().map(|f| setting_folder_path(f))),
+            Err(e) => notes.push(e),
+        }
         dirs.extend(shipped_dir(base_dir));
-        Library { dirs }
+        Library { dirs, notes }
     }
 
     /// The file of `name` at `version`, where the library has it.
@@ -144,10 +218,11 @@ impl Library {
                 .map(|d| d.display().to_string())
                 .collect::<Vec<_>>()
                 .join(", ");
+            let notes: String = self.notes.iter().map(|n| format!("; {}", n)).collect();
             return Err(if have.is_empty() {
                 format!(
-                    "asset '{}' version {} is not in the library (no '{}.v{}.json' in: {})",
-                    a.name, a.version, a.name, a.version, where_
+                    "asset '{}' version {} is not in the library (no '{}.v{}.json' in: {}){}",
+                    a.name, a.version, a.name, a.version, where_, notes
                 )
             } else {
                 format!(
