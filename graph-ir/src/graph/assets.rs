@@ -9,12 +9,12 @@
 //!    (`$XDG_CONFIG_HOME/weft/assets` or `~/.config/weft/assets` on Linux,
 //!    `~/Library/Application Support/weft/assets` on macOS,
 //!    `%APPDATA%\weft\assets` on Windows);
-//! 2b. the folders listed in the library setting, `library.json` beside
+//! 3. the folders listed in the library setting, `library.json` beside
 //!    that folder (`{"folders": ["/studio/assets", "shared"]}`; a relative
 //!    folder is relative to the config folder). The app edits it (Edit >
 //!    Asset library folders…) and `weft` on the command line reads the same
 //!    file, so a graph finds the same assets headless;
-//! 3. the shipped library: `assets/` at the repository root (the nearest
+//! 4. the shipped library: `assets/` at the repository root (the nearest
 //!    `assets/` folder above the graph's own folder, else above the
 //!    executable, else the one this build was made from).
 
