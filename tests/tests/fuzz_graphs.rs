@@ -732,6 +732,17 @@ fn known_ids(text: &str) -> HashSet<String> {
         return out;
     };
     out.extend(node_ids(&v));
+    // A group node's inner nodes are named by their path (`g2p/k`): the
+    // group is in the graph, its body (inline or an asset's) is its own.
+    if let Some(nodes) = v.get("nodes").and_then(Value::as_array) {
+        for n in nodes {
+            if n.get("kind").and_then(Value::as_str) == Some("group") {
+                if let Some(id) = n.get("id").and_then(Value::as_str) {
+                    out.insert(format!("{}/*", id));
+                }
+            }
+        }
+    }
     for key in ["wires", "exec"] {
         if let Some(ws) = v.get(key).and_then(Value::as_array) {
             for w in ws {
@@ -745,6 +756,14 @@ fn known_ids(text: &str) -> HashSet<String> {
         }
     }
     out
+}
+
+/// Whether `id` names a node of the graph, or one inside a group node of it.
+fn is_known(known: &HashSet<String>, id: &str) -> bool {
+    known.contains(id)
+        || id
+            .split_once('/')
+            .is_some_and(|(g, _)| known.contains(&format!("{}/*", g)))
 }
 
 fn check_errors(
@@ -774,7 +793,7 @@ fn check_errors(
             (GraphError::Document { .. }, _) if must_name_node => out
                 .problems
                 .push(format!("{}: error names no node: {}", stage, e)),
-            (_, Some(id)) if !known.contains(id) => out.problems.push(format!(
+            (_, Some(id)) if !is_known(known, id) => out.problems.push(format!(
                 "{}: error names node '{}' which is not in the graph: {}",
                 stage, id, e
             )),
@@ -793,7 +812,7 @@ fn check_runtime(stage: &str, e: &RuntimeError, known: &HashSet<String>, out: &m
         RuntimeError::Compile { node, .. }
         | RuntimeError::Kernel { node, .. }
         | RuntimeError::Run { node, .. } => {
-            if !known.contains(node) {
+            if !is_known(known, node) {
                 out.problems.push(format!(
                     "{}: error names node '{}' which is not in the graph: {}",
                     stage, node, e

@@ -213,3 +213,19 @@ fn frame_expressions_animate_a_kernel_scalar_without_a_rebuild() {
         assert_eq!(f32s(&s, "x"), vec![want; 4], "{:?}", b);
     }
 }
+
+/// Two group nodes with one id are reported as that id, not as duplicates
+/// of the nodes inside them (found by the fuzzer on mpm88's asset groups).
+#[test]
+fn a_duplicated_group_id_names_the_group() {
+    let mut g = example("mpm88");
+    let nodes = g["nodes"].as_array_mut().unwrap();
+    let g2p = nodes.iter().find(|n| n["id"] == "g2p").unwrap().clone();
+    nodes.push(g2p);
+    let e = build(&g).err().expect("must fail").to_string();
+    assert!(
+        e.contains("node 'g2p': duplicate node id") && !e.contains("g2p/k"),
+        "{}",
+        e
+    );
+}

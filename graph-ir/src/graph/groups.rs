@@ -170,12 +170,23 @@ fn flatten_body(
     // Node-id parameters that name a group's field input port: (the inner
     // node, the group, the port), resolved once this level's wires are.
     let mut pending: Vec<(String, String, String)> = Vec::new();
+    // Ids are checked here, per level, before a group's body is expanded:
+    // two groups with one id would otherwise surface as duplicates of the
+    // nodes inside them (`g2p/k`), not of the group the user duplicated.
+    let mut seen = std::collections::HashSet::new();
     for n in body.nodes {
         let full = format!("{}{}", path, n.id);
         if !valid_name(&n.id) {
             errors.push(GraphError::node_msg(
                 &full,
                 "node ids must be 1-64 letters, digits, `_` or `-` (`/` joins the ids of groups and their nodes)",
+            ));
+            continue;
+        }
+        if !seen.insert(n.id.clone()) {
+            errors.push(GraphError::node_msg(
+                &full,
+                "duplicate node id; every node needs its own id",
             ));
             continue;
         }
