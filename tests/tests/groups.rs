@@ -222,7 +222,7 @@ fn a_duplicated_group_id_names_the_group() {
     let nodes = g["nodes"].as_array_mut().unwrap();
     let g2p = nodes.iter().find(|n| n["id"] == "g2p").unwrap().clone();
     nodes.push(g2p);
-    let e = build(&g).err().expect("must fail").to_string();
+    let e = build(&g).expect_err("must fail").to_string();
     assert!(
         e.contains("node 'g2p': duplicate node id") && !e.contains("g2p/k"),
         "{}",
