@@ -267,7 +267,7 @@ step "9. app input latency: a click on a node while the simulation plays, until 
 # The app's own test binary (egui_kittest, rendered by wgpu on this GPU):
 # see app/tests/latency/mod.rs for what is timed.
 if [ -x $BIN/test_gui_optimize ]; then
-  (cd app && WEFT_LATENCY_GRAPHS=mpm_quant.json,smoke3d.json,mpm3d_x8.json timeout $(lim 150) $BIN/test_gui_optimize --ignored --nocapture --exact latency::click_to_inspector_latency_while_playing 2>&1 | grep -E "^latency|panicked|test result|skipping" | tee -a "$OUT/latency.jsonl")
+  (cd app && WEFT_LATENCY_GRAPHS=mpm_quant.json,smoke3d.json,mpm3d_x8.json timeout $(lim 150) $BIN/test_gui_optimize --nocapture --exact latency::click_to_inspector_latency_while_playing 2>&1 | grep -E "^latency|panicked|test result|skipping" | tee -a "$OUT/latency.jsonl")
 fi
 fi
 

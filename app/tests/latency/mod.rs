@@ -1,12 +1,16 @@
 //! Input latency of the app while a simulation plays (issue 26: a click on
 //! a node must show in the inspector within 100 ms, whatever the
-//! simulation's frame time). A measurement, not a pass/fail test: it is
-//! ignored by default and prints one JSON line per graph.
+//! simulation's frame time). It asserts what does not depend on the
+//! machine: each click shows in the first UI pass after it, while frames
+//! run on their own thread; the times are printed (one JSON line per
+//! graph), not asserted (speed is measured, not tested).
 //!
-//!     cargo test -p weft --test gui_optimize -- --ignored --nocapture latency
+//!     cargo test -p weft --test gui_optimize -- --nocapture latency
 //!
-//! `WEFT_LATENCY_GRAPHS` (comma-separated, relative to graphs/) picks the
-//! graphs; mpm_quant (the issue's trial) and smoke3d by default.
+//! By default heat.json, four clicks (what CI runs). `WEFT_LATENCY_GRAPHS`
+//! (comma-separated, relative to graphs/) picks graphs to measure, eight
+//! clicks each: the GPU check uses mpm_quant (the issue's trial), smoke3d
+//! and mpm3d_x8.
 //!
 //! What is timed: from the moment a click (press and release on a node's
 //! title) is handed to the app, through every UI pass it needs (a new
@@ -38,7 +42,7 @@ fn labels(h: &Harness<'static, WeftApp>, node: &str) -> usize {
     h.query_all_by_label(node).count()
 }
 
-fn measure(graph: &str) -> String {
+fn measure(graph: &str, clicks: usize) -> String {
     let mut h = harness(graph);
     wait_for_sim(&mut h);
     h.run_steps(3);
@@ -70,7 +74,7 @@ fn measure(graph: &str) -> String {
     let mut samples = Vec::new();
     let mut render_ms = Vec::new();
     let mut split = Vec::new();
-    for round in 0..8 {
+    for round in 0..clicks {
         let node = &nodes[round % 2];
         let p = title(&h, node);
         // The pointer rests on the title first (as a hand does), the window
@@ -115,6 +119,13 @@ fn measure(graph: &str) -> String {
             );
         }
         samples.push(t0.elapsed().as_secs_f64() * 1e3);
+        // A new selection discards and re-runs the pass it lands in, so the
+        // first picture after the click shows it, playing or not.
+        assert_eq!(
+            passes, 1,
+            "{}: the click on '{}' took {} UI passes",
+            graph, node, passes
+        );
         split.push(format!(
             "{}: {} pass(es), UI {:.1} ms, render+read-back {:.1} ms",
             node, passes, ui_ms, gpu_ms
@@ -148,14 +159,16 @@ fn measure(graph: &str) -> String {
 }
 
 #[test]
-#[ignore = "a measurement: run with --ignored --nocapture latency"]
 fn click_to_inspector_latency_while_playing() {
     if !gpu_ok() {
         return;
     }
-    let graphs = std::env::var("WEFT_LATENCY_GRAPHS")
-        .unwrap_or_else(|_| "mpm_quant.json,smoke3d.json".into());
-    for g in graphs.split(',') {
-        println!("latency {}", measure(g.trim()));
+    match std::env::var("WEFT_LATENCY_GRAPHS") {
+        Ok(graphs) => {
+            for g in graphs.split(',') {
+                println!("latency {}", measure(g.trim(), 8));
+            }
+        }
+        Err(_) => println!("latency {}", measure("heat.json", 4)),
     }
 }

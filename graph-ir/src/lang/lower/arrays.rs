@@ -323,31 +323,10 @@ impl<'a> FnLowerer<'a> {
             self.konst(Const::i32(n), sp),
             self.konst(Const::i32(1), sp),
         );
-        let snap = self.enter_loop(f.label.as_ref(), sp)?;
-        let for_id = self.func.insts.append(Inst {
-            kind: InstKind::Break,
-            ty: Type::Void,
-            span: sp,
-        });
-        let body = self.nested(|s| {
-            s.scopes.push(HashMap::new());
-            let k = s.val(InstKind::LoopCounter(for_id), Type::I32, span_of(&f.pat));
-            let x = s.array_load(arr, ArrayIndex::Dyn(k.id), span_of(&f.pat));
-            s.bind_pattern(&f.pat, x)?;
-            let r = s.lower_block_stmts(&f.body.stmts, None);
-            s.scopes.pop();
-            r.map(|_| ())
-        })?;
-        self.func.insts[for_id].kind = InstKind::RangeFor {
-            begin: b.id,
-            end: e.id,
-            step: one.id,
-            inclusive: false,
-            body,
-        };
-        self.blocks.last_mut().expect("open block").push(for_id);
-        self.exit_loop(snap, sp)?;
-        Ok(())
+        let psp = span_of(&f.pat);
+        self.range_for(f, (b, e, one), false, |s, k| {
+            s.array_load(arr, ArrayIndex::Dyn(k.id), psp)
+        })
     }
 
     /// The index of `arr[index]`: checked now when constant, else while

@@ -459,6 +459,20 @@ impl<'a> FnLowerer<'a> {
                 sp,
             ),
         };
+        self.range_for(f, (b, e, st), inclusive, |_, counter| counter)
+    }
+
+    /// Emits the `RangeFor` of loop `f` over `begin..end` (`..=` when
+    /// `inclusive`) by `step`; its body binds `f`'s pattern to
+    /// `bind(counter)` (the counter itself, or a local array's element).
+    pub(super) fn range_for(
+        &mut self,
+        f: &syn::ExprForLoop,
+        (b, e, st): (Val, Val, Val),
+        inclusive: bool,
+        bind: impl FnOnce(&mut Self, Val) -> Val,
+    ) -> R<()> {
+        let sp = span_of(f);
         let snap = self.enter_loop(f.label.as_ref(), sp)?;
         let for_id = self.func.insts.append(Inst {
             kind: InstKind::Break,
@@ -468,7 +482,8 @@ impl<'a> FnLowerer<'a> {
         let body = self.nested(|s| {
             s.scopes.push(HashMap::new());
             let counter = s.val(InstKind::LoopCounter(for_id), b.ty, span_of(&f.pat));
-            s.bind_pattern(&f.pat, counter)?;
+            let v = bind(s, counter);
+            s.bind_pattern(&f.pat, v)?;
             let r = s.lower_block_stmts(&f.body.stmts, None);
             s.scopes.pop();
             r.map(|_| ())
