@@ -40,8 +40,8 @@ if [ "${1:-}" = "--pack" ]; then
   done
   # The app's kittest crate, for step 9 (cargo test -p weft --test
   # gui_optimize --no-run; the dev profile is optimised).
-  bin=$(ls -t target/debug/deps/gui_optimize-* 2>/dev/null | grep -v '\.d$' | head -1)
-  [ -n "$bin" ] && xz -T0 -6 -c "$bin" > .gpu/test_gui_optimize.xz
+  bin=$(ls -t target/debug/deps/gui_optimize-* 2>/dev/null | grep -v '\.d$' | head -1 || true)
+  if [ -n "$bin" ]; then xz -T0 -6 -c "$bin" > .gpu/test_gui_optimize.xz; fi
   python3 - <<'PY'
 import numpy as np
 # The peers' start (../shared/peers/README.md), for checksums comparable
