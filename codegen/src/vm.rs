@@ -244,6 +244,10 @@ struct Ctx<'a> {
     loops: Vec<(Vec<usize>, Vec<usize>)>,
     roots: &'a mut Vec<LayoutId>,
     arg_slots: Vec<(Slot, u32)>,
+    /// First slot of each shared array (entry only): the invocation is
+    /// its whole block (`passes::block_loops`), so its registers are the
+    /// block's memory.
+    shared: Vec<Slot>,
 }
 
 fn compile_function(
@@ -263,7 +267,25 @@ fn compile_function(
         loops: vec![],
         roots,
         arg_slots: vec![],
+        shared: vec![],
     };
+    if let Some(w) = kernel
+        .workgroup
+        .as_ref()
+        .filter(|_| std::ptr::eq(f, &kernel.entry))
+    {
+        if w.size != 1 {
+            return Err(CodegenError {
+                kernel: kernel.name.clone(),
+                backend: "vm",
+                message: "a workgroup kernel reached the VM with blocks of more than one invocation (passes::block_loops did not run)".into(),
+            });
+        }
+        for a in &w.arrays {
+            let s = c.alloc(a.words());
+            c.shared.push(s);
+        }
+    }
     for t in &f.args {
         let s = c.alloc(t.components() as u32);
         c.arg_slots.push((s, t.components() as u32));
@@ -299,6 +321,18 @@ impl Ctx<'_> {
     }
     fn slot(&self, h: InstId) -> Slot {
         self.slots[&h]
+    }
+    /// The first slot and length of shared array `a`.
+    fn shared_array(&self, h: InstId, a: SharedId) -> Result<(Slot, u32), CodegenError> {
+        let arr = self
+            .kernel
+            .workgroup
+            .as_ref()
+            .and_then(|w| w.arrays.get(a as usize));
+        match (self.shared.get(a as usize), arr) {
+            (Some(&s), Some(arr)) => Ok((s, arr.len)),
+            _ => Err(self.err(h, "a shared array outside the kernel's entry")),
+        }
     }
     fn root(&mut self, l: LayoutId) -> u32 {
         match self.roots.iter().position(|&r| r == l) {
@@ -526,6 +560,36 @@ impl Ctx<'_> {
                     dst,
                     ret_n: n,
                 });
+            }
+            InstKind::SharedLoad { array, index } => {
+                let (src, len) = self.shared_array(h, *array)?;
+                self.ops.push(Op::ExtractDyn {
+                    dst,
+                    src,
+                    index: self.slot(*index),
+                    elem: n,
+                    len,
+                });
+            }
+            InstKind::SharedStore {
+                array,
+                index,
+                value,
+            } => {
+                let (base, len) = self.shared_array(h, *array)?;
+                self.ops.push(Op::InsertDyn {
+                    dst: base,
+                    index: self.slot(*index),
+                    value: self.slot(*value),
+                    elem: ts(self, *value).components() as u32,
+                    len,
+                });
+            }
+            InstKind::Barrier => {
+                return Err(self.err(
+                    h,
+                    "a barrier reached the VM (passes::block_loops did not run)",
+                ))
             }
             InstKind::LocalLoad(l) => self.ops.push(Op::Copy {
                 dst,

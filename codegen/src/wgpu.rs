@@ -74,6 +74,7 @@ pub struct WgpuKernel {
 pub fn caps(native_float_atomics: bool) -> weft_ir::ir::target::TargetCaps {
     weft_ir::ir::target::TargetCaps {
         f32_atomic_add: native_float_atomics,
+        workgroups: true,
         ..weft_ir::ir::target::TargetCaps::BASELINE
     }
 }
@@ -204,6 +205,9 @@ struct Globals {
     /// This invocation's first fault: site + 1 (0: none) and its value.
     fault_code: Handle<GlobalVariable>,
     fault_value: Handle<GlobalVariable>,
+    /// The kernel's shared arrays (`var<workgroup>`, as words), with each
+    /// one's length in elements and words per element.
+    shared: Vec<(Handle<GlobalVariable>, u32, u32)>,
 }
 
 /// Builds and validates the kernel's module; a panic inside (ours or
@@ -442,6 +446,38 @@ fn build_kernel(
     let linear = private(&mut m, "linear_index");
     let fault_code = private(&mut m, "fault_code");
     let fault_value = private(&mut m, "fault_value");
+    let shared = kernel
+        .workgroup
+        .iter()
+        .flat_map(|w| w.arrays.iter())
+        .enumerate()
+        .map(|(i, a)| {
+            let size = std::num::NonZeroU32::new(a.words()).expect("validated: not empty");
+            let ty = m.types.insert(
+                NType {
+                    name: None,
+                    inner: TypeInner::Array {
+                        base: u32_ty,
+                        size: ArraySize::Constant(size),
+                        stride: 4,
+                    },
+                },
+                SP,
+            );
+            let g = m.global_variables.append(
+                GlobalVariable {
+                    name: Some(format!("shared_{}", i)),
+                    space: AddressSpace::WorkGroup,
+                    binding: None,
+                    ty,
+                    init: None,
+                    memory_decorations: Default::default(),
+                },
+                SP,
+            );
+            (g, a.len, a.ty.components() as u32)
+        })
+        .collect();
     let globals = Globals {
         record,
         errors,
@@ -451,6 +487,7 @@ fn build_kernel(
         linear,
         fault_code,
         fault_value,
+        shared,
     };
 
     let mut ctx = ModCtx {
@@ -459,7 +496,11 @@ fn build_kernel(
         types,
         globals,
         funcs: Vec::new(),
-        workgroup_size: opts.workgroup_size,
+        // A workgroup kernel's block is the dispatch's workgroup.
+        workgroup_size: kernel
+            .workgroup
+            .as_ref()
+            .map_or(opts.workgroup_size, |w| w.size),
         shape: kernel.iteration_shape(program),
         kernel_index: program
             .kernels
@@ -1409,6 +1450,71 @@ impl Gen<'_, '_, '_> {
                 let p = self.locals[l.index()];
                 Some(self.fb.e(b, E::Load { pointer: p }))
             }
+            InstKind::SharedLoad { array, index } => {
+                let s = ty.scalar().expect("typed");
+                let words = self.shared_words(b, *array, *index)?;
+                let comps: Vec<Handle<E>> = words
+                    .into_iter()
+                    .map(|p| {
+                        let w = self.fb.e(b, E::Load { pointer: p });
+                        self.bits_from_u32(b, w, s)
+                    })
+                    .collect();
+                Some(if comps.len() == 1 {
+                    comps[0]
+                } else {
+                    let t = self.fb.ty(ty);
+                    self.fb.e(
+                        b,
+                        E::Compose {
+                            ty: t,
+                            components: comps,
+                        },
+                    )
+                })
+            }
+            InstKind::SharedStore {
+                array,
+                index,
+                value,
+            } => {
+                let vt = self.t(*value);
+                let s = vt.scalar().expect("typed");
+                let vv = self.v(*value);
+                let words = self.shared_words(b, *array, *index)?;
+                let n = words.len();
+                for (c, p) in words.into_iter().enumerate() {
+                    let x = if n == 1 {
+                        vv
+                    } else {
+                        self.fb.e(
+                            b,
+                            E::AccessIndex {
+                                base: vv,
+                                index: c as u32,
+                            },
+                        )
+                    };
+                    let w = self.bits_as_u32(b, x, s);
+                    b.push(
+                        S::Store {
+                            pointer: p,
+                            value: w,
+                        },
+                        SP,
+                    );
+                }
+                None
+            }
+            InstKind::Barrier => {
+                // Shared arrays and fields: what the block wrote before is
+                // visible to all of it after (the IR's barrier).
+                b.push(
+                    S::ControlBarrier(naga::Barrier::WORK_GROUP | naga::Barrier::STORAGE),
+                    SP,
+                );
+                None
+            }
             InstKind::LocalStore(l, v) => {
                 let p = self.locals[l.index()];
                 let vv = self.v(*v);
@@ -1553,6 +1659,39 @@ impl Gen<'_, '_, '_> {
             self.values.insert(h, v);
         }
         Ok(())
+    }
+
+    /// Pointers to the words of element `index` (clamped, as on every
+    /// backend) of shared array `a`.
+    fn shared_words(
+        &mut self,
+        b: &mut NBlock,
+        a: SharedId,
+        index: InstId,
+    ) -> Result<Vec<Handle<E>>, CodegenError> {
+        let Some(&(g, len, n)) = self.fb.c.globals.shared.get(a as usize) else {
+            return Err(cerr(
+                self.kernel,
+                "a shared array the kernel does not declare",
+            ));
+        };
+        let i = self.clamped_index(b, index, len as i32);
+        let nn = self.fb.i32c(n as i32);
+        let first = self.fb.bin(b, BO::Multiply, i, nn);
+        let gp = self.fb.global(g);
+        Ok((0..n)
+            .map(|c| {
+                let cc = self.fb.i32c(c as i32);
+                let at = self.fb.bin(b, BO::Add, first, cc);
+                self.fb.e(
+                    b,
+                    E::Access {
+                        base: gp,
+                        index: at,
+                    },
+                )
+            })
+            .collect())
     }
 
     fn clamped_index(&mut self, b: &mut NBlock, i: InstId, len: i32) -> Handle<E> {

@@ -222,6 +222,7 @@ fn lowered_ir_validates() {
         count_from: None,
         loops_end: false,
         zero_fill: None,
+        workgroup: None,
     };
     validate_kernel(&program, &k, false).unwrap();
 }

@@ -902,7 +902,11 @@ impl WgpuEngine {
                 let kernel = &program.kernels[k];
                 let total = rec.total();
                 let max_dim = self.ctx.limits.max_compute_workgroups_per_dimension as u64;
-                let wg = self.workgroup_size as u64;
+                // A workgroup kernel's blocks are its dispatch's workgroups.
+                let wg = kernel
+                    .workgroup
+                    .as_ref()
+                    .map_or(self.workgroup_size, |w| w.size) as u64;
                 let (gx, gy) = grid(total, wg, max_dim);
                 if gy > max_dim {
                     return Err(RuntimeError::Device(format!(

@@ -91,6 +91,40 @@ pub const LOCAL_ARRAYS: &str = "const N: i32 = 5;
             f[i] = s + v[0].y * 10.0 + v[1].y * 100.0 + v[2].y * 1000.0 + v[2].x + w[i % N] * 0.25 + dot3(g, g, i) * 0.125 + hs;
         }";
 
+/// Workgroups: `#[block(16)]` over 64 invocations (4 blocks), shared
+/// arrays of f32, vec2 and u32 with their initial values, a block scan in
+/// an unrolled loop of barriers, values, a `let mut` and the random state
+/// living across barriers, run-time and constant shared indices, and
+/// `thread_index()` / `block_index()`. Race-free, so every backend gives
+/// the same bits.
+pub const WORKGROUPS: &str = "const B: i32 = 16;
+          #[block(B)]
+          fn kernel(i: i32) {
+            let s = shared([0.0; B]);
+            let w = shared([vec2(1.0, 0.0); 8]);
+            let cnt = shared([3u32; 4]);
+            let t = thread_index();
+            let r = random();
+            let mut acc = (i * 3) as f32;
+            let q = i * 5 % 7;
+            s[t] = (i * 7 % 11) as f32 + r;
+            if t < 8 { w[t].y = t as f32; }
+            barrier();
+            for d in 0..4 {
+              let off = 1 << d;
+              let v = if t >= off { s[t - off] } else { 0.0 };
+              barrier();
+              s[t] += v;
+              barrier();
+            }
+            acc += s[B - 1 - t] + w[t % 8].x + w[(t + 3) % 8].y + q as f32;
+            let r2 = random();
+            f[i] = acc + r2 * 0.001;
+            if t == 0 { cnt[1] = 5u32; }
+            barrier();
+            o[i] = block_index() * 1000 + t * 10 + cnt[1] as i32 + cnt[(i + 2) % 4] as i32 + q;
+        }";
+
 /// Kernels covering the language, its built-ins and its edge cases.
 pub fn corpus() -> Vec<Case> {
     let c = |s: &str| s.to_string();
@@ -228,6 +262,8 @@ pub fn corpus() -> Vec<Case> {
          c(MATCH_LABELS_CONSTS), vec![16]),
         ("local_arrays", vec![("o", "i32", vec![16], json!(0)), ("f", "f32", vec![16], json!(0))],
          c(LOCAL_ARRAYS), vec![16]),
+        ("workgroups", vec![("o", "i32", vec![64], json!(0)), ("f", "f32", vec![64], json!(0))],
+         c(WORKGROUPS), vec![64]),
     ]
 }
 

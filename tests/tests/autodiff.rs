@@ -1134,3 +1134,29 @@ fn local_arrays_match_finite_differences() {
         assert_close(body, &ad_and_fd(&[x()], &code, 3, 1e-3), 1e-2, 2e-3);
     }
 }
+
+/// A `#[block(N)]` kernel (shared arrays, barriers) inside a tape is
+/// refused, naming the kernel, in reverse and forward mode alike.
+#[test]
+fn workgroup_kernels_are_refused_by_autodiff() {
+    let code = "#[block(4)]\nfn kernel(i: i32) {\n    let s = shared([0.0; 4]);\n    s[i % 4] = x[i];\n    barrier();\n    atomic_add(loss[0], s[(i + 1) % 4] * x[i]);\n}";
+    let mut doc = graph(&[In("x", "f32", 8, vec![1.0; 8])], code, 8, true, &[]);
+    for mode in ["reverse", "forward"] {
+        set_param(&mut doc, "tp", "mode", json!(mode));
+        if mode == "forward" {
+            set_param(&mut doc, "tp", "wrt", json!("x"));
+        }
+        let e = open(&doc, Backend::Vm)
+            .map(|_| ())
+            .expect_err(mode)
+            .to_string();
+        assert!(
+            e.contains("'k'")
+                && e.contains("#[block(4)]")
+                && e.contains(&format!("{} mode cannot differentiate", mode)),
+            "{}: {}",
+            mode,
+            e
+        );
+    }
+}

@@ -870,3 +870,171 @@ fn a_local_array_index_out_of_range_faults_on_every_backend() {
         );
     }
 }
+
+/// Runs `doc` on `b` (validating after every pass) through `on_start`.
+fn start_on(
+    doc: &serde_json::Value,
+    b: weft_runtime::Backend,
+) -> Result<weft_runtime::Simulation, String> {
+    let opts = weft_runtime::SimOptions {
+        backend: b,
+        passes: weft_ir::passes::PassOptions {
+            validate: true,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut sim = weft_runtime::Simulation::new(build(doc).map_err(|e| e.to_string())?, &opts)
+        .map_err(|e| e.to_string())?;
+    sim.start().map_err(|e| e.to_string())?;
+    Ok(sim)
+}
+
+/// `#[block(N)]`: a block prefix sum in a shared array over a 2-D range
+/// whose blocks are row segments, `thread_index()` / `block_index()`, a
+/// `let mut` and a value living across barriers, and a field written
+/// before a barrier and read by another invocation of the block after it;
+/// checked against the same sums in Rust on every backend here (the VM and
+/// the cpu backend run each block as one invocation looping over its
+/// threads, wgpu as a workgroup).
+#[test]
+fn workgroup_scans_match_rust() {
+    let code = "const B: i32 = 32;
+#[block(B)]
+fn kernel(i: i32, j: i32) {
+    let s = shared([0; B]);
+    let t = thread_index();
+    let mut n = 0;
+    let x = (i * 31 + j * 7) % 13;
+    s[t] = x;
+    m[(i, j)] = x * 2;
+    barrier();
+    for d in 0..5 {
+        let off = 1 << d;
+        let v = if t >= off { s[t - off] } else { 0 };
+        barrier();
+        s[t] += v;
+        n += 1;
+        barrier();
+    }
+    let mirror = (j - t) + (B - 1 - t);
+    o[(i, j)] = s[t] * 100 + n + x * 10000;
+    b[(i, j)] = block_index() * 1000 + m[(i, mirror)];
+}";
+    let g = kernel_graph(
+        &[
+            F("o", "i32", &[6, 64], json!(0)),
+            F("b", "i32", &[6, 64], json!(0)),
+            F("m", "i32", &[6, 64], json!(0)),
+        ],
+        code,
+        &[6, 64],
+        json!({}),
+    );
+    let x = |i: i32, j: i32| (i * 31 + j * 7) % 13;
+    for be in local_backends() {
+        let sim = start_on(&g, be).unwrap_or_else(|e| panic!("{:?}: {}", be, e));
+        let (o, bl) = (i32s(&sim, "o"), i32s(&sim, "b"));
+        for i in 0..6 {
+            for j in 0..64 {
+                let first = j - j % 32;
+                let sum: i32 = (first..=j).map(|k| x(i, k)).sum();
+                let mirror = first + 31 - j % 32;
+                let at = (i * 64 + j) as usize;
+                assert_eq!(
+                    o[at],
+                    sum * 100 + 5 + x(i, j) * 10000,
+                    "{:?} o at ({}, {})",
+                    be,
+                    i,
+                    j
+                );
+                assert_eq!(
+                    bl[at],
+                    (i * 64 + j) / 32 * 1000 + x(i, mirror) * 2,
+                    "{:?} b at ({}, {})",
+                    be,
+                    i,
+                    j
+                );
+            }
+        }
+    }
+}
+
+/// Misplaced barriers and misused shared arrays are compile errors at the
+/// line and column, and a block that does not divide the range is refused
+/// at the kernel's `range`.
+#[test]
+fn workgroup_errors_name_the_line_and_column() {
+    let head = "#[block(4)]\nfn kernel(i: i32) {\n";
+    let cases: Vec<(String, &str, &str)> = vec![
+        (format!("{head}    if i > 1 {{ barrier(); }}\n    o[i] = 1.0;\n}}"), "3:16", "barrier() inside `if`"),
+        (format!("{head}    let mut k = 0;\n    while k < 2 {{ barrier(); k += 1; }}\n    o[i] = 1.0;\n}}"), "4:19", "barrier() inside `while`"),
+        (format!("{head}    let c = i > 1 && {{ barrier(); true }};\n    o[i] = 1.0;\n}}"), "3:24", "right side of `&&`"),
+        (format!("{head}    match i {{ 0 => barrier(), _ => {{}} }}\n    o[i] = 1.0;\n}}"), "3:20", "barrier() inside `match`"),
+        (format!("{head}    for k in 0..i {{ barrier(); }}\n    o[i] = 1.0;\n}}"), "3:14", "needs constant bounds"),
+        (format!("{head}    for k in 0..3 {{ if k == 1 {{ break; }} barrier(); }}\n    o[i] = 1.0;\n}}"), "3:33", "`break` out of a `for` loop that contains barrier()"),
+        (format!("{head}    if i == 0 {{ return; }}\n    o[i] = 1.0;\n}}"), "3:17", "`return` is not allowed"),
+        ("fn kernel(i: i32) {\n    barrier();\n    o[i] = 1.0;\n}".into(), "2:5", "needs a block size"),
+        ("fn h() -> f32 { barrier(); 1.0 }\n#[block(4)]\nfn kernel(i: i32) {\n    o[i] = h();\n}".into(), "1:17", "not in a helper"),
+        (format!("{head}    if i > 0 {{ let s = shared([0.0; 4]); }}\n    o[i] = 1.0;\n}}"), "3:24", "top level of `fn kernel`"),
+        (format!("{head}    let s = shared([0.0; 3000]);\n    let u = shared([vec2(0.0, 0.0); 600]);\n    o[i] = 1.0;\n}}"), "4:13", "16384"),
+        (format!("{head}    let s = shared([i as f32; 4]);\n    o[i] = 1.0;\n}}"), "3:21", "constant number"),
+        (format!("{head}    let s = shared([false; 4]);\n    o[i] = 1.0;\n}}"), "3:21", "constant number"),
+        (format!("{head}    let s = shared([0.0; 4]);\n    o[i] = s[4];\n}}"), "4:14", "index 4 is out of range for a shared array of 4 elements"),
+        (format!("{head}    let s = shared([0.0; 4]);\n    let t = s;\n    o[i] = 1.0;\n}}"), "4:13", "is a shared array"),
+        ("#[block(0)]\nfn kernel(i: i32) {\n    o[i] = 1.0;\n}".into(), "1:9", "1 to 256 invocations"),
+        ("#[block(512)]\nfn kernel(i: i32) {\n    o[i] = 1.0;\n}".into(), "1:9", "1 to 256 invocations"),
+        ("#[inline]\nfn kernel(i: i32) {\n    o[i] = 1.0;\n}".into(), "1:1", "`#[block(N)]`"),
+    ];
+    for (code, at, want) in &cases {
+        let g = kernel_graph(&[F("o", "f32", &[16], json!(0))], code, &[16], json!({}));
+        let e = build(&g).map(|_| ()).expect_err(code).to_string();
+        assert!(
+            e.contains(&format!("node 'k', code {}", at)) && e.contains(want),
+            "code:\n{}\nwant {} and `{}`, got: {}",
+            code,
+            at,
+            want,
+            e
+        );
+    }
+    // The block must divide the range, which must be a `range`.
+    let g = kernel_graph(
+        &[F("o", "f32", &[10], json!(0))],
+        "#[block(4)]\nfn kernel(i: i32) {\n    o[i] = 1.0;\n}",
+        &[10],
+        json!({}),
+    );
+    let e = build(&g).map(|_| ()).expect_err("10 % 4 != 0").to_string();
+    assert!(
+        e.contains("'k'") && e.contains("range") && e.contains("do not divide"),
+        "{}",
+        e
+    );
+}
+
+/// A run-time index outside a shared array stops the run with the node,
+/// line and column on every backend here, as for local arrays.
+#[test]
+fn a_shared_index_out_of_range_faults_on_every_backend() {
+    let g = kernel_graph(
+        &[F("o", "f32", &[8], json!(0))],
+        "#[block(4)]\nfn kernel(i: i32) {\n    let s = shared([1.0; 4]);\n    o[i] = s[i];\n}",
+        &[8],
+        json!({}),
+    );
+    for b in local_backends() {
+        let e = start_on(&g, b)
+            .err()
+            .unwrap_or_else(|| panic!("{:?}: must fail", b));
+        assert!(
+            e.contains("node 'k', code 4:14")
+                && e.contains("is out of range for a local array of 4 elements"),
+            "{:?}: {}",
+            b,
+            e
+        );
+    }
+}

@@ -154,6 +154,10 @@ pub(super) fn kernel(program: &Program, kernel: &Kernel) -> Result<CudaKernel, C
         traps: sites.iter().any(|s| s.kind != FaultKind::Address),
         sites,
         params: nparams,
+        block: kernel
+            .workgroup
+            .as_ref()
+            .map_or(super::BLOCK_SIZE, |w| w.size),
     })
 }
 
@@ -335,6 +339,19 @@ impl<'a> Gen<'a> {
     }
 
     fn function(&mut self) -> Result<(), CodegenError> {
+        // A block's shared arrays (static `__shared__` storage of the body:
+        // one copy per CUDA block, which is the kernel's block).
+        if self.is_entry {
+            for (a, arr) in self
+                .kernel
+                .workgroup
+                .iter()
+                .flat_map(|w| w.arrays.iter().enumerate())
+            {
+                let line = format!("__shared__ {} s{}[{}];", cty(arr.ty), a, arr.words());
+                self.line(&line);
+            }
+        }
         for (l, loc) in self.f.locals.iter() {
             for k in 0..loc.ty.components() {
                 let line = format!("{} l{}_{} = 0;", cty(loc.ty), l.index(), k);
@@ -601,6 +618,30 @@ impl<'a> Gen<'a> {
                 self.define(h, e)
             }
             InstKind::Call(fid, args) => self.call(h, *fid, args),
+            InstKind::SharedLoad { array, index } => {
+                let n = ty.components();
+                let base = self.shared_base(h, *array, *index)?;
+                let e = (0..n)
+                    .map(|c| format!("s{}[{} + {}]", array, base, c))
+                    .collect();
+                self.define(h, e)
+            }
+            InstKind::SharedStore {
+                array,
+                index,
+                value,
+            } => {
+                let base = self.shared_base(h, *array, *index)?;
+                for (c, x) in self.v(*value).into_iter().enumerate() {
+                    let line = format!("s{}[{} + {}] = {};", array, base, c, x);
+                    self.line(&line);
+                }
+                Ok(())
+            }
+            InstKind::Barrier => {
+                self.line("__syncthreads();");
+                Ok(())
+            }
             InstKind::LocalLoad(l) => {
                 let e = (0..ty.components())
                     .map(|k| format!("l{}_{}", l.index(), k))
@@ -719,6 +760,26 @@ impl<'a> Gen<'a> {
     }
 
     /// `(int index).clamp(0, len - 1)` in a fresh variable.
+    /// The first word of element `index` (clamped, as on every backend)
+    /// of shared array `a`, as a C expression.
+    fn shared_base(
+        &mut self,
+        h: InstId,
+        a: SharedId,
+        index: InstId,
+    ) -> Result<String, CodegenError> {
+        let arr = self
+            .kernel
+            .workgroup
+            .as_ref()
+            .and_then(|w| w.arrays.get(a as usize))
+            .filter(|_| self.is_entry)
+            .ok_or_else(|| self.err(h, "a shared array outside the kernel's entry"))?;
+        let (len, n) = (arr.len as usize, arr.ty.components());
+        let ix = self.clamped_index(h, index, len);
+        Ok(format!("{} * {}", ix, n))
+    }
+
     fn clamped_index(&mut self, h: InstId, index: InstId, len: usize) -> String {
         let name = format!("ix{}", h.index());
         let line = format!(

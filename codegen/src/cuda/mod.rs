@@ -45,6 +45,7 @@ pub const CAPS: weft_ir::ir::target::TargetCaps = weft_ir::ir::target::TargetCap
     f32_atomic_add_beside_other_atomics: true,
     f32_atomic_min_max: false,
     i32_atomic_min_max: true,
+    workgroups: true,
 };
 
 /// Name of the kernel's `__global__` function in every generated module.
@@ -86,6 +87,9 @@ pub struct CudaKernel {
     /// after such a one to stop when it faulted (`check_err`), as the
     /// interpreter stops at the first fault.
     pub traps: bool,
+    /// Threads per CUDA block: the kernel's workgroup size, else
+    /// `BLOCK_SIZE`.
+    pub block: u32,
 }
 
 fn cerr(kernel: &Kernel, m: impl Into<String>) -> CodegenError {

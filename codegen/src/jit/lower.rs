@@ -104,6 +104,8 @@ struct Lower<'e, 'a, 'b> {
     vmode: bool,
     /// State of the four-lane lowering, when this function is built by it.
     simd: Option<simd::Simd>,
+    /// See `Setup::shared`.
+    shared: Vec<(Value, u32)>,
 }
 
 mod simd;
@@ -173,6 +175,27 @@ pub(super) fn build_chunk(
     let rng = b.ins().stack_addr(types::I64, rng_slot, 0);
     let depth = b.ins().iconst(types::I32, 0);
     let launch = uses_launch(f).then(|| load_seed_launch(&mut b, ctx));
+    let shared = match &kernel.workgroup {
+        None => vec![],
+        Some(w) if w.size == 1 => w
+            .arrays
+            .iter()
+            .map(|a| {
+                let slot = b.create_sized_stack_slot(StackSlotData::new(
+                    StackSlotKind::ExplicitSlot,
+                    4 * a.words(),
+                    2,
+                ));
+                (b.ins().stack_addr(types::I64, slot, 0), a.len)
+            })
+            .collect(),
+        Some(_) => {
+            return Err(super::internal(
+                kernel,
+                "a workgroup kernel reached the JIT with blocks of more than one invocation (passes::block_loops did not run)",
+            ))
+        }
+    };
 
     let dims = shape.len().max(1);
     let (lin, idx) = index_vars(&mut b, shape, start);
@@ -209,6 +232,7 @@ pub(super) fn build_chunk(
             exit: Exit::Entry { next },
             fail,
             fault_block,
+            shared,
         },
     );
     l.declare_locals();
@@ -304,6 +328,7 @@ pub(super) fn build_helper<'a>(
             exit: Exit::Helper { retptr },
             fail,
             fault_block,
+            shared: vec![],
         },
     );
     l.declare_locals();
@@ -342,6 +367,9 @@ struct Setup {
     exit: Exit,
     fail: CBlock,
     fault_block: CBlock,
+    /// Each shared array's address and length (the entry of a workgroup
+    /// kernel: one invocation is its whole block, `passes::block_loops`).
+    shared: Vec<(Value, u32)>,
 }
 
 impl<'e, 'a, 'b> Lower<'e, 'a, 'b> {
@@ -373,6 +401,7 @@ impl<'e, 'a, 'b> Lower<'e, 'a, 'b> {
             exit: s.exit,
             fail: s.fail,
             fault_block: s.fault_block,
+            shared: s.shared,
             fault_used: false,
             checked: vec![],
             host_refs: HashMap::new(),
@@ -765,6 +794,36 @@ impl Lower<'_, '_, '_> {
                     .ok_or_else(|| self.err(h, "built-in with unsupported arguments"))?
             }
             InstKind::Call(fid, args) => self.call(h, *fid, args)?,
+            InstKind::SharedLoad { array, index } => {
+                let p = self.shared_element(h, *array, *index)?;
+                let ct = clif_ty(ty);
+                (0..ty.components())
+                    .map(|c| {
+                        self.b
+                            .ins()
+                            .load(ct, MemFlagsData::trusted(), p, 4 * c as i32)
+                    })
+                    .collect()
+            }
+            InstKind::SharedStore {
+                array,
+                index,
+                value,
+            } => {
+                let p = self.shared_element(h, *array, *index)?;
+                for (c, x) in self.v(*value).into_iter().enumerate() {
+                    self.b
+                        .ins()
+                        .store(MemFlagsData::trusted(), x, p, 4 * c as i32);
+                }
+                vec![]
+            }
+            InstKind::Barrier => {
+                return Err(self.err(
+                    h,
+                    "a barrier reached the JIT (passes::block_loops did not run)",
+                ))
+            }
             InstKind::LocalLoad(l) => {
                 let vars = self.locals[l.index()].clone();
                 vars.iter().map(|v| self.b.use_var(*v)).collect()
@@ -949,6 +1008,29 @@ impl Lower<'_, '_, '_> {
     }
 
     /// `(index as i32).clamp(0, len - 1)`.
+    /// The address of element `index` (clamped, as the VM does) of shared array `a`.
+    fn shared_element(
+        &mut self,
+        h: InstId,
+        a: SharedId,
+        index: InstId,
+    ) -> Result<Value, CodegenError> {
+        let Some(&(base, len)) = self.shared.get(a as usize) else {
+            return Err(self.err(h, "a shared array outside the kernel's entry"));
+        };
+        let n = self
+            .env
+            .kernel
+            .workgroup
+            .as_ref()
+            .map_or(1, |w| w.arrays[a as usize].ty.components());
+        let i = self.v1(index);
+        let i = self.clamp_index(i, len as usize);
+        let i = self.b.ins().uextend(types::I64, i);
+        let off = self.b.ins().imul_imm_s(i, 4 * n as i64);
+        Ok(self.b.ins().iadd(base, off))
+    }
+
     fn clamp_index(&mut self, i: Value, len: usize) -> Value {
         let z = self.i32c(0);
         let hi = self.i32c(len.saturating_sub(1) as u32);

@@ -59,6 +59,7 @@ pub const CAPS: weft_ir::ir::target::TargetCaps = weft_ir::ir::target::TargetCap
     f32_atomic_add_beside_other_atomics: true,
     f32_atomic_min_max: false,
     i32_atomic_min_max: true,
+    workgroups: false,
 };
 
 /// What a launch hands to the chunk function (`#[repr(C)]`, read by generated code).

@@ -421,7 +421,48 @@ pub struct Kernel {
     /// (`passes::zero_fill`; `None` until that pass proves it). A backend
     /// may run the launch as a buffer fill instead of the kernel.
     pub zero_fill: Option<ZeroFill>,
+    /// `Some`: the kernel runs in workgroups (blocks) of `size` consecutive
+    /// invocations of its range (row-major linear order) that share
+    /// `arrays` and wait for each other at `Barrier`s (`#[block(N)]` in the
+    /// code). Targets without workgroups (`TargetCaps::workgroups`) get it
+    /// as one invocation per block by `passes::block_loops`.
+    pub workgroup: Option<Workgroup>,
 }
+
+/// A kernel's workgroup: its size and the arrays its invocations share.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Workgroup {
+    /// Invocations per block (1..=MAX_WORKGROUP); divides the launch's total.
+    pub size: u32,
+    /// Block-shared arrays (`SharedId` indexes here), their contents
+    /// unspecified until stored (the front end fills them first).
+    pub arrays: Vec<SharedArray>,
+}
+
+/// The largest block a kernel may ask for: WebGPU's default
+/// `maxComputeInvocationsPerWorkgroup`, which every GPU target has.
+pub const MAX_WORKGROUP: u32 = 256;
+/// The most words of block-shared arrays a kernel may declare: WebGPU's
+/// default `maxComputeWorkgroupStorageSize` (16 KiB) in 32-bit words.
+pub const MAX_SHARED_WORDS: u32 = 4096;
+
+/// One block-shared array of `len` elements of `ty`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SharedArray {
+    pub name: String,
+    pub ty: Type,
+    pub len: u32,
+}
+
+impl SharedArray {
+    /// 32-bit words the array occupies.
+    pub fn words(&self) -> u32 {
+        self.len * self.ty.components() as u32
+    }
+}
+
+/// Index of an array in `Workgroup::arrays`.
+pub type SharedId = u32;
 
 /// Words `first .. first + words` of a root buffer (`Kernel::zero_fill`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -881,6 +922,22 @@ pub enum InstKind {
         index: InstId,
         extent: u32,
     },
+    /// Element `index` (i32, in range: the front end checks it) of the
+    /// kernel's block-shared array `array`.
+    SharedLoad {
+        array: SharedId,
+        index: InstId,
+    },
+    SharedStore {
+        array: SharedId,
+        index: InstId,
+        value: InstId,
+    },
+    /// Every invocation of the block waits here until all have arrived;
+    /// what any of them wrote before (shared arrays and fields) is then
+    /// visible to all. Only in uniform control flow of a workgroup
+    /// kernel's entry (the validator's rule).
+    Barrier,
     /// Fails the launch when `0 <= index < len` does not hold: an index into a
     /// local array of `len` elements (always checked; `legalize` makes it a
     /// `Trap`).
@@ -944,7 +1001,9 @@ impl InstKind {
         use InstKind::*;
         match self {
             Const(_) | Arg(_) | Param(_) | Frame | Random | Launch(_) | RngLoad | LocalLoad(_)
-            | Break | Continue | LoopCounter(_) => vec![],
+            | Break | Continue | LoopCounter(_) | Barrier => vec![],
+            SharedLoad { index, .. } => vec![*index],
+            SharedStore { index, value, .. } => vec![*index, *value],
             Unary(_, a)
             | Cast(a)
             | Bitcast(a)
@@ -1016,7 +1075,13 @@ impl InstKind {
             | Break
             | Continue
             | LoopCounter(_)
+            | Barrier
             | Loop { .. } => {}
+            SharedLoad { index, .. } => *index = f(*index),
+            SharedStore { index, value, .. } => {
+                *index = f(*index);
+                *value = f(*value);
+            }
             Unary(_, a)
             | Cast(a)
             | Bitcast(a)

@@ -457,6 +457,7 @@ fn parse_kernel(lines: &[&str], start: usize, p: &mut Program) -> R<usize> {
     c.end()?;
     let mut i = start + 1;
     let mut zero_fill = None;
+    let mut workgroup: Option<Workgroup> = None;
     let mut fault_sites = vec![];
     let mut functions = Arena::new();
     let mut entry = None;
@@ -479,6 +480,32 @@ fn parse_kernel(lines: &[&str], start: usize, p: &mut Program) -> R<usize> {
                 first,
                 words: end - first,
             });
+            i += 1;
+        } else if c.eat("  workgroup ") {
+            let size = c.number("a workgroup size")?;
+            c.end()?;
+            workgroup = Some(Workgroup {
+                size,
+                arrays: vec![],
+            });
+            i += 1;
+        } else if c.eat("  shared #") {
+            let Some(w) = workgroup.as_mut() else {
+                return c.err("a shared array needs a 'workgroup N' line before it");
+            };
+            let n: usize = c.number("a shared array number")?;
+            if n != w.arrays.len() {
+                return c.err(format!("expected shared array #{}", w.arrays.len()));
+            }
+            c.expect(" ")?;
+            let name = c.quoted()?.to_string();
+            c.expect(": ")?;
+            let ty = c.ty(&["["])?;
+            c.expect("[")?;
+            let len = c.number("a length")?;
+            c.expect("]")?;
+            c.end()?;
+            w.arrays.push(SharedArray { name, ty, len });
             i += 1;
         } else if c.eat("  fault site ") {
             let n: usize = c.number("a site number")?;
@@ -507,7 +534,9 @@ fn parse_kernel(lines: &[&str], start: usize, p: &mut Program) -> R<usize> {
             }
             i = next;
         } else {
-            return c.err("expected 'zero fill', 'fault site', 'fn' or 'entry' in a kernel");
+            return c.err(
+                "expected 'zero fill', 'workgroup', 'shared', 'fault site', 'fn' or 'entry' in a kernel",
+            );
         }
     }
     let Some(entry) = entry else {
@@ -540,6 +569,7 @@ fn parse_kernel(lines: &[&str], start: usize, p: &mut Program) -> R<usize> {
         count_from,
         loops_end: false,
         zero_fill,
+        workgroup,
     });
     Ok(i)
 }
@@ -1078,6 +1108,7 @@ impl FnParser<'_, '_> {
             ("launch.linear", K::Launch(LaunchValue::Linear)),
             ("break", K::Break),
             ("continue", K::Continue),
+            ("barrier", K::Barrier),
         ] {
             if c.rest() == word {
                 c.pos = c.text.len();
@@ -1260,6 +1291,24 @@ impl FnParser<'_, '_> {
                 axis,
                 index,
                 extent,
+            });
+        }
+        if c.eat("shared_load #") {
+            let array = c.number("a shared array number")?;
+            c.expect("[")?;
+            let index = c.inst()?;
+            c.expect("]")?;
+            return Ok(K::SharedLoad { array, index });
+        }
+        if c.eat("shared_store #") {
+            let array = c.number("a shared array number")?;
+            c.expect("[")?;
+            let index = c.inst()?;
+            c.expect("] = ")?;
+            return Ok(K::SharedStore {
+                array,
+                index,
+                value: c.inst()?,
             });
         }
         if c.eat("index_check 0 <= ") {

@@ -97,6 +97,12 @@ fn print_kernel(out: &mut String, program: &Program, k: &Kernel) {
             program.layouts[z.root].node_id
         );
     }
+    if let Some(w) = &k.workgroup {
+        let _ = writeln!(out, "  workgroup {}", w.size);
+        for (i, a) in w.arrays.iter().enumerate() {
+            let _ = writeln!(out, "  shared #{} '{}': {}[{}]", i, a.name, a.ty, a.len);
+        }
+    }
     for (i, site) in k.fault_sites.iter().enumerate() {
         let _ = writeln!(out, "  fault site {} at {}: {:?}", i, site.span, site.kind);
     }
@@ -232,6 +238,13 @@ fn print_block(out: &mut String, program: &Program, f: &Function, block: &Block,
             InstKind::IndexCheck { index, len } => {
                 format!("index_check 0 <= {:?} < {}", index, len)
             }
+            InstKind::SharedLoad { array, index } => format!("shared_load #{}[{:?}]", array, index),
+            InstKind::SharedStore {
+                array,
+                index,
+                value,
+            } => format!("shared_store #{}[{:?}] = {:?}", array, index, value),
+            InstKind::Barrier => "barrier".to_string(),
             InstKind::BoundsCheck {
                 field,
                 axis,

@@ -20,6 +20,10 @@ pub struct TargetCaps {
     pub f32_atomic_min_max: bool,
     /// i32 (signed) atomic min and max.
     pub i32_atomic_min_max: bool,
+    /// Workgroups: a block's invocations run together, share its arrays
+    /// and wait at barriers (GPUs). Elsewhere `passes::block_loops` runs
+    /// each block as one invocation.
+    pub workgroups: bool,
 }
 
 impl TargetCaps {
@@ -31,6 +35,7 @@ impl TargetCaps {
                 || !other.f32_atomic_add_beside_other_atomics)
             && (self.f32_atomic_min_max || !other.f32_atomic_min_max)
             && (self.i32_atomic_min_max || !other.i32_atomic_min_max)
+            && (self.workgroups || !other.workgroups)
     }
 
     /// No optional capability: what every backend accepts.
@@ -39,6 +44,7 @@ impl TargetCaps {
         f32_atomic_add_beside_other_atomics: false,
         f32_atomic_min_max: false,
         i32_atomic_min_max: false,
+        workgroups: false,
     };
 
     /// Whether the target has atomic `op` on `s` as one operation.

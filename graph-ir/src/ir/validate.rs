@@ -274,6 +274,69 @@ pub fn validate_kernel(
             "entry arguments do not match loop dimensions".into(),
         ));
     }
+    check_workgroup(kernel)
+}
+
+/// A workgroup kernel's block divides a dense range, and its barriers sit
+/// at the top level of the entry, where every invocation of a block
+/// reaches each of them (uniform control flow, by construction: the front
+/// end unrolls constant loops around barriers and refuses the rest).
+fn check_workgroup(kernel: &Kernel) -> Result<(), ValidationError> {
+    let fail = |f: &Function, span: Span, m: &str| Err(err(kernel, f, span, m.to_string()));
+    // Nested in the entry's body or anywhere in a helper (instructions no
+    // block holds any more do not count).
+    fn nested_barrier(f: &Function, b: &Block, top: bool) -> Option<Span> {
+        b.iter().find_map(|&h| {
+            let inst = &f.insts[h];
+            if matches!(inst.kind, InstKind::Barrier) && !top {
+                return Some(inst.span);
+            }
+            inst.kind
+                .blocks()
+                .into_iter()
+                .find_map(|nb| nested_barrier(f, nb, false))
+        })
+    }
+    for f in std::iter::once(&kernel.entry).chain(kernel.functions.iter().map(|(_, f)| f)) {
+        let is_entry = std::ptr::eq(f, &kernel.entry);
+        if let Some(span) = nested_barrier(f, &f.body, is_entry) {
+            return fail(
+                f,
+                span,
+                "a barrier must be at the top level of the kernel's entry",
+            );
+        }
+    }
+    let Some(w) = &kernel.workgroup else {
+        return Ok(());
+    };
+    if w.size == 0 || w.size > MAX_WORKGROUP {
+        return fail(
+            &kernel.entry,
+            Span::default(),
+            "workgroup size out of range",
+        );
+    }
+    if w.arrays.iter().any(|a| a.len == 0 || a.ty == Type::Void) {
+        return fail(&kernel.entry, Span::default(), "empty shared array");
+    }
+    if w.size > 1 {
+        let Iteration::Range(shape) = &kernel.iteration else {
+            return fail(
+                &kernel.entry,
+                Span::default(),
+                "a workgroup kernel runs over a dense range",
+            );
+        };
+        let total: u64 = shape.iter().map(|&s| s as u64).product();
+        if kernel.count_from.is_some() || !total.is_multiple_of(w.size as u64) {
+            return fail(
+                &kernel.entry,
+                Span::default(),
+                "the workgroup size must divide the kernel's range",
+            );
+        }
+    }
     Ok(())
 }
 
@@ -622,6 +685,36 @@ impl Ctx<'_> {
                         self,
                         "trap needs a fault site of the kernel and a scalar value",
                     );
+                }
+            }
+            InstKind::SharedLoad { array, index } | InstKind::SharedStore { array, index, .. } => {
+                let Some(a) = self
+                    .kernel
+                    .workgroup
+                    .as_ref()
+                    .and_then(|w| w.arrays.get(*array as usize))
+                else {
+                    return bad(self, "no such shared array in the kernel's workgroup");
+                };
+                if self.ty(*index) != Type::I32 {
+                    return bad(self, "a shared array index is an i32");
+                }
+                let want = match &inst.kind {
+                    InstKind::SharedStore { value, .. } => {
+                        if self.ty(*value) != a.ty {
+                            return bad(self, "shared store value type mismatch");
+                        }
+                        Type::Void
+                    }
+                    _ => a.ty,
+                };
+                if t != want {
+                    return bad(self, "shared access result type mismatch");
+                }
+            }
+            InstKind::Barrier => {
+                if self.kernel.workgroup.is_none() || t != Type::Void {
+                    return bad(self, "a barrier needs a workgroup kernel and has no value");
                 }
             }
             InstKind::IndexCheck { index, len } => {

@@ -314,11 +314,29 @@ fn fill_kernel(program: &Program, node: &str, field: FieldId, value: f32) -> Ker
         count_from: None,
         loops_end: false,
         zero_fill: None,
+        workgroup: None,
+    }
+}
+
+/// Shared arrays and barriers are not differentiated: a block's adjoint
+/// would need its shared arrays' adjoints and barriers in reverse order.
+pub(super) fn refuse_workgroup(kernel: &Kernel, mode: &str) -> Result<(), AdError> {
+    match &kernel.workgroup {
+        None => Ok(()),
+        Some(w) => Err(AdError {
+            node: kernel.name.clone(),
+            span: kernel.entry.span,
+            message: format!(
+                "kernel '{}' runs in blocks (`#[block({})]`: shared arrays and barriers), which {} mode cannot differentiate; give it a `backward` of its own or compute its gradient in a kernel without `#[block]`",
+                kernel.name, w.size, mode
+            ),
+        }),
     }
 }
 
 fn adjoint_kernel(program: &Program, k: KernelId) -> Result<Kernel, AdError> {
     let kernel = &program.kernels[k];
+    refuse_workgroup(kernel, "reverse")?;
     let mut lowered = kernel.entry.clone();
     exits::lower(&mut lowered);
     let src = &lowered;
@@ -360,6 +378,7 @@ fn adjoint_kernel(program: &Program, k: KernelId) -> Result<Kernel, AdError> {
         count_from: None,
         loops_end: false,
         zero_fill: None,
+        workgroup: None,
     })
 }
 

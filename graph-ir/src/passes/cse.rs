@@ -221,7 +221,9 @@ fn writes(f: &Function, kind: &InstKind) -> Option<Written> {
             Some(Written::Word(*root, base, offset))
         }
         BufAtomic { root, .. } => Some(Written::Root(*root)),
-        Call(..)
+        // Past a barrier, the block's other invocations' writes are visible.
+        Barrier
+        | Call(..)
         | FieldStore { .. }
         | FieldAtomic { .. }
         | FieldActivate { .. }

@@ -17,6 +17,7 @@
 
 pub mod atomic_demotion;
 pub mod autodiff;
+pub mod block_loops;
 pub mod bounds_elim;
 pub mod const_fold;
 pub mod cse;
@@ -389,6 +390,9 @@ impl Pass for Legalize {
     }
     fn run(&self, program: &mut Program) -> Result<(), PassError> {
         legalize::run(program, &self.0);
+        if !self.0.workgroups {
+            block_loops::run(program);
+        }
         Ok(())
     }
 }

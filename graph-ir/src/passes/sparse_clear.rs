@@ -194,5 +194,6 @@ fn clear_kernel(p: &Program, node_id: &str, l: LayoutId) -> Kernel {
         count_from: None,
         loops_end: false,
         zero_fill: None,
+        workgroup: None,
     }
 }

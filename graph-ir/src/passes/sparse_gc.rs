@@ -152,5 +152,6 @@ pub(super) fn gc_kernel(p: &Program, l: LayoutId) -> Kernel {
         count_from: None,
         loops_end: false,
         zero_fill: None,
+        workgroup: None,
     }
 }

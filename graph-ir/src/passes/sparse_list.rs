@@ -115,6 +115,7 @@ fn system_kernel(name: String, len: u32, f: Function) -> Kernel {
         count_from: None,
         loops_end: false,
         zero_fill: None,
+        workgroup: None,
     }
 }
 

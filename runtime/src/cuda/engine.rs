@@ -20,7 +20,7 @@ use cudarc::driver::{
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use weft_codegen::cuda::{compile_kernel, fault_word, CudaKernel, BLOCK_SIZE, ENTRY};
+use weft_codegen::cuda::{compile_kernel, fault_word, CudaKernel, ENTRY};
 use weft_codegen::launch::{word, LaunchRecord};
 use weft_ir::ir::{KernelId, LayoutId, Program};
 
@@ -396,7 +396,7 @@ impl Engine for CudaEngine {
                 if total == 0 {
                     continue;
                 }
-                let blocks = total.div_ceil(BLOCK_SIZE as u64);
+                let blocks = total.div_ceil(c.code.block as u64);
                 if blocks > i32::MAX as u64 || total > u32::MAX as u64 {
                     return Err(RuntimeError::Run {
                         node: c.code.name.clone(),
@@ -440,7 +440,7 @@ impl Engine for CudaEngine {
                 }
                 let cfg = LaunchConfig {
                     grid_dim: (blocks as u32, 1, 1),
-                    block_dim: (BLOCK_SIZE, 1, 1),
+                    block_dim: (c.code.block, 1, 1),
                     shared_mem_bytes: 0,
                 };
                 // SAFETY: the arguments follow the generated entry's ABI

@@ -347,6 +347,9 @@ fn never_in_lanes(kind: &InstKind) -> bool {
             | InstKind::FieldDeactivate { .. }
             | InstKind::FieldAppend { .. }
             | InstKind::FieldLength { .. }
+            | InstKind::SharedLoad { .. }
+            | InstKind::SharedStore { .. }
+            | InstKind::Barrier
     )
 }
 
@@ -439,6 +442,7 @@ pub(in crate::jit) fn build_vector_chunk(
             exit: Exit::Entry { next },
             fail,
             fault_block,
+            shared: vec![],
         },
     );
     let pin =

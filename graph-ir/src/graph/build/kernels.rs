@@ -159,7 +159,9 @@ impl Builder<'_> {
             count_from: None,
             loops_end: false,
             zero_fill: None,
+            workgroup: lowered.workgroup,
         };
+        check_workgroup(&id, &k)?;
         self.check_list_ops(&id, &k)?;
         if let Err(e) = validate_kernel(&self.program, &k, false) {
             return Err(GraphError::Code {
@@ -236,7 +238,9 @@ impl Builder<'_> {
             count_from: fwd.count_from,
             loops_end: false,
             zero_fill: None,
+            workgroup: lowered.workgroup,
         };
+        check_workgroup(id, &k)?;
         let is_grad = |f: FieldId| self.program.grads.iter().any(|g| g.1 == f);
         let (reads, writes) = field_uses(&k);
         if let Some((f, sp)) = writes.iter().find(|(f, _)| !is_grad(*f)) {
@@ -304,4 +308,35 @@ impl Builder<'_> {
         }
         Ok(())
     }
+}
+
+/// A `#[block(N)]` kernel runs over a `range` that N divides: its blocks
+/// are N consecutive invocations, all of them inside the range, so every
+/// invocation of a block reaches each barrier on every backend.
+fn check_workgroup(id: &str, k: &Kernel) -> Result<(), GraphError> {
+    let Some(w) = &k.workgroup else {
+        return Ok(());
+    };
+    let Iteration::Range(shape) = &k.iteration else {
+        return Err(GraphError::param(
+            id,
+            "over",
+            format!(
+                "a `#[block({})]` kernel runs over a 'range' (a multiple of its block), not 'over' a field",
+                w.size
+            ),
+        ));
+    };
+    let total: u64 = shape.iter().map(|&s| s as u64).product();
+    if !total.is_multiple_of(w.size as u64) {
+        return Err(GraphError::param(
+            id,
+            "range",
+            format!(
+                "the range {:?} has {} invocations, which blocks of {} (`#[block({})]`) do not divide; pad the range to a multiple of the block",
+                shape, total, w.size, w.size
+            ),
+        ));
+    }
+    Ok(())
 }

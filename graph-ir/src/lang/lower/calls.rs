@@ -42,6 +42,9 @@ impl<'a> FnLowerer<'a> {
             Ok(())
         };
         match name.as_str() {
+            "barrier" | "thread_index" | "block_index" | "shared" => {
+                return self.lower_workgroup_call(c, &name);
+            }
             "random" => {
                 argc(0)?;
                 return Ok(self.val(InstKind::Random, Type::F32, sp));

@@ -189,6 +189,15 @@ impl<'a> FnLowerer<'a> {
                         ),
                     ))
                 }
+                Binding::Shared(v) => {
+                    return Err(err(
+                        p,
+                        format!(
+                            "`{}` is a shared array ([{}; {}]); use its elements, e.g. `{}[i]`",
+                            name, v.elem, v.len, name
+                        ),
+                    ))
+                }
             });
         }
         if let Some(i) = self.env.params.iter().position(|(n, _)| *n == name) {

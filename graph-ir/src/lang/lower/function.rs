@@ -24,6 +24,8 @@ impl<'a> FnLowerer<'a> {
             is_entry,
             entry_vector_arg: false,
             arrays: Vec::new(),
+            block: None,
+            shared: Vec::new(),
         }
     }
 
@@ -62,7 +64,8 @@ impl<'a> FnLowerer<'a> {
             .insert(name, b);
     }
 
-    pub(super) fn lower_fn(mut self, f: &syn::ItemFn) -> R<Function> {
+    /// Lowers `f`; also gives the shared arrays it declared (the entry's).
+    pub(super) fn lower_fn(mut self, f: &syn::ItemFn) -> R<(Function, Vec<SharedArray>)> {
         let sp = span_of(&f.sig.ident);
         if self.is_entry && self.entry_vector_arg {
             let comps: Vec<InstId> = (0..self.env.dims)
@@ -139,7 +142,7 @@ impl<'a> FnLowerer<'a> {
             _ => {}
         }
         self.func.body = self.blocks.pop().expect("function body block");
-        Ok(self.func)
+        Ok((self.func, self.shared))
     }
 
     /// True when control cannot reach the end of `block`: it ends in a
@@ -226,6 +229,12 @@ impl<'a> FnLowerer<'a> {
             p => (p, None),
         };
         if let Some(init) = &l.init {
+            if init.diverge.is_none() && Self::is_shared_let(&init.expr) {
+                if let Some(t) = declared_ty {
+                    return Err(err(t, "a shared array takes its type from its initial value: `let s = shared([0.0; 64]);`"));
+                }
+                return self.lower_shared_let(pat, &init.expr);
+            }
             if init.diverge.is_none() && self.is_array_let(declared_ty, &init.expr) {
                 return self.lower_array_let(pat, declared_ty, &init.expr);
             }
@@ -459,6 +468,9 @@ impl<'a> FnLowerer<'a> {
                 sp,
             ),
         };
+        if shared::contains_barrier(&f.body) {
+            return self.lower_unrolled_for(f, (b, e, st), inclusive);
+        }
         self.range_for(f, (b, e, st), inclusive, |_, counter| counter)
     }
 

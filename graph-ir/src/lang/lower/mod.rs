@@ -32,6 +32,7 @@ mod expr;
 mod flow;
 mod function;
 mod places;
+mod shared;
 
 /// What the code of one kernel can see.
 pub struct KernelEnv<'a> {
@@ -46,6 +47,8 @@ pub struct KernelEnv<'a> {
 pub struct LoweredKernel {
     pub entry: Function,
     pub functions: Arena<Function>,
+    /// `Some` for a `#[block(N)]` kernel: its size and shared arrays.
+    pub workgroup: Option<Workgroup>,
 }
 
 pub const ENTRY_NAME: &str = "kernel";
@@ -99,6 +102,8 @@ pub fn lower_kernel(code: &str, env: &KernelEnv) -> R<LoweredKernel> {
                 ENTRY_NAME
             ),
         })?;
+    let block = shared::block_attr(fns[entry_pos], &consts)?;
+    shared::check_code(&fns, entry_pos, block)?;
     // Signatures first, so helpers may call each other in any order.
     let mut sigs: HashMap<String, Sig> = HashMap::new();
     let mut helper_order = Vec::new();
@@ -175,7 +180,7 @@ pub fn lower_kernel(code: &str, env: &KernelEnv) -> R<LoweredKernel> {
             sig.ret,
             span_of(&f.sig.ident),
         );
-        let lowered = FnLowerer::new(code, env, &sigs, &consts, func, false).lower_fn(f)?;
+        let (lowered, _) = FnLowerer::new(code, env, &sigs, &consts, func, false).lower_fn(f)?;
         functions.append(lowered);
     }
     let ef = fns[entry_pos];
@@ -188,8 +193,14 @@ pub fn lower_kernel(code: &str, env: &KernelEnv) -> R<LoweredKernel> {
     );
     let mut lw = FnLowerer::new(code, env, &sigs, &consts, func, true);
     lw.entry_vector_arg = entry_args;
-    let entry = lw.lower_fn(ef)?;
-    Ok(LoweredKernel { entry, functions })
+    lw.block = block;
+    let (entry, arrays) = lw.lower_fn(ef)?;
+    let workgroup = block.map(|size| Workgroup { size, arrays });
+    Ok(LoweredKernel {
+        entry,
+        functions,
+        workgroup,
+    })
 }
 
 /// Names that are language functions rather than math built-ins.
@@ -207,6 +218,10 @@ pub const RESERVED: &[&str] = &[
     "atomic_xor",
     "atomic_exchange",
     "atomic_compare_exchange",
+    "barrier",
+    "shared",
+    "thread_index",
+    "block_index",
 ];
 
 /// Checks the entry signature; returns true when it takes one ivecN instead of N i32s.
@@ -364,6 +379,8 @@ enum Binding {
     Local(LocalId, Type),
     /// A local array: an index into `FnLowerer::arrays`.
     Array(usize),
+    /// A block-shared array (`shared.rs`).
+    Shared(shared::SharedVar),
 }
 
 /// One step into a composite when assigning: `.x`, `.xy`, `[2]`, `[i]`.
@@ -393,6 +410,13 @@ enum Place {
         ty: Type,
         path: Vec<(Access, Type)>,
     },
+    /// An element of a block-shared array (`index` is checked already).
+    Shared {
+        array: SharedId,
+        index: InstId,
+        ty: Type,
+        path: Vec<(Access, Type)>,
+    },
 }
 
 struct FnLowerer<'a> {
@@ -410,6 +434,10 @@ struct FnLowerer<'a> {
     entry_vector_arg: bool,
     /// The local arrays declared so far (`Binding::Array` indexes here).
     arrays: Vec<arrays::ArrayVar>,
+    /// The entry's `#[block(N)]`, if any.
+    block: Option<u32>,
+    /// Shared arrays declared so far (`SharedId` indexes here).
+    shared: Vec<SharedArray>,
 }
 
 fn is_literal(e: &syn::Expr) -> bool {

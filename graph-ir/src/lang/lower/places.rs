@@ -7,7 +7,9 @@ impl<'a> FnLowerer<'a> {
     pub(super) fn field_elem_name(&self, p: &Place) -> String {
         match p {
             Place::Field { ty, .. } => ty.to_string(),
-            Place::Local { ty, .. } | Place::Array { ty, .. } => ty.to_string(),
+            Place::Local { ty, .. } | Place::Array { ty, .. } | Place::Shared { ty, .. } => {
+                ty.to_string()
+            }
         }
     }
 
@@ -144,6 +146,11 @@ impl<'a> FnLowerer<'a> {
             let i = self.array_index(a, &ix.index)?;
             return Ok(self.array_load(a, i, sp));
         }
+        if let Some(v) = self.shared_named(&ix.expr) {
+            let index = self.shared_index(v, &ix.index)?;
+            let kind = InstKind::SharedLoad { array: v.id, index };
+            return Ok(self.val(kind, v.elem, sp));
+        }
         self.check_unwired(&ix.expr)?;
         let base = self.lower_expr(&ix.expr, None)?;
         let Some(len) = composite_len(base.ty) else {
@@ -251,6 +258,13 @@ impl<'a> FnLowerer<'a> {
                         ty,
                         path: vec![],
                     }),
+                    Some(Binding::Shared(_)) => Err(err(
+                        e,
+                        format!(
+                            "`{}` is a shared array; assign its elements, e.g. `{}[i] = ...`",
+                            name, name
+                        ),
+                    )),
                     Some(Binding::Array(_)) => Err(err(
                         e,
                         format!(
@@ -287,6 +301,15 @@ impl<'a> FnLowerer<'a> {
                         field,
                         ty,
                         index,
+                        path: vec![],
+                    });
+                }
+                if let Some(v) = self.shared_named(&ix.expr) {
+                    let index = self.shared_index(v, &ix.index)?;
+                    return Ok(Place::Shared {
+                        array: v.id,
+                        index,
+                        ty: v.elem,
                         path: vec![],
                     });
                 }
@@ -367,9 +390,10 @@ impl<'a> FnLowerer<'a> {
 
     pub(super) fn place_path<'p>(&self, p: &'p mut Place) -> &'p mut Vec<(Access, Type)> {
         match p {
-            Place::Local { path, .. } | Place::Field { path, .. } | Place::Array { path, .. } => {
-                path
-            }
+            Place::Local { path, .. }
+            | Place::Field { path, .. }
+            | Place::Array { path, .. }
+            | Place::Shared { path, .. } => path,
         }
     }
 
@@ -377,7 +401,8 @@ impl<'a> FnLowerer<'a> {
         match p {
             Place::Local { ty, path, .. }
             | Place::Field { ty, path, .. }
-            | Place::Array { ty, path, .. } => path.last().map(|x| x.1).unwrap_or(*ty),
+            | Place::Array { ty, path, .. }
+            | Place::Shared { ty, path, .. } => path.last().map(|x| x.1).unwrap_or(*ty),
         }
     }
 
@@ -385,6 +410,16 @@ impl<'a> FnLowerer<'a> {
         match p {
             Place::Local { local, ty, .. } => self.val(InstKind::LocalLoad(*local), *ty, sp),
             Place::Array { array, index, .. } => self.array_load(*array, *index, sp),
+            Place::Shared {
+                array, index, ty, ..
+            } => self.val(
+                InstKind::SharedLoad {
+                    array: *array,
+                    index: *index,
+                },
+                *ty,
+                sp,
+            ),
             Place::Field {
                 field, ty, index, ..
             } => self.val(
@@ -409,9 +444,10 @@ impl<'a> FnLowerer<'a> {
     pub(super) fn load_place(&mut self, p: &Place, sp: Span) -> Val {
         let mut v = self.load_root(p, sp);
         let path = match p {
-            Place::Local { path, .. } | Place::Field { path, .. } | Place::Array { path, .. } => {
-                path.clone()
-            }
+            Place::Local { path, .. }
+            | Place::Field { path, .. }
+            | Place::Array { path, .. }
+            | Place::Shared { path, .. } => path.clone(),
         };
         for (acc, ty) in &path {
             v = self.access(v, acc, *ty, sp);
@@ -421,9 +457,10 @@ impl<'a> FnLowerer<'a> {
 
     pub(super) fn store_place(&mut self, p: Place, v: Val, sp: Span) {
         let path = match &p {
-            Place::Local { path, .. } | Place::Field { path, .. } | Place::Array { path, .. } => {
-                path.clone()
-            }
+            Place::Local { path, .. }
+            | Place::Field { path, .. }
+            | Place::Array { path, .. }
+            | Place::Shared { path, .. } => path.clone(),
         };
         let new_root = if path.is_empty() {
             v
@@ -484,6 +521,14 @@ impl<'a> FnLowerer<'a> {
                 self.emit(InstKind::LocalStore(local, new_root.id), Type::Void, sp);
             }
             Place::Array { array, index, .. } => self.array_store(array, index, new_root, sp),
+            Place::Shared { array, index, .. } => {
+                let kind = InstKind::SharedStore {
+                    array,
+                    index,
+                    value: new_root.id,
+                };
+                self.emit(kind, Type::Void, sp);
+            }
             Place::Field { field, index, .. } => {
                 self.emit(
                     InstKind::FieldStore {

@@ -279,6 +279,7 @@ fn copy_kernel(
         count_from: None,
         loops_end: false,
         zero_fill: None,
+        workgroup: None,
     }
 }
 

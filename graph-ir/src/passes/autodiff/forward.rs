@@ -112,6 +112,7 @@ fn steps(
 
 fn tangent_kernel(program: &Program, k: KernelId) -> Result<Kernel, AdError> {
     let kernel = &program.kernels[k];
+    super::refuse_workgroup(kernel, "forward")?;
     let src = &kernel.entry;
     let mut used = HashSet::new();
     for (_, inst) in src.insts.iter() {
@@ -148,6 +149,7 @@ fn tangent_kernel(program: &Program, k: KernelId) -> Result<Kernel, AdError> {
         count_from: kernel.count_from,
         loops_end: false,
         zero_fill: None,
+        workgroup: None,
         dims: kernel.dims,
         params: kernel.params.clone(),
         entry,

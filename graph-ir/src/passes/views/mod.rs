@@ -544,6 +544,7 @@ impl Emit {
             count_from: None,
             loops_end: false,
             zero_fill: None,
+            workgroup: None,
         }
     }
 
