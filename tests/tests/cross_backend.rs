@@ -286,6 +286,8 @@ fn corpus() -> Vec<Case> {
          weft_tests::corpus::MATCH_LABELS_CONSTS, vec![16], TIGHT),
         ("local_arrays", vec![("o", "i32", vec![16], json!(0)), ("f", "f32", vec![16], json!(0))],
          weft_tests::corpus::LOCAL_ARRAYS, vec![16], TIGHT),
+        ("structs_tuples", vec![("o", "i32", vec![16], json!(0)), ("f", "f32", vec![16], json!(0))],
+         weft_tests::corpus::STRUCTS_TUPLES, vec![16], TIGHT),
     ]
 }
 
