@@ -1037,6 +1037,61 @@ fn helpers_return_arrays() {
     }
 }
 
+/// Nested tuples and structs: nested and typed tuple `let`, `_`, a tuple
+/// parameter, a struct field assigned whole (also from `..base`), copies
+/// that do not share, an `if` and a block producing structs, `.0` of a call.
+#[test]
+fn nested_structs_and_tuples_match_rust() {
+    let sim = run_kernel(
+        &[F("r", "f32", &[8], json!(0))],
+        "struct In { a: f32, k: i32 }
+         struct Out { i: In, t: (f32, (i32, f32)) }
+         fn mk(x: f32) -> (f32, (i32, f32)) { (x * 2.0, (x as i32, x + 0.5)) }
+         fn sum(t: (f32, (i32, f32))) -> f32 { let (p, (q, s)) = t; p + q as f32 + s }
+         fn kernel(i: i32) {
+            let x = i as f32 * 1.5;
+            let (a, (b, _)) = mk(x);
+            let (c, d): (f32, (i32, f32)) = mk(x + 1.0);
+            let mut o = Out { i: In { a: a, k: b }, t: mk(0.25) };
+            o.i = In { k: 7, ..o.i };
+            let inner = o.t.1;
+            let mut o2 = o;
+            o2.i.a = 100.0;
+            let pick = if i % 2 == 0 { o } else { o2 };
+            let blk = { let q = In { a: c, k: d.0 }; q };
+            r[i] = a + b as f32 * 10.0 + c + d.1 + o.i.a + o.i.k as f32 * 1000.0 + inner.1 + pick.i.a + blk.a + blk.k as f32 + sum(o.t) + mk(x).0;
+         }",
+        &[8],
+    );
+    let r = f32s(&sim, "r");
+    for i in 0..8i32 {
+        let mk = |x: f32| (x * 2.0, (x as i32, x + 0.5));
+        let x = i as f32 * 1.5;
+        let (a, (b, _)) = mk(x);
+        let (c, d) = mk(x + 1.0);
+        let pick_a = if i % 2 == 0 { a } else { 100.0 };
+        let want = a
+            + b as f32 * 10.0
+            + c
+            + d.1
+            + a
+            + 7.0 * 1000.0
+            + 0.75
+            + pick_a
+            + c
+            + d.0 as f32
+            + (0.5 + 0.0 + 0.75)
+            + mk(x).0;
+        assert!(
+            (r[i as usize] - want).abs() <= 1e-4 * want.abs(),
+            "i={}: {} vs {}",
+            i,
+            r[i as usize],
+            want
+        );
+    }
+}
+
 /// Misused structs and tuples are compile errors naming the node, the line
 /// and the column.
 #[test]

@@ -440,25 +440,43 @@ impl<'a> FnLowerer<'a> {
 
     /// Whether `e` is (syntactically or by its type) an aggregate value.
     pub(super) fn is_agg_expr(&self, e: &syn::Expr) -> bool {
-        fn tail(b: &syn::Block) -> Option<&syn::Expr> {
-            match b.stmts.last() {
-                Some(syn::Stmt::Expr(e, None)) => Some(e),
-                _ => None,
-            }
-        }
         match e {
             syn::Expr::Paren(p) => self.is_agg_expr(&p.expr),
             syn::Expr::Struct(_) => true,
             syn::Expr::Tuple(t) => !t.elems.is_empty(),
             syn::Expr::Array(_) | syn::Expr::Repeat(_) => true,
-            syn::Expr::If(i) => {
-                i.else_branch.is_some() && tail(&i.then_branch).is_some_and(|t| self.is_agg_expr(t))
-            }
-            syn::Expr::Block(b) => {
-                b.label.is_none() && tail(&b.block).is_some_and(|t| self.is_agg_expr(t))
-            }
+            syn::Expr::If(i) => i.else_branch.is_some() && self.block_value_is_agg(&i.then_branch),
+            syn::Expr::Block(b) => b.label.is_none() && self.block_value_is_agg(&b.block),
             other => self.static_ty(other).is_some_and(|t| !t.is_plain()),
         }
+    }
+
+    /// Whether a block ends in an aggregate value. A name declared in the
+    /// block itself (`{ let q = P { .. }; q }`) is not in scope yet, so its
+    /// `let` is looked at instead.
+    fn block_value_is_agg(&self, b: &syn::Block) -> bool {
+        let Some(syn::Stmt::Expr(tail, None)) = b.stmts.last() else {
+            return false;
+        };
+        if let syn::Expr::Path(p) = strip_paren(tail) {
+            if let Some(id) = p.path.get_ident() {
+                for s in b.stmts.iter().rev() {
+                    let syn::Stmt::Local(l) = s else { continue };
+                    let (pat, ty) = match &l.pat {
+                        syn::Pat::Type(pt) => (&*pt.pat, Some(&*pt.ty)),
+                        p => (p, None),
+                    };
+                    if !matches!(pat, syn::Pat::Ident(pi) if pi.ident == *id) {
+                        continue;
+                    }
+                    if let Some(t) = ty {
+                        return self.parse_ty(t).is_ok_and(|t| !t.is_plain());
+                    }
+                    return l.init.as_ref().is_some_and(|i| self.is_agg_expr(&i.expr));
+                }
+            }
+        }
+        self.is_agg_expr(tail)
     }
 
     /// The variable part `e` names (`p`, `p.v`, `t.0`, `p.inner.w`) when its
