@@ -1039,12 +1039,14 @@ fn helpers_return_arrays() {
 
 /// Nested tuples and structs: nested and typed tuple `let`, `_`, a tuple
 /// parameter, a struct field assigned whole (also from `..base`), copies
-/// that do not share, an `if` and a block producing structs, `.0` of a call.
+/// that do not share, an `if` and a block producing structs, `.0` of a call,
+/// field shorthand `In { a, k }`, an ignored `#[derive]`.
 #[test]
 fn nested_structs_and_tuples_match_rust() {
     let sim = run_kernel(
         &[F("r", "f32", &[8], json!(0))],
-        "struct In { a: f32, k: i32 }
+        "#[derive(Clone, Copy)]
+         struct In { a: f32, k: i32 }
          struct Out { i: In, t: (f32, (i32, f32)) }
          fn mk(x: f32) -> (f32, (i32, f32)) { (x * 2.0, (x as i32, x + 0.5)) }
          fn sum(t: (f32, (i32, f32))) -> f32 { let (p, (q, s)) = t; p + q as f32 + s }
@@ -1059,7 +1061,9 @@ fn nested_structs_and_tuples_match_rust() {
             o2.i.a = 100.0;
             let pick = if i % 2 == 0 { o } else { o2 };
             let blk = { let q = In { a: c, k: d.0 }; q };
-            r[i] = a + b as f32 * 10.0 + c + d.1 + o.i.a + o.i.k as f32 * 1000.0 + inner.1 + pick.i.a + blk.a + blk.k as f32 + sum(o.t) + mk(x).0;
+            let k = 3;
+            let short = In { a, k };
+            r[i] = short.k as f32 * 0.5 + short.a + a + b as f32 * 10.0 + c + d.1 + o.i.a + o.i.k as f32 * 1000.0 + inner.1 + pick.i.a + blk.a + blk.k as f32 + sum(o.t) + mk(x).0;
          }",
         &[8],
     );
@@ -1070,7 +1074,9 @@ fn nested_structs_and_tuples_match_rust() {
         let (a, (b, _)) = mk(x);
         let (c, d) = mk(x + 1.0);
         let pick_a = if i % 2 == 0 { a } else { 100.0 };
-        let want = a
+        let want = 1.5
+            + a
+            + a
             + b as f32 * 10.0
             + c
             + d.1
