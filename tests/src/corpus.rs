@@ -125,6 +125,62 @@ pub const WORKGROUPS: &str = "const B: i32 = 16;
             o[i] = block_index() * 1000 + t * 10 + cnt[1] as i32 + cnt[(i + 2) % 4] as i32 + q;
         }";
 
+/// Structs and tuples: declarations holding vectors, a matrix, a local
+/// array and a tuple; literals (also with `..base`), field reads and
+/// writes (`p.x.y`, `c.w[k]`, `c.rot[1].x`), copies, a struct passed by
+/// value to a helper that changes its copy, helpers returning a struct, a
+/// tuple (single exit and with early `return`s inside a loop) and an
+/// array, tuple `let`, `.0`, an `if` choosing a struct (in both corpora).
+pub const STRUCTS_TUPLES: &str = "struct Particle { x: vec3, v: vec3, m: f32 }
+          struct Cell { p: Particle, w: [f32; 3], id: i32, t: (f32, i32), rot: mat2 }
+          fn split(x: f32) -> (f32, i32) {
+            let k = floor(x);
+            (x - k, k as i32)
+          }
+          fn weights(fx: f32) -> [f32; 3] {
+            [0.5 * (1.5 - fx) * (1.5 - fx), 0.75 - (fx - 1.0) * (fx - 1.0), 0.5 * (fx - 0.5) * (fx - 0.5)]
+          }
+          fn advance(p: Particle, g: vec3, dt: f32) -> Particle {
+            let mut q = p;
+            q.v += g * dt;
+            q.x += q.v * dt;
+            q
+          }
+          fn energy(p: Particle) -> f32 { 0.5 * p.m * (p.v.x * p.v.x + p.v.y * p.v.y + p.v.z * p.v.z) }
+          fn bump(mut p: Particle) -> f32 { p.m += 1.0; p.m }
+          fn classify(x: i32) -> (i32, Particle) {
+            if x < 3 { return (1, Particle { x: vec3(0.0), v: vec3(1.0), m: 2.0 }); }
+            for k in 0..x {
+              if k * k > x { return (k, Particle { x: vec3(k as f32), v: vec3(0.0), m: 1.0 }); }
+            }
+            (0 - x, Particle { x: vec3(1.0, 2.0, 3.0), v: vec3(0.5), m: 0.5 })
+          }
+          fn kernel(i: i32) {
+            let fi = i as f32;
+            let mut p = Particle { x: vec3(fi, 0.5 * fi, 1.0), v: vec3(0.0, 1.0, -1.0), m: 1.0 + fi * 0.25 };
+            p.v += vec3(0.0, -9.75, 0.0) * 0.125;
+            p.x.y = p.x.y * 2.0;
+            let q = p;
+            p.m = 7.0;
+            let r = advance(q, vec3(0.0, -1.0, 0.0), 0.5);
+            let (fx, base) = split(fi * 0.375 + 0.25);
+            let w = weights(fx);
+            let t = split(fi * 1.25);
+            let mut c = Cell { p: r, w: weights(t.0), id: base, t: t, rot: mat2(fi, 1.0, 0.5, 2.0) };
+            c.w[i % 3] += 1.0;
+            c.p.v.x = c.w[1];
+            c.rot[1].x = 3.0;
+            let mut ws = 0.0;
+            for x in c.w { ws = ws * 2.0 + x; }
+            let (kk, cp) = classify(i);
+            let pick = if i % 2 == 0 { q } else { Particle { m: 3.0, ..r } };
+            let d = Cell { id: 5, ..c };
+            let mv = c.rot * vec2(1.0, 2.0);
+            o[i] = base * 1000 + t.1 * 100 + c.id * 10 + kk + d.id * 100000 + c.t.1 * 1000000 + c.w.len();
+            f[i] = energy(p) + energy(q) * 2.0 + r.x.x + r.x.y + r.x.z + w[0] + w[1] * 3.0 + weights(fx)[2] + ws + c.p.v.x
+                + cp.x.x + cp.v.y + pick.m + pick.x.y + d.p.m + bump(q) * 10.0 + q.m + mv.x + mv.y * 0.5;
+        }";
+
 /// Kernels covering the language, its built-ins and its edge cases.
 pub fn corpus() -> Vec<Case> {
     let c = |s: &str| s.to_string();
@@ -264,6 +320,8 @@ pub fn corpus() -> Vec<Case> {
          c(LOCAL_ARRAYS), vec![16]),
         ("workgroups", vec![("o", "i32", vec![64], json!(0)), ("f", "f32", vec![64], json!(0))],
          c(WORKGROUPS), vec![64]),
+        ("structs_tuples", vec![("o", "i32", vec![16], json!(0)), ("f", "f32", vec![16], json!(0))],
+         c(STRUCTS_TUPLES), vec![16]),
     ]
 }
 

@@ -531,3 +531,43 @@ fn forward_matches_reverse_through_local_arrays() {
     let body = "let mut w = [0.0; 3];\n    for k in 0..3 { w[k] = x[k] * (k + 1) as f32; }\n    w[i] += sin(x[i]);\n    let mut s = 0.0;\n    for k in 0..(i + 2) { s += w[k % 3] * w[(k + i) % 3]; }\n    loss[0] += s;";
     check(&[x3()], &kernel(body), 3);
 }
+
+/// Structs, tuples and aggregate-returning helpers (scalarised and inlined
+/// before differentiation): forward and reverse mode against central finite
+/// differences of the plain run.
+#[test]
+fn structs_and_tuples_match_finite_differences_in_both_modes() {
+    let defs = "struct P { x: f32, v: vec2, w: [f32; 2] }\nfn make(a: f32, b: f32) -> P { P { x: a * b, v: vec2(a, b * b), w: [sin(a), a + b] } }\nfn parts(p: P) -> (f32, f32) { (p.x + p.w[0], dot(p.v, p.v) * p.w[1]) }\nfn weights(fx: f32) -> [f32; 3] { [0.5 * (1.5 - fx) * (1.5 - fx), 0.75 - (fx - 1.0) * (fx - 1.0), 0.5 * (fx - 0.5) * (fx - 0.5)] }\nfn pick(a: f32) -> (f32, P) {\n    for k in 0..3 { if a * (k + 1) as f32 > 1.0 { return (a * a * k as f32, make(a, 2.0)); } }\n    (a * 3.0, make(1.0, a))\n}\nfn energy(p: P) -> f32 { p.x * p.x + p.v.y * p.w[1] }\n";
+    let h = 1e-3f32;
+    for body in [
+        "let mut p = make(x[i], x[(i + 1) % 3]);\n    p.v.x += p.x * 0.5;\n    let q = p;\n    p.w[1] = q.v.y * 2.0;\n    let (a, b) = parts(p);\n    let w = weights(x[i] + 0.3);\n    loss[0] += a * b + w[0] * w[1] + w[2] * q.v.x + energy(q);",
+        "let t = pick(x[i]);\n    let s = if x[i] > 0.0 { t.1 } else { P { x: t.0, ..t.1 } };\n    loss[0] += t.0 * s.x + energy(s) + weights(x[(i + 2) % 3])[i];",
+    ] {
+        let code = format!("{}fn kernel(i: i32) {{\n    {}\n}}\n", defs, body);
+        let inputs = [x3()];
+        let d = direction(3, 5);
+        let (_, fwd) = jvp(&inputs, std::slice::from_ref(&d), &code, 3, Backend::Vm);
+        let (_, rev) = vjp_dot(&inputs, std::slice::from_ref(&d), &code, 3, Backend::Vm);
+        let plain = graph(&inputs, &code, 3, "none");
+        let eval = |s: f32| {
+            let mut sim = open(&plain, Backend::Vm).unwrap_or_else(|e| panic!("{}", e));
+            let moved: Vec<f32> = inputs[0].3.iter().zip(&d).map(|(a, b)| a + s * b).collect();
+            sim.write_field(sim.field("x").unwrap(), &bits(&moved))
+                .unwrap();
+            sim.start().unwrap();
+            f32s(&sim, "loss")[0] as f64
+        };
+        let fd = (eval(h) - eval(-h)) / (2.0 * h as f64);
+        assert!(fd.abs() > 1e-3, "{}: the reference is zero", body);
+        for (what, v) in [("forward", fwd), ("reverse", rev)] {
+            assert!(
+                (v - fd).abs() <= 1e-2 * fd.abs() + 2e-3,
+                "{}: {} {} vs finite difference {}",
+                body,
+                what,
+                v,
+                fd
+            );
+        }
+    }
+}

@@ -288,6 +288,8 @@ fn corpus() -> Vec<Case> {
          weft_tests::corpus::LOCAL_ARRAYS, vec![16], TIGHT),
         ("workgroups", vec![("o", "i32", vec![64], json!(0)), ("f", "f32", vec![64], json!(0))],
          weft_tests::corpus::WORKGROUPS, vec![64], TIGHT),
+        ("structs_tuples", vec![("o", "i32", vec![16], json!(0)), ("f", "f32", vec![16], json!(0))],
+         weft_tests::corpus::STRUCTS_TUPLES, vec![16], TIGHT),
     ]
 }
 

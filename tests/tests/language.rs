@@ -826,18 +826,497 @@ fn local_array_errors_name_the_line_and_column() {
             e
         );
     }
+}
+
+/// Structs and tuples against the same code run as Rust (the corpus case).
+#[test]
+fn structs_and_tuples_match_rust() {
+    #[derive(Clone, Copy)]
+    struct Particle {
+        x: [f32; 3],
+        v: [f32; 3],
+        m: f32,
+    }
+    #[derive(Clone, Copy)]
+    struct Cell {
+        p: Particle,
+        w: [f32; 3],
+        id: i32,
+        t: (f32, i32),
+        rot: [[f32; 2]; 2],
+    }
+    fn add(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
+        [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
+    }
+    fn scale(a: [f32; 3], s: f32) -> [f32; 3] {
+        [a[0] * s, a[1] * s, a[2] * s]
+    }
+    fn split(x: f32) -> (f32, i32) {
+        let k = x.floor();
+        (x - k, k as i32)
+    }
+    fn weights(fx: f32) -> [f32; 3] {
+        [
+            0.5 * (1.5 - fx) * (1.5 - fx),
+            0.75 - (fx - 1.0) * (fx - 1.0),
+            0.5 * (fx - 0.5) * (fx - 0.5),
+        ]
+    }
+    fn advance(p: Particle, g: [f32; 3], dt: f32) -> Particle {
+        let mut q = p;
+        q.v = add(q.v, scale(g, dt));
+        q.x = add(q.x, scale(q.v, dt));
+        q
+    }
+    fn energy(p: Particle) -> f32 {
+        0.5 * p.m * (p.v[0] * p.v[0] + p.v[1] * p.v[1] + p.v[2] * p.v[2])
+    }
+    fn bump(mut p: Particle) -> f32 {
+        p.m += 1.0;
+        p.m
+    }
+    fn classify(x: i32) -> (i32, Particle) {
+        if x < 3 {
+            return (
+                1,
+                Particle {
+                    x: [0.0; 3],
+                    v: [1.0; 3],
+                    m: 2.0,
+                },
+            );
+        }
+        for k in 0..x {
+            if k * k > x {
+                return (
+                    k,
+                    Particle {
+                        x: [k as f32; 3],
+                        v: [0.0; 3],
+                        m: 1.0,
+                    },
+                );
+            }
+        }
+        (
+            -x,
+            Particle {
+                x: [1.0, 2.0, 3.0],
+                v: [0.5; 3],
+                m: 0.5,
+            },
+        )
+    }
+    fn reference(i: i32) -> (i32, f32) {
+        let fi = i as f32;
+        let mut p = Particle {
+            x: [fi, 0.5 * fi, 1.0],
+            v: [0.0, 1.0, -1.0],
+            m: 1.0 + fi * 0.25,
+        };
+        p.v = add(p.v, scale([0.0, -9.75, 0.0], 0.125));
+        p.x[1] *= 2.0;
+        let q = p;
+        p.m = 7.0;
+        let r = advance(q, [0.0, -1.0, 0.0], 0.5);
+        let (fx, base) = split(fi * 0.375 + 0.25);
+        let w = weights(fx);
+        let t = split(fi * 1.25);
+        let mut c = Cell {
+            p: r,
+            w: weights(t.0),
+            id: base,
+            t,
+            rot: [[fi, 1.0], [0.5, 2.0]],
+        };
+        c.w[(i % 3) as usize] += 1.0;
+        c.p.v[0] = c.w[1];
+        c.rot[1][0] = 3.0;
+        let mut ws = 0.0f32;
+        for x in c.w {
+            ws = ws * 2.0 + x;
+        }
+        let (kk, cp) = classify(i);
+        let pick = if i % 2 == 0 {
+            q
+        } else {
+            Particle { m: 3.0, ..r }
+        };
+        let d = Cell { id: 5, ..c };
+        let mv = [
+            c.rot[0][0] + c.rot[1][0] * 2.0,
+            c.rot[0][1] + c.rot[1][1] * 2.0,
+        ];
+        let o = base * 1000 + t.1 * 100 + c.id * 10 + kk + d.id * 100000 + c.t.1 * 1000000 + 3;
+        let f = energy(p)
+            + energy(q) * 2.0
+            + r.x[0]
+            + r.x[1]
+            + r.x[2]
+            + w[0]
+            + w[1] * 3.0
+            + weights(fx)[2]
+            + ws
+            + c.p.v[0]
+            + cp.x[0]
+            + cp.v[1]
+            + pick.m
+            + pick.x[1]
+            + d.p.m
+            + bump(q) * 10.0
+            + q.m
+            + mv[0]
+            + mv[1] * 0.5;
+        (o, f)
+    }
+    let (_, fields, code, range) = weft_tests::corpus::corpus()
+        .into_iter()
+        .find(|c| c.0 == "structs_tuples")
+        .expect("the corpus case");
+    let fs: Vec<F> = fields
+        .iter()
+        .map(|(n, t, s, i)| F(n, t, s, i.clone()))
+        .collect();
+    let sim = run_kernel(&fs, &code, &range);
+    let (o, f) = (i32s(&sim, "o"), f32s(&sim, "f"));
+    for i in 0..16 {
+        let (ro, rf) = reference(i);
+        assert_eq!(o[i as usize], ro, "o, i={}", i);
+        let got = f[i as usize];
+        assert!(
+            (got - rf).abs() <= 1e-5 * rf.abs().max(1.0),
+            "f, i={}: {} vs {}",
+            i,
+            got,
+            rf
+        );
+    }
+}
+
+/// A helper returning an array: `let`, indexing the call, an argument of
+/// another helper, assignment to an array variable and to a struct's array.
+#[test]
+fn helpers_return_arrays() {
+    let sim = run_kernel(
+        &[F("o", "f32", &[8], json!(0))],
+        "struct S { w: [f32; 3], k: i32 }
+         fn weights(fx: f32) -> [f32; 3] { [1.0 - fx, fx * fx, fx + 2.0] }
+         fn total(a: [f32; 3]) -> f32 { a[0] + a[1] * 10.0 + a[2] * 100.0 }
+         fn kernel(i: i32) {
+            let fx = i as f32 * 0.5;
+            let w = weights(fx);
+            let mut v = [0.0; 3];
+            v = weights(fx + 1.0);
+            let mut s = S { w: v, k: i };
+            s.w = weights(fx * 2.0);
+            o[i] = w[i % 3] + weights(fx)[(i + 1) % 3] * 1000.0 + total(weights(fx)) * 0.001 + v[2] * 7.0 + s.w[1] * 3.0 + s.k as f32;
+         }",
+        &[8],
+    );
+    let wts = |fx: f32| [1.0 - fx, fx * fx, fx + 2.0];
+    let total = |a: [f32; 3]| a[0] + a[1] * 10.0 + a[2] * 100.0;
+    let o = f32s(&sim, "o");
+    for i in 0..8i32 {
+        let fx = i as f32 * 0.5;
+        let w = wts(fx);
+        let v = wts(fx + 1.0);
+        let sw = wts(fx * 2.0);
+        let want = w[(i % 3) as usize]
+            + wts(fx)[((i + 1) % 3) as usize] * 1000.0
+            + total(wts(fx)) * 0.001
+            + v[2] * 7.0
+            + sw[1] * 3.0
+            + i as f32;
+        assert!(
+            (o[i as usize] - want).abs() <= 1e-4 * want.abs().max(1.0),
+            "i={}: {} vs {}",
+            i,
+            o[i as usize],
+            want
+        );
+    }
+}
+
+/// Nested tuples and structs: nested and typed tuple `let`, `_`, a tuple
+/// parameter, a struct field assigned whole (also from `..base`), copies
+/// that do not share, an `if` and a block producing structs, `.0` of a call,
+/// field shorthand `In { a, k }`, an ignored `#[derive]`.
+#[test]
+fn nested_structs_and_tuples_match_rust() {
+    let sim = run_kernel(
+        &[F("r", "f32", &[8], json!(0))],
+        "#[derive(Clone, Copy)]
+         struct In { a: f32, k: i32 }
+         struct Out { i: In, t: (f32, (i32, f32)) }
+         fn mk(x: f32) -> (f32, (i32, f32)) { (x * 2.0, (x as i32, x + 0.5)) }
+         fn sum(t: (f32, (i32, f32))) -> f32 { let (p, (q, s)) = t; p + q as f32 + s }
+         fn kernel(i: i32) {
+            let x = i as f32 * 1.5;
+            let (a, (b, _)) = mk(x);
+            let (c, d): (f32, (i32, f32)) = mk(x + 1.0);
+            let mut o = Out { i: In { a: a, k: b }, t: mk(0.25) };
+            o.i = In { k: 7, ..o.i };
+            let inner = o.t.1;
+            let mut o2 = o;
+            o2.i.a = 100.0;
+            let pick = if i % 2 == 0 { o } else { o2 };
+            let blk = { let q = In { a: c, k: d.0 }; q };
+            let k = 3;
+            let short = In { a, k };
+            r[i] = short.k as f32 * 0.5 + short.a + a + b as f32 * 10.0 + c + d.1 + o.i.a + o.i.k as f32 * 1000.0 + inner.1 + pick.i.a + blk.a + blk.k as f32 + sum(o.t) + mk(x).0;
+         }",
+        &[8],
+    );
+    let r = f32s(&sim, "r");
+    for i in 0..8i32 {
+        let mk = |x: f32| (x * 2.0, (x as i32, x + 0.5));
+        let x = i as f32 * 1.5;
+        let (a, (b, _)) = mk(x);
+        let (c, d) = mk(x + 1.0);
+        let pick_a = if i % 2 == 0 { a } else { 100.0 };
+        let want = 1.5
+            + a
+            + a
+            + b as f32 * 10.0
+            + c
+            + d.1
+            + a
+            + 7.0 * 1000.0
+            + 0.75
+            + pick_a
+            + c
+            + d.0 as f32
+            + (0.5 + 0.0 + 0.75)
+            + mk(x).0;
+        assert!(
+            (r[i as usize] - want).abs() <= 1e-4 * want.abs(),
+            "i={}: {} vs {}",
+            i,
+            r[i as usize],
+            want
+        );
+    }
+}
+
+/// Misused structs and tuples are compile errors naming the node, the line
+/// and the column.
+#[test]
+fn struct_and_tuple_errors_name_the_line_and_column() {
+    let cases = [
+        (
+            "let p = P { x: vec3(0.0), v: vec3(1.0), m: 1.0 };\n    o[i] = p.vv.x;",
+            "2:14",
+            "struct `P` has no field `vv`; its fields are x, v, m",
+        ),
+        (
+            "let mut p = P { x: vec3(0.0), v: vec3(1.0), m: 1.0 };\n    p.mm += 1.0;",
+            "2:7",
+            "struct `P` has no field `mm`; its fields are x, v, m",
+        ),
+        (
+            "let p = P { x: vec3(0.0), v: vec3(1.0) };",
+            "1:13",
+            "`P` is missing field(s) m",
+        ),
+        (
+            "let p = P { x: vec3(0.0), v: vec3(1.0), m: 1.0, q: 2.0 };",
+            "1:53",
+            "struct `P` has no field `q`; its fields are x, v, m",
+        ),
+        (
+            "let p = P { x: vec3(0.0), x: vec3(1.0), m: 1.0 };",
+            "1:31",
+            "field `x` is given twice",
+        ),
+        (
+            "let p = Q { x: 1.0 };",
+            "1:13",
+            "unknown struct `Q`; the structs of this code are P",
+        ),
+        (
+            "let (a, b, c) = mk(1.0);",
+            "1:9",
+            "tuple `let` needs as many names as values: the pattern has 3 but `mk(1.0)` has 2",
+        ),
+        (
+            "let t = mk(1.0);\n    o[i] = t.2;",
+            "2:14",
+            "`t` is a tuple of 2 values ((f32, i32)); it has no `.2`",
+        ),
+        (
+            "let p = P { x: 1.0, v: vec3(1.0), m: 1.0 };",
+            "1:20",
+            "`1.0` is f32 but field `x` of `P` expects vec3<f32>",
+        ),
+        (
+            "let mut p = P { x: vec3(0.0), v: vec3(1.0), m: 1.0 };\n    p.m = vec2(1.0, 2.0);",
+            "2:11",
+            "`vec2(1.0, 2.0)` is vec2<f32> but `p.m` expects f32",
+        ),
+        (
+            "let p = P { x: vec3(0.0), v: vec3(1.0), m: 1.0 };\n    p.m = 2.0;",
+            "2:5",
+            "`p` is not mutable; declare it with `let mut p`",
+        ),
+        (
+            "let p = P { x: vec3(0.0), v: vec3(1.0), m: 1.0 };\n    o[i] = p;",
+            "2:12",
+            "`p` is a struct `P`; use its fields, e.g. `p.x`",
+        ),
+        ("o[i] = mk(1.0);", "1:12", "`mk(1.0)` is a tuple (f32, i32)"),
+        (
+            "let mut p = P { x: vec3(0.0), v: vec3(1.0), m: 1.0 };\n    p = mk(2.0);",
+            "2:9",
+            "`mk(2.0)` is (f32, i32) but `p` expects P",
+        ),
+        (
+            "let p: P = mk(2.0);",
+            "1:16",
+            "`mk(2.0)` is (f32, i32) but `p` expects P",
+        ),
+        (
+            "let p = P { x: vec3(0.0), v: vec3(1.0), m: 1.0 };\n    o[i] = first(p);",
+            "2:18",
+            "`p` is P but argument 1 of `first` expects (f32, i32)",
+        ),
+        (
+            "let p = P { x: vec3(0.0), v: vec3(1.0), m: 1.0 };\n    let (a, b) = p;",
+            "2:9",
+            "`p` is P, not a tuple",
+        ),
+        (
+            "let (a, b) = mk(1.0);\n    o[i] = a + b;",
+            "2:12",
+            "`a` is f32 but `b` is i32",
+        ),
+    ];
+    for (body, at, what) in cases {
+        // The struct and helpers come first (2 lines); the body starts on line 4.
+        let code = format!(
+            "struct P {{ x: vec3, v: vec3, m: f32 }}\nfn mk(a: f32) -> (f32, i32) {{ (a, 1) }}\nfn first(t: (f32, i32)) -> f32 {{ t.0 }}\nfn kernel(i: i32) {{\n    {}\n}}\n",
+            body
+        );
+        let g = kernel_graph(&[F("o", "f32", &[4], json!(0))], &code, &[4], json!({}));
+        let e = build(&g).err().map(|e| e.to_string()).unwrap_or_default();
+        let (l, c) = at.split_once(':').unwrap();
+        let at = format!("{}:{}", l.parse::<u32>().unwrap() + 4, c);
+        assert!(
+            e.contains("node 'k'") && e.contains(&at) && e.contains(what),
+            "{}\nwant {} and {}\ngot {}",
+            body,
+            at,
+            what,
+            e
+        );
+    }
+    // Whole-code errors: declarations, and helpers that are never called.
+    let whole = [
+        (
+            "struct A { b: B }\nstruct B { a: A, x: f32 }\nfn kernel(i: i32) { o[i] = 1.0; }",
+            "2:15",
+            "struct `A` contains itself (A holds B holds A)",
+        ),
+        (
+            "struct A { a: (f32, A) }\nfn kernel(i: i32) { o[i] = 1.0; }",
+            "1:15",
+            "struct `A` contains itself (A holds A)",
+        ),
+        (
+            "struct A { x: f32, x: i32 }\nfn kernel(i: i32) { o[i] = 1.0; }",
+            "1:20",
+            "field `x` is declared twice in `A`",
+        ),
+        (
+            "struct A { x: Partcle }\nfn kernel(i: i32) { o[i] = 1.0; }",
+            "1:15",
+            "unknown type `Partcle`",
+        ),
+        (
+            "struct vec2 { x: f32 }\nfn kernel(i: i32) { o[i] = 1.0; }",
+            "1:8",
+            "`vec2` is a built-in type",
+        ),
+        (
+            "struct A(f32);\nfn kernel(i: i32) { o[i] = 1.0; }",
+            "1:1",
+            "struct `A` needs named fields",
+        ),
+        (
+            "struct A { x: f32 }\nfn f(a: f32) -> A {\n    A { x: a, y: 1.0 }\n}\nfn kernel(i: i32) { o[i] = 1.0; }",
+            "3:15",
+            "struct `A` has no field `y`; its fields are x",
+        ),
+        (
+            "fn f(a: f32) -> (f32, f32) {\n    if a > 0.0 { return (a, true); }\n    (a, a)\n}\nfn kernel(i: i32) { o[i] = 1.0; }",
+            "2:25",
+            "`(a, true)` is (f32, bool) but `f`'s return type expects (f32, f32)",
+        ),
+        (
+            "fn f(a: f32) -> (f32, f32) {\n    let b = a;\n}\nfn kernel(i: i32) { o[i] = 1.0; }",
+            "1:28",
+            "`f` must return a value of type (f32, f32)",
+        ),
+        (
+            "fn f(a: f32) -> (f32, f32) {\n    for k in 0..3 { if k == 1 { break; } }\n    loop { if a > 0.0 { break; } }\n    (a, a)\n}\nfn kernel(i: i32) { o[i] = f(1.0).0; }",
+            "",
+            "",
+        ),
+        (
+            "fn f(a: f32) -> (f32, f32) {\n    if a > 0.0 { return (a, a); }\n    break;\n}\nfn kernel(i: i32) { o[i] = 1.0; }",
+            "3:5",
+            "`break` outside a loop",
+        ),
+    ];
+    for (code, at, what) in whole {
+        let g = kernel_graph(&[F("o", "f32", &[4], json!(0))], code, &[4], json!({}));
+        match build(&g) {
+            Ok(_) => assert!(at.is_empty(), "{}: must fail with {}", code, what),
+            Err(e) => {
+                let e = e.to_string();
+                assert!(
+                    !at.is_empty() && e.contains("node 'k'") && e.contains(at) && e.contains(what),
+                    "{}\nwant {} and {}\ngot {}",
+                    code,
+                    at,
+                    what,
+                    e
+                );
+            }
+        }
+    }
+}
+
+/// The example of "Structs and tuples" in docs/kernel-language.md runs,
+/// and moves a particle as the same steps written in Rust do.
+#[test]
+fn the_documented_struct_example_runs() {
+    let doc = std::fs::read_to_string(weft_tests::root().join("docs/kernel-language.md")).unwrap();
+    let section = &doc[doc.find("## Structs and tuples").expect("the section")..];
+    let start = section.find("```rust\n").expect("an example") + 8;
+    let code = &section[start..start + section[start..].find("```").unwrap()];
     let g = kernel_graph(
-        &[F("o", "f32", &[4], json!(0))],
-        "fn f(x: f32) -> [f32; 2] { [x, x] }\nfn kernel(i: i32) { o[i] = 1.0; }",
+        &[
+            F("pos", "vec3", &[4], json!([0.25, 0.5, 0.0])),
+            F("vel", "vec3", &[4], json!([1.0, 0.0, 0.0])),
+        ],
+        code,
         &[4],
-        json!({}),
+        json!({"dt": 0.5}),
     );
-    let e = build(&g).err().map(|e| e.to_string()).unwrap_or_default();
-    assert!(
-        e.contains("1:17") && e.contains("cannot return arrays"),
-        "{}",
-        e
-    );
+    let sim = run(&g, 0).unwrap_or_else(|e| panic!("{}\n{}", e, code));
+    let pos = f32s(&sim, "pos");
+    // p.v.y -= 9.8 * dt, then advance: v += (0, -1, 0) * dt, x += v * dt.
+    let dt = 0.5f32;
+    let vy = 0.0 - 9.8 * dt - 1.0 * dt;
+    let want = [0.25 + 1.0 * dt, 0.5 + vy * dt, 0.0];
+    for k in 0..3 {
+        assert!(
+            (pos[k] - want[k]).abs() < 1e-5,
+            "pos {:?} vs {:?}",
+            &pos[..3],
+            want
+        );
+    }
 }
 
 /// A run-time index outside a local array stops the run with the node, the

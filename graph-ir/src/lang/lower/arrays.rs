@@ -94,6 +94,27 @@ impl<'a> FnLowerer<'a> {
         array_len(e, self.consts)
     }
 
+    /// A new immutable array holding `values`, bound to no name (an array
+    /// value being indexed, e.g. `weights(x)[i]`).
+    pub(super) fn temp_array(&mut self, values: &[Val], sp: Span) -> usize {
+        let elem = values[0].ty;
+        let mut elems = Vec::with_capacity(values.len());
+        for (k, v) in values.iter().enumerate() {
+            let l = self.func.locals.append(Local {
+                name: format!("tmp[{}]", k),
+                ty: elem,
+            });
+            self.emit(InstKind::LocalStore(l, v.id), Type::Void, sp);
+            elems.push(l);
+        }
+        self.arrays.push(ArrayVar {
+            elems,
+            elem,
+            mutable: false,
+        });
+        self.arrays.len() - 1
+    }
+
     /// Binds `name` to a new array whose elements start as `values`.
     pub(super) fn new_array(&mut self, name: String, mutable: bool, values: &[Val], sp: Span) {
         let elem = values[0].ty;
@@ -124,6 +145,13 @@ impl<'a> FnLowerer<'a> {
     ) -> R<Vec<InstId>> {
         let sp = span_of(a);
         let Some(arr) = self.array_named(a) else {
+            if let Some(structs::Ty::Array(..)) = self.static_ty(a) {
+                // An array value: a call returning one.
+                let v = self.lower_typed(a, &structs::Ty::Array(t, n), what)?;
+                let mut ids = Vec::new();
+                v.leaves(&mut ids);
+                return Ok(ids);
+            }
             return Err(err(
                 a,
                 format!(
@@ -152,24 +180,30 @@ impl<'a> FnLowerer<'a> {
             .collect())
     }
 
-    /// Whether `let` binds an array: an array type, `[...]`, `[x; N]`, or
-    /// another array variable.
+    /// Whether `let` binds an array: an array type, `[...]`, `[x; N]`,
+    /// another array variable or array field of a struct, or a call
+    /// returning an array.
     pub(super) fn is_array_let(&self, declared: Option<&syn::Type>, init: &syn::Expr) -> bool {
         matches!(declared, Some(syn::Type::Array(_)))
             || matches!(
                 strip_paren(init),
                 syn::Expr::Array(_) | syn::Expr::Repeat(_)
             )
-            || self.array_named(init).is_some()
+            || matches!(self.static_ty(init), Some(structs::Ty::Array(..)))
     }
 
-    /// The array variable `e` names, if it is a plain name bound to one.
+    /// The array variable `e` names: a name bound to one, or an array
+    /// field of a struct variable (`p.w`).
     pub(super) fn array_named(&self, e: &syn::Expr) -> Option<usize> {
-        let syn::Expr::Path(p) = strip_paren(e) else {
-            return None;
-        };
-        match self.lookup(&p.path.get_ident()?.to_string()) {
-            Some(Binding::Array(a)) => Some(a),
+        match strip_paren(e) {
+            syn::Expr::Path(p) => match self.lookup(&p.path.get_ident()?.to_string()) {
+                Some(Binding::Array(a)) => Some(a),
+                _ => None,
+            },
+            f @ syn::Expr::Field(_) => match self.agg_place(f) {
+                Ok(Some((aggregates::Slot::Array(a), ..))) => Some(a),
+                _ => None,
+            },
             _ => None,
         }
     }
@@ -211,7 +245,7 @@ impl<'a> FnLowerer<'a> {
 
     /// The element values of an array expression (`[...]`, `[x; N]` or an
     /// array variable) for `name`, checked against `want` (`[T; N]`).
-    fn array_values(
+    pub(super) fn array_values(
         &mut self,
         name: &str,
         want: Option<(Type, u32)>,
@@ -245,6 +279,12 @@ impl<'a> FnLowerer<'a> {
                         .iter()
                         .map(|&l| self.val(InstKind::LocalLoad(l), ty, sp))
                         .collect()
+                }
+                None if matches!(self.static_ty(other), Some(structs::Ty::Array(..))) => {
+                    match self.lower_agg(other, None)? {
+                        aggregates::Agg::Array(_, vals) => vals,
+                        a => return Err(self.not_plain(other, &a.ty())),
+                    }
                 }
                 None => {
                     return Err(err(

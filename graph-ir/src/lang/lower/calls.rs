@@ -122,41 +122,44 @@ impl<'a> FnLowerer<'a> {
             let vals = self.lower_builtin_args(b, &args, want, c)?;
             return self.builtin(b, vals, c);
         }
-        if let Some(sig) = self.sigs.get(&name) {
-            if args.len() != sig.arrays.len() {
+        let sigs = self.sigs;
+        if let Some(sig) = sigs.get(&name) {
+            if args.len() != sig.params.len() {
                 return Err(err(
                     c,
                     format!(
                         "`{}` takes {} argument(s), got {}",
                         name,
-                        sig.arrays.len(),
+                        sig.params.len(),
                         args.len()
                     ),
                 ));
             }
-            let (params, arrays) = (sig.args.clone(), sig.arrays.clone());
+            let (Some(id), structs::Ty::Plain(ret)) = (sig.id, &sig.ret) else {
+                // Returns an aggregate: only `let`, arguments, fields and `.0` take it.
+                return Err(self.not_plain(c, &sig.ret));
+            };
             let mut ids = Vec::new();
             for (k, a) in args.iter().enumerate() {
                 let what = format!("argument {} of `{}`", k + 1, name);
-                if let Some(tn) = arrays[k] {
-                    ids.extend(self.array_arg(a, tn, &what)?);
-                    continue;
-                }
-                let t = params[ids.len()];
-                let v = self.lower_expr(a, Some(t))?;
-                let v = self.coerce(v, t, *a, &what)?;
-                ids.push(v.id);
+                self.lower_arg(a, &sig.params[k], &what)?.leaves(&mut ids);
             }
-            let sig = &self.sigs[&name];
-            let (id, ret) = (sig.id, sig.ret);
-            let call = self.emit(InstKind::Call(id, ids), ret, sp);
-            return Ok(Val { id: call, ty: ret });
+            let call = self.emit(InstKind::Call(id, ids), *ret, sp);
+            return Ok(Val { id: call, ty: *ret });
         }
         Err(err(&c.func, format!("unknown function `{}`", name)))
     }
 
     pub(super) fn lower_method(&mut self, m: &syn::ExprMethodCall, want: Option<Type>) -> R<Val> {
         let name = m.method.to_string();
+        if let Some(t) = self.static_ty(&m.receiver).filter(|t| {
+            !matches!(t, structs::Ty::Plain(_)) && self.array_named(&m.receiver).is_none()
+        }) {
+            if let (structs::Ty::Array(_, n), true) = (&t, name == "len" && m.args.is_empty()) {
+                return Ok(self.konst(Const::i32(*n as i32), span_of(m)));
+            }
+            return Err(self.not_plain(&m.receiver, &t));
+        }
         if let Some(a) = self.array_named(&m.receiver) {
             if name == "len" && m.args.is_empty() {
                 let n = self.arrays[a].elems.len() as i32;

@@ -18,6 +18,12 @@ impl<'a> FnLowerer<'a> {
                     self.lower_array_assign(arr, &a.left, &a.right)?;
                     return Ok(self.unit());
                 }
+                if let Some(place @ (aggregates::Slot::Struct(..) | aggregates::Slot::Tuple(_), ..)) =
+                    self.agg_place(&a.left)?
+                {
+                    self.lower_agg_assign(place, &a.left, &a.right)?;
+                    return Ok(self.unit());
+                }
                 let place = self.lower_place(&a.left)?;
                 let pty = self.place_type(&place);
                 let v = self.lower_expr(&a.right, Some(pty))?;
@@ -38,6 +44,9 @@ impl<'a> FnLowerer<'a> {
                 Ok(self.val(InstKind::Cast(v.id), to, sp))
             }
             syn::Expr::Field(f) => {
+                if self.static_ty(&f.base).is_some_and(|t| !t.is_plain()) {
+                    return self.lower_agg_member(f, e);
+                }
                 let base = self.lower_expr(&f.base, None)?;
                 self.lower_member(base, &f.member, e)
             }
@@ -89,6 +98,7 @@ impl<'a> FnLowerer<'a> {
             }
             syn::Expr::Continue(c) => self.lower_jump(c, c.label.as_ref(), false),
             syn::Expr::Match(m) => self.lower_match(m, want),
+            syn::Expr::Return(r) if self.inline_ret.is_some() => self.lower_inline_return(r),
             syn::Expr::Return(r) => {
                 let ret = self.func.ret;
                 let v = match &r.expr {
@@ -108,8 +118,13 @@ impl<'a> FnLowerer<'a> {
             syn::Expr::Tuple(t) if t.elems.is_empty() => Ok(self.unit()),
             syn::Expr::Tuple(_) => Err(err(
                 e,
-                "tuples are only allowed as field indices, e.g. `x[(i, j)]`; use vecN(...) for values",
+                "a tuple is not a plain value: bind it with `let (a, b) = ...`, return it from a helper, or index a field with it, e.g. `x[(i, j)]` (use vecN(...) for vectors)",
             )),
+            syn::Expr::Struct(_) => match self.static_ty(e) {
+                Some(t) => Err(self.not_plain(e, &t)),
+                // Reports the unknown struct.
+                None => self.lower_agg(e, None).and_then(|a| Err(self.not_plain(e, &a.ty()))),
+            },
             syn::Expr::Array(_) | syn::Expr::Repeat(_) => Err(err(
                 e,
                 "an array literal starts a local array: `let w = [a, b, c];` or `let mut w = [0.0; N];` (arrays of arrays are not supported), or lists a field's indices, e.g. `x[[i, j]]`",
@@ -197,6 +212,10 @@ impl<'a> FnLowerer<'a> {
                             name, v.elem, v.len, name
                         ),
                     ))
+                }
+                Binding::Agg(a) => {
+                    let t = self.slot_ty(&self.aggs[a].slot);
+                    return Err(self.not_plain(p, &t));
                 }
             });
         }

@@ -26,10 +26,15 @@ impl<'a> FnLowerer<'a> {
     /// Opens a loop: its flag (for a labelled one) is cleared before the loop.
     /// Returns the enclosing frames' use counts, for `exit_loop`.
     pub(super) fn enter_loop(&mut self, label: Option<&syn::Label>, sp: Span) -> R<Vec<usize>> {
+        Ok(self.enter_loop_named(label.map(|l| l.name.ident.to_string()), sp))
+    }
+
+    /// `enter_loop` for a label given by name (also the one-trip loop
+    /// around an inlined helper, `aggregates.rs`).
+    pub(super) fn enter_loop_named(&mut self, label: Option<String>, sp: Span) -> Vec<usize> {
         let snap = self.loops.iter().map(|f| f.deep_uses).collect();
         let (name, flag) = match label {
-            Some(l) => {
-                let name = l.name.ident.to_string();
+            Some(name) => {
                 let flag = self.func.locals.append(Local {
                     name: format!("loop_{}", name),
                     ty: Type::I32,
@@ -45,7 +50,7 @@ impl<'a> FnLowerer<'a> {
             flag,
             deep_uses: 0,
         });
-        Ok(snap)
+        snap
     }
 
     /// Closes the loop just emitted; after it, checks the flags of enclosing
@@ -118,7 +123,7 @@ impl<'a> FnLowerer<'a> {
     ) -> R<Val> {
         let sp = span_of(node);
         let word = if is_break { "break" } else { "continue" };
-        if self.loops.is_empty() {
+        if self.loops.is_empty() || (label.is_none() && self.in_return_frame()) {
             return Err(err(node, format!("`{}` outside a loop", word)));
         }
         let top = self.loops.len() - 1;
@@ -140,6 +145,14 @@ impl<'a> FnLowerer<'a> {
                     })?
             }
         };
+        self.jump(k, is_break, sp);
+        Ok(self.unit())
+    }
+
+    /// Leaves (or continues) the loop `self.loops[k]`: directly when it is
+    /// the innermost, else through its flag.
+    pub(super) fn jump(&mut self, k: usize, is_break: bool, sp: Span) {
+        let top = self.loops.len() - 1;
         if k == top {
             let op = if is_break {
                 InstKind::Break
@@ -154,7 +167,6 @@ impl<'a> FnLowerer<'a> {
             self.loops[k].deep_uses += 1;
             self.emit(InstKind::Break, Type::Void, sp);
         }
-        Ok(self.unit())
     }
 
     pub(super) fn lower_match(&mut self, m: &syn::ExprMatch, want: Option<Type>) -> R<Val> {

@@ -7,16 +7,17 @@ impl<'a> FnLowerer<'a> {
     pub(super) fn new(
         code: &'a str,
         env: &'a KernelEnv<'a>,
-        sigs: &'a HashMap<String, Sig>,
-        consts: &'a HashMap<String, Const>,
+        decls: &'a Decls<'a>,
         func: Function,
         is_entry: bool,
     ) -> Self {
         FnLowerer {
             code,
             env,
-            sigs,
-            consts,
+            sigs: &decls.sigs,
+            consts: &decls.consts,
+            structs: &decls.structs,
+            items: &decls.items,
             func,
             blocks: vec![Vec::new()],
             scopes: vec![HashMap::new()],
@@ -26,6 +27,8 @@ impl<'a> FnLowerer<'a> {
             arrays: Vec::new(),
             block: None,
             shared: Vec::new(),
+            aggs: Vec::new(),
+            inline_ret: None,
         }
     }
 
@@ -76,36 +79,40 @@ impl<'a> FnLowerer<'a> {
             if let syn::FnArg::Typed(pt) = &f.sig.inputs[0] {
                 self.bind_pattern(&pt.pat, v)?;
             }
+        } else if self.is_entry {
+            for (i, input) in f.sig.inputs.iter().enumerate() {
+                if let syn::FnArg::Typed(pt) = input {
+                    let ty = self.func.args[i];
+                    let v = self.val(InstKind::Arg(i as u32), ty, span_of(&pt.pat));
+                    self.bind_pattern(&pt.pat, v)?;
+                }
+            }
         } else {
-            let arrays = match self.sigs.get(&f.sig.ident.to_string()) {
-                Some(sig) if !self.is_entry => sig.arrays.clone(),
-                _ => vec![None; f.sig.inputs.len()],
-            };
-            // Array parameters arrive as one argument per element.
+            // Array and struct parameters arrive as one argument per leaf.
+            let params = self.sigs[&f.sig.ident.to_string()].params.clone();
             let mut i = 0usize;
-            for (input, arr) in f.sig.inputs.iter().zip(arrays) {
+            for (input, t) in f.sig.inputs.iter().zip(params) {
                 if let syn::FnArg::Typed(pt) = input {
                     let sp = span_of(&pt.pat);
-                    match arr {
-                        Some((t, n)) => {
-                            let vals: Vec<Val> = (0..n as usize)
-                                .map(|k| self.val(InstKind::Arg((i + k) as u32), t, sp))
-                                .collect();
-                            let (name, mutable) = match &*pt.pat {
-                                syn::Pat::Ident(pi) => {
-                                    (pi.ident.to_string(), pi.mutability.is_some())
-                                }
-                                p => return Err(err(p, "an array is bound to a plain name")),
-                            };
-                            self.new_array(name, mutable, &vals, sp);
-                            i += n as usize;
+                    let mut leaves = Vec::new();
+                    self.structs.leaves(&t, &mut leaves);
+                    let vals: Vec<Val> = leaves
+                        .iter()
+                        .enumerate()
+                        .map(|(k, &lt)| self.val(InstKind::Arg((i + k) as u32), lt, sp))
+                        .collect();
+                    i += vals.len();
+                    if t.is_plain() {
+                        self.bind_pattern(&pt.pat, vals[0])?;
+                    } else {
+                        if let (structs::Ty::Array(..), false) =
+                            (&t, matches!(&*pt.pat, syn::Pat::Ident(_)))
+                        {
+                            return Err(err(&pt.pat, "an array is bound to a plain name"));
                         }
-                        None => {
-                            let ty = self.func.args[i];
-                            let v = self.val(InstKind::Arg(i as u32), ty, sp);
-                            self.bind_pattern(&pt.pat, v)?;
-                            i += 1;
-                        }
+                        let a = self.agg_from_leaves(&t, &mut vals.into_iter());
+                        let what = self.text(&pt.pat);
+                        self.bind_agg_pattern(&pt.pat, a, &what)?;
                     }
                 }
             }
@@ -199,28 +206,40 @@ impl<'a> FnLowerer<'a> {
         self.scopes.push(HashMap::new());
         let mut tail = None;
         for (n, s) in stmts.iter().enumerate() {
-            let last = n + 1 == stmts.len();
-            match s {
-                syn::Stmt::Local(l) => self.lower_let(l)?,
-                syn::Stmt::Expr(e, semi) => {
-                    let v = self.lower_expr(e, if last && semi.is_none() { want } else { None })?;
-                    if last && semi.is_none() {
-                        tail = Some(v);
-                    }
-                }
-                syn::Stmt::Item(i) => {
-                    return Err(err(
-                        i,
-                        "items cannot be declared inside a function; move it to the top level",
-                    ))
-                }
-                syn::Stmt::Macro(m) => {
-                    return Err(err(m, "macros are not supported in kernel code"))
-                }
-            }
+            tail = self.lower_stmt(s, n + 1 == stmts.len(), want)?;
         }
         self.scopes.pop();
         Ok(tail)
+    }
+
+    /// One statement; returns the value of a `last` expression without `;`.
+    pub(super) fn lower_stmt(
+        &mut self,
+        s: &syn::Stmt,
+        last: bool,
+        want: Option<Type>,
+    ) -> R<Option<Val>> {
+        match s {
+            syn::Stmt::Local(l) => self.lower_let(l)?,
+            // A call of a helper returning an aggregate, result unused.
+            syn::Stmt::Expr(e @ syn::Expr::Call(_), Some(_)) if self.is_agg_expr(e) => {
+                self.lower_agg(e, None)?;
+            }
+            syn::Stmt::Expr(e, semi) => {
+                let v = self.lower_expr(e, if last && semi.is_none() { want } else { None })?;
+                if last && semi.is_none() {
+                    return Ok(Some(v));
+                }
+            }
+            syn::Stmt::Item(i) => {
+                return Err(err(
+                    i,
+                    "items cannot be declared inside a function; move it to the top level",
+                ))
+            }
+            syn::Stmt::Macro(m) => return Err(err(m, "macros are not supported in kernel code")),
+        }
+        Ok(None)
     }
 
     pub(super) fn lower_let(&mut self, l: &syn::Local) -> R<()> {
@@ -238,6 +257,22 @@ impl<'a> FnLowerer<'a> {
             if init.diverge.is_none() && self.is_array_let(declared_ty, &init.expr) {
                 return self.lower_array_let(pat, declared_ty, &init.expr);
             }
+            let declared = declared_ty.map(|t| self.parse_ty(t)).transpose()?;
+            if init.diverge.is_none()
+                && (declared.as_ref().is_some_and(|t| !t.is_plain())
+                    || self.is_agg_expr(&init.expr))
+            {
+                // A struct or tuple (or a tuple `let` of several values).
+                let a = match &declared {
+                    Some(t) => {
+                        let what = format!("`{}`", self.text(pat));
+                        self.lower_typed(&init.expr, t, &what)?
+                    }
+                    None => self.lower_agg(&init.expr, None)?,
+                };
+                let text = self.text(&init.expr);
+                return self.bind_agg_pattern(pat, a, &text);
+            }
         }
         let declared = declared_ty.map(parse_type).transpose()?;
         let Some(init) = &l.init else {
@@ -248,26 +283,6 @@ impl<'a> FnLowerer<'a> {
         };
         if init.diverge.is_some() {
             return Err(err(l, "`let ... else` is not supported"));
-        }
-        if let (syn::Pat::Tuple(pt), syn::Expr::Tuple(et)) = (pat, &*init.expr) {
-            if declared.is_some() || pt.elems.len() != et.elems.len() {
-                return Err(err(
-                    l,
-                    "tuple `let` needs as many names as values: `let (a, b) = (x, y);`",
-                ));
-            }
-            let vals = et
-                .elems
-                .iter()
-                .map(|e| self.lower_expr(e, None))
-                .collect::<R<Vec<_>>>()?;
-            for (p, v) in pt.elems.iter().zip(vals) {
-                if v.ty == Type::Void {
-                    return Err(err(p, "this value is empty"));
-                }
-                self.bind_pattern(p, v)?;
-            }
-            return Ok(());
         }
         let v = self.lower_expr(&init.expr, declared)?;
         if v.ty == Type::Void {

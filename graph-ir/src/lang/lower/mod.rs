@@ -15,7 +15,9 @@
 //! constructors and atomics, `flow.rs` loop labels and `match` (lowered to
 //! plain `if`/`break`/`continue`), `consts.rs` `const` items (evaluated here,
 //! at compile time), `arrays.rs` local arrays (scalarised here into one local
-//! per element).
+//! per element), `structs.rs` `struct` items and the front end's aggregate
+//! types, `aggregates.rs` struct, tuple and whole-array values (scalarised
+//! into one local or value per leaf; helpers returning them are inlined).
 
 use super::source::{snippet, span_of};
 use super::{parse, CodeError};
@@ -25,6 +27,7 @@ use crate::types::{Scalar, Type};
 use std::collections::HashMap;
 use syn::spanned::Spanned;
 
+mod aggregates;
 mod arrays;
 mod calls;
 mod consts;
@@ -33,6 +36,7 @@ mod flow;
 mod function;
 mod places;
 mod shared;
+mod structs;
 
 /// What the code of one kernel can see.
 pub struct KernelEnv<'a> {
@@ -65,32 +69,48 @@ fn err<T: Spanned>(node: &T, message: impl Into<String>) -> CodeError {
 }
 
 struct Sig {
-    id: FuncId,
-    /// The IR function's arguments: each declared parameter's type, an
-    /// array parameter `[T; N]` as N arguments of type T.
+    /// The IR function; `None` for a helper returning an aggregate, which
+    /// is inlined at each call instead (IR calls have one plain result).
+    id: Option<FuncId>,
+    /// The IR function's arguments: each declared parameter's leaves (an
+    /// array `[T; N]` as N arguments of type T, a struct field by field).
     args: Vec<Type>,
-    /// Per declared parameter: `Some((T, N))` for an array `[T; N]`.
-    arrays: Vec<Option<(Type, u32)>>,
-    ret: Type,
+    /// The declared parameters' types.
+    params: Vec<structs::Ty>,
+    ret: structs::Ty,
+    /// The helper's position in `Decls::items`.
+    item: usize,
+}
+
+/// Everything declared at the top level of the code, shared by the
+/// lowering of every function.
+struct Decls<'a> {
+    sigs: HashMap<String, Sig>,
+    consts: HashMap<String, Const>,
+    structs: structs::Structs,
+    items: Vec<&'a syn::ItemFn>,
 }
 
 pub fn lower_kernel(code: &str, env: &KernelEnv) -> R<LoweredKernel> {
     let file = parse(code)?;
     let mut fns: Vec<&syn::ItemFn> = Vec::new();
     let mut const_items: Vec<&syn::ItemConst> = Vec::new();
+    let mut struct_items: Vec<&syn::ItemStruct> = Vec::new();
     for item in &file.items {
         match item {
             syn::Item::Fn(f) => fns.push(f),
             syn::Item::Const(c) => const_items.push(c),
+            syn::Item::Struct(s) => struct_items.push(s),
             other => {
                 return Err(err(
                     other,
-                    "only `fn` and `const` items are allowed in kernel code",
+                    "only `fn`, `struct` and `const` items are allowed in kernel code",
                 ))
             }
         }
     }
     let consts = consts::eval_consts(code, &const_items)?;
+    let structs = structs::declare_structs(&struct_items, &consts)?;
     let entry_pos = fns
         .iter()
         .position(|f| f.sig.ident == ENTRY_NAME)
@@ -107,6 +127,7 @@ pub fn lower_kernel(code: &str, env: &KernelEnv) -> R<LoweredKernel> {
     // Signatures first, so helpers may call each other in any order.
     let mut sigs: HashMap<String, Sig> = HashMap::new();
     let mut helper_order = Vec::new();
+    let mut inlined = Vec::new();
     for (n, f) in fns.iter().enumerate() {
         let name = f.sig.ident.to_string();
         if Builtin::from_name(&name).is_some() || RESERVED.contains(&name.as_str()) {
@@ -128,60 +149,79 @@ pub fn lower_kernel(code: &str, env: &KernelEnv) -> R<LoweredKernel> {
             return Err(err(&f.sig.generics, "helper functions cannot be generic"));
         }
         let mut args = Vec::new();
-        let mut arrays = Vec::new();
+        let mut params = Vec::new();
         for input in &f.sig.inputs {
             match input {
-                syn::FnArg::Typed(pt) => match arrays::parse_array_type(&pt.ty, &consts)? {
-                    Some((t, len)) => {
-                        args.extend(std::iter::repeat_n(t, len as usize));
-                        arrays.push(Some((t, len)));
-                    }
-                    None => {
-                        args.push(parse_type(&pt.ty)?);
-                        arrays.push(None);
-                    }
-                },
+                syn::FnArg::Typed(pt) => {
+                    let t = structs.parse(&pt.ty, &consts)?;
+                    structs.leaves(&t, &mut args);
+                    params.push(t);
+                }
                 syn::FnArg::Receiver(r) => {
                     return Err(err(r, "`self` is not allowed in kernel code"))
                 }
             }
         }
         let ret = match &f.sig.output {
-            syn::ReturnType::Default => Type::Void,
-            syn::ReturnType::Type(_, t) if matches!(&**t, syn::Type::Array(_)) => {
-                return Err(err(
-                    t,
-                    "helpers cannot return arrays yet; return the elements one call each, or write them to a field",
-                ))
-            }
-            syn::ReturnType::Type(_, t) => parse_type(t)?,
+            syn::ReturnType::Default => structs::Ty::Plain(Type::Void),
+            syn::ReturnType::Type(_, t) => structs.parse(t, &consts)?,
         };
-        let id = FuncId::new(helper_order.len());
-        helper_order.push(n);
+        let id = if ret.is_plain() {
+            helper_order.push(n);
+            Some(FuncId::new(helper_order.len() - 1))
+        } else {
+            inlined.push(n);
+            None
+        };
         sigs.insert(
             name,
             Sig {
                 id,
                 args,
-                arrays,
+                params,
                 ret,
+                item: n,
             },
         );
     }
     check_recursion(&fns, &sigs)?;
+    let decls = Decls {
+        sigs,
+        consts,
+        structs,
+        items: fns.clone(),
+    };
 
     let mut functions = Arena::new();
     for &n in &helper_order {
         let f = fns[n];
-        let sig = &sigs[&f.sig.ident.to_string()];
+        let sig = &decls.sigs[&f.sig.ident.to_string()];
+        // Only helpers with plain results are in `helper_order`.
+        let ret = match sig.ret {
+            structs::Ty::Plain(t) => t,
+            _ => Type::Void,
+        };
         let func = Function::new(
             &f.sig.ident.to_string(),
             sig.args.clone(),
-            sig.ret,
+            ret,
             span_of(&f.sig.ident),
         );
-        let (lowered, _) = FnLowerer::new(code, env, &sigs, &consts, func, false).lower_fn(f)?;
+        let (lowered, _) = FnLowerer::new(code, env, &decls, func, false).lower_fn(f)?;
         functions.append(lowered);
+    }
+    // Helpers returning aggregates are inlined where called; checked here
+    // on their own too, so an uncalled one still reports its errors.
+    for &n in &inlined {
+        let f = fns[n];
+        let sig = &decls.sigs[&f.sig.ident.to_string()];
+        let func = Function::new(
+            &f.sig.ident.to_string(),
+            sig.args.clone(),
+            Type::Void,
+            span_of(&f.sig.ident),
+        );
+        FnLowerer::new(code, env, &decls, func, false).check_inlined_helper(f)?;
     }
     let ef = fns[entry_pos];
     let entry_args = entry_arg_types(ef, env.dims)?;
@@ -191,7 +231,7 @@ pub fn lower_kernel(code: &str, env: &KernelEnv) -> R<LoweredKernel> {
         Type::Void,
         span_of(&ef.sig.ident),
     );
-    let mut lw = FnLowerer::new(code, env, &sigs, &consts, func, true);
+    let mut lw = FnLowerer::new(code, env, &decls, func, true);
     lw.entry_vector_arg = entry_args;
     lw.block = block;
     let (entry, arrays) = lw.lower_fn(ef)?;
@@ -381,6 +421,8 @@ enum Binding {
     Array(usize),
     /// A block-shared array (`shared.rs`).
     Shared(shared::SharedVar),
+    /// A struct or tuple variable: an index into `FnLowerer::aggs`.
+    Agg(usize),
 }
 
 /// One step into a composite when assigning: `.x`, `.xy`, `[2]`, `[i]`.
@@ -425,6 +467,9 @@ struct FnLowerer<'a> {
     sigs: &'a HashMap<String, Sig>,
     /// `const` items, evaluated.
     consts: &'a HashMap<String, Const>,
+    structs: &'a structs::Structs,
+    /// Every `fn` item of the code (an inlined helper's body is read here).
+    items: &'a [&'a syn::ItemFn],
     func: Function,
     blocks: Vec<Block>,
     scopes: Vec<HashMap<String, Binding>>,
@@ -438,6 +483,10 @@ struct FnLowerer<'a> {
     block: Option<u32>,
     /// Shared arrays declared so far (`SharedId` indexes here).
     shared: Vec<SharedArray>,
+    /// The struct and tuple variables so far (`Binding::Agg` indexes here).
+    aggs: Vec<aggregates::AggVar>,
+    /// Set while the body of a helper returning an aggregate is inlined.
+    inline_ret: Option<aggregates::InlineRet>,
 }
 
 fn is_literal(e: &syn::Expr) -> bool {

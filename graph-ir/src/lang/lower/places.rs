@@ -151,6 +151,14 @@ impl<'a> FnLowerer<'a> {
             let kind = InstKind::SharedLoad { array: v.id, index };
             return Ok(self.val(kind, v.elem, sp));
         }
+        if let Some(structs::Ty::Array(..)) = self.static_ty(&ix.expr) {
+            // An array value (`weights(x)[i]`): indexed in a temporary.
+            if let aggregates::Agg::Array(_, vals) = self.lower_agg(&ix.expr, None)? {
+                let a = self.temp_array(&vals, sp);
+                let i = self.array_index(a, &ix.index)?;
+                return Ok(self.array_load(a, i, sp));
+            }
+        }
         self.check_unwired(&ix.expr)?;
         let base = self.lower_expr(&ix.expr, None)?;
         let Some(len) = composite_len(base.ty) else {
@@ -244,6 +252,42 @@ impl<'a> FnLowerer<'a> {
     // ---- places (assignment targets) ----
 
     pub(super) fn lower_place(&mut self, e: &syn::Expr) -> R<Place> {
+        if let Some((slot, root, mutable)) = self.agg_place(e)? {
+            return match slot {
+                aggregates::Slot::Leaf(local, ty) if mutable => Ok(Place::Local {
+                    local,
+                    ty,
+                    path: vec![],
+                }),
+                aggregates::Slot::Leaf(..) => Err(err(
+                    e,
+                    format!(
+                        "`{}` is not mutable; declare it with `let mut {}`",
+                        root, root
+                    ),
+                )),
+                aggregates::Slot::Array(a) => Err(err(
+                    e,
+                    format!(
+                        "`{}` is a local array ({}); assign its elements, e.g. `{}[i] = ...`",
+                        self.text(e),
+                        self.array_type_name(a),
+                        self.text(e)
+                    ),
+                )),
+                other => {
+                    let t = self.slot_ty(&other);
+                    Err(err(
+                        e,
+                        format!(
+                            "`{}` is {}: assign a whole value with `=` or assign its fields",
+                            self.text(e),
+                            self.ty_name(&t)
+                        ),
+                    ))
+                }
+            };
+        }
         match e {
             syn::Expr::Paren(p) => self.lower_place(&p.expr),
             syn::Expr::Path(p) => {
@@ -272,6 +316,7 @@ impl<'a> FnLowerer<'a> {
                             name, name
                         ),
                     )),
+                    Some(Binding::Agg(_)) => Err(err(e, "a struct is assigned whole with `=`")),
                     Some(Binding::Value(_)) => Err(err(
                         e,
                         format!(
