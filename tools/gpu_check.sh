@@ -24,6 +24,7 @@
 #      frame times with the inter-kernel optimiser on and off
 #   7. bandwidth (life, heat at 8192^2); 8. pool activation under contention
 #   9. the app's input latency while a simulation plays (app/tests/latency)
+#  10. workgroups: block_scan with and without shared memory, checked
 # They run in order of importance under one time budget (BUDGET seconds);
 # each step can be picked alone for a rerun: ONLY="2a 9".
 set -uo pipefail
@@ -269,6 +270,32 @@ step "9. app input latency: a click on a node while the simulation plays, until 
 if [ -x $BIN/test_gui_optimize ]; then
   (cd app && WEFT_LATENCY_GRAPHS=mpm_quant.json,smoke3d.json,mpm3d_x8.json timeout $(lim 150) $BIN/test_gui_optimize --nocapture --exact latency::click_to_inspector_latency_while_playing 2>&1 | grep -E "^latency|panicked|test result|skipping" | tee -a "$OUT/latency.jsonl")
 fi
+fi
+
+if want 10; then
+step "10. workgroups: block_scan (shared memory, #[block(256)]) against the same sums without it, same run"
+# 8192 x 1024 cells (8 Mi invocations, 32768 blocks); per-kernel times
+# in the bench output (scan vs scan_plain), results checked against the
+# cpu backend's dump (integers in f32: the sums are exact everywhere).
+S="--set cells.shape=[8192,1024] --set scan.range=[8192,1024] --set scan_plain.range=[8192,1024] --set fill.range=[8192,1024]"
+for b in cpu cuda wgpu; do
+  over && break
+  timeout $(lim 60) $W run graphs/block_scan.json --backend $b --frames 1 --no-frames $S --dump y --dump y_plain --out /tmp/bs_$b >/dev/null 2>/tmp/bs_err || tail -2 /tmp/bs_err
+done
+python3 - <<'PY'
+import numpy as np
+ref = np.load("/tmp/bs_cpu/y.npy")
+for b in ["cuda", "wgpu"]:
+    try:
+        y, yp = np.load(f"/tmp/bs_{b}/y.npy"), np.load(f"/tmp/bs_{b}/y_plain.npy")
+        print(f"block_scan {b}: y equal to cpu: {np.array_equal(y, ref)}, y_plain equal: {np.array_equal(yp, ref)}")
+    except Exception as e:
+        print(f"block_scan {b}: {e}")
+PY
+for b in cuda wgpu; do
+  over && break
+  timeout $(lim 60) $W bench graphs/block_scan.json --backend $b --frames 10 $S 2>&1 | grep -E "^(backend|frame|kernel)" | tee -a "$OUT/block_scan.txt"
+done
 fi
 
 echo "done in $(( $(date +%s) - T0 )) s"
