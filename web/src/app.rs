@@ -76,8 +76,9 @@ pub enum TestOutcome {
 
 enum Test {
     Running(i32),
-    /// Every frame submitted; waiting for the GPU, then for the reads.
-    Reading(Vec<(FieldId, Option<PendingRead>)>),
+    /// Every frame submitted; waiting for the GPU, then for each field's
+    /// read (started, then its root's words).
+    Reading(Vec<(FieldId, Option<PendingRead>, Option<Vec<u32>>)>),
     Finished,
 }
 
@@ -125,6 +126,20 @@ impl WebApp {
         };
         app.load();
         app
+    }
+
+    /// Where the run is, for the test hook while it runs: the frame, and
+    /// what the page waits for.
+    pub fn progress(&self) -> String {
+        let frame = self.sim.as_ref().map_or(-1, |s| s.frame);
+        let phase = match &self.test {
+            Some(Test::Running(_)) => "running frames",
+            Some(Test::Reading(r)) if r.iter().all(|(_, p, _)| p.is_none()) => "waiting for the GPU",
+            Some(Test::Reading(_)) => "reading fields back",
+            Some(Test::Finished) => "finished",
+            None => "playing",
+        };
+        format!("frame {}, {}, {} pictures pending", frame, phase, self.pictures.len())
     }
 
     /// The result of the test run, once (see `Request::test_frames`).
@@ -220,7 +235,7 @@ impl WebApp {
                     .map(|(h, _)| h)
                     .collect();
                 self.test = Some(Test::Reading(
-                    fields.into_iter().map(|f| (f, None)).collect(),
+                    fields.into_iter().map(|f| (f, None, None)).collect(),
                 ));
             }
             Some(Test::Reading(reads)) => {
@@ -228,7 +243,7 @@ impl WebApp {
                     // The VM's fields are in host memory.
                     let fields = reads
                         .iter()
-                        .map(|(f, _)| Ok(field_result(&sim.program, *f, sim.read_field(*f)?)))
+                        .map(|(f, _, _)| Ok(field_result(&sim.program, *f, sim.read_field(*f)?)))
                         .collect::<Result<Vec<_>, RuntimeError>>()?;
                     self.finish(fields);
                     return Ok(());
@@ -237,23 +252,27 @@ impl WebApp {
                 if !engine.finished()? {
                     return Ok(());
                 }
-                for (f, read) in reads.iter_mut() {
+                // Reads arrive in any order and `take` hands each over once:
+                // keep what has come until every one has.
+                for (f, read, words) in reads.iter_mut() {
                     if read.is_none() {
                         let root = root_of(&sim.program, sim.program.fields[*f].layout);
                         *read = Some(engine.start_read(root));
                     }
-                }
-                let mut done = Vec::new();
-                for (f, read) in reads.iter() {
-                    match read.as_ref().and_then(|r| r.take()) {
-                        Some(words) => done.push((*f, words?)),
-                        None => return Ok(()),
+                    if words.is_none() {
+                        if let Some(w) = read.as_ref().and_then(|r| r.take()) {
+                            *words = Some(w?);
+                        }
                     }
                 }
-                let fields = done
-                    .into_iter()
-                    .map(|(f, root)| {
-                        field_result(&sim.program, f, extract_field(&sim.program, f, &root))
+                if reads.iter().any(|(_, _, w)| w.is_none()) {
+                    return Ok(());
+                }
+                let fields = reads
+                    .iter()
+                    .map(|(f, _, root)| {
+                        let root = root.as_deref().unwrap_or_default();
+                        field_result(&sim.program, *f, extract_field(&sim.program, *f, root))
                     })
                     .collect();
                 self.finish(fields);

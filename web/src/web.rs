@@ -225,7 +225,15 @@ impl eframe::App for Page {
                 set_test(&o);
             }
             Some(TestOutcome::Failed(e)) => publish_error(&e),
-            None => {}
+            None => {
+                if let Some(w) = web_sys::window() {
+                    if let Ok(t) = js_sys::Reflect::get(&w, &"weft_test".into()) {
+                        if js_sys::Reflect::get(&t, &"status".into()).ok().and_then(|s| s.as_string()).as_deref() == Some("running") {
+                            set(&t, "progress", &self.app.progress().into());
+                        }
+                    }
+                }
+            }
         }
     }
 }

@@ -46,6 +46,7 @@ function serve(root) {
   const browser = await puppeteer.launch({
     executablePath: process.env.WEFT_CHROMIUM || "/usr/bin/chromium",
     headless: true,
+    protocolTimeout: TIMEOUT_MS + 60000,
     args: ["--no-sandbox", "--enable-unsafe-webgpu", "--enable-features=Vulkan",
       "--use-angle=swiftshader", "--use-webgpu-adapter=swiftshader", "--window-size=1024,700"],
   });
@@ -82,6 +83,14 @@ function serve(root) {
     failed = r.status !== "done";
   } catch (e) {
     console.error(`error: ${e.message}`);
+    try {
+      const pages = await browser.pages();
+      const p = pages[pages.length - 1];
+      console.error(`page state: ${JSON.stringify(await p.evaluate(() => window.weft_test))}`);
+      if (shot) await p.screenshot({ path: shot });
+    } catch (e2) {
+      console.error(`no page state: ${e2.message}`);
+    }
     failed = true;
   } finally {
     await browser.close();
