@@ -9,7 +9,9 @@ use std::path::Path;
 const MAX_NPY: u64 = 256 * 1024;
 
 fn main() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace");
     let mut rows = Vec::new();
     let mut examples = Vec::new();
     let mut files: Vec<_> = std::fs::read_dir(root.join("graphs"))
@@ -20,7 +22,9 @@ fn main() {
     files.sort();
     for p in &files {
         let name = p.file_name().unwrap().to_string_lossy().to_string();
-        let Some(stem) = name.strip_suffix(".json") else { continue };
+        let Some(stem) = name.strip_suffix(".json") else {
+            continue;
+        };
         if stem.ends_with(".expect") {
             continue;
         }
@@ -42,7 +46,10 @@ fn main() {
             rows.push(("graphs".into(), n.clone(), root.join("graphs").join(&n)));
         }
     }
-    for e in std::fs::read_dir(root.join("assets")).expect("assets/").flatten() {
+    for e in std::fs::read_dir(root.join("assets"))
+        .expect("assets/")
+        .flatten()
+    {
         let name = e.file_name().to_string_lossy().to_string();
         if name.ends_with(".json") || name == "README.md" {
             rows.push(("assets".into(), name, e.path()));

@@ -114,15 +114,14 @@ impl WgpuContext {
             required_features |= wgpu::Features::TIMESTAMP_QUERY;
         }
         let limits = adapter.limits();
-        let (device, queue) = crate::platform::wait_for(adapter.request_device(
-            &wgpu::DeviceDescriptor {
+        let (device, queue) =
+            crate::platform::wait_for(adapter.request_device(&wgpu::DeviceDescriptor {
                 label: Some("weft"),
                 required_features,
                 required_limits: limits.clone(),
                 ..Default::default()
-            },
-        ))?
-        .map_err(|e| RuntimeError::Device(format!("cannot open {}: {}", info.name, e)))?;
+            }))?
+            .map_err(|e| RuntimeError::Device(format!("cannot open {}: {}", info.name, e)))?;
         let errors = Arc::new(Mutex::new(Vec::new()));
         let sink = errors.clone();
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
@@ -1069,11 +1068,12 @@ impl WgpuEngine {
             }
             // The error words come back with the launches' own submit,
             // without a wait of their own (`FRAMES_IN_FLIGHT`).
-            let can_fault = crate::platform::MUST_NOT_WAIT || part.iter().any(|rec| {
-                !self.fault_program.kernels[rec.kernel]
-                    .fault_sites
-                    .is_empty()
-            });
+            let can_fault = crate::platform::MUST_NOT_WAIT
+                || part.iter().any(|rec| {
+                    !self.fault_program.kernels[rec.kernel]
+                        .fault_sites
+                        .is_empty()
+                });
             let readback = can_fault.then(|| self.readback_buffer());
             if let Some(rb) = &readback {
                 enc.copy_buffer_to_buffer(&self.errors, 0, rb, 0, 16);
@@ -1359,7 +1359,9 @@ impl PendingRead {
                     .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                     .collect())
             })
-            .map_err(|e| RuntimeError::Device(format!("reading a field back from the GPU failed: {}", e)));
+            .map_err(|e| {
+                RuntimeError::Device(format!("reading a field back from the GPU failed: {}", e))
+            });
         staging.unmap();
         Some(read)
     }

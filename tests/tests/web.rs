@@ -31,9 +31,15 @@ fn browser() -> Option<Browser> {
     let chromium = std::env::var("WEFT_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     let script = root.join("web").join("test").join("run_page.cjs");
     let missing = if !web.join("weft_web_bg.wasm").is_file() {
-        Some(format!("no web build in {} (run web/build.sh)", web.display()))
+        Some(format!(
+            "no web build in {} (run web/build.sh)",
+            web.display()
+        ))
     } else if !Path::new(&chromium).is_file() {
-        Some(format!("no browser at {} (apt-get install chromium)", chromium))
+        Some(format!(
+            "no browser at {} (apt-get install chromium)",
+            chromium
+        ))
     } else if Command::new("node").arg("--version").output().is_err() {
         Some("no node (apt-get install nodejs npm)".into())
     } else if !root.join("web/test/node_modules/puppeteer-core").is_dir() {
@@ -54,7 +60,12 @@ fn browser() -> Option<Browser> {
 }
 
 /// Opens the page with `query`; returns result.json and the fields' words by name.
-fn run_page(b: &Browser, query: &str, out: &Path, shot: Option<&Path>) -> (Value, Vec<(String, Vec<u32>)>) {
+fn run_page(
+    b: &Browser,
+    query: &str,
+    out: &Path,
+    shot: Option<&Path>,
+) -> (Value, Vec<(String, Vec<u32>)>) {
     let _ = std::fs::remove_dir_all(out);
     let mut cmd = Command::new("node");
     cmd.arg(&b.script).arg(&b.web).arg(query).arg(out);
@@ -63,12 +74,20 @@ fn run_page(b: &Browser, query: &str, out: &Path, shot: Option<&Path>) -> (Value
     }
     let o = cmd.output().expect("node runs");
     // The browser's console, for the test log.
-    eprintln!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    eprintln!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert!(o.status.success(), "the page failed for {}", query);
     let meta: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
     assert_eq!(meta["status"], "done", "{}", meta);
-    assert_eq!(meta["backend"], "wgpu", "the page ran on {} instead of WebGPU", meta["backend"]);
+    assert_eq!(
+        meta["backend"], "wgpu",
+        "the page ran on {} instead of WebGPU",
+        meta["backend"]
+    );
     let fields = meta["fields"]
         .as_array()
         .unwrap()
@@ -123,24 +142,41 @@ fn compare(
             continue;
         };
         if a.len() != b.len() {
-            problems.push(format!("{}: '{}' has {} words on cpu, {} in the browser", name, f.name, a.len(), b.len()));
+            problems.push(format!(
+                "{}: '{}' has {} words on cpu, {} in the browser",
+                name,
+                f.name,
+                a.len(),
+                b.len()
+            ));
             continue;
         }
         if !f.ty.is_float() {
             let bad = a.iter().zip(b).filter(|(x, y)| x != y).count();
             if bad > 0 {
-                problems.push(format!("{}: integer field '{}' differs in {} of {}", name, f.name, bad, a.len()));
+                problems.push(format!(
+                    "{}: integer field '{}' differs in {} of {}",
+                    name,
+                    f.name,
+                    bad,
+                    a.len()
+                ));
             }
             continue;
         }
         let Some(t) = tol(&f.name) else { continue };
         let fa: Vec<f64> = a.iter().map(|&w| f32::from_bits(w) as f64).collect();
         let fb: Vec<f64> = b.iter().map(|&w| f32::from_bits(w) as f64).collect();
-        let scale = fa.iter().filter(|x| x.is_finite()).fold(0.0f64, |m, x| m.max(x.abs()));
+        let scale = fa
+            .iter()
+            .filter(|x| x.is_finite())
+            .fold(0.0f64, |m, x| m.max(x.abs()));
         let limit = t.abs + t.rel * scale;
-        if let Some((k, (x, y))) = fa.iter().zip(&fb).enumerate().find(|(_, (x, y))| {
-            (*x - *y).abs() > limit && x != y && !(x.is_nan() && y.is_nan())
-        }) {
+        if let Some((k, (x, y))) =
+            fa.iter().zip(&fb).enumerate().find(|(_, (x, y))| {
+                (*x - *y).abs() > limit && x != y && !(x.is_nan() && y.is_nan())
+            })
+        {
             problems.push(format!(
                 "{}: field '{}' differs at component {}: cpu {} browser {} (limit {:.2e})",
                 name, f.name, k, x, y, limit
@@ -159,27 +195,55 @@ fn heat_and_mpm88_in_headless_chromium_match_the_cpu_backend() {
     let mut problems = Vec::new();
 
     // heat: three frames, the cross-backend test's tight tolerance.
-    let (meta, web) = run_page(&b, "graph=heat&test=frames:3", &out.join("heat"), Some(&shot));
+    let (meta, web) = run_page(
+        &b,
+        "graph=heat&test=frames:3",
+        &out.join("heat"),
+        Some(&shot),
+    );
     assert_eq!(meta["frames"], 3);
     problems.extend(compare("heat", &cpu(&example("heat"), 3), &web, &|_| {
-        Some(Tol { rel: 1e-6, abs: 1e-7 })
+        Some(Tol {
+            rel: 1e-6,
+            abs: 1e-7,
+        })
     }));
 
     // mpm88: one frame of 20 substeps; C (the affine field) is dominated by
     // the order of float atomics, so it is checked by its mean magnitude.
-    let (_, web) = run_page(&b, "graph=mpm88&set=substeps.count%3D20&test=frames:1", &out.join("mpm88"), None);
+    let (_, web) = run_page(
+        &b,
+        "graph=mpm88&set=substeps.count%3D20&test=frames:1",
+        &out.join("mpm88"),
+        None,
+    );
     let mut g = example("mpm88");
     set_param(&mut g, "substeps", "count", json!(20));
     let c = cpu(&g, 1);
     problems.extend(compare("mpm88", &c, &web, &|f| match f {
         "C" => None,
-        _ => Some(Tol { rel: 1e-4, abs: 1e-7 }),
+        _ => Some(Tol {
+            rel: 1e-4,
+            abs: 1e-7,
+        }),
     }));
-    let mean_abs = |w: &[u32]| w.iter().map(|&x| f32::from_bits(x).abs() as f64).sum::<f64>() / w.len().max(1) as f64;
-    let cw = web.iter().find(|(n, _)| n == "C").map(|(_, w)| mean_abs(w)).unwrap_or(0.0);
+    let mean_abs = |w: &[u32]| {
+        w.iter()
+            .map(|&x| f32::from_bits(x).abs() as f64)
+            .sum::<f64>()
+            / w.len().max(1) as f64
+    };
+    let cw = web
+        .iter()
+        .find(|(n, _)| n == "C")
+        .map(|(_, w)| mean_abs(w))
+        .unwrap_or(0.0);
     let cc = mean_abs(&c.read_field(c.field("C").unwrap()).unwrap());
     if (cw - cc).abs() > 0.1 * cc {
-        problems.push(format!("mpm88: mean |C| {} on cpu vs {} in the browser", cc, cw));
+        problems.push(format!(
+            "mpm88: mean |C| {} on cpu vs {} in the browser",
+            cc, cw
+        ));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 
@@ -193,7 +257,8 @@ fn heat_and_mpm88_in_headless_chromium_match_the_cpu_backend() {
         .chunks(px)
         .map(|p| [p[0], p[1], p[2]])
         .collect();
-    let dark = colors.iter().filter(|c| c.iter().all(|&v| v < 40)).count() as f64 / colors.len() as f64;
+    let dark =
+        colors.iter().filter(|c| c.iter().all(|&v| v < 40)).count() as f64 / colors.len() as f64;
     colors.sort_unstable();
     colors.dedup();
     assert!(

@@ -134,12 +134,19 @@ impl WebApp {
         let frame = self.sim.as_ref().map_or(-1, |s| s.frame);
         let phase = match &self.test {
             Some(Test::Running(_)) => "running frames",
-            Some(Test::Reading(r)) if r.iter().all(|(_, p, _)| p.is_none()) => "waiting for the GPU",
+            Some(Test::Reading(r)) if r.iter().all(|(_, p, _)| p.is_none()) => {
+                "waiting for the GPU"
+            }
             Some(Test::Reading(_)) => "reading fields back",
             Some(Test::Finished) => "finished",
             None => "playing",
         };
-        format!("frame {}, {}, {} pictures pending", frame, phase, self.pictures.len())
+        format!(
+            "frame {}, {}, {} pictures pending",
+            frame,
+            phase,
+            self.pictures.len()
+        )
     }
 
     /// The result of the test run, once (see `Request::test_frames`).
@@ -314,7 +321,11 @@ impl WebApp {
             self.pictures = (0..sim.program.view_kernels.len())
                 .map(|i| {
                     let v = &sim.program.view_kernels[i];
-                    (i, engine.start_read(root_of(&sim.program, sim.program.fields[v.image].layout)))
+                    (
+                        i,
+                        engine
+                            .start_read(root_of(&sim.program, sim.program.fields[v.image].layout)),
+                    )
                 })
                 .collect();
         }
@@ -332,7 +343,9 @@ impl WebApp {
             match read.take() {
                 Some(words) => {
                     let v = &sim.program.view_kernels[i];
-                    let img = weft_runtime::render::Image::from_words(v.width, v.height, v.pitch, &words?);
+                    let img = weft_runtime::render::Image::from_words(
+                        v.width, v.height, v.pitch, &words?,
+                    );
                     arrived.push((i, v.node_id.clone(), img));
                 }
                 None => waiting.push((i, read)),
@@ -345,7 +358,13 @@ impl WebApp {
         Ok(())
     }
 
-    fn show(&mut self, ctx: &egui::Context, i: usize, name: String, img: weft_runtime::render::Image) {
+    fn show(
+        &mut self,
+        ctx: &egui::Context,
+        i: usize,
+        name: String,
+        img: weft_runtime::render::Image,
+    ) {
         let color = egui::ColorImage::from_rgba_unmultiplied(
             [img.width as usize, img.height as usize],
             &img.rgba,
@@ -354,7 +373,11 @@ impl WebApp {
             t.handle.set(color, egui::TextureOptions::NEAREST);
             return;
         }
-        let handle = ctx.load_texture(format!("view {}", name), color, egui::TextureOptions::NEAREST);
+        let handle = ctx.load_texture(
+            format!("view {}", name),
+            color,
+            egui::TextureOptions::NEAREST,
+        );
         self.textures.push(ViewTexture {
             handle,
             size: [img.width, img.height],
@@ -419,7 +442,8 @@ impl WebApp {
                 ui.label(format!(
                     "frame {} on {}",
                     sim.frame,
-                    sim.device_name().unwrap_or_else(|| sim.backend_name().into())
+                    sim.device_name()
+                        .unwrap_or_else(|| sim.backend_name().into())
                 ));
             }
         });
@@ -441,7 +465,10 @@ impl WebApp {
                 let scale = ((avail.x / n) / w as f32).min(avail.y / h as f32).max(0.1);
                 ui.vertical(|ui| {
                     ui.label(&t.name);
-                    ui.image((t.handle.id(), egui::vec2(w as f32 * scale, h as f32 * scale) * 0.95));
+                    ui.image((
+                        t.handle.id(),
+                        egui::vec2(w as f32 * scale, h as f32 * scale) * 0.95,
+                    ));
                 });
             }
         });

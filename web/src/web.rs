@@ -108,7 +108,11 @@ async fn request(search: &str) -> Result<Request, String> {
         graph: example_path("heat"),
         ..Default::default()
     };
-    for pair in search.trim_start_matches('?').split('&').filter(|p| !p.is_empty()) {
+    for pair in search
+        .trim_start_matches('?')
+        .split('&')
+        .filter(|p| !p.is_empty())
+    {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         let v: String = js_sys::decode_uri_component(&v.replace('+', " "))
             .map_err(js)?
@@ -131,7 +135,12 @@ async fn request(search: &str) -> Result<Request, String> {
                     .ok_or_else(|| format!("test '{}': expected frames:N", v))?;
                 r.test_frames = Some(n);
             }
-            _ => return Err(format!("unknown URL parameter '{}' (graph, backend, set, test)", k)),
+            _ => {
+                return Err(format!(
+                    "unknown URL parameter '{}' (graph, backend, set, test)",
+                    k
+                ))
+            }
         }
     }
     Ok(r)
@@ -149,14 +158,21 @@ async fn fetch_graph(url: &str) -> Result<PathBuf, String> {
     }
     let text = fetch(url).await?;
     let path = Path::new("/weft/url").join(url);
-    let dir = path.parent().unwrap_or(Path::new("/weft/url")).to_path_buf();
+    let dir = path
+        .parent()
+        .unwrap_or(Path::new("/weft/url"))
+        .to_path_buf();
     let url_dir = url.rsplit_once('/').map_or("", |(d, _)| d);
     let doc: serde_json::Value =
         serde_json::from_slice(&text).map_err(|e| format!("graph '{}': {}", url, e))?;
     let mut npys = Vec::new();
     collect_npy(&doc, &mut npys);
     for n in npys {
-        let at = if url_dir.is_empty() { n.clone() } else { format!("{}/{}", url_dir, n) };
+        let at = if url_dir.is_empty() {
+            n.clone()
+        } else {
+            format!("{}/{}", url_dir, n)
+        };
         let bytes = fetch(&at).await?;
         weft_ir::io::provided::provide(dir.join(&n), bytes);
     }
@@ -228,7 +244,12 @@ impl eframe::App for Page {
             None => {
                 if let Some(w) = web_sys::window() {
                     if let Ok(t) = js_sys::Reflect::get(&w, &"weft_test".into()) {
-                        if js_sys::Reflect::get(&t, &"status".into()).ok().and_then(|s| s.as_string()).as_deref() == Some("running") {
+                        if js_sys::Reflect::get(&t, &"status".into())
+                            .ok()
+                            .and_then(|s| s.as_string())
+                            .as_deref()
+                            == Some("running")
+                        {
                             set(&t, "progress", &self.app.progress().into());
                         }
                     }
@@ -278,7 +299,9 @@ fn base64(bytes: &[u8]) -> String {
     const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut s = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for c in bytes.chunks(3) {
-        let n = (c[0] as u32) << 16 | (*c.get(1).unwrap_or(&0) as u32) << 8 | *c.get(2).unwrap_or(&0) as u32;
+        let n = (c[0] as u32) << 16
+            | (*c.get(1).unwrap_or(&0) as u32) << 8
+            | *c.get(2).unwrap_or(&0) as u32;
         for i in 0..4 {
             if i <= c.len() {
                 s.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);

@@ -47,7 +47,7 @@ function serve(root) {
     executablePath: process.env.WEFT_CHROMIUM || "/usr/bin/chromium",
     headless: true,
     protocolTimeout: TIMEOUT_MS + 60000,
-    args: ["--no-sandbox", "--enable-unsafe-webgpu", "--enable-features=Vulkan",
+    args: ["--no-sandbox", "--enable-unsafe-webgpu", "--enable-unsafe-swiftshader", "--enable-features=Vulkan",
       "--use-angle=swiftshader", "--use-webgpu-adapter=swiftshader", "--window-size=1024,700"],
   });
   let failed = false;
