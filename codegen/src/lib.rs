@@ -15,6 +15,8 @@
 //! the process. Nothing may rely on it.
 
 pub mod cuda;
+// Cranelift cannot map executable memory in WebAssembly (see Cargo.toml).
+#[cfg(not(target_arch = "wasm32"))]
 pub mod jit;
 pub mod launch;
 pub mod vm;

@@ -210,12 +210,9 @@ pub fn open(
         }
         Backend::Jit => {
             MemoryLimits::cpu(opts.max_memory).check(program)?;
-            Ok(Box::new(crate::jit::JitEngine::new(program, opts.threads)?))
+            crate::platform::open_jit(program, opts.threads)
         }
-        Backend::Cuda => Ok(Box::new(crate::cuda::CudaEngine::open(
-            program,
-            opts.max_memory,
-        )?)),
+        Backend::Cuda => crate::platform::open_cuda(program, opts.max_memory),
         Backend::Wgpu => {
             let ctx = match &opts.gpu {
                 Some(c) => c.clone(),
@@ -272,7 +269,7 @@ pub fn tune_passes(backend: Backend, passes: &PassOptions) -> PassOptions {
 pub fn target_caps(backend: Backend, wgpu_float_atomics: bool) -> TargetCaps {
     match backend {
         Backend::Vm => weft_codegen::vm::CAPS,
-        Backend::Jit => weft_codegen::jit::CAPS,
+        Backend::Jit => crate::platform::JIT_CAPS,
         Backend::Cuda => weft_codegen::cuda::CAPS,
         Backend::Wgpu => weft_codegen::wgpu::caps(wgpu_float_atomics),
         Backend::Auto => TargetCaps::BASELINE,

@@ -4,12 +4,15 @@
 //! document.
 
 pub mod backend;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod cuda;
 pub mod expect;
 pub mod export;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod jit;
 pub mod memory;
 pub mod memory_limit;
+pub mod platform;
 pub mod render;
 pub mod sim;
 pub mod snapshot;

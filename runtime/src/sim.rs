@@ -9,7 +9,9 @@ use crate::wgpu_backend::{AdapterChoice, WgpuContext, WgpuEngine};
 use crate::RuntimeError;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+// std's clock panics in WebAssembly; web-time is std's natively.
+use web_time::Instant;
 use weft_codegen::launch::LaunchRecord;
 use weft_ir::error::GraphError;
 use weft_ir::ir::layout;
@@ -168,7 +170,11 @@ impl Simulation {
         self.started = true;
         let steps = self.program.schedule.on_start.clone();
         self.run_steps(&steps)?;
-        // Once per run: a fault in the set-up is reported by `start` itself.
+        // Once per run: a fault in the set-up is reported by `start` itself
+        // (in a browser, which cannot wait, by the first frame that retires it).
+        if crate::platform::MUST_NOT_WAIT {
+            return Ok(());
+        }
         self.engine.sync()
     }
 

@@ -15,7 +15,9 @@ use crate::RuntimeError;
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+// std's clock panics in WebAssembly; web-time is std's natively.
+use web_time::Instant;
 use weft_codegen::launch::{word, LaunchRecord};
 use weft_codegen::wgpu::{compile_kernel, WgpuKernel, WgpuOptions, WORKGROUP_SIZE};
 use weft_ir::ir::layout::root_words;
@@ -60,14 +62,14 @@ impl WgpuContext {
             desc.backends &= backends;
             wgpu::Instance::new(desc)
         };
-        let mut adapters = pollster::block_on(
+        let mut adapters = crate::platform::wait_for(
             instance_for(wgpu::Backends::PRIMARY).enumerate_adapters(wgpu::Backends::PRIMARY),
-        );
+        )?;
         if adapters.is_empty() {
-            adapters = pollster::block_on(
+            adapters = crate::platform::wait_for(
                 instance_for(wgpu::Backends::SECONDARY)
                     .enumerate_adapters(wgpu::Backends::SECONDARY),
-            );
+            )?;
         }
         let score = |a: &wgpu::Adapter| match a.get_info().device_type {
             wgpu::DeviceType::DiscreteGpu => 4,
@@ -112,13 +114,14 @@ impl WgpuContext {
             required_features |= wgpu::Features::TIMESTAMP_QUERY;
         }
         let limits = adapter.limits();
-        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            label: Some("weft"),
-            required_features,
-            required_limits: limits.clone(),
-            ..Default::default()
-        }))
-        .map_err(|e| RuntimeError::Device(format!("cannot open {}: {}", info.name, e)))?;
+        let (device, queue) =
+            crate::platform::wait_for(adapter.request_device(&wgpu::DeviceDescriptor {
+                label: Some("weft"),
+                required_features,
+                required_limits: limits.clone(),
+                ..Default::default()
+            }))?
+            .map_err(|e| RuntimeError::Device(format!("cannot open {}: {}", info.name, e)))?;
         let errors = Arc::new(Mutex::new(Vec::new()));
         let sink = errors.clone();
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
@@ -450,7 +453,7 @@ impl WgpuEngine {
                 layout: &cached.layout,
                 entries: &bind,
             });
-            if let Some(e) = pollster::block_on(scope.pop()) {
+            if let Some(e) = crate::platform::scope_error(scope, &ctx.errors) {
                 return Err(RuntimeError::Compile {
                     node: k.name.clone(),
                     message: format!(
@@ -607,7 +610,7 @@ impl WgpuEngine {
                 bind_group,
             });
         }
-        if let Some(e) = pollster::block_on(scope.pop()) {
+        if let Some(e) = crate::platform::scope_error(scope, &ctx.errors) {
             return Err(RuntimeError::Device(format!(
                 "the indirect dispatch shader was rejected on {}: {}",
                 ctx.info.name, e
@@ -655,18 +658,24 @@ impl WgpuEngine {
         let next = std::sync::atomic::AtomicUsize::new(0);
         let results: Mutex<Vec<(usize, Result<CachedKernel, RuntimeError>)>> =
             Mutex::new(Vec::new());
-        std::thread::scope(|scope| {
-            for _ in 0..threads {
-                scope.spawn(|| loop {
-                    let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(&(i, _)) = todo.get(n) else { break };
-                    let r = Self::compile(program, kernels[i], ctx, opts);
-                    if let Ok(mut v) = results.lock() {
-                        v.push((i, r));
-                    }
-                });
+        let work = || loop {
+            let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(&(i, _)) = todo.get(n) else { break };
+            let r = Self::compile(program, kernels[i], ctx, opts);
+            if let Ok(mut v) = results.lock() {
+                v.push((i, r));
             }
-        });
+        };
+        if threads == 1 {
+            // One thread compiles here (a browser page cannot start threads).
+            work();
+        } else {
+            std::thread::scope(|scope| {
+                for _ in 0..threads {
+                    scope.spawn(work);
+                }
+            });
+        }
         let mut results = results.into_inner().unwrap_or_default();
         results.sort_by_key(|r| r.0);
         let mut fresh: std::collections::HashMap<u64, Arc<CachedKernel>> = Default::default();
@@ -765,7 +774,7 @@ impl WgpuEngine {
             });
             (layout, pipeline)
         }));
-        let popped = pollster::block_on(scope.pop());
+        let popped = crate::platform::scope_error(scope, &ctx.errors);
         let (layout, pipeline) = built.map_err(|p| RuntimeError::Compile {
             node: k.name.clone(),
             message: format!(
@@ -813,6 +822,58 @@ impl WgpuEngine {
             .collect())
     }
 
+    /// Starts copying a root buffer back without waiting for it: the words
+    /// arrive through `PendingRead::take` once the GPU has finished
+    /// everything submitted so far (in a browser, frames later).
+    pub fn start_read(&self, root: LayoutId) -> PendingRead {
+        let state = Arc::new(Mutex::new(None));
+        let Some(b) = &self.buffers[root.index()] else {
+            return PendingRead {
+                staging: None,
+                state,
+            };
+        };
+        let staging = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("readback"),
+            size: b.size(),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut enc = self
+            .ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("readback"),
+            });
+        enc.copy_buffer_to_buffer(b, 0, &staging, 0, b.size());
+        self.ctx.queue.submit([enc.finish()]);
+        let note = state.clone();
+        staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+            if let Ok(mut m) = note.lock() {
+                *m = Some(r);
+            }
+        });
+        let _ = self.ctx.device.poll(wgpu::PollType::Poll);
+        PendingRead {
+            staging: Some(staging),
+            state,
+        }
+    }
+
+    /// Retires the submits that have finished, reporting a fault among them,
+    /// and says whether another frame fits within `FRAMES_IN_FLIGHT`
+    /// without a wait. The web build asks before every frame.
+    pub fn ready_for_frame(&self) -> Result<bool, RuntimeError> {
+        self.retire(usize::MAX)?;
+        Ok(self.in_flight.lock().map_or(0, |q| q.len()) < FRAMES_IN_FLIGHT)
+    }
+
+    /// Whether every submit so far has finished (faults reported), without waiting.
+    pub fn finished(&self) -> Result<bool, RuntimeError> {
+        self.retire(usize::MAX)?;
+        Ok(self.in_flight.lock().map(|q| q.is_empty()).unwrap_or(true))
+    }
+
     fn read_buffer(&self, b: &wgpu::Buffer, size: u64) -> Result<Vec<u8>, RuntimeError> {
         let dev = &self.ctx.device;
         let staging = dev.create_buffer(&wgpu::BufferDescriptor {
@@ -836,7 +897,9 @@ impl WgpuEngine {
             let _ = tx.send(r);
         });
         self.ctx.wait()?;
-        match rx.recv() {
+        // Natively the wait ran the callback; in a browser it has not run
+        // yet (reads there go through `start_read`), which is "no answer".
+        match rx.try_recv() {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
                 return Err(RuntimeError::Device(format!(
@@ -1009,16 +1072,17 @@ impl WgpuEngine {
             }
             // The error words come back with the launches' own submit,
             // without a wait of their own (`FRAMES_IN_FLIGHT`).
-            let can_fault = part.iter().any(|rec| {
-                !self.fault_program.kernels[rec.kernel]
-                    .fault_sites
-                    .is_empty()
-            });
+            let can_fault = crate::platform::MUST_NOT_WAIT
+                || part.iter().any(|rec| {
+                    !self.fault_program.kernels[rec.kernel]
+                        .fault_sites
+                        .is_empty()
+                });
             let readback = can_fault.then(|| self.readback_buffer());
             if let Some(rb) = &readback {
                 enc.copy_buffer_to_buffer(&self.errors, 0, rb, 0, 16);
             }
-            let t = Instant::now();
+            let t = timing.then(Instant::now);
             let submission = self.ctx.queue.submit([enc.finish()]);
             self.track(readback, submission, part);
             if !timing {
@@ -1026,7 +1090,7 @@ impl WgpuEngine {
                 continue;
             }
             self.retire(0)?;
-            let wall = t.elapsed();
+            let wall = t.map(|t| t.elapsed()).unwrap_or_default();
             let d = match timer {
                 Some((_, _, read)) => {
                     let b = self.map_read(read)?;
@@ -1154,10 +1218,17 @@ impl WgpuEngine {
         match state {
             Some(Ok(())) => {}
             Some(Err(e)) => {
+                // A refused map usually follows a refused submit: say why.
+                let why = self.ctx.take_errors().join("; ");
                 return Err(RuntimeError::Device(format!(
-                    "reading back from the GPU failed: {}",
-                    e
-                )))
+                    "reading back from the GPU failed: {}{}",
+                    e,
+                    if why.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", why)
+                    }
+                )));
             }
             None => {
                 return Err(RuntimeError::Device(
@@ -1264,5 +1335,38 @@ impl Engine for WgpuEngine {
             },
             self.timing_method()
         ))
+    }
+}
+
+/// A root buffer's words on their way back (`WgpuEngine::start_read`).
+pub struct PendingRead {
+    staging: Option<wgpu::Buffer>,
+    state: Arc<Mutex<Option<Result<(), wgpu::BufferAsyncError>>>>,
+}
+
+impl PendingRead {
+    /// The words once they have arrived (`None` until then).
+    pub fn take(&self) -> Option<Result<Vec<u32>, RuntimeError>> {
+        let Some(staging) = &self.staging else {
+            return Some(Ok(Vec::new()));
+        };
+        let state = self.state.lock().ok()?.take()?;
+        let read = state
+            .map_err(|e| e.to_string())
+            .and_then(|()| {
+                let view = staging
+                    .slice(..)
+                    .get_mapped_range()
+                    .map_err(|e| e.to_string())?;
+                Ok(view
+                    .chunks_exact(4)
+                    .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect())
+            })
+            .map_err(|e| {
+                RuntimeError::Device(format!("reading a field back from the GPU failed: {}", e))
+            });
+        staging.unmap();
+        Some(read)
     }
 }

@@ -122,7 +122,7 @@ pub fn shipped_dir(base_dir: &Path) -> Option<PathBuf> {
         .chain(from_exe)
     {
         let d = a.join("assets");
-        if d.join("README.md").is_file() {
+        if crate::io::provided::is_file(&d.join("README.md")) {
             return Some(d);
         }
     }
@@ -164,7 +164,7 @@ impl Library {
         self.dirs
             .iter()
             .map(|d| d.join(format!("{}.v{}.json", name, version)))
-            .find(|p| p.is_file())
+            .find(|p| crate::io::provided::is_file(p))
     }
 
     /// Every version of `name` in the library, ascending.
@@ -184,11 +184,7 @@ impl Library {
     pub fn list(&self) -> Vec<(String, u32, PathBuf)> {
         let mut out = Vec::new();
         for d in &self.dirs {
-            let Ok(rd) = std::fs::read_dir(d) else {
-                continue;
-            };
-            for e in rd.flatten() {
-                let p = e.path();
+            for p in crate::io::provided::files_in(d) {
                 let Some(file) = p.file_name().and_then(|f| f.to_str()) else {
                     continue;
                 };

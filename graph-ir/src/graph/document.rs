@@ -394,7 +394,7 @@ impl GraphDoc {
     }
 
     pub fn load(path: &Path) -> Result<GraphDoc, GraphErrors> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::io::provided::read_to_string(path)
             .map_err(|e| doc_err(format!("cannot read {}: {}", path.display(), e)))?;
         Self::parse(&text)
     }

@@ -3,6 +3,7 @@
 //! neither side owns them, so both import them from here.
 
 pub mod npy;
+pub mod provided;
 
 use std::path::Path;
 

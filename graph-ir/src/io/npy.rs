@@ -70,8 +70,8 @@ pub fn read_npy(path: &Path) -> Result<NpyArray, String> {
             ));
         }
     }
-    let bytes =
-        std::fs::read(path).map_err(|e| format!("cannot read {}: {}", path.display(), e))?;
+    let bytes = super::provided::read(path)
+        .map_err(|e| format!("cannot read {}: {}", path.display(), e))?;
     parse_npy(&bytes).map_err(|e| format!("{}: {}", path.display(), e))
 }
 

@@ -8,7 +8,9 @@ use crate::backend::Engine;
 use crate::memory::FieldMemory;
 use crate::RuntimeError;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+// std's clock panics in WebAssembly; web-time is std's natively.
+use web_time::Instant;
 use weft_codegen::launch::LaunchRecord;
 use weft_codegen::vm::{compile_kernel, VmKernel};
 use weft_ir::ir::{FieldId, KernelId, LayoutId, Program};

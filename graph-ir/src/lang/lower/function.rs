@@ -324,7 +324,7 @@ impl<'a> FnLowerer<'a> {
     pub(super) fn unit(&self) -> Val {
         // A void value never reaches an operand: every consumer checks for Void first.
         Val {
-            id: InstId::new(usize::MAX >> 40),
+            id: InstId::new((u32::MAX >> 8) as usize),
             ty: Type::Void,
         }
     }

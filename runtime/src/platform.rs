@@ -1,0 +1,116 @@
+//! What differs between a native build and the web build (wasm32 in a
+//! browser, `web/`): the one place in the runtime that knows which it is.
+//!
+//! The browser has no Cranelift JIT (WebAssembly cannot map executable
+//! memory), no CUDA, one thread, and a main thread that must never wait:
+//! GPU work finishes and buffers map while the page's event loop runs, so
+//! the web build asks `WgpuEngine::ready_for_frame` before each frame and
+//! reads fields back with `WgpuEngine::start_read`, never with a blocking
+//! read.
+
+use crate::backend::Engine;
+use crate::RuntimeError;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use weft_ir::ir::Program;
+
+/// Whether every wait on the GPU must be avoided (the browser's main thread).
+/// The wgpu engine then reads its error words back after every submit, so
+/// that it knows when each one finished without waiting for it.
+pub const MUST_NOT_WAIT: bool = cfg!(target_arch = "wasm32");
+
+#[cfg(not(target_arch = "wasm32"))]
+mod imp {
+    use super::*;
+
+    pub const JIT_CAPS: weft_ir::ir::target::TargetCaps = weft_codegen::jit::CAPS;
+
+    pub fn open_jit(
+        program: &Program,
+        threads: Option<usize>,
+    ) -> Result<Box<dyn Engine>, RuntimeError> {
+        Ok(Box::new(crate::jit::JitEngine::new(program, threads)?))
+    }
+
+    pub fn open_cuda(
+        program: &Program,
+        max_memory: Option<u64>,
+    ) -> Result<Box<dyn Engine>, RuntimeError> {
+        Ok(Box::new(crate::cuda::CudaEngine::open(
+            program, max_memory,
+        )?))
+    }
+
+    pub fn wait_for<F: Future>(f: F) -> Result<F::Output, RuntimeError> {
+        Ok(pollster::block_on(f))
+    }
+
+    pub fn scope_error(
+        scope: wgpu::ErrorScopeGuard,
+        _sink: &Arc<Mutex<Vec<String>>>,
+    ) -> Option<wgpu::Error> {
+        pollster::block_on(scope.pop())
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+mod imp {
+    use super::*;
+
+    /// Never used to compile: `open_jit` refuses first.
+    pub const JIT_CAPS: weft_ir::ir::target::TargetCaps = weft_codegen::vm::CAPS;
+
+    pub fn open_jit(
+        _program: &Program,
+        _threads: Option<usize>,
+    ) -> Result<Box<dyn Engine>, RuntimeError> {
+        Err(RuntimeError::Unavailable(
+            "the compiled CPU backend (cpu, Cranelift) does not exist in WebAssembly: \
+             in the browser, graphs run on wgpu (WebGPU) or the vm"
+                .into(),
+        ))
+    }
+
+    pub fn open_cuda(
+        _program: &Program,
+        _max_memory: Option<u64>,
+    ) -> Result<Box<dyn Engine>, RuntimeError> {
+        Err(RuntimeError::Unavailable(
+            "CUDA does not exist in the browser: graphs run on wgpu (WebGPU) or the vm".into(),
+        ))
+    }
+
+    pub fn wait_for<F: Future>(_f: F) -> Result<F::Output, RuntimeError> {
+        Err(RuntimeError::Unavailable(
+            "a browser page cannot wait for its GPU: the web build opens the device \
+             asynchronously and shares it (WgpuContext::from_shared)"
+                .into(),
+        ))
+    }
+
+    /// The scope's error arrives later: it joins the device's errors, which
+    /// the engine reports (naming the kernel) when it retires the next submit.
+    pub fn scope_error(
+        scope: wgpu::ErrorScopeGuard,
+        sink: &Arc<Mutex<Vec<String>>>,
+    ) -> Option<wgpu::Error> {
+        let sink = sink.clone();
+        let popped = scope.pop();
+        wasm_bindgen_futures::spawn_local(async move {
+            if let Some(e) = popped.await {
+                if let Ok(mut v) = sink.lock() {
+                    v.push(e.to_string());
+                }
+            }
+        });
+        None
+    }
+}
+
+/// What the backend chooser offers (`cpu` and `cuda` do not exist in a browser).
+pub fn available(b: crate::Backend) -> bool {
+    use crate::Backend::*;
+    !(MUST_NOT_WAIT && matches!(b, Jit | Cuda))
+}
+
+pub use imp::{open_cuda, open_jit, scope_error, wait_for, JIT_CAPS};
