@@ -143,6 +143,43 @@ fn check_prints_every_error() {
     assert!(t.contains("graphs/heat.json: ok"), "{}", t);
 }
 
+/// wgpu refuses an OpenGL-only adapter (forced here with `WGPU_BACKEND=gl`)
+/// with one readable message and exit 1, instead of computing integers
+/// by OpenGL's rules (`-68 % 3` came out as 2 on llvmpipe's GL).
+#[test]
+fn wgpu_refuses_an_opengl_only_adapter() {
+    let g = root().join("graphs/heat.json");
+    let dir = tmp("gl");
+    let o = Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args([
+            "run",
+            g.to_str().unwrap(),
+            "--backend",
+            "wgpu",
+            "--frames",
+            "1",
+            "--out",
+        ])
+        .arg(&dir)
+        .env("WGPU_BACKEND", "gl")
+        .output()
+        .expect("weft runs");
+    let t = text(&o);
+    if t.contains("no GPU adapter found") {
+        // No GL driver either (nothing to refuse on this machine).
+        eprintln!("skipping: no OpenGL adapter here: {}", t);
+        return;
+    }
+    assert_eq!(o.status.code(), Some(1), "{}", t);
+    assert!(
+        t.contains("through Gl")
+            && t.contains("integer rules differ")
+            && t.contains("--backend cpu"),
+        "{}",
+        t
+    );
+}
+
 #[test]
 fn runtime_faults_exit_1_naming_the_kernel() {
     let dir = tmp("oob");

@@ -56,20 +56,30 @@ struct CachedKernel {
 
 impl WgpuContext {
     pub fn new(choice: AdapterChoice) -> Result<WgpuContext, RuntimeError> {
-        // Vulkan / Metal / DX12 first; GL only when none of those has an adapter.
+        // Vulkan / Metal / DX12 (WebGPU in a browser) only. OpenGL is looked
+        // at only to say why it is refused: GLSL leaves integer `%` of
+        // negative operands undefined (llvmpipe's GL gives 2 for -68 % 3,
+        // Weft -2), so kernels would compute wrong integers without an error.
         let instance_for = |backends: wgpu::Backends| {
             let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
             desc.backends &= backends;
             wgpu::Instance::new(desc)
         };
-        let mut adapters = crate::platform::wait_for(
+        let adapters = crate::platform::wait_for(
             instance_for(wgpu::Backends::PRIMARY).enumerate_adapters(wgpu::Backends::PRIMARY),
         )?;
         if adapters.is_empty() {
-            adapters = crate::platform::wait_for(
+            let gl = crate::platform::wait_for(
                 instance_for(wgpu::Backends::SECONDARY)
                     .enumerate_adapters(wgpu::Backends::SECONDARY),
             )?;
+            if let Some(a) = gl.first() {
+                return Err(RuntimeError::Device(format!(
+                    "the only GPU adapter is {} through {:?}, which wgpu kernels do not use: OpenGL's integer rules differ from Weft's (`%` of negative numbers), so results would be wrong. Use Vulkan (on a machine without a GPU: apt-get install mesa-vulkan-drivers), Metal or DX12, or --backend cpu",
+                    a.get_info().name,
+                    a.get_info().backend
+                )));
+            }
         }
         let score = |a: &wgpu::Adapter| match a.get_info().device_type {
             wgpu::DeviceType::DiscreteGpu => 4,
