@@ -272,9 +272,9 @@ fn npy_to_field(p: &Program, field: FieldId, arr: NpyArray) -> Result<Vec<u32>, 
         Type::Matrix(n) => want.extend([n as usize, n as usize]),
         _ => {}
     }
-    if arr.dtype != DType::F32 {
+    let Some(arr) = arr.narrowed(DType::F32) else {
         return Err(format!("holds {:?} data; a direction is f32", arr.dtype));
-    }
+    };
     if arr.shape != want {
         return Err(format!(
             "has shape {:?} but field '{}' ({}) needs {:?}",

@@ -1,8 +1,9 @@
 //! IR → flat register-machine code for the reference VM (`weft_runtime::vm`).
 //!
 //! Pre: a kernel that passed the legalized-IR validator. Post: one `VmFunction`
-//! per IR function. Every SSA value gets a fixed slot range (one word per
-//! component) in a per-invocation register file; locals get slots too.
+//! per IR function. Every SSA value gets a fixed slot range (one 64-bit
+//! register per component, 32-bit scalars in the low half) in a
+//! per-invocation register file; locals get slots too.
 //! Structured control flow becomes jumps with patched targets. Loop counters
 //! alias their loop's counter slot (a counter value cannot escape its body).
 
@@ -22,7 +23,18 @@ pub const CAPS: TargetCaps = TargetCaps::BASELINE;
 pub enum Op {
     Const {
         dst: Slot,
-        bits: u32,
+        bits: u64,
+    },
+    /// A 64-bit register from two word registers (low first): the bitcast
+    /// of a `vec2<u32>` to a 64-bit scalar.
+    Pack {
+        dst: Slot,
+        src: Slot,
+    },
+    /// Two word registers (low first) from a 64-bit register.
+    Unpack {
+        dst: Slot,
+        src: Slot,
     },
     Copy {
         dst: Slot,
@@ -443,11 +455,15 @@ impl Ctx<'_> {
                     n,
                 });
             }
-            InstKind::Bitcast(a) => self.ops.push(Op::Copy {
-                dst,
-                src: self.slot(*a),
-                n,
-            }),
+            InstKind::Bitcast(a) => {
+                let src = self.slot(*a);
+                let from = ts(self, *a);
+                self.ops.push(match (from.components(), n) {
+                    (2, 1) => Op::Pack { dst, src },
+                    (1, 2) => Op::Unpack { dst, src },
+                    _ => Op::Copy { dst, src, n },
+                });
+            }
             InstKind::Construct(parts) => {
                 let mut at = dst;
                 for &p in parts {

@@ -94,6 +94,10 @@ pub struct WgpuOptions {
     /// Storage buffers one kernel may bind (the device's
     /// `max_storage_buffers_per_shader_stage`).
     pub max_storage_bindings: u32,
+    /// The device has 64-bit scalars in shaders (SHADER_F64 and
+    /// SHADER_INT64); a kernel using `f64`, `i64` or `u64` is refused
+    /// without them, naming the node.
+    pub wide: bool,
 }
 
 /// The largest power of two of words within `max_binding_bytes` (at least
@@ -117,6 +121,7 @@ impl Default for WgpuOptions {
             workgroup_size: WORKGROUP_SIZE,
             chunk_words: 1 << 32,
             max_storage_bindings: u32::MAX,
+            wide: true,
         }
     }
 }
@@ -141,6 +146,9 @@ fn nscalar(s: Scalar) -> NScalar {
         Scalar::I32 => NScalar::I32,
         Scalar::U32 => NScalar::U32,
         Scalar::F32 => NScalar::F32,
+        Scalar::I64 => NScalar::I64,
+        Scalar::U64 => NScalar::U64,
+        Scalar::F64 => NScalar::F64,
     }
 }
 
@@ -242,6 +250,18 @@ fn build_kernel(
     kernel: &Kernel,
     opts: &WgpuOptions,
 ) -> Result<WgpuKernel, CodegenError> {
+    if !opts.wide {
+        if let Some(t) = wide_type_used(kernel) {
+            return Err(cerr(
+                kernel,
+                format!(
+                    "uses {}, but this GPU has no 64-bit {} in shaders (wgpu features SHADER_F64 and SHADER_INT64; WebGPU has neither); run it on the cpu, vm or cuda backend, or compute in 32 bits",
+                    t.name(),
+                    if t == Scalar::F64 { "floats" } else { "integers" }
+                ),
+            ));
+        }
+    }
     let mut m = Module::default();
     let mut types = Types {
         cache: HashMap::new(),
@@ -547,6 +567,15 @@ fn build_kernel(
     })
 }
 
+/// The first 64-bit scalar type a value of the kernel has, if any.
+fn wide_type_used(kernel: &Kernel) -> Option<Scalar> {
+    std::iter::once(&kernel.entry)
+        .chain(kernel.functions.iter().map(|(_, f)| f))
+        .flat_map(|f| f.insts.iter().map(|(_, i)| i.ty))
+        .chain(kernel.entry.locals.iter().map(|(_, l)| l.ty))
+        .find_map(|t| t.scalar().filter(|s| s.is_wide()))
+}
+
 /// Helper functions ordered so that callees come before callers.
 fn call_order(kernel: &Kernel) -> Vec<usize> {
     fn visit(k: &Kernel, f: usize, done: &mut Vec<usize>) {
@@ -659,7 +688,11 @@ impl Fb<'_, '_> {
         )
     }
     fn cast(&mut self, b: &mut NBlock, x: Handle<E>, s: Scalar, convert: bool) -> Handle<E> {
-        let width = if s == Scalar::Bool { 1 } else { 4 };
+        let width = if s == Scalar::Bool {
+            1
+        } else {
+            4 * s.words() as u8
+        };
         self.e(
             b,
             E::As {
@@ -1180,16 +1213,25 @@ impl Gen<'_, '_, '_> {
         let value: Option<Handle<E>> = match &inst.kind {
             // naga refuses non-finite float literals: build NaN / inf from their bits.
             InstKind::Const(c)
-                if c.scalar == Scalar::F32 && !f32::from_bits(c.bits).is_finite() =>
+                if c.scalar == Scalar::F32 && !f32::from_bits(c.lo()).is_finite() =>
             {
-                let bits = self.fb.u32c(c.bits);
+                let bits = self.fb.u32c(c.lo());
                 Some(self.fb.cast(b, bits, Scalar::F32, false))
             }
+            InstKind::Const(c)
+                if c.scalar == Scalar::F64 && !f64::from_bits(c.bits).is_finite() =>
+            {
+                let bits = self.fb.pre(E::Literal(Literal::U64(c.bits)));
+                Some(self.fb.cast(b, bits, Scalar::F64, false))
+            }
             InstKind::Const(c) => Some(self.fb.pre(E::Literal(match c.scalar {
-                Scalar::F32 => Literal::F32(f32::from_bits(c.bits)),
-                Scalar::I32 => Literal::I32(c.bits as i32),
-                Scalar::U32 => Literal::U32(c.bits),
+                Scalar::F32 => Literal::F32(f32::from_bits(c.lo())),
+                Scalar::I32 => Literal::I32(c.lo() as i32),
+                Scalar::U32 => Literal::U32(c.lo()),
                 Scalar::Bool => Literal::Bool(c.bits != 0),
+                Scalar::F64 => Literal::F64(f64::from_bits(c.bits)),
+                Scalar::I64 => Literal::I64(c.bits as i64),
+                Scalar::U64 => Literal::U64(c.bits),
             }))),
             InstKind::Arg(i) => Some(self.fb.pre(E::FunctionArgument(*i))),
             InstKind::Param(i) => {
@@ -1281,10 +1323,59 @@ impl Gen<'_, '_, '_> {
             }
             InstKind::Bitcast(a) => {
                 let av = self.v(*a);
-                Some(if self.t(*a) == ty {
-                    av
-                } else {
-                    self.fb.cast(b, av, ty.scalar().expect("typed"), false)
+                let from = self.t(*a);
+                let to = ty.scalar().expect("typed");
+                Some(match (from.components(), ty.components()) {
+                    _ if from == ty => av,
+                    // Two words (low first) to a 64-bit scalar:
+                    // `u64(lo) | u64(hi) << 32`, then reinterpreted.
+                    (2, 1) => {
+                        let s = from.scalar().expect("typed");
+                        let mut w = [av; 2];
+                        for (k, x) in w.iter_mut().enumerate() {
+                            let c = self.fb.e(
+                                b,
+                                E::AccessIndex {
+                                    base: av,
+                                    index: k as u32,
+                                },
+                            );
+                            let c = self.bits_as_u32(b, c, s);
+                            *x = self.fb.cast(b, c, Scalar::U64, true);
+                        }
+                        let sh = self.fb.u32c(32);
+                        let hi = self.fb.bin(b, BO::ShiftLeft, w[1], sh);
+                        let v = self.fb.bin(b, BO::InclusiveOr, w[0], hi);
+                        if to == Scalar::U64 {
+                            v
+                        } else {
+                            self.fb.cast(b, v, to, false)
+                        }
+                    }
+                    // A 64-bit scalar to its two words.
+                    (1, 2) => {
+                        let s = from.scalar().expect("typed");
+                        let v = if s == Scalar::U64 {
+                            av
+                        } else {
+                            self.fb.cast(b, av, Scalar::U64, false)
+                        };
+                        let sh = self.fb.u32c(32);
+                        let h = self.fb.bin(b, BO::ShiftRight, v, sh);
+                        let lo = self.fb.cast(b, v, Scalar::U32, true);
+                        let hi = self.fb.cast(b, h, Scalar::U32, true);
+                        let lo = self.bits_from_u32(b, lo, to);
+                        let hi = self.bits_from_u32(b, hi, to);
+                        let t = self.fb.ty(ty);
+                        self.fb.e(
+                            b,
+                            E::Compose {
+                                ty: t,
+                                components: vec![lo, hi],
+                            },
+                        )
+                    }
+                    _ => self.fb.cast(b, av, to, false),
                 })
             }
             InstKind::Construct(parts) => {
@@ -1731,14 +1822,17 @@ impl Gen<'_, '_, '_> {
             BinaryOp::BitOr => BO::InclusiveOr,
             BinaryOp::BitXor => BO::ExclusiveOr,
             BinaryOp::Shl | BinaryOp::Shr => {
-                // WGSL wants a u32 amount; the IR takes it modulo 32.
+                // WGSL wants a u32 amount; the IR takes it modulo the width.
                 let n = lt.components();
-                let ru = if self.t(r).scalar() == Some(Scalar::U32) {
+                let rs = self.t(r).scalar().expect("typed");
+                let ru = if rs == Scalar::U32 {
                     rv
                 } else {
-                    self.fb.cast(b, rv, Scalar::U32, false)
+                    // Truncating conversion keeps the low bits, which
+                    // are all the mask below looks at.
+                    self.fb.cast(b, rv, Scalar::U32, rs.is_wide())
                 };
-                let m = self.fb.u32c(31);
+                let m = self.fb.u32c(if s.is_wide() { 63 } else { 31 });
                 let m = if n == 1 {
                     m
                 } else {

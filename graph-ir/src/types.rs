@@ -1,7 +1,9 @@
 //! Value types shared by the kernel language, the IR and the field storage.
 //!
-//! Every component of every type is one 32-bit word, which lets all backends
-//! address field memory as arrays of `u32` and reinterpret bits per component.
+//! Every component of every type is one 32-bit word, except the 64-bit
+//! scalars (`f64`, `i64`, `u64`), which are two (low word first). All
+//! backends address field memory as arrays of `u32` and reinterpret bits per
+//! component, so a 64-bit component is two consecutive words.
 
 use std::fmt;
 
@@ -11,6 +13,12 @@ pub enum Scalar {
     I32,
     U32,
     F32,
+    /// 64-bit scalars: two words in field memory. Backends without them
+    /// (wgpu without `SHADER_F64` / `SHADER_INT64`) refuse kernels that
+    /// use them, naming the node (`TargetCaps::wide`).
+    I64,
+    U64,
+    F64,
 }
 
 impl Scalar {
@@ -20,10 +28,39 @@ impl Scalar {
             Scalar::I32 => "i32",
             Scalar::U32 => "u32",
             Scalar::F32 => "f32",
+            Scalar::I64 => "i64",
+            Scalar::U64 => "u64",
+            Scalar::F64 => "f64",
         }
     }
     pub fn is_integer(self) -> bool {
-        matches!(self, Scalar::I32 | Scalar::U32)
+        matches!(self, Scalar::I32 | Scalar::U32 | Scalar::I64 | Scalar::U64)
+    }
+    pub fn is_float(self) -> bool {
+        matches!(self, Scalar::F32 | Scalar::F64)
+    }
+    pub fn is_signed(self) -> bool {
+        matches!(self, Scalar::I32 | Scalar::I64 | Scalar::F32 | Scalar::F64)
+    }
+    /// A 64-bit scalar (two words).
+    pub fn is_wide(self) -> bool {
+        matches!(self, Scalar::I64 | Scalar::U64 | Scalar::F64)
+    }
+    /// 32-bit words per value.
+    pub fn words(self) -> usize {
+        if self.is_wide() {
+            2
+        } else {
+            1
+        }
+    }
+    /// The mask of the value's bits in a `u64` pattern.
+    pub fn mask(self) -> u64 {
+        if self.is_wide() {
+            u64::MAX
+        } else {
+            u32::MAX as u64
+        }
     }
     pub fn is_numeric(self) -> bool {
         !matches!(self, Scalar::Bool)
@@ -46,7 +83,7 @@ impl Type {
     pub const U32: Type = Type::Scalar(Scalar::U32);
     pub const BOOL: Type = Type::Scalar(Scalar::Bool);
 
-    /// Number of 32-bit words a value of this type occupies.
+    /// Number of components (scalars) of a value of this type.
     pub fn components(self) -> usize {
         match self {
             Type::Void => 0,
@@ -54,6 +91,14 @@ impl Type {
             Type::Vector(_, n) => n as usize,
             Type::Matrix(n) => (n as usize) * (n as usize),
         }
+    }
+    /// Number of 32-bit words a value of this type occupies.
+    pub fn words(self) -> usize {
+        self.components() * self.scalar().map_or(1, Scalar::words)
+    }
+    /// Whether any component is a 64-bit scalar.
+    pub fn is_wide(self) -> bool {
+        self.scalar().is_some_and(Scalar::is_wide)
     }
     /// The scalar type of each component.
     pub fn scalar(self) -> Option<Scalar> {
@@ -70,7 +115,7 @@ impl Type {
         matches!(self, Type::Vector(..))
     }
     pub fn is_float(self) -> bool {
-        self.scalar() == Some(Scalar::F32)
+        self.scalar().is_some_and(Scalar::is_float)
     }
     pub fn is_int(self) -> bool {
         self.scalar().is_some_and(Scalar::is_integer)
@@ -82,7 +127,8 @@ impl Type {
             other => other,
         }
     }
-    /// Parses the names users write: `f32`, `vec3`, `vec3<f32>`, `ivec2`, `uvec4`, `mat3`.
+    /// Parses the names users write: `f32`, `f64`, `i64`, `vec3`, `vec3<f32>`,
+    /// `vec2<f64>` (or GLSL's `dvec2`), `ivec2`, `uvec4`, `mat3`.
     pub fn parse(name: &str) -> Option<Type> {
         let name = name.replace(' ', "");
         let scalar = |s: &str| match s {
@@ -90,6 +136,9 @@ impl Type {
             "i32" => Some(Scalar::I32),
             "u32" => Some(Scalar::U32),
             "bool" => Some(Scalar::Bool),
+            "i64" => Some(Scalar::I64),
+            "u64" => Some(Scalar::U64),
+            "f64" => Some(Scalar::F64),
             _ => None,
         };
         if let Some(s) = scalar(&name) {
@@ -113,6 +162,7 @@ impl Type {
             "ivec" => Some(Scalar::I32),
             "uvec" => Some(Scalar::U32),
             "bvec" => Some(Scalar::Bool),
+            "dvec" => Some(Scalar::F64),
             _ => return None,
         };
         let s = match (prefix_scalar, generic) {

@@ -83,11 +83,16 @@ pub fn field_stats(ty: Type, words: &[u32]) -> FieldStats {
         nonfinite: 0,
         checksum: None,
     };
-    for &w in words {
+    // 64-bit components are two words, low first.
+    for c in words.chunks(s.words()) {
+        let (w, wide) = (c[0], c.iter().rev().fold(0u64, |a, &x| a << 32 | x as u64));
         let v = match s {
             Scalar::I32 => w as i32 as f64,
             Scalar::U32 | Scalar::Bool => w as f64,
             Scalar::F32 => f32::from_bits(w) as f64,
+            Scalar::I64 => wide as i64 as f64,
+            Scalar::U64 => wide as f64,
+            Scalar::F64 => f64::from_bits(wide),
         };
         if !v.is_finite() {
             st.nonfinite += 1;
@@ -98,13 +103,13 @@ pub fn field_stats(ty: Type, words: &[u32]) -> FieldStats {
         st.max = st.max.max(v);
         st.mean_abs += v.abs();
     }
-    st.count = words.len() as u64 - st.nonfinite;
+    st.count = (words.len() / s.words()) as u64 - st.nonfinite;
     st.mean_abs /= st.count.max(1) as f64;
     if st.min > st.max {
         st.min = 0.0;
         st.max = 0.0;
     }
-    if s != Scalar::F32 {
+    if !s.is_float() {
         st.checksum = Some(fnv(words));
     }
     st

@@ -203,7 +203,7 @@ pub fn initial_root(p: &Program, root: LayoutId) -> Vec<u32> {
 /// (inactive cells give the field's initial value).
 pub fn extract_field(p: &Program, field: FieldId, root: &[u32]) -> Vec<u32> {
     let f = &p.fields[field];
-    let comps = f.ty.components();
+    let comps = f.ty.words();
     let mut out = vec![0u32; f.cells() as usize * comps];
     let plan = AddressPlan::new(p, field);
     if plan.is_sparse() && plan.storage != Storage::Word {
@@ -250,7 +250,7 @@ pub fn insert_field(
     root: &mut [u32],
 ) -> Result<(), RuntimeError> {
     let f = &p.fields[field];
-    let comps = f.ty.components();
+    let comps = f.ty.words();
     let plan = AddressPlan::new(p, field);
     if plan.is_sparse() {
         let init: Vec<u32> = match &f.init {
@@ -351,7 +351,7 @@ pub fn table_elements(p: &Program, field: FieldId, root: &[u32]) -> Option<(Vec<
         return None;
     }
     let plan = AddressPlan::new(p, field);
-    let comps = f.ty.components();
+    let comps = f.ty.words();
     let (mut coords, mut values) = (Vec::new(), Vec::new());
     let hash = plan.for_each_active_in_table(root, |idx, a| {
         coords.extend_from_slice(idx);
@@ -384,6 +384,9 @@ pub fn values_to_npy(ty: Type, mut shape: Vec<usize>, mut words: Vec<u32>) -> Np
     let dtype = match ty.scalar() {
         Some(Scalar::I32) => DType::I32,
         Some(Scalar::U32) => DType::U32,
+        Some(Scalar::I64) => DType::I64,
+        Some(Scalar::U64) => DType::U64,
+        Some(Scalar::F64) => DType::F64,
         _ => DType::F32,
     };
     NpyArray {

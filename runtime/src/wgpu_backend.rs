@@ -39,6 +39,9 @@ pub struct WgpuContext {
     pub info: wgpu::AdapterInfo,
     pub limits: wgpu::Limits,
     pub float_atomics: bool,
+    /// 64-bit scalars in shaders (SHADER_F64 and SHADER_INT64), for
+    /// kernels that use `f64`, `i64` or `u64`.
+    pub wide: bool,
     /// GPU timestamps are available for timing kernels.
     pub timestamps: bool,
     errors: Arc<Mutex<Vec<String>>>,
@@ -116,7 +119,12 @@ impl WgpuContext {
             .features()
             .contains(wgpu::Features::SHADER_FLOAT32_ATOMIC);
         let timestamps = adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
+        let wide_features = wgpu::Features::SHADER_F64 | wgpu::Features::SHADER_INT64;
+        let wide = adapter.features().contains(wide_features);
         let mut required_features = wgpu::Features::empty();
+        if wide {
+            required_features |= wide_features;
+        }
         if float_atomics {
             required_features |= wgpu::Features::SHADER_FLOAT32_ATOMIC;
         }
@@ -151,6 +159,7 @@ impl WgpuContext {
             info,
             limits,
             float_atomics,
+            wide,
             timestamps,
             errors,
             pipelines: Mutex::new(Default::default()),
@@ -175,6 +184,7 @@ impl WgpuContext {
         WgpuContext {
             limits: device.limits(),
             float_atomics: features.contains(wgpu::Features::SHADER_FLOAT32_ATOMIC),
+            wide: features.contains(wgpu::Features::SHADER_F64 | wgpu::Features::SHADER_INT64),
             timestamps: features.contains(wgpu::Features::TIMESTAMP_QUERY),
             device,
             queue,
@@ -223,6 +233,7 @@ fn kernel_key(program: &Program, k: &Kernel, opts: &WgpuOptions) -> u64 {
     // the printout above covers both; the kernel's own IR tells them apart.
     format!("{:?}|{:?}", k.entry, k.functions).hash(&mut h);
     opts.native_float_atomics.hash(&mut h);
+    opts.wide.hash(&mut h);
     opts.workgroup_size.hash(&mut h);
     opts.chunk_words.hash(&mut h);
     for r in program.roots() {
@@ -351,6 +362,7 @@ impl WgpuEngine {
                     .map_or(binding, |b| b.min(binding)),
             ),
             max_storage_bindings: ctx.limits.max_storage_buffers_per_shader_stage,
+            wide: ctx.wide,
         };
         memory_limits(&ctx, opts.max_memory).check(program)?;
         let engine = WgpuEngine::new(program, ctx, &gopts)?;

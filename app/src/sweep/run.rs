@@ -314,10 +314,16 @@ fn execute(a: &SweepRunArgs, m: &Manifest, v: &Variant, dir: &Path) -> Outcome {
 /// Sum, max and mean over every component of the dumped FIELD.npy.
 pub fn field_metric(dir: &Path, field: &str) -> Result<Metric, String> {
     let a = read_npy(&dir.join(format!("{}.npy", field)))?;
-    let values = a.words.iter().map(|&w| match a.dtype {
-        DType::F32 => f32::from_bits(w) as f64,
-        DType::I32 => w as i32 as f64,
-        DType::U32 => w as f64,
+    let values = a.words.chunks(a.dtype.words()).map(|w| {
+        let wide = || w[0] as u64 | (w[w.len() - 1] as u64) << 32;
+        match a.dtype {
+            DType::F32 => f32::from_bits(w[0]) as f64,
+            DType::I32 => w[0] as i32 as f64,
+            DType::U32 => w[0] as f64,
+            DType::F64 => f64::from_bits(wide()),
+            DType::I64 => wide() as i64 as f64,
+            DType::U64 => wide() as f64,
+        }
     });
     let (mut sum, mut max, mut n) = (0.0f64, f64::NEG_INFINITY, 0usize);
     for x in values {

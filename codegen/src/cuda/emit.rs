@@ -23,6 +23,9 @@ fn cty(t: Type) -> &'static str {
     match t.scalar() {
         Some(Scalar::F32) => "float",
         Some(Scalar::I32) => "int",
+        Some(Scalar::F64) => "double",
+        Some(Scalar::I64) => "long long",
+        Some(Scalar::U64) => "u64",
         _ => "unsigned",
     }
 }
@@ -48,11 +51,50 @@ pub(super) fn to_word(s: Scalar, x: &str) -> String {
     }
 }
 
+/// A 64-bit scalar's bits as a `u64` C expression.
+pub(super) fn to_u64(s: Scalar, x: &str) -> String {
+    match s {
+        Scalar::F64 => format!("(u64)__double_as_longlong({})", x),
+        _ => format!("(u64)({})", x),
+    }
+}
+
+/// A `u64` C expression read as the 64-bit scalar `s`.
+pub(super) fn from_u64(s: Scalar, bits: &str) -> String {
+    match s {
+        Scalar::F64 => format!("__longlong_as_double((long long)({}))", bits),
+        Scalar::I64 => format!("(long long)({})", bits),
+        _ => bits.to_string(),
+    }
+}
+
 /// A C literal with exactly the constant's bits.
 fn literal(c: Const) -> String {
     match c.scalar {
+        Scalar::F64 => {
+            let v = f64::from_bits(c.bits);
+            if v.is_finite() {
+                let s = format!("{:?}", v);
+                if s.contains(['.', 'e']) {
+                    s
+                } else {
+                    format!("{}.0", s)
+                }
+            } else {
+                format!("__longlong_as_double(0x{:016x}ll)", c.bits)
+            }
+        }
+        Scalar::I64 => {
+            let v = c.bits as i64;
+            if v == i64::MIN {
+                "(long long)0x8000000000000000ull".into()
+            } else {
+                format!("{}ll", v)
+            }
+        }
+        Scalar::U64 => format!("{}ull", c.bits),
         Scalar::F32 => {
-            let v = f32::from_bits(c.bits);
+            let v = f32::from_bits(c.bits as u32);
             if v.is_finite() {
                 // Rust prints the shortest decimal that reads back as the same f32.
                 let s = format!("{:?}", v);
@@ -66,7 +108,7 @@ fn literal(c: Const) -> String {
             }
         }
         Scalar::I32 => {
-            let v = c.bits as i32;
+            let v = c.bits as u32 as i32;
             if v == i32::MIN {
                 "(int)0x80000000u".into()
             } else {
@@ -534,11 +576,31 @@ impl<'a> Gen<'a> {
                     .scalar()
                     .ok_or_else(|| self.err(h, "untyped bitcast"))?;
                 let to = ty.scalar().ok_or_else(|| self.err(h, "untyped bitcast"))?;
-                let e = self
-                    .v(*a)
-                    .iter()
-                    .map(|x| from_word(to, &to_word(from, x)))
-                    .collect();
+                let src = self.v(*a);
+                let e = match (src.len(), ty.components()) {
+                    // Two words (low first) to a 64-bit scalar, and back.
+                    (2, 1) => {
+                        let (lo, hi) = (to_word(from, &src[0]), to_word(from, &src[1]));
+                        vec![from_u64(
+                            to,
+                            &format!("((u64)({}) << 32 | (u64)({}))", hi, lo),
+                        )]
+                    }
+                    (1, 2) => {
+                        let b = to_u64(from, &src[0]);
+                        vec![
+                            from_word(to, &format!("(unsigned)({})", b)),
+                            from_word(to, &format!("(unsigned)({} >> 32)", b)),
+                        ]
+                    }
+                    _ if from.is_wide() => {
+                        src.iter().map(|x| from_u64(to, &to_u64(from, x))).collect()
+                    }
+                    _ => src
+                        .iter()
+                        .map(|x| from_word(to, &to_word(from, x)))
+                        .collect(),
+                };
                 self.define(h, e)
             }
             InstKind::Construct(parts) => {

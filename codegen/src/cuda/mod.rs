@@ -122,4 +122,14 @@ __device__ __forceinline__ float weft_fclamp(float x, float lo, float hi) {
 __device__ __forceinline__ float weft_fsign(float x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f); }
 __device__ __forceinline__ int weft_isign(int x) { return x > 0 ? 1 : (x < 0 ? -1 : 0); }
 __device__ __forceinline__ int weft_iabs(int x) { return x < 0 ? (int)(0u - (unsigned)x) : x; }
+// The same for 64-bit scalars (C++ overloads).
+__device__ __forceinline__ double weft_fmin(double x, double y) { return x != x ? y : (y < x ? y : x); }
+__device__ __forceinline__ double weft_fmax(double x, double y) { return x != x ? y : (y > x ? y : x); }
+__device__ __forceinline__ double weft_fclamp(double x, double lo, double hi) {
+    x = x < lo ? lo : x;
+    return x > hi ? hi : x;
+}
+__device__ __forceinline__ double weft_fsign(double x) { return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : 0.0); }
+__device__ __forceinline__ long long weft_isign(long long x) { return x > 0 ? 1 : (x < 0 ? -1 : 0); }
+__device__ __forceinline__ long long weft_iabs(long long x) { return x < 0 ? (long long)(0ull - (u64)x) : x; }
 "#;

@@ -9,8 +9,13 @@ use weft_ir::types::{Scalar, Type};
 
 pub(super) fn unary(op: UnaryOp, s: Scalar, a: &str) -> String {
     match (op, s) {
-        (UnaryOp::Neg, Scalar::F32) => format!("(-{})", a),
+        (UnaryOp::Neg, Scalar::F32 | Scalar::F64) => format!("(-{})", a),
         (UnaryOp::Neg, Scalar::I32) => format!("(int)(0u - (unsigned)({}))", a),
+        (UnaryOp::Neg, Scalar::I64) => format!("(long long)(0ull - (u64)({}))", a),
+        (UnaryOp::Neg, Scalar::U64) => format!("(0ull - {})", a),
+        (UnaryOp::Not, Scalar::F64) => {
+            format!("__longlong_as_double(~__double_as_longlong({}))", a)
+        }
         (UnaryOp::Neg, _) => format!("(0u - {})", a),
         (UnaryOp::Not, Scalar::Bool) => format!("(unsigned)({} == 0u)", a),
         (UnaryOp::Not, Scalar::F32) => format!("__uint_as_float(~__float_as_uint({}))", a),
@@ -31,6 +36,46 @@ pub(super) fn binary(op: BinaryOp, s: Scalar, x: &str, y: &str) -> String {
             Rem => format!("fmodf({}, {})", x, y),
             Eq | Ne | Lt | Le | Gt | Ge => cmp(op.symbol()),
             _ => "0.0f".into(),
+        },
+        Scalar::F64 => match op {
+            Add => format!("({} + {})", x, y),
+            Sub => format!("({} - {})", x, y),
+            Mul => format!("({} * {})", x, y),
+            Div => format!("({} / {})", x, y),
+            Rem => format!("fmod({}, {})", x, y),
+            Eq | Ne | Lt | Le | Gt | Ge => cmp(op.symbol()),
+            _ => "0.0".into(),
+        },
+        Scalar::I64 => {
+            let wrap = |sym: &str| format!("(long long)((u64)({}) {} (u64)({}))", x, sym, y);
+            match op {
+                Add => wrap("+"),
+                Sub => wrap("-"),
+                Mul => wrap("*"),
+                Div => format!("({} / {})", x, y),
+                Rem => format!("({} % {})", x, y),
+                BitAnd => format!("({} & {})", x, y),
+                BitOr => format!("({} | {})", x, y),
+                BitXor => format!("({} ^ {})", x, y),
+                Shl => format!("(long long)((u64)({}) << ((u64)({}) & 63ull))", x, y),
+                Shr => format!("({} >> ((u64)({}) & 63ull))", x, y),
+                Eq | Ne | Lt | Le | Gt | Ge => cmp(op.symbol()),
+                _ => "0ll".into(),
+            }
+        }
+        Scalar::U64 => match op {
+            Add => format!("({} + {})", x, y),
+            Sub => format!("({} - {})", x, y),
+            Mul => format!("({} * {})", x, y),
+            Div => format!("({} / {})", x, y),
+            Rem => format!("({} % {})", x, y),
+            BitAnd => format!("({} & {})", x, y),
+            BitOr => format!("({} | {})", x, y),
+            BitXor => format!("({} ^ {})", x, y),
+            Shl => format!("({} << ({} & 63ull))", x, y),
+            Shr => format!("({} >> ({} & 63ull))", x, y),
+            Eq | Ne | Lt | Le | Gt | Ge => cmp(op.symbol()),
+            _ => "0ull".into(),
         },
         Scalar::I32 => {
             // Wrapping arithmetic on the unsigned words: signed overflow is undefined in C.
@@ -81,8 +126,29 @@ pub(super) fn binary(op: BinaryOp, s: Scalar, x: &str, y: &str) -> String {
 /// `eval::cast` (float → int arrives in range: legalize made it saturate;
 /// the `_rz` intrinsics saturate anyway, as Rust's `as` does).
 pub(super) fn cast(from: Scalar, to: Scalar, a: &str) -> String {
+    use Scalar::*;
     match (from, to) {
         (x, y) if x == y => a.to_string(),
+        (F64, I32) => format!("__double2int_rz({})", a),
+        (F64, U32) => format!("__double2uint_rz({})", a),
+        (F64, I64) => format!("__double2ll_rz({})", a),
+        (F64, U64) => format!("__double2ull_rz({})", a),
+        (F32, I64) => format!("__float2ll_rz({})", a),
+        (F32, U64) => format!("__float2ull_rz({})", a),
+        // Round to nearest even, as Rust's `as`.
+        (I64, F32) => format!("__ll2float_rn({})", a),
+        (U64, F32) => format!("__ull2float_rn({})", a),
+        (I64, F64) => format!("__ll2double_rn({})", a),
+        (U64, F64) => format!("__ull2double_rn({})", a),
+        (I32 | U32, F64) | (F32, F64) => format!("(double)({})", a),
+        (F64, F32) => format!("__double2float_rn({})", a),
+        (I32, I64 | U64) | (U32, I64 | U64) | (I64, U64) | (U64, I64) => {
+            format!("({})({})", super::emit::sty(to), a)
+        }
+        (I64 | U64, I32 | U32) => format!("({})({})", super::emit::sty(to), a),
+        (Bool, F64) => format!("({} != 0u ? 1.0 : 0.0)", a),
+        (Bool, I64 | U64) => format!("({})({} != 0u)", super::emit::sty(to), a),
+        (F64, Bool) => format!("(unsigned)({} != 0.0)", a),
         (Scalar::F32, Scalar::I32) => format!("__float2int_rz({})", a),
         (Scalar::F32, Scalar::U32) => format!("__float2uint_rz({})", a),
         (Scalar::I32 | Scalar::U32, Scalar::F32) => format!("(float)({})", a),
@@ -208,14 +274,17 @@ pub(super) fn matmul(a: &[String], b: &[String], at: Type, bt: Type) -> Option<V
 /// `eval::builtin_scalar` on one component.
 pub(super) fn builtin_scalar(b: Builtin, s: Scalar, a: &[String]) -> Option<String> {
     use Builtin::*;
+    if s == Scalar::F64 {
+        return builtin_f64(b, a);
+    }
     if s != Scalar::F32 {
-        let signed = s == Scalar::I32;
+        let signed = matches!(s, Scalar::I32 | Scalar::I64);
         let t = sty(s);
         return Some(match b {
             Abs if signed => format!("weft_iabs({})", a[0]),
             Abs => a[0].clone(),
             Sign if signed => format!("weft_isign({})", a[0]),
-            Sign => format!("(unsigned)({} != 0u)", a[0]),
+            Sign => format!("({})({} != 0u)", t, a[0]),
             Min => format!("min(({}){}, ({}){})", t, a[0], t, a[1]),
             Max => format!("max(({}){}, ({}){})", t, a[0], t, a[1]),
             Clamp => format!(
@@ -275,6 +344,39 @@ pub(super) fn builtin_scalar(b: Builtin, s: Scalar, a: &[String]) -> Option<Stri
     })
 }
 
+/// The f64 built-ins `eval::builtin_scalar` defines (no transcendentals);
+/// `weft_fmin` & co. are overloaded for double in the prelude.
+fn builtin_f64(b: Builtin, a: &[String]) -> Option<String> {
+    use Builtin::*;
+    let x = &a[0];
+    Some(match b {
+        Abs => format!("fabs({})", x),
+        Sign => format!("weft_fsign({})", x),
+        Min => format!("weft_fmin({}, {})", x, a[1]),
+        Max => format!("weft_fmax({}, {})", x, a[1]),
+        Clamp => format!("weft_fmin(weft_fmax({}, {}), {})", x, a[1], a[2]),
+        Saturate => format!("weft_fclamp({}, 0.0, 1.0)", x),
+        Floor => format!("floor({})", x),
+        Ceil => format!("ceil({})", x),
+        Round => format!("rint({})", x),
+        Trunc => format!("trunc({})", x),
+        Fract => format!("({} - floor({}))", x, x),
+        Sqrt => format!("sqrt({})", x),
+        Rsqrt => format!("(1.0 / sqrt({}))", x),
+        Lerp => format!("({} + (({} - {}) * {}))", x, a[1], x, a[2]),
+        Smoothstep => {
+            let t = format!(
+                "weft_fclamp((({} - {}) / ({} - {})), 0.0, 1.0)",
+                a[2], x, a[1], x
+            );
+            format!("(({t} * {t}) * (3.0 - (2.0 * {t})))", t = t)
+        }
+        Step => format!("({} < {} ? 0.0 : 1.0)", a[1], x),
+        Fma => format!("fma({}, {}, {})", x, a[1], a[2]),
+        _ => return None,
+    })
+}
+
 pub(super) fn builtin(b: Builtin, at: Type, a: &[Vec<String>]) -> Option<Vec<String>> {
     use Builtin::*;
     let n = at.components();
@@ -289,25 +391,32 @@ pub(super) fn builtin(b: Builtin, at: Type, a: &[Vec<String>]) -> Option<Vec<Str
             })
             .collect();
     }
+    let wide = at.is_wide();
+    let (sqrt, one, two) = if wide {
+        ("sqrt", "1.0", "2.0")
+    } else {
+        ("sqrtf", "1.0f", "2.0f")
+    };
     Some(match b {
-        Length => vec![format!("sqrtf({})", fdot(&a[0], &a[0]))],
+        Length => vec![format!("{}({})", sqrt, fdot(&a[0], &a[0]))],
         Distance => {
             let d: Vec<String> = (0..n)
                 .map(|k| format!("({} - {})", a[0][k], a[1][k]))
                 .collect();
-            vec![format!("sqrtf({})", fdot(&d, &d))]
+            vec![format!("{}({})", sqrt, fdot(&d, &d))]
         }
         Normalize => {
-            let inv = format!("(1.0f / sqrtf({}))", fdot(&a[0], &a[0]));
+            let inv = format!("({} / {}({}))", one, sqrt, fdot(&a[0], &a[0]));
             a[0].iter().map(|x| format!("({} * {})", x, inv)).collect()
         }
         Dot => match at.scalar()? {
-            Scalar::F32 => vec![fdot(&a[0], &a[1])],
+            Scalar::F32 | Scalar::F64 => vec![fdot(&a[0], &a[1])],
             s => {
                 let t = sty(s);
-                let mut acc = "0u".to_string();
+                let w = if wide { "u64" } else { "unsigned" };
+                let mut acc = format!("({})0", w);
                 for (x, y) in a[0].iter().zip(&a[1]) {
-                    acc = format!("({} + ((unsigned)({}) * (unsigned)({})))", acc, x, y);
+                    acc = format!("({} + (({w})({}) * ({w})({})))", acc, x, y, w = w);
                 }
                 vec![format!("({})({})", t, acc)]
             }
@@ -318,7 +427,7 @@ pub(super) fn builtin(b: Builtin, at: Type, a: &[Vec<String>]) -> Option<Vec<Str
             vec![c(1, 2), c(2, 0), c(0, 1)]
         }
         Reflect => {
-            let d = format!("(2.0f * {})", fdot(&a[1], &a[0]));
+            let d = format!("({} * {})", two, fdot(&a[1], &a[0]));
             (0..n)
                 .map(|k| format!("({} - ({} * {}))", a[0][k], d, a[1][k]))
                 .collect()
@@ -364,7 +473,13 @@ pub(super) fn builtin(b: Builtin, at: Type, a: &[Vec<String>]) -> Option<Vec<Str
             .collect(),
         IsInf => a[0]
             .iter()
-            .map(|x| format!("(unsigned)(fabsf({}) == WEFT_INF)", x))
+            .map(|x| {
+                if wide {
+                    format!("(unsigned)(fabs({}) == (double)WEFT_INF)", x)
+                } else {
+                    format!("(unsigned)(fabsf({}) == WEFT_INF)", x)
+                }
+            })
             .collect(),
         Any | All => {
             let op = if b == Any { " | " } else { " & " };

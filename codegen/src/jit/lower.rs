@@ -12,7 +12,7 @@
 use super::{ctx_offsets, math};
 use crate::CodegenError;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::immediates::Ieee32;
+use cranelift_codegen::ir::immediates::{Ieee32, Ieee64};
 use cranelift_codegen::ir::{
     self, types, AtomicRmwOp, Block as CBlock, FuncRef, InstBuilder, MemFlagsData, StackSlotData,
     StackSlotKind, Value,
@@ -39,18 +39,21 @@ pub(super) struct Env<'a> {
 
 /// The Cranelift type of one component of `t`.
 pub(super) fn clif_ty(t: Type) -> ir::Type {
-    match t.scalar() {
-        Some(Scalar::F32) => types::F32,
+    t.scalar().map_or(types::I32, scalar_clif)
+}
+
+fn scalar_clif(s: Scalar) -> ir::Type {
+    match s {
+        Scalar::F32 => types::F32,
+        Scalar::F64 => types::F64,
+        Scalar::I64 | Scalar::U64 => types::I64,
         _ => types::I32,
     }
 }
 
-fn scalar_clif(s: Scalar) -> ir::Type {
-    if s == Scalar::F32 {
-        types::F32
-    } else {
-        types::I32
-    }
+/// Bytes of one component of `t` in memory (helper results, shared arrays).
+fn comp_bytes(t: Type) -> i32 {
+    4 * t.scalar().map_or(1, Scalar::words) as i32
 }
 
 /// How a `return` leaves the function being lowered.
@@ -454,6 +457,8 @@ impl Lower<'_, '_, '_> {
     fn zero(&mut self, ty: ir::Type) -> Value {
         let z = if ty.lane_type() == types::F32 {
             self.b.ins().f32const(Ieee32::with_bits(0))
+        } else if ty.lane_type() == types::F64 {
+            self.b.ins().f64const(Ieee64::with_bits(0))
         } else {
             self.b.ins().iconst(ty.lane_type(), 0)
         };
@@ -466,6 +471,22 @@ impl Lower<'_, '_, '_> {
     fn f32c(&mut self, v: f32) -> Value {
         let c = self.b.ins().f32const(Ieee32::with_bits(v.to_bits()));
         self.lanes(c)
+    }
+    /// A float constant of `x`'s float type (`f64` or, lanes included, `f32`).
+    fn fc(&mut self, x: Value, v: f64) -> Value {
+        if self.b.func.dfg.value_type(x) == types::F64 {
+            self.b.ins().f64const(Ieee64::with_float(v))
+        } else {
+            self.f32c(v as f32)
+        }
+    }
+    /// An integer constant of `x`'s integer type (`i64`, or `i32` lanes included).
+    fn ic(&mut self, x: Value, v: i64) -> Value {
+        if self.b.func.dfg.value_type(x) == types::I64 {
+            self.b.ins().iconst(types::I64, v)
+        } else {
+            self.i32c(v as u32)
+        }
     }
     /// A scalar as the helpers' current value shape: itself, or splat over
     /// four lanes in `vmode`.
@@ -627,10 +648,11 @@ impl Lower<'_, '_, '_> {
         let ty = inst.ty;
         let span = inst.span;
         let out: Vec<Value> = match &inst.kind {
-            InstKind::Const(k) => vec![if k.scalar == Scalar::F32 {
-                self.b.ins().f32const(Ieee32::with_bits(k.bits))
-            } else {
-                self.i32c(k.bits)
+            InstKind::Const(k) => vec![match k.scalar {
+                Scalar::F32 => self.b.ins().f32const(Ieee32::with_bits(k.lo())),
+                Scalar::F64 => self.b.ins().f64const(Ieee64::with_bits(k.bits)),
+                Scalar::I64 | Scalar::U64 => self.b.ins().iconst(types::I64, k.bits as i64),
+                _ => self.i32c(k.lo()),
             }],
             InstKind::Arg(i) => self
                 .args
@@ -724,7 +746,31 @@ impl Lower<'_, '_, '_> {
             }
             InstKind::Bitcast(a) => {
                 let to = clif_ty(ty);
-                self.v(*a).into_iter().map(|x| self.retype(x, to)).collect()
+                let src = self.v(*a);
+                match (src.len(), ty.components()) {
+                    // Two words (low first) to a 64-bit scalar.
+                    (2, 1) => {
+                        let w: Vec<Value> = src
+                            .iter()
+                            .map(|&x| {
+                                let i = self.retype(x, types::I32);
+                                self.b.ins().uextend(types::I64, i)
+                            })
+                            .collect();
+                        let hi = self.b.ins().ishl_imm_s(w[1], 32);
+                        let v = self.b.ins().bor(w[0], hi);
+                        vec![self.retype(v, to)]
+                    }
+                    // A 64-bit scalar to its two words.
+                    (1, 2) => {
+                        let v = self.retype(src[0], types::I64);
+                        let lo = self.b.ins().ireduce(types::I32, v);
+                        let h = self.b.ins().ushr_imm_s(v, 32);
+                        let hi = self.b.ins().ireduce(types::I32, h);
+                        vec![self.retype(lo, to), self.retype(hi, to)]
+                    }
+                    _ => src.into_iter().map(|x| self.retype(x, to)).collect(),
+                }
             }
             InstKind::Construct(parts) => parts.iter().flat_map(|p| self.v(*p)).collect(),
             InstKind::Extract(a, i) => {
@@ -801,7 +847,7 @@ impl Lower<'_, '_, '_> {
                     .map(|c| {
                         self.b
                             .ins()
-                            .load(ct, MemFlagsData::trusted(), p, 4 * c as i32)
+                            .load(ct, MemFlagsData::trusted(), p, comp_bytes(ty) * c as i32)
                     })
                     .collect()
             }
@@ -965,12 +1011,13 @@ impl Lower<'_, '_, '_> {
                     }
                     Exit::Helper { retptr } => {
                         if let Some(v) = v {
+                            let step = comp_bytes(self.ty(*v));
                             for (k, x) in self.v(*v).into_iter().enumerate() {
                                 self.b.ins().store(
                                     MemFlagsData::trusted(),
                                     x,
                                     retptr,
-                                    4 * k as i32,
+                                    step * k as i32,
                                 );
                             }
                         }
@@ -1059,12 +1106,17 @@ impl Lower<'_, '_, '_> {
 
     fn unary(&mut self, op: UnaryOp, s: Scalar, a: Value) -> Value {
         match (op, s) {
-            (UnaryOp::Neg, Scalar::F32) => self.b.ins().fneg(a),
+            (UnaryOp::Neg, Scalar::F32 | Scalar::F64) => self.b.ins().fneg(a),
             (UnaryOp::Neg, _) => self.b.ins().ineg(a),
             (UnaryOp::Not, Scalar::Bool) if self.vmode => self.b.ins().bnot(a),
             (UnaryOp::Not, Scalar::Bool) => {
                 let c = self.b.ins().icmp_imm_s(IntCC::Equal, a, 0);
                 self.word(c)
+            }
+            (UnaryOp::Not, Scalar::F64) => {
+                let w = self.retype(a, types::I64);
+                let n = self.b.ins().bnot(w);
+                self.retype(n, types::F64)
             }
             (UnaryOp::Not, Scalar::F32) => {
                 let (ti, tf) = (self.vt(types::I32), self.vt(types::F32));
@@ -1080,11 +1132,12 @@ impl Lower<'_, '_, '_> {
     fn binary(&mut self, op: BinaryOp, s: Scalar, x: Value, y: Value, rt: ir::Type) -> Value {
         use BinaryOp::*;
         match s {
-            Scalar::F32 => match op {
+            Scalar::F32 | Scalar::F64 => match op {
                 Add => self.b.ins().fadd(x, y),
                 Sub => self.b.ins().fsub(x, y),
                 Mul => self.b.ins().fmul(x, y),
                 Div => self.b.ins().fdiv(x, y),
+                Rem if s == Scalar::F64 => self.call_host("weft_jit_fmod64", &[x, y]),
                 Rem => self.call_host("weft_jit_fmod", &[x, y]),
                 Eq => self.fcmp(FloatCC::Equal, x, y),
                 Ne => self.fcmp(FloatCC::NotEqual, x, y),
@@ -1094,8 +1147,8 @@ impl Lower<'_, '_, '_> {
                 Ge => self.fcmp(FloatCC::GreaterThanOrEqual, x, y),
                 _ => self.zero(rt),
             },
-            Scalar::I32 | Scalar::U32 => {
-                let signed = s == Scalar::I32;
+            Scalar::I32 | Scalar::U32 | Scalar::I64 | Scalar::U64 => {
+                let signed = matches!(s, Scalar::I32 | Scalar::I64);
                 match op {
                     Add => self.b.ins().iadd(x, y),
                     Sub => self.b.ins().isub(x, y),
@@ -1159,6 +1212,9 @@ impl Lower<'_, '_, '_> {
 
     /// `eval::cast`.
     fn cast(&mut self, from: Scalar, to: Scalar, a: Value) -> Value {
+        if from.is_wide() || to.is_wide() {
+            return self.cast_wide(from, to, a);
+        }
         match (from, to) {
             (x, y) if x == y => a,
             (Scalar::F32, Scalar::I32) => {
@@ -1195,6 +1251,40 @@ impl Lower<'_, '_, '_> {
         }
     }
 
+    /// `eval::cast` where either side is 64-bit (never in lanes:
+    /// `simd::vectorizable` keeps such kernels scalar).
+    fn cast_wide(&mut self, from: Scalar, to: Scalar, a: Value) -> Value {
+        use Scalar::*;
+        let t = scalar_clif(to);
+        match (from, to) {
+            (x, y) if x == y => a,
+            (I64, U64) | (U64, I64) => a,
+            (F32 | F64, I32 | I64) => self.b.ins().fcvt_to_sint_sat(t, a),
+            (F32 | F64, U32 | U64) => self.b.ins().fcvt_to_uint_sat(t, a),
+            (I32 | I64, F32 | F64) => self.b.ins().fcvt_from_sint(t, a),
+            (U32 | U64, F32 | F64) => self.b.ins().fcvt_from_uint(t, a),
+            (F32, F64) => self.b.ins().fpromote(t, a),
+            (F64, F32) => self.b.ins().fdemote(t, a),
+            (I32, I64 | U64) => self.b.ins().sextend(t, a),
+            (U32, I64 | U64) => self.b.ins().uextend(t, a),
+            (I64 | U64, I32 | U32) => self.b.ins().ireduce(t, a),
+            (Bool, F64) => {
+                let one = self.b.ins().f64const(Ieee64::with_float(1.0));
+                let zero = self.b.ins().f64const(Ieee64::with_float(0.0));
+                self.b.ins().select(a, one, zero)
+            }
+            (Bool, _) => {
+                let w = self.bit01(a);
+                self.b.ins().uextend(t, w)
+            }
+            (F64, Bool) => {
+                let z = self.b.ins().f64const(Ieee64::with_float(0.0));
+                self.fcmp(FloatCC::NotEqual, a, z)
+            }
+            _ => self.nz(a),
+        }
+    }
+
     /// Rust's `f32::min` / `f32::max` (as compiled for the interpreter): a
     /// NaN `x` yields `y`; otherwise `y` when it is strictly smaller (larger), else `x`.
     fn fminmax(&mut self, max: bool, x: Value, y: Value) -> Value {
@@ -1211,7 +1301,7 @@ impl Lower<'_, '_, '_> {
 
     /// Rust's `f32::clamp(lo, hi)` with constant bounds.
     fn fclamp(&mut self, x: Value, lo: f32, hi: f32) -> Value {
-        let (l, h) = (self.f32c(lo), self.f32c(hi));
+        let (l, h) = (self.fc(x, lo as f64), self.fc(x, hi as f64));
         let below = self.b.ins().fcmp(FloatCC::LessThan, x, l);
         let x = self.sel(below, l, x);
         let above = self.b.ins().fcmp(FloatCC::GreaterThan, x, h);
@@ -1221,13 +1311,13 @@ impl Lower<'_, '_, '_> {
     /// `eval::builtin_scalar` on one component.
     fn builtin_scalar(&mut self, b: Builtin, s: Scalar, a: &[Value]) -> Option<Value> {
         use Builtin::*;
-        if s != Scalar::F32 {
-            let signed = s == Scalar::I32;
+        if !s.is_float() {
+            let signed = matches!(s, Scalar::I32 | Scalar::I64);
             return Some(match b {
                 Abs if signed => self.b.ins().iabs(a[0]),
                 Abs => a[0],
                 Sign if signed => {
-                    let (z, one, m1) = (self.i32c(0), self.i32c(1), self.i32c(u32::MAX));
+                    let (z, one, m1) = (self.ic(a[0], 0), self.ic(a[0], 1), self.ic(a[0], -1));
                     let pos = self.b.ins().icmp(IntCC::SignedGreaterThan, a[0], z);
                     let neg = self.b.ins().icmp(IntCC::SignedLessThan, a[0], z);
                     let t = self.sel(neg, m1, z);
@@ -1235,7 +1325,12 @@ impl Lower<'_, '_, '_> {
                 }
                 Sign => {
                     let b = self.nz(a[0]);
-                    self.bit01(b)
+                    let b = self.bit01(b);
+                    if s.is_wide() {
+                        self.b.ins().uextend(types::I64, b)
+                    } else {
+                        b
+                    }
                 }
                 Min if signed => self.b.ins().smin(a[0], a[1]),
                 Min => self.b.ins().umin(a[0], a[1]),
@@ -1253,13 +1348,17 @@ impl Lower<'_, '_, '_> {
             });
         }
         if let Some(sym) = math::builtin_symbol(b) {
+            // No f64 transcendentals anywhere (`eval::builtin_scalar`).
+            if s == Scalar::F64 {
+                return None;
+            }
             return Some(self.call_host(sym, a));
         }
         let x = a[0];
         Some(match b {
             Abs => self.b.ins().fabs(x),
             Sign => {
-                let (z, one, m1) = (self.f32c(0.0), self.f32c(1.0), self.f32c(-1.0));
+                let (z, one, m1) = (self.fc(x, 0.0), self.fc(x, 1.0), self.fc(x, -1.0));
                 let pos = self.b.ins().fcmp(FloatCC::GreaterThan, x, z);
                 let neg = self.b.ins().fcmp(FloatCC::LessThan, x, z);
                 let t = self.sel(neg, m1, z);
@@ -1282,7 +1381,7 @@ impl Lower<'_, '_, '_> {
             }
             Sqrt => self.b.ins().sqrt(x),
             Rsqrt => {
-                let one = self.f32c(1.0);
+                let one = self.fc(x, 1.0);
                 let r = self.b.ins().sqrt(x);
                 self.b.ins().fdiv(one, r)
             }
@@ -1297,13 +1396,13 @@ impl Lower<'_, '_, '_> {
                 let q = self.b.ins().fdiv(num, den);
                 let t = self.fclamp(q, 0.0, 1.0);
                 let tt = self.b.ins().fmul(t, t);
-                let (two, three) = (self.f32c(2.0), self.f32c(3.0));
+                let (two, three) = (self.fc(x, 2.0), self.fc(x, 3.0));
                 let t2 = self.b.ins().fmul(two, t);
                 let r = self.b.ins().fsub(three, t2);
                 self.b.ins().fmul(tt, r)
             }
             Step => {
-                let (z, one) = (self.f32c(0.0), self.f32c(1.0));
+                let (z, one) = (self.fc(x, 0.0), self.fc(x, 1.0));
                 let lt = self.b.ins().fcmp(FloatCC::LessThan, a[1], x);
                 self.sel(lt, z, one)
             }
@@ -1384,14 +1483,14 @@ impl Lower<'_, '_, '_> {
             Normalize => {
                 let d = self.fdot(&a[0], &a[0]);
                 let r = self.b.ins().sqrt(d);
-                let one = self.f32c(1.0);
+                let one = self.fc(d, 1.0);
                 let inv = self.b.ins().fdiv(one, r);
                 a[0].iter().map(|x| self.b.ins().fmul(*x, inv)).collect()
             }
             Dot => match at.scalar()? {
-                Scalar::F32 => vec![self.fdot(&a[0], &a[1])],
+                Scalar::F32 | Scalar::F64 => vec![self.fdot(&a[0], &a[1])],
                 _ => {
-                    let mut acc = self.i32c(0);
+                    let mut acc = self.ic(a[0][0], 0);
                     for (x, y) in a[0].iter().zip(&a[1]) {
                         let p = self.b.ins().imul(*x, *y);
                         acc = self.b.ins().iadd(acc, p);
@@ -1409,7 +1508,7 @@ impl Lower<'_, '_, '_> {
                 vec![c(1, 2), c(2, 0), c(0, 1)]
             }
             Reflect => {
-                let two = self.f32c(2.0);
+                let two = self.fc(a[0][0], 2.0);
                 let dt = self.fdot(&a[1], &a[0]);
                 let d = self.b.ins().fmul(two, dt);
                 (0..n)
@@ -1462,7 +1561,7 @@ impl Lower<'_, '_, '_> {
                 .iter()
                 .map(|x| {
                     let ab = self.b.ins().fabs(*x);
-                    let inf = self.f32c(f32::INFINITY);
+                    let inf = self.fc(*x, f64::INFINITY);
                     self.fcmp(FloatCC::Equal, ab, inf)
                 })
                 .collect(),
@@ -1729,10 +1828,11 @@ impl Lower<'_, '_, '_> {
         self.fault_if(too_deep, site, z);
         let ty = self.ty(h);
         let n = ty.components();
+        let step = comp_bytes(ty);
         let slot = self.b.create_sized_stack_slot(StackSlotData::new(
             StackSlotKind::ExplicitSlot,
-            (4 * n.max(1)) as u32,
-            2,
+            (step as usize * n.max(1)) as u32,
+            if step == 8 { 3 } else { 2 },
         ));
         let retptr = self.b.ins().stack_addr(types::I64, slot, 0);
         let rt = clif_ty(ty);
@@ -1740,7 +1840,7 @@ impl Lower<'_, '_, '_> {
             let zero = self.zero(rt);
             self.b
                 .ins()
-                .stack_store(types::I64, zero, slot, 4 * k as i32);
+                .stack_store(types::I64, zero, slot, step * k as i32);
         }
         let d1 = self.b.ins().iadd_imm_s(self.depth, 1);
         let mut cargs = vec![self.ctx, self.fault, self.rng, d1, retptr];
@@ -1753,7 +1853,11 @@ impl Lower<'_, '_, '_> {
         self.b.ins().brif(status, self.fail, &[], ok, &[]);
         self.b.switch_to_block(ok);
         Ok((0..n)
-            .map(|k| self.b.ins().stack_load(types::I64, rt, slot, 4 * k as i32))
+            .map(|k| {
+                self.b
+                    .ins()
+                    .stack_load(types::I64, rt, slot, step * k as i32)
+            })
             .collect())
     }
 }

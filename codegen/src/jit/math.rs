@@ -43,11 +43,16 @@ extern "C" fn weft_jit_atan2(x: f32, y: f32) -> f32 {
 extern "C" fn weft_jit_fmod(x: f32, y: f32) -> f32 {
     x % y
 }
+extern "C" fn weft_jit_fmod64(x: f64, y: f64) -> f64 {
+    x % y
+}
 
-/// A host function: its symbol, number of f32 arguments and address.
+/// A host function: its symbol, number of float arguments, their width
+/// (`f32`, or `f64` when `wide`) and address.
 pub(crate) struct HostFn {
     pub name: &'static str,
     pub arity: usize,
+    pub wide: bool,
     pub ptr: *const u8,
 }
 
@@ -56,11 +61,13 @@ pub(crate) fn host_functions() -> Vec<HostFn> {
     let u = |name, f: extern "C" fn(f32) -> f32| HostFn {
         name,
         arity: 1,
+        wide: false,
         ptr: f as *const u8,
     };
     let b = |name, f: extern "C" fn(f32, f32) -> f32| HostFn {
         name,
         arity: 2,
+        wide: false,
         ptr: f as *const u8,
     };
     vec![
@@ -83,6 +90,12 @@ pub(crate) fn host_functions() -> Vec<HostFn> {
         b("weft_jit_pow", weft_jit_pow),
         b("weft_jit_atan2", weft_jit_atan2),
         b("weft_jit_fmod", weft_jit_fmod),
+        HostFn {
+            name: "weft_jit_fmod64",
+            arity: 2,
+            wide: true,
+            ptr: weft_jit_fmod64 as *const u8,
+        },
     ]
 }
 

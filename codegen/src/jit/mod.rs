@@ -445,10 +445,11 @@ fn compile_inner(
     let mut host_ids: HashMap<&'static str, FuncId> = HashMap::new();
     for h in &hosts {
         let mut sig = module.make_signature();
+        let t = if h.wide { types::F64 } else { types::F32 };
         for _ in 0..h.arity {
-            sig.params.push(AbiParam::new(types::F32));
+            sig.params.push(AbiParam::new(t));
         }
-        sig.returns.push(AbiParam::new(types::F32));
+        sig.returns.push(AbiParam::new(t));
         let id = module
             .declare_function(h.name, Linkage::Import, &sig)
             .map_err(|e| err(format!("declaring {}: {}", h.name, e)))?;

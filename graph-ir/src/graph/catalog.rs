@@ -138,8 +138,33 @@ impl NodeKind {
 
 pub const COLORMAPS: &[&str] = &["viridis", "inferno", "magma", "grayscale", "coolwarm"];
 pub const FIELD_TYPES: &[&str] = &[
-    "f32", "i32", "u32", "vec2", "vec3", "vec4", "ivec2", "ivec3", "ivec4", "uvec2", "uvec3",
-    "uvec4", "mat2", "mat3", "mat4",
+    "f32",
+    "i32",
+    "u32",
+    "vec2",
+    "vec3",
+    "vec4",
+    "ivec2",
+    "ivec3",
+    "ivec4",
+    "uvec2",
+    "uvec3",
+    "uvec4",
+    "mat2",
+    "mat3",
+    "mat4",
+    "f64",
+    "i64",
+    "u64",
+    "vec2<f64>",
+    "vec3<f64>",
+    "vec4<f64>",
+    "vec2<i64>",
+    "vec3<i64>",
+    "vec4<i64>",
+    "vec2<u64>",
+    "vec3<u64>",
+    "vec4<u64>",
 ];
 
 const LAYOUT_IN: PortSpec = PortSpec {
@@ -302,7 +327,7 @@ static KINDS: &[NodeKind] = &[
                 name: "type",
                 ty: ParamType::Enum(FIELD_TYPES),
                 default: Some("\"f32\""),
-                doc: "Element type: f32, i32, u32, vecN (f32), ivecN, uvecN (N = 2..4), matN (f32, N = 2..4).",
+                doc: "Element type: f32, i32, u32, vecN (f32), ivecN, uvecN (N = 2..4), matN (f32, N = 2..4); 64-bit f64, i64, u64 and vecN<f64|i64|u64> (two words per component; wgpu needs the device's SHADER_F64 and SHADER_INT64).",
             range: None,
             },
             ParamSpec {

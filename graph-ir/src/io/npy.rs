@@ -9,6 +9,10 @@ pub enum DType {
     F32,
     I32,
     U32,
+    /// 64-bit elements: two words each, low first.
+    F64,
+    I64,
+    U64,
 }
 
 impl DType {
@@ -17,6 +21,16 @@ impl DType {
             DType::F32 => "<f4",
             DType::I32 => "<i4",
             DType::U32 => "<u4",
+            DType::F64 => "<f8",
+            DType::I64 => "<i8",
+            DType::U64 => "<u8",
+        }
+    }
+    /// 32-bit words per element.
+    pub fn words(self) -> usize {
+        match self {
+            DType::F64 | DType::I64 | DType::U64 => 2,
+            _ => 1,
         }
     }
 }
@@ -25,8 +39,32 @@ impl DType {
 pub struct NpyArray {
     pub dtype: DType,
     pub shape: Vec<usize>,
-    /// Elements as 32-bit words, C order.
+    /// Elements as 32-bit words, C order (64-bit elements as two words,
+    /// low first).
     pub words: Vec<u32>,
+}
+
+impl NpyArray {
+    /// The array converted to 32-bit `to` (F32, I32 or U32) the way Weft
+    /// has always read 64-bit files into 32-bit fields: f64 rounds to the
+    /// nearest f32, i64 wraps. `None` when no such conversion exists.
+    pub fn narrowed(&self, to: DType) -> Option<NpyArray> {
+        let words = match (self.dtype, to) {
+            (a, b) if a == b => self.words.clone(),
+            (DType::F64, DType::F32) => self
+                .words
+                .chunks(2)
+                .map(|w| (f64::from_bits(w[0] as u64 | (w[1] as u64) << 32) as f32).to_bits())
+                .collect(),
+            (DType::I64, DType::I32) => self.words.chunks(2).map(|w| w[0]).collect(),
+            _ => return None,
+        };
+        Some(NpyArray {
+            dtype: to,
+            shape: self.shape.clone(),
+            words,
+        })
+    }
 }
 
 pub fn write_npy(path: &Path, a: &NpyArray) -> std::io::Result<()> {
@@ -125,12 +163,13 @@ pub fn parse_npy(bytes: &[u8]) -> Result<NpyArray, String> {
         "<f4" => (4, DType::F32),
         "<i4" => (4, DType::I32),
         "<u4" => (4, DType::U32),
-        "<f8" => (8, DType::F32),
-        "<i8" => (8, DType::I32),
+        "<f8" => (8, DType::F64),
+        "<i8" => (8, DType::I64),
+        "<u8" => (8, DType::U64),
         "|u1" | "|b1" => (1, DType::U32),
         d => {
             return Err(format!(
-                "unsupported dtype '{}' (use float32, int32 or uint32)",
+                "unsupported dtype '{}' (use float32, int32, uint32, float64, int64 or uint64)",
                 d
             ))
         }
@@ -143,17 +182,18 @@ pub fn parse_npy(bytes: &[u8]) -> Result<NpyArray, String> {
             need
         ));
     }
-    let words = (0..count)
-        .map(|i| {
-            let b = &data[i * size..(i + 1) * size];
-            match (descr, size) {
-                ("<f8", _) => (f64::from_le_bytes(b.try_into().expect("8 bytes")) as f32).to_bits(),
-                ("<i8", _) => i64::from_le_bytes(b.try_into().expect("8 bytes")) as i32 as u32,
-                (_, 1) => b[0] as u32,
-                _ => u32::from_le_bytes(b.try_into().expect("4 bytes")),
+    let mut words = Vec::with_capacity(count * dtype.words());
+    for i in 0..count {
+        let b = &data[i * size..(i + 1) * size];
+        match size {
+            1 => words.push(b[0] as u32),
+            4 => words.push(u32::from_le_bytes(b.try_into().expect("4 bytes"))),
+            _ => {
+                let v = u64::from_le_bytes(b.try_into().expect("8 bytes"));
+                words.extend([v as u32, (v >> 32) as u32]);
             }
-        })
-        .collect();
+        }
+    }
     Ok(NpyArray {
         dtype,
         shape,

@@ -153,6 +153,32 @@ impl Builtin {
         }
     }
 
+    /// The built-ins without an exact IEEE definition (library functions
+    /// whose bits differ between implementations): f32 only.
+    pub fn is_transcendental(self) -> bool {
+        use Builtin::*;
+        matches!(
+            self,
+            Exp | Exp2
+                | Log
+                | Log2
+                | Pow
+                | Sin
+                | Cos
+                | Tan
+                | Asin
+                | Acos
+                | Atan
+                | Sinh
+                | Cosh
+                | Tanh
+                | Asinh
+                | Acosh
+                | Atanh
+                | Atan2
+        )
+    }
+
     pub fn arity(self) -> usize {
         match self.shape() {
             Shape::FloatWise(n) | Shape::NumericWise(n) | Shape::Special(n) => n,
@@ -190,15 +216,22 @@ impl Builtin {
             }
             Ok(t)
         };
-        let float_sv =
-            |t: Type| matches!(t, Type::Scalar(Scalar::F32) | Type::Vector(Scalar::F32, _));
+        let float_sv = |t: Type| matches!(t, Type::Scalar(s) | Type::Vector(s, _) if s.is_float());
+        let fvec = |t: Type| matches!(t, Type::Vector(s, _) if s.is_float());
         let num_sv = |t: Type| match t {
             Type::Scalar(s) | Type::Vector(s, _) => s.is_numeric(),
             _ => false,
         };
         match self.shape() {
             Shape::FloatWise(_) => {
-                let t = same("f32 or float vector", &float_sv)?;
+                let t = same("f32, f64 or float vector", &float_sv)?;
+                if t.is_wide() && self.is_transcendental() {
+                    return Err(format!(
+                        "`{}` of f64 is not available (GPU shading languages have no 64-bit `{}`, and Weft gives every backend the same meaning); convert with `as f32`",
+                        self.name(),
+                        self.name()
+                    ));
+                }
                 if self == Normalize && !t.is_vector() {
                     return Err("`normalize` needs a float vector".into());
                 }
@@ -210,16 +243,13 @@ impl Builtin {
             Shape::NumericWise(_) => same("numeric scalar or vector", &num_sv),
             Shape::Special(_) => match self {
                 Length => match args[0] {
-                    Type::Vector(Scalar::F32, _) => Ok(Type::F32),
+                    Type::Vector(s, _) if s.is_float() => Ok(Type::Scalar(s)),
                     t => Err(format!("`length` needs a float vector, got {}", t)),
                 },
-                Distance => {
-                    let t = same("float vector", &|t| {
-                        matches!(t, Type::Vector(Scalar::F32, _))
-                    })?;
-                    let _ = t;
-                    Ok(Type::F32)
-                }
+                Distance => match same("float vector", &fvec)? {
+                    Type::Vector(s, _) => Ok(Type::Scalar(s)),
+                    _ => unreachable!("checked vector above"),
+                },
                 Dot => match same(
                     "numeric vector",
                     &|t| matches!(t, Type::Vector(s, _) if s.is_numeric()),
@@ -227,7 +257,10 @@ impl Builtin {
                     Type::Vector(s, _) => Ok(Type::Scalar(s)),
                     _ => unreachable!("checked vector above"),
                 },
-                Cross => same("vec3<f32>", &|t| t == Type::Vector(Scalar::F32, 3)),
+                Cross => same(
+                    "vec3<f32> or vec3<f64>",
+                    &|t| matches!(t, Type::Vector(s, 3) if s.is_float()),
+                ),
                 Outer => match same("float vector", &|t| {
                     matches!(t, Type::Vector(Scalar::F32, _))
                 })? {
@@ -243,8 +276,8 @@ impl Builtin {
                     t => Err(format!("`determinant` needs a matrix, got {}", t)),
                 },
                 IsNan | IsInf => match args[0] {
-                    Type::Scalar(Scalar::F32) => Ok(Type::BOOL),
-                    Type::Vector(Scalar::F32, n) => Ok(Type::Vector(Scalar::Bool, n)),
+                    Type::Scalar(s) if s.is_float() => Ok(Type::BOOL),
+                    Type::Vector(s, n) if s.is_float() => Ok(Type::Vector(Scalar::Bool, n)),
                     t => Err(format!(
                         "`{}` needs f32 or a float vector, got {}",
                         self.name(),

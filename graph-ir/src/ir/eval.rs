@@ -1,108 +1,113 @@
-//! The meaning of every scalar operation, on 32-bit patterns.
+//! The meaning of every scalar operation, on bit patterns held in a `u64`
+//! (32-bit scalars in the low word, the high word zero).
 //!
 //! Constant folding and the reference interpreter both call these, so a
 //! folded constant always equals what the program would have computed.
 //! Integer arithmetic wraps; division by zero gives the dividend and
 //! remainder by zero gives 0 (WGSL's rules, so every backend can agree);
-//! shift amounts are taken modulo 32; float→int conversion saturates.
+//! shift amounts are taken modulo the width; float→int conversion saturates.
 
 use super::{BinaryOp, Builtin, UnaryOp};
 use crate::types::Scalar;
 
 #[inline]
-fn f(b: u32) -> f32 {
-    f32::from_bits(b)
+fn f(b: u64) -> f32 {
+    f32::from_bits(b as u32)
 }
 #[inline]
-fn fb(x: f32) -> u32 {
+fn fb(x: f32) -> u64 {
+    x.to_bits() as u64
+}
+#[inline]
+fn d(b: u64) -> f64 {
+    f64::from_bits(b)
+}
+#[inline]
+fn db(x: f64) -> u64 {
     x.to_bits()
 }
 
 #[inline]
-pub fn unary(op: UnaryOp, s: Scalar, a: u32) -> u32 {
+pub fn unary(op: UnaryOp, s: Scalar, a: u64) -> u64 {
     match (op, s) {
         (UnaryOp::Neg, Scalar::F32) => fb(-f(a)),
-        (UnaryOp::Neg, _) => (a as i32).wrapping_neg() as u32,
-        (UnaryOp::Not, Scalar::Bool) => (a == 0) as u32,
-        (UnaryOp::Not, _) => !a,
+        (UnaryOp::Neg, Scalar::F64) => db(-d(a)),
+        (UnaryOp::Neg, Scalar::I64 | Scalar::U64) => (a as i64).wrapping_neg() as u64,
+        (UnaryOp::Neg, _) => (a as u32 as i32).wrapping_neg() as u32 as u64,
+        (UnaryOp::Not, Scalar::Bool) => (a == 0) as u64,
+        (UnaryOp::Not, _) => !a & s.mask(),
     }
 }
 
+macro_rules! int_ops {
+    ($op:expr, $x:expr, $y:expr, $b:expr, $signed:ty, $bits:expr) => {{
+        let (x, y): ($signed, $signed) = ($x, $y);
+        match $op {
+            Add => Some(x.wrapping_add(y)),
+            Sub => Some(x.wrapping_sub(y)),
+            Mul => Some(x.wrapping_mul(y)),
+            Div => Some(x.checked_div(y).unwrap_or(x)),
+            Rem => Some(x.checked_rem(y).unwrap_or(0)),
+            BitAnd => Some(x & y),
+            BitOr => Some(x | y),
+            BitXor => Some(x ^ y),
+            Shl => Some(x.wrapping_shl(($b % $bits) as u32)),
+            Shr => Some(x.wrapping_shr(($b % $bits) as u32)),
+            Eq => return (x == y) as u64,
+            Ne => return (x != y) as u64,
+            Lt => return (x < y) as u64,
+            Le => return (x <= y) as u64,
+            Gt => return (x > y) as u64,
+            Ge => return (x >= y) as u64,
+            _ => None,
+        }
+    }};
+}
+
 /// `s` is the operand scalar type; comparisons return a bool (0/1).
+/// Integer division by zero gives the dividend (and `MIN / -1` too: Rust's
+/// `checked_div` refuses both), remainder by zero gives 0; shift amounts
+/// are taken modulo the width.
 #[inline]
-pub fn binary(op: BinaryOp, s: Scalar, a: u32, b: u32) -> u32 {
+pub fn binary(op: BinaryOp, s: Scalar, a: u64, b: u64) -> u64 {
     use BinaryOp::*;
     match s {
-        Scalar::F32 => {
-            let (x, y) = (f(a), f(b));
+        Scalar::F32 | Scalar::F64 => {
+            let wide = s == Scalar::F64;
+            let (x, y) = if wide {
+                (d(a), d(b))
+            } else {
+                (f(a) as f64, f(b) as f64)
+            };
+            // Comparisons in f64 equal those in f32 (widening is exact);
+            // arithmetic is done in the operand's own width.
+            let arith = |g32: fn(f32, f32) -> f32, g64: fn(f64, f64) -> f64| {
+                if wide {
+                    db(g64(d(a), d(b)))
+                } else {
+                    fb(g32(f(a), f(b)))
+                }
+            };
             match op {
-                Add => fb(x + y),
-                Sub => fb(x - y),
-                Mul => fb(x * y),
-                Div => fb(x / y),
-                Rem => fb(x % y),
-                Eq => (x == y) as u32,
-                Ne => (x != y) as u32,
-                Lt => (x < y) as u32,
-                Le => (x <= y) as u32,
-                Gt => (x > y) as u32,
-                Ge => (x >= y) as u32,
+                Add => arith(|x, y| x + y, |x, y| x + y),
+                Sub => arith(|x, y| x - y, |x, y| x - y),
+                Mul => arith(|x, y| x * y, |x, y| x * y),
+                Div => arith(|x, y| x / y, |x, y| x / y),
+                Rem => arith(|x, y| x % y, |x, y| x % y),
+                Eq => (x == y) as u64,
+                Ne => (x != y) as u64,
+                Lt => (x < y) as u64,
+                Le => (x <= y) as u64,
+                Gt => (x > y) as u64,
+                Ge => (x >= y) as u64,
                 _ => 0,
             }
         }
-        Scalar::I32 => {
-            let (x, y) = (a as i32, b as i32);
-            (match op {
-                Add => x.wrapping_add(y),
-                Sub => x.wrapping_sub(y),
-                Mul => x.wrapping_mul(y),
-                Div => {
-                    if y == 0 || (x == i32::MIN && y == -1) {
-                        x
-                    } else {
-                        x / y
-                    }
-                }
-                Rem => {
-                    if y == 0 || (x == i32::MIN && y == -1) {
-                        0
-                    } else {
-                        x % y
-                    }
-                }
-                BitAnd => x & y,
-                BitOr => x | y,
-                BitXor => x ^ y,
-                Shl => x.wrapping_shl(b & 31),
-                Shr => x.wrapping_shr(b & 31),
-                Eq => (x == y) as i32,
-                Ne => (x != y) as i32,
-                Lt => (x < y) as i32,
-                Le => (x <= y) as i32,
-                Gt => (x > y) as i32,
-                Ge => (x >= y) as i32,
-                _ => 0,
-            }) as u32
-        }
-        Scalar::U32 => match op {
-            Add => a.wrapping_add(b),
-            Sub => a.wrapping_sub(b),
-            Mul => a.wrapping_mul(b),
-            Div => a.checked_div(b).unwrap_or(a),
-            Rem => a.checked_rem(b).unwrap_or(0),
-            BitAnd => a & b,
-            BitOr => a | b,
-            BitXor => a ^ b,
-            Shl => a.wrapping_shl(b & 31),
-            Shr => a.wrapping_shr(b & 31),
-            Eq => (a == b) as u32,
-            Ne => (a != b) as u32,
-            Lt => (a < b) as u32,
-            Le => (a <= b) as u32,
-            Gt => (a > b) as u32,
-            Ge => (a >= b) as u32,
-            _ => 0,
-        },
+        Scalar::I32 => int_ops!(op, a as u32 as i32, b as u32 as i32, b, i32, 32)
+            .map_or(0, |v| v as u32 as u64),
+        Scalar::U32 => int_ops!(op, a as u32, b as u32, b, u32, 32).map_or(0, |v| v as u64),
+        Scalar::I64 => int_ops!(op, a as i64, b as i64, b, i64, 64).map_or(0, |v| v as u64),
+        Scalar::U64 => int_ops!(op, a, b, b, u64, 64).unwrap_or(0),
         Scalar::Bool => {
             let (x, y) = (a != 0, b != 0);
             (match op {
@@ -111,51 +116,154 @@ pub fn binary(op: BinaryOp, s: Scalar, a: u32, b: u32) -> u32 {
                 BitXor | Ne => x ^ y,
                 Eq => x == y,
                 _ => false,
-            }) as u32
+            }) as u64
         }
     }
 }
 
+/// Numeric conversion, as Rust's `as`: integers wrap (or sign-/zero-extend
+/// by the source's signedness), float → int saturates with NaN → 0, int →
+/// float and f64 → f32 round to nearest even; bools are 0/1 and anything
+/// non-zero converts to `true`.
 #[inline]
-pub fn cast(from: Scalar, to: Scalar, a: u32) -> u32 {
-    match (from, to) {
-        (Scalar::I32, Scalar::I32)
-        | (Scalar::U32, Scalar::U32)
-        | (Scalar::F32, Scalar::F32)
-        | (Scalar::Bool, Scalar::Bool) => a,
-        (Scalar::F32, Scalar::I32) => f(a) as i32 as u32,
-        (Scalar::F32, Scalar::U32) => f(a) as u32,
-        (Scalar::I32, Scalar::F32) => fb(a as i32 as f32),
-        (Scalar::U32, Scalar::F32) => fb(a as f32),
-        (Scalar::I32, Scalar::U32) | (Scalar::U32, Scalar::I32) => a,
-        (Scalar::Bool, Scalar::F32) => fb(if a != 0 { 1.0 } else { 0.0 }),
-        (Scalar::Bool, _) => (a != 0) as u32,
-        (Scalar::F32, Scalar::Bool) => (f(a) != 0.0) as u32,
-        (_, Scalar::Bool) => (a != 0) as u32,
+pub fn cast(from: Scalar, to: Scalar, a: u64) -> u64 {
+    use Scalar::*;
+    if to == Bool {
+        return match from {
+            F32 => (f(a) != 0.0) as u64,
+            F64 => (d(a) != 0.0) as u64,
+            _ => (a != 0) as u64,
+        };
+    }
+    // Widen the source to an exact i128 or f64, then narrow per target.
+    enum V {
+        I(i128),
+        F(f64),
+    }
+    let v = match from {
+        Bool => V::I((a != 0) as i128),
+        I32 => V::I(a as u32 as i32 as i128),
+        U32 => V::I(a as u32 as i128),
+        I64 => V::I(a as i64 as i128),
+        U64 => V::I(a as i128),
+        F32 => V::F(f(a) as f64),
+        F64 => V::F(d(a)),
+    };
+    match (v, to) {
+        (V::I(i), I32 | U32) => i as u32 as u64,
+        (V::I(i), I64 | U64) => i as u64,
+        (V::I(i), F32) => fb(match from {
+            I64 => i as i64 as f32,
+            U64 => i as u64 as f32,
+            _ => i as i64 as f32,
+        }),
+        (V::I(i), F64) => db(i as f64),
+        (V::F(x), I32) => x as i32 as u32 as u64,
+        (V::F(x), U32) => x as u32 as u64,
+        (V::F(x), I64) => x as i64 as u64,
+        (V::F(x), U64) => x as u64,
+        (V::F(x), F32) => fb(x as f32),
+        (V::F(x), F64) => db(x),
+        (_, Bool) => unreachable!("handled above"),
     }
 }
 
 /// Component-wise built-ins on one component. Returns `None` for built-ins
-/// that are not component-wise (length, dot, ...).
+/// that are not component-wise (length, dot, ...), and for transcendental
+/// built-ins on `f64`, which the front end refuses (no GPU backend has them
+/// in 64 bits; `f64::sin` here would be a meaning only the CPU has).
 #[inline]
-pub fn builtin_scalar(b: Builtin, s: Scalar, args: &[u32]) -> Option<u32> {
+pub fn builtin_scalar(b: Builtin, s: Scalar, args: &[u64]) -> Option<u64> {
     use Builtin::*;
-    if s != Scalar::F32 {
-        let i = |k: usize| args[k] as i32;
-        return Some(match (b, s) {
-            (Abs, Scalar::I32) => i(0).wrapping_abs() as u32,
-            (Abs, _) => args[0],
-            (Sign, Scalar::I32) => i(0).signum() as u32,
-            (Sign, _) => (args[0] != 0) as u32,
-            (Min, Scalar::I32) => i(0).min(i(1)) as u32,
-            (Min, _) => args[0].min(args[1]),
-            (Max, Scalar::I32) => i(0).max(i(1)) as u32,
-            (Max, _) => args[0].max(args[1]),
-            (Clamp, Scalar::I32) => i(0).max(i(1)).min(i(2)) as u32,
-            (Clamp, _) => args[0].max(args[1]).min(args[2]),
-            _ => return None,
-        });
+    match s {
+        Scalar::F32 => builtin_f32(b, args),
+        Scalar::F64 => builtin_f64(b, args),
+        Scalar::I32 => {
+            let i = |k: usize| args[k] as u32 as i32;
+            int_builtin!(b, i, |v: i32| v as u32 as u64, wrapping_abs, signum)
+        }
+        Scalar::I64 => {
+            let i = |k: usize| args[k] as i64;
+            int_builtin!(b, i, |v: i64| v as u64, wrapping_abs, signum)
+        }
+        Scalar::U32 | Scalar::U64 | Scalar::Bool => {
+            let i = |k: usize| args[k];
+            Some(match b {
+                Abs => args[0],
+                Sign => (args[0] != 0) as u64,
+                Min => i(0).min(i(1)),
+                Max => i(0).max(i(1)),
+                Clamp => i(0).max(i(1)).min(i(2)),
+                _ => return None,
+            })
+        }
     }
+}
+
+macro_rules! int_builtin {
+    ($b:expr, $i:expr, $out:expr, $abs:ident, $sign:ident) => {{
+        let i = $i;
+        let out = $out;
+        Some(out(match $b {
+            Abs => i(0).$abs(),
+            Sign => i(0).$sign(),
+            Min => i(0).min(i(1)),
+            Max => i(0).max(i(1)),
+            Clamp => i(0).max(i(1)).min(i(2)),
+            _ => return None,
+        }))
+    }};
+}
+use int_builtin;
+
+/// The f64 built-ins: the ones IEEE defines exactly (and the same formulas
+/// as f32 for the compound ones), so every backend agrees.
+fn builtin_f64(b: Builtin, args: &[u64]) -> Option<u64> {
+    use Builtin::*;
+    let x = d(args[0]);
+    let y = || d(args[1]);
+    let z = || d(args[2]);
+    Some(db(match b {
+        Abs => x.abs(),
+        Sign => {
+            if x > 0.0 {
+                1.0
+            } else if x < 0.0 {
+                -1.0
+            } else {
+                0.0
+            }
+        }
+        Min => x.min(y()),
+        Max => x.max(y()),
+        Clamp => x.max(y()).min(z()),
+        Saturate => x.clamp(0.0, 1.0),
+        Floor => x.floor(),
+        Ceil => x.ceil(),
+        Round => x.round_ties_even(),
+        Trunc => x.trunc(),
+        Fract => x - x.floor(),
+        Sqrt => x.sqrt(),
+        Rsqrt => 1.0 / x.sqrt(),
+        Lerp => x + (y() - x) * z(),
+        Smoothstep => {
+            let t = ((z() - x) / (y() - x)).clamp(0.0, 1.0);
+            t * t * (3.0 - 2.0 * t)
+        }
+        Step => {
+            if y() < x {
+                0.0
+            } else {
+                1.0
+            }
+        }
+        Fma => x.mul_add(y(), z()),
+        _ => return None,
+    }))
+}
+
+fn builtin_f32(b: Builtin, args: &[u64]) -> Option<u64> {
+    use Builtin::*;
     let x = f(args[0]);
     let y = || f(args[1]);
     let z = || f(args[2]);

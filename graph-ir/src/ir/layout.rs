@@ -11,7 +11,8 @@
 //!
 //! Offsets and strides are in **bits** so that sub-word storage fits the same
 //! plan; storage words are counted from the field's `Storage`, separately
-//! from `Type::components()`. Word storage is one 32-bit word per component;
+//! from `Type::components()`. Word storage is one 32-bit word per component
+//! (two, low word first, for the 64-bit scalars `f64`, `i64`, `u64`);
 //! quantized storage (`ir::quant`) packs components and fields into words,
 //! never letting one component straddle two words, so that one word access
 //! (and one compare-exchange) always covers a whole component.
@@ -68,7 +69,13 @@ impl Field {
         if let Storage::Shared(s) = self.storage {
             return s.bits() as u64;
         }
-        self.ty.components() as u64 * self.component_stride_bits()
+        self.storage_components() as u64 * self.component_stride_bits()
+    }
+    /// Stored components of one element: the type's components, a 64-bit
+    /// one counted as its two words (low first), which is how storage, host
+    /// copies and `.npy` words see it (`Type::words`).
+    pub fn storage_components(&self) -> usize {
+        self.ty.words()
     }
     /// Storage words of one element (not the same thing as components once
     /// storage can be narrower than a word).
@@ -936,7 +943,8 @@ pub struct AddressPlan {
     /// Bits from one component to the next in storage (the stride, see
     /// `Field::component_stride_bits`).
     pub component_bits: u64,
-    /// Components per element (`Type::components()`).
+    /// Stored components per element (`Field::storage_components`: a
+    /// 64-bit component is two).
     pub components: usize,
 }
 
@@ -994,7 +1002,7 @@ impl AddressPlan {
             levels,
             storage: fd.storage,
             component_bits: fd.component_stride_bits(),
-            components: fd.ty.components(),
+            components: fd.storage_components(),
         }
     }
     /// Whether every component occupies whole words (true for `Storage::Word`),

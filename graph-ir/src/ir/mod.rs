@@ -753,46 +753,95 @@ impl AtomicOp {
     }
 }
 
-/// A scalar constant, stored as its 32-bit pattern.
+/// A scalar constant, stored as its bit pattern (32-bit scalars in the low
+/// word, the high word zero).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Const {
     pub scalar: Scalar,
-    pub bits: u32,
+    pub bits: u64,
 }
 
 impl Const {
     pub fn f32(v: f32) -> Self {
         Const {
             scalar: Scalar::F32,
-            bits: v.to_bits(),
+            bits: v.to_bits() as u64,
         }
     }
     pub fn i32(v: i32) -> Self {
         Const {
             scalar: Scalar::I32,
-            bits: v as u32,
+            bits: v as u32 as u64,
         }
     }
     pub fn u32(v: u32) -> Self {
         Const {
             scalar: Scalar::U32,
-            bits: v,
+            bits: v as u64,
         }
     }
     pub fn bool(v: bool) -> Self {
         Const {
             scalar: Scalar::Bool,
-            bits: v as u32,
+            bits: v as u64,
         }
+    }
+    pub fn f64(v: f64) -> Self {
+        Const {
+            scalar: Scalar::F64,
+            bits: v.to_bits(),
+        }
+    }
+    pub fn i64(v: i64) -> Self {
+        Const {
+            scalar: Scalar::I64,
+            bits: v as u64,
+        }
+    }
+    pub fn u64(v: u64) -> Self {
+        Const {
+            scalar: Scalar::U64,
+            bits: v,
+        }
+    }
+    /// Zero of a scalar type (`false` for bool).
+    pub fn zero(scalar: Scalar) -> Self {
+        Const { scalar, bits: 0 }
+    }
+    /// One of a numeric scalar type.
+    pub fn one(scalar: Scalar) -> Self {
+        match scalar {
+            Scalar::F32 => Const::f32(1.0),
+            Scalar::F64 => Const::f64(1.0),
+            s => Const { scalar: s, bits: 1 },
+        }
+    }
+    /// A float constant of type `f32` or `f64` (`scalar` must be one).
+    pub fn float(scalar: Scalar, v: f64) -> Self {
+        match scalar {
+            Scalar::F64 => Const::f64(v),
+            _ => Const::f32(v as f32),
+        }
+    }
+    /// The low word (the whole pattern of a 32-bit scalar).
+    pub fn lo(self) -> u32 {
+        self.bits as u32
+    }
+    /// The high word (0 for 32-bit scalars).
+    pub fn hi(self) -> u32 {
+        (self.bits >> 32) as u32
     }
 }
 
 impl std::fmt::Display for Const {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.scalar {
-            Scalar::F32 => write!(f, "{:?}f", f32::from_bits(self.bits)),
-            Scalar::I32 => write!(f, "{}i", self.bits as i32),
+            Scalar::F32 => write!(f, "{:?}f", f32::from_bits(self.bits as u32)),
+            Scalar::I32 => write!(f, "{}i", self.bits as u32 as i32),
             Scalar::U32 => write!(f, "{}u", self.bits),
+            Scalar::F64 => write!(f, "{:?}d", f64::from_bits(self.bits)),
+            Scalar::I64 => write!(f, "{}l", self.bits as i64),
+            Scalar::U64 => write!(f, "{}ul", self.bits),
             Scalar::Bool => write!(f, "{}", self.bits != 0),
         }
     }

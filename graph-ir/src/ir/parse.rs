@@ -1073,6 +1073,21 @@ impl FnParser<'_, '_> {
             };
             let k = if t == "true" || t == "false" {
                 Const::bool(t == "true")
+            } else if let Some(v) = t.strip_suffix("ul") {
+                match v.parse::<u64>() {
+                    Ok(v) => Const::u64(v),
+                    Err(_) => return bad(c),
+                }
+            } else if let Some(v) = t.strip_suffix('l') {
+                match v.parse::<i64>() {
+                    Ok(v) => Const::i64(v),
+                    Err(_) => return bad(c),
+                }
+            } else if let Some(v) = t.strip_suffix('d') {
+                match v.parse::<f64>() {
+                    Ok(v) => Const::f64(v),
+                    Err(_) => return bad(c),
+                }
             } else if let Some(v) = t.strip_suffix('i') {
                 match v.parse::<i32>() {
                     Ok(v) => Const::i32(v),

@@ -412,7 +412,7 @@ impl Ctx<'_> {
 
     /// Whether `h` is a constant zero or a vector built with one.
     /// The constant bits of `h`'s components, when every one is a constant.
-    fn const_bits(&self, h: InstId) -> Option<Vec<u32>> {
+    fn const_bits(&self, h: InstId) -> Option<Vec<u64>> {
         match &self.f.insts[h].kind {
             InstKind::Const(c) => Some(vec![c.bits]),
             InstKind::Bitcast(x) => self.const_bits(*x),
@@ -431,7 +431,10 @@ impl Ctx<'_> {
     /// `legalize` leaves every one: a constant divisor with no zero (and,
     /// for i32, no -1 unless that dividend component is a constant other
     /// than `i32::MIN`), or a divisor legalize chose with a `select`.
-    fn division_is_guarded(&self, a: InstId, b: InstId, signed: bool) -> bool {
+    fn division_is_guarded(&self, a: InstId, b: InstId, s: Scalar) -> bool {
+        let signed = matches!(s, Scalar::I32 | Scalar::I64);
+        let minus_one = s.mask();
+        let min = 1u64 << (32 * s.words() - 1);
         if matches!(self.f.insts[b].kind, InstKind::Select { .. }) {
             return true;
         }
@@ -442,10 +445,10 @@ impl Ctx<'_> {
         bits.iter().enumerate().all(|(k, &v)| {
             v != 0
                 && (!signed
-                    || v != u32::MAX
+                    || v != minus_one
                     || dividend
                         .as_ref()
-                        .is_some_and(|d| d.get(k).is_some_and(|&x| x != i32::MIN as u32)))
+                        .is_some_and(|d| d.get(k).is_some_and(|&x| x != min)))
         })
     }
 
@@ -505,7 +508,7 @@ impl Ctx<'_> {
                 if self.form == IrForm::Legalized
                     && matches!(op, BinaryOp::Div | BinaryOp::Rem)
                     && ta.is_int()
-                    && !self.division_is_guarded(*a, *b, ta.scalar() == Some(Scalar::I32))
+                    && !self.division_is_guarded(*a, *b, ta.scalar().unwrap_or(Scalar::U32))
                 {
                     // Backends divide natively: a divisor that may be 0 (or
                     // -1 with an i32::MIN dividend) would fault or differ.
@@ -530,9 +533,25 @@ impl Ctx<'_> {
                     return bad(self, "select condition must be bool");
                 }
             }
-            InstKind::Cast(a) | InstKind::Bitcast(a) => {
+            InstKind::Cast(a) => {
                 if self.ty(*a).components() != t.components() {
                     return bad(self, "conversion changes the component count");
+                }
+            }
+            InstKind::Bitcast(a) => {
+                // Same bits: component for component, or a 64-bit scalar
+                // to / from its two words (`vec2<u32>`, low first).
+                let ta = self.ty(*a);
+                let pair = |x: Type, y: Type| {
+                    x.is_wide() && x.is_scalar() && matches!(y, Type::Vector(s, 2) if !s.is_wide())
+                };
+                let ok = if ta.components() == t.components() {
+                    ta.words() == t.words()
+                } else {
+                    pair(ta, t) || pair(t, ta)
+                };
+                if !ok || matches!(ta, Type::Matrix(_)) != matches!(t, Type::Matrix(_)) {
+                    return bad(self, "a bitcast must keep every bit (the same words per component, or a 64-bit scalar and its two words)");
                 }
             }
             InstKind::Construct(v) => {
@@ -651,6 +670,9 @@ impl Ctx<'_> {
                     InstKind::FieldStore { value, .. } if self.ty(*value) != fd.ty => {
                         return bad(self, "field store type mismatch")
                     }
+                    InstKind::FieldAtomic { .. } if fd.ty.is_wide() => {
+                        return bad(self, "an atomic on a 64-bit field")
+                    }
                     InstKind::FieldAtomic { op, value, .. }
                         if self.ty(*value) != fd.ty
                             || (!fd.ty.is_scalar() && !matches!(op, AtomicOp::Add | AtomicOp::Sub | AtomicOp::Min | AtomicOp::Max)) =>
@@ -752,6 +774,13 @@ impl Ctx<'_> {
                 }
                 if self.ty(*addr) != Type::U32 {
                     return bad(self, "buffer address must be u32");
+                }
+                let word = match &inst.kind {
+                    InstKind::BufStore { value, .. } => self.ty(*value),
+                    _ => t,
+                };
+                if word.is_wide() || word.components() != 1 {
+                    return bad(self, "buffer accesses move one 32-bit word");
                 }
                 if let InstKind::BufAtomic { op, .. } = &inst.kind {
                     if self.form == IrForm::Legalized

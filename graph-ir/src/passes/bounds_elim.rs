@@ -195,7 +195,7 @@ fn widen(f: &mut Function, block: Block) -> Block {
                 let c = f.insts.append(Inst {
                     kind: InstKind::Const(Const {
                         scalar: Scalar::I32,
-                        bits: k as i32 as u32,
+                        bits: k as i32 as u32 as u64,
                     }),
                     ty: Type::Scalar(Scalar::I32),
                     span,

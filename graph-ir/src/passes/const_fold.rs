@@ -101,7 +101,7 @@ fn fold(f: &Function, h: InstId) -> Option<Const> {
         InstKind::Builtin(b, args) => {
             let cs: Vec<Const> = args.iter().map(|a| konst(f, *a)).collect::<Option<_>>()?;
             let s = cs.first()?.scalar;
-            let words: Vec<u32> = cs.iter().map(|c| c.bits).collect();
+            let words: Vec<u64> = cs.iter().map(|c| c.bits).collect();
             let bits = eval::builtin_scalar(*b, s, &words)?;
             Some(Const { scalar: rs, bits })
         }

@@ -184,7 +184,7 @@ fn word_key(root: LayoutId, addr: InstId, ty: Type) -> Key {
 /// additions of constants.
 fn base_offset(f: &Function, addr: InstId) -> (InstId, u32) {
     let konst = |h: InstId| match f.insts[h].kind {
-        InstKind::Const(c) if f.insts[h].ty == Type::U32 => Some(c.bits),
+        InstKind::Const(c) if f.insts[h].ty == Type::U32 => Some(c.lo()),
         _ => None,
     };
     let (mut at, mut offset) = (addr, 0u32);

@@ -596,27 +596,35 @@ fn inverse(e: &mut Emitter, m: InstId) -> InstId {
     e.emit(InstKind::Construct(cols), Type::Matrix(n as u8))
 }
 
-/// Rust's `as` from f32 to i32/u32, component-wise: NaN → 0, saturating at
-/// both ends. The inner `Cast` only ever sees values in range.
+/// Rust's `as` from a float (f32, f64) to an integer (i32, u32, i64, u64),
+/// component-wise: NaN → 0, saturating at both ends. The inner `Cast` only
+/// ever sees values in range.
 fn saturating_cast(e: &mut Emitter, x: InstId, ty: Type) -> InstId {
     let s = ty.scalar().expect("integer type");
     let fty = e.ty(x);
+    let fs = fty.scalar().expect("float type");
     let bty = fty.with_scalar(Scalar::Bool);
-    // The largest f32 below 2^31 (2^32) and the type's bounds as f32.
-    let (lo, hi, top, max) = match s {
-        Scalar::I32 => (
-            -2147483648.0f32,
-            2147483520.0f32,
-            2147483648.0f32,
-            Const::i32(i32::MAX),
-        ),
-        _ => (0.0, 4294967040.0, 4294967296.0, Const::u32(u32::MAX)),
+    // `top` is 2^bits (2^(bits-1) when signed), the first value out of
+    // range above; `hi` the largest source float below it (exact in the
+    // source type, so the clamp and the compare agree on every backend).
+    let bits = 32 * s.words() as i32;
+    let signed = matches!(s, Scalar::I32 | Scalar::I64);
+    let top = 2f64.powi(if signed { bits - 1 } else { bits });
+    let lo = if signed { -top } else { 0.0 };
+    let hi = if fs == Scalar::F64 {
+        f64::from_bits(top.to_bits() - 1)
+    } else {
+        f32::from_bits((top as f32).to_bits() - 1) as f64
     };
-    let lo = e.splat(Const::f32(lo), fty);
-    let hi = e.splat(Const::f32(hi), fty);
+    let max = Const {
+        scalar: s,
+        bits: if signed { s.mask() >> 1 } else { s.mask() },
+    };
+    let lo = e.splat(Const::float(fs, lo), fty);
+    let hi = e.splat(Const::float(fs, hi), fty);
     let clamped = e.emit(InstKind::Builtin(Builtin::Clamp, vec![x, lo, hi]), fty);
     let conv = e.emit(InstKind::Cast(clamped), ty);
-    let top = e.splat(Const::f32(top), fty);
+    let top = e.splat(Const::float(fs, top), fty);
     let too_big = e.bin(BinaryOp::Ge, x, top, bty);
     let max = e.splat(max, ty);
     let sat = e.emit(
@@ -640,7 +648,7 @@ fn saturating_cast(e: &mut Emitter, x: InstId, ty: Type) -> InstId {
 }
 
 /// The constant bits of `h`'s components, when every one is a constant.
-fn const_components(f: &Function, h: InstId) -> Option<Vec<u32>> {
+fn const_components(f: &Function, h: InstId) -> Option<Vec<u64>> {
     match &f.insts[h].kind {
         InstKind::Const(c) => Some(vec![c.bits]),
         // A bit reinterpretation keeps the bits (range loops divide by a
@@ -669,9 +677,10 @@ fn const_components(f: &Function, h: InstId) -> Option<Vec<u32>> {
 ///   (and `a` may be `i32::MIN`): `select(b == -1, select(a == MIN, 1, -1), ·)`.
 fn safe_divisor(e: &mut Emitter, a: InstId, b: InstId) -> Option<InstId> {
     let ty = e.ty(b);
-    let signed = ty.scalar() == Some(Scalar::I32);
-    let minus_one = u32::MAX; // -1i32's bits
-    let min = i32::MIN as u32;
+    let s = ty.scalar().expect("integer divisor");
+    let signed = matches!(s, Scalar::I32 | Scalar::I64);
+    let minus_one = s.mask(); // -1's bits
+    let min = 1u64 << (32 * s.words() - 1); // MIN's bits
     let known = const_components(e.f, b);
     let dividend = const_components(e.f, a);
     // Whether component k of the dividend may be i32::MIN.
@@ -689,9 +698,8 @@ fn safe_divisor(e: &mut Emitter, a: InstId, b: InstId) -> Option<InstId> {
         Some(_) if !may_overflow => return Some(nonzero_divisor(e, b)),
         _ => {}
     }
-    let s = ty.scalar().expect("integer divisor");
     let bty = ty.with_scalar(Scalar::Bool);
-    let k = |v: u32| Const { scalar: s, bits: v };
+    let k = |v: u64| Const { scalar: s, bits: v };
     let one = e.splat(k(1), ty);
     let mut safe = if known.as_ref().is_some_and(|bits| !bits.contains(&0)) {
         b

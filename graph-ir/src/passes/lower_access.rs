@@ -14,7 +14,7 @@ use crate::ir::layout::{AddressPlan, WORD_BITS};
 use crate::ir::*;
 use crate::lower::sparse::{self, Emitter, Mode};
 use crate::lower::words::{assemble, split};
-use crate::types::Type;
+use crate::types::{Scalar, Type};
 
 pub fn run(program: &mut Program, bounds_checks: bool) {
     let snapshot = program.clone();
@@ -178,6 +178,36 @@ fn lower_block(
         };
         // The original handle ends up holding the access's value, so its uses stay valid.
         let final_kind = match kind {
+            InstKind::FieldLoad { .. } if scalar.is_wide() => {
+                // Two u32 words (low first) reinterpreted as the 64-bit
+                // scalar: backends see only word loads and a bitcast.
+                let words: Vec<InstId> = (0..fty.components())
+                    .map(|c| {
+                        let lo_addr = comp_addr(&mut e, 2 * c);
+                        let lo = e.emit(
+                            InstKind::BufLoad {
+                                root,
+                                addr: lo_addr,
+                            },
+                            Type::U32,
+                        );
+                        let hi_addr = comp_addr(&mut e, 2 * c + 1);
+                        let hi = e.emit(
+                            InstKind::BufLoad {
+                                root,
+                                addr: hi_addr,
+                            },
+                            Type::U32,
+                        );
+                        let pair = e.emit(
+                            InstKind::Construct(vec![lo, hi]),
+                            Type::Vector(Scalar::U32, 2),
+                        );
+                        e.emit(InstKind::Bitcast(pair), Type::Scalar(scalar))
+                    })
+                    .collect();
+                assemble(&mut e, fty, words)
+            }
             InstKind::FieldLoad { .. } => {
                 let words: Vec<InstId> = (0..comps)
                     .map(|c| {
@@ -186,6 +216,26 @@ fn lower_block(
                     })
                     .collect();
                 assemble(&mut e, fty, words)
+            }
+            InstKind::FieldStore { value, .. } if scalar.is_wide() => {
+                let parts = split(&mut e, fty, value);
+                for (c, part) in parts.into_iter().enumerate() {
+                    let lo_addr = comp_addr(&mut e, 2 * c);
+                    let pair = e.emit(InstKind::Bitcast(part), Type::Vector(Scalar::U32, 2));
+                    let hi_addr = comp_addr(&mut e, 2 * c + 1);
+                    for (k, a) in [lo_addr, hi_addr].into_iter().enumerate() {
+                        let w = e.emit(InstKind::Extract(pair, k as u32), Type::U32);
+                        e.emit(
+                            InstKind::BufStore {
+                                root,
+                                addr: a,
+                                value: w,
+                            },
+                            Type::Void,
+                        );
+                    }
+                }
+                None
             }
             InstKind::FieldStore { value, .. } => {
                 let parts = split(&mut e, fty, value);

@@ -128,7 +128,7 @@ fn flip(op: BinaryOp) -> Option<BinaryOp> {
 fn positive_const(f: &Function, v: InstId) -> Option<f32> {
     match f.insts[v].kind {
         InstKind::Const(c) if c.scalar == Scalar::F32 => {
-            let x = f32::from_bits(c.bits);
+            let x = f32::from_bits(c.lo());
             (x.is_finite() && x > 0.0).then_some(x)
         }
         _ => None,

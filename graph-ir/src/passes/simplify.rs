@@ -46,7 +46,7 @@ pub fn simplify_function(f: &mut Function) {
     }
 }
 
-fn is_const(f: &Function, h: InstId, v: u32) -> bool {
+fn is_const(f: &Function, h: InstId, v: u64) -> bool {
     matches!(f.insts[h].kind, InstKind::Const(c) if c.bits == v && c.scalar.is_integer())
 }
 
@@ -62,8 +62,8 @@ fn identities(f: &mut Function) {
                     crate::types::Type::Vector(_, n) | crate::types::Type::Matrix(n) => n as u32,
                     _ => 0,
                 };
-                if c.scalar.is_integer() && c.bits < n {
-                    f.insts[h].kind = InstKind::Extract(v, c.bits);
+                if c.scalar.is_integer() && c.bits < n as u64 {
+                    f.insts[h].kind = InstKind::Extract(v, c.bits as u32);
                 }
             }
         }

@@ -136,7 +136,7 @@ fn unrollable(f: &Function, h: InstId, opts: UnrollOptions) -> Option<Vec<Const>
         (0..trips as i64)
             .map(|k| Const {
                 scalar: b.scalar,
-                bits: (bw + k * sw) as u32,
+                bits: (bw + k * sw) as u64 & b.scalar.mask(),
             })
             .collect(),
     )

@@ -68,10 +68,10 @@ fn detect(program: &Program, k: &Kernel) -> Option<ZeroFill> {
         let form = |v: InstId| forms[v.index()];
         let value = match &inst.kind {
             InstKind::Const(c) => match c.scalar {
-                Scalar::I32 | Scalar::U32 if (c.bits as u64) < LIMIT => Some(Affine {
-                    constant: c.bits as u64,
+                Scalar::I32 | Scalar::U32 if c.bits < LIMIT => Some(Affine {
+                    constant: c.bits,
                     coeff: [0; 3],
-                    max: c.bits as u64,
+                    max: c.bits,
                 }),
                 // Floats and bools only as stored values (checked below).
                 _ => None,

@@ -48,12 +48,12 @@ pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
         .into_par_iter()
         .with_min_len(256)
         .try_for_each_init(
-            || vec![0u32; regs],
+            || vec![0u64; regs],
             |r, lin| {
                 let mut rest = lin as u64;
                 for d in (0..dims).rev() {
                     let (slot, _) = l.kernel.entry.arg_slots[d];
-                    r[slot as usize] = (rest % l.shape[d] as u64) as u32;
+                    r[slot as usize] = rest % l.shape[d] as u64;
                     rest /= l.shape[d] as u64;
                 }
                 let mut inv = Invocation {
@@ -74,7 +74,7 @@ pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
 fn exec(
     l: &Launch,
     f: &VmFunction,
-    r: &mut [u32],
+    r: &mut [u64],
     inv: &mut Invocation,
     depth: u32,
 ) -> Result<(u32, u32), Fault> {
@@ -93,17 +93,17 @@ fn exec(
                 let (d, sr, n) = (*dst as usize, *src as usize, *n as usize);
                 r.copy_within(sr..sr + n, d);
             }
-            Op::AddF { dst, a, b } => {
-                s!(*dst) = (f32::from_bits(s!(*a)) + f32::from_bits(s!(*b))).to_bits()
+            Op::AddF { dst, a, b } => s!(*dst) = wb(w(s!(*a)) + w(s!(*b))),
+            Op::SubF { dst, a, b } => s!(*dst) = wb(w(s!(*a)) - w(s!(*b))),
+            Op::MulF { dst, a, b } => s!(*dst) = wb(w(s!(*a)) * w(s!(*b))),
+            Op::AddU { dst, a, b } => s!(*dst) = (s!(*a) as u32).wrapping_add(s!(*b) as u32) as u64,
+            Op::MulU { dst, a, b } => s!(*dst) = (s!(*a) as u32).wrapping_mul(s!(*b) as u32) as u64,
+            Op::Pack { dst, src } => s!(*dst) = (s!(*src) & 0xffff_ffff) | (s!(*src + 1) << 32),
+            Op::Unpack { dst, src } => {
+                let v = s!(*src);
+                s!(*dst) = v & 0xffff_ffff;
+                s!(*dst + 1) = v >> 32;
             }
-            Op::SubF { dst, a, b } => {
-                s!(*dst) = (f32::from_bits(s!(*a)) - f32::from_bits(s!(*b))).to_bits()
-            }
-            Op::MulF { dst, a, b } => {
-                s!(*dst) = (f32::from_bits(s!(*a)) * f32::from_bits(s!(*b))).to_bits()
-            }
-            Op::AddU { dst, a, b } => s!(*dst) = s!(*a).wrapping_add(s!(*b)),
-            Op::MulU { dst, a, b } => s!(*dst) = s!(*a).wrapping_mul(s!(*b)),
             Op::Unary { op, s, dst, a, n } => {
                 for c in 0..*n {
                     s!(dst + c) = eval::unary(*op, *s, s!(a + c));
@@ -156,7 +156,7 @@ fn exec(
                 elem,
                 len,
             } => {
-                let i = (s!(*index) as i32).clamp(0, *len as i32 - 1) as u32;
+                let i = (s!(*index) as u32 as i32).clamp(0, *len as i32 - 1) as u32;
                 let from = (src + i * elem) as usize;
                 r.copy_within(from..from + *elem as usize, *dst as usize);
             }
@@ -167,7 +167,7 @@ fn exec(
                 elem,
                 len,
             } => {
-                let i = (s!(*index) as i32).clamp(0, *len as i32 - 1) as u32;
+                let i = (s!(*index) as u32 as i32).clamp(0, *len as i32 - 1) as u32;
                 let v = *value as usize;
                 r.copy_within(v..v + *elem as usize, (dst + i * elem) as usize);
             }
@@ -179,12 +179,12 @@ fn exec(
                 nargs,
                 n,
             } => {
-                let mut w = [0u32; 3];
+                let mut a = [0u64; 3];
                 for c in 0..*n {
                     for k in 0..*nargs as usize {
-                        w[k] = s!(args[k] + c);
+                        a[k] = s!(args[k] + c);
                     }
-                    s!(dst + c) = eval::builtin_scalar(*b, *s, &w[..*nargs as usize]).unwrap_or(0);
+                    s!(dst + c) = eval::builtin_scalar(*b, *s, &a[..*nargs as usize]).unwrap_or(0);
                 }
             }
             Op::BuiltinSpecial { b, ty, dst, args } => special(*b, *ty, *dst, *args, r),
@@ -195,24 +195,24 @@ fn exec(
                 a_ty,
                 b_ty,
             } => matmul(*dst, *a, *b, *a_ty, *b_ty, r),
-            Op::Param { dst, index } => s!(*dst) = l.params[*index as usize],
-            Op::Frame { dst } => s!(*dst) = l.frame as u32,
+            Op::Param { dst, index } => s!(*dst) = l.params[*index as usize] as u64,
+            Op::Frame { dst } => s!(*dst) = l.frame as u32 as u64,
             Op::Launch { dst, value } => {
                 s!(*dst) = match value {
                     LaunchValue::Seed => l.seed,
                     LaunchValue::Count => l.launch_index,
                     LaunchValue::Linear => inv.linear,
-                }
+                } as u64
             }
-            Op::RngLoad { dst } => s!(*dst) = inv.rng,
-            Op::RngStore { src } => inv.rng = s!(*src),
+            Op::RngLoad { dst } => s!(*dst) = inv.rng as u64,
+            Op::RngStore { src } => inv.rng = s!(*src) as u32,
             Op::BufLoad {
                 dst,
                 root,
                 addr,
                 span,
             } => {
-                s!(*dst) = word(l, *root, s!(*addr), *span)?.load(Ordering::Relaxed);
+                s!(*dst) = word(l, *root, s!(*addr) as u32, *span)?.load(Ordering::Relaxed) as u64;
             }
             Op::BufStore {
                 root,
@@ -220,7 +220,7 @@ fn exec(
                 src,
                 span,
             } => {
-                word(l, *root, s!(*addr), *span)?.store(s!(*src), Ordering::Relaxed);
+                word(l, *root, s!(*addr) as u32, *span)?.store(s!(*src) as u32, Ordering::Relaxed);
             }
             Op::BufAtomic {
                 op,
@@ -232,14 +232,14 @@ fn exec(
                 cmp,
                 span,
             } => {
-                let cell = word(l, *root, s!(*addr), *span)?;
-                s!(*dst) = atomic(cell, *op, s!(*value), s!(*cmp));
+                let cell = word(l, *root, s!(*addr) as u32, *span)?;
+                s!(*dst) = atomic(cell, *op, s!(*value) as u32, s!(*cmp) as u32) as u64;
             }
             Op::Trap { site, value } => {
                 return Err(match l.kernel.fault_sites.get(*site as usize) {
                     Some(site) => Fault {
                         span: site.span,
-                        message: site.message(l.program, s!(*value)),
+                        message: site.message(l.program, s!(*value) as u32),
                     },
                     None => Fault {
                         span: Span::default(),
@@ -267,7 +267,7 @@ fn exec(
                     return Err(fault(l, Span::default(), FaultKind::CallDepth, 0));
                 }
                 let callee = &l.kernel.functions[*func as usize];
-                let mut cr = vec![0u32; callee.regs as usize];
+                let mut cr = vec![0u64; callee.regs as usize];
                 for (k, (slot, n)) in args.iter().enumerate() {
                     let (cs, _) = callee.arg_slots[k];
                     cr[cs as usize..(cs + n) as usize]
@@ -324,70 +324,163 @@ fn atomic(cell: &AtomicU32, op: AtomicOp, v: u32, cmp: u32) -> u32 {
     }
 }
 
-/// Reads `n` (≤ 16) f32 words into a stack array.
 #[inline]
-fn rf(r: &[u32], at: u32, n: usize) -> [f32; 16] {
-    let mut out = [0.0f32; 16];
+fn w(b: u64) -> f32 {
+    f32::from_bits(b as u32)
+}
+#[inline]
+fn wb(x: f32) -> u64 {
+    x.to_bits() as u64
+}
+
+/// A float component type the specials compute in: `f32` or `f64`, read
+/// from and written to registers as their bit patterns.
+trait Flt:
+    Copy
+    + Default
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+    + std::ops::SubAssign
+    + std::ops::MulAssign
+    + std::iter::Sum
+{
+    const ONE: Self;
+    const TWO: Self;
+    fn get(b: u64) -> Self;
+    fn put(self) -> u64;
+    fn sqrt(self) -> Self;
+    fn is_nan(self) -> bool;
+    fn is_infinite(self) -> bool;
+}
+
+impl Flt for f32 {
+    const ONE: Self = 1.0;
+    const TWO: Self = 2.0;
+    fn get(b: u64) -> Self {
+        w(b)
+    }
+    fn put(self) -> u64 {
+        wb(self)
+    }
+    fn sqrt(self) -> Self {
+        f32::sqrt(self)
+    }
+    fn is_nan(self) -> bool {
+        f32::is_nan(self)
+    }
+    fn is_infinite(self) -> bool {
+        f32::is_infinite(self)
+    }
+}
+
+impl Flt for f64 {
+    const ONE: Self = 1.0;
+    const TWO: Self = 2.0;
+    fn get(b: u64) -> Self {
+        f64::from_bits(b)
+    }
+    fn put(self) -> u64 {
+        self.to_bits()
+    }
+    fn sqrt(self) -> Self {
+        f64::sqrt(self)
+    }
+    fn is_nan(self) -> bool {
+        f64::is_nan(self)
+    }
+    fn is_infinite(self) -> bool {
+        f64::is_infinite(self)
+    }
+}
+
+/// Reads `n` (≤ 16) float registers into a stack array.
+#[inline]
+fn rf<T: Flt>(r: &[u64], at: u32, n: usize) -> [T; 16] {
+    let mut out = [T::default(); 16];
     for (k, o) in out.iter_mut().enumerate().take(n) {
-        *o = f32::from_bits(r[at as usize + k]);
+        *o = T::get(r[at as usize + k]);
     }
     out
 }
 
 #[inline]
-fn wf(r: &mut [u32], at: u32, v: &[f32]) {
+fn wf<T: Flt>(r: &mut [u64], at: u32, v: &[T]) {
     for (k, x) in v.iter().enumerate() {
-        r[at as usize + k] = x.to_bits();
+        r[at as usize + k] = x.put();
     }
 }
 
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+fn dot<T: Flt>(a: &[T], b: &[T]) -> T {
+    a.iter().zip(b).map(|(&x, &y)| x * y).sum()
 }
 
-fn special(b: Builtin, ty: Type, dst: u32, args: [u32; 2], r: &mut [u32]) {
+fn special(b: Builtin, ty: Type, dst: u32, args: [u32; 2], r: &mut [u64]) {
+    match ty.scalar() {
+        Some(Scalar::F64) => special_float::<f64>(b, ty, dst, args, r),
+        Some(Scalar::F32) => special_float::<f32>(b, ty, dst, args, r),
+        Some(s) => special_other(b, s, ty.components(), dst, args, r),
+        None => {}
+    }
+}
+
+/// Integer and bool specials (`dot` of integer vectors, `any`, `all`).
+fn special_other(b: Builtin, s: Scalar, n: usize, dst: u32, args: [u32; 2], r: &mut [u64]) {
+    match b {
+        Builtin::Dot => {
+            let mut acc = 0u64;
+            for c in 0..n as u32 {
+                let p = eval::binary(
+                    BinaryOp::Mul,
+                    s,
+                    r[(args[0] + c) as usize],
+                    r[(args[1] + c) as usize],
+                );
+                acc = eval::binary(BinaryOp::Add, s, acc, p);
+            }
+            r[dst as usize] = acc;
+        }
+        Builtin::Any | Builtin::All => {
+            let it = (0..n as u32).map(|c| r[(args[0] + c) as usize] != 0);
+            let v = if b == Builtin::Any {
+                it.into_iter().any(|x| x)
+            } else {
+                it.into_iter().all(|x| x)
+            };
+            r[dst as usize] = v as u64;
+        }
+        _ => {}
+    }
+}
+
+fn special_float<T: Flt>(b: Builtin, ty: Type, dst: u32, args: [u32; 2], r: &mut [u64]) {
     let n = ty.components();
     match b {
         Builtin::Length => {
-            let a = &rf(r, args[0], n)[..n];
+            let a = &rf::<T>(r, args[0], n)[..n];
             wf(r, dst, &[dot(a, a).sqrt()]);
         }
         Builtin::Distance => {
-            let (a, c) = (rf(r, args[0], n), rf(r, args[1], n));
-            let mut d = [0.0f32; 16];
+            let (a, c) = (rf::<T>(r, args[0], n), rf::<T>(r, args[1], n));
+            let mut d = [T::default(); 16];
             for k in 0..n {
                 d[k] = a[k] - c[k];
             }
             wf(r, dst, &[dot(&d[..n], &d[..n]).sqrt()]);
         }
         Builtin::Normalize => {
-            let mut a = rf(r, args[0], n);
-            let inv = 1.0 / dot(&a[..n], &a[..n]).sqrt();
+            let mut a = rf::<T>(r, args[0], n);
+            let inv = T::ONE / dot(&a[..n], &a[..n]).sqrt();
             a.iter_mut().for_each(|x| *x *= inv);
             wf(r, dst, &a[..n]);
         }
-        Builtin::Dot => match ty.scalar() {
-            Some(Scalar::F32) => {
-                let v = dot(&rf(r, args[0], n)[..n], &rf(r, args[1], n)[..n]);
-                wf(r, dst, &[v]);
-            }
-            Some(s) => {
-                let mut acc = 0u32;
-                for c in 0..n as u32 {
-                    let p = eval::binary(
-                        BinaryOp::Mul,
-                        s,
-                        r[(args[0] + c) as usize],
-                        r[(args[1] + c) as usize],
-                    );
-                    acc = acc.wrapping_add(p);
-                }
-                r[dst as usize] = acc;
-            }
-            None => {}
-        },
+        Builtin::Dot => {
+            let v = dot(&rf::<T>(r, args[0], n)[..n], &rf::<T>(r, args[1], n)[..n]);
+            wf(r, dst, &[v]);
+        }
         Builtin::Cross => {
-            let (a, c) = (rf(r, args[0], 3), rf(r, args[1], 3));
+            let (a, c) = (rf::<T>(r, args[0], 3), rf::<T>(r, args[1], 3));
             wf(
                 r,
                 dst,
@@ -399,17 +492,17 @@ fn special(b: Builtin, ty: Type, dst: u32, args: [u32; 2], r: &mut [u32]) {
             );
         }
         Builtin::Reflect => {
-            let (mut i, nn) = (rf(r, args[0], n), rf(r, args[1], n));
-            let d = 2.0 * dot(&nn[..n], &i[..n]);
+            let (mut i, nn) = (rf::<T>(r, args[0], n), rf::<T>(r, args[1], n));
+            let d = T::TWO * dot(&nn[..n], &i[..n]);
             for k in 0..n {
                 i[k] -= d * nn[k];
             }
             wf(r, dst, &i[..n]);
         }
         Builtin::Outer => {
-            let (a, c) = (rf(r, args[0], n), rf(r, args[1], n));
+            let (a, c) = (rf::<T>(r, args[0], n), rf::<T>(r, args[1], n));
             // Column j of a ⊗ c is a * c[j].
-            let mut m = [0.0f32; 16];
+            let mut m = [T::default(); 16];
             for j in 0..n {
                 for i in 0..n {
                     m[j * n + i] = a[i] * c[j];
@@ -420,38 +513,29 @@ fn special(b: Builtin, ty: Type, dst: u32, args: [u32; 2], r: &mut [u32]) {
         Builtin::Transpose => {
             let Type::Matrix(k) = ty else { return };
             let k = k as usize;
-            let m = rf(r, args[0], k * k);
-            let t: Vec<f32> = (0..k * k).map(|i| m[(i % k) * k + i / k]).collect();
+            let m = rf::<T>(r, args[0], k * k);
+            let t: Vec<T> = (0..k * k).map(|i| m[(i % k) * k + i / k]).collect();
             wf(r, dst, &t);
         }
         Builtin::IsNan | Builtin::IsInf => {
             for c in 0..n as u32 {
-                let x = f32::from_bits(r[(args[0] + c) as usize]);
+                let x = T::get(r[(args[0] + c) as usize]);
                 r[(dst + c) as usize] = if b == Builtin::IsNan {
                     x.is_nan()
                 } else {
                     x.is_infinite()
-                } as u32;
+                } as u64;
             }
-        }
-        Builtin::Any | Builtin::All => {
-            let it = (0..n as u32).map(|c| r[(args[0] + c) as usize] != 0);
-            let v = if b == Builtin::Any {
-                it.into_iter().any(|x| x)
-            } else {
-                it.into_iter().all(|x| x)
-            };
-            r[dst as usize] = v as u32;
         }
         _ => {}
     }
 }
 
-fn matmul(dst: u32, a: u32, b: u32, at: Type, bt: Type, r: &mut [u32]) {
+fn matmul(dst: u32, a: u32, b: u32, at: Type, bt: Type, r: &mut [u64]) {
     match (at, bt) {
         (Type::Matrix(n), Type::Vector(_, _)) => {
             let n = n as usize;
-            let (m, v) = (rf(r, a, n * n), rf(r, b, n));
+            let (m, v) = (rf::<f32>(r, a, n * n), rf::<f32>(r, b, n));
             let mut out = [0.0f32; 4];
             for (i, o) in out.iter_mut().enumerate().take(n) {
                 *o = (0..n).map(|k| m[k * n + i] * v[k]).sum();
@@ -460,7 +544,7 @@ fn matmul(dst: u32, a: u32, b: u32, at: Type, bt: Type, r: &mut [u32]) {
         }
         (Type::Vector(_, _), Type::Matrix(n)) => {
             let n = n as usize;
-            let (v, m) = (rf(r, a, n), rf(r, b, n * n));
+            let (v, m) = (rf::<f32>(r, a, n), rf::<f32>(r, b, n * n));
             let mut out = [0.0f32; 4];
             for (j, o) in out.iter_mut().enumerate().take(n) {
                 *o = dot(&v[..n], &m[j * n..j * n + n]);
@@ -469,7 +553,7 @@ fn matmul(dst: u32, a: u32, b: u32, at: Type, bt: Type, r: &mut [u32]) {
         }
         (Type::Matrix(n), Type::Matrix(_)) => {
             let n = n as usize;
-            let (ma, mb) = (rf(r, a, n * n), rf(r, b, n * n));
+            let (ma, mb) = (rf::<f32>(r, a, n * n), rf::<f32>(r, b, n * n));
             let mut out = [0.0f32; 16];
             for j in 0..n {
                 for i in 0..n {

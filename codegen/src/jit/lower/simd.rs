@@ -326,7 +326,10 @@ pub(in crate::jit) fn vectorizable(kernel: &Kernel, shape: &[u32]) -> bool {
     }
     let mut ok = true;
     let f = &kernel.entry;
-    super::super::walk(f, &f.body, &mut |_, i| ok &= !never_in_lanes(&i.kind));
+    // Lanes are 32 bits: 64-bit values keep the scalar code.
+    super::super::walk(f, &f.body, &mut |_, i| {
+        ok &= !never_in_lanes(&i.kind) && !i.ty.is_wide()
+    });
     ok
 }
 
@@ -858,7 +861,7 @@ impl Lower<'_, '_, '_> {
         let span = inst.span;
         let out: Vec<V> = match &inst.kind {
             InstKind::Const(k) => vec![V::U(if k.scalar == Scalar::F32 {
-                self.b.ins().f32const(Ieee32::with_bits(k.bits))
+                self.b.ins().f32const(Ieee32::with_bits(k.lo()))
             } else {
                 self.b.ins().iconst(types::I32, k.bits as i64)
             })],
@@ -1550,8 +1553,8 @@ impl Lower<'_, '_, '_> {
     fn pow2_divisor(&self, op: BinaryOp, s: Scalar, divisor: InstId) -> Option<u32> {
         let is_div = matches!(op, BinaryOp::Div | BinaryOp::Rem);
         match self.f.insts[divisor].kind {
-            InstKind::Const(c) if is_div && s == Scalar::U32 && c.bits.is_power_of_two() => {
-                Some(c.bits)
+            InstKind::Const(c) if is_div && s == Scalar::U32 && c.lo().is_power_of_two() => {
+                Some(c.lo())
             }
             _ => None,
         }

@@ -320,7 +320,7 @@ impl Builder<'_> {
                 layout,
                 shape,
                 offset_in_cell: 0,
-                init: FieldInit::Constant(vec![0; ty.components()]),
+                init: FieldInit::Constant(vec![0; ty.words()]),
             };
             let grad = wants_grad.then(|| Field {
                 // Node ids cannot contain '.', so this name never collides.
@@ -489,22 +489,38 @@ impl Builder<'_> {
         let n = &self.nodes[node];
         let f = &self.program.fields[h];
         let s = f.ty.scalar().expect("field type");
-        let word = |x: f64| -> Result<u32, String> {
+        // One component's words (two for 64-bit types, low first). 64-bit
+        // integers are taken from the JSON number exactly, not through f64.
+        let word = |v: &Value| -> Result<Vec<u32>, String> {
+            let x = v.as_f64().unwrap_or(0.0);
+            let bad = || Err(format!("{} does not fit a {} field", v, f.ty));
+            let two = |b: u64| vec![b as u32, (b >> 32) as u32];
             match s {
-                Scalar::F32 => Ok((x as f32).to_bits()),
+                Scalar::F32 => Ok(vec![(x as f32).to_bits()]),
+                Scalar::F64 => Ok(two(x.to_bits())),
                 Scalar::I32 if x.fract() == 0.0 && x >= i32::MIN as f64 && x <= i32::MAX as f64 => {
-                    Ok(x as i32 as u32)
+                    Ok(vec![x as i32 as u32])
                 }
-                Scalar::U32 if x.fract() == 0.0 && x >= 0.0 && x <= u32::MAX as f64 => Ok(x as u32),
-                _ => Err(format!("{} does not fit a {} field", x, f.ty)),
+                Scalar::U32 if x.fract() == 0.0 && x >= 0.0 && x <= u32::MAX as f64 => {
+                    Ok(vec![x as u32])
+                }
+                Scalar::I64 => match v.as_i64() {
+                    Some(i) => Ok(two(i as u64)),
+                    None => bad(),
+                },
+                Scalar::U64 => match v.as_u64() {
+                    Some(u) => Ok(two(u)),
+                    None => bad(),
+                },
+                _ => bad(),
             }
         };
         let init = n.p("init");
         let perr = |m: String| GraphError::param(n.id(), "init", m);
         match init {
-            Value::Number(x) => {
-                let w = word(x.as_f64().unwrap_or(0.0)).map_err(perr)?;
-                Ok(FieldInit::Constant(vec![w; f.ty.components()]))
+            Value::Number(_) => {
+                let w = word(init).map_err(perr)?;
+                Ok(FieldInit::Constant(w.repeat(f.ty.components())))
             }
             Value::Array(a) => {
                 if a.len() != f.ty.components() {
@@ -520,9 +536,10 @@ impl Builder<'_> {
                 }
                 let mut words = a
                     .iter()
-                    .map(|x| word(x.as_f64().unwrap_or(0.0)))
+                    .map(word)
                     .collect::<Result<Vec<_>, _>>()
-                    .map_err(perr)?;
+                    .map_err(perr)?
+                    .concat();
                 if let Type::Matrix(k) = f.ty {
                     // Lists are written row by row, like .npy files; storage is by column.
                     let k = k as usize;
@@ -542,14 +559,19 @@ impl Builder<'_> {
                 let want_dtype = match s {
                     Scalar::F32 => npy::DType::F32,
                     Scalar::I32 => npy::DType::I32,
+                    Scalar::F64 => npy::DType::F64,
+                    Scalar::I64 => npy::DType::I64,
+                    Scalar::U64 => npy::DType::U64,
                     _ => npy::DType::U32,
                 };
-                if arr.dtype != want_dtype {
+                // float64 / int64 data also fills f32 / i32 fields (rounded
+                // or wrapped, as NumPy's astype would).
+                let Some(arr) = arr.narrowed(want_dtype) else {
                     return Err(perr(format!(
                         "{} holds {:?} data but field '{}' is {}",
                         rel, arr.dtype, f.name, f.ty
                     )));
-                }
+                };
                 let mut want: Vec<usize> = f.shape.iter().map(|&x| x as usize).collect();
                 match f.ty {
                     Type::Vector(_, k) => want.push(k as usize),

@@ -11,8 +11,11 @@ use super::*;
 
 #[derive(Clone, Copy, Debug)]
 enum Cv {
-    I(i64),
+    /// Any integer (i32, u32, i64, u64 all fit).
+    I(i128),
     F(f32),
+    /// An f64.
+    D(f64),
     B(bool),
 }
 
@@ -94,10 +97,14 @@ impl<'a> Eval<'a> {
         match (v, s) {
             (Cv::I(i), Scalar::I32) => Ok(Const::i32(self.fit(i, s, node)? as i32)),
             (Cv::I(i), Scalar::U32) => Ok(Const::u32(self.fit(i, s, node)? as u32)),
+            (Cv::I(i), Scalar::I64) => Ok(Const::i64(self.fit(i, s, node)? as i64)),
+            (Cv::I(i), Scalar::U64) => Ok(Const::u64(self.fit(i, s, node)? as u64)),
             (Cv::F(f), Scalar::F32) => Ok(Const::f32(f)),
+            (Cv::D(f), Scalar::F64) => Ok(Const::f64(f)),
             (Cv::B(b), Scalar::Bool) => Ok(Const::bool(b)),
             (Cv::I(_), _) => mismatch("an integer"),
             (Cv::F(_), _) => mismatch("f32"),
+            (Cv::D(_), _) => mismatch("f64"),
             (Cv::B(_), _) => mismatch("bool"),
         }
     }
@@ -111,26 +118,29 @@ impl<'a> Eval<'a> {
                 syn::Lit::Int(i) => {
                     let ls = match i.suffix() {
                         "" => s,
-                        "i32" => Scalar::I32,
-                        "u32" => Scalar::U32,
-                        "f32" => Scalar::F32,
-                        x => return Err(err(i, format!("unsupported literal suffix `{}`", x))),
+                        x => match Type::parse(x) {
+                            Some(Type::Scalar(t)) if t.is_numeric() => t,
+                            _ => return Err(err(i, format!("unsupported literal suffix `{}`", x))),
+                        },
                     };
                     let v: u64 = i
                         .base10_parse()
                         .map_err(|_| err(i, "integer literal out of range"))?;
                     match ls {
                         Scalar::F32 => Cv::F(v as f32),
+                        Scalar::F64 => Cv::D(v as f64),
                         Scalar::Bool => return Err(err(i, "an integer is not a bool")),
-                        _ => Cv::I(self.fit(v.min(i64::MAX as u64) as i64, ls, e)?),
+                        _ => Cv::I(self.fit(v as i128, ls, e)?),
                     }
                 }
-                syn::Lit::Float(f) => {
-                    if !matches!(f.suffix(), "" | "f32") {
-                        return Err(err(f, format!("unsupported literal suffix `{}`", f.suffix())));
+                syn::Lit::Float(f) => match f.suffix() {
+                    "f64" => Cv::D(f.base10_parse().map_err(|_| err(f, "bad float literal"))?),
+                    "" if s == Scalar::F64 => {
+                        Cv::D(f.base10_parse().map_err(|_| err(f, "bad float literal"))?)
                     }
-                    Cv::F(f.base10_parse().map_err(|_| err(f, "bad float literal"))?)
-                }
+                    "" | "f32" => Cv::F(f.base10_parse().map_err(|_| err(f, "bad float literal"))?),
+                    x => return Err(err(f, format!("unsupported literal suffix `{}`", x))),
+                },
                 syn::Lit::Bool(b) => Cv::B(b.value),
                 _ => return Err(err(l, "only number and bool literals are supported")),
             },
@@ -140,6 +150,8 @@ impl<'a> Eval<'a> {
                 };
                 let name = id.to_string();
                 match name.as_str() {
+                    "PI" if s == Scalar::F64 => Cv::D(std::f64::consts::PI),
+                    "TAU" if s == Scalar::F64 => Cv::D(std::f64::consts::TAU),
                     "PI" => Cv::F(std::f32::consts::PI),
                     "TAU" => Cv::F(std::f32::consts::TAU),
                     _ if self.defs.contains_key(&name) => {
@@ -159,9 +171,12 @@ impl<'a> Eval<'a> {
                 match (&u.op, v) {
                     (syn::UnOp::Neg(_), Cv::I(i)) => Cv::I(-i),
                     (syn::UnOp::Neg(_), Cv::F(f)) => Cv::F(-f),
+                    (syn::UnOp::Neg(_), Cv::D(f)) => Cv::D(-f),
                     (syn::UnOp::Not(_), Cv::B(b)) => Cv::B(!b),
-                    (syn::UnOp::Not(_), Cv::I(i)) if s == Scalar::U32 => Cv::I(!(i as u32) as i64),
-                    (syn::UnOp::Not(_), Cv::I(i)) => Cv::I(!(i as i32) as i64),
+                    (syn::UnOp::Not(_), Cv::I(i)) if s == Scalar::U32 => Cv::I(!(i as u32) as i128),
+                    (syn::UnOp::Not(_), Cv::I(i)) if s == Scalar::U64 => Cv::I(!(i as u64) as i128),
+                    (syn::UnOp::Not(_), Cv::I(i)) if s == Scalar::I64 => Cv::I(!(i as i64) as i128),
+                    (syn::UnOp::Not(_), Cv::I(i)) => Cv::I(!(i as i32) as i128),
                     _ => return Err(err(u, format!("`{}` is not a constant operation", snippet(self.code, e)))),
                 }
             }
@@ -172,13 +187,35 @@ impl<'a> Eval<'a> {
                 };
                 let from = self.type_of(&c.expr).unwrap_or(ts);
                 let v = self.eval(&c.expr, from)?;
+                // Rust's `as` (the kernel's `eval::cast`): integers wrap,
+                // floats saturate into integers.
+                let d = |x: f64| match ts {
+                    Scalar::I32 => Cv::I(x as i32 as i128),
+                    Scalar::U32 => Cv::I(x as u32 as i128),
+                    Scalar::I64 => Cv::I(x as i64 as i128),
+                    Scalar::U64 => Cv::I(x as u64 as i128),
+                    Scalar::F32 => Cv::F(x as f32),
+                    Scalar::F64 => Cv::D(x),
+                    Scalar::Bool => Cv::B(x != 0.0),
+                };
                 match (v, ts) {
-                    (Cv::I(i), Scalar::F32) => Cv::F(i as f32),
-                    (Cv::I(i), Scalar::I32) => Cv::I(i as u32 as i32 as i64),
-                    (Cv::I(i), Scalar::U32) => Cv::I(i as i32 as u32 as i64),
-                    (Cv::F(f), Scalar::F32) => Cv::F(f),
-                    (Cv::F(f), Scalar::I32) => Cv::I(f as i32 as i64),
-                    (Cv::F(f), Scalar::U32) => Cv::I(f as u32 as i64),
+                    (Cv::I(i), Scalar::F32) => Cv::F(match from {
+                        Scalar::U64 => i as u64 as f32,
+                        _ => i as i64 as f32,
+                    }),
+                    (Cv::I(i), Scalar::F64) => Cv::D(i as f64),
+                    (Cv::I(i), Scalar::I32) => Cv::I(i as u32 as i32 as i128),
+                    (Cv::I(i), Scalar::U32) => Cv::I(i as u32 as i128),
+                    (Cv::I(i), Scalar::I64) => Cv::I(i as u64 as i64 as i128),
+                    (Cv::I(i), Scalar::U64) => Cv::I(i as u64 as i128),
+                    (Cv::F(f), ts) if ts != Scalar::Bool => {
+                        if ts == Scalar::F32 {
+                            Cv::F(f)
+                        } else {
+                            d(f as f64)
+                        }
+                    }
+                    (Cv::D(f), ts) if ts != Scalar::Bool => d(f),
                     (Cv::B(b), Scalar::Bool) => Cv::B(b),
                     _ => return Err(err(e, format!("cannot convert `{}` to {} with `as`", snippet(self.code, &c.expr), ts.name()))),
                 }
@@ -203,11 +240,9 @@ impl<'a> Eval<'a> {
                 match n.as_str() {
                     "PI" | "TAU" => Some(Scalar::F32),
                     _ => match &self.defs.get(&n)?.ty.as_ref() {
-                        syn::Type::Path(tp) => match tp.path.get_ident()?.to_string().as_str() {
-                            "i32" => Some(Scalar::I32),
-                            "u32" => Some(Scalar::U32),
-                            "f32" => Some(Scalar::F32),
-                            "bool" => Some(Scalar::Bool),
+                        syn::Type::Path(tp) => match Type::parse(&tp.path.get_ident()?.to_string())
+                        {
+                            Some(Type::Scalar(s)) => Some(s),
                             _ => None,
                         },
                         _ => None,
@@ -215,11 +250,11 @@ impl<'a> Eval<'a> {
                 }
             }
             syn::Expr::Lit(l) => match &l.lit {
+                syn::Lit::Float(f) if f.suffix() == "f64" => Some(Scalar::F64),
                 syn::Lit::Float(_) => Some(Scalar::F32),
                 syn::Lit::Bool(_) => Some(Scalar::Bool),
-                syn::Lit::Int(i) => match i.suffix() {
-                    "u32" => Some(Scalar::U32),
-                    "f32" => Some(Scalar::F32),
+                syn::Lit::Int(i) => match Type::parse(i.suffix()) {
+                    Some(Type::Scalar(s)) => Some(s),
                     _ => Some(Scalar::I32),
                 },
                 _ => None,
@@ -282,20 +317,29 @@ impl<'a> Eval<'a> {
                     B::BitAnd(_) => Some(x & y),
                     B::BitOr(_) => Some(x | y),
                     B::BitXor(_) => Some(x ^ y),
-                    B::Shl(_) | B::Shr(_) if !(0..32).contains(&y) => {
+                    B::Shl(_) | B::Shr(_) if !(0..32 * os.words() as i128).contains(&y) => {
                         return Err(err(
                             b,
                             format!(
-                                "`{}` shifts by {} bits; a shift needs 0..32",
+                                "`{}` shifts by {} bits; a shift needs 0..{}",
                                 snippet(self.code, node),
-                                y
+                                y,
+                                32 * os.words()
                             ),
                         ))
                     }
-                    B::Shl(_) if os == Scalar::U32 => Some(((x as u32) << y) as i64),
-                    B::Shl(_) => Some(((x as i32) << y) as i64),
-                    B::Shr(_) if os == Scalar::U32 => Some(((x as u32) >> y) as i64),
-                    B::Shr(_) => Some(((x as i32) >> y) as i64),
+                    B::Shl(_) => Some(match os {
+                        Scalar::U32 => ((x as u32) << y) as i128,
+                        Scalar::I64 => ((x as i64) << y) as i128,
+                        Scalar::U64 => ((x as u64) << y) as i128,
+                        _ => ((x as i32) << y) as i128,
+                    }),
+                    B::Shr(_) => Some(match os {
+                        Scalar::U32 => ((x as u32) >> y) as i128,
+                        Scalar::I64 => ((x as i64) >> y) as i128,
+                        Scalar::U64 => ((x as u64) >> y) as i128,
+                        _ => ((x as i32) >> y) as i128,
+                    }),
                     B::Eq(_) => return Ok(Cv::B(x == y)),
                     B::Ne(_) => return Ok(Cv::B(x != y)),
                     B::Lt(_) => return Ok(Cv::B(x < y)),
@@ -320,6 +364,20 @@ impl<'a> Eval<'a> {
                 B::Mul(_) => Cv::F(x * y),
                 B::Div(_) => Cv::F(x / y),
                 B::Rem(_) => Cv::F(x % y),
+                B::Eq(_) => Cv::B(x == y),
+                B::Ne(_) => Cv::B(x != y),
+                B::Lt(_) => Cv::B(x < y),
+                B::Le(_) => Cv::B(x <= y),
+                B::Gt(_) => Cv::B(x > y),
+                B::Ge(_) => Cv::B(x >= y),
+                _ => return bad(),
+            },
+            (Cv::D(x), Cv::D(y)) => match b.op {
+                B::Add(_) => Cv::D(x + y),
+                B::Sub(_) => Cv::D(x - y),
+                B::Mul(_) => Cv::D(x * y),
+                B::Div(_) => Cv::D(x / y),
+                B::Rem(_) => Cv::D(x % y),
                 B::Eq(_) => Cv::B(x == y),
                 B::Ne(_) => Cv::B(x != y),
                 B::Lt(_) => Cv::B(x < y),
@@ -359,19 +417,23 @@ fn is_comparison(op: &syn::BinOp) -> bool {
 
 fn from_const(c: Const) -> Cv {
     match c.scalar {
-        Scalar::I32 => Cv::I(c.bits as i32 as i64),
-        Scalar::U32 => Cv::I(c.bits as i64),
-        Scalar::F32 => Cv::F(f32::from_bits(c.bits)),
+        Scalar::I32 => Cv::I(c.bits as u32 as i32 as i128),
+        Scalar::U32 | Scalar::U64 => Cv::I(c.bits as i128),
+        Scalar::I64 => Cv::I(c.bits as i64 as i128),
+        Scalar::F32 => Cv::F(f32::from_bits(c.bits as u32)),
+        Scalar::F64 => Cv::D(f64::from_bits(c.bits)),
         _ => Cv::B(c.bits != 0),
     }
 }
 
 impl Eval<'_> {
     /// Checks that an integer fits its scalar type.
-    fn fit<T: Spanned>(&self, v: i64, s: Scalar, node: &T) -> R<i64> {
+    fn fit<T: Spanned>(&self, v: i128, s: Scalar, node: &T) -> R<i128> {
         let ok = match s {
-            Scalar::I32 => (i32::MIN as i64..=i32::MAX as i64).contains(&v),
-            Scalar::U32 => (0..=u32::MAX as i64).contains(&v),
+            Scalar::I32 => (i32::MIN as i128..=i32::MAX as i128).contains(&v),
+            Scalar::U32 => (0..=u32::MAX as i128).contains(&v),
+            Scalar::I64 => (i64::MIN as i128..=i64::MAX as i128).contains(&v),
+            Scalar::U64 => (0..=u64::MAX as i128).contains(&v),
             _ => true,
         };
         if ok {

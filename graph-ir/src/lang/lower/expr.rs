@@ -143,14 +143,14 @@ impl<'a> FnLowerer<'a> {
         match lit {
             syn::Lit::Int(i) => {
                 let scalar = match i.suffix() {
-                    "i32" => Scalar::I32,
-                    "u32" => Scalar::U32,
-                    "f32" => Scalar::F32,
                     "" => match want_scalar {
-                        Some(s @ (Scalar::U32 | Scalar::F32 | Scalar::I32)) => s,
+                        Some(s) if s.is_numeric() => s,
                         _ => Scalar::I32,
                     },
-                    s => return Err(err(lit, format!("unsupported literal suffix `{}`", s))),
+                    s => match Type::parse(s) {
+                        Some(Type::Scalar(s)) if s.is_numeric() => s,
+                        _ => return Err(err(lit, format!("unsupported literal suffix `{}`", s))),
+                    },
                 };
                 let v: u64 = i
                     .base10_parse()
@@ -158,25 +158,40 @@ impl<'a> FnLowerer<'a> {
                 let c = match scalar {
                     Scalar::I32 if v <= i32::MAX as u64 => Const::i32(v as i32),
                     Scalar::U32 if v <= u32::MAX as u64 => Const::u32(v as u32),
+                    Scalar::I64 if v <= i64::MAX as u64 => Const::i64(v as i64),
+                    Scalar::U64 => Const::u64(v),
                     Scalar::F32 => Const::f32(v as f32),
+                    Scalar::F64 => Const::f64(v as f64),
                     s => return Err(err(lit, format!("`{}` does not fit in {}", v, s.name()))),
                 };
                 Ok(self.konst(c, sp))
             }
             syn::Lit::Float(f) => {
-                if !matches!(f.suffix(), "" | "f32") {
-                    return Err(err(
-                        lit,
-                        format!(
-                            "unsupported literal suffix `{}`; kernel floats are f32",
-                            f.suffix()
-                        ),
-                    ));
-                }
-                let v: f32 = f
-                    .base10_parse()
-                    .map_err(|_| err(lit, "bad float literal"))?;
-                Ok(self.konst(Const::f32(v), sp))
+                // Unsuffixed float literals take f64 where an f64 is wanted
+                // (parsed as f64, never through f32), else f32.
+                let wide = match f.suffix() {
+                    "f32" => false,
+                    "f64" => true,
+                    "" => want_scalar == Some(Scalar::F64),
+                    s => {
+                        return Err(err(
+                            lit,
+                            format!("unsupported literal suffix `{}`; floats are f32 or f64", s),
+                        ))
+                    }
+                };
+                let c = if wide {
+                    Const::f64(
+                        f.base10_parse()
+                            .map_err(|_| err(lit, "bad float literal"))?,
+                    )
+                } else {
+                    Const::f32(
+                        f.base10_parse()
+                            .map_err(|_| err(lit, "bad float literal"))?,
+                    )
+                };
+                Ok(self.konst(c, sp))
             }
             syn::Lit::Bool(b) => Ok(self.konst(Const::bool(b.value), sp)),
             _ => Err(err(lit, "only number and bool literals are supported")),
@@ -258,8 +273,19 @@ impl<'a> FnLowerer<'a> {
                 || (i.suffix().is_empty()
                     && !matches!(
                         want.and_then(|t| t.scalar()),
-                        Some(Scalar::F32 | Scalar::U32)
+                        Some(Scalar::F32 | Scalar::U32 | Scalar::F64 | Scalar::I64 | Scalar::U64)
                     ));
+            let i64_ctx = matches!(i.suffix(), "i64")
+                || (i.suffix().is_empty() && want.and_then(|t| t.scalar()) == Some(Scalar::I64));
+            if i64_ctx {
+                let v: u64 = i
+                    .base10_parse()
+                    .map_err(|_| err(u, "integer literal out of range"))?;
+                if v > 1 << 63 {
+                    return Err(err(u, format!("`-{}` does not fit in i64", v)));
+                }
+                return Ok(self.konst(Const::i64((v as i64).wrapping_neg()), sp));
+            }
             if signed_ctx {
                 let v: u64 = i
                     .base10_parse()
@@ -282,7 +308,7 @@ impl<'a> FnLowerer<'a> {
                 Ok(self.val(InstKind::Unary(UnaryOp::Neg, v.id), v.ty, sp))
             }
             syn::UnOp::Not(_) => {
-                if v.ty.scalar() == Some(Scalar::F32) || v.ty == Type::Void {
+                if v.ty.is_float() || v.ty == Type::Void {
                     return Err(err(
                         u,
                         format!(
@@ -465,7 +491,7 @@ impl<'a> FnLowerer<'a> {
             BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Rem => {
                 s.is_numeric()
             }
-            BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor => s != Scalar::F32,
+            BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor => !s.is_float(),
             BinaryOp::Eq | BinaryOp::Ne => !matches!(t, Type::Matrix(_)),
             _ => s.is_numeric() && !matches!(t, Type::Matrix(_)),
         };
@@ -608,17 +634,7 @@ impl<'a> FnLowerer<'a> {
                 if let (Type::Vector(s, n), [(Access::Const(c), _)]) = (*ty, path.as_slice()) {
                     let target = self.text(&b.left);
                     let v = self.coerce(rv, Type::Scalar(s), &b.right, &format!("`{}`", target))?;
-                    let zero = self.konst(
-                        Const {
-                            scalar: s,
-                            bits: if s == Scalar::F32 {
-                                0.0f32.to_bits()
-                            } else {
-                                0
-                            },
-                        },
-                        sp,
-                    );
+                    let zero = self.konst(Const::zero(s), sp);
                     let parts: Vec<InstId> = (0..n as u32)
                         .map(|k| if k == *c { v.id } else { zero.id })
                         .collect();

@@ -537,7 +537,7 @@ impl<'a> FnLowerer<'a> {
             let c = self.konst(
                 Const {
                     scalar: s,
-                    bits: v as u32,
+                    bits: v as u64 & s.mask(),
                 },
                 span_of(&f.pat),
             );
@@ -554,7 +554,7 @@ impl<'a> FnLowerer<'a> {
     fn fold_int(&self, id: InstId) -> Option<i64> {
         let inst = &self.func.insts[id];
         let s = inst.ty.scalar().filter(|s| s.is_integer())?;
-        let bits = |v: i64| v as u32;
+        let bits = |v: i64| v as u64 & s.mask();
         let v = match &inst.kind {
             InstKind::Const(_) => return self.const_int(id),
             InstKind::Unary(op, a) => eval::unary(*op, s, bits(self.fold_int(*a)?)),
