@@ -71,6 +71,68 @@ fn run_writes_frames_and_dumps() {
     assert_eq!(c.shape, vec![8192, 2, 2]);
 }
 
+/// A dumped f64 / i64 / u64 field is a float64 / int64 / uint64 `.npy`
+/// that NumPy reads; NumPy recomputes the f64 formula itself.
+#[test]
+fn wide_dumps_are_float64_npy_that_numpy_reads() {
+    let dir = tmp("wide");
+    let code = "fn kernel(i: i32) {\n    let x = i as f64 / 7.0;\n    d[i] = x * x * x - sqrt(x + 2.0) / 3.0;\n    q[i] = (i as i64 - 25) * 100000000000;\n    v[i] = v[i] * x + dvec3(0.5, 0.25, 0.125);\n}";
+    let g = serde_json::json!({
+        "format": "weft-graph", "version": 1,
+        "nodes": [
+            {"id": "g", "kind": "dense", "params": {"shape": [50]}},
+            {"id": "d", "kind": "field", "params": {"type": "f64"}},
+            {"id": "q", "kind": "field", "params": {"type": "i64"}},
+            {"id": "v", "kind": "field", "params": {"type": "vec3<f64>", "init": [1, 2, 3]}},
+            {"id": "k", "kind": "kernel", "params": {"over": "d", "code": code}},
+            {"id": "s", "kind": "on_start"}
+        ],
+        "wires": [
+            {"from": "g.cells", "to": "d.layout"}, {"from": "g.cells", "to": "q.layout"},
+            {"from": "g.cells", "to": "v.layout"}, {"from": "d.field", "to": "k.d"},
+            {"from": "q.field", "to": "k.q"}, {"from": "v.field", "to": "k.v"}
+        ],
+        "exec": [{"from": "s.then", "to": "k"}]
+    });
+    let path = dir.join("g.json");
+    std::fs::write(&path, serde_json::to_string(&g).unwrap()).unwrap();
+    let o = weft(&[
+        "run",
+        path.to_str().unwrap(),
+        "--backend",
+        "cpu",
+        "--frames",
+        "0",
+        "--no-frames",
+        "--dump-all",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let script = "import numpy as np, sys
+d = np.load(sys.argv[1] + '/d.npy'); q = np.load(sys.argv[1] + '/q.npy'); v = np.load(sys.argv[1] + '/v.npy')
+assert d.dtype == np.float64 and q.dtype == np.int64 and v.dtype == np.float64, (d.dtype, q.dtype, v.dtype)
+assert d.shape == (50,) and v.shape == (50, 3), (d.shape, v.shape)
+x = np.arange(50, dtype=np.float64) / 7.0
+assert np.array_equal(d, x * x * x - np.sqrt(x + 2.0) / 3.0), np.abs(d - (x * x * x - np.sqrt(x + 2.0) / 3.0)).max()
+assert np.array_equal(q, (np.arange(50, dtype=np.int64) - 25) * 100000000000)
+want = np.array([1.0, 2.0, 3.0])[None, :] * x[:, None] + np.array([0.5, 0.25, 0.125])
+assert np.array_equal(v, want)
+print('ok')";
+    let py = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(&dir)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        py.status.success() && String::from_utf8_lossy(&py.stdout).contains("ok"),
+        "numpy: {}{}",
+        String::from_utf8_lossy(&py.stdout),
+        String::from_utf8_lossy(&py.stderr)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn invalid_graphs_exit_2_naming_the_node() {
     let dir = tmp("bad");

@@ -1156,7 +1156,14 @@ impl Gen<'_, '_, '_> {
 
     /// isnan / isinf from the bit pattern: shader compilers may assume
     /// NaN-free arithmetic and fold `x != x` to false.
-    fn float_class(&mut self, b: &mut NBlock, x: Handle<E>, n: usize, nan: bool) -> Handle<E> {
+    fn float_class(
+        &mut self,
+        b: &mut NBlock,
+        x: Handle<E>,
+        n: usize,
+        wide: bool,
+        nan: bool,
+    ) -> Handle<E> {
         let splat = |g: &mut Self, b: &mut NBlock, v: Handle<E>| {
             if n == 1 {
                 v
@@ -1170,11 +1177,22 @@ impl Gen<'_, '_, '_> {
                 )
             }
         };
-        let bits = self.fb.cast(b, x, Scalar::U32, false);
-        let mask = self.fb.u32c(0x7fff_ffff);
+        // A bitcast keeps the width: f64 bits are a u64 with f64's masks.
+        let (bits, mask, inf) = if wide {
+            (
+                self.fb.cast(b, x, Scalar::U64, false),
+                self.fb.pre(E::Literal(Literal::U64(0x7fff_ffff_ffff_ffff))),
+                self.fb.pre(E::Literal(Literal::U64(0x7ff0_0000_0000_0000))),
+            )
+        } else {
+            (
+                self.fb.cast(b, x, Scalar::U32, false),
+                self.fb.u32c(0x7fff_ffff),
+                self.fb.u32c(0x7f80_0000),
+            )
+        };
         let mask = splat(self, b, mask);
         let mag = self.fb.bin(b, BO::And, bits, mask);
-        let inf = self.fb.u32c(0x7f80_0000);
         let inf = splat(self, b, inf);
         self.fb
             .bin(b, if nan { BO::Greater } else { BO::Equal }, mag, inf)
@@ -1317,6 +1335,22 @@ impl Gen<'_, '_, '_> {
                 // Legalized float → integer casts only see values in range.
                 Some(if from == to {
                     av
+                } else if from.is_integer() && to.is_integer() && from.words() != to.words() {
+                    // Widen or narrow within the source's signedness (naga
+                    // picks sign- or zero-extension by the target's kind;
+                    // Rust's `as` extends by the source's), then reinterpret.
+                    let same_sign = match from {
+                        Scalar::I32 => Scalar::I64,
+                        Scalar::U32 => Scalar::U64,
+                        Scalar::I64 => Scalar::I32,
+                        _ => Scalar::U32,
+                    };
+                    let v = self.fb.cast(b, av, same_sign, true);
+                    if same_sign == to {
+                        v
+                    } else {
+                        self.fb.cast(b, v, to, false)
+                    }
                 } else {
                     self.fb.cast(b, av, to, true)
                 })
@@ -1931,8 +1965,12 @@ impl Gen<'_, '_, '_> {
                     "a matrix built-in reached codegen; legalize did not run",
                 ))
             }
-            Builtin::IsNan => return Ok(self.float_class(b, a[0], at.components(), true)),
-            Builtin::IsInf => return Ok(self.float_class(b, a[0], at.components(), false)),
+            Builtin::IsNan => {
+                return Ok(self.float_class(b, a[0], at.components(), at.is_wide(), true))
+            }
+            Builtin::IsInf => {
+                return Ok(self.float_class(b, a[0], at.components(), at.is_wide(), false))
+            }
             Builtin::Any | Builtin::All => {
                 let fun = if bi == Builtin::Any {
                     naga::RelationalFunction::Any

@@ -91,6 +91,30 @@ pub const LOCAL_ARRAYS: &str = "const N: i32 = 5;
             f[i] = s + v[0].y * 10.0 + v[1].y * 100.0 + v[2].y * 1000.0 + v[2].x + w[i % N] * 0.25 + dot3(g, g, i) * 0.125 + hs;
         }";
 
+/// 64-bit scalars (in both corpora): f64 arithmetic, the exact built-ins
+/// and f64 vectors, i64 / u64 arithmetic with wrap-around, shifts and
+/// Weft's division rules, every conversion with saturation and NaN, a
+/// helper taking and returning 64-bit values, `+=` on the own element.
+pub const WIDE_TYPES: &str = "const K: i64 = -9223372036854775807 - 1;
+          fn mix(a: f64, b: i64) -> f64 { a * b as f64 + 0.125 }
+          fn kernel(i: i32) {
+            let x = (i as f64) * 0.37 - 3.1;
+            let mut acc = 0.0f64;
+            for j in 0..10 { acc += sqrt(abs(x) + j as f64) * 0.1; }
+            d[i] = mix(x, 3) + acc + floor(x * 1.5) - round(x) + fma(x, x, -1.0) + min(x, 0.5) - clamp(x, -1.0, 1.0);
+            d[i] += 1.0e-12;
+            let a = (i as i64 - 30) * 98765432101;
+            let z = a - a;
+            q[i] = a / 7 + a % 13 + (a >> 3) + (a << 17) + a * a + a / z + a % z + K / -1 + abs(a) + sign(a) + min(a, 5) + (a ^ 0x7f7f7f7f7f);
+            let b = (i as u64) * 0xF00DF00DF00Du64 + 3;
+            w[i] = b / 11 + b % 7 + (b >> 50) + (b << 13) + !b + b * b + max(b, 1u64 << 60);
+            let v0 = dvec3(x, x * 2.0, -x);
+            v[i] = normalize(v0 + dvec3(0.1, 0.2, 0.3)) * length(v0) + cross(v0, dvec3(0.0, 0.0, 1.0)) * dot(v0, v0);
+            let big = 1.0e19f64 * (i as f64 - 32.0);
+            f[i] = (big as i32) as f32 + (big as u32) as f32 + (big as i64) as f32 + (big as u64) as f32
+                 + (x as f32) + (a as f32) + (b as f32) + (sqrt(x) as i64) as f32 + ((a as u32) as i32) as f32;
+          }";
+
 /// Workgroups: `#[block(16)]` over 64 invocations (4 blocks), shared
 /// arrays of f32, vec2 and u32 with their initial values, a block scan in
 /// an unrolled loop of barriers, values, a `let mut` and the random state
@@ -322,6 +346,9 @@ pub fn corpus() -> Vec<Case> {
          c(WORKGROUPS), vec![64]),
         ("structs_tuples", vec![("o", "i32", vec![16], json!(0)), ("f", "f32", vec![16], json!(0))],
          c(STRUCTS_TUPLES), vec![16]),
+        ("wide_types", vec![("d", "f64", vec![64], json!(0.5)), ("q", "i64", vec![64], json!(0)), ("w", "u64", vec![64], json!(0)),
+                            ("v", "vec3<f64>", vec![64], json!(0)), ("f", "f32", vec![64], json!(0))],
+         c(WIDE_TYPES), vec![64]),
     ]
 }
 

@@ -1161,6 +1161,34 @@ fn workgroup_kernels_are_refused_by_autodiff() {
     }
 }
 
+/// Gradients are f32: a differentiated kernel computing in 64 bits is
+/// refused in both modes, naming the kernel and the line of the first
+/// 64-bit value.
+#[test]
+fn wide_kernels_are_refused_by_autodiff() {
+    let code = "fn kernel(i: i32) {\n    let y = x[i] * 2.0;\n    let d = y as f64 * 0.5;\n    loss[0] += d as f32;\n}";
+    let mut doc = graph(&[In("x", "f32", 8, vec![1.0; 8])], code, 8, true, &[]);
+    for mode in ["reverse", "forward"] {
+        set_param(&mut doc, "tp", "mode", json!(mode));
+        if mode == "forward" {
+            set_param(&mut doc, "tp", "wrt", json!("x"));
+        }
+        let e = open(&doc, Backend::Vm)
+            .map(|_| ())
+            .expect_err(mode)
+            .to_string();
+        assert!(
+            e.contains("'k'")
+                && e.contains("3:")
+                && e.contains("f64")
+                && e.contains(&format!("{} mode does not differentiate", mode)),
+            "{}: {}",
+            mode,
+            e
+        );
+    }
+}
+
 /// Structs, tuples and helpers returning them or arrays are scalarised (and
 /// inlined) before differentiation: a struct built by a helper, changed,
 /// copied and passed by value; a tuple `let`; an array-returning helper; a

@@ -82,8 +82,17 @@ fn compare(
             continue;
         }
         let Some(t) = tol(&f.name) else { continue };
-        let fa: Vec<f64> = a.iter().map(|&w| f32::from_bits(w) as f64).collect();
-        let fb: Vec<f64> = b.iter().map(|&w| f32::from_bits(w) as f64).collect();
+        // f64 components are two words, low first.
+        let decode = |w: &[u32]| -> Vec<f64> {
+            if f.ty.is_wide() {
+                w.chunks(2)
+                    .map(|p| f64::from_bits(p[0] as u64 | (p[1] as u64) << 32))
+                    .collect()
+            } else {
+                w.iter().map(|&x| f32::from_bits(x) as f64).collect()
+            }
+        };
+        let (fa, fb) = (decode(&a), decode(&b));
         let scale = fa.iter().fold(
             0.0f64,
             |m, x| if x.is_finite() { m.max(x.abs()) } else { m },
@@ -290,6 +299,9 @@ fn corpus() -> Vec<Case> {
          weft_tests::corpus::WORKGROUPS, vec![64], TIGHT),
         ("structs_tuples", vec![("o", "i32", vec![16], json!(0)), ("f", "f32", vec![16], json!(0))],
          weft_tests::corpus::STRUCTS_TUPLES, vec![16], TIGHT),
+        ("wide_types", vec![("d", "f64", vec![64], json!(0.5)), ("q", "i64", vec![64], json!(0)), ("w", "u64", vec![64], json!(0)),
+                            ("v", "vec3<f64>", vec![64], json!(0)), ("f", "f32", vec![64], json!(0))],
+         weft_tests::corpus::WIDE_TYPES, vec![64], TIGHT),
     ]
 }
 

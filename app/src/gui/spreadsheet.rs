@@ -75,7 +75,8 @@ pub struct Table {
     pub stats: Vec<Stats>,
     index: Vec<u32>,
     blocks: Vec<u64>,
-    values: Vec<u32>,
+    /// Component bit patterns (a 64-bit component's two words joined).
+    values: Vec<u64>,
     codes: Vec<u32>,
     /// Rows that pass the filter, in display order.
     pub order: Vec<u32>,
@@ -86,7 +87,7 @@ pub struct Table {
 pub struct Row {
     pub index: Vec<u32>,
     pub block: Option<u64>,
-    pub values: Vec<u32>,
+    pub values: Vec<u64>,
     pub codes: Vec<u32>,
 }
 
@@ -117,22 +118,29 @@ impl Table {
     }
 }
 
-/// A word of type `ty` as a number.
-pub fn as_f64(ty: Type, w: u32) -> f64 {
+/// A component's bits (one word, or a 64-bit component's two) of type
+/// `ty` as a number.
+pub fn as_f64(ty: Type, w: u64) -> f64 {
     match ty.scalar() {
-        Some(Scalar::I32) => w as i32 as f64,
-        Some(Scalar::U32) => w as f64,
-        _ => f32::from_bits(w) as f64,
+        Some(Scalar::I32) => w as u32 as i32 as f64,
+        Some(Scalar::U32) => w as u32 as f64,
+        Some(Scalar::I64) => w as i64 as f64,
+        Some(Scalar::U64) => w as f64,
+        Some(Scalar::F64) => f64::from_bits(w),
+        _ => f32::from_bits(w as u32) as f64,
     }
 }
 
-/// A word of type `ty` as the spreadsheet shows it (f32: the shortest
-/// text that reads back as the same float).
-pub fn format_value(ty: Type, w: u32) -> String {
+/// A component of type `ty` as the spreadsheet shows it (floats: the
+/// shortest text that reads back as the same value).
+pub fn format_value(ty: Type, w: u64) -> String {
     match ty.scalar() {
-        Some(Scalar::I32) => (w as i32).to_string(),
-        Some(Scalar::U32) => w.to_string(),
-        _ => f32::from_bits(w).to_string(),
+        Some(Scalar::I32) => (w as u32 as i32).to_string(),
+        Some(Scalar::U32) => (w as u32).to_string(),
+        Some(Scalar::I64) => (w as i64).to_string(),
+        Some(Scalar::U64) => w.to_string(),
+        Some(Scalar::F64) => f64::from_bits(w).to_string(),
+        _ => f32::from_bits(w as u32).to_string(),
     }
 }
 
@@ -226,7 +234,9 @@ fn job(sim: &Simulation, key: Key) -> Result<Job, String> {
 /// Builds the table: every stored element's statistics, the first
 /// `ROW_LIMIT` rows, then the filter and the sort.
 fn build(job: Job) -> Table {
-    let comps = job.plan.components;
+    // Stored words per element are components, except that a 64-bit
+    // component is two (joined below).
+    let comps = job.plan.components / job.ty.scalar().map_or(1, Scalar::words);
     let ncodes = match job.plan.storage {
         Storage::Word => 0,
         Storage::Quant(_) => comps,
@@ -260,7 +270,15 @@ fn build(job: Job) -> Table {
     let ty = job.ty;
     for_each_stored_element(&job.plan, &job.shape, &job.root, |e| {
         t.total += 1;
-        for (c, &w) in e.values.iter().enumerate() {
+        let vals: Vec<u64> = if ty.is_wide() {
+            e.values
+                .chunks(2)
+                .map(|p| p[0] as u64 | (p[1] as u64) << 32)
+                .collect()
+        } else {
+            e.values.iter().map(|&w| w as u64).collect()
+        };
+        for (c, &w) in vals.iter().enumerate() {
             let v = as_f64(ty, w);
             let s = &mut sums[c];
             if v.is_nan() {
@@ -277,7 +295,7 @@ fn build(job: Job) -> Table {
             if let Some(b) = e.block {
                 t.blocks.push(b);
             }
-            t.values.extend_from_slice(e.values);
+            t.values.extend_from_slice(&vals);
             t.codes.extend_from_slice(e.codes);
         }
     });

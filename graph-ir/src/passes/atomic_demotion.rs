@@ -100,9 +100,7 @@ fn affine(
     let dims = shape.len();
     let inst = &f.insts[h];
     let r = match inst.kind {
-        InstKind::Const(c) if c.scalar == Scalar::U32 => {
-            Some(Affine::constant(dims, c.bits))
-        }
+        InstKind::Const(c) if c.scalar == Scalar::U32 => Some(Affine::constant(dims, c.bits)),
         InstKind::Cast(x) if inst.ty == Type::U32 => match f.insts[x].kind {
             // Loop indices are i32 in 0..extent: the cast keeps the value.
             InstKind::Arg(k) if (k as usize) < dims && f.insts[x].ty == Type::I32 => {

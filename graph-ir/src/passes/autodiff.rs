@@ -321,6 +321,7 @@ fn fill_kernel(program: &Program, node: &str, field: FieldId, value: f32) -> Ker
 /// Shared arrays and barriers are not differentiated: a block's adjoint
 /// would need its shared arrays' adjoints and barriers in reverse order.
 pub(super) fn refuse_workgroup(kernel: &Kernel, mode: &str) -> Result<(), AdError> {
+    refuse_wide(kernel, mode)?;
     match &kernel.workgroup {
         None => Ok(()),
         Some(w) => Err(AdError {
@@ -329,6 +330,27 @@ pub(super) fn refuse_workgroup(kernel: &Kernel, mode: &str) -> Result<(), AdErro
             message: format!(
                 "kernel '{}' runs in blocks (`#[block({})]`: shared arrays and barriers), which {} mode cannot differentiate; give it a `backward` of its own or compute its gradient in a kernel without `#[block]`",
                 kernel.name, w.size, mode
+            ),
+        }),
+    }
+}
+
+/// Gradients are f32 (only f32 fields have them); a differentiated kernel
+/// that computes in 64 bits is refused at the first 64-bit value, with its
+/// code position, rather than differentiated at the wrong precision.
+fn refuse_wide(kernel: &Kernel, mode: &str) -> Result<(), AdError> {
+    let first = std::iter::once(&kernel.entry)
+        .chain(kernel.functions.iter().map(|(_, f)| f))
+        .flat_map(|f| f.insts.iter().map(|(_, i)| i))
+        .find(|i| i.ty.is_wide());
+    match first {
+        None => Ok(()),
+        Some(i) => Err(AdError {
+            node: kernel.name.clone(),
+            span: i.span,
+            message: format!(
+                "kernel '{}' computes with {} here, which {} mode does not differentiate (gradients are f32); compute in f32, or give the kernel a `backward` of its own",
+                kernel.name, i.ty, mode
             ),
         }),
     }

@@ -90,7 +90,13 @@ impl<'a> FnLowerer<'a> {
                     _ => return Err(err(c, "write `bitcast::<T>(x)` with the target type")),
                 };
                 let v = self.lower_expr(args[0], None)?;
-                if v.ty.components() != to.components()
+                // Component for component, or a 64-bit scalar to / from
+                // its two words (`uvec2`, low first).
+                let pair = |x: Type, y: Type| {
+                    x.is_wide() && x.is_scalar() && matches!(y, Type::Vector(s, 2) if !s.is_wide())
+                };
+                let same = v.ty.components() == to.components() && v.ty.words() == to.words();
+                if !(same || pair(v.ty, to) || pair(to, v.ty))
                     || to.scalar() == Some(Scalar::Bool)
                     || v.ty.scalar() == Some(Scalar::Bool)
                     || matches!(to, Type::Matrix(_))
@@ -218,6 +224,10 @@ impl<'a> FnLowerer<'a> {
             .or_else(|| vals.iter().flatten().map(|v| v.ty).next())
             .or(want);
         let lit_ty = match (b.shape(), anchor) {
+            // Float built-ins take f32 literals, or f64 ones beside f64 arguments.
+            (crate::ir::builtins::Shape::FloatWise(_), Some(t)) if t.is_wide() => {
+                Some(Type::Scalar(Scalar::F64))
+            }
             (crate::ir::builtins::Shape::FloatWise(_), _) => Some(Type::F32),
             (_, Some(t)) => t.scalar().map(Type::Scalar),
             _ => None,
@@ -492,6 +502,15 @@ impl<'a> FnLowerer<'a> {
             return Err(err(
                 c,
                 format!("`atomic_{}` is not available for {} fields", opname, ty),
+            ));
+        }
+        if ty.is_wide() {
+            return Err(err(
+                c,
+                format!(
+                    "`atomic_{}` is not available for {} fields: atomics are 32-bit on every backend (WGSL has no 64-bit atomics)",
+                    opname, ty
+                ),
             ));
         }
         let mut vals = Vec::new();

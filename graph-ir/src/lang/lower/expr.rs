@@ -582,6 +582,27 @@ impl<'a> FnLowerer<'a> {
         Ok(self.val(InstKind::LocalLoad(tmp), Type::BOOL, sp))
     }
 
+    /// Whether a field index is the kernel's loop indices themselves (in
+    /// the entry function), so that no two iterations reach the element.
+    fn own_element(&self, index: &[InstId]) -> bool {
+        let arg_of = |mut h: InstId| loop {
+            match &self.func.insts[h].kind {
+                InstKind::Arg(k) => return Some(*k),
+                InstKind::Extract(v, c) => match &self.func.insts[*v].kind {
+                    InstKind::Construct(parts) => h = *parts.get(*c as usize)?,
+                    _ => return None,
+                },
+                _ => return None,
+            }
+        };
+        self.is_entry
+            && !index.is_empty()
+            && index
+                .iter()
+                .enumerate()
+                .all(|(axis, &h)| arg_of(h) == Some(axis as u32))
+    }
+
     pub(super) fn lower_compound(&mut self, b: &syn::ExprBinary, op: BinaryOp) -> R<Val> {
         let sp = span_of(b);
         let place = self.lower_place(&b.left)?;
@@ -595,6 +616,25 @@ impl<'a> FnLowerer<'a> {
                 Some(pty)
             },
         )?;
+        // 64-bit elements have no atomics (WGSL's are 32-bit): `+=` is a
+        // plain read-modify-write, allowed only on the iteration's own
+        // element, which no other iteration touches.
+        if let Place::Field { ty, index, .. } = &place {
+            if ty.is_wide()
+                && matches!(op, BinaryOp::Add | BinaryOp::Sub)
+                && !self.own_element(index)
+            {
+                return Err(err(
+                    b,
+                    format!(
+                        "`{} {}= …` on a {} field would need a 64-bit atomic, which not every backend has (WGSL's atomics are 32-bit); only the iteration's own element (indexed by the loop indices themselves, e.g. `x[i]`) can be updated in place. Accumulate in a 32-bit field, or give each iteration its own element",
+                        self.text(&b.left),
+                        op.symbol(),
+                        ty
+                    ),
+                ));
+            }
+        }
         // Parallel `+=` / `-=` on a whole field element are atomic, as in Taichi.
         if let Place::Field {
             field,
@@ -603,7 +643,9 @@ impl<'a> FnLowerer<'a> {
             path,
         } = &place
         {
-            if path.is_empty() && matches!(op, BinaryOp::Add | BinaryOp::Sub) {
+            if ty.is_wide() {
+                // The iteration's own element (checked above): below.
+            } else if path.is_empty() && matches!(op, BinaryOp::Add | BinaryOp::Sub) {
                 let mut v = rv;
                 if v.ty.is_scalar() && v.ty != *ty && v.ty.scalar() == ty.scalar() {
                     v = self.splat(v, *ty, sp);

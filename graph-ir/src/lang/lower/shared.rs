@@ -341,6 +341,15 @@ impl<'a> FnLowerer<'a> {
                 "a shared array's initial value is a constant number or vector of numbers (e.g. `0.0`, `0u32`, `vec2(0.0, 0.0)`)",
             ));
         }
+        if x.ty.is_wide() {
+            return Err(err(
+                &r.expr,
+                format!(
+                    "shared arrays hold 32-bit values; {} is 64-bit (keep it in a local, or split it with `bitcast::<uvec2>`)",
+                    x.ty
+                ),
+            ));
+        }
         let words: u32 = self
             .shared
             .iter()
