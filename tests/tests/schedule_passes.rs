@@ -223,3 +223,48 @@ fn clear_elim_keeps_a_clear_after_an_activation() {
     ]));
     assert_eq!(count(&on, "clear "), 2, "{}", on);
 }
+
+/// The lowered IR of kernel `k` (after `lower_access`), optimiser on or off.
+fn lowered(g: &Value, k: &str, on: bool) -> String {
+    let mut p = build(g).unwrap_or_else(|e| panic!("{}", e));
+    run_pipeline(&mut p, &options(on), Some(Stage::LowerAccess)).unwrap();
+    weft_ir::ir::print_program(&p, Some(k))
+}
+
+/// Activation demotion: a struct-for's store at its own loop index into its
+/// own sparse cells addresses the cell without activating it (no atomic on
+/// the activity word); results are the same (`schedules` runs both ways).
+#[test]
+fn activation_demotion_drops_the_activation_of_a_known_active_cell() {
+    let g = frame_graph(&[S::K("s1", BUMP, Some("s"))]);
+    let _ = schedules(&g);
+    let (off, on) = (lowered(&g, "s1", false), lowered(&g, "s1", true));
+    assert!(count(&off, "atomic") > 0, "{}", off);
+    assert_eq!(count(&on, "atomic"), 0, "{}", on);
+}
+
+/// Stores it must leave activating: at another index, from a range kernel,
+/// and in a struct-for that also deactivates cells of the tree.
+#[test]
+fn activation_demotion_keeps_stores_it_cannot_prove_active() {
+    for (code, over) in [
+        ("fn kernel(i: i32) { s[(i + 1) % 16] = 2.0; }", Some("s")),
+        ("fn kernel(i: i32) { s[i] = s[i] + 1.0; }", None),
+        (
+            "fn kernel(i: i32) { s[i] = s[i] + 1.0; if i == 3 { deactivate(s[5]); } }",
+            Some("s"),
+        ),
+    ] {
+        let g = frame_graph(&[S::K("s1", code, over)]);
+        let _ = schedules(&g);
+        let (off, on) = (lowered(&g, "s1", false), lowered(&g, "s1", true));
+        assert_eq!(
+            count(&off, "atomic"),
+            count(&on, "atomic"),
+            "{}: demoted a store it cannot prove active\n{}",
+            code,
+            on
+        );
+        assert!(count(&on, "atomic") > 0, "{}\n{}", code, on);
+    }
+}

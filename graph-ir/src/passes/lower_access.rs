@@ -14,29 +14,68 @@ use crate::ir::layout::{AddressPlan, WORD_BITS};
 use crate::ir::*;
 use crate::lower::sparse::{self, Emitter, Mode};
 use crate::lower::words::{assemble, split};
+use crate::passes::activation_demotion::KnownActive;
 use crate::types::{Scalar, Type};
+use std::collections::HashSet;
 
-pub fn run(program: &mut Program, bounds_checks: bool) {
+/// `demote`: writes at cells known to be active do not activate
+/// (`passes::activation_demotion`).
+pub fn run(program: &mut Program, bounds_checks: bool, demote: bool) {
     let snapshot = program.clone();
     for k in program.kernels.handles().collect::<Vec<_>>() {
+        let known = demote.then(|| KnownActive::new(&snapshot, &snapshot.kernels[k]));
         let kernel = &mut program.kernels[k];
         let mut sites = std::mem::take(&mut kernel.fault_sites);
-        lower_function(&snapshot, &mut kernel.entry, bounds_checks, &mut sites);
+        let entry_demoted = demoted(&snapshot, known.as_ref(), &kernel.entry);
+        lower_function(
+            &snapshot,
+            &mut kernel.entry,
+            bounds_checks,
+            &mut sites,
+            &entry_demoted,
+        );
         for fid in kernel.functions.handles().collect::<Vec<_>>() {
             lower_function(
                 &snapshot,
                 &mut kernel.functions[fid],
                 bounds_checks,
                 &mut sites,
+                &HashSet::new(),
             );
         }
         kernel.fault_sites = sites;
     }
 }
 
-fn lower_function(p: &Program, f: &mut Function, checks: bool, sites: &mut Vec<FaultSite>) {
+/// The entry's writes (stores, atomics, `activate`) at known-active cells.
+fn demoted(p: &Program, known: Option<&KnownActive>, entry: &Function) -> HashSet<InstId> {
+    let Some(known) = known else {
+        return HashSet::new();
+    };
+    entry
+        .insts
+        .iter()
+        .filter(|(_, i)| match &i.kind {
+            InstKind::FieldStore { field, index, .. }
+            | InstKind::FieldAtomic { field, index, .. }
+            | InstKind::FieldActivate { field, index } => {
+                known.write_is_known_active(p, entry, true, *field, index)
+            }
+            _ => false,
+        })
+        .map(|(h, _)| h)
+        .collect()
+}
+
+fn lower_function(
+    p: &Program,
+    f: &mut Function,
+    checks: bool,
+    sites: &mut Vec<FaultSite>,
+    demoted: &HashSet<InstId>,
+) {
     let body = std::mem::take(&mut f.body);
-    f.body = lower_block(p, f, body, checks, sites);
+    f.body = lower_block(p, f, body, checks, sites, demoted);
 }
 
 fn lower_block(
@@ -45,12 +84,13 @@ fn lower_block(
     block: Block,
     checks: bool,
     sites: &mut Vec<FaultSite>,
+    demoted: &HashSet<InstId>,
 ) -> Block {
     let mut out = Vec::with_capacity(block.len());
     for h in block {
         let mut kind = f.insts[h].kind.clone();
         for b in kind.blocks_mut() {
-            *b = lower_block(p, f, std::mem::take(b), checks, sites);
+            *b = lower_block(p, f, std::mem::take(b), checks, sites, demoted);
         }
         f.insts[h].kind = kind.clone();
         if let InstKind::FieldAppend { field, list, .. } | InstKind::FieldLength { field, list } =
@@ -71,6 +111,14 @@ fn lower_block(
         }
         let (field, index, mode) = match &kind {
             InstKind::FieldLoad { field, index } => (*field, index.clone(), Mode::Read),
+            // A known-active cell: the address without activating.
+            InstKind::FieldStore { field, index, .. }
+            | InstKind::FieldAtomic { field, index, .. }
+            | InstKind::FieldActivate { field, index }
+                if demoted.contains(&h) =>
+            {
+                (*field, index.clone(), Mode::Read)
+            }
             InstKind::FieldStore { field, index, .. }
             | InstKind::FieldAtomic { field, index, .. }
             | InstKind::FieldActivate { field, index } => (*field, index.clone(), Mode::Write),

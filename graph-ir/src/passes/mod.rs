@@ -15,6 +15,7 @@
 //! the address arithmetic, drop bounds checks proven by index ranges → store fusion → atomic demotion → legalize → CSE
 //! → LICM → CSE → zero-fill detection → backend.
 
+pub mod activation_demotion;
 pub mod atomic_demotion;
 pub mod autodiff;
 pub mod block_loops;
@@ -105,6 +106,8 @@ struct ConstFold;
 struct Simplify;
 struct LowerAccess {
     bounds_checks: bool,
+    /// Activation demotion (part of the inter-kernel optimiser).
+    demote: bool,
 }
 /// `legalize` for a target with these capabilities.
 struct Legalize(legalize::TargetCaps);
@@ -253,7 +256,7 @@ impl Pass for LowerAccess {
         IrForm::Lowered
     }
     fn run(&self, program: &mut Program) -> Result<(), PassError> {
-        lower_access::run(program, self.bounds_checks);
+        lower_access::run(program, self.bounds_checks, self.demote);
         // `clear` steps become system kernels in lowered IR; no lowered
         // program ever holds one.
         sparse_clear::run(program);
@@ -489,6 +492,7 @@ impl Stage {
             Stage::LowerAccess => vec![
                 Box::new(LowerAccess {
                     bounds_checks: opts.bounds_checks,
+                    demote: opts.interkernel,
                 }),
                 Box::new(SparseSystem),
             ],

@@ -27,6 +27,7 @@
 
 use crate::ir::layout::{root_of, AddressPlan};
 use crate::ir::*;
+use crate::passes::activation_demotion::KnownActive;
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
@@ -129,25 +130,8 @@ pub fn kernel_effects(p: &Program, k: KernelId) -> Effects {
     let functions: Vec<&Function> = std::iter::once(&kernel.entry)
         .chain(kernel.functions.iter().map(|(_, f)| f))
         .collect();
-    // Roots some instruction deactivates: no store into them is known active.
-    let mut deactivated = BTreeSet::new();
-    for f in &functions {
-        for (_, i) in f.insts.iter() {
-            if let InstKind::FieldDeactivate { field, .. } = i.kind {
-                if let Some(r) = sparse_root(p, field) {
-                    deactivated.insert(r);
-                }
-            }
-        }
-    }
-    let identity = |f: &Function, index: &[InstId]| -> bool {
-        index.len() == kernel.dims
-            && index
-                .iter()
-                .enumerate()
-                .all(|(d, &i)| matches!(f.insts[i].kind, InstKind::Arg(a) if a as usize == d))
-    };
-    let shape = kernel.iteration_shape(p);
+    // Activation demotion's one definition of a write at a known-active cell.
+    let known = KnownActive::new(p, kernel);
     for (fi, f) in functions.iter().enumerate() {
         let in_entry = fi == 0;
         // Instructions of the entry's top-level block run in every invocation.
@@ -157,20 +141,14 @@ pub fn kernel_effects(p: &Program, k: KernelId) -> Effects {
             BTreeSet::new()
         };
         for (h, i) in f.insts.iter() {
-            let own_cell = |field: FieldId, index: &[InstId]| {
-                in_entry && identity(f, index) && p.fields[field].shape == shape
-            };
+            let own_cell =
+                |field: FieldId, index: &[InstId]| known.own_cell(p, f, in_entry, field, index);
             let write = |e: &mut Effects, field: FieldId, index: Option<&[InstId]>| {
                 e.writes.insert(State::Value(field));
                 if let Some(r) = sparse_root(p, field) {
-                    let known_active = match (over, index) {
-                        (Some(g), Some(index)) => {
-                            p.fields[g].layout == p.fields[field].layout
-                                && own_cell(field, index)
-                                && !deactivated.contains(&r)
-                        }
-                        _ => false,
-                    };
+                    let known_active = index.is_some_and(|index| {
+                        known.write_is_known_active(p, f, in_entry, field, index)
+                    });
                     if !known_active {
                         e.writes.insert(State::Mask(r));
                     }
