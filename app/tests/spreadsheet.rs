@@ -114,6 +114,11 @@ fn expected_elements(sim: &Simulation, field: &str) -> Vec<(Vec<u32>, Vec<u32>)>
     out
 }
 
+/// 32-bit words as the table's component bit patterns.
+fn wide(words: &[u32]) -> Vec<u64> {
+    words.iter().map(|&w| w as u64).collect()
+}
+
 /// Checks the statistics and the first page against `expected` (in the
 /// table's order), and that the first rows and the statistics are on screen.
 fn check_table(h: &Harness<'static, WeftApp>, field: &str, expected: &[(Vec<u32>, Vec<u32>)]) {
@@ -124,7 +129,7 @@ fn check_table(h: &Harness<'static, WeftApp>, field: &str, expected: &[(Vec<u32>
     for c in 0..t.comps {
         let vals: Vec<f64> = expected
             .iter()
-            .map(|(_, v)| gui::spreadsheet::as_f64(t.ty, v[c]))
+            .map(|(_, v)| gui::spreadsheet::as_f64(t.ty, v[c] as u64))
             .collect();
         let finite: Vec<f64> = vals.iter().copied().filter(|v| !v.is_nan()).collect();
         let min = finite.iter().copied().fold(f64::INFINITY, f64::min);
@@ -147,12 +152,12 @@ fn check_table(h: &Harness<'static, WeftApp>, field: &str, expected: &[(Vec<u32>
     for (k, (idx, vals)) in expected.iter().take(PAGE_ROWS).enumerate() {
         let row = t.row(k);
         assert_eq!(&row.index, idx, "row {}", k);
-        assert_eq!(&row.values, vals, "row {} of {}", k, field);
+        assert_eq!(row.values, wide(vals), "row {} of {}", k, field);
     }
     for (idx, vals) in expected.iter().take(5) {
         assert!(h.query_all_by_label(&format_index(idx)).next().is_some());
         for &w in vals {
-            let text = format_value(t.ty, w);
+            let text = format_value(t.ty, w as u64);
             assert!(
                 h.query_all_by_label(&text).next().is_some(),
                 "value {} not shown",
@@ -193,7 +198,7 @@ fn dense_field_rows_and_statistics_follow_the_frames() {
     expected.sort_by(|a, b| f32::from_bits(b.1[0]).total_cmp(&f32::from_bits(a.1[0])));
     let t = h.state().sheet.table().unwrap();
     for (k, e) in expected.iter().take(50).enumerate() {
-        assert_eq!(t.row(k).values, e.1, "sorted row {}", k);
+        assert_eq!(t.row(k).values, wide(&e.1), "sorted row {}", k);
     }
     // A value range filter keeps exactly the elements in it.
     h.state_mut().sheet.filter = "0.5..".into();
@@ -233,7 +238,7 @@ fn quantized_field_shows_decoded_values_and_stored_bits() {
     // The stored bits decode to the value shown beside them.
     for k in 0..PAGE_ROWS {
         let r = t.row(k);
-        assert_eq!(q.decode(r.codes[0]), r.values[0]);
+        assert_eq!(q.decode(r.codes[0]) as u64, r.values[0]);
     }
     h.get_by_role_and_label(Role::Button, "bits");
 }
