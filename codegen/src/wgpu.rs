@@ -140,7 +140,8 @@ fn nscalar(s: Scalar) -> NScalar {
         Scalar::Bool => NScalar::BOOL,
         Scalar::I32 => NScalar::I32,
         Scalar::U32 => NScalar::U32,
-        Scalar::F32 => NScalar::F32,
+        // f16 never gets here (`passes::half`; the validator checks).
+        Scalar::F32 | Scalar::F16 => NScalar::F32,
     }
 }
 
@@ -1186,7 +1187,7 @@ impl Gen<'_, '_, '_> {
                 Some(self.fb.cast(b, bits, Scalar::F32, false))
             }
             InstKind::Const(c) => Some(self.fb.pre(E::Literal(match c.scalar {
-                Scalar::F32 => Literal::F32(f32::from_bits(c.bits)),
+                Scalar::F32 | Scalar::F16 => Literal::F32(f32::from_bits(c.bits)),
                 Scalar::I32 => Literal::I32(c.bits as i32),
                 Scalar::U32 => Literal::U32(c.bits),
                 Scalar::Bool => Literal::Bool(c.bits != 0),

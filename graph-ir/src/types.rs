@@ -11,6 +11,11 @@ pub enum Scalar {
     I32,
     U32,
     F32,
+    /// IEEE binary16, a kernel-language compute type. It exists only from
+    /// the front end to `lower::half`, which turns every f16 value into an
+    /// f32 holding a binary16 value (rounded after each operation); no
+    /// later pass and no backend sees it.
+    F16,
 }
 
 impl Scalar {
@@ -20,6 +25,7 @@ impl Scalar {
             Scalar::I32 => "i32",
             Scalar::U32 => "u32",
             Scalar::F32 => "f32",
+            Scalar::F16 => "f16",
         }
     }
     pub fn is_integer(self) -> bool {
@@ -87,6 +93,7 @@ impl Type {
         let name = name.replace(' ', "");
         let scalar = |s: &str| match s {
             "f32" => Some(Scalar::F32),
+            "f16" => Some(Scalar::F16),
             "i32" => Some(Scalar::I32),
             "u32" => Some(Scalar::U32),
             "bool" => Some(Scalar::Bool),

@@ -290,6 +290,8 @@ fn corpus() -> Vec<Case> {
          weft_tests::corpus::WORKGROUPS, vec![64], TIGHT),
         ("structs_tuples", vec![("o", "i32", vec![16], json!(0)), ("f", "f32", vec![16], json!(0))],
          weft_tests::corpus::STRUCTS_TUPLES, vec![16], TIGHT),
+        ("narrow_f16", vec![("o", "i32", vec![128], json!(0)), ("f", "f32", vec![96], json!(0))],
+         weft_tests::corpus::NARROW_F16, vec![16], TIGHT),
     ]
 }
 

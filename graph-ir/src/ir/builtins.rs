@@ -190,8 +190,14 @@ impl Builtin {
             }
             Ok(t)
         };
-        let float_sv =
-            |t: Type| matches!(t, Type::Scalar(Scalar::F32) | Type::Vector(Scalar::F32, _));
+        // f16 too: `passes::half` computes in f32 and rounds the result.
+        let float_sv = |t: Type| {
+            matches!(
+                t,
+                Type::Scalar(Scalar::F32 | Scalar::F16)
+                    | Type::Vector(Scalar::F32 | Scalar::F16, _)
+            )
+        };
         let num_sv = |t: Type| match t {
             Type::Scalar(s) | Type::Vector(s, _) => s.is_numeric(),
             _ => false,

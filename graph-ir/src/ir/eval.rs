@@ -18,10 +18,18 @@ fn fb(x: f32) -> u32 {
     x.to_bits()
 }
 
+/// An f32 (bits) rounded to the nearest binary16 value, as f32 bits: the
+/// value an f16 operation gives (f16 values are f32 bit patterns holding
+/// binary16 values, see `lower::half`).
+#[inline]
+pub fn round_f16(a: u32) -> u32 {
+    super::quant::half_decode(super::quant::half_encode(a))
+}
+
 #[inline]
 pub fn unary(op: UnaryOp, s: Scalar, a: u32) -> u32 {
     match (op, s) {
-        (UnaryOp::Neg, Scalar::F32) => fb(-f(a)),
+        (UnaryOp::Neg, Scalar::F32 | Scalar::F16) => fb(-f(a)),
         (UnaryOp::Neg, _) => (a as i32).wrapping_neg() as u32,
         (UnaryOp::Not, Scalar::Bool) => (a == 0) as u32,
         (UnaryOp::Not, _) => !a,
@@ -33,6 +41,10 @@ pub fn unary(op: UnaryOp, s: Scalar, a: u32) -> u32 {
 pub fn binary(op: BinaryOp, s: Scalar, a: u32, b: u32) -> u32 {
     use BinaryOp::*;
     match s {
+        // Computed in f32, then rounded: correctly rounded for + - * /
+        // (f32 has 24 >= 2 x 11 + 2 significand bits).
+        Scalar::F16 if op.is_comparison() => binary(op, Scalar::F32, a, b),
+        Scalar::F16 => round_f16(binary(op, Scalar::F32, a, b)),
         Scalar::F32 => {
             let (x, y) = (f(a), f(b));
             match op {
@@ -119,6 +131,10 @@ pub fn binary(op: BinaryOp, s: Scalar, a: u32, b: u32) -> u32 {
 #[inline]
 pub fn cast(from: Scalar, to: Scalar, a: u32) -> u32 {
     match (from, to) {
+        (Scalar::F16, Scalar::F16) => a,
+        (Scalar::F16, _) => cast(Scalar::F32, to, a),
+        // One rounding: integers that f32 would round are beyond f16's range.
+        (_, Scalar::F16) => round_f16(cast(from, Scalar::F32, a)),
         (Scalar::I32, Scalar::I32)
         | (Scalar::U32, Scalar::U32)
         | (Scalar::F32, Scalar::F32)
@@ -140,6 +156,9 @@ pub fn cast(from: Scalar, to: Scalar, a: u32) -> u32 {
 #[inline]
 pub fn builtin_scalar(b: Builtin, s: Scalar, args: &[u32]) -> Option<u32> {
     use Builtin::*;
+    if s == Scalar::F16 {
+        return builtin_scalar(b, Scalar::F32, args).map(round_f16);
+    }
     if s != Scalar::F32 {
         let i = |k: usize| args[k] as i32;
         return Some(match (b, s) {

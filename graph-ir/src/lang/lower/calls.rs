@@ -90,6 +90,12 @@ impl<'a> FnLowerer<'a> {
                     _ => return Err(err(c, "write `bitcast::<T>(x)` with the target type")),
                 };
                 let v = self.lower_expr(args[0], None)?;
+                if v.ty.scalar() == Some(Scalar::F16) || to.scalar() == Some(Scalar::F16) {
+                    return Err(err(
+                        c,
+                        "bitcast does not take f16 (an f16 is 16 bits, not a 32-bit word); convert with `as f32` first",
+                    ));
+                }
                 if v.ty.components() != to.components()
                     || to.scalar() == Some(Scalar::Bool)
                     || v.ty.scalar() == Some(Scalar::Bool)
@@ -218,6 +224,11 @@ impl<'a> FnLowerer<'a> {
             .or_else(|| vals.iter().flatten().map(|v| v.ty).next())
             .or(want);
         let lit_ty = match (b.shape(), anchor) {
+            (crate::ir::builtins::Shape::FloatWise(_), Some(t))
+                if t.scalar() == Some(Scalar::F16) =>
+            {
+                Some(Type::Scalar(Scalar::F16))
+            }
             (crate::ir::builtins::Shape::FloatWise(_), _) => Some(Type::F32),
             (_, Some(t)) => t.scalar().map(Type::Scalar),
             _ => None,

@@ -71,6 +71,12 @@ impl<'a> Eval<'a> {
                 ),
             ));
         };
+        if s == Scalar::F16 {
+            return Err(err(
+                &item.ty,
+                "const items hold i32, u32, f32 or bool, not f16; write an f32 const and convert it with `as f16` where it is used",
+            ));
+        }
         self.stack.push(name.to_string());
         let v = self.eval(&item.expr, s)?;
         self.stack.pop();

@@ -33,6 +33,9 @@ impl<'a> FnLowerer<'a> {
                 Ok(self.unit())
             }
             syn::Expr::Cast(c) => {
+                if let Some((bits, signed)) = narrow_int(&c.ty) {
+                    return self.lower_narrow_cast(c, bits, signed);
+                }
                 let to = parse_type(&c.ty)?;
                 let v = self.lower_expr(&c.expr, if is_literal(&c.expr) { Some(to) } else { None })?;
                 if v.ty == to {
@@ -142,12 +145,19 @@ impl<'a> FnLowerer<'a> {
         let want_scalar = want.and_then(|t| t.scalar());
         match lit {
             syn::Lit::Int(i) => {
+                if let Some((bits, signed)) = narrow_suffix(i.suffix()) {
+                    let v: u64 = i
+                        .base10_parse()
+                        .map_err(|_| err(lit, "integer literal out of range"))?;
+                    return Ok(self.konst(narrow_literal(lit, v, false, bits, signed)?, sp));
+                }
                 let scalar = match i.suffix() {
                     "i32" => Scalar::I32,
                     "u32" => Scalar::U32,
                     "f32" => Scalar::F32,
+                    "f16" => Scalar::F16,
                     "" => match want_scalar {
-                        Some(s @ (Scalar::U32 | Scalar::F32 | Scalar::I32)) => s,
+                        Some(s @ (Scalar::U32 | Scalar::F32 | Scalar::I32 | Scalar::F16)) => s,
                         _ => Scalar::I32,
                     },
                     s => return Err(err(lit, format!("unsupported literal suffix `{}`", s))),
@@ -159,16 +169,17 @@ impl<'a> FnLowerer<'a> {
                     Scalar::I32 if v <= i32::MAX as u64 => Const::i32(v as i32),
                     Scalar::U32 if v <= u32::MAX as u64 => Const::u32(v as u32),
                     Scalar::F32 => Const::f32(v as f32),
+                    Scalar::F16 => f16_literal(lit, v as f32)?,
                     s => return Err(err(lit, format!("`{}` does not fit in {}", v, s.name()))),
                 };
                 Ok(self.konst(c, sp))
             }
             syn::Lit::Float(f) => {
-                if !matches!(f.suffix(), "" | "f32") {
+                if !matches!(f.suffix(), "" | "f32" | "f16") {
                     return Err(err(
                         lit,
                         format!(
-                            "unsupported literal suffix `{}`; kernel floats are f32",
+                            "unsupported literal suffix `{}`; kernel floats are f32 or f16",
                             f.suffix()
                         ),
                     ));
@@ -176,7 +187,14 @@ impl<'a> FnLowerer<'a> {
                 let v: f32 = f
                     .base10_parse()
                     .map_err(|_| err(lit, "bad float literal"))?;
-                Ok(self.konst(Const::f32(v), sp))
+                let half = f.suffix() == "f16"
+                    || (f.suffix().is_empty() && want_scalar == Some(Scalar::F16));
+                let c = if half {
+                    f16_literal(lit, v)?
+                } else {
+                    Const::f32(v)
+                };
+                Ok(self.konst(c, sp))
             }
             syn::Lit::Bool(b) => Ok(self.konst(Const::bool(b.value), sp)),
             _ => Err(err(lit, "only number and bool literals are supported")),
@@ -254,11 +272,17 @@ impl<'a> FnLowerer<'a> {
             }),
         ) = (&u.op, &*u.expr)
         {
+            if let Some((bits, signed)) = narrow_suffix(i.suffix()) {
+                let v: u64 = i
+                    .base10_parse()
+                    .map_err(|_| err(u, "integer literal out of range"))?;
+                return Ok(self.konst(narrow_literal(u, v, true, bits, signed)?, sp));
+            }
             let signed_ctx = matches!(i.suffix(), "i32")
                 || (i.suffix().is_empty()
                     && !matches!(
                         want.and_then(|t| t.scalar()),
-                        Some(Scalar::F32 | Scalar::U32)
+                        Some(Scalar::F32 | Scalar::U32 | Scalar::F16)
                     ));
             if signed_ctx {
                 let v: u64 = i
@@ -282,7 +306,7 @@ impl<'a> FnLowerer<'a> {
                 Ok(self.val(InstKind::Unary(UnaryOp::Neg, v.id), v.ty, sp))
             }
             syn::UnOp::Not(_) => {
-                if v.ty.scalar() == Some(Scalar::F32) || v.ty == Type::Void {
+                if matches!(v.ty.scalar(), Some(Scalar::F32 | Scalar::F16)) || v.ty == Type::Void {
                     return Err(err(
                         u,
                         format!(
@@ -465,7 +489,9 @@ impl<'a> FnLowerer<'a> {
             BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Rem => {
                 s.is_numeric()
             }
-            BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor => s != Scalar::F32,
+            BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor => {
+                !matches!(s, Scalar::F32 | Scalar::F16)
+            }
             BinaryOp::Eq | BinaryOp::Ne => !matches!(t, Type::Matrix(_)),
             _ => s.is_numeric() && !matches!(t, Type::Matrix(_)),
         };
@@ -659,4 +685,171 @@ impl<'a> FnLowerer<'a> {
         self.store_place(place, nv, sp);
         Ok(self.unit())
     }
+}
+
+/// `u8`, `i8`, `u16`, `i16` as (bits, signed): the narrow integer types,
+/// which are storage and conversion targets, not compute types (see
+/// docs/kernel-language.md, "Narrow integers"): their values compute as
+/// u32 / i32.
+pub(super) fn narrow_int(t: &syn::Type) -> Option<(u32, bool)> {
+    let syn::Type::Path(p) = t else { return None };
+    narrow_suffix(&p.path.get_ident()?.to_string())
+}
+
+pub(super) fn narrow_suffix(s: &str) -> Option<(u32, bool)> {
+    match s {
+        "u8" => Some((8, false)),
+        "i8" => Some((8, true)),
+        "u16" => Some((16, false)),
+        "i16" => Some((16, true)),
+        _ => None,
+    }
+}
+
+/// The constant of a literal with a narrow suffix (`7u8`, `-3i8`): a u32
+/// (unsigned) or i32 (signed) that must lie in the narrow type's range.
+pub(super) fn narrow_literal<T: Spanned>(
+    node: &T,
+    v: u64,
+    negative: bool,
+    bits: u32,
+    signed: bool,
+) -> R<Const> {
+    let name = format!("{}{}", if signed { "i" } else { "u" }, bits);
+    let (lo, hi) = if signed {
+        (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1)
+    } else {
+        (0, (1i64 << bits) - 1)
+    };
+    let x = if negative {
+        -(v.min(1 << 40) as i64)
+    } else {
+        v.min(1 << 40) as i64
+    };
+    if x < lo || x > hi {
+        return Err(err(
+            node,
+            format!(
+                "`{}{}{}` does not fit in {} ({} to {})",
+                if negative { "-" } else { "" },
+                v,
+                name,
+                name,
+                lo,
+                hi
+            ),
+        ));
+    }
+    Ok(if signed {
+        Const::i32(x as i32)
+    } else {
+        Const::u32(x as u32)
+    })
+}
+
+impl FnLowerer<'_> {
+    /// `x as u8` / `i8` / `u16` / `i16`, Rust's conversions with the result
+    /// computed as u32 (unsigned) or i32 (signed): from an integer keep the
+    /// low bits (`300 as u8` is 44, `200u32 as i8` is -56), from a float
+    /// round toward zero and saturate, NaN is 0, from bool 0 or 1.
+    fn lower_narrow_cast(&mut self, c: &syn::ExprCast, bits: u32, signed: bool) -> R<Val> {
+        let sp = span_of(c);
+        let name = format!("{}{}", if signed { "i" } else { "u" }, bits);
+        let v = self.lower_expr(&c.expr, None)?;
+        let Type::Scalar(s) = v.ty else {
+            return Err(err(
+                c,
+                format!(
+                    "`as {}` converts a scalar, not {} (narrow integers have no vectors)",
+                    name, v.ty
+                ),
+            ));
+        };
+        let wide = if signed { Type::I32 } else { Type::U32 };
+        let x = if v.ty == wide {
+            v
+        } else {
+            self.val(InstKind::Cast(v.id), wide, sp)
+        };
+        let k = |s: &mut Self, n: i64| {
+            s.konst(
+                if signed {
+                    Const::i32(n as i32)
+                } else {
+                    Const::u32(n as u32)
+                },
+                sp,
+            )
+        };
+        Ok(match s {
+            Scalar::Bool => x,
+            // The wide conversion already saturated (NaN is 0); clamp to
+            // the narrow range.
+            Scalar::F32 | Scalar::F16 => {
+                let (lo, hi) = if signed {
+                    (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1)
+                } else {
+                    (0, (1i64 << bits) - 1)
+                };
+                let hi_c = k(self, hi);
+                let above = self.val(
+                    InstKind::Binary(BinaryOp::Gt, x.id, hi_c.id),
+                    Type::BOOL,
+                    sp,
+                );
+                let x = self.val(
+                    InstKind::Select {
+                        cond: above.id,
+                        accept: hi_c.id,
+                        reject: x.id,
+                    },
+                    wide,
+                    sp,
+                );
+                if !signed {
+                    return Ok(x);
+                }
+                let lo_c = k(self, lo);
+                let below = self.val(
+                    InstKind::Binary(BinaryOp::Lt, x.id, lo_c.id),
+                    Type::BOOL,
+                    sp,
+                );
+                self.val(
+                    InstKind::Select {
+                        cond: below.id,
+                        accept: lo_c.id,
+                        reject: x.id,
+                    },
+                    wide,
+                    sp,
+                )
+            }
+            // Integers keep the low bits: a mask, or for signed targets a
+            // shift up and an arithmetic shift down (sign extension).
+            Scalar::I32 | Scalar::U32 => {
+                if signed {
+                    let sh = k(self, 32 - bits as i64);
+                    let up = self.val(InstKind::Binary(BinaryOp::Shl, x.id, sh.id), wide, sp);
+                    self.val(InstKind::Binary(BinaryOp::Shr, up.id, sh.id), wide, sp)
+                } else {
+                    let m = k(self, (1i64 << bits) - 1);
+                    self.val(InstKind::Binary(BinaryOp::BitAnd, x.id, m.id), wide, sp)
+                }
+            }
+        })
+    }
+}
+
+/// An f16 literal: the nearest binary16 value; a finite literal beyond
+/// f16's range (it would round to infinity) is an error.
+fn f16_literal<T: Spanned>(node: &T, v: f32) -> R<Const> {
+    let c = Const::f16(v);
+    if v.is_finite() && f32::from_bits(c.bits).is_infinite() {
+        return Err(err(
+            node,
+            format!("`{}` does not fit in f16 (the largest f16 is 65504)", v),
+        ));
+    }
+    Ok(c)
 }
