@@ -1630,8 +1630,10 @@ fn narrow_and_f16_errors_name_node_line_and_column() {
 #[test]
 fn narrow_and_f16_edges() {
     let sim = run_kernel(
-        &[F("o", "i32", &[8], json!(0)), F("f", "f32", &[4], json!(0))],
-        "fn kernel(i: i32) {
+        &[F("o", "i32", &[9], json!(0)), F("f", "f32", &[4], json!(0))],
+        "const C8: i32 = 200u32 as i8 as i32 + 7u8 as i32 + (300 as u8) as i32 + -1.5e9 as i16 as i32;
+        fn kernel(i: i32) {
+            o[8] = C8;
             let nan = bitcast::<f32>(0x7fc00000u32);
             o[0] = (nan as u8) as i32; o[1] = nan as i8; o[2] = (1e10 as u16) as i32; o[3] = -1e10 as i16;
             o[4] = (255.9 as u8) as i32; o[5] = -128.9 as i8; o[6] = (-0.9 as u8) as i32; o[7] = (true as u8) as i32 + (false as i16);
@@ -1654,7 +1656,8 @@ fn narrow_and_f16_edges() {
             (255.9f32 as u8) as i32,
             -128.9f32 as i8 as i32,
             (-0.9f32 as u8) as i32,
-            1
+            1,
+            -56 + 7 + 44 + -1.5e9f32 as i16 as i32,
         ]
     );
     let f = f32s(&sim, "f");

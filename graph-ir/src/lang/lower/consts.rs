@@ -115,6 +115,13 @@ impl<'a> Eval<'a> {
             syn::Expr::Group(g) => return self.eval(&g.expr, s),
             syn::Expr::Lit(l) => match &l.lit {
                 syn::Lit::Int(i) => {
+                    if let Some((bits, signed)) = super::expr::narrow_suffix(i.suffix()) {
+                        let v: u64 = i
+                            .base10_parse()
+                            .map_err(|_| err(i, "integer literal out of range"))?;
+                        let c = super::expr::narrow_literal(i, v, false, bits, signed)?;
+                        return Ok(from_const(c));
+                    }
                     let ls = match i.suffix() {
                         "" => s,
                         "i32" => Scalar::I32,
@@ -172,6 +179,25 @@ impl<'a> Eval<'a> {
                 }
             }
             syn::Expr::Cast(c) => {
+                if let Some((bits, signed)) = super::expr::narrow_int(&c.ty) {
+                    // As `lower_narrow_cast`: integers keep the low bits,
+                    // floats saturate (NaN is 0), the result is u32 / i32.
+                    let from = self.type_of(&c.expr).unwrap_or(Scalar::I32);
+                    let v = self.eval(&c.expr, from)?;
+                    let half = 1i64 << (bits - 1);
+                    let w = match v {
+                        Cv::I(i) => i as u32,
+                        Cv::F(f) if signed => return Ok(Cv::I((f as i64).clamp(-half, half - 1))),
+                        Cv::F(f) => return Ok(Cv::I((f as i64).clamp(0, 2 * half - 1))),
+                        Cv::B(b) => b as u32,
+                    };
+                    let k = 32 - bits;
+                    return Ok(Cv::I(if signed {
+                        ((w << k) as i32 >> k) as i64
+                    } else {
+                        ((w << k) >> k) as i64
+                    }));
+                }
                 let to = parse_type(&c.ty)?;
                 let Type::Scalar(ts) = to else {
                     return Err(err(&c.ty, "consts convert between scalars only"));
@@ -224,7 +250,7 @@ impl<'a> Eval<'a> {
                 syn::Lit::Float(_) => Some(Scalar::F32),
                 syn::Lit::Bool(_) => Some(Scalar::Bool),
                 syn::Lit::Int(i) => match i.suffix() {
-                    "u32" => Some(Scalar::U32),
+                    "u32" | "u8" | "u16" => Some(Scalar::U32),
                     "f32" => Some(Scalar::F32),
                     _ => Some(Scalar::I32),
                 },
@@ -234,6 +260,10 @@ impl<'a> Eval<'a> {
                 self.type_of(&b.left).or_else(|| self.type_of(&b.right))
             }
             syn::Expr::Unary(u) => self.type_of(&u.expr),
+            syn::Expr::Cast(c) if super::expr::narrow_int(&c.ty).is_some() => {
+                super::expr::narrow_int(&c.ty)
+                    .map(|(_, signed)| if signed { Scalar::I32 } else { Scalar::U32 })
+            }
             syn::Expr::Cast(c) => match parse_type(&c.ty) {
                 Ok(Type::Scalar(s)) => Some(s),
                 _ => None,
