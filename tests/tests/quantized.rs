@@ -515,12 +515,12 @@ fn f16_storage_matches_numpy_float16() {
         f32::NEG_INFINITY,
         f32::NAN,
         -f32::NAN,
-        6.1035156e-5, // smallest normal f16
-        6.0975552e-5, // largest denormal f16
-        5.9604645e-8, // smallest denormal f16
-        2.9802322e-8, // half of it: a tie to 0
-        2.9802326e-8, // just above: rounds up
-        8.940697e-8,  // 1.5 x the smallest: tie to even (2)
+        2f32.powi(-14),                                 // smallest normal f16
+        1023.0 * 2f32.powi(-24),                        // largest denormal f16
+        2f32.powi(-24),                                 // smallest denormal f16
+        2f32.powi(-25),                                 // half of it: a tie to 0
+        f32::from_bits((2f32.powi(-25)).to_bits() + 1), // just above: rounds up
+        1.5 * 2f32.powi(-24),                           // 1.5 x the smallest: tie to even (2)
         f32::MIN_POSITIVE,
         1e-40,
         1.0009766, // 1 + 2^-10
@@ -552,7 +552,11 @@ fn f16_storage_matches_numpy_float16() {
         x ^= x >> 17;
         x ^= x << 5;
         let near = (x & 0x807f_ffff) | ((97 + (x >> 8) % 50) << 23);
-        inputs.push(f32::from_bits(if inputs.len() % 3 == 0 { x } else { near }));
+        inputs.push(f32::from_bits(if inputs.len().is_multiple_of(3) {
+            x
+        } else {
+            near
+        }));
     }
     inputs.truncate(n);
     let bits: Vec<u32> = inputs.iter().map(|x| x.to_bits()).collect();
