@@ -1630,7 +1630,7 @@ fn narrow_and_f16_errors_name_node_line_and_column() {
 #[test]
 fn narrow_and_f16_edges() {
     let sim = run_kernel(
-        &[F("o", "i32", &[9], json!(0)), F("f", "f32", &[4], json!(0))],
+        &[F("o", "i32", &[9], json!(0)), F("f", "f32", &[6], json!(0))],
         "const C8: i32 = 200u32 as i8 as i32 + 7u8 as i32 + (300 as u8) as i32 + -1.5e9 as i16 as i32;
         fn kernel(i: i32) {
             o[8] = C8;
@@ -1642,7 +1642,15 @@ fn narrow_and_f16_edges() {
             f[1] = (-big * 2.0) as f32;
             f[2] = select((big + big - big * 2.0) != (big + big - big * 2.0), 1.0, 0.0);
             f[3] = (65519.0 as f16) as f32 + (1e-8 as f16) as f32;
-        }",
+            let mut a = [0.0f16; 3];
+            a[1] = 0.1;
+            a[2] = a[1] * 3.0;
+            let p = Pair { h: a[2], k: 2 };
+            f[4] = p.h as f32;
+            let t: (f16, f16) = (1.0f16 / 3.0, 2049.0);
+            f[5] = t.0 as f32 + t.1 as f32;
+        }
+        struct Pair { h: f16, k: i32 }",
         &[1],
     );
     let nan = f32::NAN;
@@ -1665,4 +1673,52 @@ fn narrow_and_f16_edges() {
     assert_eq!(f[1], f32::NEG_INFINITY);
     assert_eq!(f[2], 1.0, "inf - inf is NaN");
     assert_eq!(f[3], 65504.0, "65519 rounds down to 65504, 1e-8 to 0");
+    // Halves by the IEEE definition: 0.1 is 1638 x 2^-14; times 3 is
+    // 4914 x 2^-14, which needs 13 bits: 1228.5 x 2^-12 rounds to even,
+    // 1228 x 2^-12.
+    assert_eq!(f[4], 1228.0 * 2f32.powi(-12));
+    // 1/3 is 1365 x 2^-12 (0.333251953125); 2049 is a tie between 2048
+    // and 2050 and goes to even, 2048.
+    assert_eq!(f[5], 1365.0 * 2f32.powi(-12) + 2048.0);
+}
+
+/// f16 in block-shared arrays, on every local backend; the expected halves
+/// are NumPy's (`np.float16(j) * np.float16(0.1)`).
+#[test]
+fn f16_shared_arrays_match_numpy() {
+    let g = kernel_graph(
+        &[F("f", "f32", &[8], json!(0))],
+        "#[block(4)]
+        fn kernel(i: i32) {
+            let s = shared([0.0f16; 4]);
+            let t = thread_index();
+            s[t] = (i as f16) * 0.1;
+            barrier();
+            f[i] = s[(t + 1) % 4] as f32;
+        }",
+        &[8],
+        json!({}),
+    );
+    let want = [
+        0.0999755859375f32,
+        0.199951171875,
+        0.2998046875,
+        0.0,
+        0.5,
+        0.599609375,
+        0.69970703125,
+        0.39990234375,
+    ];
+    for backend in local_backends() {
+        let mut sim = weft_runtime::Simulation::new(
+            build(&g).unwrap(),
+            &weft_runtime::SimOptions {
+                backend,
+                ..Default::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{:?}: {}", backend, e));
+        sim.start().unwrap();
+        assert_eq!(f32s(&sim, "f"), want, "{:?}", backend);
+    }
 }

@@ -265,8 +265,12 @@ pub fn validate_kernel(
     // f16 is the front end's type; `passes::half` removes it before access
     // lowering, so no backend sees it.
     if form != IrForm::Abstract {
+        let shared_f16 = kernel
+            .workgroup
+            .as_ref()
+            .is_some_and(|w| w.arrays.iter().any(|a| crate::passes::half::is_f16(a.ty)));
         for f in std::iter::once(&kernel.entry).chain(kernel.functions.iter().map(|(_, f)| f)) {
-            if crate::passes::half::uses_f16(f) {
+            if shared_f16 || crate::passes::half::uses_f16(f) {
                 return Err(err(
                     kernel,
                     f,

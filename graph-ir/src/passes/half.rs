@@ -28,6 +28,14 @@ use std::collections::{HashMap, HashSet};
 
 pub fn run(program: &mut Program) {
     super::each_function(program, lower_function);
+    // Block-shared arrays of f16 hold the f32 form as well.
+    for k in program.kernels.handles().collect::<Vec<_>>() {
+        if let Some(w) = &mut program.kernels[k].workgroup {
+            for a in &mut w.arrays {
+                a.ty = widen(a.ty);
+            }
+        }
+    }
 }
 
 /// Whether a type has f16 components.
@@ -37,6 +45,7 @@ pub fn is_f16(t: Type) -> bool {
 
 /// Whether a function has any f16 value (autodiff's refusal asks this).
 pub fn uses_f16(f: &Function) -> bool {
+    // (A kernel's shared arrays are checked with its `workgroup`.)
     f.args.iter().any(|&t| is_f16(t))
         || is_f16(f.ret)
         || f.locals.iter().any(|(_, l)| is_f16(l.ty))
