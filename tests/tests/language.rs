@@ -1630,7 +1630,7 @@ fn narrow_and_f16_errors_name_node_line_and_column() {
 #[test]
 fn narrow_and_f16_edges() {
     let sim = run_kernel(
-        &[F("o", "i32", &[9], json!(0)), F("f", "f32", &[6], json!(0))],
+        &[F("o", "i32", &[9], json!(0)), F("f", "f32", &[7], json!(0))],
         "const C8: i32 = 200u32 as i8 as i32 + 7u8 as i32 + (300 as u8) as i32 + -1.5e9 as i16 as i32;
         fn kernel(i: i32) {
             o[8] = C8;
@@ -1649,6 +1649,8 @@ fn narrow_and_f16_edges() {
             f[4] = p.h as f32;
             let t: (f16, f16) = (1.0f16 / 3.0, 2049.0);
             f[5] = t.0 as f32 + t.1 as f32;
+            let q = vec2::<f16>(0.1, 3.0) * 3.0;
+            f[6] = q.x as f32 + q.y as f32;
         }
         struct Pair { h: f16, k: i32 }",
         &[1],
@@ -1680,6 +1682,11 @@ fn narrow_and_f16_edges() {
     // 1/3 is 1365 x 2^-12 (0.333251953125); 2049 is a tie between 2048
     // and 2050 and goes to even, 2048.
     assert_eq!(f[5], 1365.0 * 2f32.powi(-12) + 2048.0);
+    assert_eq!(
+        f[6],
+        1228.0 * 2f32.powi(-12) + 9.0,
+        "vec2::<f16> builds an f16 vector"
+    );
 }
 
 /// f16 in block-shared arrays, on every local backend; the expected halves
