@@ -145,7 +145,8 @@ fn nscalar(s: Scalar) -> NScalar {
         Scalar::Bool => NScalar::BOOL,
         Scalar::I32 => NScalar::I32,
         Scalar::U32 => NScalar::U32,
-        Scalar::F32 => NScalar::F32,
+        // f16 never gets here (`passes::half`; the validator checks).
+        Scalar::F32 | Scalar::F16 => NScalar::F32,
         Scalar::I64 => NScalar::I64,
         Scalar::U64 => NScalar::U64,
         Scalar::F64 => NScalar::F64,
@@ -1243,7 +1244,7 @@ impl Gen<'_, '_, '_> {
                 Some(self.fb.cast(b, bits, Scalar::F64, false))
             }
             InstKind::Const(c) => Some(self.fb.pre(E::Literal(match c.scalar {
-                Scalar::F32 => Literal::F32(f32::from_bits(c.lo())),
+                Scalar::F32 | Scalar::F16 => Literal::F32(f32::from_bits(c.lo())),
                 Scalar::I32 => Literal::I32(c.lo() as i32),
                 Scalar::U32 => Literal::U32(c.lo()),
                 Scalar::Bool => Literal::Bool(c.bits != 0),

@@ -19,6 +19,11 @@ pub enum Scalar {
     I64,
     U64,
     F64,
+    /// IEEE binary16, a kernel-language compute type. It exists only from
+    /// the front end to `lower::half`, which turns every f16 value into an
+    /// f32 holding a binary16 value (rounded after each operation); no
+    /// later pass and no backend sees it.
+    F16,
 }
 
 impl Scalar {
@@ -31,16 +36,20 @@ impl Scalar {
             Scalar::I64 => "i64",
             Scalar::U64 => "u64",
             Scalar::F64 => "f64",
+            Scalar::F16 => "f16",
         }
     }
     pub fn is_integer(self) -> bool {
         matches!(self, Scalar::I32 | Scalar::U32 | Scalar::I64 | Scalar::U64)
     }
     pub fn is_float(self) -> bool {
-        matches!(self, Scalar::F32 | Scalar::F64)
+        matches!(self, Scalar::F32 | Scalar::F64 | Scalar::F16)
     }
     pub fn is_signed(self) -> bool {
-        matches!(self, Scalar::I32 | Scalar::I64 | Scalar::F32 | Scalar::F64)
+        matches!(
+            self,
+            Scalar::I32 | Scalar::I64 | Scalar::F32 | Scalar::F64 | Scalar::F16
+        )
     }
     /// A 64-bit scalar (two words).
     pub fn is_wide(self) -> bool {
@@ -133,6 +142,7 @@ impl Type {
         let name = name.replace(' ', "");
         let scalar = |s: &str| match s {
             "f32" => Some(Scalar::F32),
+            "f16" => Some(Scalar::F16),
             "i32" => Some(Scalar::I32),
             "u32" => Some(Scalar::U32),
             "bool" => Some(Scalar::Bool),

@@ -75,7 +75,7 @@ fn lower_access_produces_word_accesses_with_checks() {
         "fn kernel(i: i32, j: i32) { x[(i, j)] = x[(j, i)] + vec2(1.0); }",
         &[4, 4],
     );
-    lower_access::run(&mut p, true);
+    lower_access::run(&mut p, true, true);
     validate_program(&p, true).unwrap();
     assert_eq!(
         count(&p, |k| matches!(
@@ -99,7 +99,7 @@ fn lower_access_produces_word_accesses_with_checks() {
         "fn kernel(i: i32, j: i32) { x[(i, j)] = vec2(1.0); }",
         &[4, 4],
     );
-    lower_access::run(&mut q, false);
+    lower_access::run(&mut q, false, true);
     assert_eq!(count(&q, |k| matches!(k, InstKind::BoundsCheck { .. })), 0);
 }
 

@@ -89,7 +89,7 @@ pub fn field_stats(ty: Type, words: &[u32]) -> FieldStats {
         let v = match s {
             Scalar::I32 => w as i32 as f64,
             Scalar::U32 | Scalar::Bool => w as f64,
-            Scalar::F32 => f32::from_bits(w) as f64,
+            Scalar::F32 | Scalar::F16 => f32::from_bits(w) as f64,
             Scalar::I64 => wide as i64 as f64,
             Scalar::U64 => wide as f64,
             Scalar::F64 => f64::from_bits(wide),

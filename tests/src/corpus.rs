@@ -12,6 +12,37 @@ pub type Case = (
     Vec<u32>,
 );
 
+/// Narrow integer conversions (`as u8`/`i8`/`u16`/`i16`: Rust's wrapping
+/// from integers, saturating from floats), their literal suffixes, and f16
+/// compute: scalars, a `vec3<f16>`, a helper taking and returning f16,
+/// built-ins, conversions both ways (in both corpora; the language test
+/// checks it against Rust and NumPy's float16).
+pub const NARROW_F16: &str = "fn sq(h: f16) -> f16 { h * h }
+          fn kernel(i: i32) {
+            let x = i * 37 - 300;
+            let fx = (i as f32 - 7.5) * 41.3;
+            o[i * 8] = (x as u8) as i32;
+            o[i * 8 + 1] = x as i8;
+            o[i * 8 + 2] = (x * 1000) as u16 as i32;
+            o[i * 8 + 3] = (x * 1000) as i16;
+            o[i * 8 + 4] = (fx as u8) as i32;
+            o[i * 8 + 5] = fx as i8 + (fx * 1000.0) as i16;
+            o[i * 8 + 6] = ((200u32 + i as u32) as i8) + (-1 as u8) as i32 + (300 as u8) as i32;
+            o[i * 8 + 7] = (7u8 + 1000u16 + (i as u32)) as i32 + -128i8 + 32767i16 + (-3.7 as u8) as i32;
+            let h: f16 = 1.5f16 + (i as f16) * 0.1;
+            let g = sq(h) / 3.0 - h;
+            let v = vec3(fx, 1.0, -2.5) as vec3<f16>;
+            let w = v * h + 0.25;
+            f[i * 6] = h as f32;
+            f[i * 6 + 1] = g as f32;
+            f[i * 6 + 2] = w.x as f32;
+            f[i * 6 + 3] = w.z as f32 + (fx as f16 + 1000.0) as f32;
+            f[i * 6 + 4] = sqrt(h + 2.0) as f32 + max(-h, 0.5) as f32;
+            let mut acc = 0.0f16;
+            for k in 0..i { acc += 0.1f16 * (k as f16); }
+            f[i * 6 + 5] = acc as f32 + (-h) as i32 as f32 + select(h > 2.0f16, 1.0, 0.0);
+          }";
+
 /// `match`, labelled loops and `const` items (in both corpora: this one
 /// and the cross-backend one).
 pub const MATCH_LABELS_CONSTS: &str = "const N: i32 = 4;
@@ -349,6 +380,8 @@ pub fn corpus() -> Vec<Case> {
         ("wide_types", vec![("d", "f64", vec![64], json!(0.5)), ("q", "i64", vec![64], json!(0)), ("w", "u64", vec![64], json!(0)),
                             ("v", "vec3<f64>", vec![64], json!(0)), ("f", "f32", vec![64], json!(0))],
          c(WIDE_TYPES), vec![64]),
+        ("narrow_f16", vec![("o", "i32", vec![128], json!(0)), ("f", "f32", vec![96], json!(0))],
+         c(NARROW_F16), vec![16]),
     ]
 }
 

@@ -1206,3 +1206,18 @@ fn structs_and_tuples_match_finite_differences() {
         assert_close(body, &ad_and_fd(&[x()], &code, 3, 1e-3), 1e-2, 2e-3);
     }
 }
+
+/// A kernel computing with f16 is refused by reverse mode, naming the
+/// kernel: binary16 rounding (integer operations) has no derivative.
+#[test]
+fn f16_kernels_are_refused_by_reverse_mode() {
+    let e = compile_error(
+        "fn kernel(i: i32) {\n    let h = x[i] as f16;\n    loss[0] += (h * h) as f32;\n}\n",
+        &[In("x", "f32", 2, vec![0.5, 1.0])],
+    );
+    assert!(
+        e.contains("kernel 'k' computes with f16 values, which reverse mode cannot differentiate"),
+        "{}",
+        e
+    );
+}

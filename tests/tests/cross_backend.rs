@@ -302,6 +302,8 @@ fn corpus() -> Vec<Case> {
         ("wide_types", vec![("d", "f64", vec![64], json!(0.5)), ("q", "i64", vec![64], json!(0)), ("w", "u64", vec![64], json!(0)),
                             ("v", "vec3<f64>", vec![64], json!(0)), ("f", "f32", vec![64], json!(0))],
          weft_tests::corpus::WIDE_TYPES, vec![64], TIGHT),
+        ("narrow_f16", vec![("o", "i32", vec![128], json!(0)), ("f", "f32", vec![96], json!(0))],
+         weft_tests::corpus::NARROW_F16, vec![16], TIGHT),
     ]
 }
 

@@ -1517,3 +1517,215 @@ fn a_shared_index_out_of_range_faults_on_every_backend() {
         );
     }
 }
+
+/// The `narrow_f16` corpus case: narrow integer conversions and suffixes
+/// against the same expressions in Rust, f16 compute against NumPy's
+/// float16 arithmetic (an independent implementation of binary16), bit for
+/// bit. The cross-backend tests run the same case on cpu and wgpu.
+#[test]
+fn narrow_conversions_match_rust_and_f16_matches_numpy() {
+    fn ints(i: i32) -> [i32; 8] {
+        let x = i * 37 - 300;
+        let fx = (i as f32 - 7.5) * 41.3;
+        [
+            (x as u8) as i32,
+            x as i8 as i32,
+            (x * 1000) as u16 as i32,
+            (x * 1000) as i16 as i32,
+            (fx as u8) as i32,
+            fx as i8 as i32 + (fx * 1000.0) as i16 as i32,
+            ((200u32 + i as u32) as i8) as i32 + (-1i32 as u8) as i32 + (300i32 as u8) as i32,
+            (7u32 + 1000 + i as u32) as i32 + -128 + 32767 + (-3.7f32 as u8) as i32,
+        ]
+    }
+    let script = "import numpy as np
+H = np.float16; F = np.float32
+out = []
+for i in range(16):
+    fx = F(F(i) - F(7.5)) * F(41.3)
+    h = H(1.5) + H(i) * H(0.1)
+    g = (h * h) / H(3.0) - h
+    v = [H(fx), H(1.0), H(-2.5)]
+    w = [c * h + H(0.25) for c in v]
+    acc = H(0.0)
+    for k in range(i):
+        acc = acc + H(0.1) * H(k)
+    vals = [F(h), F(g), F(w[0]), F(w[2]) + F(H(fx) + H(1000.0)),
+            F(np.sqrt(h + H(2.0))) + F(max(-h, H(0.5))),
+            F(acc) + F(int(-h)) + (F(1.0) if h > H(2.0) else F(0.0))]
+    out += [int(np.array(x, dtype=np.float32).view(np.uint32)) for x in vals]
+print(' '.join(str(x) for x in out))";
+    let py = std::process::Command::new("python3")
+        .args(["-c", script])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        py.status.success(),
+        "{}",
+        String::from_utf8_lossy(&py.stderr)
+    );
+    let want_f: Vec<u32> = String::from_utf8(py.stdout)
+        .unwrap()
+        .split_whitespace()
+        .map(|w| w.parse().unwrap())
+        .collect();
+    let (_, fields, code, range) = weft_tests::corpus::corpus()
+        .into_iter()
+        .find(|c| c.0 == "narrow_f16")
+        .expect("the corpus case");
+    let fs: Vec<F> = fields
+        .iter()
+        .map(|(n, t, s, i)| F(n, t, s, i.clone()))
+        .collect();
+    let sim = run_kernel(&fs, &code, &range);
+    let (o, f) = (i32s(&sim, "o"), words(&sim, "f"));
+    for i in 0..16 {
+        assert_eq!(o[i as usize * 8..][..8], ints(i), "i={}", i);
+        for k in 0..6 {
+            let (got, want) = (f[i as usize * 6 + k], want_f[i as usize * 6 + k]);
+            assert_eq!(
+                got,
+                want,
+                "i={} value {}: {} vs NumPy {}",
+                i,
+                k,
+                f32::from_bits(got),
+                f32::from_bits(want)
+            );
+        }
+    }
+}
+
+/// Narrow integer and f16 mistakes are errors naming the node and the
+/// code's line and column.
+#[test]
+fn narrow_and_f16_errors_name_node_line_and_column() {
+    let cases: &[(&str, &str)] = &[
+        ("fn kernel(i: i32) {\n    o[i] = 300u8 as f32;\n}", "code 2:12: `300u8` does not fit in u8 (0 to 255)"),
+        ("fn kernel(i: i32) {\n    o[i] = -129i8 as f32;\n}", "code 2:12: `-129i8` does not fit in i8 (-128 to 127)"),
+        ("fn kernel(i: i32) {\n    o[i] = 70000u16 as f32;\n}", "code 2:12: `70000u16` does not fit in u16"),
+        ("fn kernel(i: i32) {\n    o[i] = (i as u7) as f32;\n}", "code 2:18: unknown type `u7`"),
+        ("fn kernel(i: i32) {\n    let h = 1.5f16;\n    o[i] = h * o[i];\n}", "code 3:12: `h` is f16 but `o[i]` is f32"),
+        ("fn kernel(i: i32) {\n    let h: f16 = 1.0;\n    o[i] = h;\n}", "code 3:12: `h` is f16 but `o[i]` expects f32"),
+        ("fn kernel(i: i32) {\n    o[i] = 70000.0f16 as f32;\n}", "code 2:12: `70000` does not fit in f16 (the largest f16 is 65504)"),
+        ("fn kernel(i: i32) {\n    let b: u8 = 3;\n}", "code 2:12: `u8` is a storage and conversion type, not a compute type: `x as u8` gives a u32 in 0..=255; declare u32 here"),
+        ("fn kernel(i: i32) {\n    o[i] = (ivec2(i, 1) as u8) as f32;\n}", "code 2:13: `as u8` converts a scalar, not vec2<i32>"),
+        ("fn kernel(i: i32) {\n    let u = bitcast::<u32>(1.0f16);\n}", "code 2:13: bitcast does not take f16"),
+    ];
+    for (code, want) in cases {
+        let g = kernel_graph(&[F("o", "f32", &[4], json!(0))], code, &[4], json!({}));
+        let e = build(&g).map(|_| ()).expect_err(code).to_string();
+        assert!(
+            e.contains("node 'k'") && e.contains(want),
+            "{}\n got: {}",
+            code,
+            e
+        );
+    }
+}
+
+/// Narrow conversion edge cases from floats (Rust's saturating `as`, NaN
+/// is 0) and f16 overflow, infinity and NaN, on the VM against Rust and
+/// the IEEE definition.
+#[test]
+fn narrow_and_f16_edges() {
+    let sim = run_kernel(
+        &[F("o", "i32", &[9], json!(0)), F("f", "f32", &[7], json!(0))],
+        "const C8: i32 = 200u32 as i8 as i32 + 7u8 as i32 + (300 as u8) as i32 + -1.5e9 as i16 as i32;
+        fn kernel(i: i32) {
+            o[8] = C8;
+            let nan = bitcast::<f32>(0x7fc00000u32);
+            o[0] = (nan as u8) as i32; o[1] = nan as i8; o[2] = (1e10 as u16) as i32; o[3] = -1e10 as i16;
+            o[4] = (255.9 as u8) as i32; o[5] = -128.9 as i8; o[6] = (-0.9 as u8) as i32; o[7] = (true as u8) as i32 + (false as i16);
+            let big = 60000.0f16;
+            f[0] = (big + big) as f32;
+            f[1] = (-big * 2.0) as f32;
+            f[2] = select((big + big - big * 2.0) != (big + big - big * 2.0), 1.0, 0.0);
+            f[3] = (65519.0 as f16) as f32 + (1e-8 as f16) as f32;
+            let mut a = [0.0f16; 3];
+            a[1] = 0.1;
+            a[2] = a[1] * 3.0;
+            let p = Pair { h: a[2], k: 2 };
+            f[4] = p.h as f32;
+            let t: (f16, f16) = (1.0f16 / 3.0, 2049.0);
+            f[5] = t.0 as f32 + t.1 as f32;
+            let q = vec2::<f16>(0.1, 3.0) * 3.0;
+            f[6] = q.x as f32 + q.y as f32;
+        }
+        struct Pair { h: f16, k: i32 }",
+        &[1],
+    );
+    let nan = f32::NAN;
+    assert_eq!(
+        i32s(&sim, "o"),
+        vec![
+            (nan as u8) as i32,
+            nan as i8 as i32,
+            (1e10f32 as u16) as i32,
+            -1e10f32 as i16 as i32,
+            (255.9f32 as u8) as i32,
+            -128.9f32 as i8 as i32,
+            (-0.9f32 as u8) as i32,
+            1,
+            -56 + 7 + 44 + -1.5e9f32 as i16 as i32,
+        ]
+    );
+    let f = f32s(&sim, "f");
+    assert_eq!(f[0], f32::INFINITY);
+    assert_eq!(f[1], f32::NEG_INFINITY);
+    assert_eq!(f[2], 1.0, "inf - inf is NaN");
+    assert_eq!(f[3], 65504.0, "65519 rounds down to 65504, 1e-8 to 0");
+    // Halves by the IEEE definition: 0.1 is 1638 x 2^-14; times 3 is
+    // 4914 x 2^-14, which needs 13 bits: 1228.5 x 2^-12 rounds to even,
+    // 1228 x 2^-12.
+    assert_eq!(f[4], 1228.0 * 2f32.powi(-12));
+    // 1/3 is 1365 x 2^-12 (0.333251953125); 2049 is a tie between 2048
+    // and 2050 and goes to even, 2048.
+    assert_eq!(f[5], 1365.0 * 2f32.powi(-12) + 2048.0);
+    assert_eq!(
+        f[6],
+        1228.0 * 2f32.powi(-12) + 9.0,
+        "vec2::<f16> builds an f16 vector"
+    );
+}
+
+/// f16 in block-shared arrays, on every local backend; the expected halves
+/// are NumPy's (`np.float16(j) * np.float16(0.1)`).
+#[test]
+fn f16_shared_arrays_match_numpy() {
+    let g = kernel_graph(
+        &[F("f", "f32", &[8], json!(0))],
+        "#[block(4)]
+        fn kernel(i: i32) {
+            let s = shared([0.0f16; 4]);
+            let t = thread_index();
+            s[t] = (i as f16) * 0.1;
+            barrier();
+            f[i] = s[(t + 1) % 4] as f32;
+        }",
+        &[8],
+        json!({}),
+    );
+    let want = [
+        819.0 / 8192.0,
+        819.0 / 4096.0,
+        307.0 / 1024.0,
+        0.0,
+        0.5,
+        307.0 / 512.0,
+        1433.0 / 2048.0,
+        819.0 / 2048.0f32,
+    ];
+    for backend in local_backends() {
+        let mut sim = weft_runtime::Simulation::new(
+            build(&g).unwrap(),
+            &weft_runtime::SimOptions {
+                backend,
+                ..Default::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{:?}: {}", backend, e));
+        sim.start().unwrap();
+        assert_eq!(f32s(&sim, "f"), want, "{:?}", backend);
+    }
+}

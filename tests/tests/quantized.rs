@@ -490,3 +490,188 @@ fn stochastic_rounding_is_unbiased_and_identical_across_backends() {
         e
     );
 }
+
+/// `f16` storage is IEEE binary16: f32 bit patterns (normals, f16
+/// denormals, halfway ties, overflow, ±inf, NaN, ±0, f32 denormals) stored
+/// through a kernel into f16 fields (two sharing a word, a vec2 in one word,
+/// a bit_array of two per word) and dumped as `.npy` equal NumPy's
+/// `float32 → float16 → float32` on every backend (NaN compared as NaN).
+#[test]
+fn f16_storage_matches_numpy_float16() {
+    let n = 4096usize;
+    let mut inputs: Vec<f32> = vec![
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        65504.0,
+        65519.996,
+        65520.0,
+        -65520.0,
+        65536.0,
+        1e9,
+        f32::MAX,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        -f32::NAN,
+        2f32.powi(-14),                                 // smallest normal f16
+        1023.0 * 2f32.powi(-24),                        // largest denormal f16
+        2f32.powi(-24),                                 // smallest denormal f16
+        2f32.powi(-25),                                 // half of it: a tie to 0
+        f32::from_bits((2f32.powi(-25)).to_bits() + 1), // just above: rounds up
+        1.5 * 2f32.powi(-24),                           // 1.5 x the smallest: tie to even (2)
+        f32::MIN_POSITIVE,
+        1e-40,
+        1.0009766, // 1 + 2^-10
+        1.0004883, // 1 + 2^-11: tie to even (1)
+        1.0014648, // 1 + 3 x 2^-11: tie to even (1 + 2^-9)
+        2049.0,
+        2051.0,
+        0.1,
+        1.0 / 3.0,
+    ];
+    // Midpoints between neighbouring f16 values (ties) and just off them.
+    let mut c = 1u32;
+    while c < 0x7bff {
+        let a = f32::from_bits(weft_ir::ir::quant::half_decode(c)) as f64;
+        let b = f32::from_bits(weft_ir::ir::quant::half_decode(c + 1)) as f64;
+        let mid = ((a + b) / 2.0) as f32;
+        inputs.extend([
+            mid,
+            -mid,
+            f32::from_bits(mid.to_bits() + 1),
+            f32::from_bits(mid.to_bits() - 1),
+        ]);
+        c += 37;
+    }
+    // Random bit patterns: any, and with the exponent near f16's range.
+    let mut x = 0x2545_f491u32;
+    while inputs.len() < n {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        let near = (x & 0x807f_ffff) | ((97 + (x >> 8) % 50) << 23);
+        inputs.push(f32::from_bits(if inputs.len().is_multiple_of(3) {
+            x
+        } else {
+            near
+        }));
+    }
+    inputs.truncate(n);
+    let bits: Vec<u32> = inputs.iter().map(|x| x.to_bits()).collect();
+
+    let dir = std::env::temp_dir().join(format!("weft_f16_numpy_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let npy = |name: &str, words: Vec<u32>, shape: Vec<usize>| {
+        let a = weft_runtime::memory::values_to_npy(weft_ir::types::Type::F32, shape, words);
+        weft_ir::io::npy::write_npy(&dir.join(name), &a).unwrap();
+    };
+    npy("in.npy", bits.clone(), vec![n]);
+    let script = "import sys, numpy as np
+x = np.load(sys.argv[1]).astype(np.float32)
+np.save(sys.argv[2], x.astype(np.float16).astype(np.float32))
+np.save(sys.argv[3], (-x).astype(np.float16).astype(np.float32))";
+    let out = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(dir.join("in.npy"))
+        .arg(dir.join("ref.npy"))
+        .arg(dir.join("neg.npy"))
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let load = |name: &str| weft_ir::io::npy::read_npy(&dir.join(name)).unwrap().words;
+    let (want, want_neg) = (load("ref.npy"), load("neg.npy"));
+
+    let g = json!({
+        "format": "weft-graph", "version": 1,
+        "nodes": [
+            {"id": "src", "kind": "dense", "params": {"shape": [n]}},
+            {"id": "fs", "kind": "field", "params": {"type": "u32"}},
+            {"id": "p", "kind": "dense", "params": {"shape": [n]}},
+            {"id": "h", "kind": "field", "params": {"type": "f32", "storage": "f16"}},
+            {"id": "k", "kind": "field", "params": {"type": "f32", "storage": "f16"}},
+            {"id": "vl", "kind": "dense", "params": {"shape": [n]}},
+            {"id": "v", "kind": "field", "params": {"type": "vec2", "storage": "f16"}},
+            {"id": "pairs", "kind": "dense", "params": {"shape": [n / 2]}},
+            {"id": "halves", "kind": "bit_array", "params": {"shape": [2]}},
+            {"id": "b", "kind": "field", "params": {"type": "f32", "storage": "f16"}},
+            {"id": "run", "kind": "kernel", "params": {"range": [n], "code": "fn kernel(i: i32) {
+                let f = bitcast::<f32>(fs[i]);
+                h[i] = f;
+                k[i] = -f;
+                v[i] = vec2(f, -f);
+                b[i] = f;
+            }"}},
+            {"id": "start", "kind": "on_start"}
+        ],
+        "wires": [
+            {"from": "src.cells", "to": "fs.layout"},
+            {"from": "p.cells", "to": "h.layout"},
+            {"from": "p.cells", "to": "k.layout"},
+            {"from": "vl.cells", "to": "v.layout"},
+            {"from": "pairs.cells", "to": "halves.parent"},
+            {"from": "halves.cells", "to": "b.layout"},
+            {"from": "fs.field", "to": "run.fs"},
+            {"from": "h.field", "to": "run.h"},
+            {"from": "k.field", "to": "run.k"},
+            {"from": "v.field", "to": "run.v"},
+            {"from": "b.field", "to": "run.b"}
+        ],
+        "exec": [{"from": "start.then", "to": "run"}]
+    });
+    let same =
+        |a: u32, b: u32| a == b || (f32::from_bits(a).is_nan() && f32::from_bits(b).is_nan());
+    for backend in backends() {
+        let mut s = unstarted(&g, backend);
+        s.write_field(s.field("fs").unwrap(), &bits).unwrap();
+        s.start().unwrap();
+        for (name, neg, comps, comp) in [
+            ("h", false, 1, 0),
+            ("k", true, 1, 0),
+            ("v", false, 2, 0),
+            ("v", true, 2, 1),
+            ("b", false, 1, 0),
+        ] {
+            let f = s.field(name).unwrap();
+            let arr = weft_runtime::memory::field_to_npy(&s.program, f, s.read_field(f).unwrap());
+            let path = dir.join(format!("{name}_{backend:?}.npy"));
+            weft_ir::io::npy::write_npy(&path, &arr).unwrap();
+            let dumped = weft_ir::io::npy::read_npy(&path).unwrap().words;
+            let reference = if neg { &want_neg } else { &want };
+            for i in 0..n {
+                let got = dumped[i * comps + comp];
+                assert!(
+                    same(got, reference[i]),
+                    "{:?}: {}[{}].{} from {:e} ({:#x}): got {:e} ({:#x}), NumPy {:e} ({:#x})",
+                    backend,
+                    name,
+                    i,
+                    comp,
+                    inputs[i],
+                    bits[i],
+                    f32::from_bits(got),
+                    got,
+                    f32::from_bits(reference[i]),
+                    reference[i]
+                );
+            }
+        }
+        // Two f16 per word: h and k share one, v takes one, b two per word.
+        for (root, words) in [("p", n), ("vl", n), ("pairs", n / 2)] {
+            let l = s
+                .program
+                .layouts
+                .iter()
+                .find(|(_, l)| l.node_id == root)
+                .unwrap()
+                .0;
+            assert_eq!(root_words(&s.program, l), words as u64, "{root}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -57,7 +57,7 @@ fn expected(i: i32) -> (f64, i64, u64, f64, i64, f32) {
     let y = x * x / 3.0 + x.abs().sqrt() - (x * 2.5).floor()
         + x.mul_add(1.5, -0.25)
         + x.min(2.0) * x.max(-1.0);
-    let d = y + 1.0e-12 * (i as f64) + x * 3i64 as f64 - x.round_ties_even()
+    let d = y + 1.0e-12 * (i as f64) + x * 3.0 - x.round_ties_even()
         + x.clamp(-1.0, 1.0)
         + (x - x.floor());
     let a = (i as i64) * 123456789012 - 9000000000000;
@@ -240,6 +240,20 @@ fn wide_type_errors_name_the_line() {
         "i64",
     );
     assert!(e.contains("'k'") && e.contains("0..64"), "{}", e);
+}
+
+/// f64 → f16 would round twice through f32; it must be written out.
+#[test]
+fn f64_to_f16_is_refused_naming_the_line() {
+    let e = build_error(
+        "fn kernel(i: i32) {\n    let h = x[i] as f16;\n    x[i] = h as f64;\n}",
+        "f64",
+    );
+    assert!(
+        e.contains("'k'") && e.contains("2:13") && e.contains("as f32 as f16"),
+        "{}",
+        e
+    );
 }
 
 /// Without SHADER_F64 and SHADER_INT64 (WebGPU, many GPUs), a kernel

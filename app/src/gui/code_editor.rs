@@ -60,8 +60,8 @@ const KEYWORDS: &[&str] = &[
 ];
 
 const TYPES: &[&str] = &[
-    "i32", "u32", "f32", "bool", "vec2", "vec3", "vec4", "ivec2", "ivec3", "ivec4", "uvec2",
-    "uvec3", "uvec4", "bvec2", "bvec3", "bvec4", "mat2", "mat3", "mat4",
+    "i32", "u32", "f32", "f16", "u8", "i8", "u16", "i16", "bool", "vec2", "vec3", "vec4", "ivec2",
+    "ivec3", "ivec4", "uvec2", "uvec3", "uvec4", "bvec2", "bvec3", "bvec4", "mat2", "mat3", "mat4",
 ];
 
 /// Functions the language provides besides `Builtin::ALL`.

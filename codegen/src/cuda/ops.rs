@@ -28,7 +28,7 @@ pub(super) fn binary(op: BinaryOp, s: Scalar, x: &str, y: &str) -> String {
     use BinaryOp::*;
     let cmp = |sym: &str| format!("(unsigned)({} {} {})", x, sym, y);
     match s {
-        Scalar::F32 => match op {
+        Scalar::F32 | Scalar::F16 => match op {
             Add => format!("({} + {})", x, y),
             Sub => format!("({} - {})", x, y),
             Mul => format!("({} * {})", x, y),

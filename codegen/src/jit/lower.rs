@@ -1132,7 +1132,7 @@ impl Lower<'_, '_, '_> {
     fn binary(&mut self, op: BinaryOp, s: Scalar, x: Value, y: Value, rt: ir::Type) -> Value {
         use BinaryOp::*;
         match s {
-            Scalar::F32 | Scalar::F64 => match op {
+            Scalar::F32 | Scalar::F64 | Scalar::F16 => match op {
                 Add => self.b.ins().fadd(x, y),
                 Sub => self.b.ins().fsub(x, y),
                 Mul => self.b.ins().fmul(x, y),

@@ -341,7 +341,7 @@ static KINDS: &[NodeKind] = &[
                 name: "storage",
                 ty: ParamType::String,
                 default: Some("\"word\""),
-                doc: "How each component is stored: word (32 bits), intN / uintN (N = 1..32; type i32 / u32 and their vectors), fixedN[lo,hi] (N = 1..20; f32 types), floatEmM / ufloatEmM (E = 2..7, M = 1..23; f32 types). Kernels compute in `type`; see docs/graph-format.md, Quantized storage.",
+                doc: "How each component is stored: word (32 bits), intN / uintN (N = 1..32; type i32 / u32 and their vectors; u8, i8, u16, i16 are other names of uint8, int8, uint16, int16), f16 (IEEE half: round to nearest even, inf, NaN; f32 types), fixedN[lo,hi] (N = 1..20; f32 types), floatEmM / ufloatEmM (E = 2..7, M = 1..23; f32 types). Kernels compute in `type`; see docs/graph-format.md, Quantized storage.",
                 range: None,
             },
             ParamSpec {

@@ -572,6 +572,8 @@ pub fn expr_to_code(
     Ok(ExprCode { code, lines })
 }
 
+/// Expression kernels keep to the word types: f16 (a kernel-code compute
+/// type, docs/kernel-language.md) is not offered there.
 fn weft_type(t: &str) -> Option<crate::types::Type> {
-    crate::types::Type::parse(t)
+    crate::types::Type::parse(t).filter(|t| t.scalar() != Some(crate::types::Scalar::F16))
 }

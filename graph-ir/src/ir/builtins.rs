@@ -216,6 +216,7 @@ impl Builtin {
             }
             Ok(t)
         };
+        // f16 too: `passes::half` computes in f32 and rounds the result.
         let float_sv = |t: Type| matches!(t, Type::Scalar(s) | Type::Vector(s, _) if s.is_float());
         let fvec = |t: Type| matches!(t, Type::Vector(s, _) if s.is_float());
         let num_sv = |t: Type| match t {

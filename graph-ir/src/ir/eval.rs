@@ -27,10 +27,18 @@ fn db(x: f64) -> u64 {
     x.to_bits()
 }
 
+/// An f32 (bits) rounded to the nearest binary16 value, as f32 bits: the
+/// value an f16 operation gives (f16 values are f32 bit patterns holding
+/// binary16 values, see `lower::half`).
+#[inline]
+pub fn round_f16(a: u64) -> u64 {
+    super::quant::half_decode(super::quant::half_encode(a as u32)) as u64
+}
+
 #[inline]
 pub fn unary(op: UnaryOp, s: Scalar, a: u64) -> u64 {
     match (op, s) {
-        (UnaryOp::Neg, Scalar::F32) => fb(-f(a)),
+        (UnaryOp::Neg, Scalar::F32 | Scalar::F16) => fb(-f(a)),
         (UnaryOp::Neg, Scalar::F64) => db(-d(a)),
         (UnaryOp::Neg, Scalar::I64 | Scalar::U64) => (a as i64).wrapping_neg() as u64,
         (UnaryOp::Neg, _) => (a as u32 as i32).wrapping_neg() as u32 as u64,
@@ -72,6 +80,10 @@ macro_rules! int_ops {
 pub fn binary(op: BinaryOp, s: Scalar, a: u64, b: u64) -> u64 {
     use BinaryOp::*;
     match s {
+        // Computed in f32, then rounded: correctly rounded for + - * /
+        // (f32 has 24 >= 2 x 11 + 2 significand bits).
+        Scalar::F16 if op.is_comparison() => binary(op, Scalar::F32, a, b),
+        Scalar::F16 => round_f16(binary(op, Scalar::F32, a, b)),
         Scalar::F32 | Scalar::F64 => {
             let wide = s == Scalar::F64;
             let (x, y) = if wide {
@@ -128,6 +140,13 @@ pub fn binary(op: BinaryOp, s: Scalar, a: u64, b: u64) -> u64 {
 #[inline]
 pub fn cast(from: Scalar, to: Scalar, a: u64) -> u64 {
     use Scalar::*;
+    match (from, to) {
+        (F16, F16) => return a,
+        (F16, _) => return cast(F32, to, a),
+        // One rounding: integers that f32 would round are beyond f16's range.
+        (_, F16) => return round_f16(cast(from, F32, a)),
+        _ => {}
+    }
     if to == Bool {
         return match from {
             F32 => (f(a) != 0.0) as u64,
@@ -146,7 +165,7 @@ pub fn cast(from: Scalar, to: Scalar, a: u64) -> u64 {
         U32 => V::I(a as u32 as i128),
         I64 => V::I(a as i64 as i128),
         U64 => V::I(a as i128),
-        F32 => V::F(f(a) as f64),
+        F32 | F16 => V::F(f(a) as f64),
         F64 => V::F(d(a)),
     };
     match (v, to) {
@@ -164,7 +183,7 @@ pub fn cast(from: Scalar, to: Scalar, a: u64) -> u64 {
         (V::F(x), U64) => x as u64,
         (V::F(x), F32) => fb(x as f32),
         (V::F(x), F64) => db(x),
-        (_, Bool) => unreachable!("handled above"),
+        (_, Bool | F16) => unreachable!("handled above"),
     }
 }
 
@@ -175,6 +194,9 @@ pub fn cast(from: Scalar, to: Scalar, a: u64) -> u64 {
 #[inline]
 pub fn builtin_scalar(b: Builtin, s: Scalar, args: &[u64]) -> Option<u64> {
     use Builtin::*;
+    if s == Scalar::F16 {
+        return builtin_scalar(b, Scalar::F32, args).map(round_f16);
+    }
     match s {
         Scalar::F32 => builtin_f32(b, args),
         Scalar::F64 => builtin_f64(b, args),
@@ -197,6 +219,7 @@ pub fn builtin_scalar(b: Builtin, s: Scalar, args: &[u64]) -> Option<u64> {
                 _ => return None,
             })
         }
+        Scalar::F16 => unreachable!("handled above"),
     }
 }
 

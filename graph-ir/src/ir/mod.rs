@@ -768,6 +768,14 @@ impl Const {
             bits: v.to_bits() as u64,
         }
     }
+    /// An f16 constant: `v` rounded to the nearest binary16 value, kept as
+    /// that value's f32 bits (how f16 values live until `passes::half`).
+    pub fn f16(v: f32) -> Self {
+        Const {
+            scalar: Scalar::F16,
+            bits: eval::round_f16(v.to_bits() as u64),
+        }
+    }
     pub fn i32(v: i32) -> Self {
         Const {
             scalar: Scalar::I32,
@@ -837,6 +845,7 @@ impl std::fmt::Display for Const {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.scalar {
             Scalar::F32 => write!(f, "{:?}f", f32::from_bits(self.bits as u32)),
+            Scalar::F16 => write!(f, "{:?}h", f32::from_bits(self.bits as u32)),
             Scalar::I32 => write!(f, "{}i", self.bits as u32 as i32),
             Scalar::U32 => write!(f, "{}u", self.bits),
             Scalar::F64 => write!(f, "{:?}d", f64::from_bits(self.bits)),

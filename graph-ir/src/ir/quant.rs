@@ -24,6 +24,14 @@
 //!   0. Negative zero is kept by `float`. E stops at 7 so that every decoded
 //!   value, denormals included, is a normal f32 (GPUs may flush f32
 //!   denormals, which would break cross-backend equality).
+//! - `f16`: IEEE 754 binary16 exactly (sign, 5 exponent bits with bias 15,
+//!   10 fraction bits, denormals, ±inf, NaN), computing as f32. Stores round
+//!   to nearest, ties to even; values from 65520 up (the midpoint between
+//!   65504 and 2^16) become ±inf; NaN stores as the quiet NaN 0x7e00 with its
+//!   sign. Decoding is exact (every binary16 value is a normal f32, or an f32
+//!   infinity / NaN). Unlike `float5m10` it has infinities and NaN.
+//! - `u8`, `i8`, `u16`, `i16`: other names of `uint8`, `int8`, `uint16`,
+//!   `int16` (same encoding, same saturate-unless-`overflow: "wrap"` rule).
 
 use crate::types::Scalar;
 
@@ -48,6 +56,8 @@ pub enum Quant {
         signed: bool,
         stochastic: bool,
     },
+    /// IEEE binary16 (`f16`), round to nearest even, with inf and NaN.
+    Half,
 }
 
 /// Field params that qualify a storage name.
@@ -79,11 +89,22 @@ impl Quant {
         if s == "word" {
             return Ok(None);
         }
+        // The kernel language's narrow type names: aliases of the intN /
+        // uintN encodings (same saturation rule), and IEEE half.
+        let s = match s {
+            "u8" => "uint8",
+            "i8" => "int8",
+            "u16" => "uint16",
+            "i16" => "int16",
+            other => other,
+        };
         let num = |t: &str, what: &str| -> Result<u8, String> {
             t.parse::<u8>()
                 .map_err(|_| format!("'{}': expected a number of {} bits, got '{}'", s, what, t))
         };
-        let q = if let Some(rest) = s.strip_prefix("fixed") {
+        let q = if s == "f16" {
+            Quant::Half
+        } else if let Some(rest) = s.strip_prefix("fixed") {
             let (b, range) = rest
                 .split_once('[')
                 .ok_or_else(|| format!("'{}': fixed point needs a range, like fixed16[-4,4]", s))?;
@@ -153,11 +174,11 @@ impl Quant {
             Quant::Int { bits, signed, wrap }
         } else {
             return Err(format!(
-                "unknown storage '{}': use word, intN, uintN, fixedN[lo,hi], floatEmM or ufloatEmM",
+                "unknown storage '{}': use word, intN, uintN, u8, i8, u16, i16, f16, fixedN[lo,hi], floatEmM or ufloatEmM",
                 s
             ));
         };
-        if stochastic && matches!(q, Quant::Int { .. }) {
+        if stochastic && matches!(q, Quant::Int { .. } | Quant::Half) {
             return Err(format!(
                 "'{}': rounding \"stochastic\" applies to fixedN and floatEmM / ufloatEmM storage only",
                 s
@@ -179,6 +200,7 @@ impl Quant {
             Quant::Float {
                 exp, frac, signed, ..
             } => exp as u32 + frac as u32 + signed as u32,
+            Quant::Half => 16,
         }
     }
 
@@ -210,6 +232,7 @@ impl Quant {
             } => {
                 format!("{}float{}m{}", if signed { "" } else { "u" }, exp, frac)
             }
+            Quant::Half => "f16".into(),
         }
     }
 
@@ -332,6 +355,7 @@ impl Quant {
                     mag
                 }
             }
+            Quant::Half => half_encode(v),
         }
     }
 
@@ -369,6 +393,7 @@ impl Quant {
                     bits
                 }
             }
+            Quant::Half => half_decode(raw),
         }
     }
 
@@ -391,8 +416,65 @@ impl Quant {
                 let x = f(v);
                 x.is_finite() && x.abs() <= f(max_bits) && (signed || x >= 0.0)
             }
+            // Infinities and NaN are binary16 values; finite values from
+            // 65520 up would become infinite.
+            Quant::Half => !f(v).is_finite() || f(v).abs() < 65520.0,
         }
     }
+}
+
+/// f32 bits to IEEE binary16 bits (low 16), round to nearest even.
+/// `lower::quantize::encode` emits exactly this sequence as IR, so every
+/// step is a plain integer operation (no float arithmetic a GPU could flush
+/// or fuse).
+pub fn half_encode(v: u32) -> u32 {
+    let s = (v >> 16) & 0x8000;
+    let a = v & 0x7fff_ffff;
+    // Normal binary16 (|x| ≥ 2^-14): rebias the exponent (127 → 15), then
+    // round the 13 dropped fraction bits to nearest even: add 0xfff plus the
+    // lowest kept bit; a carry correctly bumps the exponent.
+    let h = a.wrapping_sub(112 << 23);
+    let normal = h.wrapping_add(0xfff + ((h >> 13) & 1)) >> 13;
+    // Denormal binary16: the significand (hidden bit included) shifted right
+    // by 126 - e, the same even rounding; shifts past 31 give 0 (and an f32
+    // denormal, e = 0, is far below half of 2^-24 anyway).
+    let e = a >> 23;
+    let sh = 126u32.wrapping_sub(e).min(31);
+    let m = (a & 0x7f_ffff) | (1 << 23);
+    let den = m
+        .wrapping_add(((1u32 << sh) >> 1).wrapping_sub(1))
+        .wrapping_add((m >> sh) & 1)
+        >> sh;
+    let mag = if a > 0x7f80_0000 {
+        0x7e00 // NaN: quiet NaN
+    } else if a >= 0x477f_f000 {
+        0x7c00 // 65520 and above (ties go to even, which is inf), inf
+    } else if a >= 0x3880_0000 {
+        normal
+    } else {
+        den
+    };
+    s | mag
+}
+
+/// IEEE binary16 bits (low 16) to f32 bits, exactly.
+/// `lower::quantize::decode` emits exactly this sequence as IR.
+pub fn half_decode(raw: u32) -> u32 {
+    let s = (raw & 0x8000) << 16;
+    let e = (raw >> 10) & 0x1f;
+    let m = raw & 0x3ff;
+    // Denormal: m × 2^-24, an exact product and a normal f32.
+    let den = ((m as f32) * f(103 << 23)).to_bits();
+    let normal = ((raw & 0x7fff) << 13) + (112 << 23);
+    let special = 0x7f80_0000 | (m << 13);
+    let mag = if e == 0 {
+        den
+    } else if e == 31 {
+        special
+    } else {
+        normal
+    };
+    s | mag
 }
 
 /// Quantized floats that share one exponent: all components of one vector
@@ -744,6 +826,120 @@ mod tests {
         let u = q("ufloat5m10");
         assert_eq!(u.decode(u.encode((-0.0f32).to_bits())), 0);
         assert_eq!(u.encode((-3.0f32).to_bits()), 0);
+    }
+
+    /// binary16 value of a code from the IEEE definition (f64).
+    fn half_value(c: u32) -> f64 {
+        let sign = if c & 0x8000 != 0 { -1.0 } else { 1.0 };
+        let e = (c >> 10) & 0x1f;
+        let m = (c & 0x3ff) as f64;
+        sign * match e {
+            0 => m * 2f64.powi(-24),
+            31 if m == 0.0 => f64::INFINITY,
+            31 => f64::NAN,
+            _ => (1.0 + m / 1024.0) * 2f64.powi(e as i32 - 15),
+        }
+    }
+
+    /// Round to nearest binary16 by search over the finite codes, ties to
+    /// the even code; beyond 65504 + half an ulp (65520) is infinite.
+    fn half_reference(x: f32) -> u32 {
+        if x.is_nan() {
+            return if x.is_sign_negative() { 0xfe00 } else { 0x7e00 };
+        }
+        let sign = if x.is_sign_negative() { 0x8000 } else { 0 };
+        let t = (x as f64).abs();
+        if t >= 65520.0 {
+            return sign | 0x7c00;
+        }
+        // Finite magnitudes are increasing in the code: binary search.
+        let (mut lo, mut hi) = (0u32, 0x7bffu32);
+        while hi - lo > 1 {
+            let mid = (lo + hi) / 2;
+            if half_value(mid) <= t {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        let (dl, dh) = (t - half_value(lo), half_value(hi) - t);
+        let c = if dl < dh || (dl == dh && lo % 2 == 0) || t <= half_value(lo) {
+            lo
+        } else {
+            hi
+        };
+        sign | c
+    }
+
+    #[test]
+    fn half_is_ieee_binary16() {
+        let h = q("f16");
+        assert_eq!((h.bits(), h.name()), (16, "f16".to_string()));
+        assert_eq!(h.compute_scalar(), Scalar::F32);
+        for c in 0..=0xffffu32 {
+            let d = f(h.decode(c));
+            let want = half_value(c);
+            if want.is_nan() {
+                assert!(d.is_nan(), "decode {c:#x}");
+                assert_eq!(h.encode(d.to_bits()), (c & 0x8000) | 0x7e00);
+                continue;
+            }
+            assert_eq!(d as f64, want, "decode {c:#x}");
+            assert_eq!(d.is_sign_negative(), c & 0x8000 != 0, "sign of {c:#x}");
+            assert_eq!(h.encode(d.to_bits()), c, "round trip {c:#x}");
+            assert!(h.fits(d.to_bits()));
+            // The midpoint to the next code goes to the even one of the two.
+            if c & 0x7fff < 0x7bff {
+                let mid = (want + half_value(c + 1)) / 2.0;
+                assert_eq!(mid as f32 as f64, mid);
+                let even = if c % 2 == 0 { c } else { c + 1 };
+                assert_eq!(h.encode((mid as f32).to_bits()), even, "tie after {c:#x}");
+            }
+        }
+        // Many f32 bit patterns, every exponent, against the search.
+        let mut x = 0x9e37_79b9u32;
+        for k in 0..200_000u32 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            let v = if k % 2 == 0 {
+                x
+            } else {
+                (x & 0x8fff_ffff) | 0x3000_0000
+            };
+            assert_eq!(
+                h.encode(v),
+                half_reference(f(v)),
+                "encode {:e} ({v:#x})",
+                f(v)
+            );
+        }
+        for v in [
+            65504.0f32,
+            65519.99,
+            65520.0,
+            1e9,
+            f32::MAX,
+            2f32.powi(-25),
+            2f32.powi(-26),
+            1e-40,
+            -0.0,
+        ] {
+            assert_eq!(h.encode(v.to_bits()), half_reference(v), "{v:e}");
+        }
+        assert_eq!(h.encode(65520.0f32.to_bits()), 0x7c00);
+        assert_eq!(h.encode(f32::NEG_INFINITY.to_bits()), 0xfc00);
+        assert!(!h.fits(65520.0f32.to_bits()) && h.fits(f32::INFINITY.to_bits()));
+        // Stochastic rounding and wrapping are refused; aliases parse.
+        let st = QuantParams {
+            stochastic: true,
+            ..Default::default()
+        };
+        assert!(Quant::parse("f16", st).is_err());
+        assert_eq!(q("u8"), q("uint8"));
+        assert_eq!(q("i8"), q("int8"));
+        assert_eq!(q("u16"), q("uint16"));
+        assert_eq!(q("i16"), q("int16"));
     }
 
     #[test]

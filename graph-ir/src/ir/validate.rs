@@ -262,6 +262,24 @@ pub fn validate_kernel(
     form: impl Into<IrForm>,
 ) -> Result<(), ValidationError> {
     let form = form.into();
+    // f16 is the front end's type; `passes::half` removes it before access
+    // lowering, so no backend sees it.
+    if form != IrForm::Abstract {
+        let shared_f16 = kernel
+            .workgroup
+            .as_ref()
+            .is_some_and(|w| w.arrays.iter().any(|a| crate::passes::half::is_f16(a.ty)));
+        for f in std::iter::once(&kernel.entry).chain(kernel.functions.iter().map(|(_, f)| f)) {
+            if shared_f16 || crate::passes::half::uses_f16(f) {
+                return Err(err(
+                    kernel,
+                    f,
+                    Span::default(),
+                    "an f16 value survived `half`".into(),
+                ));
+            }
+        }
+    }
     for (_, f) in kernel.functions.iter() {
         check_function(program, kernel, f, form)?;
     }

@@ -553,7 +553,83 @@ fn decode(e: &mut Emitter, q: Quant, raw: InstId) -> InstId {
             }
             e.emit(InstKind::Bitcast(bits), Type::F32)
         }
+        Quant::Half => {
+            let bits = half_decode(e, raw);
+            e.emit(InstKind::Bitcast(bits), Type::F32)
+        }
     }
+}
+
+/// `quant::half_decode` as IR: binary16 bits (low 16 of a u32) to the f32's
+/// bits (u32). Also used by `lower::half` for f16 compute values.
+pub(crate) fn half_decode(e: &mut Emitter, raw: InstId) -> InstId {
+    let s = binc(e, BinaryOp::BitAnd, raw, 0x8000);
+    let s = binc(e, BinaryOp::Shl, s, 16);
+    let ex = binc(e, BinaryOp::Shr, raw, 10);
+    let ex = binc(e, BinaryOp::BitAnd, ex, 0x1f);
+    let m = binc(e, BinaryOp::BitAnd, raw, 0x3ff);
+    let mf = e.emit(InstKind::Cast(m), Type::F32);
+    let k = cf(e, f32::from_bits(103 << 23));
+    let den = bin(e, BinaryOp::Mul, mf, k, Type::F32);
+    let den = e.emit(InstKind::Bitcast(den), Type::U32);
+    let normal = binc(e, BinaryOp::BitAnd, raw, 0x7fff);
+    let normal = binc(e, BinaryOp::Shl, normal, 13);
+    let normal = binc(e, BinaryOp::Add, normal, 112 << 23);
+    let special = binc(e, BinaryOp::Shl, m, 13);
+    let special = binc(e, BinaryOp::BitOr, special, 0x7f80_0000);
+    let c31 = cu(e, 31);
+    let is_special = bin(e, BinaryOp::Eq, ex, c31, Type::U32);
+    let mag = sel(e, is_special, special, normal, Type::U32);
+    let zero = cu(e, 0);
+    let is_den = bin(e, BinaryOp::Eq, ex, zero, Type::U32);
+    let mag = sel(e, is_den, den, mag, Type::U32);
+    bin(e, BinaryOp::BitOr, s, mag, Type::U32)
+}
+
+/// `quant::half_encode` as IR: an f32 (value `v`) to binary16 bits in the
+/// low 16 of a u32, round to nearest even. Also used by `lower::half`.
+pub(crate) fn half_encode(e: &mut Emitter, v: InstId) -> InstId {
+    let vb = e.emit(InstKind::Bitcast(v), Type::U32);
+    let s = binc(e, BinaryOp::Shr, vb, 16);
+    let s = binc(e, BinaryOp::BitAnd, s, 0x8000);
+    let a = binc(e, BinaryOp::BitAnd, vb, 0x7fff_ffff);
+    // Normal: rebias, add 0xfff plus the lowest kept bit, drop 13 bits.
+    let h = binc(e, BinaryOp::Sub, a, 112 << 23);
+    let odd = binc(e, BinaryOp::Shr, h, 13);
+    let odd = binc(e, BinaryOp::BitAnd, odd, 1);
+    let n = binc(e, BinaryOp::Add, h, 0xfff);
+    let n = bin(e, BinaryOp::Add, n, odd, Type::U32);
+    let normal = binc(e, BinaryOp::Shr, n, 13);
+    // Denormal: significand >> min(126 - e, 31), same even rounding.
+    let ex = binc(e, BinaryOp::Shr, a, 23);
+    let k126 = cu(e, 126);
+    let full = bin(e, BinaryOp::Sub, k126, ex, Type::U32);
+    let c31 = cu(e, 31);
+    let over = bin(e, BinaryOp::Gt, full, c31, Type::U32);
+    let sh = sel(e, over, c31, full, Type::U32);
+    let m = binc(e, BinaryOp::BitAnd, a, 0x7f_ffff);
+    let m = binc(e, BinaryOp::BitOr, m, 1 << 23);
+    let one = cu(e, 1);
+    let half = bin(e, BinaryOp::Shl, one, sh, Type::U32);
+    let half = binc(e, BinaryOp::Shr, half, 1);
+    let half = binc(e, BinaryOp::Sub, half, 1);
+    let lsb = bin(e, BinaryOp::Shr, m, sh, Type::U32);
+    let lsb = binc(e, BinaryOp::BitAnd, lsb, 1);
+    let d = bin(e, BinaryOp::Add, m, half, Type::U32);
+    let d = bin(e, BinaryOp::Add, d, lsb, Type::U32);
+    let den = bin(e, BinaryOp::Shr, d, sh, Type::U32);
+    let min_normal = cu(e, 0x3880_0000);
+    let is_normal = bin(e, BinaryOp::Ge, a, min_normal, Type::U32);
+    let mag = sel(e, is_normal, normal, den, Type::U32);
+    let inf_from = cu(e, 0x477f_f000);
+    let is_inf = bin(e, BinaryOp::Ge, a, inf_from, Type::U32);
+    let inf = cu(e, 0x7c00);
+    let mag = sel(e, is_inf, inf, mag, Type::U32);
+    let inf32 = cu(e, 0x7f80_0000);
+    let is_nan = bin(e, BinaryOp::Gt, a, inf32, Type::U32);
+    let qnan = cu(e, 0x7e00);
+    let mag = sel(e, is_nan, qnan, mag, Type::U32);
+    bin(e, BinaryOp::BitOr, s, mag, Type::U32)
 }
 
 /// 24 random bits of the iteration's sequence as a u32 (`random()` is
@@ -706,6 +782,7 @@ fn encode(e: &mut Emitter, q: Quant, v: InstId, r24: Option<InstId>) -> InstId {
                 mag
             }
         }
+        Quant::Half => half_encode(e, v),
     }
 }
 

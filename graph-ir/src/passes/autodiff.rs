@@ -356,9 +356,30 @@ fn refuse_wide(kernel: &Kernel, mode: &str) -> Result<(), AdError> {
     }
 }
 
+/// f16 values are not differentiated: `passes::half` rounds them with
+/// integer operations, which have no derivative, and a silent zero
+/// gradient would be worse than an error.
+pub(super) fn refuse_f16(kernel: &Kernel, mode: &str) -> Result<(), AdError> {
+    let uses = std::iter::once(&kernel.entry)
+        .chain(kernel.functions.iter().map(|(_, f)| f))
+        .any(super::half::uses_f16);
+    if !uses {
+        return Ok(());
+    }
+    Err(AdError {
+        node: kernel.name.clone(),
+        span: kernel.entry.span,
+        message: format!(
+            "kernel '{}' computes with f16 values, which {} mode cannot differentiate (f16 rounding has no derivative); compute in f32, or give it a `backward` of its own",
+            kernel.name, mode
+        ),
+    })
+}
+
 fn adjoint_kernel(program: &Program, k: KernelId) -> Result<Kernel, AdError> {
     let kernel = &program.kernels[k];
     refuse_workgroup(kernel, "reverse")?;
+    refuse_f16(kernel, "reverse")?;
     let mut lowered = kernel.entry.clone();
     exits::lower(&mut lowered);
     let src = &lowered;

@@ -22,6 +22,7 @@ pub mod block_loops;
 pub mod bounds_elim;
 pub mod const_fold;
 pub mod cse;
+pub mod half;
 pub mod inline;
 pub mod legalize;
 pub mod licm;
@@ -104,6 +105,8 @@ pub trait Pass {
 struct Inline;
 struct ConstFold;
 struct Simplify;
+/// `half`: f16 compute values as f32 operations with binary16 rounding.
+struct Half;
 struct LowerAccess {
     bounds_checks: bool,
     /// Activation demotion (part of the inter-kernel optimiser).
@@ -228,6 +231,19 @@ impl Pass for ConstFold {
     }
     fn run(&self, program: &mut Program) -> Result<(), PassError> {
         const_fold::run(program);
+        Ok(())
+    }
+}
+
+impl Pass for Half {
+    fn name(&self) -> &'static str {
+        "half"
+    }
+    fn accepts(&self, form: IrForm) -> bool {
+        form == IrForm::Abstract
+    }
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
+        half::run(program);
         Ok(())
     }
 }
@@ -467,7 +483,13 @@ impl Stage {
             Stage::ConstFold => vec![Box::new(ConstFold)],
             Stage::Simplify => vec![Box::new(Simplify), Box::new(NormCompare)],
             // Adjoint kernels are folded with the address arithmetic (`Final`).
-            Stage::Autodiff => vec![Box::new(Optimize), Box::new(Autodiff), Box::new(Views)],
+            // `half` after autodiff (which refuses f16) and before views.
+            Stage::Autodiff => vec![
+                Box::new(Optimize),
+                Box::new(Autodiff),
+                Box::new(Half),
+                Box::new(Views),
+            ],
             Stage::Schedule => {
                 let mut v: Vec<Box<dyn Pass>> = vec![Box::new(SchedulePass(
                     "list_gen",

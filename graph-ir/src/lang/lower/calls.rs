@@ -90,6 +90,12 @@ impl<'a> FnLowerer<'a> {
                     _ => return Err(err(c, "write `bitcast::<T>(x)` with the target type")),
                 };
                 let v = self.lower_expr(args[0], None)?;
+                if v.ty.scalar() == Some(Scalar::F16) || to.scalar() == Some(Scalar::F16) {
+                    return Err(err(
+                        c,
+                        "bitcast does not take f16 (an f16 is 16 bits, not a 32-bit word); convert with `as f32` first",
+                    ));
+                }
                 // Component for component, or a 64-bit scalar to / from
                 // its two words (`uvec2`, low first).
                 let pair = |x: Type, y: Type| {
@@ -227,6 +233,11 @@ impl<'a> FnLowerer<'a> {
             // Float built-ins take f32 literals, or f64 ones beside f64 arguments.
             (crate::ir::builtins::Shape::FloatWise(_), Some(t)) if t.is_wide() => {
                 Some(Type::Scalar(Scalar::F64))
+            }
+            (crate::ir::builtins::Shape::FloatWise(_), Some(t))
+                if t.scalar() == Some(Scalar::F16) =>
+            {
+                Some(Type::Scalar(Scalar::F16))
             }
             (crate::ir::builtins::Shape::FloatWise(_), _) => Some(Type::F32),
             (_, Some(t)) => t.scalar().map(Type::Scalar),

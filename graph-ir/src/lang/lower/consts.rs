@@ -74,6 +74,12 @@ impl<'a> Eval<'a> {
                 ),
             ));
         };
+        if s == Scalar::F16 {
+            return Err(err(
+                &item.ty,
+                "const items hold i32, u32, f32 or bool, not f16; write an f32 const and convert it with `as f16` where it is used",
+            ));
+        }
         self.stack.push(name.to_string());
         let v = self.eval(&item.expr, s)?;
         self.stack.pop();
@@ -116,6 +122,13 @@ impl<'a> Eval<'a> {
             syn::Expr::Group(g) => return self.eval(&g.expr, s),
             syn::Expr::Lit(l) => match &l.lit {
                 syn::Lit::Int(i) => {
+                    if let Some((bits, signed)) = super::expr::narrow_suffix(i.suffix()) {
+                        let v: u64 = i
+                            .base10_parse()
+                            .map_err(|_| err(i, "integer literal out of range"))?;
+                        let c = super::expr::narrow_literal(i, v, false, bits, signed)?;
+                        return Ok(from_const(c));
+                    }
                     let ls = match i.suffix() {
                         "" => s,
                         x => match Type::parse(x) {
@@ -181,10 +194,34 @@ impl<'a> Eval<'a> {
                 }
             }
             syn::Expr::Cast(c) => {
+                if let Some((bits, signed)) = super::expr::narrow_int(&c.ty) {
+                    // As `lower_narrow_cast`: integers keep the low bits,
+                    // floats saturate (NaN is 0), the result is u32 / i32.
+                    let from = self.type_of(&c.expr).unwrap_or(Scalar::I32);
+                    let v = self.eval(&c.expr, from)?;
+                    let half = 1i128 << (bits - 1);
+                    let w = match v {
+                        Cv::I(i) => i as u32,
+                        Cv::F(f) if signed => return Ok(Cv::I((f as i128).clamp(-half, half - 1))),
+                        Cv::F(f) => return Ok(Cv::I((f as i128).clamp(0, 2 * half - 1))),
+                        Cv::D(f) if signed => return Ok(Cv::I((f as i128).clamp(-half, half - 1))),
+                        Cv::D(f) => return Ok(Cv::I((f as i128).clamp(0, 2 * half - 1))),
+                        Cv::B(b) => b as u32,
+                    };
+                    let k = 32 - bits;
+                    return Ok(Cv::I(if signed {
+                        ((w << k) as i32 >> k) as i128
+                    } else {
+                        ((w << k) >> k) as i128
+                    }));
+                }
                 let to = parse_type(&c.ty)?;
                 let Type::Scalar(ts) = to else {
                     return Err(err(&c.ty, "consts convert between scalars only"));
                 };
+                if ts == Scalar::F16 || self.type_of(&c.expr) == Some(Scalar::F16) {
+                    return Err(err(&c.ty, "const items do not hold f16 values; convert in the kernel"));
+                }
                 let from = self.type_of(&c.expr).unwrap_or(ts);
                 let v = self.eval(&c.expr, from)?;
                 // Rust's `as` (the kernel's `eval::cast`): integers wrap,
@@ -197,6 +234,7 @@ impl<'a> Eval<'a> {
                     Scalar::F32 => Cv::F(x as f32),
                     Scalar::F64 => Cv::D(x),
                     Scalar::Bool => Cv::B(x != 0.0),
+                    Scalar::F16 => unreachable!("refused above"),
                 };
                 match (v, ts) {
                     (Cv::I(i), Scalar::F32) => Cv::F(match from {
@@ -253,8 +291,9 @@ impl<'a> Eval<'a> {
                 syn::Lit::Float(f) if f.suffix() == "f64" => Some(Scalar::F64),
                 syn::Lit::Float(_) => Some(Scalar::F32),
                 syn::Lit::Bool(_) => Some(Scalar::Bool),
-                syn::Lit::Int(i) => match Type::parse(i.suffix()) {
-                    Some(Type::Scalar(s)) => Some(s),
+                syn::Lit::Int(i) => match (i.suffix(), Type::parse(i.suffix())) {
+                    ("u8" | "u16", _) => Some(Scalar::U32),
+                    (_, Some(Type::Scalar(s))) => Some(s),
                     _ => Some(Scalar::I32),
                 },
                 _ => None,
@@ -263,6 +302,10 @@ impl<'a> Eval<'a> {
                 self.type_of(&b.left).or_else(|| self.type_of(&b.right))
             }
             syn::Expr::Unary(u) => self.type_of(&u.expr),
+            syn::Expr::Cast(c) if super::expr::narrow_int(&c.ty).is_some() => {
+                super::expr::narrow_int(&c.ty)
+                    .map(|(_, signed)| if signed { Scalar::I32 } else { Scalar::U32 })
+            }
             syn::Expr::Cast(c) => match parse_type(&c.ty) {
                 Ok(Type::Scalar(s)) => Some(s),
                 _ => None,

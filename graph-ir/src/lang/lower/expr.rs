@@ -33,6 +33,9 @@ impl<'a> FnLowerer<'a> {
                 Ok(self.unit())
             }
             syn::Expr::Cast(c) => {
+                if let Some((bits, signed)) = narrow_int(&c.ty) {
+                    return self.lower_narrow_cast(c, bits, signed);
+                }
                 let to = parse_type(&c.ty)?;
                 let v = self.lower_expr(&c.expr, if is_literal(&c.expr) { Some(to) } else { None })?;
                 if v.ty == to {
@@ -40,6 +43,17 @@ impl<'a> FnLowerer<'a> {
                 }
                 if v.ty.components() != to.components() || matches!(to, Type::Matrix(_)) || v.ty == Type::Void {
                     return Err(err(e, format!("cannot convert {} to {} with `as`", v.ty, to)));
+                }
+                // f16 values are rounded from f32 (`passes::half`); rounding
+                // an f64 to f32 first could round a second time.
+                if v.ty.scalar() == Some(Scalar::F64) && to.scalar() == Some(Scalar::F16) {
+                    return Err(err(
+                        e,
+                        format!(
+                            "f64 does not convert to f16 directly; write `{} as f32 as f16` (which rounds twice)",
+                            self.text(&c.expr)
+                        ),
+                    ));
                 }
                 Ok(self.val(InstKind::Cast(v.id), to, sp))
             }
@@ -142,6 +156,12 @@ impl<'a> FnLowerer<'a> {
         let want_scalar = want.and_then(|t| t.scalar());
         match lit {
             syn::Lit::Int(i) => {
+                if let Some((bits, signed)) = narrow_suffix(i.suffix()) {
+                    let v: u64 = i
+                        .base10_parse()
+                        .map_err(|_| err(lit, "integer literal out of range"))?;
+                    return Ok(self.konst(narrow_literal(lit, v, false, bits, signed)?, sp));
+                }
                 let scalar = match i.suffix() {
                     "" => match want_scalar {
                         Some(s) if s.is_numeric() => s,
@@ -162,34 +182,43 @@ impl<'a> FnLowerer<'a> {
                     Scalar::U64 => Const::u64(v),
                     Scalar::F32 => Const::f32(v as f32),
                     Scalar::F64 => Const::f64(v as f64),
+                    Scalar::F16 => f16_literal(lit, v as f32)?,
                     s => return Err(err(lit, format!("`{}` does not fit in {}", v, s.name()))),
                 };
                 Ok(self.konst(c, sp))
             }
             syn::Lit::Float(f) => {
-                // Unsuffixed float literals take f64 where an f64 is wanted
-                // (parsed as f64, never through f32), else f32.
-                let wide = match f.suffix() {
-                    "f32" => false,
-                    "f64" => true,
-                    "" => want_scalar == Some(Scalar::F64),
+                // Unsuffixed float literals take f64 (parsed as f64, never
+                // through f32) or f16 where one is wanted, else f32.
+                let kind = match f.suffix() {
+                    "" => want_scalar.filter(|s| matches!(s, Scalar::F64 | Scalar::F16)),
+                    "f32" => None,
+                    "f64" => Some(Scalar::F64),
+                    "f16" => Some(Scalar::F16),
                     s => {
                         return Err(err(
                             lit,
-                            format!("unsupported literal suffix `{}`; floats are f32 or f64", s),
+                            format!(
+                                "unsupported literal suffix `{}`; floats are f32, f64 or f16",
+                                s
+                            ),
                         ))
                     }
                 };
-                let c = if wide {
-                    Const::f64(
+                let c = match kind {
+                    Some(Scalar::F64) => Const::f64(
                         f.base10_parse()
                             .map_err(|_| err(lit, "bad float literal"))?,
-                    )
-                } else {
-                    Const::f32(
+                    ),
+                    Some(_) => f16_literal(
+                        lit,
                         f.base10_parse()
                             .map_err(|_| err(lit, "bad float literal"))?,
-                    )
+                    )?,
+                    None => Const::f32(
+                        f.base10_parse()
+                            .map_err(|_| err(lit, "bad float literal"))?,
+                    ),
                 };
                 Ok(self.konst(c, sp))
             }
@@ -269,11 +298,24 @@ impl<'a> FnLowerer<'a> {
             }),
         ) = (&u.op, &*u.expr)
         {
+            if let Some((bits, signed)) = narrow_suffix(i.suffix()) {
+                let v: u64 = i
+                    .base10_parse()
+                    .map_err(|_| err(u, "integer literal out of range"))?;
+                return Ok(self.konst(narrow_literal(u, v, true, bits, signed)?, sp));
+            }
             let signed_ctx = matches!(i.suffix(), "i32")
                 || (i.suffix().is_empty()
                     && !matches!(
                         want.and_then(|t| t.scalar()),
-                        Some(Scalar::F32 | Scalar::U32 | Scalar::F64 | Scalar::I64 | Scalar::U64)
+                        Some(
+                            Scalar::F32
+                                | Scalar::U32
+                                | Scalar::F64
+                                | Scalar::I64
+                                | Scalar::U64
+                                | Scalar::F16
+                        )
                     ));
             let i64_ctx = matches!(i.suffix(), "i64")
                 || (i.suffix().is_empty() && want.and_then(|t| t.scalar()) == Some(Scalar::I64));
@@ -717,4 +759,172 @@ impl<'a> FnLowerer<'a> {
         self.store_place(place, nv, sp);
         Ok(self.unit())
     }
+}
+
+/// `u8`, `i8`, `u16`, `i16` as (bits, signed): the narrow integer types,
+/// which are storage and conversion targets, not compute types (see
+/// docs/kernel-language.md, "Narrow integers"): their values compute as
+/// u32 / i32.
+pub(super) fn narrow_int(t: &syn::Type) -> Option<(u32, bool)> {
+    let syn::Type::Path(p) = t else { return None };
+    narrow_suffix(&p.path.get_ident()?.to_string())
+}
+
+pub(super) fn narrow_suffix(s: &str) -> Option<(u32, bool)> {
+    match s {
+        "u8" => Some((8, false)),
+        "i8" => Some((8, true)),
+        "u16" => Some((16, false)),
+        "i16" => Some((16, true)),
+        _ => None,
+    }
+}
+
+/// The constant of a literal with a narrow suffix (`7u8`, `-3i8`): a u32
+/// (unsigned) or i32 (signed) that must lie in the narrow type's range.
+pub(super) fn narrow_literal<T: Spanned>(
+    node: &T,
+    v: u64,
+    negative: bool,
+    bits: u32,
+    signed: bool,
+) -> R<Const> {
+    let name = format!("{}{}", if signed { "i" } else { "u" }, bits);
+    let (lo, hi) = if signed {
+        (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1)
+    } else {
+        (0, (1i64 << bits) - 1)
+    };
+    let x = if negative {
+        -(v.min(1 << 40) as i64)
+    } else {
+        v.min(1 << 40) as i64
+    };
+    if x < lo || x > hi {
+        return Err(err(
+            node,
+            format!(
+                "`{}{}{}` does not fit in {} ({} to {})",
+                if negative { "-" } else { "" },
+                v,
+                name,
+                name,
+                lo,
+                hi
+            ),
+        ));
+    }
+    Ok(if signed {
+        Const::i32(x as i32)
+    } else {
+        Const::u32(x as u32)
+    })
+}
+
+impl FnLowerer<'_> {
+    /// `x as u8` / `i8` / `u16` / `i16`, Rust's conversions with the result
+    /// computed as u32 (unsigned) or i32 (signed): from an integer keep the
+    /// low bits (`300 as u8` is 44, `200u32 as i8` is -56), from a float
+    /// round toward zero and saturate, NaN is 0, from bool 0 or 1.
+    fn lower_narrow_cast(&mut self, c: &syn::ExprCast, bits: u32, signed: bool) -> R<Val> {
+        let sp = span_of(c);
+        let name = format!("{}{}", if signed { "i" } else { "u" }, bits);
+        let v = self.lower_expr(&c.expr, None)?;
+        let Type::Scalar(s) = v.ty else {
+            return Err(err(
+                c,
+                format!(
+                    "`as {}` converts a scalar, not {} (narrow integers have no vectors)",
+                    name, v.ty
+                ),
+            ));
+        };
+        let wide = if signed { Type::I32 } else { Type::U32 };
+        let x = if v.ty == wide {
+            v
+        } else {
+            self.val(InstKind::Cast(v.id), wide, sp)
+        };
+        let k = |s: &mut Self, n: i64| {
+            s.konst(
+                if signed {
+                    Const::i32(n as i32)
+                } else {
+                    Const::u32(n as u32)
+                },
+                sp,
+            )
+        };
+        Ok(match s {
+            Scalar::Bool => x,
+            // The wide conversion already saturated (NaN is 0); clamp to
+            // the narrow range.
+            Scalar::F32 | Scalar::F16 | Scalar::F64 => {
+                let (lo, hi) = if signed {
+                    (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1)
+                } else {
+                    (0, (1i64 << bits) - 1)
+                };
+                let hi_c = k(self, hi);
+                let above = self.val(
+                    InstKind::Binary(BinaryOp::Gt, x.id, hi_c.id),
+                    Type::BOOL,
+                    sp,
+                );
+                let x = self.val(
+                    InstKind::Select {
+                        cond: above.id,
+                        accept: hi_c.id,
+                        reject: x.id,
+                    },
+                    wide,
+                    sp,
+                );
+                if !signed {
+                    return Ok(x);
+                }
+                let lo_c = k(self, lo);
+                let below = self.val(
+                    InstKind::Binary(BinaryOp::Lt, x.id, lo_c.id),
+                    Type::BOOL,
+                    sp,
+                );
+                self.val(
+                    InstKind::Select {
+                        cond: below.id,
+                        accept: lo_c.id,
+                        reject: x.id,
+                    },
+                    wide,
+                    sp,
+                )
+            }
+            // Integers keep the low bits: a mask, or for signed targets a
+            // shift up and an arithmetic shift down (sign extension).
+            // (64-bit integers were cut to their low word above.)
+            Scalar::I32 | Scalar::U32 | Scalar::I64 | Scalar::U64 => {
+                if signed {
+                    let sh = k(self, 32 - bits as i64);
+                    let up = self.val(InstKind::Binary(BinaryOp::Shl, x.id, sh.id), wide, sp);
+                    self.val(InstKind::Binary(BinaryOp::Shr, up.id, sh.id), wide, sp)
+                } else {
+                    let m = k(self, (1i64 << bits) - 1);
+                    self.val(InstKind::Binary(BinaryOp::BitAnd, x.id, m.id), wide, sp)
+                }
+            }
+        })
+    }
+}
+
+/// An f16 literal: the nearest binary16 value; a finite literal beyond
+/// f16's range (it would round to infinity) is an error.
+fn f16_literal<T: Spanned>(node: &T, v: f32) -> R<Const> {
+    let c = Const::f16(v);
+    if v.is_finite() && f32::from_bits(c.lo()).is_infinite() {
+        return Err(err(
+            node,
+            format!("`{}` does not fit in f16 (the largest f16 is 65504)", v),
+        ));
+    }
+    Ok(c)
 }

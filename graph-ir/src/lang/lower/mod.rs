@@ -402,8 +402,25 @@ pub(crate) fn parse_type(t: &syn::Type) -> R<Type> {
             ))
         }
     };
+    if let Some((bits, signed)) = expr::narrow_suffix(&text) {
+        let (wide, range) = if signed {
+            (
+                "i32",
+                format!("{}..={}", -(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1),
+            )
+        } else {
+            ("u32", format!("0..={}", (1i64 << bits) - 1))
+        };
+        return Err(err(
+            t,
+            format!(
+                "`{}` is a storage and conversion type, not a compute type: `x as {}` gives a {} in {}; declare {} here",
+                text, text, wide, range, wide
+            ),
+        ));
+    }
     Type::parse(&text).ok_or_else(|| {
-        err(t, format!("unknown type `{}`; use i32, u32, f32, bool, vecN, ivecN, uvecN, bvecN or matN (N = 2..4)", text))
+        err(t, format!("unknown type `{}`; use i32, u32, f32, f16, bool, vecN, ivecN, uvecN, bvecN, vecN<f16> or matN (N = 2..4)", text))
     })
 }
 

@@ -115,9 +115,11 @@ impl Structs {
                 match parse_type(t) {
                     Ok(p) => Ok(Ty::Plain(p)),
                     Err(e) => match t {
+                        // `u8` and friends: parse_type's own explanation.
+                        syn::Type::Path(_) if super::expr::narrow_int(t).is_some() => Err(e),
                         syn::Type::Path(p) if p.path.get_ident().is_some() => Err(CodeError {
                             message: format!(
-                                "unknown type `{}`; use i32, u32, f32, bool, vecN, ivecN, uvecN, bvecN, matN (N = 2..4), [T; N], a tuple or a struct declared in this code",
+                                "unknown type `{}`; use i32, u32, f32, f16, bool, vecN, ivecN, uvecN, bvecN, matN (N = 2..4), vecN<f16>, [T; N], a tuple or a struct declared in this code",
                                 p.path.get_ident().expect("an ident")
                             ),
                             ..e

@@ -113,6 +113,7 @@ fn steps(
 fn tangent_kernel(program: &Program, k: KernelId) -> Result<Kernel, AdError> {
     let kernel = &program.kernels[k];
     super::refuse_workgroup(kernel, "forward")?;
+    super::refuse_f16(kernel, "forward")?;
     let src = &kernel.entry;
     let mut used = HashSet::new();
     for (_, inst) in src.insts.iter() {
