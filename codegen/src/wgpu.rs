@@ -252,11 +252,12 @@ fn build_kernel(
     opts: &WgpuOptions,
 ) -> Result<WgpuKernel, CodegenError> {
     if !opts.wide {
-        if let Some(t) = wide_type_used(kernel) {
+        if let Some((t, span)) = wide_type_used(kernel) {
             return Err(cerr(
                 kernel,
                 format!(
-                    "uses {}, but this GPU has no 64-bit {} in shaders (wgpu features SHADER_F64 and SHADER_INT64; WebGPU has neither); run it on the cpu, vm or cuda backend, or compute in 32 bits",
+                    "code {}: uses {}, but this GPU has no 64-bit {} in shaders (wgpu features SHADER_F64 and SHADER_INT64; WebGPU has neither); run it on the cpu, vm or cuda backend, or compute in 32 bits",
+                    span,
                     t.name(),
                     if t == Scalar::F64 { "floats" } else { "integers" }
                 ),
@@ -568,13 +569,13 @@ fn build_kernel(
     })
 }
 
-/// The first 64-bit scalar type a value of the kernel has, if any.
-fn wide_type_used(kernel: &Kernel) -> Option<Scalar> {
+/// The first 64-bit scalar type a value of the kernel has, and where in
+/// the code (a local's is its first use: values carry the positions).
+fn wide_type_used(kernel: &Kernel) -> Option<(Scalar, weft_ir::ir::Span)> {
     std::iter::once(&kernel.entry)
         .chain(kernel.functions.iter().map(|(_, f)| f))
-        .flat_map(|f| f.insts.iter().map(|(_, i)| i.ty))
-        .chain(kernel.entry.locals.iter().map(|(_, l)| l.ty))
-        .find_map(|t| t.scalar().filter(|s| s.is_wide()))
+        .flat_map(|f| f.insts.iter().map(|(_, i)| (i.ty, i.span)))
+        .find_map(|(t, sp)| t.scalar().filter(|s| s.is_wide()).map(|s| (s, sp)))
 }
 
 /// Helper functions ordered so that callees come before callers.

@@ -279,7 +279,11 @@ fn wgpu_without_64_bit_shaders_refuses_naming_the_node() {
         "{}",
         m
     );
-    assert!(m.contains("f64") && m.contains("SHADER_F64"), "{}", m);
+    assert!(
+        m.contains("f64") && m.contains("SHADER_F64") && m.contains("code 1:"),
+        "{}",
+        m
+    );
     // With the features the same kernel compiles and validates.
     weft_codegen::wgpu::compile_kernel(&program, k, &weft_codegen::wgpu::WgpuOptions::default())
         .expect("compiles with SHADER_F64");

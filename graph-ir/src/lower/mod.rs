@@ -8,11 +8,14 @@
 //!   compare-exchange loops (and `match_cas_loop`, which finds such a loop
 //!   again for the passes that rewrite it);
 //! - `words`: a value as per-component words and back;
-//! - `random`: the random-number generator `legalize` expands `random()` to.
+//! - `random`: the random-number generator `legalize` expands `random()` to;
+//! - `activation_demotion`: the one definition of a write at a cell known to
+//!   be active (the state-flow graph and `lower_access` both ask it).
 //!
 //! Dependencies point one way: `passes` use `lower`, `lower` uses only
 //! `ir` and `types`.
 
+pub mod activation_demotion;
 pub mod quantize;
 pub mod random;
 pub mod sparse;

@@ -12,14 +12,14 @@
 
 use crate::ir::layout::{AddressPlan, WORD_BITS};
 use crate::ir::*;
+use crate::lower::activation_demotion::KnownActive;
 use crate::lower::sparse::{self, Emitter, Mode};
 use crate::lower::words::{assemble, split};
-use crate::passes::activation_demotion::KnownActive;
 use crate::types::{Scalar, Type};
 use std::collections::HashSet;
 
 /// `demote`: writes at cells known to be active do not activate
-/// (`passes::activation_demotion`).
+/// (`lower::activation_demotion`).
 pub fn run(program: &mut Program, bounds_checks: bool, demote: bool) {
     let snapshot = program.clone();
     for k in program.kernels.handles().collect::<Vec<_>>() {

@@ -15,7 +15,6 @@
 //! the address arithmetic, drop bounds checks proven by index ranges → store fusion → atomic demotion → legalize → CSE
 //! → LICM → CSE → zero-fill detection → backend.
 
-pub mod activation_demotion;
 pub mod atomic_demotion;
 pub mod autodiff;
 pub mod block_loops;

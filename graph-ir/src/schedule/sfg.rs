@@ -27,7 +27,7 @@
 
 use crate::ir::layout::{root_of, AddressPlan};
 use crate::ir::*;
-use crate::passes::activation_demotion::KnownActive;
+use crate::lower::activation_demotion::KnownActive;
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
