@@ -7,7 +7,7 @@
 mod bench;
 mod cli;
 mod grad;
-mod gui;
+use weft_gui::gui;
 mod load;
 mod replay;
 mod run;
