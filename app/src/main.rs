@@ -19,11 +19,11 @@ fn main() {
     quiet_on_closed_pipe();
     let args = cli::Cli::parse();
     let code = match args.command {
-        None => gui::run(gui::GuiOptions {
+        None => gui::platform::run(gui::GuiOptions {
             native_file_dialogs: true,
             ..Default::default()
         }),
-        Some(cli::Command::Gui(a)) => gui::run(gui::GuiOptions {
+        Some(cli::Command::Gui(a)) => gui::platform::run(gui::GuiOptions {
             graph: a.graph,
             screenshot: a.screenshot,
             after_frames: a.after_frames,

@@ -16,8 +16,8 @@
 //! Jobs carry a token: a frame that returns after the viewport forgot it
 //! (another graph opened, the app cleared) is dropped.
 
+use super::platform::Instant;
 use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
-use std::time::Instant;
 use weft_runtime::render::Image;
 use weft_runtime::snapshot::Snapshot;
 use weft_runtime::{RuntimeError, Simulation};
@@ -94,10 +94,12 @@ impl SimWorker {
     pub fn new() -> SimWorker {
         let (jobs, job_rx) = channel::<(u64, FrameJob, egui::Context)>();
         let (done_tx, done) = channel();
-        // Ends when the viewport (the sender) is dropped.
-        let spawned = std::thread::Builder::new()
-            .name("weft-sim".into())
-            .spawn(move || {
+        // In a browser page there is one thread and no worker: `send`
+        // then hands every frame back, to run in the UI pass
+        // (`Viewport::dispatch`).
+        if !super::platform::IN_BROWSER {
+            // Ends when the viewport (the sender) is dropped.
+            let spawned = super::platform::spawn("weft-sim", move || {
                 for (token, job, ctx) in job_rx {
                     if done_tx.send((token, run(job))).is_err() {
                         break;
@@ -108,9 +110,10 @@ impl SimWorker {
                     ctx.request_repaint();
                 }
             });
-        if let Err(e) = spawned {
-            // Sending then fails, and `send` hands the simulation back.
-            eprintln!("weft: could not start the simulation thread: {}", e);
+            if let Err(e) = spawned {
+                // Sending then fails, and `send` hands the simulation back.
+                eprintln!("weft: could not start the simulation thread: {}", e);
+            }
         }
         SimWorker {
             jobs,

@@ -241,9 +241,11 @@ impl Timeline {
                 }
                 return;
             }
-            let out = graph.map(bake::cache_dir_for);
+            let no_bake = super::platform::unavailable(super::platform::Feature::Bake);
+            let out = graph.filter(|_| no_bake.is_none()).map(bake::cache_dir_for);
             let b = ui.add_enabled(out.is_some(), egui::Button::new("Bake"));
             let b = match &out {
+                None if no_bake.is_some() => b.on_disabled_hover_text(no_bake.unwrap_or_default()),
                 Some(o) => b.on_hover_text(format!(
                     "simulate frames {}..{} and write every field's state to {} (reopens with the graph)",
                     self.start,

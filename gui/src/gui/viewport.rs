@@ -92,6 +92,9 @@ pub struct Viewport {
     kernel_ms: Vec<(String, f64)>,
     textures: Vec<ViewTexture>,
     gpu: Option<Arc<WgpuContext>>,
+    /// Why there is no GPU for wgpu (a browser without WebGPU), shown on
+    /// the backend chooser's disabled entry.
+    pub no_gpu: Option<String>,
     egui_renderer: Option<Arc<egui::mutex::RwLock<eframe::egui_wgpu::Renderer>>>,
     pending: Option<(u64, Receiver<Built>)>,
     /// The document revision the running simulation was built from.
@@ -154,7 +157,7 @@ pub struct Viewport {
 fn spill_dir() -> PathBuf {
     static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    std::env::temp_dir().join(format!("weft-frames-{}-{}", std::process::id(), n))
+    super::platform::scratch_dir(&format!("weft-frames-{}", n))
 }
 
 /// One view's zoom (1 = fit the tile) and pan (points).
@@ -216,6 +219,29 @@ impl Viewport {
                 rs.queue.clone(),
             ))
         });
+        Self::with(gpu, render_state.map(|rs| rs.renderer.clone()))
+    }
+
+    /// A viewport whose simulation has a GPU of its own, not the one the
+    /// window draws with (a browser page: WebGPU for the simulation, egui
+    /// on WebGL2), or none (`Err`: why, shown on the backend chooser).
+    /// Views are read back as pictures. The backend starts as wgpu when
+    /// there is a GPU, else the VM.
+    pub fn with_own_gpu(gpu: Result<Arc<WgpuContext>, String>) -> Viewport {
+        let mut v = Self::with(gpu.as_ref().ok().cloned(), None);
+        v.backend = if gpu.is_ok() {
+            Backend::Wgpu
+        } else {
+            Backend::Vm
+        };
+        v.no_gpu = gpu.err();
+        v
+    }
+
+    fn with(
+        gpu: Option<Arc<WgpuContext>>,
+        egui_renderer: Option<Arc<egui::mutex::RwLock<eframe::egui_wgpu::Renderer>>>,
+    ) -> Viewport {
         Viewport {
             backend: Backend::Auto,
             playing: false,
@@ -228,9 +254,10 @@ impl Viewport {
             deferred_reset: false,
             kernel_ms: vec![],
             textures: vec![],
-            egui_renderer: render_state.map(|rs| rs.renderer.clone()),
+            egui_renderer,
             gpu,
-            cuda: weft_runtime::cuda::driver_status().is_ok(),
+            cuda: super::platform::cuda_available(),
+            no_gpu: None,
             pending: None,
             built_from: None,
             error: None,
@@ -408,7 +435,7 @@ impl Viewport {
             gpu: self.gpu.clone(),
             ..Default::default()
         };
-        std::thread::spawn(move || {
+        let _ = super::platform::spawn("weft-build", move || {
             let r = (|| -> Built {
                 let program = super::asset_menu::build(&doc2, base_dir.unwrap_or_default())
                     .map_err(|e| e.to_string())?;
