@@ -18,8 +18,10 @@
 
 use super::platform::Instant;
 use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
+use weft_ir::ir::layout::root_of;
 use weft_runtime::render::Image;
 use weft_runtime::snapshot::Snapshot;
+use weft_runtime::wgpu_backend::PendingRead;
 use weft_runtime::{RuntimeError, Simulation};
 
 /// How the views of a frame were drawn.
@@ -29,12 +31,74 @@ pub enum Drawn {
     OnGpu,
     /// Read back as pictures (the CPU backends, CUDA).
     Images(Vec<(String, Image)>),
+    /// On wgpu where nothing may wait (a browser page): drawn on the
+    /// simulation's GPU, the pictures on their way back.
+    Reading(PendingPictures),
+}
+
+/// Views' pictures read back without waiting (`WgpuEngine::start_read`).
+pub struct PendingPictures {
+    /// Name, width, height, pitch, the read, and its words once come.
+    reads: Vec<(String, [u32; 3], PendingRead, Option<Vec<u32>>)>,
+}
+
+impl PendingPictures {
+    /// The pictures once every one has come (never waits).
+    pub fn take(&mut self) -> Option<Result<Vec<(String, Image)>, RuntimeError>> {
+        for (_, _, read, words) in &mut self.reads {
+            if words.is_none() {
+                match read.take() {
+                    Some(Ok(w)) => *words = Some(w),
+                    Some(Err(e)) => return Some(Err(e)),
+                    None => {}
+                }
+            }
+        }
+        if self.reads.iter().any(|r| r.3.is_none()) {
+            return None;
+        }
+        Some(Ok(self
+            .reads
+            .iter()
+            .map(|(name, [w, h, pitch], _, words)| {
+                let words = words.as_deref().unwrap_or_default();
+                (name.clone(), Image::from_words(*w, *h, *pitch, words))
+            })
+            .collect()))
+    }
+}
+
+/// Whether `sim` runs on wgpu where no wait is allowed (a browser page):
+/// frames are then submitted without waiting for them, and pictures come
+/// back frames later (`Drawn::Reading`).
+pub fn must_not_wait(sim: &Simulation) -> bool {
+    weft_runtime::platform::MUST_NOT_WAIT && sim.wgpu_engine().is_some()
 }
 
 /// Draws the views of `sim`: on the GPU in place when `on_gpu`, else read back.
 pub fn draw(sim: &mut Simulation, on_gpu: bool) -> Result<Drawn, RuntimeError> {
     if on_gpu {
         sim.draw_views().map(|_| Drawn::OnGpu)
+    } else if must_not_wait(sim) {
+        sim.draw_views()?;
+        let program = &sim.program;
+        let Some(engine) = sim.wgpu_engine() else {
+            return Ok(Drawn::Images(Vec::new()));
+        };
+        let reads = program
+            .view_kernels
+            .iter()
+            .map(|v| {
+                let root = root_of(program, program.fields[v.image].layout);
+                (
+                    v.node_id.clone(),
+                    [v.width, v.height, v.pitch],
+                    engine.start_read(root),
+                    None,
+                )
+            })
+            .collect();
+        Ok(Drawn::Reading(PendingPictures { reads }))
     } else {
         sim.render_views().map(Drawn::Images)
     }
@@ -181,8 +245,15 @@ pub fn run(job: FrameJob) -> FrameDone {
     } = job;
     sim.set_profile(profile);
     let t = Instant::now();
-    // A profiled frame is submitted one launch at a time anyway.
-    let result = sim.step_frame_sliced(if profile { None } else { slice });
+    let result = if must_not_wait(&sim) {
+        // Submitted, not waited for: the caller asked
+        // `WgpuEngine::ready_for_frame` first, and a fault shows when the
+        // engine retires the frame.
+        sim.step_frame().map(|_| 0)
+    } else {
+        // A profiled frame is submitted one launch at a time anyway.
+        sim.step_frame_sliced(if profile { None } else { slice })
+    };
     let ms = t.elapsed().as_secs_f64() * 1e3;
     sim.set_profile(false);
     let drawn = match (&result, draw_on) {

@@ -92,6 +92,8 @@ pub struct Viewport {
     kernel_ms: Vec<(String, f64)>,
     textures: Vec<ViewTexture>,
     gpu: Option<Arc<WgpuContext>>,
+    /// Views' pictures on their way back (wgpu in a browser page).
+    pictures: Option<sim_worker::PendingPictures>,
     /// Why there is no GPU for wgpu (a browser without WebGPU), shown on
     /// the backend chooser's disabled entry.
     pub no_gpu: Option<String>,
@@ -258,6 +260,7 @@ impl Viewport {
             gpu,
             cuda: super::platform::cuda_available(),
             no_gpu: None,
+            pictures: None,
             pending: None,
             built_from: None,
             error: None,
@@ -298,6 +301,7 @@ impl Viewport {
         self.deferred_reset = false;
         self.kernel_ms.clear();
         self.textures.clear();
+        self.pictures = None;
         self.pending = None;
         self.carry_state = false;
         self.built_from = None;
@@ -458,6 +462,7 @@ impl Viewport {
     /// running simulation.
     pub fn update(&mut self, ctx: &egui::Context) -> Option<String> {
         self.receive(ctx);
+        self.receive_pictures(ctx);
         let mut status = None;
         if !self.worker.is_away() {
             status = self.swap_in_build(ctx);
@@ -473,16 +478,58 @@ impl Viewport {
         if !self.worker.is_away() && (self.playing || self.queued_steps > 0) {
             ctx.request_repaint();
         }
-        if self.needs_draw && self.sim.is_some() {
+        if self.needs_draw && self.sim.is_some() && !self.gpu_busy(ctx) {
             self.draw(ctx);
         }
         status
     }
 
+    /// Shows the pictures that came back (wgpu in a browser page).
+    fn receive_pictures(&mut self, ctx: &egui::Context) {
+        let Some(p) = &mut self.pictures else { return };
+        match p.take() {
+            None => ctx.request_repaint(),
+            Some(r) => {
+                self.pictures = None;
+                match r {
+                    Ok(images) => self.present(ctx, Drawn::Images(images)),
+                    Err(e) => self.error = Some(e.to_string()),
+                }
+            }
+        }
+    }
+
+    /// Where nothing may wait (wgpu in a browser page): whether the GPU
+    /// has no room for another frame or drawing yet, or pictures are on
+    /// their way; the next pass asks again.
+    fn gpu_busy(&mut self, ctx: &egui::Context) -> bool {
+        let Some(sim) = self.sim.as_ref().filter(|s| sim_worker::must_not_wait(s)) else {
+            return false;
+        };
+        let ready = match sim.wgpu_engine().map(|e| e.ready_for_frame()) {
+            Some(Ok(r)) => r,
+            Some(Err(e)) => {
+                self.fault = Some(Fault::from(&e));
+                self.playing = false;
+                return true;
+            }
+            None => true,
+        };
+        let busy = !ready || self.pictures.is_some();
+        if busy {
+            ctx.request_repaint();
+        }
+        busy
+    }
+
     /// The end of a UI pass: the panels have read what they need, so the
     /// simulation goes out for its next frame (when playing, or for Step).
     pub fn end_pass(&mut self, ctx: &egui::Context) {
-        if self.worker.is_away() || self.sim.is_none() || self.pending.is_some() {
+        if self.worker.is_away()
+            || self.sim.is_none()
+            || self.pending.is_some()
+            || self.gpu_busy(ctx)
+        {
             return;
         }
         // A seek asked for in this pass: a cached frame is restored now
@@ -678,6 +725,7 @@ impl Viewport {
                 // readers of field state look again.
                 self.generation += 1;
                 self.textures.clear();
+                self.pictures = None;
                 self.error = None;
                 self.pending = None;
                 self.carry_state = false;
@@ -686,9 +734,13 @@ impl Viewport {
             Ok(Ok(mut sim)) => {
                 self.cache.clear();
                 self.seek_to = None;
-                match sim.snapshot() {
-                    Ok(s) => self.cache.insert(s, sim.frame),
-                    Err(e) => self.fault = Some(Fault::from(&e)),
+                // Frame 0 for the timeline (where nothing may wait, the
+                // state cannot be read back at once: not kept).
+                if !sim_worker::must_not_wait(&sim) {
+                    match sim.snapshot() {
+                        Ok(s) => self.cache.insert(s, sim.frame),
+                        Err(e) => self.fault = Some(Fault::from(&e)),
+                    }
                 }
                 self.display_only = false;
                 if self.running.as_ref().is_some_and(|s| s.frame > 0) {
@@ -706,6 +758,7 @@ impl Viewport {
                 self.take_baked();
                 self.generation += 1;
                 self.textures.clear();
+                self.pictures = None;
                 self.error = None;
                 self.fault = None;
                 self.pending = None;
@@ -747,6 +800,10 @@ impl Viewport {
     /// shown (frames run a little ahead of the host while playing).
     fn settle(&mut self) {
         let Some(sim) = &mut self.sim else { return };
+        if sim_worker::must_not_wait(sim) {
+            // Nothing waits here: faults show as the engine retires frames.
+            return;
+        }
         if let Err(e) = sim.sync() {
             self.fault = Some(Fault::from(&e));
         }
@@ -769,9 +826,13 @@ impl Viewport {
         // too, at a small cost. CPU backends time every launch anyway.
         let gpu = matches!(sim.backend(), Some(Backend::Wgpu | Backend::Cuda));
         let on_gpu = self.draws_on_gpu(&sim);
+        let no_wait = sim_worker::must_not_wait(&sim);
         let job = FrameJob {
             sim,
-            profile: gpu && self.frames_run.is_multiple_of(PROFILE_EVERY),
+            // Profiling reads timestamps back by waiting for them.
+            profile: gpu
+                && self.frames_run.is_multiple_of(PROFILE_EVERY)
+                && !no_wait,
             // Only a device the window draws on needs room between slices.
             slice: if on_gpu { self.slice } else { None },
             draw: Some(on_gpu),
@@ -1004,6 +1065,10 @@ impl Viewport {
                     );
                 }
                 gpu.queue.submit([enc.finish()]);
+            }
+            Drawn::Reading(p) => {
+                self.pictures = Some(p);
+                ctx.request_repaint();
             }
             Drawn::Images(images) => {
                 for (i, (name, img)) in images.into_iter().enumerate() {
