@@ -352,6 +352,11 @@ impl WeftApp {
     /// Saves to the document's file, or asks for one (Save As, untitled
     /// graphs); then carries on with `then`. Asking may finish on a later
     /// frame (Weft's own dialog); the graph stays unsaved until it is written.
+    /// File > Save As… (in a browser page: downloads the graph).
+    pub fn save_as(&mut self) {
+        self.save(true, None);
+    }
+
     fn save(&mut self, save_as: bool, then: Option<Pending>) {
         match (&self.model.path, save_as) {
             (Some(p), false) => {

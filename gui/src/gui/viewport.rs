@@ -327,6 +327,11 @@ impl Viewport {
         self.cuda
     }
 
+    /// The document revision the viewport last built or updated to.
+    pub fn built_revision(&self) -> Option<u64> {
+        self.built_from.as_ref().map(|(r, _)| *r)
+    }
+
     /// Follows the document: scalars only → update in place; anything else → rebuild in the background.
     pub fn sync(
         &mut self,
@@ -830,9 +835,7 @@ impl Viewport {
         let job = FrameJob {
             sim,
             // Profiling reads timestamps back by waiting for them.
-            profile: gpu
-                && self.frames_run.is_multiple_of(PROFILE_EVERY)
-                && !no_wait,
+            profile: gpu && self.frames_run.is_multiple_of(PROFILE_EVERY) && !no_wait,
             // Only a device the window draws on needs room between slices.
             slice: if on_gpu { self.slice } else { None },
             draw: Some(on_gpu),
