@@ -234,7 +234,9 @@ impl Editor {
             })
             .collect();
         self.code_window = self.app.open_code.as_ref().is_some_and(|id| {
-            ctx.memory(|m| m.area_rect(egui::Id::new(format!("code · {}", id))))
+            // A window's area id is its title's text, an `Option<&str>`
+            // when hashed (egui's `Window::new`).
+            ctx.memory(|m| m.area_rect(egui::Id::new(Some(format!("code · {}", id)))))
                 .is_some()
         });
         if let Err(e) = self.advance_reads() {

@@ -324,7 +324,7 @@ impl WeftApp {
             .iter()
             .map(|p| p.display().to_string())
             .collect();
-        let _ = weft_ir::io::write_atomic(
+        let _ = platform::write_file(
             &self.config_dir().join("recent.txt"),
             text.join("\n").as_bytes(),
         );
@@ -476,7 +476,8 @@ impl WeftApp {
         if self.model.dirty && now - self.last_autosave > 15.0 {
             self.last_autosave = now;
             let _ = std::fs::create_dir_all(self.config_dir());
-            if let Err(e) = self.model.root().save_atomic(&self.recovery_path()) {
+            let text = self.model.root().to_json();
+            if let Err(e) = platform::write_file(&self.recovery_path(), text.as_bytes()) {
                 self.model.log.push(format!("autosave failed: {}", e));
             }
         }

@@ -27,6 +27,8 @@ pub enum Feature {
     Sweep,
     /// PLY, VDB and USD files written into a folder.
     Export,
+    /// The timeline's frames evicted from memory, written to disk.
+    SpillToDisk,
     /// The compiled CPU backend (Cranelift JIT).
     CpuJit,
     /// CUDA.
@@ -42,6 +44,7 @@ pub fn unavailable(f: Feature) -> Option<&'static str> {
         Feature::Bake => "baking writes frames into a folder: a browser page has no file system",
         Feature::Sweep => "sweeps run weft processes or Slurm jobs: a browser page starts none",
         Feature::Export => "export writes files into a folder: a browser page has no file system",
+        Feature::SpillToDisk => "a browser page has no disk: frames stay in memory",
         Feature::CpuJit => {
             "the compiled CPU backend (Cranelift JIT) does not exist in WebAssembly: use wgpu or vm"
         }
@@ -51,7 +54,7 @@ pub fn unavailable(f: Feature) -> Option<&'static str> {
 
 pub use imp::{
     cuda_available, pick_file, save_file, scratch_dir, spawn, start_open, take_opened, temp_dir,
-    write_graph,
+    write_file, write_graph,
 };
 
 /// The desktop app's window (`weft gui`); a page starts the editor from
@@ -136,6 +139,12 @@ mod imp {
 
     pub fn take_opened() -> Option<PathBuf> {
         None
+    }
+
+    /// Writes atomically (write, then rename): settings, recent files,
+    /// the recovery file.
+    pub fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        weft_ir::io::write_atomic(path, bytes)
     }
 
     /// Saves atomically (write, then rename).
@@ -231,6 +240,14 @@ mod imp {
     /// The file the page's picker opened, once.
     pub fn take_opened() -> Option<PathBuf> {
         OPENED.with(|o| o.borrow_mut().take())
+    }
+
+    /// The page has no file system: what the editor keeps (settings,
+    /// recent files, the recovery file) is kept in memory for the page's
+    /// life (`weft_ir::io::provided`).
+    pub fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        weft_ir::io::provided::provide(path.to_path_buf(), bytes.to_vec());
+        Ok(())
     }
 
     /// Downloads the graph as its file name (a Blob and a link clicked),

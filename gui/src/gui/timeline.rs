@@ -177,12 +177,17 @@ impl Timeline {
                 .on_hover_text("memory budget of the frame cache");
             ui.label(format!("{} on disk", d));
             let mut spill = vp.cache.spill;
+            let no_disk = super::platform::unavailable(super::platform::Feature::SpillToDisk);
             let s = ui
-                .checkbox(&mut spill, "Spill to disk")
+                .add_enabled(
+                    no_disk.is_none(),
+                    egui::Checkbox::new(&mut spill, "Spill to disk"),
+                )
                 .on_hover_text(format!(
                     "frames evicted from memory are written to {}",
                     vp.cache.spill_dir().display()
-                ));
+                ))
+                .on_disabled_hover_text(no_disk.unwrap_or_default());
             if b.changed() || s.changed() {
                 vp.cache.budget = budget as usize * 1024 * 1024;
                 vp.cache.spill = spill;
