@@ -287,7 +287,8 @@ fn assert_not_blank(shot: &Path, colours: usize, dark: f64) {
 /// inspector makes it, Reset and three frames give the fields the native
 /// cpu backend gives with `--set substeps.count=10`; and File > Save As
 /// downloads a graph that loads, builds and runs natively to the same
-/// fields. The screenshot (heat's code editor open) is checked not blank;
+/// fields; File > Open (the page's file picker) opens mpm88 from the disk
+/// and runs it. The screenshot (heat's code editor open) is checked not blank;
 /// `WEFT_UPDATE_DOCS_IMAGES=1` also writes it to docs/images/web-editor.png.
 #[test]
 fn the_editor_page_edits_heat_runs_it_like_the_cpu_backend_and_saves_it() {
@@ -302,6 +303,7 @@ fn the_editor_page_edits_heat_runs_it_like_the_cpu_backend_and_saves_it() {
         "set": [{"node": "substeps", "param": "count", "value": 10}],
         "frames": 3,
         "read": fields,
+        "open": root().join("graphs").join("mpm88.json"),
     });
     let script = root().join("web").join("test").join("run_editor.cjs");
     let o = Command::new("node")
@@ -396,6 +398,16 @@ fn the_editor_page_edits_heat_runs_it_like_the_cpu_backend_and_saves_it() {
     assert_eq!(count, Some(json!(10)), "the saved graph lost the edit");
     problems.extend(compare("saved heat", &cpu(&saved_json, 3), &web, &tight));
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+
+    // File > Open: a graph from the disk, through the page's file picker.
+    let reopened = read("reopened.json");
+    assert_eq!(
+        reopened["nodes"],
+        example("mpm88")["nodes"].as_array().unwrap().len(),
+        "{}",
+        reopened
+    );
+    assert_eq!(reopened["problems"], json!([]), "{}", reopened);
 
     // The editor's light panels, and heat's view (mostly black) in the viewport.
     assert_not_blank(&shot, 256, 0.002);

@@ -108,7 +108,8 @@ impl Editor {
     /// frames}` (once the edits are built: Reset, then play to `frames`), `{op: "read",
     /// fields: [...]}` (read fields back once paused), `{op: "code", node}`
     /// (open a node's code editor), `{op: "save"}` (File > Save As: the
-    /// graph is downloaded).
+    /// graph is downloaded), `{op: "open"}` (File > Open: the page's file
+    /// picker, which a browser shows only just after a user's click).
     pub fn command(&mut self, c: &Value) -> Result<(), String> {
         let s = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or_default();
         match s("op") {
@@ -165,8 +166,12 @@ impl Editor {
                 self.app.save_as();
                 Ok(())
             }
+            "open" => {
+                self.app.open_file();
+                Ok(())
+            }
             op => Err(format!(
-                "unknown command '{}' (set, frames, read, code, save)",
+                "unknown command '{}' (set, run, frames, read, code, save, open)",
                 op
             )),
         }

@@ -7,13 +7,14 @@
 // DIR: the web build (web/build.sh); QUERY: the page's query string
 // (graph=heat); OUT: a folder for the results; PLAN: JSON
 // {"code": NODE, "set": [{node, param, value}], "frames": N, "read":
-// [FIELD]}. The page is opened and waited for until its first frames
+// [FIELD], "open": FILE}. The page is opened and waited for until its first frames
 // played; OUT/opened.json is its report then (nodes, problems, panels).
 // Then NODE's code editor is opened (SCREENSHOT taken), the edits made,
 // the graph reset and run to frame N, the fields read back (OUT/NAME.bin,
 // little-endian u32 words) and the graph saved through File > Save As,
-// which downloads it into OUT/download/. OUT/result.json is the last
-// report. Serves DIR on 127.0.0.1, prints the browser's console, exits 1
+// which downloads it into OUT/download/. Then FILE is opened through File >
+// Open (the page's file picker) and OUT/reopened.json is the report once it
+// runs. OUT/result.json is the last report. Serves DIR on 127.0.0.1, prints the browser's console, exits 1
 // on any failure. WEFT_CHROMIUM overrides the browser.
 "use strict";
 const http = require("http");
@@ -121,6 +122,20 @@ const send = (page, cmds) => page.evaluate((c) => {
       await new Promise((ok) => setTimeout(ok, 200));
     }
     if (!saved.length) throw new Error("Save As downloaded no graph");
+    if (plan.open) {
+      // A browser shows a file picker only just after a user's click: one
+      // on the status line, then File > Open through the hook.
+      await page.mouse.click(700, 737);
+      const [chooser] = await Promise.all([
+        page.waitForFileChooser({ timeout: 30000 }),
+        send(page, [{ op: "open" }]),
+      ]);
+      await chooser.accept([path.resolve(plan.open)]);
+      const name = path.basename(plan.open);
+      const reopened = await until(page, `${name} to open`,
+        (r) => r.title.endsWith(name) && r.backend && !r.compiling && r.frame >= 1);
+      fs.writeFileSync(path.join(out, "reopened.json"), JSON.stringify(reopened, null, 2));
+    }
     const last = await report(page);
     last.fields = done.fields;
     last.saved = saved.map((f) => path.join(downloads, f));

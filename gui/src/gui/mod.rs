@@ -352,6 +352,11 @@ impl WeftApp {
     /// Saves to the document's file, or asks for one (Save As, untitled
     /// graphs); then carries on with `then`. Asking may finish on a later
     /// frame (Weft's own dialog); the graph stays unsaved until it is written.
+    /// File > Open… (in a browser page: the page's file picker).
+    pub fn open_file(&mut self) {
+        self.open_dialog();
+    }
+
     /// File > Save As… (in a browser page: downloads the graph).
     pub fn save_as(&mut self) {
         self.save(true, None);

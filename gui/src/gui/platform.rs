@@ -59,7 +59,9 @@ pub use imp::{
 
 /// The desktop app's window (`weft gui`); a page starts the editor from
 /// `web/` instead.
+// Unused where the app's tests include the editor's source by path.
 #[cfg(not(target_arch = "wasm32"))]
+#[allow(unused_imports)]
 pub use imp::run;
 
 #[cfg(not(target_arch = "wasm32"))]

@@ -38,9 +38,11 @@ pub enum Drawn {
 
 /// Views' pictures read back without waiting (`WgpuEngine::start_read`).
 pub struct PendingPictures {
-    /// Name, width, height, pitch, the read, and its words once come.
-    reads: Vec<(String, [u32; 3], PendingRead, Option<Vec<u32>>)>,
+    reads: Vec<PictureRead>,
 }
+
+/// A view's name, width, height and pitch, its read, and its words once come.
+type PictureRead = (String, [u32; 3], PendingRead, Option<Vec<u32>>);
 
 impl PendingPictures {
     /// The pictures once every one has come (never waits).
