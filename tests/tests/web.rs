@@ -287,8 +287,8 @@ fn assert_not_blank(shot: &Path, colours: usize, dark: f64) {
 /// inspector makes it, Reset and three frames give the fields the native
 /// cpu backend gives with `--set substeps.count=10`; and File > Save As
 /// downloads a graph that loads, builds and runs natively to the same
-/// fields; File > Open (the page's file picker) opens mpm88 from the disk
-/// and runs it. The screenshot (heat's code editor open) is checked not blank;
+/// fields; File > Open (the page's file picker) opens mpm88 and its `.npy`
+/// initial data from the disk and runs it. The screenshot (heat's code editor open) is checked not blank;
 /// `WEFT_UPDATE_DOCS_IMAGES=1` also writes it to docs/images/web-editor.png.
 #[test]
 fn the_editor_page_edits_heat_runs_it_like_the_cpu_backend_and_saves_it() {
@@ -303,7 +303,10 @@ fn the_editor_page_edits_heat_runs_it_like_the_cpu_backend_and_saves_it() {
         "set": [{"node": "substeps", "param": "count", "value": 10}],
         "frames": 3,
         "read": fields,
-        "open": root().join("graphs").join("mpm88.json"),
+        "open": [
+            root().join("graphs/mpm88.json"),
+            root().join("graphs/mpm88_x0.npy"),
+        ],
     });
     let script = root().join("web").join("test").join("run_editor.cjs");
     let o = Command::new("node")
@@ -359,9 +362,10 @@ fn the_editor_page_edits_heat_runs_it_like_the_cpu_backend_and_saves_it() {
     }
 
     // The edit, three frames: as `weft run --set substeps.count=10 --frames 3` on cpu.
+    let ran = read("ran.json");
+    assert_eq!(ran["frame"], 3, "{}", ran);
+    assert!(ran["code_window"].as_bool().unwrap(), "{}", ran);
     let result = read("result.json");
-    assert_eq!(result["frame"], 3, "{}", result);
-    assert!(result["code_window"].as_bool().unwrap(), "{}", result);
     let web: Vec<(String, Vec<u32>)> = fields
         .iter()
         .map(|f| {
@@ -408,6 +412,8 @@ fn the_editor_page_edits_heat_runs_it_like_the_cpu_backend_and_saves_it() {
         reopened
     );
     assert_eq!(reopened["problems"], json!([]), "{}", reopened);
+    assert_eq!(reopened["backend"], "wgpu", "{}", reopened);
+    assert!(reopened["frame"].as_i64().unwrap() >= 2, "{}", reopened);
 
     // The editor's light panels, and heat's view (mostly black) in the viewport.
     assert_not_blank(&shot, 256, 0.002);

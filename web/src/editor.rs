@@ -186,7 +186,8 @@ impl Editor {
         json!({
             "title": m.title(),
             "nodes": m.doc.nodes.len(),
-            "laid_out": self.app.node_rects.len(),
+            // The document's nodes the node editor has laid out.
+            "laid_out": m.doc.nodes.iter().filter(|n| self.app.node_rects.contains_key(&n.id)).count(),
             "problems": problems,
             "panels": self.panels.iter().map(|(n, s)| json!({"id": n, "size": s})).collect::<Vec<_>>(),
             "code_window": self.code_window,

@@ -7,13 +7,13 @@
 // DIR: the web build (web/build.sh); QUERY: the page's query string
 // (graph=heat); OUT: a folder for the results; PLAN: JSON
 // {"code": NODE, "set": [{node, param, value}], "frames": N, "read":
-// [FIELD], "open": FILE}. The page is opened and waited for until its first frames
+// [FIELD], "open": [GRAPH, NPY...]}. The page is opened and waited for until its first frames
 // played; OUT/opened.json is its report then (nodes, problems, panels).
 // Then NODE's code editor is opened (SCREENSHOT taken), the edits made,
 // the graph reset and run to frame N, the fields read back (OUT/NAME.bin,
-// little-endian u32 words) and the graph saved through File > Save As,
-// which downloads it into OUT/download/. Then FILE is opened through File >
-// Open (the page's file picker) and OUT/reopened.json is the report once it
+// little-endian u32 words; OUT/ran.json the report then) and the graph
+// saved through File > Save As, which downloads it into OUT/download/. Then GRAPH is opened through File >
+// Open (the page's file picker, its .npy files picked with it) and OUT/reopened.json is the report once it
 // runs. OUT/result.json is the last report. Serves DIR on 127.0.0.1, prints the browser's console, exits 1
 // on any failure. WEFT_CHROMIUM overrides the browser.
 "use strict";
@@ -113,6 +113,7 @@ const send = (page, cmds) => page.evaluate((c) => {
       fs.writeFileSync(path.join(out, f.name.replace(/\//g, "__") + ".bin"), Buffer.from(f.base64, "base64"));
       delete f.base64;
     }
+    fs.writeFileSync(path.join(out, "ran.json"), JSON.stringify(done, null, 2));
     await send(page, [{ op: "save" }]);
     const t1 = Date.now();
     let saved = [];
@@ -130,10 +131,14 @@ const send = (page, cmds) => page.evaluate((c) => {
         page.waitForFileChooser({ timeout: 30000 }),
         send(page, [{ op: "open" }]),
       ]);
-      await chooser.accept([path.resolve(plan.open)]);
-      const name = path.basename(plan.open);
-      const reopened = await until(page, `${name} to open`,
-        (r) => r.title.endsWith(name) && r.backend && !r.compiling && r.frame >= 1);
+      const files = [].concat(plan.open).map((f) => path.resolve(f));
+      await chooser.accept(files);
+      const name = path.basename(files[0]);
+      await until(page, `${name} to open`, (r) => r.title.endsWith(name) && r.backend && !r.compiling);
+      // Paused as the last graph was: play two frames.
+      await send(page, [{ op: "frames", n: 2 }]);
+      const reopened = await until(page, `${name} to run`,
+        (r) => r.title.endsWith(name) && r.frame >= 2 && r.laid_out === r.nodes);
       fs.writeFileSync(path.join(out, "reopened.json"), JSON.stringify(reopened, null, 2));
     }
     const last = await report(page);

@@ -149,6 +149,11 @@ impl FileChooser {
                 return Some((action, p));
             }
         }
+        if self.browser_open.is_some() {
+            // The page's picker answers between passes: look again soon
+            // (a paused editor draws nothing otherwise).
+            ctx.request_repaint_after(std::time::Duration::from_millis(100));
+        }
         self.action.as_ref()?;
         self.dialog.update(ctx);
         if let Some(p) = self.dialog.take_picked() {

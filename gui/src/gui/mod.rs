@@ -1656,6 +1656,9 @@ impl eframe::App for WeftApp {
         }
         if let Some((action, path)) = self.files.update(&ctx, &mut self.model.log) {
             self.file_chosen(action, path);
+            // The document opened is built and drawn on the next passes
+            // (a page's picker answers with no input event to wake them).
+            ctx.request_repaint();
         } else if !self.files.is_open() && self.status == "choose where to save…" {
             self.status = self.model.log.last().cloned().unwrap_or_default();
         }

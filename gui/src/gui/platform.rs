@@ -202,9 +202,10 @@ mod imp {
         Some(Path::new("/weft/saved").join(name))
     }
 
-    /// Opens the browser's file picker (an `<input type=file>`); the file's
-    /// contents are provided under /weft/opened/NAME and its path is handed
-    /// over by `take_opened` on a later frame.
+    /// Opens the browser's file picker (an `<input type=file>`): a graph,
+    /// with its `.npy` files when it names some. The files are provided
+    /// under /weft/opened/ and the graph's path is handed over by
+    /// `take_opened` on a later frame.
     pub fn start_open() -> bool {
         let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
             return false;
@@ -216,22 +217,35 @@ mod imp {
             return false;
         };
         input.set_type("file");
-        input.set_accept(".json,application/json");
+        // A graph and the `.npy` files it names, picked together, land in
+        // one folder, where the builder finds them beside the graph.
+        input.set_multiple(true);
+        input.set_accept(".json,.npy,application/json");
         let picked = input.clone();
         let on_change = Closure::once_into_js(move || {
-            let Some(file) = picked.files().and_then(|l| l.get(0)) else {
-                return;
-            };
-            let name = file.name();
+            let Some(list) = picked.files() else { return };
+            let files: Vec<web_sys::File> =
+                (0..list.length()).filter_map(|i| list.get(i)).collect();
             wasm_bindgen_futures::spawn_local(async move {
-                let Ok(buf) = wasm_bindgen_futures::JsFuture::from(file.array_buffer()).await
-                else {
-                    return;
-                };
-                let bytes = js_sys::Uint8Array::new(&buf).to_vec();
-                let path = Path::new(OPENED_DIR).join(&name);
-                weft_ir::io::provided::provide(path.clone(), bytes);
-                OPENED.with(|o| *o.borrow_mut() = Some(path));
+                let mut graph = None;
+                for file in files {
+                    let name = file.name();
+                    let Ok(buf) = wasm_bindgen_futures::JsFuture::from(file.array_buffer()).await
+                    else {
+                        continue;
+                    };
+                    let path = Path::new(OPENED_DIR).join(&name);
+                    weft_ir::io::provided::provide(
+                        path.clone(),
+                        js_sys::Uint8Array::new(&buf).to_vec(),
+                    );
+                    if graph.is_none() && name.ends_with(".json") {
+                        graph = Some(path);
+                    }
+                }
+                if let Some(path) = graph {
+                    OPENED.with(|o| *o.borrow_mut() = Some(path));
+                }
             });
         });
         input.set_onchange(Some(on_change.unchecked_ref()));
