@@ -5,17 +5,19 @@
 //   node web/test/run_editor.cjs DIR QUERY OUT PLAN [SCREENSHOT]
 //
 // DIR: the web build (web/build.sh); QUERY: the page's query string
-// (graph=heat); OUT: a folder for the results; PLAN: JSON
-// {"code": NODE, "set": [{node, param, value}], "frames": N, "read":
-// [FIELD], "open": [GRAPH, NPY...]}. The page is opened and waited for until its first frames
-// played; OUT/opened.json is its report then (nodes, problems, panels).
-// Then NODE's code editor is opened (SCREENSHOT taken), the edits made,
-// the graph reset and run to frame N, the fields read back (OUT/NAME.bin,
-// little-endian u32 words; OUT/ran.json the report then) and the graph
-// saved through File > Save As, which downloads it into OUT/download/. Then GRAPH is opened through File >
-// Open (the page's file picker, its .npy files picked with it) and OUT/reopened.json is the report once it
-// runs. OUT/result.json is the last report. Serves DIR on 127.0.0.1, prints the browser's console, exits 1
-// on any failure. WEFT_CHROMIUM overrides the browser.
+// (graph=heat); OUT: a folder for the results; PLAN: JSON {"code": NODE,
+// "set": [{node, param, value}], "frames": N, "read": [FIELD], "open":
+// [GRAPH, NPY...]}. The page is opened and waited for until its first
+// frames played; OUT/opened.json is its report then (nodes, problems,
+// panels). Then NODE's code editor is opened (SCREENSHOT taken), the edits
+// made, the graph reset and run to frame N, the fields read back
+// (OUT/NAME.bin, little-endian u32 words; OUT/ran.json the report then)
+// and the graph saved through File > Save As, which downloads it into
+// OUT/download/. Then GRAPH is opened through File > Open (the page's file
+// picker, its .npy files picked with it) and run for two frames
+// (OUT/reopened.json). OUT/result.json is the last report. Serves DIR on
+// 127.0.0.1, prints the browser's console, exits 1 on any failure.
+// WEFT_CHROMIUM overrides the browser.
 "use strict";
 const http = require("http");
 const fs = require("fs");
