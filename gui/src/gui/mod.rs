@@ -1,4 +1,6 @@
-//! The desktop app: node editor, inspector, live viewport, problems and log.
+//! The editor: node editor, inspector, live viewport, problems and log, in
+//! the desktop app's window and in the web page (what differs between the
+//! two is in `platform`).
 //!
 //! The document changes only through `model::Command`s, applied once per
 //! frame at the start of `ui`; the node editor is rebuilt from the document
