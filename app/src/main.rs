@@ -7,7 +7,7 @@
 mod bench;
 mod cli;
 mod grad;
-mod gui;
+use weft_gui::gui;
 mod load;
 mod replay;
 mod run;
@@ -19,11 +19,11 @@ fn main() {
     quiet_on_closed_pipe();
     let args = cli::Cli::parse();
     let code = match args.command {
-        None => gui::run(gui::GuiOptions {
+        None => gui::platform::run(gui::GuiOptions {
             native_file_dialogs: true,
             ..Default::default()
         }),
-        Some(cli::Command::Gui(a)) => gui::run(gui::GuiOptions {
+        Some(cli::Command::Gui(a)) => gui::platform::run(gui::GuiOptions {
             graph: a.graph,
             screenshot: a.screenshot,
             after_frames: a.after_frames,

@@ -1,8 +1,8 @@
-//! Tests of the kernel code editor widget (app/src/gui/code_editor.rs).
+//! Tests of the kernel code editor widget (gui/src/gui/code_editor.rs).
 //!
 //! The app crate is a binary, so the module is included here by path.
 
-#[path = "../src/gui/code_editor.rs"]
+#[path = "../../gui/src/gui/code_editor.rs"]
 mod code_editor;
 
 use code_editor::{code_editor, highlight, CodeProblem, Debounce};

@@ -3,7 +3,7 @@
 
 mod assets_gui;
 mod camera;
-#[path = "../src/gui/mod.rs"]
+#[path = "../../gui/src/gui/mod.rs"]
 #[allow(dead_code)]
 mod gui;
 mod presets_gui;

@@ -3,7 +3,7 @@
 //! stepping and playing, restarts on Reset, shows in the inspector of the
 //! selected optimize node, and looks right (snapshot).
 
-#[path = "../src/gui/mod.rs"]
+#[path = "../../gui/src/gui/mod.rs"]
 #[allow(dead_code)]
 mod gui;
 mod support;

@@ -3,7 +3,7 @@
 //! a headless `Simulation` of the same graph holds, read independently
 //! (`read_field` / `read_root` and one `read_address` per element).
 
-#[path = "../src/gui/mod.rs"]
+#[path = "../../gui/src/gui/mod.rs"]
 #[allow(dead_code)]
 mod gui;
 mod support;

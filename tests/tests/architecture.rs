@@ -60,7 +60,8 @@ fn mentions(dir: &str, needles: &[&str]) -> Vec<String> {
 
 #[test]
 fn dependencies_point_one_way() {
-    // graph-ir <- codegen <- runtime <- app; nothing depends on app.
+    // graph-ir <- codegen <- runtime <- gui <- app (and web); nothing
+    // depends on app, and the runtime not on the editor.
     let ir = deps("graph-ir");
     for d in ["weft-codegen", "weft-runtime", "weft"] {
         assert!(!ir.contains(&d.to_string()), "graph-ir depends on {}", d);
@@ -75,10 +76,17 @@ fn dependencies_point_one_way() {
         !rt.contains(&"weft".to_string()),
         "runtime depends on the app"
     );
-    for k in ["graph-ir", "codegen", "runtime", "tests"] {
+    for k in ["graph-ir", "codegen", "runtime", "gui", "web", "tests"] {
         assert!(
             !deps(k).contains(&"weft".to_string()),
             "{} depends on the app",
+            k
+        );
+    }
+    for k in ["graph-ir", "codegen", "runtime"] {
+        assert!(
+            !deps(k).contains(&"weft-gui".to_string()),
+            "{} depends on the editor",
             k
         );
     }
@@ -191,7 +199,13 @@ fn one_layout_module_answers_where_elements_are_stored() {
         "graph-ir/src/graph/build.rs",
     ];
     let mut hits = Vec::new();
-    for dir in ["graph-ir/src", "codegen/src", "runtime/src", "app/src"] {
+    for dir in [
+        "graph-ir/src",
+        "codegen/src",
+        "runtime/src",
+        "gui/src",
+        "app/src",
+    ] {
         hits.extend(mentions(
             dir,
             &[".cell_words", ".offset_in_parent", ".offset_in_cell"],
@@ -211,7 +225,7 @@ fn one_layout_module_answers_where_elements_are_stored() {
 #[test]
 fn one_backend_enum_and_one_launch_record() {
     let mut hits = Vec::new();
-    for dir in ["runtime/src", "app/src", "codegen/src"] {
+    for dir in ["runtime/src", "gui/src", "app/src", "codegen/src"] {
         hits.extend(mentions(
             dir,
             &["enum Backend", "enum ViewBackend", "enum BackendArg"],
@@ -222,6 +236,25 @@ fn one_backend_enum_and_one_launch_record() {
     // Launch-record words are indexed through `launch::word`, not literals.
     let literal = mentions("runtime/src", &["record_const(", "words[0]", "words[7]"]);
     assert!(literal.is_empty(), "{}", literal.join("\n"));
+}
+
+#[test]
+fn the_editor_knows_it_is_in_a_browser_in_one_module() {
+    // What differs between the desktop app and the editor page is decided
+    // in `gui/src/gui/platform.rs`; the rest of the editor asks it.
+    let mut hits = mentions("gui/src", &["target_arch", "wasm_bindgen", "web_sys::"]);
+    hits.retain(|h| !h.starts_with("gui/src/gui/platform.rs"));
+    assert!(hits.is_empty(), "{}", hits.join("\n"));
+    let runtime = mentions("runtime/src", &["target_arch"]);
+    let outside: Vec<_> = runtime
+        .iter()
+        .filter(|h| {
+            !["runtime/src/platform.rs", "runtime/src/lib.rs"]
+                .iter()
+                .any(|p| h.starts_with(p))
+        })
+        .collect();
+    assert!(outside.is_empty(), "{:?}", outside);
 }
 
 #[test]
@@ -247,7 +280,7 @@ fn engines_say_what_they_are_through_the_trait() {
     // `Engine::backend` and `Engine::wgpu` answer what an engine is: no
     // downcasts, no comparisons of backend names.
     let mut hits = Vec::new();
-    for dir in ["runtime/src", "app/src"] {
+    for dir in ["runtime/src", "gui/src", "app/src"] {
         hits.extend(mentions(
             dir,
             &[

@@ -247,8 +247,18 @@ fn heat_and_mpm88_in_headless_chromium_match_the_cpu_backend() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 
-    // The screenshot shows the page and its view, not a blank canvas.
-    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).unwrap()));
+    // The screenshot shows the page and its view, not a blank canvas
+    // (heat's view is mostly black).
+    assert_not_blank(&shot, 64, 0.1);
+    if std::env::var("WEFT_UPDATE_DOCS_IMAGES").as_deref() == Ok("1") {
+        std::fs::copy(&shot, root().join("docs/images/web.png")).unwrap();
+    }
+}
+
+/// Fails when the PNG at `shot` has fewer than `colours` distinct colours
+/// or less than `dark` of its pixels dark: a blank canvas, an error page.
+fn assert_not_blank(shot: &Path, colours: usize, dark: f64) {
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(shot).unwrap()));
     let mut reader = decoder.read_info().unwrap();
     let mut buf = vec![0; reader.output_buffer_size().unwrap()];
     let info = reader.next_frame(&mut buf).unwrap();
@@ -257,18 +267,157 @@ fn heat_and_mpm88_in_headless_chromium_match_the_cpu_backend() {
         .chunks(px)
         .map(|p| [p[0], p[1], p[2]])
         .collect();
-    let dark =
+    let dark_part =
         colors.iter().filter(|c| c.iter().all(|&v| v < 40)).count() as f64 / colors.len() as f64;
     colors.sort_unstable();
     colors.dedup();
     assert!(
-        colors.len() >= 64 && dark > 0.1,
-        "the screenshot {} looks blank: {} colours, {:.1}% dark (heat's view is mostly black)",
+        colors.len() >= colours && dark_part > dark,
+        "the screenshot {} looks blank: {} colours, {:.1}% dark",
         shot.display(),
         colors.len(),
-        dark * 100.0
+        dark_part * 100.0
     );
+}
+
+/// The editor page (the desktop app's editor, `weft-gui`, on the page's
+/// canvas; web/test/run_editor.cjs drives it through its test hook): heat
+/// opens with every panel drawn and every node laid out, no problems, on
+/// WebGPU; an edit (substeps.count 20 -> 10) made through the hook as the
+/// inspector makes it, Reset and three frames give the fields the native
+/// cpu backend gives with `--set substeps.count=10`; and File > Save As
+/// downloads a graph that loads, builds and runs natively to the same
+/// fields; File > Open (the page's file picker) opens mpm88 and its `.npy`
+/// initial data from the disk and runs it. The screenshot (heat's code editor open) is checked not blank;
+/// `WEFT_UPDATE_DOCS_IMAGES=1` also writes it to docs/images/web-editor.png.
+#[test]
+fn the_editor_page_edits_heat_runs_it_like_the_cpu_backend_and_saves_it() {
+    let Some(b) = browser() else { return };
+    let out = root().join("target").join("web-test").join("editor");
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).unwrap();
+    let shot = out.join("web-editor.png");
+    let fields = ["T", "T_next", "source"];
+    let plan = json!({
+        "code": "diffuse",
+        "set": [{"node": "substeps", "param": "count", "value": 10}],
+        "frames": 3,
+        "read": fields,
+        "open": [
+            root().join("graphs/mpm88.json"),
+            root().join("graphs/mpm88_x0.npy"),
+        ],
+    });
+    let script = root().join("web").join("test").join("run_editor.cjs");
+    let o = Command::new("node")
+        .arg(&script)
+        .arg(&b.web)
+        .arg("graph=heat")
+        .arg(&out)
+        .arg(plan.to_string())
+        .arg(&shot)
+        .output()
+        .expect("node runs");
+    eprintln!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "the editor page failed");
+    let read = |f: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(out.join(f)).unwrap()).unwrap()
+    };
+
+    // Opened: the document, every node drawn in the node editor, no
+    // problems, and the panels around it.
+    let opened = read("opened.json");
+    let heat = example("heat");
+    let nodes = heat["nodes"].as_array().unwrap().len();
+    assert_eq!(opened["nodes"], nodes, "{}", opened);
+    assert_eq!(
+        opened["laid_out"], nodes,
+        "the node editor drew: {}",
+        opened
+    );
+    assert_eq!(opened["problems"], json!([]), "{}", opened);
+    assert_eq!(opened["backend"], "wgpu", "{}", opened);
+    for p in [
+        "menu",
+        "side",
+        "inspector",
+        "problems",
+        "log",
+        "status",
+        "timeline",
+    ] {
+        let drawn = opened["panels"].as_array().unwrap().iter().any(|x| {
+            x["id"] == p
+                && x["size"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|v| v.as_f64().unwrap() > 1.0)
+        });
+        assert!(drawn, "the '{}' panel was not drawn: {}", p, opened);
+    }
+
+    // The edit, three frames: as `weft run --set substeps.count=10 --frames 3` on cpu.
+    let ran = read("ran.json");
+    assert_eq!(ran["frame"], 3, "{}", ran);
+    assert!(ran["code_window"].as_bool().unwrap(), "{}", ran);
+    let result = read("result.json");
+    let web: Vec<(String, Vec<u32>)> = fields
+        .iter()
+        .map(|f| {
+            let bytes = std::fs::read(out.join(format!("{}.bin", f))).unwrap();
+            let words = bytes
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
+            (f.to_string(), words)
+        })
+        .collect();
+    let mut edited = heat.clone();
+    set_param(&mut edited, "substeps", "count", json!(10));
+    let tight = |_: &str| {
+        Some(Tol {
+            rel: 1e-6,
+            abs: 1e-7,
+        })
+    };
+    let mut problems = compare("editor heat", &cpu(&edited, 3), &web, &tight);
+
+    // The downloaded graph: the edit is in it, and it loads, builds and
+    // runs natively to the page's fields.
+    let saved = result["saved"][0].as_str().expect("a saved graph");
+    let doc = weft_ir::graph::GraphDoc::load(Path::new(saved))
+        .unwrap_or_else(|e| panic!("the saved graph {} does not load: {:?}", saved, e));
+    let saved_json = serde_json::to_value(&doc).unwrap();
+    let count = saved_json["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == "substeps")
+        .map(|n| n["params"]["count"].clone());
+    assert_eq!(count, Some(json!(10)), "the saved graph lost the edit");
+    problems.extend(compare("saved heat", &cpu(&saved_json, 3), &web, &tight));
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+
+    // File > Open: a graph from the disk, through the page's file picker.
+    let reopened = read("reopened.json");
+    assert_eq!(
+        reopened["nodes"],
+        example("mpm88")["nodes"].as_array().unwrap().len(),
+        "{}",
+        reopened
+    );
+    assert_eq!(reopened["problems"], json!([]), "{}", reopened);
+    assert_eq!(reopened["backend"], "wgpu", "{}", reopened);
+    assert!(reopened["frame"].as_i64().unwrap() >= 2, "{}", reopened);
+
+    // The editor's light panels, and heat's view (mostly black) in the viewport.
+    assert_not_blank(&shot, 256, 0.002);
     if std::env::var("WEFT_UPDATE_DOCS_IMAGES").as_deref() == Ok("1") {
-        std::fs::copy(&shot, root().join("docs/images/web.png")).unwrap();
+        std::fs::copy(&shot, root().join("docs/images/web-editor.png")).unwrap();
     }
 }

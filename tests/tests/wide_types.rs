@@ -288,3 +288,67 @@ fn wgpu_without_64_bit_shaders_refuses_naming_the_node() {
     weft_codegen::wgpu::compile_kernel(&program, k, &weft_codegen::wgpu::WgpuOptions::default())
         .expect("compiles with SHADER_F64");
 }
+
+/// `graphs/heat_f64.json` (heat with f64 temperature fields) on every
+/// local backend against the same scheme in NumPy float64: bit for bit,
+/// since every operation is an exact IEEE one.
+#[test]
+fn heat_f64_matches_numpy_float64() {
+    let frames = 2;
+    let script = "import numpy as np, sys
+n = 128; frames = int(sys.argv[1]); subs = 20
+alpha = float(np.float32(0.2))
+i, j = np.meshgrid(np.arange(n), np.arange(n), indexing='ij')
+def disc(cx, cy, r):
+    d = np.sqrt(((i.astype(np.float32) - np.float32(cx)) ** 2 + (j.astype(np.float32) - np.float32(cy)) ** 2).astype(np.float32))
+    return d < np.float32(r)
+src = np.where(disc(32, 64, 6) | disc(96, 40, 8) | disc(80, 100, 4), 1.0, 0.0)
+T = np.zeros((n, n))
+for _ in range(frames * subs):
+    c = T[1:-1, 1:-1]
+    lap = T[2:, 1:-1] + T[:-2, 1:-1] + T[1:-1, 2:] + T[1:-1, :-2] - 4.0 * c
+    N = np.zeros((n, n))
+    N[1:-1, 1:-1] = np.maximum(c + alpha * lap, src[1:-1, 1:-1])
+    T = N
+sys.stdout.buffer.write(T.astype('<f8').tobytes())";
+    let py = std::process::Command::new("python3")
+        .args(["-c", script, &frames.to_string()])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        py.status.success(),
+        "{}",
+        String::from_utf8_lossy(&py.stderr)
+    );
+    let want: Vec<u64> = py
+        .stdout
+        .chunks(8)
+        .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    assert_eq!(want.len(), 128 * 128);
+    for backend in local_backends() {
+        let p = build(&example("heat_f64")).unwrap();
+        let mut sim = weft_runtime::Simulation::new(
+            p,
+            &weft_runtime::SimOptions {
+                backend,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        sim.start().unwrap();
+        for _ in 0..frames {
+            sim.step_frame().unwrap();
+        }
+        let got = wide(&sim, "T");
+        let bad = got.iter().zip(&want).filter(|(a, b)| a != b).count();
+        assert_eq!(
+            bad,
+            0,
+            "{:?}: {} of {} cells differ from NumPy",
+            backend,
+            bad,
+            got.len()
+        );
+    }
+}

@@ -54,6 +54,8 @@ pub struct Request {
     pub backend: Option<Backend>,
     /// Test mode: run this many frames, then read every field back.
     pub test_frames: Option<i32>,
+    /// Open the editor (`editor.rs`) rather than the plain viewer.
+    pub editor: bool,
 }
 
 /// One field read back at the end of a test run.

@@ -12,6 +12,7 @@
 //! "error", error}`; it is `{status: "running"}` until then.
 
 use crate::app::{example_path, provide_shipped, Request, TestOutcome, WebApp, EXAMPLES};
+use crate::editor::Editor;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use wasm_bindgen::prelude::*;
@@ -57,9 +58,16 @@ async fn run() -> Result<(), String> {
             canvas,
             options,
             Box::new(move |_cc| {
-                Ok(Box::new(Page {
-                    app: WebApp::new(gpu, request),
-                }))
+                let page: Box<dyn eframe::App> = if request.editor {
+                    Box::new(EditorPage {
+                        editor: Editor::new(gpu, request.graph.clone(), &request.sets)?,
+                    })
+                } else {
+                    Box::new(Page {
+                        app: WebApp::new(gpu, request),
+                    })
+                };
+                Ok(page)
             }),
         )
         .await
@@ -108,6 +116,7 @@ async fn request(search: &str) -> Result<Request, String> {
         graph: example_path("heat"),
         ..Default::default()
     };
+    let mut ui = None;
     for pair in search
         .trim_start_matches('?')
         .split('&')
@@ -127,6 +136,11 @@ async fn request(search: &str) -> Result<Request, String> {
                 })
             }
             "set" => r.sets.push(v),
+            "ui" => match v.as_str() {
+                "editor" => ui = Some(true),
+                "viewer" => ui = Some(false),
+                _ => return Err(format!("ui '{}': editor or viewer", v)),
+            },
             "test" => {
                 let n = v
                     .strip_prefix("frames:")
@@ -137,11 +151,22 @@ async fn request(search: &str) -> Result<Request, String> {
             }
             _ => {
                 return Err(format!(
-                    "unknown URL parameter '{}' (graph, backend, set, test)",
+                    "unknown URL parameter '{}' (graph, backend, set, test, ui)",
                     k
                 ))
             }
         }
+    }
+    // The editor unless a test run asks for the plain viewer.
+    r.editor = ui.unwrap_or(r.test_frames.is_none());
+    if r.editor && r.test_frames.is_some() {
+        return Err(
+            "test=frames:N runs in the viewer (ui=viewer); the editor's hook is window.weft_editor"
+                .into(),
+        );
+    }
+    if r.editor && r.backend.is_some() {
+        return Err("backend=: the editor's backend is chosen in its viewport".into());
     }
     Ok(r)
 }
@@ -257,6 +282,63 @@ impl eframe::App for Page {
             }
         }
     }
+}
+
+/// The editor, and its hook: `window.weft_editor` is the editor's report
+/// (`Editor::report`) plus `fields` read back (`[{name, float, base64}]`),
+/// refreshed every frame; commands pushed onto `window.weft_commands` are
+/// taken each frame (`Editor::command`), their errors reported in
+/// `weft_editor.errors`.
+struct EditorPage {
+    editor: Editor,
+}
+
+impl eframe::App for EditorPage {
+    fn ui(&mut self, ui: &mut egui::Ui, frame: &mut eframe::Frame) {
+        let Some(w) = web_sys::window() else { return };
+        if let Ok(list) = js_sys::Reflect::get(&w, &"weft_commands".into()) {
+            if list.is_object() {
+                set(&w, "weft_commands", &js_sys::Array::new());
+                for c in js_sys::Array::from(&list).iter() {
+                    let text = js_sys::JSON::stringify(&c)
+                        .ok()
+                        .and_then(|t| t.as_string())
+                        .unwrap_or_default();
+                    let r = serde_json::from_str(&text)
+                        .map_err(|e| e.to_string())
+                        .and_then(|c| self.editor.command(&c));
+                    if let Err(e) = r {
+                        web_sys::console::error_1(&e.clone().into());
+                        FIELDS.with(|f| f.borrow_mut().1.push(e));
+                    }
+                }
+            }
+        }
+        eframe::App::ui(&mut self.editor, ui, frame);
+        let mut report = self.editor.report();
+        FIELDS.with(|f| {
+            let mut f = f.borrow_mut();
+            for r in self.editor.take_fields() {
+                let bytes: Vec<u8> = r.words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                f.0.push(
+                    serde_json::json!({"name": r.name, "float": r.float, "base64": base64(&bytes)}),
+                );
+            }
+            report["fields"] = serde_json::Value::Array(f.0.clone());
+            if let Some(errors) = report["errors"].as_array_mut() {
+                errors.extend(f.1.iter().map(|e| serde_json::Value::String(e.clone())));
+            }
+        });
+        if let Ok(o) = js_sys::JSON::parse(&report.to_string()) {
+            set(&w, "weft_editor", &o);
+        }
+    }
+}
+
+thread_local! {
+    /// The fields read back and the hook's command errors, kept for the report.
+    static FIELDS: std::cell::RefCell<(Vec<serde_json::Value>, Vec<String>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
 }
 
 fn status(s: &str) -> js_sys::Object {

@@ -7,8 +7,9 @@
 //! caller saves or opens once a path comes back, so the unsaved state is
 //! never lost on the way.
 
+use super::platform::Instant;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What to do with the chosen path.
 #[derive(Clone, Debug, PartialEq)]
@@ -48,6 +49,8 @@ pub struct FileChooser {
     native: bool,
     dialog: egui_file_dialog::FileDialog,
     action: Option<FileAction>,
+    /// In a browser page: the open waiting for the page's file picker.
+    browser_open: Option<FileAction>,
 }
 
 impl FileChooser {
@@ -62,6 +65,7 @@ impl FileChooser {
             native,
             dialog,
             action: None,
+            browser_open: None,
         }
     }
 
@@ -84,23 +88,29 @@ impl FileChooser {
             .map(Path::to_path_buf)
             .or_else(|| std::env::current_dir().ok())
             .unwrap_or_default();
-        if self.native {
-            let started = Instant::now();
-            let mut d = rfd::FileDialog::new()
-                .add_filter("Weft graph", &["json"])
-                .set_directory(&dir);
-            let picked = match action {
-                FileAction::Open => d.pick_file(),
-                FileAction::OpenSweep => {
-                    d = rfd::FileDialog::new()
-                        .add_filter("Weft sweep manifest", &["json"])
-                        .set_directory(&dir);
-                    d.pick_file()
+        if super::platform::IN_BROWSER {
+            // The page's own picker for opening (the answer comes to
+            // `update` on a later frame); saving downloads the file.
+            return match action {
+                FileAction::Open | FileAction::OpenSweep => {
+                    if super::platform::start_open() {
+                        self.browser_open = Some(action);
+                    } else {
+                        log.push("the page could not open its file picker".into());
+                    }
+                    None
                 }
                 FileAction::SaveAs { .. } => {
-                    d = d.set_file_name(name);
-                    d.save_file()
+                    super::platform::save_file(&dir, name).map(|p| (action, ensure_json(p)))
                 }
+            };
+        }
+        if self.native {
+            let started = Instant::now();
+            let picked = match action {
+                FileAction::Open => super::platform::pick_file("Weft graph", &dir),
+                FileAction::OpenSweep => super::platform::pick_file("Weft sweep manifest", &dir),
+                FileAction::SaveAs { .. } => super::platform::save_file(&dir, name),
             };
             match picked {
                 Some(p) => return Some((action, p)),
@@ -134,6 +144,16 @@ impl FileChooser {
         ctx: &egui::Context,
         log: &mut Vec<String>,
     ) -> Option<(FileAction, PathBuf)> {
+        if let Some(p) = super::platform::take_opened() {
+            if let Some(action) = self.browser_open.take() {
+                return Some((action, p));
+            }
+        }
+        if self.browser_open.is_some() {
+            // The page's picker answers between passes: look again soon
+            // (a paused editor draws nothing otherwise).
+            ctx.request_repaint_after(std::time::Duration::from_millis(100));
+        }
         self.action.as_ref()?;
         self.dialog.update(ctx);
         if let Some(p) = self.dialog.take_picked() {

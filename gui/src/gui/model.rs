@@ -562,8 +562,7 @@ impl Model {
 
     /// Saves atomically (write, then rename); the document is unchanged on failure.
     pub fn save_as(&mut self, path: &Path) -> Result<(), String> {
-        self.root()
-            .save_atomic(path)
+        super::platform::write_graph(&self.root(), path)
             .map_err(|e| format!("cannot save {}: {}", path.display(), e))?;
         self.path = Some(path.to_path_buf());
         self.dirty = false;

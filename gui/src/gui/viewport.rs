@@ -92,6 +92,11 @@ pub struct Viewport {
     kernel_ms: Vec<(String, f64)>,
     textures: Vec<ViewTexture>,
     gpu: Option<Arc<WgpuContext>>,
+    /// Views' pictures on their way back (wgpu in a browser page).
+    pictures: Option<sim_worker::PendingPictures>,
+    /// Why there is no GPU for wgpu (a browser without WebGPU), shown on
+    /// the backend chooser's disabled entry.
+    pub no_gpu: Option<String>,
     egui_renderer: Option<Arc<egui::mutex::RwLock<eframe::egui_wgpu::Renderer>>>,
     pending: Option<(u64, Receiver<Built>)>,
     /// The document revision the running simulation was built from.
@@ -154,7 +159,7 @@ pub struct Viewport {
 fn spill_dir() -> PathBuf {
     static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    std::env::temp_dir().join(format!("weft-frames-{}-{}", std::process::id(), n))
+    super::platform::scratch_dir(&format!("weft-frames-{}", n))
 }
 
 /// One view's zoom (1 = fit the tile) and pan (points).
@@ -216,6 +221,29 @@ impl Viewport {
                 rs.queue.clone(),
             ))
         });
+        Self::with(gpu, render_state.map(|rs| rs.renderer.clone()))
+    }
+
+    /// A viewport whose simulation has a GPU of its own, not the one the
+    /// window draws with (a browser page: WebGPU for the simulation, egui
+    /// on WebGL2), or none (`Err`: why, shown on the backend chooser).
+    /// Views are read back as pictures. The backend starts as wgpu when
+    /// there is a GPU, else the VM.
+    pub fn with_own_gpu(gpu: Result<Arc<WgpuContext>, String>) -> Viewport {
+        let mut v = Self::with(gpu.as_ref().ok().cloned(), None);
+        v.backend = if gpu.is_ok() {
+            Backend::Wgpu
+        } else {
+            Backend::Vm
+        };
+        v.no_gpu = gpu.err();
+        v
+    }
+
+    fn with(
+        gpu: Option<Arc<WgpuContext>>,
+        egui_renderer: Option<Arc<egui::mutex::RwLock<eframe::egui_wgpu::Renderer>>>,
+    ) -> Viewport {
         Viewport {
             backend: Backend::Auto,
             playing: false,
@@ -228,9 +256,11 @@ impl Viewport {
             deferred_reset: false,
             kernel_ms: vec![],
             textures: vec![],
-            egui_renderer: render_state.map(|rs| rs.renderer.clone()),
+            egui_renderer,
             gpu,
-            cuda: weft_runtime::cuda::driver_status().is_ok(),
+            cuda: super::platform::cuda_available(),
+            no_gpu: None,
+            pictures: None,
             pending: None,
             built_from: None,
             error: None,
@@ -271,6 +301,7 @@ impl Viewport {
         self.deferred_reset = false;
         self.kernel_ms.clear();
         self.textures.clear();
+        self.pictures = None;
         self.pending = None;
         self.carry_state = false;
         self.built_from = None;
@@ -294,6 +325,11 @@ impl Viewport {
     /// Whether the CUDA backend can be offered (a driver library was found).
     pub fn has_cuda(&self) -> bool {
         self.cuda
+    }
+
+    /// The document revision the viewport last built or updated to.
+    pub fn built_revision(&self) -> Option<u64> {
+        self.built_from.as_ref().map(|(r, _)| *r)
     }
 
     /// Follows the document: scalars only → update in place; anything else → rebuild in the background.
@@ -408,7 +444,7 @@ impl Viewport {
             gpu: self.gpu.clone(),
             ..Default::default()
         };
-        std::thread::spawn(move || {
+        let _ = super::platform::spawn("weft-build", move || {
             let r = (|| -> Built {
                 let program = super::asset_menu::build(&doc2, base_dir.unwrap_or_default())
                     .map_err(|e| e.to_string())?;
@@ -431,6 +467,7 @@ impl Viewport {
     /// running simulation.
     pub fn update(&mut self, ctx: &egui::Context) -> Option<String> {
         self.receive(ctx);
+        self.receive_pictures(ctx);
         let mut status = None;
         if !self.worker.is_away() {
             status = self.swap_in_build(ctx);
@@ -446,16 +483,58 @@ impl Viewport {
         if !self.worker.is_away() && (self.playing || self.queued_steps > 0) {
             ctx.request_repaint();
         }
-        if self.needs_draw && self.sim.is_some() {
+        if self.needs_draw && self.sim.is_some() && !self.gpu_busy(ctx) {
             self.draw(ctx);
         }
         status
     }
 
+    /// Shows the pictures that came back (wgpu in a browser page).
+    fn receive_pictures(&mut self, ctx: &egui::Context) {
+        let Some(p) = &mut self.pictures else { return };
+        match p.take() {
+            None => ctx.request_repaint(),
+            Some(r) => {
+                self.pictures = None;
+                match r {
+                    Ok(images) => self.present(ctx, Drawn::Images(images)),
+                    Err(e) => self.error = Some(e.to_string()),
+                }
+            }
+        }
+    }
+
+    /// Where nothing may wait (wgpu in a browser page): whether the GPU
+    /// has no room for another frame or drawing yet, or pictures are on
+    /// their way; the next pass asks again.
+    fn gpu_busy(&mut self, ctx: &egui::Context) -> bool {
+        let Some(sim) = self.sim.as_ref().filter(|s| sim_worker::must_not_wait(s)) else {
+            return false;
+        };
+        let ready = match sim.wgpu_engine().map(|e| e.ready_for_frame()) {
+            Some(Ok(r)) => r,
+            Some(Err(e)) => {
+                self.fault = Some(Fault::from(&e));
+                self.playing = false;
+                return true;
+            }
+            None => true,
+        };
+        let busy = !ready || self.pictures.is_some();
+        if busy {
+            ctx.request_repaint();
+        }
+        busy
+    }
+
     /// The end of a UI pass: the panels have read what they need, so the
     /// simulation goes out for its next frame (when playing, or for Step).
     pub fn end_pass(&mut self, ctx: &egui::Context) {
-        if self.worker.is_away() || self.sim.is_none() || self.pending.is_some() {
+        if self.worker.is_away()
+            || self.sim.is_none()
+            || self.pending.is_some()
+            || self.gpu_busy(ctx)
+        {
             return;
         }
         // A seek asked for in this pass: a cached frame is restored now
@@ -651,6 +730,7 @@ impl Viewport {
                 // readers of field state look again.
                 self.generation += 1;
                 self.textures.clear();
+                self.pictures = None;
                 self.error = None;
                 self.pending = None;
                 self.carry_state = false;
@@ -659,9 +739,13 @@ impl Viewport {
             Ok(Ok(mut sim)) => {
                 self.cache.clear();
                 self.seek_to = None;
-                match sim.snapshot() {
-                    Ok(s) => self.cache.insert(s, sim.frame),
-                    Err(e) => self.fault = Some(Fault::from(&e)),
+                // Frame 0 for the timeline (where nothing may wait, the
+                // state cannot be read back at once: not kept).
+                if !sim_worker::must_not_wait(&sim) {
+                    match sim.snapshot() {
+                        Ok(s) => self.cache.insert(s, sim.frame),
+                        Err(e) => self.fault = Some(Fault::from(&e)),
+                    }
                 }
                 self.display_only = false;
                 if self.running.as_ref().is_some_and(|s| s.frame > 0) {
@@ -679,6 +763,7 @@ impl Viewport {
                 self.take_baked();
                 self.generation += 1;
                 self.textures.clear();
+                self.pictures = None;
                 self.error = None;
                 self.fault = None;
                 self.pending = None;
@@ -720,6 +805,10 @@ impl Viewport {
     /// shown (frames run a little ahead of the host while playing).
     fn settle(&mut self) {
         let Some(sim) = &mut self.sim else { return };
+        if sim_worker::must_not_wait(sim) {
+            // Nothing waits here: faults show as the engine retires frames.
+            return;
+        }
         if let Err(e) = sim.sync() {
             self.fault = Some(Fault::from(&e));
         }
@@ -742,9 +831,11 @@ impl Viewport {
         // too, at a small cost. CPU backends time every launch anyway.
         let gpu = matches!(sim.backend(), Some(Backend::Wgpu | Backend::Cuda));
         let on_gpu = self.draws_on_gpu(&sim);
+        let no_wait = sim_worker::must_not_wait(&sim);
         let job = FrameJob {
             sim,
-            profile: gpu && self.frames_run.is_multiple_of(PROFILE_EVERY),
+            // Profiling reads timestamps back by waiting for them.
+            profile: gpu && self.frames_run.is_multiple_of(PROFILE_EVERY) && !no_wait,
             // Only a device the window draws on needs room between slices.
             slice: if on_gpu { self.slice } else { None },
             draw: Some(on_gpu),
@@ -977,6 +1068,10 @@ impl Viewport {
                     );
                 }
                 gpu.queue.submit([enc.finish()]);
+            }
+            Drawn::Reading(p) => {
+                self.pictures = Some(p);
+                ctx.request_repaint();
             }
             Drawn::Images(images) => {
                 for (i, (name, img)) in images.into_iter().enumerate() {

@@ -1,4 +1,6 @@
-//! The desktop app: node editor, inspector, live viewport, problems and log.
+//! The editor: node editor, inspector, live viewport, problems and log, in
+//! the desktop app's window and in the web page (what differs between the
+//! two is in `platform`).
 //!
 //! The document changes only through `model::Command`s, applied once per
 //! frame at the start of `ui`; the node editor is rebuilt from the document
@@ -26,6 +28,7 @@ pub mod memory_readout;
 pub mod model;
 pub mod orbit;
 pub mod params;
+pub mod platform;
 pub mod prefs;
 pub mod presets;
 pub mod quant_readout;
@@ -58,28 +61,6 @@ pub struct GuiOptions {
     pub native_file_dialogs: bool,
     /// Where file dialogs start for an untitled graph (default: the current folder).
     pub documents_dir: Option<PathBuf>,
-}
-
-pub fn run(opts: GuiOptions) -> i32 {
-    let native = eframe::NativeOptions {
-        renderer: eframe::Renderer::Wgpu,
-        viewport: egui::ViewportBuilder::default()
-            .with_inner_size([1400.0, 860.0])
-            .with_title("Weft"),
-        ..Default::default()
-    };
-    let r = eframe::run_native(
-        "Weft",
-        native,
-        Box::new(move |cc| Ok(Box::new(WeftApp::new(cc.wgpu_render_state.as_ref(), opts)))),
-    );
-    match r {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("error: cannot open the window: {}", e);
-            1
-        }
-    }
 }
 
 use files::AfterSave as Pending;
@@ -177,10 +158,14 @@ fn default_config_dir() -> PathBuf {
     }
     std::env::var_os("HOME")
         .map(|h| PathBuf::from(h).join(".cache").join("weft"))
-        .unwrap_or_else(|| std::env::temp_dir().join("weft"))
+        .unwrap_or_else(|| platform::temp_dir().join("weft"))
 }
 
 fn examples_dir() -> Option<PathBuf> {
+    if platform::IN_BROWSER {
+        // Where the web build provides the shipped examples.
+        return Some(PathBuf::from("/weft/graphs"));
+    }
     let here = PathBuf::from("graphs");
     if here.is_dir() {
         return Some(here);
@@ -193,6 +178,11 @@ fn examples_dir() -> Option<PathBuf> {
 
 impl WeftApp {
     pub fn new(render_state: Option<&eframe::egui_wgpu::RenderState>, opts: GuiOptions) -> WeftApp {
+        Self::with_viewport(Viewport::new(render_state), opts)
+    }
+
+    /// The editor with `viewport` (`Viewport::with_own_gpu` in a browser page).
+    pub fn with_viewport(mut viewport: Viewport, opts: GuiOptions) -> WeftApp {
         let model = match &opts.graph {
             Some(p) => Model::open(p),
             None => Model::new(model::empty_doc(), None),
@@ -203,7 +193,6 @@ impl WeftApp {
             .unwrap_or_default();
         let recovery = config.join("recovery.json");
         let recovery_offer = (opts.screenshot.is_none() && recovery.exists()).then_some(recovery);
-        let mut viewport = Viewport::new(render_state);
         if opts.graph.is_some() && opts.screenshot.is_some() {
             viewport.playing = true;
         }
@@ -337,7 +326,7 @@ impl WeftApp {
             .iter()
             .map(|p| p.display().to_string())
             .collect();
-        let _ = weft_ir::io::write_atomic(
+        let _ = platform::write_file(
             &self.config_dir().join("recent.txt"),
             text.join("\n").as_bytes(),
         );
@@ -365,6 +354,16 @@ impl WeftApp {
     /// Saves to the document's file, or asks for one (Save As, untitled
     /// graphs); then carries on with `then`. Asking may finish on a later
     /// frame (Weft's own dialog); the graph stays unsaved until it is written.
+    /// File > Open… (in a browser page: the page's file picker).
+    pub fn open_file(&mut self) {
+        self.open_dialog();
+    }
+
+    /// File > Save As… (in a browser page: downloads the graph).
+    pub fn save_as(&mut self) {
+        self.save(true, None);
+    }
+
     fn save(&mut self, save_as: bool, then: Option<Pending>) {
         match (&self.model.path, save_as) {
             (Some(p), false) => {
@@ -484,7 +483,8 @@ impl WeftApp {
         if self.model.dirty && now - self.last_autosave > 15.0 {
             self.last_autosave = now;
             let _ = std::fs::create_dir_all(self.config_dir());
-            if let Err(e) = self.model.root().save_atomic(&self.recovery_path()) {
+            let text = self.model.root().to_json();
+            if let Err(e) = platform::write_file(&self.recovery_path(), text.as_bytes()) {
                 self.model.log.push(format!("autosave failed: {}", e));
             }
         }
@@ -628,9 +628,11 @@ impl WeftApp {
                     ui.close();
                     self.open_dialog();
                 }
+                let no_sweep = platform::unavailable(platform::Feature::Sweep);
                 if ui
-                    .button("Open sweep…")
+                    .add_enabled(no_sweep.is_none(), egui::Button::new("Open sweep…"))
                     .on_hover_text("a sweep folder's manifest.json, after `weft sweep collect`")
+                    .on_disabled_hover_text(no_sweep.unwrap_or_default())
                     .clicked()
                 {
                     ui.close();
@@ -644,23 +646,27 @@ impl WeftApp {
                     ui.close();
                     self.save(true, None);
                 }
-                if ui.button("Export…").clicked() {
+                let no_export = platform::unavailable(platform::Feature::Export);
+                if ui
+                    .add_enabled(no_export.is_none(), egui::Button::new("Export…"))
+                    .on_disabled_hover_text(no_export.unwrap_or_default())
+                    .clicked()
+                {
                     ui.close();
                     self.export.open = true;
                 }
                 ui.menu_button("Examples", |ui| {
                     let mut files: Vec<PathBuf> = examples_dir()
-                        .and_then(|d| std::fs::read_dir(d).ok())
+                        .map(|d| weft_ir::io::provided::files_in(&d))
                         .into_iter()
                         .flatten()
-                        .flatten()
-                        .map(|e| e.path())
                         .filter(|p| {
                             p.extension().is_some_and(|e| e == "json")
                                 && !p.to_string_lossy().ends_with(".expect.json")
                         })
                         .collect();
                     files.sort();
+                    files.dedup();
                     for f in files {
                         let name = f
                             .file_stem()
@@ -780,19 +786,42 @@ impl WeftApp {
             egui::ComboBox::from_id_salt("backend")
                 .selected_text(shown)
                 .show_ui(ui, |ui| {
-                    ui.selectable_value(&mut b, Backend::Auto, Backend::Auto.name())
-                        .on_hover_text(
-                            "the window's GPU through wgpu, else the compiled CPU backend",
+                    use platform::{unavailable, Feature};
+                    // In a browser page, what does not exist there is shown
+                    // disabled with the reason, not left out.
+                    let disabled = |ui: &mut egui::Ui, name: &str, why: &str| {
+                        ui.add_enabled(false, egui::Button::selectable(false, name))
+                            .on_disabled_hover_text(why);
+                    };
+                    if platform::IN_BROWSER {
+                        disabled(
+                            ui,
+                            Backend::Auto.name(),
+                            "in the browser, choose wgpu (WebGPU) or vm",
                         );
+                    } else {
+                        ui.selectable_value(&mut b, Backend::Auto, Backend::Auto.name())
+                            .on_hover_text(
+                                "the window's GPU through wgpu, else the compiled CPU backend",
+                            );
+                    }
                     if self.viewport.has_gpu() {
                         ui.selectable_value(&mut b, Backend::Wgpu, Backend::Wgpu.name());
+                    } else if let Some(why) = &self.viewport.no_gpu {
+                        disabled(ui, Backend::Wgpu.name(), why);
                     }
                     if self.viewport.has_cuda() {
                         ui.selectable_value(&mut b, Backend::Cuda, Backend::Cuda.name())
                             .on_hover_text("NVIDIA GPU through CUDA (views drawn on the host)");
+                    } else if let Some(why) = unavailable(Feature::Cuda) {
+                        disabled(ui, Backend::Cuda.name(), why);
                     }
-                    ui.selectable_value(&mut b, Backend::Jit, Backend::Jit.name())
-                        .on_hover_text("compiled CPU backend (native code)");
+                    if let Some(why) = unavailable(Feature::CpuJit) {
+                        disabled(ui, Backend::Jit.name(), why);
+                    } else {
+                        ui.selectable_value(&mut b, Backend::Jit, Backend::Jit.name())
+                            .on_hover_text("compiled CPU backend (native code)");
+                    }
                     ui.selectable_value(&mut b, Backend::Vm, Backend::Vm.name())
                         .on_hover_text("reference interpreter");
                 });
@@ -1629,6 +1658,9 @@ impl eframe::App for WeftApp {
         }
         if let Some((action, path)) = self.files.update(&ctx, &mut self.model.log) {
             self.file_chosen(action, path);
+            // The document opened is built and drawn on the next passes
+            // (a page's picker answers with no input event to wake them).
+            ctx.request_repaint();
         } else if !self.files.is_open() && self.status == "choose where to save…" {
             self.status = self.model.log.last().cloned().unwrap_or_default();
         }

@@ -16,10 +16,12 @@
 //! Jobs carry a token: a frame that returns after the viewport forgot it
 //! (another graph opened, the app cleared) is dropped.
 
+use super::platform::Instant;
 use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
-use std::time::Instant;
+use weft_ir::ir::layout::root_of;
 use weft_runtime::render::Image;
 use weft_runtime::snapshot::Snapshot;
+use weft_runtime::wgpu_backend::PendingRead;
 use weft_runtime::{RuntimeError, Simulation};
 
 /// How the views of a frame were drawn.
@@ -29,12 +31,76 @@ pub enum Drawn {
     OnGpu,
     /// Read back as pictures (the CPU backends, CUDA).
     Images(Vec<(String, Image)>),
+    /// On wgpu where nothing may wait (a browser page): drawn on the
+    /// simulation's GPU, the pictures on their way back.
+    Reading(PendingPictures),
+}
+
+/// Views' pictures read back without waiting (`WgpuEngine::start_read`).
+pub struct PendingPictures {
+    reads: Vec<PictureRead>,
+}
+
+/// A view's name, width, height and pitch, its read, and its words once come.
+type PictureRead = (String, [u32; 3], PendingRead, Option<Vec<u32>>);
+
+impl PendingPictures {
+    /// The pictures once every one has come (never waits).
+    pub fn take(&mut self) -> Option<Result<Vec<(String, Image)>, RuntimeError>> {
+        for (_, _, read, words) in &mut self.reads {
+            if words.is_none() {
+                match read.take() {
+                    Some(Ok(w)) => *words = Some(w),
+                    Some(Err(e)) => return Some(Err(e)),
+                    None => {}
+                }
+            }
+        }
+        if self.reads.iter().any(|r| r.3.is_none()) {
+            return None;
+        }
+        Some(Ok(self
+            .reads
+            .iter()
+            .map(|(name, [w, h, pitch], _, words)| {
+                let words = words.as_deref().unwrap_or_default();
+                (name.clone(), Image::from_words(*w, *h, *pitch, words))
+            })
+            .collect()))
+    }
+}
+
+/// Whether `sim` runs on wgpu where no wait is allowed (a browser page):
+/// frames are then submitted without waiting for them, and pictures come
+/// back frames later (`Drawn::Reading`).
+pub fn must_not_wait(sim: &Simulation) -> bool {
+    weft_runtime::platform::MUST_NOT_WAIT && sim.wgpu_engine().is_some()
 }
 
 /// Draws the views of `sim`: on the GPU in place when `on_gpu`, else read back.
 pub fn draw(sim: &mut Simulation, on_gpu: bool) -> Result<Drawn, RuntimeError> {
     if on_gpu {
         sim.draw_views().map(|_| Drawn::OnGpu)
+    } else if must_not_wait(sim) {
+        sim.draw_views()?;
+        let program = &sim.program;
+        let Some(engine) = sim.wgpu_engine() else {
+            return Ok(Drawn::Images(Vec::new()));
+        };
+        let reads = program
+            .view_kernels
+            .iter()
+            .map(|v| {
+                let root = root_of(program, program.fields[v.image].layout);
+                (
+                    v.node_id.clone(),
+                    [v.width, v.height, v.pitch],
+                    engine.start_read(root),
+                    None,
+                )
+            })
+            .collect();
+        Ok(Drawn::Reading(PendingPictures { reads }))
     } else {
         sim.render_views().map(Drawn::Images)
     }
@@ -94,10 +160,12 @@ impl SimWorker {
     pub fn new() -> SimWorker {
         let (jobs, job_rx) = channel::<(u64, FrameJob, egui::Context)>();
         let (done_tx, done) = channel();
-        // Ends when the viewport (the sender) is dropped.
-        let spawned = std::thread::Builder::new()
-            .name("weft-sim".into())
-            .spawn(move || {
+        // In a browser page there is one thread and no worker: `send`
+        // then hands every frame back, to run in the UI pass
+        // (`Viewport::dispatch`).
+        if !super::platform::IN_BROWSER {
+            // Ends when the viewport (the sender) is dropped.
+            let spawned = super::platform::spawn("weft-sim", move || {
                 for (token, job, ctx) in job_rx {
                     if done_tx.send((token, run(job))).is_err() {
                         break;
@@ -108,9 +176,10 @@ impl SimWorker {
                     ctx.request_repaint();
                 }
             });
-        if let Err(e) = spawned {
-            // Sending then fails, and `send` hands the simulation back.
-            eprintln!("weft: could not start the simulation thread: {}", e);
+            if let Err(e) = spawned {
+                // Sending then fails, and `send` hands the simulation back.
+                eprintln!("weft: could not start the simulation thread: {}", e);
+            }
         }
         SimWorker {
             jobs,
@@ -178,8 +247,15 @@ pub fn run(job: FrameJob) -> FrameDone {
     } = job;
     sim.set_profile(profile);
     let t = Instant::now();
-    // A profiled frame is submitted one launch at a time anyway.
-    let result = sim.step_frame_sliced(if profile { None } else { slice });
+    let result = if must_not_wait(&sim) {
+        // Submitted, not waited for: the caller asked
+        // `WgpuEngine::ready_for_frame` first, and a fault shows when the
+        // engine retires the frame.
+        sim.step_frame().map(|_| 0)
+    } else {
+        // A profiled frame is submitted one launch at a time anyway.
+        sim.step_frame_sliced(if profile { None } else { slice })
+    };
     let ms = t.elapsed().as_secs_f64() * 1e3;
     sim.set_profile(false);
     let drawn = match (&result, draw_on) {

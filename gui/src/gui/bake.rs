@@ -447,7 +447,7 @@ impl BakeJob {
         let done_frame = Arc::new(AtomicI32::new(first - 1));
         let (tx, result) = channel();
         let (c, d, o) = (cancel.clone(), done_frame.clone(), out.clone());
-        std::thread::spawn(move || {
+        let _ = super::platform::spawn("weft-bake", move || {
             let r = bake(
                 &doc,
                 &base_dir,

@@ -67,7 +67,7 @@ impl Prefs {
             self.dirty = false;
             let _ = std::fs::create_dir_all(config);
             if let Ok(text) = serde_json::to_string_pretty(self) {
-                let _ = weft_ir::io::write_atomic(&config.join(FILE), text.as_bytes());
+                let _ = super::platform::write_file(&config.join(FILE), text.as_bytes());
             }
         }
     }

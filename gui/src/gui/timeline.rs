@@ -177,12 +177,17 @@ impl Timeline {
                 .on_hover_text("memory budget of the frame cache");
             ui.label(format!("{} on disk", d));
             let mut spill = vp.cache.spill;
+            let no_disk = super::platform::unavailable(super::platform::Feature::SpillToDisk);
             let s = ui
-                .checkbox(&mut spill, "Spill to disk")
+                .add_enabled(
+                    no_disk.is_none(),
+                    egui::Checkbox::new(&mut spill, "Spill to disk"),
+                )
                 .on_hover_text(format!(
                     "frames evicted from memory are written to {}",
                     vp.cache.spill_dir().display()
-                ));
+                ))
+                .on_disabled_hover_text(no_disk.unwrap_or_default());
             if b.changed() || s.changed() {
                 vp.cache.budget = budget as usize * 1024 * 1024;
                 vp.cache.spill = spill;
@@ -241,9 +246,11 @@ impl Timeline {
                 }
                 return;
             }
-            let out = graph.map(bake::cache_dir_for);
+            let no_bake = super::platform::unavailable(super::platform::Feature::Bake);
+            let out = graph.filter(|_| no_bake.is_none()).map(bake::cache_dir_for);
             let b = ui.add_enabled(out.is_some(), egui::Button::new("Bake"));
             let b = match &out {
+                None if no_bake.is_some() => b.on_disabled_hover_text(no_bake.unwrap_or_default()),
                 Some(o) => b.on_hover_text(format!(
                     "simulate frames {}..{} and write every field's state to {} (reopens with the graph)",
                     self.start,

@@ -482,7 +482,7 @@ impl Spreadsheet {
                 self.reads += 1;
                 self.error = None;
                 let (tx, rx) = channel();
-                std::thread::spawn(move || {
+                let _ = super::platform::spawn("weft-sheet", move || {
                     let _ = tx.send(build(job));
                 });
                 self.pending = Some((key, rx));

@@ -216,7 +216,7 @@ impl Twins {
         let (tx, rx) = channel();
         let (name, p2) = (field.to_string(), progress.clone());
         let doc = doc.clone();
-        std::thread::spawn(move || {
+        let _ = super::platform::spawn("weft-quant-twin", move || {
             let r = (|| -> TwinResult {
                 let twin = twin_doc(&doc)?;
                 let program = build_program(&twin, &BuildOptions { base_dir })
@@ -225,7 +225,7 @@ impl Twins {
                 t.start().map_err(|e| e.to_string())?;
                 let mut slice = None;
                 while t.frame < frame {
-                    let at = std::time::Instant::now();
+                    let at = super::platform::Instant::now();
                     let n = t.step_frame_sliced(slice).map_err(|e| e.to_string())?;
                     // Room for the window on a GPU they share, as for the simulation.
                     slice = super::viewport::slice_for(at.elapsed().as_secs_f64() * 1e3, n);
