@@ -372,8 +372,25 @@ impl<'a> FnLowerer<'a> {
     /// The index of `arr[index]`: checked now when constant, else while
     /// running (one `IndexCheck`, emitted here).
     pub(super) fn array_index(&mut self, arr: usize, index: &syn::Expr) -> R<ArrayIndex> {
-        let sp = span_of(index);
         let len = self.arrays[arr].elems.len() as u32;
+        Ok(match self.checked_index(index, len, "an array")? {
+            (_, Some(c)) => ArrayIndex::Const(c),
+            (i, None) => ArrayIndex::Dyn(i),
+        })
+    }
+
+    /// The one index rule of local and shared arrays: an `i32` (a `u32` is
+    /// converted) below `len`; a constant out of range is an error here
+    /// (`what` names the array kind), a run-time index gets an
+    /// `IndexCheck` (the one out-of-bounds rule, a fault on every backend).
+    /// Gives the i32 index and its value when it is a constant.
+    pub(super) fn checked_index(
+        &mut self,
+        index: &syn::Expr,
+        len: u32,
+        what: &str,
+    ) -> R<(InstId, Option<u32>)> {
+        let sp = span_of(index);
         let i = self.lower_expr(index, Some(Type::I32))?;
         let i = match i.ty {
             Type::Scalar(Scalar::I32) => i,
@@ -394,15 +411,15 @@ impl<'a> FnLowerer<'a> {
                 return Err(err(
                     index,
                     format!(
-                        "index {} is out of range for an array of {} elements",
-                        c, len
+                        "index {} is out of range for {} of {} elements",
+                        c, what, len
                     ),
                 ));
             }
-            return Ok(ArrayIndex::Const(c as u32));
+            return Ok((i.id, Some(c as u32)));
         }
         self.emit(InstKind::IndexCheck { index: i.id, len }, Type::Void, sp);
-        Ok(ArrayIndex::Dyn(i.id))
+        Ok((i.id, None))
     }
 
     /// The value of element `index` of `arr`.

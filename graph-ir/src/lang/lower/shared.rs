@@ -467,43 +467,7 @@ impl<'a> FnLowerer<'a> {
     /// `name[index]` of a shared array: the index as i32, checked now when
     /// constant, else while running.
     pub(super) fn shared_index(&mut self, v: SharedVar, index: &syn::Expr) -> R<InstId> {
-        let sp = span_of(index);
-        let i = self.lower_expr(index, Some(Type::I32))?;
-        let i = match i.ty {
-            Type::Scalar(Scalar::I32) => i,
-            Type::Scalar(Scalar::U32) => self.val(InstKind::Cast(i.id), Type::I32, sp),
-            t => {
-                return Err(err(
-                    index,
-                    format!(
-                        "index `{}` is {} but must be an integer",
-                        self.text(index),
-                        t
-                    ),
-                ))
-            }
-        };
-        if let Some(c) = self.const_int(i.id) {
-            if c < 0 || c >= v.len as i64 {
-                return Err(err(
-                    index,
-                    format!(
-                        "index {} is out of range for a shared array of {} elements",
-                        c, v.len
-                    ),
-                ));
-            }
-        } else {
-            self.emit(
-                InstKind::IndexCheck {
-                    index: i.id,
-                    len: v.len,
-                },
-                Type::Void,
-                sp,
-            );
-        }
-        Ok(i.id)
+        Ok(self.checked_index(index, v.len, "a shared array")?.0)
     }
 
     /// A `for` loop whose body calls `barrier()`: unrolled, each iteration
