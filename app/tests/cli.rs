@@ -1039,7 +1039,7 @@ fn every_example_dumps_every_field_on_cpu_and_wgpu() {
                     out.join(format!("{}.coords.npy", f.name)),
                     out.join(format!("{}.values.npy", f.name)),
                 );
-                let per_elem = f.ty.components();
+                let per_elem = f.ty.words();
                 if whole.exists() {
                     match weft_ir::io::npy::read_npy(&whole) {
                         Ok(a) if a.words.len() as u64 == f.cells() * per_elem as u64 => {}
