@@ -281,9 +281,9 @@ fn assert_not_blank(shot: &Path, colours: usize, dark: f64) {
 }
 
 /// The editor page (the desktop app's editor, `weft-gui`, on the page's
-/// canvas; web/test/run_editor.cjs drives it through its test hook): heat,
-/// opened by a relative URL (`?graph=shared-graphs/heat.json`), shows with
-/// every panel drawn and every node laid out, no problems, on WebGPU; an edit (substeps.count 20 -> 10) made through the hook as the
+/// canvas; web/test/run_editor.cjs drives it through its test hook): heat
+/// opens with every panel drawn and every node laid out, no problems, on
+/// WebGPU; an edit (substeps.count 20 -> 10) made through the hook as the
 /// inspector makes it, Reset and three frames give the fields the native
 /// cpu backend gives with `--set substeps.count=10`; and File > Save As
 /// downloads a graph that loads, builds and runs natively to the same
@@ -308,17 +308,11 @@ fn the_editor_page_edits_heat_runs_it_like_the_cpu_backend_and_saves_it() {
             root().join("graphs/mpm88_x0.npy"),
         ],
     });
-    // heat is opened by a relative URL (`?graph=rel/url.json`), as a graph
-    // shared as a link would be, not as the shipped example: a copy served
-    // beside the page.
-    let shared = b.web.join("shared-graphs");
-    std::fs::create_dir_all(&shared).unwrap();
-    std::fs::copy(root().join("graphs/heat.json"), shared.join("heat.json")).unwrap();
     let script = root().join("web").join("test").join("run_editor.cjs");
     let o = Command::new("node")
         .arg(&script)
         .arg(&b.web)
-        .arg("graph=shared-graphs/heat.json")
+        .arg("graph=heat")
         .arg(&out)
         .arg(plan.to_string())
         .arg(&shot)
