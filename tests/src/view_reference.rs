@@ -146,12 +146,12 @@ pub fn render_view(
             let stride = weft_ir::passes::views::image_stride(fw, fh);
             let (w, h) = (fw.div_ceil(stride), fh.div_ceil(stride));
             let cell_of = |x: u32, y: u32| (x * stride * fh + y * stride) as usize;
-            let words = read(*field);
+            let (words, vty) = view_words(f.ty, read(*field));
             let mut img = Image::new(w, h, [0, 0, 0, 255]);
             let comps = f.ty.components();
             let value = |k: usize| -> f32 {
                 let b = words[k];
-                match f.ty.scalar() {
+                match vty.scalar() {
                     Some(Scalar::I32) => b as i32 as f32,
                     Some(Scalar::U32) => b as f32,
                     _ => f32::from_bits(b),
@@ -377,6 +377,28 @@ pub fn render_view(
 /// `weft_ir::passes::views::histogram`: every element (active cells only
 /// under a sparse layout), a scalar as f32, a vector's or matrix's
 /// magnitude summed in component order.
+/// A field's words as a view computes with them: a 64-bit component (two
+/// words, low first) becomes the f32 it converts to (`as f32`, what the
+/// view kernels do); other fields are unchanged. Gives the words' type.
+fn view_words(ty: Type, words: Vec<u32>) -> (Vec<u32>, Type) {
+    let Some(s) = ty.scalar().filter(|s| s.is_wide()) else {
+        return (words, ty);
+    };
+    let f = words
+        .chunks(2)
+        .map(|w| {
+            let b = w[0] as u64 | (w[1] as u64) << 32;
+            let v = match s {
+                Scalar::F64 => f64::from_bits(b) as f32,
+                Scalar::I64 => b as i64 as f32,
+                _ => b as f32,
+            };
+            v.to_bits()
+        })
+        .collect();
+    (f, ty.with_scalar(Scalar::F32))
+}
+
 pub fn histogram_values(
     p: &Program,
     field: FieldId,
@@ -385,10 +407,10 @@ pub fn histogram_values(
 ) -> Vec<f32> {
     let f = &p.fields[field];
     let comps = f.ty.components();
-    let words = read(field);
+    let (words, vty) = view_words(f.ty, read(field));
     let mask = activity(field);
     let scalar = |b: u32| -> f32 {
-        match f.ty.scalar() {
+        match vty.scalar() {
             Some(Scalar::I32) => b as i32 as f32,
             Some(Scalar::U32) => b as f32,
             _ => f32::from_bits(b),
