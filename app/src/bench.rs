@@ -80,7 +80,7 @@ pub fn bench(a: BenchArgs) -> i32 {
                 .program
                 .kernels
                 .iter()
-                .filter(|(_, k)| k.name == name)
+                .filter(|(_, k)| k.label() == name)
                 .all(|(_, k)| k.zero_fill.is_some())
     };
     let kernels: Vec<(String, f64, usize, bool)> = sim

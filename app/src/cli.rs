@@ -67,7 +67,7 @@ pub struct GraphOverrides {
     /// Memory all layout trees together may take, e.g. 40GiB or 512MiB (default: what the machine has: free RAM for cpu, vm and lavapipe, free device memory for cuda). Device limits (wgpu's max_buffer_size, 16 GiB per layout tree) still apply.
     #[arg(long, value_name = "SIZE", value_parser = memory_arg)]
     pub max_memory: Option<u64>,
-    /// Turn off the inter-kernel optimiser over the frame schedule (list reuse, redundant clears, dead stores, activation demotion: see `weft ir GRAPH --stage schedule`). Results are the same either way; for A/B timing and debugging.
+    /// Turn off the inter-kernel optimiser over the frame schedule (list reuse, redundant clears, dead stores, task fusion, activation demotion: see `weft ir GRAPH --stage schedule`). Results are the same either way; for A/B timing and debugging.
     #[arg(long)]
     pub no_interkernel: bool,
 }
@@ -205,7 +205,7 @@ pub struct IrArgs {
     /// Only this kernel node.
     #[arg(long)]
     pub kernel: Option<String>,
-    /// Pipeline stage: front, inline, const_fold, simplify, autodiff, lower_access, final, store_fusion, atomic_demotion, legalize.
+    /// Pipeline stage: front, inline, const_fold, simplify, autodiff, schedule (prints the frame schedule before and after the inter-kernel optimiser, its state-flow graph, and the program; fused launches show as 'a+b'), lower_access, final, store_fusion, atomic_demotion, legalize.
     #[arg(long, default_value = "final")]
     pub stage: String,
     /// Print the IR as this backend gets it (the pipeline is the same for all; code-size budgets such as loop unrolling differ, and legalize writes the atomics a backend lacks as compare-exchange loops): vm, cpu, wgpu or cuda (default: the default budgets and no optional atomics, which every backend accepts).

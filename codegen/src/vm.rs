@@ -215,6 +215,8 @@ pub struct VmFunction {
 #[derive(Clone, Debug)]
 pub struct VmKernel {
     pub name: String,
+    /// `Kernel::fused`: the nodes errors name by `Span::part`.
+    pub fused: Vec<String>,
     pub entry: VmFunction,
     pub functions: Vec<VmFunction>,
     /// Root layout index (in `Program::layouts`) of each buffer slot `root` in ops.
@@ -238,6 +240,7 @@ fn build_kernel(program: &Program, kernel: &Kernel) -> Result<VmKernel, CodegenE
     let entry = compile_function(program, kernel, &kernel.entry, &mut roots)?;
     Ok(VmKernel {
         name: kernel.name.clone(),
+        fused: kernel.fused.clone(),
         entry,
         functions,
         roots,
@@ -326,7 +329,7 @@ impl Ctx<'_> {
     fn err(&self, h: InstId, m: &str) -> CodegenError {
         let span = self.f.insts[h].span;
         CodegenError {
-            kernel: self.kernel.name.clone(),
+            kernel: self.kernel.node(span).to_string(),
             backend: "vm",
             message: format!("{} (at code {})", m, span),
         }

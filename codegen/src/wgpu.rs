@@ -253,15 +253,16 @@ fn build_kernel(
 ) -> Result<WgpuKernel, CodegenError> {
     if !opts.wide {
         if let Some((t, span)) = wide_type_used(kernel) {
-            return Err(cerr(
-                kernel,
-                format!(
+            return Err(CodegenError {
+                kernel: kernel.node(span).to_string(),
+                backend: "wgpu",
+                message: format!(
                     "code {}: uses {}, but this GPU has no 64-bit {} in shaders (wgpu features SHADER_F64 and SHADER_INT64; WebGPU has neither); run it on the cpu, vm or cuda backend, or compute in 32 bits",
                     span,
                     t.name(),
                     if t == Scalar::F64 { "floats" } else { "integers" }
                 ),
-            ));
+            });
         }
     }
     let mut m = Module::default();

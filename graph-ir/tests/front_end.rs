@@ -214,6 +214,7 @@ fn lowered_ir_validates() {
             name: "dt".into(),
             ty: Type::F32,
             value: 0,
+            part: 0,
         }],
         entry: lk.entry,
         functions: lk.functions,
@@ -223,6 +224,7 @@ fn lowered_ir_validates() {
         loops_end: false,
         zero_fill: None,
         workgroup: None,
+        fused: Vec::new(),
     };
     validate_kernel(&program, &k, false).unwrap();
 }

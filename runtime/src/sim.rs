@@ -15,6 +15,7 @@ use web_time::Instant;
 use weft_codegen::launch::LaunchRecord;
 use weft_ir::error::GraphError;
 use weft_ir::ir::layout;
+use weft_ir::ir::node_of;
 use weft_ir::ir::scalar::scalar_bits;
 use weft_ir::ir::*;
 use weft_ir::passes::{run_pipeline, PassOptions};
@@ -269,7 +270,7 @@ impl Simulation {
         let times = self.engine.run(&self.program, list, self.profile)?;
         for (k, d) in times {
             self.kernel_times
-                .entry(self.program.kernels[k].name.clone())
+                .entry(self.program.kernels[k].label())
                 .or_default()
                 .push(d);
         }
@@ -292,9 +293,12 @@ impl Simulation {
                     *n = n.wrapping_add(1);
                     let kernel = &self.program.kernels[*k];
                     // Inner repeats shadow outer ones with the same index name.
+                    // A fused kernel (`schedule::fusion`) has each node's scalar.
                     for (name, value) in indices.iter() {
-                        if let Some(p) = kernel.params.iter().position(|p| &p.name == name) {
-                            rec.params[p] = *value;
+                        for (i, p) in kernel.params.iter().enumerate() {
+                            if &p.name == name {
+                                rec.params[i] = *value;
+                            }
                         }
                     }
                     out.push(rec);
@@ -353,19 +357,28 @@ impl Simulation {
     }
 
     pub fn set_param(&mut self, kernel: &str, name: &str, value: f64) -> Result<(), GraphError> {
-        self.program.kernel_by_name(kernel).ok_or_else(|| {
-            GraphError::node_msg(kernel, "is not a kernel of the running simulation")
-        })?;
+        self.program
+            .has_kernel_node(kernel)
+            .then_some(())
+            .ok_or_else(|| {
+                GraphError::node_msg(kernel, "is not a kernel of the running simulation")
+            })?;
         // A kernel differentiated by a tape has an adjoint kernel of the same
         // name whose scalars must stay equal to the forward kernel's.
         let mut found = false;
         let handles: Vec<KernelId> = self.program.kernels.handles().collect();
         for h in handles {
             let k = &mut self.program.kernels[h];
-            if k.name != kernel {
+            if !k.has_node(kernel) {
                 continue;
             }
-            if let Some(p) = k.params.iter_mut().find(|p| p.name == name) {
+            // The node's own scalar; in a fused kernel, the one of that part.
+            let (own, fused) = (&k.name, &k.fused);
+            if let Some(p) = k
+                .params
+                .iter_mut()
+                .find(|p| p.name == name && node_of(own, fused, p.part) == kernel)
+            {
                 found = true;
                 p.value =
                     scalar_bits(p.ty, value).map_err(|m| GraphError::scalar(kernel, name, m))?;

@@ -1293,7 +1293,7 @@ impl WgpuEngine {
             .map(|&k| &program.kernels[k]);
         match failed.and_then(|k| Some((k, k.fault_sites.get(site)?))) {
             Some((kernel, s)) => RuntimeError::Kernel {
-                node: kernel.name.clone(),
+                node: kernel.node(s.span).to_string(),
                 line: s.span.line,
                 col: s.span.col,
                 message: s.message(program, value),

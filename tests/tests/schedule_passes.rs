@@ -123,15 +123,27 @@ fn count(text: &str, what: &str) -> usize {
     text.lines().filter(|l| l.contains(what)).count()
 }
 
+/// Launches of kernel node `node` in a schedule's text, alone or fused
+/// with others (`launch K7 'w1+r'`).
+fn launched(text: &str, node: &str) -> usize {
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("launch "))
+        .filter(|l| {
+            let label = l.split('\'').nth(1).unwrap_or("");
+            label.split('+').any(|n| n == node)
+        })
+        .count()
+}
+
 const W1: &str = "fn kernel(i: i32) { a[i] = 1.0; }";
 const W2: &str = "fn kernel(i: i32) { a[i] = 2.0; }";
 
 #[test]
 fn dead_store_drops_a_store_overwritten_before_any_read() {
     let (off, on) = schedules(&frame_graph(&[S::K("w1", W1, None), S::K("w2", W2, None)]));
-    assert_eq!(count(&off, "'w1'"), 1, "{}", off);
-    assert_eq!(count(&on, "'w1'"), 0, "{}", on);
-    assert_eq!(count(&on, "'w2'"), 1, "{}", on);
+    assert_eq!(launched(&off, "w1"), 1, "{}", off);
+    assert_eq!(launched(&on, "w1"), 0, "{}", on);
+    assert_eq!(launched(&on, "w2"), 1, "{}", on);
 }
 
 #[test]
@@ -141,7 +153,7 @@ fn dead_store_keeps_a_store_read_between_the_two_writes() {
         S::K("r", "fn kernel(i: i32) { b[i] = a[i]; }", None),
         S::K("w2", W2, None),
     ]));
-    assert_eq!(count(&on, "'w1'"), 1, "{}", on);
+    assert_eq!(launched(&on, "w1"), 1, "{}", on);
 }
 
 #[test]
@@ -157,7 +169,7 @@ fn dead_store_keeps_a_store_a_fault_site_between_could_show() {
         ),
         S::K("w2", W2, None),
     ]));
-    assert_eq!(count(&on, "'w1'"), 1, "{}", on);
+    assert_eq!(launched(&on, "w1"), 1, "{}", on);
 }
 
 #[test]
@@ -166,7 +178,7 @@ fn dead_store_keeps_a_partial_overwrite() {
         S::K("w1", W1, None),
         S::K("w2", "fn kernel(i: i32) { if i > 3 { a[i] = 2.0; } }", None),
     ]));
-    assert_eq!(count(&on, "'w1'"), 1, "{}", on);
+    assert_eq!(launched(&on, "w1"), 1, "{}", on);
 }
 
 const BUMP: &str = "fn kernel(i: i32) { s[i] = s[i] + 1.0; }";
@@ -267,4 +279,232 @@ fn activation_demotion_keeps_stores_it_cannot_prove_active() {
         );
         assert!(count(&on, "atomic") > 0, "{}\n{}", code, on);
     }
+}
+
+// Task fusion: consecutive launches over one iteration space whose
+// invocations cannot see each other become one kernel (`schedule::fusion`).
+
+const DOUBLE: &str = "fn kernel(i: i32) { a[i] = i as f32 * 2.0; }";
+const PLUS: &str = "fn kernel(i: i32) { b[i] = a[i] + 1.0; }";
+const PRODUCT: &str = "fn kernel(i: i32) { c[i] = b[i] * a[i]; }";
+
+#[test]
+fn fusion_joins_launches_that_meet_only_at_their_own_elements() {
+    let (off, on) = schedules(&frame_graph(&[
+        S::K("w", DOUBLE, None),
+        S::K("r", PLUS, None),
+        S::K("p", PRODUCT, None),
+    ]));
+    assert_eq!(count(&off, "launch "), 3, "{}", off);
+    assert_eq!(count(&on, "launch "), 1, "{}", on);
+    assert_eq!(count(&on, "'w+r+p'"), 1, "{}", on);
+}
+
+#[test]
+fn fusion_joins_struct_fors_over_the_same_cells_sharing_one_list() {
+    let (off, on) = schedules(&frame_graph(&[
+        S::K("s1", BUMP, Some("s")),
+        S::K("s2", BUMP, Some("s")),
+    ]));
+    assert_eq!(count(&off, "launch "), 2, "{}", off);
+    assert_eq!(count(&on, "'s1+s2'"), 1, "{}", on);
+    assert_eq!(count(&on, "list "), 1, "{}", on);
+}
+
+/// Pairs it must keep apart; `schedules` also checks every case gives the
+/// same roots both ways.
+#[test]
+fn fusion_keeps_apart_launches_whose_invocations_could_see_each_other() {
+    let cases: [(&str, &[S]); 8] = [
+        (
+            "a read of another invocation's element after the write",
+            &[
+                S::K("w", DOUBLE, None),
+                S::K("x", "fn kernel(i: i32) { b[i] = a[(i + 1) % 8]; }", None),
+            ],
+        ),
+        (
+            "a write of an element another invocation read before",
+            &[
+                S::K("x", "fn kernel(i: i32) { b[i] = a[(i + 1) % 8]; }", None),
+                S::K("w", DOUBLE, None),
+            ],
+        ),
+        (
+            "different ranges",
+            &[
+                S::K("w", DOUBLE, None),
+                S::K("x", "fn kernel(i: i32) { s[i] = s[i] * 2.0; }", None),
+            ],
+        ),
+        (
+            "two launches that may both fault (the first fault would change)",
+            &[
+                S::K(
+                    "w",
+                    "fn kernel(i: i32) { c[i] = c[(i + 1) % 8] + 1.0; }",
+                    None,
+                ),
+                S::K(
+                    "x",
+                    "fn kernel(i: i32) { b[i] = b[(i + 7) % 8] * 2.0; }",
+                    None,
+                ),
+            ],
+        ),
+        (
+            "random numbers (streams are per kernel node)",
+            &[
+                S::K("w", "fn kernel(i: i32) { a[i] = random(); }", None),
+                S::K("x", PLUS, None),
+            ],
+        ),
+        (
+            "an early return in the first (it would skip the second)",
+            &[
+                S::K(
+                    "w",
+                    "fn kernel(i: i32) { if i > 3 { return; } a[i] = 1.0; }",
+                    None,
+                ),
+                S::K("x", "fn kernel(i: i32) { b[i] = 2.0; }", None),
+            ],
+        ),
+        (
+            "activating stores into one sparse tree (a mask both change)",
+            &[
+                S::K("w", "fn kernel(i: i32) { s[i] = 3.0; }", None),
+                S::K("x", "fn kernel(i: i32) { s[i] = s[i] + 1.0; }", None),
+            ],
+        ),
+        (
+            "a struct-for after a store that may activate other cells",
+            &[
+                S::K(
+                    "w",
+                    "fn kernel(i: i32) { s[(i + 1) % 16] = 1.0; }",
+                    Some("s"),
+                ),
+                S::K("x", BUMP, Some("s")),
+            ],
+        ),
+    ];
+    for (why, steps) in cases {
+        let (_, on) = schedules(&frame_graph(steps));
+        assert_eq!(count(&on, "+"), 0, "{}: fused\n{}", why, on);
+    }
+}
+
+/// The fused kernel computes the two launches' bits on every backend.
+#[test]
+fn fused_kernels_agree_with_the_separate_launches_on_every_backend() {
+    let g = frame_graph(&[
+        S::K("w", DOUBLE, None),
+        S::K("r", PLUS, None),
+        S::K("p", PRODUCT, None),
+        S::K("s1", BUMP, Some("s")),
+        S::K("s2", "fn kernel(i: i32) { s[i] = s[i] * 0.5; }", Some("s")),
+    ]);
+    let run = |backend, on: bool| {
+        let mut sim = Simulation::new(
+            build(&g).unwrap(),
+            &SimOptions {
+                passes: options(on),
+                backend,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        sim.start().unwrap();
+        for _ in 0..3 {
+            sim.step_frame().unwrap();
+        }
+        ["a", "b", "c", "s"].map(|f| words(&sim, f))
+    };
+    let reference = run(Backend::Vm, false);
+    for backend in local_backends() {
+        assert!(
+            run(backend, true) == reference,
+            "{:?}: the fused kernels differ from separate launches on the VM",
+            backend
+        );
+    }
+}
+
+/// A fault in the second part of a fused kernel names that part's node and
+/// code line, on every backend.
+#[test]
+fn a_fault_in_a_fused_kernel_names_the_node_it_came_from() {
+    let g = frame_graph(&[
+        S::K("w", DOUBLE, None),
+        S::K(
+            "f",
+            "fn kernel(i: i32) {\n    b[i] = a[i];\n    c[i + 4] = 1.0;\n}",
+            None,
+        ),
+    ]);
+    let mut p = build(&g).unwrap();
+    run_pipeline(&mut p, &options(true), Some(Stage::Schedule)).unwrap();
+    assert!(
+        print_schedule(&p).contains("'w+f'"),
+        "{}",
+        print_schedule(&p)
+    );
+    for backend in local_backends() {
+        let mut sim = Simulation::new(
+            build(&g).unwrap(),
+            &SimOptions {
+                passes: options(true),
+                backend,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        sim.start().unwrap();
+        // GPU frames run ahead: the fault surfaces by the next wait.
+        let err = sim
+            .step_frame()
+            .and_then(|_| sim.sync())
+            .expect_err("c[i + 4] is out of bounds for i >= 4");
+        match err {
+            weft_runtime::RuntimeError::Kernel { node, line, .. } => {
+                assert_eq!((node.as_str(), line), ("f", 3), "{:?}", backend)
+            }
+            other => panic!("{:?}: {}", backend, other),
+        }
+    }
+}
+
+/// Scalars keep their node in a fused kernel: `set_param` on one node's
+/// scalar changes that node's part only, even where both have one of the
+/// same name.
+#[test]
+fn scalars_of_a_fused_kernel_keep_their_node() {
+    let mut g = frame_graph(&[
+        S::K("w", "fn kernel(i: i32) { a[i] = k; }", None),
+        S::K("r", "fn kernel(i: i32) { b[i] = a[i] * k; }", None),
+    ]);
+    set_param(&mut g, "w", "scalars", json!({"k": 1.0}));
+    set_param(&mut g, "r", "scalars", json!({"k": 2.0}));
+    let mut sim = Simulation::new(
+        build(&g).unwrap(),
+        &SimOptions {
+            passes: options(true),
+            backend: Backend::Vm,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(sim.program.schedule.on_frame.len(), 1, "not fused");
+    sim.start().unwrap();
+    sim.step_frame().unwrap();
+    assert_eq!((f32s(&sim, "a")[3], f32s(&sim, "b")[3]), (1.0, 2.0));
+    sim.set_param("r", "k", 5.0).unwrap();
+    sim.step_frame().unwrap();
+    assert_eq!((f32s(&sim, "a")[3], f32s(&sim, "b")[3]), (1.0, 5.0));
+    sim.set_param("w", "k", 3.0).unwrap();
+    sim.step_frame().unwrap();
+    assert_eq!((f32s(&sim, "a")[3], f32s(&sim, "b")[3]), (3.0, 15.0));
+    sim.set_param("r", "nope", 1.0)
+        .expect_err("r has no scalar 'nope'");
 }

@@ -192,6 +192,7 @@ pub(super) fn kernel(program: &Program, kernel: &Kernel) -> Result<CudaKernel, C
     entry(&mut out, program, kernel, &roots);
     Ok(CudaKernel {
         name: kernel.name.clone(),
+        fused: kernel.fused.clone(),
         source: out,
         roots,
         traps: sites.iter().any(|s| s.kind != FaultKind::Address),

@@ -72,6 +72,8 @@ pub mod fault_word {
 pub struct CudaKernel {
     /// The kernel node's id.
     pub name: String,
+    /// `Kernel::fused`: the nodes errors name by `Span::part`.
+    pub fused: Vec<String>,
     pub source: String,
     /// Root layout nodes passed as (words, length) argument pairs, in this order.
     pub roots: Vec<LayoutId>,

@@ -148,6 +148,8 @@ impl Drop for CodeOwner {
 /// A compiled kernel.
 pub struct JitKernel {
     pub name: String,
+    /// `Kernel::fused`: the nodes errors name by `Span::part`.
+    pub fused: Vec<String>,
     /// Root layout of each `JitCtx::buffers` entry.
     pub roots: Vec<LayoutId>,
     /// `Kernel::fault_sites`, then the sites the JIT added (word addresses
@@ -608,6 +610,7 @@ fn compile_inner(
         .collect();
     Ok(JitKernel {
         name: kernel.name.clone(),
+        fused: kernel.fused.clone(),
         roots,
         sites,
         shape,

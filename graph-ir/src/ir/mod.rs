@@ -44,15 +44,35 @@ pub type Block = Vec<InstId>;
 
 /// A position in a kernel's code (1-based line and column); `line == 0` means
 /// the instruction was synthesised by a pass with no better position.
+/// `part` says whose code: 0 the kernel's own node, `n` the node
+/// `Kernel::fused[n - 1]` of a kernel that `schedule::fusion` made from
+/// several launches ([`Kernel::node`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Span {
     pub line: u32,
     pub col: u32,
+    pub part: u16,
+}
+
+impl Span {
+    pub fn new(line: u32, col: u32) -> Span {
+        Span { line, col, part: 0 }
+    }
 }
 
 impl std::fmt::Display for Span {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}:{}", self.line, self.col)
+    }
+}
+
+/// The graph node of part `part` of a kernel named `name` whose fused
+/// nodes are `fused` (backends keep these two of a kernel to name nodes in
+/// their errors): 0 is `name`, `n` is `fused[n - 1]`.
+pub fn node_of<'a>(name: &'a str, fused: &'a [String], part: u16) -> &'a str {
+    match part {
+        0 => name,
+        n => fused.get(n as usize - 1).map_or(name, String::as_str),
     }
 }
 
@@ -154,6 +174,11 @@ impl Program {
             .iter()
             .find(|(_, k)| k.name == name)
             .map(|(h, _)| h)
+    }
+    /// Whether some kernel holds node `name`'s code (its own, or fused
+    /// into another by `schedule::fusion`).
+    pub fn has_kernel_node(&self, name: &str) -> bool {
+        self.kernels.iter().any(|(_, k)| k.has_node(name))
     }
 }
 
@@ -388,6 +413,9 @@ pub struct KernelParam {
     pub ty: Type,
     /// Current value as one word (bits of the scalar).
     pub value: u32,
+    /// Whose scalar it is: 0 the kernel's own node, `n` the node
+    /// `Kernel::fused[n - 1]` (see [`Span::part`]).
+    pub part: u16,
 }
 
 #[derive(Clone, Debug)]
@@ -427,6 +455,12 @@ pub struct Kernel {
     /// code). Targets without workgroups (`TargetCaps::workgroups`) get it
     /// as one invocation per block by `passes::block_loops`.
     pub workgroup: Option<Workgroup>,
+    /// The kernel nodes `schedule::fusion` appended to this one, in order
+    /// (empty for a kernel of one node, `name`): each invocation runs
+    /// `name`'s body, then each of these. Instructions and scalars carry
+    /// their node as `part` ([`Kernel::node`]), so errors still name the
+    /// node and line they came from.
+    pub fused: Vec<String>,
 }
 
 /// A kernel's workgroup: its size and the arrays its invocations share.
@@ -592,6 +626,23 @@ impl FaultSite {
 }
 
 impl Kernel {
+    /// The graph node whose code holds `span` (the kernel's own node unless
+    /// the kernel was fused from several, see [`Kernel::fused`]).
+    pub fn node(&self, span: Span) -> &str {
+        node_of(&self.name, &self.fused, span.part)
+    }
+    /// Whether node `node` is one of the kernel's (its own or a fused one).
+    pub fn has_node(&self, node: &str) -> bool {
+        self.name == node || self.fused.iter().any(|n| n == node)
+    }
+    /// The kernel as the schedule, `weft bench` and timings show it: its
+    /// node, or its nodes joined by `+` when fused.
+    pub fn label(&self) -> String {
+        std::iter::once(self.name.as_str())
+            .chain(self.fused.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join("+")
+    }
     pub fn iteration_shape(&self, program: &Program) -> Vec<u32> {
         match &self.iteration {
             Iteration::Range(s) => s.clone(),

@@ -443,7 +443,16 @@ fn parse_kernel(lines: &[&str], start: usize, p: &mut Program) -> R<usize> {
             let pname = c.until(&[": "]).to_string();
             c.expect(": ")?;
             let ty = c.ty(&[", ", ")"])?;
+            // `name@N`: a scalar of the kernel's N-th fused node.
+            let (pname, part) = match pname.rsplit_once('@') {
+                Some((n, part)) => match part.parse::<u16>() {
+                    Ok(part) => (n.to_string(), part),
+                    Err(_) => return c.err(format!("bad scalar part in '{}'", pname)),
+                },
+                None => (pname, 0),
+            };
             params.push(KernelParam {
+                part,
                 name: pname,
                 ty,
                 value: 0,
@@ -461,10 +470,22 @@ fn parse_kernel(lines: &[&str], start: usize, p: &mut Program) -> R<usize> {
     let mut fault_sites = vec![];
     let mut functions = Arena::new();
     let mut entry = None;
+    let mut fused = Vec::new();
     while i < lines.len() && !lines[i].is_empty() {
         let mut c = Cur::new(lines[i], i + 1);
         if entry.is_some() {
             return c.err("the entry function ends a kernel: expected an empty line");
+        }
+        if c.eat("  fused ") {
+            loop {
+                fused.push(c.quoted()?.to_string());
+                if !c.eat(" ") {
+                    break;
+                }
+            }
+            c.end()?;
+            i += 1;
+            continue;
         }
         if c.eat("  zero fill: words ") {
             let first: u64 = c.number("a word")?;
@@ -520,7 +541,7 @@ fn parse_kernel(lines: &[&str], start: usize, p: &mut Program) -> R<usize> {
             let kind = parse_fault_kind(&mut c, p)?;
             c.end()?;
             fault_sites.push(FaultSite {
-                span: Span { line, col },
+                span: Span::new(line, col),
                 kind,
             });
             i += 1;
@@ -558,6 +579,7 @@ fn parse_kernel(lines: &[&str], start: usize, p: &mut Program) -> R<usize> {
         }
     }
     p.kernels.append(Kernel {
+        fused,
         name,
         iteration,
         dims: entry.args.len(),

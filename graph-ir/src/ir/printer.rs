@@ -79,7 +79,10 @@ fn print_kernel(out: &mut String, program: &Program, k: &Kernel) {
     let params: Vec<String> = k
         .params
         .iter()
-        .map(|p| format!("{}: {}", p.name, p.ty))
+        .map(|p| match p.part {
+            0 => format!("{}: {}", p.name, p.ty),
+            n => format!("{}@{}: {}", p.name, n, p.ty),
+        })
         .collect();
     let _ = writeln!(
         out,
@@ -88,6 +91,12 @@ fn print_kernel(out: &mut String, program: &Program, k: &Kernel) {
         iter,
         params.join(", ")
     );
+    // A kernel fused from several launches (`schedule::fusion`): its later
+    // nodes, which `name@N` scalars above belong to.
+    if !k.fused.is_empty() {
+        let nodes: Vec<String> = k.fused.iter().map(|n| format!("'{}'", n)).collect();
+        let _ = writeln!(out, "  fused {}", nodes.join(" "));
+    }
     if let Some(z) = k.zero_fill {
         let _ = writeln!(
             out,

@@ -6,10 +6,7 @@ use syn::spanned::Spanned;
 
 pub fn span_of<T: Spanned>(node: &T) -> Span {
     let s = node.span().start();
-    Span {
-        line: s.line as u32,
-        col: s.column as u32 + 1,
-    }
+    Span::new(s.line as u32, s.column as u32 + 1)
 }
 
 /// The source text a syntax node covers, for naming it in messages.

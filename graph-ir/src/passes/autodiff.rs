@@ -303,6 +303,7 @@ fn fill_kernel(program: &Program, node: &str, field: FieldId, value: f32) -> Ker
     );
     entry.body = body;
     Kernel {
+        fused: Vec::new(),
         name: node.to_string(),
         iteration: Iteration::Field(field),
         dims,
@@ -410,6 +411,7 @@ fn adjoint_kernel(program: &Program, k: KernelId) -> Result<Kernel, AdError> {
     let mut entry = ad.out;
     entry.body = ad.blocks.pop().unwrap_or_default();
     Ok(Kernel {
+        fused: Vec::new(),
         name: kernel.name.clone(),
         iteration: kernel.iteration.clone(),
         dims: kernel.dims,

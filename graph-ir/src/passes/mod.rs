@@ -507,6 +507,10 @@ impl Stage {
                         "list_reuse",
                         crate::schedule::list_reuse::run,
                     )));
+                    v.push(Box::new(SchedulePass(
+                        "fusion",
+                        crate::schedule::fusion::run,
+                    )));
                 }
                 v
             }

@@ -339,6 +339,7 @@ impl Emit {
     ) -> Kernel {
         self.f.body = self.blocks.pop().expect("the entry block");
         Kernel {
+            fused: Vec::new(),
             name: String::new(),
             iteration,
             dims,

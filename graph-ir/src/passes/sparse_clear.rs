@@ -183,6 +183,7 @@ fn clear_kernel(p: &Program, node_id: &str, l: LayoutId) -> Kernel {
     f.body = body;
     debug_assert!(sites.is_empty(), "probing walks never trap");
     Kernel {
+        fused: Vec::new(),
         name: node_id.to_string(),
         iteration: Iteration::Range(range),
         dims,

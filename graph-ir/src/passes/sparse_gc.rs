@@ -141,6 +141,7 @@ pub(super) fn gc_kernel(p: &Program, l: LayoutId) -> Kernel {
     f.body = body;
     debug_assert!(sites.is_empty(), "probing walks never trap");
     Kernel {
+        fused: Vec::new(),
         name: node.node_id.clone(),
         iteration: Iteration::Range(vec![pool.capacity]),
         dims: 1,

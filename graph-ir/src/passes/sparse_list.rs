@@ -104,6 +104,7 @@ fn expand(
 
 fn system_kernel(name: String, len: u32, f: Function) -> Kernel {
     Kernel {
+        fused: Vec::new(),
         name,
         iteration: Iteration::Range(vec![len]),
         dims: 1,

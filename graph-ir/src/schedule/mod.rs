@@ -13,13 +13,16 @@
 //!   field (always runs: `passes::sparse_list` expands these steps);
 //! - `clear_elim`: redundant-clear removal;
 //! - `dead_store`: dead-store elimination across launches;
-//! - `list_reuse`: list-generation removal.
+//! - `list_reuse`: list-generation removal;
+//! - `fusion`: task fusion (consecutive launches over one iteration space
+//!   whose invocations cannot see each other become one kernel).
 //!
 //! `PassOptions::interkernel` (`--no-interkernel` on the CLI) turns the
-//! last three off. Every pass keeps results bit-identical.
+//! last four off. Every pass keeps results bit-identical.
 
 pub mod clear_elim;
 pub mod dead_store;
+pub mod fusion;
 pub mod list_gen;
 pub mod list_reuse;
 pub mod sfg;
@@ -69,7 +72,13 @@ fn print_steps(out: &mut String, p: &Program, steps: &[Step], depth: usize) {
     for s in steps {
         match s {
             Step::Launch(k) => {
-                let _ = writeln!(out, "{}launch K{} '{}'", pad, k.index(), p.kernels[*k].name);
+                let _ = writeln!(
+                    out,
+                    "{}launch K{} '{}'",
+                    pad,
+                    k.index(),
+                    p.kernels[*k].label()
+                );
             }
             Step::ListGen { layout } => {
                 let _ = writeln!(

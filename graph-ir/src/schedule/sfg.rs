@@ -113,7 +113,12 @@ fn fields_under(p: &Program, r: LayoutId) -> impl Iterator<Item = FieldId> + '_ 
 
 /// Read and write sets of one launch of kernel `k`.
 pub fn kernel_effects(p: &Program, k: KernelId) -> Effects {
-    let kernel = &p.kernels[k];
+    effects_of(p, &p.kernels[k])
+}
+
+/// Read and write sets of one launch of `kernel` (a kernel of `p`, or one
+/// being built from them, as `fusion` does).
+pub fn effects_of(p: &Program, kernel: &Kernel) -> Effects {
     let mut e = Effects::default();
     let over = match kernel.iteration {
         Iteration::Field(g) => Some(g),
@@ -370,7 +375,7 @@ impl Sfg {
 
 fn label(p: &Program, s: &Step) -> String {
     match s {
-        Step::Launch(k) => format!("launch '{}'", p.kernels[*k].name),
+        Step::Launch(k) => format!("launch '{}'", p.kernels[*k].label()),
         Step::ListGen { layout } => format!("list '{}'", p.layouts[*layout].node_id),
         Step::Clear { node_id, .. } => format!("clear '{}'", node_id),
         _ => String::new(),

@@ -222,7 +222,7 @@ impl CudaEngine {
         let k = &self.kernels[rec.kernel.index()].code;
         let s = k.sites.get(site);
         Err(RuntimeError::Kernel {
-            node: k.name.clone(),
+            node: weft_ir::ir::node_of(&k.name, &k.fused, s.map_or(0, |s| s.span.part)).to_string(),
             line: s.map_or(0, |s| s.span.line),
             col: s.map_or(0, |s| s.span.col),
             message: s

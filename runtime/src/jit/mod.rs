@@ -190,7 +190,8 @@ impl Ptrs {
 fn fault_error(program: &Program, kernel: &JitKernel, fault: JitFault) -> RuntimeError {
     let site = kernel.sites.get(fault.site as usize);
     RuntimeError::Kernel {
-        node: kernel.name.clone(),
+        node: weft_ir::ir::node_of(&kernel.name, &kernel.fused, site.map_or(0, |s| s.span.part))
+            .to_string(),
         line: site.map(|s| s.span.line).unwrap_or(0),
         col: site.map(|s| s.span.col).unwrap_or(0),
         message: site

@@ -64,7 +64,7 @@ pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
             },
         );
     result.map_err(|f| RuntimeError::Kernel {
-        node: l.kernel.name.clone(),
+        node: weft_ir::ir::node_of(&l.kernel.name, &l.kernel.fused, f.span.part).to_string(),
         line: f.span.line,
         col: f.span.col,
         message: f.message,

@@ -28,6 +28,7 @@ impl Builder<'_> {
                 let ty = decl.ty;
                 let value = decl.bits().map_err(|m| GraphError::scalar(&id, name, m))?;
                 params.push(KernelParam {
+                    part: 0,
                     name: name.clone(),
                     ty,
                     value,
@@ -148,6 +149,7 @@ impl Builder<'_> {
             }
         };
         let k = Kernel {
+            fused: Vec::new(),
             name: id.clone(),
             iteration,
             dims: shape.len(),
@@ -227,6 +229,7 @@ impl Builder<'_> {
         };
         let lowered = lang::lower_kernel(code, env).map_err(|e| at(e.line, e.col, e.message))?;
         let k = Kernel {
+            fused: Vec::new(),
             name: id.to_string(),
             iteration: fwd.iteration.clone(),
             dims: fwd.dims,

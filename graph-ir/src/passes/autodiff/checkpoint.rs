@@ -264,10 +264,12 @@ fn copy_kernel(
     );
     entry.body = body;
     Kernel {
+        fused: Vec::new(),
         name: tape.to_string(),
         iteration: Iteration::Range(f.shape.clone()),
         dims,
         params: vec![KernelParam {
+            part: 0,
             name: plan.index.clone(),
             ty: Type::I32,
             value: 0,

@@ -145,6 +145,7 @@ fn tangent_kernel(program: &Program, k: KernelId) -> Result<Kernel, AdError> {
     let mut entry = t.ad.out;
     entry.body = t.ad.blocks.pop().unwrap_or_default();
     Ok(Kernel {
+        fused: Vec::new(),
         name: kernel.name.clone(),
         iteration: kernel.iteration.clone(),
         count_from: kernel.count_from,

@@ -530,6 +530,7 @@ impl Emit {
     fn kernel(mut self, shape: Vec<u32>, bindings: Vec<(&str, FieldId)>) -> Kernel {
         self.f.body = self.blocks.pop().expect("the entry block");
         Kernel {
+            fused: Vec::new(),
             name: String::new(),
             dims: shape.len(),
             iteration: Iteration::Range(shape),

@@ -1,0 +1,279 @@
+//! Task fusion (Taichi thesis ch. 4): two consecutive launches over the
+//! same iteration space become one kernel whose invocation runs the first
+//! kernel's body, then the second's, where no invocation can tell.
+//!
+//! Pre: abstract IR (accesses name their fields; no traps, no buffers),
+//! after `list_reuse` (a list step between two struct-fors keeps them
+//! apart). Post: every fusable pair `Launch(A), Launch(B)` of a step list
+//! is `Launch(AB)`, AB a new kernel: A's entry followed by B's, A's scalars
+//! then B's, A's helpers then B's, `Kernel::fused` naming B's node (and
+//! every instruction and scalar its node, `Span::part` /
+//! `KernelParam::part`, so errors and `set_param` still find their node).
+//! A fused kernel fuses again with the next launch. A and B stay in the
+//! arena. The same pair fused twice is one kernel.
+//!
+//! A pair is fusable when
+//! - both iterate the same space: the same range, or struct-fors over
+//!   fields on one layout node (the same cells, the same list);
+//! - neither is opaque, runs in workgroups, is bounded by a device count,
+//!   or draws random numbers (streams are per kernel node and launch);
+//! - at most one of them may fault, so a run that faults reports the same
+//!   fault (fields after a fault hold a partly run frame on every backend,
+//!   as without fusion);
+//! - A's entry has no `return` (it would skip B's body);
+//! - every field that one of them writes and both touch is accessed by
+//!   both only at the invocation's own element, in the entry function
+//!   (`KnownActive::own_cell`), by loads, stores and atomics: invocation
+//!   `i` of B then sees at element `i` exactly what invocation `i` of A
+//!   left there, which is what it saw after the whole of A, and no other
+//!   invocation touches element `i`;
+//! - no sparse tree's mask or list is written by one of them and read or
+//!   written by the other, and neither touches a word view (a field whose
+//!   words alias other fields').
+//!
+//! Results are bit for bit those of the two launches.
+
+use super::sfg::{effects_of, State};
+use crate::arena::Handle;
+use crate::ir::*;
+use crate::lower::activation_demotion::KnownActive;
+use std::collections::{BTreeMap, HashMap};
+
+pub fn run(program: &mut Program) {
+    let mut s = std::mem::take(&mut program.schedule);
+    let mut made = HashMap::new();
+    walk(program, &mut s.on_start, &mut made);
+    walk(program, &mut s.on_frame, &mut made);
+    program.schedule = s;
+}
+
+/// Fused kernels already made, by the launches they replace.
+type Made = HashMap<Vec<KernelId>, KernelId>;
+
+fn walk(p: &mut Program, steps: &mut Vec<Step>, made: &mut Made) {
+    for s in steps.iter_mut() {
+        if let Step::Repeat { body, .. } | Step::Tape { body, .. } | Step::Optimize { body, .. } = s
+        {
+            walk(p, body, made);
+        }
+    }
+    let launch = |s: &Step| match s {
+        Step::Launch(k) => Some(*k),
+        _ => None,
+    };
+    let mut i = 0;
+    while i < steps.len() {
+        let Some(first) = launch(&steps[i]) else {
+            i += 1;
+            continue;
+        };
+        // The longest run of launches from `i` that fuse one after another.
+        let mut run = vec![first];
+        let mut joined = p.kernels[first].clone();
+        while let Some(next) = steps.get(i + run.len()).and_then(launch) {
+            if !fusable(p, &joined, &p.kernels[next]) {
+                break;
+            }
+            joined = fuse(&joined, &p.kernels[next]);
+            run.push(next);
+        }
+        if run.len() > 1 {
+            let n = run.len();
+            let k = *made.entry(run).or_insert_with(|| p.kernels.append(joined));
+            steps.splice(i..i + n, [Step::Launch(k)]);
+        }
+        i += 1;
+    }
+}
+
+/// How one kernel touches one field.
+#[derive(Clone, Copy, Debug, Default)]
+struct Use {
+    write: bool,
+    /// Some access is not a load, store or atomic at the invocation's own
+    /// element in the entry function.
+    elsewhere: bool,
+}
+
+fn uses(p: &Program, k: &Kernel) -> BTreeMap<FieldId, Use> {
+    let known = KnownActive::new(p, k);
+    let mut out: BTreeMap<FieldId, Use> = BTreeMap::new();
+    let functions = std::iter::once(&k.entry).chain(k.functions.iter().map(|(_, f)| f));
+    for (fi, f) in functions.enumerate() {
+        for (_, inst) in f.insts.iter() {
+            let (field, write, own) = match &inst.kind {
+                InstKind::FieldLoad { field, index }
+                | InstKind::FieldIsActive { field, index, .. } => {
+                    (*field, false, known.own_cell(p, f, fi == 0, *field, index))
+                }
+                InstKind::FieldStore { field, index, .. }
+                | InstKind::FieldAtomic { field, index, .. }
+                | InstKind::FieldActivate { field, index } => {
+                    (*field, true, known.own_cell(p, f, fi == 0, *field, index))
+                }
+                InstKind::FieldDeactivate { field, .. } | InstKind::FieldAppend { field, .. } => {
+                    (*field, true, false)
+                }
+                InstKind::FieldLength { field, .. } => (*field, false, false),
+                _ => continue,
+            };
+            let u = out.entry(field).or_default();
+            u.write |= write;
+            u.elsewhere |= !own;
+        }
+    }
+    out
+}
+
+fn draws_random(k: &Kernel) -> bool {
+    std::iter::once(&k.entry)
+        .chain(k.functions.iter().map(|(_, f)| f))
+        .any(|f| {
+            f.insts.iter().any(|(_, i)| {
+                matches!(
+                    i.kind,
+                    InstKind::Random
+                        | InstKind::Launch(_)
+                        | InstKind::RngLoad
+                        | InstKind::RngStore(_)
+                )
+            })
+        })
+}
+
+fn has_return(f: &Function, b: &Block) -> bool {
+    b.iter().any(|&h| {
+        matches!(f.insts[h].kind, InstKind::Return(_))
+            || f.insts[h].kind.blocks().iter().any(|nb| has_return(f, nb))
+    })
+}
+
+fn same_space(p: &Program, a: &Kernel, b: &Kernel) -> bool {
+    a.dims == b.dims
+        && match (&a.iteration, &b.iteration) {
+            (Iteration::Range(x), Iteration::Range(y)) => x == y,
+            (Iteration::Field(f), Iteration::Field(g)) => {
+                p.fields[*f].layout == p.fields[*g].layout
+                    && p.fields[*f].shape == p.fields[*g].shape
+            }
+            _ => false,
+        }
+}
+
+/// Whether launching `ka` then `kb` may run as one kernel (see the module doc).
+pub fn fusable(p: &Program, ka: &Kernel, kb: &Kernel) -> bool {
+    let plain = |k: &Kernel| {
+        k.workgroup.is_none()
+            && k.count_from.is_none()
+            && k.fault_sites.is_empty()
+            && !draws_random(k)
+    };
+    if !same_space(p, ka, kb) || !plain(ka) || !plain(kb) || has_return(&ka.entry, &ka.entry.body) {
+        return false;
+    }
+    let (ea, eb) = (effects_of(p, ka), effects_of(p, kb));
+    if ea.opaque || eb.opaque || (ea.may_fault && eb.may_fault) {
+        return false;
+    }
+    // Masks and lists: no order between the two may matter.
+    let structure = |s: &State| matches!(s, State::Mask(_) | State::List(_));
+    let conflict = |x: &super::sfg::Effects, y: &super::sfg::Effects| {
+        x.writes
+            .iter()
+            .filter(|s| structure(s))
+            .any(|s| y.reads(*s) || y.writes(*s))
+    };
+    if conflict(&ea, &eb) || conflict(&eb, &ea) {
+        return false;
+    }
+    let (ua, ub) = (uses(p, ka), uses(p, kb));
+    let word_view = |f: &FieldId| p.word_views.iter().any(|&(_, w)| w == *f);
+    if ua.keys().chain(ub.keys()).any(word_view) {
+        return false;
+    }
+    ua.iter().all(|(f, x)| match ub.get(f) {
+        Some(y) if x.write || y.write => !x.elsewhere && !y.elsewhere,
+        _ => true,
+    })
+}
+
+/// Where B's code goes in the fused kernel.
+struct Shift {
+    insts: usize,
+    locals: usize,
+    params: u32,
+    funcs: usize,
+    part: u16,
+}
+
+impl Shift {
+    fn inst(&self, mut inst: Inst) -> Inst {
+        let id = |h: InstId| Handle::new(h.index() + self.insts);
+        inst.kind.map_operands(id);
+        match &mut inst.kind {
+            InstKind::LocalLoad(l) | InstKind::LocalStore(l, _) => {
+                *l = Handle::new(l.index() + self.locals)
+            }
+            InstKind::LoopCounter(l) => *l = id(*l),
+            InstKind::Param(n) => *n += self.params,
+            InstKind::Call(fid, _) => *fid = Handle::new(fid.index() + self.funcs),
+            _ => {}
+        }
+        for b in inst.kind.blocks_mut() {
+            for h in b.iter_mut() {
+                *h = id(*h);
+            }
+        }
+        inst.span.part += self.part;
+        inst
+    }
+}
+
+/// The kernel running `a`'s body, then `b`'s, per invocation.
+fn fuse(a: &Kernel, b: &Kernel) -> Kernel {
+    let mut k = a.clone();
+    let part = 1 + a.fused.len() as u16;
+    k.fused.push(b.name.clone());
+    k.fused.extend(b.fused.iter().cloned());
+    let params = a.params.len() as u32;
+    k.params.extend(b.params.iter().map(|q| KernelParam {
+        part: q.part + part,
+        ..q.clone()
+    }));
+    k.bindings.extend(b.bindings.iter().cloned());
+    let funcs = a.functions.len();
+    for (_, f) in b.functions.iter() {
+        let shift = Shift {
+            insts: 0,
+            locals: 0,
+            params,
+            funcs,
+            part,
+        };
+        let mut g = f.clone();
+        for h in g.insts.handles().collect::<Vec<_>>() {
+            g.insts[h] = shift.inst(g.insts[h].clone());
+        }
+        k.functions.append(g);
+    }
+    let shift = Shift {
+        insts: a.entry.insts.len(),
+        locals: a.entry.locals.len(),
+        params,
+        funcs,
+        part,
+    };
+    for (_, l) in b.entry.locals.iter() {
+        k.entry.locals.append(l.clone());
+    }
+    for (_, inst) in b.entry.insts.iter() {
+        k.entry.insts.append(shift.inst(inst.clone()));
+    }
+    k.entry.body.extend(
+        b.entry
+            .body
+            .iter()
+            .map(|h| Handle::new(h.index() + shift.insts)),
+    );
+    k
+}
