@@ -250,9 +250,8 @@ fn launches_per_frame_drop_where_the_passes_apply() {
             };
             // Or fusion in `on_start` (zeroing gradients before a tape):
             // fewer launches there.
-            let start = |on: bool| {
-                weft_ir::schedule::launches(&compiled_with(&name, on).schedule.on_start)
-            };
+            let start =
+                |on: bool| weft_ir::schedule::launches(&compiled_with(&name, on).schedule.on_start);
             if changed(&name) {
                 if atomics(true) < atomics(false) {
                     demoted.push(name.clone());

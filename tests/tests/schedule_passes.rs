@@ -508,3 +508,94 @@ fn scalars_of_a_fused_kernel_keep_their_node() {
     sim.set_param("r", "nope", 1.0)
         .expect_err("r has no scalar 'nope'");
 }
+
+/// A frame of `repeat` x`count` (index scalar `index`) around one kernel over 8 cells.
+fn repeat_graph(count: u32, index: Option<&str>, code: &str) -> Value {
+    let mut g = frame_graph(&[]);
+    let nodes = g["nodes"].as_array_mut().unwrap();
+    nodes.push(json!({"id": "rep", "kind": "repeat", "params": {"count": count, "index": index}}));
+    let mut params = json!({"code": code, "range": [8]});
+    if let Some(i) = index {
+        params["scalars"] = json!({ i: 0 });
+    }
+    nodes.push(json!({"id": "k", "kind": "kernel", "params": params}));
+    for f in ["a", "b"] {
+        if code.contains(&format!("{}[", f)) {
+            g["wires"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!({"from": format!("{}.field", f), "to": format!("k.{}", f)}));
+        }
+    }
+    let exec = g["exec"].as_array_mut().unwrap();
+    exec.push(json!({"from": "frame.then", "to": "rep"}));
+    exec.push(json!({"from": "rep.body", "to": "k"}));
+    g
+}
+
+#[test]
+fn fusion_loops_a_repeat_of_one_launch_inside_the_kernel() {
+    let g = repeat_graph(
+        5,
+        None,
+        "fn kernel(i: i32) { a[i] = a[i] * 1.5 + i as f32; }",
+    );
+    let (off, on) = schedules(&g);
+    assert_eq!(count(&off, "repeat 'rep' x5"), 1, "{}", off);
+    assert_eq!(count(&on, "repeat"), 0, "{}", on);
+    assert_eq!(count(&on, "launch "), 1, "{}", on);
+    // Every backend agrees with the VM running the repeat.
+    let run = |backend, on: bool| {
+        let mut sim = Simulation::new(
+            build(&g).unwrap(),
+            &SimOptions {
+                passes: options(on),
+                backend,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        sim.start().unwrap();
+        for _ in 0..2 {
+            sim.step_frame().unwrap();
+        }
+        assert_eq!(
+            sim.launch_counts().iter().sum::<u32>(),
+            if on { 3 } else { 11 }
+        );
+        words(&sim, "a")
+    };
+    let reference = run(Backend::Vm, false);
+    for backend in local_backends() {
+        assert_eq!(run(backend, true), reference, "{:?}", backend);
+    }
+}
+
+#[test]
+fn fusion_keeps_repeats_whose_repetitions_could_see_each_other() {
+    for (why, g) in [
+        (
+            "a neighbour read",
+            repeat_graph(
+                3,
+                None,
+                "fn kernel(i: i32) { a[i] = a[(i + 1) % 8] + 1.0; }",
+            ),
+        ),
+        (
+            "an index scalar the kernel reads",
+            repeat_graph(
+                3,
+                Some("t"),
+                "fn kernel(i: i32) { a[i] = a[i] + t as f32; }",
+            ),
+        ),
+        (
+            "random numbers",
+            repeat_graph(3, None, "fn kernel(i: i32) { a[i] = a[i] + random(); }"),
+        ),
+    ] {
+        let (_, on) = schedules(&g);
+        assert_eq!(count(&on, "repeat 'rep' x3"), 1, "{}: looped\n{}", why, on);
+    }
+}

@@ -9,8 +9,12 @@
 //! then B's, A's helpers then B's, `Kernel::fused` naming B's node (and
 //! every instruction and scalar its node, `Span::part` /
 //! `KernelParam::part`, so errors and `set_param` still find their node).
-//! A fused kernel fuses again with the next launch. A and B stay in the
-//! arena. The same pair fused twice is one kernel.
+//! A fused kernel fuses again with the next launch. Across repeat bodies:
+//! a `repeat` whose body is (after fusion) one launch of a kernel K that
+//! is fusable with itself, and whose index scalar K does not have, becomes
+//! one launch of K's body looped `count` times in each invocation (and may
+//! then fuse with its neighbours). A and B stay in the arena. The same run
+//! fused twice is one kernel.
 //!
 //! A pair is fusable when
 //! - both iterate the same space: the same range, or struct-fors over
@@ -37,6 +41,7 @@ use super::sfg::{effects_of, State};
 use crate::arena::Handle;
 use crate::ir::*;
 use crate::lower::activation_demotion::KnownActive;
+use crate::Type;
 use std::collections::{BTreeMap, HashMap};
 
 pub fn run(program: &mut Program) {
@@ -47,14 +52,47 @@ pub fn run(program: &mut Program) {
     program.schedule = s;
 }
 
-/// Fused kernels already made, by the launches they replace.
-type Made = HashMap<Vec<KernelId>, KernelId>;
+/// What a made kernel replaces: a run of launches, or a repeat of one.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Run(Vec<KernelId>),
+    Loop(KernelId, u32),
+}
+
+/// Fused kernels already made, by what they replace.
+type Made = HashMap<Key, KernelId>;
 
 fn walk(p: &mut Program, steps: &mut Vec<Step>, made: &mut Made) {
     for s in steps.iter_mut() {
         if let Step::Repeat { body, .. } | Step::Tape { body, .. } | Step::Optimize { body, .. } = s
         {
             walk(p, body, made);
+        }
+    }
+    // A repeat of one launch whose invocations cannot see each other runs
+    // as one launch looping in each invocation (fusion across the bodies).
+    for s in steps.iter_mut() {
+        if let Step::Repeat {
+            count, body, index, ..
+        } = s
+        {
+            let Some(&[Step::Launch(k)]) = Some(body.as_slice()) else {
+                continue;
+            };
+            // An index scalar the kernel reads changes between repetitions.
+            let indexed = index
+                .as_ref()
+                .is_some_and(|n| p.kernels[k].params.iter().any(|q| &q.name == n));
+            if !indexed
+                && (2..=i32::MAX as u32).contains(count)
+                && fusable(p, &p.kernels[k], &p.kernels[k])
+            {
+                let count = *count;
+                let looped = *made
+                    .entry(Key::Loop(k, count))
+                    .or_insert_with(|| p.kernels.append(looped(&p.kernels[k], count)));
+                *s = Step::Launch(looped);
+            }
         }
     }
     let launch = |s: &Step| match s {
@@ -79,11 +117,45 @@ fn walk(p: &mut Program, steps: &mut Vec<Step>, made: &mut Made) {
         }
         if run.len() > 1 {
             let n = run.len();
-            let k = *made.entry(run).or_insert_with(|| p.kernels.append(joined));
+            let k = *made
+                .entry(Key::Run(run))
+                .or_insert_with(|| p.kernels.append(joined));
             steps.splice(i..i + n, [Step::Launch(k)]);
         }
         i += 1;
     }
+}
+
+/// `k`'s body `count` times in each invocation: a `repeat` whose body is
+/// one launch of `k`, where `fusable(k, k)` (no invocation sees another's
+/// effects, `k` cannot fault), so invocation `i` may run its `count`
+/// iterations back to back. The counter is unused (a repeat whose index
+/// scalar the kernel has is not looped).
+fn looped(k: &Kernel, count: u32) -> Kernel {
+    let mut out = k.clone();
+    let f = &mut out.entry;
+    let mut int = |v: u32| {
+        f.insts.append(Inst {
+            kind: InstKind::Const(Const::i32(v as i32)),
+            ty: Type::I32,
+            span: Span::default(),
+        })
+    };
+    let (begin, end, step) = (int(0), int(count), int(1));
+    let body = std::mem::take(&mut f.body);
+    let lp = f.insts.append(Inst {
+        kind: InstKind::RangeFor {
+            begin,
+            end,
+            step,
+            inclusive: false,
+            body,
+        },
+        ty: Type::Void,
+        span: Span::default(),
+    });
+    f.body = vec![begin, end, step, lp];
+    out
 }
 
 /// How one kernel touches one field.
