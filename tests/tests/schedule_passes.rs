@@ -300,6 +300,25 @@ fn fusion_joins_launches_that_meet_only_at_their_own_elements() {
     assert_eq!(count(&on, "'w+r+p'"), 1, "{}", on);
 }
 
+/// Loops with a constant positive step always end and cannot fault, so
+/// two kernels with loops still fuse.
+#[test]
+fn fusion_joins_kernels_with_constant_loops() {
+    let (_, on) = schedules(&frame_graph(&[
+        S::K(
+            "l1",
+            "fn kernel(i: i32) { let mut s = 0.0; for k in 0..3 { s += a[i] * k as f32; } b[i] = s; }",
+            None,
+        ),
+        S::K(
+            "l2",
+            "fn kernel(i: i32) { for k in (0..4).step_by(2) { c[i] = c[i] + b[i] + k as f32; } }",
+            None,
+        ),
+    ]));
+    assert_eq!(count(&on, "'l1+l2'"), 1, "{}", on);
+}
+
 #[test]
 fn fusion_joins_struct_fors_over_the_same_cells_sharing_one_list() {
     let (off, on) = schedules(&frame_graph(&[
@@ -315,7 +334,7 @@ fn fusion_joins_struct_fors_over_the_same_cells_sharing_one_list() {
 /// same roots both ways.
 #[test]
 fn fusion_keeps_apart_launches_whose_invocations_could_see_each_other() {
-    let cases: [(&str, &[S]); 8] = [
+    let cases: [(&str, &[S]); 9] = [
         (
             "a read of another invocation's element after the write",
             &[
@@ -348,6 +367,21 @@ fn fusion_keeps_apart_launches_whose_invocations_could_see_each_other() {
                 S::K(
                     "x",
                     "fn kernel(i: i32) { b[i] = b[(i + 7) % 8] * 2.0; }",
+                    None,
+                ),
+            ],
+        ),
+        (
+            "two loops whose steps may be refused at run time",
+            &[
+                S::K(
+                    "w",
+                    "fn kernel(i: i32) { for k in (0..4).step_by(i % 3 + 1) { a[i] = a[i] + 1.0; } }",
+                    None,
+                ),
+                S::K(
+                    "x",
+                    "fn kernel(i: i32) { for k in (0..4).step_by(i % 2 + 1) { b[i] = b[i] + 1.0; } }",
                     None,
                 ),
             ],

@@ -21,7 +21,9 @@
 //!   fields on one layout node (the same cells, the same list);
 //! - neither is opaque, runs in workgroups, is bounded by a device count,
 //!   or draws random numbers (streams are per kernel node and launch);
-//! - at most one of them may fault, so a run that faults reports the same
+//! - at most one of them may fault (`sfg::Effects::may_fault`: an access
+//!   off the invocation's own element, a `for` whose step is not a
+//!   positive constant, a `loop`, a capacity), so a run that faults reports the same
 //!   fault (fields after a fault hold a partly run frame on every backend,
 //!   as without fusion);
 //! - A's entry has no `return` (it would skip B's body);

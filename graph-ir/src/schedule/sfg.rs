@@ -28,6 +28,7 @@
 use crate::ir::layout::{root_of, AddressPlan};
 use crate::ir::*;
 use crate::lower::activation_demotion::KnownActive;
+use crate::Scalar;
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
@@ -221,6 +222,9 @@ pub fn effects_of(p: &Program, kernel: &Kernel) -> Effects {
                     e.opaque = true;
                     e.may_fault = true;
                 }
+                // A `for` over a constant positive step always ends and
+                // cannot fault; any other step may be refused at run time.
+                InstKind::RangeFor { step, .. } if positive_const(f, *step) => {}
                 InstKind::BoundsCheck { .. }
                 | InstKind::IndexCheck { .. }
                 | InstKind::Trap { .. }
@@ -237,6 +241,19 @@ pub fn effects_of(p: &Program, kernel: &Kernel) -> Effects {
         e.covers.clear();
     }
     e
+}
+
+/// Whether `v` is a constant integer greater than zero.
+fn positive_const(f: &Function, v: InstId) -> bool {
+    match f.insts[v].kind {
+        InstKind::Const(c) => match c.scalar {
+            Scalar::I32 => c.lo() as i32 > 0,
+            Scalar::I64 => c.bits as i64 > 0,
+            Scalar::U32 | Scalar::U64 => c.bits > 0,
+            _ => false,
+        },
+        _ => false,
+    }
 }
 
 /// Read and write sets of a schedule step (a repeat: of its whole body).
