@@ -322,6 +322,41 @@ pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
         .map_err(|f| fault_error(l.program, l.kernel, f))
 }
 
+/// Runs `launches` in order on the current thread's pool (see `JitEngine::run`).
+fn run_launches(
+    program: &Program,
+    kernels: &[Arc<JitKernel>],
+    memory: &crate::memory::FieldMemory,
+    launches: &[weft_codegen::launch::LaunchRecord],
+    threads: usize,
+) -> Result<Vec<(weft_ir::ir::KernelId, std::time::Duration)>, RuntimeError> {
+    let mut times = Vec::with_capacity(launches.len());
+    for rec in launches {
+        let shape = crate::memory::launch_shape(program, memory, rec);
+        let kernel = &kernels[rec.kernel.index()];
+        let buffers: Vec<&[AtomicU32]> = kernel
+            .roots
+            .iter()
+            .map(|r| memory.buffers[r.index()].as_slice())
+            .collect();
+        let l = Launch {
+            program,
+            kernel,
+            buffers,
+            params: &rec.params,
+            frame: rec.frame,
+            seed: rec.seed,
+            launch_index: rec.launch_index,
+            threads,
+            total: shape.iter().map(|&s| s as u64).product(),
+        };
+        let t = std::time::Instant::now();
+        launch(&l)?;
+        times.push((rec.kernel, t.elapsed()));
+    }
+    Ok(times)
+}
+
 /// The compiled CPU backend as an `Engine`: native code per kernel over the
 /// same host field memory as the VM.
 pub struct JitEngine {
@@ -392,42 +427,24 @@ impl crate::backend::Engine for JitEngine {
         launches: &[weft_codegen::launch::LaunchRecord],
         _timing: bool,
     ) -> Result<Vec<(weft_ir::ir::KernelId, std::time::Duration)>, RuntimeError> {
-        let mut times = Vec::with_capacity(launches.len());
-        for rec in launches {
-            let shape = crate::memory::launch_shape(program, &self.memory, rec);
-            let kernel = &self.kernels[rec.kernel.index()];
-            let buffers: Vec<&[AtomicU32]> = kernel
-                .roots
-                .iter()
-                .map(|r| self.memory.buffers[r.index()].as_slice())
-                .collect();
-            let threads = match &self.pool {
-                Some(pool) => pool.current_num_threads(),
-                None => rayon::current_num_threads(),
-            };
-            let l = Launch {
-                program,
-                kernel,
-                buffers,
-                params: &rec.params,
-                frame: rec.frame,
-                seed: rec.seed,
-                launch_index: rec.launch_index,
-                threads,
-                total: shape.iter().map(|&s| s as u64).product(),
-            };
-            let t = std::time::Instant::now();
-            match &self.pool {
-                // A serial launch stays on this thread: `install` would hand
-                // it to a worker and block until it is done.
-                Some(pool) if !runs_serially(kernel, l.total, threads) => {
-                    pool.install(|| launch(&l))?
-                }
-                _ => launch(&l)?,
-            }
-            times.push((rec.kernel, t.elapsed()));
+        let kernels = &self.kernels;
+        let memory = &self.memory;
+        let threads = match &self.pool {
+            Some(pool) => pool.current_num_threads(),
+            None => rayon::current_num_threads(),
+        };
+        let all = || run_launches(program, kernels, memory, launches, threads);
+        // The whole list runs on one worker of the pool: a parallel launch
+        // then forks from a worker (its sibling picks up the other part)
+        // instead of handing each launch from this thread to the pool and
+        // sleeping until it is done: two wake-ups fewer per launch, and
+        // 200 launches a frame in mpm88. Serial launches run on that
+        // worker in order, as they would here.
+        match &self.pool {
+            Some(pool) if threads > 1 => pool.install(all),
+            None if threads > 1 => rayon::scope(|_| all()),
+            _ => all(),
         }
-        Ok(times)
     }
 
     fn read_field(
