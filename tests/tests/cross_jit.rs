@@ -504,6 +504,26 @@ fn four_lane_code_agrees_with_the_interpreter() {
         json!({}),
     );
     cases.push(("collide", g, 0));
+    // Runs of neighbouring word stores (a `vec2`, a `mat2`'s four words,
+    // an `ivec2`: one 64-bit store per lane and pair) where pairs of lanes
+    // write the same cells: the later iteration's words must win.
+    let stores = "fn kernel(i: i32) {
+        let x = i as f32 * 0.25 - 3.0;
+        q[i / 2] = vec2(x, 1.0 - x);
+        m[(i / 2) % 16] = mat2(x, x * 2.0, -x, 0.5);
+        c[i / 2] = ivec2(i, -i);
+    }";
+    let g = kernel_graph(
+        &[
+            F("q", "vec2", &[32], json!(0)),
+            F("m", "mat2", &[16], json!(0)),
+            F("c", "ivec2", &[32], json!(0)),
+        ],
+        stores,
+        &[64],
+        json!({}),
+    );
+    cases.push(("stores", g, 0));
     let mut problems = Vec::new();
     for (name, g, frames) in &cases {
         assert!(compiled_k(g).lanes, "{}: the kernel got no lane code", name);

@@ -150,11 +150,14 @@ fn adjacent_loads(f: &Function) -> HashMap<InstId, InstId> {
 /// followed in its block, with only pure instructions between, by adds to
 /// `R[a + c]` (`c` a distinct constant 1 to 3) of the same root, none with
 /// its old value used (a `vec2` or `vec3` added into a cell, or a cell's
-/// neighbouring fields, as in a particle-to-grid transfer): first add →
-/// the run's adds and word offsets, in program order. Where the adds are
-/// plain read-modify-writes (`Simd::scatter_add_run`), a lane's words are
-/// updated together, a pair of neighbouring words as one 64-bit load, add
-/// and store, after one check of the run's addresses.
+/// neighbouring fields, as in a particle-to-grid transfer); and likewise
+/// runs of 32-bit word stores (a cell's `vec2` and neighbouring fields
+/// written, as in a grid sweep over an interleaved grid): first access →
+/// the run's accesses and word offsets, in program order. Where the adds
+/// are plain read-modify-writes (`Simd::word_run`), and for stores, a
+/// lane's words are accessed together, a pair of neighbouring words as one
+/// 64-bit load, add and store (or one 64-bit store), after one check of
+/// the run's addresses.
 fn add_runs(f: &Function) -> HashMap<InstId, Vec<(InstId, u32)>> {
     fn uses(f: &Function, b: &Block, out: &mut HashSet<InstId>) {
         for &h in b {
@@ -170,6 +173,7 @@ fn add_runs(f: &Function) -> HashMap<InstId, Vec<(InstId, u32)>> {
         used: &HashSet<InstId>,
         out: &mut HashMap<InstId, Vec<(InstId, u32)>>,
     ) {
+        // (root, address, is a store)
         let add = |h: InstId| match f.insts[h].kind {
             InstKind::BufAtomic {
                 op: AtomicOp::Add,
@@ -177,7 +181,12 @@ fn add_runs(f: &Function) -> HashMap<InstId, Vec<(InstId, u32)>> {
                 addr,
                 cmp: None,
                 ..
-            } if f.insts[h].ty == Type::F32 && !used.contains(&h) => Some((root, addr)),
+            } if f.insts[h].ty == Type::F32 && !used.contains(&h) => Some((root, addr, false)),
+            InstKind::BufStore { root, addr, value }
+                if matches!(f.insts[value].ty, Type::F32 | Type::I32 | Type::U32) =>
+            {
+                Some((root, addr, true))
+            }
             _ => None,
         };
         let mut taken = HashSet::new();
@@ -188,13 +197,13 @@ fn add_runs(f: &Function) -> HashMap<InstId, Vec<(InstId, u32)>> {
             if taken.contains(&h) {
                 continue;
             }
-            let Some((root, base)) = add(h) else {
+            let Some((root, base, store)) = add(h) else {
                 continue;
             };
             let mut run = vec![(h, 0u32)];
             for &g in &b[i + 1..] {
                 match add(g) {
-                    Some((r, a)) if r == root => match plus_const(f, a, base) {
+                    Some((r, a, st)) if r == root && st == store => match plus_const(f, a, base) {
                         Some(c) if (1..=3).contains(&c) && run.iter().all(|x| x.1 != c) => {
                             run.push((g, c))
                         }
@@ -1299,7 +1308,25 @@ impl Lower<'_, '_, '_> {
                     }
                 }
             }
-            InstKind::BufStore { root, addr, value } => {
+            InstKind::BufStore { root, addr, value } => 'store: {
+                if let Some(first) = self.sm().run_of.get(&h).copied() {
+                    // A run of neighbouring word stores on all four lanes,
+                    // lowered at its last store (only pure code between).
+                    // (Consecutive words, `V::A(_, 1)`, are one vector store.)
+                    if h == first
+                        && self.sm().full
+                        && !matches!(self.vv1(*addr), V::U(_) | V::A(_, 1))
+                    {
+                        self.sm().deferred.insert(first);
+                    }
+                    if self.sm().deferred.contains(&first) {
+                        let run = self.sm().add_runs[&first].clone();
+                        if run.last().map(|x| x.0) == Some(h) {
+                            self.word_run(&run, span, true)?;
+                        }
+                        break 'store vec![];
+                    }
+                }
                 let (lane, boolean) = lane_kind(self.ty(*value));
                 let a = self.vv1(*addr);
                 let v = self.vv1(*value);
@@ -1347,7 +1374,7 @@ impl Lower<'_, '_, '_> {
                     if self.sm().deferred.contains(&first) {
                         let run = self.sm().add_runs[&first].clone();
                         if run.last().map(|x| x.0) == Some(h) {
-                            self.scatter_add_run(&run, span)?;
+                            self.word_run(&run, span, false)?;
                         }
                         // (The old values are unused.)
                         let z = self.vzero(types::F32X4);
@@ -1756,12 +1783,17 @@ impl Lower<'_, '_, '_> {
     /// word that several lanes hit gets their adds in iteration order (as
     /// the interpreter adds them); unlike add after add over all lanes, a
     /// lane's words are all updated before the next lane's.
-    fn scatter_add_run(&mut self, run: &[(InstId, u32)], span: Span) -> Result<(), Stop> {
+    ///
+    /// With `store`, the run is of plain word stores instead (a pair as one
+    /// 64-bit store): as for adds, a lane's words are all written before
+    /// the next lane's, which is the interpreter's order.
+    fn word_run(&mut self, run: &[(InstId, u32)], span: Span, store: bool) -> Result<(), Stop> {
         let f = self.f;
         let part = |h: InstId| match f.insts[h].kind {
             InstKind::BufAtomic {
                 root, addr, value, ..
-            } => Ok((root, addr, value)),
+            }
+            | InstKind::BufStore { root, addr, value } => Ok((root, addr, value)),
             _ => Err(Stop::Unsupported),
         };
         let (root, addr, _) = part(run[0].0)?;
@@ -1779,13 +1811,20 @@ impl Lower<'_, '_, '_> {
         self.check_words_at(r, av, n, &words, span);
 
         // The value of each word offset, and the interleaved pairs.
+        let little = MemFlagsData::new().with_endianness(ir::Endianness::Little);
+        // Every value as f32 lanes (integer words bitcast: only bits move).
         let mut vals: [Option<Value>; 4] = [None; 4];
         for &(h, c) in run {
             let (_, _, vh) = part(h)?;
             let v = self.vv1(vh);
-            vals[c as usize] = Some(self.mat(v, types::F32, false));
+            let (lane, _) = lane_kind(self.ty(vh));
+            let x = self.mat(v, lane, false);
+            vals[c as usize] = Some(if lane == types::F32 {
+                x
+            } else {
+                self.b.ins().bitcast(types::F32X4, little, x)
+            });
         }
-        let little = MemFlagsData::new().with_endianness(ir::Endianness::Little);
         let shuffle = |l: &mut Self, x: Value, y: Value, lanes: [u8; 4]| {
             let x = l.b.ins().bitcast(types::I8X16, little, x);
             let y = l.b.ins().bitcast(types::I8X16, little, y);
@@ -1820,6 +1859,13 @@ impl Lower<'_, '_, '_> {
             while c < 4 {
                 let at = 4 * c as i32;
                 if let Some(pv) = pairs[c] {
+                    if store {
+                        let new = self.b.ins().bitcast(types::F64X2, little, pv[k as usize]);
+                        let new = self.b.ins().extractlane(new, 0);
+                        self.b.ins().store(fl, new, p, at);
+                        c += 2;
+                        continue;
+                    }
                     let old = self.b.ins().load(types::F64, fl, p, at);
                     let old = self.b.ins().scalar_to_vector(types::F64X2, old);
                     let old = self.b.ins().bitcast(types::F32X4, little, old);
@@ -1832,6 +1878,11 @@ impl Lower<'_, '_, '_> {
                 }
                 if let Some(x) = vals[c] {
                     let xk = self.b.ins().extractlane(x, k);
+                    if store {
+                        self.b.ins().store(fl, xk, p, at);
+                        c += 1;
+                        continue;
+                    }
                     let old = self.b.ins().load(types::F32, fl, p, at);
                     let new = self.b.ins().fadd(old, xk);
                     self.b.ins().store(fl, new, p, at);
