@@ -1403,8 +1403,26 @@ impl Lower<'_, '_, '_> {
                 accept,
                 reject,
             } => {
+                let lone_trap = match (accept.as_slice(), reject.is_empty()) {
+                    ([t], true) => matches!(f.insts[*t].kind, InstKind::Trap { .. }),
+                    _ => false,
+                };
                 match self.vv1(*cond) {
                     V::U(c) => self.vif_uniform(c, accept, reject)?,
+                    // A legalized bounds check, `if bad { trap }`: the trap
+                    // under the lanes that take the `if`, with no branch
+                    // around it (its check is the only branch).
+                    V::L(m) if lone_trap => {
+                        let e = self.exec_mask();
+                        let t = self.b.ins().band(e, m);
+                        let exec = self.sm().exec;
+                        let full = self.sm().full;
+                        self.b.def_var(exec, t);
+                        self.sm().full = false;
+                        self.vinst(accept[0])?;
+                        self.b.def_var(exec, e);
+                        self.sm().full = full;
+                    }
                     V::L(m) => self.vif_masked(m, accept, reject)?,
                     V::A(..) => return Err(Stop::Unsupported),
                 }
@@ -1603,10 +1621,21 @@ impl Lower<'_, '_, '_> {
 
     /// Each lane's pointer to word `a` of the buffer at `ptr` (unchecked).
     fn ptrs_of(&mut self, ptr: Value, a: V) -> Vec<Value> {
+        // Per-lane addresses widen to 64-bit lanes first: one extract per
+        // lane, where an extracted 32-bit lane took a zero-extending move too.
+        let wide = match a {
+            V::L(x) => Some([self.b.ins().uwiden_low(x), self.b.ins().uwiden_high(x)]),
+            _ => None,
+        };
         (0..LANES)
             .map(|k| {
-                let ak = self.lane_of(a, k, false);
-                let w = self.b.ins().uextend(types::I64, ak);
+                let w = match wide {
+                    Some(h) => self.b.ins().extractlane(h[k as usize / 2], k % 2),
+                    None => {
+                        let ak = self.lane_of(a, k, false);
+                        self.b.ins().uextend(types::I64, ak)
+                    }
+                };
                 let off = self.b.ins().ishl_imm_s(w, 2);
                 self.b.ins().iadd(ptr, off)
             })
