@@ -456,10 +456,17 @@ impl crate::backend::Engine for JitEngine {
         // instead of handing each launch from this thread to the pool and
         // sleeping until it is done: two wake-ups fewer per launch, and
         // 200 launches a frame in mpm88. Serial launches run on that
-        // worker in order, as they would here.
+        // worker in order, as they would here. A list of serial launches
+        // only stays on this thread (no hand-off at all).
+        let parallel = threads > 1
+            && launches.iter().any(|rec| {
+                let shape = crate::memory::launch_shape(program, memory, rec);
+                let total = shape.iter().map(|&s| s as u64).product();
+                !runs_serially(&kernels[rec.kernel.index()], total, threads)
+            });
         match &self.pool {
-            Some(pool) if threads > 1 => pool.install(all),
-            None if threads > 1 => rayon::scope(|_| all()),
+            Some(pool) if parallel => pool.install(all),
+            None if parallel => rayon::scope(|_| all()),
             _ => all(),
         }
     }
