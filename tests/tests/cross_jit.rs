@@ -487,6 +487,43 @@ fn four_lane_code_agrees_with_the_interpreter() {
     }";
     let g = kernel_graph(&[F("w", "u32", &[64], json!(0))], bits, &[64], json!({}));
     cases.push(("bits", g, 0));
+    // A `vec3` scatter-add (a run of three neighbouring words, one 64-bit
+    // and one 32-bit add per lane in the privatised lane code) where lanes
+    // 0 and 1, and 2 and 3, of every group hit the same cell: the adds
+    // must still come in iteration order. On two threads each half of the
+    // range adds into its own cells, so the sums are the interpreter's.
+    let collide = "fn kernel(i: i32) {
+        let c = (i / 2) % 64 + (i / 131072) * 64;
+        let x = i as f32 * 0.001 + 0.1;
+        g[c] += vec3(x, x * 1.7, 1.0 / (x + 3.0));
+    }";
+    let g = kernel_graph(
+        &[F("g", "vec3", &[128], json!(0))],
+        collide,
+        &[262144],
+        json!({}),
+    );
+    cases.push(("collide", g, 0));
+    // Runs of neighbouring word stores (a `vec2`, a `mat2`'s four words,
+    // an `ivec2`: one 64-bit store per lane and pair) where pairs of lanes
+    // write the same cells: the later iteration's words must win.
+    let stores = "fn kernel(i: i32) {
+        let x = i as f32 * 0.25 - 3.0;
+        q[i / 2] = vec2(x, 1.0 - x);
+        m[(i / 2) % 16] = mat2(x, x * 2.0, -x, 0.5);
+        c[i / 2] = ivec2(i, -i);
+    }";
+    let g = kernel_graph(
+        &[
+            F("q", "vec2", &[32], json!(0)),
+            F("m", "mat2", &[16], json!(0)),
+            F("c", "ivec2", &[32], json!(0)),
+        ],
+        stores,
+        &[64],
+        json!({}),
+    );
+    cases.push(("stores", g, 0));
     let mut problems = Vec::new();
     for (name, g, frames) in &cases {
         assert!(compiled_k(g).lanes, "{}: the kernel got no lane code", name);

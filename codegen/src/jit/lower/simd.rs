@@ -94,6 +94,12 @@ pub(in crate::jit) struct Simd {
     /// Second loads of a pair whose lanes the first one's gather already
     /// assembled.
     paired: HashMap<InstId, Value>,
+    /// Runs of neighbouring scatter-adds, first add → its run (see `add_runs`).
+    add_runs: HashMap<InstId, Vec<(InstId, u32)>>,
+    /// Each add of a run → the run's first add.
+    run_of: HashMap<InstId, InstId>,
+    /// First adds of the runs lowered together, at their last add.
+    deferred: HashSet<InstId>,
     /// Each lane's `random()` state (`I32X4`), when the kernel calls it.
     rng: Option<Variable>,
 }
@@ -137,6 +143,98 @@ fn adjacent_loads(f: &Function) -> HashMap<InstId, InstId> {
     }
     let mut out = HashMap::new();
     walk(f, &f.body, &mut out);
+    out
+}
+
+/// Runs of f32 scatter-adds to neighbouring words: `buf_atomic_add R[a]`
+/// followed in its block, with only pure instructions between, by adds to
+/// `R[a + c]` (`c` a distinct constant 1 to 3) of the same root, none with
+/// its old value used (a `vec2` or `vec3` added into a cell, or a cell's
+/// neighbouring fields, as in a particle-to-grid transfer); and likewise
+/// runs of 32-bit word stores (a cell's `vec2` and neighbouring fields
+/// written, as in a grid sweep over an interleaved grid): first access →
+/// the run's accesses and word offsets, in program order. Where the adds
+/// are plain read-modify-writes (`Simd::word_run`), and for stores, a
+/// lane's words are accessed together, a pair of neighbouring words as one
+/// 64-bit load, add and store (or one 64-bit store), after one check of
+/// the run's addresses.
+fn add_runs(f: &Function) -> HashMap<InstId, Vec<(InstId, u32)>> {
+    fn uses(f: &Function, b: &Block, out: &mut HashSet<InstId>) {
+        for &h in b {
+            out.extend(f.insts[h].kind.operands());
+            for nested in f.insts[h].kind.blocks() {
+                uses(f, nested, out);
+            }
+        }
+    }
+    fn walk(
+        f: &Function,
+        b: &Block,
+        used: &HashSet<InstId>,
+        out: &mut HashMap<InstId, Vec<(InstId, u32)>>,
+    ) {
+        // (root, address, is a store)
+        let add = |h: InstId| match f.insts[h].kind {
+            InstKind::BufAtomic {
+                op: AtomicOp::Add,
+                root,
+                addr,
+                cmp: None,
+                ..
+            } if f.insts[h].ty == Type::F32 && !used.contains(&h) => Some((root, addr, false)),
+            InstKind::BufStore { root, addr, value }
+                if matches!(f.insts[value].ty, Type::F32 | Type::I32 | Type::U32) =>
+            {
+                Some((root, addr, true))
+            }
+            _ => None,
+        };
+        let mut taken = HashSet::new();
+        for (i, &h) in b.iter().enumerate() {
+            for nested in f.insts[h].kind.blocks() {
+                walk(f, nested, used, out);
+            }
+            if taken.contains(&h) {
+                continue;
+            }
+            let Some((root, base, store)) = add(h) else {
+                continue;
+            };
+            let mut run = vec![(h, 0u32)];
+            for &g in &b[i + 1..] {
+                match add(g) {
+                    Some((r, a, st)) if r == root && st == store => match plus_const(f, a, base) {
+                        Some(c) if (1..=3).contains(&c) && run.iter().all(|x| x.1 != c) => {
+                            run.push((g, c))
+                        }
+                        _ => break,
+                    },
+                    None if f.insts[g].kind.is_pure() => {}
+                    _ => break,
+                }
+            }
+            if run.len() > 1 {
+                taken.extend(run.iter().map(|x| x.0));
+                out.insert(h, run);
+            }
+        }
+    }
+    /// `c` when `a` is `base + c` (u32) for a constant `c`.
+    fn plus_const(f: &Function, a: InstId, base: InstId) -> Option<u32> {
+        let c = |x: InstId| match f.insts[x].kind {
+            InstKind::Const(k) if k.scalar == Scalar::U32 => Some(k.lo()),
+            _ => None,
+        };
+        match f.insts[a].kind {
+            InstKind::Binary(BinaryOp::Add, x, y) if x == base => c(y),
+            InstKind::Binary(BinaryOp::Add, x, y) if y == base => c(x),
+            _ => None,
+        }
+    }
+    let mut used = HashSet::new();
+    uses(f, &f.body, &mut used);
+    let mut out = HashMap::new();
+    walk(f, &f.body, &used, &mut out);
     out
 }
 
@@ -459,6 +557,12 @@ pub(in crate::jit) fn build_vector_chunk(
         pin,
         pairs: adjacent_loads(f),
         paired: HashMap::new(),
+        run_of: add_runs(f)
+            .iter()
+            .flat_map(|(&first, run)| run.iter().map(move |x| (x.0, first)))
+            .collect(),
+        add_runs: add_runs(f),
+        deferred: HashSet::new(),
         rng: rng_lanes,
         exec,
         full: true,
@@ -1204,7 +1308,25 @@ impl Lower<'_, '_, '_> {
                     }
                 }
             }
-            InstKind::BufStore { root, addr, value } => {
+            InstKind::BufStore { root, addr, value } => 'store: {
+                if let Some(first) = self.sm().run_of.get(&h).copied() {
+                    // A run of neighbouring word stores on all four lanes,
+                    // lowered at its last store (only pure code between).
+                    // (Consecutive words, `V::A(_, 1)`, are one vector store.)
+                    if h == first
+                        && self.sm().full
+                        && !matches!(self.vv1(*addr), V::U(_) | V::A(_, 1))
+                    {
+                        self.sm().deferred.insert(first);
+                    }
+                    if self.sm().deferred.contains(&first) {
+                        let run = self.sm().add_runs[&first].clone();
+                        if run.last().map(|x| x.0) == Some(h) {
+                            self.word_run(&run, span, true)?;
+                        }
+                        break 'store vec![];
+                    }
+                }
                 let (lane, boolean) = lane_kind(self.ty(*value));
                 let a = self.vv1(*addr);
                 let v = self.vv1(*value);
@@ -1242,6 +1364,24 @@ impl Lower<'_, '_, '_> {
                     crate::jit::Variant::Serial => true,
                     crate::jit::Variant::Private => self.env.private_roots.contains(root),
                 };
+                if let Some(first) = self.sm().run_of.get(&h).copied() {
+                    // A run of neighbouring plain adds on all four lanes is
+                    // lowered at its last add (only pure code lies between).
+                    if h == first && plain && self.sm().full && !matches!(self.vv1(*addr), V::U(_))
+                    {
+                        self.sm().deferred.insert(first);
+                    }
+                    if self.sm().deferred.contains(&first) {
+                        let run = self.sm().add_runs[&first].clone();
+                        if run.last().map(|x| x.0) == Some(h) {
+                            self.word_run(&run, span, false)?;
+                        }
+                        // (The old values are unused.)
+                        let z = self.vzero(types::F32X4);
+                        self.sm().vals.insert(h, vec![V::L(z)]);
+                        return Ok(());
+                    }
+                }
                 let (a, v) = (self.vv1(*addr), self.vv1(*value));
                 let c = cmp.map(|c| self.vv1(c));
                 let (op, root) = (*op, *root);
@@ -1263,8 +1403,26 @@ impl Lower<'_, '_, '_> {
                 accept,
                 reject,
             } => {
+                let lone_trap = match (accept.as_slice(), reject.is_empty()) {
+                    ([t], true) => matches!(f.insts[*t].kind, InstKind::Trap { .. }),
+                    _ => false,
+                };
                 match self.vv1(*cond) {
                     V::U(c) => self.vif_uniform(c, accept, reject)?,
+                    // A legalized bounds check, `if bad { trap }`: the trap
+                    // under the lanes that take the `if`, with no branch
+                    // around it (its check is the only branch).
+                    V::L(m) if lone_trap => {
+                        let e = self.exec_mask();
+                        let t = self.b.ins().band(e, m);
+                        let exec = self.sm().exec;
+                        let full = self.sm().full;
+                        self.b.def_var(exec, t);
+                        self.sm().full = false;
+                        self.vinst(accept[0])?;
+                        self.b.def_var(exec, e);
+                        self.sm().full = full;
+                    }
                     V::L(m) => self.vif_masked(m, accept, reject)?,
                     V::A(..) => return Err(Stop::Unsupported),
                 }
@@ -1458,16 +1616,30 @@ impl Lower<'_, '_, '_> {
             let site = self.site(span, FaultKind::Address);
             self.fault_lanes(bad, av, site, false);
         }
-        Ok(Some(
-            (0..LANES)
-                .map(|k| {
-                    let ak = self.lane_of(a, k, false);
-                    let w = self.b.ins().uextend(types::I64, ak);
-                    let off = self.b.ins().ishl_imm_s(w, 2);
-                    self.b.ins().iadd(ptr, off)
-                })
-                .collect(),
-        ))
+        Ok(Some(self.ptrs_of(ptr, a)))
+    }
+
+    /// Each lane's pointer to word `a` of the buffer at `ptr` (unchecked).
+    fn ptrs_of(&mut self, ptr: Value, a: V) -> Vec<Value> {
+        // Per-lane addresses widen to 64-bit lanes first: one extract per
+        // lane, where an extracted 32-bit lane took a zero-extending move too.
+        let wide = match a {
+            V::L(x) => Some([self.b.ins().uwiden_low(x), self.b.ins().uwiden_high(x)]),
+            _ => None,
+        };
+        (0..LANES)
+            .map(|k| {
+                let w = match wide {
+                    Some(h) => self.b.ins().extractlane(h[k as usize / 2], k % 2),
+                    None => {
+                        let ak = self.lane_of(a, k, false);
+                        self.b.ins().uextend(types::I64, ak)
+                    }
+                };
+                let off = self.b.ins().ishl_imm_s(w, 2);
+                self.b.ins().iadd(ptr, off)
+            })
+            .collect()
     }
 
     /// Lane `k`'s pointer: from `ptrs`, or checked on its own.
@@ -1509,14 +1681,20 @@ impl Lower<'_, '_, '_> {
         lane: ir::Type,
         span: Span,
     ) -> Result<(Value, Value), Stop> {
-        let ptrs = self
-            .lane_ptrs(root, a, span)?
-            .ok_or_else(|| super::super::internal(self.env.kernel, "uniform pair address"))?;
+        if matches!(a, V::U(_)) {
+            return Err(super::super::internal(self.env.kernel, "uniform pair address").into());
+        }
         let av = self.mat(a, types::I32, false);
-        let one = self.b.ins().iconst(types::I32, 1);
-        let ones = self.b.ins().splat(types::I32X4, one);
-        let next = self.b.ins().iadd(av, ones);
-        self.lane_ptrs(root, V::L(next), span)?;
+        let r = self.root_index(root)?;
+        if !self.already_checked((av, (1 << 40) | r as u64)) {
+            // One check that `a + 1` is inside for every lane; the cold
+            // path checks `a`, then `a + 1`, as two loads would.
+            let one = self.b.ins().iconst(types::I32, 1);
+            let ones = self.b.ins().splat(types::I32X4, one);
+            let next = self.b.ins().iadd(av, ones);
+            self.check_words_at(r, av, 1, &[(av, span), (next, span)], span);
+        }
+        let ptrs = self.ptrs_of(self.bufs[r].0, a);
         let words: Vec<Value> = ptrs
             .iter()
             .map(|&p| {
@@ -1569,6 +1747,179 @@ impl Lower<'_, '_, '_> {
         let slot = self.sm().pin;
         // (The type is the slot address's.)
         self.b.ins().stack_store(types::I64, v, slot, 0);
+    }
+
+    fn root_index(&self, root: LayoutId) -> Result<usize, Stop> {
+        Ok(self
+            .env
+            .roots
+            .iter()
+            .position(|&x| x == root)
+            .ok_or_else(|| super::super::internal(self.env.kernel, "buffer not collected"))?)
+    }
+
+    /// One vector check that words `a .. a + n` of buffer `r` are inside it
+    /// for every lane (all four lanes run). When one is not, a cold path
+    /// checks each of `words` (an address vector and the span of the access
+    /// it belongs to) in order, as the accesses one by one would, so the
+    /// fault names the same access and value. Those addresses must be
+    /// `a + c` for constants `c` up to `n`.
+    fn check_words_at(&mut self, r: usize, av: Value, n: u32, words: &[(Value, Span)], span: Span) {
+        let len = self.bufs[r].1;
+        let max = self.b.ins().iconst(types::I64, u32::MAX as i64);
+        let lim64 = self.b.ins().umin(len, max);
+        // `a + n` inside (and no `a + c` wrapping): `a < lim - n`, saturating at 0.
+        let nn = self.b.ins().iconst(types::I64, n as i64);
+        let room = self.b.ins().umax(lim64, nn);
+        let room = self.b.ins().isub(room, nn);
+        let room = self.b.ins().ireduce(types::I32, room);
+        let rooms = self.b.ins().splat(types::I32X4, room);
+        let bad = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedGreaterThanOrEqual, av, rooms);
+        let any = self.b.ins().vany_true(bad);
+        let slow = self.b.create_block();
+        let cont = self.b.create_block();
+        self.b.ins().brif(any, slow, &[], cont, &[]);
+        self.b.switch_to_block(slow);
+        self.b.set_cold_block(slow);
+        let lim = self.b.ins().ireduce(types::I32, lim64);
+        let lims = self.b.ins().splat(types::I32X4, lim);
+        for &(x, sp) in words {
+            let bad_x = self
+                .b
+                .ins()
+                .icmp(IntCC::UnsignedGreaterThanOrEqual, x, lims);
+            let site = self.site(sp, FaultKind::Address);
+            self.fault_lanes(bad_x, x, site, false);
+        }
+        // Reached only when an `a + c` wrapped around 2^32 inside a buffer
+        // of 2^32 words: the words are not neighbours in memory.
+        let site = self.site(span, FaultKind::Address);
+        self.fault_lanes(bad, av, site, false);
+        self.b.ins().jump(cont, &[]);
+        self.b.switch_to_block(cont);
+    }
+
+    /// A run of plain f32 scatter-adds to words `a + c` (see `add_runs`),
+    /// at its last add. One vector check that every lane's `a + c` lies in
+    /// the buffer (the cold path repeats each add's own check, in program
+    /// order, to report the fault the adds one by one would report); then
+    /// lane by lane, in lane order, the lane's words: a pair of neighbouring
+    /// words as one 64-bit load, two-lane add and store, a lone word as a
+    /// scalar add. Each word still adds `old + value` in lane order, so a
+    /// word that several lanes hit gets their adds in iteration order (as
+    /// the interpreter adds them); unlike add after add over all lanes, a
+    /// lane's words are all updated before the next lane's.
+    ///
+    /// With `store`, the run is of plain word stores instead (a pair as one
+    /// 64-bit store): as for adds, a lane's words are all written before
+    /// the next lane's, which is the interpreter's order.
+    fn word_run(&mut self, run: &[(InstId, u32)], span: Span, store: bool) -> Result<(), Stop> {
+        let f = self.f;
+        let part = |h: InstId| match f.insts[h].kind {
+            InstKind::BufAtomic {
+                root, addr, value, ..
+            }
+            | InstKind::BufStore { root, addr, value } => Ok((root, addr, value)),
+            _ => Err(Stop::Unsupported),
+        };
+        let (root, addr, _) = part(run[0].0)?;
+        let r = self.root_index(root)?;
+        let ptr = self.bufs[r].0;
+        let a = self.vv1(addr);
+        let av = self.mat(a, types::I32, false);
+        let mut words = Vec::new();
+        for &(h, _) in run {
+            let (_, ah, _) = part(h)?;
+            let x = self.vv1(ah);
+            words.push((self.mat(x, types::I32, false), f.insts[h].span));
+        }
+        let n = run.iter().map(|x| x.1).max().unwrap_or(0);
+        self.check_words_at(r, av, n, &words, span);
+
+        // The value of each word offset, and the interleaved pairs.
+        let little = MemFlagsData::new().with_endianness(ir::Endianness::Little);
+        // Every value as f32 lanes (integer words bitcast: only bits move).
+        let mut vals: [Option<Value>; 4] = [None; 4];
+        for &(h, c) in run {
+            let (_, _, vh) = part(h)?;
+            let v = self.vv1(vh);
+            let (lane, _) = lane_kind(self.ty(vh));
+            let x = self.mat(v, lane, false);
+            vals[c as usize] = Some(if lane == types::F32 {
+                x
+            } else {
+                self.b.ins().bitcast(types::F32X4, little, x)
+            });
+        }
+        let shuffle = |l: &mut Self, x: Value, y: Value, lanes: [u8; 4]| {
+            let x = l.b.ins().bitcast(types::I8X16, little, x);
+            let y = l.b.ins().bitcast(types::I8X16, little, y);
+            let mask: Vec<u8> = lanes
+                .iter()
+                .flat_map(|&k| (0..4).map(move |b| k * 4 + b))
+                .collect();
+            let imm = l.b.func.dfg.immediates.push(ConstantData::from(mask));
+            let v = l.b.ins().shuffle(x, y, imm);
+            l.b.ins().bitcast(types::F32X4, little, v)
+        };
+        // Word offset → lanes 0..4's (v_c, v_c+1) in their low two lanes.
+        let mut pairs: [Option<[Value; 4]>; 4] = [None; 4];
+        let mut c = 0;
+        while c + 1 < 4 {
+            if let (Some(x), Some(y)) = (vals[c], vals[c + 1]) {
+                let lo = shuffle(self, x, y, [0, 4, 1, 5]);
+                let hi = shuffle(self, x, y, [2, 6, 3, 7]);
+                let lo1 = shuffle(self, lo, lo, [2, 3, 2, 3]);
+                let hi1 = shuffle(self, hi, hi, [2, 3, 2, 3]);
+                pairs[c] = Some([lo, lo1, hi, hi1]);
+                c += 2;
+            } else {
+                c += 1;
+            }
+        }
+        let fl = MemFlagsData::new().with_notrap();
+        let ptrs = self.ptrs_of(ptr, a);
+        for k in 0..LANES {
+            let p = ptrs[k as usize];
+            let mut c = 0;
+            while c < 4 {
+                let at = 4 * c as i32;
+                if let Some(pv) = pairs[c] {
+                    if store {
+                        let new = self.b.ins().bitcast(types::F64X2, little, pv[k as usize]);
+                        let new = self.b.ins().extractlane(new, 0);
+                        self.b.ins().store(fl, new, p, at);
+                        c += 2;
+                        continue;
+                    }
+                    let old = self.b.ins().load(types::F64, fl, p, at);
+                    let old = self.b.ins().scalar_to_vector(types::F64X2, old);
+                    let old = self.b.ins().bitcast(types::F32X4, little, old);
+                    let new = self.b.ins().fadd(old, pv[k as usize]);
+                    let new = self.b.ins().bitcast(types::F64X2, little, new);
+                    let new = self.b.ins().extractlane(new, 0);
+                    self.b.ins().store(fl, new, p, at);
+                    c += 2;
+                    continue;
+                }
+                if let Some(x) = vals[c] {
+                    let xk = self.b.ins().extractlane(x, k);
+                    if store {
+                        self.b.ins().store(fl, xk, p, at);
+                        c += 1;
+                        continue;
+                    }
+                    let old = self.b.ins().load(types::F32, fl, p, at);
+                    let new = self.b.ins().fadd(old, xk);
+                    self.b.ins().store(fl, new, p, at);
+                }
+                c += 1;
+            }
+        }
+        Ok(())
     }
 
     fn scatter(
