@@ -63,7 +63,17 @@ fn a_do_nothing_backend_receives_the_schedule_as_launch_records() {
     let p = build(&g).unwrap();
     let launches = Arc::new(Mutex::new(Vec::new()));
     let log = launches.clone();
-    let mut sim = Simulation::with_engine(p, &SimOptions::default(), move |p| {
+    // Without the inter-kernel optimiser: it would run `sub`'s two
+    // repetitions of `step` as one launch looping twice inside the kernel
+    // (`schedule::fusion`), and this test is about the records themselves.
+    let opts = SimOptions {
+        passes: weft_ir::passes::PassOptions {
+            interkernel: false,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut sim = Simulation::with_engine(p, &opts, move |p| {
         let roots = (0..p.layouts.len())
             .map(|i| {
                 let l = weft_ir::Handle::new(i);

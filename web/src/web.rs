@@ -298,6 +298,13 @@ impl eframe::App for EditorPage {
         let Some(w) = web_sys::window() else { return };
         if let Ok(list) = js_sys::Reflect::get(&w, &"weft_commands".into()) {
             if list.is_object() {
+                // A script drives the page through the hook: look for its
+                // commands at least every 50 ms. An idle egui page draws only
+                // on input, so a command pushed after the last repaint (File >
+                // Save As once a run and its reads were done) could wait for
+                // ever. Pages nobody drives never set `weft_commands`.
+                ui.ctx()
+                    .request_repaint_after(std::time::Duration::from_millis(50));
                 set(&w, "weft_commands", &js_sys::Array::new());
                 for c in js_sys::Array::from(&list).iter() {
                     let text = js_sys::JSON::stringify(&c)
