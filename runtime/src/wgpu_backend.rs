@@ -919,9 +919,19 @@ impl WgpuEngine {
             let _ = tx.send(r);
         });
         self.ctx.wait()?;
-        // Natively the wait ran the callback; in a browser it has not run
+        // Natively the wait ran the callback, or another thread's poll of
+        // the shared device is running it right now (tests and the app share
+        // one device): give that one a moment. In a browser it has not run
         // yet (reads there go through `start_read`), which is "no answer".
-        match rx.try_recv() {
+        let answer = match rx.try_recv() {
+            Err(std::sync::mpsc::TryRecvError::Empty) if !crate::platform::MUST_NOT_WAIT => {
+                self.ctx.wait()?;
+                rx.recv_timeout(std::time::Duration::from_secs(10))
+                    .map_err(|_| std::sync::mpsc::TryRecvError::Empty)
+            }
+            other => other,
+        };
+        match answer {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
                 return Err(RuntimeError::Device(format!(
