@@ -490,15 +490,17 @@ fn four_lane_code_agrees_with_the_interpreter() {
     // A `vec3` scatter-add (a run of three neighbouring words, one 64-bit
     // and one 32-bit add per lane in the privatised lane code) where lanes
     // 0 and 1, and 2 and 3, of every group hit the same cell: the adds
-    // must still come in iteration order. On two threads each half of the
-    // range adds into its own cells, so the sums are the interpreter's.
+    // must still come in iteration order. On two threads each chunk of
+    // the range (8192 iterations: `chunk_len`) adds into its own cells,
+    // so whichever worker's copy a chunk lands in, the sums are the
+    // interpreter's.
     let collide = "fn kernel(i: i32) {
-        let c = (i / 2) % 64 + (i / 131072) * 64;
+        let c = (i / 2) % 64 + (i / 8192) * 64;
         let x = i as f32 * 0.001 + 0.1;
         g[c] += vec3(x, x * 1.7, 1.0 / (x + 3.0));
     }";
     let g = kernel_graph(
-        &[F("g", "vec3", &[128], json!(0))],
+        &[F("g", "vec3", &[2048], json!(0))],
         collide,
         &[262144],
         json!({}),

@@ -221,10 +221,10 @@ fn fault_error(program: &Program, kernel: &JitKernel, fault: JitFault) -> Runtim
 /// - on one thread (or a small range): the serial variant, atomics demoted
 ///   to plain read-modify-writes — bit-identical to the interpreter on one thread;
 /// - when the kernel scatters with atomic adds into buffers small enough to
-///   copy (`JitKernel::private`): one contiguous part per thread, the
-///   first adding into the shared buffers, each other one into
-///   private copies, which are then added into the shared buffers in thread
-///   order (deterministic for a given thread count);
+///   copy (`JitKernel::private`): chunks over the pool, each worker adding
+///   into its own private copy (the first to arrive into the shared
+///   buffers), the copies then added into the shared buffers. Float sums
+///   then depend on which worker ran which chunk, as with real atomics;
 /// - otherwise: chunks with real atomics.
 pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
     let total = l.total;
@@ -266,41 +266,48 @@ pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
         .private_fn()
         .filter(|_| private_words <= 16 * total)
     {
-        let parts = threads as u64;
-        let per = total.div_ceil(parts);
-        let results: Vec<Result<Vec<Vec<u32>>, JitFault>> = (0..parts)
+        // Chunks go to whichever worker is free (as for every other
+        // launch), and each worker adds into its own copy, made when it
+        // takes its first chunk. A fixed part per thread would wait for
+        // the slowest thread: on a loaded machine, or a VM whose other
+        // core is late, that made two threads slower than one. The first
+        // worker to arrive adds into the shared buffers themselves (nobody
+        // else touches them until the reduction): one copy fewer to fill
+        // and add in, and none at all when one worker does every chunk.
+        let workers = rayon::current_num_threads().max(threads);
+        let slots: Vec<Mutex<Option<Vec<Vec<u32>>>>> =
+            (0..workers).map(|_| Mutex::new(None)).collect();
+        let shared_taken = std::sync::atomic::AtomicBool::new(false);
+        let step = chunk_len(total, threads);
+        (0..total.div_ceil(step))
             .into_par_iter()
-            .map(|p| {
-                let (start, end) = (p * per, ((p + 1) * per).min(total));
+            .try_for_each(|c| {
+                let w = rayon::current_thread_index().unwrap_or(0) % workers;
+                let mut slot = slots[w].lock().unwrap_or_else(|e| e.into_inner());
+                let bufs = slot.get_or_insert_with(|| {
+                    if !shared_taken.swap(true, Ordering::Relaxed) {
+                        vec![]
+                    } else {
+                        l.kernel
+                            .private
+                            .iter()
+                            .map(|(i, float)| take_filled(lens[*i] as usize, fill_word(*float)))
+                            .collect()
+                    }
+                });
                 let mut mine = ptrs.get().to_vec();
-                // Part 0 adds into the shared buffers themselves (nobody
-                // else touches them until the reduction): one copy fewer to
-                // zero, fill and add in.
-                let mut bufs: Vec<Vec<u32>> = if p == 0 {
-                    vec![]
-                } else {
-                    l.kernel
-                        .private
-                        .iter()
-                        .map(|(i, float)| take_filled(lens[*i] as usize, fill_word(*float)))
-                        .collect()
-                };
                 for ((i, _), b) in l.kernel.private.iter().zip(bufs.iter_mut()) {
                     mine[*i] = b.as_mut_ptr();
                 }
-                if start < end {
-                    call(pf, &make_ctx(&mine), start, end)?;
-                }
-                Ok(bufs)
+                let start = c * step;
+                call(pf, &make_ctx(&mine), start, (start + step).min(total))
             })
+            .map_err(|f| fault_error(l.program, l.kernel, f))?;
+        let mut copies: Vec<Vec<Vec<u32>>> = slots
+            .into_iter()
+            .filter_map(|s| s.into_inner().unwrap_or_else(|e| e.into_inner()))
+            .filter(|b| !b.is_empty())
             .collect();
-        let mut copies = Vec::new();
-        for r in results {
-            let bufs = r.map_err(|f| fault_error(l.program, l.kernel, f))?;
-            if !bufs.is_empty() {
-                copies.push(bufs);
-            }
-        }
         for (k, (i, float)) in l.kernel.private.iter().enumerate() {
             let shared = Ptrs(vec![ptrs.get()[*i]]);
             let privs = Ptrs(copies.iter_mut().map(|c| c[k].as_mut_ptr()).collect());
