@@ -779,6 +779,109 @@ fn unsaved_work_from_a_crash_is_offered_at_the_next_start() {
     assert!(!cfg.join("recovery.json").exists());
 }
 
+/// Two windows with unsaved edits each keep their own recovery file, with
+/// the graph's path; the next start offers both; the recovered graph is the
+/// edited one, back at its path (Ctrl+S writes the file it came from); its
+/// save removes only its own recovery file, and the other is offered later.
+#[test]
+fn each_window_keeps_its_own_unsaved_work_and_path() {
+    if !gpu_ok() {
+        return;
+    }
+    let cfg = config_dir();
+    let work = config_dir();
+    std::fs::create_dir_all(&work).unwrap();
+    let mut edited = vec![];
+    for (name, node) in [("heat.json", "apply"), ("life.json", "step")] {
+        std::fs::copy(root().join("graphs").join(name), work.join(name)).unwrap();
+        let mut h = harness_with(Some(work.join(name)), cfg.clone());
+        h.run_steps(2);
+        h.state_mut().model.push(Command::MoveNode {
+            id: node.into(),
+            pos: [1234.0, 567.0],
+        });
+        h.run_steps(2);
+        assert!(h.state().model.dirty);
+        edited.push(h.state().model.doc.clone());
+        // Closing the window, as the window manager would.
+        eframe::App::on_exit(h.state_mut());
+    }
+    let files = std::fs::read_dir(cfg.join("recovery")).unwrap().count();
+    assert_eq!(files, 2, "one recovery file per window");
+
+    let mut h = harness_with(None, cfg.clone());
+    h.run_steps(2);
+    assert!(h.query_by_label_contains("2 previous sessions").is_some());
+    let heat = work.join("heat.json");
+    let row = h
+        .state()
+        .recovery_offers
+        .iter()
+        .position(|o| o.path.as_deref() == Some(heat.as_path()))
+        .expect("heat.json's work is offered with its path");
+    h.get_all_by_label("Recover").nth(row).unwrap().click();
+    h.run_steps(2);
+    assert_eq!(h.state().model.doc, edited[0], "the edited graph");
+    assert_eq!(h.state().model.path.as_deref(), Some(heat.as_path()));
+    assert!(h.state().model.dirty, "and still unsaved");
+    assert!(
+        h.state().recovery_path().exists(),
+        "adopted: on disk until saved"
+    );
+    h.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::S);
+    h.run_steps(2);
+    assert!(!h.state().model.dirty);
+    let saved = weft_ir::graph::GraphDoc::load(&heat).unwrap();
+    assert_eq!(saved, edited[0], "Ctrl+S wrote the file it came from");
+    assert!(!h.state().recovery_path().exists());
+    drop(h);
+
+    // life.json's work waits for the next start; Discard removes it.
+    let mut h = harness_with(None, cfg.clone());
+    h.run_steps(2);
+    assert_eq!(h.state().recovery_offers.len(), 1);
+    assert!(h.query_by_label_contains("life.json").is_some());
+    h.get_by_label("Discard").click();
+    h.run_steps(2);
+    assert_eq!(std::fs::read_dir(cfg.join("recovery")).unwrap().count(), 0);
+    assert!(h.state().model.doc.nodes.is_empty(), "nothing recovered");
+}
+
+/// Ctrl+Q with unsaved changes asks first: Cancel keeps the window and the
+/// work; Discard quits and leaves nothing to recover.
+#[test]
+fn quit_asks_about_unsaved_changes() {
+    if !gpu_ok() {
+        return;
+    }
+    let cfg = config_dir();
+    let mut h = harness_with(Some(root().join("graphs/heat.json")), cfg.clone());
+    h.run_steps(2);
+    h.state_mut().model.push(Command::MoveNode {
+        id: "apply".into(),
+        pos: [10.0, 10.0],
+    });
+    h.run_steps(2);
+    h.state_mut().write_recovery();
+    assert!(h.state().recovery_path().exists());
+    h.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::Q);
+    h.run_steps(2);
+    assert!(h.query_by_label_contains("unsaved changes").is_some());
+    h.get_by_label("Cancel").click();
+    h.run_steps(2);
+    assert!(!h.state().quitting && h.state().model.dirty);
+    assert!(h.state().recovery_path().exists());
+    h.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::Q);
+    h.run_steps(2);
+    h.get_by_label("Discard").click();
+    h.run_steps(2);
+    assert!(h.state().quitting);
+    assert!(
+        !h.state().recovery_path().exists(),
+        "discarded: nothing to offer"
+    );
+}
+
 // ---- What an artist meets in the first ten minutes (issue 14). ----
 
 /// Opens File > Examples > `name` with real clicks on the menus.

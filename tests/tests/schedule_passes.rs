@@ -82,6 +82,23 @@ fn options(interkernel: bool) -> PassOptions {
     }
 }
 
+/// `g` compiled with the optimiser `on` or off for `backend`, started
+/// (one worker thread on cpu, so float sums repeat).
+fn started(g: &Value, backend: Backend, on: bool) -> Simulation {
+    let mut sim = Simulation::new(
+        build(g).unwrap_or_else(|e| panic!("{}", e)),
+        &SimOptions {
+            passes: options(on),
+            backend,
+            threads: Some(1),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    sim.start().unwrap();
+    sim
+}
+
 /// The frame's schedule text after the schedule stage, optimiser off and
 /// on; the graph also runs 2 frames both ways on the VM with identical roots.
 fn schedules(g: &Value) -> (String, String) {
@@ -92,17 +109,7 @@ fn schedules(g: &Value) -> (String, String) {
         all[all.find("schedule on_frame").unwrap()..].to_string()
     };
     let roots = |on: bool| {
-        let mut sim = Simulation::new(
-            build(g).unwrap(),
-            &SimOptions {
-                passes: options(on),
-                backend: Backend::Vm,
-                threads: Some(1),
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        sim.start().unwrap();
+        let mut sim = started(g, Backend::Vm, on);
         for _ in 0..2 {
             sim.step_frame().unwrap();
         }
@@ -440,16 +447,7 @@ fn fused_kernels_agree_with_the_separate_launches_on_every_backend() {
         S::K("s2", "fn kernel(i: i32) { s[i] = s[i] * 0.5; }", Some("s")),
     ]);
     let run = |backend, on: bool| {
-        let mut sim = Simulation::new(
-            build(&g).unwrap(),
-            &SimOptions {
-                passes: options(on),
-                backend,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        sim.start().unwrap();
+        let mut sim = started(&g, backend, on);
         for _ in 0..3 {
             sim.step_frame().unwrap();
         }
@@ -485,16 +483,7 @@ fn a_fault_in_a_fused_kernel_names_the_node_it_came_from() {
         print_schedule(&p)
     );
     for backend in local_backends() {
-        let mut sim = Simulation::new(
-            build(&g).unwrap(),
-            &SimOptions {
-                passes: options(true),
-                backend,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        sim.start().unwrap();
+        let mut sim = started(&g, backend, true);
         // GPU frames run ahead: the fault surfaces by the next wait.
         let err = sim
             .step_frame()
@@ -520,17 +509,8 @@ fn scalars_of_a_fused_kernel_keep_their_node() {
     ]);
     set_param(&mut g, "w", "scalars", json!({"k": 1.0}));
     set_param(&mut g, "r", "scalars", json!({"k": 2.0}));
-    let mut sim = Simulation::new(
-        build(&g).unwrap(),
-        &SimOptions {
-            passes: options(true),
-            backend: Backend::Vm,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let mut sim = started(&g, Backend::Vm, true);
     assert_eq!(sim.program.schedule.on_frame.len(), 1, "not fused");
-    sim.start().unwrap();
     sim.step_frame().unwrap();
     assert_eq!((f32s(&sim, "a")[3], f32s(&sim, "b")[3]), (1.0, 2.0));
     sim.set_param("r", "k", 5.0).unwrap();
@@ -580,16 +560,7 @@ fn fusion_loops_a_repeat_of_one_launch_inside_the_kernel() {
     assert_eq!(count(&on, "launch "), 1, "{}", on);
     // Every backend agrees with the VM running the repeat.
     let run = |backend, on: bool| {
-        let mut sim = Simulation::new(
-            build(&g).unwrap(),
-            &SimOptions {
-                passes: options(on),
-                backend,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        sim.start().unwrap();
+        let mut sim = started(&g, backend, on);
         for _ in 0..2 {
             sim.step_frame().unwrap();
         }

@@ -38,6 +38,8 @@ pub enum AfterSave {
         sets: Vec<String>,
         seed: Option<u32>,
     },
+    /// File > Quit, Ctrl+Q, or the window's close button.
+    Quit,
 }
 
 /// A platform dialog that comes back with nothing faster than this never

@@ -32,6 +32,7 @@ pub mod platform;
 pub mod prefs;
 pub mod presets;
 pub mod quant_readout;
+pub mod recovery;
 pub mod sim_worker;
 pub mod spreadsheet;
 pub mod sweep_panel;
@@ -121,7 +122,14 @@ pub struct WeftApp {
     prefs: prefs::Prefs,
     /// The unsaved-changes prompt's Save, carried out on the next frame.
     save_after_prompt: Option<Pending>,
-    recovery_offer: Option<PathBuf>,
+    /// Unsaved work of earlier sessions, offered at start (`recovery`).
+    pub recovery_offers: Vec<recovery::Offer>,
+    /// Quit was confirmed (the window's close then goes through).
+    pub quitting: bool,
+    /// A window command for the next update (Quit's close).
+    ctx_command: Option<egui::ViewportCommand>,
+    /// This session's recovery file (`recovery::session_file`).
+    recovery_file: PathBuf,
     last_autosave: f64,
     recent: Vec<PathBuf>,
     opts: GuiOptions,
@@ -151,6 +159,9 @@ pub struct WeftApp {
     /// The timeline under the viewport (frame slider, play range, cache strip).
     pub timeline: timeline::Timeline,
 }
+
+/// Seconds between autosaves of unsaved changes into the recovery file.
+const AUTOSAVE_EVERY_S: f64 = 15.0;
 
 fn default_config_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("WEFT_CONFIG_DIR") {
@@ -183,7 +194,7 @@ impl WeftApp {
 
     /// The editor with `viewport` (`Viewport::with_own_gpu` in a browser page).
     pub fn with_viewport(mut viewport: Viewport, opts: GuiOptions) -> WeftApp {
-        let model = match &opts.graph {
+        let mut model = match &opts.graph {
             Some(p) => Model::open(p),
             None => Model::new(model::empty_doc(), None),
         };
@@ -191,8 +202,13 @@ impl WeftApp {
         let recent = std::fs::read_to_string(config.join("recent.txt"))
             .map(|t| t.lines().map(PathBuf::from).collect())
             .unwrap_or_default();
-        let recovery = config.join("recovery.json");
-        let recovery_offer = (opts.screenshot.is_none() && recovery.exists()).then_some(recovery);
+        let recovery_file = recovery::session_file(&config);
+        let (recovery_offers, unreadable) = if opts.screenshot.is_none() {
+            recovery::offers(&config)
+        } else {
+            Default::default()
+        };
+        model.log.extend(unreadable);
         if opts.graph.is_some() && opts.screenshot.is_some() {
             viewport.playing = true;
         }
@@ -228,7 +244,10 @@ impl WeftApp {
             fit_frames: FIT_FRAMES,
             prefs,
             save_after_prompt: None,
-            recovery_offer,
+            recovery_offers,
+            quitting: false,
+            ctx_command: None,
+            recovery_file,
             last_autosave: 0.0,
             recent,
             opts,
@@ -255,8 +274,9 @@ impl WeftApp {
             .unwrap_or_else(default_config_dir)
     }
 
+    /// This session's recovery file (written while the graph has unsaved changes).
     pub fn recovery_path(&self) -> PathBuf {
-        self.config_dir().join("recovery.json")
+        self.recovery_file.clone()
     }
 
     fn base_dir(&self) -> Option<PathBuf> {
@@ -276,6 +296,9 @@ impl WeftApp {
 
     /// Another document takes over the editor (new, open, recover).
     fn replace_model(&mut self, model: Model) {
+        // The document leaving was saved or its changes discarded: its
+        // recovery file goes with it.
+        let _ = std::fs::remove_file(&self.recovery_file);
         self.model = model;
         self.selected = None;
         self.open_code = None;
@@ -348,6 +371,12 @@ impl WeftApp {
             }
             Pending::Open { path, copy } => self.open_now(&path, copy),
             Pending::OpenVariant { graph, sets, seed } => self.open_variant(&graph, &sets, seed),
+            Pending::Quit => {
+                // Saved or discarded: nothing is left to recover.
+                let _ = std::fs::remove_file(&self.recovery_file);
+                self.quitting = true;
+                self.ctx_command = Some(egui::ViewportCommand::Close);
+            }
         }
     }
 
@@ -479,14 +508,34 @@ impl WeftApp {
         }
     }
 
-    fn autosave(&mut self, now: f64) {
-        if self.model.dirty && now - self.last_autosave > 15.0 {
+    fn autosave(&mut self, ctx: &egui::Context, now: f64) {
+        if !self.model.dirty {
+            return;
+        }
+        let due = self.last_autosave + AUTOSAVE_EVERY_S - now;
+        if due <= 0.0 {
             self.last_autosave = now;
-            let _ = std::fs::create_dir_all(self.config_dir());
-            let text = self.model.root().to_json();
-            if let Err(e) = platform::write_file(&self.recovery_path(), text.as_bytes()) {
-                self.model.log.push(format!("autosave failed: {}", e));
-            }
+            self.write_recovery();
+        } else {
+            // An idle window draws only on input: wake it when the autosave
+            // is due, so an edit left alone still reaches the disk.
+            ctx.request_repaint_after(std::time::Duration::from_secs_f64(due));
+        }
+    }
+
+    /// Writes the unsaved graph, with the path it belongs to, to this
+    /// session's recovery file.
+    pub fn write_recovery(&mut self) {
+        if let Some(dir) = self.recovery_file.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let written = recovery::encode(&self.model.root().to_json(), self.model.path.as_deref())
+            .and_then(|text| {
+                platform::write_file(&self.recovery_file, text.as_bytes())
+                    .map_err(|e| e.to_string())
+            });
+        if let Err(e) = written {
+            self.model.log.push(format!("autosave failed: {}", e));
         }
     }
 
@@ -535,6 +584,11 @@ impl WeftApp {
         }
         if save {
             self.save(false, None);
+        }
+        if !platform::IN_BROWSER
+            && ctx.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::Q))
+        {
+            self.request(Pending::Quit);
         }
         if frame_all {
             self.nav = Some(NavRequest::FrameAll);
@@ -696,6 +750,13 @@ impl WeftApp {
                         }
                     }
                 });
+                if !platform::IN_BROWSER {
+                    ui.separator();
+                    if ui.button("Quit  (Ctrl+Q)").clicked() {
+                        ui.close();
+                        self.request(Pending::Quit);
+                    }
+                }
             });
             ui.menu_button("Edit", |ui| {
                 if ui
@@ -1332,23 +1393,70 @@ impl WeftApp {
                 self.do_pending(p);
             }
         }
-        if let Some(path) = self.recovery_offer.clone() {
-            egui::Modal::new(egui::Id::new("recover")).show(ctx, |ui| {
-                ui.label("Weft found unsaved work from a previous session.");
+        if !self.recovery_offers.is_empty() {
+            self.recovery_modal(ctx);
+        }
+    }
+
+    /// The unsaved work of earlier sessions, one line each with Recover
+    /// and Discard (newest first); the dialog closes when none is left.
+    fn recovery_modal(&mut self, ctx: &egui::Context) {
+        let now = platform::unix_time().as_secs();
+        let mut recover = None;
+        let mut discard = None;
+        let mut later = false;
+        egui::Modal::new(egui::Id::new("recover")).show(ctx, |ui| {
+            ui.label(if self.recovery_offers.len() == 1 {
+                "Weft found unsaved work from a previous session.".to_string()
+            } else {
+                format!(
+                    "Weft found unsaved work from {} previous sessions.",
+                    self.recovery_offers.len()
+                )
+            });
+            for (i, offer) in self.recovery_offers.iter().enumerate() {
                 ui.horizontal(|ui| {
+                    ui.label(offer.describe(now));
                     if ui.button("Recover").clicked() {
-                        if let Ok(doc) = weft_ir::graph::GraphDoc::load(&path) {
-                            self.replace_model(Model::new(doc, None));
-                            self.model.dirty = true;
-                        }
-                        self.recovery_offer = None;
+                        recover = Some(i);
                     }
                     if ui.button("Discard").clicked() {
-                        let _ = std::fs::remove_file(&path);
-                        self.recovery_offer = None;
+                        discard = Some(i);
                     }
                 });
-            });
+            }
+            if self.recovery_offers.len() > 1 && ui.button("Not now").clicked() {
+                later = true;
+            }
+        });
+        if let Some(i) = recover {
+            let offer = self.recovery_offers.remove(i);
+            let path = offer.path.clone();
+            self.replace_model(Model::new(offer.doc.clone(), path.clone()));
+            self.model.dirty = true;
+            if let Err(e) = recovery::adopt(&offer, &self.recovery_file) {
+                self.model.log.push(format!(
+                    "could not keep the recovered work in {}: {} (it stays in {})",
+                    self.recovery_file.display(),
+                    e,
+                    offer.file.display()
+                ));
+            }
+            self.status = match &path {
+                Some(p) => format!("recovered unsaved work of {}", p.display()),
+                None => "recovered an untitled graph".into(),
+            };
+            // One document per window: the rest wait for the next start.
+            self.recovery_offers.clear();
+        } else if let Some(i) = discard {
+            let offer = self.recovery_offers.remove(i);
+            if let Err(e) = std::fs::remove_file(&offer.file) {
+                self.model
+                    .log
+                    .push(format!("could not remove {}: {}", offer.file.display(), e));
+            }
+        } else if later {
+            self.recovery_offers.clear();
         }
     }
 
@@ -1390,6 +1498,17 @@ impl WeftApp {
 }
 
 impl eframe::App for WeftApp {
+    /// Closing the window keeps unsaved changes in the recovery file
+    /// (offered at the next start) rather than the last autosave's, up to
+    /// 15 s older; with nothing unsaved the session's file goes.
+    fn on_exit(&mut self) {
+        if self.model.dirty {
+            self.write_recovery();
+        } else {
+            let _ = std::fs::remove_file(&self.recovery_file);
+        }
+    }
+
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         let ctx = ui.ctx().clone();
         let now = ctx.input(|i| i.time);
@@ -1399,6 +1518,14 @@ impl eframe::App for WeftApp {
         }
         if let Some(p) = self.save_after_prompt.take() {
             self.save(false, Some(p));
+        }
+        // The window's close button asks about unsaved changes like Quit.
+        if ctx.input(|i| i.viewport().close_requested()) && !self.quitting && self.model.dirty {
+            ctx.send_viewport_cmd(egui::ViewportCommand::CancelClose);
+            self.request(Pending::Quit);
+        }
+        if let Some(c) = self.ctx_command.take() {
+            ctx.send_viewport_cmd(c);
         }
         self.shortcuts(&ctx);
         self.model.apply_pending();
@@ -1446,7 +1573,7 @@ impl eframe::App for WeftApp {
         if let Some(msg) = self.viewport.update(&ctx) {
             self.status = msg;
         }
-        self.autosave(now);
+        self.autosave(&ctx, now);
         self.sheet
             .poll(self.viewport.sim.as_ref(), self.viewport.generation, &ctx);
         // While a frame runs the readout keeps its last numbers.

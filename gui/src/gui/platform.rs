@@ -18,6 +18,22 @@ pub const IN_BROWSER: bool = cfg!(target_arch = "wasm32");
 /// `std`'s panics.
 pub use web_time::Instant;
 
+/// Time since 1970 (the page's clock in a browser, where `std`'s panics).
+pub fn unix_time() -> std::time::Duration {
+    web_time::SystemTime::now()
+        .duration_since(web_time::UNIX_EPOCH)
+        .unwrap_or_default()
+}
+
+/// This process's id; 0 in a page, where `std::process::id` panics.
+pub fn process_id() -> u32 {
+    if IN_BROWSER {
+        0
+    } else {
+        std::process::id()
+    }
+}
+
 /// A feature of the desktop app that a browser page cannot have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Feature {
