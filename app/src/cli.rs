@@ -67,7 +67,7 @@ pub struct GraphOverrides {
     /// Memory all layout trees together may take, e.g. 40GiB or 512MiB (default: what the machine has: free RAM for cpu, vm and lavapipe, free device memory for cuda). Device limits (wgpu's max_buffer_size, 16 GiB per layout tree) still apply.
     #[arg(long, value_name = "SIZE", value_parser = memory_arg)]
     pub max_memory: Option<u64>,
-    /// Turn off the inter-kernel optimiser over the frame schedule (list reuse, redundant clears, dead stores, task fusion, activation demotion: see `weft ir GRAPH --stage schedule`). Results are the same either way; for A/B timing and debugging.
+    /// Turn off the inter-kernel optimiser over the frame schedule (list reuse, redundant clears, dead stores, task fusion, activation demotion, no compiling of kernels nothing launches: see `weft ir GRAPH --stage schedule`). Results are the same either way; for A/B timing and debugging.
     #[arg(long)]
     pub no_interkernel: bool,
 }

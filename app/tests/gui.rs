@@ -824,6 +824,7 @@ fn each_window_keeps_its_own_unsaved_work_and_path() {
     assert_eq!(h.state().model.doc, edited[0], "the edited graph");
     assert_eq!(h.state().model.path.as_deref(), Some(heat.as_path()));
     assert!(h.state().model.dirty, "and still unsaved");
+    assert_eq!(h.state().window_title(), "heat.json • — Weft");
     assert!(
         h.state().recovery_path().exists(),
         "adopted: on disk until saved"
@@ -833,6 +834,7 @@ fn each_window_keeps_its_own_unsaved_work_and_path() {
     assert!(!h.state().model.dirty);
     let saved = weft_ir::graph::GraphDoc::load(&heat).unwrap();
     assert_eq!(saved, edited[0], "Ctrl+S wrote the file it came from");
+    assert_eq!(h.state().window_title(), "heat.json — Weft");
     assert!(!h.state().recovery_path().exists());
     drop(h);
 

@@ -93,6 +93,23 @@ impl<T> Arena<T> {
     pub fn get(&self, h: Handle<T>) -> Option<&T> {
         self.items.get(h.index())
     }
+    /// Keeps the items `keep` says yes to, in order; returns each old
+    /// handle's new one (`None`: dropped). Every handle held elsewhere must
+    /// be mapped through it.
+    pub fn compact(&mut self, mut keep: impl FnMut(Handle<T>) -> bool) -> Vec<Option<Handle<T>>> {
+        let mut map = Vec::with_capacity(self.items.len());
+        let mut kept = Vec::new();
+        for (i, v) in std::mem::take(&mut self.items).into_iter().enumerate() {
+            if keep(Handle::new(i)) {
+                map.push(Some(Handle::new(kept.len())));
+                kept.push(v);
+            } else {
+                map.push(None);
+            }
+        }
+        self.items = kept;
+        map
+    }
 }
 
 impl<T> std::ops::Index<Handle<T>> for Arena<T> {

@@ -498,6 +498,85 @@ fn a_fault_in_a_fused_kernel_names_the_node_it_came_from() {
     }
 }
 
+/// The kernels fusion joined are no longer launched, so no backend
+/// compiles them (`schedule::unlaunched`): the program keeps the fused
+/// kernel and the views' kernels, with every handle still pointing at the
+/// kernel it named. Without the optimiser every kernel stays.
+#[test]
+fn kernels_fusion_joined_are_not_compiled() {
+    let g = frame_graph(&[
+        S::K("w", "fn kernel(i: i32) { a[i] = 1.0; }", None),
+        S::K("r", "fn kernel(i: i32) { b[i] = a[i] * 2.0; }", None),
+        S::K("t", "fn kernel(i: i32) { c[i] = b[i] + a[i]; }", None),
+    ]);
+    let launched = |p: &weft_ir::ir::Program| {
+        let mut ks = vec![];
+        fn walk(steps: &[weft_ir::ir::Step], ks: &mut Vec<String>, p: &weft_ir::ir::Program) {
+            for s in steps {
+                match s {
+                    weft_ir::ir::Step::Launch(k) => ks.push(p.kernels[*k].label()),
+                    weft_ir::ir::Step::Repeat { body, .. } => walk(body, ks, p),
+                    _ => {}
+                }
+            }
+        }
+        walk(&p.schedule.on_start, &mut ks, p);
+        walk(&p.schedule.on_frame, &mut ks, p);
+        for v in &p.view_kernels {
+            ks.extend(v.launches.iter().map(|k| p.kernels[*k].label()));
+        }
+        ks.sort();
+        ks.dedup();
+        ks
+    };
+    for on in [false, true] {
+        let mut p = build(&g).unwrap();
+        run_pipeline(&mut p, &options(on), None).unwrap();
+        let all: Vec<String> = p.kernels.iter().map(|(_, k)| k.label()).collect();
+        if on {
+            assert!(all.contains(&"w+r+t".to_string()), "{:?}", all);
+            let mut sorted = all.clone();
+            sorted.sort();
+            assert_eq!(sorted, launched(&p), "only launched kernels are left");
+        } else {
+            for k in ["w", "r", "t"] {
+                assert!(all.contains(&k.to_string()), "{:?}", all);
+            }
+        }
+    }
+    // And the fused run computes what the three launches do.
+    let mut sim = started(&g, Backend::Vm, true);
+    sim.step_frame().unwrap();
+    assert_eq!(f32s(&sim, "c")[5], 3.0);
+}
+
+/// A kernel no execution wire reaches is not compiled either, and a
+/// `frame` expression on its scalar (which animates nothing) does not stop
+/// the frames of the kernels that run.
+#[test]
+fn a_kernel_that_never_runs_is_dropped_with_its_animated_scalar() {
+    let mut g = frame_graph(&[S::K("w", "fn kernel(i: i32) { a[i] = 1.0; }", None)]);
+    let nodes = g["nodes"].as_array_mut().unwrap();
+    nodes.push(json!({"id": "idle", "kind": "kernel", "params": {
+        "range": [8], "code": "fn kernel(i: i32) { b[i] = k; }",
+        "scalars": {"k": "= frame * 0.5"}}}));
+    g["wires"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"from": "b.field", "to": "idle.b"}));
+    let mut p = build(&g).unwrap();
+    run_pipeline(&mut p, &options(true), None).unwrap();
+    assert!(!p.has_kernel_node("idle"));
+    assert!(p.animated.is_empty());
+    for on in [false, true] {
+        let mut sim = started(&g, Backend::Vm, on);
+        for _ in 0..2 {
+            sim.step_frame().unwrap();
+        }
+        assert_eq!(f32s(&sim, "a")[3], 1.0);
+    }
+}
+
 /// Scalars keep their node in a fused kernel: `set_param` on one node's
 /// scalar changes that node's part only, even where both have one of the
 /// same name.

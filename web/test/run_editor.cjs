@@ -142,6 +142,9 @@ const send = (page, cmds) => page.evaluate((c) => {
       const reopened = await until(page, `${name} to run`,
         (r) => r.title.endsWith(name) && r.frame >= 2 && r.laid_out === r.nodes);
       fs.writeFileSync(path.join(out, "reopened.json"), JSON.stringify(reopened, null, 2));
+      // The tab is named after the open graph (no dot: nothing unsaved).
+      const tab = await page.title();
+      if (tab !== `${name} — Weft`) throw new Error(`page title ${JSON.stringify(tab)}, not "${name} — Weft"`);
     }
     const last = await report(page);
     last.fields = done.fields;

@@ -511,6 +511,10 @@ impl Stage {
                         "fusion",
                         crate::schedule::fusion::run,
                     )));
+                    v.push(Box::new(SchedulePass(
+                        "unlaunched",
+                        crate::schedule::unlaunched::run,
+                    )));
                 }
                 v
             }

@@ -26,6 +26,7 @@ pub mod fusion;
 pub mod list_gen;
 pub mod list_reuse;
 pub mod sfg;
+pub mod unlaunched;
 
 use crate::ir::*;
 use std::fmt::Write;

@@ -128,6 +128,8 @@ pub struct WeftApp {
     pub quitting: bool,
     /// A window command for the next update (Quit's close).
     ctx_command: Option<egui::ViewportCommand>,
+    /// The window title last set (`window_title`).
+    title: String,
     /// This session's recovery file (`recovery::session_file`).
     recovery_file: PathBuf,
     last_autosave: f64,
@@ -247,6 +249,7 @@ impl WeftApp {
             recovery_offers,
             quitting: false,
             ctx_command: None,
+            title: String::new(),
             recovery_file,
             last_autosave: 0.0,
             recent,
@@ -521,6 +524,21 @@ impl WeftApp {
             // is due, so an edit left alone still reaches the disk.
             ctx.request_repaint_after(std::time::Duration::from_secs_f64(due));
         }
+    }
+
+    /// "heat.json • — Weft": the graph's file name (or "untitled"), a dot
+    /// while it has unsaved changes, so windows (and a page's tabs) tell
+    /// their documents apart.
+    pub fn window_title(&self) -> String {
+        let name = self
+            .model
+            .path
+            .as_ref()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "untitled".into());
+        let dot = if self.model.dirty { " •" } else { "" };
+        format!("{}{} — Weft", name, dot)
     }
 
     /// Writes the unsaved graph, with the path it belongs to, to this
@@ -1526,6 +1544,11 @@ impl eframe::App for WeftApp {
         }
         if let Some(c) = self.ctx_command.take() {
             ctx.send_viewport_cmd(c);
+        }
+        let title = self.window_title();
+        if title != self.title {
+            platform::set_title(&ctx, &title);
+            self.title = title;
         }
         self.shortcuts(&ctx);
         self.model.apply_pending();

@@ -69,8 +69,8 @@ pub fn unavailable(f: Feature) -> Option<&'static str> {
 }
 
 pub use imp::{
-    cuda_available, pick_file, save_file, scratch_dir, spawn, start_open, take_opened, temp_dir,
-    write_file, write_graph,
+    cuda_available, pick_file, save_file, scratch_dir, set_title, spawn, start_open, take_opened,
+    temp_dir, write_file, write_graph,
 };
 
 /// The desktop app's window (`weft gui`); a page starts the editor from
@@ -173,6 +173,11 @@ mod imp {
         std::env::temp_dir()
     }
 
+    /// The window's title.
+    pub fn set_title(ctx: &egui::Context, title: &str) {
+        ctx.send_viewport_cmd(egui::ViewportCommand::Title(title.to_string()));
+    }
+
     /// A folder of this process's own under the temporary folder.
     pub fn scratch_dir(name: &str) -> PathBuf {
         std::env::temp_dir().join(format!("{}-{}", name, std::process::id()))
@@ -227,6 +232,13 @@ mod imp {
 
     pub fn cuda_available() -> bool {
         false
+    }
+
+    /// The page's title (the tab's name): eframe leaves a page's title alone.
+    pub fn set_title(_ctx: &egui::Context, title: &str) {
+        if let Some(d) = web_sys::window().and_then(|w| w.document()) {
+            d.set_title(title);
+        }
     }
 
     /// `std`'s `temp_dir` and process id panic in a browser page; nothing
