@@ -468,12 +468,13 @@ pub fn emit(a: crate::cli::EmitArgs) -> i32 {
         Err(e) => return fail(&e),
     };
     for (_, k) in p.kernels.iter() {
-        if a.kernel.as_ref().is_some_and(|n| *n != k.name) {
+        // A fused kernel is emitted for each of its nodes.
+        if a.kernel.as_ref().is_some_and(|n| !k.has_node(n)) {
             continue;
         }
         if a.format == crate::cli::EmitFormat::Cuda {
             match weft_codegen::cuda::compile_kernel(&p, k) {
-                Ok(c) => println!("// kernel '{}'\n{}", k.name, c.source),
+                Ok(c) => println!("// kernel '{}'\n{}", k.label(), c.source),
                 Err(e) => {
                     return fail(&RuntimeError::Compile {
                         node: e.kernel.clone(),
@@ -494,7 +495,7 @@ pub fn emit(a: crate::cli::EmitArgs) -> i32 {
         };
         match a.format {
             crate::cli::EmitFormat::Wgsl => match weft_codegen::wgpu::to_wgsl(&gk) {
-                Ok(text) => println!("// kernel '{}'\n{}", k.name, text),
+                Ok(text) => println!("// kernel '{}'\n{}", k.label(), text),
                 Err(e) => {
                     return fail(&RuntimeError::Compile {
                         node: k.name.clone(),

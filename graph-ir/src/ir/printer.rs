@@ -56,7 +56,8 @@ pub fn print_program(program: &Program, only_kernel: Option<&str>) -> String {
         }
     }
     for (_, k) in program.kernels.iter() {
-        if only_kernel.is_some_and(|n| n != k.name) {
+        // A fused kernel is printed for each of its nodes.
+        if only_kernel.is_some_and(|n| !k.has_node(n)) {
             continue;
         }
         print_kernel(&mut out, program, k);

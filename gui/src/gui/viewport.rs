@@ -578,15 +578,13 @@ impl Viewport {
         use super::bake::{check_cache, CacheState};
         self.baked_stale.clear();
         self.baked_stale_why.clear();
-        let program = match (&self.running, &self.sim) {
-            (Some(r), _) => r.program.clone(),
-            (None, Some(sim)) => Arc::new(sim.program.clone()),
-            (None, None) => return 0,
-        };
+        if self.running.is_none() && self.sim.is_none() {
+            return 0;
+        }
         let (Some(dir), Some((_, doc))) = (&self.bake_dir, &self.built_from) else {
             return 0;
         };
-        match check_cache(dir, doc, &self.built_base, &program) {
+        match check_cache(dir, doc, &self.built_base) {
             CacheState::Fresh { partial } => self.cache.add_baked(dir, partial),
             CacheState::Stale(why) => {
                 self.baked_stale = weft_runtime::snapshot::list(dir);
