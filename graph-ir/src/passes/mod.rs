@@ -101,11 +101,64 @@ pub trait Pass {
     fn run(&self, program: &mut Program) -> Result<(), PassError>;
 }
 
-struct Inline;
-struct ConstFold;
-struct Simplify;
 /// `half`: f16 compute values as f32 operations with binary16 rounding.
-struct Half;
+/// A pass that is one function over the program and cannot fail: its
+/// name, the forms it accepts (leaving the form as it was) and the
+/// function. Most passes, the schedule's included, are one.
+#[derive(Clone, Copy)]
+struct Simple {
+    name: &'static str,
+    accepts: fn(IrForm) -> bool,
+    run: fn(&mut Program),
+}
+
+impl Pass for Simple {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn accepts(&self, form: IrForm) -> bool {
+        (self.accepts)(form)
+    }
+    fn run(&self, program: &mut Program) -> Result<(), PassError> {
+        (self.run)(program);
+        Ok(())
+    }
+}
+
+fn abstract_ir(form: IrForm) -> bool {
+    form == IrForm::Abstract
+}
+fn lowered(form: IrForm) -> bool {
+    form == IrForm::Lowered
+}
+fn legalized(form: IrForm) -> bool {
+    form == IrForm::Legalized
+}
+fn not_legalized(form: IrForm) -> bool {
+    form != IrForm::Legalized
+}
+fn any_form(_: IrForm) -> bool {
+    true
+}
+
+const fn simple(name: &'static str, accepts: fn(IrForm) -> bool, run: fn(&mut Program)) -> Simple {
+    Simple { name, accepts, run }
+}
+
+const INLINE: Simple = simple("inline", abstract_ir, inline::run);
+const CONST_FOLD: Simple = simple("const_fold", not_legalized, const_fold::run);
+const HALF: Simple = simple("half", abstract_ir, half::run);
+const SIMPLIFY: Simple = simple("simplify", not_legalized, simplify::run);
+const CSE: Simple = simple("cse", any_form, cse::run);
+const LICM: Simple = simple("licm", any_form, licm::run);
+const BOUNDS_ELIM: Simple = simple("bounds_elim", lowered, bounds_elim::run);
+const STORE_FUSION: Simple = simple("store_fusion", lowered, store_fusion::run);
+const ATOMIC_DEMOTION: Simple = simple("atomic_demotion", lowered, atomic_demotion::run);
+const NORM_COMPARE: Simple = simple("norm_compare", any_form, norm_compare::run);
+const ZERO_FILL_DETECT: Simple = simple("zero_fill", legalized, zero_fill::run);
+const TERMINATION: Simple = simple("termination", lowered, termination::run);
+const SPARSE_SYSTEM: Simple = simple("sparse_system", lowered, sparse_system);
+
 struct LowerAccess {
     bounds_checks: bool,
     /// Activation demotion (part of the inter-kernel optimiser).
@@ -113,52 +166,17 @@ struct LowerAccess {
 }
 /// `legalize` for a target with these capabilities.
 struct Legalize(legalize::TargetCaps);
-struct Termination;
-struct StoreFusion;
-struct AtomicDemotion;
-struct Cse;
-struct Licm;
 struct Unroll(unroll::UnrollOptions);
-struct BoundsElim;
-struct ZeroFillDetect;
-struct NormCompare;
 /// `sparse_iter`, `sparse_list` then `sparse_gc`: struct-for over sparse
 /// fields (over element lists), the list-generation and the
 /// garbage-collection system kernels, all written in lowered IR.
-struct SparseSystem;
-
-impl Pass for SparseSystem {
-    fn name(&self) -> &'static str {
-        "sparse_system"
-    }
-    fn accepts(&self, form: IrForm) -> bool {
-        form == IrForm::Lowered
-    }
-    fn run(&self, program: &mut Program) -> Result<(), PassError> {
-        let users = sparse_iter::run(program);
-        sparse_list::run(program, &users);
-        sparse_gc::run(program);
-        Ok(())
-    }
+fn sparse_system(program: &mut Program) {
+    let users = sparse_iter::run(program);
+    sparse_list::run(program, &users);
+    sparse_gc::run(program);
 }
 
 struct Autodiff;
-
-/// The schedule passes (`crate::schedule`), each one `Pass`.
-struct SchedulePass(&'static str, fn(&mut Program));
-
-impl Pass for SchedulePass {
-    fn name(&self) -> &'static str {
-        self.0
-    }
-    fn accepts(&self, form: IrForm) -> bool {
-        form == IrForm::Abstract
-    }
-    fn run(&self, program: &mut Program) -> Result<(), PassError> {
-        (self.1)(program);
-        Ok(())
-    }
-}
 
 /// Views become system kernels and image fields (`views`), after the
 /// schedule's kernels are final so that no tape differentiates them.
@@ -208,58 +226,6 @@ impl Pass for Autodiff {
     }
 }
 
-impl Pass for Inline {
-    fn name(&self) -> &'static str {
-        "inline"
-    }
-    fn accepts(&self, form: IrForm) -> bool {
-        form == IrForm::Abstract
-    }
-    fn run(&self, program: &mut Program) -> Result<(), PassError> {
-        inline::run(program);
-        Ok(())
-    }
-}
-
-impl Pass for ConstFold {
-    fn name(&self) -> &'static str {
-        "const_fold"
-    }
-    fn accepts(&self, form: IrForm) -> bool {
-        form != IrForm::Legalized
-    }
-    fn run(&self, program: &mut Program) -> Result<(), PassError> {
-        const_fold::run(program);
-        Ok(())
-    }
-}
-
-impl Pass for Half {
-    fn name(&self) -> &'static str {
-        "half"
-    }
-    fn accepts(&self, form: IrForm) -> bool {
-        form == IrForm::Abstract
-    }
-    fn run(&self, program: &mut Program) -> Result<(), PassError> {
-        half::run(program);
-        Ok(())
-    }
-}
-
-impl Pass for Simplify {
-    fn name(&self) -> &'static str {
-        "simplify"
-    }
-    fn accepts(&self, form: IrForm) -> bool {
-        form != IrForm::Legalized
-    }
-    fn run(&self, program: &mut Program) -> Result<(), PassError> {
-        simplify::run(program);
-        Ok(())
-    }
-}
-
 impl Pass for LowerAccess {
     fn name(&self) -> &'static str {
         "lower_access"
@@ -279,45 +245,6 @@ impl Pass for LowerAccess {
     }
 }
 
-impl Pass for Cse {
-    fn name(&self) -> &'static str {
-        "cse"
-    }
-    fn accepts(&self, _: IrForm) -> bool {
-        true
-    }
-    fn run(&self, program: &mut Program) -> Result<(), PassError> {
-        cse::run(program);
-        Ok(())
-    }
-}
-
-impl Pass for Licm {
-    fn name(&self) -> &'static str {
-        "licm"
-    }
-    fn accepts(&self, _: IrForm) -> bool {
-        true
-    }
-    fn run(&self, program: &mut Program) -> Result<(), PassError> {
-        licm::run(program);
-        Ok(())
-    }
-}
-
-impl Pass for BoundsElim {
-    fn name(&self) -> &'static str {
-        "bounds_elim"
-    }
-    fn accepts(&self, form: IrForm) -> bool {
-        form == IrForm::Lowered
-    }
-    fn run(&self, program: &mut Program) -> Result<(), PassError> {
-        bounds_elim::run(program);
-        Ok(())
-    }
-}
-
 impl Pass for Unroll {
     fn name(&self) -> &'static str {
         "unroll"
@@ -327,71 +254,6 @@ impl Pass for Unroll {
     }
     fn run(&self, program: &mut Program) -> Result<(), PassError> {
         unroll::run(program, self.0);
-        Ok(())
-    }
-}
-
-impl Pass for StoreFusion {
-    fn name(&self) -> &'static str {
-        "store_fusion"
-    }
-    fn accepts(&self, form: IrForm) -> bool {
-        form == IrForm::Lowered
-    }
-    fn run(&self, program: &mut Program) -> Result<(), PassError> {
-        store_fusion::run(program);
-        Ok(())
-    }
-}
-
-impl Pass for AtomicDemotion {
-    fn name(&self) -> &'static str {
-        "atomic_demotion"
-    }
-    fn accepts(&self, form: IrForm) -> bool {
-        form == IrForm::Lowered
-    }
-    fn run(&self, program: &mut Program) -> Result<(), PassError> {
-        atomic_demotion::run(program);
-        Ok(())
-    }
-}
-
-impl Pass for NormCompare {
-    fn name(&self) -> &'static str {
-        "norm_compare"
-    }
-    fn accepts(&self, _: IrForm) -> bool {
-        true
-    }
-    fn run(&self, program: &mut Program) -> Result<(), PassError> {
-        norm_compare::run(program);
-        Ok(())
-    }
-}
-
-impl Pass for ZeroFillDetect {
-    fn name(&self) -> &'static str {
-        "zero_fill"
-    }
-    fn accepts(&self, form: IrForm) -> bool {
-        form == IrForm::Legalized
-    }
-    fn run(&self, program: &mut Program) -> Result<(), PassError> {
-        zero_fill::run(program);
-        Ok(())
-    }
-}
-
-impl Pass for Termination {
-    fn name(&self) -> &'static str {
-        "termination"
-    }
-    fn accepts(&self, form: IrForm) -> bool {
-        form == IrForm::Lowered
-    }
-    fn run(&self, program: &mut Program) -> Result<(), PassError> {
-        termination::run(program);
         Ok(())
     }
 }
@@ -478,41 +340,47 @@ impl Stage {
     fn passes(self, opts: &PassOptions) -> Vec<Box<dyn Pass>> {
         match self {
             Stage::Front => vec![],
-            Stage::Inline => vec![Box::new(Inline)],
-            Stage::ConstFold => vec![Box::new(ConstFold)],
-            Stage::Simplify => vec![Box::new(Simplify), Box::new(NormCompare)],
+            Stage::Inline => vec![Box::new(INLINE)],
+            Stage::ConstFold => vec![Box::new(CONST_FOLD)],
+            Stage::Simplify => vec![Box::new(SIMPLIFY), Box::new(NORM_COMPARE)],
             // Adjoint kernels are folded with the address arithmetic (`Final`).
             // `half` after autodiff (which refuses f16) and before views.
             Stage::Autodiff => vec![
                 Box::new(Optimize),
                 Box::new(Autodiff),
-                Box::new(Half),
+                Box::new(HALF),
                 Box::new(Views),
             ],
             Stage::Schedule => {
-                let mut v: Vec<Box<dyn Pass>> = vec![Box::new(SchedulePass(
+                let mut v: Vec<Box<dyn Pass>> = vec![Box::new(simple(
                     "list_gen",
+                    abstract_ir,
                     crate::schedule::list_gen::run,
                 ))];
                 if opts.interkernel {
-                    v.push(Box::new(SchedulePass(
+                    v.push(Box::new(simple(
                         "clear_elim",
+                        abstract_ir,
                         crate::schedule::clear_elim::run,
                     )));
-                    v.push(Box::new(SchedulePass(
+                    v.push(Box::new(simple(
                         "dead_store",
+                        abstract_ir,
                         crate::schedule::dead_store::run,
                     )));
-                    v.push(Box::new(SchedulePass(
+                    v.push(Box::new(simple(
                         "list_reuse",
+                        abstract_ir,
                         crate::schedule::list_reuse::run,
                     )));
-                    v.push(Box::new(SchedulePass(
+                    v.push(Box::new(simple(
                         "fusion",
+                        abstract_ir,
                         crate::schedule::fusion::run,
                     )));
-                    v.push(Box::new(SchedulePass(
+                    v.push(Box::new(simple(
                         "unlaunched",
+                        abstract_ir,
                         crate::schedule::unlaunched::run,
                     )));
                 }
@@ -523,26 +391,26 @@ impl Stage {
                     bounds_checks: opts.bounds_checks,
                     demote: opts.interkernel,
                 }),
-                Box::new(SparseSystem),
+                Box::new(SPARSE_SYSTEM),
             ],
             Stage::Final => vec![
                 Box::new(Unroll(opts.unroll)),
-                Box::new(ConstFold),
-                Box::new(Simplify),
-                Box::new(Cse),
-                Box::new(BoundsElim),
+                Box::new(CONST_FOLD),
+                Box::new(SIMPLIFY),
+                Box::new(CSE),
+                Box::new(BOUNDS_ELIM),
             ],
-            Stage::StoreFusion if opts.packed_word_rewrites => vec![Box::new(StoreFusion)],
-            Stage::AtomicDemotion if opts.packed_word_rewrites => vec![Box::new(AtomicDemotion)],
+            Stage::StoreFusion if opts.packed_word_rewrites => vec![Box::new(STORE_FUSION)],
+            Stage::AtomicDemotion if opts.packed_word_rewrites => vec![Box::new(ATOMIC_DEMOTION)],
             Stage::StoreFusion | Stage::AtomicDemotion => vec![],
             Stage::Legalize => vec![
                 // Before legalization, while range loops are still `RangeFor`.
-                Box::new(Termination),
+                Box::new(TERMINATION),
                 Box::new(Legalize(opts.target)),
-                Box::new(Cse),
-                Box::new(Licm),
-                Box::new(Cse),
-                Box::new(ZeroFillDetect),
+                Box::new(CSE),
+                Box::new(LICM),
+                Box::new(CSE),
+                Box::new(ZERO_FILL_DETECT),
             ],
         }
     }
