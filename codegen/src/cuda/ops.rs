@@ -46,70 +46,10 @@ pub(super) fn binary(op: BinaryOp, s: Scalar, x: &str, y: &str) -> String {
             Eq | Ne | Lt | Le | Gt | Ge => cmp(op.symbol()),
             _ => "0.0".into(),
         },
-        Scalar::I64 => {
-            let wrap = |sym: &str| format!("(long long)((u64)({}) {} (u64)({}))", x, sym, y);
-            match op {
-                Add => wrap("+"),
-                Sub => wrap("-"),
-                Mul => wrap("*"),
-                Div => format!("({} / {})", x, y),
-                Rem => format!("({} % {})", x, y),
-                BitAnd => format!("({} & {})", x, y),
-                BitOr => format!("({} | {})", x, y),
-                BitXor => format!("({} ^ {})", x, y),
-                Shl => format!("(long long)((u64)({}) << ((u64)({}) & 63ull))", x, y),
-                Shr => format!("({} >> ((u64)({}) & 63ull))", x, y),
-                Eq | Ne | Lt | Le | Gt | Ge => cmp(op.symbol()),
-                _ => "0ll".into(),
-            }
-        }
-        Scalar::U64 => match op {
-            Add => format!("({} + {})", x, y),
-            Sub => format!("({} - {})", x, y),
-            Mul => format!("({} * {})", x, y),
-            Div => format!("({} / {})", x, y),
-            Rem => format!("({} % {})", x, y),
-            BitAnd => format!("({} & {})", x, y),
-            BitOr => format!("({} | {})", x, y),
-            BitXor => format!("({} ^ {})", x, y),
-            Shl => format!("({} << ({} & 63ull))", x, y),
-            Shr => format!("({} >> ({} & 63ull))", x, y),
-            Eq | Ne | Lt | Le | Gt | Ge => cmp(op.symbol()),
-            _ => "0ull".into(),
-        },
-        Scalar::I32 => {
-            // Wrapping arithmetic on the unsigned words: signed overflow is undefined in C.
-            let wrap = |sym: &str| format!("(int)((unsigned)({}) {} (unsigned)({}))", x, sym, y);
-            match op {
-                Add => wrap("+"),
-                Sub => wrap("-"),
-                Mul => wrap("*"),
-                Div => format!("({} / {})", x, y),
-                Rem => format!("({} % {})", x, y),
-                BitAnd => format!("({} & {})", x, y),
-                BitOr => format!("({} | {})", x, y),
-                BitXor => format!("({} ^ {})", x, y),
-                Shl => format!("(int)((unsigned)({}) << ((unsigned)({}) & 31u))", x, y),
-                // `>>` on a signed int is arithmetic in CUDA.
-                Shr => format!("({} >> ((unsigned)({}) & 31u))", x, y),
-                Eq | Ne | Lt | Le | Gt | Ge => cmp(op.symbol()),
-                _ => "0".into(),
-            }
-        }
-        Scalar::U32 => match op {
-            Add => format!("({} + {})", x, y),
-            Sub => format!("({} - {})", x, y),
-            Mul => format!("({} * {})", x, y),
-            Div => format!("({} / {})", x, y),
-            Rem => format!("({} % {})", x, y),
-            BitAnd => format!("({} & {})", x, y),
-            BitOr => format!("({} | {})", x, y),
-            BitXor => format!("({} ^ {})", x, y),
-            Shl => format!("({} << ({} & 31u))", x, y),
-            Shr => format!("({} >> ({} & 31u))", x, y),
-            Eq | Ne | Lt | Le | Gt | Ge => cmp(op.symbol()),
-            _ => "0u".into(),
-        },
+        Scalar::I64 => int_binary(op, x, y, true, true),
+        Scalar::U64 => int_binary(op, x, y, false, true),
+        Scalar::I32 => int_binary(op, x, y, true, false),
+        Scalar::U32 => int_binary(op, x, y, false, false),
         Scalar::Bool => {
             let (a, b) = (format!("({} != 0u)", x), format!("({} != 0u)", y));
             match op {
@@ -120,6 +60,49 @@ pub(super) fn binary(op: BinaryOp, s: Scalar, x: &str, y: &str) -> String {
                 _ => "0u".into(),
             }
         }
+    }
+}
+
+/// `eval::binary` on 32- or 64-bit (`wide`) integers: signed `+ - *` and
+/// `<<` wrap on the unsigned words (signed overflow is undefined in C),
+/// shift counts are taken modulo the width, and `>>` on a signed type is
+/// arithmetic in CUDA.
+fn int_binary(op: BinaryOp, x: &str, y: &str, signed: bool, wide: bool) -> String {
+    use BinaryOp::*;
+    let (u, i, mask) = if wide {
+        ("u64", "long long", "63ull")
+    } else {
+        ("unsigned", "int", "31u")
+    };
+    let plain = |sym: &str| format!("({} {} {})", x, sym, y);
+    let wrap = |sym: &str| {
+        if signed {
+            format!("({})(({})({}) {} ({})({}))", i, u, x, sym, u, y)
+        } else {
+            plain(sym)
+        }
+    };
+    match op {
+        Add => wrap("+"),
+        Sub => wrap("-"),
+        Mul => wrap("*"),
+        Div => plain("/"),
+        Rem => plain("%"),
+        BitAnd => plain("&"),
+        BitOr => plain("|"),
+        BitXor => plain("^"),
+        Shl if signed => format!("({})(({})({}) << (({})({}) & {}))", i, u, x, u, y, mask),
+        Shl => format!("({} << ({} & {}))", x, y, mask),
+        Shr if signed => format!("({} >> (({})({}) & {}))", x, u, y, mask),
+        Shr => format!("({} >> ({} & {}))", x, y, mask),
+        Eq | Ne | Lt | Le | Gt | Ge => format!("(unsigned)({} {} {})", x, op.symbol(), y),
+        _ => match (wide, signed) {
+            (true, true) => "0ll",
+            (true, false) => "0ull",
+            (false, true) => "0",
+            (false, false) => "0u",
+        }
+        .into(),
     }
 }
 
