@@ -239,84 +239,72 @@ macro_rules! int_builtin {
 }
 use int_builtin;
 
+/// The built-ins both float widths compute the same way, as one `match`
+/// on `$b` over the value `$x` and the lazily read `$y()`, `$z()`, with
+/// the arms only one width has added before the fallback.
+macro_rules! float_builtin {
+    ($b:expr, $x:ident, $y:ident, $z:ident, { $($extra:tt)* }) => {{
+        use Builtin::*;
+        match $b {
+            Abs => $x.abs(),
+            Sign => {
+                if $x > 0.0 {
+                    1.0
+                } else if $x < 0.0 {
+                    -1.0
+                } else {
+                    0.0
+                }
+            }
+            Min => $x.min($y()),
+            Max => $x.max($y()),
+            Clamp => $x.max($y()).min($z()),
+            Saturate => $x.clamp(0.0, 1.0),
+            Floor => $x.floor(),
+            Ceil => $x.ceil(),
+            Round => $x.round_ties_even(),
+            Trunc => $x.trunc(),
+            Fract => $x - $x.floor(),
+            Sqrt => $x.sqrt(),
+            Rsqrt => 1.0 / $x.sqrt(),
+            Lerp => $x + ($y() - $x) * $z(),
+            Smoothstep => {
+                let t = (($z() - $x) / ($y() - $x)).clamp(0.0, 1.0);
+                t * t * (3.0 - 2.0 * t)
+            }
+            Step => {
+                if $y() < $x {
+                    0.0
+                } else {
+                    1.0
+                }
+            }
+            Fma => $x.mul_add($y(), $z()),
+            $($extra)*
+            _ => return None,
+        }
+    }};
+}
+
 /// The f64 built-ins: the ones IEEE defines exactly (and the same formulas
 /// as f32 for the compound ones), so every backend agrees.
 fn builtin_f64(b: Builtin, args: &[u64]) -> Option<u64> {
-    use Builtin::*;
     let x = d(args[0]);
     let y = || d(args[1]);
     let z = || d(args[2]);
-    Some(db(match b {
-        Abs => x.abs(),
-        Sign => {
-            if x > 0.0 {
-                1.0
-            } else if x < 0.0 {
-                -1.0
-            } else {
-                0.0
-            }
-        }
-        Min => x.min(y()),
-        Max => x.max(y()),
-        Clamp => x.max(y()).min(z()),
-        Saturate => x.clamp(0.0, 1.0),
-        Floor => x.floor(),
-        Ceil => x.ceil(),
-        Round => x.round_ties_even(),
-        Trunc => x.trunc(),
-        Fract => x - x.floor(),
-        Sqrt => x.sqrt(),
-        Rsqrt => 1.0 / x.sqrt(),
-        Lerp => x + (y() - x) * z(),
-        Smoothstep => {
-            let t = ((z() - x) / (y() - x)).clamp(0.0, 1.0);
-            t * t * (3.0 - 2.0 * t)
-        }
-        Step => {
-            if y() < x {
-                0.0
-            } else {
-                1.0
-            }
-        }
-        Fma => x.mul_add(y(), z()),
-        _ => return None,
-    }))
+    Some(db(float_builtin!(b, x, y, z, {})))
 }
 
 fn builtin_f32(b: Builtin, args: &[u64]) -> Option<u64> {
-    use Builtin::*;
     let x = f(args[0]);
     let y = || f(args[1]);
     let z = || f(args[2]);
-    Some(fb(match b {
-        Abs => x.abs(),
-        Sign => {
-            if x > 0.0 {
-                1.0
-            } else if x < 0.0 {
-                -1.0
-            } else {
-                0.0
-            }
-        }
-        Min => x.min(y()),
-        Max => x.max(y()),
-        Clamp => x.max(y()).min(z()),
-        Saturate => x.clamp(0.0, 1.0),
-        Floor => x.floor(),
-        Ceil => x.ceil(),
-        Round => x.round_ties_even(),
-        Trunc => x.trunc(),
-        Fract => x - x.floor(),
+    Some(fb(float_builtin!(b, x, y, z, {
         Pow => x.powf(y()),
         Exp => x.exp(),
         Exp2 => x.exp2(),
         Log => x.ln(),
         Log2 => x.log2(),
-        Sqrt => x.sqrt(),
-        Rsqrt => 1.0 / x.sqrt(),
         Sin => x.sin(),
         Cos => x.cos(),
         Tan => x.tan(),
@@ -330,19 +318,5 @@ fn builtin_f32(b: Builtin, args: &[u64]) -> Option<u64> {
         Acosh => x.acosh(),
         Atanh => x.atanh(),
         Atan2 => x.atan2(y()),
-        Lerp => x + (y() - x) * z(),
-        Smoothstep => {
-            let t = ((z() - x) / (y() - x)).clamp(0.0, 1.0);
-            t * t * (3.0 - 2.0 * t)
-        }
-        Step => {
-            if y() < x {
-                0.0
-            } else {
-                1.0
-            }
-        }
-        Fma => x.mul_add(y(), z()),
-        _ => return None,
-    }))
+    })))
 }
