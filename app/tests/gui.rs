@@ -834,6 +834,11 @@ fn each_window_keeps_its_own_unsaved_work_and_path() {
     assert!(!h.state().model.dirty);
     let saved = weft_ir::graph::GraphDoc::load(&heat).unwrap();
     assert_eq!(saved, edited[0], "Ctrl+S wrote the file it came from");
+    // The version it replaced is kept in backup/ (as Houdini keeps them).
+    let before = weft_ir::graph::GraphDoc::load(&work.join("backup/heat_bak1.json")).unwrap();
+    let shipped = weft_ir::graph::GraphDoc::load(&root().join("graphs/heat.json")).unwrap();
+    assert_eq!(before, shipped);
+    assert!(h.state().status.contains("backup"), "{}", h.state().status);
     assert_eq!(h.state().window_title(), "heat.json — Weft");
     assert!(!h.state().recovery_path().exists());
     drop(h);

@@ -9,6 +9,7 @@
 pub mod asset_menu;
 pub mod asset_save;
 pub mod asset_update;
+pub mod backup;
 pub mod bake;
 pub mod breadcrumb;
 pub mod code_editor;
@@ -419,12 +420,31 @@ impl WeftApp {
     }
 
     fn write_to(&mut self, p: &Path, then: Option<Pending>) {
+        // The version on disk goes to backup/ first (a page downloads instead).
+        let backup = if platform::IN_BROWSER {
+            None
+        } else {
+            match backup::before_overwrite(p, self.prefs.backups_on_save) {
+                Ok(b) => b,
+                Err(e) => {
+                    self.model.log.push(format!("{} (saving anyway)", e));
+                    None
+                }
+            }
+        };
         match self.model.save_as(p) {
             Ok(()) => {
                 let _ = std::fs::remove_file(self.recovery_path());
                 self.model.origin = None;
                 self.remember(p);
-                self.status = format!("saved {}", p.display());
+                self.status = match &backup {
+                    Some(b) => format!(
+                        "saved {} (the version it replaced is {})",
+                        p.display(),
+                        b.display()
+                    ),
+                    None => format!("saved {}", p.display()),
+                };
                 if let Some(next) = then {
                     self.do_pending(next);
                 }

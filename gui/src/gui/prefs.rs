@@ -1,5 +1,6 @@
 //! Window layout remembered between sessions: the side panel's width and
-//! the inspector's height, in `layout.json` in the configuration folder.
+//! the inspector's height, in `layout.json` in the configuration folder,
+//! with the frame cache's settings and how many backups a save keeps.
 
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -13,6 +14,9 @@ pub struct Prefs {
     /// evicted from memory spill to a disk cache folder.
     pub frame_cache_mb: u32,
     pub spill_frames: bool,
+    /// How many earlier versions of a graph a save keeps in `backup/`
+    /// beside it (`backup.rs`); 0 keeps none.
+    pub backups_on_save: u32,
     /// Last time the sizes were written (s, app clock); not saved.
     #[serde(skip)]
     written_at: f64,
@@ -27,6 +31,7 @@ impl Default for Prefs {
             inspector_height: 340.0,
             frame_cache_mb: super::frame_cache::DEFAULT_BUDGET_MB,
             spill_frames: false,
+            backups_on_save: 5,
             written_at: f64::NEG_INFINITY,
             dirty: false,
         }
