@@ -26,18 +26,6 @@ pub fn overrides(o: &GraphOverrides) -> Overrides {
     }
 }
 
-/// Loads and compiles a graph for the chosen backend, saying which was picked.
-pub fn open(
-    graph: &Path,
-    o: &GraphOverrides,
-    backend: Backend,
-    quiet: bool,
-    profile: bool,
-) -> Result<Simulation, RuntimeError> {
-    let (_, program) = load_program(graph, &overrides(o))?;
-    open_program(program, o, backend, quiet, profile)
-}
-
 /// Compiles a loaded program for the chosen backend, saying which was picked.
 pub fn open_program(
     program: weft_ir::ir::Program,

@@ -1,6 +1,7 @@
 //! Helpers for Weft's integration tests: build small graphs in code, run
 //! them on the reference backend, read fields back as numbers.
 
+pub mod chain;
 pub mod corpus;
 pub mod view_reference;
 

@@ -39,13 +39,14 @@ fn walk(p: &Program, steps: &mut Vec<Step>, clear: &mut BTreeSet<LayoutId>) {
             Step::Repeat { count, body, .. } => {
                 // A clear in the body changes the mask too, but only
                 // towards "clear": it is no reason to forget.
+                // (Each step's effects once, not once per clear node.)
+                let effects: Vec<_> = body
+                    .iter()
+                    .filter(|b| !matches!(b, Step::Clear { .. }))
+                    .map(|b| step_effects(p, b))
+                    .collect();
                 let mut inner = clear.clone();
-                inner.retain(|&l| {
-                    !body.iter().any(|b| {
-                        !matches!(b, Step::Clear { .. })
-                            && step_effects(p, b).writes(State::Mask(root_of(p, l)))
-                    })
-                });
+                inner.retain(|&l| !effects.iter().any(|e| e.writes(State::Mask(root_of(p, l)))));
                 walk(p, body, &mut inner);
                 if *count > 0 {
                     *clear = inner;

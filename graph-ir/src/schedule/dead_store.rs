@@ -18,7 +18,7 @@
 
 use super::sfg::{kernel_effects, step_effects, State};
 use crate::ir::*;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub fn run(program: &mut Program) {
     let mut s = std::mem::take(&mut program.schedule);
@@ -55,20 +55,6 @@ fn candidate(p: &Program, k: KernelId) -> Option<BTreeSet<FieldId>> {
     Some(fields)
 }
 
-fn dead(p: &Program, mut pending: BTreeSet<FieldId>, after: &[Step]) -> bool {
-    for s in after {
-        let e = step_effects(p, s);
-        if e.opaque || e.may_fault || pending.iter().any(|&f| e.reads(State::Value(f))) {
-            return false;
-        }
-        pending.retain(|f| !e.covers.contains(f));
-        if pending.is_empty() {
-            return true;
-        }
-    }
-    false
-}
-
 fn walk(p: &Program, steps: &mut Vec<Step>) {
     for s in steps.iter_mut() {
         if let Step::Repeat { body, .. } | Step::Tape { body, .. } | Step::Optimize { body, .. } = s
@@ -76,16 +62,64 @@ fn walk(p: &Program, steps: &mut Vec<Step>) {
             walk(p, body);
         }
     }
-    let mut i = 0;
-    while i < steps.len() {
+    // One sweep from the end of the list, each step's effects computed
+    // once, instead of a scan forward from every candidate (quadratic in
+    // the list's length). Before step `i` is added, the sweep knows, of the
+    // steps after `i`, the first that is a barrier (opaque or may fault),
+    // and per field the first that reads it and the first that covers it.
+    // K1 at `i` is dead exactly when every field it writes is covered by
+    // some later step before any step reads it (a read in the covering
+    // step itself counts, as the reads come first), and no barrier comes
+    // before the last of those covers: what the forward scan decided.
+    // Removing a step never changes the decision for an earlier one (the
+    // scan looked only after it), so all are decided first, then removed.
+    let mut barrier = usize::MAX;
+    let mut next_read: BTreeMap<FieldId, usize> = BTreeMap::new();
+    let mut next_cover: BTreeMap<FieldId, usize> = BTreeMap::new();
+    let mut is_dead = vec![false; steps.len()];
+    for i in (0..steps.len()).rev() {
         if let Step::Launch(k) = steps[i] {
             if let Some(fields) = candidate(p, k) {
-                if dead(p, fields, &steps[i + 1..]) {
-                    steps.remove(i);
-                    continue;
-                }
+                is_dead[i] = dead(&fields, barrier, &next_read, &next_cover);
             }
         }
-        i += 1;
+        let e = step_effects(p, &steps[i]);
+        if e.opaque || e.may_fault {
+            barrier = i;
+        }
+        for s in &e.reads {
+            if let State::Value(f) = *s {
+                next_read.insert(f, i);
+            }
+        }
+        for &f in &e.covers {
+            next_cover.insert(f, i);
+        }
     }
+    let mut i = 0;
+    steps.retain(|_| {
+        i += 1;
+        !is_dead[i - 1]
+    });
+}
+
+/// Whether a launch writing `fields` is dead, given what the steps after
+/// it do (see `walk`).
+fn dead(
+    fields: &BTreeSet<FieldId>,
+    barrier: usize,
+    next_read: &BTreeMap<FieldId, usize>,
+    next_cover: &BTreeMap<FieldId, usize>,
+) -> bool {
+    let mut last_cover = 0;
+    for f in fields {
+        let Some(&c) = next_cover.get(f) else {
+            return false;
+        };
+        if next_read.get(f).is_some_and(|&r| r <= c) {
+            return false;
+        }
+        last_cover = last_cover.max(c);
+    }
+    !fields.is_empty() && barrier > last_cover
 }

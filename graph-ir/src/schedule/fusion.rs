@@ -101,30 +101,53 @@ fn walk(p: &mut Program, steps: &mut Vec<Step>, made: &mut Made) {
         Step::Launch(k) => Some(*k),
         _ => None,
     };
+    // The list is rebuilt rather than spliced in place: a splice per fused
+    // run moved the rest of the list each time (quadratic in its length).
+    let mut old: Vec<Option<Step>> = std::mem::take(steps).into_iter().map(Some).collect();
+    let launch = |s: Option<&Option<Step>>| s.and_then(|s| s.as_ref()).and_then(launch);
+    // The summary of the launch that ended the last run (the next run's
+    // first), so that no kernel is summarised twice.
+    let mut carried: Option<(KernelId, Summary)> = None;
     let mut i = 0;
-    while i < steps.len() {
-        let Some(first) = launch(&steps[i]) else {
+    while i < old.len() {
+        let Some(first) = launch(old.get(i)) else {
+            steps.extend(old[i].take());
             i += 1;
             continue;
         };
-        // The longest run of launches from `i` that fuse one after another.
+        // The longest run of launches from `i` that fuse one after another:
+        // `joined` (made on the first fusion) and what `fusable` reads of
+        // it, kept up to date as the run grows instead of recomputed from
+        // the whole run at every step.
         let mut run = vec![first];
-        let mut joined = p.kernels[first].clone();
-        while let Some(next) = steps.get(i + run.len()).and_then(launch) {
-            if !fusable(p, &joined, &p.kernels[next]) {
+        let mut joined: Option<Kernel> = None;
+        let mut summary = match carried.take() {
+            Some((k, s)) if k == first => s,
+            _ => Summary::of(p, &p.kernels[first]),
+        };
+        while let Some(next) = launch(old.get(i + run.len())) {
+            let next_summary = Summary::of(p, &p.kernels[next]);
+            let current = joined.as_ref().unwrap_or(&p.kernels[first]);
+            if !fusable_with(p, current, &summary, &p.kernels[next], &next_summary) {
+                carried = Some((next, next_summary));
                 break;
             }
-            joined = fuse(&joined, &p.kernels[next]);
+            let j = joined.get_or_insert_with(|| p.kernels[first].clone());
+            fuse_into(j, &p.kernels[next]);
+            summary = summary.then(p, j, next_summary);
             run.push(next);
         }
-        if run.len() > 1 {
-            let n = run.len();
-            let k = *made
-                .entry(Key::Run(run))
-                .or_insert_with(|| p.kernels.append(joined));
-            steps.splice(i..i + n, [Step::Launch(k)]);
+        let n = run.len();
+        match joined {
+            Some(joined) => {
+                let k = *made
+                    .entry(Key::Run(run))
+                    .or_insert_with(|| p.kernels.append(joined));
+                steps.push(Step::Launch(k));
+            }
+            None => steps.extend(old[i].take()),
         }
-        i += 1;
+        i += n;
     }
 }
 
@@ -234,18 +257,74 @@ fn same_space(p: &Program, a: &Kernel, b: &Kernel) -> bool {
         }
 }
 
+/// What [`fusable`] reads of a kernel beyond its iteration space and
+/// flags: computed once per kernel and, for a growing run, merged
+/// ([`Summary::then`]) rather than recomputed from the whole run each time.
+#[derive(Clone, Debug)]
+struct Summary {
+    /// `effects_of` the kernel (less `covers`, which fusion does not read).
+    effects: super::sfg::Effects,
+    uses: BTreeMap<FieldId, Use>,
+    random: bool,
+    /// The entry has a `return`.
+    ret: bool,
+}
+
+impl Summary {
+    fn of(p: &Program, k: &Kernel) -> Summary {
+        Summary {
+            effects: effects_of(p, k),
+            uses: uses(p, k),
+            random: draws_random(k),
+            ret: has_return(&k.entry, &k.entry.body),
+        }
+    }
+
+    /// Whether some state of the summary is a sparse tree's mask or list.
+    fn sparse(&self) -> bool {
+        let structure = |s: &State| matches!(s, State::Mask(_) | State::List(_));
+        self.effects.reads.iter().any(structure) || self.effects.writes.iter().any(structure)
+    }
+
+    /// The summary of `joined`, the kernel `fuse` made of the kernel `self`
+    /// describes followed by the one `next` describes. Every instruction of
+    /// `joined` is one of the two kernels', in the same function (entry or
+    /// helper), at the same level of the entry, over the same iteration
+    /// space, so each contributes to the uses, the random and return flags
+    /// and the dense effects what it contributed in its own kernel: the
+    /// summary is the union. Only a write into a sparse field depends on
+    /// the whole kernel (`KnownActive`: a deactivation anywhere in it), so
+    /// when either side touches a sparse tree `joined` is read afresh.
+    fn then(mut self, p: &Program, joined: &Kernel, next: Summary) -> Summary {
+        if self.sparse() || next.sparse() {
+            return Summary::of(p, joined);
+        }
+        self.effects.union(&next.effects);
+        for (f, u) in next.uses {
+            let v = self.uses.entry(f).or_default();
+            v.write |= u.write;
+            v.elsewhere |= u.elsewhere;
+        }
+        self.random |= next.random;
+        self.ret |= next.ret;
+        self
+    }
+}
+
 /// Whether launching `ka` then `kb` may run as one kernel (see the module doc).
 pub fn fusable(p: &Program, ka: &Kernel, kb: &Kernel) -> bool {
-    let plain = |k: &Kernel| {
-        k.workgroup.is_none()
-            && k.count_from.is_none()
-            && k.fault_sites.is_empty()
-            && !draws_random(k)
+    fusable_with(p, ka, &Summary::of(p, ka), kb, &Summary::of(p, kb))
+}
+
+/// [`fusable`] with the kernels' summaries at hand.
+fn fusable_with(p: &Program, ka: &Kernel, sa: &Summary, kb: &Kernel, sb: &Summary) -> bool {
+    let plain = |k: &Kernel, s: &Summary| {
+        k.workgroup.is_none() && k.count_from.is_none() && k.fault_sites.is_empty() && !s.random
     };
-    if !same_space(p, ka, kb) || !plain(ka) || !plain(kb) || has_return(&ka.entry, &ka.entry.body) {
+    if !same_space(p, ka, kb) || !plain(ka, sa) || !plain(kb, sb) || sa.ret {
         return false;
     }
-    let (ea, eb) = (effects_of(p, ka), effects_of(p, kb));
+    let (ea, eb) = (&sa.effects, &sb.effects);
     if ea.opaque || eb.opaque || (ea.may_fault && eb.may_fault) {
         return false;
     }
@@ -257,10 +336,10 @@ pub fn fusable(p: &Program, ka: &Kernel, kb: &Kernel) -> bool {
             .filter(|s| structure(s))
             .any(|s| y.reads(*s) || y.writes(*s))
     };
-    if conflict(&ea, &eb) || conflict(&eb, &ea) {
+    if conflict(ea, eb) || conflict(eb, ea) {
         return false;
     }
-    let (ua, ub) = (uses(p, ka), uses(p, kb));
+    let (ua, ub) = (&sa.uses, &sb.uses);
     let word_view = |f: &FieldId| p.word_views.iter().any(|&(_, w)| w == *f);
     if ua.keys().chain(ub.keys()).any(word_view) {
         return false;
@@ -303,19 +382,19 @@ impl Shift {
     }
 }
 
-/// The kernel running `a`'s body, then `b`'s, per invocation.
-fn fuse(a: &Kernel, b: &Kernel) -> Kernel {
-    let mut k = a.clone();
-    let part = 1 + a.fused.len() as u16;
+/// Makes `k` the kernel running its own body, then `b`'s, per invocation
+/// (in place: a run of n launches is fused in time linear in its length).
+fn fuse_into(k: &mut Kernel, b: &Kernel) {
+    let part = 1 + k.fused.len() as u16;
     k.fused.push(b.name.clone());
     k.fused.extend(b.fused.iter().cloned());
-    let params = a.params.len() as u32;
+    let params = k.params.len() as u32;
     k.params.extend(b.params.iter().map(|q| KernelParam {
         part: q.part + part,
         ..q.clone()
     }));
     k.bindings.extend(b.bindings.iter().cloned());
-    let funcs = a.functions.len();
+    let funcs = k.functions.len();
     for (_, f) in b.functions.iter() {
         let shift = Shift {
             insts: 0,
@@ -331,8 +410,8 @@ fn fuse(a: &Kernel, b: &Kernel) -> Kernel {
         k.functions.append(g);
     }
     let shift = Shift {
-        insts: a.entry.insts.len(),
-        locals: a.entry.locals.len(),
+        insts: k.entry.insts.len(),
+        locals: k.entry.locals.len(),
         params,
         funcs,
         part,
@@ -349,5 +428,4 @@ fn fuse(a: &Kernel, b: &Kernel) -> Kernel {
             .iter()
             .map(|h| Handle::new(h.index() + shift.insts)),
     );
-    k
 }

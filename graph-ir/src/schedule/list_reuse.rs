@@ -12,7 +12,7 @@
 //! lists and the struct-fors' results are unchanged bit for bit: a list
 //! step over an unchanged mask writes the same list.
 
-use super::sfg::{kernel_effects, step_effects, State};
+use super::sfg::{kernel_effects, step_effects, Effects, State};
 use crate::ir::layout::root_of;
 use crate::ir::*;
 use std::collections::BTreeSet;
@@ -47,17 +47,11 @@ fn walk(p: &Program, steps: &mut Vec<Step>, valid: &mut BTreeSet<LayoutId>) {
                 forget(p, valid, |x| x == r);
             }
             Step::Repeat { count, body, .. } => {
-                let e = step_effects(
-                    p,
-                    &Step::Repeat {
-                        node_id: String::new(),
-                        count: 1,
-                        index: None,
-                        reverse: false,
-                        start: 0,
-                        body: body.clone(),
-                    },
-                );
+                // What the whole body may write (`step_effects` of the repeat).
+                let mut e = Effects::default();
+                for b in body.iter() {
+                    e.union(&step_effects(p, b));
+                }
                 let mut inner = valid.clone();
                 forget(p, &mut inner, |r| e.writes(State::Mask(r)));
                 walk(p, body, &mut inner);

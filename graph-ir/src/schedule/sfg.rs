@@ -355,6 +355,14 @@ impl Sfg {
     /// tasks whose writes it reads.
     pub fn print(&self, p: &Program) -> String {
         let mut out = String::new();
+        // The edges into each task, in edge order (one pass over the edges,
+        // not one per task).
+        let mut into: Vec<Vec<usize>> = vec![Vec::new(); self.tasks.len()];
+        for (i, e) in self.edges.iter().enumerate() {
+            if let Some(v) = into.get_mut(e.1) {
+                v.push(i);
+            }
+        }
         for (t, task) in self.tasks.iter().enumerate() {
             let nest: String = task
                 .nest
@@ -363,11 +371,12 @@ impl Sfg {
                 .collect();
             let set =
                 |s: &BTreeSet<State>| s.iter().map(|s| s.name(p)).collect::<Vec<_>>().join(" ");
-            let from: Vec<String> = self
-                .edges
+            let from: Vec<String> = into[t]
                 .iter()
-                .filter(|e| e.1 == t)
-                .map(|e| format!("t{}:{}", e.0, e.2.name(p)))
+                .map(|&i| {
+                    let e = &self.edges[i];
+                    format!("t{}:{}", e.0, e.2.name(p))
+                })
                 .collect();
             let _ = writeln!(
                 out,

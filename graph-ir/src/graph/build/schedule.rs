@@ -106,11 +106,19 @@ impl Builder<'_> {
         if !self.errors.is_empty() {
             return;
         }
+        // Kernel nodes by name, looked up once per chain node (a scan of
+        // every kernel each time made long chains quadratic). The first
+        // kernel of a name wins, as with `Program::kernel_by_name`.
+        let mut kernels: HashMap<&str, KernelId> = HashMap::new();
+        for (h, k) in self.program.kernels.iter() {
+            kernels.entry(k.name.as_str()).or_insert(h);
+        }
         let ctx = Ctx {
             nodes: self.nodes,
             next: &next,
             program: &self.program,
             clears: &clears,
+            kernels: &kernels,
         };
         let mut on_start = Vec::new();
         let mut on_frame = Vec::new();
@@ -209,6 +217,8 @@ struct Ctx<'a> {
     program: &'a Program,
     /// `clear` node → the layout node it clears.
     clears: &'a HashMap<usize, LayoutId>,
+    /// Kernel node id → its kernel.
+    kernels: &'a HashMap<&'a str, KernelId>,
 }
 
 /// Follows an execution chain from `start.pin`, building steps.
@@ -233,7 +243,7 @@ fn chain(
         let n = &nodes[i];
         match n.kind.family {
             Family::Kernel => {
-                let k = program.kernel_by_name(n.id()).expect("kernels were built");
+                let k = *ctx.kernels.get(n.id()).expect("kernels were built");
                 steps.push(Step::Launch(k));
             }
             Family::Execution if n.kind.name == "repeat" => {
