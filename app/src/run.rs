@@ -193,6 +193,7 @@ fn run_inner(a: &RunArgs) -> Result<(), RuntimeError> {
             // read per view brings each picture back for its PNG.
             for (view, img) in sim.render_views()? {
                 let path = a.out.join(format!("{}_{:04}.png", view, sim.frame));
+                create_parent(&path)?;
                 img.write_png(&path).map_err(RuntimeError::Io)?;
             }
         }
@@ -237,6 +238,17 @@ const DENSE_DUMP_BYTES: u64 = 1 << 34;
 /// Writes OUT/NAME.npy: the field in logical order (inactive cells at their
 /// init value). A field of more than `READ_WHOLE_LIMIT` elements under a
 /// `hash` root (2^40, say) is written as its active elements instead:
+/// Creates the folders above an output file. A node inside a group is
+/// named by its path (`diffusion/T_next`, `smoke/view`), so its dump, PNG
+/// frame or gradient goes into the group's folder under the output folder.
+pub(crate) fn create_parent(path: &Path) -> Result<(), RuntimeError> {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => std::fs::create_dir_all(dir)
+            .map_err(|e| RuntimeError::Io(format!("cannot create {}: {}", dir.display(), e))),
+        _ => Ok(()),
+    }
+}
+
 /// OUT/NAME.coords.npy (int32, one row of coordinates each) and
 /// OUT/NAME.values.npy (their values, as NAME.npy would hold them).
 fn dump_field(
@@ -251,12 +263,7 @@ fn dump_field(
     let field = &p.fields[f];
     let write = |file: String, arr: &NpyArray| {
         let path = out.join(file);
-        // A field inside a group is named by its path (`diffusion/T_next`):
-        // its dump goes into the group's folder.
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| RuntimeError::Io(format!("cannot create {}: {}", dir.display(), e)))?;
-        }
+        create_parent(&path)?;
         write_npy(&path, arr)
             .map_err(|e| RuntimeError::Io(format!("cannot write {}: {}", path.display(), e)))
     };

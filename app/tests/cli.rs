@@ -1939,3 +1939,51 @@ fn the_library_setting_adds_folders_on_the_command_line() {
     );
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+/// A view inside a group is named by its path (`diffusion/inner_view`):
+/// its PNG frames go into the group's folder under `--out`, as a grouped
+/// field's `--dump` does, instead of failing the run after the frame ran.
+#[test]
+fn a_view_inside_a_group_writes_its_frames_into_the_groups_folder() {
+    let dir = tmp("grouped_view");
+    let mut g: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("graphs/heat_grouped.json")).unwrap(),
+    )
+    .unwrap();
+    let nodes = g["nodes"].as_array_mut().unwrap();
+    let outer = nodes.iter().find(|n| n["id"] == "view").unwrap()["params"].clone();
+    let group = nodes.iter_mut().find(|n| n["id"] == "diffusion").unwrap();
+    // The same picture settings as the top-level view of T: after `apply`
+    // T holds T_next, so the two pictures are the same bytes.
+    group["group"]["nodes"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"id": "inner_view", "kind": "image", "params": outer}));
+    group["group"]["wires"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"from": "T_next.field", "to": "inner_view.field"}));
+    let file = dir.join("gv.json");
+    std::fs::write(&file, serde_json::to_string(&g).unwrap()).unwrap();
+    let out = dir.join("out");
+    let o = weft(&[
+        "run",
+        file.to_str().unwrap(),
+        "--frames",
+        "2",
+        "--backend",
+        "vm",
+        "--out",
+        out.to_str().unwrap(),
+        "--dump",
+        "diffusion/T_next",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(out.join("diffusion/T_next.npy").exists());
+    for f in 1..=2 {
+        let inner = std::fs::read(out.join(format!("diffusion/inner_view_{:04}.png", f)))
+            .unwrap_or_else(|e| panic!("frame {}: {}", f, e));
+        let top = std::fs::read(out.join(format!("view_{:04}.png", f))).unwrap();
+        assert_eq!(inner, top, "frame {}: the inner view draws T_next = T", f);
+    }
+}
