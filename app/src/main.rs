@@ -70,7 +70,10 @@ fn bake(a: cli::BakeArgs) -> i32 {
     let r = gui::bake::bake(
         &doc,
         &base,
-        &gui::bake::options(a.backend),
+        &weft_runtime::SimOptions {
+            threads: a.threads.map(|t| t as usize),
+            ..gui::bake::options(a.backend)
+        },
         first,
         last,
         &a.fields.unwrap_or_default(),

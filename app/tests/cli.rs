@@ -1864,6 +1864,51 @@ fn bake_writes_complete_frames_of_the_range_and_refuses_bad_ones() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// `weft bake --threads 1` on cpu: a graph with float atomics (mpm88's
+/// particle-to-grid scatter) bakes to the same bytes every time, equal to
+/// the reference VM's serial order.
+#[test]
+fn bake_with_one_thread_repeats_float_atomics_exactly() {
+    let out = tmp("bake_threads");
+    let bake = |name: &str, backend: &str| {
+        let cache = out.join(name);
+        let o = weft(&[
+            "bake",
+            "graphs/mpm88.json",
+            "--frames",
+            "1:1",
+            "--backend",
+            backend,
+            "--threads",
+            "1",
+            "--fields",
+            "x,grid_m",
+            "--out",
+            cache.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        let l = weft_runtime::snapshot::read(&weft_runtime::snapshot::folder(&cache, 1)).unwrap();
+        l.snapshot.roots
+    };
+    let a = bake("a", "cpu");
+    assert_eq!(a, bake("b", "cpu"), "two one-thread cpu bakes");
+    assert_eq!(
+        a,
+        bake("vm", "vm"),
+        "cpu with one thread adds in the VM's order"
+    );
+    let o = weft(&[
+        "bake",
+        "graphs/mpm88.json",
+        "--frames",
+        "0:0",
+        "--threads",
+        "0",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 /// The library setting (`library.json` in the config folder, which the app
 /// edits under Edit > Asset library folders…) adds folders to the asset
 /// library on the command line too; a broken setting is named in the
