@@ -357,3 +357,86 @@ fn random_numbers_and_atomic_loops_are_defined_once() {
     let hits = mentions("runtime/src/vm", &["compare_exchange_weak"]);
     assert!(hits.is_empty(), "{}", hits.join("\n"));
 }
+
+/// docs/architecture.md names every module of every crate (its file name
+/// without `.rs`, or its folder's name for a `mod.rs`), so the map a
+/// contributor reads first cannot silently fall behind the code.
+#[test]
+fn architecture_md_names_every_module() {
+    let doc = std::fs::read_to_string(root().join("docs/architecture.md")).unwrap();
+    let words: std::collections::HashSet<&str> = doc
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut missing = Vec::new();
+    for krate in ["graph-ir", "codegen", "runtime", "gui", "app", "web"] {
+        let mut files = Vec::new();
+        rust_files(&root().join(krate).join("src"), &mut files);
+        for f in files {
+            let stem = f.file_stem().unwrap().to_string_lossy().to_string();
+            let name = match stem.as_str() {
+                "lib" | "main" => continue,
+                "mod" => f
+                    .parent()
+                    .unwrap()
+                    .file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .to_string(),
+                _ => stem,
+            };
+            if !words.contains(name.as_str()) {
+                missing.push(f.strip_prefix(root()).unwrap().display().to_string());
+            }
+        }
+    }
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "docs/architecture.md does not name these modules:\n{}",
+        missing.join("\n")
+    );
+}
+
+/// docs/architecture.md's "Dependencies" section names every external crate
+/// of every Cargo.toml (and says why it was chosen).
+#[test]
+fn architecture_md_says_why_each_dependency_is_there() {
+    let doc = std::fs::read_to_string(root().join("docs/architecture.md")).unwrap();
+    let section = doc
+        .split("## Dependencies")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("a Dependencies section");
+    let mut missing = Vec::new();
+    for krate in [
+        "graph-ir", "codegen", "runtime", "gui", "app", "web", "tests",
+    ] {
+        let text = std::fs::read_to_string(root().join(krate).join("Cargo.toml")).unwrap();
+        let mut in_deps = false;
+        for line in text.lines() {
+            let line = line.trim();
+            if line.starts_with('[') {
+                in_deps = line.ends_with("dependencies]");
+                continue;
+            }
+            let Some((name, _)) = line.split_once('=').filter(|_| in_deps) else {
+                continue;
+            };
+            let name = name.trim().split('.').next().unwrap();
+            if name.is_empty() || name.starts_with('#') || name.starts_with("weft-") {
+                continue;
+            }
+            if !section.contains(&format!("**{}**", name)) {
+                missing.push(format!("{} ({})", name, krate));
+            }
+        }
+    }
+    missing.sort();
+    missing.dedup();
+    assert!(
+        missing.is_empty(),
+        "not in docs/architecture.md's Dependencies section: {}",
+        missing.join(", ")
+    );
+}
