@@ -2085,7 +2085,8 @@ fn usage_errors_and_messages_name_what_is_wrong() {
     for n in v["nodes"].as_array_mut().unwrap() {
         if n["id"] == "apply" {
             n["bypass"] = true.into();
-            n["params"]["code"] = "fn kernel(i: i32, j: i32) { T[(i, j)] = nosuch; }".into();
+            n["params"]["code"] =
+                "fn kernel(i: i32, j: i32) { T[(i, j)] = T_next[(i, j)] + nosuch; }".into();
         }
     }
     let g = d.join("bypassed.json");
