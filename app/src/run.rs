@@ -323,6 +323,13 @@ pub fn check(a: CheckArgs) -> i32 {
             for w in weft_ir::graph::lint::warnings(&doc) {
                 eprintln!("{}: {}", g.display(), w);
             }
+            let base_dir = g.parent().map(Path::to_path_buf).unwrap_or_default();
+            for w in weft_ir::graph::lint::bypassed_warnings(
+                &doc,
+                &weft_ir::graph::BuildOptions { base_dir },
+            ) {
+                eprintln!("{}: {}", g.display(), w);
+            }
             for w in weft_ir::passes::autodiff::warnings(&p) {
                 eprintln!("{}: {}", g.display(), w);
             }
@@ -577,5 +584,14 @@ pub fn nodes() -> i32 {
             );
         }
     }
+    // Groups are flattened away before the builder (so the catalog has no
+    // entry), but a user writes them like any node.
+    println!(
+        "{} (group) — A sub-graph packed into one node: an inline \"group\" body or an \"asset\": {{\"name\", \"version\"}} of the library; flattened before the graph is built (docs/graph-format.md, Groups)",
+        weft_ir::graph::groups::GROUP
+    );
+    println!("  in  <port>: field, layout or exec — one per entry of the body's \"inputs\"");
+    println!("  out <port>: field, layout or exec — one per entry of the body's \"outputs\"");
+    println!("  param <promoted> — one per entry of the body's \"params\" (a value for its target inner parameter)");
     0
 }

@@ -2032,3 +2032,164 @@ fn a_view_inside_a_group_writes_its_frames_into_the_groups_folder() {
         assert_eq!(inner, top, "frame {}: the inner view draws T_next = T", f);
     }
 }
+
+/// f32 values of OUT/FIELD.npy.
+fn npy_f32(out: &Path, field: &str) -> Vec<f32> {
+    let a = weft_ir::io::npy::read_npy(&out.join(format!("{}.npy", field))).unwrap();
+    a.words.into_iter().map(f32::from_bits).collect()
+}
+
+#[test]
+fn a_set_two_groups_down_goes_through_both_promotions() {
+    let g = "tests/groups/promoted_three_levels.json";
+    // P1 promotes gain (default 2) onto sA's s, which targets k.s.
+    for (sets, s) in [
+        (vec![], 2.0f32),
+        (vec!["P1/sA/k.s=-1.5"], -1.5),
+        (vec!["P1/sA.s=-1.5"], -1.5),
+        (vec!["P1.gain=-1.5"], -1.5),
+        (vec!["P1/sA/k.s=-1.5", "P1.gain=3"], -1.5),
+    ] {
+        let out = tmp("three_levels");
+        let mut args = vec![
+            "run",
+            g,
+            "--frames",
+            "1",
+            "--no-frames",
+            "--dump",
+            "x",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        for set in &sets {
+            args.push("--set");
+            args.push(set);
+        }
+        let o = weft(&args);
+        assert!(o.status.success(), "{:?}: {}", sets, text(&o));
+        assert_eq!(
+            npy_f32(&out, "x"),
+            vec![s, 2.0 * s, 3.0 * s, 4.0 * s],
+            "{:?}",
+            sets
+        );
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+    // Through P1.gain, its range applies (min -4, max 4), naming it.
+    let out = tmp("three_levels_bad");
+    let o = weft(&[
+        "run",
+        g,
+        "--frames",
+        "1",
+        "--no-frames",
+        "--out",
+        out.to_str().unwrap(),
+        "--set",
+        "P1/sA/k.s=9",
+    ]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).contains("'P1'") && text(&o).contains("gain") && text(&o).contains("outside"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn set_replaces_a_frame_expression_with_a_number() {
+    let d = tmp("set_expr");
+    let g = d.join("g.json");
+    std::fs::write(
+        &g,
+        r#"{"format": "weft-graph", "version": 1, "nodes": [
+        {"id": "cells", "kind": "dense", "params": {"shape": [2]}},
+        {"id": "x", "kind": "field", "params": {"type": "f32"}},
+        {"id": "frame", "kind": "on_frame"},
+        {"id": "drive", "kind": "kernel", "params": {"over": "x",
+            "scalars": {"w": "= sin(frame*0.3)*2"},
+            "code": "fn kernel(i: i32) { x[i] = x[i] + w; }"}}],
+        "wires": [{"from": "cells.cells", "to": "x.layout"}, {"from": "x.field", "to": "drive.x"}],
+        "exec": [{"from": "frame.then", "to": "drive"}]}"#,
+    )
+    .unwrap();
+    let out = d.join("out");
+    let o = weft(&[
+        "run",
+        g.to_str().unwrap(),
+        "--frames",
+        "3",
+        "--no-frames",
+        "--dump",
+        "x",
+        "--out",
+        out.to_str().unwrap(),
+        "--set",
+        "drive.w=0.5",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    // Three frames of a constant 0.5 (the expression is gone).
+    assert_eq!(npy_f32(&out, "x"), vec![1.5, 1.5]);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn usage_errors_and_messages_name_what_is_wrong() {
+    let d = tmp("usage_names");
+    // bake --fields with an unknown name: a usage error (2), as run --dump.
+    let out = d.join("bake");
+    let o = weft(&[
+        "bake",
+        "graphs/heat.json",
+        "--frames",
+        "0:1",
+        "--fields",
+        "T,nosuch",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("'nosuch'"), "{}", text(&o));
+    assert!(!out.join("cache.json").exists(), "nothing baked");
+    // `weft nodes` lists group too.
+    let o = weft(&["nodes"]);
+    assert!(o.status.success());
+    assert!(
+        text(&o).lines().any(|l| l.starts_with("group (group)")),
+        "{}",
+        text(&o)
+    );
+    // A negative seed names "seed".
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join("graphs/heat.json")).unwrap())
+            .unwrap();
+    v["seed"] = (-1).into();
+    let g = d.join("seed.json");
+    std::fs::write(&g, v.to_string()).unwrap();
+    let o = weft(&["check", g.to_str().unwrap()]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("\"seed\""), "{}", text(&o));
+    // A bypassed kernel whose code does not compile: check passes, warning
+    // by name.
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join("graphs/heat.json")).unwrap())
+            .unwrap();
+    for n in v["nodes"].as_array_mut().unwrap() {
+        if n["id"] == "apply" {
+            n["bypass"] = true.into();
+            n["params"]["code"] =
+                "fn kernel(i: i32, j: i32) { T[(i, j)] = T_next[(i, j)] + nosuch; }".into();
+        }
+    }
+    let g = d.join("bypassed.json");
+    std::fs::write(&g, v.to_string()).unwrap();
+    let o = weft(&["check", g.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("warning: node 'apply' is bypassed") && text(&o).contains("nosuch"),
+        "{}",
+        text(&o)
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}

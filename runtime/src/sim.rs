@@ -345,11 +345,12 @@ impl Simulation {
     fn animate(&mut self) -> Result<(), RuntimeError> {
         for i in 0..self.program.animated.len() {
             let a = &self.program.animated[i];
-            let (k, s, v) = (
-                a.kernel.clone(),
-                a.scalar.clone(),
-                a.value(self.frame as u64),
-            );
+            let (k, s) = (a.kernel.clone(), a.scalar.clone());
+            let v = a.value(self.frame as u64).map_err(|m| {
+                RuntimeError::from(weft_ir::error::GraphErrors(vec![GraphError::scalar(
+                    &k, &s, m,
+                )]))
+            })?;
             self.set_param(&k, &s, v)
                 .map_err(|e| RuntimeError::from(weft_ir::error::GraphErrors(vec![e])))?;
         }
