@@ -867,12 +867,12 @@ fn fma_f32_is_fused_where_the_target_may_round_twice() {
             [a, b, c]
         })
         .collect();
-    let col = |k: usize| json!(ops.iter().map(|o| o[k]).collect::<Vec<_>>());
+    let col = |k: usize| ops.iter().map(|o| o[k].to_bits()).collect::<Vec<u32>>();
     let g = kernel_graph(
         &[
-            F("a", "f32", &[1000], col(0)),
-            F("b", "f32", &[1000], col(1)),
-            F("c", "f32", &[1000], col(2)),
+            F("a", "f32", &[1000], json!(0)),
+            F("b", "f32", &[1000], json!(0)),
+            F("c", "f32", &[1000], json!(0)),
             F("o", "f32", &[1000], json!(0)),
             F("l", "f32", &[1000], json!(0)),
         ],
@@ -880,7 +880,8 @@ fn fma_f32_is_fused_where_the_target_may_round_twice() {
         &[1000],
         json!({}),
     );
-    let s = sim_legalized_for(&g, weft_codegen::wgpu::caps(false), Backend::Vm).unwrap();
+    let init = [("a", col(0)), ("b", col(1)), ("c", col(2))];
+    let s = sim_legalized_init(&g, weft_codegen::wgpu::caps(false), Backend::Vm, &init).unwrap();
     let (o, l) = (f32s(&s, "o"), f32s(&s, "l"));
     let mut twice = 0;
     for (i, op) in ops.iter().enumerate() {
@@ -990,10 +991,10 @@ fn loops_fault_before_a_target_trip_limit_cuts_them_short() {
             e
         );
     }
-    // Nested loops count together: 30 × (30 + 1) + 30 + 1 trips > 1000.
+    // Nested loops count together: 40 × (40 + 1) + 40 + 1 trips > 1000.
     let nested = kernel_graph(
         &[F("o", "u32", &[1], json!(0))],
-        "fn kernel(i: i32) {\n    let mut s = 0u32;\n    for a in 0..30 {\n        for b in 0..30 {\n            s += 1u32;\n        }\n    }\n    o[i] = s;\n}",
+        "fn kernel(i: i32) {\n    let mut s = 0u32;\n    for a in 0..40 {\n        for b in 0..40 {\n            s += 1u32;\n        }\n    }\n    o[i] = s;\n}",
         &[1],
         json!({}),
     );
@@ -1009,7 +1010,7 @@ fn loops_fault_before_a_target_trip_limit_cuts_them_short() {
         Backend::Vm,
     )
     .unwrap();
-    assert_eq!(words(&s, "o"), vec![900]);
+    assert_eq!(words(&s, "o"), vec![1600]);
 }
 
 /// The VM's IR of a `#[block(N)]` kernel keeps values across a barrier in
@@ -1020,10 +1021,10 @@ fn loops_fault_before_a_target_trip_limit_cuts_them_short() {
 /// every backend.
 #[test]
 fn bools_kept_across_a_barrier_compile_for_wgpu() {
-    let code = "#[block(64)]\nfn kernel(i: i32) {\n    let s = shared([0u32; 64]);\n    let t = thread_index();\n    let a = if t < 32 { xu[i + 1] } else { 0u32 };\n    barrier();\n    if t < 32 { s[t] = a; }\n    barrier();\n    out[i] = s[t % 32];\n}";
+    let code = "#[block(64)]\nfn kernel(i: i32) {\n    let s = shared([0u32; 64]);\n    let t = thread_index();\n    let a = if t < 32 { xu[i + 1] + (i as u32) } else { 0u32 };\n    barrier();\n    if t < 32 { s[t] = a; }\n    barrier();\n    out[i] = s[t % 32];\n}";
     let g = kernel_graph(
         &[
-            F("xu", "u32", &[129], json!((0..129).collect::<Vec<u32>>())),
+            F("xu", "u32", &[129], json!(3)),
             F("out", "u32", &[129], json!(0)),
         ],
         code,
@@ -1040,9 +1041,9 @@ fn bools_kept_across_a_barrier_compile_for_wgpu() {
                 .unwrap_or_else(|e| panic!("{}'s IR on wgpu: {}", b, e));
         }
     }
-    // out[i] = xu[(i - i % 64) + i % 32 + 1]: the block's first half's loads.
+    // out[i] = what thread i % 32 of i's block loaded: xu + its index.
     let want: Vec<u32> = (0..128u32)
-        .map(|i| i - i % 64 + i % 32 + 1)
+        .map(|i| 3 + i - i % 64 + i % 32)
         .chain([0])
         .collect();
     for b in backends() {
