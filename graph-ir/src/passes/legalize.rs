@@ -577,9 +577,10 @@ fn trap_if(e: &mut Emitter, bad: InstId, site: u32, value: InstId) {
 /// invocations it runs side by side and counts a trip while any of them is
 /// in the loop, so invocations that each stay under the limit in
 /// different loops can still be cut short together. A check after each
-/// loop that it ended by one of its own `break`s (an exit mark) does not
-/// catch that: Mesa's compiler sees that the only way out of the loop is a
-/// break and folds the mark away (measured on Mesa 22.3.6).
+/// loop that it ended by one of its own `break`s (an exit mark set before
+/// each break) did not catch that on Mesa 22.3.6 (measured), presumably
+/// because its compiler sees that a break is the only way out of a loop
+/// and forwards the mark's value past it.
 fn count_loop_trips(f: &mut Function, sites: &mut Vec<FaultSite>, limit: u32) {
     fn has_loop(f: &Function, block: &Block) -> bool {
         block.iter().any(|&h| {
