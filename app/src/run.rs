@@ -333,8 +333,10 @@ pub fn check(a: CheckArgs) -> i32 {
             for w in weft_ir::passes::autodiff::warnings(&p) {
                 eprintln!("{}: {}", g.display(), w);
             }
-            // Compile as the reference VM would, without allocating field
-            // memory; the layouts must fit the machine (or --max-memory).
+            // The memory report as the reference VM would lay it out, without
+            // allocating field memory; the layouts must fit the machine (or
+            // --max-memory).
+            let built = p.clone();
             let mut p = p;
             let passes = weft_runtime::backend::tune_passes(Backend::Vm, &PassOptions::default());
             run_pipeline(&mut p, &passes, None).map_err(|e| RuntimeError::Compile {
@@ -343,7 +345,9 @@ pub fn check(a: CheckArgs) -> i32 {
             })?;
             let limits = MemoryLimits::cpu(a.max_memory);
             limits.check(&p)?;
-            weft_runtime::backend::check_offline(&p)?;
+            // Every backend's own pipeline and code generator, as `weft run`
+            // would compile for it (a kernel one backend refuses fails here).
+            weft_runtime::backend::check_backends(&built, &PassOptions::default())?;
             let mut lines = weft_ir::ir::layout::memory_lines(&p);
             let total: u64 = p.roots().map(|r| root_words(&p, r) * 4).sum();
             lines.push(format!(

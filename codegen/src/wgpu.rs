@@ -70,11 +70,16 @@ pub struct WgpuKernel {
 /// SHADER_FLOAT32_ATOMIC (`native_float_atomics`) on a buffer no other
 /// atomic of the kernel touches (the buffer is then `atomic<f32>`). The
 /// rest (f32 min/max, i32 min/max, other f32 adds) is `legalize`'s
-/// compare-exchange loop.
+/// compare-exchange loop. WGSL's `fma` may round twice (Vulkan does not
+/// require it to fuse; lavapipe's f64 `fma` does not), its `mix` is not
+/// Weft's `lerp` and its `min`/`max` leave a NaN to the driver, so those
+/// arrive written out by `legalize` (`loose_float_builtins`). The
+/// adapter's loop trip limit, if any, is the runtime's to add.
 pub fn caps(native_float_atomics: bool) -> weft_ir::ir::target::TargetCaps {
     weft_ir::ir::target::TargetCaps {
         f32_atomic_add: native_float_atomics,
         workgroups: true,
+        loose_float_builtins: true,
         ..weft_ir::ir::target::TargetCaps::BASELINE
     }
 }
@@ -1141,19 +1146,23 @@ impl Gen<'_, '_, '_> {
         );
     }
 
+    /// A word holding `v`'s bits. A bool has no bits to reinterpret (naga
+    /// refuses the bitcast: "Unable to cast"), so it converts to 0 or 1;
+    /// `passes::block_loops` keeps bools in shared arrays, and so may code.
     fn bits_as_u32(&mut self, b: &mut NBlock, v: Handle<E>, s: Scalar) -> Handle<E> {
-        if s == Scalar::U32 {
-            v
-        } else {
-            self.fb.cast(b, v, Scalar::U32, false)
+        match s {
+            Scalar::U32 => v,
+            Scalar::Bool => self.fb.cast(b, v, Scalar::U32, true),
+            _ => self.fb.cast(b, v, Scalar::U32, false),
         }
     }
 
+    /// The inverse of `bits_as_u32` (a bool: the word is not 0).
     fn bits_from_u32(&mut self, b: &mut NBlock, v: Handle<E>, s: Scalar) -> Handle<E> {
-        if s == Scalar::U32 {
-            v
-        } else {
-            self.fb.cast(b, v, s, false)
+        match s {
+            Scalar::U32 => v,
+            Scalar::Bool => self.fb.cast(b, v, Scalar::Bool, true),
+            _ => self.fb.cast(b, v, s, false),
         }
     }
 

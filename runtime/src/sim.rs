@@ -90,6 +90,7 @@ impl Simulation {
                 Backend::Wgpu,
                 ctx.float_atomics && !opts.force_cas_float_atomics,
             );
+            opts.passes.target.loop_trip_limit = ctx.loop_trip_limit();
             opts.gpu = Some(ctx);
         }
         Self::with_engine(program, &opts, |p| backend::open(opts.backend, p, &opts))

@@ -534,6 +534,10 @@ pub enum FaultKind {
     LocalIndex { len: u32 },
     /// `step_by` with a step that is not positive (the trapped value is the step).
     NonPositiveStep { signed: bool },
+    /// The invocation's loops together began their `limit`-th trip on a
+    /// target that leaves a loop silently after `limit` trips
+    /// (`TargetCaps::loop_trip_limit`; the trapped value is the count).
+    LoopTrips { limit: u32 },
     /// A pointer node's pool has no free slot (the trapped value is the
     /// coordinate of the cell being activated, at that node's level).
     PoolExhausted { layout: LayoutId },
@@ -585,6 +589,13 @@ impl FaultSite {
                 } else {
                     value as i64
                 }
+            ),
+            FaultKind::LoopTrips { limit } => format!(
+                "the loops of one invocation reached {} trips, all loops counted together: \
+                 this adapter (llvmpipe / lavapipe) would silently stop the loop here and \
+                 return a wrong result; run it on another backend (--backend cpu or vm) \
+                 or another adapter, or make fewer trips per invocation",
+                limit
             ),
             FaultKind::PoolExhausted { layout } => {
                 let node = program.layouts.get(layout);

@@ -625,6 +625,10 @@ fn parse_fault_kind(c: &mut Cur, p: &Program) -> R<FaultKind> {
         let len = c.number("a length")?;
         c.expect(" }")?;
         FaultKind::LocalIndex { len }
+    } else if c.eat("LoopTrips { limit: ") {
+        let limit = c.number("a trip limit")?;
+        c.expect(" }")?;
+        FaultKind::LoopTrips { limit }
     } else if c.eat("NonPositiveStep { signed: ") {
         let signed = if c.eat("true") {
             true
