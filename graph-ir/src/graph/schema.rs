@@ -153,7 +153,22 @@ pub fn graph_schema() -> Value {
     // Ids of ports and promoted parameters, and frames: the loader's rules.
     schema["$defs"]["FrameDoc"]["properties"]["id"] = id_schema();
     schema["properties"]["format"]["const"] = json!("weft-graph");
+    // `FrameDoc::check`: a positive width and height.
+    schema["$defs"]["FrameDoc"]["properties"]["rect"] = json!({
+        "description": "[x, y, width, height] in editor coordinates (the same space as node `pos`).",
+        "type": "array",
+        "prefixItems": [
+            {"type": "number"},
+            {"type": "number"},
+            {"type": "number", "exclusiveMinimum": 0},
+            {"type": "number", "exclusiveMinimum": 0}
+        ],
+        "items": false,
+        "minItems": 4
+    });
     schema["properties"]["version"]["minimum"] = json!(1);
+    // A newer version is refused by this build (`document.rs`).
+    schema["properties"]["version"]["maximum"] = json!(super::document::VERSION);
     schema["title"] = json!("Weft graph");
     schema
 }
