@@ -1315,7 +1315,7 @@ fn a_flipped_bit_in_a_snapshot_is_refused_naming_the_file() {
     };
     let o = run(&["--frames", "6", "--checkpoint", c, "--every", "3"]);
     assert!(o.status.success(), "{}", text(&o));
-    let bin = ck.join("frame_000006").join("T.bin");
+    let bin = ck.join("frame_000006").join("grid.bin");
     let mut bytes = std::fs::read(&bin).unwrap();
     bytes[1234] ^= 0x01;
     std::fs::write(&bin, &bytes).unwrap();
@@ -1323,7 +1323,7 @@ fn a_flipped_bit_in_a_snapshot_is_refused_naming_the_file() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(
         text(&o).contains("skipped a damaged snapshot")
-            && text(&o).contains("frame_000006/T.bin")
+            && text(&o).contains("frame_000006/grid.bin")
             && text(&o).contains("frame_000003 (frame 3)"),
         "{}",
         text(&o)
