@@ -918,9 +918,7 @@ fn mutate_expression(rng: &mut Rng, v: &mut Value) -> Option<String> {
     let e = random_expression(rng, &ids);
     let n = nodes[i].as_object_mut()?;
     let params = n.entry("params").or_insert(json!({}));
-    let Some(p) = params.as_object_mut() else {
-        return None;
-    };
+    let p = params.as_object_mut()?;
     let scalars: Vec<String> = p
         .get("scalars")
         .and_then(Value::as_object)
