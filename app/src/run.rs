@@ -536,7 +536,7 @@ pub fn emit(a: crate::cli::EmitArgs) -> i32 {
                 let _ = std::fs::create_dir_all(&a.out);
                 let path = a.out.join(format!("{}.spv", k.name));
                 let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-                if let Err(e) = std::fs::write(&path, bytes) {
+                if let Err(e) = weft_ir::io::write_atomic(&path, &bytes) {
                     return fail(&RuntimeError::Io(format!(
                         "cannot write {}: {}",
                         path.display(),

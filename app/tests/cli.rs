@@ -1291,6 +1291,85 @@ fn snapshots_are_checked_before_a_resume() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// A bit flipped in the newest snapshot's `.bin` (same size, so its word
+/// count still matches) is caught by the checksum `snapshot.json` records:
+/// that frame is refused, naming the file, and the run resumes from the one
+/// before. (Before checksums it was restored as good state.)
+#[test]
+fn a_flipped_bit_in_a_snapshot_is_refused_naming_the_file() {
+    let d = tmp("snapshot-flip");
+    let ck = d.join("ck");
+    let c = ck.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "run",
+            "graphs/heat.json",
+            "--backend",
+            "cpu",
+            "--no-frames",
+            "--out",
+            d.to_str().unwrap(),
+        ];
+        a.extend_from_slice(extra);
+        weft(&a)
+    };
+    let o = run(&["--frames", "6", "--checkpoint", c, "--every", "3"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let bin = ck.join("frame_000006").join("grid.bin");
+    let mut bytes = std::fs::read(&bin).unwrap();
+    bytes[1234] ^= 0x01;
+    std::fs::write(&bin, &bytes).unwrap();
+    let o = run(&["--frames", "8", "--resume", c]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("skipped a damaged snapshot")
+            && text(&o).contains("frame_000006/grid.bin")
+            && text(&o).contains("frame_000003 (frame 3)"),
+        "{}",
+        text(&o)
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `--dump u` into an output folder where `u.npy` is a symbolic link to a
+/// file outside it: the link is replaced by the dump, the outside file is
+/// never created (before, the dump was written through the link).
+#[cfg(unix)]
+#[test]
+fn a_dump_replaces_a_link_never_writes_through_it() {
+    let d = tmp("dump-link");
+    let out = d.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let outside = d.join("outside.npy");
+    std::os::unix::fs::symlink(&outside, out.join("T.npy")).unwrap();
+    std::os::unix::fs::symlink(d.join("outside.png"), out.join("view_0001.png")).unwrap();
+    let o = weft(&[
+        "run",
+        "graphs/heat.json",
+        "--backend",
+        "cpu",
+        "--frames",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+        "--dump",
+        "T",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!outside.exists(), "the dump was written through the link");
+    assert!(
+        !d.join("outside.png").exists(),
+        "a frame was written through the link"
+    );
+    for f in ["T.npy", "view_0001.png"] {
+        let m = std::fs::symlink_metadata(out.join(f)).unwrap();
+        assert!(m.file_type().is_file(), "{} is not a plain file", f);
+    }
+    let a = weft_ir::io::npy::read_npy(&out.join("T.npy")).unwrap();
+    assert_eq!(a.shape, vec![128, 128]);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// A 512³ domain with several f32 fields (2.5 GiB, over the old fixed
 /// 1 GiB cap) builds and `weft check` prints its memory where the budget
 /// allows it; a smaller `--max-memory` is a clear error naming the layout

@@ -62,7 +62,7 @@ fn same_fields(a: &Simulation, b: &Simulation, names: &[&str], what: &str) {
 #[test]
 fn a_grouped_graph_equals_its_hand_flattened_twin_on_every_backend() {
     let grouped = doc(&load("graphs/heat_grouped.json"));
-    let twin = doc(&load("tests/groups/heat_flat_twin.json"));
+    let twin = flat_twin("tests/groups/heat_flat_twin.json");
     let fields = ["T", "source", "diffusion/T_next"];
     for b in backends() {
         let (g, t) = (sim(&grouped, b, 3), sim(&twin, b, 3));

@@ -410,18 +410,25 @@ fn execute(a: &SweepRunArgs, m: &Manifest, v: &Variant, dir: &Path, lock: &Varia
         cmd.arg("--no-frames");
     }
     let log_path = dir.join("run.log");
-    let log = std::fs::File::create(&log_path)
-        .map_err(|e| plain(format!("cannot write {}: {}", log_path.display(), e)))?;
-    let log2 = log
-        .try_clone()
+    // Through the one atomic writer: the child writes a temporary file,
+    // renamed to run.log once it exits (a link planted at run.log is
+    // replaced, never written through).
+    let log = weft_ir::io::AtomicFile::create(&log_path)
         .map_err(|e| plain(format!("cannot write {}: {}", log_path.display(), e)))?;
     tie_to_parent(&mut cmd, lock);
+    let clone = || {
+        log.file()
+            .try_clone()
+            .map_err(|e| plain(format!("cannot write {}: {}", log_path.display(), e)))
+    };
     let status = cmd
         .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(log2)
+        .stdout(clone()?)
+        .stderr(clone()?)
         .status()
         .map_err(|e| plain(format!("cannot start weft run: {}", e)))?;
+    log.commit()
+        .map_err(|e| plain(format!("cannot write {}: {}", log_path.display(), e)))?;
     if !status.success() {
         let text = std::fs::read_to_string(&log_path).unwrap_or_default();
         let errors: Vec<&str> = text.lines().filter(|l| l.starts_with("error:")).collect();

@@ -328,6 +328,16 @@ impl GraphDoc {
                         "\"pos\" must be two finite numbers (f32 range)",
                     ));
                 }
+                // `/` joins a group's id and its nodes' in the paths the
+                // flattener makes (`smoke/advect`); a file's own id with one
+                // would pass for such a path (and the builder accepts
+                // paths), so it is refused here, where ids are the user's.
+                Ok(node) if node.id.contains('/') => {
+                    errors.push(GraphError::node_msg(
+                        &id,
+                        "node ids must be 1-64 letters, digits, `_` or `-`: `/` is reserved for the paths of nodes inside groups (`group/node`)",
+                    ));
+                }
                 Ok(node) => parsed.push(node),
                 Err(e) => errors.push(GraphError::node_msg(&id, strip_position(&e.to_string()))),
             }
