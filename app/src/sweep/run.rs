@@ -279,12 +279,7 @@ impl VariantLock {
     fn take(dir: &Path) -> Result<VariantLock, String> {
         use std::io::{Seek, Write};
         let path = dir.join(LOCK);
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
+        let mut file = weft_ir::io::open_in_place(&path)
             .map_err(|e| format!("cannot open {}: {}", path.display(), e))?;
         if !try_lock(&file) {
             let holder = std::fs::read_to_string(&path).unwrap_or_default();
@@ -410,15 +405,15 @@ fn execute(a: &SweepRunArgs, m: &Manifest, v: &Variant, dir: &Path, lock: &Varia
         cmd.arg("--no-frames");
     }
     let log_path = dir.join("run.log");
-    // Through the one atomic writer: the child writes a temporary file,
-    // renamed to run.log once it exits (a link planted at run.log is
-    // replaced, never written through).
-    let log = weft_ir::io::AtomicFile::create(&log_path)
+    // Written in place while the child runs, so `tail -f NNNN/run.log`
+    // follows a farm job live and a crash leaves what was printed; a link
+    // planted at run.log is replaced first, never written through.
+    let log = weft_ir::io::open_in_place(&log_path)
+        .and_then(|f| f.set_len(0).map(|_| f))
         .map_err(|e| plain(format!("cannot write {}: {}", log_path.display(), e)))?;
     tie_to_parent(&mut cmd, lock);
     let clone = || {
-        log.file()
-            .try_clone()
+        log.try_clone()
             .map_err(|e| plain(format!("cannot write {}: {}", log_path.display(), e)))
     };
     let status = cmd
@@ -427,8 +422,7 @@ fn execute(a: &SweepRunArgs, m: &Manifest, v: &Variant, dir: &Path, lock: &Varia
         .stderr(clone()?)
         .status()
         .map_err(|e| plain(format!("cannot start weft run: {}", e)))?;
-    log.commit()
-        .map_err(|e| plain(format!("cannot write {}: {}", log_path.display(), e)))?;
+    drop(log);
     if !status.success() {
         let text = std::fs::read_to_string(&log_path).unwrap_or_default();
         let errors: Vec<&str> = text.lines().filter(|l| l.starts_with("error:")).collect();

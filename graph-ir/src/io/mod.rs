@@ -146,6 +146,25 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     f.commit()
 }
 
+/// Opens (creating it if needed) a small file that is written in place:
+/// a lock file, whose descriptor must stay the same file while it is held
+/// (a sweep variant's `run.lock`), or a log a child process writes while
+/// it runs (a variant's `run.log`, followed live), so neither can be
+/// renamed over at the end. A link at
+/// `path` is removed first, as [`AtomicFile`] replaces one, so the file
+/// locked and written is never one that a link points to.
+pub fn open_in_place(path: &Path) -> std::io::Result<File> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        std::fs::remove_file(path)?;
+    }
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,6 +198,30 @@ mod tests {
         write_atomic(&out.join("u.npy"), b"mine").unwrap();
         assert_eq!(std::fs::read(&outside).unwrap(), b"theirs");
         assert_eq!(std::fs::read(out.join("u.npy")).unwrap(), b"mine");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// A lock file planted as a link to a file outside is replaced by a
+    /// file of its own: the outside file is neither created nor changed.
+    #[cfg(unix)]
+    #[test]
+    fn a_file_opened_in_place_is_never_one_a_link_points_to() {
+        use std::io::Write;
+        let d = scratch("in_place");
+        let outside = d.join("outside.txt");
+        std::os::unix::fs::symlink(&outside, d.join("run.lock")).unwrap();
+        let mut f = open_in_place(&d.join("run.lock")).unwrap();
+        f.write_all(b"123@host").unwrap();
+        drop(f);
+        assert!(!outside.exists(), "created through the link");
+        std::fs::write(&outside, b"theirs").unwrap();
+        std::fs::remove_file(d.join("run.lock")).unwrap();
+        std::os::unix::fs::symlink(&outside, d.join("run.lock")).unwrap();
+        let mut f = open_in_place(&d.join("run.lock")).unwrap();
+        f.write_all(b"456@host").unwrap();
+        drop(f);
+        assert_eq!(std::fs::read(&outside).unwrap(), b"theirs");
+        assert_eq!(std::fs::read(d.join("run.lock")).unwrap(), b"456@host");
         let _ = std::fs::remove_dir_all(&d);
     }
 
