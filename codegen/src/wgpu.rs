@@ -832,6 +832,7 @@ impl<'a> ModCtx<'a> {
         };
         let uses_linear = uses(|k| matches!(k, InstKind::Launch(LaunchValue::Linear)));
         let traps = uses(|k| matches!(k, InstKind::Trap { .. }));
+        let blocks = self.kernel.workgroup.is_some();
         let mut fb = Fb {
             c: self,
             f: NFunction {
@@ -844,6 +845,13 @@ impl<'a> ModCtx<'a> {
             ty: uvec3,
             binding: Some(naga::Binding::BuiltIn(naga::BuiltIn::GlobalInvocationId)),
         });
+        if blocks {
+            fb.f.arguments.push(FunctionArgument {
+                name: Some("wid".into()),
+                ty: uvec3,
+                binding: Some(naga::Binding::BuiltIn(naga::BuiltIn::WorkGroupId)),
+            });
+        }
         let mut b = NBlock::new();
         let gid = fb.pre(E::FunctionArgument(0));
         let gx = fb.e(
@@ -864,7 +872,36 @@ impl<'a> ModCtx<'a> {
         let t = fb.bin(&mut b, BO::Multiply, gy, row);
         let linear = fb.bin(&mut b, BO::Add, gx, t);
         let total = fb.record_const(&mut b, word::TOTAL);
-        let past = fb.bin(&mut b, BO::GreaterEqual, linear, total);
+        let past = if blocks {
+            // A block kernel's range is a whole number of blocks, so the
+            // block's first invocation decides for all of it: a test WGSL
+            // knows to be the same across the workgroup (workgroup_id and
+            // a uniform buffer), so the barriers in the body stay in
+            // uniform control flow (Tint refuses them after a `return`
+            // that depends on global_invocation_id).
+            let wid = fb.pre(E::FunctionArgument(1));
+            let wx = fb.e(
+                &mut b,
+                E::AccessIndex {
+                    base: wid,
+                    index: 0,
+                },
+            );
+            let wy = fb.e(
+                &mut b,
+                E::AccessIndex {
+                    base: wid,
+                    index: 1,
+                },
+            );
+            let size = fb.u32c(workgroup_size);
+            let fx = fb.bin(&mut b, BO::Multiply, wx, size);
+            let fy = fb.bin(&mut b, BO::Multiply, wy, row);
+            let first = fb.bin(&mut b, BO::Add, fx, fy);
+            fb.bin(&mut b, BO::GreaterEqual, first, total)
+        } else {
+            fb.bin(&mut b, BO::GreaterEqual, linear, total)
+        };
         let mut ret = NBlock::new();
         ret.push(S::Return { value: None }, SP);
         b.push(
