@@ -9,7 +9,10 @@
 //! determinant, fault checks and integer divisors that could fault (0, or
 //! -1 with an `i32::MIN` dividend) arrive already rewritten by
 //! `passes::legalize`; a `Trap` notes its fault site in a
-//! private variable and returns, and `main` writes the error words once.
+//! private variable and returns (unless its site resumes, in kernels with
+//! barriers), and `main` writes the error words once. In a block kernel
+//! `main`'s range test is made per workgroup, so barriers stay in uniform
+//! control flow as WGSL's uniformity rules (Tint) require.
 //!
 //! Bindings (group 0): 0 = this launch's record (a uniform buffer of
 //! `vec4<u32>` at a dynamic offset: frame, launch, seed, total, shape[3],
