@@ -411,7 +411,7 @@ impl<'a> FnLowerer<'a> {
                 );
                 Ok(())
             };
-            if len % block == 0 {
+            if len.is_multiple_of(block) {
                 store(s)
             } else {
                 // The last round covers the array's end only.
