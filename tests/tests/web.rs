@@ -226,7 +226,7 @@ fn compare_stats(
             )
         };
         let (na, suma, mina, maxa, ma, n) = stats(&a);
-        let (nb, sumb, minb, maxb, mb, _) = stats(&b);
+        let (nb, sumb, minb, maxb, mb, _) = stats(b);
         if na != nb {
             problems.push(format!(
                 "{}: '{}' has {} non-finite values on cpu, {} in the browser",
