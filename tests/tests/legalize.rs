@@ -1051,3 +1051,45 @@ fn bools_kept_across_a_barrier_compile_for_wgpu() {
         assert_eq!(words(&s, "out"), want, "{}", b);
     }
 }
+
+/// A block kernel with barriers, legalized for a target with workgroups
+/// (wgpu, CUDA): every check of its entry resumes (`FaultSite::resume`),
+/// so no fault returns before a barrier; for the VM (no workgroups: the
+/// block runs as one invocation) the same checks stop as everywhere else.
+/// The printed IR says so and parses back to the same text.
+#[test]
+fn block_kernel_checks_resume_only_on_targets_with_workgroups() {
+    let g = kernel_graph(
+        &[F("o", "f32", &[256], json!(0))],
+        "#[block(64)]\nfn kernel(i: i32) {\n    let s = shared([0.0; 128]);\n    s[i * 3] = 1.0;\n    barrier();\n    o[i * 2] = s[(i + 1) % 64];\n}",
+        &[256],
+        json!({}),
+    );
+    for (backend, resume) in [
+        (Backend::Wgpu, true),
+        (Backend::Cuda, true),
+        (Backend::Vm, false),
+    ] {
+        let mut p = build(&g).unwrap();
+        let opts = weft_runtime::backend::tune_passes(backend, &Default::default());
+        weft_ir::passes::run_pipeline(&mut p, &opts, None).unwrap();
+        let (_, k) = p.kernels.iter().find(|(_, k)| k.name == "k").unwrap();
+        assert!(
+            k.fault_sites
+                .iter()
+                .any(|s| matches!(s.kind, FaultKind::LocalIndex { len: 128 })),
+            "{:?}",
+            k.fault_sites
+        );
+        assert!(
+            k.fault_sites.iter().all(|s| s.resume == resume),
+            "{}: {:?}",
+            backend,
+            k.fault_sites
+        );
+        let text = weft_ir::ir::print_program(&p, None);
+        assert_eq!(text.contains(", resumes"), resume, "{}", text);
+        let back = weft_ir::ir::parse_program(&text).unwrap();
+        assert_eq!(weft_ir::ir::print_program(&back, None), text);
+    }
+}

@@ -519,6 +519,15 @@ pub struct DeviceCount {
 pub struct FaultSite {
     pub span: Span,
     pub kind: FaultKind,
+    /// The invocation carries on after noting this fault instead of
+    /// stopping (`passes::legalize` sets it in kernels with barriers on
+    /// targets with workgroups: an invocation that stopped early would
+    /// leave the rest of its block waiting at the next barrier, and WGSL
+    /// refuses a barrier after a non-uniform `return`). The access that
+    /// faulted was made safe (its index replaced by 0), and the launch
+    /// still fails with the first fault noted. A backend that stops
+    /// anyway (one without workgroups) reports the same fault.
+    pub resume: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1066,7 +1075,8 @@ pub enum InstKind {
         len: u32,
     },
     /// Fails the launch at `Kernel::fault_sites[site]`, reporting `value`'s
-    /// bits; the invocation does no further work (legalized IR only).
+    /// bits; the invocation does no further work unless the site says it
+    /// resumes (`FaultSite::resume`; legalized IR only).
     Trap {
         site: u32,
         value: InstId,

@@ -539,10 +539,12 @@ fn parse_kernel(lines: &[&str], start: usize, p: &mut Program) -> R<usize> {
             let col = c.number("a column")?;
             c.expect(": ")?;
             let kind = parse_fault_kind(&mut c, p)?;
+            let resume = c.eat(", resumes");
             c.end()?;
             fault_sites.push(FaultSite {
                 span: Span::new(line, col),
                 kind,
+                resume,
             });
             i += 1;
         } else if c.rest().starts_with("  fn ") || c.rest().starts_with("  entry ") {

@@ -7,6 +7,11 @@
 //! - bounds checks are `if (u32(index) >= extent) { trap }` and a range
 //!   loop's step is checked by `if (step <= 0) { trap }` before the loop;
 //!   each `Trap` names a `Kernel::fault_sites` entry that says what to report;
+//!   in the entry of a kernel with barriers on a target with workgroups
+//!   these sites resume (`FaultSite::resume`) and everything after a check
+//!   uses the checked value made safe (`select(bad, 0, index)`, a step of
+//!   1), so a fault never makes a block's control flow diverge (see
+//!   [`Checks`]);
 //! - `determinant` / `inverse` are cofactor expansions in scalar arithmetic,
 //!   in exactly the reference interpreter's order of operations;
 //! - float → integer casts saturate explicitly (NaN → 0, out of range →
@@ -43,6 +48,7 @@
 use crate::ir::*;
 use crate::lower::random;
 use crate::types::{Scalar, Type};
+use std::collections::HashMap;
 
 pub use crate::ir::target::TargetCaps;
 
@@ -58,13 +64,35 @@ pub fn run(program: &mut Program, caps: &TargetCaps) {
                     .any(|(_, i)| matches!(i.kind, InstKind::Random))
             });
         let mut sites = std::mem::take(&mut kernel.fault_sites);
+        // Where invocations wait for each other, a check that failed must
+        // not stop its invocation before a barrier (see `Checks::resume`).
+        let barriers = kernel
+            .entry
+            .insts
+            .iter()
+            .any(|(_, i)| matches!(i.kind, InstKind::Barrier));
         let caps = &KernelCaps {
             caps: *caps,
             shared_roots: shared_atomic_roots(kernel),
         };
-        legalize_function(&mut kernel.entry, &mut sites, caps);
+        let mut checks = Checks {
+            resume: caps.caps.workgroups && kernel.workgroup.is_some() && barriers,
+            subst: HashMap::new(),
+        };
+        legalize_function(&mut kernel.entry, &mut sites, caps, &mut checks);
+        // A trap in a helper returns to its caller, which goes on, so only
+        // the entry's own checks need to resume.
+        let mut helper_checks = Checks {
+            resume: false,
+            subst: HashMap::new(),
+        };
         for fid in kernel.functions.handles().collect::<Vec<_>>() {
-            legalize_function(&mut kernel.functions[fid], &mut sites, caps);
+            legalize_function(
+                &mut kernel.functions[fid],
+                &mut sites,
+                caps,
+                &mut helper_checks,
+            );
         }
         if let Some(limit) = caps.caps.loop_trip_limit {
             // After every rewrite above, so the loops legalize adds
@@ -168,9 +196,50 @@ fn shared_atomic_roots(kernel: &Kernel) -> Vec<LayoutId> {
     out
 }
 
-fn legalize_function(f: &mut Function, sites: &mut Vec<FaultSite>, caps: &KernelCaps) {
+/// How the checks of one function fail.
+struct Checks {
+    /// The function is the entry of a kernel whose invocations meet at
+    /// barriers on a target with workgroups: a failed check notes its
+    /// fault and the invocation goes on (`FaultSite::resume`), so every
+    /// invocation of the block still reaches every barrier (an invocation
+    /// that returned early would leave the others waiting, and WGSL
+    /// refuses a barrier after a `return` that depends on the invocation).
+    /// What the check guarded is made safe instead: the checked index (or
+    /// step) is replaced, for everything after the check, by one that
+    /// cannot fault (`subst`). The launch still fails with the first fault
+    /// an invocation noted, naming the same node and line.
+    resume: bool,
+    /// Checked values → their safe replacements, for the instructions
+    /// after the check in its block (and blocks inside that).
+    subst: HashMap<InstId, InstId>,
+}
+
+fn legalize_function(
+    f: &mut Function,
+    sites: &mut Vec<FaultSite>,
+    caps: &KernelCaps,
+    checks: &mut Checks,
+) {
     let body = std::mem::take(&mut f.body);
-    f.body = legalize_block(f, body, sites, caps);
+    f.body = legalize_block(f, body, sites, caps, checks);
+}
+
+/// `select(bad, safe, value)`: `value` when the check passed, and a value
+/// that cannot fault (`safe`, of `value`'s scalar type) when it failed.
+fn guarded(e: &mut Emitter, bad: InstId, value: InstId, safe: u64) -> InstId {
+    let t = e.ty(value);
+    let s = e.konst(Const {
+        scalar: t.scalar().expect("a checked value is a scalar"),
+        bits: safe,
+    });
+    e.emit(
+        InstKind::Select {
+            cond: bad,
+            accept: s,
+            reject: value,
+        },
+        t,
+    )
 }
 
 fn legalize_block(
@@ -178,12 +247,22 @@ fn legalize_block(
     block: Block,
     sites: &mut Vec<FaultSite>,
     caps: &KernelCaps,
+    checks: &mut Checks,
 ) -> Block {
     let mut out = Vec::with_capacity(block.len());
+    // Replacements made in this block end with it: a value checked inside
+    // an `if` is not known safe after the `if`.
+    let outer = checks.subst.clone();
     for h in block {
+        if !checks.subst.is_empty() {
+            let subst = &checks.subst;
+            f.insts[h]
+                .kind
+                .map_operands(|x| subst.get(&x).copied().unwrap_or(x));
+        }
         let mut kind = f.insts[h].kind.clone();
         for b in kind.blocks_mut() {
-            *b = legalize_block(f, std::mem::take(b), sites, caps);
+            *b = legalize_block(f, std::mem::take(b), sites, caps, checks);
         }
         f.insts[h].kind = kind.clone();
         let span = f.insts[h].span;
@@ -209,20 +288,31 @@ fn legalize_block(
                         axis,
                         extent,
                     },
+                    checks.resume,
                 );
                 // A negative i32 is a huge u32, so one unsigned compare covers both ends.
                 let iu = e.emit(InstKind::Cast(index), Type::U32);
                 let ext = e.konst(Const::u32(extent));
                 let bad = e.bin(BinaryOp::Ge, iu, ext, Type::BOOL);
                 trap_if(&mut e, bad, site, index);
+                if checks.resume {
+                    // Index 0 is inside every axis (an axis has extent >= 1).
+                    let safe = guarded(&mut e, bad, index, 0);
+                    checks.subst.insert(index, safe);
+                }
                 keep = false;
             }
             InstKind::IndexCheck { index, len } => {
-                let site = push_site(sites, span, FaultKind::LocalIndex { len });
+                let site = push_site(sites, span, FaultKind::LocalIndex { len }, checks.resume);
                 let iu = e.emit(InstKind::Cast(index), Type::U32);
                 let n = e.konst(Const::u32(len));
                 let bad = e.bin(BinaryOp::Ge, iu, n, Type::BOOL);
                 trap_if(&mut e, bad, site, index);
+                if checks.resume {
+                    // Element 0 exists: arrays have at least one.
+                    let safe = guarded(&mut e, bad, index, 0);
+                    checks.subst.insert(index, safe);
+                }
                 keep = false;
             }
             InstKind::RangeFor {
@@ -234,13 +324,24 @@ fn legalize_block(
             } => {
                 let t = e.ty(step);
                 let signed = t.scalar() == Some(Scalar::I32);
-                let site = push_site(sites, span, FaultKind::NonPositiveStep { signed });
+                let site = push_site(
+                    sites,
+                    span,
+                    FaultKind::NonPositiveStep { signed },
+                    checks.resume,
+                );
                 let zero = e.konst(Const {
                     scalar: t.scalar().expect("integer step"),
                     bits: 0,
                 });
                 let bad = e.bin(BinaryOp::Le, step, zero, Type::BOOL);
                 trap_if(&mut e, bad, site, step);
+                // Going on with a step of 1 ends the loop like any other.
+                let step = if checks.resume {
+                    guarded(&mut e, bad, step, 1)
+                } else {
+                    step
+                };
                 let body = range_loop(&mut e, h, begin, end, step, inclusive, body);
                 e.f.insts[h].kind = InstKind::Loop { body };
             }
@@ -344,6 +445,7 @@ fn legalize_block(
             out.push(h);
         }
     }
+    checks.subst = outer;
     out
 }
 
@@ -539,8 +641,8 @@ fn replace_counter(f: &mut Function, block: &Block, of: InstId, cur: LocalId) {
     }
 }
 
-fn push_site(sites: &mut Vec<FaultSite>, span: Span, kind: FaultKind) -> u32 {
-    sites.push(FaultSite { span, kind });
+fn push_site(sites: &mut Vec<FaultSite>, span: Span, kind: FaultKind, resume: bool) -> u32 {
+    sites.push(FaultSite { span, kind, resume });
     (sites.len() - 1) as u32
 }
 
