@@ -97,9 +97,12 @@ pub fn run(program: &mut Program, caps: &TargetCaps) {
         if let Some(limit) = caps.caps.loop_trip_limit {
             // After every rewrite above, so the loops legalize adds
             // (range loops, compare-exchange retries) are counted too.
-            count_loop_trips(&mut kernel.entry, &mut sites, limit);
+            // In a block kernel with barriers the entry's trip check
+            // resumes like its other checks (the fault is recorded, no
+            // invocation returns before a barrier).
+            count_loop_trips(&mut kernel.entry, &mut sites, limit, checks.resume);
             for fid in kernel.functions.handles().collect::<Vec<_>>() {
-                count_loop_trips(&mut kernel.functions[fid], &mut sites, limit);
+                count_loop_trips(&mut kernel.functions[fid], &mut sites, limit, false);
             }
         }
         kernel.fault_sites = sites;
@@ -683,7 +686,7 @@ fn trap_if(e: &mut Emitter, bad: InstId, site: u32, value: InstId) {
 /// each break) did not catch that on Mesa 22.3.6 (measured), presumably
 /// because its compiler sees that a break is the only way out of a loop
 /// and forwards the mark's value past it.
-fn count_loop_trips(f: &mut Function, sites: &mut Vec<FaultSite>, limit: u32) {
+fn count_loop_trips(f: &mut Function, sites: &mut Vec<FaultSite>, limit: u32, resume: bool) {
     fn has_loop(f: &Function, block: &Block) -> bool {
         block.iter().any(|&h| {
             matches!(f.insts[h].kind, InstKind::Loop { .. })
@@ -698,7 +701,7 @@ fn count_loop_trips(f: &mut Function, sites: &mut Vec<FaultSite>, limit: u32) {
         ty: Type::U32,
     });
     let body = std::mem::take(&mut f.body);
-    let mut body = count_in_block(f, body, sites, limit, trips);
+    let mut body = count_in_block(f, body, sites, limit, trips, resume);
     let mut e = Emitter {
         f,
         out: Vec::new(),
@@ -717,15 +720,16 @@ fn count_in_block(
     sites: &mut Vec<FaultSite>,
     limit: u32,
     trips: LocalId,
+    resume: bool,
 ) -> Block {
     for &h in &block {
         let mut kind = f.insts[h].kind.clone();
         for b in kind.blocks_mut() {
-            *b = count_in_block(f, std::mem::take(b), sites, limit, trips);
+            *b = count_in_block(f, std::mem::take(b), sites, limit, trips, resume);
         }
         if let InstKind::Loop { body } = &mut kind {
             let span = f.insts[h].span;
-            let site = push_site(sites, span, FaultKind::LoopTrips { limit });
+            let site = push_site(sites, span, FaultKind::LoopTrips { limit }, resume);
             let mut e = Emitter {
                 f: &mut *f,
                 out: Vec::new(),
