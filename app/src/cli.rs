@@ -105,6 +105,10 @@ pub struct BakeArgs {
     /// those fields and the last frame is stored whole; only an edit upstream of those fields makes the cache stale.
     #[arg(long, value_parser = crate::gui::bake::Contents::parse)]
     pub fields: Option<crate::gui::bake::Contents>,
+    /// CPU worker threads (default: one per core). 1 makes floating-point atomics add in a fixed order, so a
+    /// graph with them (MPM's particle-to-grid) bakes to the same bytes every time on cpu.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: Option<u32>,
 }
 
 fn frame_range_arg(s: &str) -> Result<(i32, i32), String> {

@@ -185,6 +185,7 @@ fn grad_inner(a: &GradArgs) -> Result<(), RuntimeError> {
         if let Some(dir) = &a.dump_grads {
             let arr = field_to_npy(&sim.program, g, words);
             let path = dir.join(format!("{}.grad.npy", w));
+            crate::run::create_parent(&path)?;
             weft_ir::io::npy::write_npy(&path, &arr)
                 .map_err(|e| RuntimeError::Io(format!("cannot write {}: {}", path.display(), e)))?;
         }
@@ -331,6 +332,7 @@ fn forward_inner(a: &GradArgs) -> Result<(), RuntimeError> {
             let words = sim.read_field(g)?;
             let arr = field_to_npy(&sim.program, g, words);
             let path = dir.join(format!("{}.tangent.npy", sim.program.fields[f].name));
+            crate::run::create_parent(&path)?;
             weft_ir::io::npy::write_npy(&path, &arr)
                 .map_err(|e| RuntimeError::Io(format!("cannot write {}: {}", path.display(), e)))?;
         }

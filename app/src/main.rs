@@ -64,16 +64,34 @@ fn bake(a: cli::BakeArgs) -> i32 {
         .parent()
         .map(std::path::Path::to_path_buf)
         .unwrap_or_default();
+    let contents = a.fields.unwrap_or_default();
+    // Unknown `--fields` names are a usage error (2), as `weft run --dump
+    // nosuch` is, found before anything is baked; a graph that does not
+    // build is left to `bake`, which reports it as before.
+    if let Ok(p) = weft_ir::graph::build_program(
+        &doc,
+        &weft_ir::graph::BuildOptions {
+            base_dir: base.clone(),
+        },
+    ) {
+        if let Err(e) = gui::bake::baked_roots(&p, &contents) {
+            eprintln!("error: {}", e);
+            return 2;
+        }
+    }
     let out = a.out.unwrap_or_else(|| gui::bake::cache_dir_for(&a.graph));
     let (first, last) = a.frames;
     let never = std::sync::atomic::AtomicBool::new(false);
     let r = gui::bake::bake(
         &doc,
         &base,
-        &gui::bake::options(a.backend),
+        &weft_runtime::SimOptions {
+            threads: a.threads.map(|t| t as usize),
+            ..gui::bake::options(a.backend)
+        },
         first,
         last,
-        &a.fields.unwrap_or_default(),
+        &contents,
         &out,
         &never,
         &|f| eprint!("\rbaked frame {}", f),

@@ -181,6 +181,7 @@ fn run_inner(a: &RunArgs) -> Result<(), RuntimeError> {
             // read per view brings each picture back for its PNG.
             for (view, img) in sim.render_views()? {
                 let path = a.out.join(format!("{}_{:04}.png", view, sim.frame));
+                create_parent(&path)?;
                 img.write_png(&path).map_err(RuntimeError::Io)?;
             }
         }
@@ -225,6 +226,17 @@ const DENSE_DUMP_BYTES: u64 = 1 << 34;
 /// Writes OUT/NAME.npy: the field in logical order (inactive cells at their
 /// init value). A field of more than `READ_WHOLE_LIMIT` elements under a
 /// `hash` root (2^40, say) is written as its active elements instead:
+/// Creates the folders above an output file. A node inside a group is
+/// named by its path (`diffusion/T_next`, `smoke/view`), so its dump, PNG
+/// frame or gradient goes into the group's folder under the output folder.
+pub(crate) fn create_parent(path: &Path) -> Result<(), RuntimeError> {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => std::fs::create_dir_all(dir)
+            .map_err(|e| RuntimeError::Io(format!("cannot create {}: {}", dir.display(), e))),
+        _ => Ok(()),
+    }
+}
+
 /// OUT/NAME.coords.npy (int32, one row of coordinates each) and
 /// OUT/NAME.values.npy (their values, as NAME.npy would hold them).
 fn dump_field(
@@ -239,12 +251,7 @@ fn dump_field(
     let field = &p.fields[f];
     let write = |file: String, arr: &NpyArray| {
         let path = out.join(file);
-        // A field inside a group is named by its path (`diffusion/T_next`):
-        // its dump goes into the group's folder.
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| RuntimeError::Io(format!("cannot create {}: {}", dir.display(), e)))?;
-        }
+        create_parent(&path)?;
         write_npy(&path, arr)
             .map_err(|e| RuntimeError::Io(format!("cannot write {}: {}", path.display(), e)))
     };
@@ -304,11 +311,20 @@ pub fn check(a: CheckArgs) -> i32 {
             for w in weft_ir::graph::lint::warnings(&doc) {
                 eprintln!("{}: {}", g.display(), w);
             }
+            let base_dir = g.parent().map(Path::to_path_buf).unwrap_or_default();
+            for w in weft_ir::graph::lint::bypassed_warnings(
+                &doc,
+                &weft_ir::graph::BuildOptions { base_dir },
+            ) {
+                eprintln!("{}: {}", g.display(), w);
+            }
             for w in weft_ir::passes::autodiff::warnings(&p) {
                 eprintln!("{}: {}", g.display(), w);
             }
-            // Compile as the reference VM would, without allocating field
-            // memory; the layouts must fit the machine (or --max-memory).
+            // The memory report as the reference VM would lay it out, without
+            // allocating field memory; the layouts must fit the machine (or
+            // --max-memory).
+            let built = p.clone();
             let mut p = p;
             let passes = weft_runtime::backend::tune_passes(Backend::Vm, &PassOptions::default());
             run_pipeline(&mut p, &passes, None).map_err(|e| RuntimeError::Compile {
@@ -317,7 +333,9 @@ pub fn check(a: CheckArgs) -> i32 {
             })?;
             let limits = MemoryLimits::cpu(a.max_memory);
             limits.check(&p)?;
-            weft_runtime::backend::check_offline(&p)?;
+            // Every backend's own pipeline and code generator, as `weft run`
+            // would compile for it (a kernel one backend refuses fails here).
+            weft_runtime::backend::check_backends(&built, &PassOptions::default())?;
             let mut lines = weft_ir::ir::layout::memory_lines(&p);
             let total: u64 = p.roots().map(|r| root_words(&p, r) * 4).sum();
             lines.push(format!(
@@ -506,7 +524,7 @@ pub fn emit(a: crate::cli::EmitArgs) -> i32 {
                 let _ = std::fs::create_dir_all(&a.out);
                 let path = a.out.join(format!("{}.spv", k.name));
                 let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-                if let Err(e) = std::fs::write(&path, bytes) {
+                if let Err(e) = weft_ir::io::write_atomic(&path, &bytes) {
                     return fail(&RuntimeError::Io(format!(
                         "cannot write {}: {}",
                         path.display(),
@@ -558,5 +576,14 @@ pub fn nodes() -> i32 {
             );
         }
     }
+    // Groups are flattened away before the builder (so the catalog has no
+    // entry), but a user writes them like any node.
+    println!(
+        "{} (group) — A sub-graph packed into one node: an inline \"group\" body or an \"asset\": {{\"name\", \"version\"}} of the library; flattened before the graph is built (docs/graph-format.md, Groups)",
+        weft_ir::graph::groups::GROUP
+    );
+    println!("  in  <port>: field, layout or exec — one per entry of the body's \"inputs\"");
+    println!("  out <port>: field, layout or exec — one per entry of the body's \"outputs\"");
+    println!("  param <promoted> — one per entry of the body's \"params\" (a value for its target inner parameter)");
     0
 }

@@ -1291,6 +1291,85 @@ fn snapshots_are_checked_before_a_resume() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// A bit flipped in the newest snapshot's `.bin` (same size, so its word
+/// count still matches) is caught by the checksum `snapshot.json` records:
+/// that frame is refused, naming the file, and the run resumes from the one
+/// before. (Before checksums it was restored as good state.)
+#[test]
+fn a_flipped_bit_in_a_snapshot_is_refused_naming_the_file() {
+    let d = tmp("snapshot-flip");
+    let ck = d.join("ck");
+    let c = ck.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "run",
+            "graphs/heat.json",
+            "--backend",
+            "cpu",
+            "--no-frames",
+            "--out",
+            d.to_str().unwrap(),
+        ];
+        a.extend_from_slice(extra);
+        weft(&a)
+    };
+    let o = run(&["--frames", "6", "--checkpoint", c, "--every", "3"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let bin = ck.join("frame_000006").join("grid.bin");
+    let mut bytes = std::fs::read(&bin).unwrap();
+    bytes[1234] ^= 0x01;
+    std::fs::write(&bin, &bytes).unwrap();
+    let o = run(&["--frames", "8", "--resume", c]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("skipped a damaged snapshot")
+            && text(&o).contains("frame_000006/grid.bin")
+            && text(&o).contains("frame_000003 (frame 3)"),
+        "{}",
+        text(&o)
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `--dump u` into an output folder where `u.npy` is a symbolic link to a
+/// file outside it: the link is replaced by the dump, the outside file is
+/// never created (before, the dump was written through the link).
+#[cfg(unix)]
+#[test]
+fn a_dump_replaces_a_link_never_writes_through_it() {
+    let d = tmp("dump-link");
+    let out = d.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let outside = d.join("outside.npy");
+    std::os::unix::fs::symlink(&outside, out.join("T.npy")).unwrap();
+    std::os::unix::fs::symlink(d.join("outside.png"), out.join("view_0001.png")).unwrap();
+    let o = weft(&[
+        "run",
+        "graphs/heat.json",
+        "--backend",
+        "cpu",
+        "--frames",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+        "--dump",
+        "T",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!outside.exists(), "the dump was written through the link");
+    assert!(
+        !d.join("outside.png").exists(),
+        "a frame was written through the link"
+    );
+    for f in ["T.npy", "view_0001.png"] {
+        let m = std::fs::symlink_metadata(out.join(f)).unwrap();
+        assert!(m.file_type().is_file(), "{} is not a plain file", f);
+    }
+    let a = weft_ir::io::npy::read_npy(&out.join("T.npy")).unwrap();
+    assert_eq!(a.shape, vec![128, 128]);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// A 512³ domain with several f32 fields (2.5 GiB, over the old fixed
 /// 1 GiB cap) builds and `weft check` prints its memory where the budget
 /// allows it; a smaller `--max-memory` is a clear error naming the layout
@@ -1864,6 +1943,51 @@ fn bake_writes_complete_frames_of_the_range_and_refuses_bad_ones() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// `weft bake --threads 1` on cpu: a graph with float atomics (mpm88's
+/// particle-to-grid scatter) bakes to the same bytes every time, equal to
+/// the reference VM's serial order.
+#[test]
+fn bake_with_one_thread_repeats_float_atomics_exactly() {
+    let out = tmp("bake_threads");
+    let bake = |name: &str, backend: &str| {
+        let cache = out.join(name);
+        let o = weft(&[
+            "bake",
+            "graphs/mpm88.json",
+            "--frames",
+            "1:1",
+            "--backend",
+            backend,
+            "--threads",
+            "1",
+            "--fields",
+            "x,grid_m",
+            "--out",
+            cache.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        let l = weft_runtime::snapshot::read(&weft_runtime::snapshot::folder(&cache, 1)).unwrap();
+        l.snapshot.roots
+    };
+    let a = bake("a", "cpu");
+    assert_eq!(a, bake("b", "cpu"), "two one-thread cpu bakes");
+    assert_eq!(
+        a,
+        bake("vm", "vm"),
+        "cpu with one thread adds in the VM's order"
+    );
+    let o = weft(&[
+        "bake",
+        "graphs/mpm88.json",
+        "--frames",
+        "0:0",
+        "--threads",
+        "0",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 /// The library setting (`library.json` in the config folder, which the app
 /// edits under Edit > Asset library folders…) adds folders to the asset
 /// library on the command line too; a broken setting is named in the
@@ -1938,4 +2062,242 @@ fn the_library_setting_adds_folders_on_the_command_line() {
         text(&o)
     );
     let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// A view inside a group is named by its path (`diffusion/inner_view`):
+/// its PNG frames go into the group's folder under `--out`, as a grouped
+/// field's `--dump` does, instead of failing the run after the frame ran.
+#[test]
+fn a_view_inside_a_group_writes_its_frames_into_the_groups_folder() {
+    let dir = tmp("grouped_view");
+    let mut g: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("graphs/heat_grouped.json")).unwrap(),
+    )
+    .unwrap();
+    let nodes = g["nodes"].as_array_mut().unwrap();
+    let outer = nodes.iter().find(|n| n["id"] == "view").unwrap()["params"].clone();
+    let group = nodes.iter_mut().find(|n| n["id"] == "diffusion").unwrap();
+    // The same picture settings as the top-level view of T: after `apply`
+    // T holds T_next, so the two pictures are the same bytes.
+    group["group"]["nodes"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"id": "inner_view", "kind": "image", "params": outer}));
+    group["group"]["wires"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"from": "T_next.field", "to": "inner_view.field"}));
+    let file = dir.join("gv.json");
+    std::fs::write(&file, serde_json::to_string(&g).unwrap()).unwrap();
+    let out = dir.join("out");
+    let o = weft(&[
+        "run",
+        file.to_str().unwrap(),
+        "--frames",
+        "2",
+        "--backend",
+        "vm",
+        "--out",
+        out.to_str().unwrap(),
+        "--dump",
+        "diffusion/T_next",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(out.join("diffusion/T_next.npy").exists());
+    for f in 1..=2 {
+        let inner = std::fs::read(out.join(format!("diffusion/inner_view_{:04}.png", f)))
+            .unwrap_or_else(|e| panic!("frame {}: {}", f, e));
+        let top = std::fs::read(out.join(format!("view_{:04}.png", f))).unwrap();
+        assert_eq!(inner, top, "frame {}: the inner view draws T_next = T", f);
+    }
+}
+
+/// f32 values of OUT/FIELD.npy.
+fn npy_f32(out: &Path, field: &str) -> Vec<f32> {
+    let a = weft_ir::io::npy::read_npy(&out.join(format!("{}.npy", field))).unwrap();
+    a.words.into_iter().map(f32::from_bits).collect()
+}
+
+#[test]
+fn a_set_two_groups_down_goes_through_both_promotions() {
+    let g = "tests/groups/promoted_three_levels.json";
+    // P1 promotes gain (default 2) onto sA's s, which targets k.s.
+    for (sets, s) in [
+        (vec![], 2.0f32),
+        (vec!["P1/sA/k.s=-1.5"], -1.5),
+        (vec!["P1/sA.s=-1.5"], -1.5),
+        (vec!["P1.gain=-1.5"], -1.5),
+        (vec!["P1/sA/k.s=-1.5", "P1.gain=3"], -1.5),
+    ] {
+        let out = tmp("three_levels");
+        let mut args = vec![
+            "run",
+            g,
+            "--frames",
+            "1",
+            "--no-frames",
+            "--dump",
+            "x",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        for set in &sets {
+            args.push("--set");
+            args.push(set);
+        }
+        let o = weft(&args);
+        assert!(o.status.success(), "{:?}: {}", sets, text(&o));
+        assert_eq!(
+            npy_f32(&out, "x"),
+            vec![s, 2.0 * s, 3.0 * s, 4.0 * s],
+            "{:?}",
+            sets
+        );
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+    // Through P1.gain, its range applies (min -4, max 4), naming it.
+    let out = tmp("three_levels_bad");
+    let o = weft(&[
+        "run",
+        g,
+        "--frames",
+        "1",
+        "--no-frames",
+        "--out",
+        out.to_str().unwrap(),
+        "--set",
+        "P1/sA/k.s=9",
+    ]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).contains("'P1'") && text(&o).contains("gain") && text(&o).contains("outside"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn set_replaces_a_frame_expression_with_a_number() {
+    let d = tmp("set_expr");
+    let g = d.join("g.json");
+    std::fs::write(
+        &g,
+        r#"{"format": "weft-graph", "version": 1, "nodes": [
+        {"id": "cells", "kind": "dense", "params": {"shape": [2]}},
+        {"id": "x", "kind": "field", "params": {"type": "f32"}},
+        {"id": "frame", "kind": "on_frame"},
+        {"id": "drive", "kind": "kernel", "params": {"over": "x",
+            "scalars": {"w": "= sin(frame*0.3)*2"},
+            "code": "fn kernel(i: i32) { x[i] = x[i] + w; }"}}],
+        "wires": [{"from": "cells.cells", "to": "x.layout"}, {"from": "x.field", "to": "drive.x"}],
+        "exec": [{"from": "frame.then", "to": "drive"}]}"#,
+    )
+    .unwrap();
+    let out = d.join("out");
+    let o = weft(&[
+        "run",
+        g.to_str().unwrap(),
+        "--frames",
+        "3",
+        "--no-frames",
+        "--dump",
+        "x",
+        "--out",
+        out.to_str().unwrap(),
+        "--set",
+        "drive.w=0.5",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    // Three frames of a constant 0.5 (the expression is gone).
+    assert_eq!(npy_f32(&out, "x"), vec![1.5, 1.5]);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn usage_errors_and_messages_name_what_is_wrong() {
+    let d = tmp("usage_names");
+    // bake --fields with an unknown name: a usage error (2), as run --dump.
+    let out = d.join("bake");
+    let o = weft(&[
+        "bake",
+        "graphs/heat.json",
+        "--frames",
+        "0:1",
+        "--fields",
+        "T,nosuch",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("'nosuch'"), "{}", text(&o));
+    assert!(!out.join("cache.json").exists(), "nothing baked");
+    // `weft nodes` lists group too.
+    let o = weft(&["nodes"]);
+    assert!(o.status.success());
+    assert!(
+        text(&o).lines().any(|l| l.starts_with("group (group)")),
+        "{}",
+        text(&o)
+    );
+    // A negative seed names "seed".
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join("graphs/heat.json")).unwrap())
+            .unwrap();
+    v["seed"] = (-1).into();
+    let g = d.join("seed.json");
+    std::fs::write(&g, v.to_string()).unwrap();
+    let o = weft(&["check", g.to_str().unwrap()]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("\"seed\""), "{}", text(&o));
+    // A bypassed kernel whose code does not compile: check passes, warning
+    // by name.
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join("graphs/heat.json")).unwrap())
+            .unwrap();
+    for n in v["nodes"].as_array_mut().unwrap() {
+        if n["id"] == "apply" {
+            n["bypass"] = true.into();
+            n["params"]["code"] =
+                "fn kernel(i: i32, j: i32) { T[(i, j)] = T_next[(i, j)] + nosuch; }".into();
+        }
+    }
+    let g = d.join("bypassed.json");
+    std::fs::write(&g, v.to_string()).unwrap();
+    let o = weft(&["check", g.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("warning: node 'apply' is bypassed") && text(&o).contains("nosuch"),
+        "{}",
+        text(&o)
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// `weft check` compiles what each backend compiles: a `#[block(64)]`
+/// kernel that `weft run --backend wgpu` runs was refused because the
+/// check handed the VM's IR (blocks made loops) to the shader validator
+/// ("Expression [433] is invalid = Unable to cast").
+#[test]
+fn check_compiles_each_backends_own_ir() {
+    let dir = tmp("check_block");
+    let g = dir.join("block.json");
+    let code = "#[block(64)]\nfn kernel(i: i32) {\n    let s = shared([0u32; 64]);\n    let t = thread_index();\n    let a = if t < 32 { xu[i + 1] } else { 0u32 };\n    barrier();\n    if t < 32 { s[t] = a; }\n    barrier();\n    out[i] = s[t % 32];\n}\n";
+    let doc = format!(
+        r#"{{"format": "weft-graph", "version": 1, "nodes": [
+        {{"id": "cells", "kind": "dense", "params": {{"shape": [129]}}}},
+        {{"id": "xu", "kind": "field", "params": {{"type": "u32", "init": 3}}}},
+        {{"id": "out", "kind": "field", "params": {{"type": "u32"}}}},
+        {{"id": "start", "kind": "on_start"}},
+        {{"id": "k", "kind": "kernel", "params": {{"range": [128], "code": {}}}}}],
+        "wires": [{{"from": "cells.cells", "to": "xu.layout"}}, {{"from": "cells.cells", "to": "out.layout"}},
+                  {{"from": "xu.field", "to": "k.xu"}}, {{"from": "out.field", "to": "k.out"}}],
+        "exec": [{{"from": "start.then", "to": "k"}}]}}"#,
+        serde_json::to_string(code).unwrap()
+    );
+    std::fs::write(&g, doc).unwrap();
+    let o = weft(&["check", g.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // And the graph does run (on the VM: the same kernel, blocks as loops).
+    let o = weft(&["run", g.to_str().unwrap(), "--frames", "0"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }

@@ -774,3 +774,314 @@ fn a_tape_s_loss_is_recorded() {
     }
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// Plans a sweep over `alphas` of a copy of heat.json (so the test may edit
+/// the graph) running `frames` frames; returns (graph copy, sweep folder).
+fn plan_copy(d: &Path, frames: u32, alphas: &str) -> (PathBuf, PathBuf) {
+    let g = d.join("heat.json");
+    std::fs::copy(root().join("graphs/heat.json"), &g).unwrap();
+    let sw = d.join("sw");
+    let o = weft(&[
+        "sweep",
+        "plan",
+        s(&g),
+        "--vary",
+        &format!("diffuse.alpha={}", alphas),
+        "--frames",
+        &frames.to_string(),
+        "--dump",
+        "T",
+        "--out",
+        s(&sw),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    (g, sw)
+}
+
+/// Every file of a folder with its bytes, sorted by name.
+fn folder_bytes(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read(&p).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_refused_variant_touches_nothing() {
+    let d = tmp("refused");
+    let (g, sw) = plan_copy(&d, 2, "0.1,0.2");
+    let o = weft(&["sweep", "run", s(&sw), "--index", "0", "--backend", "cpu"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let done = folder_bytes(&sw.join("0000"));
+    assert!(
+        done.iter().any(|(n, _)| n == "T.npy") && done.iter().any(|(n, _)| n == "run.log"),
+        "{:?}",
+        done.iter().map(|f| &f.0).collect::<Vec<_>>()
+    );
+    // The graph is edited after planning: every way of running refuses,
+    // and the done variant keeps its outputs and its "done".
+    let mut text_of_graph = std::fs::read_to_string(&g).unwrap();
+    text_of_graph.push('\n');
+    std::fs::write(&g, text_of_graph).unwrap();
+    for args in [
+        vec!["sweep", "run", s(&sw), "--index", "0", "--backend", "cpu"],
+        vec!["sweep", "run", s(&sw), "--local", "--backend", "cpu"],
+    ] {
+        let o = weft(&args);
+        assert_eq!(o.status.code(), Some(1), "{:?}: {}", args, text(&o));
+        assert!(
+            text(&o).contains("changed since the sweep was planned"),
+            "{}",
+            text(&o)
+        );
+        assert_eq!(
+            folder_bytes(&sw.join("0000")),
+            done,
+            "{:?} touched 0000/",
+            args
+        );
+        assert!(!sw.join("0001").exists(), "{:?} created 0001/", args);
+    }
+    assert_eq!(status_json(&sw), vec!["done", "missing"]);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// (pid, parent pid, state) of every process, from /proc.
+fn processes() -> Vec<(u32, u32, char)> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
+            continue;
+        };
+        let mut f = rest.split_whitespace();
+        let state = f.next().and_then(|s| s.chars().next()).unwrap_or('?');
+        let ppid = f.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+        v.push((pid, ppid, state));
+    }
+    v
+}
+
+fn alive(pid: u32) -> bool {
+    processes()
+        .iter()
+        .any(|&(p, _, state)| p == pid && state != 'Z' && state != 'X')
+}
+
+/// The `weft run` processes whose output folder is `dir`, alive.
+fn weft_runs_into(dir: &Path) -> Vec<u32> {
+    processes()
+        .into_iter()
+        .filter(|&(pid, _, state)| {
+            state != 'Z'
+                && std::fs::read(format!("/proc/{}/cmdline", pid)).is_ok_and(|c| {
+                    let args: Vec<&[u8]> = c.split(|&b| b == 0).collect();
+                    args.get(1) == Some(&&b"run"[..])
+                        && args.windows(2).any(|w| {
+                            w[0] == b"--out"
+                                && Path::new(std::str::from_utf8(w[1]).unwrap_or("")) == dir
+                        })
+                })
+        })
+        .map(|p| p.0)
+        .collect()
+}
+
+/// `weft ARGS`, which must end within `secs` (a second run of a long
+/// variant would not): killed and failed otherwise.
+fn weft_within(args: &[&str], secs: u64) -> std::process::Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args(args)
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while c.try_wait().unwrap().is_none() {
+        if t0.elapsed() > Duration::from_secs(secs) {
+            let _ = c.kill();
+            let _ = c.wait();
+            panic!("weft {:?} still running after {} s", args, secs);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    c.wait_with_output().unwrap()
+}
+
+/// The processes a test started (by id), killed if it fails midway, while
+/// their command line still names the test's folder (an id may be reused).
+struct KillOnDrop(Vec<u32>, PathBuf);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let folder = self.1.to_string_lossy().into_owned();
+        for &pid in &self.0 {
+            let ours = std::fs::read(format!("/proc/{}/cmdline", pid))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&folder));
+            if ours && alive(pid) {
+                // SAFETY: a signal to a process this test started.
+                unsafe {
+                    libc::kill(pid as libc::pid_t, libc::SIGKILL);
+                }
+            }
+        }
+    }
+}
+
+fn wait_until(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(secs),
+            "timed out waiting: {}",
+            what
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_variant_runs_once_at_a_time_and_its_child_dies_with_it() {
+    let d = tmp("kill9");
+    // Frames enough to be still running whenever the test looks.
+    let (_g, sw) = plan_copy(&d, 10_000_000, "0.1");
+    let dir = sw.join("0000");
+    let mut task = Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args([
+            "sweep",
+            "run",
+            s(&sw),
+            "--index",
+            "0",
+            "--backend",
+            "cpu",
+            "--threads",
+            "1",
+        ])
+        .current_dir(root())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut reap = KillOnDrop(vec![task.id()], d.clone());
+    wait_until("the task's weft run child", 120, || {
+        !weft_runs_into(&dir).is_empty()
+    });
+    let child = weft_runs_into(&dir);
+    reap.0.extend(&child);
+    assert_eq!(child.len(), 1, "{:?}", child);
+    let child = child[0];
+    assert!(
+        processes()
+            .iter()
+            .any(|&(p, pp, _)| p == child && pp == task.id()),
+        "weft run {} is not the task's child",
+        child
+    );
+    // Running now: neither --index nor --local starts it again, even when
+    // result.json no longer names a live process (the lock alone decides).
+    let result = dir.join("result.json");
+    let mut r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&result).unwrap()).unwrap();
+    assert_eq!(r["status"], "running");
+    r["pid"] = 999_999_999u32.into();
+    std::fs::write(&result, r.to_string()).unwrap();
+    let o = weft_within(
+        &["sweep", "run", s(&sw), "--index", "0", "--backend", "cpu"],
+        60,
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("running now"), "{}", text(&o));
+    let o2 = weft_within(&["sweep", "run", s(&sw), "--local", "--backend", "cpu"], 60);
+    assert!(text(&o2).contains("running here now"), "{}", text(&o2));
+    assert!(
+        text(&o).contains(&task.id().to_string()),
+        "names the holder: {}",
+        text(&o)
+    );
+    assert_eq!(weft_runs_into(&dir), vec![child], "started a second time");
+    assert!(
+        std::fs::read_to_string(&result)
+            .unwrap()
+            .contains("999999999"),
+        "touched"
+    );
+    // kill -9 of the task: its weft run goes with it.
+    task.kill().unwrap();
+    task.wait().unwrap();
+    wait_until("the orphaned weft run to die", 30, || !alive(child));
+    // The lock of the dead task is taken over: the variant runs again
+    // (a short run now, the manifest's frame count lowered).
+    let mpath = sw.join("manifest.json");
+    let mut m = manifest(&sw);
+    m["frames"] = 2.into();
+    std::fs::write(&mpath, m.to_string()).unwrap();
+    let o = weft(&["sweep", "run", s(&sw), "--index", "0", "--backend", "cpu"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(status_json(&sw)[0], "done");
+    assert_matches_weft_run(&sw, 0, 2, &["T"]);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_swept_parameter_two_groups_down_reaches_the_kernel() {
+    let d = tmp("three_levels");
+    let sw = d.join("sw");
+    // P1 promotes gain (default 2) onto sA's s, which targets k.s.
+    let o = weft(&[
+        "sweep",
+        "plan",
+        "tests/groups/promoted_three_levels.json",
+        "--vary",
+        "P1/sA/k.s=-1.5,0.5",
+        "--frames",
+        "1",
+        "--dump",
+        "x",
+        "--out",
+        s(&sw),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    // Out of P1.gain's range (max 4): refused at planning, naming it.
+    let o = weft(&[
+        "sweep",
+        "plan",
+        "tests/groups/promoted_three_levels.json",
+        "--vary",
+        "P1/sA/k.s=9",
+        "--frames",
+        "1",
+        "--out",
+        s(&d.join("bad")),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("'P1'") && text(&o).contains("gain"),
+        "{}",
+        text(&o)
+    );
+    let o = weft(&["sweep", "run", s(&sw), "--local", "--backend", "cpu"]);
+    assert!(o.status.success(), "{}", text(&o));
+    for (i, v) in [-1.5f32, 0.5].into_iter().enumerate() {
+        let a = weft_ir::io::npy::read_npy(&sw.join(format!("{:04}/x.npy", i))).unwrap();
+        let x: Vec<f32> = a.words.into_iter().map(f32::from_bits).collect();
+        assert_eq!(x, vec![v, 2.0 * v, 3.0 * v, 4.0 * v], "variant {}", i);
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}

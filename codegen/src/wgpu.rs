@@ -9,7 +9,10 @@
 //! determinant, fault checks and integer divisors that could fault (0, or
 //! -1 with an `i32::MIN` dividend) arrive already rewritten by
 //! `passes::legalize`; a `Trap` notes its fault site in a
-//! private variable and returns, and `main` writes the error words once.
+//! private variable and returns (unless its site resumes, in kernels with
+//! barriers), and `main` writes the error words once. In a block kernel
+//! `main`'s range test is made per workgroup, so barriers stay in uniform
+//! control flow as WGSL's uniformity rules (Tint) require.
 //!
 //! Bindings (group 0): 0 = this launch's record (a uniform buffer of
 //! `vec4<u32>` at a dynamic offset: frame, launch, seed, total, shape[3],
@@ -70,11 +73,16 @@ pub struct WgpuKernel {
 /// SHADER_FLOAT32_ATOMIC (`native_float_atomics`) on a buffer no other
 /// atomic of the kernel touches (the buffer is then `atomic<f32>`). The
 /// rest (f32 min/max, i32 min/max, other f32 adds) is `legalize`'s
-/// compare-exchange loop.
+/// compare-exchange loop. WGSL's `fma` may round twice (Vulkan does not
+/// require it to fuse; lavapipe's f64 `fma` does not), its `mix` is not
+/// Weft's `lerp` and its `min`/`max` leave a NaN to the driver, so those
+/// arrive written out by `legalize` (`loose_float_builtins`). The
+/// adapter's loop trip limit, if any, is the runtime's to add.
 pub fn caps(native_float_atomics: bool) -> weft_ir::ir::target::TargetCaps {
     weft_ir::ir::target::TargetCaps {
         f32_atomic_add: native_float_atomics,
         workgroups: true,
+        loose_float_builtins: true,
         ..weft_ir::ir::target::TargetCaps::BASELINE
     }
 }
@@ -691,6 +699,31 @@ impl Fb<'_, '_> {
         )
     }
     fn cast(&mut self, b: &mut NBlock, x: Handle<E>, s: Scalar, convert: bool) -> Handle<E> {
+        // An integer literal converted to another integer type is written
+        // as the converted literal: naga's WGSL front end cannot evaluate
+        // `u32(3li)` (a constant shift amount of an i64), so the emitted
+        // text would not parse back.
+        if let E::Literal(l) = self.f.expressions[x] {
+            let v = match l {
+                Literal::I32(v) => Some(v as i64 as u64),
+                Literal::U32(v) => Some(v as u64),
+                Literal::I64(v) => Some(v as u64),
+                Literal::U64(v) => Some(v),
+                _ => None,
+            };
+            // Two's complement wrapping, as WGSL's and SPIR-V's integer
+            // conversions and bitcasts of the same width.
+            let lit = v.and_then(|v| match s {
+                Scalar::I32 => Some(Literal::I32(v as u32 as i32)),
+                Scalar::U32 => Some(Literal::U32(v as u32)),
+                Scalar::I64 => Some(Literal::I64(v as i64)),
+                Scalar::U64 => Some(Literal::U64(v)),
+                _ => None,
+            });
+            if let Some(lit) = lit {
+                return self.pre(E::Literal(lit));
+            }
+        }
         let width = if s == Scalar::Bool {
             1
         } else {
@@ -807,6 +840,7 @@ impl<'a> ModCtx<'a> {
         };
         let uses_linear = uses(|k| matches!(k, InstKind::Launch(LaunchValue::Linear)));
         let traps = uses(|k| matches!(k, InstKind::Trap { .. }));
+        let blocks = self.kernel.workgroup.is_some();
         let mut fb = Fb {
             c: self,
             f: NFunction {
@@ -819,6 +853,13 @@ impl<'a> ModCtx<'a> {
             ty: uvec3,
             binding: Some(naga::Binding::BuiltIn(naga::BuiltIn::GlobalInvocationId)),
         });
+        if blocks {
+            fb.f.arguments.push(FunctionArgument {
+                name: Some("wid".into()),
+                ty: uvec3,
+                binding: Some(naga::Binding::BuiltIn(naga::BuiltIn::WorkGroupId)),
+            });
+        }
         let mut b = NBlock::new();
         let gid = fb.pre(E::FunctionArgument(0));
         let gx = fb.e(
@@ -839,7 +880,36 @@ impl<'a> ModCtx<'a> {
         let t = fb.bin(&mut b, BO::Multiply, gy, row);
         let linear = fb.bin(&mut b, BO::Add, gx, t);
         let total = fb.record_const(&mut b, word::TOTAL);
-        let past = fb.bin(&mut b, BO::GreaterEqual, linear, total);
+        let past = if blocks {
+            // A block kernel's range is a whole number of blocks, so the
+            // block's first invocation decides for all of it: a test WGSL
+            // knows to be the same across the workgroup (workgroup_id and
+            // a uniform buffer), so the barriers in the body stay in
+            // uniform control flow (Tint refuses them after a `return`
+            // that depends on global_invocation_id).
+            let wid = fb.pre(E::FunctionArgument(1));
+            let wx = fb.e(
+                &mut b,
+                E::AccessIndex {
+                    base: wid,
+                    index: 0,
+                },
+            );
+            let wy = fb.e(
+                &mut b,
+                E::AccessIndex {
+                    base: wid,
+                    index: 1,
+                },
+            );
+            let size = fb.u32c(workgroup_size);
+            let fx = fb.bin(&mut b, BO::Multiply, wx, size);
+            let fy = fb.bin(&mut b, BO::Multiply, wy, row);
+            let first = fb.bin(&mut b, BO::Add, fx, fy);
+            fb.bin(&mut b, BO::GreaterEqual, first, total)
+        } else {
+            fb.bin(&mut b, BO::GreaterEqual, linear, total)
+        };
         let mut ret = NBlock::new();
         ret.push(S::Return { value: None }, SP);
         b.push(
@@ -1092,6 +1162,31 @@ impl Gen<'_, '_, '_> {
     }
 
     /// `return` with a zero value when the function has a result.
+    /// The float whose bits are the literal `bits` (of scalar `word`):
+    /// stored to a variable and loaded back before the bitcast. WGSL
+    /// evaluates `bitcast<f32>(2139095040u)` as a constant expression and
+    /// Tint (the browsers' compiler) refuses a non-finite constant; a
+    /// variable's value is not a constant expression, so the bitcast
+    /// happens at run time and gives the bits unchanged.
+    fn nonfinite(
+        &mut self,
+        b: &mut NBlock,
+        bits: Handle<E>,
+        word: Scalar,
+        float: Scalar,
+    ) -> Handle<E> {
+        let var = self.fb.local("nonfinite_bits", Type::Scalar(word));
+        b.push(
+            S::Store {
+                pointer: var,
+                value: bits,
+            },
+            SP,
+        );
+        let w = self.fb.e(b, E::Load { pointer: var });
+        self.fb.cast(b, w, float, false)
+    }
+
     fn early_return(&mut self, b: &mut NBlock) {
         let value = match self.f.ret {
             Type::Void => None,
@@ -1141,19 +1236,23 @@ impl Gen<'_, '_, '_> {
         );
     }
 
+    /// A word holding `v`'s bits. A bool has no bits to reinterpret (naga
+    /// refuses the bitcast: "Unable to cast"), so it converts to 0 or 1;
+    /// `passes::block_loops` keeps bools in shared arrays, and so may code.
     fn bits_as_u32(&mut self, b: &mut NBlock, v: Handle<E>, s: Scalar) -> Handle<E> {
-        if s == Scalar::U32 {
-            v
-        } else {
-            self.fb.cast(b, v, Scalar::U32, false)
+        match s {
+            Scalar::U32 => v,
+            Scalar::Bool => self.fb.cast(b, v, Scalar::U32, true),
+            _ => self.fb.cast(b, v, Scalar::U32, false),
         }
     }
 
+    /// The inverse of `bits_as_u32` (a bool: the word is not 0).
     fn bits_from_u32(&mut self, b: &mut NBlock, v: Handle<E>, s: Scalar) -> Handle<E> {
-        if s == Scalar::U32 {
-            v
-        } else {
-            self.fb.cast(b, v, s, false)
+        match s {
+            Scalar::U32 => v,
+            Scalar::Bool => self.fb.cast(b, v, Scalar::Bool, true),
+            _ => self.fb.cast(b, v, s, false),
         }
     }
 
@@ -1232,18 +1331,19 @@ impl Gen<'_, '_, '_> {
         let inst = &self.f.insts[h];
         let ty = inst.ty;
         let value: Option<Handle<E>> = match &inst.kind {
-            // naga refuses non-finite float literals: build NaN / inf from their bits.
+            // naga refuses non-finite float literals: build NaN / inf from
+            // their bits, at run time (`nonfinite`).
             InstKind::Const(c)
                 if c.scalar == Scalar::F32 && !f32::from_bits(c.lo()).is_finite() =>
             {
                 let bits = self.fb.u32c(c.lo());
-                Some(self.fb.cast(b, bits, Scalar::F32, false))
+                Some(self.nonfinite(b, bits, Scalar::U32, Scalar::F32))
             }
             InstKind::Const(c)
                 if c.scalar == Scalar::F64 && !f64::from_bits(c.bits).is_finite() =>
             {
                 let bits = self.fb.pre(E::Literal(Literal::U64(c.bits)));
-                Some(self.fb.cast(b, bits, Scalar::F64, false))
+                Some(self.nonfinite(b, bits, Scalar::U64, Scalar::F64))
             }
             InstKind::Const(c) => Some(self.fb.pre(E::Literal(match c.scalar {
                 Scalar::F32 | Scalar::F16 => Literal::F32(f32::from_bits(c.lo())),
@@ -1659,7 +1759,17 @@ impl Gen<'_, '_, '_> {
                 let v = self.v(*value);
                 let bits = self.bits_as_u32(b, v, self.t(*value).scalar().expect("scalar"));
                 self.note_fault(b, *site, bits);
-                self.early_return(b);
+                // A resuming site (a kernel with barriers) goes on: a
+                // `return` that depends on the invocation before a barrier
+                // is refused by WGSL's uniformity rules.
+                let resume = self
+                    .kernel
+                    .fault_sites
+                    .get(*site as usize)
+                    .is_some_and(|s| s.resume);
+                if !resume {
+                    self.early_return(b);
+                }
                 None
             }
             InstKind::BoundsCheck { .. } | InstKind::IndexCheck { .. } => {

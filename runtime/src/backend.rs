@@ -276,6 +276,94 @@ pub fn target_caps(backend: Backend, wgpu_float_atomics: bool) -> TargetCaps {
     }
 }
 
+/// What `weft check` compiles: `program` as built (before the pass
+/// pipeline), run through each backend's own pipeline (`tune_passes`, its
+/// `TargetCaps`) and handed to that backend's code generator, as `weft run`
+/// would: the VM's program, the JIT's machine code (Cranelift), the wgpu
+/// backend's naga module validated (once as on lavapipe, with its loop
+/// trip counters and compare-exchange float atomics, once with native f32
+/// atomic add), and the CUDA C, compiled by NVRTC where NVRTC is present.
+/// An error names the backend, the kernel's node and what failed.
+pub fn check_backends(program: &Program, passes: &PassOptions) -> Result<(), RuntimeError> {
+    let lavapipe = TargetCaps {
+        loop_trip_limit: Some(crate::wgpu_backend::LLVMPIPE_LOOP_TRIPS),
+        ..weft_codegen::wgpu::caps(false)
+    };
+    let mut targets = vec![(Backend::Vm, None), (Backend::Wgpu, Some(lavapipe))];
+    targets.push((Backend::Wgpu, Some(weft_codegen::wgpu::caps(true))));
+    targets.push((Backend::Cuda, None));
+    if cfg!(not(target_arch = "wasm32")) {
+        targets.insert(1, (Backend::Jit, None));
+    }
+    for (backend, caps) in targets {
+        let mut opts = tune_passes(backend, passes);
+        if let Some(c) = caps {
+            opts.target = c;
+        }
+        let on = |e: String| format!("on --backend {}: {}", backend.name(), e);
+        let mut p = program.clone();
+        weft_ir::passes::run_pipeline(&mut p, &opts, None).map_err(|e| RuntimeError::Compile {
+            node: e.kernel.clone(),
+            message: on(e.to_string()),
+        })?;
+        let compile_err = |e: weft_codegen::CodegenError| RuntimeError::Compile {
+            node: e.kernel.clone(),
+            message: on(e.to_string()),
+        };
+        for (_, k) in p.kernels.iter() {
+            match backend {
+                Backend::Vm => {
+                    weft_codegen::vm::compile_kernel(&p, k).map_err(compile_err)?;
+                }
+                Backend::Jit => compile_jit(&p, k).map_err(compile_err)?,
+                Backend::Wgpu => {
+                    let opts = weft_codegen::wgpu::WgpuOptions {
+                        native_float_atomics: p.target.f32_atomic_add,
+                        ..Default::default()
+                    };
+                    weft_codegen::wgpu::check_kernel(&p, k, &opts).map_err(compile_err)?;
+                }
+                Backend::Cuda => {
+                    let c = weft_codegen::cuda::compile_kernel(&p, k).map_err(compile_err)?;
+                    compile_nvrtc(&c).map_err(|e| RuntimeError::Compile {
+                        node: k.name.clone(),
+                        message: on(e),
+                    })?;
+                }
+                Backend::Auto => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn compile_jit(p: &Program, k: &weft_ir::ir::Kernel) -> Result<(), weft_codegen::CodegenError> {
+    weft_codegen::jit::compile_kernel(p, k, &Default::default()).map(drop)
+}
+
+#[cfg(target_arch = "wasm32")]
+fn compile_jit(_: &Program, _: &weft_ir::ir::Kernel) -> Result<(), weft_codegen::CodegenError> {
+    Ok(())
+}
+
+/// NVRTC's verdict on generated CUDA C, where NVRTC is installed (absent,
+/// the generated C is all that is checked).
+#[cfg(not(target_arch = "wasm32"))]
+fn compile_nvrtc(c: &weft_codegen::cuda::CudaKernel) -> Result<(), String> {
+    if crate::cuda::nvrtc_status().is_err() {
+        return Ok(());
+    }
+    crate::cuda::compile_ptx(c, None)
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(target_arch = "wasm32")]
+fn compile_nvrtc(_: &weft_codegen::cuda::CudaKernel) -> Result<(), String> {
+    Ok(())
+}
+
 /// Builds the code of every backend that can be built without a device,
 /// for every kernel of a compiled (legalized) program, so that a graph that
 /// passes `weft check` never fails to compile on one of them: the VM's

@@ -90,6 +90,7 @@ impl Simulation {
                 Backend::Wgpu,
                 ctx.float_atomics && !opts.force_cas_float_atomics,
             );
+            opts.passes.target.loop_trip_limit = ctx.loop_trip_limit();
             opts.gpu = Some(ctx);
         }
         Self::with_engine(program, &opts, |p| backend::open(opts.backend, p, &opts))
@@ -345,11 +346,12 @@ impl Simulation {
     fn animate(&mut self) -> Result<(), RuntimeError> {
         for i in 0..self.program.animated.len() {
             let a = &self.program.animated[i];
-            let (k, s, v) = (
-                a.kernel.clone(),
-                a.scalar.clone(),
-                a.value(self.frame as u64),
-            );
+            let (k, s) = (a.kernel.clone(), a.scalar.clone());
+            let v = a.value(self.frame as u64).map_err(|m| {
+                RuntimeError::from(weft_ir::error::GraphErrors(vec![GraphError::scalar(
+                    &k, &s, m,
+                )]))
+            })?;
             self.set_param(&k, &s, v)
                 .map_err(|e| RuntimeError::from(weft_ir::error::GraphErrors(vec![e])))?;
         }

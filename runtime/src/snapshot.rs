@@ -12,8 +12,13 @@
 //!
 //! On disk a snapshot is one folder `DIR/frame_NNNNNN/` holding
 //! `snapshot.json` (format, frame, launch counts, the roots and their word
-//! counts, and the graph document it was taken from) and one `ROOT.bin`
-//! per root (its words, little-endian). The folder is written under a
+//! counts and checksums, and the graph document it was taken from) and one
+//! `ROOT.bin` per root (its words, little-endian). Each root's entry records
+//! the xxh3-64 of its file's bytes (`"xxh3": "16 hex digits"`); `read`
+//! refuses a file whose bytes do not hash to it, naming the file, so a
+//! flipped bit on disk (same size, so the word count still matches) is
+//! never restored as state. Snapshots written before checksums have no
+//! `xxh3` entries: they are still read, unverified. The folder is written under a
 //! temporary name and renamed into place once every file in it is synced,
 //! so a folder named `frame_NNNNNN` is complete: a run killed while writing
 //! leaves only a temporary folder, which `latest` ignores (and the next
@@ -197,6 +202,12 @@ fn io(what: &str, p: &Path, e: impl std::fmt::Display) -> RuntimeError {
     RuntimeError::Io(format!("cannot {} {}: {}", what, p.display(), e))
 }
 
+/// The checksum a root file's entry records: xxh3-64 of its bytes, as 16
+/// lowercase hex digits.
+fn checksum(bytes: &[u8]) -> String {
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(bytes))
+}
+
 /// The folder of frame `frame`'s snapshot in `dir`.
 pub fn folder(dir: &Path, frame: i32) -> PathBuf {
     dir.join(format!("frame_{:06}", frame))
@@ -212,7 +223,6 @@ pub fn write(
     graph: &Value,
     keep: usize,
 ) -> Result<PathBuf, RuntimeError> {
-    use std::io::Write;
     std::fs::create_dir_all(dir).map_err(|e| io("create", dir, e))?;
     let final_dir = folder(dir, s.frame);
     let tmp = dir.join(format!(".frame_{:06}.tmp{}", s.frame, std::process::id()));
@@ -226,10 +236,10 @@ pub fn write(
         for w in words {
             bytes.extend_from_slice(&w.to_le_bytes());
         }
-        let mut f = std::fs::File::create(&p).map_err(|e| io("create", &p, e))?;
-        f.write_all(&bytes).map_err(|e| io("write", &p, e))?;
-        f.sync_all().map_err(|e| io("write", &p, e))?;
-        roots.push(json!({"node": name, "words": words.len(), "file": file}));
+        weft_ir::io::write_atomic(&p, &bytes).map_err(|e| io("write", &p, e))?;
+        roots.push(
+            json!({"node": name, "words": words.len(), "file": file, "xxh3": checksum(&bytes)}),
+        );
     }
     let meta = json!({
         "format": FORMAT,
@@ -243,10 +253,7 @@ pub fn write(
     });
     let p = tmp.join("snapshot.json");
     let text = serde_json::to_string_pretty(&meta).expect("JSON values serialise");
-    let mut f = std::fs::File::create(&p).map_err(|e| io("create", &p, e))?;
-    f.write_all(text.as_bytes())
-        .map_err(|e| io("write", &p, e))?;
-    f.sync_all().map_err(|e| io("write", &p, e))?;
+    weft_ir::io::write_atomic(&p, text.as_bytes()).map_err(|e| io("write", &p, e))?;
     // A snapshot of the same frame (a resumed run passing it again) is
     // replaced whole.
     if final_dir.exists() {
@@ -367,6 +374,27 @@ pub fn read(path: &Path) -> Result<Loaded, RuntimeError> {
                 words
             )));
         }
+        match &r["xxh3"] {
+            // Written before snapshots had checksums: read unverified.
+            Value::Null => {}
+            Value::String(want) if *want == checksum(&bytes) => {}
+            Value::String(want) => {
+                return Err(RuntimeError::Io(format!(
+                    "{}: its bytes hash to xxh3 {} but the snapshot records {} \
+                     (the file was damaged or changed after it was written); \
+                     this snapshot is refused",
+                    fp.display(),
+                    checksum(&bytes),
+                    want
+                )))
+            }
+            other => {
+                return Err(bad(&format!(
+                    "bad checksum {} for '{}' (16 hex digits expected)",
+                    other, file
+                )))
+            }
+        }
         let w = bytes
             .chunks_exact(4)
             .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
@@ -414,4 +442,71 @@ pub fn latest(dir: &Path) -> Result<(Loaded, Vec<String>), RuntimeError> {
             format!(" ({})", skipped.join("; "))
         }
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Snapshot {
+        Snapshot {
+            frame: 4,
+            started: true,
+            launches: vec![("k".into(), 4)],
+            roots: vec![
+                (
+                    "grid".into(),
+                    (0..64u32).map(|i| (i as f32).to_bits()).collect(),
+                ),
+                ("pool".into(), vec![7, 8, 9]),
+            ],
+            partial: false,
+        }
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("weft-snap-{}-{}", name, std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    /// One flipped bit in a root file (same size, so the word count still
+    /// matches) is refused, naming the file; the intact snapshot reads.
+    #[test]
+    fn a_flipped_bit_is_refused_naming_the_file() {
+        let d = scratch("flip");
+        let s = sample();
+        let f = write(&d, &s, &json!({}), 1).unwrap();
+        assert_eq!(read(&f).unwrap().snapshot, s);
+        let bin = f.join("grid.bin");
+        let mut bytes = std::fs::read(&bin).unwrap();
+        bytes[37] ^= 0x10;
+        weft_ir::io::write_atomic(&bin, &bytes).unwrap();
+        let e = read(&f)
+            .err()
+            .expect("a damaged file must be refused")
+            .to_string();
+        assert!(e.contains("grid.bin") && e.contains("damaged"), "{}", e);
+        // `latest` passes over it, reporting it, and finds nothing else.
+        let e = latest(&d).err().unwrap().to_string();
+        assert!(e.contains("grid.bin"), "{}", e);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// A snapshot written before checksums (no `xxh3` entries) still reads.
+    #[test]
+    fn a_snapshot_without_checksums_still_reads() {
+        let d = scratch("old");
+        let s = sample();
+        let f = write(&d, &s, &json!({}), 1).unwrap();
+        let mp = f.join("snapshot.json");
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&mp).unwrap()).unwrap();
+        for r in v["roots"].as_array_mut().unwrap() {
+            assert!(r["xxh3"].is_string(), "written with a checksum");
+            r.as_object_mut().unwrap().remove("xxh3");
+        }
+        weft_ir::io::write_atomic(&mp, v.to_string().as_bytes()).unwrap();
+        assert_eq!(read(&f).unwrap().snapshot, s);
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }

@@ -33,6 +33,9 @@ pub enum AdapterChoice {
 }
 
 /// A wgpu device shared by simulations (and later by the app's viewport).
+/// llvmpipe's `LP_MAX_TGSI_LOOP_ITERATIONS` (see [`WgpuContext::loop_trip_limit`]).
+pub const LLVMPIPE_LOOP_TRIPS: u32 = 65_535;
+
 pub struct WgpuContext {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
@@ -165,6 +168,29 @@ impl WgpuContext {
             pipelines: Mutex::new(Default::default()),
             compiled_count: Default::default(),
         })
+    }
+
+    /// Loop trips one invocation may make, all loops together, before the
+    /// driver silently leaves the loop it is in ([`TargetCaps::loop_trip_limit`]).
+    ///
+    /// llvmpipe (lavapipe) guards every shader with one counter of loop
+    /// trips, `LP_MAX_TGSI_LOOP_ITERATIONS` = 65,535, set at the top of
+    /// the shader and decremented at the end of every trip of every loop,
+    /// a final trip included; at zero the loop exits as if it had ended,
+    /// with no error. Measured on Mesa 22.3.6 (LLVM 15, 256-bit lanes):
+    /// a 100,000-iteration `for` loop ran 65,535 iterations; 300 × 300
+    /// nested loops stopped at 65,101 (217 × (300 + 1 + 1) + 1 trips); two
+    /// loops of 40,000 in a row gave 40,000 + 25,534. The counter belongs
+    /// to the 8 invocations llvmpipe runs side by side (a lane with 0
+    /// iterations in a first loop and 70,000 in a second made 1 when its
+    /// neighbour used the trips up in the first). The limit is compiled
+    /// into Mesa: no environment variable lifts it. Other drivers have
+    /// none that Weft knows of.
+    ///
+    /// [`TargetCaps::loop_trip_limit`]: weft_ir::ir::target::TargetCaps::loop_trip_limit
+    pub fn loop_trip_limit(&self) -> Option<u32> {
+        let llvmpipe = |s: &str| s.to_ascii_lowercase().contains("llvmpipe");
+        (llvmpipe(&self.info.name) || llvmpipe(&self.info.driver)).then_some(LLVMPIPE_LOOP_TRIPS)
     }
 
     /// Wraps a device the caller already opened (the app shares eframe's).

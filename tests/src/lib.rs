@@ -17,6 +17,16 @@ pub fn root() -> std::path::PathBuf {
         .to_path_buf()
 }
 
+/// A hand-flattened twin (`tests/groups/*_flat_twin.json`): a plain graph
+/// with the path ids the flattener gives nodes inside groups (`fit/opt`).
+/// A graph file may not use such ids (`GraphDoc::parse` refuses `/`, which
+/// is reserved for those paths), so the twin is read as the in-memory
+/// flattened document it stands for, without that check.
+pub fn flat_twin(rel: &str) -> GraphDoc {
+    let text = std::fs::read_to_string(root().join(rel)).unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {}", rel, e))
+}
+
 /// Sets parameter `key` of node `id` of a graph document.
 pub fn set_param(g: &mut Value, id: &str, key: &str, v: Value) {
     let nodes = g["nodes"].as_array_mut().expect("nodes");

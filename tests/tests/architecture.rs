@@ -357,3 +357,159 @@ fn random_numbers_and_atomic_loops_are_defined_once() {
     let hits = mentions("runtime/src/vm", &["compare_exchange_weak"]);
     assert!(hits.is_empty(), "{}", hits.join("\n"));
 }
+
+/// docs/architecture.md names every module of every crate (its file name
+/// without `.rs`, or its folder's name for a `mod.rs`), so the map a
+/// contributor reads first cannot silently fall behind the code.
+#[test]
+fn architecture_md_names_every_module() {
+    let doc = std::fs::read_to_string(root().join("docs/architecture.md")).unwrap();
+    let words: std::collections::HashSet<&str> = doc
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut missing = Vec::new();
+    for krate in ["graph-ir", "codegen", "runtime", "gui", "app", "web"] {
+        let mut files = Vec::new();
+        rust_files(&root().join(krate).join("src"), &mut files);
+        for f in files {
+            let stem = f.file_stem().unwrap().to_string_lossy().to_string();
+            let name = match stem.as_str() {
+                "lib" | "main" => continue,
+                "mod" => f
+                    .parent()
+                    .unwrap()
+                    .file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .to_string(),
+                _ => stem,
+            };
+            if !words.contains(name.as_str()) {
+                missing.push(f.strip_prefix(root()).unwrap().display().to_string());
+            }
+        }
+    }
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "docs/architecture.md does not name these modules:\n{}",
+        missing.join("\n")
+    );
+}
+
+/// docs/architecture.md's "Dependencies" section names every external crate
+/// of every Cargo.toml (and says why it was chosen).
+#[test]
+fn architecture_md_says_why_each_dependency_is_there() {
+    let doc = std::fs::read_to_string(root().join("docs/architecture.md")).unwrap();
+    let section = doc
+        .split("## Dependencies")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("a Dependencies section");
+    let mut missing = Vec::new();
+    for krate in [
+        "graph-ir", "codegen", "runtime", "gui", "app", "web", "tests",
+    ] {
+        let text = std::fs::read_to_string(root().join(krate).join("Cargo.toml")).unwrap();
+        let mut in_deps = false;
+        for line in text.lines() {
+            let line = line.trim();
+            if line.starts_with('[') {
+                in_deps = line.ends_with("dependencies]");
+                continue;
+            }
+            let Some((name, _)) = line.split_once('=').filter(|_| in_deps) else {
+                continue;
+            };
+            let name = name.trim().split('.').next().unwrap();
+            if name.is_empty() || name.starts_with('#') || name.starts_with("weft-") {
+                continue;
+            }
+            if !section.contains(&format!("**{}**", name)) {
+                missing.push(format!("{} ({})", name, krate));
+            }
+        }
+    }
+    missing.sort();
+    missing.dedup();
+    assert!(
+        missing.is_empty(),
+        "not in docs/architecture.md's Dependencies section: {}",
+        missing.join(", ")
+    );
+}
+
+/// Every file Weft writes goes through the one atomic writer,
+/// `weft_ir::io::AtomicFile` / `write_atomic` (a temporary file in the same
+/// folder, synced, renamed; a link at the final path replaced, never
+/// written through): no `File::create`, `fs::write` or `OpenOptions`
+/// anywhere else in the crates' sources. Tests (`#[cfg(test)]` items) may
+/// make fixtures as they like; `web/build.rs`, a build script writing into
+/// cargo's `OUT_DIR` at compile time, is not under a `src/` scanned here.
+#[test]
+fn files_are_written_through_the_one_atomic_writer() {
+    const WRITER: &str = "graph-ir/src/io/mod.rs";
+    let needles = ["File::create", "fs::write", "OpenOptions"];
+    let mut hits = Vec::new();
+    for dir in [
+        "graph-ir/src",
+        "codegen/src",
+        "runtime/src",
+        "gui/src",
+        "app/src",
+        "web/src",
+    ] {
+        let mut files = Vec::new();
+        rust_files(&root().join(dir), &mut files);
+        for f in files {
+            let rel = f.strip_prefix(root()).unwrap().display().to_string();
+            if rel == WRITER {
+                continue;
+            }
+            let text = std::fs::read_to_string(&f).unwrap();
+            // Skip each `#[cfg(test)]` item: from the attribute to the
+            // line where its braces close again.
+            let mut depth: i64 = 0;
+            let mut in_test = false;
+            let mut opened = false;
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                if !in_test && code.trim_start().starts_with("#[cfg(test)]") {
+                    in_test = true;
+                    opened = false;
+                    depth = 0;
+                    continue;
+                }
+                if in_test {
+                    depth += code.matches('{').count() as i64 - code.matches('}').count() as i64;
+                    opened |= code.contains('{');
+                    if opened && depth <= 0 {
+                        in_test = false;
+                    } else if !opened && code.trim_end().ends_with(';') {
+                        in_test = false; // a `#[cfg(test)] use ...;` or `mod x;`
+                    }
+                    continue;
+                }
+                // Whole names only: `AtomicFile::create` is the writer.
+                let named = |x: &str| {
+                    code.match_indices(x).any(|(at, _)| {
+                        !code[..at]
+                            .chars()
+                            .next_back()
+                            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+                    })
+                };
+                if needles.iter().any(|x| named(x)) {
+                    hits.push(format!("{}:{}: {}", rel, n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        hits.is_empty(),
+        "files written outside weft_ir::io's atomic writer (use io::write_atomic or io::AtomicFile):\n{}",
+        hits.join("\n")
+    );
+}

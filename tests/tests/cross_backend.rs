@@ -743,3 +743,137 @@ fn split_roots_agree_with_the_vm() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// The adapter the wgpu tests open, if any.
+fn adapter() -> Option<weft_runtime::wgpu_backend::WgpuContext> {
+    if !wgpu_available() {
+        return None;
+    }
+    weft_runtime::wgpu_backend::WgpuContext::new(weft_runtime::wgpu_backend::AdapterChoice::Any)
+        .ok()
+}
+
+/// llvmpipe (lavapipe) leaves a loop silently after 65,535 trips of one
+/// invocation: a 100,000-iteration loop returned the 65,535-iteration sum.
+/// On such an adapter the loop now faults naming the node and line; below
+/// the limit, and on every other backend, it runs to the end.
+#[test]
+fn long_loops_fault_on_llvmpipe_instead_of_stopping_early() {
+    let Some(ctx) = adapter() else { return };
+    let g = |n: u32| {
+        kernel_graph(
+            &[F("o", "u32", &[4], json!(0))],
+            &format!(
+                "fn kernel(i: i32) {{\n    let mut s = 0u32;\n    for k in 0u32..{}u32 {{\n        s += k ^ (i as u32);\n    }}\n    o[i] = s;\n}}",
+                n
+            ),
+            &[4],
+            json!({}),
+        )
+    };
+    let want = |n: u32| -> Vec<u32> {
+        (0..4u32)
+            .map(|i| (0..n).fold(0u32, |s, k| s.wrapping_add(k ^ i)))
+            .collect()
+    };
+    for n in [60_000, 100_000] {
+        let vm = sim(&g(n), 0, Backend::Vm, false).unwrap();
+        assert_eq!(words(&vm, "o"), want(n));
+        match (sim(&g(n), 0, Backend::Wgpu, false), ctx.loop_trip_limit()) {
+            (Ok(s), limit) => {
+                assert!(
+                    limit.is_none_or(|l| n < l),
+                    "{} trips ran on a limited adapter",
+                    n
+                );
+                assert_eq!(words(&s, "o"), want(n), "{} on {}", n, ctx.info.name);
+            }
+            (Err(e), Some(l)) if n >= l => {
+                let e = e.to_string();
+                assert!(
+                    e.contains("node 'k', code 3:") && e.contains("65535 trips"),
+                    "{}",
+                    e
+                );
+            }
+            (Err(e), _) => panic!("{} on {}: {}", n, ctx.info.name, e),
+        }
+    }
+}
+
+/// `fma` rounds once, `lerp` is `x + (y - x) * t`, `min` / `max` / `clamp`
+/// of a NaN give the other operand, on every backend: the same bits as
+/// the VM (and as Rust's `mul_add`). On lavapipe f64 `fma` used to round
+/// twice (11 of 64 differed) and `lerp` was WGSL's `mix`.
+#[test]
+fn fma_lerp_min_max_have_the_same_bits_on_every_backend() {
+    let wide = adapter().is_none_or(|c| c.wide);
+    let n = 512u32;
+    let shape = [n];
+    // Operands made in the kernel (a field's init holds one value), where a
+    // fused and a twice-rounded result differ: c close to -a*b.
+    let code = format!(
+        "fn val(i: i32, seed: u32) -> f32 {{
+            let h = ((i as u32) * 2654435761u32 ^ seed) * 2246822519u32;
+            let m = bitcast::<f32>(1065353216u32 | (h >> 9u32));
+            if (h & 1u32) == 0u32 {{ m }} else {{ -3.0 * m }}
+        }}
+        fn kernel(i: i32) {{
+            let nan = bitcast::<f32>(2143289344u32);
+            let x = val(i, 1u32); let y = val(i, 2u32);
+            let p = -(x * y);
+            let z = if i % 2 == 0 {{ p }} else {{ p * 1.0000001 }};
+            a[i] = x; b[i] = y; c[i] = z;
+            f[i] = fma(x, y, z);
+            l[i] = lerp(x, y, z);
+            m[i] = vec4(min(x, nan), max(nan, y), clamp(nan, y, x + 1.0), min(x, -x));
+            {}
+        }}",
+        if wide {
+            "let xd = x as f64 * 1.000000001; let yd = y as f64 * 0.999999999; d[i] = fma(xd, yd, -(xd * yd));"
+        } else {
+            ""
+        }
+    );
+    let mut fields = vec![
+        F("a", "f32", &shape, json!(0)),
+        F("b", "f32", &shape, json!(0)),
+        F("c", "f32", &shape, json!(0)),
+        F("f", "f32", &shape, json!(0)),
+        F("l", "f32", &shape, json!(0)),
+        F("m", "vec4", &shape, json!(0)),
+    ];
+    if wide {
+        fields.push(F("d", "f64", &shape, json!(0)));
+    }
+    let g = kernel_graph(&fields, &code, &[n], json!({}));
+    let vm = sim(&g, 0, Backend::Vm, false).unwrap();
+    // The VM against Rust: fma fused, lerp as written.
+    let (a, b, c) = (f32s(&vm, "a"), f32s(&vm, "b"), f32s(&vm, "c"));
+    let f = f32s(&vm, "f");
+    let mut twice = 0;
+    for i in 0..n as usize {
+        assert_eq!(f[i].to_bits(), a[i].mul_add(b[i], c[i]).to_bits());
+        twice += ((a[i] * b[i] + c[i]).to_bits() != f[i].to_bits()) as usize;
+    }
+    assert!(twice > n as usize / 4, "only {} of {} would tell", twice, n);
+    for backend in local_backends() {
+        let s = sim(&g, 0, backend, false).unwrap();
+        for name in ["a", "b", "c", "f", "l", "m", "d"] {
+            if name == "d" && !wide {
+                continue;
+            }
+            let (got, want) = (words(&s, name), words(&vm, name));
+            let bad = got.iter().zip(&want).filter(|(x, y)| x != y).count();
+            assert_eq!(
+                bad,
+                0,
+                "{}: {} of {} words of '{}' differ from the VM",
+                backend,
+                bad,
+                got.len(),
+                name
+            );
+        }
+    }
+}

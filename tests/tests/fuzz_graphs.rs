@@ -416,11 +416,23 @@ fn mutate_value(rng: &mut Rng, v: &mut Value, gentle: bool) -> String {
         // Gentle mutations keep the document mostly valid so that more mutants
         // reach the kernel front end, the passes, codegen and the interpreter.
         let choice = if gentle {
-            *rng.pick(&[15, 15, 15, 15, 16, 16, 11, 5])
+            *rng.pick(&[15, 15, 15, 15, 16, 16, 11, 5, 17, 18, 19])
         } else {
-            rng.below(17)
+            rng.below(20)
         };
         match choice {
+            17 => match mutate_group(rng, v, gentle) {
+                Some(d) => return d,
+                None => continue,
+            },
+            18 => match mutate_asset(rng, v) {
+                Some(d) => return d,
+                None => continue,
+            },
+            19 => match mutate_expression(rng, v) {
+                Some(d) => return d,
+                None => continue,
+            },
             0 => {
                 let mut paths = Vec::new();
                 all_paths(v, &mut Vec::new(), &mut paths);
@@ -655,6 +667,281 @@ fn mutate_value(rng: &mut Rng, v: &mut Value, gentle: bool) -> String {
         }
     }
     "no-op".into()
+}
+
+/// Paths (into `v`) of every inline group body, nested ones included.
+fn group_bodies(v: &Value, prefix: &mut Vec<Seg>, out: &mut Vec<Vec<Seg>>) {
+    let Some(nodes) = v.get("nodes").and_then(Value::as_array) else {
+        return;
+    };
+    for (i, n) in nodes.iter().enumerate() {
+        if let Some(body) = n.get("group").filter(|b| b.is_object()) {
+            prefix.extend([
+                Seg::Key("nodes".into()),
+                Seg::Idx(i),
+                Seg::Key("group".into()),
+            ]);
+            out.push(prefix.clone());
+            group_bodies(body, prefix, out);
+            prefix.truncate(prefix.len() - 3);
+        }
+    }
+}
+
+/// A mutation inside a group: its body (any mutation, as of a document:
+/// a body has `nodes`, `wires` and `exec` too) or its interface (ports,
+/// promoted parameters, bypass).
+fn mutate_group(rng: &mut Rng, v: &mut Value, gentle: bool) -> Option<String> {
+    let mut bodies = Vec::new();
+    group_bodies(v, &mut Vec::new(), &mut bodies);
+    if bodies.is_empty() {
+        return None;
+    }
+    let p = rng.pick(&bodies).clone();
+    let body = get_mut(v, &p)?;
+    let inner = node_ids(body);
+    let pin = |rng: &mut Rng| -> String {
+        if inner.is_empty() || rng.chance(15) {
+            random_string(rng)
+        } else if rng.chance(20) {
+            rng.pick(&inner).clone()
+        } else {
+            format!("{}.{}", rng.pick(&inner), rng.pick(PORTS))
+        }
+    };
+    let d = match rng.below(6) {
+        0 | 1 => format!("in group {:?}: {}", p, mutate_value(rng, body, gentle)),
+        2 => {
+            let which = if rng.chance(50) { "inputs" } else { "outputs" };
+            let ports = body.get_mut(which)?.as_array_mut()?;
+            if ports.is_empty() || rng.chance(20) {
+                let ty = *rng.pick(&["field", "layout", "exec", "bogus"]);
+                ports.push(json!({"name": random_string(rng), "type": ty, "to": [pin(rng)], "from": pin(rng)}));
+                format!("group {:?}: add a port to {}", p, which)
+            } else {
+                let i = rng.below(ports.len());
+                let key = *rng.pick(&["name", "type", "to", "from"]);
+                let new = match key {
+                    "to" => json!([pin(rng), pin(rng)]),
+                    "from" => json!(pin(rng)),
+                    "type" => json!(*rng.pick(&["field", "layout", "exec", "bogus"])),
+                    _ => json!(random_string(rng)),
+                };
+                ports[i][key] = new.clone();
+                format!("group {:?}: {}[{}].{} -> {}", p, which, i, key, new)
+            }
+        }
+        3 => {
+            let params = body.get_mut("params")?.as_array_mut()?;
+            if params.is_empty() || rng.chance(30) {
+                params.push(json!({"name": random_string(rng), "target": format!("{}.{}", pin(rng), random_string(rng)), "default": random_number(rng)}));
+                format!("group {:?}: add a promoted parameter", p)
+            } else {
+                let i = rng.below(params.len());
+                let key = *rng.pick(&["name", "target", "default", "min"]);
+                let new = match key {
+                    "target" => json!(format!(
+                        "{}.{}",
+                        pin(rng),
+                        rng.pick(&["alpha", "count", "code", "x"])
+                    )),
+                    "name" => json!(random_string(rng)),
+                    _ => random_value(rng, 1),
+                };
+                params[i][key] = new.clone();
+                format!("group {:?}: params[{}].{} -> {}", p, i, key, new)
+            }
+        }
+        _ => {
+            // The group node itself: bypass, or a promoted value.
+            let node = get_mut(v, &p[..p.len() - 1])?;
+            if rng.chance(50) {
+                node["bypass"] = json!(rng.chance(80));
+                format!(
+                    "group node {:?}: bypass -> {}",
+                    &p[..p.len() - 1],
+                    node["bypass"]
+                )
+            } else {
+                let names: Vec<String> = node["group"]["params"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|x| x["name"].as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let name = if names.is_empty() || rng.chance(20) {
+                    random_string(rng)
+                } else {
+                    rng.pick(&names).clone()
+                };
+                let new = if rng.chance(30) {
+                    random_expression(rng, &inner)
+                } else {
+                    random_number(rng)
+                };
+                if !node["params"].is_object() {
+                    node["params"] = json!({});
+                }
+                node["params"][name.as_str()] = new.clone();
+                format!(
+                    "group node {:?}: params.{} -> {}",
+                    &p[..p.len() - 1],
+                    name,
+                    new
+                )
+            }
+        }
+    };
+    Some(d)
+}
+
+/// The shipped assets' names (assets/NAME.vN.json).
+fn asset_names() -> Vec<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets");
+    let mut out: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(|e| {
+                let n = e.ok()?.file_name().to_string_lossy().to_string();
+                Some(n.strip_suffix(".json")?.split_once(".v")?.0.to_string())
+            })
+            .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// A mutation of an asset reference: another or an unknown name, a version
+/// the library lacks, both a body and an asset, an asset on a non-group.
+fn mutate_asset(rng: &mut Rng, v: &mut Value) -> Option<String> {
+    let names = asset_names();
+    let nodes = nodes_mut(v)?;
+    if nodes.is_empty() {
+        return None;
+    }
+    let with: Vec<usize> = (0..nodes.len())
+        .filter(|&i| nodes[i].get("asset").is_some())
+        .collect();
+    let i = if with.is_empty() || rng.chance(20) {
+        rng.below(nodes.len())
+    } else {
+        *rng.pick(&with)
+    };
+    let n = nodes[i].as_object_mut()?;
+    let name = if names.is_empty() || rng.chance(20) {
+        random_string(rng)
+    } else {
+        rng.pick(&names).clone()
+    };
+    let version = match rng.below(6) {
+        0 => json!(0),
+        1 => json!(2),
+        2 => json!(99),
+        3 => json!(-1),
+        4 => json!("1"),
+        _ => json!(1),
+    };
+    let d = match rng.below(4) {
+        0 => {
+            n.remove("asset");
+            format!("node #{}: drop asset", i)
+        }
+        1 => {
+            n.insert("asset".into(), json!({"name": name, "version": version}));
+            if rng.chance(50) {
+                n.insert("kind".into(), json!("group"));
+            }
+            format!("node #{}: asset -> {} v{}", i, name, version)
+        }
+        2 => {
+            let a = n.entry("asset").or_insert(json!({}));
+            a["version"] = version.clone();
+            format!("node #{}: asset version -> {}", i, version)
+        }
+        _ => {
+            n.insert("asset".into(), json!({"name": name, "version": 1}));
+            n.insert("group".into(), json!({"nodes": []}));
+            format!("node #{}: both a group body and asset {}", i, name)
+        }
+    };
+    Some(d)
+}
+
+/// An expression parameter (`graph::refs`): references to real and
+/// missing nodes and parameters, itself (a cycle), `frame`, bad syntax.
+fn random_expression(rng: &mut Rng, ids: &[String]) -> Value {
+    let id = |rng: &mut Rng| {
+        if ids.is_empty() || rng.chance(15) {
+            random_string(rng)
+        } else {
+            rng.pick(ids).clone()
+        }
+    };
+    let param = |rng: &mut Rng| {
+        rng.pick(&[
+            "alpha", "count", "min", "max", "shape", "code", "nope", "scalars",
+        ])
+        .to_string()
+    };
+    let e = match rng.below(10) {
+        0 => format!("= ch('{}.{}') * 2", id(rng), param(rng)),
+        1 => "= frame * 0.1".to_string(),
+        2 => format!("= ch(\"{}.{}\") + frame", id(rng), param(rng)),
+        3 => "=".to_string(),
+        4 => "= (1 +".to_string(),
+        5 => "= 1 / 0".to_string(),
+        6 => format!("= ch('{}')", id(rng)),
+        7 => "= sin(frame) * 1e300".to_string(),
+        8 => format!(
+            "= ch('{}.{}') + ch('{}.{}')",
+            id(rng),
+            param(rng),
+            id(rng),
+            param(rng)
+        ),
+        _ => format!("  = {}", random_number(rng)),
+    };
+    json!(e)
+}
+
+/// Sets a parameter or a kernel scalar to an expression.
+fn mutate_expression(rng: &mut Rng, v: &mut Value) -> Option<String> {
+    let ids = node_ids(v);
+    let nodes = nodes_mut(v)?;
+    if nodes.is_empty() {
+        return None;
+    }
+    let i = rng.below(nodes.len());
+    let e = random_expression(rng, &ids);
+    let n = nodes[i].as_object_mut()?;
+    let params = n.entry("params").or_insert(json!({}));
+    let p = params.as_object_mut()?;
+    let scalars: Vec<String> = p
+        .get("scalars")
+        .and_then(Value::as_object)
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    if !scalars.is_empty() && rng.chance(60) {
+        let name = rng.pick(&scalars).clone();
+        let slot = &mut p["scalars"][name.as_str()];
+        if slot.is_object() && rng.chance(50) {
+            slot["default"] = e.clone();
+        } else {
+            *slot = e.clone();
+        }
+        return Some(format!("node #{} scalar {} -> {}", i, name, e));
+    }
+    let keys: Vec<String> = p.keys().filter(|k| *k != "code").cloned().collect();
+    let key = if keys.is_empty() || rng.chance(15) {
+        random_string(rng)
+    } else {
+        rng.pick(&keys).clone()
+    };
+    p.insert(key.clone(), e.clone());
+    Some(format!("node #{} param {} -> {}", i, key, e))
 }
 
 fn mutate_bytes(rng: &mut Rng, text: &str) -> (String, String) {
@@ -1253,6 +1540,33 @@ fn seeds() -> Vec<Seed> {
             example: true,
         });
     }
+    // Groups and assets: an inline-grouped example, one using shipped
+    // assets, and the assets' own test graphs.
+    for name in ["heat_grouped", "mpm_sparse"] {
+        let text =
+            std::fs::read_to_string(graphs.join(format!("{}.json", name))).expect("example graph");
+        out.push(Seed {
+            name: name.into(),
+            codes: codes_of(&text),
+            text,
+            base_dir: graphs.clone(),
+            runnable: name == "heat_grouped",
+            example: true,
+        });
+    }
+    let asset_tests = root.join("../assets/tests");
+    for name in ["advect2d", "emitter2d", "fit"] {
+        let text = std::fs::read_to_string(asset_tests.join(format!("{}.json", name)))
+            .expect("asset test graph");
+        out.push(Seed {
+            name: format!("assets/{}", name),
+            codes: codes_of(&text),
+            text,
+            base_dir: asset_tests.clone(),
+            runnable: false,
+            example: false,
+        });
+    }
     out.push(Seed {
         name: "sink".into(),
         codes: codes_of(KITCHEN_SINK),
@@ -1347,7 +1661,9 @@ fn mutated_graphs_never_panic_hang_or_blame_unknown_nodes() {
     'seeds: for s in &seeds {
         let count = scale
             * match s.name.as_str() {
-                "mpm88" => 60,
+                "mpm88" | "mpm_sparse" => 60,
+                "heat_grouped" => 120,
+                _ if s.name.starts_with("assets/") => 25,
                 "sink" => 300,
                 _ if s.name.starts_with("edge/") => 4,
                 _ if s.example => 150,
@@ -1528,7 +1844,7 @@ fn random_overrides_never_panic() {
     use weft_ir::graph::overrides::{apply_overrides, Overrides};
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let graphs = root.join("../graphs");
-    let mut texts: Vec<(String, PathBuf)> = ["julia", "heat", "life", "mpm88"]
+    let mut texts: Vec<(String, PathBuf)> = ["julia", "heat", "life", "mpm88", "heat_grouped"]
         .iter()
         .map(|n| {
             (
@@ -1561,6 +1877,10 @@ fn random_overrides_never_panic() {
         "{\"npy\":\"nope.npy\"}",
         "{\"npy\":\"/dev/zero\"}",
         "fn kernel(i: i32) {}",
+        "=frame*2",
+        "= ch('diffuse.scalars') + 1",
+        "= ch('nope.x')",
+        "= (",
     ];
     let bad = root.join("bad");
     let files: Vec<String> = [
@@ -1590,7 +1910,17 @@ fn random_overrides_never_panic() {
     for case in 0..cases {
         let (text, base_dir) = &texts[case % texts.len()];
         let value: Value = serde_json::from_str(text).unwrap();
-        let ids = node_ids(&value);
+        let mut ids = node_ids(&value);
+        // Nodes inside inline groups, by path (`heat/diffuse`).
+        for n in value["nodes"].as_array().unwrap() {
+            if let (Some(g), Some(inner)) = (n["id"].as_str(), n["group"]["nodes"].as_array()) {
+                ids.extend(
+                    inner
+                        .iter()
+                        .filter_map(|c| Some(format!("{}/{}", g, c["id"].as_str()?))),
+                );
+            }
+        }
         let params_of = |id: &str, rng: &mut Rng| -> Vec<String> {
             let mut out: Vec<String> = if rng.chance(15) {
                 vec!["nope".into(), "code".into(), "shape".into(), "init".into()]
@@ -1647,33 +1977,56 @@ fn random_overrides_never_panic() {
                 format!("{}={}", field, rng.pick(&files))
             });
         }
-        let label = format!("case {}: sets {:?} inits {:?}", case, o.sets, o.inits);
-        let known = known_ids(text);
-        let text = text.clone();
-        let base_dir = base_dir.clone();
-        let r = std::panic::catch_unwind(move || {
-            let mut doc = GraphDoc::parse(&text).unwrap();
-            apply_overrides(&mut doc, &o).map(|_| build_program(&doc, &BuildOptions { base_dir }))
-        });
-        let mut out = Outcome::default();
-        match r {
-            Err(p) => failures.push(format!(
-                "{}: PANIC {:?}",
-                label,
-                p.downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-            )),
-            // Malformed overrides are usage errors: document-level is fine.
-            Ok(Err(e)) => check_errors("overrides", &e, &known, false, &mut out),
-            Ok(Ok(Err(e))) => {
-                applied += 1;
-                check_errors("build", &e, &known, true, &mut out)
+        // A sweep (`weft sweep plan --vary`): each set an axis with a
+        // second value, every combination applied and built, as the
+        // planner validates them (`sweep::plan`: apply_overrides, then
+        // build_program, per combination).
+        let mut variants = vec![o.sets.clone()];
+        if rng.chance(25) {
+            for axis in 0..o.sets.len() {
+                let (target, _) = o.sets[axis].split_once('=').unwrap_or((&o.sets[axis], ""));
+                let other = format!("{}={}", target, rng.pick(VALUES));
+                variants = variants
+                    .into_iter()
+                    .flat_map(|v| {
+                        let mut w = v.clone();
+                        w[axis] = other.clone();
+                        [v, w]
+                    })
+                    .collect();
             }
-            Ok(Ok(Ok(_))) => applied += 1,
         }
-        if !out.problems.is_empty() {
-            failures.push(format!("{}: {}", label, out.problems.join("; ")));
+        for sets in variants {
+            let o = Overrides { sets, ..o.clone() };
+            let label = format!("case {}: sets {:?} inits {:?}", case, o.sets, o.inits);
+            let known = known_ids(text);
+            let text = text.clone();
+            let base_dir = base_dir.clone();
+            let r = std::panic::catch_unwind(move || {
+                let mut doc = GraphDoc::parse(&text).unwrap();
+                apply_overrides(&mut doc, &o)
+                    .map(|_| build_program(&doc, &BuildOptions { base_dir }))
+            });
+            let mut out = Outcome::default();
+            match r {
+                Err(p) => failures.push(format!(
+                    "{}: PANIC {:?}",
+                    label,
+                    p.downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                )),
+                // Malformed overrides are usage errors: document-level is fine.
+                Ok(Err(e)) => check_errors("overrides", &e, &known, false, &mut out),
+                Ok(Ok(Err(e))) => {
+                    applied += 1;
+                    check_errors("build", &e, &known, true, &mut out)
+                }
+                Ok(Ok(Ok(_))) => applied += 1,
+            }
+            if !out.problems.is_empty() {
+                failures.push(format!("{}: {}", label, out.problems.join("; ")));
+            }
         }
     }
     println!("overrides: {} cases, {} applied", cases, applied);

@@ -62,7 +62,7 @@ fn same_fields(a: &Simulation, b: &Simulation, names: &[&str], what: &str) {
 #[test]
 fn a_grouped_graph_equals_its_hand_flattened_twin_on_every_backend() {
     let grouped = doc(&load("graphs/heat_grouped.json"));
-    let twin = doc(&load("tests/groups/heat_flat_twin.json"));
+    let twin = flat_twin("tests/groups/heat_flat_twin.json");
     let fields = ["T", "source", "diffusion/T_next"];
     for b in backends() {
         let (g, t) = (sim(&grouped, b, 3), sim(&twin, b, 3));
@@ -228,4 +228,101 @@ fn a_duplicated_group_id_names_the_group() {
         "{}",
         e
     );
+}
+
+/// `x` of tests/groups/promoted_three_levels.json after on_start with
+/// `sets`: x[i] = s·(i+1), s the value that reached the kernel.
+fn three_levels(sets: &[&str]) -> Result<Vec<f32>, String> {
+    let mut d = doc(&load("tests/groups/promoted_three_levels.json"));
+    apply_overrides(
+        &mut d,
+        &Overrides {
+            sets: sets.iter().map(|s| s.to_string()).collect(),
+            inits: vec![],
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    let s = sim(&d, Backend::Vm, 0);
+    Ok(words(&s, "x").into_iter().map(f32::from_bits).collect())
+}
+
+#[test]
+fn a_set_through_promotions_reaches_the_kernel_at_every_depth() {
+    let times = |s: f32| (1..=4).map(|i| s * i as f32).collect::<Vec<f32>>();
+    // Unset: P1's gain default (2) wins over sA's s and k's own 1.
+    assert_eq!(three_levels(&[]).unwrap(), times(2.0));
+    // The same edit from each of the three levels.
+    for set in ["P1.gain=-1.5", "P1/sA.s=-1.5", "P1/sA/k.s=-1.5"] {
+        assert_eq!(three_levels(&[set]).unwrap(), times(-1.5), "--set {}", set);
+    }
+    // The most specific wins, in either order.
+    for sets in [
+        ["P1.gain=3", "P1/sA/k.s=-1.5"],
+        ["P1/sA/k.s=-1.5", "P1.gain=3"],
+        ["P1/sA.s=3", "P1/sA/k.s=-1.5"],
+    ] {
+        assert_eq!(three_levels(&sets).unwrap(), times(-1.5), "{:?}", sets);
+    }
+    // Through P1.gain: its range applies, and the error names it.
+    let e2 = {
+        let mut d = doc(&load("tests/groups/promoted_three_levels.json"));
+        apply_overrides(
+            &mut d,
+            &Overrides {
+                sets: vec!["P1/sA/k.s=9".into()],
+                inits: vec![],
+            },
+        )
+        .unwrap();
+        build_program(
+            &d,
+            &BuildOptions {
+                base_dir: root().join("tests/groups"),
+            },
+        )
+        .unwrap_err()
+        .to_string()
+    };
+    assert!(
+        e2.contains("'P1'") && e2.contains("gain") && e2.contains("outside"),
+        "{}",
+        e2
+    );
+}
+
+/// A frame-driven scalar with a declared range is checked every frame as
+/// `--set` is: a frame whose value falls outside stops with an error
+/// naming the kernel, the scalar and the frame; the kernel never sees it.
+#[test]
+fn a_frame_driven_scalar_outside_its_range_stops_the_run() {
+    let v = json!({"format": "weft-graph", "version": 1, "nodes": [
+        {"id": "cells", "kind": "dense", "params": {"shape": [1]}},
+        {"id": "x", "kind": "field", "params": {"type": "f32"}},
+        {"id": "frame", "kind": "on_frame"},
+        {"id": "drive", "kind": "kernel", "params": {"over": "x",
+            "scalars": {"w": {"type": "f32", "default": "= sin(frame*0.3)*2", "min": -1, "max": 1}},
+            "code": "fn kernel(i: i32) { x[i] = w; }"}}],
+        "wires": [{"from": "cells.cells", "to": "x.layout"}, {"from": "x.field", "to": "drive.x"}],
+        "exec": [{"from": "frame.then", "to": "drive"}]});
+    for b in backends() {
+        // Frame 1: 2·sin(0.3) = 0.59, inside.
+        let mut s = sim(&doc(&v), b, 1);
+        let first = f32s(&s, "x")[0];
+        assert_eq!(first, ((0.3f64).sin() * 2.0) as f32, "{:?}", b);
+        // Frame 2: 2·sin(0.6) = 1.13, above max 1.
+        let e = s
+            .step_frame()
+            .expect_err("frame 2 is out of range")
+            .to_string();
+        assert!(
+            e.contains("node 'drive'")
+                && e.contains("scalar 'w'")
+                && e.contains("frame 2")
+                && e.contains("outside its range -1 to 1"),
+            "{:?}: {}",
+            b,
+            e
+        );
+        assert_eq!(f32s(&s, "x")[0], first, "{:?}: the kernel got the value", b);
+    }
 }

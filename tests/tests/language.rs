@@ -1518,6 +1518,33 @@ fn a_shared_index_out_of_range_faults_on_every_backend() {
     }
 }
 
+/// A shared index that fails before a barrier: on the GPU the faulting
+/// invocations note the fault and go on to the barrier (a fault must not
+/// make a block's control flow diverge: `FaultSite::resume`), on the VM
+/// and the cpu backend the check stops the run; every backend reports the
+/// node, line and column of the index, and the run does not hang.
+#[test]
+fn a_shared_index_fault_before_a_barrier_names_the_line_on_every_backend() {
+    let g = kernel_graph(
+        &[F("o", "f32", &[256], json!(0))],
+        "#[block(64)]\nfn kernel(i: i32) {\n    let s = shared([0.0; 128]);\n    s[i * 3] = 1.0;\n    barrier();\n    o[i] = s[(i + 1) % 64] + 2.0;\n}",
+        &[256],
+        json!({}),
+    );
+    for b in local_backends() {
+        let e = start_on(&g, b)
+            .err()
+            .unwrap_or_else(|| panic!("{:?}: must fail", b));
+        assert!(
+            e.contains("node 'k', code 4:7")
+                && e.contains("is out of range for a local array of 128 elements"),
+            "{:?}: {}",
+            b,
+            e
+        );
+    }
+}
+
 /// The `narrow_f16` corpus case: narrow integer conversions and suffixes
 /// against the same expressions in Rust, f16 compute against NumPy's
 /// float16 arithmetic (an independent implementation of binary16), bit for

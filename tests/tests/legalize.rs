@@ -6,6 +6,7 @@
 //! on wgpu; every kernel must also pass the device-free checks of `weft check`.
 
 use serde_json::{json, Value};
+use weft_ir::ir::target::TargetCaps;
 use weft_ir::ir::{FaultKind, InstKind};
 use weft_runtime::{Backend, SimOptions, Simulation};
 use weft_tests::*;
@@ -591,7 +592,6 @@ fn atomics_a_target_lacks_give_the_same_values_on_every_backend() {
 
 #[test]
 fn legalize_expands_exactly_what_the_target_lacks() {
-    use weft_ir::ir::target::TargetCaps;
     use weft_ir::ir::AtomicOp;
     let g = kernel_graph(
         &[F("a", "f32", &[4], json!(0)), F("n", "i32", &[4], json!(0))],
@@ -678,4 +678,418 @@ fn random_is_plain_ir_after_legalize() {
         .filter(|k| matches!(k, InstKind::RngStore(_)))
         .count();
     assert_eq!(stores, 2);
+}
+
+/// `doc` legalized for `caps` (not the VM's own) and run on the VM and the
+/// JIT: what `legalize` wrote for another target, checked against the
+/// backends' native meaning without a device.
+fn sim_legalized_for(
+    doc: &Value,
+    caps: TargetCaps,
+    backend: Backend,
+) -> Result<Simulation, weft_runtime::RuntimeError> {
+    sim_legalized_init(doc, caps, backend, &[])
+}
+
+/// Like `sim_legalized_for`, with fields' words written before `on_start`
+/// (JSON has no NaN or infinity).
+fn sim_legalized_init(
+    doc: &Value,
+    caps: TargetCaps,
+    backend: Backend,
+    init: &[(&str, Vec<u32>)],
+) -> Result<Simulation, weft_runtime::RuntimeError> {
+    let opts = SimOptions {
+        backend,
+        threads: Some(1),
+        passes: weft_ir::passes::PassOptions {
+            target: caps,
+            validate: true,
+            ..weft_runtime::backend::tune_passes(backend, &Default::default())
+        },
+        ..Default::default()
+    };
+    let mut s = Simulation::with_engine(build(doc).unwrap(), &opts, |p| {
+        weft_runtime::backend::open(backend, p, &opts)
+    })?;
+    for (name, w) in init {
+        let f = s.field(name).expect("field");
+        s.write_field(f, w)?;
+    }
+    s.start()?;
+    Ok(s)
+}
+
+/// The bits of a float field's elements (f64: two words, low first).
+fn f64_bits(s: &Simulation, name: &str) -> Vec<u64> {
+    words(s, name)
+        .chunks(2)
+        .map(|w| w[0] as u64 | (w[1] as u64) << 32)
+        .collect()
+}
+
+/// A small deterministic generator (xorshift64*), so the cases are the same every run.
+fn cases(n: usize, seed: u64) -> Vec<u64> {
+    let mut x = seed;
+    (0..n)
+        .map(|_| {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        })
+        .collect()
+}
+
+/// f64 operands for fma: mixed magnitudes, with the cancellations where a
+/// twice-rounded `a*b + c` differs from the fused one (c close to -a*b),
+/// signed zeros, infinities and NaN.
+fn fma_operands_f64(n: usize) -> Vec<[f64; 3]> {
+    let r = cases(3 * n, 0x9e37_79b9_7f4a_7c15);
+    let val = |w: u64| {
+        let m = f64::from_bits(0x3ff0_0000_0000_0000 | (w >> 12)); // [1, 2)
+        let e = ((w & 0xff) as i32 % 80) - 40;
+        let s = if w & 0x100 != 0 { -1.0 } else { 1.0 };
+        s * m * 2f64.powi(e)
+    };
+    let mut v: Vec<[f64; 3]> = (0..n)
+        .map(|i| {
+            let (a, b) = (val(r[3 * i]), val(r[3 * i + 1]));
+            let c = match i % 3 {
+                // c cancels most of the product: the low half decides.
+                0 => -(a * b) * (1.0 + f64::EPSILON * (r[3 * i + 2] % 7) as f64),
+                1 => -(a * b),
+                _ => val(r[3 * i + 2]),
+            };
+            [a, b, c]
+        })
+        .collect();
+    let (inf, nan) = (f64::INFINITY, f64::NAN);
+    v.extend([
+        [0.0, -1.0, 0.0],
+        [-0.0, 1.0, -0.0],
+        [1.5, 2.0, -3.0],
+        [inf, 2.0, 1.0],
+        [1e300, 1e10, -inf],
+        [2.0, 3.0, nan],
+        [0.0, inf, 1.0],
+        [1e-200, 1e-200, 1.0],
+        [1.0 + f64::EPSILON, 1.0 - f64::EPSILON, -1.0],
+    ]);
+    v
+}
+
+fn fma_graph_f64(ops: &[[f64; 3]]) -> Value {
+    let n = ops.len() as u32;
+    kernel_graph(
+        &[
+            F("a", "f64", &[n], json!(0)),
+            F("b", "f64", &[n], json!(0)),
+            F("c", "f64", &[n], json!(0)),
+            F("o", "f64", &[n], json!(0)),
+        ],
+        "fn kernel(i: i32) { o[i] = fma(a[i], b[i], c[i]); }",
+        &[n],
+        json!({}),
+    )
+}
+
+/// The words of f64 values (low word first).
+fn f64_words(vals: impl Iterator<Item = f64>) -> Vec<u32> {
+    vals.flat_map(|v| [v.to_bits() as u32, (v.to_bits() >> 32) as u32])
+        .collect()
+}
+
+/// The same bits as a fused operation (Rust's `mul_add`, IEEE 754's
+/// fusedMultiplyAdd), NaNs compared as NaN.
+fn same_f64(got: u64, want: f64) -> bool {
+    let g = f64::from_bits(got);
+    (g.is_nan() && want.is_nan()) || got == want.to_bits()
+}
+
+#[test]
+fn fma_is_fused_where_the_target_may_round_twice() {
+    let ops = fma_operands_f64(600);
+    let g = fma_graph_f64(&ops);
+    let loose = weft_codegen::wgpu::caps(false);
+    assert!(loose.loose_float_builtins);
+    for b in [Backend::Vm, Backend::Jit] {
+        let init: Vec<(&str, Vec<u32>)> = ["a", "b", "c"]
+            .iter()
+            .enumerate()
+            .map(|(k, name)| (*name, f64_words(ops.iter().map(|o| o[k]))))
+            .collect();
+        let s = sim_legalized_init(&g, loose, b, &init).unwrap();
+        let got = f64_bits(&s, "o");
+        let mut bad = vec![];
+        let mut twice = 0;
+        for (o, &g) in ops.iter().zip(&got) {
+            let want = o[0].mul_add(o[1], o[2]);
+            if (o[0] * o[1] + o[2]).to_bits() != want.to_bits() {
+                twice += 1;
+            }
+            if !same_f64(g, want) {
+                bad.push(format!(
+                    "fma{:?} = {:e}, not {:e}",
+                    o,
+                    f64::from_bits(g),
+                    want
+                ));
+            }
+        }
+        // The cases would catch a twice-rounded fma: many of them differ.
+        assert!(
+            twice > 100,
+            "only {} cases tell fused from twice rounded",
+            twice
+        );
+        assert!(bad.is_empty(), "{}: {}", b, bad.join("\n"));
+    }
+}
+
+#[test]
+fn fma_f32_is_fused_where_the_target_may_round_twice() {
+    let r = cases(3000, 7);
+    let val = |w: u64| {
+        let m = f32::from_bits(0x3f80_0000 | (w >> 41) as u32); // [1, 2)
+        let e = ((w & 0xff) as i32 % 40) - 20;
+        let s = if w & 0x100 != 0 { -1.0 } else { 1.0 };
+        s * m * 2f32.powi(e)
+    };
+    let ops: Vec<[f32; 3]> = (0..1000)
+        .map(|i| {
+            let (a, b) = (val(r[3 * i]), val(r[3 * i + 1]));
+            let c = if i % 2 == 0 {
+                -(a * b)
+            } else {
+                val(r[3 * i + 2])
+            };
+            [a, b, c]
+        })
+        .collect();
+    let col = |k: usize| ops.iter().map(|o| o[k].to_bits()).collect::<Vec<u32>>();
+    let g = kernel_graph(
+        &[
+            F("a", "f32", &[1000], json!(0)),
+            F("b", "f32", &[1000], json!(0)),
+            F("c", "f32", &[1000], json!(0)),
+            F("o", "f32", &[1000], json!(0)),
+            F("l", "f32", &[1000], json!(0)),
+        ],
+        "fn kernel(i: i32) { o[i] = fma(a[i], b[i], c[i]); l[i] = lerp(a[i], b[i], c[i]); }",
+        &[1000],
+        json!({}),
+    );
+    let init = [("a", col(0)), ("b", col(1)), ("c", col(2))];
+    let s = sim_legalized_init(&g, weft_codegen::wgpu::caps(false), Backend::Vm, &init).unwrap();
+    let (o, l) = (f32s(&s, "o"), f32s(&s, "l"));
+    let mut twice = 0;
+    for (i, op) in ops.iter().enumerate() {
+        let want = op[0].mul_add(op[1], op[2]);
+        twice += ((op[0] * op[1] + op[2]).to_bits() != want.to_bits()) as usize;
+        assert_eq!(o[i].to_bits(), want.to_bits(), "fma{:?}", op);
+        let lerp = op[0] + (op[1] - op[0]) * op[2];
+        assert_eq!(l[i].to_bits(), lerp.to_bits(), "lerp{:?}", op);
+    }
+    assert!(
+        twice > 100,
+        "only {} cases tell fused from twice rounded",
+        twice
+    );
+}
+
+#[test]
+fn min_max_with_nan_are_written_out_for_a_loose_target() {
+    // a NaN operand gives the other one, a tie (±0) gives the first.
+    let g = kernel_graph(
+        &[F("o", "f32", &[10], json!(0))],
+        "fn kernel(i: i32) {
+            let nan = bitcast::<f32>(2143289344u32);
+            o[0] = min(nan, 2.0); o[1] = min(2.0, nan); o[2] = max(nan, -3.0); o[3] = max(-3.0, nan);
+            o[4] = min(0.0, -0.0); o[5] = min(-0.0, 0.0); o[6] = max(0.0, -0.0);
+            o[7] = clamp(nan, 1.0, 2.0); o[8] = saturate(nan); o[9] = clamp(5.0, 1.0, nan);
+        }",
+        &[1],
+        json!({}),
+    );
+    let loose = weft_codegen::wgpu::caps(false);
+    let p = {
+        let mut p = build(&g).unwrap();
+        let opts = weft_ir::passes::PassOptions {
+            target: loose,
+            validate: true,
+            ..Default::default()
+        };
+        weft_ir::passes::run_pipeline(&mut p, &opts, None).unwrap();
+        p
+    };
+    // No float min/max/clamp/saturate reaches the shader emitter.
+    let k = p.kernel_by_name("k").unwrap();
+    let f = &p.kernels[k].entry;
+    let mut stack = vec![f.body.clone()];
+    while let Some(block) = stack.pop() {
+        for h in block {
+            if let InstKind::Builtin(b, _) = &f.insts[h].kind {
+                use weft_ir::ir::Builtin::*;
+                assert!(
+                    !matches!(b, Min | Max | Clamp | Saturate | Fma | Lerp),
+                    "{:?} left for the driver",
+                    b
+                );
+            }
+            stack.extend(f.insts[h].kind.blocks().into_iter().cloned());
+        }
+    }
+    let want = [2.0f32, 2.0, -3.0, -3.0, 0.0, -0.0, 0.0, 1.0, f32::NAN, 5.0];
+    for b in [Backend::Vm, Backend::Jit] {
+        for caps in [loose, weft_runtime::backend::target_caps(b, false)] {
+            let s = sim_legalized_for(&g, caps, b).unwrap();
+            let o = f32s(&s, "o");
+            for (i, (g, w)) in o.iter().zip(want).enumerate() {
+                assert!(
+                    g.to_bits() == w.to_bits() || g.is_nan() && w.is_nan(),
+                    "{} {:?}: o[{}] = {:?}, want {:?}",
+                    b,
+                    caps.loose_float_builtins,
+                    i,
+                    g,
+                    w
+                );
+            }
+        }
+    }
+}
+
+/// A target that silently leaves a loop after `limit` trips gets a
+/// counter that faults first, naming the kernel's node and line; below the
+/// limit nothing changes.
+#[test]
+fn loops_fault_before_a_target_trip_limit_cuts_them_short() {
+    let caps = TargetCaps {
+        loop_trip_limit: Some(1000),
+        ..weft_runtime::backend::target_caps(Backend::Vm, false)
+    };
+    let code = |n: u32| {
+        format!(
+            "fn kernel(i: i32) {{\n    let mut s = 0u32;\n    for k in 0u32..{}u32 {{\n        s += k;\n    }}\n    o[i] = s;\n}}",
+            n
+        )
+    };
+    let g = |n: u32| kernel_graph(&[F("o", "u32", &[2], json!(0))], &code(n), &[2], json!({}));
+    // 998 iterations are 999 trips (the last finds the range done): fine.
+    for b in [Backend::Vm, Backend::Jit] {
+        let s = sim_legalized_for(&g(998), caps, b).unwrap();
+        assert_eq!(words(&s, "o"), vec![998 * 997 / 2; 2], "{}", b);
+        let e = sim_legalized_for(&g(999), caps, b)
+            .err()
+            .map(|e| e.to_string());
+        let e = e.unwrap_or_else(|| panic!("{}: 999 iterations did not fault", b));
+        assert!(
+            e.contains("node 'k', code 3:") && e.contains("1000 trips"),
+            "{}: {}",
+            b,
+            e
+        );
+    }
+    // Nested loops count together: 40 × (40 + 1) + 40 + 1 trips > 1000.
+    let nested = kernel_graph(
+        &[F("o", "u32", &[1], json!(0))],
+        "fn kernel(i: i32) {\n    let mut s = 0u32;\n    for a in 0..40 {\n        for b in 0..40 {\n            s += 1u32;\n        }\n    }\n    o[i] = s;\n}",
+        &[1],
+        json!({}),
+    );
+    let e = sim_legalized_for(&nested, caps, Backend::Vm).err();
+    assert!(e.is_some_and(|e| e.to_string().contains("trips")));
+    // Without the limit, the same loops run to the end.
+    let s = sim_legalized_for(
+        &nested,
+        TargetCaps {
+            loop_trip_limit: None,
+            ..caps
+        },
+        Backend::Vm,
+    )
+    .unwrap();
+    assert_eq!(words(&s, "o"), vec![1600]);
+}
+
+/// The VM's IR of a `#[block(N)]` kernel keeps values across a barrier in
+/// shared arrays, bools too (`block_loops`); the wgpu emitter bitcast a
+/// bool to a word, which naga refuses ("Unable to cast"), so `weft check`
+/// refused a kernel that `weft run --backend wgpu` ran. A bool is stored
+/// as 0 or 1 now; both IRs validate, and the kernel computes the same on
+/// every backend.
+#[test]
+fn bools_kept_across_a_barrier_compile_for_wgpu() {
+    let code = "#[block(64)]\nfn kernel(i: i32) {\n    let s = shared([0u32; 64]);\n    let t = thread_index();\n    let a = if t < 32 { xu[i + 1] + (i as u32) } else { 0u32 };\n    barrier();\n    if t < 32 { s[t] = a; }\n    barrier();\n    out[i] = s[t % 32];\n}";
+    let g = kernel_graph(
+        &[
+            F("xu", "u32", &[129], json!(3)),
+            F("out", "u32", &[129], json!(0)),
+        ],
+        code,
+        &[128],
+        json!({}),
+    );
+    for b in [Backend::Vm, Backend::Wgpu] {
+        let mut p = build(&g).unwrap();
+        let opts = weft_runtime::backend::tune_passes(b, &Default::default());
+        weft_ir::passes::run_pipeline(&mut p, &opts, None).unwrap();
+        for (_, k) in p.kernels.iter() {
+            let o = weft_codegen::wgpu::WgpuOptions::default();
+            weft_codegen::wgpu::check_kernel(&p, k, &o)
+                .unwrap_or_else(|e| panic!("{}'s IR on wgpu: {}", b, e));
+        }
+    }
+    // out[i] = what thread i % 32 of i's block loaded: xu + its index.
+    let want: Vec<u32> = (0..128u32)
+        .map(|i| 3 + i - i % 64 + i % 32)
+        .chain([0])
+        .collect();
+    for b in backends() {
+        let s = sim_on(&g, b);
+        assert_eq!(words(&s, "out"), want, "{}", b);
+    }
+}
+
+/// A block kernel with barriers, legalized for a target with workgroups
+/// (wgpu, CUDA): every check of its entry resumes (`FaultSite::resume`),
+/// so no fault returns before a barrier; for the VM (no workgroups: the
+/// block runs as one invocation) the same checks stop as everywhere else.
+/// The printed IR says so and parses back to the same text.
+#[test]
+fn block_kernel_checks_resume_only_on_targets_with_workgroups() {
+    let g = kernel_graph(
+        &[F("o", "f32", &[256], json!(0))],
+        "#[block(64)]\nfn kernel(i: i32) {\n    let s = shared([0.0; 128]);\n    s[i * 3] = 1.0;\n    barrier();\n    o[i * 2] = s[(i + 1) % 64];\n}",
+        &[256],
+        json!({}),
+    );
+    for (backend, resume) in [
+        (Backend::Wgpu, true),
+        (Backend::Cuda, true),
+        (Backend::Vm, false),
+    ] {
+        let mut p = build(&g).unwrap();
+        let opts = weft_runtime::backend::tune_passes(backend, &Default::default());
+        weft_ir::passes::run_pipeline(&mut p, &opts, None).unwrap();
+        let (_, k) = p.kernels.iter().find(|(_, k)| k.name == "k").unwrap();
+        assert!(
+            k.fault_sites
+                .iter()
+                .any(|s| matches!(s.kind, FaultKind::LocalIndex { len: 128 })),
+            "{:?}",
+            k.fault_sites
+        );
+        assert!(
+            k.fault_sites.iter().all(|s| s.resume == resume),
+            "{}: {:?}",
+            backend,
+            k.fault_sites
+        );
+        let text = weft_ir::ir::print_program(&p, None);
+        assert_eq!(text.contains(", resumes"), resume, "{}", text);
+        let back = weft_ir::ir::parse_program(&text).unwrap();
+        assert_eq!(weft_ir::ir::print_program(&back, None), text);
+    }
 }

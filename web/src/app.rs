@@ -240,7 +240,13 @@ impl WebApp {
                     .program
                     .fields
                     .iter()
-                    .filter(|(h, _)| !sim.program.is_view_field(*h))
+                    // A field too large to read whole (a hash root's
+                    // domain of 2^40 elements) is left out, as `--dump` and
+                    // `weft replay` summarise it instead of reading it.
+                    .filter(|(h, f)| {
+                        !sim.program.is_view_field(*h)
+                            && f.cells() <= weft_runtime::memory::READ_WHOLE_LIMIT
+                    })
                     .map(|(h, _)| h)
                     .collect();
                 self.test = Some(Test::Reading(

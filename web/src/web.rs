@@ -6,7 +6,7 @@
 //! graph file (its `.npy` files are fetched from beside it), `backend=`
 //! `wgpu` or `vm`, `set=NODE.PARAM=VALUE` (repeatable, as `weft run --set`),
 //! `test=frames:N`. In test mode the page runs N frames, reads every field
-//! back and sets `window.weft_test` to `{status: "done", backend, device,
+//! back (but one too large to read whole, a hash root's domain) and sets `window.weft_test` to `{status: "done", backend, device,
 //! frames, fields: [{name, float, base64}]}` (little-endian u32 words in
 //! logical order, as `weft run --dump` writes them), or to `{status:
 //! "error", error}`; it is `{status: "running"}` until then.

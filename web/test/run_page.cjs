@@ -3,13 +3,18 @@
 // writes what came back. Used by tests/tests/web.rs.
 //
 //   node web/test/run_page.cjs DIR QUERY OUT [SCREENSHOT]
+//   node web/test/run_page.cjs DIR @PLAN
 //
 // DIR: the web build (web/build.sh); QUERY: the page's query string
 // (graph=heat&test=frames:3); OUT: a folder for result.json (status,
 // backend, device, frames, fields' names and types) and one NAME.bin per
 // field (little-endian u32 words). Serves DIR on 127.0.0.1, prints the
 // browser's console, exits 1 on any failure. WEFT_CHROMIUM overrides the
-// browser (default /usr/bin/chromium).
+// browser (default /usr/bin/chromium). The second form runs each entry of
+// the JSON file PLAN ([{query, out, shot?}]) in one browser, a fresh page
+// each (Chromium starts once: the whole set of examples runs in one go);
+// an entry that fails is written (result.json's status and error, when
+// the page got that far) and the rest still run; exits 1 if any failed.
 "use strict";
 const http = require("http");
 const fs = require("fs");
@@ -17,10 +22,13 @@ const path = require("path");
 const puppeteer = require("puppeteer-core");
 
 const [dir, query, out, shot] = process.argv.slice(2);
-if (!dir || !query || !out) {
-  console.error("usage: run_page.cjs DIR QUERY OUT [SCREENSHOT]");
+if (!dir || !query || (!out && !query.startsWith("@"))) {
+  console.error("usage: run_page.cjs DIR QUERY OUT [SCREENSHOT] | run_page.cjs DIR @PLAN");
   process.exit(2);
 }
+const plan = query.startsWith("@")
+  ? JSON.parse(fs.readFileSync(query.slice(1), "utf8"))
+  : [{ query, out, shot }];
 const TIMEOUT_MS = Number(process.env.WEFT_WEB_TIMEOUT_MS || 240000);
 const types = { ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm",
   ".json": "application/json", ".npy": "application/octet-stream" };
@@ -40,19 +48,11 @@ function serve(root) {
   return new Promise((ok) => server.listen(0, "127.0.0.1", () => ok(server)));
 }
 
-(async () => {
-  const server = await serve(path.resolve(dir));
-  const port = server.address().port;
-  const browser = await puppeteer.launch({
-    executablePath: process.env.WEFT_CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    protocolTimeout: TIMEOUT_MS + 60000,
-    args: ["--no-sandbox", "--enable-unsafe-webgpu", "--enable-unsafe-swiftshader", "--enable-features=Vulkan",
-      "--use-angle=swiftshader", "--use-webgpu-adapter=swiftshader", "--window-size=1024,700"],
-  });
-  let failed = false;
+// Runs one page; true when it finished with status "done".
+async function runOne(browser, port, { query, out, shot }) {
+  let page;
   try {
-    const page = await browser.newPage();
+    page = await browser.newPage();
     await page.setViewport({ width: 1024, height: 700 });
     page.on("console", (m) => console.log(`[browser ${m.type()}] ${m.text()}`));
     page.on("pageerror", (e) => console.log(`[browser pageerror] ${e.message}`));
@@ -80,18 +80,40 @@ function serve(root) {
       await new Promise((ok) => setTimeout(ok, 500));
       await page.screenshot({ path: shot });
     }
-    failed = r.status !== "done";
+    return r.status === "done";
   } catch (e) {
-    console.error(`error: ${e.message}`);
+    console.error(`error (${query}): ${e.message}`);
     try {
-      const pages = await browser.pages();
-      const p = pages[pages.length - 1];
-      console.error(`page state: ${JSON.stringify(await p.evaluate(() => window.weft_test))}`);
-      if (shot) await p.screenshot({ path: shot });
+      const state = page ? await page.evaluate(() => window.weft_test) : null;
+      console.error(`page state: ${JSON.stringify(state)}`);
+      fs.mkdirSync(out, { recursive: true });
+      fs.writeFileSync(path.join(out, "result.json"), JSON.stringify({
+        status: "failed", error: `${e.message}; page state: ${JSON.stringify(state)}`, fields: [] }, null, 2));
+      if (shot && page) await page.screenshot({ path: shot });
     } catch (e2) {
       console.error(`no page state: ${e2.message}`);
     }
-    failed = true;
+    return false;
+  } finally {
+    if (page) await page.close().catch(() => {});
+  }
+}
+
+(async () => {
+  const server = await serve(path.resolve(dir));
+  const port = server.address().port;
+  const browser = await puppeteer.launch({
+    executablePath: process.env.WEFT_CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    protocolTimeout: TIMEOUT_MS + 60000,
+    args: ["--no-sandbox", "--enable-unsafe-webgpu", "--enable-unsafe-swiftshader", "--enable-features=Vulkan",
+      "--use-angle=swiftshader", "--use-webgpu-adapter=swiftshader", "--window-size=1024,700"],
+  });
+  let failed = false;
+  try {
+    for (const entry of plan) {
+      if (!(await runOne(browser, port, entry))) failed = true;
+    }
   } finally {
     await browser.close();
     server.close();

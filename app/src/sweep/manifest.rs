@@ -119,19 +119,11 @@ pub fn fnv1a64(bytes: &[u8]) -> String {
     format!("fnv1a64:{:016x}", h)
 }
 
-/// Writes `bytes` to `path` whole: a temporary file beside it (named for this
-/// process, so concurrent writers never share one), then a rename.
+/// Writes `bytes` to `path` whole, through Weft's one atomic writer
+/// (`weft_ir::io::write_atomic`: a temporary file beside it, then a rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{}.tmp-{}", name, std::process::id()));
-    std::fs::write(&tmp, bytes).map_err(|e| format!("cannot write {}: {}", tmp.display(), e))?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("cannot write {}: {}", path.display(), e)
-    })
+    weft_ir::io::write_atomic(path, bytes)
+        .map_err(|e| format!("cannot write {}: {}", path.display(), e))
 }
 
 pub fn load(sweep: &Path) -> Result<Manifest, String> {

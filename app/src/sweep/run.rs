@@ -8,6 +8,15 @@
 //! file, then a rename). A killed task therefore leaves `running` (shown by
 //! `status` as killed once its process is gone), never a result that looks
 //! done.
+//!
+//! Guarantees. A refusal (the graph changed since planning, the variant is
+//! running now) touches nothing: it is decided before the folder is
+//! cleared. A variant runs at most once at a time: `NNNN/run.lock` is
+//! locked (`flock`) for the whole run, by this process and the `weft run`
+//! child, which inherits it; the kernel releases the lock when both are
+//! gone, so a lock left by a killed process is taken over by the next run.
+//! On Linux the child dies with this process (`PR_SET_PDEATHSIG`), so a
+//! `kill -9` of a task leaves no orphan simulation running.
 
 use super::manifest::{self, Manifest, Metric, RunResult, Status, Variant};
 use super::{failure, usage};
@@ -47,6 +56,10 @@ pub fn run(a: SweepRunArgs) -> i32 {
         Ok(m) => m,
         Err(e) => return usage(e),
     };
+    // Before anything is written or cleared: a refusal touches nothing.
+    if let Err(e) = graph_unchanged(&m) {
+        return failure(e);
+    }
     if a.local {
         return run_local(&a, &m);
     }
@@ -107,6 +120,7 @@ fn run_local(a: &SweepRunArgs, m: &Manifest) -> i32 {
             !matches!(manifest::read_result(&a.sweep, v),
                 Ok(Some(r)) if r.status == Status::Done)
                 && running_here(&a.sweep, v).is_none()
+                && lock_holder(&a.sweep.join(&v.dir)).is_none()
         })
         .collect();
     let skipped = m.variants.len() - todo.len();
@@ -166,18 +180,19 @@ fn run_local(a: &SweepRunArgs, m: &Manifest) -> i32 {
 /// record cannot be written.
 pub fn run_variant(a: &SweepRunArgs, m: &Manifest, v: &Variant) -> Result<RunResult, String> {
     let dir = a.sweep.join(&v.dir);
+    // Every refusal is decided before the folder is touched.
     if let Some(pid) = running_here(&a.sweep, v) {
         return Err(format!(
             "it is running now (process {} on this machine); not starting it twice",
             pid
         ));
     }
-    // A re-run starts clean: nothing of an earlier attempt may pass for this one's.
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir)
-            .map_err(|e| format!("cannot clear {}: {}", dir.display(), e))?;
-    }
+    graph_unchanged(m)?;
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {}", dir.display(), e))?;
+    let lock = VariantLock::take(&dir)?;
+    // A re-run starts clean: nothing of an earlier attempt may pass for
+    // this one's (the lock stays: it is this run's).
+    clear_except_lock(&dir)?;
     let mut r = RunResult {
         index: v.index,
         status: Status::Running,
@@ -193,7 +208,7 @@ pub fn run_variant(a: &SweepRunArgs, m: &Manifest, v: &Variant) -> Result<RunRes
     };
     write_result(&dir, &r)?;
     let t0 = std::time::Instant::now();
-    let outcome = execute(a, m, v, &dir);
+    let outcome = execute(a, m, v, &dir, &lock);
     r.finished = Some(manifest::now());
     r.seconds = Some(t0.elapsed().as_secs_f64());
     match outcome {
@@ -210,8 +225,139 @@ pub fn run_variant(a: &SweepRunArgs, m: &Manifest, v: &Variant) -> Result<RunRes
         }
     }
     write_result(&dir, &r)?;
+    drop(lock);
     Ok(r)
 }
+
+/// The graph file is the one planned (its hash is the manifest's).
+fn graph_unchanged(m: &Manifest) -> Result<(), String> {
+    let bytes = std::fs::read(&m.graph)
+        .map_err(|e| format!("cannot read the graph {}: {}", m.graph.display(), e))?;
+    if manifest::fnv1a64(&bytes) != m.graph_hash {
+        return Err(format!(
+            "{} changed since the sweep was planned (its hash is not {}); plan a new sweep",
+            m.graph.display(),
+            m.graph_hash
+        ));
+    }
+    Ok(())
+}
+
+/// The lock file of a variant's folder (kept when the folder is cleared).
+const LOCK: &str = "run.lock";
+
+/// Removes everything in a variant's folder but its lock file.
+fn clear_except_lock(dir: &Path) -> Result<(), String> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("cannot clear {}: {}", dir.display(), e))?;
+    for e in entries {
+        let e = e.map_err(|e| format!("cannot clear {}: {}", dir.display(), e))?;
+        if e.file_name() == LOCK {
+            continue;
+        }
+        let path = e.path();
+        let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+        let r = if is_dir {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        r.map_err(|e| format!("cannot clear {}: {}", path.display(), e))?;
+    }
+    Ok(())
+}
+
+/// An exclusive `flock` on `NNNN/run.lock`, held while the variant runs
+/// (released when dropped, or by the kernel when its holders die).
+struct VariantLock {
+    file: std::fs::File,
+}
+
+impl VariantLock {
+    /// Takes the lock of the variant folder `dir`, or says which process
+    /// holds it. A lock whose process died is free again and taken over.
+    fn take(dir: &Path) -> Result<VariantLock, String> {
+        use std::io::{Seek, Write};
+        let path = dir.join(LOCK);
+        let mut file = weft_ir::io::open_in_place(&path)
+            .map_err(|e| format!("cannot open {}: {}", path.display(), e))?;
+        if !try_lock(&file) {
+            let holder = std::fs::read_to_string(&path).unwrap_or_default();
+            return Err(format!(
+                "it is running now (process {} holds {}); not starting it twice",
+                holder.trim(),
+                path.display()
+            ));
+        }
+        // Who holds it, for the message above (the lock itself is the flock).
+        let _ = file.set_len(0);
+        let _ = file.rewind();
+        let _ = write!(file, "{}@{}", std::process::id(), manifest::hostname());
+        Ok(VariantLock { file })
+    }
+}
+
+/// Who holds the lock of variant folder `dir` now, if anyone does.
+fn lock_holder(dir: &Path) -> Option<String> {
+    let path = dir.join(LOCK);
+    let file = std::fs::File::open(&path).ok()?;
+    if try_lock(&file) {
+        // Free: let go at once (closing the file releases it).
+        return None;
+    }
+    Some(std::fs::read_to_string(&path).unwrap_or_default())
+}
+
+/// A non-blocking exclusive flock; true when taken.
+#[cfg(unix)]
+fn try_lock(file: &std::fs::File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor this File owns; no memory is shared.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+}
+
+/// Elsewhere the lock is not enforced (the result.json check remains).
+#[cfg(not(unix))]
+fn try_lock(_file: &std::fs::File) -> bool {
+    true
+}
+
+/// Makes the `weft run` child hold the variant's lock too (it inherits the
+/// locked descriptor), and on Linux die with this process.
+#[cfg(unix)]
+fn tie_to_parent(cmd: &mut Command, lock: &VariantLock) {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let fd = lock.file.as_raw_fd();
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: between fork and exec only async-signal-safe calls (fcntl,
+    // prctl, getppid) on plain integers.
+    unsafe {
+        cmd.pre_exec(move || {
+            // Keep the locked descriptor open across exec: the lock is
+            // held until the child is gone as well.
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags < 0 || libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            #[cfg(target_os = "linux")]
+            {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The parent died before prctl took effect: no signal comes.
+                if libc::getppid() != parent {
+                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+                }
+            }
+            let _ = parent;
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(unix))]
+fn tie_to_parent(_cmd: &mut Command, _lock: &VariantLock) {}
 
 /// The process running variant `v` on this machine now, if one is.
 fn running_here(sweep: &Path, v: &Variant) -> Option<u32> {
@@ -230,22 +376,8 @@ fn write_result(dir: &Path, r: &RunResult) -> Result<(), String> {
 
 type Outcome = Result<(Vec<Metric>, Option<f64>), (Option<i32>, String)>;
 
-fn execute(a: &SweepRunArgs, m: &Manifest, v: &Variant, dir: &Path) -> Outcome {
+fn execute(a: &SweepRunArgs, m: &Manifest, v: &Variant, dir: &Path, lock: &VariantLock) -> Outcome {
     let plain = |e: String| (None, e);
-    let bytes = std::fs::read(&m.graph).map_err(|e| {
-        plain(format!(
-            "cannot read the graph {}: {}",
-            m.graph.display(),
-            e
-        ))
-    })?;
-    if manifest::fnv1a64(&bytes) != m.graph_hash {
-        return Err(plain(format!(
-            "{} changed since the sweep was planned (its hash is not {}); plan a new sweep",
-            m.graph.display(),
-            m.graph_hash
-        )));
-    }
     let exe = std::env::current_exe()
         .map_err(|e| plain(format!("cannot find the weft binary: {}", e)))?;
     let mut cmd = Command::new(exe);
@@ -273,17 +405,24 @@ fn execute(a: &SweepRunArgs, m: &Manifest, v: &Variant, dir: &Path) -> Outcome {
         cmd.arg("--no-frames");
     }
     let log_path = dir.join("run.log");
-    let log = std::fs::File::create(&log_path)
+    // Written in place while the child runs, so `tail -f NNNN/run.log`
+    // follows a farm job live and a crash leaves what was printed; a link
+    // planted at run.log is replaced first, never written through.
+    let log = weft_ir::io::open_in_place(&log_path)
+        .and_then(|f| f.set_len(0).map(|_| f))
         .map_err(|e| plain(format!("cannot write {}: {}", log_path.display(), e)))?;
-    let log2 = log
-        .try_clone()
-        .map_err(|e| plain(format!("cannot write {}: {}", log_path.display(), e)))?;
+    tie_to_parent(&mut cmd, lock);
+    let clone = || {
+        log.try_clone()
+            .map_err(|e| plain(format!("cannot write {}: {}", log_path.display(), e)))
+    };
     let status = cmd
         .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(log2)
+        .stdout(clone()?)
+        .stderr(clone()?)
         .status()
         .map_err(|e| plain(format!("cannot start weft run: {}", e)))?;
+    drop(log);
     if !status.success() {
         let text = std::fs::read_to_string(&log_path).unwrap_or_default();
         let errors: Vec<&str> = text.lines().filter(|l| l.starts_with("error:")).collect();

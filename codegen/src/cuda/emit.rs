@@ -378,7 +378,11 @@ impl<'a> Gen<'a> {
     }
 
     fn site(&mut self, span: Span, kind: FaultKind) -> u32 {
-        self.sites.push(FaultSite { span, kind });
+        self.sites.push(FaultSite {
+            span,
+            kind,
+            resume: false,
+        });
         (self.sites.len() - 1) as u32
     }
 
@@ -863,7 +867,15 @@ impl<'a> Gen<'a> {
             return Err(self.err(h, &format!("trap at unknown fault site {}", site)));
         }
         let v = self.v1(value);
-        let line = Self::fault_stmt(site, &format!("(long long)(unsigned)({v})"));
+        let mut line = Self::fault_stmt(site, &format!("(long long)(unsigned)({v})"));
+        if self.kernel.fault_sites[site as usize].resume {
+            // Noted, and the thread goes on to the block's next
+            // `__syncthreads()` (`FaultSite::resume`): a thread that
+            // returned there would leave the rest of its block waiting.
+            line = format!("(void){}", line.trim_start_matches("return "));
+            self.line(&line);
+            return Ok(());
+        }
         self.line(&line);
         self.filled = true;
         Ok(())

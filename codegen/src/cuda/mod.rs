@@ -46,6 +46,7 @@ pub const CAPS: weft_ir::ir::target::TargetCaps = weft_ir::ir::target::TargetCap
     f32_atomic_min_max: false,
     i32_atomic_min_max: true,
     workgroups: true,
+    ..weft_ir::ir::target::TargetCaps::BASELINE
 };
 
 /// Name of the kernel's `__global__` function in every generated module.

@@ -566,7 +566,11 @@ impl Lower<'_, '_, '_> {
     }
 
     fn site(&mut self, span: Span, kind: FaultKind) -> u32 {
-        self.env.sites.push(FaultSite { span, kind });
+        self.env.sites.push(FaultSite {
+            span,
+            kind,
+            resume: false,
+        });
         (self.env.sites.len() - 1) as u32
     }
 

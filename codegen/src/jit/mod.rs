@@ -60,6 +60,7 @@ pub const CAPS: weft_ir::ir::target::TargetCaps = weft_ir::ir::target::TargetCap
     f32_atomic_min_max: false,
     i32_atomic_min_max: true,
     workgroups: false,
+    ..weft_ir::ir::target::TargetCaps::BASELINE
 };
 
 /// What a launch hands to the chunk function (`#[repr(C)]`, read by generated code).

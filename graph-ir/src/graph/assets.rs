@@ -85,10 +85,8 @@ pub fn save_setting_folders(folders: &[String]) -> Result<(), String> {
         folders: folders.to_vec(),
     })
     .map_err(|e| e.to_string())?;
-    let tmp = file.with_extension("json.tmp");
-    std::fs::write(&tmp, text + "\n")
-        .map_err(|e| format!("cannot write {}: {}", tmp.display(), e))?;
-    std::fs::rename(&tmp, &file).map_err(|e| format!("cannot write {}: {}", file.display(), e))
+    crate::io::write_atomic(&file, (text + "\n").as_bytes())
+        .map_err(|e| format!("cannot write {}: {}", file.display(), e))
 }
 
 /// The user library folder of this platform.

@@ -328,6 +328,16 @@ impl GraphDoc {
                         "\"pos\" must be two finite numbers (f32 range)",
                     ));
                 }
+                // `/` joins a group's id and its nodes' in the paths the
+                // flattener makes (`smoke/advect`); a file's own id with one
+                // would pass for such a path (and the builder accepts
+                // paths), so it is refused here, where ids are the user's.
+                Ok(node) if node.id.contains('/') => {
+                    errors.push(GraphError::node_msg(
+                        &id,
+                        "node ids must be 1-64 letters, digits, `_` or `-`: `/` is reserved for the paths of nodes inside groups (`group/node`)",
+                    ));
+                }
                 Ok(node) => parsed.push(node),
                 Err(e) => errors.push(GraphError::node_msg(&id, strip_position(&e.to_string()))),
             }
@@ -357,13 +367,26 @@ impl GraphDoc {
             }
             Some(_) => errors.push(doc_err("\"frames\" must be a list")),
         }
-        let mut doc: GraphDoc = match serde_json::from_value(Value::Object(top)) {
+        let mut doc: GraphDoc = match serde_json::from_value(Value::Object(top.clone())) {
             Ok(d) => d,
             Err(e) => {
-                errors.push(doc_err(format!(
-                    "graph: {}",
-                    strip_position(&e.to_string())
-                )));
+                // serde names no key ("invalid value: integer -1, expected
+                // u32"): find the one that fails alone, so the message says
+                // which ("seed").
+                let key = top.keys().find(|k| {
+                    let mut alone = serde_json::Map::new();
+                    for keep in ["format", "version", "nodes", k.as_str()] {
+                        if let Some(v) = top.get(keep) {
+                            alone.insert(keep.to_string(), v.clone());
+                        }
+                    }
+                    serde_json::from_value::<GraphDoc>(Value::Object(alone)).is_err()
+                });
+                let message = strip_position(&e.to_string());
+                errors.push(doc_err(match key {
+                    Some(k) => format!("graph: \"{}\": {}", k, message),
+                    None => format!("graph: {}", message),
+                }));
                 return Err(GraphErrors(errors));
             }
         };

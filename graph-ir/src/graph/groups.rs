@@ -142,6 +142,8 @@ struct Ports {
     inputs: Vec<(String, GroupPortType, Vec<String>)>,
     /// name → (type, the pin it exposes)
     outputs: Vec<(String, GroupPortType, String)>,
+    /// The asset the group references (name, version), for messages.
+    asset: Option<(String, u32)>,
 }
 
 fn valid_name(s: &str) -> bool {
@@ -222,6 +224,7 @@ fn flatten_body(
             ));
             continue;
         }
+        let asset_ref = n.asset.as_ref().map(|a| (a.name.clone(), a.version));
         let (group, asset) = match (&n.group, &n.asset) {
             (Some(g), None) => ((**g).clone(), None),
             (None, Some(a)) => {
@@ -273,6 +276,7 @@ fn flatten_body(
                 .map(|(name, t)| (name.clone(), *t, vec![]))
                 .collect(),
             outputs: vec![],
+            asset: asset_ref,
         };
         for (list, out) in [
             (inner.wires, &mut inner_wires),
@@ -293,6 +297,33 @@ fn flatten_body(
                         from: q(&w.from),
                         to: q(&w.to),
                     });
+                }
+            }
+        }
+        // A port carries what its type says: a "field" port feeding a
+        // layout pin (a field node's `layout`) would otherwise be accepted
+        // and flatten to a wire of the other kind.
+        for (name, t, pins) in &gp.inputs {
+            if *t == GroupPortType::Exec {
+                continue;
+            }
+            for pin in pins {
+                let (node, port) = split_endpoint(pin);
+                let local = node.strip_prefix(&format!("{}/", n.id)).unwrap_or(node);
+                let found = inner.nodes.iter().find(|c| c.id == local);
+                if let Some(pt) = found.and_then(|c| pin_type(c, port, true)) {
+                    if !port_type_fits(*t, pt) {
+                        errors.push(GraphError::node_msg(
+                            &full,
+                            format!(
+                                "input port '{}' is declared \"type\": \"{}\" but feeds the {} pin '{}'",
+                                name,
+                                port_type_name(*t),
+                                pt.name(),
+                                &pin[n.id.len() + 1..]
+                            ),
+                        ));
+                    }
                 }
             }
         }
@@ -361,6 +392,39 @@ fn flatten_body(
                     continue;
                 }
             };
+            // What comes into a group's port must be what the port is
+            // declared to carry (a layout's `cells` into a "field" port is
+            // refused, naming the group and the port).
+            if let (false, Some(g)) = (is_exec, ports.get(tn)) {
+                let (fnode, fpin) = split_endpoint(&from);
+                let src = nodes
+                    .iter()
+                    .find(|c| c.id == fnode)
+                    .and_then(|c| pin_type(c, fpin, false));
+                let port = g.inputs.iter().find(|i| i.0 == tp).or_else(|| {
+                    let data: Vec<_> = g
+                        .inputs
+                        .iter()
+                        .filter(|i| i.1 != GroupPortType::Exec)
+                        .collect();
+                    (tp.is_empty() && data.len() == 1).then(|| data[0])
+                });
+                if let (Some(st), Some(p)) = (src, port) {
+                    if !port_type_fits(p.1, st) {
+                        errors.push(GraphError::node_msg(
+                            &format!("{}{}", path, tn),
+                            format!(
+                                "input port '{}' is declared \"type\": \"{}\" but is wired a {} ({})",
+                                p.0,
+                                port_type_name(p.1),
+                                st.name(),
+                                w.from
+                            ),
+                        ));
+                        continue;
+                    }
+                }
+            }
             let to = match endpoint_in(&w.to, &ports, is_exec, path) {
                 Ok(t) => t,
                 Err(e) => {
@@ -640,6 +704,15 @@ fn names_port(c: &NodeDoc, port: &str) -> bool {
     hit
 }
 
+/// Who lacks a port, for messages: the asset and its version (a port
+/// renamed in a newer version is the usual cause), else the group.
+fn interface_of(g: &Ports) -> String {
+    match &g.asset {
+        Some((name, version)) => format!("asset '{}' v{} has", name, version),
+        None => "the group has".to_string(),
+    }
+}
+
 fn port_names<T>(list: &[(String, GroupPortType, T)]) -> String {
     if list.is_empty() {
         return "none".into();
@@ -648,6 +721,34 @@ fn port_names<T>(list: &[(String, GroupPortType, T)]) -> String {
         .map(|p| p.0.as_str())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The type of pin `port` of node `c` (an input or an output) where its
+/// kind's catalog entry says (kernel ports are fields).
+fn pin_type(c: &NodeDoc, port: &str, input: bool) -> Option<super::catalog::PortType> {
+    use super::catalog::PortType;
+    if c.kind == "kernel" {
+        return input.then_some(PortType::Field);
+    }
+    let k = super::catalog::kind(&c.kind)?;
+    let spec = if input { k.input(port) } else { k.output(port) };
+    spec.map(|p| p.ty)
+}
+
+fn port_type_fits(t: GroupPortType, pin: super::catalog::PortType) -> bool {
+    use super::catalog::PortType;
+    matches!(
+        (t, pin),
+        (GroupPortType::Field, PortType::Field) | (GroupPortType::Layout, PortType::Layout)
+    )
+}
+
+fn port_type_name(t: GroupPortType) -> &'static str {
+    match t {
+        GroupPortType::Field => "field",
+        GroupPortType::Layout => "layout",
+        GroupPortType::Exec => "exec",
+    }
 }
 
 fn kind_fits(t: GroupPortType, is_exec: bool) -> bool {
@@ -691,7 +792,8 @@ fn endpoint_out(
         _ => Err(GraphError::node_msg(
             &full,
             format!(
-                "the group has no output port '{}' for this wire (it has: {})",
+                "{} no output port '{}' for this wire (it has: {})",
+                interface_of(g),
                 port,
                 port_names(&g.outputs)
             ),
@@ -737,7 +839,8 @@ fn endpoint_in(
         _ => Err(GraphError::node_msg(
             &full,
             format!(
-                "the group has no input port '{}' for this wire (it has: {})",
+                "{} no input port '{}' for this wire (it has: {})",
+                interface_of(g),
                 port,
                 port_names(&g.inputs)
             ),
@@ -870,5 +973,83 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("only kernel nodes"));
+    }
+
+    #[test]
+    fn a_port_carries_what_its_type_says() {
+        // A "field" port wired a layout: named by group and port.
+        let d = doc(json!({"format": "weft-graph", "version": 1, "nodes": [
+            {"id": "grid", "kind": "dense", "params": {"shape": [4]}},
+            {"id": "g", "kind": "group", "group": {
+                "inputs": [{"name": "cells", "type": "field", "to": ["T.layout"]}],
+                "nodes": [{"id": "T", "kind": "field", "params": {"type": "f32"}}]}}],
+            "wires": [{"from": "grid.cells", "to": "g.cells"}]}));
+        let e = flatten(&d, &lib()).unwrap_err().to_string();
+        assert!(
+            e.contains("node 'g'")
+                && e.contains("input port 'cells'")
+                && e.contains("\"type\": \"field\""),
+            "{}",
+            e
+        );
+        // Fed to a layout pin inside, even with nothing wired outside.
+        let d = doc(json!({"format": "weft-graph", "version": 1, "nodes": [
+            {"id": "g", "kind": "group", "group": {
+                "inputs": [{"name": "cells", "type": "field", "to": ["T.layout"]}],
+                "nodes": [{"id": "T", "kind": "field", "params": {"type": "f32"}}]}}]}));
+        let e = flatten(&d, &lib()).unwrap_err().to_string();
+        assert!(
+            e.contains("node 'g'") && e.contains("'cells'") && e.contains("layout pin 'T.layout'"),
+            "{}",
+            e
+        );
+        // Declared "layout", it is the same graph written flat.
+        let d = doc(json!({"format": "weft-graph", "version": 1, "nodes": [
+            {"id": "grid", "kind": "dense", "params": {"shape": [4]}},
+            {"id": "g", "kind": "group", "group": {
+                "inputs": [{"name": "cells", "type": "layout", "to": ["T.layout"]}],
+                "nodes": [{"id": "T", "kind": "field", "params": {"type": "f32"}}]}}],
+            "wires": [{"from": "grid.cells", "to": "g.cells"}]}));
+        let f = flatten(&d, &lib()).unwrap();
+        assert_eq!(
+            f.wires,
+            vec![WireDoc {
+                from: "grid.cells".into(),
+                to: "g/T.layout".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn a_missing_port_of_an_asset_names_the_asset_and_its_version() {
+        let dir = std::env::temp_dir().join(format!("weft-groups-asset-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("emitter.v2.json"),
+            json!({"format": "weft-graph", "version": 1,
+                "asset": {"name": "emitter", "version": 2,
+                    "inputs": [{"name": "src", "type": "field", "to": ["k.src"]},
+                               {"name": "y", "type": "field", "to": ["k.y"]},
+                               {"name": "run", "type": "exec", "to": ["k"]}]},
+                "nodes": [{"id": "k", "kind": "kernel", "params": {"range": [4],
+                    "code": "fn kernel(i: i32) { y[i] = src[i]; }"}}]})
+            .to_string(),
+        )
+        .unwrap();
+        let d = doc(json!({"format": "weft-graph", "version": 1, "nodes": [
+            {"id": "f", "kind": "field"},
+            {"id": "u1", "kind": "group", "asset": {"name": "emitter", "version": 2}}],
+            "wires": [{"from": "f.field", "to": "u1.x"}]}));
+        let e = flatten(&d, &Library::new(vec![dir.clone()]))
+            .unwrap_err()
+            .to_string();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            e.contains("node 'u1'")
+                && e.contains("asset 'emitter' v2 has no input port 'x'")
+                && e.contains("(it has: src, y, run)"),
+            "{}",
+            e
+        );
     }
 }

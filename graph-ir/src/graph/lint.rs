@@ -14,12 +14,15 @@ use std::collections::{HashSet, VecDeque};
 pub enum GraphWarning {
     /// A kernel that no execution wire chain from `on_start` / `on_frame` reaches.
     NeverRuns { node: String },
+    /// A bypassed kernel (or one inside a bypassed group) that would not
+    /// build if switched back on; `message` is the error it would give.
+    BypassedBroken { node: String, message: String },
 }
 
 impl GraphWarning {
     pub fn node(&self) -> &str {
         match self {
-            GraphWarning::NeverRuns { node } => node,
+            GraphWarning::NeverRuns { node } | GraphWarning::BypassedBroken { node, .. } => node,
         }
     }
 }
@@ -32,8 +35,56 @@ impl std::fmt::Display for GraphWarning {
                 "warning: node '{}': kernel never runs: no execution wire from on_start or on_frame reaches it",
                 node
             ),
+            GraphWarning::BypassedBroken { node, message } => write!(
+                f,
+                "warning: node '{}' is bypassed, and does not build if switched back on: {}",
+                node, message
+            ),
         }
     }
+}
+
+/// Bypassed kernels whose code (or wiring) does not build. Bypass removes
+/// a kernel before anything compiles it, so without this a broken kernel
+/// passes `weft check` until someone switches it back on. The graph is
+/// built once more with every bypass switched off; the errors that name a
+/// bypassed node (or a node inside a bypassed group) become warnings.
+/// Nothing when the graph has no bypassed node.
+pub fn bypassed_warnings(doc: &GraphDoc, opts: &super::BuildOptions) -> Vec<GraphWarning> {
+    fn collect(nodes: &mut [super::NodeDoc], prefix: &str, out: &mut Vec<String>) {
+        for n in nodes {
+            let path = format!("{}{}", prefix, n.id);
+            if std::mem::take(&mut n.bypass) {
+                out.push(path.clone());
+            }
+            if let Some(g) = n.group.as_mut() {
+                collect(&mut g.nodes, &format!("{}/", path), out);
+            }
+        }
+    }
+    let mut on = doc.clone();
+    let mut bypassed = Vec::new();
+    collect(&mut on.nodes, "", &mut bypassed);
+    if bypassed.is_empty() {
+        return vec![];
+    }
+    let Err(errors) = super::build_program(&on, opts) else {
+        return vec![];
+    };
+    let mut out = Vec::new();
+    for e in errors.0 {
+        let Some(node) = e.node() else { continue };
+        let hit = bypassed
+            .iter()
+            .any(|b| node == b || node.starts_with(&format!("{}/", b)));
+        if hit {
+            out.push(GraphWarning::BypassedBroken {
+                node: node.to_string(),
+                message: e.to_string(),
+            });
+        }
+    }
+    out
 }
 
 /// The warnings of a document, in node order.

@@ -41,7 +41,17 @@ pub fn apply_overrides_at(
     base_dir: &Path,
 ) -> Result<(), GraphErrors> {
     let library = super::assets::Library::for_graph(base_dir);
-    for s in &o.sets {
+    // The most specific `--set` wins: deeper paths are applied last
+    // (stably, so among equals the later one wins), so `--set P1.gain=2
+    // --set P1/sA/k.s=-1.5` gives -1.5 in either order, even though both
+    // write `P1.gain` (the inner one through the promotion chain).
+    let mut sets: Vec<&String> = o.sets.iter().collect();
+    sets.sort_by_key(|s| {
+        let lhs = s.split_once('=').map_or(s.as_str(), |(l, _)| l);
+        let node = lhs.split_once('.').map_or(lhs, |(n, _)| n);
+        node.matches('/').count()
+    });
+    for s in sets {
         let (lhs, value) = s
             .split_once('=')
             .ok_or_else(|| usage(format!("--set {}: expected NODE.PARAM=VALUE", s)))?;
@@ -56,31 +66,13 @@ pub fn apply_overrides_at(
             continue;
         }
         let path: Vec<&str> = node.split('/').collect();
-        // An inner parameter that a promoted parameter of its group targets
-        // is set through the promoted one (which would overwrite it).
-        if let Some((last, gpath)) = path.split_last().filter(|(_, g)| !g.is_empty()) {
-            let gname = gpath.join("/");
-            let g = super::groups::node_at_path_inlining(doc, gpath, &library)
-                .map_err(|m| usage(format!("--set {}: {}", s, m)))?;
-            if let Some(g) = g {
-                super::groups::inline_asset(g, &gname, &library)
-                    .map_err(|m| usage(format!("--set {}: {}", s, m)))?;
-                let target = format!("{}.{}", last, param);
-                let promoted = g
-                    .group
-                    .as_ref()
-                    .and_then(|b| b.params.iter().find(|p| p.target == target))
-                    .map(|p| p.name.clone());
-                if let Some(name) = promoted {
-                    set_node_param(g, &gname, &name, value, "--set: ")?;
-                    continue;
-                }
-            }
-        }
-        let n = super::groups::node_at_path_inlining(doc, &path, &library)
+        let (depth, param) = through_promotions(doc, &path, param, &library)
+            .map_err(|m| usage(format!("--set {}: {}", s, m)))?;
+        let at = path[..depth].join("/");
+        let n = super::groups::node_at_path_inlining(doc, &path[..depth], &library)
             .map_err(|m| usage(format!("--set {}: {}", s, m)))?
             .ok_or_else(|| usage(format!("--set {}: there is no node '{}'", s, node)))?;
-        set_node_param(n, node, param, value, "--set: ")?;
+        set_node_param(n, &at, &param, value, "--set: ")?;
     }
     for i in &o.inits {
         let (field, file) = i
@@ -103,6 +95,42 @@ pub fn apply_overrides_at(
         );
     }
     Ok(())
+}
+
+/// Where a `--set` of `path.param` lands: an inner parameter that a
+/// promoted parameter of its group targets is set through the promoted one
+/// (which would otherwise overwrite it when the group is flattened), and so
+/// on outwards while the enclosing group promotes that in turn. Returns
+/// the length of the path of the node that takes the value and the name
+/// of its parameter; asset groups on the way are inlined.
+fn through_promotions(
+    doc: &mut GraphDoc,
+    path: &[&str],
+    param: &str,
+    library: &super::assets::Library,
+) -> Result<(usize, String), String> {
+    let mut depth = path.len();
+    let mut param = param.to_string();
+    while depth > 1 {
+        let gpath = &path[..depth - 1];
+        let gname = gpath.join("/");
+        let Some(g) = super::groups::node_at_path_inlining(doc, gpath, library)? else {
+            break;
+        };
+        super::groups::inline_asset(g, &gname, library)?;
+        let target = format!("{}.{}", path[depth - 1], param);
+        let Some(name) = g
+            .group
+            .as_ref()
+            .and_then(|b| b.params.iter().find(|p| p.target == target))
+            .map(|p| p.name.clone())
+        else {
+            break;
+        };
+        depth -= 1;
+        param = name;
+    }
+    Ok((depth, param))
 }
 
 /// Sets parameter `param` of node `n` (named `path` in errors) to
@@ -176,7 +204,19 @@ pub fn set_node_param(
     let number = value.as_f64().ok_or_else(|| {
         GraphError::scalar(path, param, format!("{}{} is not a number", what, value))
     })?;
-    set_value(param, slot, number).map_err(|m| GraphError::param(path, "scalars", m))?;
+    // A number replacing an expression is a normal edit: the expression
+    // goes, the declaration's type and range stay (a bare `"= ..."` string
+    // declares an f32, as `graph::refs` reads it).
+    let mut decl = slot.clone();
+    match &mut decl {
+        Value::Object(o) if o.get("default").is_some_and(super::refs::is_expr) => {
+            o.remove("default");
+        }
+        s if super::refs::is_expr(s) => *s = Value::from(0.0),
+        _ => {}
+    }
+    set_value(param, &mut decl, number).map_err(|m| GraphError::param(path, "scalars", m))?;
+    *slot = decl;
     Ok(())
 }
 
@@ -187,4 +227,47 @@ pub fn load_program(path: &Path, o: &Overrides) -> Result<(GraphDoc, Program), G
     apply_overrides_at(&mut doc, o, &base_dir)?;
     let program = build_program(&doc, &BuildOptions { base_dir })?;
     Ok((doc, program))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn kernel(scalars: Value) -> super::super::NodeDoc {
+        serde_json::from_value(json!({"id": "drive", "kind": "kernel",
+            "params": {"range": [1], "scalars": scalars}}))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_number_replaces_an_expression_keeping_type_and_range() {
+        // A bare expression string is an f32.
+        let mut n = kernel(json!({"w": "= sin(frame*0.3)*2"}));
+        set_node_param(&mut n, "drive", "w", json!(0.5), "--set: ").unwrap();
+        assert_eq!(n.params["scalars"]["w"], json!(0.5));
+        set_node_param(&mut n, "drive", "w", json!(2), "--set: ").unwrap();
+        assert!(n.params["scalars"]["w"].is_f64(), "still an f32");
+        // The object form keeps its type and range.
+        let mut n = kernel(json!({"w": {"type": "i32", "default": "= frame", "max": 3}}));
+        set_node_param(&mut n, "drive", "w", json!(2), "--set: ").unwrap();
+        assert_eq!(
+            n.params["scalars"]["w"],
+            json!({"type": "i32", "default": 2, "max": 3})
+        );
+        let mut n = kernel(json!({"w": {"type": "i32", "default": "= frame", "max": 3}}));
+        let e = set_node_param(&mut n, "drive", "w", json!(5), "--set: ")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("node 'drive'") && e.contains("outside its range"),
+            "{}",
+            e
+        );
+        assert_eq!(
+            n.params["scalars"]["w"]["default"],
+            json!("= frame"),
+            "unchanged"
+        );
+    }
 }

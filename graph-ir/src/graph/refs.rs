@@ -386,10 +386,12 @@ pub fn resolve(doc: &mut GraphDoc) -> Result<Vec<AnimatedScalar>, GraphErrors> {
                     ));
                     continue;
                 }
-                // The number first, then the declaration's own checks.
+                // The number first, then the declaration's own checks (the
+                // expression's default removed, not zeroed: 0 may lie
+                // outside the declared range).
                 match &mut *slot {
                     Value::Object(o) => {
-                        o.insert("default".into(), Value::from(0));
+                        o.remove("default");
                     }
                     s => *s = Value::from(0.0),
                 }
@@ -398,11 +400,18 @@ pub fn resolve(doc: &mut GraphDoc) -> Result<Vec<AnimatedScalar>, GraphErrors> {
                     continue;
                 }
                 if e.uses_frame() {
+                    // Every frame's value is checked against the range the
+                    // load-time one was (`AnimatedScalar::value`).
+                    let (min, max) = ScalarDecl::parse(param, slot)
+                        .map(|d| (d.min, d.max))
+                        .unwrap_or((None, None));
                     animated.push(AnimatedScalar {
                         kernel: node.to_string(),
                         scalar: param.to_string(),
                         expr: e.clone(),
                         integer,
+                        min,
+                        max,
                     });
                 }
             }
@@ -555,7 +564,7 @@ mod tests {
         assert_eq!(d.node("b").unwrap().params["scalars"]["r2"], json!(4.0));
         assert_eq!(anim.len(), 1);
         assert_eq!(anim[0].kernel, "b");
-        assert_eq!(anim[0].value(5), (0.5f64).sin() * 4.0);
+        assert_eq!(anim[0].value(5), Ok((0.5f64).sin() * 4.0));
     }
 
     #[test]

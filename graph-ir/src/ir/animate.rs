@@ -21,16 +21,27 @@ pub struct AnimatedScalar {
     pub expr: Expr,
     /// i32/u32 scalars take the value rounded to the nearest integer.
     pub integer: bool,
+    /// The declared range (`min`, `max` of the scalar's declaration).
+    pub min: Option<f64>,
+    pub max: Option<f64>,
 }
 
 impl AnimatedScalar {
-    pub fn value(&self, frame: u64) -> f64 {
+    /// The scalar's value at `frame`. A value outside the declared range
+    /// is an error, as `--set` and the editor refuse one (the message
+    /// names the frame and the value; callers add the node and scalar).
+    pub fn value(&self, frame: u64) -> Result<f64, String> {
         let v = self.expr.eval(frame as f64);
-        if self.integer {
-            v.round()
-        } else {
-            v
+        let v = if self.integer { v.round() } else { v };
+        let lo = self.min.unwrap_or(f64::NEG_INFINITY);
+        let hi = self.max.unwrap_or(f64::INFINITY);
+        if !(lo..=hi).contains(&v) {
+            return Err(format!(
+                "scalar '{}' at frame {}: its expression gives {}, outside its range {} to {}",
+                self.scalar, frame, v, lo, hi
+            ));
         }
+        Ok(v)
     }
 }
 

@@ -256,9 +256,23 @@ macro_rules! float_builtin {
                     0.0
                 }
             }
-            Min => $x.min($y()),
-            Max => $x.max($y()),
-            Clamp => $x.max($y()).min($z()),
+            // Weft's min/max, spelled out rather than left to the host's
+            // `f32::min` (whose choice between +0 and -0 is unspecified):
+            // a NaN operand gives the other one, a tie gives `x`. The JIT
+            // and `legalize` (for WGSL) compute exactly this.
+            Min => {
+                let y = $y();
+                if $x.is_nan() || y < $x { y } else { $x }
+            }
+            Max => {
+                let y = $y();
+                if $x.is_nan() || y > $x { y } else { $x }
+            }
+            Clamp => {
+                let (lo, hi) = ($y(), $z());
+                let m = if $x.is_nan() || lo > $x { lo } else { $x };
+                if m.is_nan() || hi < m { hi } else { m }
+            }
             Saturate => $x.clamp(0.0, 1.0),
             Floor => $x.floor(),
             Ceil => $x.ceil(),

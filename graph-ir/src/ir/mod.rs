@@ -519,6 +519,15 @@ pub struct DeviceCount {
 pub struct FaultSite {
     pub span: Span,
     pub kind: FaultKind,
+    /// The invocation carries on after noting this fault instead of
+    /// stopping (`passes::legalize` sets it in kernels with barriers on
+    /// targets with workgroups: an invocation that stopped early would
+    /// leave the rest of its block waiting at the next barrier, and WGSL
+    /// refuses a barrier after a non-uniform `return`). The access that
+    /// faulted was made safe (its index replaced by 0), and the launch
+    /// still fails with the first fault noted. A backend that stops
+    /// anyway (one without workgroups) reports the same fault.
+    pub resume: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -534,6 +543,10 @@ pub enum FaultKind {
     LocalIndex { len: u32 },
     /// `step_by` with a step that is not positive (the trapped value is the step).
     NonPositiveStep { signed: bool },
+    /// The invocation's loops together began their `limit`-th trip on a
+    /// target that leaves a loop silently after `limit` trips
+    /// (`TargetCaps::loop_trip_limit`; the trapped value is the count).
+    LoopTrips { limit: u32 },
     /// A pointer node's pool has no free slot (the trapped value is the
     /// coordinate of the cell being activated, at that node's level).
     PoolExhausted { layout: LayoutId },
@@ -585,6 +598,13 @@ impl FaultSite {
                 } else {
                     value as i64
                 }
+            ),
+            FaultKind::LoopTrips { limit } => format!(
+                "the loops of one invocation reached {} trips, all loops counted together: \
+                 this adapter (llvmpipe / lavapipe) would silently stop the loop here and \
+                 return a wrong result; run it on another backend (--backend cpu or vm) \
+                 or another adapter, or make fewer trips per invocation",
+                limit
             ),
             FaultKind::PoolExhausted { layout } => {
                 let node = program.layouts.get(layout);
@@ -1055,7 +1075,8 @@ pub enum InstKind {
         len: u32,
     },
     /// Fails the launch at `Kernel::fault_sites[site]`, reporting `value`'s
-    /// bits; the invocation does no further work (legalized IR only).
+    /// bits; the invocation does no further work unless the site says it
+    /// resumes (`FaultSite::resume`; legalized IR only).
     Trap {
         site: u32,
         value: InstId,

@@ -539,10 +539,12 @@ fn parse_kernel(lines: &[&str], start: usize, p: &mut Program) -> R<usize> {
             let col = c.number("a column")?;
             c.expect(": ")?;
             let kind = parse_fault_kind(&mut c, p)?;
+            let resume = c.eat(", resumes");
             c.end()?;
             fault_sites.push(FaultSite {
                 span: Span::new(line, col),
                 kind,
+                resume,
             });
             i += 1;
         } else if c.rest().starts_with("  fn ") || c.rest().starts_with("  entry ") {
@@ -625,6 +627,10 @@ fn parse_fault_kind(c: &mut Cur, p: &Program) -> R<FaultKind> {
         let len = c.number("a length")?;
         c.expect(" }")?;
         FaultKind::LocalIndex { len }
+    } else if c.eat("LoopTrips { limit: ") {
+        let limit = c.number("a trip limit")?;
+        c.expect(" }")?;
+        FaultKind::LoopTrips { limit }
     } else if c.eat("NonPositiveStep { signed: ") {
         let signed = if c.eat("true") {
             true

@@ -114,7 +114,12 @@ fn print_kernel(out: &mut String, program: &Program, k: &Kernel) {
         }
     }
     for (i, site) in k.fault_sites.iter().enumerate() {
-        let _ = writeln!(out, "  fault site {} at {}: {:?}", i, site.span, site.kind);
+        let resume = if site.resume { ", resumes" } else { "" };
+        let _ = writeln!(
+            out,
+            "  fault site {} at {}: {:?}{}",
+            i, site.span, site.kind, resume
+        );
     }
     for (_, f) in k.functions.iter() {
         print_function(out, program, f, "fn");

@@ -24,6 +24,17 @@ pub struct TargetCaps {
     /// and wait at barriers (GPUs). Elsewhere `passes::block_loops` runs
     /// each block as one invocation.
     pub workgroups: bool,
+    /// The target's own `fma`, `lerp`, float `min` / `max` / `clamp` /
+    /// `saturate` are not Weft's (Vulkan's `Fma` may round twice, WGSL's
+    /// `mix` is not `x + (y - x) * t`, WGSL leaves a NaN operand of `min`
+    /// to the driver): `legalize` writes them in plain IR ([`crate::ir::eval`]'s
+    /// meaning) and the backend never sees them.
+    pub loose_float_builtins: bool,
+    /// The target silently leaves a loop after this many trips in one
+    /// invocation, all loops counted together (llvmpipe / lavapipe: 65,535).
+    /// `legalize` counts trips in plain IR and faults, naming the loop,
+    /// before the target would cut a loop short.
+    pub loop_trip_limit: Option<u32>,
 }
 
 impl TargetCaps {
@@ -36,6 +47,8 @@ impl TargetCaps {
             && (self.f32_atomic_min_max || !other.f32_atomic_min_max)
             && (self.i32_atomic_min_max || !other.i32_atomic_min_max)
             && (self.workgroups || !other.workgroups)
+        // `loose_float_builtins` and `loop_trip_limit` change what code
+        // means on a target, never whether it compiles there.
     }
 
     /// No optional capability: what every backend accepts.
@@ -45,6 +58,8 @@ impl TargetCaps {
         f32_atomic_min_max: false,
         i32_atomic_min_max: false,
         workgroups: false,
+        loose_float_builtins: false,
+        loop_trip_limit: None,
     };
 
     /// Whether the target has atomic `op` on `s` as one operation.

@@ -521,6 +521,7 @@ fn hash_walk(
             sites.push(FaultSite {
                 span: e.span,
                 kind: FaultKind::TableFull { layout: level.node },
+                resume: false,
             });
             let k0 = keys[0];
             e.if_(miss, |e| {
@@ -560,6 +561,7 @@ fn activate_pointer(
     sites.push(FaultSite {
         span: e.span,
         kind: FaultKind::PoolExhausted { layout: level.node },
+        resume: false,
     });
     e.if_(null, |e| {
         let c = coord(e, level, idx);

@@ -7,6 +7,11 @@
 //! - bounds checks are `if (u32(index) >= extent) { trap }` and a range
 //!   loop's step is checked by `if (step <= 0) { trap }` before the loop;
 //!   each `Trap` names a `Kernel::fault_sites` entry that says what to report;
+//!   in the entry of a kernel with barriers on a target with workgroups
+//!   these sites resume (`FaultSite::resume`) and everything after a check
+//!   uses the checked value made safe (`select(bad, 0, index)`, a step of
+//!   1), so a fault never makes a block's control flow diverge (see
+//!   [`Checks`]);
 //! - `determinant` / `inverse` are cofactor expansions in scalar arithmetic,
 //!   in exactly the reference interpreter's order of operations;
 //! - float → integer casts saturate explicitly (NaN → 0, out of range →
@@ -29,7 +34,13 @@
 //! - an atomic read-modify-write the target lacks ([`TargetCaps`]) is a
 //!   compare-exchange loop on the word's bits ([`cas_loop`]);
 //! - integer `dot` is a sum of component products and `outer` builds its
-//!   columns as `a * b[j]`.
+//!   columns as `a * b[j]`;
+//! - on a target with `loose_float_builtins`, float `fma`, `lerp`, `min`,
+//!   `max`, `clamp` and `saturate` are plain arithmetic, compares and
+//!   selects with `eval`'s meaning ([`float_builtin`]);
+//! - on a target with a `loop_trip_limit`, every loop head counts the
+//!   invocation's trips and traps before the target would leave a loop
+//!   early ([`count_loop_trips`]).
 //!
 //! Nothing is simplified after the rewrite. Every rewrite computes the same bits as `ir::eval` / the
 //! interpreter did before it, so results do not change.
@@ -37,6 +48,7 @@
 use crate::ir::*;
 use crate::lower::random;
 use crate::types::{Scalar, Type};
+use std::collections::HashMap;
 
 pub use crate::ir::target::TargetCaps;
 
@@ -52,13 +64,46 @@ pub fn run(program: &mut Program, caps: &TargetCaps) {
                     .any(|(_, i)| matches!(i.kind, InstKind::Random))
             });
         let mut sites = std::mem::take(&mut kernel.fault_sites);
+        // Where invocations wait for each other, a check that failed must
+        // not stop its invocation before a barrier (see `Checks::resume`).
+        let barriers = kernel
+            .entry
+            .insts
+            .iter()
+            .any(|(_, i)| matches!(i.kind, InstKind::Barrier));
         let caps = &KernelCaps {
             caps: *caps,
             shared_roots: shared_atomic_roots(kernel),
         };
-        legalize_function(&mut kernel.entry, &mut sites, caps);
+        let mut checks = Checks {
+            resume: caps.caps.workgroups && kernel.workgroup.is_some() && barriers,
+            subst: HashMap::new(),
+        };
+        legalize_function(&mut kernel.entry, &mut sites, caps, &mut checks);
+        // A trap in a helper returns to its caller, which goes on, so only
+        // the entry's own checks need to resume.
+        let mut helper_checks = Checks {
+            resume: false,
+            subst: HashMap::new(),
+        };
         for fid in kernel.functions.handles().collect::<Vec<_>>() {
-            legalize_function(&mut kernel.functions[fid], &mut sites, caps);
+            legalize_function(
+                &mut kernel.functions[fid],
+                &mut sites,
+                caps,
+                &mut helper_checks,
+            );
+        }
+        if let Some(limit) = caps.caps.loop_trip_limit {
+            // After every rewrite above, so the loops legalize adds
+            // (range loops, compare-exchange retries) are counted too.
+            // In a block kernel with barriers the entry's trip check
+            // resumes like its other checks (the fault is recorded, no
+            // invocation returns before a barrier).
+            count_loop_trips(&mut kernel.entry, &mut sites, limit, checks.resume);
+            for fid in kernel.functions.handles().collect::<Vec<_>>() {
+                count_loop_trips(&mut kernel.functions[fid], &mut sites, limit, false);
+            }
         }
         kernel.fault_sites = sites;
         if random {
@@ -154,9 +199,50 @@ fn shared_atomic_roots(kernel: &Kernel) -> Vec<LayoutId> {
     out
 }
 
-fn legalize_function(f: &mut Function, sites: &mut Vec<FaultSite>, caps: &KernelCaps) {
+/// How the checks of one function fail.
+struct Checks {
+    /// The function is the entry of a kernel whose invocations meet at
+    /// barriers on a target with workgroups: a failed check notes its
+    /// fault and the invocation goes on (`FaultSite::resume`), so every
+    /// invocation of the block still reaches every barrier (an invocation
+    /// that returned early would leave the others waiting, and WGSL
+    /// refuses a barrier after a `return` that depends on the invocation).
+    /// What the check guarded is made safe instead: the checked index (or
+    /// step) is replaced, for everything after the check, by one that
+    /// cannot fault (`subst`). The launch still fails with the first fault
+    /// an invocation noted, naming the same node and line.
+    resume: bool,
+    /// Checked values → their safe replacements, for the instructions
+    /// after the check in its block (and blocks inside that).
+    subst: HashMap<InstId, InstId>,
+}
+
+fn legalize_function(
+    f: &mut Function,
+    sites: &mut Vec<FaultSite>,
+    caps: &KernelCaps,
+    checks: &mut Checks,
+) {
     let body = std::mem::take(&mut f.body);
-    f.body = legalize_block(f, body, sites, caps);
+    f.body = legalize_block(f, body, sites, caps, checks);
+}
+
+/// `select(bad, safe, value)`: `value` when the check passed, and a value
+/// that cannot fault (`safe`, of `value`'s scalar type) when it failed.
+fn guarded(e: &mut Emitter, bad: InstId, value: InstId, safe: u64) -> InstId {
+    let t = e.ty(value);
+    let s = e.konst(Const {
+        scalar: t.scalar().expect("a checked value is a scalar"),
+        bits: safe,
+    });
+    e.emit(
+        InstKind::Select {
+            cond: bad,
+            accept: s,
+            reject: value,
+        },
+        t,
+    )
 }
 
 fn legalize_block(
@@ -164,12 +250,22 @@ fn legalize_block(
     block: Block,
     sites: &mut Vec<FaultSite>,
     caps: &KernelCaps,
+    checks: &mut Checks,
 ) -> Block {
     let mut out = Vec::with_capacity(block.len());
+    // Replacements made in this block end with it: a value checked inside
+    // an `if` is not known safe after the `if`.
+    let outer = checks.subst.clone();
     for h in block {
+        if !checks.subst.is_empty() {
+            let subst = &checks.subst;
+            f.insts[h]
+                .kind
+                .map_operands(|x| subst.get(&x).copied().unwrap_or(x));
+        }
         let mut kind = f.insts[h].kind.clone();
         for b in kind.blocks_mut() {
-            *b = legalize_block(f, std::mem::take(b), sites, caps);
+            *b = legalize_block(f, std::mem::take(b), sites, caps, checks);
         }
         f.insts[h].kind = kind.clone();
         let span = f.insts[h].span;
@@ -195,20 +291,31 @@ fn legalize_block(
                         axis,
                         extent,
                     },
+                    checks.resume,
                 );
                 // A negative i32 is a huge u32, so one unsigned compare covers both ends.
                 let iu = e.emit(InstKind::Cast(index), Type::U32);
                 let ext = e.konst(Const::u32(extent));
                 let bad = e.bin(BinaryOp::Ge, iu, ext, Type::BOOL);
                 trap_if(&mut e, bad, site, index);
+                if checks.resume {
+                    // Index 0 is inside every axis (an axis has extent >= 1).
+                    let safe = guarded(&mut e, bad, index, 0);
+                    checks.subst.insert(index, safe);
+                }
                 keep = false;
             }
             InstKind::IndexCheck { index, len } => {
-                let site = push_site(sites, span, FaultKind::LocalIndex { len });
+                let site = push_site(sites, span, FaultKind::LocalIndex { len }, checks.resume);
                 let iu = e.emit(InstKind::Cast(index), Type::U32);
                 let n = e.konst(Const::u32(len));
                 let bad = e.bin(BinaryOp::Ge, iu, n, Type::BOOL);
                 trap_if(&mut e, bad, site, index);
+                if checks.resume {
+                    // Element 0 exists: arrays have at least one.
+                    let safe = guarded(&mut e, bad, index, 0);
+                    checks.subst.insert(index, safe);
+                }
                 keep = false;
             }
             InstKind::RangeFor {
@@ -220,13 +327,24 @@ fn legalize_block(
             } => {
                 let t = e.ty(step);
                 let signed = t.scalar() == Some(Scalar::I32);
-                let site = push_site(sites, span, FaultKind::NonPositiveStep { signed });
+                let site = push_site(
+                    sites,
+                    span,
+                    FaultKind::NonPositiveStep { signed },
+                    checks.resume,
+                );
                 let zero = e.konst(Const {
                     scalar: t.scalar().expect("integer step"),
                     bits: 0,
                 });
                 let bad = e.bin(BinaryOp::Le, step, zero, Type::BOOL);
                 trap_if(&mut e, bad, site, step);
+                // Going on with a step of 1 ends the loop like any other.
+                let step = if checks.resume {
+                    guarded(&mut e, bad, step, 1)
+                } else {
+                    step
+                };
                 let body = range_loop(&mut e, h, begin, end, step, inclusive, body);
                 e.f.insts[h].kind = InstKind::Loop { body };
             }
@@ -291,7 +409,31 @@ fn legalize_block(
                 .scalar()
                 .is_some_and(|s| !caps.has_atomic(op, s, root) && s != Scalar::Bool) =>
             {
-                let r = cas_loop(&mut e, op, ty, root, addr, value);
+                let r = cas_loop(
+                    &mut e,
+                    op,
+                    ty,
+                    root,
+                    addr,
+                    value,
+                    caps.caps.loose_float_builtins,
+                );
+                e.finish(h, r);
+            }
+            InstKind::Builtin(b, ref args)
+                if caps.caps.loose_float_builtins
+                    && ty.scalar().is_some_and(|s| s.is_float())
+                    && matches!(
+                        b,
+                        Builtin::Fma
+                            | Builtin::Lerp
+                            | Builtin::Min
+                            | Builtin::Max
+                            | Builtin::Clamp
+                            | Builtin::Saturate
+                    ) =>
+            {
+                let r = float_builtin(&mut e, b, args, ty);
                 e.finish(h, r);
             }
             InstKind::Binary(op @ (BinaryOp::Div | BinaryOp::Rem), a, b) if ty.is_int() => {
@@ -306,6 +448,7 @@ fn legalize_block(
             out.push(h);
         }
     }
+    checks.subst = outer;
     out
 }
 
@@ -328,6 +471,7 @@ fn cas_loop(
     root: LayoutId,
     addr: InstId,
     value: InstId,
+    loose: bool,
 ) -> InstId {
     let old = e.f.locals.append(Local {
         name: format!("atomic_old{}", e.f.locals.len()),
@@ -339,6 +483,9 @@ fn cas_loop(
     let new_v = match op {
         AtomicOp::Add => e.bin(BinaryOp::Add, cur_v, value, ty),
         AtomicOp::Sub => e.bin(BinaryOp::Sub, cur_v, value, ty),
+        AtomicOp::Min | AtomicOp::Max if loose && ty.is_float() => {
+            fmin_max(e, op == AtomicOp::Max, cur_v, value, ty)
+        }
         AtomicOp::Min => e.emit(InstKind::Builtin(Builtin::Min, vec![cur_v, value]), ty),
         AtomicOp::Max => e.emit(InstKind::Builtin(Builtin::Max, vec![cur_v, value]), ty),
         AtomicOp::And => e.bin(BinaryOp::BitAnd, cur_v, value, ty),
@@ -497,8 +644,8 @@ fn replace_counter(f: &mut Function, block: &Block, of: InstId, cur: LocalId) {
     }
 }
 
-fn push_site(sites: &mut Vec<FaultSite>, span: Span, kind: FaultKind) -> u32 {
-    sites.push(FaultSite { span, kind });
+fn push_site(sites: &mut Vec<FaultSite>, span: Span, kind: FaultKind, resume: bool) -> u32 {
+    sites.push(FaultSite { span, kind, resume });
     (sites.len() - 1) as u32
 }
 
@@ -517,6 +664,289 @@ fn trap_if(e: &mut Emitter, bad: InstId, site: u32, value: InstId) {
         },
         Type::Void,
     );
+}
+
+/// Counts the loop trips of one invocation of `f` for a target that leaves
+/// a loop silently after `limit` of them (`TargetCaps::loop_trip_limit`):
+/// a `u32` local zeroed at the top of the function, and at the head of
+/// every trip of every loop `if trips >= limit - 1 { trap } trips += 1`.
+///
+/// The driver counts a trip at its end and leaves the loop when the count
+/// reaches `limit`, whether or not the loop was about to end anyway, so the
+/// last trip it runs to the end is the `limit`-th: the check faults at the
+/// head of that trip, before the driver can cut anything short. A program
+/// may therefore make at most `limit - 1` trips (a range loop of n
+/// iterations makes n + 1: its last trip only finds the range done).
+///
+/// The count is the invocation's own. llvmpipe's belongs to the 8
+/// invocations it runs side by side and counts a trip while any of them is
+/// in the loop, so invocations that each stay under the limit in
+/// different loops can still be cut short together. A check after each
+/// loop that it ended by one of its own `break`s (an exit mark set before
+/// each break) did not catch that on Mesa 22.3.6 (measured), presumably
+/// because its compiler sees that a break is the only way out of a loop
+/// and forwards the mark's value past it.
+fn count_loop_trips(f: &mut Function, sites: &mut Vec<FaultSite>, limit: u32, resume: bool) {
+    fn has_loop(f: &Function, block: &Block) -> bool {
+        block.iter().any(|&h| {
+            matches!(f.insts[h].kind, InstKind::Loop { .. })
+                || f.insts[h].kind.blocks().into_iter().any(|b| has_loop(f, b))
+        })
+    }
+    if !has_loop(f, &f.body) {
+        return;
+    }
+    let trips = f.locals.append(Local {
+        name: format!("loop_trips{}", f.locals.len()),
+        ty: Type::U32,
+    });
+    let body = std::mem::take(&mut f.body);
+    let mut body = count_in_block(f, body, sites, limit, trips, resume);
+    let mut e = Emitter {
+        f,
+        out: Vec::new(),
+        span: Span::default(),
+    };
+    let zero = e.konst(Const::u32(0));
+    e.emit(InstKind::LocalStore(trips, zero), Type::Void);
+    let mut out = e.out;
+    out.append(&mut body);
+    f.body = out;
+}
+
+fn count_in_block(
+    f: &mut Function,
+    block: Block,
+    sites: &mut Vec<FaultSite>,
+    limit: u32,
+    trips: LocalId,
+    resume: bool,
+) -> Block {
+    for &h in &block {
+        let mut kind = f.insts[h].kind.clone();
+        for b in kind.blocks_mut() {
+            *b = count_in_block(f, std::mem::take(b), sites, limit, trips, resume);
+        }
+        if let InstKind::Loop { body } = &mut kind {
+            let span = f.insts[h].span;
+            let site = push_site(sites, span, FaultKind::LoopTrips { limit }, resume);
+            let mut e = Emitter {
+                f: &mut *f,
+                out: Vec::new(),
+                span,
+            };
+            let n = e.emit(InstKind::LocalLoad(trips), Type::U32);
+            let last = e.konst(Const::u32(limit.saturating_sub(1)));
+            let bad = e.bin(BinaryOp::Ge, n, last, Type::BOOL);
+            trap_if(&mut e, bad, site, n);
+            let one = e.konst(Const::u32(1));
+            let next = e.bin(BinaryOp::Add, n, one, Type::U32);
+            e.emit(InstKind::LocalStore(trips, next), Type::Void);
+            let mut head = e.out;
+            head.append(body);
+            *body = head;
+        }
+        f.insts[h].kind = kind;
+    }
+    block
+}
+
+/// `fma`, `lerp` and float `min` / `max` / `clamp` / `saturate` with
+/// `eval`'s meaning, for a target whose own are not Weft's
+/// (`TargetCaps::loose_float_builtins`). The result is emitted last.
+fn float_builtin(e: &mut Emitter, b: Builtin, args: &[InstId], ty: Type) -> InstId {
+    match b {
+        Builtin::Lerp => {
+            // x + (y - x) * t, rounded after each operation (never WGSL's mix).
+            let d = e.bin(BinaryOp::Sub, args[1], args[0], ty);
+            let m = e.bin(BinaryOp::Mul, d, args[2], ty);
+            e.bin(BinaryOp::Add, args[0], m, ty)
+        }
+        Builtin::Min => fmin_max(e, false, args[0], args[1], ty),
+        Builtin::Max => fmin_max(e, true, args[0], args[1], ty),
+        Builtin::Clamp => {
+            // eval: x.max(lo).min(hi).
+            let lo = fmin_max(e, true, args[0], args[1], ty);
+            fmin_max(e, false, lo, args[2], ty)
+        }
+        Builtin::Saturate => {
+            // eval: x.clamp(0, 1), which keeps a NaN.
+            let zero = e.splat(float_const(ty, 0.0), ty);
+            let one = e.splat(float_const(ty, 1.0), ty);
+            let bt = bool_like(ty);
+            let below = e.bin(BinaryOp::Lt, args[0], zero, bt);
+            let above = e.bin(BinaryOp::Gt, args[0], one, bt);
+            let hi = select(e, above, one, args[0], ty);
+            select(e, below, zero, hi, ty)
+        }
+        Builtin::Fma => match ty {
+            Type::Vector(s, n) => {
+                let st = Type::Scalar(s);
+                let parts = (0..n as u32)
+                    .map(|c| {
+                        let [x, y, z] =
+                            [0, 1, 2].map(|k| e.emit(InstKind::Extract(args[k], c), st));
+                        fused_fma(e, x, y, z, st)
+                    })
+                    .collect();
+                e.emit(InstKind::Construct(parts), ty)
+            }
+            _ => fused_fma(e, args[0], args[1], args[2], ty),
+        },
+        _ => unreachable!("only the built-ins matched by the caller"),
+    }
+}
+
+fn float_const(ty: Type, v: f64) -> Const {
+    match ty.scalar() {
+        Some(Scalar::F64) => Const {
+            scalar: Scalar::F64,
+            bits: v.to_bits(),
+        },
+        _ => Const::f32(v as f32),
+    }
+}
+
+fn bool_like(ty: Type) -> Type {
+    match ty {
+        Type::Vector(_, n) => Type::Vector(Scalar::Bool, n),
+        _ => Type::BOOL,
+    }
+}
+
+fn select(e: &mut Emitter, cond: InstId, accept: InstId, reject: InstId, ty: Type) -> InstId {
+    e.emit(
+        InstKind::Select {
+            cond,
+            accept,
+            reject,
+        },
+        ty,
+    )
+}
+
+/// `eval`'s float `min` (`max`): a NaN operand gives the other operand,
+/// ties (±0 included) give `x`. The NaN tests are `isnan`, which every
+/// backend answers from the bits, so no compare ever sees a NaN.
+fn fmin_max(e: &mut Emitter, max: bool, x: InstId, y: InstId, ty: Type) -> InstId {
+    let bt = bool_like(ty);
+    let x_nan = e.emit(InstKind::Builtin(Builtin::IsNan, vec![x]), bt);
+    let y_nan = e.emit(InstKind::Builtin(Builtin::IsNan, vec![y]), bt);
+    let op = if max { BinaryOp::Gt } else { BinaryOp::Lt };
+    let pick_y = e.bin(op, y, x, bt);
+    let m = select(e, pick_y, y, x, ty);
+    let m = select(e, y_nan, x, m, ty);
+    select(e, x_nan, y, m, ty)
+}
+
+/// `fma(a, b, c)` rounded once, in plain f32 / f64 arithmetic that rounds
+/// after every operation (Boldo and Melquiond, "Emulation of FMA and
+/// correctly rounded sums: proved algorithms using rounding to odd", IEEE
+/// Trans. Computers 57(4), 2008, algorithm 5.4):
+///
+/// ```text
+/// (uh, ul) = a·b exactly (Dekker's product)   (th, tl) = c + uh exactly (TwoSum)
+/// v = tl + ul rounded to odd                  result = th + v
+/// ```
+///
+/// Round-to-odd is `tl + ul` rounded to nearest, moved one unit in the
+/// last place towards the exact sum when it was inexact and its last bit is
+/// even. The result is the correctly rounded `a·b + c` unless a step
+/// overflows or the product underflows (|a·b| below 2^-969 for f64, 2^-101
+/// for f32, or |a|, |b| above 2^995 / 2^114 where Dekker's split
+/// overflows): there it falls back to `a·b + c` rounded twice, and an
+/// infinite or NaN `c` with finite `a`, `b` gives `c`, as a fused
+/// operation does.
+fn fused_fma(e: &mut Emitter, a: InstId, b: InstId, c: InstId, ty: Type) -> InstId {
+    let wide = ty.scalar() == Some(Scalar::F64);
+    let (ut, split) = if wide {
+        (Type::Scalar(Scalar::U64), 134_217_729.0) // 2^27 + 1
+    } else {
+        (Type::U32, 4_097.0) // 2^12 + 1
+    };
+    let bin = |e: &mut Emitter, op, x, y| e.bin(op, x, y, ty);
+    use BinaryOp::{Add, Mul, Sub};
+    // Dekker / Veltkamp: x = hi + lo, each half of the significand.
+    let halves = |e: &mut Emitter, x: InstId| {
+        let k = e.konst(float_const(ty, split));
+        let t = bin(e, Mul, k, x);
+        let d = bin(e, Sub, t, x);
+        let hi = bin(e, Sub, t, d);
+        let lo = bin(e, Sub, x, hi);
+        (hi, lo)
+    };
+    let uh = bin(e, Mul, a, b);
+    let (ah, al) = halves(e, a);
+    let (bh, bl) = halves(e, b);
+    let p = bin(e, Mul, ah, bh);
+    let r = bin(e, Sub, p, uh);
+    let p = bin(e, Mul, ah, bl);
+    let r = bin(e, Add, r, p);
+    let p = bin(e, Mul, al, bh);
+    let r = bin(e, Add, r, p);
+    let p = bin(e, Mul, al, bl);
+    let ul = bin(e, Add, r, p);
+    // TwoSum: s + err == x + y exactly.
+    let two_sum = |e: &mut Emitter, x: InstId, y: InstId| {
+        let s = bin(e, Add, x, y);
+        let yv = bin(e, Sub, s, x);
+        let xv = bin(e, Sub, s, yv);
+        let dx = bin(e, Sub, x, xv);
+        let dy = bin(e, Sub, y, yv);
+        let err = bin(e, Add, dx, dy);
+        (s, err)
+    };
+    let (th, tl) = two_sum(e, c, uh);
+    let (v, ve) = two_sum(e, tl, ul);
+    // Round to odd: an inexact v with an even last bit steps towards ve
+    // (v is not zero then: a zero sum is exact).
+    let zero = e.konst(float_const(ty, 0.0));
+    let (uzero, uone) = if wide {
+        let z = e.konst(Const {
+            scalar: Scalar::U64,
+            bits: 0,
+        });
+        let o = e.konst(Const {
+            scalar: Scalar::U64,
+            bits: 1,
+        });
+        (z, o)
+    } else {
+        (e.konst(Const::u32(0)), e.konst(Const::u32(1)))
+    };
+    let vb = e.emit(InstKind::Bitcast(v), ut);
+    let low = e.bin(BinaryOp::BitAnd, vb, uone, ut);
+    let even = e.bin(BinaryOp::Eq, low, uzero, Type::BOOL);
+    let inexact = e.bin(BinaryOp::Ne, ve, zero, Type::BOOL);
+    let odd_needed = e.bin(BinaryOp::LogicalAnd, even, inexact, Type::BOOL);
+    let v_pos = e.bin(BinaryOp::Gt, v, zero, Type::BOOL);
+    let ve_pos = e.bin(BinaryOp::Gt, ve, zero, Type::BOOL);
+    let away = e.bin(BinaryOp::Eq, v_pos, ve_pos, Type::BOOL);
+    let up = e.bin(BinaryOp::Add, vb, uone, ut);
+    let down = e.bin(BinaryOp::Sub, vb, uone, ut);
+    let stepped = select(e, away, up, down, ut);
+    let vb = select(e, odd_needed, stepped, vb, ut);
+    let v = e.emit(InstKind::Bitcast(vb), ty);
+    let fused = bin(e, Add, th, v);
+    // Where the expansion does not hold: twice rounded, or c itself.
+    let naive = bin(e, Add, uh, c);
+    let finite = |e: &mut Emitter, x: InstId| {
+        let n = e.emit(InstKind::Builtin(Builtin::IsNan, vec![x]), Type::BOOL);
+        let i = e.emit(InstKind::Builtin(Builtin::IsInf, vec![x]), Type::BOOL);
+        let bad = e.bin(BinaryOp::LogicalOr, n, i, Type::BOOL);
+        e.emit(InstKind::Unary(UnaryOp::Not, bad), Type::BOOL)
+    };
+    let fused_ok = finite(e, fused);
+    let product = e.bin(BinaryOp::Ne, uh, zero, Type::BOOL);
+    let ok = e.bin(BinaryOp::LogicalAnd, fused_ok, product, Type::BOOL);
+    let r = select(e, ok, fused, naive, ty);
+    let a_ok = finite(e, a);
+    let b_ok = finite(e, b);
+    let c_ok = finite(e, c);
+    let ab_ok = e.bin(BinaryOp::LogicalAnd, a_ok, b_ok, Type::BOOL);
+    let c_bad = e.emit(InstKind::Unary(UnaryOp::Not, c_ok), Type::BOOL);
+    let just_c = e.bin(BinaryOp::LogicalAnd, ab_ok, c_bad, Type::BOOL);
+    select(e, just_c, c, r, ty)
 }
 
 /// `m[c][r]` for every column c and row r of a matrix value.

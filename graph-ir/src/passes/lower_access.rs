@@ -383,6 +383,7 @@ fn lower_list_op(
             sites.push(FaultSite {
                 span: e.span,
                 kind: FaultKind::ListFull { layout: level.node },
+                resume: false,
             });
             let trap = e.block(|e| {
                 e.emit(InstKind::Trap { site, value: l }, Type::Void);

@@ -447,6 +447,80 @@ impl Model {
         Ok(())
     }
 
+    /// The promoted parameter that gives `node.param` of the entered level
+    /// its value, followed outwards through the entered groups (a promoted
+    /// parameter of an inner group that the enclosing group promotes in
+    /// turn): the scope level whose group node holds it, and its name.
+    fn promoted_chain(&self, node: &str, param: &str) -> Option<(usize, String)> {
+        let mut found = None;
+        let (mut node, mut param) = (node.to_string(), param.to_string());
+        for l in (0..self.scope.len()).rev() {
+            let lvl = &self.scope[l];
+            let Some(p) = lvl
+                .parent
+                .node(&lvl.id)
+                .and_then(|g| g.group.as_ref())
+                .and_then(|g| super::group_edit::promoted(g, &node, &param))
+            else {
+                break;
+            };
+            found = Some((l, p.name.clone()));
+            node = lvl.id.clone();
+            param = p.name.clone();
+        }
+        found
+    }
+
+    /// The rule of `--set` for the inspector: an edit of a parameter (or a
+    /// kernel scalar, when `param` is `scalars`) of node `node` of the
+    /// entered group that a promoted parameter targets also sets that
+    /// promoted parameter, at the outermost level that promotes it, since
+    /// its value would overwrite the inner one when the graph is
+    /// flattened. `old` is the node before the edit.
+    fn set_through_promotions(
+        &mut self,
+        node: &str,
+        old: &NodeDoc,
+        param: &str,
+        value: &Value,
+    ) -> Result<(), String> {
+        if self.scope.is_empty() {
+            return Ok(());
+        }
+        let mut changes: Vec<(String, Value)> = Vec::new();
+        if param == "scalars" {
+            let before = old.params.get("scalars").and_then(Value::as_object);
+            for (k, v) in value.as_object().into_iter().flatten() {
+                if before.and_then(|b| b.get(k)) == Some(v) {
+                    continue;
+                }
+                // A scalar's value: a plain number or the object's default.
+                let x = if v.is_object() {
+                    v.get("default")
+                } else {
+                    Some(v)
+                };
+                if let Some(x) = x.filter(|x| !x.is_null()) {
+                    changes.push((k.clone(), x.clone()));
+                }
+            }
+        } else if !value.is_null() {
+            changes.push((param.to_string(), value.clone()));
+        }
+        for (p, x) in changes {
+            let Some((l, name)) = self.promoted_chain(node, &p) else {
+                continue;
+            };
+            let lvl = &mut self.scope[l];
+            let g = lvl
+                .parent
+                .node_mut(&lvl.id)
+                .ok_or_else(|| format!("no group node '{}'", lvl.id))?;
+            g.params.insert(name, x);
+        }
+        Ok(())
+    }
+
     /// Kernel nodes whose scalars a drag changed since the last call: the
     /// app sends their values straight to the running simulation.
     pub fn take_dragged(&mut self) -> Vec<String> {
@@ -486,9 +560,26 @@ impl Model {
                         .flatten()
                         .all(|(name, d)| ScalarDecl::parse(name, d).is_ok())
                 });
+        let dragged: Vec<(String, NodeDoc, Value)> = self
+            .doc
+            .nodes
+            .iter()
+            .filter_map(|n| {
+                let b = before.node(&n.id).filter(|b| *b != n)?;
+                Some((n.id.clone(), b.clone(), n.params.get("scalars")?.clone()))
+            })
+            .collect();
         let before = self.snapshot_of(&before);
         self.undo.push(before);
         self.redo.clear();
+        // After the undo step is taken (it holds the levels above as they
+        // were): a dragged scalar that a promoted parameter gives is set
+        // through it, as an edit is.
+        for (id, old, scalars) in dragged {
+            if let Err(why) = self.set_through_promotions(&id, &old, "scalars", &scalars) {
+                self.log.push(why);
+            }
+        }
         if values_ok {
             self.dirty = true;
             self.revision += 1;
@@ -798,6 +889,9 @@ impl Model {
                 if n.params.get(&param) == Some(&value) {
                     return Ok(false);
                 }
+                let old = n.clone();
+                let set = self.set_through_promotions(&node, &old, &param, &value);
+                let n = self.doc.node_mut(&node).expect("found above");
                 // A kernel whose code is still an untouched template follows
                 // its range: two axes give `fn kernel(i: i32, j: i32)`.
                 if n.kind == "kernel" && param == "range" {
@@ -829,6 +923,7 @@ impl Model {
                         .collect();
                     self.doc.wires.retain(|w| !gone.contains(&w.to));
                 }
+                set?;
                 Ok(true)
             }
             Command::Paste { json, offset } => {
@@ -1050,6 +1145,53 @@ mod placement_tests {
 #[cfg(test)]
 mod drag_tests {
     use super::*;
+
+    /// The value the kernel `P1/sA/k` of promoted_three_levels.json gets
+    /// for its scalar `s`, from the whole document as it flattens.
+    fn flattened_s(m: &Model) -> Value {
+        let lib = weft_ir::graph::assets::Library::new(vec![]);
+        let flat = weft_ir::graph::groups::flatten(&m.root(), &lib).unwrap();
+        flat.node("P1/sA/k").unwrap().params["scalars"]["s"].clone()
+    }
+
+    #[test]
+    fn an_inner_scalar_two_groups_down_is_set_through_both_promotions() {
+        // P1 promotes gain (default 2) onto sA's s, which targets k.s.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/groups/promoted_three_levels.json");
+        let doc = GraphDoc::load(&path).unwrap();
+        let mut m = Model::new(doc.clone(), Some(path));
+        assert_eq!(flattened_s(&m), Value::from(2.0));
+        m.enter("P1").unwrap();
+        m.enter("sA").unwrap();
+        // An edit in the inspector (the whole scalars object, as it sends).
+        m.push(Command::SetParam {
+            node: "k".into(),
+            param: "scalars".into(),
+            value: serde_json::json!({"s": -1.5}),
+        });
+        assert!(m.apply_pending());
+        assert_eq!(flattened_s(&m), Value::from(-1.5), "what the kernel gets");
+        assert_eq!(
+            m.root().node("P1").unwrap().params["gain"],
+            Value::from(-1.5)
+        );
+        m.undo();
+        assert_eq!(flattened_s(&m), Value::from(2.0), "undo takes it back");
+        // A slider drag, on release.
+        for x in [0.5, 0.75] {
+            m.push(Command::DragScalars {
+                node: "k".into(),
+                value: serde_json::json!({"s": x}),
+            });
+            m.apply_pending();
+        }
+        m.end_drag();
+        assert_eq!(flattened_s(&m), Value::from(0.75));
+        m.undo();
+        assert_eq!(flattened_s(&m), Value::from(2.0), "one undo for the drag");
+        assert_eq!(m.scope_ids(), vec!["P1".to_string(), "sA".to_string()]);
+    }
 
     fn with_alpha(m: &Model, alpha: f64) -> Value {
         let mut s = m.doc.node("diffuse").unwrap().params["scalars"].clone();

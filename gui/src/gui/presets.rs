@@ -46,7 +46,7 @@ fn write(
         std::fs::create_dir_all(d).map_err(|e| format!("{}: {}", d.display(), e))?;
     }
     let text = serde_json::to_string_pretty(all).map_err(|e| e.to_string())?;
-    std::fs::write(&f, text).map_err(|e| format!("{}: {}", f.display(), e))
+    weft_ir::io::write_atomic(&f, text.as_bytes()).map_err(|e| format!("{}: {}", f.display(), e))
 }
 
 /// A kernel scalar's value: a bare number, or its declaration's default.

@@ -288,7 +288,12 @@ fn exec(
 fn fault(l: &Launch, span: Span, kind: FaultKind, value: u32) -> Fault {
     Fault {
         span,
-        message: FaultSite { span, kind }.message(l.program, value),
+        message: FaultSite {
+            span,
+            kind,
+            resume: false,
+        }
+        .message(l.program, value),
     }
 }
 

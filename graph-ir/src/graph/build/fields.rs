@@ -555,7 +555,6 @@ impl Builder<'_> {
             Value::Object(o) => {
                 let rel = o["npy"].as_str().unwrap_or("");
                 let path = self.opts.base_dir.join(rel);
-                let arr = npy::read_npy(&path).map_err(perr)?;
                 let want_dtype = match s {
                     Scalar::F32 => npy::DType::F32,
                     Scalar::I32 => npy::DType::I32,
@@ -564,26 +563,35 @@ impl Builder<'_> {
                     Scalar::U64 => npy::DType::U64,
                     _ => npy::DType::U32,
                 };
-                // float64 / int64 data also fills f32 / i32 fields (rounded
-                // or wrapped, as NumPy's astype would).
-                let Some(arr) = arr.narrowed(want_dtype) else {
-                    return Err(perr(format!(
-                        "{} holds {:?} data but field '{}' is {}",
-                        rel, arr.dtype, f.name, f.ty
-                    )));
-                };
                 let mut want: Vec<usize> = f.shape.iter().map(|&x| x as usize).collect();
                 match f.ty {
                     Type::Vector(_, k) => want.push(k as usize),
                     Type::Matrix(k) => want.extend([k as usize, k as usize]),
                     _ => {}
                 }
-                if arr.shape != want {
-                    return Err(perr(format!(
-                        "{} has shape {:?} but field '{}' needs {:?}",
-                        rel, arr.shape, f.name, want
-                    )));
-                }
+                // The header is checked before the body is read: a large
+                // file of the wrong shape or type is refused at once.
+                let arr = npy::read_npy_checked(&path, |h| {
+                    // float64 / int64 data also fills f32 / i32 fields
+                    // (rounded or wrapped, as NumPy's astype would).
+                    if !h.dtype.narrows_to(want_dtype) {
+                        return Err(format!(
+                            "{} holds {:?} data but field '{}' is {}",
+                            rel, h.dtype, f.name, f.ty
+                        ));
+                    }
+                    if h.shape != want {
+                        return Err(format!(
+                            "{} has shape {:?} but field '{}' needs {:?}",
+                            rel, h.shape, f.name, want
+                        ));
+                    }
+                    Ok(())
+                })
+                .map_err(perr)?;
+                let arr = arr
+                    .into_narrowed(want_dtype)
+                    .ok_or_else(|| perr(format!("{} cannot fill field '{}'", rel, f.name)))?;
                 let mut words = arr.words;
                 if let Type::Matrix(k) = f.ty {
                     // NumPy stores [row][col]; fields store columns.

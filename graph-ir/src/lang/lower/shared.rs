@@ -380,31 +380,60 @@ impl<'a> FnLowerer<'a> {
                 len,
             }),
         );
+        // Invocation t fills elements r * block + t for r in 0..rounds: a
+        // loop whose bounds are the same for the whole block, so the
+        // barrier after it stays in uniform control flow (WGSL refuses a
+        // barrier after a loop each invocation leaves at its own trip).
         let t = self.thread_index(sp, block);
-        let end = self.konst(Const::i32(len as i32), sp);
-        let step = self.konst(Const::i32(block as i32), sp);
+        let rounds = len.div_ceil(block);
+        let zero = self.konst(Const::i32(0), sp);
+        let end = self.konst(Const::i32(rounds as i32), sp);
+        let one = self.konst(Const::i32(1), sp);
         let for_id = self.func.insts.append(Inst {
             kind: InstKind::Break,
             ty: Type::Void,
             span: sp,
         });
         let body = self.nested(|s| {
-            let k = s.val(InstKind::LoopCounter(for_id), Type::I32, sp);
-            s.emit(
-                InstKind::SharedStore {
-                    array: id,
-                    index: k.id,
-                    value: x.id,
-                },
-                Type::Void,
-                sp,
-            );
-            Ok(())
+            let r = s.val(InstKind::LoopCounter(for_id), Type::I32, sp);
+            let b = s.konst(Const::i32(block as i32), sp);
+            let rb = s.val(InstKind::Binary(BinaryOp::Mul, r.id, b.id), Type::I32, sp);
+            let k = s.val(InstKind::Binary(BinaryOp::Add, rb.id, t.id), Type::I32, sp);
+            let store = |s: &mut Self| {
+                s.emit(
+                    InstKind::SharedStore {
+                        array: id,
+                        index: k.id,
+                        value: x.id,
+                    },
+                    Type::Void,
+                    sp,
+                );
+                Ok(())
+            };
+            if len.is_multiple_of(block) {
+                store(s)
+            } else {
+                // The last round covers the array's end only.
+                let n = s.konst(Const::i32(len as i32), sp);
+                let inside = s.val(InstKind::Binary(BinaryOp::Lt, k.id, n.id), Type::BOOL, sp);
+                let accept = s.nested(store)?;
+                s.emit(
+                    InstKind::If {
+                        cond: inside.id,
+                        accept,
+                        reject: vec![],
+                    },
+                    Type::Void,
+                    sp,
+                );
+                Ok(())
+            }
         })?;
         self.func.insts[for_id].kind = InstKind::RangeFor {
-            begin: t.id,
+            begin: zero.id,
             end: end.id,
-            step: step.id,
+            step: one.id,
             inclusive: false,
             body,
         };
