@@ -740,19 +740,19 @@ fn remove_dead_loops(f: &mut Function) {
         }
     }
     fn prune(f: &mut Function, b: Block, loops: &HashSet<InstId>) -> Block {
-        b.into_iter()
-            .filter(|h| !matches!(f.insts[*h].kind, InstKind::Loop { .. }) || loops.contains(h))
-            .collect::<Vec<_>>()
-            .into_iter()
-            .map(|h| {
-                let mut kind = f.insts[h].kind.clone();
-                for blk in kind.blocks_mut() {
-                    *blk = prune(f, std::mem::take(blk), loops);
-                }
-                f.insts[h].kind = kind;
-                h
-            })
-            .collect()
+        let mut out = Vec::with_capacity(b.len());
+        for h in b {
+            if matches!(f.insts[h].kind, InstKind::Loop { .. }) && !loops.contains(&h) {
+                continue;
+            }
+            let mut kind = f.insts[h].kind.clone();
+            for blk in kind.blocks_mut() {
+                *blk = prune(f, std::mem::take(blk), loops);
+            }
+            f.insts[h].kind = kind;
+            out.push(h);
+        }
+        out
     }
     let body = std::mem::take(&mut f.body);
     f.body = prune(f, body, &loops);
