@@ -1093,3 +1093,25 @@ fn block_kernel_checks_resume_only_on_targets_with_workgroups() {
         assert_eq!(weft_ir::ir::print_program(&back, None), text);
     }
 }
+
+/// A loop whose work nothing uses is deleted before trips are counted (as
+/// Mesa's compiler deletes it, so it never runs on lavapipe); a loop whose
+/// result is stored counts.
+#[test]
+fn loops_nothing_uses_are_not_counted() {
+    let caps = TargetCaps {
+        loop_trip_limit: Some(1000),
+        ..weft_runtime::backend::target_caps(Backend::Vm, false)
+    };
+    let g = kernel_graph(
+        &[F("o", "u32", &[4], json!(0))],
+        "fn kernel(i: i32) {\n    let mut dead = 0u32;\n    for k in 0..5000 {\n        dead += o[k % 4];\n    }\n    let mut s = 0u32;\n    for k in 0u32..10u32 {\n        s += k;\n    }\n    o[i] = s;\n}",
+        &[4],
+        json!({}),
+    );
+    let s = sim_legalized_for(&g, caps, Backend::Vm).unwrap();
+    assert_eq!(words(&s, "o"), vec![45; 4]);
+    let used = g.to_string().replace("o[i] = s;", "o[i] = s + dead;");
+    let used: Value = serde_json::from_str(&used).unwrap();
+    assert!(sim_legalized_for(&used, caps, Backend::Vm).is_err());
+}

@@ -696,6 +696,7 @@ fn count_loop_trips(f: &mut Function, sites: &mut Vec<FaultSite>, limit: u32, re
     if !has_loop(f, &f.body) {
         return;
     }
+    remove_dead_loops(f);
     let trips = f.locals.append(Local {
         name: format!("loop_trips{}", f.locals.len()),
         ty: Type::U32,
@@ -749,6 +750,118 @@ fn count_in_block(
         f.insts[h].kind = kind;
     }
     block
+}
+
+/// Deletes the loops whose work nothing uses (no store to memory, no
+/// atomic, call or barrier, no local read afterwards by anything that is
+/// used), as Mesa's compiler does: their trips would count towards the
+/// limit in Weft's count while the driver never runs them (the reverse
+/// pass of an autodiff tape recomputes sums nothing needs). Aggressive
+/// dead-code elimination: loops start dead and become live from the
+/// effects inside them; a `break` or `continue` makes its condition live
+/// only in a live loop, a trap only outside dead loops (a fault in code
+/// whose results nothing uses is dropped with it).
+fn remove_dead_loops(f: &mut Function) {
+    use std::collections::HashSet;
+    struct At {
+        h: InstId,
+        loops: Vec<InstId>,
+        /// Enclosing `If`s with the number of loops around each.
+        ifs: Vec<(InstId, usize)>,
+    }
+    fn walk(
+        f: &Function,
+        b: &Block,
+        loops: &mut Vec<InstId>,
+        ifs: &mut Vec<(InstId, usize)>,
+        out: &mut Vec<At>,
+    ) {
+        for &h in b {
+            out.push(At {
+                h,
+                loops: loops.clone(),
+                ifs: ifs.clone(),
+            });
+            match &f.insts[h].kind {
+                InstKind::Loop { body } => {
+                    loops.push(h);
+                    walk(f, body, loops, ifs, out);
+                    loops.pop();
+                }
+                InstKind::If { accept, reject, .. } => {
+                    ifs.push((h, loops.len()));
+                    walk(f, accept, loops, ifs, out);
+                    walk(f, reject, loops, ifs, out);
+                    ifs.pop();
+                }
+                k => {
+                    for blk in k.blocks() {
+                        walk(f, blk, loops, ifs, out);
+                    }
+                }
+            }
+        }
+    }
+    let mut all = Vec::new();
+    walk(f, &f.body, &mut Vec::new(), &mut Vec::new(), &mut all);
+    let (mut live, mut locals, mut loops) = (HashSet::new(), HashSet::new(), HashSet::new());
+    loop {
+        let before = (live.len(), locals.len(), loops.len());
+        for at in &all {
+            let kind = &f.insts[at.h].kind;
+            let inner = at.loops.last();
+            let effect = match kind {
+                InstKind::LocalStore(l, _) => locals.contains(l),
+                InstKind::Trap { .. } => at.loops.iter().all(|l| loops.contains(l)),
+                InstKind::Break | InstKind::Continue => inner.is_some_and(|l| loops.contains(l)),
+                InstKind::If { .. } | InstKind::Loop { .. } => false,
+                k => !k.is_pure(),
+            };
+            if effect {
+                live.insert(at.h);
+                let jump = matches!(kind, InstKind::Break | InstKind::Continue);
+                for &(i, depth) in &at.ifs {
+                    // A jump only needs the conditions inside its own loop.
+                    if !jump || depth == at.loops.len() {
+                        live.insert(i);
+                    }
+                }
+                if !jump {
+                    loops.extend(at.loops.iter().copied());
+                }
+            }
+            if live.contains(&at.h) {
+                let ops = match kind {
+                    InstKind::If { cond, .. } => vec![*cond],
+                    k => k.operands(),
+                };
+                live.extend(ops);
+                if let InstKind::LocalLoad(l) = kind {
+                    locals.insert(*l);
+                }
+            }
+        }
+        if before == (live.len(), locals.len(), loops.len()) {
+            break;
+        }
+    }
+    fn prune(f: &mut Function, b: Block, loops: &HashSet<InstId>) -> Block {
+        let mut out = Vec::with_capacity(b.len());
+        for h in b {
+            if matches!(f.insts[h].kind, InstKind::Loop { .. }) && !loops.contains(&h) {
+                continue;
+            }
+            let mut kind = f.insts[h].kind.clone();
+            for blk in kind.blocks_mut() {
+                *blk = prune(f, std::mem::take(blk), loops);
+            }
+            f.insts[h].kind = kind;
+            out.push(h);
+        }
+        out
+    }
+    let body = std::mem::take(&mut f.body);
+    f.body = prune(f, body, &loops);
 }
 
 /// `fma`, `lerp` and float `min` / `max` / `clamp` / `saturate` with
