@@ -2301,3 +2301,50 @@ fn check_compiles_each_backends_own_ir() {
     let o = weft(&["run", g.to_str().unwrap(), "--frames", "0"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
+
+#[test]
+fn a_frame_driven_scalar_outside_its_range_fails_the_run() {
+    let d = tmp("frame_range");
+    let g = d.join("g.json");
+    // w = 2·sin(0.3·frame): 0.59 on frame 1, 1.13 on frame 2 (max 1).
+    std::fs::write(
+        &g,
+        r#"{"format": "weft-graph", "version": 1, "nodes": [
+        {"id": "cells", "kind": "dense", "params": {"shape": [1]}},
+        {"id": "x", "kind": "field", "params": {"type": "f32"}},
+        {"id": "frame", "kind": "on_frame"},
+        {"id": "drive", "kind": "kernel", "params": {"over": "x",
+            "scalars": {"w": {"type": "f32", "default": "= sin(frame*0.3)*2", "min": -1, "max": 1}},
+            "code": "fn kernel(i: i32) { x[i] = w; }"}}],
+        "wires": [{"from": "cells.cells", "to": "x.layout"}, {"from": "x.field", "to": "drive.x"}],
+        "exec": [{"from": "frame.then", "to": "drive"}]}"#,
+    )
+    .unwrap();
+    let out = d.join("out");
+    let run = |frames: &str| {
+        weft(&[
+            "run",
+            g.to_str().unwrap(),
+            "--frames",
+            frames,
+            "--no-frames",
+            "--dump",
+            "x",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+    };
+    let o = run("1");
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(npy_f32(&out, "x"), vec![((0.3f64).sin() * 2.0) as f32]);
+    let o = run("3");
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).contains("node 'drive'")
+            && text(&o).contains("scalar 'w' at frame 2")
+            && text(&o).contains("outside its range -1 to 1"),
+        "{}",
+        text(&o)
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -923,14 +923,19 @@ fn weft_within(args: &[&str], secs: u64) -> std::process::Output {
     c.wait_with_output().unwrap()
 }
 
-/// The processes a test started (by id), killed if it fails midway, while
-/// their command line still names the test's folder (an id may be reused).
+/// The processes a test started (by id), and any other whose command line
+/// names the test's own folder (a second run, an orphan), killed if it
+/// fails midway, while their command line still names that folder (an id
+/// may be reused).
 struct KillOnDrop(Vec<u32>, PathBuf);
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
         let folder = self.1.to_string_lossy().into_owned();
-        for &pid in &self.0 {
+        let me = std::process::id();
+        let mut pids = self.0.clone();
+        pids.extend(processes().iter().map(|p| p.0).filter(|&p| p != me));
+        for pid in pids {
             let ours = std::fs::read(format!("/proc/{}/cmdline", pid))
                 .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&folder));
             if ours && alive(pid) {

@@ -46,7 +46,8 @@ d = base(); d["version"] = 7; case("doc_future_version", d, "-", "newer than thi
 d = base(); del d["nodes"]; case("doc_missing_nodes", d, "-", 'missing "nodes"')
 d = base(); d["nodes"] = {"g": {}}; case("doc_nodes_not_list", d, "-", '"nodes" must be a list')
 d = base(); d["comment"] = "hi"; case("doc_unknown_key", d, "-", "unknown field `comment`")
-d = base(); d["wires"] = {"from": "g.cells", "to": "x.layout"}; case("doc_wires_not_list", d, "-", "graph: invalid type")
+d = base(); d["wires"] = {"from": "g.cells", "to": "x.layout"}; case("doc_wires_not_list", d, "-", 'graph: "wires": invalid type')
+d = base(); d["seed"] = -1; case("doc_negative_seed", d, "-", 'graph: "seed": invalid value: integer `-1`, expected u32')
 d = base(); del node(d, "x")["id"]; case("doc_node_without_id", d, "-", 'node #2 has no string "id"')
 
 # ---- nodes and params ----
