@@ -299,4 +299,39 @@ mod tests {
         assert!(snapshot::list(&dir).is_empty());
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    /// Scrubbing to a spilled frame, and a baked frame taken into the
+    /// cache (`add_baked`), whose file was damaged on disk after it was
+    /// written (one flipped bit, the size unchanged): refused, naming the
+    /// file, never restored as that frame's state.
+    #[test]
+    fn a_damaged_spilled_or_baked_frame_is_refused_naming_the_file() {
+        let dir = std::env::temp_dir().join(format!("weft-frame-cache-bad-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut c = FrameCache::new(0, true, dir.join("spill"));
+        c.budget = size_of(&snap(0, 100)) * 2;
+        for f in 0..5 {
+            c.insert(snap(f, 100), f);
+        }
+        assert_eq!(c.where_is(1), Some(Cached::Disk));
+        let flip = |p: &Path| {
+            let mut b = std::fs::read(p).unwrap();
+            b[17] ^= 0x40;
+            weft_ir::io::write_atomic(p, &b).unwrap();
+        };
+        let bin = snapshot::folder(&dir.join("spill"), 1).join("f.bin");
+        flip(&bin);
+        let e = c.get(1).unwrap_err();
+        assert!(e.contains("f.bin") && e.contains("damaged"), "{}", e);
+        // A bake's frame, reused by a later session.
+        let bake = dir.join("g.cache");
+        snapshot::write(&bake, &snap(7, 100), &serde_json::json!({}), usize::MAX).unwrap();
+        flip(&snapshot::folder(&bake, 7).join("f.bin"));
+        let mut c = FrameCache::new(0, false, PathBuf::new());
+        assert_eq!(c.add_baked(&bake, false), 1);
+        let e = c.get(7).unwrap_err();
+        assert!(e.contains("f.bin") && e.contains("damaged"), "{}", e);
+        drop(c);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
