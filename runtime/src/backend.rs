@@ -292,7 +292,7 @@ pub fn check_backends(program: &Program, passes: &PassOptions) -> Result<(), Run
     let mut targets = vec![(Backend::Vm, None), (Backend::Wgpu, Some(lavapipe))];
     targets.push((Backend::Wgpu, Some(weft_codegen::wgpu::caps(true))));
     targets.push((Backend::Cuda, None));
-    if cfg!(not(target_arch = "wasm32")) {
+    if crate::platform::available(Backend::Jit) {
         targets.insert(1, (Backend::Jit, None));
     }
     for (backend, caps) in targets {
@@ -315,7 +315,7 @@ pub fn check_backends(program: &Program, passes: &PassOptions) -> Result<(), Run
                 Backend::Vm => {
                     weft_codegen::vm::compile_kernel(&p, k).map_err(compile_err)?;
                 }
-                Backend::Jit => compile_jit(&p, k).map_err(compile_err)?,
+                Backend::Jit => crate::platform::compile_jit(&p, k).map_err(compile_err)?,
                 Backend::Wgpu => {
                     let opts = weft_codegen::wgpu::WgpuOptions {
                         native_float_atomics: p.target.f32_atomic_add,
@@ -325,7 +325,7 @@ pub fn check_backends(program: &Program, passes: &PassOptions) -> Result<(), Run
                 }
                 Backend::Cuda => {
                     let c = weft_codegen::cuda::compile_kernel(&p, k).map_err(compile_err)?;
-                    compile_nvrtc(&c).map_err(|e| RuntimeError::Compile {
+                    crate::platform::compile_nvrtc(&c).map_err(|e| RuntimeError::Compile {
                         node: k.name.clone(),
                         message: on(e),
                     })?;
@@ -334,33 +334,6 @@ pub fn check_backends(program: &Program, passes: &PassOptions) -> Result<(), Run
             }
         }
     }
-    Ok(())
-}
-
-#[cfg(not(target_arch = "wasm32"))]
-fn compile_jit(p: &Program, k: &weft_ir::ir::Kernel) -> Result<(), weft_codegen::CodegenError> {
-    weft_codegen::jit::compile_kernel(p, k, &Default::default()).map(drop)
-}
-
-#[cfg(target_arch = "wasm32")]
-fn compile_jit(_: &Program, _: &weft_ir::ir::Kernel) -> Result<(), weft_codegen::CodegenError> {
-    Ok(())
-}
-
-/// NVRTC's verdict on generated CUDA C, where NVRTC is installed (absent,
-/// the generated C is all that is checked).
-#[cfg(not(target_arch = "wasm32"))]
-fn compile_nvrtc(c: &weft_codegen::cuda::CudaKernel) -> Result<(), String> {
-    if crate::cuda::nvrtc_status().is_err() {
-        return Ok(());
-    }
-    crate::cuda::compile_ptx(c, None)
-        .map(drop)
-        .map_err(|e| e.to_string())
-}
-
-#[cfg(target_arch = "wasm32")]
-fn compile_nvrtc(_: &weft_codegen::cuda::CudaKernel) -> Result<(), String> {
     Ok(())
 }
 

@@ -41,6 +41,24 @@ mod imp {
         )?))
     }
 
+    pub fn compile_jit(
+        p: &Program,
+        k: &weft_ir::ir::Kernel,
+    ) -> Result<(), weft_codegen::CodegenError> {
+        weft_codegen::jit::compile_kernel(p, k, &Default::default()).map(drop)
+    }
+
+    /// NVRTC's verdict on generated CUDA C, where NVRTC is installed
+    /// (absent, the generated C is all that is checked).
+    pub fn compile_nvrtc(c: &weft_codegen::cuda::CudaKernel) -> Result<(), String> {
+        if crate::cuda::nvrtc_status().is_err() {
+            return Ok(());
+        }
+        crate::cuda::compile_ptx(c, None)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
     pub fn wait_for<F: Future>(f: F) -> Result<F::Output, RuntimeError> {
         Ok(pollster::block_on(f))
     }
@@ -80,6 +98,19 @@ mod imp {
         ))
     }
 
+    /// No JIT in WebAssembly (`available` leaves it out of `weft check`).
+    pub fn compile_jit(
+        _p: &Program,
+        _k: &weft_ir::ir::Kernel,
+    ) -> Result<(), weft_codegen::CodegenError> {
+        Ok(())
+    }
+
+    /// No NVRTC in a browser: the generated C is all that is checked.
+    pub fn compile_nvrtc(_c: &weft_codegen::cuda::CudaKernel) -> Result<(), String> {
+        Ok(())
+    }
+
     pub fn wait_for<F: Future>(_f: F) -> Result<F::Output, RuntimeError> {
         Err(RuntimeError::Unavailable(
             "a browser page cannot wait for its GPU: the web build opens the device \
@@ -113,4 +144,4 @@ pub fn available(b: crate::Backend) -> bool {
     !(MUST_NOT_WAIT && matches!(b, Jit | Cuda))
 }
 
-pub use imp::{open_cuda, open_jit, scope_error, wait_for, JIT_CAPS};
+pub use imp::{compile_jit, compile_nvrtc, open_cuda, open_jit, scope_error, wait_for, JIT_CAPS};

@@ -33,7 +33,7 @@ fn scheduled(doc: &serde_json::Value) -> String {
 }
 
 fn check_golden(name: &str, text: &str) {
-    let path = root().join("tests/golden").join(format!("{}.txt", name));
+    let path = root().join("tests/scale").join(format!("{}.txt", name));
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         std::fs::write(&path, text).unwrap();
         return;
