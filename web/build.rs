@@ -2,7 +2,8 @@
 //! in the web build (a browser has no file system to read them from): a
 //! generated table of `(path, bytes)` that `app.rs` provides under
 //! `/weft/graphs` and `/weft/assets`. Examples whose `.npy` files are larger
-//! than `MAX_NPY` stay out, so the download stays small.
+//! than `MAX_NPY` stay out, so the download stays small (the browser test,
+//! tests/tests/web.rs, serves those beside the page and opens them by URL).
 
 use std::path::Path;
 

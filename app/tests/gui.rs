@@ -184,7 +184,12 @@ fn snapshot_of_the_app() {
     if !gpu_ok() {
         return;
     }
-    let mut h = harness("heat_color.json");
+    // Relative to the package folder (cargo's working directory for tests),
+    // so the window title, and the snapshot, are the same in every checkout.
+    let mut h = harness_with(
+        Some(PathBuf::from("../graphs/heat_color.json")),
+        config_dir(),
+    );
     wait_for_sim(&mut h);
     for _ in 0..5 {
         h.get_by_label("Step").click();

@@ -771,6 +771,82 @@ impl Fb<'_, '_> {
         );
         self.pre(E::LocalVariable(l))
     }
+
+    /// A strong compare-exchange of the `u32` at `p` (the IR's meaning: the
+    /// word held `cmp` and now holds `value` exactly when the old value
+    /// returned is `cmp`), from WGSL's only one, which is weak: it may fail
+    /// spuriously, leaving the word alone while its old value equals `cmp`
+    /// (an LL/SC machine's lost reservation). Retried until it exchanged
+    /// or saw another value, so no caller ever takes a spurious failure for
+    /// a success and loses its write. Returns the old value.
+    fn strong_cas(
+        &mut self,
+        b: &mut NBlock,
+        p: Handle<E>,
+        cmp: Handle<E>,
+        value: Handle<E>,
+    ) -> Handle<E> {
+        let out = self.local("cas_old", Type::U32);
+        let cmp_ty = self.c.m.generate_predeclared_type(
+            naga::PredeclaredType::AtomicCompareExchangeWeakResult(NScalar::U32),
+        );
+        let res = self.pre(E::AtomicResult {
+            ty: cmp_ty,
+            comparison: true,
+        });
+        let mut body = NBlock::new();
+        body.push(
+            S::Atomic {
+                pointer: p,
+                fun: AtomicFunction::Exchange { compare: Some(cmp) },
+                value,
+                result: Some(res),
+            },
+            SP,
+        );
+        let old = self.e(
+            &mut body,
+            E::AccessIndex {
+                base: res,
+                index: 0,
+            },
+        );
+        let exchanged = self.e(
+            &mut body,
+            E::AccessIndex {
+                base: res,
+                index: 1,
+            },
+        );
+        body.push(
+            S::Store {
+                pointer: out,
+                value: old,
+            },
+            SP,
+        );
+        let other = self.bin(&mut body, BO::NotEqual, old, cmp);
+        let done = self.bin(&mut body, BO::LogicalOr, exchanged, other);
+        let mut leave = NBlock::new();
+        leave.push(S::Break, SP);
+        body.push(
+            S::If {
+                condition: done,
+                accept: leave,
+                reject: NBlock::new(),
+            },
+            SP,
+        );
+        b.push(
+            S::Loop {
+                body,
+                continuing: NBlock::new(),
+                break_if: None,
+            },
+            SP,
+        );
+        self.e(b, E::Load { pointer: out })
+    }
 }
 
 impl<'a> ModCtx<'a> {
@@ -996,31 +1072,9 @@ impl Fb<'_, '_> {
         let mut on_fault = NBlock::new();
         let g = self.global(self.c.globals.errors);
         let p0 = self.e(&mut on_fault, E::AccessIndex { base: g, index: 0 });
-        let cmp_ty = self.c.m.generate_predeclared_type(
-            naga::PredeclaredType::AtomicCompareExchangeWeakResult(NScalar::U32),
-        );
-        let res = self.pre(E::AtomicResult {
-            ty: cmp_ty,
-            comparison: true,
-        });
-        on_fault.push(
-            S::Atomic {
-                pointer: p0,
-                fun: AtomicFunction::Exchange {
-                    compare: Some(zero),
-                },
-                value: code,
-                result: Some(res),
-            },
-            SP,
-        );
-        let exchanged = self.e(
-            &mut on_fault,
-            E::AccessIndex {
-                base: res,
-                index: 1,
-            },
-        );
+        // Strong: a spurious failure would drop the first fault unrecorded.
+        let before = self.strong_cas(&mut on_fault, p0, zero, code);
+        let exchanged = self.bin(&mut on_fault, BO::Equal, before, zero);
         let mut then = NBlock::new();
         let p1 = self.e(&mut then, E::AccessIndex { base: g, index: 1 });
         let vg = self.global(self.c.globals.fault_value);
@@ -2182,9 +2236,6 @@ impl Gen<'_, '_, '_> {
             let r = r.expect("an atomic has a result");
             return Ok(self.bits_from_u32(b, r, s));
         }
-        let cmp_ty = self.fb.c.m.generate_predeclared_type(
-            naga::PredeclaredType::AtomicCompareExchangeWeakResult(NScalar::U32),
-        );
         if op == AtomicOp::CompareExchange {
             let Some(c) = cmp else {
                 return Err(cerr(self.kernel, "compare_exchange without a comparand"));
@@ -2192,20 +2243,7 @@ impl Gen<'_, '_, '_> {
             let cv = self.v(c);
             let cu = self.bits_as_u32(b, cv, s);
             let old = self.word(b, root, a, Some(Type::U32), |fb, b, p| {
-                let r = fb.pre(E::AtomicResult {
-                    ty: cmp_ty,
-                    comparison: true,
-                });
-                b.push(
-                    S::Atomic {
-                        pointer: p,
-                        fun: AtomicFunction::Exchange { compare: Some(cu) },
-                        value: vu,
-                        result: Some(r),
-                    },
-                    SP,
-                );
-                Ok(Some(fb.e(b, E::AccessIndex { base: r, index: 0 })))
+                Ok(Some(fb.strong_cas(b, p, cu, vu)))
             })?;
             let old = old.expect("an atomic has a result");
             return Ok(self.bits_from_u32(b, old, s));

@@ -177,6 +177,28 @@ fn compare_stats(
     rel: f64,
     loose: &dyn Fn(&str) -> bool,
 ) -> Vec<String> {
+    stats_within(name, cpu, web, rel, rel, loose)
+}
+
+/// `compare_stats` with a looser bound on the maximum (a peaked field).
+fn compare_stats_peak(
+    name: &str,
+    cpu: &Simulation,
+    web: &[(String, Vec<u32>)],
+    rel: f64,
+    peak: f64,
+) -> Vec<String> {
+    stats_within(name, cpu, web, rel, peak, &|_| false)
+}
+
+fn stats_within(
+    name: &str,
+    cpu: &Simulation,
+    web: &[(String, Vec<u32>)],
+    rel: f64,
+    peak: f64,
+    loose: &dyn Fn(&str) -> bool,
+) -> Vec<String> {
     let mut problems = Vec::new();
     for (h, f) in cpu.program.fields.iter() {
         // The page leaves out a field too large to read whole (a hash
@@ -255,7 +277,7 @@ fn compare_stats(
             && (loose(&f.name)
                 || ((suma - sumb).abs() <= r * n * ma + 1e-6
                     && (mina - minb).abs() <= r * scale + 1e-6
-                    && (maxa - maxb).abs() <= r * scale + 1e-6));
+                    && (maxa - maxb).abs() <= r.max(peak) * scale + 1e-6));
         if !ok {
             problems.push(format!(
                 "{}: the {} of '{}' differ: cpu sum {} min {} max {} mean |x| {}, browser sum {} min {} max {} mean |x| {}",
@@ -321,7 +343,10 @@ fn every_example_in_headless_chromium_matches_the_cpu_backend() {
     let mut runs = Vec::new();
     for (name, doc) in &examples {
         let mut doc = doc.clone();
-        let mut query = format!("graph={}", name);
+        let mut query = match served_beside_the_page(&b, name) {
+            None => format!("graph={}", name),
+            Some(url) => format!("graph={}", url),
+        };
         let frames = if name == "heat" {
             3
         } else if long.contains(name) {
@@ -337,6 +362,23 @@ fn every_example_in_headless_chromium_matches_the_cpu_backend() {
         if name == "mpm88" {
             set_param(&mut doc, "substeps", "count", json!(20));
             query.push_str("&set=substeps.count%3D20");
+        }
+        if name == "life_bits" {
+            // 1024² cells, not 8192²: at full size (67 million seeding
+            // invocations) SwiftShader's page stops answering (the page's
+            // main thread blocks past puppeteer's protocol timeout).
+            set_param(&mut doc, "board", "shape", json!([1024, 32]));
+            let mut scalars = doc["nodes"]
+                .as_array()
+                .and_then(|n| n.iter().find(|n| n["id"] == "step"))
+                .map(|n| n["params"]["scalars"].clone())
+                .expect("life_bits has a step kernel with scalars");
+            scalars["rows"] = json!(1024);
+            scalars["cols"] = json!(32);
+            set_param(&mut doc, "step", "scalars", scalars);
+            query.push_str(
+                "&set=board.shape%3D%5B1024%2C32%5D&set=step.rows%3D1024&set=step.cols%3D32",
+            );
         }
         query.push_str(&format!("&test=frames:{}", frames));
         runs.push((name.clone(), doc, frames, query));
@@ -392,6 +434,21 @@ fn every_example_in_headless_chromium_matches_the_cpu_backend() {
             }
             continue;
         }
+        if name == "mass_spring_ad_ckpt" {
+            // Known gap: something in its checkpointed tape reads back from
+            // the GPU with a blocking read, which a page cannot make. It
+            // must stay a refusal, never numbers; when it runs, compare it.
+            let e = meta["error"].as_str().unwrap_or("");
+            if meta["status"] == "done" {
+                problems.push(format!(
+                    "{}: now runs in the browser: compare its fields here",
+                    name
+                ));
+            } else if !e.contains("reading back from the GPU") {
+                problems.push(format!("{}: another refusal: {}", name, meta));
+            }
+            continue;
+        }
         if meta["status"] != "done" || meta["backend"] != "wgpu" || meta["frames"] != *frames {
             problems.push(format!(
                 "{}: {} frames on wgpu expected: {}",
@@ -433,6 +490,11 @@ fn every_example_in_headless_chromium_matches_the_cpu_backend() {
                 }));
                 problems.extend(compare_stats(name, &c, &web, 1e-3, &|f| f == "C"));
             }
+            // Density r²/(d² + 1e-4) peaks at the cell nearest a ball's
+            // centre, which sin/cos place: WGSL allows them an absolute
+            // error of 2^-11, which the peak magnifies. Its mean, sum and
+            // minimum stay within 1e-3; its maximum within 1e-2.
+            "metaballs3d" => problems.extend(compare_stats_peak(name, &c, &web, 1e-3, 1e-2)),
             _ => {
                 // The MPM examples' affine field and grids (on a grid
                 // quantized to halves, mpm_quant's, the order of the float
@@ -627,6 +689,33 @@ fn the_editor_page_edits_heat_runs_it_like_the_cpu_backend_and_saves_it() {
 }
 
 /// Every example graph in graphs/ (name, document).
+/// The web build embeds only the examples whose `.npy` files are small
+/// (web/build.rs, `MAX_NPY`); any other is copied with its `.npy` files
+/// beside the page and opened by its relative URL, as a user's own graph
+/// is (`graph=examples/NAME.json`, its files fetched from beside it).
+fn served_beside_the_page(b: &Browser, name: &str) -> Option<String> {
+    const MAX_NPY: u64 = 256 * 1024;
+    let graphs = root().join("graphs");
+    let text = std::fs::read_to_string(graphs.join(format!("{}.json", name))).unwrap();
+    let npys: Vec<String> = text
+        .split("\"npy\"")
+        .skip(1)
+        .filter_map(|t| t.split('"').nth(1).map(str::to_string))
+        .collect();
+    let embedded = npys
+        .iter()
+        .all(|n| std::fs::metadata(graphs.join(n)).is_ok_and(|m| m.len() <= MAX_NPY));
+    if embedded {
+        return None;
+    }
+    let dir = b.web.join("examples");
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in npys.iter().cloned().chain([format!("{}.json", name)]) {
+        std::fs::copy(graphs.join(&f), dir.join(&f)).unwrap();
+    }
+    Some(format!("examples/{}.json", name))
+}
+
 fn examples() -> Vec<(String, Value)> {
     let mut names: Vec<String> = std::fs::read_dir(root().join("graphs"))
         .expect("graphs/ exists")

@@ -37,7 +37,8 @@
 //!   columns as `a * b[j]`;
 //! - on a target with `loose_float_builtins`, float `fma`, `lerp`, `min`,
 //!   `max`, `clamp` and `saturate` are plain arithmetic, compares and
-//!   selects with `eval`'s meaning ([`float_builtin`]);
+//!   selects with `eval`'s meaning ([`float_builtin`]), and f64 `round`
+//!   is written from `floor` ([`round_ties_even`]);
 //! - on a target with a `loop_trip_limit`, every loop head counts the
 //!   invocation's trips and traps before the target would leave a loop
 //!   early ([`count_loop_trips`]).
@@ -434,6 +435,12 @@ fn legalize_block(
                     ) =>
             {
                 let r = float_builtin(&mut e, b, args, ty);
+                e.finish(h, r);
+            }
+            InstKind::Builtin(Builtin::Round, ref args)
+                if caps.caps.loose_float_builtins && ty.scalar() == Some(Scalar::F64) =>
+            {
+                let r = round_ties_even(&mut e, args[0], ty);
                 e.finish(h, r);
             }
             InstKind::Binary(op @ (BinaryOp::Div | BinaryOp::Rem), a, b) if ty.is_int() => {
@@ -941,6 +948,36 @@ fn select(e: &mut Emitter, cond: InstId, accept: InstId, reject: InstId, ty: Typ
 /// `eval`'s float `min` (`max`): a NaN operand gives the other operand,
 /// ties (±0 included) give `x`. The NaN tests are `isnan`, which every
 /// backend answers from the bits, so no compare ever sees a NaN.
+/// f64 `round` (to nearest, ties to even, as `eval`'s `round_ties_even`)
+/// from `floor`, for wgpu: llvmpipe's own f64 `round` is not (measured on
+/// Mesa 22.3.6: `round(-5.5)` gave -5 and `round(0.5000000000000009)` 0;
+/// its f32 `round` and f64 `floor` are right). `x - floor(x)` is exact, so
+/// the fraction decides without rounding; a result of zero takes `x`'s
+/// sign (`round(-0.4)` is -0.0); NaN and infinities pass through.
+fn round_ties_even(e: &mut Emitter, x: InstId, ty: Type) -> InstId {
+    let bt = bool_like(ty);
+    let r = e.emit(InstKind::Builtin(Builtin::Floor, vec![x]), ty);
+    let frac = e.bin(BinaryOp::Sub, x, r, ty);
+    let zero = e.splat(float_const(ty, 0.0), ty);
+    let half = e.splat(float_const(ty, 0.5), ty);
+    let one = e.splat(float_const(ty, 1.0), ty);
+    let up = e.bin(BinaryOp::Add, r, one, ty);
+    // r is odd when r - 2 floor(r / 2) is not zero (exact for every r).
+    let hr = e.bin(BinaryOp::Mul, r, half, ty);
+    let fh = e.emit(InstKind::Builtin(Builtin::Floor, vec![hr]), ty);
+    let twice = e.bin(BinaryOp::Add, fh, fh, ty);
+    let rest = e.bin(BinaryOp::Sub, r, twice, ty);
+    let odd = e.bin(BinaryOp::Ne, rest, zero, bt);
+    let above = e.bin(BinaryOp::Gt, frac, half, bt);
+    let tie = e.bin(BinaryOp::Eq, frac, half, bt);
+    let at_tie = select(e, odd, up, r, ty);
+    let m = select(e, above, up, r, ty);
+    let m = select(e, tie, at_tie, m, ty);
+    let is_zero = e.bin(BinaryOp::Eq, m, zero, bt);
+    let signed = e.bin(BinaryOp::Mul, x, zero, ty);
+    select(e, is_zero, signed, m, ty)
+}
+
 fn fmin_max(e: &mut Emitter, max: bool, x: InstId, y: InstId, ty: Type) -> InstId {
     let bt = bool_like(ty);
     let x_nan = e.emit(InstKind::Builtin(Builtin::IsNan, vec![x]), bt);
