@@ -129,6 +129,11 @@ impl Type {
     pub fn is_int(self) -> bool {
         self.scalar().is_some_and(Scalar::is_integer)
     }
+    /// Whether any component is the kernel language's f16 (which
+    /// `passes::half` removes).
+    pub fn is_f16(self) -> bool {
+        self.scalar() == Some(Scalar::F16)
+    }
     pub fn with_scalar(self, s: Scalar) -> Type {
         match self {
             Type::Scalar(_) => Type::Scalar(s),

@@ -147,3 +147,51 @@ fn large_helpers_called_twice_stay_functions() {
     assert_eq!(entry.matches("call fn0").count(), 2, "big stays a function");
     assert_eq!(entry.matches("call fn1").count(), 0, "small is inlined");
 }
+
+/// Every shipped example compiles with the optimiser on and off (the
+/// validator runs after every pass), and the optimiser never adds a
+/// launch. Prints the launches per frame (docs/performance.md).
+#[test]
+fn examples_compile_both_ways_with_no_more_launches() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../graphs");
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "json")
+                && !p.to_string_lossy().ends_with(".expect.json")
+        })
+        .collect();
+    names.sort();
+    for path in names {
+        let count = |interkernel: bool| {
+            let (_, mut p) = weft_ir::graph::overrides::load_program(
+                &path,
+                &weft_ir::graph::overrides::Overrides::default(),
+            )
+            .unwrap();
+            let opts = PassOptions {
+                validate: true,
+                interkernel,
+                ..Default::default()
+            };
+            run_pipeline(&mut p, &opts, None).unwrap();
+            weft_ir::schedule::launches_per_frame(&p)
+        };
+        let (off, on) = (count(false), count(true));
+        println!(
+            "{:<24} off {:>6} on {:>6} ({:.2}x)",
+            path.file_stem().unwrap().to_string_lossy(),
+            off,
+            on,
+            off as f64 / on.max(1) as f64
+        );
+        assert!(
+            on <= off,
+            "{}: {} launches with the optimiser, {} without",
+            path.display(),
+            on,
+            off
+        );
+    }
+}

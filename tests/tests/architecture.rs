@@ -185,6 +185,20 @@ fn passes_and_the_ir_do_not_import_the_graph_builder() {
     assert!(hits.is_empty(), "{}", hits.join("\n"));
 }
 
+/// Inside graph-ir the layers are `ir/` (with `lower/`, the building
+/// blocks) below `schedule/`, below `passes/`: the IR (its validator too)
+/// and the schedule do not import a pass, so a pass's helpers that a lower
+/// layer needs live in that layer (`Type::is_f16`, `Function::uses_f16`,
+/// `AddressPlan::list_level`).
+#[test]
+fn the_ir_and_the_schedule_do_not_import_passes() {
+    // `passes::` paths and `use crate::{.., passes}` lists alike.
+    let needles = &["passes::", "passes}", "passes,", "passes;"];
+    let mut hits = mentions("graph-ir/src/ir", needles);
+    hits.extend(mentions("graph-ir/src/schedule", needles));
+    assert!(hits.is_empty(), "{}", hits.join("\n"));
+}
+
 #[test]
 fn one_layout_module_answers_where_elements_are_stored() {
     // Only ir/layout.rs computes with cell sizes and offsets; the IR

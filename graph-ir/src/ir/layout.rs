@@ -1022,6 +1022,23 @@ impl AddressPlan {
         self.levels.iter().any(|l| l.kind.is_sparse())
     }
 
+    /// The level whose element list a struct-for over a sparse field runs
+    /// over (`passes::sparse_iter` documents the choice): the innermost
+    /// pointer level, else the outermost sparse level.
+    pub fn list_level(&self) -> usize {
+        if let Some(p) = self
+            .levels
+            .iter()
+            .rposition(|l| matches!(l.kind, LayoutKind::Pointer { .. }))
+        {
+            return p;
+        }
+        self.levels
+            .iter()
+            .position(|l| l.kind.is_sparse())
+            .expect("a sparse plan has a sparse level")
+    }
+
     /// Row-major cell index of `index` inside its block at `level`.
     pub fn cell_in_block(level: &LevelPlan, index: &[u32]) -> u64 {
         let mut lin = 0u64;

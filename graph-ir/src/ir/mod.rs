@@ -21,6 +21,7 @@ pub mod parse;
 mod printer;
 pub mod quant;
 pub mod scalar;
+pub mod steps;
 pub mod target;
 mod validate;
 
@@ -689,6 +690,16 @@ pub struct Function {
 }
 
 impl Function {
+    /// Whether the function has any f16 value (the validator's check after
+    /// `passes::half`, and autodiff's refusal). A kernel's shared arrays are
+    /// checked with its `workgroup`.
+    pub fn uses_f16(&self) -> bool {
+        self.args.iter().any(|t| t.is_f16())
+            || self.ret.is_f16()
+            || self.locals.iter().any(|(_, l)| l.ty.is_f16())
+            || self.insts.iter().any(|(_, i)| i.ty.is_f16())
+    }
+
     /// The scalar operand of `Construct` instruction `v` that is its
     /// component `i` (`None` when `v` is not a `Construct` or component `i`
     /// lies inside a vector operand).

@@ -70,18 +70,20 @@ pub fn validate_program(program: &Program, form: impl Into<IrForm>) -> Result<()
     // Tapes are expanded into plain launches by `passes::autodiff`, before
     // access lowering; a backend never sees one.
     if form != IrForm::Abstract {
-        fn has_tape(s: &[Step], form: IrForm) -> Option<&str> {
-            s.iter().find_map(|st| match st {
-                Step::Tape { node_id, .. }
-                | Step::Clear { node_id, .. }
-                | Step::Optimize { node_id, .. } => Some(node_id.as_str()),
-                Step::Repeat { body, .. } => has_tape(body, form),
-                Step::ListGen { .. } if form == IrForm::Legalized => Some("list generation"),
-                Step::Launch(_) | Step::ListGen { .. } => None,
-            })
+        // The first such step in schedule order (a step before its body).
+        let mut survivor = None;
+        for list in program.schedule.lists() {
+            steps::walk(list, &mut |st| {
+                survivor = survivor.or(match st {
+                    Step::Tape { node_id, .. }
+                    | Step::Clear { node_id, .. }
+                    | Step::Optimize { node_id, .. } => Some(node_id.as_str()),
+                    Step::ListGen { .. } if form == IrForm::Legalized => Some("list generation"),
+                    Step::Launch(_) | Step::Repeat { .. } | Step::ListGen { .. } => None,
+                })
+            });
         }
-        let sch = &program.schedule;
-        if let Some(t) = has_tape(&sch.on_start, form).or_else(|| has_tape(&sch.on_frame, form)) {
+        if let Some(t) = survivor {
             return Err(program_err(
                 t,
                 "a tape, optimize or clear survived its pass".into(),
@@ -163,63 +165,50 @@ pub fn validate_structure(program: &Program) -> Result<(), ValidationError> {
             ));
         }
     }
-    fn steps(program: &Program, s: &[Step]) -> Result<(), ValidationError> {
-        for st in s {
-            match st {
-                Step::Launch(k) if program.kernels.get(*k).is_none() => {
-                    return Err(program_err("schedule", "launch of a missing kernel".into()))
-                }
-                Step::Launch(_) => {}
-                Step::Repeat { body, .. } => steps(program, body)?,
-                Step::Tape { loss, body, .. } => {
-                    if program.fields.get(*loss).is_none() {
-                        return Err(program_err(
-                            "schedule",
-                            "tape of a missing loss field".into(),
-                        ));
-                    }
-                    steps(program, body)?
-                }
-                Step::Optimize { spec, body, .. } => {
-                    if std::iter::once(&spec.loss)
-                        .chain(&spec.wrt)
-                        .any(|f| program.fields.get(*f).is_none())
-                    {
-                        return Err(program_err(
-                            "schedule",
-                            "optimize of a missing field".into(),
-                        ));
-                    }
-                    steps(program, body)?
-                }
-                Step::Clear { layout, .. } => {
-                    if program.layouts.get(*layout).is_none() {
-                        return Err(program_err("schedule", "clear of a missing layout".into()));
-                    }
-                }
-                Step::ListGen { layout } => {
-                    if program
-                        .layouts
-                        .get(*layout)
-                        .is_none_or(|l| !l.kind.is_sparse())
-                    {
-                        return Err(program_err(
-                            "schedule",
-                            "list generation of a missing or dense layout".into(),
-                        ));
-                    }
-                }
+    let mut step = |st: &Step| -> Result<(), ValidationError> {
+        match st {
+            Step::Launch(k) if program.kernels.get(*k).is_none() => {
+                Err(program_err("schedule", "launch of a missing kernel".into()))
             }
+            Step::Tape { loss, .. } if program.fields.get(*loss).is_none() => Err(program_err(
+                "schedule",
+                "tape of a missing loss field".into(),
+            )),
+            Step::Optimize { spec, .. }
+                if std::iter::once(&spec.loss)
+                    .chain(&spec.wrt)
+                    .any(|f| program.fields.get(*f).is_none()) =>
+            {
+                Err(program_err(
+                    "schedule",
+                    "optimize of a missing field".into(),
+                ))
+            }
+            Step::Clear { layout, .. } if program.layouts.get(*layout).is_none() => {
+                Err(program_err("schedule", "clear of a missing layout".into()))
+            }
+            Step::ListGen { layout }
+                if program
+                    .layouts
+                    .get(*layout)
+                    .is_none_or(|l| !l.kind.is_sparse()) =>
+            {
+                Err(program_err(
+                    "schedule",
+                    "list generation of a missing or dense layout".into(),
+                ))
+            }
+            _ => Ok(()),
         }
-        Ok(())
-    }
+    };
     for &(f, g) in &program.grads {
         if program.fields.get(f).is_none() || program.fields.get(g).is_none() {
             return Err(program_err("fields", "gradient of a missing field".into()));
         }
     }
-    steps(program, &program.schedule.on_start)?;
-    steps(program, &program.schedule.on_frame)?;
+    for list in program.schedule.lists() {
+        steps::try_walk(list, &mut step)?;
+    }
     for v in &program.views {
         let fields = match v {
             View::Image { field, .. }
@@ -268,9 +257,9 @@ pub fn validate_kernel(
         let shared_f16 = kernel
             .workgroup
             .as_ref()
-            .is_some_and(|w| w.arrays.iter().any(|a| crate::passes::half::is_f16(a.ty)));
+            .is_some_and(|w| w.arrays.iter().any(|a| a.ty.is_f16()));
         for f in std::iter::once(&kernel.entry).chain(kernel.functions.iter().map(|(_, f)| f)) {
-            if shared_f16 || crate::passes::half::uses_f16(f) {
+            if shared_f16 || f.uses_f16() {
                 return Err(err(
                     kernel,
                     f,

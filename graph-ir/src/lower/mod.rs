@@ -7,6 +7,8 @@
 //! - `quantize`: quantized field access as word loads, stores and
 //!   compare-exchange loops (and `match_cas_loop`, which finds such a loop
 //!   again for the passes that rewrite it);
+//! - `emit`: [`emit::Emit`], the builder of whole system kernels (a
+//!   function and its open blocks) that `optimize` and `views` write with;
 //! - `words`: a value as per-component words and back;
 //! - `random`: the random-number generator `legalize` expands `random()` to;
 //! - `activation_demotion`: the one definition of a write at a cell known to
@@ -16,6 +18,7 @@
 //! `ir` and `types`.
 
 pub mod activation_demotion;
+pub mod emit;
 pub mod quantize;
 pub mod random;
 pub mod sparse;

@@ -47,6 +47,37 @@ impl Emitter<'_> {
         self.out.push(h);
         h
     }
+    /// The type of value `h`.
+    pub fn ty(&self, h: InstId) -> Type {
+        self.f.insts[h].ty
+    }
+    pub fn konst(&mut self, c: Const) -> InstId {
+        self.emit(InstKind::Const(c), Type::Scalar(c.scalar))
+    }
+    /// A constant of `ty`'s shape (a vector repeats it).
+    pub fn splat(&mut self, c: Const, ty: Type) -> InstId {
+        let s = self.konst(c);
+        match ty {
+            Type::Vector(sc, n) => {
+                let parts = vec![s; n as usize];
+                self.emit(InstKind::Construct(parts), Type::Vector(sc, n))
+            }
+            _ => s,
+        }
+    }
+    /// A binary operation with result type `ty` (any operand type; `bin`
+    /// is the u32 one).
+    pub fn bin_ty(&mut self, op: BinaryOp, a: InstId, b: InstId, ty: Type) -> InstId {
+        self.emit(InstKind::Binary(op, a, b), ty)
+    }
+    /// Moves the kind of `last` (the instruction emitted last) into `h`, so
+    /// the original handle holds the result and its uses stay valid (a
+    /// rewrite in place).
+    pub fn finish(&mut self, h: InstId, last: InstId) {
+        let popped = self.out.pop();
+        debug_assert_eq!(popped, Some(last), "the result was emitted last");
+        self.f.insts[h].kind = self.f.insts[last].kind.clone();
+    }
     pub fn u32c(&mut self, v: u64) -> InstId {
         self.emit(InstKind::Const(Const::u32(v as u32)), Type::U32)
     }

@@ -45,6 +45,7 @@
 //! overwritten values and give a wrong gradient.
 
 use crate::arena::Arena;
+use crate::ir::steps::{self, Rewrite};
 use crate::ir::*;
 use crate::types::{Scalar, Type};
 use std::collections::{HashMap, HashSet};
@@ -54,6 +55,7 @@ mod checkpoint;
 mod exits;
 mod forward;
 mod lint;
+mod partials;
 pub use lint::{warnings, AdWarning};
 
 /// Why a kernel cannot be differentiated.
@@ -94,127 +96,116 @@ fn expand(
     tangents: &mut HashMap<KernelId, KernelId>,
     steps: Vec<Step>,
 ) -> Result<Vec<Step>, AdError> {
+    steps::try_rewrite(steps, &mut |s| match s {
+        Step::Launch(_) | Step::Clear { .. } | Step::ListGen { .. } | Step::Repeat { .. } => {
+            Ok(Rewrite::Keep(s))
+        }
+        // `passes::optimize` runs first and leaves none.
+        Step::Optimize { node_id, .. } => Err(AdError {
+            node: node_id,
+            span: Span::default(),
+            message: "internal: an optimize node reached the autodiff pass unexpanded".into(),
+        }),
+        Step::Tape {
+            node_id,
+            mode: TapeMode::Forward { seeded },
+            body,
+            ..
+        } => Ok(Rewrite::Into(forward::expand_tape(
+            program, tangents, &node_id, &seeded, body,
+        )?)),
+        Step::Tape {
+            node_id,
+            loss,
+            checkpoint,
+            body,
+            ..
+        } => Ok(Rewrite::Into(expand_tape(
+            program, adjoints, &node_id, loss, checkpoint, body,
+        )?)),
+    })
+}
+
+/// The steps replacing a reverse-mode tape.
+fn expand_tape(
+    program: &mut Program,
+    adjoints: &mut HashMap<KernelId, KernelId>,
+    node_id: &str,
+    loss: FieldId,
+    checkpoint: u32,
+    body: Vec<Step>,
+) -> Result<Vec<Step>, AdError> {
     let mut out = Vec::new();
-    for s in steps {
-        match s {
-            Step::Launch(_) | Step::Clear { .. } | Step::ListGen { .. } => out.push(s),
-            // `passes::optimize` runs first and leaves none.
-            Step::Optimize { node_id, .. } => {
-                return Err(AdError {
-                    node: node_id,
-                    span: Span::default(),
-                    message: "internal: an optimize node reached the autodiff pass unexpanded"
-                        .into(),
-                })
-            }
-            Step::Repeat {
-                node_id,
-                count,
-                index,
-                reverse,
-                start,
-                body,
-            } => out.push(Step::Repeat {
-                node_id,
-                count,
-                index,
-                reverse,
-                start,
-                body: expand(program, adjoints, tangents, body)?,
-            }),
-            Step::Tape {
-                node_id,
-                mode: TapeMode::Forward { seeded },
-                body,
-                ..
-            } => out.extend(forward::expand_tape(
-                program, tangents, &node_id, &seeded, body,
-            )?),
-            Step::Tape {
-                node_id,
-                loss,
-                checkpoint,
-                body,
-                ..
-            } => {
-                let mut launched = Vec::new();
-                launches(&body, &mut launched);
-                let plan = match checkpoint {
-                    0 => None,
-                    k => Some(checkpoint::plan(program, &node_id, k, &body)?),
-                };
-                for &k in &launched {
-                    let in_place = plan.as_ref().is_some_and(|p| p.body.contains(&k));
-                    access::check_kernel(program, k, in_place)?;
+    let mut launched = Vec::new();
+    launches(&body, &mut launched);
+    let plan = match checkpoint {
+        0 => None,
+        k => Some(checkpoint::plan(program, node_id, k, &body)?),
+    };
+    for &k in &launched {
+        let in_place = plan.as_ref().is_some_and(|p| p.body.contains(&k));
+        access::check_kernel(program, k, in_place)?;
+    }
+    match &plan {
+        None => access::check_tape(program, node_id, &body)?,
+        Some(p) => access::check_checkpointed(program, node_id, p)?,
+    }
+    for k in launched {
+        if let std::collections::hash_map::Entry::Vacant(e) = adjoints.entry(k) {
+            // A kernel's own `backward` code replaces the generated adjoint.
+            match program.custom_backward_of(k) {
+                Some(b) => {
+                    e.insert(b);
                 }
-                match &plan {
-                    None => access::check_tape(program, &node_id, &body)?,
-                    Some(p) => access::check_checkpointed(program, &node_id, p)?,
-                }
-                for k in launched {
-                    if let std::collections::hash_map::Entry::Vacant(e) = adjoints.entry(k) {
-                        // A kernel's own `backward` code replaces the generated adjoint.
-                        match program.custom_backward_of(k) {
-                            Some(b) => {
-                                e.insert(b);
-                            }
-                            None => {
-                                let adj = adjoint_kernel(program, k)?;
-                                e.insert(program.kernels.append(adj));
-                            }
-                        }
-                    }
-                }
-                for &(_, g) in &program.grads.clone() {
-                    let z = fill_kernel(program, &node_id, g, 0.0);
-                    out.push(Step::Launch(program.kernels.append(z)));
-                }
-                let loss_grad = program.grad_of(loss).ok_or_else(|| AdError {
-                    node: node_id.clone(),
-                    span: Span::default(),
-                    message: "the loss field has no gradient; set `\"grad\": true` on it".into(),
-                })?;
-                let seed = fill_kernel(program, &node_id, loss_grad, 1.0);
-                let seed = Step::Launch(program.kernels.append(seed));
-                match plan {
-                    None => {
-                        let reversed = reverse(&body, adjoints);
-                        out.extend(body);
-                        out.push(seed);
-                        out.extend(reversed);
-                    }
-                    Some(p) => {
-                        let c = checkpoint::copies(program, &node_id, &p)?;
-                        out.extend(p.prefix.iter().cloned());
-                        out.extend(p.forward(&c));
-                        out.extend(p.suffix.iter().cloned());
-                        out.push(seed);
-                        out.extend(reverse(&p.suffix, adjoints));
-                        out.extend(p.backward(&c, adjoints));
-                        out.extend(reverse(&p.prefix, adjoints));
-                        out.push(p.restore_final(&c));
-                    }
+                None => {
+                    let adj = adjoint_kernel(program, k)?;
+                    e.insert(program.kernels.append(adj));
                 }
             }
+        }
+    }
+    for &(_, g) in &program.grads.clone() {
+        let z = fill_kernel(program, node_id, g, 0.0);
+        out.push(Step::Launch(program.kernels.append(z)));
+    }
+    let loss_grad = program.grad_of(loss).ok_or_else(|| AdError {
+        node: node_id.to_string(),
+        span: Span::default(),
+        message: "the loss field has no gradient; set `\"grad\": true` on it".into(),
+    })?;
+    let seed = fill_kernel(program, node_id, loss_grad, 1.0);
+    let seed = Step::Launch(program.kernels.append(seed));
+    match plan {
+        None => {
+            let reversed = reverse(&body, adjoints);
+            out.extend(body);
+            out.push(seed);
+            out.extend(reversed);
+        }
+        Some(p) => {
+            let c = checkpoint::copies(program, node_id, &p)?;
+            out.extend(p.prefix.iter().cloned());
+            out.extend(p.forward(&c));
+            out.extend(p.suffix.iter().cloned());
+            out.push(seed);
+            out.extend(reverse(&p.suffix, adjoints));
+            out.extend(p.backward(&c, adjoints));
+            out.extend(reverse(&p.prefix, adjoints));
+            out.push(p.restore_final(&c));
         }
     }
     Ok(out)
 }
 
+/// Every kernel `steps` launches, once each, in schedule order.
 fn launches(steps: &[Step], out: &mut Vec<KernelId>) {
-    for s in steps {
-        match s {
-            Step::Launch(k) => {
-                if !out.contains(k) {
-                    out.push(*k)
-                }
+    steps::walk(steps, &mut |s| {
+        if let Step::Launch(k) = s {
+            if !out.contains(k) {
+                out.push(*k)
             }
-            Step::Repeat { body, .. } | Step::Tape { body, .. } | Step::Optimize { body, .. } => {
-                launches(body, out)
-            }
-            Step::Clear { .. } | Step::ListGen { .. } => {}
         }
-    }
+    });
 }
 
 /// The adjoint launches of `steps`, last launch first.
@@ -363,7 +354,7 @@ fn refuse_wide(kernel: &Kernel, mode: &str) -> Result<(), AdError> {
 pub(super) fn refuse_f16(kernel: &Kernel, mode: &str) -> Result<(), AdError> {
     let uses = std::iter::once(&kernel.entry)
         .chain(kernel.functions.iter().map(|(_, f)| f))
-        .any(super::half::uses_f16);
+        .any(Function::uses_f16);
     if !uses {
         return Ok(());
     }
@@ -1312,14 +1303,15 @@ impl Ad<'_> {
     ) -> R<()> {
         use Builtin::*;
         let a: Vec<InstId> = pargs.iter().map(|x| self.m(*x)).collect();
+        if let Some(n) = partials::arity(b) {
+            for (i, &x) in pargs.iter().enumerate().take(n) {
+                let c = partials::term(self, b, i, &a, r, g);
+                self.acc(x, c);
+            }
+            return Ok(());
+        }
         let t = self.ty(a[0]);
         match b {
-            Abs => {
-                let s = self.builtin(Sign, vec![a[0]]);
-                let c = self.mul(g, s);
-                self.acc(pargs[0], c);
-            }
-            Sign | Floor | Ceil | Round | Trunc | Step | IsNan | IsInf | Any | All => {}
             Min | Max => {
                 let op = if b == Min { BinaryOp::Le } else { BinaryOp::Ge };
                 let c = self.bin(op, a[0], a[1]);
@@ -1342,112 +1334,6 @@ impl Ad<'_> {
                 let chi = self.select(below, z, chi_raw);
                 self.acc(pargs[2], chi);
             }
-            Saturate => {
-                let z = self.fc(0.0, t);
-                let o = self.fc(1.0, t);
-                let below = self.bin(BinaryOp::Lt, a[0], z);
-                let above = self.bin(BinaryOp::Gt, a[0], o);
-                let inner = self.select(above, z, g);
-                let c = self.select(below, z, inner);
-                self.acc(pargs[0], c);
-            }
-            Fract => self.acc(pargs[0], g),
-            Pow => {
-                let o = self.fc(1.0, t);
-                let bm1 = self.sub(a[1], o);
-                let p = self.builtin(Pow, vec![a[0], bm1]);
-                let gb = self.mul(g, a[1]);
-                let ca = self.mul(gb, p);
-                self.acc(pargs[0], ca);
-                let z = self.fc(0.0, t);
-                let pos = self.bin(BinaryOp::Gt, a[0], z);
-                let l = self.builtin(Log, vec![a[0]]);
-                let gr = self.mul(g, r);
-                let cb = self.mul(gr, l);
-                let cb = self.mask(pos, cb);
-                self.acc(pargs[1], cb);
-            }
-            Exp => {
-                let c = self.mul(g, r);
-                self.acc(pargs[0], c);
-            }
-            Exp2 => {
-                let ln2 = self.fc(std::f32::consts::LN_2, t);
-                let gr = self.mul(g, r);
-                let c = self.mul(gr, ln2);
-                self.acc(pargs[0], c);
-            }
-            Log => {
-                let c = self.div(g, a[0]);
-                self.acc(pargs[0], c);
-            }
-            Log2 => {
-                let ln2 = self.fc(std::f32::consts::LN_2, t);
-                let d = self.mul(a[0], ln2);
-                let c = self.div(g, d);
-                self.acc(pargs[0], c);
-            }
-            Sqrt => {
-                let two = self.fc(2.0, t);
-                let d = self.mul(two, r);
-                let c = self.div(g, d);
-                self.acc(pargs[0], c);
-            }
-            Rsqrt => {
-                let h = self.fc(-0.5, t);
-                let rx = self.div(r, a[0]);
-                let gh = self.mul(g, h);
-                let c = self.mul(gh, rx);
-                self.acc(pargs[0], c);
-            }
-            Sin | Cos | Sinh | Cosh => {
-                let (f, negate) = match b {
-                    Sin => (Cos, false),
-                    Cos => (Sin, true),
-                    Sinh => (Cosh, false),
-                    _ => (Sinh, false),
-                };
-                let d = self.builtin(f, vec![a[0]]);
-                let c = self.mul(g, d);
-                let c = if negate { self.neg(c) } else { c };
-                self.acc(pargs[0], c);
-            }
-            Tan | Tanh => {
-                // tan' = 1 + tan², tanh' = 1 - tanh²
-                let o = self.fc(1.0, t);
-                let r2 = self.mul(r, r);
-                let d = if b == Tan {
-                    self.add(o, r2)
-                } else {
-                    self.sub(o, r2)
-                };
-                let c = self.mul(g, d);
-                self.acc(pargs[0], c);
-            }
-            Asin | Acos | Asinh | Acosh => {
-                let o = self.fc(1.0, t);
-                let x2 = self.mul(a[0], a[0]);
-                let inner = match b {
-                    Asin | Acos => self.sub(o, x2),
-                    Asinh => self.add(x2, o),
-                    _ => self.sub(x2, o),
-                };
-                let d = self.builtin(Rsqrt, vec![inner]);
-                let c = self.mul(g, d);
-                let c = if b == Acos { self.neg(c) } else { c };
-                self.acc(pargs[0], c);
-            }
-            Atan | Atanh => {
-                let o = self.fc(1.0, t);
-                let x2 = self.mul(a[0], a[0]);
-                let d = if b == Atan {
-                    self.add(o, x2)
-                } else {
-                    self.sub(o, x2)
-                };
-                let c = self.div(g, d);
-                self.acc(pargs[0], c);
-            }
             Atan2 => {
                 // atan2(y, x): d/dy = x / (x² + y²), d/dx = -y / (x² + y²)
                 let y2 = self.mul(a[0], a[0]);
@@ -1459,17 +1345,6 @@ impl Ad<'_> {
                 let cx0 = self.mul(gs, a[0]);
                 let cx = self.neg(cx0);
                 self.acc(pargs[1], cx);
-            }
-            Lerp => {
-                let o = self.fc(1.0, t);
-                let omt = self.sub(o, a[2]);
-                let ca = self.mul(g, omt);
-                self.acc(pargs[0], ca);
-                let cb = self.mul(g, a[2]);
-                self.acc(pargs[1], cb);
-                let d = self.sub(a[1], a[0]);
-                let ct = self.mul(g, d);
-                self.acc(pargs[2], ct);
             }
             Smoothstep => {
                 // t = saturate((x - e0) / w), w = e1 - e0; r = t²(3 - 2t);
@@ -1584,6 +1459,7 @@ impl Ad<'_> {
                 let cc = self.emit(InstKind::Binary(BinaryOp::MatMul, a[0], g), self.ty(a[1]));
                 self.acc(pargs[1], cc);
             }
+            _ => unreachable!("{:?} is in the derivative table (partials::arity)", b),
         }
         let _ = sp;
         Ok(())

@@ -38,22 +38,8 @@ pub fn run(program: &mut Program) {
     }
 }
 
-/// Whether a type has f16 components.
-pub fn is_f16(t: Type) -> bool {
-    t.scalar() == Some(Scalar::F16)
-}
-
-/// Whether a function has any f16 value (autodiff's refusal asks this).
-pub fn uses_f16(f: &Function) -> bool {
-    // (A kernel's shared arrays are checked with its `workgroup`.)
-    f.args.iter().any(|&t| is_f16(t))
-        || is_f16(f.ret)
-        || f.locals.iter().any(|(_, l)| is_f16(l.ty))
-        || f.insts.iter().any(|(_, i)| is_f16(i.ty))
-}
-
 fn widen(t: Type) -> Type {
-    if is_f16(t) {
+    if t.is_f16() {
         t.with_scalar(Scalar::F32)
     } else {
         t
@@ -61,7 +47,7 @@ fn widen(t: Type) -> Type {
 }
 
 fn lower_function(f: &mut Function) {
-    if !uses_f16(f) {
+    if !f.uses_f16() {
         return;
     }
     // Which values were f16 before any is retyped (operands are looked up
@@ -69,7 +55,7 @@ fn lower_function(f: &mut Function) {
     let was: HashSet<InstId> = f
         .insts
         .iter()
-        .filter(|(_, i)| is_f16(i.ty))
+        .filter(|(_, i)| i.ty.is_f16())
         .map(|(h, _)| h)
         .collect();
     for t in f.args.iter_mut() {
@@ -132,7 +118,7 @@ fn lower_block(
                 }
                 None // f16 → integer or bool: the f32's conversion.
             }
-            InstKind::Cast(a) if is_f16(ty) => {
+            InstKind::Cast(a) if ty.is_f16() => {
                 // To f16: to f32 first (exact for f32; integers beyond
                 // 2^24 that f32 rounds are far beyond f16's range), then
                 // one rounding.
@@ -143,11 +129,11 @@ fn lower_block(
                 };
                 Some(round(&mut e, x, wide))
             }
-            InstKind::Binary(op, ..) if is_f16(ty) && !op.is_comparison() => {
+            InstKind::Binary(op, ..) if ty.is_f16() && !op.is_comparison() => {
                 let r = e.emit(kind, wide);
                 Some(round(&mut e, r, wide))
             }
-            InstKind::Builtin(..) if is_f16(ty) => {
+            InstKind::Builtin(..) if ty.is_f16() => {
                 let r = e.emit(kind, wide);
                 Some(round(&mut e, r, wide))
             }

@@ -48,6 +48,7 @@
 
 use crate::ir::*;
 use crate::lower::random;
+use crate::lower::sparse::Emitter;
 use crate::types::{Scalar, Type};
 use std::collections::HashMap;
 
@@ -120,51 +121,6 @@ pub fn run(program: &mut Program, caps: &TargetCaps) {
             body.append(&mut kernel.entry.body);
             kernel.entry.body = body;
         }
-    }
-}
-
-struct Emitter<'a> {
-    f: &'a mut Function,
-    out: Vec<InstId>,
-    span: Span,
-}
-
-impl Emitter<'_> {
-    fn emit(&mut self, kind: InstKind, ty: Type) -> InstId {
-        let h = self.f.insts.append(Inst {
-            kind,
-            ty,
-            span: self.span,
-        });
-        self.out.push(h);
-        h
-    }
-    fn konst(&mut self, c: Const) -> InstId {
-        self.emit(InstKind::Const(c), Type::Scalar(c.scalar))
-    }
-    /// A constant of `ty`'s shape (a vector repeats it).
-    fn splat(&mut self, c: Const, ty: Type) -> InstId {
-        let s = self.konst(c);
-        match ty {
-            Type::Vector(sc, n) => {
-                let parts = vec![s; n as usize];
-                self.emit(InstKind::Construct(parts), Type::Vector(sc, n))
-            }
-            _ => s,
-        }
-    }
-    fn bin(&mut self, op: BinaryOp, a: InstId, b: InstId, ty: Type) -> InstId {
-        self.emit(InstKind::Binary(op, a, b), ty)
-    }
-    fn ty(&self, h: InstId) -> Type {
-        self.f.insts[h].ty
-    }
-    /// Moves the kind of `last` (the instruction emitted last) into `h`, so
-    /// the original handle holds the result and its uses stay valid.
-    fn finish(&mut self, h: InstId, last: InstId) {
-        let popped = self.out.pop();
-        debug_assert_eq!(popped, Some(last), "the result was emitted last");
-        self.f.insts[h].kind = self.f.insts[last].kind.clone();
     }
 }
 
@@ -297,7 +253,7 @@ fn legalize_block(
                 // A negative i32 is a huge u32, so one unsigned compare covers both ends.
                 let iu = e.emit(InstKind::Cast(index), Type::U32);
                 let ext = e.konst(Const::u32(extent));
-                let bad = e.bin(BinaryOp::Ge, iu, ext, Type::BOOL);
+                let bad = e.bin_ty(BinaryOp::Ge, iu, ext, Type::BOOL);
                 trap_if(&mut e, bad, site, index);
                 if checks.resume {
                     // Index 0 is inside every axis (an axis has extent >= 1).
@@ -310,7 +266,7 @@ fn legalize_block(
                 let site = push_site(sites, span, FaultKind::LocalIndex { len }, checks.resume);
                 let iu = e.emit(InstKind::Cast(index), Type::U32);
                 let n = e.konst(Const::u32(len));
-                let bad = e.bin(BinaryOp::Ge, iu, n, Type::BOOL);
+                let bad = e.bin_ty(BinaryOp::Ge, iu, n, Type::BOOL);
                 trap_if(&mut e, bad, site, index);
                 if checks.resume {
                     // Element 0 exists: arrays have at least one.
@@ -338,7 +294,7 @@ fn legalize_block(
                     scalar: t.scalar().expect("integer step"),
                     bits: 0,
                 });
-                let bad = e.bin(BinaryOp::Le, step, zero, Type::BOOL);
+                let bad = e.bin_ty(BinaryOp::Le, step, zero, Type::BOOL);
                 trap_if(&mut e, bad, site, step);
                 // Going on with a step of 1 ends the loop like any other.
                 let step = if checks.resume {
@@ -355,10 +311,10 @@ fn legalize_block(
                 for c in 0..n {
                     let x = e.emit(InstKind::Extract(args[0], c), ty);
                     let y = e.emit(InstKind::Extract(args[1], c), ty);
-                    let p = e.bin(BinaryOp::Mul, x, y, ty);
+                    let p = e.bin_ty(BinaryOp::Mul, x, y, ty);
                     acc = Some(match acc {
                         None => p,
-                        Some(s) => e.bin(BinaryOp::Add, s, p, ty),
+                        Some(s) => e.bin_ty(BinaryOp::Add, s, p, ty),
                     });
                 }
                 // Vectors have at least two components, so the sum was emitted last.
@@ -372,7 +328,7 @@ fn legalize_block(
                     .map(|j| {
                         let bj = e.emit(InstKind::Extract(args[1], j), Type::F32);
                         let s = e.emit(InstKind::Construct(vec![bj; n as usize]), vt);
-                        e.bin(BinaryOp::Mul, args[0], s, vt)
+                        e.bin_ty(BinaryOp::Mul, args[0], s, vt)
                     })
                     .collect();
                 let r = e.emit(InstKind::Construct(cols), ty);
@@ -488,16 +444,16 @@ fn cas_loop(
     let cur = e.emit(InstKind::BufLoad { root, addr }, Type::U32);
     let cur_v = e.emit(InstKind::Bitcast(cur), ty);
     let new_v = match op {
-        AtomicOp::Add => e.bin(BinaryOp::Add, cur_v, value, ty),
-        AtomicOp::Sub => e.bin(BinaryOp::Sub, cur_v, value, ty),
+        AtomicOp::Add => e.bin_ty(BinaryOp::Add, cur_v, value, ty),
+        AtomicOp::Sub => e.bin_ty(BinaryOp::Sub, cur_v, value, ty),
         AtomicOp::Min | AtomicOp::Max if loose && ty.is_float() => {
             fmin_max(e, op == AtomicOp::Max, cur_v, value, ty)
         }
         AtomicOp::Min => e.emit(InstKind::Builtin(Builtin::Min, vec![cur_v, value]), ty),
         AtomicOp::Max => e.emit(InstKind::Builtin(Builtin::Max, vec![cur_v, value]), ty),
-        AtomicOp::And => e.bin(BinaryOp::BitAnd, cur_v, value, ty),
-        AtomicOp::Or => e.bin(BinaryOp::BitOr, cur_v, value, ty),
-        AtomicOp::Xor => e.bin(BinaryOp::BitXor, cur_v, value, ty),
+        AtomicOp::And => e.bin_ty(BinaryOp::BitAnd, cur_v, value, ty),
+        AtomicOp::Or => e.bin_ty(BinaryOp::BitOr, cur_v, value, ty),
+        AtomicOp::Xor => e.bin_ty(BinaryOp::BitXor, cur_v, value, ty),
         AtomicOp::Exchange | AtomicOp::CompareExchange => value,
     };
     let new = e.emit(InstKind::Bitcast(new_v), Type::U32);
@@ -511,7 +467,7 @@ fn cas_loop(
         },
         Type::U32,
     );
-    let done = e.bin(BinaryOp::Eq, prev, cur, Type::BOOL);
+    let done = e.bin_ty(BinaryOp::Eq, prev, cur, Type::BOOL);
     let span = e.span;
     let save = e.f.insts.append(Inst {
         kind: InstKind::LocalStore(old, cur),
@@ -574,7 +530,7 @@ fn range_loop(
         local(e, "for_left", Type::U32),
         local(e, "for_more", Type::BOOL),
     );
-    let nonempty = e.bin(
+    let nonempty = e.bin_ty(
         if inclusive {
             BinaryOp::Ge
         } else {
@@ -586,17 +542,17 @@ fn range_loop(
     );
     // `end - begin` is exact in u32 whenever the loop is not empty.
     let (bu, eu) = (unsigned(e, begin), unsigned(e, end));
-    let mut span = e.bin(BinaryOp::Sub, eu, bu, Type::U32);
+    let mut span = e.bin_ty(BinaryOp::Sub, eu, bu, Type::U32);
     if !inclusive {
         let one = e.konst(Const::u32(1));
-        span = e.bin(BinaryOp::Sub, span, one, Type::U32);
+        span = e.bin_ty(BinaryOp::Sub, span, one, Type::U32);
     }
     // The step is positive here (the trap above), but the validator holds
     // every division to the same rule: a constant step stays as it is (no
     // added work), a run-time one gets legalize's guard.
     let su = unsigned(e, step);
     let su = safe_divisor(e, span, su).unwrap_or(su);
-    let last = e.bin(BinaryOp::Div, span, su, Type::U32);
+    let last = e.bin_ty(BinaryOp::Div, span, su, Type::U32);
     e.emit(InstKind::LocalStore(counter, begin), Type::Void);
     e.emit(InstKind::LocalStore(left, last), Type::Void);
     e.emit(InstKind::LocalStore(more, nonempty), Type::Void);
@@ -625,12 +581,12 @@ fn range_loop(
     head.emit(InstKind::LocalStore(cur, idx), Type::Void);
     let l = head.emit(InstKind::LocalLoad(left), Type::U32);
     let zero = head.konst(Const::u32(0));
-    let again = head.bin(BinaryOp::Ne, l, zero, Type::BOOL);
+    let again = head.bin_ty(BinaryOp::Ne, l, zero, Type::BOOL);
     head.emit(InstKind::LocalStore(more, again), Type::Void);
     let one = head.konst(Const::u32(1));
-    let l1 = head.bin(BinaryOp::Sub, l, one, Type::U32);
+    let l1 = head.bin_ty(BinaryOp::Sub, l, one, Type::U32);
     head.emit(InstKind::LocalStore(left, l1), Type::Void);
-    let next = head.bin(BinaryOp::Add, idx, step, t);
+    let next = head.bin_ty(BinaryOp::Add, idx, step, t);
     head.emit(InstKind::LocalStore(counter, next), Type::Void);
     let mut out = std::mem::take(&mut head.out);
     replace_counter(e.f, &body, h, cur);
@@ -745,10 +701,10 @@ fn count_in_block(
             };
             let n = e.emit(InstKind::LocalLoad(trips), Type::U32);
             let last = e.konst(Const::u32(limit.saturating_sub(1)));
-            let bad = e.bin(BinaryOp::Ge, n, last, Type::BOOL);
+            let bad = e.bin_ty(BinaryOp::Ge, n, last, Type::BOOL);
             trap_if(&mut e, bad, site, n);
             let one = e.konst(Const::u32(1));
-            let next = e.bin(BinaryOp::Add, n, one, Type::U32);
+            let next = e.bin_ty(BinaryOp::Add, n, one, Type::U32);
             e.emit(InstKind::LocalStore(trips, next), Type::Void);
             let mut head = e.out;
             head.append(body);
@@ -878,9 +834,9 @@ fn float_builtin(e: &mut Emitter, b: Builtin, args: &[InstId], ty: Type) -> Inst
     match b {
         Builtin::Lerp => {
             // x + (y - x) * t, rounded after each operation (never WGSL's mix).
-            let d = e.bin(BinaryOp::Sub, args[1], args[0], ty);
-            let m = e.bin(BinaryOp::Mul, d, args[2], ty);
-            e.bin(BinaryOp::Add, args[0], m, ty)
+            let d = e.bin_ty(BinaryOp::Sub, args[1], args[0], ty);
+            let m = e.bin_ty(BinaryOp::Mul, d, args[2], ty);
+            e.bin_ty(BinaryOp::Add, args[0], m, ty)
         }
         Builtin::Min => fmin_max(e, false, args[0], args[1], ty),
         Builtin::Max => fmin_max(e, true, args[0], args[1], ty),
@@ -894,8 +850,8 @@ fn float_builtin(e: &mut Emitter, b: Builtin, args: &[InstId], ty: Type) -> Inst
             let zero = e.splat(float_const(ty, 0.0), ty);
             let one = e.splat(float_const(ty, 1.0), ty);
             let bt = bool_like(ty);
-            let below = e.bin(BinaryOp::Lt, args[0], zero, bt);
-            let above = e.bin(BinaryOp::Gt, args[0], one, bt);
+            let below = e.bin_ty(BinaryOp::Lt, args[0], zero, bt);
+            let above = e.bin_ty(BinaryOp::Gt, args[0], one, bt);
             let hi = select(e, above, one, args[0], ty);
             select(e, below, zero, hi, ty)
         }
@@ -983,7 +939,7 @@ fn fmin_max(e: &mut Emitter, max: bool, x: InstId, y: InstId, ty: Type) -> InstI
     let x_nan = e.emit(InstKind::Builtin(Builtin::IsNan, vec![x]), bt);
     let y_nan = e.emit(InstKind::Builtin(Builtin::IsNan, vec![y]), bt);
     let op = if max { BinaryOp::Gt } else { BinaryOp::Lt };
-    let pick_y = e.bin(op, y, x, bt);
+    let pick_y = e.bin_ty(op, y, x, bt);
     let m = select(e, pick_y, y, x, ty);
     let m = select(e, y_nan, x, m, ty);
     select(e, x_nan, y, m, ty)
@@ -1014,7 +970,7 @@ fn fused_fma(e: &mut Emitter, a: InstId, b: InstId, c: InstId, ty: Type) -> Inst
     } else {
         (Type::U32, 4_097.0) // 2^12 + 1
     };
-    let bin = |e: &mut Emitter, op, x, y| e.bin(op, x, y, ty);
+    let bin = |e: &mut Emitter, op, x, y| e.bin_ty(op, x, y, ty);
     use BinaryOp::{Add, Mul, Sub};
     // Dekker / Veltkamp: x = hi + lo, each half of the significand.
     let halves = |e: &mut Emitter, x: InstId| {
@@ -1065,15 +1021,15 @@ fn fused_fma(e: &mut Emitter, a: InstId, b: InstId, c: InstId, ty: Type) -> Inst
         (e.konst(Const::u32(0)), e.konst(Const::u32(1)))
     };
     let vb = e.emit(InstKind::Bitcast(v), ut);
-    let low = e.bin(BinaryOp::BitAnd, vb, uone, ut);
-    let even = e.bin(BinaryOp::Eq, low, uzero, Type::BOOL);
-    let inexact = e.bin(BinaryOp::Ne, ve, zero, Type::BOOL);
-    let odd_needed = e.bin(BinaryOp::LogicalAnd, even, inexact, Type::BOOL);
-    let v_pos = e.bin(BinaryOp::Gt, v, zero, Type::BOOL);
-    let ve_pos = e.bin(BinaryOp::Gt, ve, zero, Type::BOOL);
-    let away = e.bin(BinaryOp::Eq, v_pos, ve_pos, Type::BOOL);
-    let up = e.bin(BinaryOp::Add, vb, uone, ut);
-    let down = e.bin(BinaryOp::Sub, vb, uone, ut);
+    let low = e.bin_ty(BinaryOp::BitAnd, vb, uone, ut);
+    let even = e.bin_ty(BinaryOp::Eq, low, uzero, Type::BOOL);
+    let inexact = e.bin_ty(BinaryOp::Ne, ve, zero, Type::BOOL);
+    let odd_needed = e.bin_ty(BinaryOp::LogicalAnd, even, inexact, Type::BOOL);
+    let v_pos = e.bin_ty(BinaryOp::Gt, v, zero, Type::BOOL);
+    let ve_pos = e.bin_ty(BinaryOp::Gt, ve, zero, Type::BOOL);
+    let away = e.bin_ty(BinaryOp::Eq, v_pos, ve_pos, Type::BOOL);
+    let up = e.bin_ty(BinaryOp::Add, vb, uone, ut);
+    let down = e.bin_ty(BinaryOp::Sub, vb, uone, ut);
     let stepped = select(e, away, up, down, ut);
     let vb = select(e, odd_needed, stepped, vb, ut);
     let v = e.emit(InstKind::Bitcast(vb), ty);
@@ -1083,19 +1039,19 @@ fn fused_fma(e: &mut Emitter, a: InstId, b: InstId, c: InstId, ty: Type) -> Inst
     let finite = |e: &mut Emitter, x: InstId| {
         let n = e.emit(InstKind::Builtin(Builtin::IsNan, vec![x]), Type::BOOL);
         let i = e.emit(InstKind::Builtin(Builtin::IsInf, vec![x]), Type::BOOL);
-        let bad = e.bin(BinaryOp::LogicalOr, n, i, Type::BOOL);
+        let bad = e.bin_ty(BinaryOp::LogicalOr, n, i, Type::BOOL);
         e.emit(InstKind::Unary(UnaryOp::Not, bad), Type::BOOL)
     };
     let fused_ok = finite(e, fused);
-    let product = e.bin(BinaryOp::Ne, uh, zero, Type::BOOL);
-    let ok = e.bin(BinaryOp::LogicalAnd, fused_ok, product, Type::BOOL);
+    let product = e.bin_ty(BinaryOp::Ne, uh, zero, Type::BOOL);
+    let ok = e.bin_ty(BinaryOp::LogicalAnd, fused_ok, product, Type::BOOL);
     let r = select(e, ok, fused, naive, ty);
     let a_ok = finite(e, a);
     let b_ok = finite(e, b);
     let c_ok = finite(e, c);
-    let ab_ok = e.bin(BinaryOp::LogicalAnd, a_ok, b_ok, Type::BOOL);
+    let ab_ok = e.bin_ty(BinaryOp::LogicalAnd, a_ok, b_ok, Type::BOOL);
     let c_bad = e.emit(InstKind::Unary(UnaryOp::Not, c_ok), Type::BOOL);
-    let just_c = e.bin(BinaryOp::LogicalAnd, ab_ok, c_bad, Type::BOOL);
+    let just_c = e.bin_ty(BinaryOp::LogicalAnd, ab_ok, c_bad, Type::BOOL);
     select(e, just_c, c, r, ty)
 }
 
@@ -1122,9 +1078,9 @@ fn det(e: &mut Emitter, m: &[Vec<InstId>]) -> InstId {
         return m[0][0];
     }
     if n == 2 {
-        let p = e.bin(BinaryOp::Mul, m[0][0], m[1][1], Type::F32);
-        let q = e.bin(BinaryOp::Mul, m[1][0], m[0][1], Type::F32);
-        return e.bin(BinaryOp::Sub, p, q, Type::F32);
+        let p = e.bin_ty(BinaryOp::Mul, m[0][0], m[1][1], Type::F32);
+        let q = e.bin_ty(BinaryOp::Mul, m[1][0], m[0][1], Type::F32);
+        return e.bin_ty(BinaryOp::Sub, p, q, Type::F32);
     }
     let mut acc: Option<InstId> = None;
     for c in 0..n {
@@ -1133,7 +1089,7 @@ fn det(e: &mut Emitter, m: &[Vec<InstId>]) -> InstId {
             .map(|cc| m[cc][1..].to_vec())
             .collect();
         let d = det(e, &sub);
-        let term = e.bin(BinaryOp::Mul, m[c][0], d, Type::F32);
+        let term = e.bin_ty(BinaryOp::Mul, m[c][0], d, Type::F32);
         acc = Some(match acc {
             None => term,
             Some(s) => {
@@ -1142,7 +1098,7 @@ fn det(e: &mut Emitter, m: &[Vec<InstId>]) -> InstId {
                 } else {
                     BinaryOp::Sub
                 };
-                e.bin(op, s, term, Type::F32)
+                e.bin_ty(op, s, term, Type::F32)
             }
         });
     }
@@ -1166,7 +1122,7 @@ fn inverse(e: &mut Emitter, m: InstId) -> InstId {
             if (r + c) % 2 == 1 {
                 cof = e.emit(InstKind::Unary(UnaryOp::Neg, cof), Type::F32);
             }
-            comps.push(e.bin(BinaryOp::Div, cof, d, Type::F32));
+            comps.push(e.bin_ty(BinaryOp::Div, cof, d, Type::F32));
         }
         cols.push(e.emit(
             InstKind::Construct(comps),
@@ -1205,7 +1161,7 @@ fn saturating_cast(e: &mut Emitter, x: InstId, ty: Type) -> InstId {
     let clamped = e.emit(InstKind::Builtin(Builtin::Clamp, vec![x, lo, hi]), fty);
     let conv = e.emit(InstKind::Cast(clamped), ty);
     let top = e.splat(Const::float(fs, top), fty);
-    let too_big = e.bin(BinaryOp::Ge, x, top, bty);
+    let too_big = e.bin_ty(BinaryOp::Ge, x, top, bty);
     let max = e.splat(max, ty);
     let sat = e.emit(
         InstKind::Select {
@@ -1285,7 +1241,7 @@ fn safe_divisor(e: &mut Emitter, a: InstId, b: InstId) -> Option<InstId> {
         b
     } else {
         let zero = e.splat(k(0), ty);
-        let is_zero = e.bin(BinaryOp::Eq, b, zero, bty);
+        let is_zero = e.bin_ty(BinaryOp::Eq, b, zero, bty);
         e.emit(
             InstKind::Select {
                 cond: is_zero,
@@ -1298,8 +1254,8 @@ fn safe_divisor(e: &mut Emitter, a: InstId, b: InstId) -> Option<InstId> {
     if may_overflow {
         let m1 = e.splat(k(minus_one), ty);
         let minv = e.splat(k(min), ty);
-        let is_m1 = e.bin(BinaryOp::Eq, b, m1, bty);
-        let is_min = e.bin(BinaryOp::Eq, a, minv, bty);
+        let is_m1 = e.bin_ty(BinaryOp::Eq, b, m1, bty);
+        let is_min = e.bin_ty(BinaryOp::Eq, a, minv, bty);
         let for_m1 = e.emit(
             InstKind::Select {
                 cond: is_min,

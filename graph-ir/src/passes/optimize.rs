@@ -33,9 +33,10 @@
 //! Does not: check the body's kernels (autodiff does, naming them), or
 //! touch anything outside optimize nodes.
 
-use crate::arena::Arena;
 use crate::ir::layout;
+use crate::ir::steps::{self, Rewrite};
 use crate::ir::*;
+use crate::lower::emit::Emit;
 use crate::types::{Scalar, Type};
 
 use super::PassError;
@@ -52,46 +53,17 @@ pub fn run(program: &mut Program) -> Result<(), PassError> {
 }
 
 fn expand(program: &mut Program, steps: Vec<Step>) -> Result<Vec<Step>, PassError> {
-    let mut out = Vec::new();
-    for s in steps {
-        match s {
-            Step::Optimize {
-                node_id,
-                spec,
-                body,
-            } => out.push(optimizer(program, &node_id, &spec, body)?),
-            Step::Repeat {
-                node_id,
-                count,
-                index,
-                reverse,
-                start,
-                body,
-            } => out.push(Step::Repeat {
-                node_id,
-                count,
-                index,
-                reverse,
-                start,
-                body: expand(program, body)?,
-            }),
-            Step::Tape {
-                node_id,
-                loss,
-                checkpoint,
-                mode,
-                body,
-            } => out.push(Step::Tape {
-                node_id,
-                loss,
-                checkpoint,
-                mode,
-                body: expand(program, body)?,
-            }),
-            Step::Launch(_) | Step::Clear { .. } | Step::ListGen { .. } => out.push(s),
-        }
-    }
-    Ok(out)
+    steps::try_rewrite(steps, &mut |s| match s {
+        // Its body goes to the optimizer as it is.
+        Step::Optimize {
+            node_id,
+            spec,
+            body,
+        } => Ok(Rewrite::Into(vec![optimizer(
+            program, &node_id, &spec, body,
+        )?])),
+        s => Ok(Rewrite::Keep(s)),
+    })
 }
 
 /// The repeat one optimize node becomes.
@@ -223,147 +195,11 @@ fn append(program: &mut Program, node: &str, mut k: Kernel) -> KernelId {
     program.kernels.append(k)
 }
 
-/// Emits instructions into a function, block by block.
-struct Emit {
-    f: Function,
-    blocks: Vec<Block>,
-}
-
-impl Emit {
-    fn new(dims: usize) -> Emit {
-        Emit {
-            f: Function::new("kernel", vec![Type::I32; dims], Type::Void, Span::default()),
-            blocks: vec![Vec::new()],
-        }
-    }
-    fn emit(&mut self, kind: InstKind, ty: Type) -> InstId {
-        let h = self.f.insts.append(Inst {
-            kind,
-            ty,
-            span: Span::default(),
-        });
-        self.blocks.last_mut().expect("a block is open").push(h);
-        h
-    }
-    fn f32c(&mut self, v: f32) -> InstId {
-        self.emit(InstKind::Const(Const::f32(v)), Type::F32)
-    }
-    fn i32c(&mut self, v: i32) -> InstId {
-        self.emit(InstKind::Const(Const::i32(v)), Type::I32)
-    }
-    fn bin(&mut self, op: BinaryOp, a: InstId, b: InstId) -> InstId {
-        let ty = self.f.ty(a);
-        self.emit(InstKind::Binary(op, a, b), ty)
-    }
-    fn load(&mut self, field: FieldId, ty: Type, index: Vec<InstId>) -> InstId {
-        self.emit(InstKind::FieldLoad { field, index }, ty)
-    }
-    fn store(&mut self, field: FieldId, index: Vec<InstId>, value: InstId) {
-        self.emit(
-            InstKind::FieldStore {
-                field,
-                index,
-                value,
-            },
-            Type::Void,
-        );
-    }
-    fn args(&mut self, dims: usize) -> Vec<InstId> {
-        (0..dims)
-            .map(|d| self.emit(InstKind::Arg(d as u32), Type::I32))
-            .collect()
-    }
-    /// The f32 components of a value of `ty` (column-major for matrices).
-    fn components(&mut self, v: InstId, ty: Type) -> Vec<InstId> {
-        match ty {
-            Type::Vector(_, n) => (0..n as u32)
-                .map(|c| self.emit(InstKind::Extract(v, c), Type::F32))
-                .collect(),
-            Type::Matrix(n) => {
-                let col_ty = Type::Vector(Scalar::F32, n);
-                let mut out = Vec::new();
-                for c in 0..n as u32 {
-                    let col = self.emit(InstKind::Extract(v, c), col_ty);
-                    out.extend(self.components(col, col_ty));
-                }
-                out
-            }
-            _ => vec![v],
-        }
-    }
-    /// A value of `ty` from its components (the inverse of `components`).
-    fn assemble(&mut self, comps: &[InstId], ty: Type) -> InstId {
-        match ty {
-            Type::Vector(..) => self.emit(InstKind::Construct(comps.to_vec()), ty),
-            Type::Matrix(n) => {
-                let col_ty = Type::Vector(Scalar::F32, n);
-                let cols: Vec<InstId> = comps
-                    .chunks(n as usize)
-                    .map(|c| self.emit(InstKind::Construct(c.to_vec()), col_ty))
-                    .collect();
-                self.emit(InstKind::Construct(cols), ty)
-            }
-            _ => comps[0],
-        }
-    }
-    /// `for counter in 0..n { body(counter) }`.
-    fn range(&mut self, n: u32, body: impl FnOnce(&mut Self, InstId)) {
-        let begin = self.i32c(0);
-        let end = self.i32c(n as i32);
-        let step = self.i32c(1);
-        // The loop's handle is needed inside its body (`LoopCounter`), so
-        // it is appended first and its body filled in afterwards.
-        let l = self.emit(
-            InstKind::RangeFor {
-                begin,
-                end,
-                step,
-                inclusive: false,
-                body: vec![],
-            },
-            Type::Void,
-        );
-        self.blocks.push(Vec::new());
-        let c = self.emit(InstKind::LoopCounter(l), Type::I32);
-        body(self, c);
-        let b = self.blocks.pop().expect("pushed above");
-        if let InstKind::RangeFor { body, .. } = &mut self.f.insts[l].kind {
-            *body = b;
-        }
-    }
-    fn kernel(
-        mut self,
-        iteration: Iteration,
-        dims: usize,
-        bindings: Vec<(&str, FieldId)>,
-    ) -> Kernel {
-        self.f.body = self.blocks.pop().expect("the entry block");
-        Kernel {
-            fused: Vec::new(),
-            name: String::new(),
-            iteration,
-            dims,
-            params: Vec::new(),
-            entry: self.f,
-            functions: Arena::new(),
-            bindings: bindings
-                .into_iter()
-                .map(|(p, f)| (p.to_string(), f))
-                .collect(),
-            fault_sites: Vec::new(),
-            count_from: None,
-            loops_end: false,
-            zero_fill: None,
-            workgroup: None,
-        }
-    }
-}
-
 /// Sets every component of every element of `field` to 0.
 fn fill(program: &Program, field: FieldId) -> Kernel {
     let f = &program.fields[field];
     let dims = f.shape.len();
-    let mut e = Emit::new(dims);
+    let mut e = Emit::new("kernel", dims);
     let idx = e.args(dims);
     let zero = e.f32c(0.0);
     let comps = vec![zero; f.ty.components()];
@@ -380,7 +216,7 @@ fn fill(program: &Program, field: FieldId) -> Kernel {
 fn record(program: &Program, loss: FieldId, history: FieldId, step: FieldId, slots: u32) -> Kernel {
     let f = &program.fields[loss];
     let (ty, shape) = (f.ty, f.shape.clone());
-    let mut e = Emit::new(1);
+    let mut e = Emit::new("kernel", 1);
     let acc = e.f.locals.append(Local {
         name: "sum".into(),
         ty: Type::F32,
@@ -423,7 +259,7 @@ fn record(program: &Program, loss: FieldId, history: FieldId, step: FieldId, slo
 /// One invocation: `pow[0] *= (beta1, beta2)`.
 fn powers(pow: FieldId, beta1: f32, beta2: f32) -> Kernel {
     let ty = Type::Vector(Scalar::F32, 2);
-    let mut e = Emit::new(1);
+    let mut e = Emit::new("kernel", 1);
     let z = e.i32c(0);
     let p = e.load(pow, ty, vec![z]);
     let b1 = e.f32c(beta1);
@@ -436,7 +272,7 @@ fn powers(pow: FieldId, beta1: f32, beta2: f32) -> Kernel {
 
 /// One invocation: `step[0] += 1`.
 fn count(step: FieldId) -> Kernel {
-    let mut e = Emit::new(1);
+    let mut e = Emit::new("kernel", 1);
     let z = e.i32c(0);
     let n = e.load(step, Type::I32, vec![z]);
     let one = e.i32c(1);
@@ -463,7 +299,7 @@ fn update(program: &Program, w: FieldId, lr: f32, adam: Option<&Adam>) -> Kernel
         .grad_of(w)
         .expect("the graph builder checked wrt fields");
     let dims = shape.len();
-    let mut e = Emit::new(dims);
+    let mut e = Emit::new("kernel", dims);
     let idx = e.args(dims);
     let wv = e.load(w, ty, idx.clone());
     let gv = e.load(g, ty, idx.clone());

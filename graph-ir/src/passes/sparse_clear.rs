@@ -23,6 +23,7 @@
 
 use crate::arena::Arena;
 use crate::ir::layout::{coord_extent, level_plans};
+use crate::ir::steps::{self, Rewrite};
 use crate::ir::*;
 use crate::lower::sparse::{self, Emitter, Mode};
 use crate::types::Type;
@@ -41,56 +42,15 @@ fn expand(
     built: &mut HashMap<LayoutId, Vec<Step>>,
     steps: Vec<Step>,
 ) -> Vec<Step> {
-    let mut out = Vec::new();
-    for s in steps {
-        match s {
-            Step::Clear { node_id, layout } => {
-                let launches = built
-                    .entry(layout)
-                    .or_insert_with(|| clear_launches(program, &node_id, layout));
-                out.extend(launches.iter().cloned());
-            }
-            Step::Repeat {
-                node_id,
-                count,
-                index,
-                reverse,
-                start,
-                body,
-            } => out.push(Step::Repeat {
-                node_id,
-                count,
-                index,
-                reverse,
-                start,
-                body: expand(program, built, body),
-            }),
-            Step::Tape {
-                node_id,
-                loss,
-                checkpoint,
-                mode,
-                body,
-            } => out.push(Step::Tape {
-                node_id,
-                loss,
-                checkpoint,
-                mode,
-                body: expand(program, built, body),
-            }),
-            Step::Optimize {
-                node_id,
-                spec,
-                body,
-            } => out.push(Step::Optimize {
-                node_id,
-                spec,
-                body: expand(program, built, body),
-            }),
-            Step::Launch(_) | Step::ListGen { .. } => out.push(s),
-        }
-    }
-    out
+    steps::rewrite(steps, &mut |s| match s {
+        Step::Clear { node_id, layout } => Rewrite::Into(
+            built
+                .entry(layout)
+                .or_insert_with(|| clear_launches(program, &node_id, layout))
+                .clone(),
+        ),
+        s => Rewrite::Keep(s),
+    })
 }
 
 fn clear_launches(program: &mut Program, node_id: &str, l: LayoutId) -> Vec<Step> {

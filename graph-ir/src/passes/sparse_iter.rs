@@ -42,7 +42,7 @@ pub fn run(program: &mut Program) -> Vec<(KernelId, LayoutId)> {
         if !plan.is_sparse() {
             continue;
         }
-        let li = list_level(&plan);
+        let li = plan.list_level();
         let list = program.layouts[plan.levels[li].node]
             .list
             .expect("layout::compute gives every listed node a list");
@@ -52,22 +52,6 @@ pub fn run(program: &mut Program) -> Vec<(KernelId, LayoutId)> {
         users.push((k, plan.levels[li].node));
     }
     users
-}
-
-/// The level whose element list a struct-for over `plan`'s field runs over
-/// (see the module doc).
-pub(crate) fn list_level(plan: &AddressPlan) -> usize {
-    if let Some(p) = plan
-        .levels
-        .iter()
-        .rposition(|l| matches!(l.kind, LayoutKind::Pointer { .. }))
-    {
-        return p;
-    }
-    plan.levels
-        .iter()
-        .position(|l| l.kind.is_sparse())
-        .expect("a sparse plan has a sparse level")
 }
 
 fn rewrite(kernel: &mut Kernel, plan: &AddressPlan, shape: &[u32], li: usize, list: ListWords) {

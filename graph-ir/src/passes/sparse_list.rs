@@ -31,6 +31,7 @@
 
 use crate::arena::Arena;
 use crate::ir::layout::{level_plans, WORD_BITS};
+use crate::ir::steps::{self, Rewrite};
 use crate::ir::*;
 use crate::lower::sparse::{self, Emitter, Mode};
 use crate::types::Type;
@@ -53,53 +54,36 @@ pub fn run(program: &mut Program, users: &[(KernelId, LayoutId)]) {
     program.schedule = s;
 }
 
-fn has_list(steps: &[Step]) -> bool {
-    steps.iter().any(|s| match s {
-        Step::ListGen { .. } => true,
-        Step::Repeat { body, .. } | Step::Tape { body, .. } | Step::Optimize { body, .. } => {
-            has_list(body)
-        }
-        Step::Launch(_) | Step::Clear { .. } => false,
-    })
+fn has_list(list: &[Step]) -> bool {
+    let mut any = false;
+    steps::walk(list, &mut |s| any |= matches!(s, Step::ListGen { .. }));
+    any
 }
 
 /// Replaces every `Step::ListGen` with the launches of its node's three
 /// list kernels (built once per node).
-fn expand(
-    program: &mut Program,
-    gen: &mut HashMap<LayoutId, [KernelId; 3]>,
-    steps: &mut Vec<Step>,
-) {
-    let old = std::mem::take(steps);
-    for mut s in old {
-        match &mut s {
-            Step::ListGen { layout } => {
-                let l = *layout;
-                let ks = match gen.get(&l) {
-                    Some(&ks) => ks,
-                    None => {
-                        let count = chunk_kernel(program, l, Pass::Count);
-                        let scan = scan_kernel(program, l);
-                        let write = chunk_kernel(program, l, Pass::Write);
-                        let ks = [
-                            program.kernels.append(count),
-                            program.kernels.append(scan),
-                            program.kernels.append(write),
-                        ];
-                        gen.insert(l, ks);
-                        ks
-                    }
-                };
-                steps.extend(ks.iter().map(|&g| Step::Launch(g)));
-                continue;
+fn expand(program: &mut Program, gen: &mut HashMap<LayoutId, [KernelId; 3]>, list: &mut Vec<Step>) {
+    *list = steps::rewrite(std::mem::take(list), &mut |s| {
+        let Step::ListGen { layout: l } = s else {
+            return Rewrite::Keep(s);
+        };
+        let ks = match gen.get(&l) {
+            Some(&ks) => ks,
+            None => {
+                let count = chunk_kernel(program, l, Pass::Count);
+                let scan = scan_kernel(program, l);
+                let write = chunk_kernel(program, l, Pass::Write);
+                let ks = [
+                    program.kernels.append(count),
+                    program.kernels.append(scan),
+                    program.kernels.append(write),
+                ];
+                gen.insert(l, ks);
+                ks
             }
-            Step::Repeat { body, .. } | Step::Tape { body, .. } | Step::Optimize { body, .. } => {
-                expand(program, gen, body)
-            }
-            Step::Launch(_) | Step::Clear { .. } => {}
-        }
-        steps.push(s);
-    }
+        };
+        Rewrite::Into(ks.iter().map(|&g| Step::Launch(g)).collect())
+    });
 }
 
 fn system_kernel(name: String, len: u32, f: Function) -> Kernel {

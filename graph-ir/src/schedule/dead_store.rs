@@ -17,13 +17,15 @@
 //! value K1 wrote is replaced before anyone can see it.
 
 use super::sfg::{kernel_effects, step_effects, State};
+use crate::ir::steps;
 use crate::ir::*;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub fn run(program: &mut Program) {
     let mut s = std::mem::take(&mut program.schedule);
-    walk(program, &mut s.on_start);
-    walk(program, &mut s.on_frame);
+    for list in s.lists_mut() {
+        steps::walk_lists_mut(list, &mut |l| remove_dead(program, l));
+    }
     program.schedule = s;
 }
 
@@ -55,13 +57,9 @@ fn candidate(p: &Program, k: KernelId) -> Option<BTreeSet<FieldId>> {
     Some(fields)
 }
 
-fn walk(p: &Program, steps: &mut Vec<Step>) {
-    for s in steps.iter_mut() {
-        if let Step::Repeat { body, .. } | Step::Tape { body, .. } | Step::Optimize { body, .. } = s
-        {
-            walk(p, body);
-        }
-    }
+/// Removes the dead launches of one step list (the lists inside it are
+/// already done).
+fn remove_dead(p: &Program, steps: &mut Vec<Step>) {
     // One sweep from the end of the list, each step's effects computed
     // once, instead of a scan forward from every candidate (quadratic in
     // the list's length). Before step `i` is added, the sweep knows, of the
@@ -104,7 +102,7 @@ fn walk(p: &Program, steps: &mut Vec<Step>) {
 }
 
 /// Whether a launch writing `fields` is dead, given what the steps after
-/// it do (see `walk`).
+/// it do (see `remove_dead`).
 fn dead(
     fields: &BTreeSet<FieldId>,
     barrier: usize,

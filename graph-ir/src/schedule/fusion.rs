@@ -41,6 +41,7 @@
 
 use super::sfg::{effects_of, State};
 use crate::arena::Handle;
+use crate::ir::steps;
 use crate::ir::*;
 use crate::lower::activation_demotion::KnownActive;
 use crate::Type;
@@ -49,8 +50,9 @@ use std::collections::{BTreeMap, HashMap};
 pub fn run(program: &mut Program) {
     let mut s = std::mem::take(&mut program.schedule);
     let mut made = HashMap::new();
-    walk(program, &mut s.on_start, &mut made);
-    walk(program, &mut s.on_frame, &mut made);
+    for list in s.lists_mut() {
+        steps::walk_lists_mut(list, &mut |l| fuse_list(program, l, &mut made));
+    }
     program.schedule = s;
 }
 
@@ -64,13 +66,8 @@ enum Key {
 /// Fused kernels already made, by what they replace.
 type Made = HashMap<Key, KernelId>;
 
-fn walk(p: &mut Program, steps: &mut Vec<Step>, made: &mut Made) {
-    for s in steps.iter_mut() {
-        if let Step::Repeat { body, .. } | Step::Tape { body, .. } | Step::Optimize { body, .. } = s
-        {
-            walk(p, body, made);
-        }
-    }
+/// Fuses one step list (the lists inside it are already fused).
+fn fuse_list(p: &mut Program, steps: &mut Vec<Step>, made: &mut Made) {
     // A repeat of one launch whose invocations cannot see each other runs
     // as one launch looping in each invocation (fusion across the bodies).
     for s in steps.iter_mut() {

@@ -11,6 +11,7 @@
 //! off, since `passes::sparse_list` expands the steps it leaves.
 
 use super::sfg::list_node;
+use crate::ir::steps::{self, Rewrite};
 use crate::ir::*;
 
 pub fn run(program: &mut Program) {
@@ -29,20 +30,12 @@ pub fn run(program: &mut Program) {
 }
 
 /// Puts `ListGen { list(k) }` before every launch of a `k` that has a list.
-pub(crate) fn insert(steps: &mut Vec<Step>, list: &dyn Fn(KernelId) -> Option<LayoutId>) {
-    let old = std::mem::take(steps);
-    for mut s in old {
-        match &mut s {
-            Step::Launch(k) => {
-                if let Some(layout) = list(*k) {
-                    steps.push(Step::ListGen { layout });
-                }
-            }
-            Step::Repeat { body, .. } | Step::Tape { body, .. } | Step::Optimize { body, .. } => {
-                insert(body, list)
-            }
-            Step::Clear { .. } | Step::ListGen { .. } => {}
-        }
-        steps.push(s);
-    }
+pub(crate) fn insert(list_steps: &mut Vec<Step>, list: &dyn Fn(KernelId) -> Option<LayoutId>) {
+    *list_steps = steps::rewrite(std::mem::take(list_steps), &mut |s| match s {
+        Step::Launch(k) => match list(k) {
+            Some(layout) => Rewrite::Into(vec![Step::ListGen { layout }, s]),
+            None => Rewrite::Keep(s),
+        },
+        s => Rewrite::Keep(s),
+    });
 }

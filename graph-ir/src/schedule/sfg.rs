@@ -101,7 +101,7 @@ pub fn list_node(p: &Program, f: FieldId) -> Option<LayoutId> {
     if !plan.is_sparse() {
         return None;
     }
-    Some(plan.levels[crate::passes::sparse_iter::list_level(&plan)].node)
+    Some(plan.levels[plan.list_level()].node)
 }
 
 /// Every field stored under root `r`.

@@ -13,6 +13,7 @@
 //! name, not its handle (`lower::random`), and scalars are set by node
 //! (`Kernel::node`), which fused kernels keep.
 
+use crate::ir::steps;
 use crate::ir::*;
 
 pub fn run(program: &mut Program) {
@@ -52,26 +53,18 @@ pub fn run(program: &mut Program) {
         .collect();
 }
 
-fn mark(steps: &[Step], live: &mut [bool]) {
-    for s in steps {
-        match s {
-            Step::Launch(k) => live[k.index()] = true,
-            Step::Repeat { body, .. } | Step::Tape { body, .. } | Step::Optimize { body, .. } => {
-                mark(body, live)
-            }
-            Step::Clear { .. } | Step::ListGen { .. } => {}
+fn mark(list: &[Step], live: &mut [bool]) {
+    steps::walk(list, &mut |s| {
+        if let Step::Launch(k) = s {
+            live[k.index()] = true
         }
-    }
+    });
 }
 
-fn remap(steps: &mut [Step], to: &impl Fn(KernelId) -> KernelId) {
-    for s in steps {
-        match s {
-            Step::Launch(k) => *k = to(*k),
-            Step::Repeat { body, .. } | Step::Tape { body, .. } | Step::Optimize { body, .. } => {
-                remap(body, to)
-            }
-            Step::Clear { .. } | Step::ListGen { .. } => {}
+fn remap(list: &mut [Step], to: &impl Fn(KernelId) -> KernelId) {
+    steps::walk_mut(list, &mut |s| {
+        if let Step::Launch(k) = s {
+            *k = to(*k)
         }
-    }
+    });
 }

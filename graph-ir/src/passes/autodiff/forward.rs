@@ -35,8 +35,9 @@
 //! tangents there). Unlike reverse mode, in-place updates need no access
 //! rule: the tangent is read and written exactly where the value is.
 
-use super::{fill_kernel, Ad, AdError, R};
+use super::{fill_kernel, partials, Ad, AdError, R};
 use crate::arena::Arena;
+use crate::ir::steps::{self, Rewrite};
 use crate::ir::*;
 use crate::types::{Scalar, Type};
 use std::collections::{HashMap, HashSet};
@@ -56,58 +57,38 @@ pub(super) fn expand_tape(
             out.push(Step::Launch(program.kernels.append(z)));
         }
     }
-    out.extend(steps(program, tangents, body)?);
+    out.extend(tangent_steps(program, tangents, body)?);
     Ok(out)
 }
 
-fn steps(
+fn tangent_steps(
     program: &mut Program,
     tangents: &mut HashMap<KernelId, KernelId>,
     body: Vec<Step>,
 ) -> Result<Vec<Step>, AdError> {
-    let mut out = Vec::new();
-    for s in body {
-        out.push(match s {
-            Step::Launch(k) => {
-                let t = match tangents.get(&k) {
-                    Some(&t) => t,
-                    None => {
-                        let t = tangent_kernel(program, k)?;
-                        let t = program.kernels.append(t);
-                        tangents.insert(k, t);
-                        t
-                    }
-                };
-                Step::Launch(t)
-            }
-            Step::Repeat {
-                node_id,
-                count,
-                index,
-                reverse,
-                start,
-                body,
-            } => Step::Repeat {
-                node_id,
-                count,
-                index,
-                reverse,
-                start,
-                body: steps(program, tangents, body)?,
-            },
-            // Refused inside tapes by the graph builder.
-            s @ (Step::Clear { .. } | Step::ListGen { .. } | Step::Tape { .. }) => s,
-            // `passes::optimize` runs before autodiff and leaves none.
-            Step::Optimize { node_id, .. } => {
-                return Err(AdError {
-                    node: node_id,
-                    span: Span::default(),
-                    message: "internal: an optimize node reached forward mode unexpanded".into(),
-                })
-            }
-        });
-    }
-    Ok(out)
+    steps::try_rewrite(body, &mut |s| match s {
+        Step::Launch(k) => {
+            let t = match tangents.get(&k) {
+                Some(&t) => t,
+                None => {
+                    let t = tangent_kernel(program, k)?;
+                    let t = program.kernels.append(t);
+                    tangents.insert(k, t);
+                    t
+                }
+            };
+            Ok(Rewrite::Keep(Step::Launch(t)))
+        }
+        Step::Repeat { .. } => Ok(Rewrite::Keep(s)),
+        // Refused inside tapes by the graph builder (kept as they are).
+        Step::Clear { .. } | Step::ListGen { .. } | Step::Tape { .. } => Ok(Rewrite::Into(vec![s])),
+        // `passes::optimize` runs before autodiff and leaves none.
+        Step::Optimize { node_id, .. } => Err(AdError {
+            node: node_id,
+            span: Span::default(),
+            message: "internal: an optimize node reached forward mode unexpanded".into(),
+        }),
+    })
 }
 
 fn tangent_kernel(program: &Program, k: KernelId) -> Result<Kernel, AdError> {
@@ -554,14 +535,19 @@ impl Tangent<'_> {
             .collect();
         let t = self.ad.ty(a[0]);
         let s = &mut self.ad;
+        if let Some(n) = partials::arity(b) {
+            // The sum of every argument's term, in argument order.
+            let mut sum = None;
+            for (i, &di) in d.iter().enumerate().take(n) {
+                let c = partials::term(s, b, i, &a, r, di);
+                sum = Some(match sum {
+                    None => c,
+                    Some(acc) => s.add(acc, c),
+                });
+            }
+            return Ok(sum);
+        }
         let out = match b {
-            Abs => {
-                let sg = s.builtin(Sign, vec![a[0]]);
-                s.mul(d[0], sg)
-            }
-            Sign | Floor | Ceil | Round | Trunc | Step | IsNan | IsInf | Any | All => {
-                return Ok(None)
-            }
             Min | Max => {
                 let op = if b == Min { BinaryOp::Le } else { BinaryOp::Ge };
                 let c = s.bin(op, a[0], a[1]);
@@ -573,100 +559,6 @@ impl Tangent<'_> {
                 let inner = s.select(above, d[2], d[0]);
                 s.select(below, d[1], inner)
             }
-            Saturate => {
-                let z = s.fc(0.0, t);
-                let o = s.fc(1.0, t);
-                let below = s.bin(BinaryOp::Lt, a[0], z);
-                let above = s.bin(BinaryOp::Gt, a[0], o);
-                let inner = s.select(above, z, d[0]);
-                s.select(below, z, inner)
-            }
-            Fract => d[0],
-            Pow => {
-                // d(a^b) = b·a^(b-1)·da + a^b·ln(a)·db (the second term only where a > 0)
-                let o = s.fc(1.0, t);
-                let bm1 = s.sub(a[1], o);
-                let p = s.builtin(Pow, vec![a[0], bm1]);
-                let db = s.mul(d[0], a[1]);
-                let x = s.mul(db, p);
-                let z = s.fc(0.0, t);
-                let pos = s.bin(BinaryOp::Gt, a[0], z);
-                let l = s.builtin(Log, vec![a[0]]);
-                let dr = s.mul(d[1], r);
-                let y = s.mul(dr, l);
-                let y = s.mask(pos, y);
-                s.add(x, y)
-            }
-            Exp => s.mul(d[0], r),
-            Exp2 => {
-                let ln2 = s.fc(std::f32::consts::LN_2, t);
-                let dr = s.mul(d[0], r);
-                s.mul(dr, ln2)
-            }
-            Log => s.div(d[0], a[0]),
-            Log2 => {
-                let ln2 = s.fc(std::f32::consts::LN_2, t);
-                let q = s.mul(a[0], ln2);
-                s.div(d[0], q)
-            }
-            Sqrt => {
-                let two = s.fc(2.0, t);
-                let q = s.mul(two, r);
-                s.div(d[0], q)
-            }
-            Rsqrt => {
-                let h = s.fc(-0.5, t);
-                let rx = s.div(r, a[0]);
-                let dh = s.mul(d[0], h);
-                s.mul(dh, rx)
-            }
-            Sin | Cos | Sinh | Cosh => {
-                let (f, negate) = match b {
-                    Sin => (Cos, false),
-                    Cos => (Sin, true),
-                    Sinh => (Cosh, false),
-                    _ => (Sinh, false),
-                };
-                let q = s.builtin(f, vec![a[0]]);
-                let c = s.mul(d[0], q);
-                if negate {
-                    s.neg(c)
-                } else {
-                    c
-                }
-            }
-            Tan | Tanh => {
-                let o = s.fc(1.0, t);
-                let r2 = s.mul(r, r);
-                let q = if b == Tan { s.add(o, r2) } else { s.sub(o, r2) };
-                s.mul(d[0], q)
-            }
-            Asin | Acos | Asinh | Acosh => {
-                let o = s.fc(1.0, t);
-                let x2 = s.mul(a[0], a[0]);
-                let inner = match b {
-                    Asin | Acos => s.sub(o, x2),
-                    Asinh => s.add(x2, o),
-                    _ => s.sub(x2, o),
-                };
-                let q = s.builtin(Rsqrt, vec![inner]);
-                let c = s.mul(d[0], q);
-                if b == Acos {
-                    s.neg(c)
-                } else {
-                    c
-                }
-            }
-            Atan | Atanh => {
-                let o = s.fc(1.0, t);
-                let x2 = s.mul(a[0], a[0]);
-                let q = if b == Atan {
-                    s.add(o, x2)
-                } else {
-                    s.sub(o, x2)
-                };
-                s.div(d[0], q)
-            }
             Atan2 => {
                 // atan2(y, x): (dy·x - dx·y) / (x² + y²)
                 let y2 = s.mul(a[0], a[0]);
@@ -676,16 +568,6 @@ impl Tangent<'_> {
                 let p2 = s.mul(d[1], a[0]);
                 let n = s.sub(p1, p2);
                 s.div(n, q)
-            }
-            Lerp => {
-                let o = s.fc(1.0, t);
-                let omt = s.sub(o, a[2]);
-                let x = s.mul(d[0], omt);
-                let y = s.mul(d[1], a[2]);
-                let ba = s.sub(a[1], a[0]);
-                let z = s.mul(d[2], ba);
-                let xy = s.add(x, y);
-                s.add(xy, z)
             }
             Smoothstep => {
                 // q = (x - e0) / w, w = e1 - e0; r = t²(3 - 2t), t = saturate(q);
@@ -796,6 +678,7 @@ impl Tangent<'_> {
                 let y = s.builtin(Outer, vec![a[0], d[1]]);
                 s.add(x, y)
             }
+            _ => unreachable!("{:?} is in the derivative table (partials::arity)", b),
         };
         Ok(Some(out))
     }

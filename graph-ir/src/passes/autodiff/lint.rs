@@ -32,20 +32,23 @@ impl std::fmt::Display for AdWarning {
 
 /// The warnings of every kernel launched inside a tape, in launch order.
 pub fn warnings(program: &Program) -> Vec<AdWarning> {
-    fn in_tapes(steps: &[Step], inside: bool, out: &mut Vec<KernelId>) {
-        for s in steps {
-            match s {
-                Step::Launch(k) if inside && !out.contains(k) => out.push(*k),
-                Step::Launch(_) => {}
-                Step::Repeat { body, .. } => in_tapes(body, inside, out),
-                Step::Tape { body, .. } | Step::Optimize { body, .. } => in_tapes(body, true, out),
-                Step::Clear { .. } | Step::ListGen { .. } => {}
+    // Launches inside a tape or optimize step, once each: the launches of
+    // each outermost one's body in order (the walk then meets them again
+    // inside it, and nested ones, already listed).
+    let mut ks: Vec<KernelId> = Vec::new();
+    for list in program.schedule.lists() {
+        steps::walk(list, &mut |s| {
+            if let Step::Tape { body, .. } | Step::Optimize { body, .. } = s {
+                steps::walk(body, &mut |b| {
+                    if let Step::Launch(k) = b {
+                        if !ks.contains(k) {
+                            ks.push(*k);
+                        }
+                    }
+                });
             }
-        }
+        });
     }
-    let mut ks = Vec::new();
-    in_tapes(&program.schedule.on_start, false, &mut ks);
-    in_tapes(&program.schedule.on_frame, false, &mut ks);
     let mut out = Vec::new();
     for k in ks {
         kernel_warnings(program, &program.kernels[k], &mut out);

@@ -168,7 +168,7 @@ fn bindings(s: &HistSpec) -> Vec<(&'static str, FieldId)> {
 /// One invocation per bin: the bin to 0; the first also resets the
 /// counters and the range keys ("nothing seen").
 fn reset(s: &HistSpec) -> Kernel {
-    let mut e = Emit::new(1);
+    let mut e = Emit::new("view", 1);
     let i = e.args(1)[0];
     let zero = e.u32c(0);
     e.store(s.counts, vec![i], zero);
@@ -187,7 +187,7 @@ fn reset(s: &HistSpec) -> Kernel {
             e.store(keys, vec![o], zero);
         }
     });
-    e.kernel(vec![s.bins], bindings(s))
+    e.range_kernel(vec![s.bins], bindings(s))
 }
 
 /// The element's value (f32; a vector's or matrix's magnitude).
@@ -223,7 +223,7 @@ fn value(e: &mut Emit, s: &HistSpec, idx: Vec<InstId>) -> InstId {
 
 /// A per-element kernel: `body(value)` for each counted element.
 fn per_element(s: &HistSpec, body: impl FnOnce(&mut Emit, InstId)) -> Kernel {
-    let mut e = Emit::new(s.shape.len());
+    let mut e = Emit::new("view", s.shape.len());
     let idx = e.args(s.shape.len());
     if s.sparse {
         let active = e.emit(
@@ -242,7 +242,7 @@ fn per_element(s: &HistSpec, body: impl FnOnce(&mut Emit, InstId)) -> Kernel {
         let v = value(&mut e, s, idx);
         body(&mut e, v);
     }
-    e.kernel(s.shape.clone(), bindings(s))
+    e.range_kernel(s.shape.clone(), bindings(s))
 }
 
 /// One invocation per element: the finite values' min and max keys.
@@ -331,7 +331,7 @@ fn scale(e: &mut Emit, s: &HistSpec, c: InstId) -> InstId {
 
 /// One invocation per pixel column: the whole column (see the module doc).
 fn draw(s: &HistSpec) -> Kernel {
-    let mut e = Emit::new(1);
+    let mut e = Emit::new("view", 1);
     let x = e.args(1)[0];
     let nb = e.i32c(s.bins as i32);
     let w = e.i32c(s.width as i32);
@@ -389,5 +389,5 @@ fn draw(s: &HistSpec) -> Kernel {
         let w = e.select(on, bar_w, bg_w);
         e.store(s.img, vec![r, x], w);
     });
-    e.kernel(vec![s.width], bindings(s))
+    e.range_kernel(vec![s.width], bindings(s))
 }

@@ -66,11 +66,11 @@
 //!
 //! Does not: touch the schedule or any user kernel.
 
-use crate::arena::Arena;
 use crate::ir::colormap::{self, CHECKER, COOLWARM, INACTIVE_RGB, MIN_OUTLINED_BLOCK};
 use crate::ir::colormap::{OUTLINE_ALPHA, OUTLINE_RGB};
 use crate::ir::layout::{self, AddressPlan};
 use crate::ir::*;
+use crate::lower::emit::Emit;
 use crate::types::{Scalar, Type};
 
 use super::PassError;
@@ -368,189 +368,16 @@ fn add(program: &mut Program, node: &str, mut k: Kernel) -> KernelId {
     program.kernels.append(k)
 }
 
-/// Emits instructions into a function, block by block.
-struct Emit {
-    f: Function,
-    blocks: Vec<Block>,
-}
-
-impl Emit {
-    fn new(dims: usize) -> Emit {
-        Emit {
-            f: Function::new("view", vec![Type::I32; dims], Type::Void, Span::default()),
-            blocks: vec![Vec::new()],
-        }
-    }
-    fn emit(&mut self, kind: InstKind, ty: Type) -> InstId {
-        let h = self.f.insts.append(Inst {
-            kind,
-            ty,
-            span: Span::default(),
-        });
-        self.blocks.last_mut().expect("a block is open").push(h);
-        h
-    }
-    fn f32c(&mut self, v: f32) -> InstId {
-        self.emit(InstKind::Const(Const::f32(v)), Type::F32)
-    }
-    fn i32c(&mut self, v: i32) -> InstId {
-        self.emit(InstKind::Const(Const::i32(v)), Type::I32)
-    }
-    fn u32c(&mut self, v: u32) -> InstId {
-        self.emit(InstKind::Const(Const::u32(v)), Type::U32)
-    }
-    fn bin(&mut self, op: BinaryOp, a: InstId, b: InstId) -> InstId {
-        let ty = if op.is_comparison() || matches!(op, BinaryOp::LogicalAnd | BinaryOp::LogicalOr) {
-            Type::BOOL
-        } else {
-            self.f.ty(a)
-        };
-        self.emit(InstKind::Binary(op, a, b), ty)
-    }
-    fn call(&mut self, b: Builtin, args: Vec<InstId>) -> InstId {
-        let ty = match b {
-            Builtin::IsNan | Builtin::IsInf => Type::BOOL,
-            _ => self.f.ty(args[0]),
-        };
-        self.emit(InstKind::Builtin(b, args), ty)
-    }
-    fn cast(&mut self, v: InstId, ty: Type) -> InstId {
-        self.emit(InstKind::Cast(v), ty)
-    }
-    fn bitcast(&mut self, v: InstId, ty: Type) -> InstId {
-        self.emit(InstKind::Bitcast(v), ty)
-    }
-    fn select(&mut self, cond: InstId, accept: InstId, reject: InstId) -> InstId {
-        let ty = self.f.ty(accept);
-        self.emit(
-            InstKind::Select {
-                cond,
-                accept,
-                reject,
-            },
-            ty,
-        )
-    }
-    fn extract(&mut self, v: InstId, c: u32) -> InstId {
-        let ty = match self.f.ty(v) {
-            Type::Vector(s, _) => Type::Scalar(s),
-            t => t,
-        };
-        self.emit(InstKind::Extract(v, c), ty)
-    }
-    fn load(&mut self, field: FieldId, ty: Type, index: Vec<InstId>) -> InstId {
-        self.emit(InstKind::FieldLoad { field, index }, ty)
-    }
-    fn store(&mut self, field: FieldId, index: Vec<InstId>, value: InstId) {
-        self.emit(
-            InstKind::FieldStore {
-                field,
-                index,
-                value,
-            },
-            Type::Void,
-        );
-    }
-    fn atomic(&mut self, op: AtomicOp, field: FieldId, index: Vec<InstId>, value: InstId) {
-        self.emit(
-            InstKind::FieldAtomic {
-                op,
-                field,
-                index,
-                value,
-                cmp: None,
-            },
-            Type::U32,
-        );
-    }
-    fn args(&mut self, dims: usize) -> Vec<InstId> {
-        (0..dims)
-            .map(|d| self.emit(InstKind::Arg(d as u32), Type::I32))
-            .collect()
-    }
-    fn local(&mut self, name: &str, ty: Type, init: InstId) -> LocalId {
-        let l = self.f.locals.append(Local {
-            name: name.into(),
-            ty,
-        });
-        self.emit(InstKind::LocalStore(l, init), Type::Void);
-        l
-    }
-    fn get(&mut self, l: LocalId) -> InstId {
-        let ty = self.f.locals[l].ty;
-        self.emit(InstKind::LocalLoad(l), ty)
-    }
-    fn set(&mut self, l: LocalId, v: InstId) {
-        self.emit(InstKind::LocalStore(l, v), Type::Void);
-    }
-    /// `if cond { then }`.
-    fn when(&mut self, cond: InstId, then: impl FnOnce(&mut Self)) {
-        self.blocks.push(Vec::new());
-        then(self);
-        let accept = self.blocks.pop().expect("pushed above");
-        self.emit(
-            InstKind::If {
-                cond,
-                accept,
-                reject: vec![],
-            },
-            Type::Void,
-        );
-    }
-    /// `for counter in begin..=end { body(counter) }` (i32; empty when begin > end).
-    fn range_incl(&mut self, begin: InstId, end: InstId, body: impl FnOnce(&mut Self, InstId)) {
-        let step = self.i32c(1);
-        // The loop's handle is needed inside its body (`LoopCounter`), so
-        // it is appended first and its body filled in afterwards.
-        let l = self.emit(
-            InstKind::RangeFor {
-                begin,
-                end,
-                step,
-                inclusive: true,
-                body: vec![],
-            },
-            Type::Void,
-        );
-        self.blocks.push(Vec::new());
-        let c = self.emit(InstKind::LoopCounter(l), Type::I32);
-        body(self, c);
-        let b = self.blocks.pop().expect("pushed above");
-        if let InstKind::RangeFor { body, .. } = &mut self.f.insts[l].kind {
-            *body = b;
-        }
-    }
-    /// `loop { body }` (left by a `Break`).
-    fn forever(&mut self, body: impl FnOnce(&mut Self)) {
-        self.blocks.push(Vec::new());
-        body(self);
-        let body = self.blocks.pop().expect("pushed above");
-        self.emit(InstKind::Loop { body }, Type::Void);
-    }
-    fn kernel(mut self, shape: Vec<u32>, bindings: Vec<(&str, FieldId)>) -> Kernel {
-        self.f.body = self.blocks.pop().expect("the entry block");
-        Kernel {
-            fused: Vec::new(),
-            name: String::new(),
-            dims: shape.len(),
-            iteration: Iteration::Range(shape),
-            params: Vec::new(),
-            entry: self.f,
-            functions: Arena::new(),
-            bindings: bindings
-                .into_iter()
-                .map(|(p, f)| (p.to_string(), f))
-                .collect(),
-            fault_sites: Vec::new(),
-            count_from: None,
-            loops_end: false,
-            zero_fill: None,
-            workgroup: None,
-        }
-    }
-
+/// The views' colour helpers on the shared builder.
+trait Rgba {
     /// An f32 in 0..1 as a byte in the low bits of a u32 (clamped and
     /// rounded; NaN is 0, as the saturating cast gives).
+    fn byte(&mut self, x: InstId) -> InstId;
+    /// Bytes (u32 each, 0..=255) packed as one RGBA8 word, red lowest.
+    fn pack(&mut self, bytes: [InstId; 4]) -> InstId;
+}
+
+impl Rgba for Emit {
     fn byte(&mut self, x: InstId) -> InstId {
         let zero = self.f32c(0.0);
         let one = self.f32c(1.0);
@@ -561,7 +388,6 @@ impl Emit {
         let r = self.bin(BinaryOp::Add, s, half);
         self.cast(r, Type::U32)
     }
-    /// Bytes (u32 each, 0..=255) packed as one RGBA8 word, red lowest.
     fn pack(&mut self, bytes: [InstId; 4]) -> InstId {
         let mut word = bytes[0];
         for (i, &b) in bytes.iter().enumerate().skip(1) {
@@ -570,21 +396,6 @@ impl Emit {
             word = self.bin(BinaryOp::BitOr, word, s);
         }
         word
-    }
-    /// A value loaded from a scalar field as f32.
-    fn as_f32(&mut self, v: InstId) -> InstId {
-        if self.f.ty(v) == Type::F32 {
-            v
-        } else {
-            self.cast(v, Type::F32)
-        }
-    }
-    /// Whether an f32 is finite.
-    fn finite(&mut self, v: InstId) -> InstId {
-        let n = self.call(Builtin::IsNan, vec![v]);
-        let i = self.call(Builtin::IsInf, vec![v]);
-        let bad = self.bin(BinaryOp::LogicalOr, n, i);
-        self.emit(InstKind::Unary(UnaryOp::Not, bad), Type::BOOL)
     }
 }
 
@@ -619,20 +430,20 @@ fn from_key(e: &mut Emit, k: InstId) -> InstId {
 /// One invocation: the range keys back to "nothing seen" (min key
 /// `u32::MAX`, max key 0), before each reduction.
 fn reset_range(keys: FieldId) -> Kernel {
-    let mut e = Emit::new(1);
+    let mut e = Emit::new("view", 1);
     let z = e.i32c(0);
     let o = e.i32c(1);
     let max = e.u32c(u32::MAX);
     let zero = e.u32c(0);
     e.store(keys, vec![z], max);
     e.store(keys, vec![o], zero);
-    e.kernel(vec![1], vec![("range", keys)])
+    e.range_kernel(vec![1], vec![("range", keys)])
 }
 
 /// One invocation per cell: the finite values' min and max keys, by
 /// integer atomics (the result does not depend on the order).
 fn reduce_range(field: FieldId, ty: Type, shape: &[u32], stride: u32, keys: FieldId) -> Kernel {
-    let mut e = Emit::new(2);
+    let mut e = Emit::new("view", 2);
     let pixel = e.args(2);
     let idx = cell_of(&mut e, &pixel, stride);
     let v = e.load(field, ty, idx);
@@ -645,7 +456,7 @@ fn reduce_range(field: FieldId, ty: Type, shape: &[u32], stride: u32, keys: Fiel
         e.atomic(AtomicOp::Min, keys, vec![z], k);
         e.atomic(AtomicOp::Max, keys, vec![o], k);
     });
-    e.kernel(shape.to_vec(), vec![("field", field), ("range", keys)])
+    e.range_kernel(shape.to_vec(), vec![("field", field), ("range", keys)])
 }
 
 struct ImageSpec {
@@ -717,7 +528,7 @@ fn colormap_rgb(e: &mut Emit, map: Colormap, t: InstId) -> [InstId; 3] {
 
 /// One invocation per cell (x, y) of the field: its pixel (x, h-1-y).
 fn draw_image(s: &ImageSpec, shape: &[u32]) -> Kernel {
-    let mut e = Emit::new(2);
+    let mut e = Emit::new("view", 2);
     let pixel = e.args(2);
     let (x, y) = (pixel[0], pixel[1]);
     let idx = cell_of(&mut e, &pixel, s.stride);
@@ -837,7 +648,7 @@ fn draw_image(s: &ImageSpec, shape: &[u32]) -> Kernel {
     let top = e.i32c(s.h as i32 - 1);
     let row = e.bin(BinaryOp::Sub, top, y);
     e.store(s.img, vec![row, x], word);
-    e.kernel(
+    e.range_kernel(
         shape.to_vec(),
         std::iter::once(("field", s.field))
             .chain(s.keys.map(|k| ("range", k)))
@@ -925,11 +736,11 @@ fn particles(program: &mut Program, v: &View) -> Result<ViewKernels, PassError> 
 /// One invocation per word of the image: 0 (a buffer fill on backends
 /// that take `zero_fill` marks).
 fn clear_image(img: FieldId, h: u32, pitch: u32) -> Kernel {
-    let mut e = Emit::new(2);
+    let mut e = Emit::new("view", 2);
     let idx = e.args(2);
     let z = e.u32c(0);
     e.store(img, idx, z);
-    e.kernel(vec![h, pitch], vec![("image", img)])
+    e.range_kernel(vec![h, pitch], vec![("image", img)])
 }
 
 /// Particle `k`'s centre in pixels (x right, y down, f32 each), and
@@ -1007,7 +818,7 @@ fn footprint(e: &mut Emit, c: InstId, reach: f32, n: u32) -> (InstId, InstId) {
 /// where a higher disc is on top (the second highest disc, after the first
 /// splat has settled the top one).
 fn splat(s: &ParticleSpec, n: u32, under: bool) -> Kernel {
-    let mut e = Emit::new(1);
+    let mut e = Emit::new("view", 1);
     let k = e.args(1)[0];
     let (ok, cx, cy) = centre(&mut e, s, k);
     e.when(ok, |e| {
@@ -1034,7 +845,7 @@ fn splat(s: &ParticleSpec, n: u32, under: bool) -> Kernel {
             });
         });
     });
-    e.kernel(
+    e.range_kernel(
         vec![n],
         vec![
             ("positions", s.positions),
@@ -1051,7 +862,7 @@ fn splat(s: &ParticleSpec, n: u32, under: bool) -> Kernel {
 /// background's bytes. Exactly the painter's picture wherever at most two
 /// discs cover a pixel or the second one covers it fully.
 fn resolve(s: &ParticleSpec) -> Kernel {
-    let mut e = Emit::new(2);
+    let mut e = Emit::new("view", 2);
     let idx = e.args(2);
     let (y, x) = (idx[0], idx[1]);
     let bg = s.background.map(colormap::to_u8);
@@ -1115,5 +926,5 @@ fn resolve(s: &ParticleSpec) -> Kernel {
     }
     bindings.push(("image", s.img));
     bindings.push(("under", s.under));
-    e.kernel(vec![s.height, s.width], bindings)
+    e.range_kernel(vec![s.height, s.width], bindings)
 }

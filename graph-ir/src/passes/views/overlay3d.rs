@@ -266,7 +266,7 @@ pub(super) fn clipped_edge(
 
 /// One invocation per edge of the domain box, depth-tested.
 fn bbox(t: &Target, domain: &[f32; 6]) -> Kernel {
-    let mut e = Emit::new(1);
+    let mut e = Emit::new("view", 1);
     let k = e.args(1)[0];
     let fr: Frame<InstId> = camera::load(&mut e, t.camera);
     let edges = box_edges();
@@ -313,7 +313,7 @@ fn bbox(t: &Target, domain: &[f32; 6]) -> Kernel {
             },
         );
     });
-    e.kernel(
+    e.range_kernel(
         vec![12],
         vec![("camera", t.camera), ("depth", t.depth), ("image", t.image)],
     )
@@ -321,7 +321,7 @@ fn bbox(t: &Target, domain: &[f32; 6]) -> Kernel {
 
 /// One invocation: the x, y and z axes from the corner, on top.
 fn axes(t: &Target) -> Kernel {
-    let mut e = Emit::new(1);
+    let mut e = Emit::new("view", 1);
     let _ = e.args(1);
     let fr: Frame<InstId> = camera::load(&mut e, t.camera);
     let (len, o) = axes_geometry(t.width, t.height);
@@ -345,5 +345,5 @@ fn axes(t: &Target) -> Kernel {
             },
         );
     }
-    e.kernel(vec![1], vec![("camera", t.camera), ("image", t.image)])
+    e.range_kernel(vec![1], vec![("camera", t.camera), ("image", t.image)])
 }

@@ -114,11 +114,11 @@ pub(super) fn particles3d(
 
 /// One invocation per word: `u32::MAX`.
 fn fill(f: FieldId, h: u32, w: u32) -> Kernel {
-    let mut e = Emit::new(2);
+    let mut e = Emit::new("view", 2);
     let idx = e.args(2);
     let v = e.u32c(u32::MAX);
     e.store(f, idx, v);
-    e.kernel(vec![h, w], vec![("image", f)])
+    e.range_kernel(vec![h, w], vec![("image", f)])
 }
 
 /// Particle `k`'s projection, and whether its disc can touch the image.
@@ -157,7 +157,7 @@ fn offset(e: &mut Emit, cx: InstId, cy: InstId, x: InstId, y: InstId) -> [InstId
 /// (`atomic_min(depth, bits(depth))`), or with `index` the index pass
 /// (`atomic_min(image, k)` where the pixel's depth is this particle's).
 fn splat(s: &Spec, n: u32, index: bool) -> Kernel {
-    let mut e = Emit::new(1);
+    let mut e = Emit::new("view", 1);
     let k = e.args(1)[0];
     let fr = camera::load(&mut e, s.camera);
     let pr = project(&mut e, s, &fr, k);
@@ -186,7 +186,7 @@ fn splat(s: &Spec, n: u32, index: bool) -> Kernel {
             });
         });
     });
-    e.kernel(
+    e.range_kernel(
         vec![n],
         vec![
             ("positions", s.positions),
@@ -222,7 +222,7 @@ fn particle_rgb(e: &mut Emit, s: &Spec, k: InstId) -> [InstId; 3] {
 
 /// One invocation per pixel: its winner shaded, or the background.
 fn resolve(s: &Spec) -> Kernel {
-    let mut e = Emit::new(2);
+    let mut e = Emit::new("view", 2);
     let idx = e.args(2);
     let (y, x) = (idx[0], idx[1]);
     let fr = camera::load(&mut e, s.camera);
@@ -275,5 +275,5 @@ fn resolve(s: &Spec) -> Kernel {
     }
     bindings.push(("image", s.img));
     bindings.push(("camera", s.camera));
-    e.kernel(vec![s.height, s.width], bindings)
+    e.range_kernel(vec![s.height, s.width], bindings)
 }

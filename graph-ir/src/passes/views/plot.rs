@@ -224,7 +224,7 @@ fn point(e: &mut Emit, s: &PlotSpec, start: InstId, k: InstId) -> (InstId, InstI
 /// One invocation per slot: the drawn points' min and max keys.
 fn reduce(s: &PlotSpec) -> Kernel {
     let keys = s.keys.expect("auto range");
-    let mut e = Emit::new(1);
+    let mut e = Emit::new("view", 1);
     let k = e.args(1)[0];
     let (m, start) = points(&mut e, s);
     let inside = e.bin(BinaryOp::Lt, k, m);
@@ -238,7 +238,7 @@ fn reduce(s: &PlotSpec) -> Kernel {
             e.atomic(AtomicOp::Max, keys, vec![o], key);
         });
     });
-    e.kernel(vec![s.n], bindings(s))
+    e.range_kernel(vec![s.n], bindings(s))
 }
 
 fn bindings(s: &PlotSpec) -> Vec<(&'static str, FieldId)> {
@@ -269,7 +269,7 @@ fn row_of(e: &mut Emit, s: &PlotSpec, y: InstId, lo: InstId, span: InstId, wide:
 
 /// One invocation per pixel column: the whole column (see the module doc).
 fn draw(s: &PlotSpec) -> Kernel {
-    let mut e = Emit::new(1);
+    let mut e = Emit::new("view", 1);
     let x = e.args(1)[0];
     let (m, start) = points(&mut e, s);
     // The range in plotted units.
@@ -428,5 +428,5 @@ fn draw(s: &PlotSpec) -> Kernel {
         let w = e.select(on, line_w, w);
         e.store(s.img, vec![r, x], w);
     });
-    e.kernel(vec![s.width], bindings(s))
+    e.range_kernel(vec![s.width], bindings(s))
 }

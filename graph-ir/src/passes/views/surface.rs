@@ -272,25 +272,25 @@ pub(super) fn surface(
 }
 
 fn reset_count(s: &Spec) -> Kernel {
-    let mut e = Emit::new(1);
+    let mut e = Emit::new("view", 1);
     let i = e.args(1);
     let z = e.u32c(0);
     e.store(s.count, i, z);
-    e.kernel(vec![1], vec![("triangle_count", s.count)])
+    e.range_kernel(vec![1], vec![("triangle_count", s.count)])
 }
 
 /// One invocation per word: `u32::MAX`.
 fn fill(f: FieldId, h: u32, w: u32) -> Kernel {
-    let mut e = Emit::new(2);
+    let mut e = Emit::new("view", 2);
     let idx = e.args(2);
     let v = e.u32c(u32::MAX);
     e.store(f, idx, v);
-    e.kernel(vec![h, w], vec![("image", f)])
+    e.range_kernel(vec![h, w], vec![("image", f)])
 }
 
 /// One invocation per cell: its tets' triangles into the buffer.
 fn extract(s: &Spec) -> Kernel {
-    let mut e = Emit::new(3);
+    let mut e = Emit::new("view", 3);
     let idx = e.args(3);
     let h: [f32; 3] = std::array::from_fn(|a| (s.domain[a + 3] - s.domain[a]) / s.shape[a] as f32);
     let mut vals = Vec::new();
@@ -392,7 +392,7 @@ fn extract(s: &Spec) -> Kernel {
             });
         }
     }
-    e.kernel(
+    e.range_kernel(
         s.shape.map(|n| n - 1).to_vec(),
         vec![
             ("field", s.field),
@@ -448,7 +448,7 @@ fn project_tri(
 
 /// One invocation per slot over its triangle's bounding box.
 fn raster(s: &Spec, pass: Pass) -> Kernel {
-    let mut e = Emit::new(1);
+    let mut e = Emit::new("view", 1);
     let k = e.args(1)[0];
     let fr = camera::load(&mut e, s.camera);
     let z = e.i32c(0);
@@ -560,7 +560,7 @@ fn raster(s: &Spec, pass: Pass) -> Kernel {
             });
         });
     });
-    e.kernel(
+    e.range_kernel(
         vec![s.max],
         vec![
             ("camera", s.camera),
@@ -577,7 +577,7 @@ fn raster(s: &Spec, pass: Pass) -> Kernel {
 /// One invocation per pixel: its winner shaded, or the background; the
 /// overflow border.
 fn resolve(s: &Spec) -> Kernel {
-    let mut e = Emit::new(2);
+    let mut e = Emit::new("view", 2);
     let idx = e.args(2);
     let (y, x) = (idx[0], idx[1]);
     let fr = camera::load(&mut e, s.camera);
@@ -656,7 +656,7 @@ fn resolve(s: &Spec) -> Kernel {
     });
     let word = e.get(out);
     e.store(s.img, vec![y, x], word);
-    e.kernel(
+    e.range_kernel(
         vec![s.height, s.width],
         vec![
             ("camera", s.camera),

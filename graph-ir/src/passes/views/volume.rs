@@ -221,7 +221,7 @@ pub(super) fn volume(
 /// One invocation per cell: the finite values' min and max keys (active
 /// cells only when `sparse`).
 fn reduce3(field: FieldId, ty: Type, shape: [u32; 3], sparse: bool, keys: FieldId) -> Kernel {
-    let mut e = Emit::new(3);
+    let mut e = Emit::new("view", 3);
     let idx = e.args(3);
     let body = |e: &mut Emit| {
         let v = e.load(field, ty, idx.clone());
@@ -248,7 +248,7 @@ fn reduce3(field: FieldId, ty: Type, shape: [u32; 3], sparse: bool, keys: FieldI
     } else {
         body(&mut e);
     }
-    e.kernel(shape.to_vec(), vec![("field", field), ("range", keys)])
+    e.range_kernel(shape.to_vec(), vec![("field", field), ("range", keys)])
 }
 
 /// The normalising `(lo, span)`: fixed, or the reduction's (0..1 when it
@@ -423,7 +423,7 @@ fn skip_to(
 /// One invocation per pixel: its ray marched (or the slice plane), over
 /// the background or the under view's pixel, into the image and depth.
 fn march(s: &Spec) -> Kernel {
-    let mut e = Emit::new(2);
+    let mut e = Emit::new("view", 2);
     let idx = e.args(2);
     let (y, x) = (idx[0], idx[1]);
     let fr = camera::load(&mut e, s.camera);
@@ -741,14 +741,14 @@ fn march(s: &Spec) -> Kernel {
     }
     bindings.push(("image", s.img));
     bindings.push(("depth", s.depth));
-    e.kernel(vec![s.height, s.width], bindings)
+    e.range_kernel(vec![s.height, s.width], bindings)
 }
 
 /// One invocation per block of the outermost sparse level: an active
 /// block's 12 edges drawn in `OUTLINE_RGB` over the image.
 fn boxes(s: &Spec, level: u32, size: [u32; 3]) -> Kernel {
     let nb: [u32; 3] = std::array::from_fn(|i| s.shape[i].div_ceil(size[i].max(1)));
-    let mut e = Emit::new(3);
+    let mut e = Emit::new("view", 3);
     let b = e.args(3);
     let first: Vec<InstId> = (0..3)
         .map(|i| {
@@ -808,7 +808,7 @@ fn boxes(s: &Spec, level: u32, size: [u32; 3]) -> Kernel {
             }
         }
     });
-    e.kernel(
+    e.range_kernel(
         nb.to_vec(),
         vec![("field", s.field), ("camera", s.camera), ("image", s.img)],
     )
