@@ -9,7 +9,9 @@
 //! written by the runtime's atomic snapshot writer (complete or absent;
 //! a cancelled bake keeps the frames completed so far). `cache.json` also
 //! records a hash of the graph upstream of the cached state (`upstream`:
-//! all but editor positions and view settings). The app takes the frames
+//! all but what the one document diff, `graph::diff`, says leaves the
+//! state alone: editor positions, comments and frames, the description,
+//! views and their settings). The app takes the frames
 //! only while the graph it runs has that hash: after an edit upstream the
 //! cache is stale, shown so on the timeline and never mixed in; an edit
 //! downstream (a view's colour map) leaves it in use.
@@ -33,7 +35,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
 use weft_ir::graph::assets::Library;
-use weft_ir::graph::{build_program, catalog, groups, BuildOptions, GraphDoc};
+use weft_ir::graph::{build_program, catalog, diff, groups, BuildOptions, GraphDoc};
 use weft_ir::ir::{access, layout, LayoutId, Program, Step};
 use weft_runtime::{snapshot, Backend, SimOptions, Simulation};
 
@@ -59,17 +61,13 @@ pub fn canonical(doc: &GraphDoc) -> Value {
     v
 }
 
-/// The part of `doc` the baked state depends on: everything but editor
-/// positions and the settings of view nodes (colour maps, ranges,
-/// cameras), which change only how the state is drawn.
+/// The part of `doc` the baked state depends on: the document less what
+/// the one document diff counts as changing nothing or only the drawing
+/// (`graph::diff::simulated`: editor positions, comments, frames, the
+/// description, views and their settings), so the cache goes stale
+/// exactly on the edits `graph::diff::classify` says change the state.
 pub fn upstream(doc: &GraphDoc) -> Value {
-    let mut d = doc.clone();
-    for n in &mut d.nodes {
-        if catalog::kind(&n.kind).is_some_and(|k| k.family == catalog::Family::View) {
-            n.params.clear();
-        }
-    }
-    canonical(&d)
+    serde_json::to_value(diff::simulated(doc)).unwrap_or(Value::Null)
 }
 
 /// A stable hash (FNV-1a, 64 bits, hex) of `upstream(doc)`: what a cache
@@ -246,7 +244,7 @@ pub fn roots_upstream_hash(
     Ok(fnv(&format!(
         "{}\n{}",
         names.join(","),
-        serde_json::to_string(&canonical(&d)).unwrap_or_default()
+        serde_json::to_string(&upstream(&d)).unwrap_or_default()
     )))
 }
 
@@ -619,6 +617,60 @@ mod tests {
             check_cache(&dir, &upstream, &base),
             CacheState::Stale(_)
         ));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A complete bake follows the one document diff: moving a node, a
+    /// comment, the description or a view's setting leave it fresh; a
+    /// scalar's value makes it stale.
+    #[test]
+    fn a_bake_is_stale_exactly_when_the_document_diff_says_the_state_changes() {
+        let dir = std::env::temp_dir().join(format!("weft-bake-diff-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let base = std::env::temp_dir();
+        let mut d = doc("fn kernel(i: i32) { b[i] = a[i] * s; }");
+        d.nodes
+            .iter_mut()
+            .find(|n| n.id == "r")
+            .unwrap()
+            .params
+            .insert("scalars".into(), json!({"s": 2.0}));
+        let opts = SimOptions {
+            backend: Backend::Vm,
+            threads: Some(1),
+            ..Default::default()
+        };
+        let cancel = AtomicBool::new(false);
+        bake(
+            &d,
+            &base,
+            &opts,
+            0,
+            1,
+            &Contents::Everything,
+            &dir,
+            &cancel,
+            &|_| {},
+        )
+        .unwrap();
+        let fresh = CacheState::Fresh { partial: false };
+        assert_eq!(check_cache(&dir, &d, &base), fresh);
+        let mut e = d.clone();
+        e.nodes[0].pos = [300.0, 20.0];
+        e.description = "edited".into();
+        e.frames.push(weft_ir::graph::FrameDoc {
+            id: "note".into(),
+            title: "a comment".into(),
+            text: "why".into(),
+            rect: [0.0, 0.0, 40.0, 40.0],
+            color: weft_ir::graph::document::default_frame_color(),
+        });
+        assert_eq!(diff::classify(&d, &e).effect(), diff::Effect::Nothing);
+        assert_eq!(check_cache(&dir, &e, &base), fresh);
+        let mut s = d.clone();
+        s.nodes.iter_mut().find(|n| n.id == "r").unwrap().params["scalars"]["s"] = json!(3.0);
+        assert_eq!(diff::classify(&d, &s).effect(), diff::Effect::Scalars);
+        assert!(matches!(check_cache(&dir, &s, &base), CacheState::Stale(_)));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
