@@ -34,8 +34,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
-use weft_ir::graph::assets::Library;
-use weft_ir::graph::{build_program, catalog, diff, groups, BuildOptions, GraphDoc};
+use weft_ir::graph::{catalog, diff, GraphDoc, GraphSource};
 use weft_ir::ir::{access, layout, LayoutId, Program, Step};
 use weft_runtime::{snapshot, Backend, SimOptions, Simulation};
 
@@ -171,11 +170,11 @@ fn has_tape(steps: &[Step]) -> bool {
 /// (they write gradients and parameters outside any kernel) hashes like a
 /// complete bake.
 pub fn roots_upstream_hash(
-    doc: &GraphDoc,
-    base_dir: &Path,
+    source: &GraphSource,
     program: &Program,
     roots: &BTreeSet<LayoutId>,
 ) -> Result<String, String> {
+    let doc = &source.doc;
     if has_tape(&program.schedule.on_start) || has_tape(&program.schedule.on_frame) {
         return Ok(upstream_hash(doc));
     }
@@ -202,11 +201,7 @@ pub fn roots_upstream_hash(
                 .map(|(_, f)| f.name.as_str()),
         )
         .collect();
-    let flat = if groups::needs_flattening(doc) {
-        groups::flatten(doc, &Library::for_graph(base_dir)).map_err(|e| e.to_string())?
-    } else {
-        doc.clone()
-    };
+    let flat = source.flat(doc).map_err(|e| e.to_string())?;
     // Kernels not upstream are bypassed (their exec wires joined around
     // them, as the graph's own bypass does); views and the field and
     // layout nodes of other roots go.
@@ -229,11 +224,7 @@ pub fn roots_upstream_hash(
         .retain(|w| ids.contains(&node_of(&w.from)) && ids.contains(&node_of(&w.to)));
     d.exec
         .retain(|w| ids.contains(&node_of(&w.from)) && ids.contains(&node_of(&w.to)));
-    let d = if groups::needs_flattening(&d) {
-        groups::flatten(&d, &Library::for_graph(base_dir)).map_err(|e| e.to_string())?
-    } else {
-        d
-    };
+    let d = source.flat(&d).map_err(|e| e.to_string())?;
     let mut names: Vec<&str> = program
         .layouts
         .iter()
@@ -257,14 +248,14 @@ fn fnv(text: &str) -> String {
     format!("{:016x}", h)
 }
 
-/// Bakes frames `first..=last` of `doc` into `out` (replacing a cache
-/// there), each frame storing `contents`. `progress` gets each frame
+/// Bakes frames `first..=last` of `source` into `out` (replacing a cache
+/// there), each frame storing `contents`; its assets resolve through the
+/// source's library, as the viewport's build does. `progress` gets each frame
 /// written; a `cancel` set stops after the frame being written. Returns
 /// the frames written.
 #[allow(clippy::too_many_arguments)]
 pub fn bake(
-    doc: &GraphDoc,
-    base_dir: &Path,
+    source: &GraphSource,
     opts: &SimOptions,
     first: i32,
     last: i32,
@@ -279,13 +270,8 @@ pub fn bake(
             first, last
         ));
     }
-    let program = build_program(
-        doc,
-        &BuildOptions {
-            base_dir: base_dir.to_path_buf(),
-        },
-    )
-    .map_err(|e| e.to_string())?;
+    let doc = &source.doc;
+    let program = source.build().map_err(|e| e.to_string())?;
     let roots = baked_roots(&program, contents)?;
     let (hash, root_names) = match &roots {
         None => (upstream_hash(doc), None),
@@ -295,10 +281,7 @@ pub fn bake(
                 .map(|&h| program.layouts[h].node_id.clone())
                 .collect();
             names.sort();
-            (
-                roots_upstream_hash(doc, base_dir, &program, r)?,
-                Some(names),
-            )
+            (roots_upstream_hash(source, &program, r)?, Some(names))
         }
     };
     let mut sim = Simulation::new(program, opts).map_err(|e| e.to_string())?;
@@ -368,8 +351,9 @@ pub enum CacheState {
     Stale(String),
 }
 
-/// Checks the cache in `dir` against the build of `doc` (`program`).
-pub fn check_cache(dir: &Path, doc: &GraphDoc, base_dir: &Path) -> CacheState {
+/// Checks the cache in `dir` against the build of `source`.
+pub fn check_cache(dir: &Path, source: &GraphSource) -> CacheState {
+    let doc = &source.doc;
     let Ok(text) = std::fs::read_to_string(dir.join(CACHE_FILE)) else {
         return CacheState::Absent;
     };
@@ -391,12 +375,7 @@ pub fn check_cache(dir: &Path, doc: &GraphDoc, base_dir: &Path) -> CacheState {
     // running simulation's program is optimised (fused kernels, kernels
     // nothing launches dropped), so its upstream kernels are not the
     // same list, and its hash would differ from the bake's.
-    let program = match build_program(
-        doc,
-        &BuildOptions {
-            base_dir: base_dir.to_path_buf(),
-        },
-    ) {
+    let program = match source.build() {
         Ok(p) => p,
         Err(e) => return CacheState::Stale(e.to_string()),
     };
@@ -425,7 +404,7 @@ pub fn check_cache(dir: &Path, doc: &GraphDoc, base_dir: &Path) -> CacheState {
             }
         }
     }
-    match roots_upstream_hash(doc, base_dir, program, &roots) {
+    match roots_upstream_hash(source, program, &roots) {
         Ok(h) if h == recorded => CacheState::Fresh { partial: true },
         Ok(_) => CacheState::Stale(
             "the graph changed upstream of the baked fields since the bake".into(),
@@ -464,21 +443,13 @@ impl BakeJob {
         let done_frame = Arc::new(AtomicI32::new(first - 1));
         let (tx, result) = channel();
         let (c, d, o) = (cancel.clone(), done_frame.clone(), out.clone());
+        // The library the viewport builds with (`asset_menu::source`).
+        let source = super::asset_menu::source(&doc, base_dir);
         let _ = super::platform::spawn("weft-bake", move || {
-            let r = bake(
-                &doc,
-                &base_dir,
-                &opts,
-                first,
-                last,
-                &contents,
-                &o,
-                &c,
-                &|f| {
-                    d.store(f, Ordering::Relaxed);
-                    ctx.request_repaint();
-                },
-            );
+            let r = bake(&source, &opts, first, last, &contents, &o, &c, &|f| {
+                d.store(f, Ordering::Relaxed);
+                ctx.request_repaint();
+            });
             let _ = tx.send(r);
             ctx.request_repaint();
         });
@@ -523,6 +494,12 @@ pub fn options(backend: Backend) -> SimOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use weft_ir::graph::{build_program, BuildOptions};
+
+    /// `doc` in `base` with the library a graph there sees.
+    fn src(doc: &GraphDoc, base: &Path) -> GraphSource {
+        GraphSource::in_folder(doc.clone(), base.to_path_buf())
+    }
 
     /// Two roots: `a`, `b` on `da` (written by `w` and `r`, which the
     /// optimiser fuses, and by `idle`, which never runs), `c` on `dc`.
@@ -573,7 +550,17 @@ mod tests {
         };
         let contents = Contents::parse("b").unwrap();
         let cancel = AtomicBool::new(false);
-        bake(&d, &base, &opts, 0, 2, &contents, &dir, &cancel, &|_| {}).unwrap();
+        bake(
+            &src(&d, &base),
+            &opts,
+            0,
+            2,
+            &contents,
+            &dir,
+            &cancel,
+            &|_| {},
+        )
+        .unwrap();
         // The running build fuses w and r and drops idle.
         let mut sim = Simulation::new(
             build_program(
@@ -594,7 +581,7 @@ mod tests {
             .any(|(_, k)| k.label().starts_with("w+r")));
         assert!(!sim.program.has_kernel_node("idle"));
         assert_eq!(
-            check_cache(&dir, &d, &base),
+            check_cache(&dir, &src(&d, &base)),
             CacheState::Fresh { partial: true }
         );
         let mut off_path = d.clone();
@@ -609,12 +596,12 @@ mod tests {
                 json!("fn kernel(i: i32) { c[i] = c[i] + 2.0; }"),
             );
         assert_eq!(
-            check_cache(&dir, &off_path, &base),
+            check_cache(&dir, &src(&off_path, &base)),
             CacheState::Fresh { partial: true }
         );
         let upstream = doc("fn kernel(i: i32) { b[i] = a[i] * 3.0; }");
         assert!(matches!(
-            check_cache(&dir, &upstream, &base),
+            check_cache(&dir, &src(&upstream, &base)),
             CacheState::Stale(_)
         ));
         let _ = std::fs::remove_dir_all(&dir);
@@ -642,8 +629,7 @@ mod tests {
         };
         let cancel = AtomicBool::new(false);
         bake(
-            &d,
-            &base,
+            &src(&d, &base),
             &opts,
             0,
             1,
@@ -654,7 +640,7 @@ mod tests {
         )
         .unwrap();
         let fresh = CacheState::Fresh { partial: false };
-        assert_eq!(check_cache(&dir, &d, &base), fresh);
+        assert_eq!(check_cache(&dir, &src(&d, &base)), fresh);
         let mut e = d.clone();
         e.nodes[0].pos = [300.0, 20.0];
         e.description = "edited".into();
@@ -666,11 +652,14 @@ mod tests {
             color: weft_ir::graph::document::default_frame_color(),
         });
         assert_eq!(diff::classify(&d, &e).effect(), diff::Effect::Nothing);
-        assert_eq!(check_cache(&dir, &e, &base), fresh);
+        assert_eq!(check_cache(&dir, &src(&e, &base)), fresh);
         let mut s = d.clone();
         s.nodes.iter_mut().find(|n| n.id == "r").unwrap().params["scalars"]["s"] = json!(3.0);
         assert_eq!(diff::classify(&d, &s).effect(), diff::Effect::Scalars);
-        assert!(matches!(check_cache(&dir, &s, &base), CacheState::Stale(_)));
+        assert!(matches!(
+            check_cache(&dir, &src(&s, &base)),
+            CacheState::Stale(_)
+        ));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

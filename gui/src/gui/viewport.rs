@@ -561,7 +561,10 @@ impl Viewport {
         let (Some(dir), Some((_, doc))) = (&self.bake_dir, &self.built_from) else {
             return 0;
         };
-        match check_cache(dir, doc, &self.built_base) {
+        match check_cache(
+            dir,
+            &super::asset_menu::source(doc, self.built_base.clone()),
+        ) {
             CacheState::Fresh { partial } => self.cache.add_baked(dir, partial),
             CacheState::Stale(why) => {
                 self.baked_stale = weft_runtime::snapshot::list(dir);
