@@ -68,12 +68,8 @@ fn bake(a: cli::BakeArgs) -> i32 {
     // Unknown `--fields` names are a usage error (2), as `weft run --dump
     // nosuch` is, found before anything is baked; a graph that does not
     // build is left to `bake`, which reports it as before.
-    if let Ok(p) = weft_ir::graph::build_program(
-        &doc,
-        &weft_ir::graph::BuildOptions {
-            base_dir: base.clone(),
-        },
-    ) {
+    let source = weft_ir::graph::GraphSource::in_folder(doc, base);
+    if let Ok(p) = source.build() {
         if let Err(e) = gui::bake::baked_roots(&p, &contents) {
             eprintln!("error: {}", e);
             return 2;
@@ -83,8 +79,7 @@ fn bake(a: cli::BakeArgs) -> i32 {
     let (first, last) = a.frames;
     let never = std::sync::atomic::AtomicBool::new(false);
     let r = gui::bake::bake(
-        &doc,
-        &base,
+        &source,
         &weft_runtime::SimOptions {
             threads: a.threads.map(|t| t as usize),
             ..gui::bake::options(a.backend)

@@ -439,6 +439,123 @@ fn scalar_edits_keep_the_state_other_edits_recompile() {
     panic!("the edited graph did not recompile");
 }
 
+/// heat.json on the VM (it caches every frame it runs), stepped to frame 3.
+fn heat_at_frame_3_on_the_vm() -> Harness<'static, WeftApp> {
+    let mut h = harness("heat.json");
+    wait_for_sim(&mut h);
+    let doc = h.state().model.doc.clone();
+    let (base, rev) = (h.state().model.base_dir(), h.state().model.revision);
+    h.state_mut().viewport.backend = weft_runtime::Backend::Vm;
+    h.state_mut().viewport.rebuild(rev, &doc, base);
+    for _ in 0..400 {
+        h.step();
+        let vp = &h.state().viewport;
+        if !vp.compiling()
+            && vp
+                .sim
+                .as_ref()
+                .is_some_and(|s| s.backend() == Some(weft_runtime::Backend::Vm))
+        {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    settle(&mut h);
+    for _ in 0..3 {
+        h.get_by_label("Step").click();
+        h.run_steps(2);
+        settle(&mut h);
+    }
+    assert_eq!(h.state().viewport.sim.as_ref().unwrap().frame, 3);
+    assert!(
+        h.state().viewport.cache.where_is(2).is_some(),
+        "frames cached"
+    );
+    h
+}
+
+/// Pushes `c` as the editor does and lets the viewport follow.
+fn edit_and_follow(h: &mut Harness<'static, WeftApp>, c: Command) {
+    h.state_mut().model.push(c);
+    h.run_steps(3);
+    settle(h);
+    assert_eq!(
+        h.state().viewport.built_revision(),
+        Some(h.state().model.revision),
+        "the viewport followed the edit"
+    );
+}
+
+/// The running simulation was neither rebuilt nor reset, and kept its
+/// cached frames (`generation` counts new simulations and resets).
+fn assert_kept(h: &Harness<'static, WeftApp>, generation: u64, what: &str) {
+    let vp = &h.state().viewport;
+    assert_eq!(
+        vp.sim.as_ref().unwrap().frame,
+        3,
+        "{} keeps the frame",
+        what
+    );
+    assert_eq!(vp.generation, generation, "{} keeps the simulation", what);
+    assert!(
+        vp.cache.where_is(2).is_some(),
+        "{} keeps the frame cache",
+        what
+    );
+}
+
+#[test]
+fn moving_a_node_keeps_the_frame_cache() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = heat_at_frame_3_on_the_vm();
+    let generation = h.state().viewport.generation;
+    let pos = h.state().model.doc.node("diffuse").unwrap().pos;
+    edit_and_follow(
+        &mut h,
+        Command::MoveNode {
+            id: "diffuse".into(),
+            pos: [pos[0] + 120.0, pos[1] + 30.0],
+        },
+    );
+    assert_kept(&h, generation, "moving a node");
+    // A scalar edit, by contrast, keeps the state but not the frames
+    // simulated with the old value.
+    let mut scalars = h.state().model.doc.node("diffuse").unwrap().params["scalars"].clone();
+    scalars["alpha"] = serde_json::json!(0.1);
+    edit_and_follow(
+        &mut h,
+        Command::SetParam {
+            node: "diffuse".into(),
+            param: "scalars".into(),
+            value: scalars,
+        },
+    );
+    let vp = &h.state().viewport;
+    assert_eq!(vp.sim.as_ref().unwrap().frame, 3);
+    assert_eq!(vp.cache.where_is(2), None, "frames of the old value go");
+}
+
+#[test]
+fn editing_a_comment_keeps_the_simulation_running() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = heat_at_frame_3_on_the_vm();
+    let generation = h.state().viewport.generation;
+    let mut frame = h.state().model.doc.frames[0].clone();
+    frame.text = "what the layout holds, edited".into();
+    edit_and_follow(&mut h, Command::SetFrame { frame });
+    assert_kept(&h, generation, "editing a comment");
+    assert!(!h.state().viewport.compiling(), "no rebuild under way");
+    let mut note = h.state().model.doc.frames[0].clone();
+    note.id = "note".into();
+    note.title = "Note".into();
+    edit_and_follow(&mut h, Command::AddFrame { frame: note });
+    assert_kept(&h, generation, "adding a comment");
+}
+
 // ---- Pointer-driven tests: real presses, moves and releases at the places
 // the editor drew things (graph coordinates mapped through its transform). ----
 

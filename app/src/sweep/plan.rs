@@ -6,8 +6,8 @@ use super::manifest::{self, Axis, Manifest, Variant};
 use clap::Args;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use weft_ir::graph::overrides::{apply_overrides, read_doc, Overrides};
-use weft_ir::graph::{build_program, BuildOptions};
+use weft_ir::graph::overrides::{read_doc, Overrides};
+use weft_ir::graph::GraphSource;
 
 /// Most variants one sweep may hold.
 const MAX_VARIANTS: usize = 100_000;
@@ -137,17 +137,14 @@ fn split_top_level(s: &str) -> Vec<&str> {
 /// Applies `sets` (and `seed`) to the graph and builds it: the errors
 /// `weft run --set` would give, naming the node.
 pub fn check_sets(graph: &Path, sets: &[String]) -> Result<(), String> {
-    let mut doc = read_doc(graph).map_err(|e| e.to_string())?;
-    apply_overrides(
-        &mut doc,
-        &Overrides {
+    let mut source = GraphSource::load(graph).map_err(|e| e.to_string())?;
+    source
+        .apply(&Overrides {
             sets: sets.to_vec(),
             inits: vec![],
-        },
-    )
-    .map_err(|e| e.to_string())?;
-    let base_dir = graph.parent().map(Path::to_path_buf).unwrap_or_default();
-    build_program(&doc, &BuildOptions { base_dir }).map_err(|e| e.to_string())?;
+        })
+        .map_err(|e| e.to_string())?;
+    source.build().map_err(|e| e.to_string())?;
     Ok(())
 }
 
@@ -178,8 +175,9 @@ fn plan_inner(a: &PlanArgs) -> Result<Manifest, (i32, String)> {
     let doc = read_doc(&graph).map_err(|e| bad(e.to_string()))?;
     // The graph as it is must build; then every value of every axis alone.
     let base_dir = graph.parent().map(Path::to_path_buf).unwrap_or_default();
-    let program =
-        build_program(&doc, &BuildOptions { base_dir }).map_err(|e| bad(e.to_string()))?;
+    let program = GraphSource::in_folder(doc.clone(), base_dir)
+        .build()
+        .map_err(|e| bad(e.to_string()))?;
     let mut axes: Vec<Axis> = Vec::new();
     let mut texts: Vec<Vec<String>> = Vec::new();
     for spec in &a.vary {

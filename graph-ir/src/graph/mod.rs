@@ -12,6 +12,7 @@ pub mod overrides;
 pub mod refs;
 pub mod scalars;
 pub mod schema;
+pub mod source;
 
 pub use crate::error::{GraphError, GraphErrors};
 pub use crate::ir::layout::MAX_LAYOUT_WORDS;
@@ -21,3 +22,4 @@ pub use document::{
     PromotedParam, WireDoc,
 };
 pub use lint::GraphWarning;
+pub use source::GraphSource;

@@ -3,10 +3,10 @@
 //! (it sees only the IR).
 
 use super::scalars::set_value;
-use super::{build_program, catalog, BuildOptions, GraphDoc, GraphError, GraphErrors};
+use super::{catalog, GraphDoc, GraphError, GraphErrors};
 use crate::ir::Program;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 #[derive(Clone, Debug, Default)]
 pub struct Overrides {
@@ -40,7 +40,16 @@ pub fn apply_overrides_at(
     o: &Overrides,
     base_dir: &Path,
 ) -> Result<(), GraphErrors> {
-    let library = super::assets::Library::for_graph(base_dir);
+    apply_overrides_with(doc, o, &super::assets::Library::for_graph(base_dir))
+}
+
+/// Applies overrides, finding assets in `library` (see
+/// `apply_overrides_at`; `graph::source::GraphSource::apply`).
+pub fn apply_overrides_with(
+    doc: &mut GraphDoc,
+    o: &Overrides,
+    library: &super::assets::Library,
+) -> Result<(), GraphErrors> {
     // The most specific `--set` wins: deeper paths are applied last
     // (stably, so among equals the later one wins), so `--set P1.gain=2
     // --set P1/sA/k.s=-1.5` gives -1.5 in either order, even though both
@@ -66,10 +75,10 @@ pub fn apply_overrides_at(
             continue;
         }
         let path: Vec<&str> = node.split('/').collect();
-        let (depth, param) = through_promotions(doc, &path, param, &library)
+        let (depth, param) = through_promotions(doc, &path, param, library)
             .map_err(|m| usage(format!("--set {}: {}", s, m)))?;
         let at = path[..depth].join("/");
-        let n = super::groups::node_at_path_inlining(doc, &path[..depth], &library)
+        let n = super::groups::node_at_path_inlining(doc, &path[..depth], library)
             .map_err(|m| usage(format!("--set {}: {}", s, m)))?
             .ok_or_else(|| usage(format!("--set {}: there is no node '{}'", s, node)))?;
         set_node_param(n, &at, &param, value, "--set: ")?;
@@ -220,13 +229,13 @@ pub fn set_node_param(
     Ok(())
 }
 
-/// Reads, overrides, validates and builds a graph file.
+/// Reads, overrides, validates and builds a graph file, with the library
+/// a graph in its folder sees (`GraphSource`).
 pub fn load_program(path: &Path, o: &Overrides) -> Result<(GraphDoc, Program), GraphErrors> {
-    let mut doc = read_doc(path)?;
-    let base_dir: PathBuf = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    apply_overrides_at(&mut doc, o, &base_dir)?;
-    let program = build_program(&doc, &BuildOptions { base_dir })?;
-    Ok((doc, program))
+    let mut source = super::source::GraphSource::load(path)?;
+    source.apply(o)?;
+    let program = source.build()?;
+    Ok((source.doc, program))
 }
 
 #[cfg(test)]

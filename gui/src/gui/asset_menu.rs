@@ -12,7 +12,7 @@ use egui::Ui;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use weft_ir::graph::assets::Library;
-use weft_ir::graph::GraphDoc;
+use weft_ir::graph::{GraphDoc, GraphSource};
 
 static BASE: Mutex<Option<PathBuf>> = Mutex::new(None);
 static USER: Mutex<Option<PathBuf>> = Mutex::new(None);
@@ -64,18 +64,20 @@ pub fn library_for(base: Option<PathBuf>) -> Library {
     lib
 }
 
-/// `build_program` with groups flattened against the app's library (the
-/// one the menu lists), so what the menu adds is what runs.
+/// The graph `doc` in `base_dir` as the app builds it: a `GraphSource`
+/// whose library is the app's (`library_for`, the one the menu lists), so
+/// what the menu adds is what runs, in the viewport and in a bake alike.
+pub fn source(doc: &GraphDoc, base_dir: PathBuf) -> GraphSource {
+    let library = library_for(Some(base_dir.clone()));
+    GraphSource::new(doc.clone(), base_dir, library)
+}
+
+/// Builds `doc` as the app does (`source`).
 pub fn build(
     doc: &GraphDoc,
     base_dir: PathBuf,
 ) -> Result<weft_ir::ir::Program, weft_ir::graph::GraphErrors> {
-    use weft_ir::graph::{build_program, groups, BuildOptions};
-    if groups::needs_flattening(doc) {
-        let flat = groups::flatten(doc, &library_for(Some(base_dir.clone())))?;
-        return build_program(&flat, &BuildOptions { base_dir });
-    }
-    build_program(doc, &BuildOptions { base_dir })
+    source(doc, base_dir).build()
 }
 
 /// One asset as the menu lists it: its newest version.

@@ -9,7 +9,9 @@
 //! written by the runtime's atomic snapshot writer (complete or absent;
 //! a cancelled bake keeps the frames completed so far). `cache.json` also
 //! records a hash of the graph upstream of the cached state (`upstream`:
-//! all but editor positions and view settings). The app takes the frames
+//! all but what the one document diff, `graph::diff`, says leaves the
+//! state alone: editor positions, comments and frames, the description,
+//! views and their settings). The app takes the frames
 //! only while the graph it runs has that hash: after an edit upstream the
 //! cache is stale, shown so on the timeline and never mixed in; an edit
 //! downstream (a view's colour map) leaves it in use.
@@ -32,8 +34,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
-use weft_ir::graph::assets::Library;
-use weft_ir::graph::{build_program, catalog, groups, BuildOptions, GraphDoc};
+use weft_ir::graph::{catalog, diff, GraphDoc, GraphSource};
 use weft_ir::ir::{access, layout, LayoutId, Program, Step};
 use weft_runtime::{snapshot, Backend, SimOptions, Simulation};
 
@@ -59,17 +60,13 @@ pub fn canonical(doc: &GraphDoc) -> Value {
     v
 }
 
-/// The part of `doc` the baked state depends on: everything but editor
-/// positions and the settings of view nodes (colour maps, ranges,
-/// cameras), which change only how the state is drawn.
+/// The part of `doc` the baked state depends on: the document less what
+/// the one document diff counts as changing nothing or only the drawing
+/// (`graph::diff::simulated`: editor positions, comments, frames, the
+/// description, views and their settings), so the cache goes stale
+/// exactly on the edits `graph::diff::classify` says change the state.
 pub fn upstream(doc: &GraphDoc) -> Value {
-    let mut d = doc.clone();
-    for n in &mut d.nodes {
-        if catalog::kind(&n.kind).is_some_and(|k| k.family == catalog::Family::View) {
-            n.params.clear();
-        }
-    }
-    canonical(&d)
+    serde_json::to_value(diff::simulated(doc)).unwrap_or(Value::Null)
 }
 
 /// A stable hash (FNV-1a, 64 bits, hex) of `upstream(doc)`: what a cache
@@ -173,11 +170,11 @@ fn has_tape(steps: &[Step]) -> bool {
 /// (they write gradients and parameters outside any kernel) hashes like a
 /// complete bake.
 pub fn roots_upstream_hash(
-    doc: &GraphDoc,
-    base_dir: &Path,
+    source: &GraphSource,
     program: &Program,
     roots: &BTreeSet<LayoutId>,
 ) -> Result<String, String> {
+    let doc = &source.doc;
     if has_tape(&program.schedule.on_start) || has_tape(&program.schedule.on_frame) {
         return Ok(upstream_hash(doc));
     }
@@ -204,11 +201,7 @@ pub fn roots_upstream_hash(
                 .map(|(_, f)| f.name.as_str()),
         )
         .collect();
-    let flat = if groups::needs_flattening(doc) {
-        groups::flatten(doc, &Library::for_graph(base_dir)).map_err(|e| e.to_string())?
-    } else {
-        doc.clone()
-    };
+    let flat = source.flat(doc).map_err(|e| e.to_string())?;
     // Kernels not upstream are bypassed (their exec wires joined around
     // them, as the graph's own bypass does); views and the field and
     // layout nodes of other roots go.
@@ -231,11 +224,7 @@ pub fn roots_upstream_hash(
         .retain(|w| ids.contains(&node_of(&w.from)) && ids.contains(&node_of(&w.to)));
     d.exec
         .retain(|w| ids.contains(&node_of(&w.from)) && ids.contains(&node_of(&w.to)));
-    let d = if groups::needs_flattening(&d) {
-        groups::flatten(&d, &Library::for_graph(base_dir)).map_err(|e| e.to_string())?
-    } else {
-        d
-    };
+    let d = source.flat(&d).map_err(|e| e.to_string())?;
     let mut names: Vec<&str> = program
         .layouts
         .iter()
@@ -246,7 +235,7 @@ pub fn roots_upstream_hash(
     Ok(fnv(&format!(
         "{}\n{}",
         names.join(","),
-        serde_json::to_string(&canonical(&d)).unwrap_or_default()
+        serde_json::to_string(&upstream(&d)).unwrap_or_default()
     )))
 }
 
@@ -259,14 +248,14 @@ fn fnv(text: &str) -> String {
     format!("{:016x}", h)
 }
 
-/// Bakes frames `first..=last` of `doc` into `out` (replacing a cache
-/// there), each frame storing `contents`. `progress` gets each frame
+/// Bakes frames `first..=last` of `source` into `out` (replacing a cache
+/// there), each frame storing `contents`; its assets resolve through the
+/// source's library, as the viewport's build does. `progress` gets each frame
 /// written; a `cancel` set stops after the frame being written. Returns
 /// the frames written.
 #[allow(clippy::too_many_arguments)]
 pub fn bake(
-    doc: &GraphDoc,
-    base_dir: &Path,
+    source: &GraphSource,
     opts: &SimOptions,
     first: i32,
     last: i32,
@@ -281,13 +270,8 @@ pub fn bake(
             first, last
         ));
     }
-    let program = build_program(
-        doc,
-        &BuildOptions {
-            base_dir: base_dir.to_path_buf(),
-        },
-    )
-    .map_err(|e| e.to_string())?;
+    let doc = &source.doc;
+    let program = source.build().map_err(|e| e.to_string())?;
     let roots = baked_roots(&program, contents)?;
     let (hash, root_names) = match &roots {
         None => (upstream_hash(doc), None),
@@ -297,10 +281,7 @@ pub fn bake(
                 .map(|&h| program.layouts[h].node_id.clone())
                 .collect();
             names.sort();
-            (
-                roots_upstream_hash(doc, base_dir, &program, r)?,
-                Some(names),
-            )
+            (roots_upstream_hash(source, &program, r)?, Some(names))
         }
     };
     let mut sim = Simulation::new(program, opts).map_err(|e| e.to_string())?;
@@ -370,8 +351,9 @@ pub enum CacheState {
     Stale(String),
 }
 
-/// Checks the cache in `dir` against the build of `doc` (`program`).
-pub fn check_cache(dir: &Path, doc: &GraphDoc, base_dir: &Path) -> CacheState {
+/// Checks the cache in `dir` against the build of `source`.
+pub fn check_cache(dir: &Path, source: &GraphSource) -> CacheState {
+    let doc = &source.doc;
     let Ok(text) = std::fs::read_to_string(dir.join(CACHE_FILE)) else {
         return CacheState::Absent;
     };
@@ -393,12 +375,7 @@ pub fn check_cache(dir: &Path, doc: &GraphDoc, base_dir: &Path) -> CacheState {
     // running simulation's program is optimised (fused kernels, kernels
     // nothing launches dropped), so its upstream kernels are not the
     // same list, and its hash would differ from the bake's.
-    let program = match build_program(
-        doc,
-        &BuildOptions {
-            base_dir: base_dir.to_path_buf(),
-        },
-    ) {
+    let program = match source.build() {
         Ok(p) => p,
         Err(e) => return CacheState::Stale(e.to_string()),
     };
@@ -427,7 +404,7 @@ pub fn check_cache(dir: &Path, doc: &GraphDoc, base_dir: &Path) -> CacheState {
             }
         }
     }
-    match roots_upstream_hash(doc, base_dir, program, &roots) {
+    match roots_upstream_hash(source, program, &roots) {
         Ok(h) if h == recorded => CacheState::Fresh { partial: true },
         Ok(_) => CacheState::Stale(
             "the graph changed upstream of the baked fields since the bake".into(),
@@ -466,21 +443,13 @@ impl BakeJob {
         let done_frame = Arc::new(AtomicI32::new(first - 1));
         let (tx, result) = channel();
         let (c, d, o) = (cancel.clone(), done_frame.clone(), out.clone());
+        // The library the viewport builds with (`asset_menu::source`).
+        let source = super::asset_menu::source(&doc, base_dir);
         let _ = super::platform::spawn("weft-bake", move || {
-            let r = bake(
-                &doc,
-                &base_dir,
-                &opts,
-                first,
-                last,
-                &contents,
-                &o,
-                &c,
-                &|f| {
-                    d.store(f, Ordering::Relaxed);
-                    ctx.request_repaint();
-                },
-            );
+            let r = bake(&source, &opts, first, last, &contents, &o, &c, &|f| {
+                d.store(f, Ordering::Relaxed);
+                ctx.request_repaint();
+            });
             let _ = tx.send(r);
             ctx.request_repaint();
         });
@@ -525,6 +494,12 @@ pub fn options(backend: Backend) -> SimOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use weft_ir::graph::{build_program, BuildOptions};
+
+    /// `doc` in `base` with the library a graph there sees.
+    fn src(doc: &GraphDoc, base: &Path) -> GraphSource {
+        GraphSource::in_folder(doc.clone(), base.to_path_buf())
+    }
 
     /// Two roots: `a`, `b` on `da` (written by `w` and `r`, which the
     /// optimiser fuses, and by `idle`, which never runs), `c` on `dc`.
@@ -575,7 +550,17 @@ mod tests {
         };
         let contents = Contents::parse("b").unwrap();
         let cancel = AtomicBool::new(false);
-        bake(&d, &base, &opts, 0, 2, &contents, &dir, &cancel, &|_| {}).unwrap();
+        bake(
+            &src(&d, &base),
+            &opts,
+            0,
+            2,
+            &contents,
+            &dir,
+            &cancel,
+            &|_| {},
+        )
+        .unwrap();
         // The running build fuses w and r and drops idle.
         let mut sim = Simulation::new(
             build_program(
@@ -596,7 +581,7 @@ mod tests {
             .any(|(_, k)| k.label().starts_with("w+r")));
         assert!(!sim.program.has_kernel_node("idle"));
         assert_eq!(
-            check_cache(&dir, &d, &base),
+            check_cache(&dir, &src(&d, &base)),
             CacheState::Fresh { partial: true }
         );
         let mut off_path = d.clone();
@@ -611,12 +596,68 @@ mod tests {
                 json!("fn kernel(i: i32) { c[i] = c[i] + 2.0; }"),
             );
         assert_eq!(
-            check_cache(&dir, &off_path, &base),
+            check_cache(&dir, &src(&off_path, &base)),
             CacheState::Fresh { partial: true }
         );
         let upstream = doc("fn kernel(i: i32) { b[i] = a[i] * 3.0; }");
         assert!(matches!(
-            check_cache(&dir, &upstream, &base),
+            check_cache(&dir, &src(&upstream, &base)),
+            CacheState::Stale(_)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A complete bake follows the one document diff: moving a node, a
+    /// comment, the description or a view's setting leave it fresh; a
+    /// scalar's value makes it stale.
+    #[test]
+    fn a_bake_is_stale_exactly_when_the_document_diff_says_the_state_changes() {
+        let dir = std::env::temp_dir().join(format!("weft-bake-diff-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let base = std::env::temp_dir();
+        let mut d = doc("fn kernel(i: i32) { b[i] = a[i] * s; }");
+        d.nodes
+            .iter_mut()
+            .find(|n| n.id == "r")
+            .unwrap()
+            .params
+            .insert("scalars".into(), json!({"s": 2.0}));
+        let opts = SimOptions {
+            backend: Backend::Vm,
+            threads: Some(1),
+            ..Default::default()
+        };
+        let cancel = AtomicBool::new(false);
+        bake(
+            &src(&d, &base),
+            &opts,
+            0,
+            1,
+            &Contents::Everything,
+            &dir,
+            &cancel,
+            &|_| {},
+        )
+        .unwrap();
+        let fresh = CacheState::Fresh { partial: false };
+        assert_eq!(check_cache(&dir, &src(&d, &base)), fresh);
+        let mut e = d.clone();
+        e.nodes[0].pos = [300.0, 20.0];
+        e.description = "edited".into();
+        e.frames.push(weft_ir::graph::FrameDoc {
+            id: "note".into(),
+            title: "a comment".into(),
+            text: "why".into(),
+            rect: [0.0, 0.0, 40.0, 40.0],
+            color: weft_ir::graph::document::default_frame_color(),
+        });
+        assert_eq!(diff::classify(&d, &e).effect(), diff::Effect::Nothing);
+        assert_eq!(check_cache(&dir, &src(&e, &base)), fresh);
+        let mut s = d.clone();
+        s.nodes.iter_mut().find(|n| n.id == "r").unwrap().params["scalars"]["s"] = json!(3.0);
+        assert_eq!(diff::classify(&d, &s).effect(), diff::Effect::Scalars);
+        assert!(matches!(
+            check_cache(&dir, &src(&s, &base)),
             CacheState::Stale(_)
         ));
         let _ = std::fs::remove_dir_all(&dir);

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
-use weft_ir::graph::{build_program, BuildOptions, GraphDoc};
+use weft_ir::graph::GraphDoc;
 use weft_ir::ir::{Program, Storage};
 use weft_runtime::{SimOptions, Simulation};
 
@@ -219,7 +219,8 @@ impl Twins {
         let _ = super::platform::spawn("weft-quant-twin", move || {
             let r = (|| -> TwinResult {
                 let twin = twin_doc(&doc)?;
-                let program = build_program(&twin, &BuildOptions { base_dir })
+                // Assets resolve as the viewport's build does.
+                let program = super::asset_menu::build(&twin, base_dir)
                     .map_err(|e| format!("the f32 twin does not build: {}", e))?;
                 let mut t = Simulation::new(program, &opts).map_err(|e| e.to_string())?;
                 t.start().map_err(|e| e.to_string())?;

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
 use weft_ir::graph::build::camera_param;
-use weft_ir::graph::catalog;
+use weft_ir::graph::diff::{self, Effect};
 use weft_ir::graph::scalars::ScalarDecl;
 use weft_ir::graph::{GraphDoc, NodeDoc};
 use weft_ir::ir::{Camera, FieldId, Program, View};
@@ -85,8 +85,9 @@ pub struct Viewport {
     queued_steps: u32,
     /// Launches per submission (see `SLICE_MS`; `None`: a frame at once).
     pub slice: Option<usize>,
-    /// Scalar edits and a reset that came while the simulation was away.
-    deferred_scalars: Vec<NodeDoc>,
+    /// Scalar values (kernel node, scalar, value) and a reset that came
+    /// while the simulation was away.
+    deferred_scalars: Vec<(String, String, f64)>,
     deferred_reset: bool,
     /// Per-kernel median times of the last frames, for the status line.
     kernel_ms: Vec<(String, f64)>,
@@ -176,40 +177,6 @@ impl Default for ViewNav {
             pan: egui::Vec2::ZERO,
         }
     }
-}
-
-/// The document less its display-only parameters: those of view nodes
-/// (an image's colormap, min/max and size, a particles view's radius, a
-/// plot's range). Documents equal under this differ only in how the state
-/// is drawn, so a rebuild for them carries the running state over.
-fn without_view_params(doc: &GraphDoc) -> GraphDoc {
-    let mut d = without_scalars(doc);
-    for n in &mut d.nodes {
-        if catalog::kind(&n.kind).is_some_and(|k| k.family == catalog::Family::View) {
-            n.params.clear();
-        }
-    }
-    d
-}
-
-/// The document less its scalars and the `camera` params of view nodes.
-fn without_cameras(doc: &GraphDoc) -> GraphDoc {
-    let mut d = without_scalars(doc);
-    for n in &mut d.nodes {
-        if catalog::kind(&n.kind).is_some_and(|k| k.family == catalog::Family::View) {
-            n.params.remove("camera");
-        }
-    }
-    d
-}
-
-fn without_scalars(doc: &GraphDoc) -> GraphDoc {
-    let mut d = doc.clone();
-    for n in &mut d.nodes {
-        n.params.remove("scalars");
-        n.pos = [0.0, 0.0];
-    }
-    d
 }
 
 impl Viewport {
@@ -332,7 +299,13 @@ impl Viewport {
         self.built_from.as_ref().map(|(r, _)| *r)
     }
 
-    /// Follows the document: scalars only → update in place; anything else → rebuild in the background.
+    /// Follows the document, as the one document diff (`graph::diff`)
+    /// classifies the edit from the running build's: nothing (a node
+    /// moved, a comment) → the simulation and its frame cache stay;
+    /// scalars → the running simulation takes the new values, the frames
+    /// cached before go; views only → a 3-D camera is taken in place, other
+    /// view edits rebuild and carry the running state over (the cache
+    /// stays); anything else → rebuild in the background.
     pub fn sync(
         &mut self,
         revision: u64,
@@ -352,40 +325,36 @@ impl Viewport {
             return;
         }
         if let (Some(_), Some((_, old))) = (&self.running, &self.built_from) {
-            let old = &old.clone();
-            if without_scalars(old) == without_scalars(doc) {
-                if old != doc {
+            let edit = diff::classify(old, doc);
+            if edit.effect() < Effect::Rebuild {
+                self.built_from = Some((revision, doc.clone()));
+                self.cache
+                    .set_graph(serde_json::to_value(doc).unwrap_or(Value::Null));
+                if !edit.scalars.is_empty() {
                     // Other scalar values: the cached frames are another
                     // simulation's; from here on frames are cached anew
                     // (a bake of these values is taken again).
                     self.cache.clear();
-                    self.built_from = Some((revision, doc.clone()));
                     self.take_baked();
                 }
-                for n in doc.nodes.iter().filter(|n| n.kind == "kernel") {
-                    self.set_scalars(n);
+                for s in &edit.scalars {
+                    self.set_scalar(&s.node, &s.name, s.value);
                 }
-                self.built_from = Some((revision, doc.clone()));
-                self.needs_draw = true;
-                return;
-            }
-            if without_cameras(old) == without_cameras(doc) && self.follow_cameras(doc) {
-                // Only 3-D cameras (and scalars) changed: the running
-                // simulation takes them, no rebuild.
-                for n in doc.nodes.iter().filter(|n| n.kind == "kernel") {
-                    self.set_scalars(n);
+                if edit.changes_views() {
+                    if edit.views_are_cameras_only() && self.follow_cameras(doc) {
+                        // Only 3-D cameras changed: the running
+                        // simulation takes them, no rebuild.
+                    } else {
+                        // Views are IR kernels compiled with the program:
+                        // rebuild it, and carry the running state into the
+                        // new build.
+                        self.rebuild_display_only(revision, doc, base_dir);
+                        return;
+                    }
                 }
-                self.built_from = Some((revision, doc.clone()));
-                self.needs_draw = true;
-                return;
-            }
-            if without_view_params(old) == without_view_params(doc) {
-                // Views are IR kernels compiled with the program: rebuild
-                // it, and carry the running state into the new build.
-                for n in doc.nodes.iter().filter(|n| n.kind == "kernel") {
-                    self.set_scalars(n);
+                if edit.effect() > Effect::Nothing {
+                    self.needs_draw = true;
                 }
-                self.rebuild_display_only(revision, doc, base_dir);
                 return;
             }
         }
@@ -393,30 +362,38 @@ impl Viewport {
     }
 
     /// Gives the running simulation a kernel node's scalar values (a
-    /// slider being dragged, or a scalars-only edit): no rebuild, the
-    /// fields keep their state. Declarations are read by the one parser
-    /// (`graph::scalars`) and converted by the one rule (`set_param`).
+    /// slider being dragged): no rebuild, the fields keep their state.
+    /// Declarations are read by the one parser (`graph::scalars`).
     pub fn set_scalars(&mut self, node: &NodeDoc) {
+        let decls = node.params.get("scalars").and_then(Value::as_object);
+        for (name, decl) in decls.into_iter().flatten() {
+            // An invalid declaration is reported on its node by validation.
+            if let Ok(d) = ScalarDecl::parse(name, decl) {
+                self.set_scalar(&node.id, name, d.value());
+            }
+        }
+    }
+
+    /// Gives the running simulation kernel `node`'s scalar `name` (the
+    /// node's path inside groups), converted by the one rule
+    /// (`Simulation::set_param`); while the simulation is away, when it
+    /// comes back.
+    pub fn set_scalar(&mut self, node: &str, name: &str, value: f64) {
         if self.worker.is_away() {
             // Applied when the frame out now comes back.
-            self.deferred_scalars.retain(|n| n.id != node.id);
-            self.deferred_scalars.push(node.clone());
+            self.deferred_scalars
+                .retain(|(n, s, _)| !(n == node && s == name));
+            self.deferred_scalars
+                .push((node.to_string(), name.to_string(), value));
             return;
         }
         let Some(sim) = self.sim.as_mut() else {
             return;
         };
-        let decls = node.params.get("scalars").and_then(Value::as_object);
-        for (name, decl) in decls.into_iter().flatten() {
-            // An invalid declaration is reported on its node by validation.
-            let Ok(d) = ScalarDecl::parse(name, decl) else {
-                continue;
-            };
-            // A parsed declaration's value is valid for its type; a scalar
-            // the running build does not have yet (just added) has no use
-            // in it either, so a refusal here changes nothing.
-            let _ = sim.set_param(&node.id, name, d.value());
-        }
+        // A valid declaration's value is valid for its type; a scalar the
+        // running build does not have has no use in it either, so a
+        // refusal here changes nothing.
+        let _ = sim.set_param(node, name, value);
         self.needs_draw = true;
     }
 
@@ -584,7 +561,10 @@ impl Viewport {
         let (Some(dir), Some((_, doc))) = (&self.bake_dir, &self.built_from) else {
             return 0;
         };
-        match check_cache(dir, doc, &self.built_base) {
+        match check_cache(
+            dir,
+            &super::asset_menu::source(doc, self.built_base.clone()),
+        ) {
             CacheState::Fresh { partial } => self.cache.add_baked(dir, partial),
             CacheState::Stale(why) => {
                 self.baked_stale = weft_runtime::snapshot::list(dir);
@@ -927,8 +907,8 @@ impl Viewport {
             self.set_camera(&view, cam);
             self.orbit.edit = Some((view, super::orbit::to_param(&cam)));
         }
-        for n in &deferred {
-            self.set_scalars(n);
+        for (node, name, value) in &deferred {
+            self.set_scalar(node, name, *value);
         }
     }
 
