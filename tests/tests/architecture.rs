@@ -277,10 +277,12 @@ fn the_runtime_holds_no_shader_text() {
 
 #[test]
 fn engines_say_what_they_are_through_the_trait() {
-    // `Engine::backend` and `Engine::wgpu` answer what an engine is: no
-    // downcasts, no comparisons of backend names.
+    // The `Engine` trait says what an engine can do (non-blocking reads,
+    // back-pressure, device buffers) and names no concrete engine; which
+    // backend runs is the simulation's `backend()`, from the spec that
+    // opened it: no downcasts, no comparisons of backend names.
     let mut hits = Vec::new();
-    for dir in ["runtime/src", "gui/src", "app/src"] {
+    for dir in ["runtime/src", "gui/src", "app/src", "web/src"] {
         hits.extend(mentions(
             dir,
             &[
@@ -288,9 +290,23 @@ fn engines_say_what_they_are_through_the_trait() {
                 "as_any",
                 "backend_name() ==",
                 "backend_name() !=",
+                "wgpu_engine(",
+                "fn wgpu(&self)",
             ],
         ));
     }
+    assert!(hits.is_empty(), "{}", hits.join("\n"));
+}
+
+#[test]
+fn auto_is_resolved_in_one_place() {
+    // `auto` looks for a hardware GPU once per simulation, in the wgpu
+    // spec's `auto_candidate` (called by the `auto` spec's `prepare`).
+    let mut hits = Vec::new();
+    for dir in ["runtime/src", "gui/src", "app/src", "web/src"] {
+        hits.extend(mentions(dir, &["AdapterChoice::HardwareOnly"]));
+    }
+    hits.retain(|h| !h.starts_with("runtime/src/wgpu_backend.rs"));
     assert!(hits.is_empty(), "{}", hits.join("\n"));
 }
 
