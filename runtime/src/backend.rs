@@ -24,7 +24,7 @@ static BUILT_IN: [&dyn BackendSpec; 5] = [
     &AutoSpec,
     &crate::vm::VmSpec,
     &crate::jit::spec::JitSpec,
-    &crate::wgpu_backend::WgpuSpec,
+    &crate::wgpu_spec::WgpuSpec,
     &crate::cuda::spec::CudaSpec,
 ];
 

@@ -39,6 +39,7 @@ pub mod spec;
 pub mod vm;
 pub mod wgpu_backend;
 pub mod wgpu_context;
+pub mod wgpu_spec;
 
 pub use engine::Engine;
 pub use sim::Simulation;

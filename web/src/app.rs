@@ -189,7 +189,9 @@ impl WebApp {
         };
         let (_, program) = load_program(&self.request.graph, &overrides)?;
         let gpu = match (&self.gpu, self.backend) {
-            (Err(why), Backend::Wgpu) => return Err(RuntimeError::Unavailable(why.clone())),
+            (Err(why), b) if b.spec().shares_window_gpu() => {
+                return Err(RuntimeError::Unavailable(why.clone()))
+            }
             (gpu, _) => gpu.as_ref().ok().cloned(),
         };
         let opts = SimOptions {
