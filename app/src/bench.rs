@@ -82,7 +82,7 @@ pub fn bench(a: BenchArgs) -> i32 {
     let fmed = median(&mut frames.clone());
     // wgpu runs launches proven to only zero a word range (`zero_fill`) as
     // buffer fills; say so next to their times.
-    let on_wgpu = sim.wgpu_engine().is_some();
+    let on_wgpu = sim.backend() == Some(weft_runtime::Backend::Wgpu);
     let fill = |name: &str| {
         on_wgpu
             && sim

@@ -47,7 +47,7 @@ pub fn replay(a: ReplayArgs) -> i32 {
         return 2;
     }
     let named: Option<Backend> = match a.backend {
-        Some(Backend::Auto) => {
+        Some(b) if b == Backend::Auto => {
             eprintln!("error: replay compares named backends: use --backend cpu, vm, wgpu or cuda (or neither, for every recorded backend)");
             return 2;
         }
@@ -103,14 +103,7 @@ pub fn replay(a: ReplayArgs) -> i32 {
             }
             None => recorded_backends
                 .into_iter()
-                .map(|k| {
-                    let b = if k == Backend::Vm.record_name() {
-                        Some(Backend::Vm)
-                    } else {
-                        Backend::parse(&k)
-                    };
-                    (b, k)
-                })
+                .map(|k| (Backend::for_record(&k), k))
                 .collect(),
         };
         let recorded = existing.as_ref().map(|e| e.frames);

@@ -53,7 +53,7 @@ pub fn open_program(
     if !quiet {
         match (sim.device_name(), sim.backend()) {
             (Some(d), _) => eprintln!("backend: {} on {}", sim.backend_name(), d),
-            (None, Some(Backend::Jit)) => {
+            (None, Some(b)) if b == Backend::Jit => {
                 eprintln!("backend: cpu (native code compiled with Cranelift)")
             }
             (None, _) => eprintln!(

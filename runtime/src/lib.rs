@@ -4,23 +4,46 @@
 //! document.
 
 pub mod backend;
-#[cfg(not(target_arch = "wasm32"))]
-pub mod cuda;
+/// The cuda backend: its spec everywhere (a browser's chooser shows it,
+/// disabled), NVRTC and the engine natively.
+pub mod cuda {
+    #[cfg(not(target_arch = "wasm32"))]
+    pub mod engine;
+    #[cfg(not(target_arch = "wasm32"))]
+    pub mod nvrtc;
+    pub mod spec;
+    #[cfg(not(target_arch = "wasm32"))]
+    pub use engine::CudaEngine;
+    #[cfg(not(target_arch = "wasm32"))]
+    pub use nvrtc::*;
+}
+pub mod engine;
 pub mod expect;
 pub mod export;
-#[cfg(not(target_arch = "wasm32"))]
-pub mod jit;
+/// The compiled CPU backend (`cpu`): its spec everywhere (a browser's
+/// chooser shows it, disabled), its engine natively.
+pub mod jit {
+    #[cfg(not(target_arch = "wasm32"))]
+    pub mod engine;
+    pub mod spec;
+    #[cfg(not(target_arch = "wasm32"))]
+    pub use engine::*;
+}
 pub mod memory;
 pub mod memory_limit;
 pub mod platform;
 pub mod render;
 pub mod sim;
 pub mod snapshot;
+pub mod spec;
 pub mod vm;
 pub mod wgpu_backend;
+pub mod wgpu_context;
+pub mod wgpu_spec;
 
-pub use backend::{Backend, Engine};
-pub use sim::{SimOptions, Simulation};
+pub use engine::Engine;
+pub use sim::Simulation;
+pub use spec::{Backend, BackendSpec, SimOptions};
 
 use weft_ir::error::GraphErrors;
 

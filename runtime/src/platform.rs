@@ -4,11 +4,11 @@
 //! The browser has no Cranelift JIT (WebAssembly cannot map executable
 //! memory), no CUDA, one thread, and a main thread that must never wait:
 //! GPU work finishes and buffers map while the page's event loop runs, so
-//! the web build asks `WgpuEngine::ready_for_frame` before each frame and
-//! reads fields back with `WgpuEngine::start_read`, never with a blocking
+//! the web build asks `Engine::ready_for_frame` before each frame and
+//! reads fields back with `Engine::start_read`, never with a blocking
 //! read.
 
-use crate::backend::Engine;
+use crate::engine::Engine;
 use crate::RuntimeError;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -18,6 +18,28 @@ use weft_ir::ir::Program;
 /// The wgpu engine then reads its error words back after every submit, so
 /// that it knows when each one finished without waiting for it.
 pub const MUST_NOT_WAIT: bool = cfg!(target_arch = "wasm32");
+
+/// Why the compiled CPU backend is not offered here (`None`: it is).
+pub const NO_JIT: Option<&str> = if MUST_NOT_WAIT {
+    Some("the compiled CPU backend (Cranelift JIT) does not exist in WebAssembly: use wgpu or vm")
+} else {
+    None
+};
+
+/// Why cuda is not offered here (`None`: it is, where a driver is found).
+pub const NO_CUDA: Option<&str> = if MUST_NOT_WAIT {
+    Some("CUDA does not exist in the browser: use wgpu (WebGPU) or vm")
+} else {
+    None
+};
+
+/// Why `auto` is not offered here: a page has its one device, and no
+/// compiled CPU backend to fall back on.
+pub const NO_AUTO: Option<&str> = if MUST_NOT_WAIT {
+    Some("in the browser, choose wgpu (WebGPU) or vm")
+} else {
+    None
+};
 
 #[cfg(not(target_arch = "wasm32"))]
 mod imp {
@@ -46,6 +68,11 @@ mod imp {
         k: &weft_ir::ir::Kernel,
     ) -> Result<(), weft_codegen::CodegenError> {
         weft_codegen::jit::compile_kernel(p, k, &Default::default()).map(drop)
+    }
+
+    /// Whether the CUDA driver library is on this machine.
+    pub fn cuda_driver() -> Result<(), String> {
+        crate::cuda::driver_status()
     }
 
     /// NVRTC's verdict on generated CUDA C, where NVRTC is installed
@@ -98,12 +125,16 @@ mod imp {
         ))
     }
 
-    /// No JIT in WebAssembly (`available` leaves it out of `weft check`).
+    /// No JIT in WebAssembly (`NO_JIT` leaves it out of `weft check`).
     pub fn compile_jit(
         _p: &Program,
         _k: &weft_ir::ir::Kernel,
     ) -> Result<(), weft_codegen::CodegenError> {
         Ok(())
+    }
+
+    pub fn cuda_driver() -> Result<(), String> {
+        Err(super::NO_CUDA.unwrap_or_default().to_string())
     }
 
     /// No NVRTC in a browser: the generated C is all that is checked.
@@ -138,10 +169,6 @@ mod imp {
     }
 }
 
-/// What the backend chooser offers (`cpu` and `cuda` do not exist in a browser).
-pub fn available(b: crate::Backend) -> bool {
-    use crate::Backend::*;
-    !(MUST_NOT_WAIT && matches!(b, Jit | Cuda))
-}
-
-pub use imp::{compile_jit, compile_nvrtc, open_cuda, open_jit, scope_error, wait_for, JIT_CAPS};
+pub use imp::{
+    compile_jit, compile_nvrtc, cuda_driver, open_cuda, open_jit, scope_error, wait_for, JIT_CAPS,
+};

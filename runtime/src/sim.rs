@@ -3,12 +3,12 @@
 //! becomes launch records (`weft_codegen::launch`) that whichever backend
 //! engine runs; per-kernel launch times are recorded.
 
-use crate::backend::{self, Backend, Engine};
+use crate::engine::Engine;
 use crate::render::Image;
-use crate::wgpu_backend::{AdapterChoice, WgpuContext, WgpuEngine};
+pub use crate::spec::SimOptions;
+use crate::spec::{Backend, Prepared};
 use crate::RuntimeError;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 // std's clock panics in WebAssembly; web-time is std's natively.
 use web_time::Instant;
@@ -18,43 +18,14 @@ use weft_ir::ir::layout;
 use weft_ir::ir::node_of;
 use weft_ir::ir::scalar::scalar_bits;
 use weft_ir::ir::*;
-use weft_ir::passes::{run_pipeline, PassOptions};
-
-#[derive(Clone, Debug, Default)]
-pub struct SimOptions {
-    pub passes: PassOptions,
-    /// Overrides the graph's seed.
-    pub seed: Option<u32>,
-    /// Worker threads for kernel launches (`None`: one per core). With one
-    /// thread, floating-point atomics add in a fixed order, so runs repeat exactly.
-    pub threads: Option<usize>,
-    pub backend: Backend,
-    /// A GPU device to share (the app's); otherwise one is opened when needed.
-    pub gpu: Option<Arc<WgpuContext>>,
-    /// GPU: one submit per launch so per-kernel times can be measured.
-    pub profile: bool,
-    /// GPU: use the compare-exchange loop for f32 atomics even when the adapter has native ones.
-    pub force_cas_float_atomics: bool,
-    /// GPU: invocations per workgroup (`None`: the backend's default).
-    pub workgroup_size: Option<u32>,
-    /// Bytes all root buffers together may take (`--max-memory`), instead
-    /// of what the machine has (`memory_limit`); device limits still apply.
-    pub max_memory: Option<u64>,
-    /// wgpu, for tests: bind at most this many bytes per binding (below the
-    /// device's `max_storage_buffer_binding_size`), so that small roots are
-    /// split over several bindings as large ones are on real devices.
-    pub wgpu_max_binding_bytes: Option<u64>,
-}
-
-impl std::fmt::Debug for WgpuContext {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "WgpuContext({})", self.describe())
-    }
-}
+use weft_ir::passes::run_pipeline;
 
 pub struct Simulation {
     pub program: Program,
     engine: Box<dyn Engine>,
+    /// The backend that opened `engine` (never `auto`; `None` for an
+    /// engine from `with_engine`).
+    backend: Option<Backend>,
     profile: bool,
     /// Frames completed (0 after `on_start`).
     pub frame: i32,
@@ -71,29 +42,15 @@ pub struct Simulation {
 }
 
 impl Simulation {
-    /// Runs the pass pipeline, then opens `opts.backend` (code generation for
-    /// every kernel, field allocation and initial values).
+    /// Prepares `opts.backend` (its spec resolves `auto`, opens its device
+    /// once and tunes the passes), runs the pass pipeline, then opens its
+    /// engine (code generation for every kernel, field allocation and
+    /// initial values) on that device.
     pub fn new(program: Program, opts: &SimOptions) -> Result<Simulation, RuntimeError> {
-        let mut opts = opts.clone();
-        if opts.backend == Backend::Auto {
-            (opts.backend, opts.gpu) = backend::resolve_auto(&opts);
-        }
-        opts.passes = backend::tune_passes(opts.backend, &opts.passes);
-        if opts.backend == Backend::Wgpu {
-            // The adapter decides whether f32 atomic add is native, and the
-            // pipeline must know before `legalize`: open it now (once).
-            let ctx = match &opts.gpu {
-                Some(c) => c.clone(),
-                None => Arc::new(WgpuContext::new(AdapterChoice::Any)?),
-            };
-            opts.passes.target = backend::target_caps(
-                Backend::Wgpu,
-                ctx.float_atomics && !opts.force_cas_float_atomics,
-            );
-            opts.passes.target.loop_trip_limit = ctx.loop_trip_limit();
-            opts.gpu = Some(ctx);
-        }
-        Self::with_engine(program, &opts, |p| backend::open(opts.backend, p, &opts))
+        let Prepared { backend, opts } = opts.backend.spec().prepare(opts)?;
+        let mut sim = Self::with_engine(program, &opts, |p| backend.spec().open(p, &opts))?;
+        sim.backend = Some(backend);
+        Ok(sim)
     }
 
     /// Like `new`, with the engine made by `open` from the compiled program:
@@ -122,6 +79,7 @@ impl Simulation {
         Ok(Simulation {
             program,
             engine,
+            backend: None,
             profile: opts.profile,
             frame: 0,
             started: false,
@@ -134,13 +92,14 @@ impl Simulation {
 
     /// The name of the backend actually running (never `auto`).
     pub fn backend_name(&self) -> &'static str {
-        self.engine.name()
+        self.backend
+            .map_or_else(|| self.engine.name(), Backend::name)
     }
 
     /// The backend actually running (never `Auto`; `None` for an engine
-    /// from outside this crate).
+    /// from `with_engine`).
     pub fn backend(&self) -> Option<Backend> {
-        self.engine.backend()
+        self.backend
     }
 
     /// GPU: one submit per launch so `kernel_times` can be measured (slower frames).
@@ -148,9 +107,11 @@ impl Simulation {
         self.profile = on;
     }
 
-    /// The wgpu engine, when running on wgpu (for drawing views from its buffers).
-    pub fn wgpu_engine(&self) -> Option<&WgpuEngine> {
-        self.engine.wgpu()
+    /// The engine running the simulation: its non-blocking reads and
+    /// back-pressure (`Engine::ready_for_frame`, `start_read`) and the
+    /// device buffers views are drawn into (`Engine::device_buffer`).
+    pub fn engine(&self) -> &dyn Engine {
+        &*self.engine
     }
 
     /// Frames the engine may run ahead of the host (0 on the CPU): see

@@ -112,12 +112,22 @@ fn the_ir_crate_knows_nothing_of_gpus_or_ui() {
 
 #[test]
 fn backends_see_only_the_ir() {
-    // Code generators and runtime backends read the IR, never the graph
-    // document, the kernel language or the pass pipeline.
+    // Code generators and runtime engines read the IR, never the graph
+    // document, the kernel language or the pass pipeline. A backend's spec
+    // (`jit/spec.rs`, `cuda/spec.rs`, `wgpu_spec.rs`) says what it asks
+    // of the pipeline (`BackendSpec::tune`), and only that.
     let needles = &["weft_ir::graph", "weft_ir::lang", "weft_ir::passes"];
     let mut hits = mentions("codegen/src", needles);
     for dir in ["runtime/src/vm", "runtime/src/jit", "runtime/src/cuda"] {
         hits.extend(mentions(dir, needles));
+    }
+    hits.retain(|h| !h.contains("/spec.rs:"));
+    for dir in ["runtime/src/jit", "runtime/src/cuda"] {
+        for h in mentions(dir, &["weft_ir::graph", "weft_ir::lang"]) {
+            if h.contains("/spec.rs:") {
+                hits.push(h);
+            }
+        }
     }
     for f in ["runtime/src/wgpu_backend.rs"] {
         let text = std::fs::read_to_string(root().join(f)).unwrap();
@@ -291,10 +301,12 @@ fn the_runtime_holds_no_shader_text() {
 
 #[test]
 fn engines_say_what_they_are_through_the_trait() {
-    // `Engine::backend` and `Engine::wgpu` answer what an engine is: no
-    // downcasts, no comparisons of backend names.
+    // The `Engine` trait says what an engine can do (non-blocking reads,
+    // back-pressure, device buffers) and names no concrete engine; which
+    // backend runs is the simulation's `backend()`, from the spec that
+    // opened it: no downcasts, no comparisons of backend names.
     let mut hits = Vec::new();
-    for dir in ["runtime/src", "gui/src", "app/src"] {
+    for dir in ["runtime/src", "gui/src", "app/src", "web/src"] {
         hits.extend(mentions(
             dir,
             &[
@@ -302,9 +314,23 @@ fn engines_say_what_they_are_through_the_trait() {
                 "as_any",
                 "backend_name() ==",
                 "backend_name() !=",
+                "wgpu_engine(",
+                "fn wgpu(&self)",
             ],
         ));
     }
+    assert!(hits.is_empty(), "{}", hits.join("\n"));
+}
+
+#[test]
+fn auto_is_resolved_in_one_place() {
+    // `auto` looks for a hardware GPU once per simulation, in the wgpu
+    // spec's `auto_candidate` (called by the `auto` spec's `prepare`).
+    let mut hits = Vec::new();
+    for dir in ["runtime/src", "gui/src", "app/src", "web/src"] {
+        hits.extend(mentions(dir, &["AdapterChoice::HardwareOnly"]));
+    }
+    hits.retain(|h| !h.starts_with("runtime/src/wgpu_spec.rs"));
     assert!(hits.is_empty(), "{}", hits.join("\n"));
 }
 

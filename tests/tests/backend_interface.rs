@@ -17,10 +17,7 @@ struct Recorder {
 }
 
 impl Engine for Recorder {
-    /// Not one of the built-in backends: it names itself.
-    fn backend(&self) -> Option<weft_runtime::Backend> {
-        None
-    }
+    /// Not one of the registry's backends: it names itself.
     fn name(&self) -> &'static str {
         "recorder"
     }

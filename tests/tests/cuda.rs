@@ -123,7 +123,7 @@ fn nvrtc_compiles_every_example_and_corpus_kernel_to_ptx() {
 
 /// CUDA runs draw views: every example view's system kernels (image,
 /// auto range, show_active, particles clear/splat/resolve) are ordinary
-/// kernels, and `check_offline` plus NVRTC compile them.
+/// kernels, and `backend::compile_offline` plus NVRTC compile them.
 #[test]
 fn view_kernels_compile_with_nvrtc() {
     let nvrtc = nvrtc_available();
@@ -133,7 +133,7 @@ fn view_kernels_compile_with_nvrtc() {
             continue;
         }
         assert_eq!(p.view_kernels.len(), p.views.len(), "{}", name);
-        weft_runtime::backend::check_offline(&p).unwrap_or_else(|e| panic!("{}: {}", name, e));
+        weft_runtime::backend::compile_offline(&p).unwrap_or_else(|e| panic!("{}: {}", name, e));
         for v in &p.view_kernels {
             views += 1;
             assert!(!v.launches.is_empty(), "{} / {}", name, v.node_id);

@@ -27,7 +27,7 @@ fn sim_on(doc: &Value, backend: Backend) -> Simulation {
         ..Default::default()
     };
     let mut s = Simulation::new(p, &opts).unwrap_or_else(|e| panic!("{}: {}", backend, e));
-    weft_runtime::backend::check_offline(&s.program)
+    weft_runtime::backend::compile_offline(&s.program)
         .unwrap_or_else(|e| panic!("device-free checks: {}", e));
     s.start().unwrap_or_else(|e| panic!("{}: {}", backend, e));
     s
@@ -942,7 +942,7 @@ fn min_max_with_nan_are_written_out_for_a_loose_target() {
     }
     let want = [2.0f32, 2.0, -3.0, -3.0, 0.0, -0.0, 0.0, 1.0, f32::NAN, 5.0];
     for b in [Backend::Vm, Backend::Jit] {
-        for caps in [loose, weft_runtime::backend::target_caps(b, false)] {
+        for caps in [loose, b.spec().caps()] {
             let s = sim_legalized_for(&g, caps, b).unwrap();
             let o = f32s(&s, "o");
             for (i, (g, w)) in o.iter().zip(want).enumerate() {
@@ -967,7 +967,7 @@ fn min_max_with_nan_are_written_out_for_a_loose_target() {
 fn loops_fault_before_a_target_trip_limit_cuts_them_short() {
     let caps = TargetCaps {
         loop_trip_limit: Some(1000),
-        ..weft_runtime::backend::target_caps(Backend::Vm, false)
+        ..Backend::Vm.spec().caps()
     };
     let code = |n: u32| {
         format!(
@@ -1101,7 +1101,7 @@ fn block_kernel_checks_resume_only_on_targets_with_workgroups() {
 fn loops_nothing_uses_are_not_counted() {
     let caps = TargetCaps {
         loop_trip_limit: Some(1000),
-        ..weft_runtime::backend::target_caps(Backend::Vm, false)
+        ..Backend::Vm.spec().caps()
     };
     let g = kernel_graph(
         &[F("o", "u32", &[4], json!(0))],

@@ -14,11 +14,13 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use weft_gui::gui::backend_menu;
 use weft_ir::graph::overrides::{load_program, Overrides};
 use weft_ir::ir::layout::root_of;
 use weft_ir::ir::{FieldId, Program};
+use weft_runtime::engine::PendingRead;
 use weft_runtime::memory::extract_field;
-use weft_runtime::wgpu_backend::{PendingRead, WgpuContext};
+use weft_runtime::wgpu_backend::WgpuContext;
 use weft_runtime::{Backend, RuntimeError, SimOptions, Simulation};
 
 mod shipped {
@@ -187,7 +189,9 @@ impl WebApp {
         };
         let (_, program) = load_program(&self.request.graph, &overrides)?;
         let gpu = match (&self.gpu, self.backend) {
-            (Err(why), Backend::Wgpu) => return Err(RuntimeError::Unavailable(why.clone())),
+            (Err(why), b) if b.spec().shares_window_gpu() => {
+                return Err(RuntimeError::Unavailable(why.clone()))
+            }
             (gpu, _) => gpu.as_ref().ok().cloned(),
         };
         let opts = SimOptions {
@@ -202,10 +206,7 @@ impl WebApp {
 
     /// Whether the engine takes another submit without a wait.
     fn ready(sim: &Simulation) -> Result<bool, RuntimeError> {
-        match sim.wgpu_engine() {
-            Some(e) => e.ready_for_frame(),
-            None => Ok(true),
-        }
+        sim.engine().ready_for_frame()
     }
 
     /// One pass of the page: at most one frame and one drawing of the views.
@@ -254,7 +255,7 @@ impl WebApp {
                 ));
             }
             Some(Test::Reading(reads)) => {
-                let Some(engine) = sim.wgpu_engine() else {
+                if !sim.engine().on_device() {
                     // The VM's fields are in host memory.
                     let fields = reads
                         .iter()
@@ -262,7 +263,8 @@ impl WebApp {
                         .collect::<Result<Vec<_>, RuntimeError>>()?;
                     self.finish(fields);
                     return Ok(());
-                };
+                }
+                let engine = sim.engine();
                 // Faults of the last frames first: the fields mean nothing after one.
                 if !engine.finished()? {
                     return Ok(());
@@ -317,7 +319,7 @@ impl WebApp {
         if sim.program.view_kernels.is_empty() {
             return Ok(());
         }
-        if sim.wgpu_engine().is_none() {
+        if !sim.engine().on_device() {
             let images = sim.render_views()?;
             for (i, (name, img)) in images.into_iter().enumerate() {
                 self.show(ctx, i, name, img);
@@ -325,18 +327,16 @@ impl WebApp {
             return Ok(());
         }
         sim.draw_views()?;
-        if let Some(engine) = sim.wgpu_engine() {
-            self.pictures = (0..sim.program.view_kernels.len())
-                .map(|i| {
-                    let v = &sim.program.view_kernels[i];
-                    (
-                        i,
-                        engine
-                            .start_read(root_of(&sim.program, sim.program.fields[v.image].layout)),
-                    )
-                })
-                .collect();
-        }
+        let engine = sim.engine();
+        self.pictures = (0..sim.program.view_kernels.len())
+            .map(|i| {
+                let v = &sim.program.view_kernels[i];
+                (
+                    i,
+                    engine.start_read(root_of(&sim.program, sim.program.fields[v.image].layout)),
+                )
+            })
+            .collect();
         Ok(())
     }
 
@@ -416,18 +416,8 @@ impl WebApp {
             egui::ComboBox::from_label("backend")
                 .selected_text(backend.name())
                 .show_ui(ui, |ui| {
-                    ui.add_enabled_ui(self.gpu.is_ok(), |ui| {
-                        ui.selectable_value(&mut backend, Backend::Wgpu, "wgpu (WebGPU)")
-                    })
-                    .response
-                    .on_disabled_hover_text(self.gpu.as_ref().err().cloned().unwrap_or_default());
-                    ui.selectable_value(&mut backend, Backend::Vm, "vm");
-                    ui.add_enabled(false, egui::Button::new("cpu"))
-                        .on_disabled_hover_text(
-                            "the compiled CPU backend (Cranelift) does not exist in WebAssembly",
-                        );
-                    ui.add_enabled(false, egui::Button::new("cuda"))
-                        .on_disabled_hover_text("CUDA does not exist in the browser");
+                    let window_gpu = self.gpu.as_ref().map(|_| ()).map_err(|e| Some(e.as_str()));
+                    backend_menu::show(ui, &mut backend, &backend_menu::choices(window_gpu));
                 });
             if let Some(p) = pick {
                 self.request.graph = p;

@@ -15,8 +15,9 @@ use weft_gui::gui::viewport::Viewport;
 use weft_gui::gui::{GuiOptions, WeftApp};
 use weft_ir::ir::layout::root_of;
 use weft_ir::ir::FieldId;
+use weft_runtime::engine::PendingRead;
 use weft_runtime::memory::extract_field;
-use weft_runtime::wgpu_backend::{PendingRead, WgpuContext};
+use weft_runtime::wgpu_backend::WgpuContext;
 
 use crate::app::FieldResult;
 
@@ -265,13 +266,14 @@ impl Editor {
             float: sim.program.fields[f].ty.is_float(),
             words,
         };
-        let Some(engine) = sim.wgpu_engine() else {
+        if !sim.engine().on_device() {
             for r in std::mem::take(&mut self.reads) {
                 let words = sim.read_field(r.field).map_err(|e| e.to_string())?;
                 self.done.push(field_result(&r.name, r.field, words));
             }
             return Ok(());
-        };
+        }
+        let engine = sim.engine();
         if !engine.finished().map_err(|e| e.to_string())? {
             return Ok(());
         }

@@ -131,8 +131,19 @@ async fn request(search: &str) -> Result<Request, String> {
             "graph" => r.graph = fetch_graph(&v).await?,
             "backend" => {
                 r.backend = Some(match Backend::parse(&v) {
-                    Some(b @ (Backend::Wgpu | Backend::Vm)) => b,
-                    _ => return Err(format!("backend '{}': in the browser, wgpu or vm", v)),
+                    Some(b) if b.spec().unavailable().is_none() => b,
+                    _ => {
+                        let offered: Vec<&str> = weft_runtime::backend::all()
+                            .into_iter()
+                            .filter(|s| s.unavailable().is_none())
+                            .map(|s| s.name())
+                            .collect();
+                        return Err(format!(
+                            "backend '{}': in the browser, {}",
+                            v,
+                            offered.join(" or ")
+                        ));
+                    }
                 })
             }
             "set" => r.sets.push(v),

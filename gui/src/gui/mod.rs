@@ -9,6 +9,7 @@
 pub mod asset_menu;
 pub mod asset_save;
 pub mod asset_update;
+pub mod backend_menu;
 pub mod backup;
 pub mod bake;
 pub mod breadcrumb;
@@ -885,44 +886,12 @@ impl WeftApp {
             egui::ComboBox::from_id_salt("backend")
                 .selected_text(shown)
                 .show_ui(ui, |ui| {
-                    use platform::{unavailable, Feature};
-                    // In a browser page, what does not exist there is shown
-                    // disabled with the reason, not left out.
-                    let disabled = |ui: &mut egui::Ui, name: &str, why: &str| {
-                        ui.add_enabled(false, egui::Button::selectable(false, name))
-                            .on_disabled_hover_text(why);
+                    let window_gpu = if self.viewport.has_gpu() {
+                        Ok(())
+                    } else {
+                        Err(self.viewport.no_gpu.as_deref())
                     };
-                    if platform::IN_BROWSER {
-                        disabled(
-                            ui,
-                            Backend::Auto.name(),
-                            "in the browser, choose wgpu (WebGPU) or vm",
-                        );
-                    } else {
-                        ui.selectable_value(&mut b, Backend::Auto, Backend::Auto.name())
-                            .on_hover_text(
-                                "the window's GPU through wgpu, else the compiled CPU backend",
-                            );
-                    }
-                    if self.viewport.has_gpu() {
-                        ui.selectable_value(&mut b, Backend::Wgpu, Backend::Wgpu.name());
-                    } else if let Some(why) = &self.viewport.no_gpu {
-                        disabled(ui, Backend::Wgpu.name(), why);
-                    }
-                    if self.viewport.has_cuda() {
-                        ui.selectable_value(&mut b, Backend::Cuda, Backend::Cuda.name())
-                            .on_hover_text("NVIDIA GPU through CUDA (views drawn on the host)");
-                    } else if let Some(why) = unavailable(Feature::Cuda) {
-                        disabled(ui, Backend::Cuda.name(), why);
-                    }
-                    if let Some(why) = unavailable(Feature::CpuJit) {
-                        disabled(ui, Backend::Jit.name(), why);
-                    } else {
-                        ui.selectable_value(&mut b, Backend::Jit, Backend::Jit.name())
-                            .on_hover_text("compiled CPU backend (native code)");
-                    }
-                    ui.selectable_value(&mut b, Backend::Vm, Backend::Vm.name())
-                        .on_hover_text("reference interpreter");
+                    backend_menu::show(ui, &mut b, &backend_menu::choices(window_gpu));
                 });
             if b != self.viewport.backend {
                 self.viewport.backend = b;

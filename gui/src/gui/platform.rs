@@ -45,10 +45,6 @@ pub enum Feature {
     Export,
     /// The timeline's frames evicted from memory, written to disk.
     SpillToDisk,
-    /// The compiled CPU backend (Cranelift JIT).
-    CpuJit,
-    /// CUDA.
-    Cuda,
 }
 
 /// Why `f` is disabled here, in one line (`None`: it works).
@@ -61,16 +57,12 @@ pub fn unavailable(f: Feature) -> Option<&'static str> {
         Feature::Sweep => "sweeps run weft processes or Slurm jobs: a browser page starts none",
         Feature::Export => "export writes files into a folder: a browser page has no file system",
         Feature::SpillToDisk => "a browser page has no disk: frames stay in memory",
-        Feature::CpuJit => {
-            "the compiled CPU backend (Cranelift JIT) does not exist in WebAssembly: use wgpu or vm"
-        }
-        Feature::Cuda => "CUDA does not exist in the browser: use wgpu (WebGPU) or vm",
     })
 }
 
 pub use imp::{
-    cuda_available, pick_file, save_file, scratch_dir, set_title, spawn, start_open, take_opened,
-    temp_dir, write_file, write_graph,
+    pick_file, save_file, scratch_dir, set_title, spawn, start_open, take_opened, temp_dir,
+    write_file, write_graph,
 };
 
 /// The desktop app's window (`weft gui`); a page starts the editor from
@@ -183,11 +175,6 @@ mod imp {
         std::env::temp_dir().join(format!("{}-{}", name, std::process::id()))
     }
 
-    /// Whether a CUDA driver library was found.
-    pub fn cuda_available() -> bool {
-        weft_runtime::cuda::driver_status().is_ok()
-    }
-
     /// Natively the dialogs answer at once (`pick_file`): nothing to start.
     pub fn start_open() -> bool {
         false
@@ -228,10 +215,6 @@ mod imp {
     pub fn spawn<F: FnOnce() + Send + 'static>(_name: &str, f: F) -> std::io::Result<()> {
         f();
         Ok(())
-    }
-
-    pub fn cuda_available() -> bool {
-        false
     }
 
     /// The page's title (the tab's name): eframe leaves a page's title alone.

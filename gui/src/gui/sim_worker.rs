@@ -19,9 +19,9 @@
 use super::platform::Instant;
 use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
 use weft_ir::ir::layout::root_of;
+use weft_runtime::engine::PendingRead;
 use weft_runtime::render::Image;
 use weft_runtime::snapshot::Snapshot;
-use weft_runtime::wgpu_backend::PendingRead;
 use weft_runtime::{RuntimeError, Simulation};
 
 /// How the views of a frame were drawn.
@@ -74,7 +74,7 @@ impl PendingPictures {
 /// frames are then submitted without waiting for them, and pictures come
 /// back frames later (`Drawn::Reading`).
 pub fn must_not_wait(sim: &Simulation) -> bool {
-    weft_runtime::platform::MUST_NOT_WAIT && sim.wgpu_engine().is_some()
+    weft_runtime::platform::MUST_NOT_WAIT && sim.engine().on_device()
 }
 
 /// Draws the views of `sim`: on the GPU in place when `on_gpu`, else read back.
@@ -84,9 +84,7 @@ pub fn draw(sim: &mut Simulation, on_gpu: bool) -> Result<Drawn, RuntimeError> {
     } else if must_not_wait(sim) {
         sim.draw_views()?;
         let program = &sim.program;
-        let Some(engine) = sim.wgpu_engine() else {
-            return Ok(Drawn::Images(Vec::new()));
-        };
+        let engine = sim.engine();
         let reads = program
             .view_kernels
             .iter()

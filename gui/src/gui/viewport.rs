@@ -72,8 +72,6 @@ pub struct Viewport {
     /// the window's device and draws views there; the others copy views
     /// back and draw them on the host.
     pub backend: Backend,
-    /// Whether a CUDA driver was found when the app started (the chooser offers cuda then).
-    cuda: bool,
     pub playing: bool,
     /// The simulation when it is at home (not running a frame on the
     /// simulation thread): what reads field state needs.
@@ -225,7 +223,6 @@ impl Viewport {
             textures: vec![],
             egui_renderer,
             gpu,
-            cuda: super::platform::cuda_available(),
             no_gpu: None,
             pictures: None,
             pending: None,
@@ -287,11 +284,6 @@ impl Viewport {
 
     pub fn has_gpu(&self) -> bool {
         self.gpu.is_some()
-    }
-
-    /// Whether the CUDA backend can be offered (a driver library was found).
-    pub fn has_cuda(&self) -> bool {
-        self.cuda
     }
 
     /// The document revision the viewport last built or updated to.
@@ -488,14 +480,13 @@ impl Viewport {
         let Some(sim) = self.sim.as_ref().filter(|s| sim_worker::must_not_wait(s)) else {
             return false;
         };
-        let ready = match sim.wgpu_engine().map(|e| e.ready_for_frame()) {
-            Some(Ok(r)) => r,
-            Some(Err(e)) => {
+        let ready = match sim.engine().ready_for_frame() {
+            Ok(r) => r,
+            Err(e) => {
                 self.fault = Some(Fault::from(&e));
                 self.playing = false;
                 return true;
             }
-            None => true,
         };
         let busy = !ready || self.pictures.is_some();
         if busy {
@@ -807,7 +798,7 @@ impl Viewport {
         // first frame and then one in `PROFILE_EVERY` are timed that way,
         // so the status line shows every kernel's time on wgpu and cuda
         // too, at a small cost. CPU backends time every launch anyway.
-        let gpu = matches!(sim.backend(), Some(Backend::Wgpu | Backend::Cuda));
+        let gpu = sim.engine().on_device();
         let on_gpu = self.draws_on_gpu(&sim);
         let no_wait = sim_worker::must_not_wait(&sim);
         let job = FrameJob {
@@ -921,7 +912,7 @@ impl Viewport {
     }
 
     fn draws_on_gpu(&self, sim: &Simulation) -> bool {
-        sim.wgpu_engine().is_some() && self.gpu.is_some() && self.egui_renderer.is_some()
+        sim.engine().views_on_device() && self.gpu.is_some() && self.egui_renderer.is_some()
     }
 
     pub fn reset(&mut self) {
@@ -960,7 +951,7 @@ impl Viewport {
         self.needs_draw = false;
         let Some(sim) = self.sim.as_mut() else { return };
         let on_gpu =
-            self.gpu.is_some() && self.egui_renderer.is_some() && sim.wgpu_engine().is_some();
+            self.gpu.is_some() && self.egui_renderer.is_some() && sim.engine().views_on_device();
         match sim_worker::draw(sim, on_gpu) {
             Ok(d) => self.present(ctx, d),
             Err(e) => self.error = Some(e.to_string()),
@@ -976,9 +967,7 @@ impl Viewport {
                 let (Some(gpu), Some(egui_renderer)) = (&self.gpu, &self.egui_renderer) else {
                     return;
                 };
-                let Some(engine) = sim.wgpu_engine() else {
-                    return;
-                };
+                let engine = sim.engine();
                 let mut enc = gpu
                     .device
                     .create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -1023,7 +1012,7 @@ impl Viewport {
                         &sim.program,
                         sim.program.fields[v.image].layout,
                     );
-                    let Some(buffer) = engine.root_buffer(root) else {
+                    let Some(buffer) = engine.device_buffer(root) else {
                         continue;
                     };
                     // The image field is the whole of its root buffer, rows

@@ -8,8 +8,8 @@
 //! (profiled) launches wait for themselves; their times come from CUDA
 //! events.
 
-use super::{compile_ptx, driver_status, unavailable};
-use crate::backend::Engine;
+use super::nvrtc::{compile_ptx, driver_status, unavailable};
+use crate::engine::Engine;
 use crate::memory::FieldMemory;
 use crate::memory_limit::{Limit, MemoryLimits};
 use crate::RuntimeError;
@@ -304,8 +304,8 @@ impl CudaEngine {
 }
 
 impl Engine for CudaEngine {
-    fn backend(&self) -> Option<crate::Backend> {
-        Some(crate::Backend::Cuda)
+    fn on_device(&self) -> bool {
+        true
     }
 
     fn reset(&mut self, program: &Program) -> Result<(), RuntimeError> {
@@ -325,7 +325,7 @@ impl Engine for CudaEngine {
                 .memset_zeros(&mut q.faults)
                 .map_err(|e| device_err("clearing the fault words", e))?;
         }
-        crate::backend::write_initial_values(&*self, program)
+        crate::engine::write_initial_values(&*self, program)
     }
 
     fn sync(&mut self) -> Result<(), RuntimeError> {

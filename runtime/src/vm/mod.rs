@@ -4,8 +4,10 @@
 
 pub mod interp;
 
-use crate::backend::Engine;
+use crate::engine::Engine;
 use crate::memory::FieldMemory;
+use crate::memory_limit::MemoryLimits;
+use crate::spec::{codegen_error, Backend, BackendSpec, Prepared, SimOptions};
 use crate::RuntimeError;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -13,6 +15,7 @@ use std::time::Duration;
 use web_time::Instant;
 use weft_codegen::launch::LaunchRecord;
 use weft_codegen::vm::{compile_kernel, VmKernel};
+use weft_ir::ir::target::TargetCaps;
 use weft_ir::ir::{FieldId, KernelId, LayoutId, Program};
 
 pub struct VmEngine {
@@ -54,10 +57,6 @@ impl VmEngine {
 }
 
 impl Engine for VmEngine {
-    fn backend(&self) -> Option<crate::Backend> {
-        Some(crate::Backend::Vm)
-    }
-
     fn write_root(&self, root: LayoutId, words: &[u32]) -> Result<(), RuntimeError> {
         for (cell, &w) in self.memory.buffers[root.index()].iter().zip(words) {
             cell.store(w, Ordering::Relaxed);
@@ -119,6 +118,53 @@ impl Engine for VmEngine {
 
     fn reset(&mut self, program: &Program) -> Result<(), RuntimeError> {
         self.memory.reset(program);
+        Ok(())
+    }
+}
+
+/// The reference VM as the registry lists it.
+pub struct VmSpec;
+
+#[allow(non_upper_case_globals)]
+impl Backend {
+    /// The reference VM: IR flattened to a register machine, interpreted,
+    /// multi-threaded with rayon. The correctness oracle for every other backend.
+    pub const Vm: Backend = Backend::of(&VmSpec);
+}
+
+impl BackendSpec for VmSpec {
+    fn name(&self) -> &'static str {
+        "vm"
+    }
+
+    fn summary(&self) -> &'static str {
+        "reference interpreter"
+    }
+
+    fn record_name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn caps(&self) -> TargetCaps {
+        weft_codegen::vm::CAPS
+    }
+
+    fn prepare(&self, opts: &SimOptions) -> Result<Prepared, RuntimeError> {
+        Ok(Prepared::tuned(Backend::Vm, opts))
+    }
+
+    fn open(&self, program: &Program, opts: &SimOptions) -> Result<Box<dyn Engine>, RuntimeError> {
+        MemoryLimits::cpu(opts.max_memory).check(program)?;
+        Ok(Box::new(VmEngine::new(program, opts.threads)?))
+    }
+
+    fn compile(&self, program: &Program) -> Result<(), RuntimeError> {
+        if !self.caps().covers(&program.target) {
+            return Ok(());
+        }
+        for (_, k) in program.kernels.iter() {
+            compile_kernel(program, k).map_err(codegen_error)?;
+        }
         Ok(())
     }
 }

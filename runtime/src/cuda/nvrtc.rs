@@ -1,4 +1,4 @@
-//! The cuda backend: kernels as CUDA C (`weft_codegen::cuda`), compiled to
+//! Where the cuda backend meets CUDA: kernels as CUDA C (`weft_codegen::cuda`), compiled to
 //! PTX by NVRTC and launched through the CUDA driver, both loaded at run
 //! time with `cudarc` (dynamic loading), so the binary starts on machines
 //! without CUDA.
@@ -13,10 +13,6 @@
 //! (`LD_LIBRARY_PATH`), under the names cudarc tries (`libnvrtc.so`,
 //! `libnvrtc.so.13`, …); the PyPI wheel `nvidia-cuda-nvrtc` puts it in
 //! `site-packages/nvidia/cu13/lib` (see `.ci/run`).
-
-mod engine;
-
-pub use engine::CudaEngine;
 
 use crate::RuntimeError;
 use std::collections::HashMap;

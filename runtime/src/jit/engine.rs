@@ -430,11 +430,7 @@ impl JitEngine {
     }
 }
 
-impl crate::backend::Engine for JitEngine {
-    fn backend(&self) -> Option<crate::Backend> {
-        Some(crate::Backend::Jit)
-    }
-
+impl crate::engine::Engine for JitEngine {
     fn write_root(&self, root: weft_ir::ir::LayoutId, words: &[u32]) -> Result<(), RuntimeError> {
         for (cell, &w) in self.memory.buffers[root.index()].iter().zip(words) {
             cell.store(w, Ordering::Relaxed);

@@ -1,0 +1,236 @@
+//! A wgpu device opened once and shared: by the simulations of a run (the
+//! wgpu backend's engines, `wgpu_backend.rs`), by `auto` when it looks for a
+//! hardware GPU, and by the app's window. Its own module so that what a
+//! simulation is opened with (`spec::SimOptions`) can name it without
+//! importing the engine.
+
+use crate::RuntimeError;
+use std::sync::{Arc, Mutex};
+use weft_codegen::wgpu::WgpuKernel;
+
+/// Which adapters `WgpuContext::new` accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdapterChoice {
+    /// Any adapter, software rasterizers (lavapipe) included.
+    Any,
+    /// Only hardware (discrete, integrated or virtual) GPUs.
+    HardwareOnly,
+}
+
+/// A wgpu device shared by simulations (and later by the app's viewport).
+/// llvmpipe's `LP_MAX_TGSI_LOOP_ITERATIONS` (see [`WgpuContext::loop_trip_limit`]).
+pub const LLVMPIPE_LOOP_TRIPS: u32 = 65_535;
+
+pub struct WgpuContext {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub info: wgpu::AdapterInfo,
+    pub limits: wgpu::Limits,
+    pub float_atomics: bool,
+    /// 64-bit scalars in shaders (SHADER_F64 and SHADER_INT64), for
+    /// kernels that use `f64`, `i64` or `u64`.
+    pub wide: bool,
+    /// GPU timestamps are available for timing kernels.
+    pub timestamps: bool,
+    pub(crate) errors: Arc<Mutex<Vec<String>>>,
+    /// Compiled kernels by content hash, so a graph edit recompiles only what changed.
+    pub(crate) pipelines: Mutex<std::collections::HashMap<u64, Arc<CachedKernel>>>,
+    /// How many kernels this context has compiled (for tests and the app's status line).
+    pub compiled_count: std::sync::atomic::AtomicUsize,
+}
+
+pub(crate) struct CachedKernel {
+    pub(crate) code: WgpuKernel,
+    pub(crate) pipeline: wgpu::ComputePipeline,
+    pub(crate) layout: wgpu::BindGroupLayout,
+}
+
+impl WgpuContext {
+    pub fn new(choice: AdapterChoice) -> Result<WgpuContext, RuntimeError> {
+        // Vulkan / Metal / DX12 (WebGPU in a browser) only. OpenGL is looked
+        // at only to say why it is refused: GLSL leaves integer `%` of
+        // negative operands undefined (llvmpipe's GL gives 2 for -68 % 3,
+        // Weft -2), so kernels would compute wrong integers without an error.
+        let instance_for = |backends: wgpu::Backends| {
+            let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+            desc.backends &= backends;
+            wgpu::Instance::new(desc)
+        };
+        let adapters = crate::platform::wait_for(
+            instance_for(wgpu::Backends::PRIMARY).enumerate_adapters(wgpu::Backends::PRIMARY),
+        )?;
+        if adapters.is_empty() {
+            let gl = crate::platform::wait_for(
+                instance_for(wgpu::Backends::SECONDARY)
+                    .enumerate_adapters(wgpu::Backends::SECONDARY),
+            )?;
+            if let Some(a) = gl.first() {
+                return Err(RuntimeError::Device(format!(
+                    "the only GPU adapter is {} through {:?}, which wgpu kernels do not use: OpenGL's integer rules differ from Weft's (`%` of negative numbers), so results would be wrong. Use Vulkan (on a machine without a GPU: apt-get install mesa-vulkan-drivers), Metal or DX12, or --backend cpu",
+                    a.get_info().name,
+                    a.get_info().backend
+                )));
+            }
+        }
+        let score = |a: &wgpu::Adapter| match a.get_info().device_type {
+            wgpu::DeviceType::DiscreteGpu => 4,
+            wgpu::DeviceType::IntegratedGpu => 3,
+            wgpu::DeviceType::VirtualGpu => 2,
+            wgpu::DeviceType::Other => 1,
+            wgpu::DeviceType::Cpu => 0,
+        };
+        let found: Vec<String> = adapters
+            .iter()
+            .map(|a| {
+                format!(
+                    "{} ({:?}, {:?})",
+                    a.get_info().name,
+                    a.get_info().device_type,
+                    a.get_info().backend
+                )
+            })
+            .collect();
+        let adapter = adapters
+            .into_iter()
+            .filter(|a| a.get_downlevel_capabilities().flags.contains(wgpu::DownlevelFlags::COMPUTE_SHADERS))
+            .filter(|a| choice == AdapterChoice::Any || score(a) >= 2)
+            .max_by_key(score)
+            .ok_or_else(|| {
+                RuntimeError::Device(if found.is_empty() {
+                    "no GPU adapter found (on a machine without a GPU, install Mesa's lavapipe: apt-get install mesa-vulkan-drivers)".to_string()
+                } else {
+                    format!("no suitable GPU adapter among: {}", found.join(", "))
+                })
+            })?;
+        let info = adapter.get_info();
+        let float_atomics = adapter
+            .features()
+            .contains(wgpu::Features::SHADER_FLOAT32_ATOMIC);
+        let timestamps = adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
+        let wide_features = wgpu::Features::SHADER_F64 | wgpu::Features::SHADER_INT64;
+        let wide = adapter.features().contains(wide_features);
+        let mut required_features = wgpu::Features::empty();
+        if wide {
+            required_features |= wide_features;
+        }
+        if float_atomics {
+            required_features |= wgpu::Features::SHADER_FLOAT32_ATOMIC;
+        }
+        if timestamps {
+            required_features |= wgpu::Features::TIMESTAMP_QUERY;
+        }
+        let limits = adapter.limits();
+        let (device, queue) =
+            crate::platform::wait_for(adapter.request_device(&wgpu::DeviceDescriptor {
+                label: Some("weft"),
+                required_features,
+                required_limits: limits.clone(),
+                ..Default::default()
+            }))?
+            .map_err(|e| RuntimeError::Device(format!("cannot open {}: {}", info.name, e)))?;
+        let errors = Arc::new(Mutex::new(Vec::new()));
+        let sink = errors.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            if let Ok(mut v) = sink.lock() {
+                v.push(e.to_string());
+            }
+        }));
+        let sink = errors.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            if let Ok(mut v) = sink.lock() {
+                v.push(format!("device lost ({:?}): {}", reason, message));
+            }
+        });
+        Ok(WgpuContext {
+            device,
+            queue,
+            info,
+            limits,
+            float_atomics,
+            wide,
+            timestamps,
+            errors,
+            pipelines: Mutex::new(Default::default()),
+            compiled_count: Default::default(),
+        })
+    }
+
+    /// Loop trips one invocation may make, all loops together, before the
+    /// driver silently leaves the loop it is in ([`TargetCaps::loop_trip_limit`]).
+    ///
+    /// llvmpipe (lavapipe) guards every shader with one counter of loop
+    /// trips, `LP_MAX_TGSI_LOOP_ITERATIONS` = 65,535, set at the top of
+    /// the shader and decremented at the end of every trip of every loop,
+    /// a final trip included; at zero the loop exits as if it had ended,
+    /// with no error. Measured on Mesa 22.3.6 (LLVM 15, 256-bit lanes):
+    /// a 100,000-iteration `for` loop ran 65,535 iterations; 300 × 300
+    /// nested loops stopped at 65,101 (217 × (300 + 1 + 1) + 1 trips); two
+    /// loops of 40,000 in a row gave 40,000 + 25,534. The counter belongs
+    /// to the 8 invocations llvmpipe runs side by side (a lane with 0
+    /// iterations in a first loop and 70,000 in a second made 1 when its
+    /// neighbour used the trips up in the first). The limit is compiled
+    /// into Mesa: no environment variable lifts it. Other drivers have
+    /// none that Weft knows of.
+    ///
+    /// [`TargetCaps::loop_trip_limit`]: weft_ir::ir::target::TargetCaps::loop_trip_limit
+    pub fn loop_trip_limit(&self) -> Option<u32> {
+        let llvmpipe = |s: &str| s.to_ascii_lowercase().contains("llvmpipe");
+        (llvmpipe(&self.info.name) || llvmpipe(&self.info.driver)).then_some(LLVMPIPE_LOOP_TRIPS)
+    }
+
+    /// Wraps a device the caller already opened (the app shares eframe's).
+    pub fn from_shared(
+        adapter: &wgpu::Adapter,
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+    ) -> WgpuContext {
+        let features = device.features();
+        let errors = Arc::new(Mutex::new(Vec::new()));
+        let sink = errors.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            if let Ok(mut v) = sink.lock() {
+                v.push(e.to_string());
+            }
+        }));
+        WgpuContext {
+            limits: device.limits(),
+            float_atomics: features.contains(wgpu::Features::SHADER_FLOAT32_ATOMIC),
+            wide: features.contains(wgpu::Features::SHADER_F64 | wgpu::Features::SHADER_INT64),
+            timestamps: features.contains(wgpu::Features::TIMESTAMP_QUERY),
+            device,
+            queue,
+            info: adapter.get_info(),
+            errors,
+            pipelines: Mutex::new(Default::default()),
+            compiled_count: Default::default(),
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({:?}, {:?})",
+            self.info.name, self.info.device_type, self.info.backend
+        )
+    }
+
+    /// Errors reported by wgpu since the last call.
+    pub(crate) fn take_errors(&self) -> Vec<String> {
+        self.errors
+            .lock()
+            .map(|mut v| std::mem::take(&mut *v))
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn wait(&self) -> Result<(), RuntimeError> {
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| RuntimeError::Device(format!("waiting for the GPU failed: {}", e)))?;
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for WgpuContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "WgpuContext({})", self.describe())
+    }
+}
