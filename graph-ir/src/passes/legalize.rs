@@ -913,24 +913,24 @@ fn select(e: &mut Emitter, cond: InstId, accept: InstId, reject: InstId, ty: Typ
 fn round_ties_even(e: &mut Emitter, x: InstId, ty: Type) -> InstId {
     let bt = bool_like(ty);
     let r = e.emit(InstKind::Builtin(Builtin::Floor, vec![x]), ty);
-    let frac = e.bin(BinaryOp::Sub, x, r, ty);
+    let frac = e.bin_ty(BinaryOp::Sub, x, r, ty);
     let zero = e.splat(float_const(ty, 0.0), ty);
     let half = e.splat(float_const(ty, 0.5), ty);
     let one = e.splat(float_const(ty, 1.0), ty);
-    let up = e.bin(BinaryOp::Add, r, one, ty);
+    let up = e.bin_ty(BinaryOp::Add, r, one, ty);
     // r is odd when r - 2 floor(r / 2) is not zero (exact for every r).
-    let hr = e.bin(BinaryOp::Mul, r, half, ty);
+    let hr = e.bin_ty(BinaryOp::Mul, r, half, ty);
     let fh = e.emit(InstKind::Builtin(Builtin::Floor, vec![hr]), ty);
-    let twice = e.bin(BinaryOp::Add, fh, fh, ty);
-    let rest = e.bin(BinaryOp::Sub, r, twice, ty);
-    let odd = e.bin(BinaryOp::Ne, rest, zero, bt);
-    let above = e.bin(BinaryOp::Gt, frac, half, bt);
-    let tie = e.bin(BinaryOp::Eq, frac, half, bt);
+    let twice = e.bin_ty(BinaryOp::Add, fh, fh, ty);
+    let rest = e.bin_ty(BinaryOp::Sub, r, twice, ty);
+    let odd = e.bin_ty(BinaryOp::Ne, rest, zero, bt);
+    let above = e.bin_ty(BinaryOp::Gt, frac, half, bt);
+    let tie = e.bin_ty(BinaryOp::Eq, frac, half, bt);
     let at_tie = select(e, odd, up, r, ty);
     let m = select(e, above, up, r, ty);
     let m = select(e, tie, at_tie, m, ty);
-    let is_zero = e.bin(BinaryOp::Eq, m, zero, bt);
-    let signed = e.bin(BinaryOp::Mul, x, zero, ty);
+    let is_zero = e.bin_ty(BinaryOp::Eq, m, zero, bt);
+    let signed = e.bin_ty(BinaryOp::Mul, x, zero, ty);
     select(e, is_zero, signed, m, ty)
 }
 
