@@ -1115,3 +1115,42 @@ fn loops_nothing_uses_are_not_counted() {
     let used: Value = serde_json::from_str(&used).unwrap();
     assert!(sim_legalized_for(&used, caps, Backend::Vm).is_err());
 }
+
+/// WGSL has only a weak compare-exchange, which may fail spuriously: the
+/// word is left alone although it held the comparand, and `old_value`
+/// equals the comparand. Every one the wgpu backend emits (bit-packed
+/// stores, float atomics' loops, the launch's first fault) must look at
+/// `exchanged` and retry, or a spurious failure is taken for success and a
+/// write is lost without a word.
+#[test]
+fn wgpu_compare_exchange_never_takes_a_spurious_failure_for_success() {
+    let mut cas = 0;
+    for name in ["life_bits", "mpm88"] {
+        let mut p = build(&example(name)).unwrap_or_else(|e| panic!("{}: {}", name, e));
+        let passes = weft_runtime::backend::tune_passes(Backend::Wgpu, &Default::default());
+        weft_ir::passes::run_pipeline(&mut p, &passes, None).unwrap();
+        let opts = weft_codegen::wgpu::WgpuOptions {
+            native_float_atomics: false,
+            ..Default::default()
+        };
+        for (_, k) in p.kernels.iter() {
+            let gk = weft_codegen::wgpu::compile_kernel(&p, k, &opts).unwrap();
+            let text = weft_codegen::wgpu::to_wgsl(&gk).unwrap();
+            let calls = text.matches("atomicCompareExchangeWeak(").count();
+            let checked = text.matches(".exchanged").count();
+            assert!(
+                checked >= calls,
+                "{} / {}: {} compare-exchanges, {} look at `exchanged`:\n{}",
+                name,
+                k.label(),
+                calls,
+                checked,
+                text
+            );
+            cas += calls;
+        }
+    }
+    // Bit-packed stores (life_bits) and f32 scatter-adds without native
+    // float atomics (mpm88) are compare-exchange loops.
+    assert!(cas >= 3, "only {} compare-exchanges emitted", cas);
+}
