@@ -434,21 +434,6 @@ fn every_example_in_headless_chromium_matches_the_cpu_backend() {
             }
             continue;
         }
-        if name == "mass_spring_ad_ckpt" {
-            // Known gap: something in its checkpointed tape reads back from
-            // the GPU with a blocking read, which a page cannot make. It
-            // must stay a refusal, never numbers; when it runs, compare it.
-            let e = meta["error"].as_str().unwrap_or("");
-            if meta["status"] == "done" {
-                problems.push(format!(
-                    "{}: now runs in the browser: compare its fields here",
-                    name
-                ));
-            } else if !e.contains("reading back from the GPU") {
-                problems.push(format!("{}: another refusal: {}", name, meta));
-            }
-            continue;
-        }
         if meta["status"] != "done" || meta["backend"] != "wgpu" || meta["frames"] != *frames {
             problems.push(format!(
                 "{}: {} frames on wgpu expected: {}",
