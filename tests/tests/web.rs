@@ -484,9 +484,12 @@ fn every_example_in_headless_chromium_matches_the_cpu_backend() {
                 // The MPM examples' affine field and grids (on a grid
                 // quantized to halves, mpm_quant's, the order of the float
                 // adds moves single cells by an f16 step).
+                // mpm_quant's f16 grid steps carry into the particles'
+                // J: its extremes move by an f16 step too (its mean does not).
                 let mpm = name.starts_with("mpm");
+                let quant = name == "mpm_quant";
                 problems.extend(compare_stats(name, &c, &web, 1e-3, &|f| {
-                    mpm && (f == "C" || f.starts_with("grid"))
+                    mpm && (f == "C" || f.starts_with("grid") || (quant && f == "J"))
                 }))
             }
         }
