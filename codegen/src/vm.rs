@@ -154,6 +154,13 @@ pub enum Op {
     RngStore {
         src: Slot,
     },
+    /// The invocation's count of loop trips, read and written.
+    TripsLoad {
+        dst: Slot,
+    },
+    TripsStore {
+        src: Slot,
+    },
     /// Word accesses carry their code position: an address outside the
     /// buffer (a program compiled without bounds checks) is a fault there.
     BufLoad {
@@ -386,6 +393,14 @@ impl Ctx<'_> {
             InstKind::Launch(value) => self.ops.push(Op::Launch { dst, value: *value }),
             InstKind::RngLoad => self.ops.push(Op::RngLoad { dst }),
             InstKind::RngStore(v) => self.ops.push(Op::RngStore { src: self.slot(*v) }),
+            InstKind::TripsLoad => self.ops.push(Op::TripsLoad { dst }),
+            InstKind::TripsStore(v) => self.ops.push(Op::TripsStore { src: self.slot(*v) }),
+            // The VM runs one invocation at a time: its group is itself.
+            InstKind::LaneMax(v) => self.ops.push(Op::Copy {
+                dst,
+                src: self.slot(*v),
+                n: 1,
+            }),
             InstKind::Random => {
                 return Err(self.err(h, "random() reached codegen; legalize did not run"))
             }

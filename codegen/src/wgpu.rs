@@ -217,6 +217,8 @@ struct Globals {
     chunk_shift: u32,
     /// The invocation's random state (`RngLoad` / `RngStore`).
     rng: Handle<GlobalVariable>,
+    /// The invocation's loop trips (`TripsLoad` / `TripsStore`).
+    trips: Handle<GlobalVariable>,
     /// The invocation's linear index (`Launch(Linear)`), set by `main`.
     linear: Handle<GlobalVariable>,
     /// This invocation's first fault: site + 1 (0: none) and its value.
@@ -474,6 +476,7 @@ fn build_kernel(
         )
     };
     let rng = private(&mut m, "rng_state");
+    let trips = private(&mut m, "loop_trips");
     let linear = private(&mut m, "linear_index");
     let fault_code = private(&mut m, "fault_code");
     let fault_value = private(&mut m, "fault_value");
@@ -515,6 +518,7 @@ fn build_kernel(
         roots: groots,
         chunk_shift: opts.chunk_words.trailing_zeros(),
         rng,
+        trips,
         linear,
         fault_code,
         fault_value,
@@ -1721,6 +1725,31 @@ impl Gen<'_, '_, '_> {
                 let value = self.v(*v);
                 b.push(S::Store { pointer: g, value }, SP);
                 None
+            }
+            InstKind::TripsLoad => {
+                let g = self.fb.global(self.fb.c.globals.trips);
+                Some(self.fb.e(b, E::Load { pointer: g }))
+            }
+            InstKind::TripsStore(v) => {
+                let g = self.fb.global(self.fb.c.globals.trips);
+                let value = self.v(*v);
+                b.push(S::Store { pointer: g, value }, SP);
+                None
+            }
+            InstKind::LaneMax(v) => {
+                let ty = self.fb.ty(Type::U32);
+                let result = self.fb.pre(E::SubgroupOperationResult { ty });
+                let argument = self.v(*v);
+                b.push(
+                    S::SubgroupCollectiveOperation {
+                        op: naga::SubgroupOperation::Max,
+                        collective_op: naga::CollectiveOperation::Reduce,
+                        argument,
+                        result,
+                    },
+                    SP,
+                );
+                Some(result)
             }
             InstKind::Random => {
                 return Err(cerr(

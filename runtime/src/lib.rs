@@ -22,6 +22,7 @@ pub mod expect;
 pub mod export;
 /// The compiled CPU backend (`cpu`): its spec everywhere (a browser's
 /// chooser shows it, disabled), its engine natively.
+pub mod kernel_cache;
 pub mod jit {
     #[cfg(not(target_arch = "wasm32"))]
     pub mod engine;

@@ -8,6 +8,7 @@
 //! bounds checks become `RuntimeError`s naming the node, never panics.
 
 use crate::engine::{Engine, PendingRead};
+use crate::kernel_cache::KernelKey;
 use crate::memory::FieldMemory;
 use crate::memory_limit::{free_ram, Limit, MemoryLimits};
 use crate::spec::SimOptions;
@@ -28,25 +29,6 @@ use weft_ir::ir::*;
 struct Compiled {
     cached: Arc<CachedKernel>,
     bind_group: wgpu::BindGroup,
-}
-
-/// The cache key: the kernel's lowered IR (which fixes its code, field
-/// addresses and bindings) and the code-generation options.
-fn kernel_key(program: &Program, k: &Kernel, opts: &WgpuOptions) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    print_program(program, Some(&k.name)).hash(&mut h);
-    // A tape's adjoint kernels share their forward kernel's node name, so
-    // the printout above covers both; the kernel's own IR tells them apart.
-    format!("{:?}|{:?}", k.entry, k.functions).hash(&mut h);
-    opts.native_float_atomics.hash(&mut h);
-    opts.wide.hash(&mut h);
-    opts.workgroup_size.hash(&mut h);
-    opts.chunk_words.hash(&mut h);
-    for r in program.roots() {
-        root_words(program, r).hash(&mut h);
-    }
-    h.finish()
 }
 
 pub struct WgpuEngine {
@@ -462,17 +444,15 @@ impl WgpuEngine {
         ctx: &WgpuContext,
         opts: &WgpuOptions,
     ) -> Result<Vec<Arc<CachedKernel>>, RuntimeError> {
-        let keys: Vec<u64> = program
+        let keys: Vec<KernelKey> = program
             .kernels
             .iter()
-            .map(|(_, k)| kernel_key(program, k, opts))
+            .map(|(_, k)| KernelKey::of_kernel(program, k, opts))
             .collect();
-        let mut slots: Vec<Option<Arc<CachedKernel>>> = keys
-            .iter()
-            .map(|key| ctx.pipelines.lock().ok().and_then(|c| c.get(key).cloned()))
-            .collect();
+        let mut slots: Vec<Option<Arc<CachedKernel>>> =
+            keys.iter().map(|key| ctx.pipelines.get(key)).collect();
         // One compilation per distinct missing key (tapes repeat kernels).
-        let mut todo: Vec<(usize, u64)> = Vec::new();
+        let mut todo: Vec<(usize, KernelKey)> = Vec::new();
         for (i, key) in keys.iter().enumerate() {
             if slots[i].is_none() && !todo.iter().any(|t| t.1 == *key) {
                 todo.push((i, *key));
@@ -507,12 +487,10 @@ impl WgpuEngine {
         }
         let mut results = results.into_inner().unwrap_or_default();
         results.sort_by_key(|r| r.0);
-        let mut fresh: std::collections::HashMap<u64, Arc<CachedKernel>> = Default::default();
+        let mut fresh: std::collections::HashMap<KernelKey, Arc<CachedKernel>> = Default::default();
         for (i, r) in results {
             let c = Arc::new(r?);
-            if let Ok(mut cache) = ctx.pipelines.lock() {
-                cache.insert(keys[i], c.clone());
-            }
+            ctx.pipelines.insert(keys[i], c.clone());
             fresh.insert(keys[i], c);
         }
         keys.iter()
@@ -621,8 +599,6 @@ impl WgpuEngine {
                 ),
             });
         }
-        ctx.compiled_count
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(CachedKernel {
             code,
             pipeline,

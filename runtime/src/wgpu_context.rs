@@ -4,6 +4,7 @@
 //! simulation is opened with (`spec::SimOptions`) can name it without
 //! importing the engine.
 
+use crate::kernel_cache::{Keep, KernelCache};
 use crate::RuntimeError;
 use std::sync::{Arc, Mutex};
 use weft_codegen::wgpu::WgpuKernel;
@@ -32,11 +33,12 @@ pub struct WgpuContext {
     pub wide: bool,
     /// GPU timestamps are available for timing kernels.
     pub timestamps: bool,
+    /// The device was opened with subgroup operations (`LaneMax`).
+    pub subgroups: bool,
     pub(crate) errors: Arc<Mutex<Vec<String>>>,
-    /// Compiled kernels by content hash, so a graph edit recompiles only what changed.
-    pub(crate) pipelines: Mutex<std::collections::HashMap<u64, Arc<CachedKernel>>>,
-    /// How many kernels this context has compiled (for tests and the app's status line).
-    pub compiled_count: std::sync::atomic::AtomicUsize,
+    /// Compiled kernels by content, so a graph edit recompiles only what
+    /// changed; kept while the device lives.
+    pub(crate) pipelines: KernelCache<CachedKernel>,
 }
 
 pub(crate) struct CachedKernel {
@@ -119,6 +121,12 @@ impl WgpuContext {
         if timestamps {
             required_features |= wgpu::Features::TIMESTAMP_QUERY;
         }
+        // Subgroup operations: legalize's loop trip count on llvmpipe
+        // keeps each invocation's count at its subgroup's (`LaneMax`).
+        let subgroups = adapter.features().contains(wgpu::Features::SUBGROUP);
+        if subgroups {
+            required_features |= wgpu::Features::SUBGROUP;
+        }
         let limits = adapter.limits();
         let (device, queue) =
             crate::platform::wait_for(adapter.request_device(&wgpu::DeviceDescriptor {
@@ -149,9 +157,9 @@ impl WgpuContext {
             float_atomics,
             wide,
             timestamps,
+            subgroups,
             errors,
-            pipelines: Mutex::new(Default::default()),
-            compiled_count: Default::default(),
+            pipelines: KernelCache::new(Keep::Always),
         })
     }
 
@@ -197,13 +205,18 @@ impl WgpuContext {
             float_atomics: features.contains(wgpu::Features::SHADER_FLOAT32_ATOMIC),
             wide: features.contains(wgpu::Features::SHADER_F64 | wgpu::Features::SHADER_INT64),
             timestamps: features.contains(wgpu::Features::TIMESTAMP_QUERY),
+            subgroups: features.contains(wgpu::Features::SUBGROUP),
             device,
             queue,
             info: adapter.get_info(),
             errors,
-            pipelines: Mutex::new(Default::default()),
-            compiled_count: Default::default(),
+            pipelines: KernelCache::new(Keep::Always),
         }
+    }
+
+    /// How many kernels this context has compiled (for tests and the app's status line).
+    pub fn compiled_count(&self) -> usize {
+        self.pipelines.compiled()
     }
 
     pub fn describe(&self) -> String {

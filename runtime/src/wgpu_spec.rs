@@ -31,6 +31,7 @@ impl WgpuSpec {
         passes.target =
             weft_codegen::wgpu::caps(ctx.float_atomics && !opts.force_cas_float_atomics);
         passes.target.loop_trip_limit = ctx.loop_trip_limit();
+        passes.target.lane_max = ctx.subgroups && passes.target.loop_trip_limit.is_some();
         Prepared {
             backend: Backend::Wgpu,
             opts: SimOptions {
@@ -118,6 +119,7 @@ impl BackendSpec for WgpuSpec {
     fn check_offline(&self, program: &Program, passes: &PassOptions) -> Result<(), RuntimeError> {
         let lavapipe = TargetCaps {
             loop_trip_limit: Some(LLVMPIPE_LOOP_TRIPS),
+            lane_max: true,
             ..weft_codegen::wgpu::caps(false)
         };
         for target in [lavapipe, weft_codegen::wgpu::caps(true)] {

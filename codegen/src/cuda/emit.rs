@@ -149,7 +149,7 @@ pub(super) fn kernel(program: &Program, kernel: &Kernel) -> Result<CudaKernel, C
     }
     let _ = writeln!(
         out,
-        "    unsigned p[{}];\n    int frame;\n    unsigned seed, launch, linear, rng;\n}};\n",
+        "    unsigned p[{}];\n    int frame;\n    unsigned seed, launch, linear, rng, trips;\n}};\n",
         nparams.max(1)
     );
     out.push_str(
@@ -304,7 +304,7 @@ fn entry(out: &mut String, program: &Program, kernel: &Kernel, roots: &[LayoutId
     }
     // Launch values (`random()`'s seed chain is IR, from `legalize`).
     out.push_str(
-        "    e.seed = r_seed; e.launch = r_launch; e.linear = (unsigned)lin; e.rng = 0u;\n",
+        "    e.seed = r_seed; e.launch = r_launch; e.linear = (unsigned)lin; e.rng = 0u; e.trips = 0u;\n",
     );
     let idx: Vec<String> = (0..kernel.dims).map(|d| format!(", i{}", d)).collect();
     let _ = writeln!(out, "    (void)weft_body(&e, 0{});\n}}", idx.concat());
@@ -527,6 +527,18 @@ impl<'a> Gen<'a> {
                 let line = format!("e->rng = {};", self.v(*v)[0]);
                 self.line(&line);
                 Ok(())
+            }
+            InstKind::TripsLoad => self.define(h, vec!["e->trips".into()]),
+            InstKind::TripsStore(v) => {
+                let line = format!("e->trips = {};", self.v(*v)[0]);
+                self.line(&line);
+                Ok(())
+            }
+            // CUDA has no loop trip limit: the value itself is a valid
+            // group of one (legalize never emits it for CUDA).
+            InstKind::LaneMax(v) => {
+                let x = self.v(*v)[0].clone();
+                self.define(h, vec![x])
             }
             InstKind::Random => Err(self.err(h, "random() reached codegen; legalize did not run")),
             InstKind::Unary(op, a) => {

@@ -174,7 +174,9 @@ pub(super) fn build_chunk(
     let p = b.block_params(entry).to_vec();
     let (ctx, start, end, fault) = (p[0], p[1], p[2], p[3]);
     let (bufs, params, frame) = load_env(&mut b, env, ctx);
-    let rng_slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 4, 2));
+    // The invocation's private words: the random state at 0, the loop
+    // trip count (`TripsLoad`) at 4.
+    let rng_slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 2));
     let rng = b.ins().stack_addr(types::I64, rng_slot, 0);
     let depth = b.ins().iconst(types::I32, 0);
     let launch = uses_launch(f).then(|| load_seed_launch(&mut b, ctx));
@@ -695,6 +697,19 @@ impl Lower<'_, '_, '_> {
                 self.b.ins().store(MemFlagsData::trusted(), x, self.rng, 0);
                 vec![]
             }
+            InstKind::TripsLoad => {
+                vec![self
+                    .b
+                    .ins()
+                    .load(types::I32, MemFlagsData::trusted(), self.rng, 4)]
+            }
+            InstKind::TripsStore(v) => {
+                let x = self.v(*v)[0];
+                self.b.ins().store(MemFlagsData::trusted(), x, self.rng, 4);
+                vec![]
+            }
+            // One invocation at a time: its group is itself.
+            InstKind::LaneMax(v) => self.v(*v),
             InstKind::Random => {
                 return Err(self.err(h, "random() reached codegen; legalize did not run"))
             }

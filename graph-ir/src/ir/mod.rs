@@ -1004,6 +1004,17 @@ pub enum InstKind {
     RngLoad,
     /// Sets this invocation's random state.
     RngStore(InstId),
+    /// This invocation's count of loop trips (u32), private to the
+    /// invocation and shared by every function it calls; 0 until stored.
+    /// Only `legalize` emits it, on a target with a `loop_trip_limit`.
+    TripsLoad,
+    /// Sets this invocation's count of loop trips.
+    TripsStore(InstId),
+    /// The largest value of a u32 over the invocations that the target
+    /// runs side by side in lock step and that are active here (a
+    /// subgroup); on a target that runs invocations one at a time, the
+    /// value itself. Only `legalize` emits it (`TargetCaps::lane_max`).
+    LaneMax(InstId),
     LocalLoad(LocalId),
     LocalStore(LocalId, InstId),
     FieldLoad {
@@ -1141,8 +1152,8 @@ impl InstKind {
     pub fn operands(&self) -> Vec<InstId> {
         use InstKind::*;
         match self {
-            Const(_) | Arg(_) | Param(_) | Frame | Random | Launch(_) | RngLoad | LocalLoad(_)
-            | Break | Continue | LoopCounter(_) | Barrier => vec![],
+            Const(_) | Arg(_) | Param(_) | Frame | Random | Launch(_) | RngLoad | TripsLoad
+            | LocalLoad(_) | Break | Continue | LoopCounter(_) | Barrier => vec![],
             SharedLoad { index, .. } => vec![*index],
             SharedStore { index, value, .. } => vec![*index, *value],
             Unary(_, a)
@@ -1151,7 +1162,9 @@ impl InstKind {
             | Extract(a, _)
             | Swizzle(a, _)
             | LocalStore(_, a)
-            | RngStore(a) => vec![*a],
+            | RngStore(a)
+            | TripsStore(a)
+            | LaneMax(a) => vec![*a],
             Binary(_, a, b) | ExtractDyn(a, b) => vec![*a, *b],
             Select {
                 cond,
@@ -1212,6 +1225,7 @@ impl InstKind {
             | Random
             | Launch(_)
             | RngLoad
+            | TripsLoad
             | LocalLoad(_)
             | Break
             | Continue
@@ -1229,7 +1243,9 @@ impl InstKind {
             | Extract(a, _)
             | Swizzle(a, _)
             | LocalStore(_, a)
-            | RngStore(a) => *a = f(*a),
+            | RngStore(a)
+            | TripsStore(a)
+            | LaneMax(a) => *a = f(*a),
             Binary(_, a, b) | ExtractDyn(a, b) => {
                 *a = f(*a);
                 *b = f(*b);

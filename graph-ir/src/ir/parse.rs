@@ -1146,6 +1146,7 @@ impl FnParser<'_, '_> {
             ("frame", K::Frame),
             ("random", K::Random),
             ("rng_load", K::RngLoad),
+            ("trips_load", K::TripsLoad),
             ("launch.seed", K::Launch(LaunchValue::Seed)),
             ("launch.count", K::Launch(LaunchValue::Count)),
             ("launch.linear", K::Launch(LaunchValue::Linear)),
@@ -1222,6 +1223,12 @@ impl FnParser<'_, '_> {
         }
         if c.eat("rng_store ") {
             return Ok(K::RngStore(c.inst()?));
+        }
+        if c.eat("trips_store ") {
+            return Ok(K::TripsStore(c.inst()?));
+        }
+        if c.eat("lane_max ") {
+            return Ok(K::LaneMax(c.inst()?));
         }
         if c.eat("load ") {
             return Ok(K::LocalLoad(self.local(c)?));

@@ -35,6 +35,11 @@ pub struct TargetCaps {
     /// `legalize` counts trips in plain IR and faults, naming the loop,
     /// before the target would cut a loop short.
     pub loop_trip_limit: Option<u32>,
+    /// The target computes `LaneMax`, the largest u32 among the
+    /// invocations it runs side by side (WGSL's `subgroupMax`). With a
+    /// `loop_trip_limit`, whose count those invocations share on llvmpipe,
+    /// `legalize` keeps every invocation's count at its group's.
+    pub lane_max: bool,
 }
 
 impl TargetCaps {
@@ -47,6 +52,7 @@ impl TargetCaps {
             && (self.f32_atomic_min_max || !other.f32_atomic_min_max)
             && (self.i32_atomic_min_max || !other.i32_atomic_min_max)
             && (self.workgroups || !other.workgroups)
+            && (self.lane_max || !other.lane_max)
         // `loose_float_builtins` and `loop_trip_limit` change what code
         // means on a target, never whether it compiles there.
     }
@@ -60,6 +66,7 @@ impl TargetCaps {
         workgroups: false,
         loose_float_builtins: false,
         loop_trip_limit: None,
+        lane_max: false,
     };
 
     /// Whether the target has atomic `op` on `s` as one operation.

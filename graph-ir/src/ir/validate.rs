@@ -641,6 +641,23 @@ impl Ctx<'_> {
                     return bad(self, "the random state is u32");
                 }
             }
+            InstKind::TripsLoad | InstKind::TripsStore(_) | InstKind::LaneMax(_) => {
+                if self.form != IrForm::Legalized {
+                    return bad(self, "loop trip counting before legalization");
+                }
+                let want = if matches!(inst.kind, InstKind::TripsStore(_)) {
+                    Type::Void
+                } else {
+                    Type::U32
+                };
+                let operand_ok = match &inst.kind {
+                    InstKind::TripsStore(v) | InstKind::LaneMax(v) => self.ty(*v) == Type::U32,
+                    _ => true,
+                };
+                if t != want || !operand_ok {
+                    return bad(self, "the loop trip count and lane_max are u32");
+                }
+            }
             InstKind::LocalLoad(l) | InstKind::LocalStore(l, _) => {
                 let Some(local) = self.f.locals.get(*l) else {
                     return bad(self, "local out of range");

@@ -102,10 +102,7 @@ pub fn run(program: &mut Program, caps: &TargetCaps) {
             // In a block kernel with barriers the entry's trip check
             // resumes like its other checks (the fault is recorded, no
             // invocation returns before a barrier).
-            count_loop_trips(&mut kernel.entry, &mut sites, limit, checks.resume);
-            for fid in kernel.functions.handles().collect::<Vec<_>>() {
-                count_loop_trips(&mut kernel.functions[fid], &mut sites, limit, false);
-            }
+            count_loop_trips(kernel, &mut sites, limit, checks.resume, caps.caps.lane_max);
         }
         kernel.fault_sites = sites;
         if random {
@@ -629,10 +626,11 @@ fn trap_if(e: &mut Emitter, bad: InstId, site: u32, value: InstId) {
     );
 }
 
-/// Counts the loop trips of one invocation of `f` for a target that leaves
-/// a loop silently after `limit` of them (`TargetCaps::loop_trip_limit`):
-/// a `u32` local zeroed at the top of the function, and at the head of
-/// every trip of every loop `if trips >= limit - 1 { trap } trips += 1`.
+/// Counts the loop trips of one invocation for a target that leaves a loop
+/// silently after `limit` of them (`TargetCaps::loop_trip_limit`): the
+/// invocation's count (`TripsLoad` / `TripsStore`, shared by every function
+/// it calls) is zeroed at the top of the entry, and at the head of every
+/// trip of every loop `if trips >= limit - 1 { trap } trips += 1`.
 ///
 /// The driver counts a trip at its end and leaves the loop when the count
 /// reaches `limit`, whether or not the loop was about to end anyway, so the
@@ -641,78 +639,377 @@ fn trap_if(e: &mut Emitter, bad: InstId, site: u32, value: InstId) {
 /// may therefore make at most `limit - 1` trips (a range loop of n
 /// iterations makes n + 1: its last trip only finds the range done).
 ///
-/// The count is the invocation's own. llvmpipe's belongs to the 8
-/// invocations it runs side by side and counts a trip while any of them is
-/// in the loop, so invocations that each stay under the limit in
-/// different loops can still be cut short together. A check after each
-/// loop that it ended by one of its own `break`s (an exit mark set before
-/// each break) did not catch that on Mesa 22.3.6 (measured), presumably
-/// because its compiler sees that a break is the only way out of a loop
-/// and forwards the mark's value past it.
-fn count_loop_trips(f: &mut Function, sites: &mut Vec<FaultSite>, limit: u32, resume: bool) {
-    fn has_loop(f: &Function, block: &Block) -> bool {
-        block.iter().any(|&h| {
-            matches!(f.insts[h].kind, InstKind::Loop { .. })
-                || f.insts[h].kind.blocks().into_iter().any(|b| has_loop(f, b))
-        })
+/// llvmpipe runs code whether or not any invocation takes it: an `if` arm
+/// that no invocation of a group takes still runs, masked, and each loop in
+/// it makes one trip (measured on Mesa 22.3.6: a 40,000-trip loop around an
+/// `if` nobody took, holding a loop, stopped after 32,768 trips). So an
+/// invocation that skips code (the other arm of an `if`, the rest of a loop
+/// body after a `break` or `continue`, the rest of a helper after a
+/// `return`) adds one trip for every loop in what it skipped
+/// ([`TripCounter::statics`], with the loops of called helpers, which the
+/// driver inlines).
+///
+/// llvmpipe's count belongs to the invocations it runs side by side (its
+/// subgroup of 8), and counts a trip while any of them is in the loop. On
+/// a target with `lane_max` every invocation keeps its group's count: the
+/// largest count among the group's active invocations (`LaneMax`) at the
+/// head of every trip and after every loop, `if` and call that holds a
+/// loop. An `if` with loops in both arms becomes two (`if c { a }` then
+/// `if !c { b }`: the driver runs the arms one after the other, and each
+/// invocation must see both), and a `break`, `continue` or `return` that
+/// ends an arm holding loops moves to an `if` of its own after the merge,
+/// so the invocations that leave tell the others their count first.
+/// What is left uncounted is a group whose invocations leave a loop from
+/// inside nested `if`s after loops the others skipped (documented in
+/// kernel-language.md).
+fn count_loop_trips(
+    kernel: &mut Kernel,
+    sites: &mut Vec<FaultSite>,
+    limit: u32,
+    resume: bool,
+    lanes: bool,
+) {
+    remove_dead_loops(&mut kernel.entry);
+    for fid in kernel.functions.handles().collect::<Vec<_>>() {
+        remove_dead_loops(&mut kernel.functions[fid]);
     }
-    if !has_loop(f, &f.body) {
+    // Static loop counts of the helpers, callees first (the front end
+    // rejects recursion, so the memo always ends).
+    let mut fn_loops: HashMap<FuncId, u32> = HashMap::new();
+    fn loops_of(
+        functions: &crate::arena::Arena<Function>,
+        fid: FuncId,
+        memo: &mut HashMap<FuncId, u32>,
+    ) -> u32 {
+        if let Some(&n) = memo.get(&fid) {
+            return n;
+        }
+        let f = &functions[fid];
+        let mut callees = Vec::new();
+        fn calls(f: &Function, b: &Block, out: &mut Vec<FuncId>) {
+            for &h in b {
+                if let InstKind::Call(c, _) = f.insts[h].kind {
+                    out.push(c);
+                }
+                for nb in f.insts[h].kind.blocks() {
+                    calls(f, nb, out);
+                }
+            }
+        }
+        calls(f, &f.body, &mut callees);
+        for c in callees {
+            loops_of(functions, c, memo);
+        }
+        let n = TripCounter::count_static(f, &f.body, memo);
+        memo.insert(fid, n);
+        n
+    }
+    for fid in kernel.functions.handles().collect::<Vec<_>>() {
+        loops_of(&kernel.functions, fid, &mut fn_loops);
+    }
+    let entry_loops = TripCounter::count_static(&kernel.entry, &kernel.entry.body, &fn_loops);
+    if entry_loops == 0 {
         return;
     }
-    remove_dead_loops(f);
-    let trips = f.locals.append(Local {
-        name: format!("loop_trips{}", f.locals.len()),
-        ty: Type::U32,
-    });
+    for fid in kernel.functions.handles().collect::<Vec<_>>() {
+        if fn_loops[&fid] == 0 {
+            continue;
+        }
+        let f = &mut kernel.functions[fid];
+        let body = std::mem::take(&mut f.body);
+        let mut c = TripCounter {
+            f,
+            sites,
+            limit,
+            resume: false,
+            lanes,
+            helper: true,
+            fn_loops: &fn_loops,
+        };
+        let body = c.block(body, 0, 0);
+        f.body = body;
+    }
+    let f = &mut kernel.entry;
     let body = std::mem::take(&mut f.body);
-    let mut body = count_in_block(f, body, sites, limit, trips, resume);
-    let mut e = Emitter {
+    let mut c = TripCounter {
         f,
+        sites,
+        limit,
+        resume,
+        lanes,
+        helper: false,
+        fn_loops: &fn_loops,
+    };
+    let mut body = c.block(body, 0, 0);
+    let mut e = Emitter {
+        f: &mut *c.f,
         out: Vec::new(),
         span: Span::default(),
     };
     let zero = e.konst(Const::u32(0));
-    e.emit(InstKind::LocalStore(trips, zero), Type::Void);
+    e.emit(InstKind::TripsStore(zero), Type::Void);
     let mut out = e.out;
     out.append(&mut body);
-    f.body = out;
+    kernel.entry.body = out;
 }
 
-fn count_in_block(
-    f: &mut Function,
-    block: Block,
-    sites: &mut Vec<FaultSite>,
+/// The rewrite of one function for [`count_loop_trips`].
+struct TripCounter<'a> {
+    f: &'a mut Function,
+    sites: &'a mut Vec<FaultSite>,
     limit: u32,
-    trips: LocalId,
     resume: bool,
-) -> Block {
-    for &h in &block {
-        let mut kind = f.insts[h].kind.clone();
-        for b in kind.blocks_mut() {
-            *b = count_in_block(f, std::mem::take(b), sites, limit, trips, resume);
-        }
-        if let InstKind::Loop { body } = &mut kind {
-            let span = f.insts[h].span;
-            let site = push_site(sites, span, FaultKind::LoopTrips { limit }, resume);
-            let mut e = Emitter {
-                f: &mut *f,
-                out: Vec::new(),
-                span,
-            };
-            let n = e.emit(InstKind::LocalLoad(trips), Type::U32);
-            let last = e.konst(Const::u32(limit.saturating_sub(1)));
-            let bad = e.bin_ty(BinaryOp::Ge, n, last, Type::BOOL);
-            trap_if(&mut e, bad, site, n);
-            let one = e.konst(Const::u32(1));
-            let next = e.bin_ty(BinaryOp::Add, n, one, Type::U32);
-            e.emit(InstKind::LocalStore(trips, next), Type::Void);
-            let mut head = e.out;
-            head.append(body);
-            *body = head;
-        }
-        f.insts[h].kind = kind;
+    /// Keep the group's count (`TargetCaps::lane_max`).
+    lanes: bool,
+    /// A helper: a `return` goes on in the caller.
+    helper: bool,
+    /// The loops of each helper, its callees' included.
+    fn_loops: &'a HashMap<FuncId, u32>,
+}
+
+impl TripCounter<'_> {
+    /// The loops in `b`, nested ones and called helpers' included: the
+    /// trips the driver makes when it runs `b` with no invocation active.
+    fn count_static(f: &Function, b: &[InstId], fn_loops: &HashMap<FuncId, u32>) -> u32 {
+        b.iter()
+            .map(|&h| {
+                let own = match f.insts[h].kind {
+                    InstKind::Loop { .. } => 1,
+                    InstKind::Call(c, _) => fn_loops.get(&c).copied().unwrap_or(0),
+                    _ => 0,
+                };
+                own + f.insts[h]
+                    .kind
+                    .blocks()
+                    .into_iter()
+                    .map(|nb| Self::count_static(f, nb, fn_loops))
+                    .sum::<u32>()
+            })
+            .sum()
     }
-    block
+
+    fn statics(&self, b: &[InstId]) -> u32 {
+        Self::count_static(self.f, b, self.fn_loops)
+    }
+
+    fn emitter(&mut self, span: Span) -> Emitter<'_> {
+        Emitter {
+            f: &mut *self.f,
+            out: Vec::new(),
+            span,
+        }
+    }
+
+    /// `trips += n`.
+    fn add(&mut self, n: u32, span: Span) -> Vec<InstId> {
+        let mut e = self.emitter(span);
+        if n > 0 {
+            let t = e.emit(InstKind::TripsLoad, Type::U32);
+            let k = e.konst(Const::u32(n));
+            let s = e.bin_ty(BinaryOp::Add, t, k, Type::U32);
+            e.emit(InstKind::TripsStore(s), Type::Void);
+        }
+        e.out
+    }
+
+    /// `trips = lane_max(trips)` where the group's invocations meet again.
+    fn sync(&mut self, span: Span) -> Vec<InstId> {
+        let mut e = self.emitter(span);
+        let t = e.emit(InstKind::TripsLoad, Type::U32);
+        let m = e.emit(InstKind::LaneMax(t), Type::U32);
+        e.emit(InstKind::TripsStore(m), Type::Void);
+        e.out
+    }
+
+    fn jump(kind: &InstKind) -> bool {
+        matches!(
+            kind,
+            InstKind::Break | InstKind::Continue | InstKind::Return(None)
+        )
+    }
+
+    /// Rewrites `block`. `rest_loop`: the loops the driver runs after this
+    /// block up to the end of the innermost loop body (of the function
+    /// outside any loop); `rest_out`: those after that loop to the end of
+    /// the function.
+    fn block(&mut self, block: Block, rest_loop: u32, rest_out: u32) -> Block {
+        let mut out = Vec::new();
+        for (i, &h) in block.iter().enumerate() {
+            let after = self.statics(&block[i + 1..]);
+            let span = self.f.insts[h].span;
+            let kind = self.f.insts[h].kind.clone();
+            match kind {
+                InstKind::Loop { body } => {
+                    let body = self.block(body, 0, rest_loop + after + rest_out);
+                    let site = push_site(
+                        self.sites,
+                        span,
+                        FaultKind::LoopTrips { limit: self.limit },
+                        self.resume,
+                    );
+                    let limit = self.limit;
+                    let lanes = self.lanes;
+                    let mut e = self.emitter(span);
+                    let mut n = e.emit(InstKind::TripsLoad, Type::U32);
+                    if lanes {
+                        n = e.emit(InstKind::LaneMax(n), Type::U32);
+                    }
+                    let last = e.konst(Const::u32(limit.saturating_sub(1)));
+                    let bad = e.bin_ty(BinaryOp::Ge, n, last, Type::BOOL);
+                    trap_if(&mut e, bad, site, n);
+                    let one = e.konst(Const::u32(1));
+                    let next = e.bin_ty(BinaryOp::Add, n, one, Type::U32);
+                    e.emit(InstKind::TripsStore(next), Type::Void);
+                    let mut head = e.out;
+                    head.extend(body);
+                    self.f.insts[h].kind = InstKind::Loop { body: head };
+                    out.push(h);
+                    if lanes {
+                        out.extend(self.sync(span));
+                    }
+                }
+                InstKind::If {
+                    cond,
+                    mut accept,
+                    mut reject,
+                } => {
+                    let (sa, sb) = (self.statics(&accept), self.statics(&reject));
+                    if !self.lanes || sa + sb == 0 {
+                        let a = self.arm(accept, sb, rest_loop + after, rest_out, span);
+                        let r = self.arm(reject, sa, rest_loop + after, rest_out, span);
+                        self.f.insts[h].kind = InstKind::If {
+                            cond,
+                            accept: a,
+                            reject: r,
+                        };
+                        out.push(h);
+                        if self.lanes && sa + sb > 0 {
+                            out.extend(self.sync(span));
+                        }
+                        continue;
+                    }
+                    // A jump that ends an arm holding loops waits until
+                    // the group has met after the `if`.
+                    let take_jump = |arm: &mut Block, s: u32, f: &Function| {
+                        if s > 0 && arm.last().is_some_and(|&j| Self::jump(&f.insts[j].kind)) {
+                            arm.pop()
+                        } else {
+                            None
+                        }
+                    };
+                    let ja = take_jump(&mut accept, sa, self.f);
+                    let jb = take_jump(&mut reject, sb, self.f);
+                    let halves: Vec<(Block, Block)> = if sa > 0 && sb > 0 {
+                        vec![(accept, Vec::new()), (Vec::new(), reject)]
+                    } else {
+                        vec![(accept, reject)]
+                    };
+                    for (k, (a, r)) in halves.into_iter().enumerate() {
+                        let (xa, xr) = (self.statics(&a), self.statics(&r));
+                        // What the driver runs after this half, in this block.
+                        let later = if k == 0 && sa > 0 && sb > 0 { sb } else { 0 };
+                        let a = self.arm(a, xr, rest_loop + after + later, rest_out, span);
+                        let r = self.arm(r, xa, rest_loop + after + later, rest_out, span);
+                        let kind = InstKind::If {
+                            cond,
+                            accept: a,
+                            reject: r,
+                        };
+                        let g = if k == 0 {
+                            self.f.insts[h].kind = kind;
+                            h
+                        } else {
+                            self.f.insts.append(Inst {
+                                kind,
+                                ty: Type::Void,
+                                span,
+                            })
+                        };
+                        out.push(g);
+                        out.extend(self.sync(span));
+                    }
+                    for (j, accepting) in [(ja, true), (jb, false)] {
+                        let Some(j) = j else { continue };
+                        let mut arm = self.jump_adjust(
+                            &self.f.insts[j].kind.clone(),
+                            rest_loop + after,
+                            rest_out,
+                            span,
+                        );
+                        arm.push(j);
+                        let (accept, reject) = if accepting {
+                            (arm, Vec::new())
+                        } else {
+                            (Vec::new(), arm)
+                        };
+                        let g = self.f.insts.append(Inst {
+                            kind: InstKind::If {
+                                cond,
+                                accept,
+                                reject,
+                            },
+                            ty: Type::Void,
+                            span,
+                        });
+                        out.push(g);
+                    }
+                }
+                InstKind::Break | InstKind::Continue | InstKind::Return(_) => {
+                    out.extend(self.jump_adjust(&kind, rest_loop + after, rest_out, span));
+                    out.push(h);
+                }
+                InstKind::Call(fid, _) => {
+                    out.push(h);
+                    if self.lanes && self.fn_loops.get(&fid).is_some_and(|&n| n > 0) {
+                        out.extend(self.sync(span));
+                    }
+                }
+                mut other => {
+                    for b in other.blocks_mut() {
+                        *b = self.block(std::mem::take(b), rest_loop + after, rest_out);
+                    }
+                    self.f.insts[h].kind = other;
+                    out.push(h);
+                }
+            }
+        }
+        out
+    }
+
+    /// An `if` arm: rewritten, and ended by the trips of the other arm
+    /// (`other` loops), which the driver runs too.
+    fn arm(&mut self, arm: Block, other: u32, rest_loop: u32, rest_out: u32, span: Span) -> Block {
+        let ends_in_jump = arm.last().is_some_and(|&j| {
+            matches!(
+                self.f.insts[j].kind,
+                InstKind::Break | InstKind::Continue | InstKind::Return(_)
+            )
+        });
+        let mut b = self.block(arm, rest_loop + other, rest_out);
+        if !ends_in_jump {
+            b.extend(self.add(other, span));
+        }
+        b
+    }
+
+    /// What an invocation leaving by `jump` adds first: the loops the
+    /// driver still runs without it (to the end of the loop body for a
+    /// `break` or `continue`, of the helper for a `return`; nothing for a
+    /// `return` from the entry, after which the invocation counts no more).
+    fn jump_adjust(
+        &mut self,
+        jump: &InstKind,
+        rest_loop: u32,
+        rest_out: u32,
+        span: Span,
+    ) -> Vec<InstId> {
+        let n = match jump {
+            InstKind::Break | InstKind::Continue => rest_loop,
+            InstKind::Return(_) if self.helper => rest_loop + rest_out,
+            _ => 0,
+        };
+        self.add(n, span)
+    }
 }
 
 /// Deletes the loops whose work nothing uses (no store to memory, no

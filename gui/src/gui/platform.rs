@@ -106,7 +106,8 @@ mod imp {
 
     /// The window's device is the simulation's too (`Viewport` shares it):
     /// ask for what the headless device gets (`WgpuContext::new`) where the
-    /// adapter has it — 64-bit shader values, f32 atomics, timestamps — and
+    /// adapter has it — 64-bit shader values, f32 atomics, timestamps,
+    /// subgroups (llvmpipe's loop trip count) — and
     /// the adapter's limits (large fields), keeping egui's texture size.
     fn wgpu_options() -> eframe::egui_wgpu::WgpuConfiguration {
         let mut cfg = eframe::egui_wgpu::WgpuConfiguration::default();
@@ -115,7 +116,8 @@ mod imp {
                 let wanted = wgpu::Features::SHADER_F64
                     | wgpu::Features::SHADER_INT64
                     | wgpu::Features::SHADER_FLOAT32_ATOMIC
-                    | wgpu::Features::TIMESTAMP_QUERY;
+                    | wgpu::Features::TIMESTAMP_QUERY
+                    | wgpu::Features::SUBGROUP;
                 // egui's own choice on GL (and its 8192 textures there).
                 let required_limits = if adapter.get_info().backend == wgpu::Backend::Gl {
                     wgpu::Limits {

@@ -14,9 +14,9 @@
 //! `libnvrtc.so.13`, …); the PyPI wheel `nvidia-cuda-nvrtc` puts it in
 //! `site-packages/nvidia/cu13/lib` (see `.ci/run`).
 
+use crate::kernel_cache::{Keep, KernelCache, KernelKey};
 use crate::RuntimeError;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use weft_codegen::cuda::CudaKernel;
 
 /// Whether NVRTC can be loaded; `Err` says what is missing.
@@ -67,14 +67,12 @@ fn nvrtc_options(arch: Option<&str>) -> Vec<String> {
     o
 }
 
-type PtxCache = Mutex<HashMap<(String, Option<String>), Arc<String>>>;
-
 /// PTX already built in this process, by (source, architecture): kernels
 /// are cached by content, so reopening a simulation or editing one kernel
 /// recompiles only what changed.
-fn ptx_cache() -> &'static PtxCache {
-    static CACHE: OnceLock<PtxCache> = OnceLock::new();
-    CACHE.get_or_init(Default::default)
+fn ptx_cache() -> &'static KernelCache<String> {
+    static CACHE: OnceLock<KernelCache<String>> = OnceLock::new();
+    CACHE.get_or_init(|| KernelCache::new(Keep::Always))
 }
 
 /// Compiles a kernel's source to PTX for `arch` (e.g. `compute_90`; `None`:
@@ -82,8 +80,8 @@ fn ptx_cache() -> &'static PtxCache {
 /// with NVRTC's log; a missing NVRTC is `Unavailable`.
 pub fn compile_ptx(kernel: &CudaKernel, arch: Option<&str>) -> Result<Arc<String>, RuntimeError> {
     nvrtc_status().map_err(|w| unavailable(&w))?;
-    let key = (kernel.source.clone(), arch.map(str::to_string));
-    if let Some(p) = ptx_cache().lock().ok().and_then(|c| c.get(&key).cloned()) {
+    let key = KernelKey::of_source(&kernel.source, &arch);
+    if let Some(p) = ptx_cache().get(&key) {
         return Ok(p);
     }
     let opts = cudarc::nvrtc::CompileOptions {
@@ -123,8 +121,6 @@ pub fn compile_ptx(kernel: &CudaKernel, arch: Option<&str>) -> Result<Arc<String
         }
     };
     let ptx = Arc::new(ptx);
-    if let Ok(mut c) = ptx_cache().lock() {
-        c.insert(key, ptx.clone());
-    }
+    ptx_cache().insert(key, ptx.clone());
     Ok(ptx)
 }

@@ -12,41 +12,24 @@
 //! recompiled. With one worker thread, iterations run in order, so even
 //! float atomics add in the interpreter's order and results repeat exactly.
 
+use crate::kernel_cache::{Keep, KernelCache, KernelKey};
 use crate::RuntimeError;
 use rayon::prelude::*;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use weft_codegen::jit::{compile_kernel, ChunkFn, JitCtx, JitFault, JitKernel, JitOptions};
 use weft_codegen::CodegenError;
 use weft_ir::ir::{Kernel, Program};
 
-/// Kernels compiled by this process (cache misses), for tests and diagnostics.
-pub static COMPILED: AtomicUsize = AtomicUsize::new(0);
-
-type Cache = Mutex<HashMap<String, Weak<JitKernel>>>;
-
-fn cache() -> &'static Cache {
-    static CACHE: OnceLock<Cache> = OnceLock::new();
-    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+/// Native code compiled by this process, kept while a simulation holds it.
+fn cache() -> &'static KernelCache<JitKernel> {
+    static CACHE: OnceLock<KernelCache<JitKernel>> = OnceLock::new();
+    CACHE.get_or_init(|| KernelCache::new(Keep::WhileUsed))
 }
 
-/// Everything the generated code depends on: the lowered kernel (its code,
-/// spans, name, parameters), its iteration shape and the field names that
-/// fault messages mention.
-fn cache_key(program: &Program, kernel: &Kernel, opts: &JitOptions) -> String {
-    let names: Vec<&str> = program
-        .fields
-        .iter()
-        .map(|(_, f)| f.name.as_str())
-        .collect();
-    format!(
-        "{:?}|{:?}|{:?}|{:?}",
-        kernel,
-        kernel.iteration_shape(program),
-        names,
-        opts
-    )
+/// Kernels compiled by this process (cache misses), for tests and diagnostics.
+pub fn compiled() -> usize {
+    cache().compiled()
 }
 
 /// Compiles `kernel`, or returns the cached code for an identical kernel.
@@ -55,21 +38,9 @@ pub fn compile_cached(
     kernel: &Kernel,
     opts: &JitOptions,
 ) -> Result<Arc<JitKernel>, CodegenError> {
-    let key = cache_key(program, kernel, opts);
-    if let Some(k) = cache()
-        .lock()
-        .ok()
-        .and_then(|c| c.get(&key).and_then(Weak::upgrade))
-    {
-        return Ok(k);
-    }
-    let k = Arc::new(compile_kernel(program, kernel, opts)?);
-    COMPILED.fetch_add(1, Ordering::Relaxed);
-    if let Ok(mut c) = cache().lock() {
-        c.retain(|_, w| w.strong_count() > 0);
-        c.insert(key, Arc::downgrade(&k));
-    }
-    Ok(k)
+    cache().get_or_compile(KernelKey::of_kernel(program, kernel, opts), || {
+        compile_kernel(program, kernel, opts)
+    })
 }
 
 pub struct Launch<'a> {

@@ -32,6 +32,8 @@ pub struct Launch<'a> {
 /// with the functions it calls) and its linear index.
 struct Invocation {
     rng: u32,
+    /// Loop trips so far (`TripsLoad` / `TripsStore`).
+    trips: u32,
     linear: u32,
 }
 
@@ -58,6 +60,7 @@ pub fn launch(l: &Launch) -> Result<(), RuntimeError> {
                 }
                 let mut inv = Invocation {
                     rng: 0,
+                    trips: 0,
                     linear: lin as u32,
                 };
                 exec(l, &l.kernel.entry, r, &mut inv, 0).map(|_| ())
@@ -206,6 +209,8 @@ fn exec(
             }
             Op::RngLoad { dst } => s!(*dst) = inv.rng as u64,
             Op::RngStore { src } => inv.rng = s!(*src) as u32,
+            Op::TripsLoad { dst } => s!(*dst) = inv.trips as u64,
+            Op::TripsStore { src } => inv.trips = s!(*src) as u32,
             Op::BufLoad {
                 dst,
                 root,

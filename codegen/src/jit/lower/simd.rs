@@ -520,7 +520,7 @@ pub(in crate::jit) fn build_vector_chunk(
     b.append_block_param(fault_block, types::I64);
     let exec = b.declare_var(types::I32X4);
     let ret = b.declare_var(types::I32X4);
-    let rng_slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 4, 2));
+    let rng_slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 2));
     let rng = b.ins().stack_addr(types::I64, rng_slot, 0);
     let depth = b.ins().iconst(types::I32, 0);
 
@@ -1273,7 +1273,11 @@ impl Lower<'_, '_, '_> {
                 self.b.def_var(var, next);
                 vec![]
             }
-            InstKind::Random => return Err(Stop::Unsupported),
+            // Only targets with a loop trip limit count trips (none on the CPU).
+            InstKind::Random
+            | InstKind::TripsLoad
+            | InstKind::TripsStore(_)
+            | InstKind::LaneMax(_) => return Err(Stop::Unsupported),
             InstKind::BufLoad { root, addr } => 'load: {
                 if let Some(x) = self.sm().paired.remove(&h) {
                     break 'load vec![V::L(x)];
