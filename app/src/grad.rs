@@ -8,7 +8,7 @@ use crate::load::load_program;
 use crate::run::overrides;
 use weft_ir::graph::GraphError;
 use weft_ir::io::npy::{DType, NpyArray};
-use weft_ir::ir::{FieldId, Program, Step, TapeMode};
+use weft_ir::ir::{steps, FieldId, Program, Step, TapeMode};
 use weft_ir::types::Type;
 use weft_runtime::memory::field_to_npy;
 use weft_runtime::{RuntimeError, SimOptions, Simulation};
@@ -43,20 +43,21 @@ fn open(
     for w in wrt {
         grad_field(&program, w, "--wrt")?;
     }
-    fn tapes(s: &[Step], out: &mut Vec<(String, FieldId)>) {
-        for st in s {
-            match st {
-                Step::Tape { node_id, loss, .. } => out.push((node_id.clone(), *loss)),
-                // An optimize node runs tapes of its own loss.
-                Step::Optimize { node_id, spec, .. } => out.push((node_id.clone(), spec.loss)),
-                Step::Repeat { body, .. } => tapes(body, out),
-                Step::Launch(_) | Step::Clear { .. } | Step::ListGen { .. } => {}
+    // The outermost tapes (an optimize node runs tapes of its own loss).
+    let mut found: Vec<(String, FieldId)> = Vec::new();
+    for list in program.schedule.lists() {
+        steps::walk_pruned(list, &mut |st| match st {
+            Step::Tape { node_id, loss, .. } => {
+                found.push((node_id.clone(), *loss));
+                false
             }
-        }
+            Step::Optimize { node_id, spec, .. } => {
+                found.push((node_id.clone(), spec.loss));
+                false
+            }
+            _ => true,
+        });
     }
-    let mut found = Vec::new();
-    tapes(&program.schedule.on_start, &mut found);
-    tapes(&program.schedule.on_frame, &mut found);
     let own_tape = !found.is_empty();
     if let Some((node, l)) = found.iter().find(|(_, l)| *l != loss) {
         return Err(usage(format!(
@@ -91,25 +92,19 @@ fn open(
             .iter()
             .filter_map(|w| program.field_by_name(w))
             .collect();
-        fn set_mode(s: &mut [Step], seeded: &[FieldId]) {
-            for st in s {
-                match st {
-                    Step::Tape { mode, .. } => {
-                        *mode = TapeMode::Forward {
-                            seeded: seeded.to_vec(),
-                        }
-                    }
-                    Step::Repeat { body, .. } => set_mode(body, seeded),
-                    // An optimize node's tapes fit parameters: they stay reverse.
-                    Step::Launch(_)
-                    | Step::Clear { .. }
-                    | Step::ListGen { .. }
-                    | Step::Optimize { .. } => {}
+        for list in program.schedule.lists_mut() {
+            steps::walk_pruned_mut(list, &mut |st| match st {
+                Step::Tape { mode, .. } => {
+                    *mode = TapeMode::Forward {
+                        seeded: seeded.clone(),
+                    };
+                    false
                 }
-            }
+                // An optimize node's tapes fit parameters: they stay reverse.
+                Step::Optimize { .. } => false,
+                _ => true,
+            });
         }
-        set_mode(&mut program.schedule.on_start, &seeded);
-        set_mode(&mut program.schedule.on_frame, &seeded);
     }
     let sim = Simulation::new(
         program,

@@ -5,7 +5,8 @@
 //! the validator walks schedules too, and the IR imports nothing above it.
 //!
 //! - [`walk`] / [`try_walk`] / [`walk_mut`]: every step, a step before its
-//!   body, in order;
+//!   body, in order; [`walk_pruned`] / [`walk_pruned_mut`]: the same into
+//!   the bodies the caller asks for;
 //! - [`walk_lists_mut`]: every step list, the bodies inside a list before
 //!   the list itself (for passes that rewrite one list at a time);
 //! - [`rewrite`] / [`try_rewrite`]: a list rebuilt step by step, each step
@@ -58,6 +59,30 @@ pub fn walk<'a>(steps: &'a [Step], f: &mut impl FnMut(&'a Step)) {
         f(s);
         if let Some(body) = s.body() {
             walk(body, f);
+        }
+    }
+}
+
+/// [`walk`] into the bodies that `f` asks for: `f` returns whether to
+/// visit the body of the step it saw (a pass that looks for the outermost
+/// tapes stops at each).
+pub fn walk_pruned<'a>(steps: &'a [Step], f: &mut impl FnMut(&'a Step) -> bool) {
+    for s in steps {
+        if f(s) {
+            if let Some(body) = s.body() {
+                walk_pruned(body, f);
+            }
+        }
+    }
+}
+
+/// [`walk_pruned`], with each step changeable.
+pub fn walk_pruned_mut(steps: &mut [Step], f: &mut impl FnMut(&mut Step) -> bool) {
+    for s in steps {
+        if f(s) {
+            if let Some(body) = s.body_mut() {
+                walk_pruned_mut(body, f);
+            }
         }
     }
 }

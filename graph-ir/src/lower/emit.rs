@@ -1,14 +1,147 @@
-//! The IR builder the passes that write whole kernels emit through (not a
-//! pass): a function under construction and its open blocks. Every
-//! instruction goes to the innermost open block; `when`, `range`,
-//! `range_incl` and `forever` open a block for their body and close it
-//! into the structured instruction. `kernel` ends the build. Used by
-//! `passes::optimize` (the optimizer's system kernels) and `passes::views`
-//! (every view kernel).
+//! The one IR builder (not a pass). [`Build`] is how every pass writes
+//! instructions, blocks, `if`s, loops and locals into a function: its
+//! provided methods are the only definitions of those, and a builder only
+//! says where instructions go (its function, its open block, the source
+//! span they carry). Two builders hold that state:
+//!
+//! - [`Emit`]: a function under construction with its open blocks, for
+//!   the passes that write whole kernels (`passes::optimize`'s system
+//!   kernels, `passes::views`' view kernels); `range`, `range_incl` open a
+//!   block for their body, `kernel` ends the build;
+//! - `lower::sparse::Emitter`: an existing function and one block being
+//!   written, for the rewrites inside a kernel (`lower_access`,
+//!   `legalize`, `half`, the sparse passes).
+//!
+//! Every instruction goes to the innermost open block.
 
 use crate::arena::Arena;
 use crate::ir::*;
 use crate::types::{Scalar, Type};
+
+/// Where a builder writes: the function, its open block and the span new
+/// instructions carry; every other method is provided, once.
+pub trait Build {
+    /// The function being written.
+    fn func(&mut self) -> &mut Function;
+    /// The function being written, to read.
+    fn func_ref(&self) -> &Function;
+    /// Appends `h` to the open block.
+    fn push(&mut self, h: InstId);
+    /// The source span of new instructions.
+    fn span(&self) -> Span;
+    /// Makes `b` the open block and returns the one that was open.
+    fn swap_block(&mut self, b: Block) -> Block;
+
+    /// Appends an instruction to the open block.
+    fn emit(&mut self, kind: InstKind, ty: Type) -> InstId {
+        let span = self.span();
+        let h = self.func().insts.append(Inst { kind, ty, span });
+        self.push(h);
+        h
+    }
+    /// Appends an instruction to block `b` instead of the open one (for a
+    /// rewrite that fills several blocks side by side).
+    fn emit_in(&mut self, b: &mut Block, kind: InstKind, ty: Type) -> InstId {
+        let span = self.span();
+        let h = self.func().insts.append(Inst { kind, ty, span });
+        b.push(h);
+        h
+    }
+    /// A constant appended to block `b`.
+    fn konst_in(&mut self, b: &mut Block, c: Const) -> InstId {
+        self.emit_in(b, InstKind::Const(c), Type::Scalar(c.scalar))
+    }
+    /// The type of value `h`.
+    fn ty(&self, h: InstId) -> Type {
+        self.func_ref().insts[h].ty
+    }
+    fn konst(&mut self, c: Const) -> InstId {
+        self.emit(InstKind::Const(c), Type::Scalar(c.scalar))
+    }
+    /// A binary operation with result type `ty`.
+    fn bin_ty(&mut self, op: BinaryOp, a: InstId, b: InstId, ty: Type) -> InstId {
+        self.emit(InstKind::Binary(op, a, b), ty)
+    }
+    /// `cond ? accept : reject`, of `accept`'s type.
+    fn select(&mut self, cond: InstId, accept: InstId, reject: InstId) -> InstId {
+        let ty = self.ty(accept);
+        self.emit(
+            InstKind::Select {
+                cond,
+                accept,
+                reject,
+            },
+            ty,
+        )
+    }
+    /// A new local of the function (not stored to).
+    fn new_local(&mut self, name: &str, ty: Type) -> LocalId {
+        self.func().locals.append(Local {
+            name: name.to_string(),
+            ty,
+        })
+    }
+    fn get(&mut self, l: LocalId) -> InstId {
+        let ty = self.func_ref().locals[l].ty;
+        self.emit(InstKind::LocalLoad(l), ty)
+    }
+    fn set(&mut self, l: LocalId, v: InstId) {
+        self.emit(InstKind::LocalStore(l, v), Type::Void);
+    }
+    /// Emits into a fresh block and returns it.
+    fn block(&mut self, g: impl FnOnce(&mut Self)) -> Block
+    where
+        Self: Sized,
+    {
+        let saved = self.swap_block(Vec::new());
+        g(self);
+        self.swap_block(saved)
+    }
+    /// `if cond { accept }`.
+    fn if_(&mut self, cond: InstId, accept: impl FnOnce(&mut Self))
+    where
+        Self: Sized,
+    {
+        let accept = self.block(accept);
+        self.emit(
+            InstKind::If {
+                cond,
+                accept,
+                reject: vec![],
+            },
+            Type::Void,
+        );
+    }
+    /// `loop { body }` (left by a `Break`).
+    fn loop_(&mut self, body: impl FnOnce(&mut Self))
+    where
+        Self: Sized,
+    {
+        let body = self.block(body);
+        self.emit(InstKind::Loop { body }, Type::Void);
+    }
+    fn brk(&mut self) {
+        self.emit(InstKind::Break, Type::Void);
+    }
+}
+
+impl Build for Emit {
+    fn func(&mut self) -> &mut Function {
+        &mut self.f
+    }
+    fn func_ref(&self) -> &Function {
+        &self.f
+    }
+    fn push(&mut self, h: InstId) {
+        self.blocks.last_mut().expect("a block is open").push(h);
+    }
+    fn span(&self) -> Span {
+        Span::default()
+    }
+    fn swap_block(&mut self, b: Block) -> Block {
+        std::mem::replace(self.blocks.last_mut().expect("a block is open"), b)
+    }
+}
 
 /// Emits instructions into a function, block by block.
 pub struct Emit {
@@ -25,15 +158,6 @@ impl Emit {
             f: Function::new(name, vec![Type::I32; dims], Type::Void, Span::default()),
             blocks: vec![Vec::new()],
         }
-    }
-    pub fn emit(&mut self, kind: InstKind, ty: Type) -> InstId {
-        let h = self.f.insts.append(Inst {
-            kind,
-            ty,
-            span: Span::default(),
-        });
-        self.blocks.last_mut().expect("a block is open").push(h);
-        h
     }
     pub fn f32c(&mut self, v: f32) -> InstId {
         self.emit(InstKind::Const(Const::f32(v)), Type::F32)
@@ -64,17 +188,6 @@ impl Emit {
     }
     pub fn bitcast(&mut self, v: InstId, ty: Type) -> InstId {
         self.emit(InstKind::Bitcast(v), ty)
-    }
-    pub fn select(&mut self, cond: InstId, accept: InstId, reject: InstId) -> InstId {
-        let ty = self.f.ty(accept);
-        self.emit(
-            InstKind::Select {
-                cond,
-                accept,
-                reject,
-            },
-            ty,
-        )
     }
     pub fn extract(&mut self, v: InstId, c: u32) -> InstId {
         let ty = match self.f.ty(v) {
@@ -113,34 +226,11 @@ impl Emit {
             .map(|d| self.emit(InstKind::Arg(d as u32), Type::I32))
             .collect()
     }
+    /// A new local holding `init`.
     pub fn local(&mut self, name: &str, ty: Type, init: InstId) -> LocalId {
-        let l = self.f.locals.append(Local {
-            name: name.into(),
-            ty,
-        });
-        self.emit(InstKind::LocalStore(l, init), Type::Void);
+        let l = self.new_local(name, ty);
+        self.set(l, init);
         l
-    }
-    pub fn get(&mut self, l: LocalId) -> InstId {
-        let ty = self.f.locals[l].ty;
-        self.emit(InstKind::LocalLoad(l), ty)
-    }
-    pub fn set(&mut self, l: LocalId, v: InstId) {
-        self.emit(InstKind::LocalStore(l, v), Type::Void);
-    }
-    /// `if cond { then }`.
-    pub fn when(&mut self, cond: InstId, then: impl FnOnce(&mut Self)) {
-        self.blocks.push(Vec::new());
-        then(self);
-        let accept = self.blocks.pop().expect("pushed above");
-        self.emit(
-            InstKind::If {
-                cond,
-                accept,
-                reject: vec![],
-            },
-            Type::Void,
-        );
     }
     /// `for counter in begin..=end { body(counter) }` (i32; empty when begin > end).
     pub fn range_incl(&mut self, begin: InstId, end: InstId, body: impl FnOnce(&mut Self, InstId)) {
@@ -164,13 +254,6 @@ impl Emit {
         if let InstKind::RangeFor { body, .. } = &mut self.f.insts[l].kind {
             *body = b;
         }
-    }
-    /// `loop { body }` (left by a `Break`).
-    pub fn forever(&mut self, body: impl FnOnce(&mut Self)) {
-        self.blocks.push(Vec::new());
-        body(self);
-        let body = self.blocks.pop().expect("pushed above");
-        self.emit(InstKind::Loop { body }, Type::Void);
     }
     /// The f32 components of a value of `ty` (column-major for matrices).
     pub fn components(&mut self, v: InstId, ty: Type) -> Vec<InstId> {

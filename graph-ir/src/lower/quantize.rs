@@ -24,6 +24,7 @@ use super::words::{assemble, split};
 use crate::ir::layout::{AddressPlan, WORD_BITS};
 use crate::ir::quant::{mask, Quant, SharedFloat};
 use crate::ir::*;
+use crate::lower::emit::Build;
 use crate::types::{Scalar, Type};
 
 /// Lowers one access; returns the kind for the original handle (the loaded or

@@ -29,6 +29,7 @@
 
 use crate::ir::layout::{self, AddressPlan, LevelPlan, WORD_BITS};
 use crate::ir::*;
+use crate::lower::emit::Build;
 use crate::types::Type;
 
 pub struct Emitter<'a> {
@@ -37,23 +38,25 @@ pub struct Emitter<'a> {
     pub span: Span,
 }
 
-impl Emitter<'_> {
-    pub fn emit(&mut self, kind: InstKind, ty: Type) -> InstId {
-        let h = self.f.insts.append(Inst {
-            kind,
-            ty,
-            span: self.span,
-        });
+impl Build for Emitter<'_> {
+    fn func(&mut self) -> &mut Function {
+        self.f
+    }
+    fn func_ref(&self) -> &Function {
+        self.f
+    }
+    fn push(&mut self, h: InstId) {
         self.out.push(h);
-        h
     }
-    /// The type of value `h`.
-    pub fn ty(&self, h: InstId) -> Type {
-        self.f.insts[h].ty
+    fn span(&self) -> Span {
+        self.span
     }
-    pub fn konst(&mut self, c: Const) -> InstId {
-        self.emit(InstKind::Const(c), Type::Scalar(c.scalar))
+    fn swap_block(&mut self, b: Block) -> Block {
+        std::mem::replace(&mut self.out, b)
     }
+}
+
+impl Emitter<'_> {
     /// A constant of `ty`'s shape (a vector repeats it).
     pub fn splat(&mut self, c: Const, ty: Type) -> InstId {
         let s = self.konst(c);
@@ -64,11 +67,6 @@ impl Emitter<'_> {
             }
             _ => s,
         }
-    }
-    /// A binary operation with result type `ty` (any operand type; `bin`
-    /// is the u32 one).
-    pub fn bin_ty(&mut self, op: BinaryOp, a: InstId, b: InstId, ty: Type) -> InstId {
-        self.emit(InstKind::Binary(op, a, b), ty)
     }
     /// Moves the kind of `last` (the instruction emitted last) into `h`, so
     /// the original handle holds the result and its uses stay valid (a
@@ -103,17 +101,6 @@ impl Emitter<'_> {
         let ty = self.f.insts[a].ty;
         self.emit(InstKind::Unary(UnaryOp::Not, a), ty)
     }
-    pub fn select(&mut self, cond: InstId, accept: InstId, reject: InstId) -> InstId {
-        let ty = self.f.insts[accept].ty;
-        self.emit(
-            InstKind::Select {
-                cond,
-                accept,
-                reject,
-            },
-            ty,
-        )
-    }
     pub fn load(&mut self, root: LayoutId, addr: InstId) -> InstId {
         self.emit(InstKind::BufLoad { root, addr }, Type::U32)
     }
@@ -139,47 +126,9 @@ impl Emitter<'_> {
             Type::U32,
         )
     }
-    pub fn local(&mut self, name: &str, ty: Type) -> LocalId {
-        self.f.locals.append(Local {
-            name: name.to_string(),
-            ty,
-        })
-    }
-    pub fn get(&mut self, l: LocalId) -> InstId {
-        let ty = self.f.locals[l].ty;
-        self.emit(InstKind::LocalLoad(l), ty)
-    }
-    pub fn set(&mut self, l: LocalId, v: InstId) {
-        self.emit(InstKind::LocalStore(l, v), Type::Void);
-    }
-    /// Emits into a fresh block and returns it.
-    pub fn block(&mut self, g: impl FnOnce(&mut Self)) -> Block {
-        let saved = std::mem::take(&mut self.out);
-        g(self);
-        std::mem::replace(&mut self.out, saved)
-    }
-    pub fn if_(&mut self, cond: InstId, accept: impl FnOnce(&mut Self)) {
-        let accept = self.block(accept);
-        self.emit(
-            InstKind::If {
-                cond,
-                accept,
-                reject: vec![],
-            },
-            Type::Void,
-        );
-    }
-    /// `loop { body }`; the body leaves it with `brk`.
-    pub fn loop_(&mut self, body: impl FnOnce(&mut Self)) {
-        let body = self.block(body);
-        self.emit(InstKind::Loop { body }, Type::Void);
-    }
-    pub fn brk(&mut self) {
-        self.emit(InstKind::Break, Type::Void);
-    }
     /// `for i in 0..n` over u32 (a `Loop` on a local counter).
     pub fn for_n(&mut self, n: u64, body: impl FnOnce(&mut Self, InstId)) {
-        let i = self.local("i", Type::U32);
+        let i = self.new_local("i", Type::U32);
         let zero = self.u32c(0);
         self.set(i, zero);
         self.loop_(|e| {
@@ -464,10 +413,10 @@ fn hash_walk(
     let hi = e.bink(BinaryOp::Shr, h, 16);
     let h = e.bin(BinaryOp::BitXor, h, hi);
     let start = e.bink(BinaryOp::Rem, h, cap);
-    let slot = e.local("hslot", Type::U32);
+    let slot = e.new_local("hslot", Type::U32);
     e.set(slot, start);
     // 0 = not found (no cell starts at word 0: key words come first).
-    let found = e.local("hcell", Type::U32);
+    let found = e.new_local("hcell", Type::U32);
     let zero = e.u32c(0);
     e.set(found, zero);
     e.for_n(cap, |e, _| {
@@ -493,7 +442,7 @@ fn hash_walk(
                 });
             }
             Mode::Write => {
-                let ok = e.local("hok", Type::BOOL);
+                let ok = e.new_local("hok", Type::BOOL);
                 for (d, &k) in keys.iter().enumerate() {
                     // Claim word d: empty → ours by CAS; then it must hold our key.
                     let a = if d == 0 {
@@ -503,7 +452,7 @@ fn hash_walk(
                     };
                     let claim = |e: &mut Emitter| {
                         let cur = e.load(root, a);
-                        let kw = e.local("hkey", Type::U32);
+                        let kw = e.new_local("hkey", Type::U32);
                         e.set(kw, cur);
                         let empty = e.cmpk(BinaryOp::Eq, cur, 0);
                         e.if_(empty, |e| {
@@ -584,7 +533,7 @@ fn activate_pointer(
 ) -> InstId {
     let pool = level.pool.expect("pointer levels have a pool");
     let nwords = (pool.capacity as u64).div_ceil(32);
-    let slot = e.local("slot", Type::U32);
+    let slot = e.new_local("slot", Type::U32);
     let r = e.load(root, pa);
     e.set(slot, r);
     let null = e.cmpk(BinaryOp::Eq, r, 0);
@@ -672,7 +621,7 @@ impl Claim {
         let one = e.u32c(1);
         let h = e.atomic(AtomicOp::Add, root, hint, one, None);
         let start = e.bink(BinaryOp::Rem, h, nwords);
-        let got = e.local("got", Type::U32);
+        let got = e.new_local("got", Type::U32);
         let zero = e.u32c(0);
         e.set(got, zero);
         e.for_n(nwords, |e, wv| {
@@ -681,7 +630,7 @@ impl Claim {
             let t2 = e.bink(BinaryOp::Sub, t, nwords);
             let wi = e.select(wrap, t2, t);
             let ma = e.bink(BinaryOp::Add, wi, pool.bitmap);
-            let cur = e.local("bits", Type::U32);
+            let cur = e.new_local("bits", Type::U32);
             let v = e.load(root, ma);
             e.set(cur, v);
             e.loop_(|e| {
@@ -831,7 +780,7 @@ pub fn clear_list(e: &mut Emitter, root: LayoutId, level: &LevelPlan, block: Ins
     let cap = e.u32c(n);
     let lt = e.cmp(BinaryOp::Lt, old, cap);
     let len = e.select(lt, old, cap);
-    let i = e.local("k", Type::U32);
+    let i = e.new_local("k", Type::U32);
     let zero = e.u32c(0);
     e.set(i, zero);
     e.loop_(|e| {

@@ -4,6 +4,7 @@
 
 use super::sparse::Emitter;
 use crate::ir::*;
+use crate::lower::emit::Build;
 use crate::types::{Scalar, Type};
 
 /// Turns per-component words into the kind for the original handle: the

@@ -47,6 +47,7 @@
 use crate::arena::Arena;
 use crate::ir::steps::{self, Rewrite};
 use crate::ir::*;
+use crate::lower::emit::Build;
 use crate::types::{Scalar, Type};
 use std::collections::{HashMap, HashSet};
 
@@ -453,6 +454,25 @@ struct Ad<'a> {
 
 type R<T> = Result<T, AdError>;
 
+/// The adjoint function is written through the one IR builder.
+impl Build for Ad<'_> {
+    fn func(&mut self) -> &mut Function {
+        &mut self.out
+    }
+    fn func_ref(&self) -> &Function {
+        &self.out
+    }
+    fn push(&mut self, h: InstId) {
+        self.blocks.last_mut().expect("a block is open").push(h);
+    }
+    fn span(&self) -> Span {
+        self.span
+    }
+    fn swap_block(&mut self, b: Block) -> Block {
+        std::mem::replace(self.blocks.last_mut().expect("a block is open"), b)
+    }
+}
+
 impl Ad<'_> {
     fn err<T>(&self, span: Span, message: impl Into<String>) -> R<T> {
         Err(AdError {
@@ -464,23 +484,12 @@ impl Ad<'_> {
 
     // ---- emission helpers ----
 
-    fn emit(&mut self, kind: InstKind, ty: Type) -> InstId {
-        let h = self.out.insts.append(Inst {
-            kind,
-            ty,
-            span: self.span,
-        });
-        self.blocks.last_mut().expect("a block is open").push(h);
-        h
-    }
+    /// [`Build::block`] for a body that may fail.
     fn nested(&mut self, f: impl FnOnce(&mut Self) -> R<()>) -> R<Block> {
-        self.blocks.push(Vec::new());
+        let saved = self.swap_block(Vec::new());
         let r = f(self);
-        let b = self.blocks.pop().expect("pushed above");
+        let b = self.swap_block(saved);
         r.map(|_| b)
-    }
-    fn ty(&self, v: InstId) -> Type {
-        self.out.insts[v].ty
     }
     fn m(&self, v: InstId) -> InstId {
         self.map.get(&v).copied().unwrap_or(v)

@@ -28,6 +28,8 @@
 //! it the launch, as a fault on the GPU fails the launch.
 
 use crate::ir::*;
+use crate::lower::emit::Build;
+use crate::lower::sparse::Emitter;
 use crate::types::Type;
 use std::collections::{HashMap, HashSet};
 
@@ -166,28 +168,32 @@ fn block_loops(kernel: &mut Kernel) {
     });
 
     // Build: the block index, then one thread loop per region.
-    let mut e = Emit { f, span };
+    let mut e = Emitter {
+        f,
+        out: Vec::new(),
+        span,
+    };
     let mut body = Vec::new();
-    let blk = e.inst(&mut body, InstKind::Arg(0), Type::I32);
-    let blk_u = e.inst(&mut body, InstKind::Cast(blk), Type::U32);
-    let size_u = e.konst(&mut body, Const::u32(size));
-    let first = e.inst(
+    let blk = e.emit_in(&mut body, InstKind::Arg(0), Type::I32);
+    let blk_u = e.emit_in(&mut body, InstKind::Cast(blk), Type::U32);
+    let size_u = e.konst_in(&mut body, Const::u32(size));
+    let first = e.emit_in(
         &mut body,
         InstKind::Binary(BinaryOp::Mul, blk_u, size_u),
         Type::U32,
     );
     let last_region = regions.len() - 1;
     for (r, region) in regions.into_iter().enumerate() {
-        let zero = e.konst(&mut body, Const::i32(0));
-        e.inst(
+        let zero = e.konst_in(&mut body, Const::i32(0));
+        e.emit_in(
             &mut body,
             InstKind::LocalStore(next_local, zero),
             Type::Void,
         );
         let mut lb = Vec::new();
-        let t = e.inst(&mut lb, InstKind::LocalLoad(next_local), Type::I32);
-        let size_i = e.konst(&mut lb, Const::i32(size as i32));
-        let done = e.inst(
+        let t = e.emit_in(&mut lb, InstKind::LocalLoad(next_local), Type::I32);
+        let size_i = e.konst_in(&mut lb, Const::i32(size as i32));
+        let done = e.emit_in(
             &mut lb,
             InstKind::Binary(BinaryOp::Ge, t, size_i),
             Type::BOOL,
@@ -197,7 +203,7 @@ fn block_loops(kernel: &mut Kernel) {
             ty: Type::Void,
             span,
         });
-        e.inst(
+        e.emit_in(
             &mut lb,
             InstKind::If {
                 cond: done,
@@ -206,45 +212,45 @@ fn block_loops(kernel: &mut Kernel) {
             },
             Type::Void,
         );
-        let one = e.konst(&mut lb, Const::i32(1));
-        let t1 = e.inst(&mut lb, InstKind::Binary(BinaryOp::Add, t, one), Type::I32);
-        e.inst(&mut lb, InstKind::LocalStore(next_local, t1), Type::Void);
+        let one = e.konst_in(&mut lb, Const::i32(1));
+        let t1 = e.emit_in(&mut lb, InstKind::Binary(BinaryOp::Add, t, one), Type::I32);
+        e.emit_in(&mut lb, InstKind::LocalStore(next_local, t1), Type::Void);
         // The thread's linear index and loop indices (row-major).
-        let t_u = e.inst(&mut lb, InstKind::Cast(t), Type::U32);
-        let lin = e.inst(
+        let t_u = e.emit_in(&mut lb, InstKind::Cast(t), Type::U32);
+        let lin = e.emit_in(
             &mut lb,
             InstKind::Binary(BinaryOp::Add, first, t_u),
             Type::U32,
         );
-        e.inst(&mut lb, InstKind::LocalStore(lin_local, lin), Type::Void);
+        e.emit_in(&mut lb, InstKind::LocalStore(lin_local, lin), Type::Void);
         let mut rest = lin;
         for d in (0..shape.len()).rev() {
             let v = if d == 0 {
                 rest
             } else {
-                let ext = e.konst(&mut lb, Const::u32(shape[d]));
-                let i = e.inst(
+                let ext = e.konst_in(&mut lb, Const::u32(shape[d]));
+                let i = e.emit_in(
                     &mut lb,
                     InstKind::Binary(BinaryOp::Rem, rest, ext),
                     Type::U32,
                 );
-                rest = e.inst(
+                rest = e.emit_in(
                     &mut lb,
                     InstKind::Binary(BinaryOp::Div, rest, ext),
                     Type::U32,
                 );
                 i
             };
-            let vi = e.inst(&mut lb, InstKind::Cast(v), Type::I32);
-            e.inst(&mut lb, InstKind::LocalStore(idx_locals[d], vi), Type::Void);
+            let vi = e.emit_in(&mut lb, InstKind::Cast(v), Type::I32);
+            e.emit_in(&mut lb, InstKind::LocalStore(idx_locals[d], vi), Type::Void);
         }
         if let (Some(a), true) = (rng_array, r > 0) {
-            let s = e.inst(
+            let s = e.emit_in(
                 &mut lb,
                 InstKind::SharedLoad { array: a, index: t },
                 Type::U32,
             );
-            e.inst(&mut lb, InstKind::RngStore(s), Type::Void);
+            e.emit_in(&mut lb, InstKind::RngStore(s), Type::Void);
         }
         // Values from earlier regions: reloaded (or recomputed) here.
         let mut subst: HashMap<InstId, InstId> = HashMap::new();
@@ -254,10 +260,10 @@ fn block_loops(kernel: &mut Kernel) {
             }
             let ty = e.f.insts[o].ty;
             let v = match value_array.get(&o) {
-                Some(&a) => e.inst(&mut lb, InstKind::SharedLoad { array: a, index: t }, ty),
+                Some(&a) => e.emit_in(&mut lb, InstKind::SharedLoad { array: a, index: t }, ty),
                 None => {
                     let k = e.f.insts[o].kind.clone();
-                    e.inst(&mut lb, k, ty)
+                    e.emit_in(&mut lb, k, ty)
                 }
             };
             subst.insert(o, v);
@@ -277,18 +283,18 @@ fn block_loops(kernel: &mut Kernel) {
                 index: t,
                 value: o,
             };
-            e.inst(&mut lb, kind, Type::Void);
+            e.emit_in(&mut lb, kind, Type::Void);
         }
         if let (Some(a), true) = (rng_array, r < last_region) {
-            let s = e.inst(&mut lb, InstKind::RngLoad, Type::U32);
+            let s = e.emit_in(&mut lb, InstKind::RngLoad, Type::U32);
             let kind = InstKind::SharedStore {
                 array: a,
                 index: t,
                 value: s,
             };
-            e.inst(&mut lb, kind, Type::Void);
+            e.emit_in(&mut lb, kind, Type::Void);
         }
-        e.inst(&mut body, InstKind::Loop { body: lb }, Type::Void);
+        e.emit_in(&mut body, InstKind::Loop { body: lb }, Type::Void);
     }
     let f = e.f;
     f.body = body;
@@ -339,25 +345,5 @@ fn rewrite(
             other => other,
         };
         f.insts[h].kind = kind;
-    }
-}
-
-struct Emit<'a> {
-    f: &'a mut Function,
-    span: Span,
-}
-
-impl Emit<'_> {
-    fn inst(&mut self, out: &mut Block, kind: InstKind, ty: Type) -> InstId {
-        let h = self.f.insts.append(Inst {
-            kind,
-            ty,
-            span: self.span,
-        });
-        out.push(h);
-        h
-    }
-    fn konst(&mut self, out: &mut Block, c: Const) -> InstId {
-        self.inst(out, InstKind::Const(c), Type::Scalar(c.scalar))
     }
 }

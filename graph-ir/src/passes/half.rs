@@ -20,6 +20,7 @@
 //! docs/kernel-language.md), and before `views` and `lower_access`.
 
 use crate::ir::*;
+use crate::lower::emit::Build;
 use crate::lower::quantize::{half_decode, half_encode};
 use crate::lower::sparse::Emitter;
 use crate::lower::words::{assemble, split};

@@ -47,6 +47,7 @@
 //! interpreter did before it, so results do not change.
 
 use crate::ir::*;
+use crate::lower::emit::Build;
 use crate::lower::random;
 use crate::lower::sparse::Emitter;
 use crate::types::{Scalar, Type};

@@ -13,6 +13,7 @@
 use crate::ir::layout::{AddressPlan, WORD_BITS};
 use crate::ir::*;
 use crate::lower::activation_demotion::KnownActive;
+use crate::lower::emit::Build;
 use crate::lower::sparse::{self, Emitter, Mode};
 use crate::lower::words::{assemble, split};
 use crate::types::{Scalar, Type};

@@ -36,6 +36,7 @@
 use crate::ir::layout;
 use crate::ir::steps::{self, Rewrite};
 use crate::ir::*;
+use crate::lower::emit::Build;
 use crate::lower::emit::Emit;
 use crate::types::{Scalar, Type};
 

@@ -25,6 +25,7 @@ use crate::arena::Arena;
 use crate::ir::layout::{coord_extent, level_plans};
 use crate::ir::steps::{self, Rewrite};
 use crate::ir::*;
+use crate::lower::emit::Build;
 use crate::lower::sparse::{self, Emitter, Mode};
 use crate::types::Type;
 use std::collections::HashMap;

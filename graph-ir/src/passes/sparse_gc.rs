@@ -22,6 +22,7 @@
 use crate::arena::Arena;
 use crate::ir::layout::{activity_ranges, level_plans, MAX_ACTIVITY_RANGES, WORD_BITS};
 use crate::ir::*;
+use crate::lower::emit::Build;
 use crate::lower::sparse::{self, Emitter, Mode};
 use crate::types::Type;
 
@@ -95,12 +96,12 @@ pub(super) fn gc_kernel(p: &Program, l: LayoutId) -> Kernel {
         let s1 = e.bink(BinaryOp::Add, s, 1);
         let mine = e.cmp(BinaryOp::Eq, r, s1);
         let live = e.and(w.active.expect("probed"), mine);
-        let free = e.local("free", Type::BOOL);
+        let free = e.new_local("free", Type::BOOL);
         let orphan = e.not(live);
         e.set(free, orphan);
         if auto_free {
             e.if_(live, |e| {
-                let any = e.local("any", Type::U32);
+                let any = e.new_local("any", Type::U32);
                 let z = e.u32c(0);
                 e.set(any, z);
                 let base = e.bink(BinaryOp::Mul, s, cw);

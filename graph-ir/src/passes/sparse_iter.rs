@@ -27,6 +27,7 @@
 
 use crate::ir::layout::AddressPlan;
 use crate::ir::*;
+use crate::lower::emit::Build;
 use crate::lower::sparse::{self, Emitter, Mode};
 use crate::types::Type;
 

@@ -33,6 +33,7 @@ use crate::arena::Arena;
 use crate::ir::layout::{level_plans, WORD_BITS};
 use crate::ir::steps::{self, Rewrite};
 use crate::ir::*;
+use crate::lower::emit::Build;
 use crate::lower::sparse::{self, Emitter, Mode};
 use crate::types::Type;
 use std::collections::HashMap;
@@ -125,7 +126,7 @@ fn scan_kernel(p: &Program, l: LayoutId) -> Kernel {
         out: vec![],
         span: Span::default(),
     };
-    let acc = e.local("acc", Type::U32);
+    let acc = e.new_local("acc", Type::U32);
     let z = e.u32c(0);
     e.set(acc, z);
     e.for_n(list.len.div_ceil(LIST_CHUNK) as u64, |e, c| {
@@ -163,7 +164,7 @@ fn chunk_kernel(p: &Program, l: LayoutId, pass: Pass) -> Kernel {
     let arg = e.emit(InstKind::Arg(0), Type::I32);
     let c = e.emit(InstKind::Cast(arg), Type::U32);
     let ca = e.bink(BinaryOp::Add, c, list.chunks);
-    let at = e.local("at", Type::U32);
+    let at = e.new_local("at", Type::U32);
     let first = match pass {
         Pass::Count => e.u32c(0),
         Pass::Write => e.load(root, ca),
@@ -251,7 +252,7 @@ fn is_active(
                 )
             };
             // Any activity bit of the block, or a non-empty list.
-            let any = e.local("any", Type::U32);
+            let any = e.new_local("any", Type::U32);
             let z = e.u32c(0);
             e.set(any, z);
             e.for_n(node.header_words, |e, i| {

@@ -426,24 +426,15 @@ fn check_index_scalar(
     body: &[Step],
     program: &Program,
 ) -> Result<(), GraphError> {
-    fn visit(steps: &[Step], program: &Program, out: &mut Vec<(String, Type)>, name: &str) {
-        for s in steps {
-            match s {
-                Step::Launch(k) => {
-                    let k = &program.kernels[*k];
-                    if let Some(p) = k.params.iter().find(|p| p.name == name) {
-                        out.push((k.name.clone(), p.ty));
-                    }
-                }
-                Step::Repeat { body, .. }
-                | Step::Tape { body, .. }
-                | Step::Optimize { body, .. } => visit(body, program, out, name),
-                Step::Clear { .. } | Step::ListGen { .. } => {}
+    let mut found: Vec<(String, Type)> = Vec::new();
+    crate::ir::steps::walk(body, &mut |s| {
+        if let Step::Launch(k) = s {
+            let k = &program.kernels[*k];
+            if let Some(p) = k.params.iter().find(|p| p.name == name) {
+                found.push((k.name.clone(), p.ty));
             }
         }
-    }
-    let mut found = Vec::new();
-    visit(body, program, &mut found, name);
+    });
     if found.is_empty() {
         return Err(GraphError::param(
             node,

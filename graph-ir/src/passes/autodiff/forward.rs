@@ -39,6 +39,7 @@ use super::{fill_kernel, partials, Ad, AdError, R};
 use crate::arena::Arena;
 use crate::ir::steps::{self, Rewrite};
 use crate::ir::*;
+use crate::lower::emit::Build;
 use crate::types::{Scalar, Type};
 use std::collections::{HashMap, HashSet};
 

@@ -14,6 +14,7 @@
 
 use super::Ad;
 use crate::ir::{BinaryOp, Builtin as B, InstId};
+use crate::lower::emit::Build;
 
 /// The number of arguments of `b` when its derivative is in the table.
 pub(super) fn arity(b: B) -> Option<usize> {

@@ -47,6 +47,7 @@
 
 use super::*;
 use crate::ir::{Camera, Scene};
+use crate::lower::emit::Build;
 
 /// Camera defaults (degrees).
 pub const DEFAULT_YAW: f32 = 30.0;

@@ -36,6 +36,7 @@
 //! no invocation waits on another workgroup.
 
 use super::*;
+use crate::lower::emit::Build;
 
 struct HistSpec {
     field: FieldId,
@@ -174,7 +175,7 @@ fn reset(s: &HistSpec) -> Kernel {
     e.store(s.counts, vec![i], zero);
     let z = e.i32c(0);
     let first = e.bin(BinaryOp::Eq, i, z);
-    e.when(first, |e| {
+    e.if_(first, |e| {
         let z = e.i32c(0);
         let o = e.i32c(1);
         let zero = e.u32c(0);
@@ -234,7 +235,7 @@ fn per_element(s: &HistSpec, body: impl FnOnce(&mut Emit, InstId)) -> Kernel {
             },
             Type::BOOL,
         );
-        e.when(active, |e| {
+        e.if_(active, |e| {
             let v = value(e, s, idx);
             body(e, v)
         });
@@ -250,7 +251,7 @@ fn reduce(s: &HistSpec) -> Kernel {
     let keys = s.keys.expect("auto range");
     per_element(s, |e, v| {
         let ok = e.finite(v);
-        e.when(ok, |e| {
+        e.if_(ok, |e| {
             let k = order_key(e, v);
             let z = e.i32c(0);
             let o = e.i32c(1);
@@ -287,17 +288,17 @@ fn count(s: &HistSpec) -> Kernel {
         let z = e.i32c(0);
         let ok = e.finite(v);
         let bad = e.emit(InstKind::Unary(UnaryOp::Not, ok), Type::BOOL);
-        e.when(bad, |e| e.atomic(AtomicOp::Add, s.nonfinite, vec![z], one));
-        e.when(ok, |e| {
+        e.if_(bad, |e| e.atomic(AtomicOp::Add, s.nonfinite, vec![z], one));
+        e.if_(ok, |e| {
             let (lo, hi) = range(e, s);
             let below = e.bin(BinaryOp::Lt, v, lo);
             let above = e.bin(BinaryOp::Gt, v, hi);
             let o = e.i32c(1);
-            e.when(below, |e| e.atomic(AtomicOp::Add, s.outside, vec![z], one));
-            e.when(above, |e| e.atomic(AtomicOp::Add, s.outside, vec![o], one));
+            e.if_(below, |e| e.atomic(AtomicOp::Add, s.outside, vec![z], one));
+            e.if_(above, |e| e.atomic(AtomicOp::Add, s.outside, vec![o], one));
             let out = e.bin(BinaryOp::LogicalOr, below, above);
             let inside = e.emit(InstKind::Unary(UnaryOp::Not, out), Type::BOOL);
-            e.when(inside, |e| {
+            e.if_(inside, |e| {
                 let wide = e.bin(BinaryOp::Gt, hi, lo);
                 let d = e.bin(BinaryOp::Sub, hi, lo);
                 let onef = e.f32c(1.0);

@@ -70,6 +70,7 @@ use crate::ir::colormap::{self, CHECKER, COOLWARM, INACTIVE_RGB, MIN_OUTLINED_BL
 use crate::ir::colormap::{OUTLINE_ALPHA, OUTLINE_RGB};
 use crate::ir::layout::{self, AddressPlan};
 use crate::ir::*;
+use crate::lower::emit::Build;
 use crate::lower::emit::Emit;
 use crate::types::{Scalar, Type};
 
@@ -449,7 +450,7 @@ fn reduce_range(field: FieldId, ty: Type, shape: &[u32], stride: u32, keys: Fiel
     let v = e.load(field, ty, idx);
     let s = e.as_f32(v);
     let ok = e.finite(s);
-    e.when(ok, |e| {
+    e.if_(ok, |e| {
         let k = order_key(e, s);
         let z = e.i32c(0);
         let o = e.i32c(1);
@@ -821,7 +822,7 @@ fn splat(s: &ParticleSpec, n: u32, under: bool) -> Kernel {
     let mut e = Emit::new("view", 1);
     let k = e.args(1)[0];
     let (ok, cx, cy) = centre(&mut e, s, k);
-    e.when(ok, |e| {
+    e.if_(ok, |e| {
         let reach = s.radius + 1.0;
         let (x0, x1) = footprint(e, cx, reach, s.width);
         let (y0, y1) = footprint(e, cy, reach, s.height);
@@ -834,13 +835,13 @@ fn splat(s: &ParticleSpec, n: u32, under: bool) -> Kernel {
                 let zero = e.f32c(0.0);
                 let covers = e.bin(BinaryOp::Gt, c, zero);
                 if under {
-                    e.when(covers, |e| {
+                    e.if_(covers, |e| {
                         let top = e.load(s.img, Type::U32, vec![y, x]);
                         let below = e.bin(BinaryOp::Lt, tag, top);
-                        e.when(below, |e| e.atomic(AtomicOp::Max, s.under, vec![y, x], tag));
+                        e.if_(below, |e| e.atomic(AtomicOp::Max, s.under, vec![y, x], tag));
                     });
                 } else {
-                    e.when(covers, |e| e.atomic(AtomicOp::Max, s.img, vec![y, x], tag));
+                    e.if_(covers, |e| e.atomic(AtomicOp::Max, s.img, vec![y, x], tag));
                 }
             });
         });
@@ -875,7 +876,7 @@ fn resolve(s: &ParticleSpec) -> Kernel {
     for tag in [under, top] {
         let zero = e.u32c(0);
         let some = e.bin(BinaryOp::Ne, tag, zero);
-        e.when(some, |e| {
+        e.if_(some, |e| {
             let one = e.u32c(1);
             let k = e.bin(BinaryOp::Sub, tag, one);
             let k = e.cast(k, Type::I32);

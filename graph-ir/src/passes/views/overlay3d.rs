@@ -39,6 +39,7 @@
 use super::camera::{self, Frame};
 use super::*;
 use crate::ir::Scene;
+use crate::lower::emit::Build;
 
 /// Line steps per edge, at most.
 pub const MAX_EDGE_STEPS: f32 = 4096.0;
@@ -106,7 +107,7 @@ pub(super) fn line(
         let a = e.bin(BinaryOp::LogicalAnd, c0, c1);
         let b = e.bin(BinaryOp::LogicalAnd, c2, c3);
         let inb = e.bin(BinaryOp::LogicalAnd, a, b);
-        e.when(inb, |e| {
+        e.if_(inb, |e| {
             let ix = e.cast(gx, Type::I32);
             let iy = e.cast(gy, Type::I32);
             plot(e, f, ix, iy);
@@ -288,7 +289,7 @@ fn bbox(t: &Target, domain: &[f32; 6]) -> Kernel {
     }
     let (ok, p, q) = clipped_edge(&mut e, &fr, ends[0], ends[1]);
     let colour = word(BOX_RGB);
-    e.when(ok, |e| {
+    e.if_(ok, |e| {
         let one = e.f32c(1.0);
         let i0 = e.bin(BinaryOp::Div, one, p.depth);
         let i1 = e.bin(BinaryOp::Div, one, q.depth);
@@ -306,7 +307,7 @@ fn bbox(t: &Target, domain: &[f32; 6]) -> Kernel {
                 let key = e.bitcast(z, Type::U32);
                 let there = e.load(t.depth, Type::U32, vec![y, x]);
                 let nearer = e.bin(BinaryOp::Lt, key, there);
-                e.when(nearer, |e| {
+                e.if_(nearer, |e| {
                     let w = e.u32c(colour);
                     e.store(t.image, vec![y, x], w);
                 });

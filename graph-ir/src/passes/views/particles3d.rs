@@ -33,6 +33,7 @@
 use super::camera::{self, Frame};
 use super::*;
 use crate::ir::Scene;
+use crate::lower::emit::Build;
 
 /// Direction towards the light in camera space (unit length).
 pub const LIGHT: [f32; 3] = [-0.4, 0.6, 0.692_820_3];
@@ -161,7 +162,7 @@ fn splat(s: &Spec, n: u32, index: bool) -> Kernel {
     let k = e.args(1)[0];
     let fr = camera::load(&mut e, s.camera);
     let pr = project(&mut e, s, &fr, k);
-    e.when(pr.ok, |e| {
+    e.if_(pr.ok, |e| {
         let reach = s.radius + 1.0;
         let (x0, x1) = footprint(e, pr.cx, reach, s.width);
         let (y0, y1) = footprint(e, pr.cy, reach, s.height);
@@ -173,13 +174,13 @@ fn splat(s: &Spec, n: u32, index: bool) -> Kernel {
                 let r2 = e.f32c(s.radius * s.radius);
                 let covers = e.bin(BinaryOp::Le, dd, r2);
                 if index {
-                    e.when(covers, |e| {
+                    e.if_(covers, |e| {
                         let near = e.load(s.depth, Type::U32, vec![y, x]);
                         let mine = e.bin(BinaryOp::Eq, near, key);
-                        e.when(mine, |e| e.atomic(AtomicOp::Min, s.img, vec![y, x], ku));
+                        e.if_(mine, |e| e.atomic(AtomicOp::Min, s.img, vec![y, x], ku));
                     });
                 } else {
-                    e.when(covers, |e| {
+                    e.if_(covers, |e| {
                         e.atomic(AtomicOp::Min, s.depth, vec![y, x], key)
                     });
                 }
@@ -233,7 +234,7 @@ fn resolve(s: &Spec) -> Kernel {
     let winner = e.load(s.img, Type::U32, vec![y, x]);
     let none = e.u32c(u32::MAX);
     let some = e.bin(BinaryOp::Ne, winner, none);
-    e.when(some, |e| {
+    e.if_(some, |e| {
         let k = e.cast(winner, Type::I32);
         let pr = project(e, s, &fr, k);
         let [dx, dy, dd] = offset(e, pr.cx, pr.cy, x, y);

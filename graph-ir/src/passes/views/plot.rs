@@ -33,6 +33,7 @@
 //!   + 0.5)`), else the background; alpha 255.
 
 use super::*;
+use crate::lower::emit::Build;
 
 struct PlotSpec {
     field: FieldId,
@@ -228,9 +229,9 @@ fn reduce(s: &PlotSpec) -> Kernel {
     let k = e.args(1)[0];
     let (m, start) = points(&mut e, s);
     let inside = e.bin(BinaryOp::Lt, k, m);
-    e.when(inside, |e| {
+    e.if_(inside, |e| {
         let (y, ok) = point(e, s, start, k);
-        e.when(ok, |e| {
+        e.if_(ok, |e| {
             let key = order_key(e, y);
             let z = e.i32c(0);
             let o = e.i32c(1);
@@ -362,21 +363,21 @@ fn draw(s: &PlotSpec) -> Kernel {
         let le = e.bin(BinaryOp::Le, xk, b);
         let inx = e.bin(BinaryOp::LogicalAnd, ge, le);
         let hit = e.bin(BinaryOp::LogicalAnd, okk, inx);
-        e.when(hit, |e| take(e, rk));
+        e.if_(hit, |e| take(e, rk));
         let last = e.bin(BinaryOp::Sub, m, one_i);
         let more = e.bin(BinaryOp::Lt, k, last);
         let seg = e.bin(BinaryOp::LogicalAnd, okk, more);
-        e.when(seg, |e| {
+        e.if_(seg, |e| {
             let k2 = e.bin(BinaryOp::Add, k, one_i);
             let (y2, ok2) = point(e, s, start, k2);
-            e.when(ok2, |e| {
+            e.if_(ok2, |e| {
                 let k2f = e.cast(k2, Type::F32);
                 let x2 = e.bin(BinaryOp::Mul, k2f, sx);
                 let r2 = row_of(e, s, y2, lo, span, wide);
                 let xa = e.call(Builtin::Max, vec![xk, a]);
                 let xb = e.call(Builtin::Min, vec![x2, b]);
                 let overlap = e.bin(BinaryOp::Le, xa, xb);
-                e.when(overlap, |e| {
+                e.if_(overlap, |e| {
                     let dx = e.bin(BinaryOp::Sub, x2, xk);
                     let zf = e.f32c(0.0);
                     let slope = e.bin(BinaryOp::Gt, dx, zf);

@@ -55,6 +55,7 @@
 use super::camera::{self, Frame};
 use super::*;
 use crate::ir::Scene;
+use crate::lower::emit::Build;
 
 /// Direction towards the light, world space (from above, front-left at the
 /// default camera; unit length within f32 rounding).
@@ -356,7 +357,7 @@ fn extract(s: &Spec) -> Kernel {
         for c in 1..15u32 {
             let cc = e.u32c(c);
             let is = e.bin(BinaryOp::Eq, code, cc);
-            e.when(is, |e| {
+            e.if_(is, |e| {
                 for (j, tri) in tet_triangles(c).iter().enumerate() {
                     let one = e.u32c(1);
                     let z = e.i32c(0);
@@ -372,7 +373,7 @@ fn extract(s: &Spec) -> Kernel {
                     );
                     let max = e.u32c(s.max);
                     let fits = e.bin(BinaryOp::Lt, slot, max);
-                    e.when(fits, |e| {
+                    e.if_(fits, |e| {
                         // `min` though `slot < max` here: lavapipe faulted
                         // on the bounds check of the bare atomic result.
                         let last = e.u32c(s.max - 1);
@@ -457,13 +458,13 @@ fn raster(s: &Spec, pass: Pass) -> Kernel {
     let n = e.call(Builtin::Min, vec![count, max]);
     let ku = e.cast(k, Type::U32);
     let live = e.bin(BinaryOp::Lt, ku, n);
-    e.when(live, |e| {
+    e.if_(live, |e| {
         let v = vertices(e, s, k);
         let (pr, ok, area) = project_tri(e, &fr, &v);
         let zero = e.f32c(0.0);
         let nonzero = e.bin(BinaryOp::Ne, area, zero);
         let ok = e.bin(BinaryOp::LogicalAnd, ok, nonzero);
-        e.when(ok, |e| {
+        e.if_(ok, |e| {
             let a: Vec<(InstId, InstId)> = pr.iter().map(|p| (p.cx, p.cy)).collect();
             let one = e.f32c(1.0);
             let r: Vec<InstId> = pr
@@ -498,7 +499,7 @@ fn raster(s: &Spec, pass: Pass) -> Kernel {
             let xs = e.bin(BinaryOp::Le, x0, x1);
             let ys = e.bin(BinaryOp::Le, y0, y1);
             let on = e.bin(BinaryOp::LogicalAnd, xs, ys);
-            e.when(on, |e| {
+            e.if_(on, |e| {
                 e.range_incl(y0, y1, |e, y| {
                     e.range_incl(x0, x1, |e, x| {
                         let half = e.f32c(0.5);
@@ -522,7 +523,7 @@ fn raster(s: &Spec, pass: Pass) -> Kernel {
                             neg = e.bin(BinaryOp::LogicalAnd, neg, l);
                         }
                         let covers = e.bin(BinaryOp::LogicalOr, pos, neg);
-                        e.when(covers, |e| {
+                        e.if_(covers, |e| {
                             let t0 = e.bin(BinaryOp::Mul, w[0], r[0]);
                             let t1 = e.bin(BinaryOp::Mul, w[1], r[1]);
                             let t2 = e.bin(BinaryOp::Mul, w[2], r[2]);
@@ -533,7 +534,7 @@ fn raster(s: &Spec, pass: Pass) -> Kernel {
                             let zero = e.f32c(0.0);
                             let pos = e.bin(BinaryOp::Gt, d, zero);
                             let good = e.bin(BinaryOp::LogicalAnd, fin, pos);
-                            e.when(good, |e| {
+                            e.if_(good, |e| {
                                 let bits = e.bitcast(d, Type::U32);
                                 match (pass, key) {
                                     (Pass::Depth, _) => {
@@ -542,14 +543,14 @@ fn raster(s: &Spec, pass: Pass) -> Kernel {
                                     (Pass::Key, Some(key)) => {
                                         let near = e.load(s.depth, Type::U32, vec![y, x]);
                                         let mine = e.bin(BinaryOp::Eq, near, bits);
-                                        e.when(mine, |e| {
+                                        e.if_(mine, |e| {
                                             e.atomic(AtomicOp::Min, s.img, vec![y, x], key)
                                         });
                                     }
                                     (_, Some(key)) => {
                                         let best = e.load(s.img, Type::U32, vec![y, x]);
                                         let mine = e.bin(BinaryOp::Eq, best, key);
-                                        e.when(mine, |e| e.store(s.winner, vec![y, x], ku));
+                                        e.if_(mine, |e| e.store(s.winner, vec![y, x], ku));
                                     }
                                     _ => unreachable!("a key outside the depth pass"),
                                 }
@@ -588,7 +589,7 @@ fn resolve(s: &Spec) -> Kernel {
     let winner = e.load(s.winner, Type::U32, vec![y, x]);
     let none = e.u32c(u32::MAX);
     let some = e.bin(BinaryOp::Ne, winner, none);
-    e.when(some, |e| {
+    e.if_(some, |e| {
         let k = e.cast(winner, Type::I32);
         let v = vertices(e, s, k);
         let (_, _, area) = project_tri(e, &fr, &v);
@@ -650,7 +651,7 @@ fn resolve(s: &Spec) -> Kernel {
     let edge = e.bin(BinaryOp::LogicalOr, edge, xh);
     let edge = e.bin(BinaryOp::LogicalOr, edge, yh);
     let red = e.bin(BinaryOp::LogicalAnd, over, edge);
-    e.when(red, |e| {
+    e.if_(red, |e| {
         let w = e.u32c(word_of(OVERFLOW_RGB));
         e.set(out, w);
     });

@@ -75,6 +75,7 @@ use super::camera;
 use super::overlay3d;
 use super::*;
 use crate::ir::colormap::INACTIVE_RGB;
+use crate::lower::emit::Build;
 
 /// The most samples one ray takes.
 pub const MAX_SAMPLES: f32 = 4096.0;
@@ -227,7 +228,7 @@ fn reduce3(field: FieldId, ty: Type, shape: [u32; 3], sparse: bool, keys: FieldI
         let v = e.load(field, ty, idx.clone());
         let s = e.as_f32(v);
         let ok = e.finite(s);
-        e.when(ok, |e| {
+        e.if_(ok, |e| {
             let k = order_key(e, s);
             let z = e.i32c(0);
             let o = e.i32c(1);
@@ -244,7 +245,7 @@ fn reduce3(field: FieldId, ty: Type, shape: [u32; 3], sparse: bool, keys: FieldI
             },
             Type::BOOL,
         );
-        e.when(active, body);
+        e.if_(active, body);
     } else {
         body(&mut e);
     }
@@ -518,7 +519,7 @@ fn march(s: &Spec) -> Kernel {
             let fals = e.emit(InstKind::Const(Const::bool(false)), Type::BOOL);
             let found = e.local("found", Type::BOOL, fals);
             let hit = e.bin(BinaryOp::Lt, t0, t1);
-            e.when(hit, |e| {
+            e.if_(hit, |e| {
                 let span_t = e.bin(BinaryOp::Sub, t1, t0);
                 let q = e.bin(BinaryOp::Div, span_t, dt);
                 let q = e.call(Builtin::Ceil, vec![q]);
@@ -527,10 +528,10 @@ fn march(s: &Spec) -> Kernel {
                 let n = e.cast(q, Type::I32);
                 let first = e.i32c(0);
                 let kl = e.local("sample", Type::I32, first);
-                e.forever(|e| {
+                e.loop_(|e| {
                     let k = e.get(kl);
                     let end = e.bin(BinaryOp::Ge, k, n);
-                    e.when(end, |e| {
+                    e.if_(end, |e| {
                         e.emit(InstKind::Break, Type::Void);
                     });
                     let one = e.i32c(1);
@@ -542,7 +543,7 @@ fn march(s: &Spec) -> Kernel {
                     let off = e.bin(BinaryOp::Mul, fk, dt);
                     let t = e.bin(BinaryOp::Add, t0, off);
                     let inside = e.bin(BinaryOp::Lt, t, t1);
-                    e.when(inside, |e| {
+                    e.if_(inside, |e| {
                         let p = point(e, eye, d, t);
                         let c = corners(e, s, p);
                         let sample = |e: &mut Emit| {
@@ -579,7 +580,7 @@ fn march(s: &Spec) -> Kernel {
                                     let f = e.get(found);
                                     let nf = e.emit(InstKind::Unary(UnaryOp::Not, f), Type::BOOL);
                                     let first = e.bin(BinaryOp::LogicalAnd, dense, nf);
-                                    e.when(first, |e| {
+                                    e.if_(first, |e| {
                                         let tb = e.bitcast(t, Type::U32);
                                         e.set(dep, tb);
                                         let tr =
@@ -588,7 +589,7 @@ fn march(s: &Spec) -> Kernel {
                                     });
                                     let op = e.f32c(OPAQUE);
                                     let done = e.bin(BinaryOp::Ge, acc, op);
-                                    e.when(done, |e| {
+                                    e.if_(done, |e| {
                                         e.emit(InstKind::Break, Type::Void);
                                     });
                                 }
@@ -597,7 +598,7 @@ fn march(s: &Spec) -> Kernel {
                                     let b = e.get(best);
                                     let more = e.bin(BinaryOp::Gt, v, b);
                                     let take = e.bin(BinaryOp::LogicalAnd, ok, more);
-                                    e.when(take, |e| {
+                                    e.if_(take, |e| {
                                         e.set(best, v);
                                         let tb = e.bitcast(t, Type::U32);
                                         e.set(dep, tb);
@@ -611,9 +612,9 @@ fn march(s: &Spec) -> Kernel {
                         let i0 = vec![c[0].0, c[1].0, c[2].0];
                         match block_active(e, s, i0.clone()) {
                             Some(a) => {
-                                e.when(a, sample);
+                                e.if_(a, sample);
                                 let na = e.emit(InstKind::Unary(UnaryOp::Not, a), Type::BOOL);
-                                e.when(na, |e| {
+                                e.if_(na, |e| {
                                     let j = skip_to(e, s, &inv, fr, &i0, (t0, dt));
                                     let next = e.call(Builtin::Max, vec![k1, j]);
                                     e.set(kl, next);
@@ -641,7 +642,7 @@ fn march(s: &Spec) -> Kernel {
                         e.set(rgb_l[i], bg[i]);
                     }
                     let f = e.get(found);
-                    e.when(f, |e| {
+                    e.if_(f, |e| {
                         let b = e.get(best);
                         let tn = norm(e, b);
                         let rgb = colormap_rgb(e, s.map, tn);
@@ -675,7 +676,7 @@ fn march(s: &Spec) -> Kernel {
                 let both = e.bin(BinaryOp::LogicalAnd, ge, le);
                 ok = e.bin(BinaryOp::LogicalAnd, ok, both);
             }
-            e.when(ok, |e| {
+            e.if_(ok, |e| {
                 let c = corners(e, s, p);
                 let paint = |e: &mut Emit| {
                     let v = trilinear(e, s, &c);
@@ -692,7 +693,7 @@ fn march(s: &Spec) -> Kernel {
                             let g = e.f32c(INACTIVE_RGB[0][i]);
                             e.set(rgb_l[i], g);
                         }
-                        e.when(act, paint);
+                        e.if_(act, paint);
                     }
                     None => paint(e),
                 }
@@ -711,7 +712,7 @@ fn march(s: &Spec) -> Kernel {
                     let n = e.bin(BinaryOp::LogicalOr, nl, nh);
                     edge = e.bin(BinaryOp::LogicalOr, edge, n);
                 }
-                e.when(edge, |e| {
+                e.if_(edge, |e| {
                     for i in 0..3 {
                         let o = e.f32c(OUTLINE_RGB[i]);
                         e.set(rgb_l[i], o);
@@ -766,7 +767,7 @@ fn boxes(s: &Spec, level: u32, size: [u32; 3]) -> Kernel {
     );
     let cell = cell_size(&s.domain, s.shape);
     let fr = camera::load(&mut e, s.camera);
-    e.when(active, |e| {
+    e.if_(active, |e| {
         // World coordinates of the block's low and high faces per axis.
         let faces: [[InstId; 2]; 3] = std::array::from_fn(|i| {
             let k = e.i32c(size[i] as i32);
@@ -799,7 +800,7 @@ fn boxes(s: &Spec, level: u32, size: [u32; 3]) -> Kernel {
                 }
                 let (ok, p, q) = overlay3d::clipped_edge(e, &fr, corners[a], corners[a | bit]);
                 let (px, py, qx, qy) = (p.cx, p.cy, q.cx, q.cy);
-                e.when(ok, |e| {
+                e.if_(ok, |e| {
                     overlay3d::line(e, (px, py), (qx, qy), (s.width, s.height), |e, _, x, y| {
                         let wv = e.u32c(word);
                         e.store(s.img, vec![y, x], wv);
