@@ -1013,6 +1013,78 @@ fn loops_fault_before_a_target_trip_limit_cuts_them_short() {
     assert_eq!(words(&s, "o"), vec![1600]);
 }
 
+/// The trips a limited target counts for code an invocation skips (llvmpipe
+/// runs an `if` arm nobody takes, and each loop in it makes one trip) and
+/// for a helper's loops (one count for the invocation, not one per call),
+/// on the VM and the JIT with a limit of 1000: over it they fault, under it
+/// they give the unlimited result. Before, each kernel counted under 1000
+/// (601 and 401 trips; the helper's count started again at every call).
+#[test]
+fn skipped_code_and_helpers_count_towards_a_trip_limit() {
+    let caps = TargetCaps {
+        loop_trip_limit: Some(1000),
+        lane_max: true,
+        ..Backend::Vm.spec().caps()
+    };
+    let skipped = |n: u32| {
+        format!(
+            "fn kernel(i: i32) {{
+    let mut s = 0u32;
+    for k in 0u32..{}u32 {{
+        if (i as u32) > 1000u32 {{
+            for j in 0u32..(k % 3u32 + 2u32) {{ s += j; }}
+        }}
+        s += k;
+    }}
+    o[i] = s;
+}}",
+            n
+        )
+    };
+    let helper = |n: u32| {
+        format!(
+            "fn h(n: u32, x: u32) -> u32 {{
+    if n == 7u32 {{ return 0u32; }}
+    let mut s = 0u32;
+    for k in 0u32..n {{ s += k ^ x; }}
+    s
+}}
+fn kernel(i: i32) {{
+    let mut s = 0u32;
+    for r in 0u32..3u32 {{ s += h({}u32, r); }}
+    o[i] = s;
+}}",
+            n
+        )
+    };
+    let unlimited = TargetCaps {
+        loop_trip_limit: None,
+        ..caps
+    };
+    for (what, code, over, under) in [
+        (
+            "an if nobody takes",
+            &skipped as &dyn Fn(u32) -> String,
+            600,
+            400,
+        ),
+        ("a helper called three times", &helper, 400, 250),
+    ] {
+        for b in [Backend::Vm, Backend::Jit] {
+            let g =
+                |n: u32| kernel_graph(&[F("o", "u32", &[2], json!(0))], &code(n), &[2], json!({}));
+            let want = words(&sim_legalized_for(&g(under), unlimited, b).unwrap(), "o");
+            let got = sim_legalized_for(&g(under), caps, b).unwrap();
+            assert_eq!(words(&got, "o"), want, "{} on {}", what, b);
+            let e = sim_legalized_for(&g(over), caps, b)
+                .err()
+                .map(|e| e.to_string());
+            let e = e.unwrap_or_else(|| panic!("{} on {}: {} trips did not fault", what, b, over));
+            assert!(e.contains("1000 trips"), "{} on {}: {}", what, b, e);
+        }
+    }
+}
+
 /// The VM's IR of a `#[block(N)]` kernel keeps values across a barrier in
 /// shared arrays, bools too (`block_loops`); the wgpu emitter bitcast a
 /// bool to a word, which naga refuses ("Unable to cast"), so `weft check`

@@ -174,11 +174,7 @@ pub(super) fn build_chunk(
     let p = b.block_params(entry).to_vec();
     let (ctx, start, end, fault) = (p[0], p[1], p[2], p[3]);
     let (bufs, params, frame) = load_env(&mut b, env, ctx);
-    // The invocation's private words: the random state at 0, the loop
-    // trip count (`TripsLoad`) at 4.
-    let rng_slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 2));
-    let rng = b.ins().stack_addr(types::I64, rng_slot, 0);
-    let depth = b.ins().iconst(types::I32, 0);
+    let (rng, depth) = private_words(&mut b);
     let launch = uses_launch(f).then(|| load_seed_launch(&mut b, ctx));
     let shared = match &kernel.workgroup {
         None => vec![],
@@ -208,10 +204,7 @@ pub(super) fn build_chunk(
     let body = b.create_block();
     let next = b.create_block();
     let done = b.create_block();
-    let fail = b.create_block();
-    let fault_block = b.create_block();
-    b.append_block_param(fault_block, types::I32);
-    b.append_block_param(fault_block, types::I64);
+    let (fail, fault_block) = fault_blocks(&mut b);
     let any = b.ins().icmp(IntCC::UnsignedLessThan, start, end);
     b.ins().brif(any, head, &[], done, &[]);
 
@@ -311,10 +304,7 @@ pub(super) fn build_helper<'a>(
         at += n;
     }
     let (bufs, params, frame) = load_env(&mut b, env, ctx);
-    let fail = b.create_block();
-    let fault_block = b.create_block();
-    b.append_block_param(fault_block, types::I32);
-    b.append_block_param(fault_block, types::I64);
+    let (fail, fault_block) = fault_blocks(&mut b);
     let mut l = Lower::new(
         b,
         module,
@@ -353,6 +343,25 @@ pub(super) fn build_helper<'a>(
     let cfg = module.target_config();
     b.finalize(cfg);
     Ok(())
+}
+
+/// The invocation's private words (the random state at 0, the loop trip
+/// count `TripsLoad` at 4) and the call depth of an entry (0).
+pub(super) fn private_words(b: &mut FunctionBuilder) -> (Value, Value) {
+    let slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 2));
+    let words = b.ins().stack_addr(types::I64, slot, 0);
+    let depth = b.ins().iconst(types::I32, 0);
+    (words, depth)
+}
+
+/// The blocks a function's faults branch to: `fail` (leave with status 1)
+/// and the fault block, whose parameters are the site and the value.
+pub(super) fn fault_blocks(b: &mut FunctionBuilder) -> (CBlock, CBlock) {
+    let fail = b.create_block();
+    let fault_block = b.create_block();
+    b.append_block_param(fault_block, types::I32);
+    b.append_block_param(fault_block, types::I64);
+    (fail, fault_block)
 }
 
 /// What a function's lowering starts from: values loaded in its entry

@@ -514,15 +514,10 @@ pub(in crate::jit) fn build_vector_chunk(
     let head = b.create_block();
     let next = b.create_block();
     let tail = b.create_block();
-    let fail = b.create_block();
-    let fault_block = b.create_block();
-    b.append_block_param(fault_block, types::I32);
-    b.append_block_param(fault_block, types::I64);
+    let (fail, fault_block) = super::fault_blocks(&mut b);
     let exec = b.declare_var(types::I32X4);
     let ret = b.declare_var(types::I32X4);
-    let rng_slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 2));
-    let rng = b.ins().stack_addr(types::I64, rng_slot, 0);
-    let depth = b.ins().iconst(types::I32, 0);
+    let (rng, depth) = super::private_words(&mut b);
 
     let (uniform_local, masked_loops) = uniformity(f, dims as u32 - 1);
     let mut l = Lower::new(

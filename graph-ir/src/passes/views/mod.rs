@@ -369,6 +369,36 @@ fn add(program: &mut Program, node: &str, mut k: Kernel) -> KernelId {
     program.kernels.append(k)
 }
 
+/// The colour of particle `k` (f32 RGB) in both particle views: its
+/// colour field's vec3, or its packed RGB8 word (red in bits 16..24), or
+/// the view's one colour.
+fn particle_rgb(
+    e: &mut Emit,
+    color_field: Option<(FieldId, Type)>,
+    color: [f32; 3],
+    k: InstId,
+) -> [InstId; 3] {
+    match color_field {
+        Some((c, ty @ Type::Vector(..))) => {
+            let v = e.load(c, ty, vec![k]);
+            std::array::from_fn(|i| e.extract(v, i as u32))
+        }
+        Some((c, ty)) => {
+            let v = e.load(c, ty, vec![k]);
+            std::array::from_fn(|i| {
+                let sh = e.u32c(16 - 8 * i as u32);
+                let b = e.bin(BinaryOp::Shr, v, sh);
+                let m = e.u32c(255);
+                let b = e.bin(BinaryOp::BitAnd, b, m);
+                let f = e.cast(b, Type::F32);
+                let d = e.f32c(255.0);
+                e.bin(BinaryOp::Div, f, d)
+            })
+        }
+        None => color.map(|c| e.f32c(c)),
+    }
+}
+
 /// The views' colour helpers on the shared builder.
 trait Rgba {
     /// An f32 in 0..1 as a byte in the low bits of a u32 (clamped and
@@ -882,25 +912,7 @@ fn resolve(s: &ParticleSpec) -> Kernel {
             let k = e.cast(k, Type::I32);
             let (_, cx, cy) = centre(e, s, k);
             let cover = coverage(e, s, cx, cy, x, y);
-            let rgb: [InstId; 3] = match s.color_field {
-                Some((c, ty @ Type::Vector(..))) => {
-                    let v = e.load(c, ty, vec![k]);
-                    std::array::from_fn(|i| e.extract(v, i as u32))
-                }
-                Some((c, ty)) => {
-                    let v = e.load(c, ty, vec![k]);
-                    std::array::from_fn(|i| {
-                        let sh = e.u32c(16 - 8 * i as u32);
-                        let b = e.bin(BinaryOp::Shr, v, sh);
-                        let m = e.u32c(255);
-                        let b = e.bin(BinaryOp::BitAnd, b, m);
-                        let f = e.cast(b, Type::F32);
-                        let d = e.f32c(255.0);
-                        e.bin(BinaryOp::Div, f, d)
-                    })
-                }
-                None => s.color.map(|c| e.f32c(c)),
-            };
+            let rgb = particle_rgb(e, s.color_field, s.color, k);
             for i in 0..3 {
                 let old = e.get(rgb_locals[i]);
                 let d = e.bin(BinaryOp::Sub, rgb[i], old);

@@ -198,29 +198,6 @@ fn splat(s: &Spec, n: u32, index: bool) -> Kernel {
     )
 }
 
-/// The colour of particle `k` (f32 RGB).
-fn particle_rgb(e: &mut Emit, s: &Spec, k: InstId) -> [InstId; 3] {
-    match s.color_field {
-        Some((c, ty @ Type::Vector(..))) => {
-            let v = e.load(c, ty, vec![k]);
-            std::array::from_fn(|i| e.extract(v, i as u32))
-        }
-        Some((c, ty)) => {
-            let v = e.load(c, ty, vec![k]);
-            std::array::from_fn(|i| {
-                let sh = e.u32c(16 - 8 * i as u32);
-                let b = e.bin(BinaryOp::Shr, v, sh);
-                let m = e.u32c(255);
-                let b = e.bin(BinaryOp::BitAnd, b, m);
-                let f = e.cast(b, Type::F32);
-                let d = e.f32c(255.0);
-                e.bin(BinaryOp::Div, f, d)
-            })
-        }
-        None => s.color.map(|c| e.f32c(c)),
-    }
-}
-
 /// One invocation per pixel: its winner shaded, or the background.
 fn resolve(s: &Spec) -> Kernel {
     let mut e = Emit::new("view", 2);
@@ -259,7 +236,7 @@ fn resolve(s: &Spec) -> Kernel {
         let amb = e.f32c(AMBIENT);
         let lit = e.bin(BinaryOp::Mul, dif, ndl);
         let shade = e.bin(BinaryOp::Add, amb, lit);
-        let rgb = particle_rgb(e, s, k);
+        let rgb = super::particle_rgb(e, s.color_field, s.color, k);
         let bytes: [InstId; 3] = std::array::from_fn(|i| {
             let c = e.bin(BinaryOp::Mul, rgb[i], shade);
             e.byte(c)
