@@ -444,9 +444,9 @@ fn heat_at_frame_3_on_the_vm() -> Harness<'static, WeftApp> {
     let mut h = harness("heat.json");
     wait_for_sim(&mut h);
     let doc = h.state().model.doc.clone();
-    let (base, rev) = (h.state().model.base_dir(), h.state().model.revision);
+    let (assets, rev) = (h.state().model.assets.clone(), h.state().model.revision);
     h.state_mut().viewport.backend = weft_runtime::Backend::Vm;
-    h.state_mut().viewport.rebuild(rev, &doc, base);
+    h.state_mut().viewport.rebuild(rev, &doc, &assets);
     for _ in 0..400 {
         h.step();
         let vp = &h.state().viewport;
@@ -1518,7 +1518,8 @@ fn pins_say_what_they_carry() {
     h.run_steps(4);
     let model = &h.state().model;
     let doc = |id: &str| model.doc.node(id).unwrap().clone();
-    let (t_ins, t_outs) = gui::model::pins(&doc("T"));
+    let lib = model.assets.library();
+    let (t_ins, t_outs) = gui::model::pins(&doc("T"), &lib);
     assert_eq!(
         gui::graph_view::pin_type(model, &doc("T"), &t_outs[0], true),
         "field f32 ('T')"
@@ -1527,7 +1528,7 @@ fn pins_say_what_they_carry() {
         gui::graph_view::pin_type(model, &doc("T"), &t_ins[0], false),
         "layout 2 axes"
     );
-    let (k_ins, _) = gui::model::pins(&doc("diffuse"));
+    let (k_ins, _) = gui::model::pins(&doc("diffuse"), &lib);
     assert_eq!(
         gui::graph_view::pin_type(model, &doc("diffuse"), &k_ins[0], false),
         "exec"

@@ -1,10 +1,14 @@
 //! Assets in the app: the add-node menu lists the asset library with the
 //! node kinds, and choosing one adds a group node referencing the asset.
 
-use super::gui::model::Command;
+use super::gui::asset_menu::AssetLibraries;
+use super::gui::model::{Command, Model};
+use super::gui::WeftApp;
 use super::support::{gpu_ok, harness_with, root};
 use egui::{Event, Modifiers};
 use egui_kittest::kittest::Queryable;
+use egui_kittest::Harness;
+use std::path::PathBuf;
 use weft_ir::graph::{build_program, BuildOptions, GraphDoc};
 use weft_runtime::{Backend, SimOptions, Simulation};
 
@@ -102,23 +106,36 @@ fn shift_a_finds_an_asset_and_adds_a_group_referencing_it() {
     assert_eq!(fields(&got, &["x", "v"]), fields(&want, &["x", "v"]));
 }
 
-/// The user library of this test process (one folder: the app's library
-/// is process-wide, and these tests run in parallel), emptied once.
-fn user_library() -> std::path::PathBuf {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    let d = std::env::temp_dir().join(format!("weft-user-lib-{}", std::process::id()));
-    ONCE.call_once(|| {
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        super::gui::asset_menu::set_user_library(Some(d.clone()));
-    });
+/// An empty user library folder of this test process for the test `tag`
+/// (each editor is handed its own: the library is the editor's value, not
+/// the process's, and these tests run in parallel).
+fn user_library(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("weft-user-lib-{}-{}", std::process::id(), tag));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
     d
 }
 
-/// The user library folder of the tests, holding `asset` at `version`
-/// (the shipped v1 file with its version changed and a parameter added).
-fn user_library_with_v2(asset: &str) -> std::path::PathBuf {
-    let d = user_library();
+/// The app on `graph` with `lib` as its user library (the setter the app
+/// has for it), re-checked against it.
+fn harness_with_library(
+    graph: PathBuf,
+    cfg: PathBuf,
+    lib: &std::path::Path,
+) -> Harness<'static, WeftApp> {
+    let mut h = harness_with(Some(graph), cfg);
+    h.state_mut()
+        .model
+        .assets
+        .set_user_library(Some(lib.to_path_buf()));
+    h.state_mut().model.validate();
+    h
+}
+
+/// A user library folder of the tests (`tag`), holding `asset` at version
+/// 2 (the shipped v1 file with its version changed and a parameter added).
+fn user_library_with_v2(tag: &str, asset: &str) -> PathBuf {
+    let d = user_library(tag);
     let mut v: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(root().join(format!("assets/{}.v1.json", asset))).unwrap(),
     )
@@ -141,9 +158,9 @@ fn a_newer_asset_version_is_offered_with_its_interface_diff_and_updates_in_one_s
     if !gpu_ok() {
         return;
     }
-    user_library_with_v2("sdf_noise2d");
+    let lib = user_library_with_v2("upd", "sdf_noise2d");
     let cfg = std::env::temp_dir().join(format!("weft-assets-upd-{}", std::process::id()));
-    let mut h = harness_with(Some(root().join("assets/tests/sdf_noise2d.json")), cfg);
+    let mut h = harness_with_library(root().join("assets/tests/sdf_noise2d.json"), cfg, &lib);
     h.run_steps(3);
     let id = h
         .state()
@@ -172,9 +189,10 @@ fn a_newer_asset_version_is_offered_with_its_interface_diff_and_updates_in_one_s
 }
 
 /// The fields `names` of `doc` after three frames on the vm, built as the
-/// app builds (groups flattened against the app's library).
-fn app_fields(doc: &GraphDoc, names: &[&str]) -> Vec<Vec<u32>> {
-    let p = super::gui::asset_menu::build(doc, root().join("graphs"))
+/// app builds (groups flattened against the app's library, `assets`).
+fn app_fields(doc: &GraphDoc, assets: &AssetLibraries, names: &[&str]) -> Vec<Vec<u32>> {
+    let p = assets
+        .build(doc, root().join("graphs"))
         .unwrap_or_else(|e| panic!("{}", e));
     let mut s = Simulation::new(
         p,
@@ -199,10 +217,10 @@ fn save_selection_as_asset_then_add_it_from_the_menu_computes_the_same_fields() 
     if !gpu_ok() {
         return;
     }
-    let lib = user_library();
+    let lib = user_library("save");
     let cfg = std::env::temp_dir().join(format!("weft-assets-save-{}", std::process::id()));
     let graph = root().join("graphs/heat.json");
-    let mut h = harness_with(Some(graph.clone()), cfg);
+    let mut h = harness_with_library(graph.clone(), cfg, &lib);
     h.run_steps(3);
     let original = GraphDoc::load(&graph).unwrap();
     h.state_mut().model.push(Command::Group {
@@ -250,14 +268,19 @@ fn save_selection_as_asset_then_add_it_from_the_menu_computes_the_same_fields() 
     assert!(h.state().asset_save.is_none());
     let saved = std::fs::read_to_string(&file).unwrap();
     // Saving v1 again is refused, and the file stays as it was.
+    let library = h.state().model.assets.library();
     h.state_mut().asset_save = Some(super::gui::asset_save::Draft::new(
         &h.state().model.doc,
         vec![gid.clone()],
+        &library,
     ));
     {
         let d = h.state_mut().asset_save.as_mut().unwrap();
         d.name = "heat_step".into();
-        assert_eq!(super::gui::asset_save::next_version("heat_step"), 2);
+        assert_eq!(
+            super::gui::asset_save::next_version("heat_step", &library),
+            2
+        );
         d.version = 1;
     }
     h.run_steps(2);
@@ -304,7 +327,7 @@ fn save_selection_as_asset_then_add_it_from_the_menu_computes_the_same_fields() 
     let a = n.asset.clone().expect("a reference to the asset");
     assert_eq!((a.name.as_str(), a.version), ("heat_step", 1));
     // Its interface is the group's, with alpha promoted.
-    let iface = super::gui::group_pins::interface(&n).unwrap();
+    let iface = super::gui::group_pins::interface(&n, &h.state().model.assets.library()).unwrap();
     assert_eq!(iface.inputs, g.group.as_ref().unwrap().inputs);
     assert!(iface.params.iter().any(|p| p.target == "diffuse.alpha"));
     let swap = |e: &str| match e.strip_prefix(&format!("{}.", gid)) {
@@ -326,7 +349,11 @@ fn save_selection_as_asset_then_add_it_from_the_menu_computes_the_same_fields() 
         h.state().model.problems
     );
     let got = h.state().model.doc.clone();
-    assert_eq!(app_fields(&got, &["T"]), fields_at(&original, &["T"]));
+    let assets = h.state().model.assets.clone();
+    assert_eq!(
+        app_fields(&got, &assets, &["T"]),
+        fields_at(&original, &["T"])
+    );
 }
 
 fn fields_at(doc: &GraphDoc, names: &[&str]) -> Vec<Vec<u32>> {
@@ -353,4 +380,111 @@ fn fields_at(doc: &GraphDoc, names: &[&str]) -> Vec<Vec<u32>> {
         .iter()
         .map(|n| s.read_field(s.field(n).unwrap()).unwrap())
         .collect()
+}
+
+/// A user library folder (`tag`) holding one asset of its own, `name` v1
+/// (the shipped emitter2d under another name).
+fn user_library_with(tag: &str, name: &str) -> PathBuf {
+    let d = user_library(tag);
+    let mut v: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("assets/emitter2d.v1.json")).unwrap(),
+    )
+    .unwrap();
+    v["asset"]["name"] = name.into();
+    std::fs::write(
+        d.join(format!("{}.v1.json", name)),
+        serde_json::to_string_pretty(&v).unwrap(),
+    )
+    .unwrap();
+    d
+}
+
+/// A group node referencing asset `name` v1.
+fn asset_node(name: &str) -> weft_ir::graph::NodeDoc {
+    weft_ir::graph::NodeDoc {
+        id: name.into(),
+        kind: weft_ir::graph::groups::GROUP.into(),
+        asset: Some(weft_ir::graph::AssetRef {
+            name: name.into(),
+            version: 1,
+        }),
+        ..Default::default()
+    }
+}
+
+/// Two editors, each with a user library of its own, live side by side:
+/// each resolves (pins, menu, build) only its own library's assets. With
+/// the library in a process-wide value, the second choice would be the
+/// first editor's too.
+#[test]
+fn two_editors_with_different_user_libraries_do_not_see_each_others_assets() {
+    let (lib_a, lib_b) = (
+        user_library_with("two-a", "only_in_a"),
+        user_library_with("two-b", "only_in_b"),
+    );
+    let graph = root().join("graphs/heat.json");
+    let open = |lib: &PathBuf| {
+        let mut m = Model::open(&graph);
+        m.assets.set_user_library(Some(lib.clone()));
+        m.validate();
+        m
+    };
+    let (a, b) = (open(&lib_a), open(&lib_b));
+    let (la, lb) = (a.assets.library(), b.assets.library());
+    assert_eq!(la.versions("only_in_a"), [1]);
+    assert!(la.versions("only_in_b").is_empty(), "{:?}", la.dirs);
+    assert_eq!(lb.versions("only_in_b"), [1]);
+    assert!(lb.versions("only_in_a").is_empty(), "{:?}", lb.dirs);
+    // Both still see the shipped library.
+    assert_eq!(la.versions("emitter2d"), lb.versions("emitter2d"));
+    assert!(!la.versions("emitter2d").is_empty());
+    // A node referencing A's asset has its pins in A only.
+    let node = asset_node("only_in_a");
+    let (ins, outs) = super::gui::model::pins(&node, &la);
+    assert!(!ins.is_empty() && !outs.is_empty());
+    assert_eq!(super::gui::model::pins(&node, &lb), (vec![], vec![]));
+    // The build: A's model resolves it, B's reports it missing.
+    let mut doc = a.doc.clone();
+    doc.nodes.push(asset_node("only_in_b"));
+    let build = |m: &Model| m.assets.build(&doc, m.assets.base_dir()).err();
+    let missing = |e: Option<weft_ir::graph::GraphErrors>| {
+        e.is_some_and(|e| {
+            e.to_string()
+                .contains("asset 'only_in_b' version 1 is not in the library")
+        })
+    };
+    assert!(missing(build(&a)), "A sees B's asset");
+    assert!(!missing(build(&b)), "{:?}", build(&b));
+    // And in the app: Shift+A lists each editor's own asset only.
+    if !gpu_ok() {
+        return;
+    }
+    let cfg = |t: &str| {
+        std::env::temp_dir().join(format!("weft-assets-two-{}-{}", std::process::id(), t))
+    };
+    let mut ha = harness_with_library(graph.clone(), cfg("a"), &lib_a);
+    let mut hb = harness_with_library(graph.clone(), cfg("b"), &lib_b);
+    for (h, mine, theirs) in [
+        (&mut ha, "only_in_a  v1", "only_in_b"),
+        (&mut hb, "only_in_b  v1", "only_in_a"),
+    ] {
+        h.run_steps(3);
+        let spot = h.state().graph_rect.center();
+        h.event(Event::PointerMoved(spot));
+        h.step();
+        h.key_press_modifiers(Modifiers::SHIFT, egui::Key::A);
+        h.run_steps(2);
+        h.event(Event::Text("only_in".into()));
+        h.run_steps(2);
+        assert!(
+            h.query_by_label_contains(mine).is_some(),
+            "{} not listed",
+            mine
+        );
+        assert!(
+            h.query_by_label_contains(theirs).is_none(),
+            "{} listed",
+            theirs
+        );
+    }
 }

@@ -18,7 +18,8 @@ fn cfg(tag: &str) -> std::path::PathBuf {
 }
 
 fn input_pins(h: &Harness<'static, WeftApp>, node: &str) -> Vec<String> {
-    pins(h.state().model.doc.node(node).unwrap())
+    let model = &h.state().model;
+    pins(model.doc.node(node).unwrap(), &model.assets.library())
         .0
         .into_iter()
         .map(|p| p.name)
@@ -146,7 +147,7 @@ fn a_field_with_grad_on_has_a_grad_pin_for_views_only() {
     let path = root().join("graphs/heat_inverse.json");
     let m = Model::new(GraphDoc::load(&path).unwrap(), Some(path));
     let outs = |id: &str| -> Vec<String> {
-        pins(m.doc.node(id).unwrap())
+        pins(m.doc.node(id).unwrap(), &m.assets.library())
             .1
             .into_iter()
             .map(|p| p.name)

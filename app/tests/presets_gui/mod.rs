@@ -87,7 +87,7 @@ fn an_asset_group_preset_holds_its_promoted_parameters() {
         .find(|n| n.asset.is_some())
         .unwrap()
         .clone();
-    let iface = super::gui::group_pins::interface(&n).unwrap();
+    let iface = super::gui::group_pins::interface(&n, &h.state().model.assets.library()).unwrap();
     h.state_mut().selected = Some(n.id.clone());
     h.run_steps(3);
     h.get_by_label("Presets").click();

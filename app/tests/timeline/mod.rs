@@ -16,10 +16,10 @@ fn use_backend(h: &mut Harness<'static, WeftApp>, backend: Backend) {
         .viewer
         .compiled_doc(&h.state().model.doc)
         .into_owned();
-    let base = h.state().model.base_dir();
+    let assets = h.state().model.assets.clone();
     let rev = h.state().model.revision;
     h.state_mut().viewport.backend = backend;
-    h.state_mut().viewport.rebuild(rev, &doc, base);
+    h.state_mut().viewport.rebuild(rev, &doc, &assets);
     for _ in 0..2000 {
         h.step();
         let vp = &h.state().viewport;

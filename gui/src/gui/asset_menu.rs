@@ -3,81 +3,93 @@
 //! kinds; choosing one adds a group node that references the asset's
 //! newest version.
 //!
-//! The library is the one the open graph sees (`Library::for_graph` of its
-//! folder: the nearest `assets/` above the graph file, else above the
-//! executable), so the editor's pins and the build agree; `set_base` is
-//! called by the model whenever it validates.
+//! The library is a value the app chooses, never a global:
+//! `AssetLibraries` (the open graph's folder and the chosen user library)
+//! is owned by the editor's `Model`, which keeps its folder current
+//! whenever it validates. Everything that resolves an asset (the pins, the
+//! menu, asset updates and saves, the viewport's build, a bake, the f32
+//! twin) is handed that value or the `Library` made from it, so they all
+//! see the same assets, and two editors with different user libraries do
+//! not see each other's.
 
 use egui::Ui;
 use std::path::PathBuf;
-use std::sync::Mutex;
 use weft_ir::graph::assets::Library;
 use weft_ir::graph::{GraphDoc, GraphSource};
 
-static BASE: Mutex<Option<PathBuf>> = Mutex::new(None);
-static USER: Mutex<Option<PathBuf>> = Mutex::new(None);
+/// Where the editor's asset library comes from: the folder of the graph
+/// being edited (None: untitled) and the user library folder chosen for
+/// this editor (None: the platform's, `assets::user_dir`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AssetLibraries {
+    pub base: Option<PathBuf>,
+    pub user: Option<PathBuf>,
+}
 
-/// Uses `dir` as the user library instead of the platform's config folder
-/// (tests use a temporary folder; None restores the default).
-#[allow(dead_code)] // the kittests' hook; the app itself uses the platform's
-pub fn set_user_library(dir: Option<PathBuf>) {
-    if let Ok(mut u) = USER.lock() {
-        *u = dir;
+impl AssetLibraries {
+    /// Uses `dir` as the user library instead of the platform's config
+    /// folder (tests use a temporary folder; None restores the default).
+    pub fn set_user_library(&mut self, dir: Option<PathBuf>) {
+        self.user = dir;
     }
-}
 
-/// The folder of the graph being edited (None: untitled).
-pub fn set_base(dir: Option<PathBuf>) {
-    if let Ok(mut b) = BASE.lock() {
-        *b = dir;
+    /// The folder of the graph being edited (None: untitled).
+    pub fn set_base(&mut self, dir: Option<PathBuf>) {
+        self.base = dir;
     }
-}
 
-/// The user library: the folder `set_user_library` chose, else the
-/// platform's (`assets::user_dir`). Save selection as asset writes here.
-pub fn user_library_dir() -> Option<PathBuf> {
-    USER.lock()
-        .ok()
-        .and_then(|u| u.clone())
-        .or_else(weft_ir::graph::assets::user_dir)
-}
-
-/// The library the open graph sees: its folder's, else the executable's
-/// (see `shipped_dir`).
-pub fn library() -> Library {
-    library_for(BASE.lock().ok().and_then(|b| b.clone()))
-}
-
-/// The library a graph in `base` sees, with the app's user library.
-pub fn library_for(base: Option<PathBuf>) -> Library {
-    let base = base.or_else(|| {
-        std::env::current_exe()
-            .ok()
-            .and_then(|e| e.parent().map(PathBuf::from))
-    });
-    let mut lib = Library::for_graph(&base.unwrap_or_default());
-    if let Some(u) = USER.lock().ok().and_then(|u| u.clone()) {
-        let default = weft_ir::graph::assets::user_dir();
-        lib.dirs.retain(|d| Some(d) != default.as_ref());
-        lib.dirs.insert(0, u);
+    /// The folder builds resolve against: the graph's, else none (the
+    /// empty path, as a build of an untitled graph has always had).
+    pub fn base_dir(&self) -> PathBuf {
+        self.base.clone().unwrap_or_default()
     }
-    lib
-}
 
-/// The graph `doc` in `base_dir` as the app builds it: a `GraphSource`
-/// whose library is the app's (`library_for`, the one the menu lists), so
-/// what the menu adds is what runs, in the viewport and in a bake alike.
-pub fn source(doc: &GraphDoc, base_dir: PathBuf) -> GraphSource {
-    let library = library_for(Some(base_dir.clone()));
-    GraphSource::new(doc.clone(), base_dir, library)
-}
+    /// The user library: the folder `set_user_library` chose, else the
+    /// platform's (`assets::user_dir`). Save selection as asset writes here.
+    pub fn user_library_dir(&self) -> Option<PathBuf> {
+        self.user.clone().or_else(weft_ir::graph::assets::user_dir)
+    }
 
-/// Builds `doc` as the app does (`source`).
-pub fn build(
-    doc: &GraphDoc,
-    base_dir: PathBuf,
-) -> Result<weft_ir::ir::Program, weft_ir::graph::GraphErrors> {
-    source(doc, base_dir).build()
+    /// The library the open graph sees: its folder's, else the
+    /// executable's (see `shipped_dir`).
+    pub fn library(&self) -> Library {
+        self.library_for(self.base.clone())
+    }
+
+    /// The library a graph in `base` sees, with this editor's user
+    /// library: the chosen one replaces the platform's at the front.
+    pub fn library_for(&self, base: Option<PathBuf>) -> Library {
+        let base = base.or_else(|| {
+            std::env::current_exe()
+                .ok()
+                .and_then(|e| e.parent().map(PathBuf::from))
+        });
+        let mut lib = Library::for_graph(&base.unwrap_or_default());
+        if let Some(u) = &self.user {
+            let default = weft_ir::graph::assets::user_dir();
+            lib.dirs.retain(|d| Some(d) != default.as_ref());
+            lib.dirs.insert(0, u.clone());
+        }
+        lib
+    }
+
+    /// The graph `doc` in `base_dir` as the app builds it: a `GraphSource`
+    /// whose library is this one (`library_for`, the one the menu lists),
+    /// so what the menu adds is what runs, in the viewport and in a bake
+    /// alike.
+    pub fn source(&self, doc: &GraphDoc, base_dir: PathBuf) -> GraphSource {
+        let library = self.library_for(Some(base_dir.clone()));
+        GraphSource::new(doc.clone(), base_dir, library)
+    }
+
+    /// Builds `doc` as the app does (`source`).
+    pub fn build(
+        &self,
+        doc: &GraphDoc,
+        base_dir: PathBuf,
+    ) -> Result<weft_ir::ir::Program, weft_ir::graph::GraphErrors> {
+        self.source(doc, base_dir).build()
+    }
 }
 
 /// One asset as the menu lists it: its newest version.
@@ -139,9 +151,15 @@ pub fn search(entries: &[Entry], query: &str) -> Vec<Entry> {
 }
 
 /// The menu's asset section under the node kinds; `enter_takes_first`
-/// when no node kind matched the search. Returns the chosen asset.
-pub fn section(ui: &mut Ui, search_text: &mut String, enter_takes_first: bool) -> Option<Entry> {
-    let hits = search(&entries(&library()), search_text);
+/// when no node kind matched the search; `lib` is the editor's library.
+/// Returns the chosen asset.
+pub fn section(
+    ui: &mut Ui,
+    lib: &Library,
+    search_text: &mut String,
+    enter_takes_first: bool,
+) -> Option<Entry> {
+    let hits = search(&entries(lib), search_text);
     if hits.is_empty() {
         return None;
     }

@@ -1,11 +1,13 @@
 //! Save selection as asset (Edit menu, or "Save as asset…" in a group
 //! node's inspector): a dialog asks for the asset's name, version, doc and
 //! which inner parameters to promote, and writes `NAME.vN.json` to the
-//! user library (`asset_menu::user_library_dir`). An existing version is
+//! editor's user library (`AssetLibraries::user_library_dir`). An existing version is
 //! never overwritten: the dialog refuses and names the next free one.
 //! The new asset is listed by the add-node menu at once.
 
+use super::asset_menu::AssetLibraries;
 use super::group_edit;
+use weft_ir::graph::assets::Library;
 use weft_ir::graph::{AssetInfo, AssetRef, GraphDoc, GroupDoc};
 
 /// The open dialog: what is being saved and the fields typed so far.
@@ -44,8 +46,8 @@ fn promotable(node: &weft_ir::graph::NodeDoc) -> Vec<String> {
 
 /// The body `ids` make as a group: a single inline group node's own body
 /// (its node's values of promoted parameters become their defaults), else
-/// the selection packed as by Ctrl+G.
-fn body_of(doc: &GraphDoc, ids: &[String]) -> Result<GroupDoc, String> {
+/// the selection packed as by Ctrl+G (its assets' pins read from `lib`).
+fn body_of(doc: &GraphDoc, ids: &[String], lib: &Library) -> Result<GroupDoc, String> {
     if let [id] = ids {
         if let Some(n) = doc.node(id) {
             if let Some(g) = &n.group {
@@ -65,7 +67,7 @@ fn body_of(doc: &GraphDoc, ids: &[String]) -> Result<GroupDoc, String> {
             }
         }
     }
-    let packed = group_edit::group_nodes(doc, ids, "__asset")?;
+    let packed = group_edit::group_nodes(doc, ids, "__asset", lib)?;
     packed
         .node("__asset")
         .and_then(|n| n.group.as_deref().cloned())
@@ -74,14 +76,14 @@ fn body_of(doc: &GraphDoc, ids: &[String]) -> Result<GroupDoc, String> {
 
 impl Draft {
     /// A dialog for the nodes `ids` of `doc`, named after a single group
-    /// node, at the next free version of that name.
-    pub fn new(doc: &GraphDoc, ids: Vec<String>) -> Draft {
+    /// node, at the next free version of that name in `lib`.
+    pub fn new(doc: &GraphDoc, ids: Vec<String>, lib: &Library) -> Draft {
         let name = match ids.as_slice() {
             [id] if doc.node(id).is_some_and(|n| n.group.is_some()) => id.clone(),
             _ => "my_asset".to_string(),
         };
         let mut promote = Vec::new();
-        if let Ok(body) = body_of(doc, &ids) {
+        if let Ok(body) = body_of(doc, &ids, lib) {
             for n in &body.nodes {
                 for p in promotable(n) {
                     let on = group_edit::promoted(&body, &n.id, &p).is_some();
@@ -89,7 +91,7 @@ impl Draft {
                 }
             }
         }
-        let version = next_version(&name);
+        let version = next_version(&name, lib);
         Draft {
             ids,
             name,
@@ -101,17 +103,14 @@ impl Draft {
     }
 }
 
-/// One more than the newest version of `name` in the library (1 if none).
-pub fn next_version(name: &str) -> u32 {
-    super::asset_menu::library()
-        .versions(name)
-        .last()
-        .map_or(1, |v| v + 1)
+/// One more than the newest version of `name` in `lib` (1 if none).
+pub fn next_version(name: &str, lib: &Library) -> u32 {
+    lib.versions(name).last().map_or(1, |v| v + 1)
 }
 
 /// The asset file `d` describes: the body of `d.ids` in `doc`, with the
-/// chosen parameters promoted.
-pub fn asset_doc(doc: &GraphDoc, d: &Draft) -> Result<GraphDoc, String> {
+/// chosen parameters promoted (`lib`: the library its assets come from).
+pub fn asset_doc(doc: &GraphDoc, d: &Draft, lib: &Library) -> Result<GraphDoc, String> {
     let name = d.name.trim();
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         return Err(format!(
@@ -122,7 +121,7 @@ pub fn asset_doc(doc: &GraphDoc, d: &Draft) -> Result<GraphDoc, String> {
     if d.version == 0 {
         return Err("versions start at 1".into());
     }
-    let mut body = body_of(doc, &d.ids)?;
+    let mut body = body_of(doc, &d.ids, lib)?;
     for (node, param, on) in &d.promote {
         if *on {
             group_edit::promote(&mut body, node, param)?;
@@ -148,22 +147,29 @@ pub fn asset_doc(doc: &GraphDoc, d: &Draft) -> Result<GraphDoc, String> {
     })
 }
 
-/// Writes the asset to the user library. Refuses a version the library
-/// has already (anywhere in it), and a file the library cannot read back.
-pub fn save(doc: &GraphDoc, d: &Draft) -> Result<std::path::PathBuf, String> {
-    let file = asset_doc(doc, d)?;
+/// Writes the asset to the user library of `assets` (the editor's).
+/// Refuses a version the library has already (anywhere in it), and a file
+/// the library cannot read back.
+pub fn save(
+    doc: &GraphDoc,
+    d: &Draft,
+    assets: &AssetLibraries,
+) -> Result<std::path::PathBuf, String> {
+    let lib = assets.library();
+    let file = asset_doc(doc, d, &lib)?;
     let name = d.name.trim();
-    if let Some(p) = super::asset_menu::library().path(name, d.version) {
+    if let Some(p) = lib.path(name, d.version) {
         return Err(format!(
             "asset '{}' version {} exists already ({}): save it as version {}",
             name,
             d.version,
             p.display(),
-            next_version(name)
+            next_version(name, &lib)
         ));
     }
-    let dir =
-        super::asset_menu::user_library_dir().ok_or("no user library folder (HOME is not set)")?;
+    let dir = assets
+        .user_library_dir()
+        .ok_or("no user library folder (HOME is not set)")?;
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {}", dir.display(), e))?;
     let path = dir.join(format!("{}.v{}.json", name, d.version));
     file.save_atomic(&path)
@@ -179,8 +185,14 @@ pub fn save(doc: &GraphDoc, d: &Draft) -> Result<std::path::PathBuf, String> {
     Ok(path)
 }
 
-/// The dialog window. Returns a line for the log when it saved.
-pub fn window(ctx: &egui::Context, open: &mut Option<Draft>, doc: &GraphDoc) -> Option<String> {
+/// The dialog window; the asset goes to the user library of `assets`.
+/// Returns a line for the log when it saved.
+pub fn window(
+    ctx: &egui::Context,
+    open: &mut Option<Draft>,
+    doc: &GraphDoc,
+    assets: &AssetLibraries,
+) -> Option<String> {
     let d = open.as_mut()?;
     let mut close = false;
     let mut saved = None;
@@ -193,7 +205,7 @@ pub fn window(ctx: &egui::Context, open: &mut Option<Draft>, doc: &GraphDoc) -> 
                 ui.label("Name");
                 let r = ui.text_edit_singleline(&mut d.name);
                 if r.changed() {
-                    d.version = next_version(d.name.trim());
+                    d.version = next_version(d.name.trim(), &assets.library());
                 }
                 ui.end_row();
                 ui.label("Version");
@@ -223,7 +235,7 @@ pub fn window(ctx: &egui::Context, open: &mut Option<Draft>, doc: &GraphDoc) -> 
             }
             ui.horizontal(|ui| {
                 if ui.button("Save asset").clicked() {
-                    match save(doc, d) {
+                    match save(doc, d, assets) {
                         Ok(p) => {
                             saved = Some(format!(
                                 "saved asset {} v{} to {} (Shift+A finds it)",

@@ -4,20 +4,21 @@
 //! changes until the user clicks; the update is one undo step.
 
 use super::model::Command;
+use weft_ir::graph::assets::Library;
 use weft_ir::graph::document::split_endpoint;
 use weft_ir::graph::{AssetRef, GraphDoc, GroupDoc, GroupPort, NodeDoc};
 
-/// The newest version of `node`'s asset in the library, where it is newer
-/// than the one the node references.
-pub fn newer(node: &NodeDoc) -> Option<u32> {
+/// The newest version of `node`'s asset in `lib` (the editor's library),
+/// where it is newer than the one the node references.
+pub fn newer(node: &NodeDoc, lib: &Library) -> Option<u32> {
     let a = node.asset.as_ref()?;
-    let newest = *super::asset_menu::library().versions(&a.name).last()?;
+    let newest = *lib.versions(&a.name).last()?;
     (newest > a.version).then_some(newest)
 }
 
 /// The title badge of a group node with a newer asset version.
-pub fn badge(node: &NodeDoc) -> String {
-    newer(node)
+pub fn badge(node: &NodeDoc, lib: &Library) -> String {
+    newer(node, lib)
         .map(|v| format!("  ·  newer: v{}", v))
         .unwrap_or_default()
 }
@@ -101,11 +102,10 @@ pub fn diff(old: &GroupDoc, new: &GroupDoc) -> Vec<String> {
 }
 
 /// The inspector's offer, under a group node's header.
-pub fn offer(ui: &mut egui::Ui, node: &NodeDoc, commands: &mut Vec<Command>) {
-    let (Some(a), Some(v)) = (&node.asset, newer(node)) else {
+pub fn offer(ui: &mut egui::Ui, node: &NodeDoc, lib: &Library, commands: &mut Vec<Command>) {
+    let (Some(a), Some(v)) = (&node.asset, newer(node, lib)) else {
         return;
     };
-    let lib = super::asset_menu::library();
     let (Ok(old), Ok(new)) = (
         lib.load(a),
         lib.load(&AssetRef {
@@ -134,9 +134,9 @@ pub fn offer(ui: &mut egui::Ui, node: &NodeDoc, commands: &mut Vec<Command>) {
 
 /// Applies `Command::UpdateAsset`: the node references `version`; values
 /// of promoted parameters the new version lacks are dropped, and wires to
-/// ports it lacks removed (the summary said so).
-pub fn apply(doc: &mut GraphDoc, id: &str, version: u32) -> Result<bool, String> {
-    let lib = super::asset_menu::library();
+/// ports it lacks removed (the summary said so). The new version is read
+/// from `lib`, the editor's library.
+pub fn apply(doc: &mut GraphDoc, id: &str, version: u32, lib: &Library) -> Result<bool, String> {
     let n = doc
         .node_mut(id)
         .ok_or_else(|| format!("no node '{}'", id))?;

@@ -430,7 +430,7 @@ impl BakeJob {
     #[allow(clippy::too_many_arguments)]
     pub fn start(
         doc: GraphDoc,
-        base_dir: PathBuf,
+        assets: &super::asset_menu::AssetLibraries,
         opts: SimOptions,
         first: i32,
         last: i32,
@@ -443,8 +443,8 @@ impl BakeJob {
         let done_frame = Arc::new(AtomicI32::new(first - 1));
         let (tx, result) = channel();
         let (c, d, o) = (cancel.clone(), done_frame.clone(), out.clone());
-        // The library the viewport builds with (`asset_menu::source`).
-        let source = super::asset_menu::source(&doc, base_dir);
+        // The library the viewport builds with (the editor's `assets`).
+        let source = assets.source(&doc, assets.base_dir());
         let _ = super::platform::spawn("weft-bake", move || {
             let r = bake(&source, &opts, first, last, &contents, &o, &c, &|f| {
                 d.store(f, Ordering::Relaxed);

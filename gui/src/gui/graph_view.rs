@@ -6,6 +6,7 @@ use super::model::{compatible_kinds, pins, Command, Model, PinKind};
 use egui::{Color32, Ui};
 use egui_snarl::ui::{AnyPins, PinInfo, SnarlPin, SnarlViewer};
 use egui_snarl::{InPin, InPinId, NodeId, OutPin, OutPinId, Snarl};
+use weft_ir::graph::assets::Library;
 use weft_ir::graph::catalog::{self, Family, PortType};
 use weft_ir::graph::NodeDoc;
 
@@ -24,6 +25,7 @@ pub struct NodeView {
 /// stale ones are removed, so a freed id is not reused (and seen selected)
 /// before the snarl has pruned it from the selection.
 pub fn sync_snarl(snarl: &mut Snarl<NodeView>, model: &Model) {
+    let lib = model.assets.library();
     let mut ids: std::collections::HashMap<String, NodeId> = snarl
         .nodes_ids_data()
         .map(|(nid, n)| (n.value.id.clone(), nid))
@@ -55,7 +57,7 @@ pub fn sync_snarl(snarl: &mut Snarl<NodeView>, model: &Model) {
         snarl.disconnect(o, i);
     }
     let pin_index = |node: &NodeDoc, name: &str, output: bool| -> Option<usize> {
-        let (ins, outs) = pins(node);
+        let (ins, outs) = pins(node, &lib);
         let list = if output { outs } else { ins };
         list.iter().position(|p| p.name == name)
     };
@@ -66,7 +68,7 @@ pub fn sync_snarl(snarl: &mut Snarl<NodeView>, model: &Model) {
             return;
         };
         let fport = if fport.is_empty() {
-            pins(fd)
+            pins(fd, &lib)
                 .1
                 .first()
                 .map(|p| p.name.clone())
@@ -77,7 +79,7 @@ pub fn sync_snarl(snarl: &mut Snarl<NodeView>, model: &Model) {
         let tport = if exec && tport.is_empty() {
             "exec".to_string()
         } else if tport.is_empty() {
-            pins(td)
+            pins(td, &lib)
                 .0
                 .first()
                 .map(|p| p.name.clone())
@@ -171,6 +173,9 @@ fn pin_color(k: PinKind) -> Color32 {
 
 pub struct GraphViewer<'a> {
     pub model: &'a Model,
+    /// The editor's asset library (`model.assets`), read once a frame:
+    /// the pins of asset nodes and their update badges come from it.
+    pub library: Library,
     pub commands: Vec<Command>,
     pub selected: &'a mut Option<String>,
     pub open_code: &'a mut Option<String>,
@@ -219,8 +224,8 @@ impl GraphViewer<'_> {
     ) -> Option<(String, String, bool)> {
         let f = self.doc_node(&snarl[from.id.node])?;
         let t = self.doc_node(&snarl[to.id.node])?;
-        let out = pins(f).1.get(from.id.output)?.clone();
-        let inp = pins(t).0.get(to.id.input)?.clone();
+        let out = pins(f, &self.library).1.get(from.id.output)?.clone();
+        let inp = pins(t, &self.library).0.get(to.id.input)?.clone();
         let exec = out.kind == PinKind::Exec || inp.kind == PinKind::Exec;
         Some((
             format!("{}.{}", f.id, out.name),
@@ -240,7 +245,7 @@ impl GraphViewer<'_> {
         let Some(n) = self.model.doc.node(node) else {
             return PinInfo::circle();
         };
-        let (ins, outs) = pins(n);
+        let (ins, outs) = pins(n, &self.library);
         let Some(p) = (if output { outs } else { ins }).get(index).cloned() else {
             return PinInfo::circle();
         };
@@ -475,7 +480,7 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
                 doc.kind,
                 a.name,
                 a.version,
-                super::asset_update::badge(doc)
+                super::asset_update::badge(doc, &self.library)
             ),
             None => doc.kind.clone(),
         };
@@ -512,11 +517,15 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
     }
 
     fn inputs(&mut self, node: &NodeView) -> usize {
-        self.doc_node(node).map(|n| pins(n).0.len()).unwrap_or(0)
+        self.doc_node(node)
+            .map(|n| pins(n, &self.library).0.len())
+            .unwrap_or(0)
     }
 
     fn outputs(&mut self, node: &NodeView) -> usize {
-        self.doc_node(node).map(|n| pins(n).1.len()).unwrap_or(0)
+        self.doc_node(node)
+            .map(|n| pins(n, &self.library).1.len())
+            .unwrap_or(0)
     }
 
     fn show_input(
@@ -635,16 +644,24 @@ impl SnarlViewer<NodeView> for GraphViewer<'_> {
             AnyPins::Out(p) => match p.first() {
                 Some(id) => (
                     true,
-                    self.doc_node(&snarl[id.node])
-                        .and_then(|n| Some((n.id.clone(), pins(n).1.get(id.output)?.clone()))),
+                    self.doc_node(&snarl[id.node]).and_then(|n| {
+                        Some((
+                            n.id.clone(),
+                            pins(n, &self.library).1.get(id.output)?.clone(),
+                        ))
+                    }),
                 ),
                 None => return,
             },
             AnyPins::In(p) => match p.first() {
                 Some(id) => (
                     false,
-                    self.doc_node(&snarl[id.node])
-                        .and_then(|n| Some((n.id.clone(), pins(n).0.get(id.input)?.clone()))),
+                    self.doc_node(&snarl[id.node]).and_then(|n| {
+                        Some((
+                            n.id.clone(),
+                            pins(n, &self.library).0.get(id.input)?.clone(),
+                        ))
+                    }),
                 ),
                 None => return,
             },

@@ -10,6 +10,7 @@
 use super::model::{pins, Pin, PinKind};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
+use weft_ir::graph::assets::Library;
 use weft_ir::graph::catalog::{self, PortType};
 use weft_ir::graph::document::split_endpoint;
 use weft_ir::graph::groups::GROUP;
@@ -46,14 +47,20 @@ fn pin_kind(t: GroupPortType) -> PinKind {
 }
 
 /// The kind of the pin `endpoint` names on `doc`'s nodes (an empty port is
-/// the node's first pin on that side).
-fn endpoint_kind(doc: &GraphDoc, endpoint: &str, output: bool, exec: bool) -> PinKind {
+/// the node's first pin on that side; an asset's pins are read from `lib`).
+fn endpoint_kind(
+    doc: &GraphDoc,
+    endpoint: &str,
+    output: bool,
+    exec: bool,
+    lib: &Library,
+) -> PinKind {
     if exec {
         return PinKind::Exec;
     }
     let (node, port) = split_endpoint(endpoint);
     let found = doc.node(node).and_then(|n| {
-        let (ins, outs) = node_pins(n);
+        let (ins, outs) = node_pins(n, lib);
         let list = if output { outs } else { ins };
         list.into_iter()
             .find(|p| port.is_empty() || p.name == port)
@@ -62,9 +69,9 @@ fn endpoint_kind(doc: &GraphDoc, endpoint: &str, output: bool, exec: bool) -> Pi
     found.unwrap_or(PinKind::Data(PortType::Field))
 }
 
-/// Pins of a node, boundary nodes included.
-pub fn node_pins(n: &NodeDoc) -> (Vec<Pin>, Vec<Pin>) {
-    boundary_pins(n).unwrap_or_else(|| pins(n))
+/// Pins of a node, boundary nodes included (an asset's from `lib`).
+pub fn node_pins(n: &NodeDoc, lib: &Library) -> (Vec<Pin>, Vec<Pin>) {
+    boundary_pins(n).unwrap_or_else(|| pins(n, lib))
 }
 
 /// The pins of a boundary node: the inputs node has an output pin per
@@ -135,8 +142,14 @@ pub fn fresh_group_id(doc: &GraphDoc) -> String {
 /// the boundary becomes a port of the group typed as the wire was (one
 /// input port per outside source, one output port per inside pin), and the
 /// outside wire is rewired to the port. Inner ids stay as they were; the
-/// group lands at the centre of the packed nodes.
-pub fn group_nodes(doc: &GraphDoc, ids: &[String], group_id: &str) -> Result<GraphDoc, String> {
+/// group lands at the centre of the packed nodes. The pins of asset nodes
+/// among them are read from `lib`.
+pub fn group_nodes(
+    doc: &GraphDoc,
+    ids: &[String],
+    group_id: &str,
+    lib: &Library,
+) -> Result<GraphDoc, String> {
     let set: HashSet<&str> = ids
         .iter()
         .map(String::as_str)
@@ -196,7 +209,7 @@ pub fn group_nodes(doc: &GraphDoc, ids: &[String], group_id: &str) -> Result<Gra
                     let i = match in_ports.get(&k) {
                         Some(&i) => i,
                         None => {
-                            let ty = port_type(endpoint_kind(doc, &w.to, false, exec));
+                            let ty = port_type(endpoint_kind(doc, &w.to, false, exec, lib));
                             let (node, port) = split_endpoint(&w.from);
                             let hint = match (ty, port) {
                                 (GroupPortType::Exec, _) => "run",
@@ -225,7 +238,7 @@ pub fn group_nodes(doc: &GraphDoc, ids: &[String], group_id: &str) -> Result<Gra
                     let i = match out_ports.get(&k) {
                         Some(&i) => i,
                         None => {
-                            let ty = port_type(endpoint_kind(doc, &w.from, true, exec));
+                            let ty = port_type(endpoint_kind(doc, &w.from, true, exec, lib));
                             let (node, port) = split_endpoint(&w.from);
                             let hint = match ty {
                                 GroupPortType::Exec => "done".to_string(),
@@ -290,13 +303,14 @@ pub fn group_nodes(doc: &GraphDoc, ids: &[String], group_id: &str) -> Result<Gra
 /// Unpacks group node `id` into its parent (Ctrl+Alt+G): its nodes come
 /// back (an id taken outside gets a fresh one), the wires to its ports are
 /// rewired to the inner pins, promoted values are written into their inner
-/// parameters, and a bypassed group bypasses its kernels.
-pub fn ungroup(doc: &GraphDoc, id: &str) -> Result<GraphDoc, String> {
+/// parameters, and a bypassed group bypasses its kernels. An asset's body
+/// is read from `lib`.
+pub fn ungroup(doc: &GraphDoc, id: &str, lib: &Library) -> Result<GraphDoc, String> {
     let g = doc
         .node(id)
         .filter(|n| n.kind == GROUP)
         .ok_or_else(|| format!("'{}' is not a group node", id))?;
-    let body = super::group_pins::interface(g)
+    let body = super::group_pins::interface(g, lib)
         .ok_or_else(|| format!("group '{}': its asset cannot be read", id))?;
     let mut inner = body.nodes.clone();
     // Promoted values (set on the group, else their default).

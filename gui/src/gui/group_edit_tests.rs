@@ -11,6 +11,11 @@ fn heat() -> GraphDoc {
     GraphDoc::load(&graphs().join("heat.json")).expect("heat.json loads")
 }
 
+/// The library the shipped graphs see.
+fn lib() -> Library {
+    Library::for_graph(&graphs())
+}
+
 fn ids(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()
 }
@@ -46,7 +51,13 @@ fn run(doc: &GraphDoc, frames: i32) -> Vec<(String, Vec<u32>)> {
 #[test]
 fn grouping_keeps_the_fields_bit_for_bit() {
     let doc = heat();
-    let grouped = group_nodes(&doc, &ids(&["diffuse", "apply", "T_next"]), "group1").unwrap();
+    let grouped = group_nodes(
+        &doc,
+        &ids(&["diffuse", "apply", "T_next"]),
+        "group1",
+        &lib(),
+    )
+    .unwrap();
     let g = grouped.node("group1").unwrap();
     let body = g.group.as_ref().unwrap();
     // Three ports in (layout, T, source, the exec from substeps), none out.
@@ -90,7 +101,8 @@ fn a_group_with_outputs_and_exec_out_runs_the_same() {
     // The fields and the first kernel: wires go out of the group to the
     // kernels and the view, and an exec wire leaves it (diffuse → apply).
     let doc = heat();
-    let grouped = group_nodes(&doc, &ids(&["T", "T_next", "diffuse", "grid"]), "g").unwrap();
+    let grouped =
+        group_nodes(&doc, &ids(&["T", "T_next", "diffuse", "grid"]), "g", &lib()).unwrap();
     let body = grouped.node("g").unwrap().group.clone().unwrap();
     assert!(body
         .outputs
@@ -103,7 +115,7 @@ fn a_group_with_outputs_and_exec_out_runs_the_same() {
     assert_eq!(run(&grouped, 2), run(&doc, 2));
     // And back: ungrouping gives the original graph (the same nodes,
     // wires and exec wires).
-    let back = ungroup(&grouped, "g").unwrap();
+    let back = ungroup(&grouped, "g", &lib()).unwrap();
     let sorted = |mut v: Vec<WireDoc>| {
         v.sort_by(|a, b| (&a.from, &a.to).cmp(&(&b.from, &b.to)));
         v
@@ -125,7 +137,7 @@ fn ungrouping_the_shipped_group_keeps_the_fields_and_the_promoted_value() {
         .unwrap()
         .params
         .insert("rate".into(), Value::from(0.1));
-    let flat = ungroup(&set, "diffusion").unwrap();
+    let flat = ungroup(&set, "diffusion", &lib()).unwrap();
     assert!(flat.nodes.iter().all(|n| n.kind != GROUP));
     let step = flat.node("step").unwrap();
     assert_eq!(step.params["scalars"]["alpha"]["default"], Value::from(0.1));
@@ -137,7 +149,7 @@ fn ungrouping_the_shipped_group_keeps_the_fields_and_the_promoted_value() {
         kind: "on_start".into(),
         ..Default::default()
     });
-    let flat = ungroup(&clash, "diffusion").unwrap();
+    let flat = ungroup(&clash, "diffusion", &lib()).unwrap();
     assert!(flat.node("apply_2").is_some());
     assert!(flat.exec.iter().any(|w| w.to == "apply_2"));
 }
@@ -148,7 +160,7 @@ fn the_body_document_round_trips_and_edits_reach_the_ports() {
     let g = doc.node("diffusion").unwrap().clone();
     let body = body_doc(&g, &doc).unwrap();
     let inputs = body.node(INPUTS).unwrap();
-    let (_, outs) = node_pins(inputs);
+    let (_, outs) = node_pins(inputs, &lib());
     assert_eq!(
         outs.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
         ["cells", "T", "source", "run"]
@@ -185,7 +197,7 @@ fn the_body_document_round_trips_and_edits_reach_the_ports() {
 #[test]
 fn promote_takes_name_range_and_doc_and_unpromote_keeps_the_value() {
     let doc = heat();
-    let mut grouped = group_nodes(&doc, &ids(&["diffuse", "apply"]), "g").unwrap();
+    let mut grouped = group_nodes(&doc, &ids(&["diffuse", "apply"]), "g", &lib()).unwrap();
     let before = run(&grouped, 1);
     let node = grouped.node_mut("g").unwrap();
     let body = node.group.as_mut().unwrap();

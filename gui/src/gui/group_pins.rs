@@ -2,17 +2,19 @@
 //! draws as one node whose pins are its ports.
 
 use super::model::{Pin, PinKind};
+use weft_ir::graph::assets::Library;
 use weft_ir::graph::catalog::PortType;
 use weft_ir::graph::{GroupDoc, GroupPortType, NodeDoc};
 
-/// The group's interface: its inline body, or its asset read from the
-/// library (`None` when the asset is missing; the build reports it).
-pub fn interface(node: &NodeDoc) -> Option<GroupDoc> {
+/// The group's interface: its inline body, or its asset read from `lib`,
+/// the editor's library (`None` when the asset is missing; the build
+/// reports it).
+pub fn interface(node: &NodeDoc, lib: &Library) -> Option<GroupDoc> {
     if let Some(g) = &node.group {
         return Some((**g).clone());
     }
     let a = node.asset.as_ref()?;
-    super::asset_menu::library().load(a).ok()
+    lib.load(a).ok()
 }
 
 fn pin(name: &str, t: GroupPortType) -> Pin {
@@ -28,8 +30,8 @@ fn pin(name: &str, t: GroupPortType) -> Pin {
 
 /// Input and output pins of a group node: exec ports first on the inputs
 /// and last on the outputs, as on other nodes.
-pub fn pins(node: &NodeDoc) -> (Vec<Pin>, Vec<Pin>) {
-    let Some(g) = interface(node) else {
+pub fn pins(node: &NodeDoc, lib: &Library) -> (Vec<Pin>, Vec<Pin>) {
+    let Some(g) = interface(node, lib) else {
         return (vec![], vec![]);
     };
     let is_exec = |t: GroupPortType| t == GroupPortType::Exec;
@@ -63,14 +65,19 @@ pub fn pins(node: &NodeDoc) -> (Vec<Pin>, Vec<Pin>) {
 /// The inspector of a group node: what it does, its asset, and its
 /// promoted parameters (numbers as drag values within their range; an
 /// expression or other value shown as text).
-pub fn inspector(ui: &mut egui::Ui, node: &NodeDoc, commands: &mut Vec<super::model::Command>) {
+pub fn inspector(
+    ui: &mut egui::Ui,
+    node: &NodeDoc,
+    lib: &Library,
+    commands: &mut Vec<super::model::Command>,
+) {
     if let Some(a) = &node.asset {
         ui.label(format!("group — asset {} version {}", a.name, a.version));
-        super::asset_update::offer(ui, node, commands);
+        super::asset_update::offer(ui, node, lib, commands);
     } else {
         ui.label("group");
     }
-    let Some(g) = interface(node) else {
+    let Some(g) = interface(node, lib) else {
         ui.colored_label(
             egui::Color32::from_rgb(255, 110, 110),
             "the asset is not in the library",

@@ -304,6 +304,14 @@ impl WeftApp {
         // The document leaving was saved or its changes discarded: its
         // recovery file goes with it.
         let _ = std::fs::remove_file(&self.recovery_file);
+        let mut model = model;
+        // The user library chosen for this editor stays with it.
+        if model.assets.user != self.model.assets.user {
+            model
+                .assets
+                .set_user_library(self.model.assets.user.clone());
+            model.validate();
+        }
         self.model = model;
         self.selected = None;
         self.open_code = None;
@@ -824,7 +832,11 @@ impl WeftApp {
                     )
                     .clicked()
                 {
-                    self.asset_save = Some(asset_save::Draft::new(&self.model.doc, selection));
+                    self.asset_save = Some(asset_save::Draft::new(
+                        &self.model.doc,
+                        selection,
+                        &self.model.assets.library(),
+                    ));
                     ui.close();
                 }
                 if ui.button("Asset library folders…").clicked() {
@@ -895,11 +907,10 @@ impl WeftApp {
                 });
             if b != self.viewport.backend {
                 self.viewport.backend = b;
-                let base = self.base_dir();
                 self.viewport.rebuild(
                     self.model.revision,
                     &self.viewer.compiled_doc(&self.model.root()),
-                    base,
+                    &self.model.assets,
                 );
             }
         });
@@ -946,11 +957,10 @@ impl WeftApp {
             // The document as saved is baked (a viewer flag's temporary
             // view aside), as `weft bake` bakes the file.
             let doc = self.model.root().into_owned();
-            let base = self.base_dir().unwrap_or_default();
             let ctx = ui.ctx().clone();
             self.timeline.start_bake(
                 doc,
-                base,
+                &self.model.assets,
                 &mut self.viewport,
                 self.model.revision,
                 out,
@@ -1011,6 +1021,7 @@ impl WeftApp {
             return;
         };
         let kind = weft_ir::graph::catalog::kind(&doc.kind);
+        let lib = self.model.assets.library();
         ui.heading(&id);
         if let Some(k) = kind {
             // One line: a long doc would push the fields down (all of it on hover).
@@ -1023,20 +1034,25 @@ impl WeftApp {
                 ui,
                 &dir,
                 &doc,
+                &lib,
                 &mut self.preset_name,
                 commands,
                 &mut self.model.log,
             );
         }
         if doc.kind == weft_ir::graph::groups::GROUP {
-            group_pins::inspector(ui, &doc, commands);
+            group_pins::inspector(ui, &doc, &lib, commands);
             if doc.group.is_some()
                 && ui
                     .button("Save as asset…")
                     .on_hover_text("write this group to your asset library")
                     .clicked()
             {
-                self.asset_save = Some(asset_save::Draft::new(&self.model.doc, vec![id.clone()]));
+                self.asset_save = Some(asset_save::Draft::new(
+                    &self.model.doc,
+                    vec![id.clone()],
+                    &lib,
+                ));
             }
         } else {
             let hidden = view_ports::hidden_params(&self.model.doc, &doc);
@@ -1119,7 +1135,8 @@ impl WeftApp {
                 egui::Frame::popup(ui.style())
                     .show(ui, |ui| {
                         let kind = graph_view::add_node_menu(ui, &mut self.search);
-                        let asset = asset_menu::section(ui, &mut self.search, kind.is_none());
+                        let lib = self.model.assets.library();
+                        let asset = asset_menu::section(ui, &lib, &mut self.search, kind.is_none());
                         (kind, asset)
                     })
                     .inner
@@ -1574,12 +1591,11 @@ impl eframe::App for WeftApp {
             sync_snarl(&mut self.snarl, &self.model);
             self.snarl_revision = self.model.revision;
         }
-        let base = self.base_dir();
         self.viewer.follow(&self.model.root());
         self.viewport.sync(
             self.model.revision,
             &self.viewer.compiled_doc(&self.model.root()),
-            base,
+            &self.model.assets,
             !self.model.problems.is_empty(),
         );
         if let Some(msg) = self.viewport.update(&ctx) {
@@ -1668,6 +1684,7 @@ impl eframe::App for WeftApp {
             self.graph_rect = ui.max_rect();
             let mut viewer = GraphViewer {
                 model: &self.model,
+                library: self.model.assets.library(),
                 commands: vec![],
                 selected: &mut self.selected,
                 open_code: &mut self.open_code,
@@ -1778,7 +1795,12 @@ impl eframe::App for WeftApp {
         self.code_window(&ctx, &mut commands);
         self.expr_window(&ctx, &mut commands);
         self.dialogs(&ctx);
-        if let Some(line) = asset_save::window(&ctx, &mut self.asset_save, &self.model.doc) {
+        if let Some(line) = asset_save::window(
+            &ctx,
+            &mut self.asset_save,
+            &self.model.doc,
+            &self.model.assets,
+        ) {
             self.status = line.clone();
             self.model.log.push(line);
         }
@@ -1788,11 +1810,10 @@ impl eframe::App for WeftApp {
             // The pins and the build use the library: re-check the graph
             // and rebuild the simulation (an asset may resolve now).
             self.model.validate();
-            let base = self.base_dir();
             self.viewport.rebuild(
                 self.model.revision,
                 &self.viewer.compiled_doc(&self.model.root()),
-                base,
+                &self.model.assets,
             );
         }
         if let Some((action, path)) = self.files.update(&ctx, &mut self.model.log) {
@@ -1821,8 +1842,7 @@ impl eframe::App for WeftApp {
             // At home: the twin runs to the frame the simulation is at now.
             let doc = self.viewer.compiled_doc(&self.model.root()).into_owned();
             let opts = self.viewport.twin_options(sim);
-            self.twins
-                .start(&f, &doc, self.base_dir().unwrap_or_default(), sim, opts);
+            self.twins.start(&f, &doc, &self.model.assets, sim, opts);
         }
         self.export.ui(&ctx, self.viewport.program());
         if let Some(p) = self.sweep.ui(&ctx) {
@@ -1862,14 +1882,13 @@ impl WeftApp {
         match self.viewer.toggle(id, program) {
             Ok(msg) => {
                 self.status = msg;
-                let base = self.base_dir();
                 let changed = *self.viewer.compiled_doc(&self.model.root()) != before;
                 if changed && self.model.problems.is_empty() {
                     // Only a view comes or goes: the simulation goes on.
                     self.viewport.rebuild_display_only(
                         self.model.revision,
                         &self.viewer.compiled_doc(&self.model.root()),
-                        base,
+                        &self.model.assets,
                     );
                 }
             }

@@ -10,6 +10,7 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use weft_ir::graph::assets::Library;
 use weft_ir::graph::catalog::{self, PortType};
 use weft_ir::graph::document::{split_endpoint, FORMAT, VERSION};
 use weft_ir::graph::scalars::ScalarDecl;
@@ -106,10 +107,11 @@ pub struct Pin {
     pub kind: PinKind,
 }
 
-/// Input and output pins of a node, in display order (exec pins first/last).
-pub fn pins(node: &NodeDoc) -> (Vec<Pin>, Vec<Pin>) {
+/// Input and output pins of a node, in display order (exec pins first/last);
+/// a group node referencing an asset has the pins of the asset in `lib`.
+pub fn pins(node: &NodeDoc, lib: &Library) -> (Vec<Pin>, Vec<Pin>) {
     if node.kind == weft_ir::graph::groups::GROUP {
-        return super::group_pins::pins(node);
+        return super::group_pins::pins(node, lib);
     }
     if let Some(p) = super::group_edit::boundary_pins(node) {
         return p;
@@ -167,6 +169,8 @@ pub fn pins(node: &NodeDoc) -> (Vec<Pin>, Vec<Pin>) {
 /// Kinds that have an input (`want_input`) or output pin of this kind, with that pin's name.
 /// A new kernel has no field ports yet, so it is offered only for execution pins.
 pub fn compatible_kinds(kind: PinKind, want_input: bool) -> Vec<(&'static str, String)> {
+    // The probes reference no asset: no library is read.
+    let no_assets = Library::new(vec![]);
     let mut out = Vec::new();
     for k in catalog::kinds() {
         let probe = NodeDoc {
@@ -176,7 +180,7 @@ pub fn compatible_kinds(kind: PinKind, want_input: bool) -> Vec<(&'static str, S
             pos: [0.0, 0.0],
             ..Default::default()
         };
-        let (ins, outs) = pins(&probe);
+        let (ins, outs) = pins(&probe, &no_assets);
         let list = if want_input { ins } else { outs };
         if let Some(p) = list.iter().find(|p| p.kind == kind) {
             out.push((k.name, p.name.clone()));
@@ -275,6 +279,10 @@ pub struct Model {
     drag_start: Option<GraphDoc>,
     /// Kernel nodes whose scalars a drag changed since `take_dragged`.
     dragged: Vec<String>,
+    /// The asset library this editor resolves assets from: the graph's
+    /// folder (kept current by `validate`) and the chosen user library.
+    /// The pins, the add-node menu, the viewport and a bake all use it.
+    pub assets: super::asset_menu::AssetLibraries,
 }
 
 pub fn empty_doc() -> GraphDoc {
@@ -309,6 +317,7 @@ impl Model {
             queue: vec![],
             drag_start: None,
             dragged: vec![],
+            assets: Default::default(),
         };
         m.validate();
         m
@@ -627,10 +636,10 @@ impl Model {
 
     /// Re-validates the document (build only; compiling happens in the viewport).
     pub fn validate(&mut self) {
-        super::asset_menu::set_base(self.base_dir());
-        let base_dir = self.base_dir().unwrap_or_default();
+        self.assets.set_base(self.base_dir());
+        let base_dir = self.assets.base_dir();
         let root = self.root();
-        let problems = match super::asset_menu::build(&root, base_dir) {
+        let problems = match self.assets.build(&root, base_dir) {
             Ok(_) => vec![],
             Err(e) => e.0,
         };
@@ -656,6 +665,7 @@ impl Model {
         super::platform::write_graph(&self.root(), path)
             .map_err(|e| format!("cannot save {}: {}", path.display(), e))?;
         self.path = Some(path.to_path_buf());
+        self.assets.set_base(self.base_dir());
         self.dirty = false;
         self.log.push(format!("saved {}", path.display()));
         Ok(())
@@ -705,8 +715,9 @@ impl Model {
         if fnode == tnode {
             return Err("a node cannot be wired to itself".into());
         }
-        let (_, outs) = pins(f);
-        let (ins, _) = pins(t);
+        let lib = self.assets.library();
+        let (_, outs) = pins(f, &lib);
+        let (ins, _) = pins(t, &lib);
         let out = outs
             .iter()
             .find(|p| p.name == fport)
@@ -763,7 +774,7 @@ impl Model {
                 value,
             }),
             Command::UpdateAsset { node, version } => {
-                super::asset_update::apply(&mut self.doc, &node, version)
+                super::asset_update::apply(&mut self.doc, &node, version, &self.assets.library())
             }
             Command::AddFrame { mut frame } => {
                 if self.doc.frames.iter().any(|f| f.id == frame.id) {
@@ -827,13 +838,14 @@ impl Model {
             }
             Command::Group { ids } => {
                 let id = super::group_edit::fresh_group_id(&self.doc);
-                self.doc = super::group_edit::group_nodes(&self.doc, &ids, &id)?;
+                self.doc =
+                    super::group_edit::group_nodes(&self.doc, &ids, &id, &self.assets.library())?;
                 self.log
                     .push(format!("grouped {} nodes into '{}'", ids.len(), id));
                 Ok(true)
             }
             Command::Ungroup { id } => {
-                self.doc = super::group_edit::ungroup(&self.doc, &id)?;
+                self.doc = super::group_edit::ungroup(&self.doc, &id, &self.assets.library())?;
                 Ok(true)
             }
             Command::Promote { node, param, on } => self.set_promoted(&node, &param, on),
@@ -915,7 +927,7 @@ impl Model {
                     n.params.insert(param, value);
                 }
                 if let Some(before) = before {
-                    let (ins, _) = pins(n);
+                    let (ins, _) = pins(n, &self.assets.library());
                     let gone: Vec<String> = before
                         .into_iter()
                         .filter(|p| !ins.iter().any(|pin| &pin.name == p))

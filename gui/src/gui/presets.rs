@@ -13,6 +13,7 @@ use super::model::Command;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use weft_ir::graph::assets::Library;
 use weft_ir::graph::NodeDoc;
 
 /// The file name (without `.json`) a node's presets are kept under.
@@ -59,8 +60,9 @@ fn scalar_value(decl: &Value) -> Option<Value> {
 
 /// The values a preset of `node` holds: a kernel's scalar values, a
 /// group's promoted parameters (the node's values, else the defaults),
-/// else its parameters without its code.
-pub fn values(node: &NodeDoc) -> Map<String, Value> {
+/// else its parameters without its code. An asset group's parameters are
+/// read from `lib`, the editor's library.
+pub fn values(node: &NodeDoc, lib: &Library) -> Map<String, Value> {
     if let Some(s) = node.params.get("scalars").and_then(Value::as_object) {
         let vals: Map<String, Value> = s
             .iter()
@@ -70,7 +72,7 @@ pub fn values(node: &NodeDoc) -> Map<String, Value> {
         m.insert("scalars".into(), Value::Object(vals));
         return m;
     }
-    if let Some(g) = super::group_pins::interface(node) {
+    if let Some(g) = super::group_pins::interface(node, lib) {
         // A group: every promoted parameter, set on the node or not.
         return g
             .params
@@ -89,13 +91,13 @@ pub fn values(node: &NodeDoc) -> Map<String, Value> {
 }
 
 /// Saves `node`'s values as preset `name` (replacing one of that name).
-pub fn save(dir: &Path, node: &NodeDoc, name: &str) -> Result<(), String> {
+pub fn save(dir: &Path, node: &NodeDoc, name: &str, lib: &Library) -> Result<(), String> {
     let name = name.trim();
     if name.is_empty() {
         return Err("type a name for the preset".into());
     }
     let mut all = list(dir, node);
-    all.insert(name.to_string(), values(node));
+    all.insert(name.to_string(), values(node, lib));
     write(dir, node, &all)
 }
 
@@ -142,11 +144,13 @@ pub fn load(node: &NodeDoc, preset: &Map<String, Value>) -> Vec<Command> {
 }
 
 /// The inspector's Presets row: a name box and Save, then each saved
-/// preset with Load and Delete. `name` is the box's text.
+/// preset with Load and Delete. `name` is the box's text; `lib` is the
+/// editor's library.
 pub fn section(
     ui: &mut egui::Ui,
     dir: &Path,
     node: &NodeDoc,
+    lib: &Library,
     name: &mut String,
     commands: &mut Vec<Command>,
     log: &mut Vec<String>,
@@ -161,7 +165,7 @@ pub fn section(
                         .desired_width(120.0),
                 );
                 if ui.button("Save preset").clicked() {
-                    match save(dir, node, name) {
+                    match save(dir, node, name, lib) {
                         Ok(()) => {
                             log.push(format!("saved preset '{}' for {}", name.trim(), key(node)))
                         }

@@ -184,12 +184,14 @@ pub struct Twins {
 
 impl Twins {
     /// Starts the twin of `field` from the running simulation `sim` (at
-    /// home) of document `doc`. `opts` open the twin like the simulation.
+    /// home) of document `doc`, its assets resolved from `assets` (the
+    /// editor's, as the viewport's build). `opts` open the twin like the
+    /// simulation.
     pub fn start(
         &mut self,
         field: &str,
         doc: &GraphDoc,
-        base_dir: std::path::PathBuf,
+        assets: &super::asset_menu::AssetLibraries,
         sim: &Simulation,
         opts: SimOptions,
     ) {
@@ -216,11 +218,13 @@ impl Twins {
         let (tx, rx) = channel();
         let (name, p2) = (field.to_string(), progress.clone());
         let doc = doc.clone();
+        let assets = assets.clone();
         let _ = super::platform::spawn("weft-quant-twin", move || {
             let r = (|| -> TwinResult {
                 let twin = twin_doc(&doc)?;
                 // Assets resolve as the viewport's build does.
-                let program = super::asset_menu::build(&twin, base_dir)
+                let program = assets
+                    .build(&twin, assets.base_dir())
                     .map_err(|e| format!("the f32 twin does not build: {}", e))?;
                 let mut t = Simulation::new(program, &opts).map_err(|e| e.to_string())?;
                 t.start().map_err(|e| e.to_string())?;

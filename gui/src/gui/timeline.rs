@@ -82,11 +82,12 @@ impl Timeline {
     }
 
     /// Starts baking the play range of `doc` into `out` on a thread of its
-    /// own, on the backend the viewport's simulation runs on.
+    /// own, on the backend the viewport's simulation runs on, with the
+    /// editor's asset library `assets` (the one the viewport builds with).
     pub fn start_bake(
         &mut self,
         doc: weft_ir::graph::GraphDoc,
-        base: PathBuf,
+        assets: &super::asset_menu::AssetLibraries,
         vp: &mut Viewport,
         revision: u64,
         out: PathBuf,
@@ -103,7 +104,7 @@ impl Timeline {
         vp.baked_stale.clear();
         self.bake = Some(BakeJob::start(
             doc,
-            base,
+            assets,
             bake::options(backend),
             self.start,
             self.end,

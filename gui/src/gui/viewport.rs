@@ -12,6 +12,7 @@
 //! other backends the image words are read back. When only kernel scalars change, the running simulation keeps
 //! its state and just takes the new values.
 
+use super::asset_menu::AssetLibraries;
 use super::frame_cache::{FrameCache, DEFAULT_BUDGET_MB};
 use super::sim_worker::{self, Drawn, FrameJob, Returned, SimWorker};
 use serde_json::Value;
@@ -149,9 +150,10 @@ pub struct Viewport {
     /// are that frame's): the next frame is simulated from the last
     /// complete state, never from this one.
     pub display_only: bool,
-    /// The folder the running build's graph is in (assets and data files
-    /// are found from it).
-    built_base: PathBuf,
+    /// The asset library and graph folder the running build used (assets
+    /// and data files are found from it; a bake's cache is checked
+    /// against it).
+    built_assets: AssetLibraries,
 }
 
 /// A disk cache folder of this process's own for spilled frames.
@@ -248,7 +250,7 @@ impl Viewport {
             baked_stale: Vec::new(),
             baked_stale_why: String::new(),
             display_only: false,
-            built_base: PathBuf::new(),
+            built_assets: Default::default(),
         }
     }
 
@@ -302,7 +304,7 @@ impl Viewport {
         &mut self,
         revision: u64,
         doc: &GraphDoc,
-        base_dir: Option<PathBuf>,
+        assets: &AssetLibraries,
         has_problems: bool,
     ) {
         if self
@@ -340,7 +342,7 @@ impl Viewport {
                         // Views are IR kernels compiled with the program:
                         // rebuild it, and carry the running state into the
                         // new build.
-                        self.rebuild_display_only(revision, doc, base_dir);
+                        self.rebuild_display_only(revision, doc, assets);
                         return;
                     }
                 }
@@ -350,7 +352,7 @@ impl Viewport {
                 return;
             }
         }
-        self.rebuild(revision, doc, base_dir);
+        self.rebuild(revision, doc, assets);
     }
 
     /// Gives the running simulation a kernel node's scalar values (a
@@ -392,18 +394,16 @@ impl Viewport {
     /// A rebuild for a change to what is drawn only (a view's parameters,
     /// a view added or removed by the viewer flag): the new build goes on
     /// from the running state instead of restarting at frame 0.
-    pub fn rebuild_display_only(
-        &mut self,
-        revision: u64,
-        doc: &GraphDoc,
-        base_dir: Option<PathBuf>,
-    ) {
-        self.rebuild(revision, doc, base_dir);
+    pub fn rebuild_display_only(&mut self, revision: u64, doc: &GraphDoc, assets: &AssetLibraries) {
+        self.rebuild(revision, doc, assets);
         self.carry_state = true;
     }
 
-    pub fn rebuild(&mut self, revision: u64, doc: &GraphDoc, base_dir: Option<PathBuf>) {
-        self.built_base = base_dir.clone().unwrap_or_default();
+    /// Builds `doc` in the background against `assets` (the editor's
+    /// library and the graph's folder), replacing the simulation when done.
+    pub fn rebuild(&mut self, revision: u64, doc: &GraphDoc, assets: &AssetLibraries) {
+        self.built_assets = assets.clone();
+        let assets = assets.clone();
         let (tx, rx) = channel();
         let doc2 = doc.clone();
         // The runtime resolves the choice (`auto` included); the window's
@@ -415,7 +415,8 @@ impl Viewport {
         };
         let _ = super::platform::spawn("weft-build", move || {
             let r = (|| -> Built {
-                let program = super::asset_menu::build(&doc2, base_dir.unwrap_or_default())
+                let program = assets
+                    .build(&doc2, assets.base_dir())
                     .map_err(|e| e.to_string())?;
                 let mut sim = Simulation::new(program, &opts).map_err(|e| e.to_string())?;
                 sim.start().map_err(|e| e.to_string())?;
@@ -554,7 +555,7 @@ impl Viewport {
         };
         match check_cache(
             dir,
-            &super::asset_menu::source(doc, self.built_base.clone()),
+            &self.built_assets.source(doc, self.built_assets.base_dir()),
         ) {
             CacheState::Fresh { partial } => self.cache.add_baked(dir, partial),
             CacheState::Stale(why) => {
