@@ -2,8 +2,7 @@
 
 use crate::cli::BenchArgs;
 use crate::fail;
-use crate::load::load_program;
-use crate::run::{open_program, overrides};
+use crate::run::open_program;
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -28,15 +27,11 @@ pub fn bench(a: BenchArgs) -> i32 {
     // Loading (parse, catalog checks, kernel code to IR) is timed apart
     // from compiling: start-up is the two together.
     let t = Instant::now();
-    let program = match load_program(&a.graph, &overrides(&a.overrides)) {
-        Ok((_, p)) => p,
+    let mut sim = match open_program(&a.graph, &a.overrides, a.backend, a.json, false) {
+        Ok((_, s)) => s,
         Err(e) => return fail(&e),
     };
-    let load_ms = ms(t.elapsed());
-    let mut sim = match open_program(program, &a.overrides, a.backend, a.json, false) {
-        Ok(s) => s,
-        Err(e) => return fail(&e),
-    };
+    let load_ms = ms(t.elapsed().saturating_sub(sim.compile_time));
     let compile_ms = ms(sim.compile_time);
     let launches_per_frame = weft_ir::schedule::launches_per_frame(&sim.program);
     // Warm-up: on_start and one frame, not timed.

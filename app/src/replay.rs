@@ -1,12 +1,12 @@
 //! `weft replay`: re-run graphs and compare with NAME.expect.json.
 
 use crate::cli::ReplayArgs;
-use crate::load::{load_program, Overrides};
+use crate::load::Overrides;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use weft_runtime::expect::{all_stats, compare, BackendExpect, Expectation, Tolerance};
 use weft_runtime::Backend;
-use weft_runtime::{RuntimeError, SimOptions, Simulation};
+use weft_runtime::{RuntimeError, SimOptions};
 
 pub fn expect_path(graph: &Path) -> PathBuf {
     let stem = graph
@@ -248,9 +248,9 @@ fn run_graph(
     backend: Backend,
     interkernel: bool,
 ) -> Result<BTreeMap<String, weft_runtime::expect::FieldStats>, RuntimeError> {
-    let (_, program) = load_program(g, &Overrides::default())?;
-    let mut sim = Simulation::new(
-        program,
+    let (_, mut sim) = weft_open::file(
+        g,
+        &Overrides::default(),
         &SimOptions {
             threads: Some(threads),
             backend,

@@ -26,16 +26,19 @@ pub fn overrides(o: &GraphOverrides) -> Overrides {
     }
 }
 
-/// Compiles a loaded program for the chosen backend, saying which was picked.
+/// Loads the graph file at `path` with the command's overrides and opens
+/// it on the chosen backend (`weft_open::file`), saying which was
+/// picked. Returns the document as overridden with the simulation.
 pub fn open_program(
-    program: weft_ir::ir::Program,
+    path: &Path,
     o: &GraphOverrides,
     backend: Backend,
     quiet: bool,
     profile: bool,
-) -> Result<Simulation, RuntimeError> {
-    let sim = Simulation::new(
-        program,
+) -> Result<(GraphDoc, Simulation), RuntimeError> {
+    let (doc, sim) = weft_open::file(
+        path,
+        &overrides(o),
         &SimOptions {
             seed: o.seed,
             threads: o.threads,
@@ -67,7 +70,7 @@ pub fn open_program(
             ),
         }
     }
-    Ok(sim)
+    Ok((doc, sim))
 }
 
 /// Restores the newest complete snapshot in `dir` into `sim`, after
@@ -121,8 +124,7 @@ pub fn run(a: RunArgs) -> i32 {
 }
 
 fn run_inner(a: &RunArgs) -> Result<(), RuntimeError> {
-    let (doc, program) = load_program(&a.graph, &overrides(&a.overrides))?;
-    let mut sim = open_program(program, &a.overrides, a.backend, false, false)?;
+    let (doc, mut sim) = open_program(&a.graph, &a.overrides, a.backend, false, false)?;
     let graph_json = serde_json::to_value(&doc).expect("a graph document serialises");
     if let Some(dir) = &a.resume {
         resume(&mut sim, &doc, dir, a.checkpoint.as_deref())?;

@@ -1,17 +1,12 @@
 //! Tests of the kernel code editor widget (gui/src/gui/code_editor.rs).
 //!
-//! The app crate is a binary, so the module is included here by path.
-
-#[path = "../../gui/src/gui/code_editor.rs"]
-mod code_editor;
-
-use code_editor::{code_editor, highlight, CodeProblem, Debounce};
 use egui::accesskit::Role;
 use egui::text::LayoutJob;
 use egui::{Color32, Stroke};
 use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;
 use std::time::Duration;
+use weft_gui::gui::code_editor::{self, code_editor, highlight, CodeProblem, Debounce};
 
 const CODE: &str = "fn kernel(i: i32) {\n    let a: i32 = 1.5;\n}";
 

@@ -3,9 +3,7 @@
 
 mod assets_gui;
 mod camera;
-#[path = "../../gui/src/gui/mod.rs"]
-#[allow(dead_code)]
-mod gui;
+use weft_gui::gui;
 mod presets_gui;
 mod support;
 
@@ -297,9 +295,9 @@ fn expression_kernels_open_in_a_nested_editor() {
         .click_accesskit();
     h.run_steps(3);
     assert!(
-        h.state().open_expr.is_some(),
+        h.state().bodies.open_expr.is_some(),
         "open_code = {:?}",
-        h.state().open_code
+        h.state().bodies.open_code
     );
     h.get_by_label_contains("expression · colorize");
     h.get_by_label_contains("pick · select");
@@ -332,7 +330,7 @@ fn expression_kernels_open_in_a_nested_editor() {
     // another (or hides its output pin) afterwards.
     let before = h.state().model.doc.node("colorize").unwrap().params["expr"].clone();
     assert_eq!(
-        h.state().expr_rects.len(),
+        h.state().bodies.expr_rects.len(),
         before["nodes"].as_array().unwrap().len()
     );
     h.get_by_label("Auto layout").click();
@@ -346,9 +344,11 @@ fn expression_kernels_open_in_a_nested_editor() {
             .unwrap()
     };
     assert!(x("t") < x("mix") && x("mix") < x("pick") && x("pick") < x("out"));
-    assert!(!gui::expr_view::needs_layout(&after));
+    let body = weft_ir::graph::expr_body::ExprBody::parse("colorize", &after).unwrap();
+    assert!(!gui::expr_view::needs_layout(&body));
     let rects: Vec<(String, egui::Rect)> = h
         .state()
+        .bodies
         .expr_rects
         .iter()
         .map(|(k, r)| (k.clone(), *r))
@@ -364,8 +364,8 @@ fn expression_kernels_open_in_a_nested_editor() {
     // Ctrl+wheel over the floating window leaves the graph behind it as it is.
     let window = h.get_by_label_contains("expression · colorize").rect();
     let over = window.center_bottom() - egui::vec2(0.0, 40.0);
-    assert!(h.state().graph_rect.contains(over), "{:?}", over);
-    let view = h.state().graph_to_screen;
+    assert!(h.state().canvas.graph_rect.contains(over), "{:?}", over);
+    let view = h.state().canvas.graph_to_screen;
     h.event(Event::PointerMoved(over));
     h.step();
     h.event(Event::MouseWheel {
@@ -375,7 +375,7 @@ fn expression_kernels_open_in_a_nested_editor() {
         modifiers: Modifiers::COMMAND,
     });
     h.run_steps(3);
-    assert_eq!(h.state().graph_to_screen, view);
+    assert_eq!(h.state().canvas.graph_to_screen, view);
 }
 
 #[test]
@@ -605,13 +605,13 @@ fn click(h: &mut Harness<'static, WeftApp>, p: Pos2, button: PointerButton) {
 
 /// Where a graph-space point is on screen.
 fn screen(h: &Harness<'static, WeftApp>, p: Pos2) -> Pos2 {
-    h.state().graph_to_screen * p
+    h.state().canvas.graph_to_screen * p
 }
 
 /// The screen position of a node's pin: on the node's edge (the editor's pin
 /// placement), at the height of the pin's label.
 fn pin(h: &Harness<'static, WeftApp>, node: &str, name: &str, output: bool) -> Pos2 {
-    let r = h.state().node_rects[node];
+    let r = h.state().canvas.node_rects[node];
     let label = h
         .get_all_by_label(name)
         .map(|n| n.rect())
@@ -663,8 +663,8 @@ fn pointer_wiring_refusal_box_select_copy_delete_and_undo() {
     );
     // Shift+drag a box over two fields selects both.
     let (r1, r2) = (
-        h.state().node_rects["T_next"],
-        h.state().node_rects["source"],
+        h.state().canvas.node_rects["T_next"],
+        h.state().canvas.node_rects["source"],
     );
     let (a, b) = (
         screen(&h, r1.left_top() - egui::vec2(12.0, 12.0)),
@@ -718,13 +718,13 @@ fn shift_a_adds_the_typed_node_under_the_pointer_and_clicks_select() {
     // Empty space below the layout nodes.
     let spot = screen(
         &h,
-        h.state().node_rects["source"].left_bottom() + egui::vec2(0.0, 300.0),
+        h.state().canvas.node_rects["source"].left_bottom() + egui::vec2(0.0, 300.0),
     );
     h.event(Event::PointerMoved(spot));
     h.step();
     h.key_press_modifiers(Modifiers::SHIFT, egui::Key::A);
     h.run_steps(2);
-    assert_eq!(h.state().add_menu, Some(spot));
+    assert_eq!(h.state().canvas.add_menu, Some(spot));
     h.event(Event::Text("imag".into()));
     h.step();
     h.key_press(egui::Key::Enter);
@@ -767,10 +767,10 @@ fn shift_a_adds_the_typed_node_under_the_pointer_and_clicks_select() {
     h.event(Event::PointerMoved(spot));
     h.key_press(egui::Key::Tab);
     h.run_steps(2);
-    assert!(h.state().add_menu.is_some());
+    assert!(h.state().canvas.add_menu.is_some());
     h.key_press(egui::Key::Escape);
     h.run_steps(2);
-    assert!(h.state().add_menu.is_none());
+    assert!(h.state().canvas.add_menu.is_none());
     assert_eq!(h.state().model.doc.nodes.len(), count);
 }
 
@@ -790,7 +790,7 @@ fn frames_carry_their_nodes_and_comments_are_added_from_the_menu() {
         .clone();
     // Drag the "Data layout" frame by its title bar.
     let grab = screen(&h, egui::pos2(frame.rect[0] + 60.0, frame.rect[1] + 10.0));
-    let s = h.state().graph_to_screen.scaling;
+    let s = h.state().canvas.graph_to_screen.scaling;
     let delta = egui::vec2(80.0, 40.0);
     drag(&mut h, grab, grab + delta, Modifiers::NONE);
     h.run_steps(2);
@@ -823,7 +823,7 @@ fn frames_carry_their_nodes_and_comments_are_added_from_the_menu() {
             assert_eq!(shift, egui::Vec2::ZERO, "{} is outside the frame", id);
         }
     }
-    assert_eq!(h.state().frames.selected.as_deref(), Some("layout"));
+    assert_eq!(h.state().canvas.frames.selected.as_deref(), Some("layout"));
     h.get_by_label("frame layout");
     h.key_press_modifiers(Modifiers::COMMAND, egui::Key::Z);
     h.run_steps(2);
@@ -937,6 +937,7 @@ fn each_window_keeps_its_own_unsaved_work_and_path() {
     let heat = work.join("heat.json");
     let row = h
         .state()
+        .dialogs
         .recovery_offers
         .iter()
         .position(|o| o.path.as_deref() == Some(heat.as_path()))
@@ -968,7 +969,7 @@ fn each_window_keeps_its_own_unsaved_work_and_path() {
     // life.json's work waits for the next start; Discard removes it.
     let mut h = harness_with(None, cfg.clone());
     h.run_steps(2);
-    assert_eq!(h.state().recovery_offers.len(), 1);
+    assert_eq!(h.state().dialogs.recovery_offers.len(), 1);
     assert!(h.query_by_label_contains("life.json").is_some());
     h.get_by_label("Discard").click();
     h.run_steps(2);
@@ -998,13 +999,13 @@ fn quit_asks_about_unsaved_changes() {
     assert!(h.query_by_label_contains("unsaved changes").is_some());
     h.get_by_label("Cancel").click();
     h.run_steps(2);
-    assert!(!h.state().quitting && h.state().model.dirty);
+    assert!(!h.state().session.quitting && h.state().model.dirty);
     assert!(h.state().recovery_path().exists());
     h.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::Q);
     h.run_steps(2);
     h.get_by_label("Discard").click();
     h.run_steps(2);
-    assert!(h.state().quitting);
+    assert!(h.state().session.quitting);
     assert!(
         !h.state().recovery_path().exists(),
         "discarded: nothing to offer"
@@ -1156,7 +1157,7 @@ fn search_and_enter_adds_the_exact_kind_first() {
     let mut h = harness_with(None, config_dir());
     h.run_steps(3);
     for (typed, want) in [("field", "field1"), ("den", "dense1"), ("repe", "repeat1")] {
-        h.event(Event::PointerMoved(h.state().graph_rect.center()));
+        h.event(Event::PointerMoved(h.state().canvas.graph_rect.center()));
         h.key_press_modifiers(Modifiers::SHIFT, egui::Key::A);
         h.run_steps(2);
         h.event(Event::Text(typed.into()));
@@ -1173,6 +1174,7 @@ fn search_and_enter_adds_the_exact_kind_first() {
     // Added at one spot, they stack instead of landing on one another.
     let rects: Vec<(String, egui::Rect)> = h
         .state()
+        .canvas
         .node_rects
         .iter()
         .map(|(k, r)| (k.clone(), *r))
@@ -1310,7 +1312,7 @@ fn ctrl_z_in_the_code_editor_undoes_the_typing_not_the_graph() {
         pos: [7.0, 7.0],
     });
     h.run_steps(2);
-    h.state_mut().open_code = Some("apply".into());
+    h.state_mut().bodies.open_code = Some("apply".into());
     h.run_steps(3);
     let editor = h.get_by_role(egui::accesskit::Role::MultilineTextInput);
     editor.focus();
@@ -1355,7 +1357,7 @@ fn the_status_line_is_a_bar_of_its_own_and_new_clears_it() {
     let label = h
         .get_all_by_label(&why)
         .map(|n| n.rect())
-        .find(|r| r.top() >= h.state().graph_rect.bottom())
+        .find(|r| r.top() >= h.state().canvas.graph_rect.bottom())
         .expect("the status bar shows the reason");
     assert!(label.height() > 8.0);
     h.get_by_label("File").click();
@@ -1367,20 +1369,20 @@ fn the_status_line_is_a_bar_of_its_own_and_new_clears_it() {
 
 /// Every node's rect, on screen, lies inside the editor.
 fn all_nodes_visible(h: &Harness<'static, WeftApp>) -> bool {
-    let area = h.state().graph_rect;
+    let area = h.state().canvas.graph_rect;
     h.state().model.doc.nodes.iter().all(|n| {
-        let r = h.state().node_rects.get(&n.id).copied();
+        let r = h.state().canvas.node_rects.get(&n.id).copied();
         let ok = r.is_some_and(|r| {
             area.expand(1.0)
-                .contains_rect(h.state().graph_to_screen * r)
+                .contains_rect(h.state().canvas.graph_to_screen * r)
         });
         if !ok {
             eprintln!(
                 "node '{}' at {:?} is outside {:?} (view {:?})",
                 n.id,
-                r.map(|r| h.state().graph_to_screen * r),
+                r.map(|r| h.state().canvas.graph_to_screen * r),
                 area,
-                h.state().graph_to_screen
+                h.state().canvas.graph_to_screen
             );
         }
         ok
@@ -1402,14 +1404,14 @@ fn every_example_opens_fitted_and_home_f_and_ctrl_wheel_navigate() {
         let mut h = harness(g);
         h.run_steps(4);
         assert!(all_nodes_visible(&h), "{} opens with every node in view", g);
-        let scale = h.state().graph_to_screen.scaling;
+        let scale = h.state().canvas.graph_to_screen.scaling;
         assert!(scale >= 0.45, "{}: text stays legible (scale {})", g, scale);
     }
     let mut h = harness("heat.json");
     h.run_steps(4);
-    let fitted = h.state().graph_to_screen;
+    let fitted = h.state().canvas.graph_to_screen;
     // Three Ctrl+wheel notches zoom by even steps about the pointer.
-    let at = h.state().graph_rect.center();
+    let at = h.state().canvas.graph_rect.center();
     h.event(Event::PointerMoved(at));
     h.step();
     for _ in 0..3 {
@@ -1422,14 +1424,14 @@ fn every_example_opens_fitted_and_home_f_and_ctrl_wheel_navigate() {
         h.step();
     }
     h.run_steps(2);
-    let ratio = h.state().graph_to_screen.scaling / fitted.scaling;
+    let ratio = h.state().canvas.graph_to_screen.scaling / fitted.scaling;
     assert!(
         (ratio - 1.15f32.powi(3)).abs() < 0.02,
         "three notches: ×{}",
         ratio
     );
     // X11 delivers each wheel click twice in one frame: it counts once.
-    let before = h.state().graph_to_screen.scaling;
+    let before = h.state().canvas.graph_to_screen.scaling;
     for _ in 0..2 {
         h.input_mut().events.push(Event::MouseWheel {
             unit: egui::MouseWheelUnit::Line,
@@ -1439,10 +1441,10 @@ fn every_example_opens_fitted_and_home_f_and_ctrl_wheel_navigate() {
         });
     }
     h.run_steps(3);
-    let ratio = before / h.state().graph_to_screen.scaling;
+    let ratio = before / h.state().canvas.graph_to_screen.scaling;
     assert!((ratio - 1.15).abs() < 0.01, "one click out: ×1/{}", ratio);
     // Middle-drag pans.
-    let before = h.state().graph_to_screen.translation;
+    let before = h.state().canvas.graph_to_screen.translation;
     let from = at + egui::vec2(0.0, 200.0);
     h.event(Event::PointerMoved(from));
     h.step();
@@ -1464,7 +1466,7 @@ fn every_example_opens_fitted_and_home_f_and_ctrl_wheel_navigate() {
         modifiers: Modifiers::NONE,
     });
     h.run_steps(2);
-    let moved = h.state().graph_to_screen.translation - before;
+    let moved = h.state().canvas.graph_to_screen.translation - before;
     assert!(moved.x > 30.0, "middle-drag panned by {:?}", moved);
     // Home frames everything again; F frames the inspected node.
     h.key_press(egui::Key::Home);
@@ -1473,9 +1475,9 @@ fn every_example_opens_fitted_and_home_f_and_ctrl_wheel_navigate() {
     click_title(&mut h, "diffuse");
     h.key_press(egui::Key::F);
     h.run_steps(3);
-    let r = h.state().graph_to_screen * h.state().node_rects["diffuse"];
+    let r = h.state().canvas.graph_to_screen * h.state().canvas.node_rects["diffuse"];
     assert!(
-        (r.center() - h.state().graph_rect.center()).length() < 2.0,
+        (r.center() - h.state().canvas.graph_rect.center()).length() < 2.0,
         "F centres the selected node"
     );
 }
@@ -1497,7 +1499,7 @@ fn dragging_a_title_moves_the_node_and_a_click_highlights_it() {
     );
     h.run_steps(2);
     let after = h.state().model.doc.node("grid").unwrap().pos;
-    let s = h.state().graph_to_screen.scaling;
+    let s = h.state().canvas.graph_to_screen.scaling;
     assert!(
         ((after[0] - before[0]) * s - 80.0).abs() < 3.0
             && ((after[1] - before[1]) * s - 40.0).abs() < 3.0,
@@ -1551,7 +1553,7 @@ fn a_new_kernel_starts_from_a_template_scalars_get_widgets_and_never_runs_is_a_w
     }
     let mut h = harness_with(None, config_dir());
     h.run_steps(3);
-    h.event(Event::PointerMoved(h.state().graph_rect.center()));
+    h.event(Event::PointerMoved(h.state().canvas.graph_rect.center()));
     h.key_press_modifiers(Modifiers::SHIFT, egui::Key::A);
     h.run_steps(2);
     h.event(Event::Text("kernel".into()));
@@ -1575,7 +1577,7 @@ fn a_new_kernel_starts_from_a_template_scalars_get_widgets_and_never_runs_is_a_w
         serde_json::json!({"s1": {"type": "f32", "default": 0.0}})
     );
     // The inspector's "+" (the node body has one too, drawn in the editor).
-    let right = h.state().graph_rect.right();
+    let right = h.state().canvas.graph_rect.right();
     h.get_all_by_label("+")
         .find(|n| n.rect().left() > right)
         .expect("the inspector's + button")
@@ -1653,7 +1655,7 @@ fn the_inspector_has_room_and_its_size_is_remembered() {
     .unwrap();
     let mut h = harness_with(Some(root().join("graphs/heat.json")), cfg.clone());
     h.run_steps(4);
-    let right = h.state().graph_rect.right();
+    let right = h.state().canvas.graph_rect.right();
     assert!(
         (1400.0 - right - 600.0).abs() < 20.0,
         "side panel at {}",
@@ -1867,7 +1869,7 @@ fn no_two_nodes_of_a_shipped_graph_overlap() {
             .nodes
             .iter()
             .map(|n| {
-                let r = h.state().node_rects.get(&n.id).copied();
+                let r = h.state().canvas.node_rects.get(&n.id).copied();
                 (
                     n.id.clone(),
                     r.unwrap_or_else(|| panic!("{}: '{}' drawn", g, n.id)),
@@ -1931,7 +1933,11 @@ fn run_time_errors_are_problems_on_their_node_until_reset() {
     assert_eq!(node.as_deref(), Some("k"));
     assert_eq!(status(&h), vec![msg.clone()]);
     let shown = h.get_by_label(&msg).rect();
-    assert!(shown.top() >= h.state().graph_rect.bottom(), "{:?}", shown);
+    assert!(
+        shown.top() >= h.state().canvas.graph_rect.bottom(),
+        "{:?}",
+        shown
+    );
     // Clicking it inspects the node.
     h.get_by_label(&msg).click();
     h.run_steps(2);
@@ -1955,12 +1961,12 @@ fn log_lines_stay_in_their_collapsed_pane_and_the_editor_keeps_its_height() {
     }
     let mut h = harness("heat.json");
     h.run_steps(4);
-    let before = h.state().graph_rect;
+    let before = h.state().canvas.graph_rect;
     for i in 0..30 {
         h.state_mut().model.log.push(format!("log line {}", i));
     }
     h.run_steps(3);
-    assert_eq!(h.state().graph_rect, before);
+    assert_eq!(h.state().canvas.graph_rect, before);
     assert_eq!(h.query_all_by_label("log line 29").count(), 0);
     h.get_by_label_contains("Log (").click();
     h.run_steps(3);
@@ -2126,7 +2132,7 @@ fn title_bars_pin_dots_and_the_status_line_answer_like_their_labels() {
     let mut h = harness("heat.json");
     h.run_steps(4);
     // A click on the empty right part of a title bar inspects the node.
-    let r = h.state().node_rects["diffuse"];
+    let r = h.state().canvas.node_rects["diffuse"];
     let title = h.get_by_label_contains("diffuse  ·").rect();
     let p = egui::pos2(r.right() - 6.0, title.center().y);
     assert!(p.x > title.right() + 4.0, "{:?} {:?}", r, title);
@@ -2315,7 +2321,7 @@ fn ctrl_shift_click_on_a_field_pin_views_the_field_wired_to_it() {
     wait_for_sim(&mut h);
     h.run_steps(4);
     // The `source` input of kernel `diffuse` carries field node `source`.
-    let r = h.state().node_rects["diffuse"];
+    let r = h.state().canvas.node_rects["diffuse"];
     let label = h
         .get_all_by_label("source")
         .map(|n| n.rect())

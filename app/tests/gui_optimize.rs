@@ -3,9 +3,7 @@
 //! stepping and playing, restarts on Reset, shows in the inspector of the
 //! selected optimize node, and looks right (snapshot).
 
-#[path = "../../gui/src/gui/mod.rs"]
-#[allow(dead_code)]
-mod gui;
+use weft_gui::gui;
 mod support;
 // The field-port tests live in this crate (one fewer compile of the GUI).
 #[path = "inspector/field_ports.rs"]

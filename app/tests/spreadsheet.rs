@@ -3,9 +3,7 @@
 //! a headless `Simulation` of the same graph holds, read independently
 //! (`read_field` / `read_root` and one `read_address` per element).
 
-#[path = "../../gui/src/gui/mod.rs"]
-#[allow(dead_code)]
-mod gui;
+use weft_gui::gui;
 mod support;
 
 use egui::accesskit::Role;
@@ -321,7 +319,7 @@ fn click_title(h: &mut Harness<'static, WeftApp>, node: &str, modifiers: Modifie
         .get_by_label(&format!("{}  ·  field", node))
         .rect()
         .center();
-    let p = h.state().graph_to_screen * egui::pos2(at.x, at.y);
+    let p = h.state().canvas.graph_to_screen * egui::pos2(at.x, at.y);
     h.event(Event::PointerMoved(p));
     h.step();
     h.event(Event::ModifiersChanged(modifiers));
@@ -542,7 +540,7 @@ fn inspect(h: &mut Harness<'static, WeftApp>, node: &str, kind: &str) {
     // screen: bring the node into view as an artist would (F frames the
     // selection), then select it again by its title.
     h.state_mut().selected = Some(node.to_string());
-    h.state_mut().nav = Some(gui::NavRequest::FrameSelected);
+    h.state_mut().canvas.nav = Some(gui::NavRequest::FrameSelected);
     h.run_steps(5);
     h.state_mut().selected = None;
     h.run_steps(2);
@@ -550,7 +548,7 @@ fn inspect(h: &mut Harness<'static, WeftApp>, node: &str, kind: &str) {
         .get_by_label(&format!("{}  ·  {}", node, kind))
         .rect()
         .center();
-    let p = h.state().graph_to_screen * egui::pos2(at.x, at.y);
+    let p = h.state().canvas.graph_to_screen * egui::pos2(at.x, at.y);
     h.event(Event::PointerMoved(p));
     h.step();
     for pressed in [true, false] {

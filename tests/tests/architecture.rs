@@ -60,8 +60,9 @@ fn mentions(dir: &str, needles: &[&str]) -> Vec<String> {
 
 #[test]
 fn dependencies_point_one_way() {
-    // graph-ir <- codegen <- runtime <- gui <- app (and web); nothing
-    // depends on app, and the runtime not on the editor.
+    // graph-ir <- codegen <- runtime <- open <- gui <- app (and web);
+    // nothing depends on app, the runtime not on the editor or on the
+    // facade above it.
     let ir = deps("graph-ir");
     for d in ["weft-codegen", "weft-runtime", "weft"] {
         assert!(!ir.contains(&d.to_string()), "graph-ir depends on {}", d);
@@ -76,7 +77,17 @@ fn dependencies_point_one_way() {
         !rt.contains(&"weft".to_string()),
         "runtime depends on the app"
     );
-    for k in ["graph-ir", "codegen", "runtime", "gui", "web", "tests"] {
+    assert!(
+        !rt.contains(&"weft-open".to_string()),
+        "runtime depends on the facade above it"
+    );
+    let open = deps("open");
+    for d in ["weft-gui", "weft", "weft-web"] {
+        assert!(!open.contains(&d.to_string()), "open depends on {}", d);
+    }
+    for k in [
+        "graph-ir", "codegen", "runtime", "open", "gui", "web", "tests",
+    ] {
         assert!(
             !deps(k).contains(&"weft".to_string()),
             "{} depends on the app",
@@ -409,7 +420,9 @@ fn architecture_md_names_every_module() {
         .filter(|w| !w.is_empty())
         .collect();
     let mut missing = Vec::new();
-    for krate in ["graph-ir", "codegen", "runtime", "gui", "app", "web"] {
+    for krate in [
+        "graph-ir", "codegen", "runtime", "open", "gui", "app", "web",
+    ] {
         let mut files = Vec::new();
         rust_files(&root().join(krate).join("src"), &mut files);
         for f in files {
@@ -450,7 +463,7 @@ fn architecture_md_says_why_each_dependency_is_there() {
         .expect("a Dependencies section");
     let mut missing = Vec::new();
     for krate in [
-        "graph-ir", "codegen", "runtime", "gui", "app", "web", "tests",
+        "graph-ir", "codegen", "runtime", "open", "gui", "app", "web", "tests",
     ] {
         let text = std::fs::read_to_string(root().join(krate).join("Cargo.toml")).unwrap();
         let mut in_deps = false;
@@ -497,6 +510,7 @@ fn files_are_written_through_the_one_atomic_writer() {
         "graph-ir/src",
         "codegen/src",
         "runtime/src",
+        "open/src",
         "gui/src",
         "app/src",
         "web/src",

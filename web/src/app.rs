@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use weft_gui::gui::backend_menu;
-use weft_ir::graph::overrides::{load_program, Overrides};
+use weft_ir::graph::overrides::Overrides;
 use weft_ir::ir::layout::root_of;
 use weft_ir::ir::{FieldId, Program};
 use weft_runtime::engine::PendingRead;
@@ -187,7 +187,7 @@ impl WebApp {
             sets: self.request.sets.clone(),
             inits: Vec::new(),
         };
-        let (_, program) = load_program(&self.request.graph, &overrides)?;
+
         let gpu = match (&self.gpu, self.backend) {
             (Err(why), b) if b.spec().shares_window_gpu() => {
                 return Err(RuntimeError::Unavailable(why.clone()))
@@ -199,7 +199,7 @@ impl WebApp {
             gpu,
             ..Default::default()
         };
-        let mut sim = Simulation::new(program, &opts)?;
+        let (_, mut sim) = weft_open::file(&self.request.graph, &overrides, &opts)?;
         sim.start()?;
         Ok(sim)
     }

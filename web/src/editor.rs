@@ -160,7 +160,7 @@ impl Editor {
                 Ok(())
             }
             "code" => {
-                self.app.open_code = Some(s("node").into());
+                self.app.bodies.open_code = Some(s("node").into());
                 Ok(())
             }
             "save" => {
@@ -188,7 +188,7 @@ impl Editor {
             "title": m.title(),
             "nodes": m.doc.nodes.len(),
             // The document's nodes the node editor has laid out.
-            "laid_out": m.doc.nodes.iter().filter(|n| self.app.node_rects.contains_key(&n.id)).count(),
+            "laid_out": m.doc.nodes.iter().filter(|n| self.app.canvas.node_rects.contains_key(&n.id)).count(),
             "problems": problems,
             "panels": self.panels.iter().map(|(n, s)| json!({"id": n, "size": s})).collect::<Vec<_>>(),
             "code_window": self.code_window,
@@ -240,7 +240,7 @@ impl Editor {
                     .map(|s| (p.to_string(), [s.outer_rect.width(), s.outer_rect.height()]))
             })
             .collect();
-        self.code_window = self.app.open_code.as_ref().is_some_and(|id| {
+        self.code_window = self.app.bodies.open_code.as_ref().is_some_and(|id| {
             // A window's area id is its title's text, an `Option<&str>`
             // when hashed (egui's `Window::new`).
             ctx.memory(|m| m.area_rect(egui::Id::new(Some(format!("code · {}", id)))))

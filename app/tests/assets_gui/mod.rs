@@ -53,7 +53,7 @@ fn shift_a_finds_an_asset_and_adds_a_group_referencing_it() {
         .push(Command::RemoveNode { id: "emit".into() });
     h.run_steps(2);
     assert!(h.state().model.doc.node("emit").is_none());
-    let spot = h.state().graph_rect.center();
+    let spot = h.state().canvas.graph_rect.center();
     h.event(Event::PointerMoved(spot));
     h.step();
     h.key_press_modifiers(Modifiers::SHIFT, egui::Key::A);
@@ -245,13 +245,14 @@ fn save_selection_as_asset_then_add_it_from_the_menu_computes_the_same_fields() 
     assert!(h
         .query_by_label_contains("Save selection as asset")
         .is_some());
-    h.state_mut().asset_save.as_mut().unwrap().name = "heat_step".into();
-    h.state_mut().asset_save.as_mut().unwrap().doc = "one explicit diffusion step".into();
+    h.state_mut().dialogs.asset_save.as_mut().unwrap().name = "heat_step".into();
+    h.state_mut().dialogs.asset_save.as_mut().unwrap().doc = "one explicit diffusion step".into();
     h.run_steps(2);
     h.get_by_label("diffuse.alpha").click();
     h.run_steps(2);
     assert!(
         h.state()
+            .dialogs
             .asset_save
             .as_ref()
             .unwrap()
@@ -259,23 +260,23 @@ fn save_selection_as_asset_then_add_it_from_the_menu_computes_the_same_fields() 
             .iter()
             .any(|(n, p, on)| n == "diffuse" && p == "alpha" && *on),
         "{:?}",
-        h.state().asset_save
+        h.state().dialogs.asset_save
     );
     h.get_by_label("Save asset").click();
     h.run_steps(2);
     let file = lib.join("heat_step.v1.json");
     assert!(file.is_file(), "{:?}", h.state().model.log.last());
-    assert!(h.state().asset_save.is_none());
+    assert!(h.state().dialogs.asset_save.is_none());
     let saved = std::fs::read_to_string(&file).unwrap();
     // Saving v1 again is refused, and the file stays as it was.
     let library = h.state().model.assets.library();
-    h.state_mut().asset_save = Some(super::gui::asset_save::Draft::new(
+    h.state_mut().dialogs.asset_save = Some(super::gui::asset_save::Draft::new(
         &h.state().model.doc,
         vec![gid.clone()],
         &library,
     ));
     {
-        let d = h.state_mut().asset_save.as_mut().unwrap();
+        let d = h.state_mut().dialogs.asset_save.as_mut().unwrap();
         d.name = "heat_step".into();
         assert_eq!(
             super::gui::asset_save::next_version("heat_step", &library),
@@ -307,7 +308,7 @@ fn save_selection_as_asset_then_add_it_from_the_menu_computes_the_same_fields() 
         .push(Command::RemoveNode { id: gid.clone() });
     h.run_steps(2);
     // Shift+A, type its name, Enter: the asset is added by reference.
-    let spot = h.state().graph_rect.center();
+    let spot = h.state().canvas.graph_rect.center();
     h.event(Event::PointerMoved(spot));
     h.step();
     h.key_press_modifiers(Modifiers::SHIFT, egui::Key::A);
@@ -469,7 +470,7 @@ fn two_editors_with_different_user_libraries_do_not_see_each_others_assets() {
         (&mut hb, "only_in_b  v1", "only_in_a"),
     ] {
         h.run_steps(3);
-        let spot = h.state().graph_rect.center();
+        let spot = h.state().canvas.graph_rect.center();
         h.event(Event::PointerMoved(spot));
         h.step();
         h.key_press_modifiers(Modifiers::SHIFT, egui::Key::A);

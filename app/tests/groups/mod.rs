@@ -8,7 +8,7 @@ use super::*;
 use egui::{Event, Modifiers, PointerButton, Pos2};
 
 fn screen(h: &Harness<'static, WeftApp>, p: Pos2) -> Pos2 {
-    h.state().graph_to_screen * p
+    h.state().canvas.graph_to_screen * p
 }
 
 /// A click on a node's title bar (with `m` held).
@@ -18,7 +18,7 @@ fn click_title(h: &mut Harness<'static, WeftApp>, node: &str, m: Modifiers, coun
     // it to the selection.
     h.run_steps(2);
     let p = if m.shift {
-        let r = h.state().node_rects[node];
+        let r = h.state().canvas.node_rects[node];
         screen(h, r.right_bottom() - egui::vec2(10.0, 6.0))
     } else {
         let title = h
@@ -142,12 +142,12 @@ fn group_enter_promote_leave_and_ungroup() {
         ["group1"],
         "{:?} {:?}",
         h.state().model.log,
-        h.state().node_rects.get("group1")
+        h.state().canvas.node_rects.get("group1")
     );
     h.run_steps(3);
     let shown = &h.state().model.doc;
     assert!(shown.node("diffuse").is_some() && shown.node("@inputs").is_some());
-    assert!(h.state().node_rects.contains_key("@outputs"));
+    assert!(h.state().canvas.node_rects.contains_key("@outputs"));
     // The breadcrumb names where we are.
     assert!(h.get_all_by_label("group1").count() >= 1);
     // Promote the diffusion rate from the inspector, then un-promote it.

@@ -33,7 +33,7 @@ use super::gui::WeftApp;
 fn title(h: &Harness<'static, WeftApp>, node: &str) -> Pos2 {
     // The editor's labels are laid out in graph space.
     let r = h.get_by_label_contains(&format!("{}  ·", node)).rect();
-    h.state().graph_to_screen * r.center()
+    h.state().canvas.graph_to_screen * r.center()
 }
 
 /// Labels that read exactly `node` (a pin or a menu may, besides the

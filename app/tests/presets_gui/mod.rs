@@ -25,7 +25,7 @@ fn a_preset_saves_loads_in_one_undo_step_and_deletes() {
     h.get_by_label("Presets").click();
     h.run_steps(2);
     let original = h.state().model.doc.clone();
-    h.state_mut().preset_name = "soft".into();
+    h.state_mut().dialogs.preset_name = "soft".into();
     h.run_steps(2);
     h.get_by_label("Save preset").click();
     h.run_steps(2);
@@ -92,7 +92,7 @@ fn an_asset_group_preset_holds_its_promoted_parameters() {
     h.run_steps(3);
     h.get_by_label("Presets").click();
     h.run_steps(2);
-    h.state_mut().preset_name = "look".into();
+    h.state_mut().dialogs.preset_name = "look".into();
     h.run_steps(2);
     h.get_by_label("Save preset").click();
     h.run_steps(2);

@@ -7,6 +7,7 @@
 //! end type-checks and lowers it to the same IR as written code, and every
 //! error can name the expression node. Does not type-check by itself.
 
+use super::expr_body::ExprBody;
 use crate::error::GraphError;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -113,91 +114,16 @@ pub fn expr_to_code(
     dims: usize,
     scalars: &[String],
 ) -> Result<ExprCode, GraphError> {
-    let top = expr.as_object().ok_or_else(|| {
-        GraphError::param(
-            kernel,
-            "expr",
-            "expected an object with \"nodes\" and \"wires\"",
-        )
-    })?;
-    if let Some(k) = top.keys().find(|k| *k != "nodes" && *k != "wires") {
-        return Err(GraphError::param(
-            kernel,
-            "expr",
-            format!(
-                "unknown key '{}' (an expression body has \"nodes\" and \"wires\")",
-                k
-            ),
-        ));
-    }
-    let nodes_v = top
-        .get("nodes")
-        .and_then(Value::as_array)
-        .ok_or_else(|| GraphError::param(kernel, "expr", "\"nodes\" must be a list"))?;
-    let empty = serde_json::Map::new();
-    let mut nodes: Vec<ENode> = Vec::new();
-    for (n, v) in nodes_v.iter().enumerate() {
-        let id = v.get("id").and_then(Value::as_str).ok_or_else(|| {
-            GraphError::param(
-                kernel,
-                "expr",
-                format!("expression node #{} has no string \"id\"", n + 1),
-            )
-        })?;
-        if !ident_ok(id) || id.starts_with("__") {
-            return Err(err(kernel, id, None, "expression node ids must be identifiers (letters, digits, `_`; not starting with a digit or `__`)"));
-        }
-        if nodes.iter().any(|x| x.id == id) {
-            return Err(err(kernel, id, None, "duplicate expression node id"));
-        }
-        if let Some(k) = v.as_object().and_then(|o| {
-            o.keys()
-                .find(|k| !matches!(k.as_str(), "id" | "kind" | "params" | "pos"))
-        }) {
-            return Err(err(kernel, id, None, format!("unknown key '{}'", k)));
-        }
-        let kname = v.get("kind").and_then(Value::as_str).unwrap_or("");
-        let kind = expr_kind(kname).ok_or_else(|| {
-            let names: Vec<&str> = EXPR_KINDS.iter().map(|k| k.name).collect();
-            err(
-                kernel,
-                id,
-                None,
-                format!(
-                    "unknown expression node kind '{}'; kinds: {}",
-                    kname,
-                    names.join(", ")
-                ),
-            )
-        })?;
-        let params = match v.get("params") {
-            None => &empty,
-            Some(Value::Object(p)) => p,
-            Some(_) => return Err(err(kernel, id, None, "\"params\" must be an object")),
-        };
-        if let Some(p) = params.keys().find(|p| !kind.params.contains(&p.as_str())) {
-            return Err(err(
-                kernel,
-                id,
-                None,
-                format!(
-                    "'{}' has no parameter '{}' (it has: {})",
-                    kind.name,
-                    p,
-                    if kind.params.is_empty() {
-                        "none".into()
-                    } else {
-                        kind.params.join(", ")
-                    }
-                ),
-            ));
-        }
-        nodes.push(ENode {
-            id: id.to_string(),
-            kind,
-            params,
-        });
-    }
+    let body = ExprBody::parse(kernel, expr)?;
+    let nodes: Vec<ENode> = body
+        .nodes
+        .iter()
+        .map(|n| ENode {
+            id: n.id.clone(),
+            kind: n.kind,
+            params: &n.params,
+        })
+        .collect();
     // Wires: "node" -> "node.input".
     let mut inputs: HashMap<(usize, &str), usize> = HashMap::new();
     let index: HashMap<&str, usize> = nodes
@@ -205,27 +131,14 @@ pub fn expr_to_code(
         .enumerate()
         .map(|(i, n)| (n.id.as_str(), i))
         .collect();
-    for w in top
-        .get("wires")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let (from, to) = match (
-            w.get("from").and_then(Value::as_str),
-            w.get("to").and_then(Value::as_str),
-        ) {
-            (Some(f), Some(t)) => (f, t),
-            _ => {
-                return Err(GraphError::param(
-                    kernel,
-                    "expr",
-                    format!("expression wire {} needs string \"from\" and \"to\"", w),
-                ))
-            }
+    for w in &body.wires {
+        let (fnode, tnode, tport) = (w.from.as_str(), w.to.as_str(), w.input.as_str());
+        let to = if tport.is_empty() {
+            tnode.to_string()
+        } else {
+            format!("{}.{}", tnode, tport)
         };
-        let fnode = from.split('.').next().unwrap_or(from);
-        let (tnode, tport) = to.split_once('.').unwrap_or((to, ""));
+        let from = fnode;
         let (Some(&fi), Some(&ti)) = (index.get(fnode), index.get(tnode)) else {
             let missing = if index.contains_key(fnode) {
                 tnode

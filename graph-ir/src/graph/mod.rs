@@ -6,6 +6,7 @@ pub mod catalog;
 pub mod diff;
 pub mod document;
 pub mod expr;
+pub mod expr_body;
 pub mod groups;
 pub mod lint;
 pub mod overrides;

@@ -11,6 +11,12 @@
 //! - `lower::sparse::Emitter`: an existing function and one block being
 //!   written, for the rewrites inside a kernel (`lower_access`,
 //!   `legalize`, `half`, the sparse passes).
+//! - `FnLowerer`: the kernel language's front end, a function lowered from
+//!   kernel code with a stack of open blocks; its instructions carry the
+//!   span of the syntax they come from (`emit_at`).
+//!
+//! A rewrite that writes into blocks it is handed rather than an open
+//! one uses `append` (`Build::emit_in` is the same for a builder).
 //!
 //! Every instruction goes to the innermost open block.
 
@@ -35,6 +41,11 @@ pub trait Build {
     /// Appends an instruction to the open block.
     fn emit(&mut self, kind: InstKind, ty: Type) -> InstId {
         let span = self.span();
+        self.emit_at(kind, ty, span)
+    }
+    /// Appends an instruction carrying its own source span to the open
+    /// block (the front end: each instruction comes from a syntax node).
+    fn emit_at(&mut self, kind: InstKind, ty: Type, span: Span) -> InstId {
         let h = self.func().insts.append(Inst { kind, ty, span });
         self.push(h);
         h
@@ -43,9 +54,7 @@ pub trait Build {
     /// rewrite that fills several blocks side by side).
     fn emit_in(&mut self, b: &mut Block, kind: InstKind, ty: Type) -> InstId {
         let span = self.span();
-        let h = self.func().insts.append(Inst { kind, ty, span });
-        b.push(h);
-        h
+        append(self.func(), b, kind, ty, span)
     }
     /// A constant appended to block `b`.
     fn konst_in(&mut self, b: &mut Block, c: Const) -> InstId {
@@ -141,6 +150,16 @@ impl Build for Emit {
     fn swap_block(&mut self, b: Block) -> Block {
         std::mem::replace(self.blocks.last_mut().expect("a block is open"), b)
     }
+}
+
+/// Appends an instruction to block `b` of `f`: what `Build::emit_in`
+/// does, for a rewrite that keeps no open block of its own (the exits
+/// rewrite of `passes::autodiff::exits` writes into the blocks it is
+/// handed, each instruction with the span of the one it replaces).
+pub fn append(f: &mut Function, b: &mut Block, kind: InstKind, ty: Type, span: Span) -> InstId {
+    let h = f.insts.append(Inst { kind, ty, span });
+    b.push(h);
+    h
 }
 
 /// Emits instructions into a function, block by block.

@@ -1,32 +1,24 @@
 //! The nested editor of an expression kernel: a second snarl over the
-//! kernel's `expr` sub-graph. Each edit rewrites the `expr` parameter with a
-//! `SetParam` command, so it is undoable and re-validated like any edit.
+//! kernel's `expr` sub-graph, read as the typed model
+//! (`graph::expr_body::ExprBody`) the build reads. Each edit changes that
+//! model and writes it back into the `expr` parameter with a `SetParam`
+//! command, so it is undoable and re-validated like any edit.
 
 use super::model::Command;
 use egui::{Color32, Ui};
 use egui_snarl::ui::{PinInfo, SnarlPin, SnarlViewer};
 use egui_snarl::{InPin, InPinId, NodeId, OutPin, OutPinId, Snarl};
-use serde_json::{json, Value};
-use weft_ir::graph::expr::{expr_kind, EXPR_KINDS};
+use serde_json::Value;
+use weft_ir::graph::expr::{ExprKind, EXPR_KINDS};
+use weft_ir::graph::expr_body::ExprBody;
 
 #[derive(Clone, Debug)]
 pub struct ExprNodeView {
     pub id: String,
 }
 
-fn nodes(expr: &Value) -> Vec<Value> {
-    expr.get("nodes")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
-}
-
-fn kind_of(expr: &Value, id: &str) -> Option<&'static weft_ir::graph::expr::ExprKind> {
-    nodes(expr)
-        .iter()
-        .find(|n| n["id"] == id)
-        .and_then(|n| n["kind"].as_str())
-        .and_then(expr_kind)
+fn kind_of(body: &ExprBody, id: &str) -> Option<&'static ExprKind> {
+    body.node(id).map(|n| n.kind)
 }
 
 /// Gaps between the columns and between the nodes of a column of the
@@ -38,14 +30,14 @@ const LAYOUT_GAP_Y: f32 = 30.0;
 /// before it was drawn, a generous estimate (title width, a row per pin and
 /// per parameter).
 fn node_size(
-    expr: &Value,
+    body: &ExprBody,
     id: &str,
     drawn: &std::collections::HashMap<String, egui::Rect>,
 ) -> egui::Vec2 {
     if let Some(r) = drawn.get(id) {
         return r.size();
     }
-    let kind = kind_of(expr, id);
+    let kind = kind_of(body, id);
     let title = id.len() + kind.map_or(0, |k| k.name.len()) + 3;
     let pins = kind.map_or(1, |k| k.inputs.len().max(k.has_value as usize));
     let params = kind.map_or(0, |k| k.params.len());
@@ -55,20 +47,15 @@ fn node_size(
     )
 }
 
-fn pos_of(n: &Value) -> Option<egui::Pos2> {
-    let p = n.get("pos")?.as_array()?;
-    Some(egui::pos2(
-        p.first()?.as_f64()? as f32,
-        p.get(1)?.as_f64()? as f32,
-    ))
-}
-
 /// Whether the saved positions would hide nodes: a node without a position,
 /// or two nodes whose title bars (at least 120 × 40) would overlap. (Bodies
 /// vary in size; `auto_layout` spaces them by their drawn size.)
-pub fn needs_layout(expr: &Value) -> bool {
-    let list = nodes(expr);
-    let pos: Vec<Option<egui::Pos2>> = list.iter().map(pos_of).collect();
+pub fn needs_layout(body: &ExprBody) -> bool {
+    let pos: Vec<Option<egui::Pos2>> = body
+        .nodes
+        .iter()
+        .map(|n| n.pos.map(|[x, y]| egui::pos2(x, y)))
+        .collect();
     pos.iter().any(Option::is_none)
         || pos.iter().flatten().enumerate().any(|(a, p)| {
             pos.iter()
@@ -83,24 +70,15 @@ pub fn needs_layout(expr: &Value) -> bool {
 /// Columns and rows are spaced by the nodes' sizes (`drawn`: the rects the
 /// editor last drew, in graph space; estimated for nodes not drawn yet), so
 /// no two nodes overlap and no pin is hidden under a neighbour.
-pub fn auto_layout(expr: &Value, drawn: &std::collections::HashMap<String, egui::Rect>) -> Value {
-    let list = nodes(expr);
-    let ids: Vec<String> = list
+pub fn auto_layout(
+    body: &ExprBody,
+    drawn: &std::collections::HashMap<String, egui::Rect>,
+) -> ExprBody {
+    let ids: Vec<String> = body.nodes.iter().map(|n| n.id.clone()).collect();
+    let wires: Vec<(String, String)> = body
+        .wires
         .iter()
-        .map(|n| n["id"].as_str().unwrap_or_default().to_string())
-        .collect();
-    let wires: Vec<(String, String)> = expr
-        .get("wires")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|w| {
-            let to = w["to"].as_str()?;
-            Some((
-                w["from"].as_str()?.to_string(),
-                to.split('.').next().unwrap_or(to).to_string(),
-            ))
-        })
+        .map(|w| (w.from.clone(), w.to.clone()))
         .collect();
     // Longest path from a source; a cycle (an error the checker reports) stops at the node count.
     let mut depth = vec![0usize; ids.len()];
@@ -122,7 +100,7 @@ pub fn auto_layout(expr: &Value, drawn: &std::collections::HashMap<String, egui:
             break;
         }
     }
-    let sizes: Vec<egui::Vec2> = ids.iter().map(|id| node_size(expr, id, drawn)).collect();
+    let sizes: Vec<egui::Vec2> = ids.iter().map(|id| node_size(body, id, drawn)).collect();
     let columns = depth.iter().max().map_or(0, |d| d + 1);
     let mut col_x = vec![0.0f32; columns + 1];
     for d in 0..columns {
@@ -133,78 +111,59 @@ pub fn auto_layout(expr: &Value, drawn: &std::collections::HashMap<String, egui:
         col_x[d + 1] = col_x[d] + w + LAYOUT_GAP_X;
     }
     let mut col_y = vec![0.0f32; columns];
-    let mut e = expr.clone();
-    let placed: Vec<Value> = list
-        .into_iter()
-        .enumerate()
-        .map(|(i, mut n)| {
-            let d = depth[i];
-            n["pos"] = json!([col_x[d], col_y[d]]);
-            col_y[d] += sizes[i].y + LAYOUT_GAP_Y;
-            n
-        })
-        .collect();
-    e["nodes"] = Value::from(placed);
-    e
+    let mut laid = body.clone();
+    for (i, n) in laid.nodes.iter_mut().enumerate() {
+        let d = depth[i];
+        n.pos = Some([col_x[d], col_y[d]]);
+        col_y[d] += sizes[i].y + LAYOUT_GAP_Y;
+    }
+    laid
 }
 
 /// The expression's nodes moved to the snarl's positions, when any moved.
-pub fn with_positions(expr: &Value, snarl: &Snarl<ExprNodeView>) -> Option<Value> {
-    let mut e = expr.clone();
-    let mut list = nodes(expr);
+pub fn with_positions(body: &ExprBody, snarl: &Snarl<ExprNodeView>) -> Option<ExprBody> {
+    let mut moved_body = body.clone();
     let mut moved = false;
     for (_, pos, v) in snarl.nodes_pos_ids() {
-        if let Some(n) = list.iter_mut().find(|n| n["id"] == v.id.as_str()) {
-            if pos_of(n).is_none_or(|p| (p - pos).length() > 0.5) {
-                n["pos"] = json!([pos.x, pos.y]);
+        if let Some(n) = moved_body.node_mut(&v.id) {
+            if n.pos
+                .is_none_or(|[x, y]| (egui::pos2(x, y) - pos).length() > 0.5)
+            {
+                n.pos = Some([pos.x, pos.y]);
                 moved = true;
             }
         }
     }
-    e["nodes"] = Value::from(list);
-    moved.then_some(e)
+    moved.then_some(moved_body)
 }
 
 /// The nested editor's snarl; bodies whose saved places overlap open laid out.
-pub fn build_expr_snarl(expr: &Value) -> Snarl<ExprNodeView> {
+pub fn build_expr_snarl(body: &ExprBody) -> Snarl<ExprNodeView> {
     let laid;
-    let expr = if needs_layout(expr) {
-        laid = auto_layout(expr, &Default::default());
+    let body = if needs_layout(body) {
+        laid = auto_layout(body, &Default::default());
         &laid
     } else {
-        expr
+        body
     };
     let mut snarl = Snarl::new();
     let mut ids = std::collections::HashMap::new();
-    for (k, n) in nodes(expr).iter().enumerate() {
+    for (k, n) in body.nodes.iter().enumerate() {
         let pos = n
-            .get("pos")
-            .and_then(Value::as_array)
-            .map(|p| {
-                egui::pos2(
-                    p[0].as_f64().unwrap_or(0.0) as f32,
-                    p[1].as_f64().unwrap_or(0.0) as f32,
-                )
-            })
-            .unwrap_or(egui::pos2(k as f32 * 160.0, 0.0));
-        let id = n["id"].as_str().unwrap_or_default().to_string();
-        ids.insert(id.clone(), snarl.insert_node(pos, ExprNodeView { id }));
+            .pos
+            .map_or(egui::pos2(k as f32 * 160.0, 0.0), |[x, y]| egui::pos2(x, y));
+        ids.insert(
+            n.id.clone(),
+            snarl.insert_node(pos, ExprNodeView { id: n.id.clone() }),
+        );
     }
-    for w in expr
-        .get("wires")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let (Some(from), Some(to)) = (w["from"].as_str(), w["to"].as_str()) else {
-            continue;
-        };
-        let (tnode, tport) = to.split_once('.').unwrap_or((to, ""));
-        let (Some(&f), Some(&t), Some(k)) = (ids.get(from), ids.get(tnode), kind_of(expr, tnode))
+    for w in &body.wires {
+        let (Some(&f), Some(&t), Some(k)) =
+            (ids.get(&w.from), ids.get(&w.to), kind_of(body, &w.to))
         else {
             continue;
         };
-        if let Some(i) = k.inputs.iter().position(|p| *p == tport) {
+        if let Some(i) = k.inputs.iter().position(|p| *p == w.input) {
             snarl.connect(
                 OutPinId { node: f, output: 0 },
                 InPinId { node: t, input: i },
@@ -216,7 +175,7 @@ pub fn build_expr_snarl(expr: &Value) -> Snarl<ExprNodeView> {
 
 pub struct ExprViewer<'a> {
     pub kernel: String,
-    pub expr: &'a Value,
+    pub body: &'a ExprBody,
     pub commands: Vec<Command>,
     pub search: &'a mut String,
     /// Every node's rect as drawn (graph space), for the automatic layout.
@@ -224,38 +183,30 @@ pub struct ExprViewer<'a> {
 }
 
 impl ExprViewer<'_> {
-    fn set(&mut self, expr: Value) {
+    fn set(&mut self, body: ExprBody) {
         self.commands.push(Command::SetParam {
             node: self.kernel.clone(),
             param: "expr".into(),
-            value: expr,
+            value: body.to_value(),
         });
     }
-    fn with_wires(&self, f: impl FnOnce(&mut Vec<Value>)) -> Value {
-        let mut e = self.expr.clone();
-        let mut wires = e
-            .get("wires")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        f(&mut wires);
-        e["wires"] = Value::from(wires);
-        e
+    /// The body with `f`'s edit.
+    fn edited(&self, f: impl FnOnce(&mut ExprBody)) -> ExprBody {
+        let mut b = self.body.clone();
+        f(&mut b);
+        b
     }
-    fn endpoint(&self, snarl: &Snarl<ExprNodeView>, to: &InPin) -> Option<String> {
+    /// The node and input an input pin stands for.
+    fn endpoint(&self, snarl: &Snarl<ExprNodeView>, to: &InPin) -> Option<(String, String)> {
         let id = &snarl[to.id.node].id;
-        let port = kind_of(self.expr, id)?.inputs.get(to.id.input)?;
-        Some(format!("{}.{}", id, port))
+        let port = kind_of(self.body, id)?.inputs.get(to.id.input)?;
+        Some((id.clone(), port.to_string()))
     }
 }
 
 impl SnarlViewer<ExprNodeView> for ExprViewer<'_> {
     fn title(&mut self, node: &ExprNodeView) -> String {
-        let kind = nodes(self.expr)
-            .iter()
-            .find(|n| n["id"] == node.id.as_str())
-            .and_then(|n| n["kind"].as_str().map(str::to_string))
-            .unwrap_or_default();
+        let kind = kind_of(self.body, &node.id).map_or("", |k| k.name);
         format!("{} · {}", node.id, kind)
     }
 
@@ -270,13 +221,13 @@ impl SnarlViewer<ExprNodeView> for ExprViewer<'_> {
     }
 
     fn inputs(&mut self, node: &ExprNodeView) -> usize {
-        kind_of(self.expr, &node.id)
+        kind_of(self.body, &node.id)
             .map(|k| k.inputs.len())
             .unwrap_or(0)
     }
 
     fn outputs(&mut self, node: &ExprNodeView) -> usize {
-        kind_of(self.expr, &node.id)
+        kind_of(self.body, &node.id)
             .map(|k| k.has_value as usize)
             .unwrap_or(0)
     }
@@ -287,7 +238,7 @@ impl SnarlViewer<ExprNodeView> for ExprViewer<'_> {
         ui: &mut Ui,
         snarl: &mut Snarl<ExprNodeView>,
     ) -> impl SnarlPin + 'static {
-        let Some(k) = kind_of(self.expr, &snarl[pin.id.node].id) else {
+        let Some(k) = kind_of(self.body, &snarl[pin.id.node].id) else {
             return PinInfo::circle();
         };
         let name = k.inputs.get(pin.id.input).copied().unwrap_or("?");
@@ -312,7 +263,7 @@ impl SnarlViewer<ExprNodeView> for ExprViewer<'_> {
         ui: &mut Ui,
         snarl: &mut Snarl<ExprNodeView>,
     ) -> impl SnarlPin + 'static {
-        let ty = kind_of(self.expr, &snarl[pin.id.node].id)
+        let ty = kind_of(self.body, &snarl[pin.id.node].id)
             .map(|k| output_type(k.name))
             .unwrap_or(ValueType::Value);
         ui.label("value").on_hover_text(ty.describe());
@@ -320,7 +271,7 @@ impl SnarlViewer<ExprNodeView> for ExprViewer<'_> {
     }
 
     fn has_body(&mut self, node: &ExprNodeView) -> bool {
-        kind_of(self.expr, &node.id).is_some_and(|k| !k.params.is_empty())
+        kind_of(self.body, &node.id).is_some_and(|k| !k.params.is_empty())
     }
 
     fn show_body(
@@ -332,19 +283,17 @@ impl SnarlViewer<ExprNodeView> for ExprViewer<'_> {
         snarl: &mut Snarl<ExprNodeView>,
     ) {
         let id = snarl[node].id.clone();
-        let Some(k) = kind_of(self.expr, &id) else {
+        let Some(k) = kind_of(self.body, &id) else {
             return;
         };
-        let all = nodes(self.expr);
-        let Some(idx) = all.iter().position(|n| n["id"] == id.as_str()) else {
+        // The body the viewer was given, not borrowed through `self`
+        // (edits below take `self` mutably).
+        let body: &ExprBody = self.body;
+        let Some(n) = body.node(&id) else {
             return;
         };
         for p in k.params {
-            let cur = all[idx]
-                .get("params")
-                .and_then(|x| x.get(*p))
-                .cloned()
-                .unwrap_or(Value::Null);
+            let cur = n.params.get(*p).cloned().unwrap_or(Value::Null);
             let key = ui.id().with((&id, *p));
             let mut text =
                 ui.data_mut(|d| d.get_temp::<String>(key))
@@ -362,8 +311,11 @@ impl SnarlViewer<ExprNodeView> for ExprViewer<'_> {
                     let v = serde_json::from_str::<Value>(&text)
                         .unwrap_or_else(|_| Value::from(text.clone()));
                     if v != cur {
-                        let mut e = self.expr.clone();
-                        e["nodes"][idx]["params"][*p] = v;
+                        let e = self.edited(|b| {
+                            if let Some(n) = b.node_mut(&id) {
+                                n.params.insert(p.to_string(), v);
+                            }
+                        });
                         self.set(e);
                     }
                 }
@@ -389,18 +341,9 @@ impl SnarlViewer<ExprNodeView> for ExprViewer<'_> {
             .filter(|k| q.is_empty() || k.name.contains(&q))
         {
             if ui.button(k.name).on_hover_text(k.doc).clicked() {
-                let taken: Vec<String> = nodes(self.expr)
-                    .iter()
-                    .filter_map(|n| n["id"].as_str().map(str::to_string))
-                    .collect();
-                let id = (1..)
-                    .map(|n| format!("{}{}", k.name, n))
-                    .find(|i| !taken.contains(i))
-                    .expect("unbounded");
-                let mut e = self.expr.clone();
-                let mut list = nodes(self.expr);
-                list.push(json!({"id": id, "kind": k.name, "params": {}, "pos": [pos.x, pos.y]}));
-                e["nodes"] = Value::from(list);
+                let e = self.edited(|b| {
+                    b.add_node(k, [pos.x, pos.y]);
+                });
                 self.search.clear();
                 self.set(e);
                 ui.close();
@@ -422,17 +365,7 @@ impl SnarlViewer<ExprNodeView> for ExprViewer<'_> {
     ) {
         if ui.button("Delete").clicked() {
             let id = snarl[node].id.clone();
-            let mut e = self.with_wires(|w| {
-                w.retain(|w| {
-                    let to_node = w["to"].as_str().and_then(|t| t.split('.').next());
-                    w["from"] != id.as_str() && to_node != Some(id.as_str())
-                })
-            });
-            let list: Vec<Value> = nodes(self.expr)
-                .into_iter()
-                .filter(|n| n["id"] != id.as_str())
-                .collect();
-            e["nodes"] = Value::from(list);
+            let e = self.edited(|b| b.remove_node(&id));
             self.set(e);
             ui.close();
         }
@@ -440,37 +373,33 @@ impl SnarlViewer<ExprNodeView> for ExprViewer<'_> {
 
     fn connect(&mut self, from: &OutPin, to: &InPin, snarl: &mut Snarl<ExprNodeView>) {
         let f = snarl[from.id.node].id.clone();
-        let Some(t) = self.endpoint(snarl, to) else {
+        let Some((t, input)) = self.endpoint(snarl, to) else {
             return;
         };
-        let e = self.with_wires(|w| {
-            w.retain(|w| w["to"] != t.as_str());
-            w.push(json!({"from": f, "to": t}));
-        });
+        let e = self.edited(|b| b.connect(&f, &t, &input));
         self.set(e);
     }
 
     fn disconnect(&mut self, from: &OutPin, to: &InPin, snarl: &mut Snarl<ExprNodeView>) {
         let f = snarl[from.id.node].id.clone();
-        let Some(t) = self.endpoint(snarl, to) else {
+        let Some((t, input)) = self.endpoint(snarl, to) else {
             return;
         };
-        let e =
-            self.with_wires(|w| w.retain(|w| !(w["from"] == f.as_str() && w["to"] == t.as_str())));
+        let e = self.edited(|b| b.disconnect(&f, &t, &input));
         self.set(e);
     }
 
     fn drop_inputs(&mut self, pin: &InPin, snarl: &mut Snarl<ExprNodeView>) {
-        let Some(t) = self.endpoint(snarl, pin) else {
+        let Some((t, input)) = self.endpoint(snarl, pin) else {
             return;
         };
-        let e = self.with_wires(|w| w.retain(|w| w["to"] != t.as_str()));
+        let e = self.edited(|b| b.disconnect_input(&t, &input));
         self.set(e);
     }
 
     fn drop_outputs(&mut self, pin: &OutPin, snarl: &mut Snarl<ExprNodeView>) {
         let f = snarl[pin.id.node].id.clone();
-        let e = self.with_wires(|w| w.retain(|w| w["from"] != f.as_str()));
+        let e = self.edited(|b| b.disconnect_output(&f));
         self.set(e);
     }
 }
@@ -525,22 +454,22 @@ mod tests {
 
     #[test]
     fn overlapping_bodies_are_laid_out_in_data_flow_columns() {
-        let e = json!({
-            "nodes": [
-                {"id": "w", "kind": "write", "params": {"field": "x"}, "pos": [0, 0]},
-                {"id": "a", "kind": "index", "params": {"axis": 0}, "pos": [10, 10]},
-                {"id": "c", "kind": "cast", "params": {"type": "f32"}, "pos": [20, 0]},
-            ],
-            "wires": [{"from": "a", "to": "c.x"}, {"from": "c", "to": "w.value"}]
-        });
+        let e = ExprBody::parse(
+            "k",
+            &serde_json::json!({
+                "nodes": [
+                    {"id": "w", "kind": "write", "params": {"field": "x"}, "pos": [0, 0]},
+                    {"id": "a", "kind": "index", "params": {"axis": 0}, "pos": [10, 10]},
+                    {"id": "c", "kind": "cast", "params": {"type": "f32"}, "pos": [20, 0]},
+                ],
+                "wires": [{"from": "a", "to": "c.x"}, {"from": "c", "to": "w.value"}]
+            }),
+        )
+        .unwrap();
         assert!(needs_layout(&e));
         let l = auto_layout(&e, &Default::default());
         assert!(!needs_layout(&l));
-        let x = |id: &str| {
-            nodes(&l).iter().find(|n| n["id"] == id).unwrap()["pos"][0]
-                .as_f64()
-                .unwrap()
-        };
+        let x = |id: &str| l.node(id).unwrap().pos.unwrap()[0];
         assert!(
             x("a") < x("c") && x("c") < x("w"),
             "sources left, writes right"

@@ -47,6 +47,7 @@ use graph_view::{sync_snarl, GraphViewer, NodeView};
 use model::{Command, Model};
 use std::path::{Path, PathBuf};
 use viewport::Viewport;
+use weft_ir::graph::expr_body::ExprBody;
 use weft_runtime::Backend;
 
 /// Options of `weft gui`.
@@ -78,76 +79,22 @@ pub enum NavRequest {
     FrameSelected,
 }
 
+/// The editor window. Its state is grouped by job: the document
+/// (`model`), the node editor's canvas, the code and expression bodies
+/// open, the dialogs waiting on the user, the window's session, the status
+/// line, the viewport and the panels around it.
 pub struct WeftApp {
     pub model: Model,
-    snarl: egui_snarl::Snarl<NodeView>,
-    snarl_revision: u64,
-    /// Graph space → screen in the node editor, as last drawn.
-    pub graph_to_screen: egui::emath::TSTransform,
-    /// Node frames in graph space, as last laid out (frames use them to know
-    /// what they enclose; tests use them to point at nodes).
-    pub node_rects: std::collections::HashMap<String, egui::Rect>,
-    /// Frames: the one being dragged and the one in the inspector.
-    pub frames: frames::FramesState,
-    /// Where Shift+A / Tab opened the add-node menu (screen position).
-    pub add_menu: Option<egui::Pos2>,
-    /// The open "Save selection as asset" dialog.
-    pub asset_save: Option<asset_save::Draft>,
-    /// The open "Asset library folders" window.
-    pub library_folders: Option<library_folders::Draft>,
-    /// The inspector's preset name box.
-    pub preset_name: String,
-    /// The node editor's area on screen.
-    pub graph_rect: egui::Rect,
-    /// Bumped when another document replaces this one, so the node editor's
-    /// state (view, selection) starts fresh for it.
-    document_epoch: u64,
     pub viewport: Viewport,
     pub selected: Option<String>,
-    pub open_code: Option<String>,
-    /// The code being typed (node id, text): committed to the model after a pause.
-    code_buffer: Option<(String, String)>,
-    debounce: code_editor::Debounce,
-    /// The expression kernel whose body is open, with its editor's snarl and the revision it shows.
-    pub open_expr: Option<(String, egui_snarl::Snarl<expr_view::ExprNodeView>, u64)>,
-    /// The open expression's node rects as last drawn (graph space).
-    pub expr_rects: std::collections::HashMap<String, egui::Rect>,
-    search: String,
-    confirm: Option<Pending>,
-    files: files::FileChooser,
-    /// Frame all / frame selected, waiting for the next frame.
-    pub nav: Option<NavRequest>,
-    /// Frames left in which a newly opened document is framed again: nodes
-    /// grow to their content over their first frames, so the fit follows.
-    fit_frames: u8,
-    /// Panel sizes, remembered between sessions.
-    prefs: prefs::Prefs,
-    /// The unsaved-changes prompt's Save, carried out on the next frame.
-    save_after_prompt: Option<Pending>,
-    /// Unsaved work of earlier sessions, offered at start (`recovery`).
-    pub recovery_offers: Vec<recovery::Offer>,
-    /// Quit was confirmed (the window's close then goes through).
-    pub quitting: bool,
-    /// A window command for the next update (Quit's close).
-    ctx_command: Option<egui::ViewportCommand>,
-    /// The window title last set (`window_title`).
-    title: String,
-    /// This session's recovery file (`recovery::session_file`).
-    recovery_file: PathBuf,
-    last_autosave: f64,
-    recent: Vec<PathBuf>,
-    opts: GuiOptions,
-    screenshot_requested: bool,
     /// The status line under the editor: what just happened.
     pub status: String,
-    /// The status text as of the revision it was last seen at: a message
-    /// older than the document's latest change is cleared.
-    status_seen: String,
-    status_revision: u64,
-    /// A refused wire's reason, shown at the pointer until this time.
-    refusal_until: f64,
-    /// Display frame times (s) for the frame-rate readout.
-    frame_times: std::collections::VecDeque<f64>,
+    pub canvas: Canvas,
+    pub bodies: Bodies,
+    pub dialogs: Dialogs,
+    pub session: Session,
+    status_line: StatusLine,
+    opts: GuiOptions,
     /// The field spreadsheet (bottom panel, Alt+S).
     pub sheet: spreadsheet::Spreadsheet,
     /// The field node shown in the viewport by its viewer flag (V).
@@ -162,6 +109,92 @@ pub struct WeftApp {
     pub sweep: sweep_panel::SweepPanel,
     /// The timeline under the viewport (frame slider, play range, cache strip).
     pub timeline: timeline::Timeline,
+}
+
+/// The node editor's canvas: the nodes as egui-snarl shows them, where
+/// they are on screen, frames, and how the view is navigated.
+pub struct Canvas {
+    snarl: egui_snarl::Snarl<NodeView>,
+    snarl_revision: u64,
+    /// Graph space → screen in the node editor, as last drawn.
+    pub graph_to_screen: egui::emath::TSTransform,
+    /// Node frames in graph space, as last laid out (frames use them to know
+    /// what they enclose; tests use them to point at nodes).
+    pub node_rects: std::collections::HashMap<String, egui::Rect>,
+    /// Frames: the one being dragged and the one in the inspector.
+    pub frames: frames::FramesState,
+    /// Where Shift+A / Tab opened the add-node menu (screen position).
+    pub add_menu: Option<egui::Pos2>,
+    /// The node editor's area on screen.
+    pub graph_rect: egui::Rect,
+    /// Bumped when another document replaces this one, so the node editor's
+    /// state (view, selection) starts fresh for it.
+    document_epoch: u64,
+    /// Frame all / frame selected, waiting for the next frame.
+    pub nav: Option<NavRequest>,
+    /// Frames left in which a newly opened document is framed again: nodes
+    /// grow to their content over their first frames, so the fit follows.
+    fit_frames: u8,
+    /// The add-node menu's search text.
+    search: String,
+}
+
+/// The code and expression bodies open for editing.
+pub struct Bodies {
+    pub open_code: Option<String>,
+    /// The code being typed (node id, text): committed to the model after a pause.
+    code_buffer: Option<(String, String)>,
+    debounce: code_editor::Debounce,
+    /// The expression kernel whose body is open, with its editor's snarl and the revision it shows.
+    pub open_expr: Option<(String, egui_snarl::Snarl<expr_view::ExprNodeView>, u64)>,
+    /// The open expression's node rects as last drawn (graph space).
+    pub expr_rects: std::collections::HashMap<String, egui::Rect>,
+}
+
+/// Dialogs and prompts waiting on the user.
+pub struct Dialogs {
+    /// The open "Save selection as asset" dialog.
+    pub asset_save: Option<asset_save::Draft>,
+    /// The open "Asset library folders" window.
+    pub library_folders: Option<library_folders::Draft>,
+    /// The inspector's preset name box.
+    pub preset_name: String,
+    confirm: Option<Pending>,
+    files: files::FileChooser,
+    /// The unsaved-changes prompt's Save, carried out on the next frame.
+    save_after_prompt: Option<Pending>,
+    /// Unsaved work of earlier sessions, offered at start (`recovery`).
+    pub recovery_offers: Vec<recovery::Offer>,
+}
+
+/// The window's session: preferences, recent files, the recovery
+/// autosave, the title, quitting and screenshots.
+pub struct Session {
+    /// Panel sizes, remembered between sessions.
+    prefs: prefs::Prefs,
+    /// Quit was confirmed (the window's close then goes through).
+    pub quitting: bool,
+    /// A window command for the next update (Quit's close).
+    ctx_command: Option<egui::ViewportCommand>,
+    /// The window title last set (`window_title`).
+    title: String,
+    /// This session's recovery file (`recovery::session_file`).
+    recovery_file: PathBuf,
+    last_autosave: f64,
+    recent: Vec<PathBuf>,
+    screenshot_requested: bool,
+}
+
+/// What the status line knows beside its text.
+struct StatusLine {
+    /// The status text as of the revision it was last seen at: a message
+    /// older than the document's latest change is cleared.
+    status_seen: String,
+    status_revision: u64,
+    /// A refused wire's reason, shown at the pointer until this time.
+    refusal_until: f64,
+    /// Display frame times (s) for the frame-rate readout.
+    frame_times: std::collections::VecDeque<f64>,
 }
 
 /// Seconds between autosaves of unsaved changes into the recovery file.
@@ -222,41 +255,55 @@ impl WeftApp {
         viewport.cache.budget = prefs.frame_cache_mb as usize * 1024 * 1024;
         viewport.cache.spill = prefs.spill_frames;
         WeftApp {
-            snarl,
-            snarl_revision: model.revision,
-            document_epoch: 0,
-            add_menu: None,
-            asset_save: None,
-            library_folders: None,
-            preset_name: String::new(),
-            frames: Default::default(),
-            graph_rect: egui::Rect::NOTHING,
-            graph_to_screen: Default::default(),
-            node_rects: Default::default(),
+            canvas: Canvas {
+                snarl,
+                snarl_revision: model.revision,
+                document_epoch: 0,
+                add_menu: None,
+                frames: Default::default(),
+                graph_rect: egui::Rect::NOTHING,
+                graph_to_screen: Default::default(),
+                node_rects: Default::default(),
+                nav: None,
+                fit_frames: FIT_FRAMES,
+                search: String::new(),
+            },
+            bodies: Bodies {
+                open_code: None,
+                code_buffer: None,
+                debounce: code_editor::Debounce::new(std::time::Duration::from_millis(400)),
+                open_expr: None,
+                expr_rects: Default::default(),
+            },
+            dialogs: Dialogs {
+                asset_save: None,
+                library_folders: None,
+                preset_name: String::new(),
+                confirm: None,
+                files: files::FileChooser::new(opts.native_file_dialogs),
+                save_after_prompt: None,
+                recovery_offers,
+            },
+            session: Session {
+                prefs,
+                quitting: false,
+                ctx_command: None,
+                title: String::new(),
+                recovery_file,
+                last_autosave: 0.0,
+                recent,
+                screenshot_requested: false,
+            },
+            status_line: StatusLine {
+                status_seen: String::new(),
+                status_revision: 0,
+                refusal_until: 0.0,
+                frame_times: Default::default(),
+            },
             model,
             viewport,
             selected: None,
-            open_code: None,
-            code_buffer: None,
-            debounce: code_editor::Debounce::new(std::time::Duration::from_millis(400)),
-            open_expr: None,
-            expr_rects: Default::default(),
-            search: String::new(),
-            confirm: None,
-            files: files::FileChooser::new(opts.native_file_dialogs),
-            nav: None,
-            fit_frames: FIT_FRAMES,
-            prefs,
-            save_after_prompt: None,
-            recovery_offers,
-            quitting: false,
-            ctx_command: None,
-            title: String::new(),
-            recovery_file,
-            last_autosave: 0.0,
-            recent,
             opts,
-            screenshot_requested: false,
             status: String::new(),
             sheet: Default::default(),
             viewer: Default::default(),
@@ -265,10 +312,6 @@ impl WeftApp {
             export: export_panel::ExportPanel::new(),
             sweep: sweep_panel::SweepPanel::new(),
             timeline: Default::default(),
-            status_seen: String::new(),
-            status_revision: 0,
-            refusal_until: 0.0,
-            frame_times: Default::default(),
         }
     }
 
@@ -281,7 +324,7 @@ impl WeftApp {
 
     /// This session's recovery file (written while the graph has unsaved changes).
     pub fn recovery_path(&self) -> PathBuf {
-        self.recovery_file.clone()
+        self.session.recovery_file.clone()
     }
 
     fn base_dir(&self) -> Option<PathBuf> {
@@ -303,7 +346,7 @@ impl WeftApp {
     fn replace_model(&mut self, model: Model) {
         // The document leaving was saved or its changes discarded: its
         // recovery file goes with it.
-        let _ = std::fs::remove_file(&self.recovery_file);
+        let _ = std::fs::remove_file(&self.session.recovery_file);
         let mut model = model;
         // The user library chosen for this editor stays with it.
         if model.assets.user != self.model.assets.user {
@@ -314,24 +357,24 @@ impl WeftApp {
         }
         self.model = model;
         self.selected = None;
-        self.open_code = None;
-        self.open_expr = None;
-        self.frames = Default::default();
+        self.bodies.open_code = None;
+        self.bodies.open_expr = None;
+        self.canvas.frames = Default::default();
         // The viewport follows (epoch, revision): a new document at revision
         // 0 must not look like the one the viewport last built.
         self.viewport.clear();
-        self.fit_frames = FIT_FRAMES;
-        self.nav = None;
+        self.canvas.fit_frames = FIT_FRAMES;
+        self.canvas.nav = None;
         self.status.clear();
-        self.snarl = egui_snarl::Snarl::new();
-        sync_snarl(&mut self.snarl, &self.model);
-        self.snarl_revision = self.model.revision;
-        self.document_epoch += 1;
+        self.canvas.snarl = egui_snarl::Snarl::new();
+        sync_snarl(&mut self.canvas.snarl, &self.model);
+        self.canvas.snarl_revision = self.model.revision;
+        self.canvas.document_epoch += 1;
     }
 
     /// The node editor's egui id (its view and selection live under it).
     pub fn graph_id(&self) -> egui::Id {
-        egui::Id::new(("weft-graph", self.document_epoch))
+        egui::Id::new(("weft-graph", self.canvas.document_epoch))
     }
 
     /// Selected nodes: those box- or shift-selected in the editor, and the
@@ -339,7 +382,7 @@ impl WeftApp {
     pub fn selection(&self, ctx: &egui::Context) -> Vec<String> {
         let picked: Vec<&str> = egui_snarl::ui::get_selected_nodes(self.graph_id(), ctx)
             .into_iter()
-            .filter_map(|nid| self.snarl.get_node(nid))
+            .filter_map(|nid| self.canvas.snarl.get_node(nid))
             .map(|v| v.id.as_str())
             .collect();
         self.model
@@ -353,11 +396,12 @@ impl WeftApp {
 
     fn remember(&mut self, path: &Path) {
         let p = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-        self.recent.retain(|r| r != &p);
-        self.recent.insert(0, p);
-        self.recent.truncate(10);
+        self.session.recent.retain(|r| r != &p);
+        self.session.recent.insert(0, p);
+        self.session.recent.truncate(10);
         let _ = std::fs::create_dir_all(self.config_dir());
         let text: Vec<String> = self
+            .session
             .recent
             .iter()
             .map(|p| p.display().to_string())
@@ -370,7 +414,7 @@ impl WeftApp {
 
     fn request(&mut self, p: Pending) {
         if self.model.dirty {
-            self.confirm = Some(p);
+            self.dialogs.confirm = Some(p);
         } else {
             self.do_pending(p);
         }
@@ -386,9 +430,9 @@ impl WeftApp {
             Pending::OpenVariant { graph, sets, seed } => self.open_variant(&graph, &sets, seed),
             Pending::Quit => {
                 // Saved or discarded: nothing is left to recover.
-                let _ = std::fs::remove_file(&self.recovery_file);
-                self.quitting = true;
-                self.ctx_command = Some(egui::ViewportCommand::Close);
+                let _ = std::fs::remove_file(&self.session.recovery_file);
+                self.session.quitting = true;
+                self.session.ctx_command = Some(egui::ViewportCommand::Close);
             }
         }
     }
@@ -416,7 +460,7 @@ impl WeftApp {
                 let dir = self.dialog_dir();
                 let name = self.model.suggested_file_name();
                 self.status = "choose where to save…".into();
-                if let Some((action, path)) = self.files.ask(
+                if let Some((action, path)) = self.dialogs.files.ask(
                     files::FileAction::SaveAs { then },
                     dir.as_deref(),
                     &name,
@@ -433,7 +477,7 @@ impl WeftApp {
         let backup = if platform::IN_BROWSER {
             None
         } else {
-            match backup::before_overwrite(p, self.prefs.backups_on_save) {
+            match backup::before_overwrite(p, self.session.prefs.backups_on_save) {
                 Ok(b) => b,
                 Err(e) => {
                     self.model.log.push(format!("{} (saving anyway)", e));
@@ -518,7 +562,7 @@ impl WeftApp {
 
     fn open_sweep_dialog(&mut self) {
         let dir = self.sweep.dir.clone().or_else(|| self.dialog_dir());
-        if let Some((action, path)) = self.files.ask(
+        if let Some((action, path)) = self.dialogs.files.ask(
             files::FileAction::OpenSweep,
             dir.as_deref(),
             "manifest.json",
@@ -530,7 +574,7 @@ impl WeftApp {
 
     fn open_dialog(&mut self) {
         let dir = self.dialog_dir();
-        if let Some((action, path)) = self.files.ask(
+        if let Some((action, path)) = self.dialogs.files.ask(
             files::FileAction::Open,
             dir.as_deref(),
             "",
@@ -544,9 +588,9 @@ impl WeftApp {
         if !self.model.dirty {
             return;
         }
-        let due = self.last_autosave + AUTOSAVE_EVERY_S - now;
+        let due = self.session.last_autosave + AUTOSAVE_EVERY_S - now;
         if due <= 0.0 {
-            self.last_autosave = now;
+            self.session.last_autosave = now;
             self.write_recovery();
         } else {
             // An idle window draws only on input: wake it when the autosave
@@ -573,12 +617,12 @@ impl WeftApp {
     /// Writes the unsaved graph, with the path it belongs to, to this
     /// session's recovery file.
     pub fn write_recovery(&mut self) {
-        if let Some(dir) = self.recovery_file.parent() {
+        if let Some(dir) = self.session.recovery_file.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
         let written = recovery::encode(&self.model.root().to_json(), self.model.path.as_deref())
             .and_then(|text| {
-                platform::write_file(&self.recovery_file, text.as_bytes())
+                platform::write_file(&self.session.recovery_file, text.as_bytes())
                     .map_err(|e| e.to_string())
             });
         if let Err(e) = written {
@@ -587,7 +631,7 @@ impl WeftApp {
     }
 
     fn shortcuts(&mut self, ctx: &egui::Context) {
-        if self.files.is_open() {
+        if self.dialogs.files.is_open() {
             // Weft's file dialog has the keyboard.
             return;
         }
@@ -638,10 +682,10 @@ impl WeftApp {
             self.request(Pending::Quit);
         }
         if frame_all {
-            self.nav = Some(NavRequest::FrameAll);
+            self.canvas.nav = Some(NavRequest::FrameAll);
         }
         if frame_sel {
-            self.nav = Some(NavRequest::FrameSelected);
+            self.canvas.nav = Some(NavRequest::FrameSelected);
         }
         let selection = self.selection(ctx);
         if delete {
@@ -651,7 +695,7 @@ impl WeftApp {
             }
             self.selected = None;
             if selection.is_empty() {
-                if let Some(id) = self.frames.selected.take() {
+                if let Some(id) = self.canvas.frames.selected.take() {
                     self.model.push(Command::RemoveFrame { id });
                 }
             }
@@ -668,21 +712,21 @@ impl WeftApp {
         if ctx.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::J)) {
             let rects: Vec<egui::Rect> = selection
                 .iter()
-                .filter_map(|id| self.node_rects.get(id).copied())
+                .filter_map(|id| self.canvas.node_rects.get(id).copied())
                 .collect();
             if !rects.is_empty() {
                 let frame =
                     frames::new_frame(self.model.next_frame_id(), &rects, egui::Pos2::ZERO, false);
-                self.frames.selected = Some(frame.id.clone());
+                self.canvas.frames.selected = Some(frame.id.clone());
                 self.model.push(Command::AddFrame { frame });
             }
         }
         if add_key {
             // The menu opens under the pointer when it is over the editor, else mid-editor.
-            self.add_menu = Some(
+            self.canvas.add_menu = Some(
                 pointer
-                    .filter(|p| self.graph_rect.contains(*p))
-                    .unwrap_or(self.graph_rect.center()),
+                    .filter(|p| self.canvas.graph_rect.contains(*p))
+                    .unwrap_or(self.canvas.graph_rect.center()),
             );
         }
         // Copy / paste as graph JSON through the system clipboard (so also between windows).
@@ -787,7 +831,7 @@ impl WeftApp {
                     }
                 });
                 ui.menu_button("Recent", |ui| {
-                    for f in self.recent.clone() {
+                    for f in self.session.recent.clone() {
                         if ui.button(f.display().to_string()).clicked() {
                             self.request(Pending::Open {
                                 path: f,
@@ -832,7 +876,7 @@ impl WeftApp {
                     )
                     .clicked()
                 {
-                    self.asset_save = Some(asset_save::Draft::new(
+                    self.dialogs.asset_save = Some(asset_save::Draft::new(
                         &self.model.doc,
                         selection,
                         &self.model.assets.library(),
@@ -840,17 +884,17 @@ impl WeftApp {
                     ui.close();
                 }
                 if ui.button("Asset library folders…").clicked() {
-                    self.library_folders = Some(library_folders::Draft::open());
+                    self.dialogs.library_folders = Some(library_folders::Draft::open());
                     ui.close();
                 }
             });
             ui.menu_button("View", |ui| {
                 if ui.button("Frame all  (Home)").clicked() {
-                    self.nav = Some(NavRequest::FrameAll);
+                    self.canvas.nav = Some(NavRequest::FrameAll);
                     ui.close();
                 }
                 if ui.button("Frame selected  (F)").clicked() {
-                    self.nav = Some(NavRequest::FrameSelected);
+                    self.canvas.nav = Some(NavRequest::FrameSelected);
                     ui.close();
                 }
                 ui.separator();
@@ -951,7 +995,7 @@ impl WeftApp {
             })
             .inner;
         if let Some((mb, spill)) = asked.cache_prefs {
-            self.prefs.set_frame_cache(mb, spill);
+            self.session.prefs.set_frame_cache(mb, spill);
         }
         if let Some(out) = asked.bake {
             // The document as saved is baked (a viewer flag's temporary
@@ -985,10 +1029,13 @@ impl WeftApp {
         } else {
             "sim —".to_string()
         };
-        let display = match (self.frame_times.front(), self.frame_times.back()) {
-            (Some(a), Some(b)) if self.frame_times.len() > 1 && b > a => format!(
+        let display = match (
+            self.status_line.frame_times.front(),
+            self.status_line.frame_times.back(),
+        ) {
+            (Some(a), Some(b)) if self.status_line.frame_times.len() > 1 && b > a => format!(
                 "display {:.0} fps",
-                (self.frame_times.len() - 1) as f64 / (b - a)
+                (self.status_line.frame_times.len() - 1) as f64 / (b - a)
             ),
             _ => "display —".to_string(),
         };
@@ -1035,7 +1082,7 @@ impl WeftApp {
                 &dir,
                 &doc,
                 &lib,
-                &mut self.preset_name,
+                &mut self.dialogs.preset_name,
                 commands,
                 &mut self.model.log,
             );
@@ -1048,7 +1095,7 @@ impl WeftApp {
                     .on_hover_text("write this group to your asset library")
                     .clicked()
             {
-                self.asset_save = Some(asset_save::Draft::new(
+                self.dialogs.asset_save = Some(asset_save::Draft::new(
                     &self.model.doc,
                     vec![id.clone()],
                     &lib,
@@ -1056,7 +1103,14 @@ impl WeftApp {
             }
         } else {
             let hidden = view_ports::hidden_params(&self.model.doc, &doc);
-            params::param_editors(ui, &doc, false, &hidden, commands, &mut self.open_code);
+            params::param_editors(
+                ui,
+                &doc,
+                false,
+                &hidden,
+                commands,
+                &mut self.bodies.open_code,
+            );
             group_ui::promote_section(ui, &self.model, &doc, commands);
         }
         if doc.kind == "optimize" {
@@ -1080,6 +1134,7 @@ impl WeftApp {
     /// Title, comment text and colour of the selected frame. False when none is selected.
     fn frame_inspector(&mut self, ui: &mut egui::Ui, commands: &mut Vec<Command>) -> bool {
         let Some(frame) = self
+            .canvas
             .frames
             .selected
             .as_ref()
@@ -1125,7 +1180,7 @@ impl WeftApp {
 
     /// The add-node menu opened by Shift+A or Tab; the node lands under the pointer.
     fn add_menu_popup(&mut self, ctx: &egui::Context, commands: &mut Vec<Command>) {
-        let Some(at) = self.add_menu else {
+        let Some(at) = self.canvas.add_menu else {
             return;
         };
         let r = egui::Area::new(egui::Id::new("add-menu"))
@@ -1134,16 +1189,17 @@ impl WeftApp {
             .show(ctx, |ui| {
                 egui::Frame::popup(ui.style())
                     .show(ui, |ui| {
-                        let kind = graph_view::add_node_menu(ui, &mut self.search);
+                        let kind = graph_view::add_node_menu(ui, &mut self.canvas.search);
                         let lib = self.model.assets.library();
-                        let asset = asset_menu::section(ui, &lib, &mut self.search, kind.is_none());
+                        let asset =
+                            asset_menu::section(ui, &lib, &mut self.canvas.search, kind.is_none());
                         (kind, asset)
                     })
                     .inner
             });
         let p = graph_nav::free_spot(
-            self.graph_to_screen.inverse() * at,
-            self.node_rects.values(),
+            self.canvas.graph_to_screen.inverse() * at,
+            self.canvas.node_rects.values(),
         );
         let chosen = match r.inner {
             (Some(kind), _) => Some(Command::AddNode {
@@ -1158,17 +1214,17 @@ impl WeftApp {
         };
         if let Some(c) = chosen {
             commands.push(c);
-            self.add_menu = None;
+            self.canvas.add_menu = None;
         } else if ctx.input(|i| i.key_pressed(egui::Key::Escape)) || r.response.clicked_elsewhere()
         {
-            self.search.clear();
-            self.add_menu = None;
+            self.canvas.search.clear();
+            self.canvas.add_menu = None;
         }
     }
 
     /// The nested editor of an expression kernel.
     fn expr_window(&mut self, ctx: &egui::Context, commands: &mut Vec<Command>) {
-        let Some((id, mut snarl, rev)) = self.open_expr.take() else {
+        let Some((id, mut snarl, rev)) = self.bodies.open_expr.take() else {
             return;
         };
         let Some(expr) = self
@@ -1181,16 +1237,33 @@ impl WeftApp {
         else {
             return;
         };
-        if rev != self.model.revision {
-            snarl = expr_view::build_expr_snarl(&expr);
-        }
         let mut open = true;
+        // A body that does not read is shown as its error (the Problems
+        // panel names it too); the editor opens once it reads again.
+        let body = match ExprBody::parse(&id, &expr) {
+            Ok(b) => b,
+            Err(e) => {
+                egui::Window::new(format!("expression · {}", id))
+                    .open(&mut open)
+                    .default_size([720.0, 460.0])
+                    .show(ctx, |ui| {
+                        ui.colored_label(ui.visuals().error_fg_color, e.to_string());
+                    });
+                if open {
+                    self.bodies.open_expr = Some((id, snarl, u64::MAX));
+                }
+                return;
+            }
+        };
+        if rev != self.model.revision {
+            snarl = expr_view::build_expr_snarl(&body);
+        }
         let mut viewer = expr_view::ExprViewer {
             kernel: id.clone(),
-            expr: &expr,
+            body: &body,
             commands: vec![],
-            search: &mut self.search,
-            rects: &mut self.expr_rects,
+            search: &mut self.canvas.search,
+            rects: &mut self.bodies.expr_rects,
         };
         let mut layout = false;
         let shown = egui::Window::new(format!("expression · {}", id))
@@ -1221,37 +1294,40 @@ impl WeftApp {
             commands.push(Command::SetParam {
                 node: id.clone(),
                 param: "expr".into(),
-                value: expr_view::auto_layout(&expr, &self.expr_rects),
+                value: expr_view::auto_layout(&body, &self.bodies.expr_rects).to_value(),
             });
         } else if released_here && commands.is_empty() {
             // A node dragged in the nested editor keeps its place (one undo step per drag).
-            if let Some(moved) = expr_view::with_positions(&expr, &snarl) {
+            if let Some(moved) = expr_view::with_positions(&body, &snarl) {
                 commands.push(Command::SetParam {
                     node: id.clone(),
                     param: "expr".into(),
-                    value: moved,
+                    value: moved.to_value(),
                 });
             }
         }
         if open {
-            self.open_expr = Some((id, snarl, self.model.revision));
+            self.bodies.open_expr = Some((id, snarl, self.model.revision));
         }
     }
 
     fn code_window(&mut self, ctx: &egui::Context, commands: &mut Vec<Command>) {
-        let Some(id) = self.open_code.clone() else {
+        let Some(id) = self.bodies.open_code.clone() else {
             return;
         };
         let Some(doc) = self.model.doc.node(&id) else {
-            self.open_code = None;
+            self.bodies.open_code = None;
             return;
         };
         // An expression kernel opens its nested node editor instead.
         if doc.params.get("expr").is_some_and(|e| e.is_object()) {
             let expr = doc.params["expr"].clone();
-            self.open_code = None;
-            self.expr_rects.clear();
-            self.open_expr = Some((id, expr_view::build_expr_snarl(&expr), self.model.revision));
+            self.bodies.open_code = None;
+            self.bodies.expr_rects.clear();
+            let snarl = ExprBody::parse(&id, &expr)
+                .map(|b| expr_view::build_expr_snarl(&b))
+                .unwrap_or_else(|_| egui_snarl::Snarl::new());
+            self.bodies.open_expr = Some((id, snarl, self.model.revision));
             return;
         }
         let committed = doc
@@ -1260,15 +1336,20 @@ impl WeftApp {
             .and_then(|v| v.as_str())
             .unwrap_or("")
             .to_string();
-        if self.code_buffer.as_ref().is_none_or(|(n, _)| *n != id) {
-            self.code_buffer = Some((id.clone(), committed.clone()));
+        if self
+            .bodies
+            .code_buffer
+            .as_ref()
+            .is_none_or(|(n, _)| *n != id)
+        {
+            self.bodies.code_buffer = Some((id.clone(), committed.clone()));
         }
         // Errors of this kernel's code, underlined at their line:col (a
         // port's error at the port's first use).
         let problems = code_editor::code_problems(&self.model.problems_of(&id), &committed);
         let now = ctx.input(|i| i.time);
         let mut open = true;
-        let (_, buffer) = self.code_buffer.as_mut().expect("set above");
+        let (_, buffer) = self.bodies.code_buffer.as_mut().expect("set above");
         let mut edited = false;
         egui::Window::new(format!("code · {}", id))
             .open(&mut open)
@@ -1286,11 +1367,11 @@ impl WeftApp {
                 }
             });
         if edited {
-            self.debounce.touch(now);
+            self.bodies.debounce.touch(now);
         }
         // Typing commits after a pause (one undo step, one re-check), or when the window closes.
-        let due = self.debounce.due(now);
-        if let Some(d) = self.debounce.remaining(now) {
+        let due = self.bodies.debounce.due(now);
+        if let Some(d) = self.bodies.debounce.remaining(now) {
             ctx.request_repaint_after(d);
         }
         let text = buffer.clone();
@@ -1302,8 +1383,8 @@ impl WeftApp {
             });
         }
         if !open {
-            self.open_code = None;
-            self.code_buffer = None;
+            self.bodies.open_code = None;
+            self.bodies.code_buffer = None;
         }
     }
 
@@ -1386,7 +1467,7 @@ impl WeftApp {
     }
 
     fn dialogs(&mut self, ctx: &egui::Context) {
-        if let Some(p) = self.confirm.take() {
+        if let Some(p) = self.dialogs.confirm.take() {
             let mut keep = true;
             let mut save = false;
             egui::Modal::new(egui::Id::new("unsaved")).show(ctx, |ui| {
@@ -1410,14 +1491,14 @@ impl WeftApp {
                 // New / Open go on once the graph is written (maybe after a
                 // file dialog, which opens next frame: the closing modal
                 // would refuse its file name field the keyboard focus).
-                self.save_after_prompt = Some(p);
+                self.dialogs.save_after_prompt = Some(p);
             } else if keep {
-                self.confirm = Some(p);
+                self.dialogs.confirm = Some(p);
             } else if !self.model.dirty {
                 self.do_pending(p);
             }
         }
-        if !self.recovery_offers.is_empty() {
+        if !self.dialogs.recovery_offers.is_empty() {
             self.recovery_modal(ctx);
         }
     }
@@ -1430,15 +1511,15 @@ impl WeftApp {
         let mut discard = None;
         let mut later = false;
         egui::Modal::new(egui::Id::new("recover")).show(ctx, |ui| {
-            ui.label(if self.recovery_offers.len() == 1 {
+            ui.label(if self.dialogs.recovery_offers.len() == 1 {
                 "Weft found unsaved work from a previous session.".to_string()
             } else {
                 format!(
                     "Weft found unsaved work from {} previous sessions.",
-                    self.recovery_offers.len()
+                    self.dialogs.recovery_offers.len()
                 )
             });
-            for (i, offer) in self.recovery_offers.iter().enumerate() {
+            for (i, offer) in self.dialogs.recovery_offers.iter().enumerate() {
                 ui.horizontal(|ui| {
                     ui.label(offer.describe(now));
                     if ui.button("Recover").clicked() {
@@ -1449,19 +1530,19 @@ impl WeftApp {
                     }
                 });
             }
-            if self.recovery_offers.len() > 1 && ui.button("Not now").clicked() {
+            if self.dialogs.recovery_offers.len() > 1 && ui.button("Not now").clicked() {
                 later = true;
             }
         });
         if let Some(i) = recover {
-            let offer = self.recovery_offers.remove(i);
+            let offer = self.dialogs.recovery_offers.remove(i);
             let path = offer.path.clone();
             self.replace_model(Model::new(offer.doc.clone(), path.clone()));
             self.model.dirty = true;
-            if let Err(e) = recovery::adopt(&offer, &self.recovery_file) {
+            if let Err(e) = recovery::adopt(&offer, &self.session.recovery_file) {
                 self.model.log.push(format!(
                     "could not keep the recovered work in {}: {} (it stays in {})",
-                    self.recovery_file.display(),
+                    self.session.recovery_file.display(),
                     e,
                     offer.file.display()
                 ));
@@ -1471,16 +1552,16 @@ impl WeftApp {
                 None => "recovered an untitled graph".into(),
             };
             // One document per window: the rest wait for the next start.
-            self.recovery_offers.clear();
+            self.dialogs.recovery_offers.clear();
         } else if let Some(i) = discard {
-            let offer = self.recovery_offers.remove(i);
+            let offer = self.dialogs.recovery_offers.remove(i);
             if let Err(e) = std::fs::remove_file(&offer.file) {
                 self.model
                     .log
                     .push(format!("could not remove {}: {}", offer.file.display(), e));
             }
         } else if later {
-            self.recovery_offers.clear();
+            self.dialogs.recovery_offers.clear();
         }
     }
 
@@ -1496,8 +1577,8 @@ impl WeftApp {
             self.viewport.playing = false;
         }
         // A frame still out would change the picture after the shot.
-        if ready && !self.screenshot_requested && self.viewport.is_idle() {
-            self.screenshot_requested = true;
+        if ready && !self.session.screenshot_requested && self.viewport.is_idle() {
+            self.session.screenshot_requested = true;
             ctx.send_viewport_cmd(egui::ViewportCommand::Screenshot(Default::default()));
         }
         let shot = ctx.input(|i| {
@@ -1529,47 +1610,52 @@ impl eframe::App for WeftApp {
         if self.model.dirty {
             self.write_recovery();
         } else {
-            let _ = std::fs::remove_file(&self.recovery_file);
+            let _ = std::fs::remove_file(&self.session.recovery_file);
         }
     }
 
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         let ctx = ui.ctx().clone();
         let now = ctx.input(|i| i.time);
-        self.frame_times.push_back(now);
-        while self.frame_times.len() > 60 {
-            self.frame_times.pop_front();
+        self.status_line.frame_times.push_back(now);
+        while self.status_line.frame_times.len() > 60 {
+            self.status_line.frame_times.pop_front();
         }
-        if let Some(p) = self.save_after_prompt.take() {
+        if let Some(p) = self.dialogs.save_after_prompt.take() {
             self.save(false, Some(p));
         }
         // The window's close button asks about unsaved changes like Quit.
-        if ctx.input(|i| i.viewport().close_requested()) && !self.quitting && self.model.dirty {
+        if ctx.input(|i| i.viewport().close_requested())
+            && !self.session.quitting
+            && self.model.dirty
+        {
             ctx.send_viewport_cmd(egui::ViewportCommand::CancelClose);
             self.request(Pending::Quit);
         }
-        if let Some(c) = self.ctx_command.take() {
+        if let Some(c) = self.session.ctx_command.take() {
             ctx.send_viewport_cmd(c);
         }
         let title = self.window_title();
-        if title != self.title {
+        if title != self.session.title {
             platform::set_title(&ctx, &title);
-            self.title = title;
+            self.session.title = title;
         }
         self.shortcuts(&ctx);
         self.model.apply_pending();
         if self.model.take_scope_changed() {
             // Another group's body (or the graph) is shown: a fresh view.
-            self.snarl = Default::default();
-            self.node_rects.clear();
+            self.canvas.snarl = Default::default();
+            self.canvas.node_rects.clear();
             self.selected = None;
             // Framed once the new level's nodes are laid out (their rects
             // are unknown this frame).
-            self.fit_frames = FIT_FRAMES;
+            self.canvas.fit_frames = FIT_FRAMES;
         }
         // A later change makes the status line's message stale (a refused
         // wire, "saved", "recompiled"): it goes back to "ready".
-        if self.model.revision != self.status_revision && self.status == self.status_seen {
+        if self.model.revision != self.status_line.status_revision
+            && self.status == self.status_line.status_seen
+        {
             self.status.clear();
         }
         // A scalar drag's values go straight to the running simulation; on
@@ -1585,11 +1671,11 @@ impl eframe::App for WeftApp {
         if !ctx.input(|i| i.pointer.any_down()) {
             self.model.end_drag();
         }
-        if self.snarl_revision != self.model.revision
-            || self.snarl.nodes().count() != self.model.doc.nodes.len()
+        if self.canvas.snarl_revision != self.model.revision
+            || self.canvas.snarl.nodes().count() != self.model.doc.nodes.len()
         {
-            sync_snarl(&mut self.snarl, &self.model);
-            self.snarl_revision = self.model.revision;
+            sync_snarl(&mut self.canvas.snarl, &self.model);
+            self.canvas.snarl_revision = self.model.revision;
         }
         self.viewer.follow(&self.model.root());
         self.viewport.sync(
@@ -1653,12 +1739,12 @@ impl eframe::App for WeftApp {
         let selected_before = self.selected.clone();
         let side = egui::Panel::right("side")
             .resizable(true)
-            .default_size(self.prefs.side_width)
+            .default_size(self.session.prefs.side_width)
             .min_size(320.0)
             .show(ui, |ui| {
                 let inspector = egui::Panel::top("inspector")
                     .resizable(true)
-                    .default_size(self.prefs.inspector_height)
+                    .default_size(self.session.prefs.inspector_height)
                     .min_size(160.0)
                     .max_size((ui.available_height() - 160.0).max(160.0))
                     .show(ui, |ui| {
@@ -1669,7 +1755,7 @@ impl eframe::App for WeftApp {
                 egui::CentralPanel::default().show(ui, |ui| self.viewport_panel(ui));
                 inspector.response.rect.height()
             });
-        self.prefs.note(
+        self.session.prefs.note(
             side.response.rect.width(),
             side.inner,
             &self.config_dir(),
@@ -1677,21 +1763,21 @@ impl eframe::App for WeftApp {
         );
         let graph_id = self.graph_id();
         let selection = self.selection(&ctx);
-        let live_frames = self.frames.live(&self.model.doc.frames);
-        let selected_frame = self.frames.selected.clone();
+        let live_frames = self.canvas.frames.live(&self.model.doc.frames);
+        let selected_frame = self.canvas.frames.selected.clone();
         let set_transform = self.next_transform(&ctx, &selection);
         egui::CentralPanel::default().show(ui, |ui| {
-            self.graph_rect = ui.max_rect();
+            self.canvas.graph_rect = ui.max_rect();
             let mut viewer = GraphViewer {
                 model: &self.model,
                 library: self.model.assets.library(),
                 commands: vec![],
                 selected: &mut self.selected,
-                open_code: &mut self.open_code,
-                search: &mut self.search,
+                open_code: &mut self.bodies.open_code,
+                search: &mut self.canvas.search,
                 refusal: None,
-                to_screen: self.graph_to_screen,
-                node_rects: &mut self.node_rects,
+                to_screen: self.canvas.graph_to_screen,
+                node_rects: &mut self.canvas.node_rects,
                 fault: self.viewport.fault.as_ref(),
                 frames: &live_frames,
                 selected_frame: selected_frame.as_deref(),
@@ -1707,7 +1793,7 @@ impl eframe::App for WeftApp {
             let response = egui_snarl::ui::SnarlWidget::new()
                 .id(graph_id)
                 .style(graph_view::style())
-                .show(&mut self.snarl, &mut viewer, ui);
+                .show(&mut self.canvas.snarl, &mut viewer, ui);
             if response.clicked() && !ui.input(|i| i.modifiers.shift) {
                 // A click on empty space drops the inspected node (Ctrl+click also
                 // clears the box selection, as egui-snarl does).
@@ -1718,31 +1804,32 @@ impl eframe::App for WeftApp {
                 self.sheet.show_field(&f);
             }
             let toggle_viewer = viewer.toggle_viewer.take();
-            self.graph_to_screen = viewer.to_screen;
+            self.canvas.graph_to_screen = viewer.to_screen;
             let refusal = viewer.refusal.take();
             if response.clicked() {
-                self.frames.selected = None;
+                self.canvas.frames.selected = None;
             }
             // Frame title bars and grips sit on a layer just above the nodes,
             // transformed like them, so a frame is grabbed where it is drawn.
             let snarl_layer = egui::LayerId::new(ui.layer_id().order, graph_id);
             let frames_layer = egui::LayerId::new(ui.layer_id().order, graph_id.with("frames"));
             ctx.set_sublayer(snarl_layer, frames_layer);
-            ctx.set_transform_layer(frames_layer, self.graph_to_screen);
-            let clip = self.graph_to_screen.inverse() * self.graph_rect;
+            ctx.set_transform_layer(frames_layer, self.canvas.graph_to_screen);
+            let clip = self.canvas.graph_to_screen.inverse() * self.canvas.graph_rect;
             let mut frames_ui =
                 ui.new_child(egui::UiBuilder::new().layer_id(frames_layer).max_rect(clip));
             frames_ui.set_clip_rect(clip);
-            let frame_before = self.frames.selected.clone();
+            let frame_before = self.canvas.frames.selected.clone();
             let ev = frames::interact(
                 &mut frames_ui,
                 &self.model.doc.frames,
-                &mut self.frames,
-                &mut self.snarl,
-                &self.node_rects,
+                &mut self.canvas.frames,
+                &mut self.canvas.snarl,
+                &self.canvas.node_rects,
             );
             commands.extend(ev.commands);
-            if self.frames.selected.is_some() && self.frames.selected != frame_before {
+            if self.canvas.frames.selected.is_some() && self.canvas.frames.selected != frame_before
+            {
                 self.selected = None;
             }
             if let Some(id) = toggle_viewer {
@@ -1751,12 +1838,12 @@ impl eframe::App for WeftApp {
             if let Some(why) = refusal {
                 self.model.log.push(format!("wire refused: {}", why));
                 self.status = why;
-                self.refusal_until = now + 2.5;
+                self.status_line.refusal_until = now + 2.5;
             }
         });
         // Node moves are committed when the pointer is released (one undo step per drag).
         if !ctx.input(|i| i.pointer.any_down()) {
-            for (_, pos, v) in self.snarl.nodes_pos_ids() {
+            for (_, pos, v) in self.canvas.snarl.nodes_pos_ids() {
                 if let Some(n) = self.model.doc.node(&v.id) {
                     if (n.pos[0] - pos.x).abs() > 0.5 || (n.pos[1] - pos.y).abs() > 0.5 {
                         commands.push(Command::MoveNode {
@@ -1771,13 +1858,15 @@ impl eframe::App for WeftApp {
         group_ui::double_click(
             &ctx,
             &mut self.model,
-            self.graph_to_screen,
-            &self.node_rects,
+            self.canvas.graph_to_screen,
+            &self.canvas.node_rects,
         );
-        if let Some(depth) = breadcrumb::show(&ctx, self.graph_rect.min, &self.model.scope_ids()) {
+        if let Some(depth) =
+            breadcrumb::show(&ctx, self.canvas.graph_rect.min, &self.model.scope_ids())
+        {
             self.model.leave_to(depth);
         }
-        if now < self.refusal_until {
+        if now < self.status_line.refusal_until {
             // The reason a wire was refused, where the user let go of it.
             egui::Tooltip::always_open(
                 ctx.clone(),
@@ -1797,14 +1886,14 @@ impl eframe::App for WeftApp {
         self.dialogs(&ctx);
         if let Some(line) = asset_save::window(
             &ctx,
-            &mut self.asset_save,
+            &mut self.dialogs.asset_save,
             &self.model.doc,
             &self.model.assets,
         ) {
             self.status = line.clone();
             self.model.log.push(line);
         }
-        if let Some(line) = library_folders::window(&ctx, &mut self.library_folders) {
+        if let Some(line) = library_folders::window(&ctx, &mut self.dialogs.library_folders) {
             self.status = line.clone();
             self.model.log.push(line);
             // The pins and the build use the library: re-check the graph
@@ -1816,12 +1905,12 @@ impl eframe::App for WeftApp {
                 &self.model.assets,
             );
         }
-        if let Some((action, path)) = self.files.update(&ctx, &mut self.model.log) {
+        if let Some((action, path)) = self.dialogs.files.update(&ctx, &mut self.model.log) {
             self.file_chosen(action, path);
             // The document opened is built and drawn on the next passes
             // (a page's picker answers with no input event to wake them).
             ctx.request_repaint();
-        } else if !self.files.is_open() && self.status == "choose where to save…" {
+        } else if !self.dialogs.files.is_open() && self.status == "choose where to save…" {
             self.status = self.model.log.last().cloned().unwrap_or_default();
         }
         // A change of kernel scalars while the pointer is held is a drag
@@ -1864,9 +1953,11 @@ impl eframe::App for WeftApp {
         // The panels have read this pass's state: the next frame goes out.
         self.timeline.follow_play(&mut self.viewport);
         self.viewport.end_pass(&ctx);
-        if self.status != self.status_seen || self.model.revision != self.status_revision {
-            self.status_seen = self.status.clone();
-            self.status_revision = self.model.revision;
+        if self.status != self.status_line.status_seen
+            || self.model.revision != self.status_line.status_revision
+        {
+            self.status_line.status_seen = self.status.clone();
+            self.status_line.status_revision = self.model.revision;
         }
     }
 }
@@ -1910,20 +2001,20 @@ impl WeftApp {
                 .doc
                 .nodes
                 .iter()
-                .all(|n| self.node_rects.contains_key(&n.id));
-        if self.fit_frames > 0 && laid_out && self.graph_rect.is_positive() {
-            self.fit_frames -= 1;
-            self.nav.get_or_insert(NavRequest::FrameAll);
+                .all(|n| self.canvas.node_rects.contains_key(&n.id));
+        if self.canvas.fit_frames > 0 && laid_out && self.canvas.graph_rect.is_positive() {
+            self.canvas.fit_frames -= 1;
+            self.canvas.nav.get_or_insert(NavRequest::FrameAll);
             ctx.request_repaint();
         }
-        if let Some(req) = self.nav.take() {
+        if let Some(req) = self.canvas.nav.take() {
             let ids: Vec<&String> = match req {
                 NavRequest::FrameSelected if !selection.is_empty() => selection.iter().collect(),
                 _ => self.model.doc.nodes.iter().map(|n| &n.id).collect(),
             };
-            let rects = ids.iter().filter_map(|id| self.node_rects.get(*id));
+            let rects = ids.iter().filter_map(|id| self.canvas.node_rects.get(*id));
             if let Some(b) = graph_nav::bounds(rects) {
-                return Some(graph_nav::fit(b, self.graph_rect));
+                return Some(graph_nav::fit(b, self.canvas.graph_rect));
             }
         }
         let notches = graph_nav::zoom_notches(ctx);
@@ -1940,16 +2031,18 @@ impl WeftApp {
         // Only over the editor itself: not over a window floating above it
         // (the expression editor, the code window zoom their own content).
         let over_editor = |p: &egui::Pos2| {
-            self.graph_rect.contains(*p)
+            self.canvas.graph_rect.contains(*p)
                 && ctx
                     .layer_id_at(*p)
                     .is_none_or(|l| l.order == egui::Order::Background)
         };
         match pointer.filter(over_editor) {
             // egui's own Ctrl+wheel zoom is replaced by even steps about the pointer.
-            Some(at) if notches != 0.0 || zooming => {
-                Some(graph_nav::zoom_about(self.graph_to_screen, at, notches))
-            }
+            Some(at) if notches != 0.0 || zooming => Some(graph_nav::zoom_about(
+                self.canvas.graph_to_screen,
+                at,
+                notches,
+            )),
             _ => None,
         }
     }

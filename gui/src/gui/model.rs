@@ -597,8 +597,7 @@ impl Model {
         }
     }
 
-    /// Undo steps available (tests count them).
-    #[cfg(test)]
+    /// Undo steps available.
     pub fn undo_steps(&self) -> usize {
         self.undo.len()
     }

@@ -141,12 +141,12 @@ impl<'a> FnLowerer<'a> {
     pub(super) fn store_slot(&mut self, s: &Slot, a: &Agg, sp: Span) {
         match (s, a) {
             (Slot::Leaf(l, _), Agg::Leaf(v)) => {
-                self.emit(InstKind::LocalStore(*l, v.id), Type::Void, sp);
+                self.emit_at(InstKind::LocalStore(*l, v.id), Type::Void, sp);
             }
             (Slot::Array(arr), Agg::Array(_, vs)) => {
                 let elems = self.arrays[*arr].elems.clone();
                 for (l, v) in elems.iter().zip(vs) {
-                    self.emit(InstKind::LocalStore(*l, v.id), Type::Void, sp);
+                    self.emit_at(InstKind::LocalStore(*l, v.id), Type::Void, sp);
                 }
             }
             (Slot::Struct(_, ss), Agg::Struct(_, xs)) | (Slot::Tuple(ss), Agg::Tuple(xs)) => {
@@ -209,7 +209,7 @@ impl<'a> FnLowerer<'a> {
                     name: name.clone(),
                     ty: v.ty,
                 });
-                self.emit(InstKind::LocalStore(local, v.id), Type::Void, sp);
+                self.emit_at(InstKind::LocalStore(local, v.id), Type::Void, sp);
                 self.bind(name, Binding::Local(local, v.ty));
             }
             Agg::Leaf(v) => self.bind(name, Binding::Value(v)),
@@ -775,7 +775,7 @@ impl<'a> FnLowerer<'a> {
             s.store_slot(&slot, &a, sp);
             Ok(())
         })?;
-        self.emit(
+        self.emit_at(
             InstKind::If {
                 cond: c.id,
                 accept,
@@ -941,14 +941,14 @@ impl<'a> FnLowerer<'a> {
                 Some(t) => {
                     let a = s.lower_typed(t, &ret, &what)?;
                     s.store_slot(&result, &a, sp);
-                    s.emit(InstKind::Break, Type::Void, sp);
+                    s.emit_at(InstKind::Break, Type::Void, sp);
                 }
                 None if s.diverges(s.blocks.last().expect("body")) => {}
                 None => return Err(err(&f.block, must_return.clone())),
             }
             Ok(())
         })?;
-        self.emit(InstKind::Loop { body: lowered }, Type::Void, sp);
+        self.emit_at(InstKind::Loop { body: lowered }, Type::Void, sp);
         self.exit_loop(snap, sp)?;
         Ok(self.load_slot(&result, sp))
     }

@@ -104,7 +104,7 @@ impl<'a> FnLowerer<'a> {
                 name: format!("tmp[{}]", k),
                 ty: elem,
             });
-            self.emit(InstKind::LocalStore(l, v.id), Type::Void, sp);
+            self.emit_at(InstKind::LocalStore(l, v.id), Type::Void, sp);
             elems.push(l);
         }
         self.arrays.push(ArrayVar {
@@ -124,7 +124,7 @@ impl<'a> FnLowerer<'a> {
                 name: format!("{}[{}]", name, k),
                 ty: elem,
             });
-            self.emit(InstKind::LocalStore(l, v.id), Type::Void, sp);
+            self.emit_at(InstKind::LocalStore(l, v.id), Type::Void, sp);
             elems.push(l);
         }
         self.arrays.push(ArrayVar {
@@ -176,7 +176,7 @@ impl<'a> FnLowerer<'a> {
         let elems = self.arrays[arr].elems.clone();
         Ok(elems
             .iter()
-            .map(|&l| self.emit(InstKind::LocalLoad(l), t, sp))
+            .map(|&l| self.emit_at(InstKind::LocalLoad(l), t, sp))
             .collect())
     }
 
@@ -348,7 +348,7 @@ impl<'a> FnLowerer<'a> {
         let sp = span_of(init);
         for (k, v) in values.iter().enumerate() {
             let l = self.arrays[arr].elems[k];
-            self.emit(InstKind::LocalStore(l, v.id), Type::Void, sp);
+            self.emit_at(InstKind::LocalStore(l, v.id), Type::Void, sp);
         }
         Ok(())
     }
@@ -418,7 +418,7 @@ impl<'a> FnLowerer<'a> {
             }
             return Ok((i.id, Some(c as u32)));
         }
-        self.emit(InstKind::IndexCheck { index: i.id, len }, Type::Void, sp);
+        self.emit_at(InstKind::IndexCheck { index: i.id, len }, Type::Void, sp);
         Ok((i.id, None))
     }
 
@@ -455,7 +455,7 @@ impl<'a> FnLowerer<'a> {
         let (elems, ty) = (self.arrays[arr].elems.clone(), self.arrays[arr].elem);
         match index {
             ArrayIndex::Const(c) => {
-                self.emit(
+                self.emit_at(
                     InstKind::LocalStore(elems[c as usize], v.id),
                     Type::Void,
                     sp,
@@ -474,7 +474,7 @@ impl<'a> FnLowerer<'a> {
                         ty,
                         sp,
                     );
-                    self.emit(InstKind::LocalStore(l, new.id), Type::Void, sp);
+                    self.emit_at(InstKind::LocalStore(l, new.id), Type::Void, sp);
                 }
             }
         }
@@ -482,7 +482,7 @@ impl<'a> FnLowerer<'a> {
 
     fn is_index(&mut self, i: InstId, k: usize, sp: Span) -> InstId {
         let kc = self.konst(Const::i32(k as i32), sp);
-        self.emit(InstKind::Binary(BinaryOp::Eq, i, kc.id), Type::BOOL, sp)
+        self.emit_at(InstKind::Binary(BinaryOp::Eq, i, kc.id), Type::BOOL, sp)
     }
 
     /// The array's type as the user wrote it, for messages.

@@ -156,7 +156,7 @@ impl<'a> FnLowerer<'a> {
                 let what = format!("argument {} of `{}`", k + 1, name);
                 self.lower_arg(a, &sig.params[k], &what)?.leaves(&mut ids);
             }
-            let call = self.emit(InstKind::Call(id, ids), *ret, sp);
+            let call = self.emit_at(InstKind::Call(id, ids), *ret, sp);
             return Ok(Val { id: call, ty: *ret });
         }
         Err(err(&c.func, format!("unknown function `{}`", name)))
@@ -305,7 +305,7 @@ impl<'a> FnLowerer<'a> {
                         let comps: Vec<InstId> = (0..n)
                             .map(|r| if r == c { vals[0].id } else { zero.id })
                             .collect();
-                        self.emit(InstKind::Construct(comps), Type::Vector(Scalar::F32, n), sp)
+                        self.emit_at(InstKind::Construct(comps), Type::Vector(Scalar::F32, n), sp)
                     })
                     .collect();
                 return Ok(self.val(InstKind::Construct(cols), t, sp));
@@ -322,7 +322,7 @@ impl<'a> FnLowerer<'a> {
                 let cols: Vec<InstId> = vals
                     .chunks(n as usize)
                     .map(|c| {
-                        self.emit(
+                        self.emit_at(
                             InstKind::Construct(c.iter().map(|v| v.id).collect()),
                             col_t,
                             sp,

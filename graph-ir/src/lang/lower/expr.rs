@@ -83,14 +83,14 @@ impl<'a> FnLowerer<'a> {
                     let c = s.cond(c, &w.cond)?;
                     let not = s.val(InstKind::Unary(UnaryOp::Not, c.id), Type::BOOL, sp);
                     let brk = s.nested(|s| {
-                        s.emit(InstKind::Break, Type::Void, sp);
+                        s.emit_at(InstKind::Break, Type::Void, sp);
                         Ok(())
                     })?;
-                    s.emit(InstKind::If { cond: not.id, accept: brk, reject: vec![] }, Type::Void, sp);
+                    s.emit_at(InstKind::If { cond: not.id, accept: brk, reject: vec![] }, Type::Void, sp);
                     let r = s.lower_block_stmts(&w.body.stmts, None);
                     r.map(|_| ())
                 })?;
-                self.emit(InstKind::Loop { body }, Type::Void, sp);
+                self.emit_at(InstKind::Loop { body }, Type::Void, sp);
                 self.exit_loop(snap, sp)?;
                 Ok(self.unit())
             }
@@ -100,7 +100,7 @@ impl<'a> FnLowerer<'a> {
                     let r = s.lower_block_stmts(&l.body.stmts, None);
                     r.map(|_| ())
                 })?;
-                self.emit(InstKind::Loop { body }, Type::Void, sp);
+                self.emit_at(InstKind::Loop { body }, Type::Void, sp);
                 self.exit_loop(snap, sp)?;
                 Ok(self.unit())
             }
@@ -126,7 +126,7 @@ impl<'a> FnLowerer<'a> {
                     }
                     None => None,
                 };
-                self.emit(InstKind::Return(v), Type::Void, sp);
+                self.emit_at(InstKind::Return(v), Type::Void, sp);
                 Ok(self.unit())
             }
             syn::Expr::Tuple(t) if t.elems.is_empty() => Ok(self.unit()),
@@ -604,7 +604,7 @@ impl<'a> FnLowerer<'a> {
             name: "logic".into(),
             ty: Type::BOOL,
         });
-        self.emit(InstKind::LocalStore(tmp, l.id), Type::Void, sp);
+        self.emit_at(InstKind::LocalStore(tmp, l.id), Type::Void, sp);
         let store = self.func.insts.append(Inst {
             kind: InstKind::LocalStore(tmp, r_id),
             ty: Type::Void,
@@ -612,7 +612,7 @@ impl<'a> FnLowerer<'a> {
         });
         rhs.push(store);
         let (accept, reject) = if is_and { (rhs, vec![]) } else { (vec![], rhs) };
-        self.emit(
+        self.emit_at(
             InstKind::If {
                 cond: l.id,
                 accept,
@@ -699,7 +699,7 @@ impl<'a> FnLowerer<'a> {
                 } else {
                     AtomicOp::Sub
                 };
-                self.emit(
+                self.emit_at(
                     InstKind::FieldAtomic {
                         op: aop,
                         field: *field,
@@ -728,7 +728,7 @@ impl<'a> FnLowerer<'a> {
                     } else {
                         AtomicOp::Sub
                     };
-                    self.emit(
+                    self.emit_at(
                         InstKind::FieldAtomic {
                             op: aop,
                             field: *field,

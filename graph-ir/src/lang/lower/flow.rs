@@ -40,7 +40,7 @@ impl<'a> FnLowerer<'a> {
                     ty: Type::I32,
                 });
                 let zero = self.konst(Const::i32(0), sp);
-                self.emit(InstKind::LocalStore(flag, zero.id), Type::Void, sp);
+                self.emit_at(InstKind::LocalStore(flag, zero.id), Type::Void, sp);
                 (Some(name), Some(flag))
             }
             None => (None, None),
@@ -72,12 +72,12 @@ impl<'a> FnLowerer<'a> {
                     let body = self.nested(|s| {
                         if code == 2 {
                             let zero = s.konst(Const::i32(0), sp);
-                            s.emit(InstKind::LocalStore(flag, zero.id), Type::Void, sp);
+                            s.emit_at(InstKind::LocalStore(flag, zero.id), Type::Void, sp);
                         }
-                        s.emit(op, Type::Void, sp);
+                        s.emit_at(op, Type::Void, sp);
                         Ok(())
                     })?;
-                    self.emit(
+                    self.emit_at(
                         InstKind::If {
                             cond: is.id,
                             accept: body,
@@ -96,10 +96,10 @@ impl<'a> FnLowerer<'a> {
                     sp,
                 );
                 let body = self.nested(|s| {
-                    s.emit(InstKind::Break, Type::Void, sp);
+                    s.emit_at(InstKind::Break, Type::Void, sp);
                     Ok(())
                 })?;
-                self.emit(
+                self.emit_at(
                     InstKind::If {
                         cond: set.id,
                         accept: body,
@@ -159,13 +159,13 @@ impl<'a> FnLowerer<'a> {
             } else {
                 InstKind::Continue
             };
-            self.emit(op, Type::Void, sp);
+            self.emit_at(op, Type::Void, sp);
         } else {
             let flag = self.loops[k].flag.expect("a named loop has a flag");
             let code = self.konst(Const::i32(if is_break { 1 } else { 2 }), sp);
-            self.emit(InstKind::LocalStore(flag, code.id), Type::Void, sp);
+            self.emit_at(InstKind::LocalStore(flag, code.id), Type::Void, sp);
             self.loops[k].deep_uses += 1;
-            self.emit(InstKind::Break, Type::Void, sp);
+            self.emit_at(InstKind::Break, Type::Void, sp);
         }
     }
 
@@ -225,7 +225,7 @@ impl<'a> FnLowerer<'a> {
         let c = self.pattern_cond(x, &arm.pat)?;
         let accept = self.nested(|s| s.match_body(arm, st))?;
         let reject = self.nested(|s| s.match_arms(x, &arms[1..], st))?;
-        self.emit(
+        self.emit_at(
             InstKind::If {
                 cond: c.id,
                 accept,
@@ -270,10 +270,10 @@ impl<'a> FnLowerer<'a> {
                     ty: v.ty,
                 });
                 st.result = Some((l, v.ty));
-                self.emit(InstKind::LocalStore(l, v.id), Type::Void, sp);
+                self.emit_at(InstKind::LocalStore(l, v.id), Type::Void, sp);
             }
             Some((l, ty)) if ty == v.ty => {
-                self.emit(InstKind::LocalStore(l, v.id), Type::Void, sp);
+                self.emit_at(InstKind::LocalStore(l, v.id), Type::Void, sp);
             }
             Some((_, ty)) => {
                 return Err(err(

@@ -3,6 +3,31 @@
 
 use super::*;
 
+/// The front end writes through the one IR builder: its open block is
+/// the innermost of its block stack, and every instruction carries the
+/// span of the syntax it comes from (`Build::emit_at`), so `span` is
+/// only a default for the provided helpers.
+impl Build for FnLowerer<'_> {
+    fn func(&mut self) -> &mut Function {
+        &mut self.func
+    }
+    fn func_ref(&self) -> &Function {
+        &self.func
+    }
+    fn push(&mut self, h: InstId) {
+        self.blocks
+            .last_mut()
+            .expect("a block is always open")
+            .push(h);
+    }
+    fn span(&self) -> Span {
+        Span::default()
+    }
+    fn swap_block(&mut self, b: Block) -> Block {
+        std::mem::replace(self.blocks.last_mut().expect("a block is always open"), b)
+    }
+}
+
 impl<'a> FnLowerer<'a> {
     pub(super) fn new(
         code: &'a str,
@@ -36,18 +61,9 @@ impl<'a> FnLowerer<'a> {
         snippet(self.code, node)
     }
 
-    pub(super) fn emit(&mut self, kind: InstKind, ty: Type, span: Span) -> InstId {
-        let id = self.func.insts.append(Inst { kind, ty, span });
-        self.blocks
-            .last_mut()
-            .expect("a block is always open")
-            .push(id);
-        id
-    }
-
     pub(super) fn val(&mut self, kind: InstKind, ty: Type, span: Span) -> Val {
         Val {
-            id: self.emit(kind, ty, span),
+            id: self.emit_at(kind, ty, span),
             ty,
         }
     }
@@ -72,7 +88,7 @@ impl<'a> FnLowerer<'a> {
         let sp = span_of(&f.sig.ident);
         if self.is_entry && self.entry_vector_arg {
             let comps: Vec<InstId> = (0..self.env.dims)
-                .map(|i| self.emit(InstKind::Arg(i as u32), Type::I32, sp))
+                .map(|i| self.emit_at(InstKind::Arg(i as u32), Type::I32, sp))
                 .collect();
             let ty = Type::Vector(Scalar::I32, self.env.dims as u8);
             let v = self.val(InstKind::Construct(comps), ty, sp);
@@ -129,7 +145,7 @@ impl<'a> FnLowerer<'a> {
                     && self.diverges(self.blocks.last().expect("body")) => {}
             (Some(v), r) if r != Type::Void => {
                 let v = self.coerce(v, r, &f.block, "the return value")?;
-                self.emit(InstKind::Return(Some(v.id)), Type::Void, span_of(&f.block));
+                self.emit_at(InstKind::Return(Some(v.id)), Type::Void, span_of(&f.block));
             }
             (Some(v), _) if v.ty != Type::Void => {
                 return Err(err(
@@ -184,7 +200,7 @@ impl<'a> FnLowerer<'a> {
                         name: name.clone(),
                         ty: v.ty,
                     });
-                    self.emit(InstKind::LocalStore(local, v.id), Type::Void, span_of(pat));
+                    self.emit_at(InstKind::LocalStore(local, v.id), Type::Void, span_of(pat));
                     self.bind(name, Binding::Local(local, v.ty));
                 } else {
                     self.bind(name, Binding::Value(v));
@@ -375,7 +391,7 @@ impl<'a> FnLowerer<'a> {
                         name: "if_value".into(),
                         ty: v.ty,
                     });
-                    s.emit(InstKind::LocalStore(l, v.id), Type::Void, sp);
+                    s.emit_at(InstKind::LocalStore(l, v.id), Type::Void, sp);
                     result = Some((l, v.ty));
                 }
             }
@@ -392,7 +408,7 @@ impl<'a> FnLowerer<'a> {
                 if let Some((l, ty)) = result {
                     match v {
                         Some(v) if v.ty == ty => {
-                            s.emit(InstKind::LocalStore(l, v.id), Type::Void, sp);
+                            s.emit_at(InstKind::LocalStore(l, v.id), Type::Void, sp);
                         }
                         Some(v) => {
                             return Err(err(
@@ -411,7 +427,7 @@ impl<'a> FnLowerer<'a> {
                 Ok(())
             })?,
         };
-        self.emit(
+        self.emit_at(
             InstKind::If {
                 cond: c.id,
                 accept,

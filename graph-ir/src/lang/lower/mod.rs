@@ -23,6 +23,7 @@ use super::source::{snippet, span_of};
 use super::{parse, CodeError};
 use crate::arena::Arena;
 use crate::ir::*;
+use crate::lower::emit::Build;
 use crate::types::{Scalar, Type};
 use std::collections::HashMap;
 use syn::spanned::Spanned;

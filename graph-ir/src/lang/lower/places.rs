@@ -63,13 +63,14 @@ impl<'a> FnLowerer<'a> {
             match v.ty {
                 Type::Scalar(Scalar::I32) => out.push(v.id),
                 Type::Scalar(Scalar::U32) => {
-                    out.push(self.emit(InstKind::Cast(v.id), Type::I32, sp))
+                    out.push(self.emit_at(InstKind::Cast(v.id), Type::I32, sp))
                 }
                 Type::Vector(s, n) if s.is_integer() => {
                     for c in 0..n {
-                        let x = self.emit(InstKind::Extract(v.id, c as u32), Type::Scalar(s), sp);
+                        let x =
+                            self.emit_at(InstKind::Extract(v.id, c as u32), Type::Scalar(s), sp);
                         out.push(if s == Scalar::U32 {
-                            self.emit(InstKind::Cast(x), Type::I32, sp)
+                            self.emit_at(InstKind::Cast(x), Type::I32, sp)
                         } else {
                             x
                         });
@@ -563,7 +564,7 @@ impl<'a> FnLowerer<'a> {
         };
         match p {
             Place::Local { local, .. } => {
-                self.emit(InstKind::LocalStore(local, new_root.id), Type::Void, sp);
+                self.emit_at(InstKind::LocalStore(local, new_root.id), Type::Void, sp);
             }
             Place::Array { array, index, .. } => self.array_store(array, index, new_root, sp),
             Place::Shared { array, index, .. } => {
@@ -572,10 +573,10 @@ impl<'a> FnLowerer<'a> {
                     index,
                     value: new_root.id,
                 };
-                self.emit(kind, Type::Void, sp);
+                self.emit_at(kind, Type::Void, sp);
             }
             Place::Field { field, index, .. } => {
-                self.emit(
+                self.emit_at(
                     InstKind::FieldStore {
                         field,
                         index,

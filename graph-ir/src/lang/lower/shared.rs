@@ -400,7 +400,7 @@ impl<'a> FnLowerer<'a> {
             let rb = s.val(InstKind::Binary(BinaryOp::Mul, r.id, b.id), Type::I32, sp);
             let k = s.val(InstKind::Binary(BinaryOp::Add, rb.id, t.id), Type::I32, sp);
             let store = |s: &mut Self| {
-                s.emit(
+                s.emit_at(
                     InstKind::SharedStore {
                         array: id,
                         index: k.id,
@@ -418,7 +418,7 @@ impl<'a> FnLowerer<'a> {
                 let n = s.konst(Const::i32(len as i32), sp);
                 let inside = s.val(InstKind::Binary(BinaryOp::Lt, k.id, n.id), Type::BOOL, sp);
                 let accept = s.nested(store)?;
-                s.emit(
+                s.emit_at(
                     InstKind::If {
                         cond: inside.id,
                         accept,
@@ -438,7 +438,7 @@ impl<'a> FnLowerer<'a> {
             body,
         };
         self.blocks.last_mut().expect("open block").push(for_id);
-        self.emit(InstKind::Barrier, Type::Void, sp);
+        self.emit_at(InstKind::Barrier, Type::Void, sp);
         Ok(())
     }
 
@@ -476,7 +476,7 @@ impl<'a> FnLowerer<'a> {
         };
         match name {
             "barrier" => {
-                self.emit(InstKind::Barrier, Type::Void, sp);
+                self.emit_at(InstKind::Barrier, Type::Void, sp);
                 Ok(self.unit())
             }
             "thread_index" => Ok(self.thread_index(sp, block)),

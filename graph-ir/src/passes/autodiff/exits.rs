@@ -96,9 +96,7 @@ pub(super) fn lower(f: &mut Function) -> bool {
 
 impl Cx<'_> {
     fn emit(&mut self, out: &mut Block, kind: InstKind, ty: Type, span: Span) -> InstId {
-        let h = self.f.insts.append(Inst { kind, ty, span });
-        out.push(h);
-        h
+        crate::lower::emit::append(self.f, out, kind, ty, span)
     }
     fn set(&mut self, out: &mut Block, l: LocalId, v: bool, span: Span) {
         let c = self.emit(out, InstKind::Const(Const::bool(v)), Type::BOOL, span);
