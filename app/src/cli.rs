@@ -191,6 +191,9 @@ pub struct GuiArgs {
     /// whenever the platform's cannot open, e.g. without a desktop portal).
     #[arg(long)]
     pub weft_file_dialog: bool,
+    /// Start on this backend (default: the one last chosen in the toolbar, when this machine offers it, else auto): BACKEND as `weft run --backend` takes it.
+    #[arg(long, value_name = "BACKEND", value_parser = backend_arg)]
+    pub backend: Option<Backend>,
 }
 
 #[derive(Args)]

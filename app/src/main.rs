@@ -30,6 +30,7 @@ fn main() {
             config_dir: None,
             native_file_dialogs: !a.weft_file_dialog,
             documents_dir: None,
+            backend: a.backend,
         }),
         Some(cli::Command::Run(a)) => run::run(a),
         Some(cli::Command::Bake(a)) => bake(a),

@@ -2437,3 +2437,117 @@ fn an_error_inside_a_group_shows_on_the_group_node() {
         "a prefix of a group's id is not the group"
     );
 }
+
+/// Opening another graph (File > New here) leaves nothing of the old one
+/// on screen: the timeline's bake label and File > Export's specs and
+/// message were the old graph's (the window itself stays open).
+#[test]
+fn another_graph_does_not_show_the_old_graphs_bake_label_or_export_specs() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat.json");
+    wait_for_sim(&mut h);
+    h.get_by_label("File").click();
+    h.run_steps(2);
+    h.get_by_label("Export…").click();
+    h.run_steps(2);
+    h.state_mut().export.specs = "u=ply:old.ply".into();
+    h.state_mut().export.message = Some(Ok("wrote old.ply".into()));
+    h.state_mut().timeline.bake_message = Some(Ok("baked 0..24 into heat.cache".into()));
+    h.run_steps(2);
+    h.get_by_label("File").click();
+    h.run_steps(2);
+    h.get_by_label("New").click();
+    h.run_steps(3);
+    assert!(h.state().model.doc.nodes.is_empty(), "New went ahead");
+    let (export, timeline) = (&h.state().export, &h.state().timeline);
+    assert!(export.open, "the Export window stays open");
+    assert_eq!(export.specs, "");
+    assert_eq!(export.message, None);
+    assert_eq!(timeline.bake_message, None);
+    assert!(timeline.bake.is_none());
+}
+
+/// The backend picked in the toolbar's chooser is the next start's, and
+/// `weft gui --backend` (GuiOptions::backend) wins over it.
+#[test]
+fn the_backend_chosen_in_the_toolbar_is_remembered_for_the_next_start() {
+    if !gpu_ok() {
+        return;
+    }
+    let cfg = config_dir();
+    let graph = root().join("graphs").join("heat.json");
+    let mut h = harness_with(Some(graph.clone()), cfg.clone());
+    wait_for_sim(&mut h);
+    assert_eq!(h.state().viewport.backend, weft_runtime::Backend::Auto);
+    h.query_all_by_role(egui::accesskit::Role::ComboBox)
+        .find(|n| n.value().is_some_and(|v| v.starts_with("auto (")))
+        .expect("the backend chooser, showing auto")
+        .click();
+    h.run_steps(2);
+    h.get_by_label("vm").click();
+    h.run_steps(2);
+    assert_eq!(h.state().viewport.backend, weft_runtime::Backend::Vm);
+    // The preferences are written at most once a second (app time).
+    let layout = cfg.join("layout.json");
+    for _ in 0..600 {
+        if std::fs::read_to_string(&layout).is_ok_and(|t| t.contains("\"vm\"")) {
+            break;
+        }
+        h.step();
+    }
+    drop(h);
+    let h = harness_with(Some(graph.clone()), cfg.clone());
+    assert_eq!(h.state().viewport.backend, weft_runtime::Backend::Vm);
+    drop(h);
+    let opts = GuiOptions {
+        config_dir: Some(cfg),
+        graph: Some(graph),
+        backend: Some(weft_runtime::Backend::Jit),
+        ..Default::default()
+    };
+    let h = Harness::builder()
+        .with_size((1400.0, 860.0))
+        .wgpu()
+        .build_eframe(move |cc| WeftApp::new(cc.wgpu_render_state.as_ref(), opts));
+    assert_eq!(h.state().viewport.backend, weft_runtime::Backend::Jit);
+}
+
+/// A backend that cannot open here (`weft gui --backend cuda` on a
+/// machine without CUDA's driver) is said in Problems, where the viewport
+/// sends the user ("the graph does not run: see Problems").
+#[test]
+fn a_backend_that_cannot_open_is_said_in_problems() {
+    use weft_runtime::Backend;
+    if !gpu_ok() || Backend::Cuda.spec().probe().is_ok() {
+        return;
+    }
+    let opts = GuiOptions {
+        config_dir: Some(config_dir()),
+        graph: Some(root().join("graphs").join("heat.json")),
+        backend: Some(Backend::Cuda),
+        ..Default::default()
+    };
+    let mut h = Harness::builder()
+        .with_size((1400.0, 860.0))
+        .wgpu()
+        .build_eframe(move |cc| WeftApp::new(cc.wgpu_render_state.as_ref(), opts));
+    for _ in 0..400 {
+        h.step();
+        if h.state().viewport.error.is_some() && !h.state().viewport.compiling() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    h.run_steps(2);
+    assert!(h.state().viewport.sim.is_none());
+    h.get_by_label_contains("the graph does not run: see Problems");
+    let said = h.get_by_label_contains("the simulation: ");
+    assert!(
+        format!("{:?}", said).to_lowercase().contains("cuda"),
+        "{:?}",
+        said
+    );
+    assert!(h.query_by_label("No problems.").is_none());
+}

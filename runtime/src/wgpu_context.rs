@@ -186,6 +186,26 @@ impl WgpuContext {
         (llvmpipe(&self.info.name) || llvmpipe(&self.info.driver)).then_some(LLVMPIPE_LOOP_TRIPS)
     }
 
+    /// Why a device the caller opened (the window's) cannot run Weft's
+    /// kernels, or `None` when it can: an OpenGL adapter (its integer `%`
+    /// differs from Weft's, as `new` says), or one without compute shaders
+    /// (GL llvmpipe reports a workgroup size limit of 0). The app then
+    /// treats its window as having no GPU: `auto` passes wgpu by and the
+    /// chooser shows wgpu disabled with this reason.
+    pub fn unusable_shared(adapter: &wgpu::Adapter, device: &wgpu::Device) -> Option<String> {
+        let info = adapter.get_info();
+        let compute = adapter
+            .get_downlevel_capabilities()
+            .flags
+            .contains(wgpu::DownlevelFlags::COMPUTE_SHADERS);
+        unusable_reason(
+            &info.name,
+            info.backend,
+            compute,
+            device.limits().max_compute_invocations_per_workgroup,
+        )
+    }
+
     /// Wraps a device the caller already opened (the app shares eframe's).
     pub fn from_shared(
         adapter: &wgpu::Adapter,
@@ -245,5 +265,44 @@ impl WgpuContext {
 impl std::fmt::Debug for WgpuContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "WgpuContext({})", self.describe())
+    }
+}
+
+/// `WgpuContext::unusable_shared`'s rule, on what an adapter reports.
+fn unusable_reason(
+    name: &str,
+    backend: wgpu::Backend,
+    compute_shaders: bool,
+    max_invocations: u32,
+) -> Option<String> {
+    if backend == wgpu::Backend::Gl {
+        return Some(format!(
+            "the window draws with {} through OpenGL, which wgpu kernels do not use (OpenGL's integer rules differ from Weft's); install a Vulkan driver (apt-get install mesa-vulkan-drivers) or use cpu",
+            name
+        ));
+    }
+    if !compute_shaders || max_invocations == 0 {
+        return Some(format!(
+            "the window's GPU ({}) cannot run compute shaders",
+            name
+        ));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_on_opengl_or_without_compute_is_refused_with_its_reason() {
+        let gl = unusable_reason("llvmpipe", wgpu::Backend::Gl, false, 0).unwrap();
+        assert!(gl.contains("OpenGL") && gl.contains("llvmpipe"), "{}", gl);
+        let none = unusable_reason("x", wgpu::Backend::Vulkan, true, 0).unwrap();
+        assert!(none.contains("cannot run compute shaders"), "{}", none);
+        assert_eq!(
+            unusable_reason("lavapipe", wgpu::Backend::Vulkan, true, 1024),
+            None
+        );
     }
 }

@@ -79,8 +79,12 @@ impl ExportPanel {
     /// for the list of fields.
     pub fn ui(&mut self, ctx: &egui::Context, program: Option<&Program>) {
         let mut open = self.open;
+        // Centred on first show: a window at the top left would cover the
+        // menu bar it was opened from.
         egui::Window::new("Export")
             .open(&mut open)
+            .pivot(egui::Align2::CENTER_CENTER)
+            .default_pos(ctx.content_rect().center())
             .resizable(true)
             .default_width(420.0)
             .show(ctx, |ui| {
@@ -166,6 +170,33 @@ impl ExportPanel {
                 }
             });
         self.open = open;
+    }
+
+    /// Another graph takes over: its specs, folder and last message go
+    /// (the window stays open). A recording under way is finished with
+    /// `sim`, the simulation of the graph leaving, when it is home; the
+    /// outcome is returned for the log. Away (running a frame), the
+    /// recording stops where its last frame was written, unfinished.
+    pub fn forget_graph(&mut self, sim: Option<&Simulation>) -> Option<String> {
+        let said = self.recording.take().map(|mut r| match sim {
+            Some(sim) => match r.exporter.finish(&sim.program) {
+                Ok(f) => format!(
+                    "export: the recording of the graph closed ended at frame {} ({} files)",
+                    r.last,
+                    r.files + f.len()
+                ),
+                Err(e) => format!("export: the recording of the graph closed did not finish: {}", e),
+            },
+            None => format!(
+                "export: the recording of the graph closed stopped at frame {} ({} files; its index files were not written)",
+                r.last, r.files
+            ),
+        });
+        *self = ExportPanel {
+            open: self.open,
+            ..ExportPanel::new()
+        };
+        said
     }
 
     /// After the panels, while the simulation is home: the export asked

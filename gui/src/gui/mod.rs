@@ -65,6 +65,9 @@ pub struct GuiOptions {
     pub native_file_dialogs: bool,
     /// Where file dialogs start for an untitled graph (default: the current folder).
     pub documents_dir: Option<PathBuf>,
+    /// The backend to start on (`weft gui --backend`); `None`: the one
+    /// last chosen in the toolbar when this machine offers it, else auto.
+    pub backend: Option<Backend>,
 }
 
 use files::AfterSave as Pending;
@@ -197,6 +200,22 @@ struct StatusLine {
     frame_times: std::collections::VecDeque<f64>,
 }
 
+/// The backend the toolbar last chose (`Prefs::backend`), when the
+/// chooser offers it on this machine now (a GPU backend on a machine
+/// without that GPU any more starts on auto instead).
+fn remembered_backend(prefs: &prefs::Prefs, viewport: &Viewport) -> Option<Backend> {
+    let b = Backend::parse(prefs.backend.as_deref()?)?;
+    let window_gpu = if viewport.has_gpu() {
+        Ok(())
+    } else {
+        Err(None)
+    };
+    backend_menu::choices(window_gpu)
+        .iter()
+        .any(|c| c.backend == b && c.disabled.is_none())
+        .then_some(b)
+}
+
 /// Seconds between autosaves of unsaved changes into the recovery file.
 const AUTOSAVE_EVERY_S: f64 = 15.0;
 
@@ -252,6 +271,12 @@ impl WeftApp {
         let mut snarl = egui_snarl::Snarl::new();
         sync_snarl(&mut snarl, &model);
         let prefs = prefs::Prefs::load(&config);
+        if let Some(b) = opts
+            .backend
+            .or_else(|| remembered_backend(&prefs, &viewport))
+        {
+            viewport.backend = b;
+        }
         viewport.cache.budget = prefs.frame_cache_mb as usize * 1024 * 1024;
         viewport.cache.spill = prefs.spill_frames;
         WeftApp {
@@ -356,6 +381,13 @@ impl WeftApp {
             model.validate();
         }
         self.model = model;
+        // What the timeline and File > Export show belongs to the graph
+        // leaving: its bake stops (the frames written so far stay) and its
+        // export specs go; a recording under way is finished first.
+        self.timeline.forget_graph();
+        if let Some(m) = self.export.forget_graph(self.viewport.sim.as_ref()) {
+            self.model.log.push(m);
+        }
         self.selected = None;
         self.bodies.open_code = None;
         self.bodies.open_expr = None;
@@ -951,6 +983,7 @@ impl WeftApp {
                 });
             if b != self.viewport.backend {
                 self.viewport.backend = b;
+                self.session.prefs.set_backend(b.name());
                 self.viewport.rebuild(
                     self.model.revision,
                     &self.viewer.compiled_doc(&self.model.root()),
@@ -1395,12 +1428,21 @@ impl WeftApp {
             .show(ui, |ui| {
                 let memory = self.memory.warnings();
                 let fault = self.viewport.fault.clone();
+                // What stopped the simulation from starting (its backend
+                // could not open, a build failed after validation) or a
+                // frame from being kept or drawn: the viewport says "see
+                // Problems" for it, so it is here.
+                let stopped = self.viewport.error.clone();
                 if self.model.problems.is_empty()
                     && self.model.warnings.is_empty()
                     && memory.is_empty()
                     && fault.is_none()
+                    && stopped.is_none()
                 {
                     ui.weak("No problems.");
+                }
+                if let Some(e) = stopped {
+                    ui.label(egui::RichText::new(format!("the simulation: {}", e)).color(red));
                 }
                 if let Some(f) = fault {
                     let r = ui

@@ -1,6 +1,7 @@
 //! Window layout remembered between sessions: the side panel's width and
 //! the inspector's height, in `layout.json` in the configuration folder,
-//! with the frame cache's settings and how many backups a save keeps.
+//! with the frame cache's settings, how many backups a save keeps and the
+//! backend last chosen in the viewport's toolbar.
 
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -17,6 +18,9 @@ pub struct Prefs {
     /// How many earlier versions of a graph a save keeps in `backup/`
     /// beside it (`backup.rs`); 0 keeps none.
     pub backups_on_save: u32,
+    /// The backend last picked in the viewport's chooser (its registry
+    /// name); the next start takes it when this machine still offers it.
+    pub backend: Option<String>,
     /// Last time the sizes were written (s, app clock); not saved.
     #[serde(skip)]
     written_at: f64,
@@ -32,6 +36,7 @@ impl Default for Prefs {
             frame_cache_mb: super::frame_cache::DEFAULT_BUDGET_MB,
             spill_frames: false,
             backups_on_save: 5,
+            backend: None,
             written_at: f64::NEG_INFINITY,
             dirty: false,
         }
@@ -55,6 +60,14 @@ impl Prefs {
         self.frame_cache_mb = mb;
         self.spill_frames = spill;
         self.dirty = true;
+    }
+
+    /// Takes the backend picked in the chooser (written with the sizes).
+    pub fn set_backend(&mut self, name: &str) {
+        if self.backend.as_deref() != Some(name) {
+            self.backend = Some(name.to_string());
+            self.dirty = true;
+        }
     }
 
     /// Takes this frame's sizes; writes them (atomically, at most once a

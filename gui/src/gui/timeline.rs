@@ -44,6 +44,18 @@ pub struct Asked {
     pub bake: Option<PathBuf>,
 }
 
+impl Timeline {
+    /// Another graph takes over: a bake under way is cancelled (the
+    /// frames it wrote stay in its cache folder) and the last bake's
+    /// message goes, so nothing of the old graph is shown as the new one's.
+    pub fn forget_graph(&mut self) {
+        if let Some(job) = self.bake.take() {
+            job.cancel();
+        }
+        self.bake_message = None;
+    }
+}
+
 impl Default for Timeline {
     fn default() -> Timeline {
         Timeline {

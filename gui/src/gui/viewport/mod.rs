@@ -193,14 +193,21 @@ impl Default for ViewNav {
 
 impl Viewport {
     pub fn new(render_state: Option<&eframe::egui_wgpu::RenderState>) -> Viewport {
-        let gpu = render_state.map(|rs| {
+        // A window that draws through OpenGL (no Vulkan driver) or without
+        // compute shaders has no GPU for the simulation: `auto` then runs
+        // on the CPU and the chooser says why wgpu is off.
+        let unusable =
+            render_state.and_then(|rs| WgpuContext::unusable_shared(&rs.adapter, &rs.device));
+        let gpu = render_state.filter(|_| unusable.is_none()).map(|rs| {
             Arc::new(WgpuContext::from_shared(
                 &rs.adapter,
                 rs.device.clone(),
                 rs.queue.clone(),
             ))
         });
-        Self::with(gpu, render_state.map(|rs| rs.renderer.clone()))
+        let mut v = Self::with(gpu, render_state.map(|rs| rs.renderer.clone()));
+        v.no_gpu = unusable;
+        v
     }
 
     /// A viewport whose simulation has a GPU of its own, not the one the
@@ -294,6 +301,10 @@ impl Viewport {
         self.orbit = Default::default();
         self.cache.clear();
         self.seek_to = None;
+        // The stale bake strip was the old graph's (`take_baked` checks
+        // the new one's once it is built).
+        self.baked_stale.clear();
+        self.baked_stale_why.clear();
     }
 
     pub fn has_gpu(&self) -> bool {
