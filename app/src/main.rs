@@ -31,6 +31,7 @@ fn main() {
             native_file_dialogs: !a.weft_file_dialog,
             documents_dir: None,
             backend: a.backend,
+            ..Default::default()
         }),
         Some(cli::Command::Run(a)) => run::run(a),
         Some(cli::Command::Bake(a)) => bake(a),

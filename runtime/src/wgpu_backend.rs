@@ -1028,7 +1028,20 @@ impl WgpuEngine {
         mapped: &Mutex<Option<Result<(), wgpu::BufferAsyncError>>>,
     ) -> Result<Vec<u32>, RuntimeError> {
         let lost = || RuntimeError::Device("the GPU's error words were lost".into());
-        let state = mapped.lock().map_err(|_| lost())?.take();
+        let mut state = mapped.lock().map_err(|_| lost())?.take();
+        // The submit is done, but on a device shared with the window the
+        // window thread's poll may be the one running the map callback
+        // right now (mpm3d in the app: "no answer" at frame 0): give it a
+        // moment, as `map_read` does. A page cannot wait, and never gets here
+        // with an unfinished map (`retire` keeps such a submit in flight).
+        if state.is_none() && !crate::platform::MUST_NOT_WAIT {
+            let t0 = Instant::now();
+            while state.is_none() && t0.elapsed() < std::time::Duration::from_secs(10) {
+                let _ = self.ctx.device.poll(wgpu::PollType::Poll);
+                std::thread::sleep(std::time::Duration::from_micros(200));
+                state = mapped.lock().map_err(|_| lost())?.take();
+            }
+        }
         match state {
             Some(Ok(())) => {}
             Some(Err(e)) => {

@@ -53,6 +53,10 @@ use weft_runtime::Backend;
 /// Options of `weft gui`.
 #[derive(Clone, Debug, Default)]
 pub struct GuiOptions {
+    /// The process's exit status when the window closes: 1 when
+    /// `--screenshot` found the simulation stopped (the message is on
+    /// stderr, the picture written all the same), else 0.
+    pub exit_status: std::sync::Arc<std::sync::atomic::AtomicI32>,
     pub graph: Option<PathBuf>,
     /// Write a screenshot of the whole window here after `after_frames` simulation frames, then exit.
     pub screenshot: Option<PathBuf>,
@@ -1611,7 +1615,23 @@ impl WeftApp {
         let Some(path) = self.opts.screenshot.clone() else {
             return;
         };
+        // A simulation that stopped (a run-time fault) or never started
+        // (a build or backend error) will not reach `after_frames`: the
+        // shot is taken as it is, with the error said and a failed exit.
+        let stopped = self
+            .viewport
+            .fault
+            .as_ref()
+            .map(|f| f.message.clone())
+            .or_else(|| {
+                self.viewport
+                    .error
+                    .clone()
+                    .filter(|_| !self.viewport.compiling())
+            });
         let ready = self.viewport.frames_run >= self.opts.after_frames as u64
+            || stopped.is_some()
+            || !self.model.problems.is_empty()
             || (self.viewport.running.is_none()
                 && !self.viewport.compiling()
                 && ctx.cumulative_frame_nr() > 30);
@@ -1621,6 +1641,25 @@ impl WeftApp {
         // A frame still out would change the picture after the shot.
         if ready && !self.session.screenshot_requested && self.viewport.is_idle() {
             self.session.screenshot_requested = true;
+            let problems: Vec<String> = self.model.problems.iter().map(|p| p.to_string()).collect();
+            let why = if !problems.is_empty() {
+                Some(format!("the graph does not run: {}", problems.join("; ")))
+            } else {
+                stopped.map(|w| {
+                    format!(
+                        "the simulation stopped after {} of {} frames: {}",
+                        self.viewport.frames_run,
+                        self.opts.after_frames,
+                        w.trim()
+                    )
+                })
+            };
+            if let Some(why) = why {
+                eprintln!("error: --screenshot: {}", why);
+                self.opts
+                    .exit_status
+                    .store(1, std::sync::atomic::Ordering::Relaxed);
+            }
             ctx.send_viewport_cmd(egui::ViewportCommand::Screenshot(Default::default()));
         }
         let shot = ctx.input(|i| {

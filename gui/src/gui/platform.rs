@@ -77,6 +77,7 @@ mod imp {
     use super::*;
 
     pub fn run(opts: super::super::GuiOptions) -> i32 {
+        let status = opts.exit_status.clone();
         let native = eframe::NativeOptions {
             renderer: eframe::Renderer::Wgpu,
             viewport: egui::ViewportBuilder::default()
@@ -96,7 +97,7 @@ mod imp {
             }),
         );
         match r {
-            Ok(()) => 0,
+            Ok(()) => status.load(std::sync::atomic::Ordering::Relaxed),
             Err(e) => {
                 eprintln!("error: cannot open the window: {}", e);
                 1
