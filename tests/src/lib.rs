@@ -4,6 +4,7 @@
 pub mod chain;
 pub mod corpus;
 pub mod view_reference;
+pub mod volume_lit;
 
 use serde_json::{json, Value};
 use weft_ir::graph::{build_program, BuildOptions, GraphDoc, GraphErrors};

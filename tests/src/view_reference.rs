@@ -4,8 +4,9 @@
 //! particles one after another in index order, where the kernels run per
 //! pixel and per particle on every backend.
 
+use crate::volume_lit::{self, Active, Cells, Glow, Grid, Smoke};
 use weft_ir::ir::colormap::{
-    colormap_poly, COOLWARM, MIN_OUTLINED_BLOCK, OUTLINE_ALPHA, OUTLINE_RGB,
+    colormap_poly, BLACKBODY, COOLWARM, MIN_OUTLINED_BLOCK, OUTLINE_ALPHA, OUTLINE_RGB,
 };
 use weft_ir::ir::layout::{AddressPlan, LevelPlan};
 use weft_ir::ir::{Camera, Colormap, FieldId, LayoutKind, Program, Scene, View};
@@ -39,6 +40,26 @@ fn colormap_with(map: Colormap, poly: Option<&[[f32; 3]; 7]>, t: f32) -> [f32; 3
             } else {
                 (mid, warm, t * 2.0 - 1.0)
             };
+            [
+                a[0] + (b[0] - a[0]) * u,
+                a[1] + (b[1] - a[1]) * u,
+                a[2] + (b[2] - a[2]) * u,
+            ]
+        }
+        Colormap::Blackbody => {
+            // Stops at 0, 1/4, 1/2, 3/4, 1 (`colormap::BLACKBODY`).
+            let s = t * 4.0;
+            let k = if s >= 3.0 {
+                3
+            } else if s >= 2.0 {
+                2
+            } else if s >= 1.0 {
+                1
+            } else {
+                0
+            };
+            let u = s - k as f32;
+            let (a, b) = (BLACKBODY[k], BLACKBODY[k + 1]);
             [
                 a[0] + (b[0] - a[0]) * u,
                 a[1] + (b[1] - a[1]) * u,
@@ -872,6 +893,33 @@ pub struct VolumeInput<'a> {
     pub boxes: Option<([u32; 3], Vec<[u32; 3]>)>,
     /// The under view's picture and depth words (`[height * width]`).
     pub under: Option<(&'a Image, &'a [u32])>,
+    /// `lit` mode's emission field: its values and (sparse) outer-block
+    /// activity.
+    pub emission: Option<(Cells<'a>, Option<Active<'a>>)>,
+    /// Hashed per-pixel sample offsets (`volume_light::jitter`).
+    pub jitter: bool,
+}
+
+/// The finite min and span of a field's values (active cells only), as an
+/// auto range: `(0, 1)` when there is none, span 1 when all are equal.
+fn auto_range(value: Cells, active: Option<Active>, shape: [u32; 3]) -> (f32, f32) {
+    let (mut mn, mut mx) = (f32::INFINITY, f32::NEG_INFINITY);
+    for i in 0..shape[0] as usize {
+        for j in 0..shape[1] as usize {
+            for k in 0..shape[2] as usize {
+                let v = value([i, j, k]);
+                if active.is_none_or(|a| a([i, j, k])) && v.is_finite() {
+                    mn = mn.min(v);
+                    mx = mx.max(v);
+                }
+            }
+        }
+    }
+    if mn > mx {
+        (0.0, 1.0)
+    } else {
+        (mn, if mx > mn { mx - mn } else { 1.0 })
+    }
 }
 
 /// A `volume` view from the definition in `weft_ir::passes::views::volume`
@@ -879,7 +927,7 @@ pub struct VolumeInput<'a> {
 #[allow(clippy::too_many_arguments)]
 pub fn volume(
     input: &VolumeInput,
-    mode: weft_ir::ir::VolumeMode,
+    mode: &weft_ir::ir::VolumeMode,
     map: Colormap,
     range: Option<(f32, f32)>,
     background: [f32; 3],
@@ -936,26 +984,31 @@ pub fn volume(
             .is_none_or(|(f, _)| f([c[0].0, c[1].0, c[2].0]))
     };
     // The sample index to jump to from an inactive block (`volume::skip_to`).
-    let skip_to =
-        |c: &[(usize, usize, f32); 3], eye: [f32; 3], inv: [f32; 3], t0: f32, dt: f32| -> i32 {
-            let size = input.block_active.map_or([1; 3], |(_, s)| s);
-            let mut exit = f32::INFINITY;
-            for i in 0..3 {
-                let sz = size[i].max(1) as i32;
-                let b0 = (c[i].0 as i32 / sz) * sz;
-                let b1 = b0 + sz;
-                let face = |j: i32| dom[i] + (j as f32 + 0.5) * cell[i];
-                let lo_b = if b0 == 0 { f32::NEG_INFINITY } else { face(b0) };
-                let hi_b = if b1 >= shape[i] as i32 {
-                    f32::INFINITY
-                } else {
-                    face(b1)
-                };
-                let out = ((lo_b - eye[i]) * inv[i]).max((hi_b - eye[i]) * inv[i]);
-                exit = if i == 0 { out } else { exit.min(out) };
-            }
-            (((exit - t0) / dt - 0.5).clamp(-1.0, 4096.0)).floor() as i32
-        };
+    let skip_to = |c: &[(usize, usize, f32); 3],
+                   eye: [f32; 3],
+                   inv: [f32; 3],
+                   t0: f32,
+                   dt: f32,
+                   off: f32|
+     -> i32 {
+        let size = input.block_active.map_or([1; 3], |(_, s)| s);
+        let mut exit = f32::INFINITY;
+        for i in 0..3 {
+            let sz = size[i].max(1) as i32;
+            let b0 = (c[i].0 as i32 / sz) * sz;
+            let b1 = b0 + sz;
+            let face = |j: i32| dom[i] + (j as f32 + 0.5) * cell[i];
+            let lo_b = if b0 == 0 { f32::NEG_INFINITY } else { face(b0) };
+            let hi_b = if b1 >= shape[i] as i32 {
+                f32::INFINITY
+            } else {
+                face(b1)
+            };
+            let out = ((lo_b - eye[i]) * inv[i]).max((hi_b - eye[i]) * inv[i]);
+            exit = if i == 0 { out } else { exit.min(out) };
+        }
+        (((exit - t0) / dt - off).clamp(-1.0, 4096.0)).floor() as i32
+    };
     let trilinear = |c: &[(usize, usize, f32); 3]| -> f32 {
         let v = |x: usize, y: usize, z: usize| {
             let pick = |k: usize, b: usize| if b == 0 { c[k].0 } else { c[k].1 };
@@ -969,11 +1022,58 @@ pub fn volume(
         let c11 = lerp(v(0, 1, 1), v(1, 1, 1), fx);
         lerp(lerp(c00, c10, fy), lerp(c01, c11, fy), fz)
     };
+    // `lit`: the transmittance grids and the emission's range.
+    let lit = match mode {
+        VolumeMode::Lit(cfg) => Some(cfg.as_ref()),
+        _ => None,
+    };
+    let outer = input.block_active.map(|(f, _)| f);
+    let smoke = Smoke {
+        value: input.value,
+        active: outer,
+        shape,
+        dom,
+        lo,
+        span,
+    };
+    let grids: Vec<Grid> = match lit {
+        Some(cfg) if cfg.shadow_density > 0.0 => (0..cfg.lights.len())
+            .map(|l| volume_lit::transmittance(cfg, l, &smoke, input.jitter))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let glow_ramp = |t: f32| {
+        let map = lit
+            .and_then(|c| c.emission)
+            .map_or(Colormap::Blackbody, |e| e.colormap);
+        colormap_with(map, colormap_poly(map).as_ref(), t)
+    };
+    let glow = match (lit.and_then(|c| c.emission), &input.emission) {
+        (Some(spec), Some((value, active))) => {
+            let (elo, espan) = match spec.range {
+                Some((a, b)) => (a, if b > a { b - a } else { 1.0 }),
+                None => auto_range(*value, *active, shape),
+            };
+            Some(Glow {
+                value: *value,
+                active: *active,
+                lo: elo,
+                span: espan,
+                ramp: &glow_ramp,
+            })
+        }
+        _ => None,
+    };
     let mut img = Image::new(width, height, [0, 0, 0, 255]);
     let mut depth = vec![u32::MAX; (width * height) as usize];
     for y in 0..height {
         for x in 0..width {
             let px = y * width + x;
+            let off = if input.jitter {
+                volume_lit::jitter(x, y, width)
+            } else {
+                0.5
+            };
             let a = ((x as f32 + 0.5) - fr.half[0]) / fr.focal;
             let b = (fr.half[1] - (y as f32 + 0.5)) / fr.focal;
             let d: [f32; 3] =
@@ -1010,7 +1110,12 @@ pub fn volume(
             let mut rgb = [0.0f32; 3];
             let mut dep = under_word;
             match mode {
-                VolumeMode::Emission { step, .. } | VolumeMode::Mip { step } => {
+                VolumeMode::Emission { .. } | VolumeMode::Mip { .. } | VolumeMode::Lit(_) => {
+                    let step = match mode {
+                        VolumeMode::Emission { step, .. } | VolumeMode::Mip { step } => *step,
+                        VolumeMode::Lit(l) => l.step,
+                        VolumeMode::Slice { .. } => unreachable!(),
+                    };
                     let t1 = tmax.min(stop);
                     let ds = step * cell[0].min(cell[1]).min(cell[2]);
                     let len = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
@@ -1024,17 +1129,42 @@ pub fn volume(
                         while s < n {
                             let k = s;
                             s += 1;
-                            let t = t0 + (k as f32 + 0.5) * dt;
+                            let t = t0 + (k as f32 + off) * dt;
                             if t >= t1 {
                                 continue;
                             }
                             let c = corners(point(t));
                             if !active(&c) {
-                                s = s.max(skip_to(&c, fr.eye, inv, t0, dt));
+                                s = s.max(skip_to(&c, fr.eye, inv, t0, dt, off));
                                 continue;
                             }
                             let v = trilinear(&c);
-                            if let VolumeMode::Emission { density, step } = mode {
+                            if let Some(cfg) = lit {
+                                let tn = norm(v);
+                                let tc = if tn.is_nan() { 0.0 } else { tn.clamp(0.0, 1.0) };
+                                let a = 1.0 - (-((cfg.density * tc) * cfg.step)).exp();
+                                let (scat, em) = volume_lit::shade(
+                                    cfg,
+                                    &grids,
+                                    &dom,
+                                    point(t),
+                                    &c,
+                                    glow.as_ref(),
+                                );
+                                let rest = 1.0 - alpha;
+                                let w = rest * a;
+                                for i in 0..3 {
+                                    rgb[i] = (rgb[i] + w * scat[i]) + rest * em[i];
+                                }
+                                alpha += w;
+                                if alpha >= 0.5 && !found {
+                                    dep = t.to_bits();
+                                    found = true;
+                                }
+                                if alpha >= 0.99 {
+                                    break;
+                                }
+                            } else if let VolumeMode::Emission { density, step } = *mode {
                                 let tn = norm(v);
                                 let col = cmap(tn);
                                 let tc = if tn.is_nan() { 0.0 } else { tn.clamp(0.0, 1.0) };
@@ -1058,7 +1188,7 @@ pub fn volume(
                             }
                         }
                     }
-                    if let VolumeMode::Emission { .. } = mode {
+                    if let VolumeMode::Emission { .. } | VolumeMode::Lit(_) = mode {
                         for i in 0..3 {
                             rgb[i] += (1.0 - alpha) * bg[i];
                         }
@@ -1066,7 +1196,7 @@ pub fn volume(
                         rgb = if found { cmap(norm(best)) } else { bg };
                     }
                 }
-                VolumeMode::Slice { axis, position } => {
+                &VolumeMode::Slice { axis, position } => {
                     rgb = bg;
                     let a = axis as usize;
                     let lo_a = dom[a];
@@ -1204,6 +1334,7 @@ pub fn volume_view(
         height,
         scene,
         under,
+        jitter,
         ..
     } = view
     else {
@@ -1247,6 +1378,29 @@ pub fn volume_view(
         }
         _ => None,
     };
+    // A lit view's emission field: its values and outer-block activity.
+    let emission = mode.emission_field().map(|ef| {
+        let words = read(ef);
+        let sc = match p.fields[ef].ty {
+            Type::Scalar(s) => s,
+            t => panic!("an emission field of {}", t),
+        };
+        let value = move |c: [usize; 3]| {
+            let b = words[lin(c)];
+            match sc {
+                Scalar::I32 => b as i32 as f32,
+                Scalar::U32 => b as f32,
+                _ => f32::from_bits(b),
+            }
+        };
+        let m = activity(ef);
+        let sparse = AddressPlan::new(p, ef).levels.iter().any(is_sparse_level);
+        let active = (sparse && m.is_some()).then(|| {
+            let m = m.expect("checked");
+            move |c: [usize; 3]| m[lin(c)] & OUTER_ACTIVE != 0
+        });
+        (value, active)
+    });
     let under_view = under.as_ref().map(|u| {
         let v = p
             .views
@@ -1267,10 +1421,14 @@ pub fn volume_view(
         },
         boxes,
         under: under_view.as_ref().map(|(i, d)| (i, d.as_slice())),
+        emission: emission
+            .as_ref()
+            .map(|(v, a)| (v as Cells, a.as_ref().map(|a| a as Active))),
+        jitter: *jitter,
     };
     volume(
         &input,
-        *mode,
+        mode,
         *colormap,
         *range,
         *background,

@@ -69,6 +69,10 @@ pub enum ParamType {
     /// A 3-D view's orbit camera: {"target": [x, y, z], "distance": d,
     /// "yaw": deg, "pitch": deg, "fov": deg}, every key optional.
     Camera,
+    /// A lit volume's lights: a list of {"type": "directional" | "point",
+    /// "direction" | "position": [x, y, z], "color": [r, g, b],
+    /// "intensity": i} (checked, naming the key, where the view is built).
+    Lights,
     /// Kernel code (a string).
     Code,
     /// An expression body: {"nodes": [...], "wires": [...]}.
@@ -136,7 +140,14 @@ impl NodeKind {
     }
 }
 
-pub const COLORMAPS: &[&str] = &["viridis", "inferno", "magma", "grayscale", "coolwarm"];
+pub const COLORMAPS: &[&str] = &[
+    "viridis",
+    "inferno",
+    "magma",
+    "grayscale",
+    "coolwarm",
+    "blackbody",
+];
 pub const FIELD_TYPES: &[&str] = &[
     "f32",
     "i32",
@@ -597,17 +608,30 @@ static KINDS: &[NodeKind] = &[
     NodeKind {
         name: "volume",
         family: Family::View,
-        doc: "Draws a 3-axis scalar field in 3-D through an orbit camera: an emission–absorption ray-march (colormap + opacity), a maximum-intensity projection, or one axis-aligned slice. Axis 0 is x, 1 is y, 2 is z; the cells fill the `domain` box. Sparse fields: inactive blocks are skipped; `show_active` draws the active blocks as wire boxes. `under` draws the volume over another 3-D view (particles inside smoke).",
-        inputs: &[PortSpec { name: "field", ty: PortType::Field, optional: false, doc: "A 3-axis f32/i32/u32 field (dense or sparse, quantized or not)." }],
+        doc: "Draws a 3-axis scalar field in 3-D through an orbit camera: lit smoke (lights with self-shadowing, ambient light, fire from an `emission` field), an emission–absorption ray-march (colormap + opacity), a maximum-intensity projection, or one axis-aligned slice. Axis 0 is x, 1 is y, 2 is z; the cells fill the `domain` box. Sparse fields: inactive blocks are skipped; `show_active` draws the active blocks as wire boxes. `under` draws the volume over another 3-D view (particles inside smoke).",
+        inputs: &[
+            PortSpec { name: "field", ty: PortType::Field, optional: false, doc: "A 3-axis f32/i32/u32 field (dense or sparse, quantized or not)." },
+            PortSpec { name: "emission", ty: PortType::Field, optional: true, doc: "A field of the same shape whose values glow (temperature: fire) through `emission_colormap`; drawn in lit mode, unused in the others." },
+        ],
         outputs: &[],
         dynamic_field_inputs: false,
         params: &[
-            ParamSpec { name: "mode", ty: ParamType::Enum(&["emission", "mip", "slice"]), default: Some("\"emission\""), doc: "emission: glowing, absorbing smoke (colour by the colormap, opacity by `density`); mip: the largest value along each ray through the colormap; slice: one plane (`slice_axis`, `slice_position`), outlined.", range: None },
+            ParamSpec { name: "mode", ty: ParamType::Enum(&["emission", "lit", "mip", "slice"]), default: Some("\"emission\""), doc: "emission: glowing, absorbing smoke (colour by the colormap, opacity by `density`); lit: smoke lit by `lights` that shadows itself, with `ambient` light and optional fire from the `emission` port (the colormap is unused); mip: the largest value along each ray through the colormap; slice: one plane (`slice_axis`, `slice_position`), outlined.", range: None },
             ParamSpec { name: "colormap", ty: ParamType::Enum(COLORMAPS), default: Some("\"inferno\""), doc: "Colormap of the values (lo to hi of `range`).", range: None },
             ParamSpec { name: "min", ty: ParamType::Number, default: Some("null"), doc: "The value at the colormap's low end (fully transparent in emission mode); with `max` fixes the range, otherwise the range is the frame's min..max (active cells only under sparse layouts).", range: None },
             ParamSpec { name: "max", ty: ParamType::Number, default: Some("null"), doc: "The value at the colormap's high end (opacity `density` per cell in emission mode).", range: None },
-            ParamSpec { name: "density", ty: ParamType::Number, default: Some("4"), doc: "emission: opacity per cell at the top of the range (a sample's opacity is 1 - exp(-density * t * step), t the value's 0..1 position in the range).", range: Some((0.0, 1e6)) },
-            ParamSpec { name: "step", ty: ParamType::Number, default: Some("0.5"), doc: "emission and mip: sample spacing along the ray in cells (the smallest cell side); at most 4096 samples per ray.", range: Some((0.01, 64.0)) },
+            ParamSpec { name: "density", ty: ParamType::Number, default: Some("4"), doc: "emission and lit: opacity per cell at the top of the range (a sample's opacity is 1 - exp(-density * t * step), t the value's 0..1 position in the range).", range: Some((0.0, 1e6)) },
+            ParamSpec { name: "step", ty: ParamType::Number, default: Some("0.5"), doc: "emission, lit and mip: sample spacing along the ray in cells (the smallest cell side); at most 4096 samples per ray.", range: Some((0.01, 64.0)) },
+            ParamSpec { name: "lights", ty: ParamType::Lights, default: Some("null"), doc: "lit: up to 4 lights, each {\"type\": \"directional\", \"direction\": [x, y, z] (towards the light), \"color\": [r, g, b], \"intensity\": i} or {\"type\": \"point\", \"position\": [x, y, z], ...} (falls off as 1 / distance²); color defaults to white, intensity to 1. Absent: one warm key light from the upper left, [{\"type\": \"directional\", \"direction\": [-0.5, 0.8, 0.35], \"color\": [1, 0.95, 0.85], \"intensity\": 1.4}]; [] for none.", range: None },
+            ParamSpec { name: "albedo", ty: ParamType::Color, default: Some("[0.9, 0.9, 0.9]"), doc: "lit: the smoke's colour (the share of light it scatters, per channel).", range: None },
+            ParamSpec { name: "ambient", ty: ParamType::Color, default: Some("[0.1, 0.11, 0.13]"), doc: "lit: light from every direction, not shadowed (the sky's fill).", range: None },
+            ParamSpec { name: "shadow_density", ty: ParamType::Number, default: Some("1"), doc: "lit: scales the smoke's extinction along rays towards the lights (0: no self-shadowing, below 1 softer shadows, above 1 darker).", range: Some((0.0, 100.0)) },
+            ParamSpec { name: "shadow_cells", ty: ParamType::Int, default: Some("2"), doc: "lit: side of a cell of the light's transmittance grid, in field cells (1: sharpest and slowest; each light's grid is recomputed every frame).", range: Some((1.0, 8.0)) },
+            ParamSpec { name: "emission_colormap", ty: ParamType::Enum(COLORMAPS), default: Some("\"blackbody\""), doc: "lit: the colour of the `emission` field's values (low to high of its range); light given off is intensity x t x colour at t in 0..1.", range: None },
+            ParamSpec { name: "emission_min", ty: ParamType::Number, default: Some("null"), doc: "lit: the `emission` value that gives no light; with `emission_max` fixes its range, otherwise the frame's min..max.", range: None },
+            ParamSpec { name: "emission_max", ty: ParamType::Number, default: Some("null"), doc: "lit: the `emission` value that glows brightest.", range: None },
+            ParamSpec { name: "emission_intensity", ty: ParamType::Number, default: Some("1"), doc: "lit: brightness of the emission (per cell of path through it).", range: Some((0.0, 1e4)) },
+            ParamSpec { name: "jitter", ty: ParamType::Enum(&["auto", "on", "off"]), default: Some("\"auto\""), doc: "emission, lit and mip: \"on\" starts each pixel's samples at a hashed offset (fixed per pixel), which turns the banding of a regular step into fine noise; \"auto\": on in lit mode, off otherwise.", range: None },
             ParamSpec { name: "slice_axis", ty: ParamType::Enum(&["x", "y", "z"]), default: Some("\"z\""), doc: "slice: the axis the plane is perpendicular to.", range: None },
             ParamSpec { name: "slice_position", ty: ParamType::Number, default: Some("0.5"), doc: "slice: the plane's position along its axis, 0 (the domain's low side) to 1 (high side).", range: Some((0.0, 1.0)) },
             ParamSpec { name: "show_active", ty: ParamType::Bool, default: Some("false"), doc: "Sparse fields: draw each active block of the outermost sparse node as a wire box (over the picture). No effect on dense fields.", range: None },
@@ -689,6 +713,17 @@ pub fn param_schema(p: &ParamSpec) -> Value {
             "pitch": {"type": "number", "minimum": -90, "maximum": 90},
             "fov": {"type": "number", "minimum": 1, "maximum": 170}
         }, "additionalProperties": false}),
+        ParamType::Lights => json!({"type": ["array", "null"], "maxItems": 4, "items": {
+            "type": "object",
+            "properties": {
+                "type": {"enum": ["directional", "point"]},
+                "direction": {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3},
+                "position": {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3},
+                "color": {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3},
+                "intensity": {"type": "number", "minimum": 0}
+            },
+            "additionalProperties": false
+        }}),
         ParamType::Init => json!({"anyOf": [
             {"type": "number"},
             {"type": "array", "items": {"type": "number"}},

@@ -39,7 +39,7 @@ pub fn colormap_poly(map: Colormap) -> Option<[[f32; 3]; 7]> {
             [-50.768_52, 29.046_58, 4.234_153],
             [18.655_705, -11.489_774, -5.601_961_6],
         ],
-        Colormap::Grayscale | Colormap::Coolwarm => return None,
+        Colormap::Grayscale | Colormap::Coolwarm | Colormap::Blackbody => return None,
     })
 }
 
@@ -48,6 +48,19 @@ pub const COOLWARM: [[f32; 3]; 3] = [
     [0.230, 0.299, 0.754],
     [0.865, 0.865, 0.865],
     [0.706, 0.016, 0.150],
+];
+
+/// The blackbody ramp's colours at t = 0, 1/4, 1/2, 3/4 and 1 (linear
+/// between them): a stylised glowing-body ramp (black, deep red, orange,
+/// yellow, near white) as fire shaders use, not a physical spectrum.
+/// Evaluated as `s = t * 4`, segment `k` = how many of 1, 2, 3 are `<= s`,
+/// `u = s - f32(k)`, `a + (b - a) * u` with `a, b` stops `k`, `k + 1`.
+pub const BLACKBODY: [[f32; 3]; 5] = [
+    [0.0, 0.0, 0.0],
+    [0.55, 0.04, 0.0],
+    [0.95, 0.3, 0.02],
+    [1.0, 0.7, 0.22],
+    [1.0, 0.98, 0.9],
 ];
 
 /// Inactive cells of a `show_active` image: a two-tone grey checkerboard of
@@ -101,6 +114,13 @@ pub fn colormap(map: Colormap, t: f32) -> [f32; 3] {
                 a[1] + (b[1] - a[1]) * u,
                 a[2] + (b[2] - a[2]) * u,
             ]
+        }
+        Colormap::Blackbody => {
+            let s = t * 4.0;
+            let k = (1..4).filter(|&i| s >= i as f32).count();
+            let u = s - k as f32;
+            let (a, b) = (BLACKBODY[k], BLACKBODY[k + 1]);
+            std::array::from_fn(|i| a[i] + (b[i] - a[i]) * u)
         }
         _ => [t, t, t],
     }

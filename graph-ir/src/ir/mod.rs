@@ -1496,15 +1496,18 @@ pub enum Colormap {
     Inferno,
     Magma,
     Coolwarm,
+    /// Fire: black, red, orange, yellow to near white (`colormap::BLACKBODY`).
+    Blackbody,
 }
 
 impl Colormap {
-    pub const ALL: [(&'static str, Colormap); 5] = [
+    pub const ALL: [(&'static str, Colormap); 6] = [
         ("grayscale", Colormap::Grayscale),
         ("viridis", Colormap::Viridis),
         ("inferno", Colormap::Inferno),
         ("magma", Colormap::Magma),
         ("coolwarm", Colormap::Coolwarm),
+        ("blackbody", Colormap::Blackbody),
     ];
     pub fn parse(s: &str) -> Option<Colormap> {
         Self::ALL.iter().find(|(n, _)| *n == s).map(|(_, c)| *c)
@@ -1637,11 +1640,14 @@ pub enum View {
         /// graph is built) drawn first: its colour is the volume's
         /// background and its depth ends the rays.
         under: Option<String>,
+        /// Start each ray at a per-pixel hashed offset within the first
+        /// sample spacing (no banding) instead of half a step.
+        jitter: bool,
     },
 }
 
 /// How a `volume` view draws its field (`passes::views::volume`).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum VolumeMode {
     /// Emission–absorption ray-march: `density` scales the opacity,
     /// `step` is the sample spacing in cells.
@@ -1651,6 +1657,68 @@ pub enum VolumeMode {
     /// One axis-aligned plane (`axis` 0..3 = x, y, z) at `position` (0..1
     /// of the domain along the axis), outlined.
     Slice { axis: u32, position: f32 },
+    /// Lit smoke (`passes::views::volume_light` defines the lighting):
+    /// extinction from the field, single scattering of lights with
+    /// self-shadowing, an ambient term and optional emission.
+    Lit(Box<VolumeLighting>),
+}
+
+/// The lighting of a `lit` volume view.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VolumeLighting {
+    /// Extinction per cell at the top of the range (as `Emission`'s).
+    pub density: f32,
+    /// Sample spacing in cells.
+    pub step: f32,
+    /// Scattering colour (the share of light scattered per channel).
+    pub albedo: [f32; 3],
+    /// Unshadowed light from everywhere, per channel.
+    pub ambient: [f32; 3],
+    /// At most `MAX_LIGHTS`.
+    pub lights: Vec<VolumeLight>,
+    /// Scales the extinction along shadow rays (0: no shadows).
+    pub shadow_density: f32,
+    /// Side of a transmittance-grid cell, in field cells (1..=8).
+    pub shadow_cells: u32,
+    /// Light given off by a second field (fire: temperature).
+    pub emission: Option<VolumeEmission>,
+}
+
+/// A light of a `lit` volume view.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VolumeLight {
+    pub kind: LightKind,
+    pub color: [f32; 3],
+    pub intensity: f32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LightKind {
+    /// Parallel light arriving from `toward` (unit length: the direction
+    /// from the scene to the light).
+    Directional { toward: [f32; 3] },
+    /// A point light at `position` (world), falling off as 1 / distance².
+    Point { position: [f32; 3] },
+}
+
+/// Emission of a `lit` volume view: `field` (same shape as the view's)
+/// through `colormap`, `range` like the view's own (`None` = auto).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VolumeEmission {
+    pub field: FieldId,
+    pub colormap: Colormap,
+    pub range: Option<(f32, f32)>,
+    pub intensity: f32,
+}
+
+impl VolumeMode {
+    /// A `lit` view's emission field.
+    pub fn emission_field(&self) -> Option<FieldId> {
+        match self {
+            VolumeMode::Lit(l) => l.emission.map(|e| e.field),
+            _ => None,
+        }
+    }
 }
 
 /// A field a view reads: a field node's, or one that a pass adds later (an
@@ -1678,8 +1746,10 @@ impl View {
         match self {
             View::Image { field, .. }
             | View::Surface { field, .. }
-            | View::Histogram { field, .. }
-            | View::Volume { field, .. } => vec![*field],
+            | View::Histogram { field, .. } => vec![*field],
+            View::Volume { field, mode, .. } => std::iter::once(*field)
+                .chain(mode.emission_field())
+                .collect(),
             View::Particles {
                 positions,
                 color_field,

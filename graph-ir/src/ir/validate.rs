@@ -211,9 +211,10 @@ pub fn validate_structure(program: &Program) -> Result<(), ValidationError> {
     }
     for v in &program.views {
         let fields = match v {
-            View::Image { field, .. }
-            | View::Histogram { field, .. }
-            | View::Volume { field, .. } => vec![*field],
+            View::Image { field, .. } | View::Histogram { field, .. } => vec![*field],
+            View::Volume { field, mode, .. } => std::iter::once(*field)
+                .chain(mode.emission_field())
+                .collect(),
             View::Surface { field, .. } => vec![*field],
             View::Particles {
                 positions,

@@ -375,7 +375,7 @@ fn param_widget(
             }
             ui.vertical(|ui| scalar_table(ui, &doc.id, v)).inner
         }
-        ParamType::Init | ParamType::Camera => {
+        ParamType::Init | ParamType::Camera | ParamType::Lights => {
             if compact {
                 ui.weak(v.to_string().chars().take(24).collect::<String>());
                 return None;

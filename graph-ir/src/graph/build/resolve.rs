@@ -268,6 +268,15 @@ fn check_param(ty: ParamType, v: &Value) -> Result<(), String> {
                 v
             )),
         },
+        // Each light's keys are checked where the view is built.
+        ParamType::Lights => match v {
+            Value::Null => Ok(()),
+            Value::Array(a) if a.iter().all(Value::is_object) => Ok(()),
+            _ => Err(format!(
+                "expected a list of lights like [{{\"type\": \"directional\", \"direction\": [0, 1, 0]}}], got {}",
+                v
+            )),
+        },
         ParamType::Init => match v {
             Value::Number(_) => Ok(()),
             Value::Array(a) if !a.is_empty() && a.iter().all(|x| num(x).is_some()) => Ok(()),

@@ -466,7 +466,8 @@ impl Builder<'_> {
                 }
                 "volume" => {
                     let f = field_at("field");
-                    if let Some(v) = self.volume_view(n, &id, f) {
+                    let em = field_at("emission");
+                    if let Some(v) = self.volume_view(n, &id, f, em) {
                         self.program.views.push(v);
                     }
                 }
@@ -477,7 +478,13 @@ impl Builder<'_> {
     }
 
     /// A `volume` node's view, or `None` with its errors recorded.
-    fn volume_view(&mut self, n: &Node, id: &str, field: Option<FieldId>) -> Option<View> {
+    fn volume_view(
+        &mut self,
+        n: &Node,
+        id: &str,
+        field: Option<FieldId>,
+        emission: Option<FieldId>,
+    ) -> Option<View> {
         let f = field?;
         let fd = &self.program.fields[f];
         let ok_ty = matches!(fd.ty, Type::Scalar(s) if s.is_numeric());
@@ -495,6 +502,23 @@ impl Builder<'_> {
             return None;
         }
         let shape = [fd.shape[0], fd.shape[1], fd.shape[2]];
+        // Checked in every mode (so switching to lit cannot fail later),
+        // drawn in lit mode only: other modes leave the wire unused.
+        if let Some(e) = emission {
+            let ed = &self.program.fields[e];
+            let ok_ty = matches!(ed.ty, Type::Scalar(s) if s.is_numeric());
+            if ed.shape != fd.shape || !ok_ty {
+                self.errors.push(GraphError::port(
+                    id,
+                    "emission",
+                    format!(
+                        "the emission field must be a scalar field of the volume's shape {:?}; '{}' is {:?} {}",
+                        fd.shape, ed.name, ed.shape, ed.ty
+                    ),
+                ));
+                return None;
+            }
+        }
         let num = |key: &str| n.p(key).as_f64();
         let mut bad = |param: &'static str, msg: String| {
             self.errors.push(GraphError::param(id, param, msg));
@@ -517,6 +541,10 @@ impl Builder<'_> {
         let mode = match n.p("mode").as_str().unwrap_or("emission") {
             "emission" => VolumeMode::Emission { density, step },
             "mip" => VolumeMode::Mip { step },
+            "lit" => match lighting(n, density, step, emission) {
+                Ok(l) => VolumeMode::Lit(Box::new(l)),
+                Err((param, msg)) => return bad(param, msg),
+            },
             "slice" => {
                 let axis = match n.p("slice_axis").as_str().unwrap_or("z") {
                     "x" => 0,
@@ -542,7 +570,7 @@ impl Builder<'_> {
                 return bad(
                     "mode",
                     format!(
-                        "'mode' is \"emission\", \"mip\" or \"slice\"; got \"{}\"",
+                        "'mode' is \"emission\", \"lit\", \"mip\" or \"slice\"; got \"{}\"",
                         other
                     ),
                 )
@@ -614,9 +642,15 @@ impl Builder<'_> {
                 )
             }
         };
+        let jitter = match n.p("jitter").as_str().unwrap_or("auto") {
+            "on" => true,
+            "off" => false,
+            _ => matches!(mode, VolumeMode::Lit(_)),
+        };
         Some(View::Volume {
             node_id: id.to_string(),
             field: f,
+            jitter,
             mode,
             colormap: Colormap::parse(n.p("colormap").as_str().unwrap_or("inferno"))
                 .unwrap_or(Colormap::Inferno),
@@ -852,3 +886,212 @@ pub fn camera_param(
         fov,
     })
 }
+
+/// The default key light of a `lit` volume (the catalog's doc states it):
+/// warm, from the upper left of the default camera.
+pub fn default_light() -> VolumeLight {
+    VolumeLight {
+        kind: LightKind::Directional {
+            toward: unit(DEFAULT_TOWARD).expect("not zero"),
+        },
+        color: [1.0, 0.95, 0.85],
+        intensity: 1.4,
+    }
+}
+
+/// `d` scaled to unit length (in f64), or `None` for the zero vector.
+fn unit(d: [f32; 3]) -> Option<[f32; 3]> {
+    let len = d.iter().map(|&c| c as f64 * c as f64).sum::<f64>().sqrt();
+    (len >= 1e-12).then(|| d.map(|c| (c as f64 / len) as f32))
+}
+
+/// A `lit` volume node's lighting, or the parameter at fault and why.
+fn lighting(
+    n: &Node,
+    density: f32,
+    step: f32,
+    emission: Option<FieldId>,
+) -> Result<VolumeLighting, (&'static str, String)> {
+    let color =
+        |key: &'static str, v: &Value, def: [f32; 3]| -> Result<[f32; 3], (&'static str, String)> {
+            if v.is_null() {
+                return Ok(def);
+            }
+            let c: Vec<f32> = v
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_f64)
+                        .map(|x| x as f32)
+                        .collect()
+                })
+                .unwrap_or_default();
+            match c[..] {
+                [r, g, b] if c.iter().all(|x| x.is_finite() && *x >= 0.0) => Ok([r, g, b]),
+                _ => Err((
+                    key,
+                    format!(
+                        "'{}' is three numbers >= 0, like [1, 0.9, 0.8]; got {}",
+                        key, v
+                    ),
+                )),
+            }
+        };
+    let vec3 = |what: &str, v: &Value| -> Result<[f32; 3], String> {
+        let c: Vec<f64> = v
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_f64).collect())
+            .unwrap_or_default();
+        match c[..] {
+            [x, y, z] if c.iter().all(|x| x.is_finite()) => Ok([x, y, z].map(|x| x as f32)),
+            _ => Err(format!("'{}' is three numbers [x, y, z]; got {}", what, v)),
+        }
+    };
+    let lights = match n.p("lights") {
+        Value::Null => vec![default_light()],
+        Value::Array(list) => {
+            if list.len() > crate::passes::views::volume_light::MAX_LIGHTS {
+                return Err((
+                    "lights",
+                    format!(
+                        "a lit volume takes at most {} lights; this one has {}",
+                        crate::passes::views::volume_light::MAX_LIGHTS,
+                        list.len()
+                    ),
+                ));
+            }
+            let mut out = Vec::new();
+            for (i, l) in list.iter().enumerate() {
+                let err = |m: String| ("lights", format!("light {}: {}", i, m));
+                let Some(o) = l.as_object() else {
+                    return Err(err(format!("expected an object, got {}", l)));
+                };
+                for k in o.keys() {
+                    if !["type", "direction", "position", "color", "intensity"]
+                        .contains(&k.as_str())
+                    {
+                        return Err(err(format!(
+                            "unknown key '{}' (a light has type, direction or position, color, intensity)",
+                            k
+                        )));
+                    }
+                }
+                let get = |k: &str| o.get(k).unwrap_or(&Value::Null);
+                let kind = match get("type").as_str().unwrap_or("directional") {
+                    "directional" => {
+                        let d = if get("direction").is_null() {
+                            DEFAULT_TOWARD
+                        } else {
+                            vec3("direction", get("direction")).map_err(err)?
+                        };
+                        let Some(toward) = unit(d) else {
+                            return Err(err("'direction' must not be [0, 0, 0]".to_string()));
+                        };
+                        LightKind::Directional { toward }
+                    }
+                    "point" => {
+                        if get("position").is_null() {
+                            return Err(err(
+                                "a point light needs 'position': [x, y, z]".to_string()
+                            ));
+                        }
+                        LightKind::Point {
+                            position: vec3("position", get("position")).map_err(err)?,
+                        }
+                    }
+                    other => {
+                        return Err(err(format!(
+                            "'type' is \"directional\" or \"point\"; got {}",
+                            other
+                        )))
+                    }
+                };
+                let c = color("lights", get("color"), [1.0; 3]).map_err(|(_, m)| err(m))?;
+                let intensity = match get("intensity") {
+                    Value::Null => 1.0,
+                    v => match v.as_f64() {
+                        Some(x) if x.is_finite() && x >= 0.0 => x as f32,
+                        _ => return Err(err(format!("'intensity' is a number >= 0; got {}", v))),
+                    },
+                };
+                out.push(VolumeLight {
+                    kind,
+                    color: c,
+                    intensity,
+                });
+            }
+            out
+        }
+        other => {
+            return Err((
+                "lights",
+                format!("'lights' is a list of light objects; got {}", other),
+            ))
+        }
+    };
+    let num =
+        |key: &'static str, def: f64, lo: f64, hi: f64| -> Result<f32, (&'static str, String)> {
+            match n.p(key) {
+                Value::Null => Ok(def as f32),
+                v => match v.as_f64() {
+                    Some(x) if x.is_finite() && (lo..=hi).contains(&x) => Ok(x as f32),
+                    _ => Err((
+                        key,
+                        format!("'{}' must be {} to {}; it is {}", key, lo, hi, v),
+                    )),
+                },
+            }
+        };
+    let shadow_density = num("shadow_density", 1.0, 0.0, 100.0)?;
+    let shadow_cells = num("shadow_cells", 2.0, 1.0, 8.0)?;
+    if shadow_cells.fract() != 0.0 {
+        return Err((
+            "shadow_cells",
+            format!(
+                "'shadow_cells' is a whole number 1 to 8; it is {}",
+                shadow_cells
+            ),
+        ));
+    }
+    let range = match (n.p("emission_min").as_f64(), n.p("emission_max").as_f64()) {
+        (Some(a), Some(b)) => {
+            let (a, b) = (a as f32, b as f32);
+            if !(a.is_finite() && b.is_finite() && a < b) {
+                return Err((
+                    "emission_min",
+                    "'emission_min' must be below 'emission_max' (both finite)".to_string(),
+                ));
+            }
+            Some((a, b))
+        }
+        (None, None) => None,
+        _ => return Err((
+            "emission_max",
+            "give both 'emission_min' and 'emission_max' for a fixed range, or neither for auto"
+                .to_string(),
+        )),
+    };
+    let emission = match emission {
+        None => None,
+        Some(field) => Some(VolumeEmission {
+            field,
+            colormap: Colormap::parse(n.p("emission_colormap").as_str().unwrap_or("blackbody"))
+                .unwrap_or(Colormap::Blackbody),
+            range,
+            intensity: num("emission_intensity", 1.0, 0.0, 1e4)?,
+        }),
+    };
+    Ok(VolumeLighting {
+        density,
+        step,
+        albedo: color("albedo", n.p("albedo"), [0.9, 0.9, 0.9])?,
+        ambient: color("ambient", n.p("ambient"), [0.1, 0.11, 0.13])?,
+        lights,
+        shadow_density,
+        shadow_cells: shadow_cells as u32,
+        emission,
+    })
+}
+
+/// A directional light's default `direction` (before normalising).
+const DEFAULT_TOWARD: [f32; 3] = [-0.5, 0.8, 0.35];

@@ -66,7 +66,7 @@
 //!
 //! Does not: touch the schedule or any user kernel.
 
-use crate::ir::colormap::{self, CHECKER, COOLWARM, INACTIVE_RGB, MIN_OUTLINED_BLOCK};
+use crate::ir::colormap::{self, BLACKBODY, CHECKER, COOLWARM, INACTIVE_RGB, MIN_OUTLINED_BLOCK};
 use crate::ir::colormap::{OUTLINE_ALPHA, OUTLINE_RGB};
 use crate::ir::layout::{self, AddressPlan};
 use crate::ir::*;
@@ -83,6 +83,7 @@ pub mod particles3d;
 mod plot;
 pub mod surface;
 pub mod volume;
+pub mod volume_light;
 
 /// Image rows are padded to a multiple of this many pixels (256 bytes: the
 /// row alignment GPU buffer-to-texture copies need).
@@ -548,6 +549,36 @@ fn colormap_rgb(e: &mut Emit, map: Colormap, t: InstId) -> [InstId; 3] {
                 let wa = e.f32c(warm[k]);
                 let a = e.select(low, ca, ma);
                 let b = e.select(low, ma, wa);
+                let d = e.bin(BinaryOp::Sub, b, a);
+                let m = e.bin(BinaryOp::Mul, d, u);
+                e.bin(BinaryOp::Add, a, m)
+            })
+        }
+        Colormap::Blackbody => {
+            let four = e.f32c(4.0);
+            let s = e.bin(BinaryOp::Mul, t, four);
+            let above: Vec<InstId> = (1..4)
+                .map(|k| {
+                    let kc = e.f32c(k as f32);
+                    e.bin(BinaryOp::Ge, s, kc)
+                })
+                .collect();
+            // The segment's first stop index, as f32, and its two stops.
+            let mut base = e.f32c(0.0);
+            for (k, &a) in above.iter().enumerate() {
+                let kc = e.f32c((k + 1) as f32);
+                base = e.select(a, kc, base);
+            }
+            let u = e.bin(BinaryOp::Sub, s, base);
+            std::array::from_fn(|c| {
+                let mut a = e.f32c(BLACKBODY[0][c]);
+                let mut b = e.f32c(BLACKBODY[1][c]);
+                for (k, &ab) in above.iter().enumerate() {
+                    let ak = e.f32c(BLACKBODY[k + 1][c]);
+                    let bk = e.f32c(BLACKBODY[k + 2][c]);
+                    a = e.select(ab, ak, a);
+                    b = e.select(ab, bk, b);
+                }
                 let d = e.bin(BinaryOp::Sub, b, a);
                 let m = e.bin(BinaryOp::Mul, d, u);
                 e.bin(BinaryOp::Add, a, m)

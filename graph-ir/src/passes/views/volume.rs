@@ -73,6 +73,7 @@
 
 use super::camera;
 use super::overlay3d;
+use super::volume_light::{self, Emitter, Lit};
 use super::*;
 use crate::ir::colormap::INACTIVE_RGB;
 use crate::lower::emit::Build;
@@ -91,25 +92,29 @@ pub(super) struct Under {
     pub depth: FieldId,
 }
 
-struct Spec {
-    field: FieldId,
-    ty: Type,
-    shape: [u32; 3],
+pub(super) struct Spec {
+    pub field: FieldId,
+    pub ty: Type,
+    pub shape: [u32; 3],
     mode: VolumeMode,
     map: Colormap,
-    range: Option<(f32, f32)>,
-    keys: Option<FieldId>,
+    pub range: Option<(f32, f32)>,
+    pub keys: Option<FieldId>,
     background: [f32; 3],
     width: u32,
     height: u32,
     /// The view's camera field (`camera::new_field`).
     camera: FieldId,
-    domain: [f32; 6],
+    pub domain: [f32; 6],
     /// The outermost sparse level and its block size per axis.
-    sparse: Option<(u32, [u32; 3])>,
+    pub sparse: Option<(u32, [u32; 3])>,
     img: FieldId,
     depth: FieldId,
     under: Option<Under>,
+    /// `lit` mode's lighting, grids and emission.
+    lit: Option<Lit>,
+    /// Per-pixel hashed ray offsets (`volume_light::jitter`).
+    pub jitter: bool,
 }
 
 /// World size of one cell per axis.
@@ -133,6 +138,7 @@ pub(super) fn volume(
         width,
         height,
         scene,
+        jitter,
         ..
     } = v
     else {
@@ -183,11 +189,22 @@ pub(super) fn volume(
     };
     let cam = camera::new_field(program, node_id, &camera::frame(scene, width, height));
     scratch.push(cam);
-    let s = Spec {
+    let lit = match mode {
+        VolumeMode::Lit(cfg) => Some(lit_fields(
+            program,
+            node_id,
+            cfg,
+            shape,
+            &mut scratch,
+            &mut launches,
+        )),
+        _ => None,
+    };
+    let mut s = Spec {
         field: *field,
         ty,
         shape,
-        mode: *mode,
+        mode: mode.clone(),
         map: *colormap,
         range: *range,
         keys,
@@ -200,7 +217,20 @@ pub(super) fn volume(
         img,
         depth,
         under: under.map(|u| u.0),
+        lit: None,
+        jitter: *jitter,
     };
+    // The transmittance grids read the field (and its range) first.
+    if let Some(lit) = lit {
+        for l in 0..lit.grids.len() {
+            launches.push(add(
+                program,
+                node_id,
+                volume_light::transmittance(&s, &lit, l),
+            ));
+        }
+        s.lit = Some(lit);
+    }
     launches.push(add(program, node_id, march(&s)));
     if *show_active {
         if let Some((level, size)) = sparse {
@@ -217,6 +247,70 @@ pub(super) fn volume(
         depth: Some(depth),
         launches,
     })
+}
+
+/// A `lit` view's emission range keys and transmittance grids (their
+/// reset and reduce launches appended; the grids' kernels come once the
+/// `Spec` exists).
+fn lit_fields(
+    program: &mut Program,
+    node_id: &str,
+    cfg: &VolumeLighting,
+    shape: [u32; 3],
+    scratch: &mut Vec<FieldId>,
+    launches: &mut Vec<KernelId>,
+) -> Lit {
+    let emission = cfg.emission.map(|em| {
+        let ty = program.fields[em.field].ty;
+        let plan = AddressPlan::new(program, em.field);
+        let level = plan
+            .levels
+            .iter()
+            .position(|l| l.kind.is_sparse())
+            .map(|o| o as u32);
+        let keys = em.range.is_none().then(|| {
+            let keys = new_field(program, &format!("{}.emission_range", node_id), vec![2], 0);
+            scratch.push(keys);
+            launches.push(add(program, node_id, reset_range(keys)));
+            launches.push(add(
+                program,
+                node_id,
+                reduce3(em.field, ty, shape, level.is_some(), keys),
+            ));
+            keys
+        });
+        Emitter {
+            field: em.field,
+            ty,
+            keys,
+            level,
+        }
+    });
+    let grid = volume_light::grid_shape(shape, cfg.shadow_cells);
+    let grids = if cfg.shadow_density > 0.0 {
+        (0..cfg.lights.len())
+            .map(|l| {
+                let g = new_field(
+                    program,
+                    &format!("{}.light{}", node_id, l),
+                    grid.to_vec(),
+                    0,
+                );
+                // f32 words (the transmittance), stored as such.
+                program.fields[g].ty = Type::F32;
+                scratch.push(g);
+                g
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Lit {
+        cfg: cfg.clone(),
+        grids,
+        grid,
+        emission,
+    }
 }
 
 /// One invocation per cell: the finite values' min and max keys (active
@@ -252,10 +346,19 @@ fn reduce3(field: FieldId, ty: Type, shape: [u32; 3], sparse: bool, keys: FieldI
     e.range_kernel(shape.to_vec(), vec![("field", field), ("range", keys)])
 }
 
-/// The normalising `(lo, span)`: fixed, or the reduction's (0..1 when it
+/// The view field's normalising `(lo, span)` (`range_of`).
+pub(super) fn lo_span(e: &mut Emit, s: &Spec) -> (InstId, InstId) {
+    range_of(e, s.range, s.keys)
+}
+
+/// A normalising `(lo, span)`: fixed, or the reduction's (0..1 when it
 /// saw no finite value).
-fn lo_span(e: &mut Emit, s: &Spec) -> (InstId, InstId) {
-    match (s.range, s.keys) {
+pub(super) fn range_of(
+    e: &mut Emit,
+    range: Option<(f32, f32)>,
+    keys: Option<FieldId>,
+) -> (InstId, InstId) {
+    match (range, keys) {
         (Some((lo, hi)), _) => {
             let span = if hi > lo { hi - lo } else { 1.0 };
             (e.f32c(lo), e.f32c(span))
@@ -281,12 +384,24 @@ fn lo_span(e: &mut Emit, s: &Spec) -> (InstId, InstId) {
     }
 }
 
-/// Per axis `(i0, i1, f)` of the trilinear sample at world `p`.
+/// Per axis `(i0, i1, f)` of the trilinear sample at world `p` of the
+/// view's field.
 fn corners(e: &mut Emit, s: &Spec, p: [InstId; 3]) -> [(InstId, InstId, InstId); 3] {
+    corners_in(e, s.shape, &s.domain, p)
+}
+
+/// Per axis `(i0, i1, f)` of the trilinear sample at world `p` of a grid
+/// of `shape` cells filling `domain`.
+pub(super) fn corners_in(
+    e: &mut Emit,
+    shape: [u32; 3],
+    domain: &[f32; 6],
+    p: [InstId; 3],
+) -> [(InstId, InstId, InstId); 3] {
     std::array::from_fn(|i| {
-        let n = s.shape[i];
-        let sc = (n as f64 / (s.domain[i + 3] as f64 - s.domain[i] as f64)) as f32;
-        let lo = e.f32c(s.domain[i]);
+        let n = shape[i];
+        let sc = (n as f64 / (domain[i + 3] as f64 - domain[i] as f64)) as f32;
+        let lo = e.f32c(domain[i]);
         let scc = e.f32c(sc);
         let half = e.f32c(0.5);
         let g = e.bin(BinaryOp::Sub, p[i], lo);
@@ -321,14 +436,24 @@ fn block_active(e: &mut Emit, s: &Spec, idx: Vec<InstId>) -> Option<InstId> {
     })
 }
 
-/// The trilinear value at the corners `c` (f32).
+/// The trilinear value of the view's field at the corners `c` (f32).
 fn trilinear(e: &mut Emit, s: &Spec, c: &[(InstId, InstId, InstId); 3]) -> InstId {
+    trilinear_in(e, s.field, s.ty, c)
+}
+
+/// The trilinear value of `field` (of type `ty`) at the corners `c` (f32).
+pub(super) fn trilinear_in(
+    e: &mut Emit,
+    field: FieldId,
+    ty: Type,
+    c: &[(InstId, InstId, InstId); 3],
+) -> InstId {
     let mut v = [[[c[0].0; 2]; 2]; 2];
     for (z, vz) in v.iter_mut().enumerate() {
         for (y, vy) in vz.iter_mut().enumerate() {
             for (x, vx) in vy.iter_mut().enumerate() {
                 let pick = |k: usize, b: usize| if b == 0 { c[k].0 } else { c[k].1 };
-                let l = e.load(s.field, s.ty, vec![pick(0, x), pick(1, y), pick(2, z)]);
+                let l = e.load(field, ty, vec![pick(0, x), pick(1, y), pick(2, z)]);
                 *vx = e.as_f32(l);
             }
         }
@@ -370,7 +495,7 @@ fn skip_to(
     inv: &[InstId; 3],
     fr: &camera::Frame<InstId>,
     i0: &[InstId],
-    (t0, dt): (InstId, InstId),
+    (t0, dt, off): (InstId, InstId, InstId),
 ) -> InstId {
     let size = s.sparse.map_or([1; 3], |(_, size)| size);
     let cell = cell_size(&s.domain, s.shape);
@@ -412,8 +537,7 @@ fn skip_to(
     let exit = exit.expect("three axes");
     let x = e.bin(BinaryOp::Sub, exit, t0);
     let x = e.bin(BinaryOp::Div, x, dt);
-    let h = e.f32c(0.5);
-    let x = e.bin(BinaryOp::Sub, x, h);
+    let x = e.bin(BinaryOp::Sub, x, off);
     let lo = e.f32c(-1.0);
     let hi = e.f32c(MAX_SAMPLES);
     let x = e.call(Builtin::Clamp, vec![x, lo, hi]);
@@ -493,6 +617,13 @@ fn march(s: &Spec) -> Kernel {
         VolumeMode::Slice { .. } => stop,
         _ => box_end,
     };
+    // Where in its spacing each sample lies: the middle, or the pixel's
+    // hashed offset.
+    let off = if s.jitter {
+        volume_light::jitter(&mut e, x, y, s.width)
+    } else {
+        e.f32c(0.5)
+    };
     let (lo, span) = lo_span(&mut e, s);
     let zero = e.f32c(0.0);
     let rgb_l: [LocalId; 3] = std::array::from_fn(|i| e.local(["r", "g", "b"][i], Type::F32, zero));
@@ -501,8 +632,17 @@ fn march(s: &Spec) -> Kernel {
         let dv = e.bin(BinaryOp::Sub, v, lo);
         e.bin(BinaryOp::Div, dv, span)
     };
-    match s.mode {
-        VolumeMode::Emission { step, .. } | VolumeMode::Mip { step } => {
+    match &s.mode {
+        VolumeMode::Emission { .. } | VolumeMode::Mip { .. } | VolumeMode::Lit(_) => {
+            let step = match &s.mode {
+                VolumeMode::Emission { step, .. } | VolumeMode::Mip { step } => *step,
+                VolumeMode::Lit(l) => l.step,
+                VolumeMode::Slice { .. } => unreachable!("a marching mode"),
+            };
+            let em_range = s
+                .lit
+                .as_ref()
+                .and_then(|l| volume_light::emission_range(&mut e, l));
             let cell = cell_size(&s.domain, s.shape);
             let ds = step * cell[0].min(cell[1]).min(cell[2]);
             let xx = e.bin(BinaryOp::Mul, d[0], d[0]);
@@ -538,18 +678,76 @@ fn march(s: &Spec) -> Kernel {
                     let k1 = e.bin(BinaryOp::Add, k, one);
                     e.set(kl, k1);
                     let fk = e.cast(k, Type::F32);
-                    let half = e.f32c(0.5);
-                    let fk = e.bin(BinaryOp::Add, fk, half);
-                    let off = e.bin(BinaryOp::Mul, fk, dt);
-                    let t = e.bin(BinaryOp::Add, t0, off);
+                    let fk = e.bin(BinaryOp::Add, fk, off);
+                    let at = e.bin(BinaryOp::Mul, fk, dt);
+                    let t = e.bin(BinaryOp::Add, t0, at);
                     let inside = e.bin(BinaryOp::Lt, t, t1);
                     e.if_(inside, |e| {
                         let p = point(e, eye, d, t);
                         let c = corners(e, s, p);
                         let sample = |e: &mut Emit| {
                             let v = trilinear(e, s, &c);
-                            match s.mode {
+                            match &s.mode {
+                                VolumeMode::Lit(cfg) => {
+                                    let lit = s.lit.as_ref().expect("lit mode has its grids");
+                                    let tn = norm(e, v);
+                                    let zero = e.f32c(0.0);
+                                    let one = e.f32c(1.0);
+                                    let nan = e.call(Builtin::IsNan, vec![tn]);
+                                    let tc = e.call(Builtin::Clamp, vec![tn, zero, one]);
+                                    let tc = e.select(nan, zero, tc);
+                                    let den = e.f32c(cfg.density);
+                                    let sg = e.bin(BinaryOp::Mul, den, tc);
+                                    let st = e.f32c(cfg.step);
+                                    let sg = e.bin(BinaryOp::Mul, sg, st);
+                                    let ng = e.emit(InstKind::Unary(UnaryOp::Neg, sg), Type::F32);
+                                    let ex = e.call(Builtin::Exp, vec![ng]);
+                                    let a = e.bin(BinaryOp::Sub, one, ex);
+                                    let acc = e.get(alpha);
+                                    let rest = e.bin(BinaryOp::Sub, one, acc);
+                                    let w = e.bin(BinaryOp::Mul, rest, a);
+                                    // Empty space scatters nothing (w = 0
+                                    // adds exactly 0): skip the lights.
+                                    let some = e.bin(BinaryOp::Gt, a, zero);
+                                    e.if_(some, |e| {
+                                        let scat = volume_light::scatter(e, s, lit, p);
+                                        for i in 0..3 {
+                                            let old = e.get(rgb_l[i]);
+                                            let m = e.bin(BinaryOp::Mul, w, scat[i]);
+                                            let nv = e.bin(BinaryOp::Add, old, m);
+                                            e.set(rgb_l[i], nv);
+                                        }
+                                    });
+                                    if let Some(em) = volume_light::glow(e, lit, &c, em_range) {
+                                        for i in 0..3 {
+                                            let old = e.get(rgb_l[i]);
+                                            let g = e.bin(BinaryOp::Mul, rest, em[i]);
+                                            let nv = e.bin(BinaryOp::Add, old, g);
+                                            e.set(rgb_l[i], nv);
+                                        }
+                                    }
+                                    let acc = e.bin(BinaryOp::Add, acc, w);
+                                    e.set(alpha, acc);
+                                    let half = e.f32c(0.5);
+                                    let dense = e.bin(BinaryOp::Ge, acc, half);
+                                    let f = e.get(found);
+                                    let nf = e.emit(InstKind::Unary(UnaryOp::Not, f), Type::BOOL);
+                                    let first = e.bin(BinaryOp::LogicalAnd, dense, nf);
+                                    e.if_(first, |e| {
+                                        let tb = e.bitcast(t, Type::U32);
+                                        e.set(dep, tb);
+                                        let tr =
+                                            e.emit(InstKind::Const(Const::bool(true)), Type::BOOL);
+                                        e.set(found, tr);
+                                    });
+                                    let op = e.f32c(OPAQUE);
+                                    let done = e.bin(BinaryOp::Ge, acc, op);
+                                    e.if_(done, |e| {
+                                        e.emit(InstKind::Break, Type::Void);
+                                    });
+                                }
                                 VolumeMode::Emission { density, step } => {
+                                    let (density, step) = (*density, *step);
                                     let tn = norm(e, v);
                                     let rgb = colormap_rgb(e, s.map, tn);
                                     let zero = e.f32c(0.0);
@@ -615,7 +813,7 @@ fn march(s: &Spec) -> Kernel {
                                 e.if_(a, sample);
                                 let na = e.emit(InstKind::Unary(UnaryOp::Not, a), Type::BOOL);
                                 e.if_(na, |e| {
-                                    let j = skip_to(e, s, &inv, fr, &i0, (t0, dt));
+                                    let j = skip_to(e, s, &inv, fr, &i0, (t0, dt, off));
                                     let next = e.call(Builtin::Max, vec![k1, j]);
                                     e.set(kl, next);
                                 });
@@ -626,7 +824,7 @@ fn march(s: &Spec) -> Kernel {
                 });
             });
             match s.mode {
-                VolumeMode::Emission { .. } => {
+                VolumeMode::Emission { .. } | VolumeMode::Lit(_) => {
                     let acc = e.get(alpha);
                     let one = e.f32c(1.0);
                     let rest = e.bin(BinaryOp::Sub, one, acc);
@@ -653,7 +851,7 @@ fn march(s: &Spec) -> Kernel {
                 }
             }
         }
-        VolumeMode::Slice { axis, position } => {
+        &VolumeMode::Slice { axis, position } => {
             let a = axis as usize;
             for i in 0..3 {
                 e.set(rgb_l[i], bg[i]);
