@@ -379,7 +379,7 @@ pub fn render_view(
             let shape = [f.shape[0], f.shape[1], f.shape[2]];
             let values: Vec<f32> = read(*field).into_iter().map(f32::from_bits).collect();
             let mesh = surface_mesh(&values, shape, *level, &scene.domain);
-            let (mut img, depth) = surface_depth(
+            let (mut img, mut depth) = surface_depth(
                 &mesh,
                 *max_triangles,
                 *color,
@@ -388,6 +388,23 @@ pub fn render_view(
                 *height,
                 scene,
             );
+            if scene.show_ground {
+                let kept = &mesh[..mesh.len().min(*max_triangles as usize)];
+                let mask = surface_shadows(kept, scene, *width, *height);
+                ground_3d(&mut img, &mut depth, scene, *background, Some(&mask));
+                // The overflow border stays over the ground.
+                let b = weft_ir::passes::views::surface::OVERFLOW_BORDER;
+                if mesh.len() > *max_triangles as usize {
+                    for y in 0..*height {
+                        for x in 0..*width {
+                            if x < b || y < b || x >= width - b || y >= height - b {
+                                let i = ((y * width + x) * 4) as usize;
+                                img.rgba[i..i + 4].copy_from_slice(&[255, 0, 0, 255]);
+                            }
+                        }
+                    }
+                }
+            }
             overlay_3d(&mut img, &depth, scene);
             img
         }
@@ -829,16 +846,21 @@ pub fn particles_3d_depth(
         let x1 = (cx + reach).ceil().min(w - 1.0) as i64;
         let y0 = (cy - reach).floor().max(0.0) as i64;
         let y1 = (cy + reach).ceil().min(h - 1.0) as i64;
+        let rw = (radius * depth) / fr.focal;
+        let ir2 = (1.0 / (radius as f64 * radius as f64)) as f32;
         for y in y0..=y1 {
             for x in x0..=x1 {
                 let dx = (x as f32 + 0.5) - cx;
                 let dy = cy - (y as f32 + 0.5);
-                if dx * dx + dy * dy > radius * radius {
+                let dd = dx * dx + dy * dy;
+                if dd > radius * radius {
                     continue;
                 }
+                let nz = (1.0 - dd * ir2).max(0.0).sqrt();
+                let z = (depth - rw * nz).max(fr.near);
                 let b = &mut best[(y as u32 * width + x as u32) as usize];
-                if b.is_none_or(|(d, _)| depth < d) {
-                    *b = Some((depth, k));
+                if b.is_none_or(|(d, _)| z < d) {
+                    *b = Some((z, k));
                 }
             }
         }
@@ -1303,7 +1325,7 @@ fn particles_3d_view(
         .chunks(3)
         .map(|c| [0, 1, 2].map(|i| f32::from_bits(c[i])))
         .collect();
-    Some(particles_3d_depth(
+    let (mut img, mut depth) = particles_3d_depth(
         &points,
         &color_of,
         *background,
@@ -1311,7 +1333,12 @@ fn particles_3d_view(
         *width,
         *height,
         &scene.camera,
-    ))
+    );
+    if scene.show_ground {
+        let mask = particle_shadows(&points, *radius, scene, *width, *height);
+        ground_3d(&mut img, &mut depth, scene, *background, Some(&mask));
+    }
+    Some((img, depth))
 }
 
 /// A `volume` view's picture and depth words, reading its field (and the
@@ -1401,14 +1428,25 @@ pub fn volume_view(
         });
         (value, active)
     });
-    let under_view = under.as_ref().map(|u| {
-        let v = p
-            .views
-            .iter()
-            .find(|v| v.node_id() == u)
-            .expect("the under view exists");
-        particles_3d_view(p, v, read).expect("the under view is 3-D")
-    });
+    let under_view = match under {
+        Some(u) => {
+            let v = p
+                .views
+                .iter()
+                .find(|v| v.node_id() == u)
+                .expect("the under view exists");
+            Some(particles_3d_view(p, v, read).expect("the under view is 3-D"))
+        }
+        // The ground, drawn first on the background, as a view under it.
+        None if scene.show_ground => {
+            let bg = background.map(to_u8);
+            let mut img = Image::new(*width, *height, [bg[0], bg[1], bg[2], 255]);
+            let mut depth = vec![u32::MAX; (*width * *height) as usize];
+            ground_3d(&mut img, &mut depth, scene, *background, None);
+            Some((img, depth))
+        }
+        None => None,
+    };
     let input = VolumeInput {
         value: &value,
         shape,
@@ -1631,12 +1669,15 @@ pub fn surface_depth(
                 ];
                 let len = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt();
                 let sign = if area > 0.0 { -1.0f32 } else { 1.0 };
-                let ndl = if len > 0.0 {
-                    (n[0] * LIGHT[0] + n[1] * LIGHT[1] + n[2] * LIGHT[2]) * (sign / len)
-                } else {
-                    0.0
+                let lit = |l: [f32; 3]| {
+                    if len > 0.0 {
+                        (n[0] * l[0] + n[1] * l[1] + n[2] * l[2]) * (sign / len)
+                    } else {
+                        0.0
+                    }
                 };
-                let shade = 0.25 + 0.75 * ndl.max(0.0);
+                let (ndl, ndv) = (lit(LIGHT), lit(fr.back));
+                let shade = (0.2 + 0.6 * ndl.max(0.0)) + 0.3 * ndv.max(0.0);
                 img.rgba[i..i + 4].copy_from_slice(&[
                     to_u8(color[0] * shade),
                     to_u8(color[1] * shade),
@@ -1723,6 +1764,155 @@ pub fn overlay_3d(img: &mut Image, depth: &[u32], scene: &Scene) {
         for (i, rgb) in AXIS_RGB.iter().enumerate() {
             let e = (o.0 + len * fr.right[i], o.1 - len * fr.up[i]);
             line(o, e, width, height, |_, x, y| put(img, x, y, *rgb));
+        }
+    }
+}
+
+/// Where a point casts its shadow on the ground plane `y0` along
+/// `weft_ir::passes::views::surface::LIGHT`, `None` below the plane
+/// (`weft_ir::passes::views::ground`).
+fn ground_cast(p: [f32; 3], y0: f32) -> Option<[f32; 3]> {
+    use weft_ir::passes::views::surface::LIGHT;
+    let k = (p[1] - y0) / LIGHT[1];
+    (p[1] >= y0).then_some([p[0] - LIGHT[0] * k, y0, p[2] - LIGHT[2] * k])
+}
+
+/// The shadow mask of a 3-D particles view (`ground::particle_shadows`).
+pub fn particle_shadows(
+    points: &[[f32; 3]],
+    radius: f32,
+    scene: &Scene,
+    w: u32,
+    h: u32,
+) -> Vec<bool> {
+    use weft_ir::passes::views::ground::MAX_SHADOW_RADIUS;
+    let fr = CameraFrame::new(&scene.camera, w, h);
+    let mut mask = vec![false; (w * h) as usize];
+    for &p in points {
+        let Some(s) = ground_cast(p, scene.domain[1]) else {
+            continue;
+        };
+        let (Some(pp), Some(ps)) = (fr.project(p), fr.project(s)) else {
+            continue;
+        };
+        let r = (radius * (pp.2 / ps.2)).min(MAX_SHADOW_RADIUS);
+        let reach = r + 1.0;
+        let x0 = (ps.0 - reach).floor().max(0.0) as i64;
+        let x1 = (ps.0 + reach).ceil().min(w as f32 - 1.0) as i64;
+        let y0 = (ps.1 - reach).floor().max(0.0) as i64;
+        let y1 = (ps.1 + reach).ceil().min(h as f32 - 1.0) as i64;
+        for y in y0..=y1 {
+            for x in x0..=x1 {
+                let dx = (x as f32 + 0.5) - ps.0;
+                let dy = ps.1 - (y as f32 + 0.5);
+                if dx * dx + dy * dy <= r * r {
+                    mask[(y as u32 * w + x as u32) as usize] = true;
+                }
+            }
+        }
+    }
+    mask
+}
+
+/// The shadow mask of a surface view (`ground::surface_shadows`).
+pub fn surface_shadows(kept: &[SurfaceTriangle], scene: &Scene, w: u32, h: u32) -> Vec<bool> {
+    let fr = CameraFrame::new(&scene.camera, w, h);
+    let mut mask = vec![false; (w * h) as usize];
+    let edge = |a: (f32, f32), b: (f32, f32), p: (f32, f32)| {
+        (b.0 - a.0) * (p.1 - a.1) - (b.1 - a.1) * (p.0 - a.0)
+    };
+    for (v, _) in kept {
+        let pr: Option<Vec<(f32, f32)>> = v
+            .iter()
+            .map(|&p| {
+                let s = ground_cast(p, scene.domain[1])?;
+                fr.project(s).map(|(x, y, _)| (x, y))
+            })
+            .collect();
+        let Some(a) = pr else { continue };
+        if edge(a[0], a[1], a[2]) == 0.0 {
+            continue;
+        }
+        let span = |c: [f32; 3], n: u32| {
+            let lo = c[0].min(c[1]).min(c[2]).floor().clamp(0.0, n as f32) as i64;
+            let hi = c[0].max(c[1]).max(c[2]).ceil().clamp(-1.0, n as f32 - 1.0) as i64;
+            (lo, hi)
+        };
+        let (x0, x1) = span([a[0].0, a[1].0, a[2].0], w);
+        let (y0, y1) = span([a[0].1, a[1].1, a[2].1], h);
+        for y in y0..=y1 {
+            for x in x0..=x1 {
+                let p = (x as f32 + 0.5, y as f32 + 0.5);
+                let e = [
+                    edge(a[1], a[2], p),
+                    edge(a[2], a[0], p),
+                    edge(a[0], a[1], p),
+                ];
+                if e.iter().all(|&q| q >= 0.0) || e.iter().all(|&q| q <= 0.0) {
+                    mask[(y as u32 * w + x as u32) as usize] = true;
+                }
+            }
+        }
+    }
+    mask
+}
+
+/// The ground of a 3-D view (`show_ground`) drawn into its picture and
+/// depth words where it is nearer, from the definition in
+/// `weft_ir::passes::views::ground`.
+pub fn ground_3d(
+    img: &mut Image,
+    depth: &mut [u32],
+    scene: &Scene,
+    background: [f32; 3],
+    mask: Option<&[bool]>,
+) {
+    use weft_ir::passes::views::ground::{
+        Geometry, DEPTH_BIAS, LINE_ALPHA, LINE_RGB, PLANE_ALPHA, PLANE_RGB, SHADOW,
+    };
+    let (w, h) = (img.width, img.height);
+    let fr = CameraFrame::new(&scene.camera, w, h);
+    let g = Geometry::of(&scene.domain);
+    for y in 0..h {
+        for x in 0..w {
+            let a = ((x as f32 + 0.5) - fr.half[0]) / fr.focal;
+            let b = (fr.half[1] - (y as f32 + 0.5)) / fr.focal;
+            let d: [f32; 3] =
+                std::array::from_fn(|i| (a * fr.right[i] + b * fr.up[i]) - fr.back[i]);
+            let t = (g.y0 - fr.eye[1]) / d[1];
+            let hx = fr.eye[0] + t * d[0];
+            let hz = fr.eye[2] + t * d[2];
+            let m = (hx - g.centre[0]).abs().max((hz - g.centre[1]).abs());
+            let key = (t * DEPTH_BIAS).to_bits();
+            let px = (y * w + x) as usize;
+            if !(t.is_finite() && t > fr.near && m < g.half && key < depth[px]) {
+                continue;
+            }
+            let f = 1.0 - m / g.half;
+            let dist = |hv: f32, o: f32| {
+                let u = (hv - o) / g.step;
+                (u - (u + 0.5).floor()).abs()
+            };
+            let dl = dist(hx, g.origin[0]).min(dist(hz, g.origin[1])) * g.step;
+            let lw = t / fr.focal;
+            let dn = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+            let st = (lw * dn) / d[1].abs();
+            let line = (1.0 - dl / lw).clamp(0.0, 1.0) * 1.0f32.min(g.step / (8.0 * st));
+            let a_plane = PLANE_ALPHA * f;
+            let a_line = (LINE_ALPHA * line) * f;
+            let dark = mask.is_some_and(|m| m[px]);
+            let i = px * 4;
+            for c in 0..3 {
+                let bg = background[c];
+                let mut v = bg + (PLANE_RGB[c] - bg) * a_plane;
+                v += (LINE_RGB[c] - v) * a_line;
+                if dark {
+                    v *= 1.0 - SHADOW * f;
+                }
+                img.rgba[i + c] = to_u8(v);
+            }
+            img.rgba[i + 3] = 255;
+            depth[px] = key;
         }
     }
 }

@@ -192,8 +192,8 @@ pub fn shade(
             let r2 = ((v[0] * v[0] + v[1] * v[1]) + v[2] * v[2]).max(1e-4);
             k *= 1.0 / r2;
         }
-        for ch in 0..3 {
-            light[ch] += src.color[ch] * k;
+        for (l, c) in light.iter_mut().zip(src.color) {
+            *l += c * k;
         }
     }
     let scat: [f32; 3] = std::array::from_fn(|ch| cfg.albedo[ch] * light[ch]);

@@ -2635,8 +2635,11 @@ fn overlays_match_the_reference_on_every_backend() {
 /// = 1) lies at depth 1.5: corners at 50 ± 0.5 / 1.5 × 50 = 33.33 and
 /// 66.67, so its edges light rows and columns 33 and 66 from 33 to 66;
 /// the back face (depth 2.5) at 50 ± 10: rows and columns 40 and 60 from
-/// 40 to 60. A red particle at the centre (depth 2, a disc of 30 pixels)
-/// hides the back edges (farther) but not the front ones (nearer). Axes:
+/// 40 to 60. A red particle at the centre (depth 2, a disc of 20 pixels: a
+/// sphere of world radius 20 · 2 / 50 = 0.8) hides the back edges (its
+/// surface at depth ≤ 2.5 there) but not the front ones: 17 pixels off
+/// centre its surface is at depth 2 - 0.8·sqrt(1 - (17/20)²) = 1.58,
+/// behind the front face (1.5), and the corners are off the disc. Axes:
 /// 25 pixels long (100 / 4) from pixel (31, 68) (31 = floor(25 × 1.25)):
 /// x red to the right (columns 32..=56 of row 68), y green upwards
 /// (column 31, rows 43..=67), z blue seen end on: the origin pixel.
@@ -2657,7 +2660,7 @@ fn overlay_box_and_axes_by_hand_in_a_front_view() {
         &mut g,
         "view",
         "particles",
-        json!({"width": 100, "height": 100, "radius": 30.0, "color": [1.0, 0.0, 0.0],
+        json!({"width": 100, "height": 100, "radius": 20.0, "color": [1.0, 0.0, 0.0],
                "background": [0.0, 0.0, 0.0], "domain": [0.0, 0.0, 0.0, 1.0, 1.0, 1.0],
                "camera": {"yaw": 0, "pitch": 0, "target": [0.5, 0.5, 0.5], "distance": 2.0, "fov": 90.0},
                "show_box": true, "show_axes": true}),
@@ -2684,8 +2687,8 @@ fn overlay_box_and_axes_by_hand_in_a_front_view() {
         }
     }
     // Back face: every pixel of it lies within 15 of the disc's centre
-    // (radius 30 around (50, 50)), and the disc (depth 2) is nearer than
-    // the back face (depth 2.5): hidden, the particle shows.
+    // (radius 20 around (50, 50)), and the sphere is nearer than the back
+    // face (depth 2.5): hidden, the particle shows.
     for t in 41..=59 {
         for p in [(t, 40), (40, t)] {
             assert!(!boxed.contains(&p), "back edge pixel {:?} is hidden", p);
@@ -3128,5 +3131,219 @@ fn lit_volume_errors_name_the_node_and_param() {
         e.contains("vol") && e.contains("emission") && e.contains("shape"),
         "{}",
         e
+    );
+}
+
+/// `show_ground` on every 3-D view kind (particles with their shadows, a
+/// volume of each lit/emission mode over the ground, a volume over
+/// particles standing on theirs, surfaces with their shadow and an
+/// overflowing one whose red border stays on top) equals the reference
+/// (`view_reference::ground_3d`, the definition in
+/// `weft_ir::passes::views::ground`) exactly on vm and cpu, and wgpu
+/// within `GPU_LEVELS`; and every picture shows the ground.
+#[test]
+fn ground_matches_the_reference_on_every_backend() {
+    let mut g = volume_graph(false);
+    let base = json!({"width": 96, "height": 72, "background": [0.1, 0.2, 0.3],
+                      "domain": [0.0, 0.0, 0.0, 1.0, 1.0, 1.0], "show_ground": true});
+    let with = |extra: Value| {
+        let mut p = base.clone();
+        for (k, v) in extra.as_object().unwrap() {
+            p[k] = v.clone();
+        }
+        p
+    };
+    add_view(
+        &mut g,
+        "parts",
+        "particles",
+        with(json!({"radius": 4.0, "color": [0.2, 1.0, 0.4], "show_box": true})),
+        &[("positions", "x")],
+    );
+    add_view(
+        &mut g,
+        "parts_low",
+        "particles",
+        with(json!({"radius": 3.0, "camera": {"yaw": -35, "pitch": 8}})),
+        &[("positions", "x")],
+    );
+    for (id, extra) in [
+        ("smoke", json!({"density": 6.0, "show_box": true})),
+        ("lit", json!({"mode": "lit", "density": 4.0})),
+        (
+            "mip",
+            json!({"mode": "mip", "camera": {"yaw": -40, "pitch": 35}}),
+        ),
+        ("over_parts", json!({"under": "parts", "density": 3.0})),
+    ] {
+        add_view(&mut g, id, "volume", with(extra), &[("field", "d")]);
+    }
+    let mut sim = Runs::new(&g, 1);
+    let mut imgs = sim.check("ground_volume");
+    let mut g = sphere_graph(true);
+    for (id, extra) in [
+        ("iso", json!({})),
+        ("iso_high", json!({"camera": {"yaw": 60, "pitch": 50}})),
+    ] {
+        let mut params = json!({"width": 120, "height": 90, "domain": BOX, "max_triangles": 8000,
+                                "show_ground": true});
+        for (k, v) in extra.as_object().unwrap() {
+            params[k] = v.clone();
+        }
+        add_view(&mut g, id, "surface", params, &[("field", "s")]);
+    }
+    let mut sim = Runs::new(&g, 0);
+    imgs.extend(sim.check("ground_surface"));
+    for (id, img) in &imgs {
+        dump("ground", id, "vm", img);
+    }
+    // The ground shows: the bottom rows of every picture are not the bare
+    // background.
+    for (id, img) in &imgs {
+        let bg: [u8; 3] = if id.starts_with("iso") {
+            [0.07f32, 0.15, 0.18].map(|c| (c * 255.0 + 0.5) as u8)
+        } else {
+            [0.1f32, 0.2, 0.3].map(|c| (c * 255.0 + 0.5) as u8)
+        };
+        let y = img.height - 4;
+        let changed = (0..img.width)
+            .filter(|&x| {
+                let i = ((y * img.width + x) * 4) as usize;
+                img.rgba[i..i + 3] != bg
+            })
+            .count();
+        assert!(changed > 0, "{}: the ground shows in row {}", id, y);
+    }
+    // An overflowing mesh (which triangles keep a slot depends on thread
+    // order, so only the vm's picture is looked at): the red border stays
+    // over the ground.
+    let mut g = sphere_graph(true);
+    add_view(
+        &mut g,
+        "overflow",
+        "surface",
+        json!({"width": 120, "height": 90, "domain": BOX, "max_triangles": 50, "show_ground": true}),
+        &[("field", "s")],
+    );
+    let mut sim = Runs::new(&g, 0);
+    let over = sim.vm.render_views().expect("renders").remove(0).1;
+    for (x, y) in [(0, 0), (60, 88), (1, 45), (119, 89)] {
+        let i = ((y * over.width + x) * 4) as usize;
+        assert_eq!(
+            &over.rgba[i..i + 4],
+            &[255, 0, 0, 255],
+            "the overflow border at ({}, {})",
+            x,
+            y
+        );
+    }
+}
+
+/// The ground and a shadow by hand, from the definition (not the reference
+/// renderer): a camera straight down (pitch 90) on the unit box sees the
+/// floor as a square; one particle at (0.5, 0.9, 0.5) casts its shadow
+/// along the key light `L` to (0.5 - L.x·k, 0, 0.5 - L.z·k) with k = 0.9 /
+/// L.y. The pixel there is darker than the same place with the particle
+/// moved off to the side (where it casts elsewhere); and with the
+/// ground off that pixel is the background.
+#[test]
+fn ground_shadow_falls_along_the_key_light() {
+    use weft_ir::passes::views::surface::LIGHT;
+    let shot = |px: f32, ground: bool| {
+        let code = format!("fn kernel(p: i32) {{ x[p] = vec3({:.3}, 0.9, 0.5); }}", px);
+        let mut g = kernel_graph(&[F("x", "vec3", &[1], json!(0))], &code, &[1], json!({}));
+        add_view(
+            &mut g,
+            "view",
+            "particles",
+            json!({"width": 100, "height": 100, "radius": 6.0, "background": [0.0, 0.0, 0.0],
+                   "domain": [0.0, 0.0, 0.0, 1.0, 1.0, 1.0], "show_ground": ground,
+                   "camera": {"yaw": 0, "pitch": 90, "target": [0.5, 0.0, 0.5], "distance": 2.0, "fov": 90.0}}),
+            &[("positions", "x")],
+        );
+        let mut sim = Runs::new(&g, 0);
+        sim.check("ground_shadow").remove(0).1
+    };
+    // Seen from above (pitch 90: x right, -z up), world (x, z) on the
+    // floor at depth 2 lands at pixel (50 + (x - 0.5)·25, 50 + (z - 0.5)·25)
+    // (focal 50).
+    let k = 0.9 / LIGHT[1];
+    let (sx, sz) = (0.5 - LIGHT[0] * k, 0.5 - LIGHT[2] * k);
+    let (x, y) = (
+        (50.0 + (sx - 0.5) * 25.0) as u32,
+        (50.0 + (sz - 0.5) * 25.0) as u32,
+    );
+    let lum = |img: &Image| {
+        let i = ((y * img.width + x) * 4) as usize;
+        img.rgba[i] as u32 + img.rgba[i + 1] as u32 + img.rgba[i + 2] as u32
+    };
+    let shadowed = shot(0.5, true);
+    let clear = shot(0.1, true);
+    let bare = shot(0.5, false);
+    dump("ground_shadow", "shadowed", "vm", &shadowed);
+    assert!(
+        lum(&shadowed) * 10 < lum(&clear) * 8,
+        "the shadow at ({}, {}) darkens the ground: {} vs {}",
+        x,
+        y,
+        lum(&shadowed),
+        lum(&clear)
+    );
+    assert!(lum(&clear) > 0, "the ground shows at ({}, {})", x, y);
+    assert_eq!(lum(&bare), 0, "no ground without show_ground");
+}
+
+/// 3-D particles are spheres in depth, not flat discs: from the front
+/// (yaw 0, pitch 0, distance 2, fov 90: focal 50 on 100 × 100), a red
+/// particle at the centre (depth 2) and a green one 0.15 behind it and 0.5
+/// to the right (depth 2.15, centre 50 + 0.5/2.15·50 = 61.6 px), both 20
+/// pixels across (world radii 0.8 and 0.86). At the green one's centre the
+/// red sphere's surface is at depth 2 - 0.8·sqrt(1 - (11.6/20)²) = 1.35
+/// and the green one's at 2.15 - 0.86 = 1.29: green is nearer and shows
+/// (flat discs at their centres' depths, red would cover it). At the red
+/// one's centre red (1.2) is nearer. vm and cpu equal the reference
+/// exactly, wgpu within `GPU_LEVELS`.
+#[test]
+fn particles_3d_are_spheres_in_depth() {
+    let code = "fn kernel(p: i32) {
+        if p == 0 { x[p] = vec3(0.5, 0.5, 0.5); col[p] = vec3(1.0, 0.0, 0.0); }
+        if p == 1 { x[p] = vec3(1.0, 0.5, 0.35); col[p] = vec3(0.0, 1.0, 0.0); }
+    }";
+    let mut g = kernel_graph(
+        &[
+            F("x", "vec3", &[2], json!(0)),
+            F("col", "vec3", &[2], json!(0)),
+        ],
+        code,
+        &[2],
+        json!({}),
+    );
+    add_view(
+        &mut g,
+        "view",
+        "particles",
+        json!({"width": 100, "height": 100, "radius": 20.0, "background": [0.0, 0.0, 0.0],
+               "domain": [0.0, 0.0, 0.0, 1.0, 1.0, 1.0],
+               "camera": {"yaw": 0, "pitch": 0, "target": [0.5, 0.5, 0.5], "distance": 2.0, "fov": 90.0}}),
+        &[("positions", "x"), ("color", "col")],
+    );
+    let mut sim = Runs::new(&g, 0);
+    let img = sim.check("spheres_in_depth").remove(0).1;
+    dump("spheres_in_depth", "view", "vm", &img);
+    let px = |x: u32, y: u32| {
+        let i = ((y * img.width + x) * 4) as usize;
+        [img.rgba[i], img.rgba[i + 1], img.rgba[i + 2]]
+    };
+    let g61 = px(61, 49);
+    assert!(
+        g61[1] > 0 && g61[0] == 0,
+        "green shows at its centre: {:?}",
+        g61
+    );
+    let r50 = px(50, 49);
+    assert!(
+        r50[0] > 0 && r50[1] == 0,
+        "red shows at its centre: {:?}",
+        r50
     );
 }

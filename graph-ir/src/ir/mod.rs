@@ -1540,6 +1540,9 @@ pub struct Scene {
     pub show_box: bool,
     /// `show_axes`: an x/y/z axis gizmo in the bottom-left corner.
     pub show_axes: bool,
+    /// `show_ground`: a grid on the domain's floor, with the shadows of
+    /// particles and surfaces (`passes::views::ground`).
+    pub show_ground: bool,
 }
 
 #[derive(Clone, Debug)]

@@ -163,7 +163,7 @@ impl Builder<'_> {
                     let scene = if three {
                         match scene_3d(&d, n.p("camera"), radius, w, h).and_then(|mut s| {
                             s.orbit = orbit_param(n.p("orbit_degrees_per_frame"))?;
-                            (s.show_box, s.show_axes) = overlay_params(n)?;
+                            (s.show_box, s.show_axes, s.show_ground) = overlay_params(n)?;
                             Ok(s)
                         }) {
                             Ok(s) => Some(s),
@@ -181,7 +181,7 @@ impl Builder<'_> {
                             ));
                             continue;
                         }
-                        if let Some(p) = ["show_box", "show_axes"]
+                        if let Some(p) = ["show_box", "show_axes", "show_ground"]
                             .into_iter()
                             .find(|p| n.p(p).as_bool() == Some(true))
                         {
@@ -278,7 +278,7 @@ impl Builder<'_> {
                     let d = nums(n.p("domain"));
                     let scene = match scene_3d(&d, n.p("camera"), 1.0, w, h).and_then(|mut s| {
                         s.orbit = orbit_param(n.p("orbit_degrees_per_frame"))?;
-                        (s.show_box, s.show_axes) = overlay_params(n)?;
+                        (s.show_box, s.show_axes, s.show_ground) = overlay_params(n)?;
                         Ok(s)
                     }) {
                         Ok(s) => s,
@@ -623,7 +623,7 @@ impl Builder<'_> {
         };
         let scene = match scene_3d(&d, n.p("camera"), 1.0, w, h).and_then(|mut s| {
             s.orbit = orbit_param(n.p("orbit_degrees_per_frame"))?;
-            (s.show_box, s.show_axes) = overlay_params(n)?;
+            (s.show_box, s.show_axes, s.show_ground) = overlay_params(n)?;
             Ok(s)
         }) {
             Ok(s) => s,
@@ -760,18 +760,20 @@ fn scene_3d(
         orbit: 0.0,
         show_box: false,
         show_axes: false,
+        show_ground: false,
     })
 }
 
-/// A 3-D view's `show_box` and `show_axes` params (booleans, default
-/// false): the overlays of `passes::views::overlay3d`.
-pub fn overlay_params(n: &Node) -> Result<(bool, bool), (&'static str, String)> {
+/// A 3-D view's `show_box`, `show_axes` and `show_ground` params
+/// (booleans, default false): the overlays of `passes::views::overlay3d`
+/// and the ground of `passes::views::ground`.
+pub fn overlay_params(n: &Node) -> Result<(bool, bool, bool), (&'static str, String)> {
     let flag = |name: &'static str| match n.p(name) {
         Value::Null => Ok(false),
         Value::Bool(b) => Ok(*b),
         v => Err((name, format!("{} is true or false; got {}", name, v))),
     };
-    Ok((flag("show_box")?, flag("show_axes")?))
+    Ok((flag("show_box")?, flag("show_axes")?, flag("show_ground")?))
 }
 
 /// A 3-D view's `orbit_degrees_per_frame` param (default 0): the

@@ -77,6 +77,7 @@ use crate::types::{Scalar, Type};
 use super::PassError;
 
 pub mod camera;
+pub mod ground;
 mod histogram;
 pub mod overlay3d;
 pub mod particles3d;

@@ -12,13 +12,18 @@
 //!   cx`, `dy = cy - (f32(y) + 0.5)` (y up) and `dd = dx*dx + dy*dy`,
 //!   visiting the pixels `max(floor(c - (r + 1)), 0) ..= min(ceil(c + (r +
 //!   1)), N - 1)` per axis.
-//! - Depth rule (32-bit atomics only, each pass a launch of its own):
-//!   `VIEW.depth` (u32 per pixel) starts at `u32::MAX` and takes the
-//!   `atomic_min` of the bits of `depth` (a positive f32, whose bits order
-//!   like its value) over every covered pixel; then every particle whose
-//!   depth bits equal the pixel's takes `atomic_min(image, index)` (the
-//!   image starts at `u32::MAX`): the nearest particle wins, the lowest
-//!   index among equally near ones, whatever order threads run in.
+//! - Depth rule (32-bit atomics only, each pass a launch of its own): a
+//!   particle is a sphere of world radius `rw = (radius * depth) / fp`
+//!   (`fp` the focal length); at a covered pixel its surface lies at `z =
+//!   max(depth - rw * nz, near)` with `nz = sqrt(max(1 - dd * ir2, 0))`
+//!   (`ir2` below). `VIEW.depth` (u32 per pixel) starts at `u32::MAX` and
+//!   takes the `atomic_min` of the bits of `z` (a positive f32, whose bits
+//!   order like its value) over every covered pixel; then every particle
+//!   whose `z` bits at the pixel equal the pixel's takes
+//!   `atomic_min(image, index)` (the image starts at `u32::MAX`): the
+//!   nearest surface wins (spheres that overlap cut each other where they
+//!   meet), the lowest index among equally near ones, whatever order
+//!   threads run in.
 //! - Shading (per pixel, of its winner): the splat is a sphere facing the
 //!   camera, normal `n = (dx * ir, dy * ir, sqrt(max(1 - dd * ir2, 0)))`
 //!   in camera space (x right, y up, z towards the viewer) with `ir =
@@ -94,20 +99,38 @@ pub(super) fn particles3d(
         depth,
     };
     let n = program.fields[positions].shape[0];
-    let launches = vec![
+    let mut launches = vec![
         add(program, node_id, fill(img, height, pitch)),
         add(program, node_id, fill(depth, height, width)),
         add(program, node_id, splat(&s, n, false)),
         add(program, node_id, splat(&s, n, true)),
         add(program, node_id, resolve(&s)),
     ];
+    let mut scratch = vec![depth, cam];
+    if scene.show_ground {
+        let mask = ground::shadow_field(program, node_id, width, height);
+        scratch.push(mask);
+        let t = ground::Target {
+            image: img,
+            depth,
+            camera: cam,
+            shadow: Some(mask),
+            width,
+            height,
+            background,
+        };
+        launches.push(add(program, node_id, ground::clear(mask, width, height)));
+        let k = ground::particle_shadows(&t, positions, n, radius, &scene.domain);
+        launches.push(add(program, node_id, k));
+        launches.push(add(program, node_id, ground::ground(&t, &scene.domain)));
+    }
     Ok(ViewKernels {
         node_id: node_id.to_string(),
         image: img,
         width,
         height,
         pitch,
-        scratch: vec![depth, cam],
+        scratch,
         depth: Some(depth),
         launches,
     })
@@ -154,6 +177,18 @@ fn offset(e: &mut Emit, cx: InstId, cy: InstId, x: InstId, y: InstId) -> [InstId
     [dx, dy, dd]
 }
 
+/// `sqrt(max(1 - dd * ir2, 0))`: the camera-facing component of the
+/// sphere's unit normal at squared pixel distance `dd` from its centre.
+fn sphere_nz(e: &mut Emit, radius: f32, dd: InstId) -> InstId {
+    let ir2 = e.f32c((1.0 / (radius as f64 * radius as f64)) as f32);
+    let one = e.f32c(1.0);
+    let t = e.bin(BinaryOp::Mul, dd, ir2);
+    let t = e.bin(BinaryOp::Sub, one, t);
+    let zero = e.f32c(0.0);
+    let t = e.call(Builtin::Max, vec![t, zero]);
+    e.call(Builtin::Sqrt, vec![t])
+}
+
 /// One invocation per particle over its disc's pixels: the depth pass
 /// (`atomic_min(depth, bits(depth))`), or with `index` the index pass
 /// (`atomic_min(image, k)` where the pixel's depth is this particle's).
@@ -166,13 +201,23 @@ fn splat(s: &Spec, n: u32, index: bool) -> Kernel {
         let reach = s.radius + 1.0;
         let (x0, x1) = footprint(e, pr.cx, reach, s.width);
         let (y0, y1) = footprint(e, pr.cy, reach, s.height);
-        let key = e.bitcast(pr.depth, Type::U32);
         let ku = e.cast(k, Type::U32);
+        // The sphere's world radius: `radius` pixels at its depth.
+        let rc = e.f32c(s.radius);
+        let rw = e.bin(BinaryOp::Mul, rc, pr.depth);
+        let rw = e.bin(BinaryOp::Div, rw, fr.focal);
         e.range_incl(y0, y1, |e, y| {
             e.range_incl(x0, x1, |e, x| {
                 let [_, _, dd] = offset(e, pr.cx, pr.cy, x, y);
                 let r2 = e.f32c(s.radius * s.radius);
                 let covers = e.bin(BinaryOp::Le, dd, r2);
+                // The depth of the sphere's surface at this pixel (so
+                // touching spheres cut each other where they meet).
+                let nz = sphere_nz(e, s.radius, dd);
+                let dz = e.bin(BinaryOp::Mul, rw, nz);
+                let z = e.bin(BinaryOp::Sub, pr.depth, dz);
+                let z = e.call(Builtin::Max, vec![z, fr.near]);
+                let key = e.bitcast(z, Type::U32);
                 if index {
                     e.if_(covers, |e| {
                         let near = e.load(s.depth, Type::U32, vec![y, x]);
@@ -216,15 +261,10 @@ fn resolve(s: &Spec) -> Kernel {
         let pr = project(e, s, &fr, k);
         let [dx, dy, dd] = offset(e, pr.cx, pr.cy, x, y);
         let ir = e.f32c((1.0 / s.radius as f64) as f32);
-        let ir2 = e.f32c((1.0 / (s.radius as f64 * s.radius as f64)) as f32);
         let nx = e.bin(BinaryOp::Mul, dx, ir);
         let ny = e.bin(BinaryOp::Mul, dy, ir);
-        let one = e.f32c(1.0);
-        let t = e.bin(BinaryOp::Mul, dd, ir2);
-        let t = e.bin(BinaryOp::Sub, one, t);
         let zero = e.f32c(0.0);
-        let t = e.call(Builtin::Max, vec![t, zero]);
-        let nz = e.call(Builtin::Sqrt, vec![t]);
+        let nz = sphere_nz(e, s.radius, dd);
         let terms: [InstId; 3] = std::array::from_fn(|i| {
             let l = e.f32c(LIGHT[i]);
             e.bin(BinaryOp::Mul, [nx, ny, nz][i], l)

@@ -48,9 +48,12 @@
 //!   camera (negated when the screen `area > 0`: pixel y points down),
 //!   lit by a light fixed in world space: `ndl = ((n.x*L.x + n.y*L.y) +
 //!   n.z*L.z) * (sign / len)` with `len = sqrt((n.x*n.x + n.y*n.y) +
-//!   n.z*n.z)`, 0 when `len` is 0, `shade = AMBIENT + DIFFUSE * max(ndl,
-//!   0)`; each channel `byte(color * shade)`, alpha 255. Other pixels: the
-//!   background's bytes. Overflow border last.
+//!   n.z*n.z)`, 0 when `len` is 0, and a headlight along the camera's
+//!   back vector `w`: `ndv` the same with `w` for `L`; `shade = (AMBIENT +
+//!   DIFFUSE * max(ndl, 0)) + HEADLIGHT * max(ndv, 0)`; each channel
+//!   `byte(color * shade)`, alpha 255. Other pixels: the background's
+//!   bytes. Overflow border last (after the ground, `ground.rs`, when the
+//!   view has one).
 
 use super::camera::{self, Frame};
 use super::*;
@@ -60,8 +63,11 @@ use crate::lower::emit::Build;
 /// Direction towards the light, world space (from above, front-left at the
 /// default camera; unit length within f32 rounding).
 pub const LIGHT: [f32; 3] = [-0.303_045_8, 0.808_122_2, 0.505_076_3];
-pub const AMBIENT: f32 = 0.25;
-pub const DIFFUSE: f32 = 0.75;
+pub const AMBIENT: f32 = 0.2;
+pub const DIFFUSE: f32 = 0.6;
+/// A headlight along the camera's view (its back vector): the side of the
+/// surface the key light misses is not flat ambient.
+pub const HEADLIGHT: f32 = 0.3;
 /// Width in pixels of the red border drawn when triangles were dropped.
 pub const OVERFLOW_BORDER: u32 = 3;
 pub const OVERFLOW_RGB: [u8; 3] = [255, 0, 0];
@@ -135,6 +141,46 @@ struct Spec {
     tris: FieldId,
     keys: FieldId,
     count: FieldId,
+    /// `show_ground`: the overflow border is drawn after the ground.
+    ground: bool,
+}
+
+/// Whether pixel (x, y) is on the overflow border of an overflowing mesh.
+fn overflow_edge(e: &mut Emit, s: &Spec, x: InstId, y: InstId) -> InstId {
+    let z = e.i32c(0);
+    let count = e.load(s.count, Type::U32, vec![z]);
+    let max = e.u32c(s.max);
+    let over = e.bin(BinaryOp::Gt, count, max);
+    let b = OVERFLOW_BORDER as i32;
+    let bc = e.i32c(b);
+    let xl = e.bin(BinaryOp::Lt, x, bc);
+    let yl = e.bin(BinaryOp::Lt, y, bc);
+    let xr = e.i32c(s.width as i32 - b);
+    let xh = e.bin(BinaryOp::Ge, x, xr);
+    let yr = e.i32c(s.height as i32 - b);
+    let yh = e.bin(BinaryOp::Ge, y, yr);
+    let edge = e.bin(BinaryOp::LogicalOr, xl, yl);
+    let edge = e.bin(BinaryOp::LogicalOr, edge, xh);
+    let edge = e.bin(BinaryOp::LogicalOr, edge, yh);
+    e.bin(BinaryOp::LogicalAnd, over, edge)
+}
+
+/// One invocation per pixel: the overflow border over the ground.
+fn border(s: &Spec) -> Kernel {
+    let mut e = Emit::new("view", 2);
+    let idx = e.args(2);
+    let (y, x) = (idx[0], idx[1]);
+    let red = overflow_edge(&mut e, s, x, y);
+    let [r, g, b] = OVERFLOW_RGB;
+    let word = r as u32 | (g as u32) << 8 | (b as u32) << 16 | 255 << 24;
+    e.if_(red, |e| {
+        let w = e.u32c(word);
+        e.store(s.img, vec![y, x], w);
+    });
+    e.range_kernel(
+        vec![s.height, s.width],
+        vec![("triangle_count", s.count), ("image", s.img)],
+    )
 }
 
 /// A field of `ty` and `shape` on a dense root of its own, every
@@ -248,8 +294,9 @@ pub(super) fn surface(
         tris,
         keys,
         count,
+        ground: scene.show_ground,
     };
-    let launches = vec![
+    let mut launches = vec![
         add(program, node_id, reset_count(&s)),
         add(program, node_id, fill(img, height, pitch)),
         add(program, node_id, fill(depth, height, width)),
@@ -260,13 +307,32 @@ pub(super) fn surface(
         add(program, node_id, raster(&s, Pass::Slot)),
         add(program, node_id, resolve(&s)),
     ];
+    let mut scratch = vec![depth, winner, tris, keys, count, cam];
+    if scene.show_ground {
+        let mask = ground::shadow_field(program, node_id, width, height);
+        scratch.push(mask);
+        let t = ground::Target {
+            image: img,
+            depth,
+            camera: cam,
+            shadow: Some(mask),
+            width,
+            height,
+            background,
+        };
+        launches.push(add(program, node_id, ground::clear(mask, width, height)));
+        let k = ground::surface_shadows(&t, tris, count, max_triangles, &scene.domain);
+        launches.push(add(program, node_id, k));
+        launches.push(add(program, node_id, ground::ground(&t, &scene.domain)));
+        launches.push(add(program, node_id, border(&s)));
+    }
     Ok(ViewKernels {
         node_id: node_id.to_string(),
         image: img,
         width,
         height,
         pitch,
-        scratch: vec![depth, winner, tris, keys, count, cam],
+        scratch,
         launches,
         depth: Some(depth),
     })
@@ -412,7 +478,12 @@ enum Pass {
 }
 
 /// `(b.x - a.x) * (p.y - a.y) - (b.y - a.y) * (p.x - a.x)`.
-fn edge(e: &mut Emit, a: (InstId, InstId), b: (InstId, InstId), p: (InstId, InstId)) -> InstId {
+pub(super) fn edge(
+    e: &mut Emit,
+    a: (InstId, InstId),
+    b: (InstId, InstId),
+    p: (InstId, InstId),
+) -> InstId {
     let bx = e.bin(BinaryOp::Sub, b.0, a.0);
     let py = e.bin(BinaryOp::Sub, p.1, a.1);
     let by = e.bin(BinaryOp::Sub, b.1, a.1);
@@ -420,6 +491,57 @@ fn edge(e: &mut Emit, a: (InstId, InstId), b: (InstId, InstId), p: (InstId, Inst
     let l = e.bin(BinaryOp::Mul, bx, py);
     let r = e.bin(BinaryOp::Mul, by, px);
     e.bin(BinaryOp::Sub, l, r)
+}
+
+/// The clamped pixel span `floor(min)..=ceil(max)` of three screen
+/// coordinates on an axis of `n` pixels (the start past the end when the
+/// triangle misses the image on that axis).
+pub(super) fn span(e: &mut Emit, c: [InstId; 3], n: u32) -> (InstId, InstId) {
+    let lo = e.call(Builtin::Min, vec![c[0], c[1]]);
+    let lo = e.call(Builtin::Min, vec![lo, c[2]]);
+    let hi = e.call(Builtin::Max, vec![c[0], c[1]]);
+    let hi = e.call(Builtin::Max, vec![hi, c[2]]);
+    let lo = e.call(Builtin::Floor, vec![lo]);
+    let zero = e.f32c(0.0);
+    let nf = e.f32c(n as f32);
+    let lo = e.call(Builtin::Clamp, vec![lo, zero, nf]);
+    let hi = e.call(Builtin::Ceil, vec![hi]);
+    let m1 = e.f32c(-1.0);
+    let last = e.f32c(n as f32 - 1.0);
+    let hi = e.call(Builtin::Clamp, vec![hi, m1, last]);
+    (e.cast(lo, Type::I32), e.cast(hi, Type::I32))
+}
+
+/// Whether pixel (x, y)'s centre is inside or on the edges of the screen
+/// triangle `a` (the three edge functions all `>= 0` or all `<= 0`), and
+/// the edge functions.
+pub(super) fn covers(
+    e: &mut Emit,
+    a: &[(InstId, InstId)],
+    x: InstId,
+    y: InstId,
+) -> (InstId, [InstId; 3]) {
+    let half = e.f32c(0.5);
+    let px = e.cast(x, Type::F32);
+    let px = e.bin(BinaryOp::Add, px, half);
+    let py = e.cast(y, Type::F32);
+    let py = e.bin(BinaryOp::Add, py, half);
+    let p = (px, py);
+    let w = [
+        edge(e, a[1], a[2], p),
+        edge(e, a[2], a[0], p),
+        edge(e, a[0], a[1], p),
+    ];
+    let zero = e.f32c(0.0);
+    let mut pos = e.bin(BinaryOp::Ge, w[0], zero);
+    let mut neg = e.bin(BinaryOp::Le, w[0], zero);
+    for &wi in &w[1..] {
+        let g = e.bin(BinaryOp::Ge, wi, zero);
+        pos = e.bin(BinaryOp::LogicalAnd, pos, g);
+        let l = e.bin(BinaryOp::Le, wi, zero);
+        neg = e.bin(BinaryOp::LogicalAnd, neg, l);
+    }
+    (e.bin(BinaryOp::LogicalOr, pos, neg), w)
 }
 
 /// Triangle `slot`'s vertices (three f32 each).
@@ -471,21 +593,6 @@ fn raster(s: &Spec, pass: Pass) -> Kernel {
                 .iter()
                 .map(|p| e.bin(BinaryOp::Div, one, p.depth))
                 .collect();
-            let span = |e: &mut Emit, c: [InstId; 3], n: u32| {
-                let lo = e.call(Builtin::Min, vec![c[0], c[1]]);
-                let lo = e.call(Builtin::Min, vec![lo, c[2]]);
-                let hi = e.call(Builtin::Max, vec![c[0], c[1]]);
-                let hi = e.call(Builtin::Max, vec![hi, c[2]]);
-                let lo = e.call(Builtin::Floor, vec![lo]);
-                let zero = e.f32c(0.0);
-                let nf = e.f32c(n as f32);
-                let lo = e.call(Builtin::Clamp, vec![lo, zero, nf]);
-                let hi = e.call(Builtin::Ceil, vec![hi]);
-                let m1 = e.f32c(-1.0);
-                let last = e.f32c(n as f32 - 1.0);
-                let hi = e.call(Builtin::Clamp, vec![hi, m1, last]);
-                (e.cast(lo, Type::I32), e.cast(hi, Type::I32))
-            };
             let (x0, x1) = span(e, [a[0].0, a[1].0, a[2].0], s.width);
             let (y0, y1) = span(e, [a[0].1, a[1].1, a[2].1], s.height);
             let key = if pass == Pass::Depth {
@@ -502,27 +609,7 @@ fn raster(s: &Spec, pass: Pass) -> Kernel {
             e.if_(on, |e| {
                 e.range_incl(y0, y1, |e, y| {
                     e.range_incl(x0, x1, |e, x| {
-                        let half = e.f32c(0.5);
-                        let px = e.cast(x, Type::F32);
-                        let px = e.bin(BinaryOp::Add, px, half);
-                        let py = e.cast(y, Type::F32);
-                        let py = e.bin(BinaryOp::Add, py, half);
-                        let p = (px, py);
-                        let w = [
-                            edge(e, a[1], a[2], p),
-                            edge(e, a[2], a[0], p),
-                            edge(e, a[0], a[1], p),
-                        ];
-                        let zero = e.f32c(0.0);
-                        let mut pos = e.bin(BinaryOp::Ge, w[0], zero);
-                        let mut neg = e.bin(BinaryOp::Le, w[0], zero);
-                        for &wi in &w[1..] {
-                            let g = e.bin(BinaryOp::Ge, wi, zero);
-                            pos = e.bin(BinaryOp::LogicalAnd, pos, g);
-                            let l = e.bin(BinaryOp::Le, wi, zero);
-                            neg = e.bin(BinaryOp::LogicalAnd, neg, l);
-                        }
-                        let covers = e.bin(BinaryOp::LogicalOr, pos, neg);
+                        let (covers, w) = covers(e, &a, x, y);
                         e.if_(covers, |e| {
                             let t0 = e.bin(BinaryOp::Mul, w[0], r[0]);
                             let t1 = e.bin(BinaryOp::Mul, w[1], r[1]);
@@ -625,6 +712,15 @@ fn resolve(s: &Spec) -> Kernel {
         let amb = e.f32c(AMBIENT);
         let lit = e.bin(BinaryOp::Mul, dif, ndl);
         let shade = e.bin(BinaryOp::Add, amb, lit);
+        let hterms: [InstId; 3] = std::array::from_fn(|i| e.bin(BinaryOp::Mul, n[i], fr.back[i]));
+        let ndv = e.bin(BinaryOp::Add, hterms[0], hterms[1]);
+        let ndv = e.bin(BinaryOp::Add, ndv, hterms[2]);
+        let ndv = e.bin(BinaryOp::Mul, ndv, scale);
+        let ndv = e.select(has, ndv, zero);
+        let ndv = e.call(Builtin::Max, vec![ndv, zero]);
+        let head = e.f32c(HEADLIGHT);
+        let hl = e.bin(BinaryOp::Mul, head, ndv);
+        let shade = e.bin(BinaryOp::Add, shade, hl);
         let bytes: [InstId; 3] = std::array::from_fn(|i| {
             let c = e.f32c(s.color[i]);
             let c = e.bin(BinaryOp::Mul, c, shade);
@@ -634,27 +730,14 @@ fn resolve(s: &Spec) -> Kernel {
         let word = e.pack([bytes[0], bytes[1], bytes[2], opaque]);
         e.set(out, word);
     });
-    // The overflow border.
-    let z = e.i32c(0);
-    let count = e.load(s.count, Type::U32, vec![z]);
-    let max = e.u32c(s.max);
-    let over = e.bin(BinaryOp::Gt, count, max);
-    let b = OVERFLOW_BORDER as i32;
-    let bc = e.i32c(b);
-    let xl = e.bin(BinaryOp::Lt, x, bc);
-    let yl = e.bin(BinaryOp::Lt, y, bc);
-    let xr = e.i32c(s.width as i32 - b);
-    let xh = e.bin(BinaryOp::Ge, x, xr);
-    let yr = e.i32c(s.height as i32 - b);
-    let yh = e.bin(BinaryOp::Ge, y, yr);
-    let edge = e.bin(BinaryOp::LogicalOr, xl, yl);
-    let edge = e.bin(BinaryOp::LogicalOr, edge, xh);
-    let edge = e.bin(BinaryOp::LogicalOr, edge, yh);
-    let red = e.bin(BinaryOp::LogicalAnd, over, edge);
-    e.if_(red, |e| {
-        let w = e.u32c(word_of(OVERFLOW_RGB));
-        e.set(out, w);
-    });
+    // The overflow border (after the ground, when there is one).
+    if !s.ground {
+        let red = overflow_edge(&mut e, s, x, y);
+        e.if_(red, |e| {
+            let w = e.u32c(word_of(OVERFLOW_RGB));
+            e.set(out, w);
+        });
+    }
     let word = e.get(out);
     e.store(s.img, vec![y, x], word);
     e.range_kernel(

@@ -189,6 +189,45 @@ pub(super) fn volume(
     };
     let cam = camera::new_field(program, node_id, &camera::frame(scene, width, height));
     scratch.push(cam);
+    // The ground: drawn first, on the background, as if a view under the
+    // volume had drawn it (with `under`, that view draws its own).
+    let mut under = under.map(|u| u.0);
+    if scene.show_ground && under.is_none() {
+        let gimg = new_field(
+            program,
+            &format!("{}.ground_image", node_id),
+            vec![height, pitch],
+            0,
+        );
+        let gdepth = new_field(
+            program,
+            &format!("{}.ground_depth", node_id),
+            vec![height, width],
+            u32::MAX,
+        );
+        scratch.extend([gimg, gdepth]);
+        let bg = overlay3d::word(*background);
+        launches.push(add(program, node_id, ground::fill(gimg, height, pitch, bg)));
+        launches.push(add(
+            program,
+            node_id,
+            ground::fill(gdepth, height, width, u32::MAX),
+        ));
+        let t = ground::Target {
+            image: gimg,
+            depth: gdepth,
+            camera: cam,
+            shadow: None,
+            width,
+            height,
+            background: *background,
+        };
+        launches.push(add(program, node_id, ground::ground(&t, &scene.domain)));
+        under = Some(Under {
+            image: gimg,
+            depth: gdepth,
+        });
+    }
     let lit = match mode {
         VolumeMode::Lit(cfg) => Some(lit_fields(
             program,
@@ -216,7 +255,7 @@ pub(super) fn volume(
         sparse,
         img,
         depth,
-        under: under.map(|u| u.0),
+        under,
         lit: None,
         jitter: *jitter,
     };

@@ -6,12 +6,12 @@
 //! values and the background; the reference renderer in `weft-tests`
 //! follows this in plain Rust, f32 operations in this order):
 //! - Extinction: a sample's `tc` is `clamp(tn, 0, 1)` (NaN = 0) of the
-//!   field's value, as in `emission`; its opacity `a = 1 - exp(-((density
-//!   * tc) * step))`.
+//!   field's value, as in `emission`; its opacity `a = 1 -
+//!   exp(-((density * tc) * step))`.
 //! - Transmittance grids: with `shadow_density > 0`, one per light, of
 //!   shape `m = ceil(n / k)` per axis (`k = shadow_cells`), each cell `c`
-//!   the fraction of the light reaching its centre `q = lo + (f32(c) + 0.5)
-//!   * cc` (`cc = f32((hi - lo) / m)` per axis). Towards the light: `L =
+//!   the fraction of the light reaching its centre `q = lo + (f32(c) +
+//!   0.5) * cc` (`cc = f32((hi - lo) / m)` per axis). Towards the light: `L =
 //!   toward` (directional; `tend = +inf`) or, for a point light at `P`,
 //!   `v = P - q`, `r = sqrt((v.x*v.x + v.y*v.y) + v.z*v.z)`, `L = v / max(r,
 //!   1e-20)`, `tend = r`. The box exit from `q`: per axis `inv = 1 / (L or
@@ -341,10 +341,10 @@ pub(super) fn scatter(e: &mut Emit, s: &Spec, lit: &Lit, p: [InstId; 3]) -> [Ins
         if let Some(f) = fall {
             k = e.bin(BinaryOp::Mul, k, f);
         }
-        for ch in 0..3 {
-            let col = e.f32c(src.color[ch]);
+        for (l, &c) in light.iter_mut().zip(&src.color) {
+            let col = e.f32c(c);
             let m = e.bin(BinaryOp::Mul, col, k);
-            light[ch] = e.bin(BinaryOp::Add, light[ch], m);
+            *l = e.bin(BinaryOp::Add, *l, m);
         }
     }
     std::array::from_fn(|ch| {
