@@ -2064,7 +2064,7 @@ impl eframe::App for WeftApp {
         self.export
             .after_panels(self.viewport.sim.as_ref(), &base, &label);
         // The panels have read this pass's state: the next frame goes out.
-        self.timeline.follow_play(&mut self.viewport);
+        self.timeline.follow_play(&mut self.viewport, &ctx);
         self.viewport.end_pass(&ctx);
         if self.status != self.status_line.status_seen
             || self.model.revision != self.status_line.status_revision
