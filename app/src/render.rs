@@ -81,7 +81,11 @@ pub fn render(a: RenderArgs) -> i32 {
                 spec.view,
                 spec.width,
                 spec.height,
-                if spec.out.extension().is_some_and(|e| e.eq_ignore_ascii_case("mp4")) {
+                if spec
+                    .out
+                    .extension()
+                    .is_some_and(|e| e.eq_ignore_ascii_case("mp4"))
+                {
                     format!("H.264 at {} fps", spec.fps)
                 } else {
                     "PNG".to_string()

@@ -428,7 +428,9 @@ fn bad_flags_give_one_clear_error() {
 /// A graph whose frame 3 indexes past its field: a fault naming kernel `k`.
 fn faulting_graph(dir: &Path) -> std::path::PathBuf {
     let g = dir.join("fault.json");
-    std::fs::write(&g, r#"{"format": "weft-graph", "version": 1, "nodes": [
+    std::fs::write(
+        &g,
+        r#"{"format": "weft-graph", "version": 1, "nodes": [
         {"id": "L", "kind": "dense", "params": {"shape": [8, 8]}},
         {"id": "u", "kind": "field"},
         {"id": "k", "kind": "kernel", "params": {"over": "u",
@@ -437,7 +439,9 @@ fn faulting_graph(dir: &Path) -> std::path::PathBuf {
         {"id": "view", "kind": "image", "params": {"min": 0, "max": 1}}],
       "wires": [{"from": "L.cells", "to": "u.layout"}, {"from": "u.field", "to": "k.u"},
                 {"from": "u.field", "to": "view.field"}],
-      "exec": [{"from": "f.then", "to": "k"}]}"#).unwrap();
+      "exec": [{"from": "f.then", "to": "k"}]}"#,
+    )
+    .unwrap();
     g
 }
 
@@ -580,7 +584,14 @@ fn help_describes_every_flag() {
     assert!(o.status.success());
     let t = String::from_utf8_lossy(&o.stdout);
     for flag in [
-        "--view", "--frames", "--size", "--out", "--backend", "--fps", "--resume", "--set",
+        "--view",
+        "--frames",
+        "--size",
+        "--out",
+        "--backend",
+        "--fps",
+        "--resume",
+        "--set",
     ] {
         assert!(t.contains(flag), "{} missing from --help:\n{}", flag, t);
     }

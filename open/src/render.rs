@@ -108,7 +108,10 @@ impl Output {
 #[derive(Clone, Debug, PartialEq)]
 pub enum RenderError {
     /// `--view`: no view node of that id; the views there are.
-    NoSuchView { view: String, available: Vec<String> },
+    NoSuchView {
+        view: String,
+        available: Vec<String>,
+    },
     /// `--frames`: an empty or negative range, or one a snapshot is past.
     Frames(String),
     /// `--size`: zero, too large, or odd for an MP4.
@@ -265,9 +268,7 @@ pub fn check_spec(spec: &RenderSpec) -> Result<(Output, Option<PathBuf>), Render
     // written through a link, and a folder in the way is named.
     let files: Vec<PathBuf> = match &out {
         Output::Movie(p) => vec![p.clone()],
-        Output::Sequence(_) => (spec.first..=spec.last)
-            .map(|f| out.file_of(f))
-            .collect(),
+        Output::Sequence(_) => (spec.first..=spec.last).map(|f| out.file_of(f)).collect(),
     };
     for p in &files {
         if let Ok(m) = std::fs::symlink_metadata(p) {
@@ -437,8 +438,8 @@ pub fn resume(
 ) -> Result<(PathBuf, i32, Vec<String>), RuntimeError> {
     use weft_runtime::snapshot;
     let (loaded, skipped) = snapshot::latest(dir)?;
-    let before: weft_ir::graph::GraphDoc = serde_json::from_value(loaded.graph.clone())
-        .map_err(|e| {
+    let before: weft_ir::graph::GraphDoc =
+        serde_json::from_value(loaded.graph.clone()).map_err(|e| {
             RuntimeError::Io(format!(
                 "{}: its graph does not read: {}",
                 loaded.path.display(),
@@ -504,12 +505,12 @@ pub fn render(
             return Err(RenderError::Cancelled { frames: rendered });
         }
         if sim.frame >= spec.first {
-            let img = sim.render_view(&spec.view)?.ok_or_else(|| {
-                RenderError::NoSuchView {
+            let img = sim
+                .render_view(&spec.view)?
+                .ok_or_else(|| RenderError::NoSuchView {
                     view: spec.view.clone(),
                     available: view_ids(&sim.program),
-                }
-            })?;
+                })?;
             let img = if scale {
                 scale_nearest(&img, spec.width, spec.height)
             } else {
@@ -579,9 +580,8 @@ struct Movie {
 impl Movie {
     fn start(ffmpeg: &Path, dest: &Path, spec: &RenderSpec) -> Result<Movie, RenderError> {
         create_parent(dest)?;
-        let file = AtomicFile::create(dest).map_err(|e| {
-            RenderError::Output(format!("cannot write {}: {}", dest.display(), e))
-        })?;
+        let file = AtomicFile::create(dest)
+            .map_err(|e| RenderError::Output(format!("cannot write {}: {}", dest.display(), e)))?;
         let mut child = Command::new(ffmpeg)
             .args(["-hide_banner", "-loglevel", "error", "-nostats", "-y"])
             .args(["-f", "rawvideo", "-pix_fmt", "rgba"])
@@ -730,7 +730,11 @@ mod tests {
             resume: None,
         };
         let e = check_spec(&spec).unwrap_err();
-        assert!(e.to_string().contains("even width and height; use 66x64"), "{}", e);
+        assert!(
+            e.to_string().contains("even width and height; use 66x64"),
+            "{}",
+            e
+        );
         spec.out = std::env::temp_dir().join("weft-render-odd_####.png");
         assert!(check_spec(&spec).is_ok());
     }

@@ -71,12 +71,21 @@ fn the_render_dialog_writes_the_png_sequence_weft_render_writes() {
     h.run_steps(1);
     h.get_by_label("Start render").click();
     h.run_steps(1);
-    assert!(h.state().render.job.is_some(), "the render runs in the background");
+    assert!(
+        h.state().render.job.is_some(),
+        "the render runs in the background"
+    );
     wait_for_render(&mut h);
     let backend = match &h.state().render.message {
         Some(Ok(m)) => {
             assert!(m.contains("rendered 3 frames of 'view'"), "{}", m);
-            m.split(" on ").nth(1).unwrap().split(':').next().unwrap().to_string()
+            m.split(" on ")
+                .nth(1)
+                .unwrap()
+                .split(':')
+                .next()
+                .unwrap()
+                .to_string()
         }
         other => panic!("the render failed: {:?}", other),
     };
@@ -87,18 +96,33 @@ fn the_render_dialog_writes_the_png_sequence_weft_render_writes() {
     // The CLI's render of the same frames on the same backend: the same files.
     let cli = std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
         .current_dir(root())
-        .args(["render", "graphs/heat.json", "--view", "view", "--frames", "1:3"])
+        .args([
+            "render",
+            "graphs/heat.json",
+            "--view",
+            "view",
+            "--frames",
+            "1:3",
+        ])
         .args(["--size", "64x48", "--backend", &backend, "--out"])
         .arg(dir.join("cli_####.png"))
         .output()
         .unwrap();
-    assert!(cli.status.success(), "{}", String::from_utf8_lossy(&cli.stderr));
+    assert!(
+        cli.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
     for f in 1..=3 {
         let app = std::fs::read(dir.join(format!("app_{:04}.png", f))).unwrap();
         let cli = std::fs::read(dir.join(format!("cli_{:04}.png", f))).unwrap();
         // PNG header: width and height at bytes 16..24, big-endian.
         assert_eq!(&app[16..24], &[0, 0, 0, 64, 0, 0, 0, 48]);
-        assert!(app == cli, "frame {}: the app's PNG differs from weft render's", f);
+        assert!(
+            app == cli,
+            "frame {}: the app's PNG differs from weft render's",
+            f
+        );
     }
     assert!(h.state().render.problem.is_none());
 }
@@ -135,12 +159,22 @@ fn cancel_stops_a_render_and_keeps_nothing_half_written() {
     // Some frames in, then Cancel.
     for _ in 0..3000 {
         h.step();
-        if h.state().render.job.as_ref().is_some_and(|j| j.rendered() >= 3) {
+        if h.state()
+            .render
+            .job
+            .as_ref()
+            .is_some_and(|j| j.rendered() >= 3)
+        {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    assert!(h.state().render.job.as_ref().is_some_and(|j| j.rendered() >= 3));
+    assert!(h
+        .state()
+        .render
+        .job
+        .as_ref()
+        .is_some_and(|j| j.rendered() >= 3));
     h.get_by_label("Cancel render").click();
     wait_for_render(&mut h);
     match &h.state().render.message {
@@ -171,7 +205,9 @@ fn a_fault_while_rendering_is_a_problem_naming_its_node() {
     let dir = scratch("problem");
     // Frame 3 indexes past the field: a fault of kernel `k`.
     let g = dir.join("fault.json");
-    std::fs::write(&g, r#"{"format": "weft-graph", "version": 1, "nodes": [
+    std::fs::write(
+        &g,
+        r#"{"format": "weft-graph", "version": 1, "nodes": [
         {"id": "L", "kind": "dense", "params": {"shape": [8, 8]}},
         {"id": "u", "kind": "field"},
         {"id": "k", "kind": "kernel", "params": {"over": "u",
@@ -180,7 +216,9 @@ fn a_fault_while_rendering_is_a_problem_naming_its_node() {
         {"id": "view", "kind": "image", "params": {"min": 0, "max": 1}}],
       "wires": [{"from": "L.cells", "to": "u.layout"}, {"from": "u.field", "to": "k.u"},
                 {"from": "u.field", "to": "view.field"}],
-      "exec": [{"from": "f.then", "to": "k"}]}"#).unwrap();
+      "exec": [{"from": "f.then", "to": "k"}]}"#,
+    )
+    .unwrap();
     let out = dir.join("frames");
     std::fs::create_dir_all(&out).unwrap();
     let mut h = harness_with(Some(g), dir.join("cfg"));
@@ -197,7 +235,11 @@ fn a_fault_while_rendering_is_a_problem_naming_its_node() {
     wait_for_render(&mut h);
     let (node, text) = h.state().render.problem.clone().expect("a problem");
     assert_eq!(node.as_deref(), Some("k"), "{}", text);
-    assert!(text.contains("node 'k'") && text.contains("out of bounds"), "{}", text);
+    assert!(
+        text.contains("node 'k'") && text.contains("out of bounds"),
+        "{}",
+        text
+    );
     // The frames before the fault, each whole; none after.
     assert_eq!(names(&out), ["f_0000.png", "f_0001.png", "f_0002.png"]);
     // In the Problems panel (the window, which says it too, closed); a

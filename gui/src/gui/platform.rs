@@ -59,7 +59,9 @@ pub fn unavailable(f: Feature) -> Option<&'static str> {
         Feature::Sweep => "sweeps run weft processes or Slurm jobs: a browser page starts none",
         Feature::Export => "export writes files into a folder: a browser page has no file system",
         Feature::SpillToDisk => "a browser page has no disk: frames stay in memory",
-        Feature::Render => "a render writes a movie or PNG files: a browser page has no file system",
+        Feature::Render => {
+            "a render writes a movie or PNG files: a browser page has no file system"
+        }
     })
 }
 
