@@ -15,13 +15,17 @@
 //! stretches it).
 //!
 //! Why ffmpeg on PATH: there is no maintained pure-Rust H.264 encoder of
-//! usable quality (the `openh264` crate wraps Cisco's C library and needs
-//! its binary blob or a C build; `rav1e` is AV1, which editors and
-//! players take less widely), and linking libav* (`ffmpeg-next`) makes
-//! every build of Weft need the FFmpeg development headers of a matching
-//! version. Spawning the `ffmpeg` a render node or workstation already
-//! has keeps the build pure Rust and the encoder the one users know; the
-//! PNG sequence needs nothing outside Weft.
+//! usable quality. `less-avc` is pure Rust but writes lossless PCM
+//! all-intra frames only (movies as large as the raw pictures);
+//! `rusty_h264-encoder` is young (all-intra, DC prediction, no deblocking
+//! at 0.2). `openh264` builds Cisco's C++ library from source (a C++
+//! compiler and nasm on every build machine) or loads Cisco's binary at
+//! run time, and encodes Baseline profile only; `ffmpeg-next` links
+//! libav*, so every build of Weft would need FFmpeg's development headers
+//! of a matching version. Spawning the `ffmpeg` a render node or
+//! workstation already has keeps the build pure Rust and the encoder
+//! (libx264) the one users know; the PNG sequence needs nothing outside
+//! Weft.
 //!
 //! Writes: an MP4 is encoded into a temporary file beside the destination
 //! (`weft_ir::io::AtomicFile`) and renamed over it only when ffmpeg
