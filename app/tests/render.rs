@@ -597,3 +597,80 @@ fn help_describes_every_flag() {
     }
     assert!(t.contains("ffmpeg"), "{}", t);
 }
+
+#[test]
+fn a_volume_over_another_view_renders_with_both_at_the_render_size() {
+    // metaballs3d's surface view with a volume drawn over it (`under`):
+    // the two must share a size, so a render of the volume resizes both,
+    // as `weft run` draws it with both sizes set.
+    let dir = tmp("under");
+    let text_of = std::fs::read_to_string(root().join("graphs/metaballs3d.json")).unwrap();
+    let mut g: serde_json::Value = serde_json::from_str(&text_of).unwrap();
+    let view = g["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == "view")
+        .unwrap()
+        .clone();
+    let field = g["wires"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["to"] == "view.field")
+        .unwrap()["from"]
+        .clone();
+    let mut params = serde_json::json!({"under": "view", "mode": "mip"});
+    for k in ["width", "height", "domain", "camera"] {
+        params[k] = view["params"][k].clone();
+    }
+    g["nodes"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"id": "vol", "kind": "volume", "params": params}));
+    g["wires"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"from": field, "to": "vol.field"}));
+    let graph = dir.join("under.json");
+    std::fs::write(&graph, g.to_string()).unwrap();
+    let graph = graph.to_str().unwrap();
+    let run_out = dir.join("run");
+    let o = weft(&[
+        "run",
+        graph,
+        "--frames",
+        "1",
+        "--backend",
+        "cpu",
+        "--out",
+        run_out.to_str().unwrap(),
+        "--set",
+        "vol.width=200",
+        "--set",
+        "vol.height=120",
+        "--set",
+        "view.width=200",
+        "--set",
+        "view.height=120",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = dir.join("vol_####.png");
+    let o = render(&[
+        graph,
+        "--view",
+        "vol",
+        "--frames",
+        "1:1",
+        "--size",
+        "200x120",
+        "--backend",
+        "cpu",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let ours = read_png(&dir.join("vol_0001.png"));
+    assert_eq!((ours.0, ours.1), (200, 120));
+    assert!(ours == read_png(&run_out.join("vol_0001.png")));
+}
