@@ -66,6 +66,9 @@ pub fn render(a: RenderArgs) -> i32 {
     }
     match r {
         Ok(done) => {
+            for s in &done.skipped {
+                eprintln!("warning: skipped a damaged snapshot: {}", s);
+            }
             if let Some((path, frame)) = &done.resumed {
                 eprintln!("resumed from {} (frame {})", path.display(), frame);
             }

@@ -228,6 +228,8 @@ pub struct Rendered {
     pub backend: &'static str,
     /// The snapshot resumed from (`resume`): its folder and frame.
     pub resumed: Option<(PathBuf, i32)>,
+    /// Damaged snapshots passed over on the way to it (newest first).
+    pub skipped: Vec<String>,
 }
 
 /// Checks everything about `spec` that needs no graph: the range, the
@@ -478,10 +480,12 @@ pub fn render(
     let (program, scale) = program_at_size(source, spec)?;
     let mut sim = Simulation::new(program, opts)?;
     let mut resumed = None;
+    let mut skipped = Vec::new();
     if let Some(dir) = &spec.resume {
         // Against the document as given: the render size is not part of
         // the simulated state, so a snapshot of the graph resumes here.
-        let (path, frame, _) = resume(&mut sim, &source.doc, dir)?;
+        let (path, frame, passed) = resume(&mut sim, &source.doc, dir)?;
+        skipped = passed;
         if frame > spec.first {
             return Err(RenderError::Frames(format!(
                 "--frames {}:{}: the snapshot resumed ({}) is at frame {}, after the first frame \
@@ -557,6 +561,7 @@ pub fn render(
         files,
         backend: sim.backend_name(),
         resumed,
+        skipped,
     })
 }
 
