@@ -18,6 +18,8 @@ pub enum Command {
     Gui(GuiArgs),
     /// Run a graph headless: write each view as PNG frames and dump fields as .npy.
     Run(RunArgs),
+    /// Render one view over a frame range to an H.264 MP4 (through ffmpeg) or a PNG sequence, at any size.
+    Render(RenderArgs),
     /// Bake a frame range into a cache folder the app plays back without simulating (the app's Bake button).
     Bake(BakeArgs),
     /// Load, validate and compile graphs without running them; print every error.
@@ -109,6 +111,66 @@ pub struct BakeArgs {
     /// graph with them (MPM's particle-to-grid) bakes to the same bytes every time on cpu.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
+}
+
+/// `weft render`: one view, a frame range, a size, a movie or PNGs.
+#[derive(Args)]
+#[command(
+    after_help = "Frame N is the state after N frames (0: after on_start), numbered as `weft run` \
+numbers VIEW_000N.png; frames before A are simulated but not drawn. The view is drawn at --size \
+whatever its own width/height parameters say (a view with them is rebuilt at that size, with the \
+views under a volume; an image view, one pixel per cell of its field, is scaled by nearest \
+neighbour). An .mp4 is encoded by the ffmpeg on PATH (libx264, yuv420p, crf 18) into a temporary \
+file beside PATH and renamed into place when it is complete: a fault or Ctrl+C leaves no half-written \
+movie. A PNG sequence writes each frame whole; a link at a destination is refused before anything runs.\n\n\
+Examples:\n  weft render graphs/heat.json --view view --frames 0:120 --size 512x512 --out heat.mp4\n  \
+weft render graphs/smoke3d.json --view view --frames 1:48 --size 1280x720 --out frames/smoke_####.png"
+)]
+pub struct RenderArgs {
+    /// The graph file (.json).
+    pub graph: PathBuf,
+    /// The view node to draw (its id; `GROUP/ID` inside a group). A wrong id lists the graph's views.
+    #[arg(long, value_name = "VIEW")]
+    pub view: String,
+    /// The frames A:B to draw, both included; the simulation runs up to B.
+    #[arg(long, value_name = "A:B", value_parser = frame_range_arg)]
+    pub frames: (i32, i32),
+    /// The picture's size in pixels, WIDTHxHEIGHT (1 to 8192 each; even for an .mp4, which H.264 in yuv420p needs).
+    #[arg(long, value_name = "WxH", value_parser = size_arg)]
+    pub size: (u32, u32),
+    /// NAME.mp4 for an H.264 movie (needs ffmpeg on PATH), or a file name with a run of # ending in .png for a
+    /// PNG sequence (frames/smoke_####.png: # is the zero-padded frame number). An existing file is replaced
+    /// only when the render completes.
+    #[arg(long, value_name = "PATH")]
+    pub out: PathBuf,
+    /// auto (wgpu on a hardware GPU, else cpu), cpu (`jit`), vm, wgpu or cuda, as for `weft run`.
+    #[arg(long, default_value = "auto", value_parser = backend_arg)]
+    pub backend: Backend,
+    /// Frames per second of the movie (1 to 240; a PNG sequence has none).
+    #[arg(long, value_name = "N", default_value_t = 24)]
+    pub fps: u32,
+    /// Start from the newest complete snapshot in DIR (`weft run --checkpoint DIR`) instead of frame 0; it must
+    /// be of this graph and at or before frame A.
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
+    #[command(flatten)]
+    pub overrides: GraphOverrides,
+}
+
+/// `--size WxH`.
+fn size_arg(s: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("'{}' is not a size WIDTHxHEIGHT (e.g. 1280x720)", s);
+    let (w, h) = s.split_once(['x', 'X']).ok_or_else(bad)?;
+    let w: u32 = w.trim().parse().map_err(|_| bad())?;
+    let h: u32 = h.trim().parse().map_err(|_| bad())?;
+    let max = weft_open::render::MAX_SIDE;
+    if w == 0 || h == 0 || w > max || h > max {
+        return Err(format!(
+            "size '{}': width and height must be 1 to {} pixels",
+            s, max
+        ));
+    }
+    Ok((w, h))
 }
 
 fn frame_range_arg(s: &str) -> Result<(i32, i32), String> {

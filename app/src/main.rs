@@ -1,4 +1,4 @@
-//! The `weft` command line (run, check, ir, bench, replay, emit) and, with
+//! The `weft` command line (run, render, check, ir, bench, replay, emit) and, with
 //! no command or `weft gui`, the desktop app.
 //!
 //! Exit codes: 0 success; 1 a failure while running (kernel fault, I/O,
@@ -9,6 +9,7 @@ mod cli;
 mod grad;
 use weft_gui::gui;
 mod load;
+mod render;
 mod replay;
 mod run;
 mod sweep;
@@ -16,8 +17,17 @@ mod sweep;
 use clap::Parser;
 
 fn main() {
-    quiet_on_closed_pipe();
     let args = cli::Cli::parse();
+    // Not for the commands that pipe frames into ffmpeg (render, and the
+    // app's Render dialog): an ffmpeg that fails would end Weft with
+    // SIGPIPE before it could say why. Rust's default (ignored, EPIPE
+    // returned) lets the render report ffmpeg's own error instead.
+    if !matches!(
+        args.command,
+        None | Some(cli::Command::Gui(_)) | Some(cli::Command::Render(_))
+    ) {
+        quiet_on_closed_pipe();
+    }
     let code = match args.command {
         None => gui::platform::run(gui::GuiOptions {
             native_file_dialogs: true,
@@ -34,6 +44,7 @@ fn main() {
             ..Default::default()
         }),
         Some(cli::Command::Run(a)) => run::run(a),
+        Some(cli::Command::Render(a)) => render::render(a),
         Some(cli::Command::Bake(a)) => bake(a),
         Some(cli::Command::Check(a)) => run::check(a),
         Some(cli::Command::Ir(a)) => run::ir(a),

@@ -7,7 +7,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::Path;
 use weft_ir::graph::catalog;
-use weft_ir::graph::diff;
 use weft_ir::graph::document::GraphDoc;
 use weft_ir::ir::layout::root_words;
 use weft_ir::ir::print_program;
@@ -26,6 +25,24 @@ pub fn overrides(o: &GraphOverrides) -> Overrides {
     }
 }
 
+/// The simulation options of a command's flags: what `open_program` and
+/// `weft render` open the simulation with.
+pub fn sim_options(o: &GraphOverrides, backend: Backend, profile: bool) -> SimOptions {
+    SimOptions {
+        seed: o.seed,
+        threads: o.threads,
+        backend,
+        profile,
+        workgroup_size: o.workgroup_size,
+        max_memory: o.max_memory,
+        passes: PassOptions {
+            interkernel: !o.no_interkernel,
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
 /// Loads the graph file at `path` with the command's overrides and opens
 /// it on the chosen backend (`weft_open::file`), saying which was
 /// picked. Returns the document as overridden with the simulation.
@@ -36,23 +53,7 @@ pub fn open_program(
     quiet: bool,
     profile: bool,
 ) -> Result<(GraphDoc, Simulation), RuntimeError> {
-    let (doc, sim) = weft_open::file(
-        path,
-        &overrides(o),
-        &SimOptions {
-            seed: o.seed,
-            threads: o.threads,
-            backend,
-            profile,
-            workgroup_size: o.workgroup_size,
-            max_memory: o.max_memory,
-            passes: PassOptions {
-                interkernel: !o.no_interkernel,
-                ..Default::default()
-            },
-            ..Default::default()
-        },
-    )?;
+    let (doc, sim) = weft_open::file(path, &overrides(o), &sim_options(o, backend, profile))?;
     if !quiet {
         match (sim.device_name(), sim.backend()) {
             (Some(d), _) => eprintln!("backend: {} on {}", sim.backend_name(), d),
@@ -88,31 +89,11 @@ fn resume(
         );
         return Ok(());
     }
-    let (loaded, skipped) = snapshot::latest(dir)?;
+    let (path, frame, skipped) = weft_open::render::resume(sim, doc, dir)?;
     for s in skipped {
         eprintln!("warning: skipped a damaged snapshot: {}", s);
     }
-    let before: GraphDoc = serde_json::from_value(loaded.graph.clone()).map_err(|e| {
-        RuntimeError::Io(format!(
-            "{}: its graph does not read: {}",
-            loaded.path.display(),
-            e
-        ))
-    })?;
-    let diffs = diff::run_differences(&before, doc);
-    if !diffs.is_empty() {
-        return Err(RuntimeError::Io(format!(
-            "cannot resume from {}: it was taken from a different graph: {}",
-            loaded.path.display(),
-            diffs.join("; ")
-        )));
-    }
-    sim.restore(&loaded.snapshot)?;
-    eprintln!(
-        "resumed from {} (frame {})",
-        loaded.path.display(),
-        loaded.snapshot.frame
-    );
+    eprintln!("resumed from {} (frame {})", path.display(), frame);
     Ok(())
 }
 

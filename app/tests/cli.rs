@@ -13,6 +13,7 @@ fn every_command_has_help() {
     for cmd in [
         vec!["--help"],
         vec!["run", "--help"],
+        vec!["render", "--help"],
         vec!["bake", "--help"],
         vec!["check", "--help"],
         vec!["ir", "--help"],

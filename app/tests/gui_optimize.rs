@@ -10,6 +10,8 @@ mod support;
 mod field_ports;
 // File > Export… likewise.
 mod export;
+// File > Render… likewise.
+mod render_gui;
 // File > Open sweep… likewise.
 mod sweep_gui;
 // The timeline and its frame cache likewise.

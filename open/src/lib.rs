@@ -11,6 +11,12 @@
 //! document (`weft_ir::graph`) and the runtime, which sees only the IR.
 //! `grad` and bake open an already built program with `Simulation::new`
 //! themselves: they rewrite or hash it first.
+//!
+//! `render` (`weft render` and the app's Render dialog: one view over a
+//! frame range as an MP4 or a PNG sequence) is here for the same reason:
+//! both front ends build and step the same simulation through it.
+
+pub mod render;
 
 use std::path::Path;
 use weft_ir::graph::overrides::Overrides;
@@ -31,10 +37,18 @@ pub fn file(
     overrides: &Overrides,
     opts: &SimOptions,
 ) -> Result<(GraphDoc, Simulation), RuntimeError> {
-    let mut source = GraphSource::load(path)?;
-    source.apply(overrides)?;
+    let source = source(path, overrides)?;
     let sim = simulation(&source, opts)?;
     Ok((source.doc, sim))
+}
+
+/// The graph file at `path` as a source, with `overrides` applied and the
+/// asset library a graph in its folder sees: what `file` opens, for a
+/// caller that builds it itself (`render` rebuilds a view at its size).
+pub fn source(path: &Path, overrides: &Overrides) -> Result<GraphSource, RuntimeError> {
+    let mut source = GraphSource::load(path)?;
+    source.apply(overrides)?;
+    Ok(source)
 }
 
 #[cfg(test)]

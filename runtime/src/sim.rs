@@ -570,6 +570,47 @@ impl Simulation {
         Ok(true)
     }
 
+    /// One view (the view node `node_id`) drawn on the simulation's engine
+    /// and read back: what `weft render` and the app's Render dialog take
+    /// per frame, without drawing or reading the other views. A volume
+    /// drawn over another view (`under`) needs that view's picture and
+    /// depth first, so the views under it are drawn first, deepest first.
+    /// `None` when the program has no such view.
+    pub fn render_view(&mut self, node_id: &str) -> Result<Option<Image>, RuntimeError> {
+        let Some(index) = self
+            .program
+            .view_kernels
+            .iter()
+            .position(|v| v.node_id == node_id)
+        else {
+            return Ok(None);
+        };
+        let mut chain = vec![node_id.to_string()];
+        while let Some(u) = self.program.views.iter().find_map(|v| match v {
+            View::Volume {
+                node_id: n,
+                under: Some(u),
+                ..
+            } if n == chain.last().expect("never empty") => Some(u.clone()),
+            _ => None,
+        }) {
+            // A cycle is refused when the graph is built; stop anyway
+            // rather than loop.
+            if chain.contains(&u) {
+                break;
+            }
+            chain.push(u);
+        }
+        self.turn_tables()?;
+        for v in chain.iter().rev() {
+            self.draw_view(v)?;
+        }
+        let v = &self.program.view_kernels[index];
+        let root = layout::root_of(&self.program, self.program.fields[v.image].layout);
+        let words = self.engine.read_root(root)?;
+        Ok(Some(Image::from_words(v.width, v.height, v.pitch, &words)))
+    }
+
     /// Every view, drawn on the simulation's engine and read back (one read
     /// of its image field per view): (view node id, image).
     pub fn render_views(&mut self) -> Result<Vec<(String, Image)>, RuntimeError> {

@@ -675,3 +675,93 @@ fn a_bake_of_chosen_fields_shows_them_simulates_past_them_and_goes_stale_only_up
     drop(h);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Steps `n` passes (each 1/4 s on the harness's clock), with a pause
+/// for the simulation thread, recording the frame shown after each.
+fn frames_over(h: &mut Harness<'static, WeftApp>, n: usize) -> Vec<i32> {
+    (0..n)
+        .map(|_| {
+            h.step();
+            std::thread::sleep(std::time::Duration::from_millis(3));
+            h.state().viewport.frame()
+        })
+        .collect()
+}
+
+/// The passes at which the frame shown changed.
+fn changes(frames: &[i32]) -> Vec<usize> {
+    (1..frames.len())
+        .filter(|&i| frames[i] != frames[i - 1])
+        .collect()
+}
+
+#[test]
+fn the_flipbook_plays_cached_frames_at_its_rate_and_loops_or_stops() {
+    let mut h = harness(GRAPH);
+    wait_for_sim(&mut h);
+    use_backend(&mut h, Backend::Vm);
+    h.state_mut().timeline.start = 0;
+    h.state_mut().timeline.end = 8;
+    // Frames 0..=8 simulated once, so the flipbook plays them from the cache.
+    play_to(&mut h, 8);
+    seek(&mut h, 0);
+    let simulated = h.state().viewport.frames_run;
+    // The controls are on the timeline.
+    h.get_by_label("Flipbook").click();
+    h.run_steps(1);
+    assert!(h.state().timeline.flipbook);
+    assert!(h.state().timeline.loop_play, "Loop is on by default");
+    h.state_mut().timeline.fps = 1.0;
+    h.state_mut().viewport.playing = true;
+    // 20 s of the harness's clock (a pass is 1/4 s): at 1 fps each frame
+    // is held 4 passes (never fewer), and the range 0..=8 loops.
+    let frames = frames_over(&mut h, 80);
+    let at = changes(&frames);
+    assert!(
+        at.windows(2).all(|w| w[1] - w[0] >= 4),
+        "a frame was shown for less than 1 s: changes at passes {:?} ({:?})",
+        at,
+        frames
+    );
+    assert!(
+        at.len() >= 12 && at.len() <= 21,
+        "{} frame changes in 20 s at 1 fps: {:?}",
+        at.len(),
+        frames
+    );
+    assert!(
+        frames.windows(2).any(|w| w[0] == 8 && w[1] == 0),
+        "the range loops from its end to its start: {:?}",
+        frames
+    );
+    assert!(frames.iter().all(|f| (0..=8).contains(f)), "{:?}", frames);
+    assert_eq!(
+        h.state().viewport.frames_run,
+        simulated,
+        "the flipbook played cached frames without simulating"
+    );
+    // Loop off: playing stops at the end of the range.
+    h.state_mut().viewport.playing = false;
+    settle(&mut h);
+    seek(&mut h, 5);
+    h.get_by_label("Loop").click();
+    h.run_steps(1);
+    assert!(!h.state().timeline.loop_play);
+    h.state_mut().viewport.playing = true;
+    let frames = frames_over(&mut h, 40);
+    assert_eq!(*frames.last().unwrap(), 8, "{:?}", frames);
+    assert!(!h.state().viewport.playing, "playing stopped at the end");
+    // Off, the flipbook's rate no longer holds frames back.
+    h.get_by_label("Flipbook").click();
+    h.get_by_label("Loop").click();
+    h.run_steps(1);
+    seek(&mut h, 0);
+    h.state_mut().viewport.playing = true;
+    let frames = frames_over(&mut h, 12);
+    h.state_mut().viewport.playing = false;
+    assert!(
+        changes(&frames).len() > 6,
+        "without the flipbook cached frames play faster than 1 fps: {:?}",
+        frames
+    );
+}

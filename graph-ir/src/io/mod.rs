@@ -88,6 +88,14 @@ impl AtomicFile {
             .expect("an AtomicFile holds its file until commit")
     }
 
+    /// The temporary file's path, for a child process that must open the
+    /// file by name (ffmpeg's MP4 muxer seeks back to write its index, so
+    /// it cannot write to a pipe or an inherited descriptor). The file is
+    /// this `AtomicFile`'s own: it is renamed by `commit`, removed on drop.
+    pub fn temp_path(&self) -> &Path {
+        &self.tmp
+    }
+
     /// Syncs the bytes written and renames the temporary file over the
     /// final path (then syncs the folder, so the rename survives a crash).
     pub fn commit(mut self) -> std::io::Result<()> {

@@ -35,6 +35,7 @@ pub mod prefs;
 pub mod presets;
 pub mod quant_readout;
 pub mod recovery;
+pub mod render_panel;
 pub mod sim_worker;
 pub mod spreadsheet;
 pub mod sweep_panel;
@@ -114,6 +115,8 @@ pub struct WeftApp {
     pub export: export_panel::ExportPanel,
     /// File > Open sweep…: a collected sweep's contact sheet.
     pub sweep: sweep_panel::SweepPanel,
+    /// File > Render…: one view over a frame range as a movie or PNGs.
+    pub render: render_panel::RenderPanel,
     /// The timeline under the viewport (frame slider, play range, cache strip).
     pub timeline: timeline::Timeline,
 }
@@ -339,6 +342,7 @@ impl WeftApp {
             twins: Default::default(),
             memory: Default::default(),
             export: export_panel::ExportPanel::new(),
+            render: Default::default(),
             sweep: sweep_panel::SweepPanel::new(),
             timeline: Default::default(),
         }
@@ -389,6 +393,7 @@ impl WeftApp {
         // leaving: its bake stops (the frames written so far stay) and its
         // export specs go; a recording under way is finished first.
         self.timeline.forget_graph();
+        self.render.forget_graph();
         if let Some(m) = self.export.forget_graph(self.viewport.sim.as_ref()) {
             self.model.log.push(m);
         }
@@ -835,6 +840,17 @@ impl WeftApp {
                 {
                     ui.close();
                     self.export.open = true;
+                }
+                let no_render = platform::unavailable(platform::Feature::Render);
+                if ui
+                    .add_enabled(no_render.is_none(), egui::Button::new("Render…"))
+                    .on_hover_text("draw one view over a frame range as an MP4 movie or PNG files")
+                    .on_disabled_hover_text(no_render.unwrap_or_default())
+                    .clicked()
+                {
+                    ui.close();
+                    let (start, end) = (self.timeline.start, self.timeline.end);
+                    self.render.show(self.viewport.program(), start, end);
                 }
                 ui.menu_button("Examples", |ui| {
                     let mut files: Vec<PathBuf> = examples_dir()
@@ -1442,11 +1458,23 @@ impl WeftApp {
                     && memory.is_empty()
                     && fault.is_none()
                     && stopped.is_none()
+                    && self.render.problem.is_none()
                 {
                     ui.weak("No problems.");
                 }
                 if let Some(e) = stopped {
                     ui.label(egui::RichText::new(format!("the simulation: {}", e)).color(red));
+                }
+                if let Some((node, text)) = self.render.problem.clone() {
+                    let r = ui
+                        .add(
+                            egui::Label::new(egui::RichText::new(text).color(red))
+                                .sense(egui::Sense::click()),
+                        )
+                        .on_hover_text("File > Render… failed here; the next render clears it");
+                    if r.clicked() {
+                        self.selected = node.map(|n| group_ui::reveal(&mut self.model, &n));
+                    }
                 }
                 if let Some(f) = fault {
                     let r = ui
@@ -2015,6 +2043,10 @@ impl eframe::App for WeftApp {
             self.twins.start(&f, &doc, &self.model.assets, sim, opts);
         }
         self.export.ui(&ctx, self.viewport.program());
+        self.render.ui(&ctx, self.viewport.program());
+        if std::mem::take(&mut self.render.start_requested) {
+            self.start_render(&ctx);
+        }
         if let Some(p) = self.sweep.ui(&ctx) {
             self.request(Pending::OpenVariant {
                 graph: p.graph,
@@ -2032,7 +2064,7 @@ impl eframe::App for WeftApp {
         self.export
             .after_panels(self.viewport.sim.as_ref(), &base, &label);
         // The panels have read this pass's state: the next frame goes out.
-        self.timeline.follow_play(&mut self.viewport);
+        self.timeline.follow_play(&mut self.viewport, &ctx);
         self.viewport.end_pass(&ctx);
         if self.status != self.status_line.status_seen
             || self.model.revision != self.status_line.status_revision
@@ -2044,6 +2076,29 @@ impl eframe::App for WeftApp {
 }
 
 impl WeftApp {
+    /// Starts File > Render…'s render of the document as it is now (a
+    /// viewer flag's temporary view aside, as a bake takes it), on the
+    /// backend the viewport runs, with paths relative to the graph's folder.
+    fn start_render(&mut self, ctx: &egui::Context) {
+        let doc = self.model.root().into_owned();
+        let backend = self
+            .viewport
+            .sim
+            .as_ref()
+            .and_then(|s| s.backend())
+            .unwrap_or(self.viewport.backend);
+        let spec = self.render.spec(&self.base_dir().unwrap_or_default());
+        self.render.message = None;
+        self.render.problem = None;
+        self.render.job = Some(render_panel::RenderJob::start(
+            doc,
+            &self.model.assets,
+            backend,
+            spec,
+            ctx.clone(),
+        ));
+    }
+
     /// Flags field `id` (a field node, or `ID.grad`) for the viewport (or
     /// unflags it): the viewport recompiles with the temporary view and
     /// carries the running state over (the document is untouched, the

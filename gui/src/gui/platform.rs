@@ -45,6 +45,8 @@ pub enum Feature {
     Export,
     /// The timeline's frames evicted from memory, written to disk.
     SpillToDisk,
+    /// File > Render…: a movie (ffmpeg, a process) or PNGs in a folder.
+    Render,
 }
 
 /// Why `f` is disabled here, in one line (`None`: it works).
@@ -57,6 +59,9 @@ pub fn unavailable(f: Feature) -> Option<&'static str> {
         Feature::Sweep => "sweeps run weft processes or Slurm jobs: a browser page starts none",
         Feature::Export => "export writes files into a folder: a browser page has no file system",
         Feature::SpillToDisk => "a browser page has no disk: frames stay in memory",
+        Feature::Render => {
+            "a render writes a movie or PNG files: a browser page has no file system"
+        }
     })
 }
 

@@ -33,6 +33,13 @@ pub struct Timeline {
     /// Bake every field's state (`weft bake --fields all`) instead of the
     /// fields the views read.
     pub bake_all_fields: bool,
+    /// Flipbook: play at `fps` frames a second (cached and baked frames
+    /// are shown from the cache, held 1/fps each), as Houdini's flipbook
+    /// plays a cached range; off, playing goes as fast as frames come.
+    pub flipbook: bool,
+    pub fps: f32,
+    /// Playing past `end` goes back to `start`; off, it stops at `end`.
+    pub loop_play: bool,
 }
 
 /// What the timeline asks of the app after its pass.
@@ -65,6 +72,9 @@ impl Default for Timeline {
             bake: None,
             bake_message: None,
             bake_all_fields: false,
+            flipbook: false,
+            fps: 24.0,
+            loop_play: true,
         }
     }
 }
@@ -85,11 +95,18 @@ impl Timeline {
         r.left() + (f - self.start) as f32 * r.width() / n + r.width() / n * 0.5
     }
 
-    /// Before the viewport's pass: playing past the end of the range
-    /// goes back to its start.
-    pub fn follow_play(&mut self, vp: &mut Viewport) {
+    /// Before the viewport's pass: the flipbook rate goes to the
+    /// viewport, and playing past the end of the range goes back to its
+    /// start (with a flipbook, once the last frame has had its time) or,
+    /// without Loop, stops there.
+    pub fn follow_play(&mut self, vp: &mut Viewport, ctx: &egui::Context) {
+        vp.play_fps = self.flipbook.then_some(self.fps);
         if vp.playing && vp.seek_to.is_none() && vp.frame() >= self.end && self.end > self.start {
-            vp.seek(self.start);
+            if !self.loop_play {
+                vp.playing = false;
+            } else if vp.play_due(ctx) {
+                vp.seek(self.start);
+            }
         }
     }
 
@@ -158,6 +175,20 @@ impl Timeline {
             ui.add(egui::DragValue::new(&mut self.start).range(0..=self.end));
             ui.label("End");
             ui.add(egui::DragValue::new(&mut self.end).range(self.start + 1..=1_000_000));
+            ui.checkbox(&mut self.loop_play, "Loop")
+                .on_hover_text("playing past End goes back to Start; off: it stops at End");
+            ui.checkbox(&mut self.flipbook, "Flipbook").on_hover_text(
+                "play at a fixed rate: each frame is held for 1/FPS s (cached and baked \
+                 frames play without simulating; Bake the range first to flip through it)",
+            );
+            ui.add_enabled(
+                self.flipbook,
+                egui::DragValue::new(&mut self.fps)
+                    .range(1.0..=240.0)
+                    .speed(0.5)
+                    .suffix(" fps"),
+            )
+            .on_hover_text("frames per second of the flipbook");
             ui.separator();
             let gpu = vp.on_gpu_backend();
             let mut on = vp.cache.captures(gpu);

@@ -162,6 +162,13 @@ pub struct Viewport {
     /// are that frame's): the next frame is simulated from the last
     /// complete state, never from this one.
     pub display_only: bool,
+    /// Flipbook (the timeline's fixed-rate playback): while playing, at
+    /// most this many frames a second move on; a cached or baked frame is
+    /// held for 1/fps, a simulated one shown as it comes, no faster.
+    /// `None`: as fast as frames come.
+    pub play_fps: Option<f32>,
+    /// When playing last moved on under `play_fps` (egui's clock).
+    last_tick: Option<f64>,
     /// The asset library and graph folder the running build used (assets
     /// and data files are found from it; a bake's cache is checked
     /// against it).
@@ -269,6 +276,8 @@ impl Viewport {
             baked_stale: Vec::new(),
             baked_stale_why: String::new(),
             display_only: false,
+            play_fps: None,
+            last_tick: None,
             built_assets: Default::default(),
         }
     }

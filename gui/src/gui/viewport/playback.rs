@@ -91,6 +91,12 @@ impl Viewport {
             .zip(self.sim.as_ref())
             .is_some_and(|(t, sim)| sim.frame < t);
         let next = self.sim.as_ref().map_or(0, |s| s.frame + 1);
+        if !self.playing {
+            self.last_tick = None;
+        } else if !seeking && self.queued_steps == 0 && !self.play_due(ctx) {
+            // A flipbook holds the frame shown until its time is up.
+            return;
+        }
         if seeking {
             self.dispatch(ctx);
         } else if self.playing && self.queued_steps == 0 && self.cache.where_is(next).is_some() {
@@ -112,6 +118,33 @@ impl Viewport {
         } else if self.playing || self.queued_steps > 0 {
             self.queued_steps = self.queued_steps.saturating_sub(1);
             self.dispatch(ctx);
+        }
+    }
+
+    /// Whether playing may move on to the next frame now: always, unless a
+    /// flipbook rate (`play_fps`) is set and 1/fps has not passed since the
+    /// last frame moved on; then a repaint is asked for when it will have.
+    /// On time, the beat is kept (a late pass does not push the next frame
+    /// back); after a pause it starts afresh. Counts the frame as moved on.
+    pub fn play_due(&mut self, ctx: &egui::Context) -> bool {
+        let Some(fps) = self.play_fps.filter(|f| *f > 0.0) else {
+            return true;
+        };
+        let now = ctx.input(|i| i.time);
+        let period = 1.0 / fps as f64;
+        match self.last_tick {
+            Some(t) if now < t + period - 1e-9 => {
+                ctx.request_repaint_after(std::time::Duration::from_secs_f64(t + period - now));
+                false
+            }
+            Some(t) if now < t + 2.0 * period => {
+                self.last_tick = Some(t + period);
+                true
+            }
+            _ => {
+                self.last_tick = Some(now);
+                true
+            }
         }
     }
 
