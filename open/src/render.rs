@@ -346,8 +346,9 @@ pub fn view_size(p: &Program, view: &str) -> Option<(u32, u32)> {
 }
 
 /// The views that must share `view`'s size: it, the views it is drawn
-/// over (`under`) and the volumes drawn over it, transitively.
-fn size_group(p: &Program, view: &str) -> Vec<String> {
+/// over (`under`) and the volumes drawn over it, transitively (the app's
+/// viewport sizes them together too).
+pub fn size_group(p: &Program, view: &str) -> Vec<String> {
     let mut group = vec![view.to_string()];
     let mut i = 0;
     while i < group.len() {

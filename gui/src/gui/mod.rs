@@ -43,6 +43,7 @@ pub mod timeline;
 pub mod view_ports;
 pub mod viewer_flag;
 pub mod viewport;
+pub mod window_layout;
 
 use graph_view::{sync_snarl, GraphViewer, NodeView};
 use model::{Command, Model};
@@ -117,8 +118,10 @@ pub struct WeftApp {
     pub sweep: sweep_panel::SweepPanel,
     /// File > Render…: one view over a frame range as a movie or PNGs.
     pub render: render_panel::RenderPanel,
-    /// The timeline under the viewport (frame slider, play range, cache strip).
+    /// The timeline under the main area (frame slider, play range, cache strip).
     pub timeline: timeline::Timeline,
+    /// The window's areas: the viewport's split and maximise, where each was drawn.
+    pub layout: window_layout::WindowLayout,
 }
 
 /// The node editor's canvas: the nodes as egui-snarl shows them, where
@@ -345,6 +348,7 @@ impl WeftApp {
             render: Default::default(),
             sweep: sweep_panel::SweepPanel::new(),
             timeline: Default::default(),
+            layout: Default::default(),
         }
     }
 
@@ -696,6 +700,11 @@ impl WeftApp {
             if !typing && i.consume_key(egui::Modifiers::ALT, egui::Key::S) {
                 self.sheet.open = !self.sheet.open;
             }
+            // Ctrl+Space: the viewport over the whole main area, and back
+            // (Blender's maximise area).
+            if !typing && i.consume_key(egui::Modifiers::COMMAND, egui::Key::Space) {
+                self.layout.maximised = !self.layout.maximised;
+            }
             let viewer = plain(i, egui::Key::V);
             (undo, redo, save, delete, frame_all, frame_sel, viewer)
         });
@@ -722,10 +731,12 @@ impl WeftApp {
         {
             self.request(Pending::Quit);
         }
-        if frame_all {
+        // Over the viewport, F and Home are its views' (fit, frame).
+        let over_viewport = self.layout.over_viewport(ctx.pointer_latest_pos());
+        if frame_all && !over_viewport {
             self.canvas.nav = Some(NavRequest::FrameAll);
         }
-        if frame_sel {
+        if frame_sel && !over_viewport {
             self.canvas.nav = Some(NavRequest::FrameSelected);
         }
         let selection = self.selection(ctx);
@@ -1036,17 +1047,26 @@ impl WeftApp {
             );
         }
         ui.separator();
+        self.viewport.ui(ui);
+        if let Some((node, value)) = self.viewport.orbit.take_edit() {
+            self.model.push(model::Command::SetParam {
+                node,
+                param: "camera".into(),
+                value,
+            });
+        }
+    }
+
+    /// The timeline's contents (its bar is laid out in `ui`): the frame
+    /// slider and range, the frame cache and Bake.
+    fn timeline_bar(&mut self, ui: &mut egui::Ui) {
         self.viewport.bake_dir = self.model.path.as_deref().map(bake::cache_dir_for);
-        let asked = egui::Panel::bottom("timeline")
-            .show(ui, |ui| {
-                self.timeline.ui(
-                    ui,
-                    &mut self.viewport,
-                    self.model.path.as_deref(),
-                    self.model.revision,
-                )
-            })
-            .inner;
+        let asked = self.timeline.ui(
+            ui,
+            &mut self.viewport,
+            self.model.path.as_deref(),
+            self.model.revision,
+        );
         if let Some((mb, spill)) = asked.cache_prefs {
             self.session.prefs.set_frame_cache(mb, spill);
         }
@@ -1063,14 +1083,6 @@ impl WeftApp {
                 out,
                 &ctx,
             );
-        }
-        self.viewport.ui(ui);
-        if let Some((node, value)) = self.viewport.orbit.take_edit() {
-            self.model.push(model::Command::SetParam {
-                node,
-                param: "camera".into(),
-                value,
-            });
         }
     }
 
@@ -1811,16 +1823,28 @@ impl eframe::App for WeftApp {
 
         let mut commands = Vec::new();
         egui::Panel::top("menu").show(ui, |ui| self.menu(ui));
+        // The bars below the main area (`window_layout`): each bounded so
+        // that the main area keeps its least height. The heights of the
+        // bars still to come are last pass's.
+        let last = self.layout.rects;
+        let timeline_h = last.timeline.height().max(0.0);
+        let sheet_h = last.spreadsheet.map_or(0.0, |r| r.height());
         // Problems keep a steady height (resizable by hand): log lines go to
         // their own collapsed pane, so neither grows into the viewport.
-        egui::Panel::bottom("problems")
+        let problems = egui::Panel::bottom("problems")
             .resizable(true)
             .default_size(90.0)
             .min_size(60.0)
+            .max_size(window_layout::WindowLayout::bar_max(
+                ui.available_height(),
+                timeline_h + sheet_h + 50.0,
+                60.0,
+            ))
             .show(ui, |ui| {
                 ui.label(egui::RichText::new("Problems").strong());
                 self.problems_panel(ui);
             });
+        self.layout.rects.problems = problems.response.rect;
         egui::Panel::bottom("log").show(ui, |ui| self.log_pane(ui));
         // The status line: what the last action did (saved, refused, recompiled).
         egui::Panel::bottom("status").show(ui, |ui| {
@@ -1831,125 +1855,153 @@ impl eframe::App for WeftApp {
             };
             ui.add(egui::Label::new(text).truncate());
         });
+        self.layout.rects.spreadsheet = None;
         if self.sheet.open {
-            egui::Panel::bottom("spreadsheet")
+            let sheet = egui::Panel::bottom("spreadsheet")
                 .resizable(true)
                 .default_size(280.0)
                 .min_size(120.0)
+                .max_size(window_layout::WindowLayout::bar_max(
+                    ui.available_height(),
+                    timeline_h,
+                    120.0,
+                ))
                 .show(ui, |ui| self.sheet.ui(ui, self.viewport.program()));
+            self.layout.rects.spreadsheet = Some(sheet.response.rect);
             if let Some(f) = self.sheet.view_request.take() {
                 self.toggle_viewer(&f);
             }
         }
+        // The timeline spans the window under the main area, maximised or
+        // not (as Blender's does).
+        let timeline = egui::Panel::bottom("timeline").show(ui, |ui| self.timeline_bar(ui));
+        self.layout.rects.timeline = timeline.response.rect;
+        self.layout.rects.main = ui.available_rect_before_wrap();
         // The inspector is drawn before the node editor that changes the
         // selection: a new selection re-runs the pass (egui's discard,
         // nothing painted twice) so a click shows in the frame it lands
         // in, not one render later (a render is ~80 ms on lavapipe).
         let selected_before = self.selected.clone();
-        let side = egui::Panel::right("side")
-            .resizable(true)
-            .default_size(self.session.prefs.side_width)
-            .min_size(320.0)
-            .show(ui, |ui| {
-                let inspector = egui::Panel::top("inspector")
-                    .resizable(true)
-                    .default_size(self.session.prefs.inspector_height)
-                    .min_size(160.0)
-                    .max_size((ui.available_height() - 160.0).max(160.0))
-                    .show(ui, |ui| {
-                        egui::ScrollArea::vertical()
-                            .auto_shrink([false, false])
-                            .show(ui, |ui| self.inspector(ui, &mut commands));
-                    });
-                egui::CentralPanel::default().show(ui, |ui| self.viewport_panel(ui));
-                inspector.response.rect.height()
-            });
-        self.session.prefs.note(
-            side.response.rect.width(),
-            side.inner,
-            &self.config_dir(),
-            now,
-        );
+        let main_w = self.layout.rects.main.width();
+        if self.layout.maximised {
+            let vp = egui::CentralPanel::default().show(ui, |ui| self.viewport_panel(ui));
+            self.layout.rects.viewport = vp.response.rect;
+            self.layout.rects.node_editor = None;
+            self.layout.rects.inspector = None;
+        } else {
+            let side = egui::Panel::right("side")
+                .resizable(true)
+                .default_size(self.session.prefs.side_width)
+                .min_size(window_layout::MIN_INSPECTOR_W)
+                .max_size(window_layout::WindowLayout::inspector_max(main_w))
+                .show(ui, |ui| {
+                    egui::ScrollArea::vertical()
+                        .auto_shrink([false, false])
+                        .show(ui, |ui| self.inspector(ui, &mut commands));
+                });
+            self.layout.rects.inspector = Some(side.response.rect);
+            // The divider between the viewport and the node editor is this
+            // panel's resize edge.
+            let vp = egui::Panel::left("viewport")
+                .resizable(true)
+                .default_size(self.session.prefs.viewport_width)
+                .min_size(window_layout::MIN_VIEWPORT_W)
+                .max_size(window_layout::WindowLayout::viewport_max(
+                    ui.available_width(),
+                ))
+                .show(ui, |ui| self.viewport_panel(ui));
+            self.layout.rects.viewport = vp.response.rect;
+            self.session.prefs.note(
+                side.response.rect.width(),
+                vp.response.rect.width(),
+                &self.config_dir(),
+                now,
+            );
+        }
         let graph_id = self.graph_id();
         let selection = self.selection(&ctx);
         let live_frames = self.canvas.frames.live(&self.model.doc.frames);
         let selected_frame = self.canvas.frames.selected.clone();
         let set_transform = self.next_transform(&ctx, &selection);
-        egui::CentralPanel::default().show(ui, |ui| {
-            self.canvas.graph_rect = ui.max_rect();
-            let mut viewer = GraphViewer {
-                model: &self.model,
-                library: self.model.assets.library(),
-                commands: vec![],
-                selected: &mut self.selected,
-                open_code: &mut self.bodies.open_code,
-                search: &mut self.canvas.search,
-                refusal: None,
-                to_screen: self.canvas.graph_to_screen,
-                node_rects: &mut self.canvas.node_rects,
-                fault: self.viewport.fault.as_ref(),
-                frames: &live_frames,
-                selected_frame: selected_frame.as_deref(),
-                selection: &selection,
-                set_transform,
-                open_in_sheet: None,
-                viewer_flag: self.viewer.flagged_node(),
-                toggle_viewer: None,
-                live_warnings: self.memory.warnings(),
-                title_labels: Default::default(),
-                pin_labels: vec![],
-            };
-            let response = egui_snarl::ui::SnarlWidget::new()
-                .id(graph_id)
-                .style(graph_view::style())
-                .show(&mut self.canvas.snarl, &mut viewer, ui);
-            if response.clicked() && !ui.input(|i| i.modifiers.shift) {
-                // A click on empty space drops the inspected node (Ctrl+click also
-                // clears the box selection, as egui-snarl does).
-                *viewer.selected = None;
-            }
-            commands.append(&mut viewer.commands);
-            if let Some(f) = viewer.open_in_sheet.take() {
-                self.sheet.show_field(&f);
-            }
-            let toggle_viewer = viewer.toggle_viewer.take();
-            self.canvas.graph_to_screen = viewer.to_screen;
-            let refusal = viewer.refusal.take();
-            if response.clicked() {
-                self.canvas.frames.selected = None;
-            }
-            // Frame title bars and grips sit on a layer just above the nodes,
-            // transformed like them, so a frame is grabbed where it is drawn.
-            let snarl_layer = egui::LayerId::new(ui.layer_id().order, graph_id);
-            let frames_layer = egui::LayerId::new(ui.layer_id().order, graph_id.with("frames"));
-            ctx.set_sublayer(snarl_layer, frames_layer);
-            ctx.set_transform_layer(frames_layer, self.canvas.graph_to_screen);
-            let clip = self.canvas.graph_to_screen.inverse() * self.canvas.graph_rect;
-            let mut frames_ui =
-                ui.new_child(egui::UiBuilder::new().layer_id(frames_layer).max_rect(clip));
-            frames_ui.set_clip_rect(clip);
-            let frame_before = self.canvas.frames.selected.clone();
-            let ev = frames::interact(
-                &mut frames_ui,
-                &self.model.doc.frames,
-                &mut self.canvas.frames,
-                &mut self.canvas.snarl,
-                &self.canvas.node_rects,
-            );
-            commands.extend(ev.commands);
-            if self.canvas.frames.selected.is_some() && self.canvas.frames.selected != frame_before
-            {
-                self.selected = None;
-            }
-            if let Some(id) = toggle_viewer {
-                self.toggle_viewer(&id);
-            }
-            if let Some(why) = refusal {
-                self.model.log.push(format!("wire refused: {}", why));
-                self.status = why;
-                self.status_line.refusal_until = now + 2.5;
-            }
+        let editor = (!self.layout.maximised).then(|| {
+            egui::CentralPanel::default().show(ui, |ui| {
+                self.canvas.graph_rect = ui.max_rect();
+                let mut viewer = GraphViewer {
+                    model: &self.model,
+                    library: self.model.assets.library(),
+                    commands: vec![],
+                    selected: &mut self.selected,
+                    open_code: &mut self.bodies.open_code,
+                    search: &mut self.canvas.search,
+                    refusal: None,
+                    to_screen: self.canvas.graph_to_screen,
+                    node_rects: &mut self.canvas.node_rects,
+                    fault: self.viewport.fault.as_ref(),
+                    frames: &live_frames,
+                    selected_frame: selected_frame.as_deref(),
+                    selection: &selection,
+                    set_transform,
+                    open_in_sheet: None,
+                    viewer_flag: self.viewer.flagged_node(),
+                    toggle_viewer: None,
+                    live_warnings: self.memory.warnings(),
+                    title_labels: Default::default(),
+                    pin_labels: vec![],
+                };
+                let response = egui_snarl::ui::SnarlWidget::new()
+                    .id(graph_id)
+                    .style(graph_view::style())
+                    .show(&mut self.canvas.snarl, &mut viewer, ui);
+                if response.clicked() && !ui.input(|i| i.modifiers.shift) {
+                    // A click on empty space drops the inspected node (Ctrl+click also
+                    // clears the box selection, as egui-snarl does).
+                    *viewer.selected = None;
+                }
+                commands.append(&mut viewer.commands);
+                if let Some(f) = viewer.open_in_sheet.take() {
+                    self.sheet.show_field(&f);
+                }
+                let toggle_viewer = viewer.toggle_viewer.take();
+                self.canvas.graph_to_screen = viewer.to_screen;
+                let refusal = viewer.refusal.take();
+                if response.clicked() {
+                    self.canvas.frames.selected = None;
+                }
+                // Frame title bars and grips sit on a layer just above the nodes,
+                // transformed like them, so a frame is grabbed where it is drawn.
+                let snarl_layer = egui::LayerId::new(ui.layer_id().order, graph_id);
+                let frames_layer = egui::LayerId::new(ui.layer_id().order, graph_id.with("frames"));
+                ctx.set_sublayer(snarl_layer, frames_layer);
+                ctx.set_transform_layer(frames_layer, self.canvas.graph_to_screen);
+                let clip = self.canvas.graph_to_screen.inverse() * self.canvas.graph_rect;
+                let mut frames_ui =
+                    ui.new_child(egui::UiBuilder::new().layer_id(frames_layer).max_rect(clip));
+                frames_ui.set_clip_rect(clip);
+                let frame_before = self.canvas.frames.selected.clone();
+                let ev = frames::interact(
+                    &mut frames_ui,
+                    &self.model.doc.frames,
+                    &mut self.canvas.frames,
+                    &mut self.canvas.snarl,
+                    &self.canvas.node_rects,
+                );
+                commands.extend(ev.commands);
+                if self.canvas.frames.selected.is_some()
+                    && self.canvas.frames.selected != frame_before
+                {
+                    self.selected = None;
+                }
+                if let Some(id) = toggle_viewer {
+                    self.toggle_viewer(&id);
+                }
+                if let Some(why) = refusal {
+                    self.model.log.push(format!("wire refused: {}", why));
+                    self.status = why;
+                    self.status_line.refusal_until = now + 2.5;
+                }
+            })
         });
+        self.layout.rects.node_editor = editor.map(|e| e.response.rect);
         // Node moves are committed when the pointer is released (one undo step per drag).
         if !ctx.input(|i| i.pointer.any_down()) {
             for (_, pos, v) in self.canvas.snarl.nodes_pos_ids() {
@@ -1963,17 +2015,21 @@ impl eframe::App for WeftApp {
                 }
             }
         }
-        // After the moves: entering or leaving a group shows another level.
-        group_ui::double_click(
-            &ctx,
-            &mut self.model,
-            self.canvas.graph_to_screen,
-            &self.canvas.node_rects,
-        );
-        if let Some(depth) =
-            breadcrumb::show(&ctx, self.canvas.graph_rect.min, &self.model.scope_ids())
-        {
-            self.model.leave_to(depth);
+        // After the moves: entering or leaving a group shows another level
+        // (not while the node editor is hidden behind the maximised viewport:
+        // its node rects are stale, a double-click there is the viewport's).
+        if !self.layout.maximised {
+            group_ui::double_click(
+                &ctx,
+                &mut self.model,
+                self.canvas.graph_to_screen,
+                &self.canvas.node_rects,
+            );
+            if let Some(depth) =
+                breadcrumb::show(&ctx, self.canvas.graph_rect.min, &self.model.scope_ids())
+            {
+                self.model.leave_to(depth);
+            }
         }
         if now < self.status_line.refusal_until {
             // The reason a wire was refused, where the user let go of it.

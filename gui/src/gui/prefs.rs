@@ -1,5 +1,5 @@
-//! Window layout remembered between sessions: the side panel's width and
-//! the inspector's height, in `layout.json` in the configuration folder,
+//! Window layout remembered between sessions: the inspector's width and
+//! the viewport's (where its divider with the node editor is), in `layout.json` in the configuration folder,
 //! with the frame cache's settings, how many backups a save keeps and the
 //! backend last chosen in the viewport's toolbar.
 
@@ -9,8 +9,10 @@ use std::path::Path;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Prefs {
+    /// The inspector's width (the right-hand panel).
     pub side_width: f32,
-    pub inspector_height: f32,
+    /// The viewport's width: the split against the node editor.
+    pub viewport_width: f32,
     /// The timeline's frame cache: memory budget (MiB) and whether frames
     /// evicted from memory spill to a disk cache folder.
     pub frame_cache_mb: u32,
@@ -31,8 +33,8 @@ pub struct Prefs {
 impl Default for Prefs {
     fn default() -> Prefs {
         Prefs {
-            side_width: 440.0,
-            inspector_height: 340.0,
+            side_width: 360.0,
+            viewport_width: 640.0,
             frame_cache_mb: super::frame_cache::DEFAULT_BUDGET_MB,
             spill_frames: false,
             backups_on_save: 5,
@@ -51,7 +53,7 @@ impl Prefs {
         std::fs::read_to_string(config.join(FILE))
             .ok()
             .and_then(|t| serde_json::from_str::<Prefs>(&t).ok())
-            .filter(|p| p.side_width.is_finite() && p.inspector_height.is_finite())
+            .filter(|p| p.side_width.is_finite() && p.viewport_width.is_finite())
             .unwrap_or_default()
     }
 
@@ -72,12 +74,12 @@ impl Prefs {
 
     /// Takes this frame's sizes; writes them (atomically, at most once a
     /// second) once they have changed.
-    pub fn note(&mut self, side_width: f32, inspector_height: f32, config: &Path, now: f64) {
+    pub fn note(&mut self, side_width: f32, viewport_width: f32, config: &Path, now: f64) {
         if (side_width - self.side_width).abs() > 0.5
-            || (inspector_height - self.inspector_height).abs() > 0.5
+            || (viewport_width - self.viewport_width).abs() > 0.5
         {
             self.side_width = side_width;
-            self.inspector_height = inspector_height;
+            self.viewport_width = viewport_width;
             self.dirty = true;
         }
         if self.dirty && now - self.written_at > 1.0 {
@@ -101,11 +103,11 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let mut p = Prefs::load(&dir);
         assert_eq!(p, Prefs::default(), "nothing saved yet");
-        p.note(p.side_width, p.inspector_height, &dir, 0.0);
+        p.note(p.side_width, p.viewport_width, &dir, 0.0);
         assert!(!dir.join(FILE).exists(), "unchanged sizes are not written");
         p.note(555.0, 401.0, &dir, 0.1);
         let back = Prefs::load(&dir);
-        assert_eq!((back.side_width, back.inspector_height), (555.0, 401.0));
+        assert_eq!((back.side_width, back.viewport_width), (555.0, 401.0));
         std::fs::write(dir.join(FILE), "not json").unwrap();
         assert_eq!(
             Prefs::load(&dir),

@@ -30,6 +30,11 @@ impl Viewport {
         if has_problems {
             return;
         }
+        self.followed = Some((revision, doc.clone()));
+        // 3-D views at their panes' sizes, as the running build has them:
+        // the diff sees only the user's edit.
+        let sized = self.sizes.apply(doc, self.program(), assets).into_owned();
+        let doc = &sized;
         if let (Some(_), Some((_, old))) = (&self.running, &self.built_from) {
             let edit = diff::classify(old, doc);
             if edit.effect() < Effect::Rebuild {
@@ -54,7 +59,8 @@ impl Viewport {
                         // Views are IR kernels compiled with the program:
                         // rebuild it, and carry the running state into the
                         // new build.
-                        self.rebuild_display_only(revision, doc, assets);
+                        self.build(revision, doc, assets);
+                        self.carry_state = true;
                         return;
                     }
                 }
@@ -64,7 +70,7 @@ impl Viewport {
                 return;
             }
         }
-        self.rebuild(revision, doc, assets);
+        self.build(revision, doc, assets);
     }
 
     /// Gives the running simulation a kernel node's scalar values (a
@@ -112,8 +118,16 @@ impl Viewport {
     }
 
     /// Builds `doc` in the background against `assets` (the editor's
-    /// library and the graph's folder), replacing the simulation when done.
+    /// library and the graph's folder), replacing the simulation when done;
+    /// its 3-D views at their panes' sizes.
     pub fn rebuild(&mut self, revision: u64, doc: &GraphDoc, assets: &AssetLibraries) {
+        self.followed = Some((revision, doc.clone()));
+        let sized = self.sizes.apply(doc, self.program(), assets).into_owned();
+        self.build(revision, &sized, assets);
+    }
+
+    /// Builds `doc` as it is (sized already) in the background.
+    fn build(&mut self, revision: u64, doc: &GraphDoc, assets: &AssetLibraries) {
         self.built_assets = assets.clone();
         let assets = assets.clone();
         let (tx, rx) = channel();
@@ -161,7 +175,7 @@ impl Viewport {
                 // Same state, a new program (views added or removed):
                 // readers of field state look again.
                 self.generation += 1;
-                self.textures.clear();
+                self.clear_textures();
                 self.pictures = None;
                 self.error = None;
                 self.pending = None;
@@ -194,7 +208,7 @@ impl Viewport {
                 self.sim = Some(sim);
                 self.take_baked();
                 self.generation += 1;
-                self.textures.clear();
+                self.clear_textures();
                 self.pictures = None;
                 self.error = None;
                 self.fault = None;

@@ -14,15 +14,22 @@
 //!
 //! Its parts: `build` (following the document, background builds),
 //! `playback` (the simulation thread, seeking, the frame cache), `present`
-//! (views drawn and handed to egui), `tiles` (the tiles on screen, zoom,
-//! readout) and `camera_input` (3-D cameras). This file holds the state
-//! they share.
+//! (views drawn and handed to egui), `panes` (the 1, 2 or 4 panes on
+//! screen and the view each shows), `nav` (a 2-D view's fit, zoom and pan
+//! in its pane), `pane_size` (3-D views drawn at their pane's pixel size),
+//! `tiles` (the readout and colour bars) and `camera_input` (3-D cameras).
+//! This file holds the state they share.
 
 mod build;
 mod camera_input;
+mod nav;
+mod pane_size;
+pub mod panes;
 mod playback;
 mod present;
 mod tiles;
+
+pub use nav::ViewNav;
 
 use super::asset_menu::AssetLibraries;
 use super::frame_cache::{FrameCache, DEFAULT_BUDGET_MB};
@@ -40,10 +47,18 @@ use weft_runtime::wgpu_backend::WgpuContext;
 use weft_runtime::{Backend, SimOptions, Simulation};
 
 struct ViewTexture {
+    /// Sampled nearest: a magnified picture shows crisp texels.
     id: egui::TextureId,
+    /// The same picture sampled linearly, for a minified one (thin lines
+    /// stay lines): registered with the GPU texture; on the CPU path made
+    /// from `image` when a pane first needs it.
+    linear: Option<egui::TextureId>,
     /// The wgpu texture (GPU path) or nothing (CPU path: egui owns it).
     texture: Option<wgpu::Texture>,
     handle: Option<egui::TextureHandle>,
+    linear_handle: Option<egui::TextureHandle>,
+    /// The last picture uploaded (CPU path), for `linear_handle`.
+    image: Option<Arc<egui::ColorImage>>,
     size: [u32; 2],
     name: String,
 }
@@ -124,9 +139,13 @@ pub struct Viewport {
     pub frame_ms: f64,
     pub frames_run: u64,
     pub needs_draw: bool,
-    /// Show one view at a time (`tab` picks it) instead of tiling them all.
-    pub tabbed: bool,
-    pub tab: usize,
+    /// The panes on screen and the view each shows.
+    pub panes: panes::Panes,
+    /// The sizes 3-D views are built at: their panes' (`pane_size`).
+    pub sizes: pane_size::PaneSizes,
+    /// The document the viewport follows as given (before `sizes`), and
+    /// its revision: a pane resize rebuilds from it.
+    followed: Option<(u64, GraphDoc)>,
     /// Zoom and pan of each view, by view node id.
     pub view_nav: std::collections::HashMap<String, ViewNav>,
     /// Field values read back for the pixel readout and colour bars, with
@@ -180,22 +199,6 @@ fn spill_dir() -> PathBuf {
     static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     super::platform::scratch_dir(&format!("weft-frames-{}", n))
-}
-
-/// One view's zoom (1 = fit the tile) and pan (points).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ViewNav {
-    pub zoom: f32,
-    pub pan: egui::Vec2,
-}
-
-impl Default for ViewNav {
-    fn default() -> ViewNav {
-        ViewNav {
-            zoom: 1.0,
-            pan: egui::Vec2::ZERO,
-        }
-    }
 }
 
 impl Viewport {
@@ -261,8 +264,9 @@ impl Viewport {
             frame_ms: 0.0,
             frames_run: 0,
             needs_draw: false,
-            tabbed: false,
-            tab: 0,
+            panes: Default::default(),
+            sizes: Default::default(),
+            followed: None,
             view_nav: Default::default(),
             probe: Default::default(),
             readout: None,
@@ -294,11 +298,13 @@ impl Viewport {
         self.deferred_scalars.clear();
         self.deferred_reset = false;
         self.kernel_ms.clear();
-        self.textures.clear();
+        self.clear_textures();
         self.pictures = None;
         self.pending = None;
         self.carry_state = false;
         self.built_from = None;
+        self.followed = None;
+        self.sizes = Default::default();
         self.error = None;
         self.fault = None;
         self.frame_ms = 0.0;

@@ -63,15 +63,22 @@ impl Viewport {
                             view_formats: &[],
                         });
                         let view = texture.create_view(&Default::default());
-                        let id = egui_renderer.write().register_native_texture(
+                        // One texture, two samplers: panes pick per pass.
+                        let mut r = egui_renderer.write();
+                        let id = r.register_native_texture(
                             &gpu.device,
                             &view,
                             wgpu::FilterMode::Nearest,
                         );
+                        let linear =
+                            r.register_native_texture(&gpu.device, &view, wgpu::FilterMode::Linear);
                         self.textures.push(ViewTexture {
                             id,
+                            linear: Some(linear),
                             texture: Some(texture),
                             handle: None,
+                            linear_handle: None,
+                            image: None,
                             size: [w, h],
                             name: v.node_id.clone(),
                         });
@@ -113,26 +120,72 @@ impl Viewport {
             }
             Drawn::Images(images) => {
                 for (i, (name, img)) in images.into_iter().enumerate() {
-                    let color = egui::ColorImage::from_rgba_unmultiplied(
+                    let color = Arc::new(egui::ColorImage::from_rgba_unmultiplied(
                         [img.width as usize, img.height as usize],
                         &img.rgba,
-                    );
+                    ));
                     if self.textures.len() <= i {
                         let handle = ctx.load_texture(
                             format!("view {}", name),
-                            color,
+                            color.clone(),
                             egui::TextureOptions::NEAREST,
                         );
                         self.textures.push(ViewTexture {
                             id: handle.id(),
+                            linear: None,
                             texture: None,
                             handle: Some(handle),
+                            linear_handle: None,
+                            image: Some(color),
                             size: [img.width, img.height],
                             name,
                         });
-                    } else if let Some(h) = &mut self.textures[i].handle {
-                        h.set(color, egui::TextureOptions::NEAREST);
+                    } else {
+                        let t = &mut self.textures[i];
+                        if let Some(h) = &mut t.handle {
+                            h.set(color.clone(), egui::TextureOptions::NEAREST);
+                        }
+                        if let Some(h) = &mut t.linear_handle {
+                            h.set(color.clone(), egui::TextureOptions::LINEAR);
+                        }
+                        t.size = [img.width, img.height];
+                        t.image = Some(color);
                     }
+                }
+            }
+        }
+    }
+
+    /// The linearly sampled texture of view `k` (for a minified picture),
+    /// made from its last picture on first use on the CPU path.
+    pub(super) fn linear_texture(&mut self, ctx: &egui::Context, k: usize) -> egui::TextureId {
+        let t = &mut self.textures[k];
+        if let Some(id) = t.linear {
+            return id;
+        }
+        let Some(image) = t.image.clone() else {
+            return t.id;
+        };
+        let h = ctx.load_texture(
+            format!("view {} linear", t.name),
+            image,
+            egui::TextureOptions::LINEAR,
+        );
+        t.linear = Some(h.id());
+        t.linear_handle = Some(h);
+        t.linear.unwrap_or(t.id)
+    }
+
+    /// Drops the views' textures (a new build draws others): the GPU
+    /// path's registrations are freed from egui's renderer, which keeps
+    /// them otherwise (egui frees its own CPU textures with their handles).
+    pub(super) fn clear_textures(&mut self) {
+        for t in self.textures.drain(..) {
+            if let (Some(_), Some(r)) = (&t.texture, &self.egui_renderer) {
+                let mut r = r.write();
+                r.free_texture(&t.id);
+                if let Some(l) = t.linear {
+                    r.free_texture(&l);
                 }
             }
         }
