@@ -3,6 +3,7 @@
 
 mod assets_gui;
 mod camera;
+mod layout;
 use weft_gui::gui;
 mod presets_gui;
 mod support;
@@ -854,30 +855,6 @@ fn frames_carry_their_nodes_and_comments_are_added_from_the_menu() {
 }
 
 #[test]
-fn views_tile_or_show_one_tab_at_a_time() {
-    if !gpu_ok() {
-        return;
-    }
-    let mut h = harness("heat_color.json");
-    wait_for_sim(&mut h);
-    h.run_steps(3);
-    // Tiled: both views' titles are on screen.
-    assert_eq!(h.get_all_by_label("view").count(), 1);
-    assert_eq!(h.get_all_by_label("color_view").count(), 1);
-    h.get_by_label("Tabs").click();
-    h.run_steps(3);
-    assert!(h.state().viewport.tabbed);
-    // Tabbed: a tab button per view, and only the first view's title below them.
-    assert_eq!(h.get_all_by_label("view").count(), 2);
-    assert_eq!(h.get_all_by_label("color_view").count(), 1);
-    h.get_by_label("color_view").click();
-    h.run_steps(3);
-    assert_eq!(h.state().viewport.tab, 1);
-    assert_eq!(h.get_all_by_label("view").count(), 1);
-    assert_eq!(h.get_all_by_label("color_view").count(), 2);
-}
-
-#[test]
 fn unsaved_work_from_a_crash_is_offered_at_the_next_start() {
     if !gpu_ok() {
         return;
@@ -1636,33 +1613,32 @@ fn the_rate_label_says_what_it_measures() {
 }
 
 #[test]
-fn the_inspector_has_room_and_its_size_is_remembered() {
+fn the_inspector_and_the_viewport_split_are_remembered() {
     if !gpu_ok() {
         return;
     }
     let cfg = config_dir();
     let mut h = harness_with(Some(root().join("graphs/heat.json")), cfg.clone());
     h.run_steps(4);
-    // The inspector starts tall enough for a kernel's parameters.
-    let play = h.get_by_label("▶ Play").rect();
-    assert!(play.top() > 330.0, "the viewport starts at {}", play.top());
-    // A remembered size is the next session's starting size.
+    // The inspector has the window's whole height beside the node editor.
+    let inspector = h.state().layout.rects.inspector.expect("shown");
+    assert!(inspector.height() > 500.0, "{:?}", inspector);
+    // Remembered sizes are the next session's starting sizes.
     std::fs::create_dir_all(&cfg).unwrap();
     std::fs::write(
         cfg.join("layout.json"),
-        r#"{"side_width": 600.0, "inspector_height": 420.0}"#,
+        r#"{"side_width": 400.0, "viewport_width": 520.0}"#,
     )
     .unwrap();
     let mut h = harness_with(Some(root().join("graphs/heat.json")), cfg.clone());
     h.run_steps(4);
+    let rects = h.state().layout.rects;
+    let inspector = rects.inspector.expect("shown").width();
+    assert!((inspector - 400.0).abs() < 20.0, "inspector {}", inspector);
+    let viewport = rects.viewport.width();
+    assert!((viewport - 520.0).abs() < 20.0, "viewport {}", viewport);
     let right = h.state().canvas.graph_rect.right();
-    assert!(
-        (1400.0 - right - 600.0).abs() < 20.0,
-        "side panel at {}",
-        1400.0 - right
-    );
-    let play = h.get_by_label("▶ Play").rect();
-    assert!(play.top() > 420.0, "the viewport starts at {}", play.top());
+    assert!(right <= rects.inspector.unwrap().left() + 1.0);
 }
 
 #[test]
@@ -1692,41 +1668,6 @@ fn structural_edits_say_the_simulation_restarted() {
     }
     h.run_steps(2);
     assert_eq!(h.state().status, "recompiled — restarted at frame 0");
-}
-
-#[test]
-fn views_zoom_on_their_own_and_read_out_the_value_under_the_pointer() {
-    if !gpu_ok() {
-        return;
-    }
-    let mut h = harness("heat_color.json");
-    wait_for_sim(&mut h);
-    h.get_by_label("Step").click();
-    h.run_steps(4);
-    settle(&mut h);
-    let view = h.get_by_label("view").rect();
-    // The image sits just below its title.
-    let p = egui::pos2(view.left() + 40.0, view.bottom() + 40.0);
-    h.event(Event::PointerMoved(p));
-    h.run_steps(3);
-    let readout = h.state().viewport.readout.clone().expect("a readout");
-    assert!(readout.starts_with("T["), "{}", readout);
-    h.event(Event::MouseWheel {
-        unit: egui::MouseWheelUnit::Point,
-        delta: egui::vec2(0.0, 120.0),
-        phase: egui::TouchPhase::Move,
-        modifiers: Modifiers::NONE,
-    });
-    h.run_steps(10);
-    let nav = &h.state().viewport.view_nav;
-    assert!(nav["view"].zoom > 1.05, "{:?}", nav);
-    assert_eq!(nav["color_view"].zoom, 1.0, "the other view keeps its zoom");
-    // The scalar view has a colour bar with its range (0 to 1 in this
-    // graph): both ends side by side, or on one line in a narrow tile.
-    assert!(
-        (h.query_by_label("0.0000").is_some() && h.query_by_label("1.0000").is_some())
-            || h.query_by_label("0.0000 … 1.0000").is_some()
-    );
 }
 
 /// The running simulation's value of kernel scalar `name` (as f32).

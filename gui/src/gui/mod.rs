@@ -1902,18 +1902,28 @@ impl eframe::App for WeftApp {
             self.layout.rects.inspector = Some(side.response.rect);
             // The divider between the viewport and the node editor is this
             // panel's resize edge.
+            // Until the user moves the divider the viewport takes most of
+            // the room beside the inspector: it is the largest thing on screen.
+            let beside = ui.available_width();
+            let width = match self.session.prefs.viewport_width {
+                w if w > 0.0 => w,
+                _ => beside * 0.6,
+            };
             let vp = egui::Panel::left("viewport")
                 .resizable(true)
-                .default_size(self.session.prefs.viewport_width)
+                .default_size(width)
                 .min_size(window_layout::MIN_VIEWPORT_W)
                 .max_size(window_layout::WindowLayout::viewport_max(
                     ui.available_width(),
                 ))
                 .show(ui, |ui| self.viewport_panel(ui));
             self.layout.rects.viewport = vp.response.rect;
+            // Written once the user has moved it (the default follows the window).
+            let moved = (vp.response.rect.width() - width).abs() > 0.5
+                || self.session.prefs.viewport_width > 0.0;
             self.session.prefs.note(
                 side.response.rect.width(),
-                vp.response.rect.width(),
+                if moved { vp.response.rect.width() } else { 0.0 },
                 &self.config_dir(),
                 now,
             );

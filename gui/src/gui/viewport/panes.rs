@@ -99,6 +99,12 @@ pub fn pane_rects(area: egui::Rect, count: PaneCount) -> Vec<egui::Rect> {
 }
 
 impl Viewport {
+    /// The view pane `i` shows (of the views drawn now).
+    pub fn pane_view(&self, i: usize) -> Option<String> {
+        let names: Vec<String> = self.textures.iter().map(|t| t.name.clone()).collect();
+        self.panes.view_of(i, &names).map(str::to_string)
+    }
+
     /// Draws the panes in the space left in `ui`, the pane count and the
     /// readout of the value under the pointer above them, and the loss
     /// plots of optimize nodes below.
