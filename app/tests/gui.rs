@@ -1003,14 +1003,16 @@ fn open_example(h: &mut Harness<'static, WeftApp>, name: &str) {
 
 /// A harness whose file dialogs start in a fresh temporary folder.
 fn harness_in(graph: Option<&str>, docs: &Path) -> Harness<'static, WeftApp> {
+    let cfg = config_dir();
+    support::editor_room(&cfg);
     let opts = GuiOptions {
-        config_dir: Some(config_dir()),
+        config_dir: Some(cfg),
         graph: graph.map(|g| root().join("graphs").join(g)),
         documents_dir: Some(docs.to_path_buf()),
         ..Default::default()
     };
     Harness::builder()
-        .with_size((1400.0, 860.0))
+        .with_size(support::WINDOW)
         .wgpu()
         .build_eframe(move |cc| WeftApp::new(cc.wgpu_render_state.as_ref(), opts))
 }
@@ -2293,15 +2295,18 @@ fn ctrl_shift_click_on_a_field_pin_views_the_field_wired_to_it() {
         .nodes
         .iter()
         .any(|n| n.id.starts_with("viewer-")));
-    // The viewport compiles the view; the image tile appears.
+    // The viewport compiles the view; the first pane shows it.
     for _ in 0..400 {
         h.step();
-        if h.query_by_label("viewer-source").is_some() {
+        if h.state().viewport.pane_view(0).as_deref() == Some("viewer-source") {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    h.get_by_label("viewer-source");
+    assert_eq!(
+        h.state().viewport.pane_view(0).as_deref(),
+        Some("viewer-source")
+    );
 }
 
 #[test]
@@ -2449,7 +2454,7 @@ fn the_backend_chosen_in_the_toolbar_is_remembered_for_the_next_start() {
         ..Default::default()
     };
     let h = Harness::builder()
-        .with_size((1400.0, 860.0))
+        .with_size(support::WINDOW)
         .wgpu()
         .build_eframe(move |cc| WeftApp::new(cc.wgpu_render_state.as_ref(), opts));
     assert_eq!(h.state().viewport.backend, weft_runtime::Backend::Jit);
@@ -2471,7 +2476,7 @@ fn a_backend_that_cannot_open_is_said_in_problems() {
         ..Default::default()
     };
     let mut h = Harness::builder()
-        .with_size((1400.0, 860.0))
+        .with_size(support::WINDOW)
         .wgpu()
         .build_eframe(move |cc| WeftApp::new(cc.wgpu_render_state.as_ref(), opts));
     for _ in 0..400 {

@@ -25,8 +25,26 @@ fn open() -> Harness<'static, WeftApp> {
     let mut h = harness_with(Some(root().join("graphs/mpm3d.json")), config_dir());
     wait_for_sim(&mut h);
     h.state_mut().viewport.playing = false;
+    // Two panes: the second shows the 3-D view (the first, the histogram).
+    h.state_mut().viewport.panes.count = crate::gui::viewport::panes::PaneCount::Two;
+    // Its pane asks for its size: the view is rebuilt at it first.
+    for _ in 0..400 {
+        h.step();
+        let vp = &h.state().viewport;
+        if vp.sizes.applied.contains_key(VIEW) && !vp.sizes.waiting() && !vp.compiling() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     settle(&mut h);
     h
+}
+
+/// A view node's saved `width` and `height` (the catalog's 512 when unset).
+fn saved_size(doc: &weft_ir::graph::GraphDoc) -> (u64, u64) {
+    let n = doc.node(VIEW).expect("view node");
+    let side = |p: &str| n.params.get(p).and_then(|v| v.as_u64()).unwrap_or(512);
+    (side("width"), side("height"))
 }
 
 /// The view's tile on screen.
@@ -284,7 +302,27 @@ fn the_saved_camera_renders_headless_as_the_app_showed() {
         sim.render_views().expect("views")
     };
     let backend = h.state().viewport.sim.as_ref().unwrap().backend().unwrap();
-    let doc = weft_ir::graph::GraphDoc::load(&path).expect("load the saved file");
+    let mut doc = weft_ir::graph::GraphDoc::load(&path).expect("load the saved file");
+    // The app draws the view at its pane's size (the saved file keeps its
+    // own): the headless render is asked for that size, as `weft render
+    // --size` would.
+    let (w, hh) = h.state().viewport.sizes.applied[VIEW];
+    assert_eq!(
+        saved_size(&doc),
+        (512, 512),
+        "the saved file keeps its size"
+    );
+    weft_ir::graph::overrides::apply_overrides(
+        &mut doc,
+        &weft_ir::graph::overrides::Overrides {
+            sets: vec![
+                format!("{}.width={}", VIEW, w),
+                format!("{}.height={}", VIEW, hh),
+            ],
+            inits: vec![],
+        },
+    )
+    .expect("sized");
     let program = weft_ir::graph::build_program(
         &doc,
         &weft_ir::graph::BuildOptions {
@@ -306,6 +344,7 @@ fn the_saved_camera_renders_headless_as_the_app_showed() {
         app_img.iter().find(|v| v.0 == VIEW).unwrap(),
         cli_img.iter().find(|v| v.0 == VIEW).unwrap(),
     );
+    assert_eq!((a.1.width, a.1.height), (w, hh));
     assert_eq!(a.1.width, b.1.width);
     assert!(
         a.1.rgba == b.1.rgba,

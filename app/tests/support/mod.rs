@@ -29,15 +29,31 @@ pub fn gpu_ok() -> bool {
     }
 }
 
-/// The app at 1400 × 860 with `graph` open and its settings in `cfg`.
+/// The test window: wide enough that the node editor keeps the 960
+/// points beside a 440-point inspector that the tests' pointer positions
+/// were written for, with a 400-point viewport left of it.
+pub const WINDOW: (f32, f32) = (1800.0, 860.0);
+
+/// Gives a fresh settings folder `cfg` the panel sizes `WINDOW` is meant
+/// for (a folder with its own `layout.json` keeps it).
+pub fn editor_room(cfg: &Path) {
+    let file = cfg.join("layout.json");
+    if !file.exists() {
+        std::fs::create_dir_all(cfg).unwrap();
+        std::fs::write(file, r#"{"side_width": 440.0, "viewport_width": 400.0}"#).unwrap();
+    }
+}
+
+/// The app in `WINDOW` with `graph` open and its settings in `cfg`.
 pub fn harness_with(graph: Option<PathBuf>, cfg: PathBuf) -> Harness<'static, WeftApp> {
+    editor_room(&cfg);
     let opts = GuiOptions {
         config_dir: Some(cfg),
         graph,
         ..Default::default()
     };
     Harness::builder()
-        .with_size((1400.0, 860.0))
+        .with_size(WINDOW)
         .wgpu()
         .build_eframe(move |cc| WeftApp::new(cc.wgpu_render_state.as_ref(), opts))
 }

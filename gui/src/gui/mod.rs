@@ -1457,6 +1457,8 @@ impl WeftApp {
         let red = egui::Color32::from_rgb(255, 110, 110);
         egui::ScrollArea::vertical()
             .auto_shrink([false, false])
+            // As low as the bar is let be (a small window): never taller.
+            .min_scrolled_height(20.0)
             .show(ui, |ui| {
                 let memory = self.memory.warnings();
                 let fault = self.viewport.fault.clone();
@@ -1895,8 +1897,12 @@ impl eframe::App for WeftApp {
                 .min_size(window_layout::MIN_INSPECTOR_W)
                 .max_size(window_layout::WindowLayout::inspector_max(main_w))
                 .show(ui, |ui| {
+                    // As wide as the panel, never wider: a wide row (a long
+                    // parameter) is clipped rather than pushing the node
+                    // editor aside whenever the selection changes.
                     egui::ScrollArea::vertical()
                         .auto_shrink([false, false])
+                        .max_width(ui.available_width())
                         .show(ui, |ui| self.inspector(ui, &mut commands));
                 });
             self.layout.rects.inspector = Some(side.response.rect);

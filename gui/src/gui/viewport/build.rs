@@ -170,8 +170,21 @@ impl Viewport {
                 }
                 self.running = Some(Running::of(&sim));
                 self.sim = Some(sim);
-                // The new build's cameras are the saved ones.
+                // The new build's cameras are the saved ones: as the
+                // document is now, which may have moved on while it was
+                // built (an orbit during a pane resize's rebuild), as may
+                // kernel scalars (a slider dragged meanwhile).
                 self.orbit.forget_cameras();
+                if let Some((_, doc)) = self.built_from.clone() {
+                    self.follow_cameras(&doc);
+                    for n in doc
+                        .nodes
+                        .iter()
+                        .filter(|n| n.params.contains_key("scalars"))
+                    {
+                        self.set_scalars(n);
+                    }
+                }
                 // Same state, a new program (views added or removed):
                 // readers of field state look again.
                 self.generation += 1;

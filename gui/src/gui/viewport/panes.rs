@@ -41,6 +41,8 @@ pub struct Panes {
     pub rects: Vec<egui::Rect>,
     /// The whole panes area in the last pass.
     pub area: egui::Rect,
+    /// The views there were in the last pass that drew any.
+    known: Vec<String>,
 }
 
 impl Default for Panes {
@@ -50,6 +52,7 @@ impl Default for Panes {
             chosen: Default::default(),
             rects: vec![],
             area: egui::Rect::NOTHING,
+            known: vec![],
         }
     }
 }
@@ -166,6 +169,16 @@ impl Viewport {
         );
         self.panes.area = area;
         let names: Vec<String> = self.textures.iter().map(|t| t.name.clone()).collect();
+        // A field flagged to the viewport (its `viewer-` view, `viewer_flag`)
+        // is shown in the first pane once it appears, as Houdini shows the
+        // flagged node; unflagged, the pane goes back to its own view.
+        if let Some(new) = names
+            .iter()
+            .find(|n| n.starts_with("viewer-") && !self.panes.known.contains(n))
+        {
+            self.panes.chosen[0] = Some(new.clone());
+        }
+        self.panes.known = names.clone();
         let rects = pane_rects(area, self.panes.count);
         let mut readout = None;
         for (i, r) in rects.iter().enumerate() {
@@ -273,7 +286,9 @@ impl Viewport {
                 }
             })
             .response
-            .on_hover_text("the view this pane shows");
+            // Named for the view it shows (screen readers, kittest).
+            .on_hover_text("the view this pane shows")
+            .widget_info(|| egui::WidgetInfo::labeled(egui::WidgetType::ComboBox, true, &name));
         if pick != name {
             self.panes.chosen[i] = Some(pick);
         }
