@@ -220,7 +220,7 @@ fn dragging_the_divider_resizes_the_viewport_and_is_remembered() {
     );
     let editor_now = moved.node_editor.unwrap();
     assert!(
-        editor_now.width() > editor.width() + 140.0,
+        editor_now.width() > editor.width() + 90.0,
         "the editor took the space"
     );
     assert!(!overlap(moved.viewport, editor_now));

@@ -29,10 +29,11 @@ pub fn gpu_ok() -> bool {
     }
 }
 
-/// The test window: wide enough that the node editor keeps the 960
-/// points beside a 440-point inspector that the tests' pointer positions
-/// were written for, with a 400-point viewport left of it.
-pub const WINDOW: (f32, f32) = (1800.0, 860.0);
+/// The test window: large enough that the node editor keeps the room
+/// (960 × 700 points) the tests' pointer positions and fitted zooms were
+/// written for, beside a 440-point inspector, with a 400-point viewport
+/// left of it and the timeline bar below.
+pub const WINDOW: (f32, f32) = (1800.0, 930.0);
 
 /// Gives a fresh settings folder `cfg` the panel sizes `WINDOW` is meant
 /// for (a folder with its own `layout.json` keeps it).

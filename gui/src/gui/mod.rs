@@ -1310,6 +1310,7 @@ impl WeftApp {
             Err(e) => {
                 egui::Window::new(format!("expression · {}", id))
                     .open(&mut open)
+                    .default_pos(self.layout.body_window_pos())
                     .default_size([720.0, 460.0])
                     .show(ctx, |ui| {
                         ui.colored_label(ui.visuals().error_fg_color, e.to_string());
@@ -1333,6 +1334,7 @@ impl WeftApp {
         let mut layout = false;
         let shown = egui::Window::new(format!("expression · {}", id))
             .open(&mut open)
+            .default_pos(self.layout.body_window_pos())
             .default_size([720.0, 460.0])
             .show(ctx, |ui| {
                 if ui
@@ -1418,6 +1420,7 @@ impl WeftApp {
         let mut edited = false;
         egui::Window::new(format!("code · {}", id))
             .open(&mut open)
+            .default_pos(self.layout.body_window_pos())
             .default_size([600.0, 440.0])
             .show(ctx, |ui| {
                 egui::ScrollArea::vertical().show(ui, |ui| {
@@ -1897,13 +1900,17 @@ impl eframe::App for WeftApp {
                 .min_size(window_layout::MIN_INSPECTOR_W)
                 .max_size(window_layout::WindowLayout::inspector_max(main_w))
                 .show(ui, |ui| {
-                    // As wide as the panel, never wider: a wide row (a long
-                    // parameter) is clipped rather than pushing the node
-                    // editor aside whenever the selection changes.
+                    // As wide as the panel, never wider: the inspector is
+                    // drawn in a child the panel does not grow with, so a
+                    // wide row (a long parameter) is clipped rather than
+                    // pushing the node editor aside when the selection changes.
+                    let rect = ui.available_rect_before_wrap();
+                    let mut inner = ui.new_child(egui::UiBuilder::new().max_rect(rect));
+                    inner.set_clip_rect(rect.intersect(ui.clip_rect()));
                     egui::ScrollArea::vertical()
                         .auto_shrink([false, false])
-                        .max_width(ui.available_width())
-                        .show(ui, |ui| self.inspector(ui, &mut commands));
+                        .show(&mut inner, |ui| self.inspector(ui, &mut commands));
+                    ui.allocate_rect(rect, egui::Sense::hover());
                 });
             self.layout.rects.inspector = Some(side.response.rect);
             // The divider between the viewport and the node editor is this

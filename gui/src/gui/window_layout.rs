@@ -74,4 +74,11 @@ impl WindowLayout {
     pub fn over_viewport(&self, p: Option<egui::Pos2>) -> bool {
         p.is_some_and(|p| self.rects.viewport.contains(p))
     }
+
+    /// Where a code or expression window first opens: over the node
+    /// editor whose node it edits, not over the viewport.
+    pub fn body_window_pos(&self) -> egui::Pos2 {
+        let r = self.rects;
+        r.node_editor.unwrap_or(r.main).left_top() + egui::vec2(24.0, 24.0)
+    }
 }
