@@ -1915,12 +1915,14 @@ impl eframe::App for WeftApp {
             self.layout.rects.inspector = Some(side.response.rect);
             // The divider between the viewport and the node editor is this
             // panel's resize edge.
-            // Until the user moves the divider the viewport takes most of
-            // the room beside the inspector: it is the largest thing on screen.
+            // Until the user moves the divider the viewport takes half the
+            // room beside the inspector: the largest area on screen, with
+            // the node editor still wide enough to show a graph legibly
+            // (its fit zooms out no further than `graph_nav::FIT_MIN_SCALE`).
             let beside = ui.available_width();
             let width = match self.session.prefs.viewport_width {
                 w if w > 0.0 => w,
-                _ => beside * 0.6,
+                _ => beside * 0.5,
             };
             let vp = egui::Panel::left("viewport")
                 .resizable(true)

@@ -12,7 +12,7 @@ pub struct Prefs {
     /// The inspector's width (the right-hand panel).
     pub side_width: f32,
     /// The viewport's width: the split against the node editor; 0 until
-    /// the user moves it (the viewport then takes 60% of the room).
+    /// the user moves it (the viewport then takes half the room).
     pub viewport_width: f32,
     /// The timeline's frame cache: memory budget (MiB) and whether frames
     /// evicted from memory spill to a disk cache folder.
@@ -34,7 +34,7 @@ pub struct Prefs {
 impl Default for Prefs {
     fn default() -> Prefs {
         Prefs {
-            side_width: 360.0,
+            side_width: 280.0,
             viewport_width: 0.0,
             frame_cache_mb: super::frame_cache::DEFAULT_BUDGET_MB,
             spill_frames: false,
