@@ -73,6 +73,9 @@ impl Panes {
     }
 }
 
+/// An image view's field, colormap and range (`None`: automatic).
+type ImageView = (FieldId, weft_ir::ir::Colormap, Option<(f32, f32)>);
+
 /// The gap between panes (points).
 const GAP: f32 = 4.0;
 /// A pane's header: the view chooser and the zoom.
@@ -350,7 +353,7 @@ impl Viewport {
     }
 
     /// The field, colormap and range of the image view `name`.
-    fn image_of(&self, name: &str) -> Option<(FieldId, weft_ir::ir::Colormap, Option<(f32, f32)>)> {
+    fn image_of(&self, name: &str) -> Option<ImageView> {
         self.program()?.views.iter().find_map(|v| match v {
             View::Image {
                 node_id,
