@@ -373,3 +373,86 @@ fn two_d_views_zoom_about_the_pointer_pan_and_fit() {
         gui::viewport::ViewNav::default()
     );
 }
+
+/// Steps until the panes' sizes are taken and built (no resize waiting,
+/// no build under way), then until the simulation is home.
+fn wait_sized(h: &mut Harness<'static, WeftApp>, view: &str) {
+    for _ in 0..600 {
+        h.step();
+        let vp = &h.state().viewport;
+        if vp.sizes.applied.contains_key(view) && !vp.sizes.waiting() && !vp.compiling() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    settle(h);
+}
+
+/// The size the running program draws `view` at.
+fn drawn_size(h: &Harness<'static, WeftApp>, view: &str) -> (u32, u32) {
+    let sim = h.state().viewport.sim.as_ref().expect("home");
+    let k = sim
+        .program
+        .view_kernels
+        .iter()
+        .find(|k| k.node_id == view)
+        .expect("a view kernel");
+    (k.width, k.height)
+}
+
+#[test]
+fn three_d_views_draw_at_their_pane_s_pixel_size() {
+    if !gpu_ok() {
+        return;
+    }
+    const VIEW: &str = "view3d";
+    let mut h = harness_with(Some(root().join("graphs/mpm3d.json")), config_dir());
+    wait_for_sim(&mut h);
+    h.state_mut().viewport.playing = false;
+    settle(&mut h);
+    h.get_by_label("Step").click();
+    h.run_steps(2);
+    settle(&mut h);
+    // Two panes: the 3-D view is the second.
+    h.get_by_label("2").click();
+    wait_sized(&mut h, VIEW);
+    assert_eq!(h.state().viewport.pane_view(1).as_deref(), Some(VIEW));
+    let pane = h.state().viewport.panes.rects[1];
+    let ppp = h.ctx.pixels_per_point();
+    let (w, hh) = drawn_size(&h, VIEW);
+    assert_eq!(
+        w,
+        (pane.width() * ppp).round() as u32,
+        "as wide as its pane"
+    );
+    assert!(
+        (hh as f32) < pane.height() * ppp && (hh as f32) > (pane.height() - 40.0) * ppp,
+        "as tall as its pane under the header: {} in {:?}",
+        hh,
+        pane
+    );
+    // The saved graph keeps its own size.
+    let node = h.state().model.doc.node(VIEW).unwrap();
+    assert_eq!(node.params["width"], serde_json::json!(512));
+    assert!(!h.state().model.dirty);
+    // Maximised, the pane is larger: the view is rebuilt at its new size
+    // and the simulation goes on from the frame it was at.
+    let frame = h.state().viewport.frame();
+    assert_eq!(frame, 1);
+    let before = (w, hh);
+    h.key_press_modifiers(Modifiers::COMMAND, Key::Space);
+    for _ in 0..600 {
+        h.step();
+        if h.state().viewport.sizes.applied.get(VIEW) != Some(&before) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    wait_sized(&mut h, VIEW);
+    let pane = h.state().viewport.panes.rects[1];
+    let (w2, h2) = drawn_size(&h, VIEW);
+    assert!(w2 > w && h2 >= hh, "{:?} → {:?}", before, (w2, h2));
+    assert_eq!(w2, (pane.width() * ppp).round() as u32);
+    assert_eq!(h.state().viewport.frame(), frame, "the state carried over");
+    assert!(!h.state().model.dirty);
+}
