@@ -1,4 +1,5 @@
-//! The timeline under the viewport: a frame slider, the play range (start
+//! The timeline, a bar across the window under the viewport and the node
+//! editor: a frame slider, the play range (start
 //! and end: playing past the end goes back to the start), and a strip that
 //! shows which frames are cached (in memory, on disk) with the playhead.
 //! Clicking or dragging on the strip (or the slider) scrubs: a cached frame
