@@ -234,10 +234,20 @@ fn dragging_the_divider_resizes_the_viewport_and_is_remembered() {
     );
     // The next session starts with the split where it was left.
     drop(h);
-    let mut h = harness_with(Some(graph), cfg);
+    let mut h = harness_with(Some(graph), cfg.clone());
     h.run_steps(4);
     let again = h.state().layout.rects.viewport.width();
     assert!((again - saved).abs() < 2.0, "{} vs {}", again, saved);
+    // A window resize is not a move of the divider: the split stays saved.
+    h.set_size(egui::vec2(900.0, 700.0));
+    h.run_steps(80);
+    assert!(
+        h.state().layout.rects.viewport.width() < saved,
+        "clamped to the window"
+    );
+    let prefs: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cfg.join("layout.json")).unwrap()).unwrap();
+    assert_eq!(prefs["viewport_width"].as_f64().unwrap() as f32, saved);
 }
 
 #[test]

@@ -1933,15 +1933,22 @@ impl eframe::App for WeftApp {
                 ))
                 .show(ui, |ui| self.viewport_panel(ui));
             self.layout.rects.viewport = vp.response.rect;
-            // Written once the user has moved it (the default follows the window).
-            let moved = (vp.response.rect.width() - width).abs() > 0.5
-                || self.session.prefs.viewport_width > 0.0;
-            self.session.prefs.note(
-                side.response.rect.width(),
-                if moved { vp.response.rect.width() } else { 0.0 },
-                &self.config_dir(),
-                now,
-            );
+            // The split is the user's once they drag the divider: a width
+            // that changed while the window did not (a window resize or a
+            // restore from maximised is not a choice to remember).
+            let vp_w = vp.response.rect.width();
+            let dragged = last.viewport.is_positive()
+                && last.node_editor.is_some()
+                && (last.main.width() - main_w).abs() < 0.5
+                && (last.viewport.width() - vp_w).abs() > 0.5;
+            let split = if dragged {
+                vp_w
+            } else {
+                self.session.prefs.viewport_width
+            };
+            self.session
+                .prefs
+                .note(side.response.rect.width(), split, &self.config_dir(), now);
         }
         let graph_id = self.graph_id();
         let selection = self.selection(&ctx);
