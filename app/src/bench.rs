@@ -138,6 +138,7 @@ pub fn bench(a: BenchArgs) -> i32 {
             "interkernel": !a.overrides.no_interkernel,
             "frame_ms": {"median": fmed, "min": fmin, "max": fmax, "samples": frames},
             "kernels": per_kernel,
+            "kernel_timing": sim.engine().timing_method(),
             "views": views.iter().map(|(id, w, h, m)| (id.clone(), json!({"median_ms": m, "width": w, "height": h}))).collect::<serde_json::Map<String, serde_json::Value>>(),
             "memory": weft_ir::ir::layout::memory_lines(&sim.program),
         });
@@ -183,6 +184,9 @@ pub fn bench(a: BenchArgs) -> i32 {
                 "view     {:<20} median {:.3} ms per draw ({}x{}, read-back not included)",
                 id, m, w, h
             );
+        }
+        if !kernels.is_empty() {
+            println!("timing   kernels by {}", sim.engine().timing_method());
         }
         for (k, m, n, f) in kernels {
             println!(

@@ -2189,6 +2189,46 @@ fn per_kernel_times_show_on_wgpu_too() {
     assert_eq!(launches(&h), first);
 }
 
+/// Issue 50 item 5: the inspector's Cook section (Houdini's node info)
+/// shows a kernel node's last and median launch times, its launches since
+/// the start and what measured them; on a software adapter that is wall
+/// time, said so (its GPU timestamps do not measure its work).
+#[test]
+fn node_info_shows_cook_times_and_what_measures_them() {
+    let mut h = harness("heat.json");
+    wait_for_sim(&mut h);
+    for _ in 0..2 {
+        h.get_by_label("Step").click();
+        h.run_steps(2);
+        settle(&mut h);
+    }
+    h.state_mut().selected = Some("diffuse".into());
+    h.run_steps(2);
+    h.get_by_label("Cook");
+    let (launches, timing) = {
+        let cook = &h.state().viewport.cook;
+        let k = cook.of_node("diffuse");
+        assert_eq!(k.len(), 1, "{:?}", cook);
+        (k[0].launches, cook.timing)
+    };
+    let sim = h.state().viewport.sim.as_ref().unwrap();
+    let own: u64 = sim
+        .program
+        .kernels
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, k))| k.label() == "diffuse")
+        .map(|(i, _)| sim.launch_counts()[i] as u64)
+        .sum();
+    assert!(launches >= 2 && launches == own, "{} vs {}", launches, own);
+    h.get_by_label_contains(&format!("{} launches", launches));
+    h.get_by_label_contains(&format!("timed by {}", timing));
+    let device = sim.engine().device_name().unwrap_or_default();
+    if device.contains("llvmpipe") {
+        assert!(timing.contains("software adapter"), "{}", timing);
+    }
+}
+
 #[test]
 fn the_ui_never_waits_for_a_slow_simulation_frame() {
     // Issue 26 item 22: frames run on the simulation thread. With a frame

@@ -59,6 +59,12 @@ pub trait Engine: Send {
         None
     }
 
+    /// How `run` times launches when asked (`timing`): said next to every
+    /// per-kernel time, so a reader knows what the number measures.
+    fn timing_method(&self) -> &'static str {
+        "wall time per launch"
+    }
+
     /// Whether field state lives in device memory (a GPU), so that reading
     /// it costs a copy and timing a launch costs a submit of its own.
     fn on_device(&self) -> bool {

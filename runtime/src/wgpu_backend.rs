@@ -739,11 +739,13 @@ impl WgpuEngine {
     }
 
     /// How profiled launches are timed.
-    pub fn timing_method(&self) -> &'static str {
+    pub fn timing_description(&self) -> &'static str {
         if self.timer.is_some() {
             "GPU timestamps"
+        } else if self.ctx.software {
+            "wall time from submit to completion (a software adapter's GPU timestamps do not measure its work)"
         } else {
-            "wall time from submit to completion"
+            "wall time from submit to completion (this adapter has no GPU timestamps)"
         }
     }
 
@@ -1167,6 +1169,10 @@ impl Engine for WgpuEngine {
         FRAMES_IN_FLIGHT
     }
 
+    fn timing_method(&self) -> &'static str {
+        self.timing_description()
+    }
+
     fn device_name(&self) -> Option<String> {
         Some(format!(
             "{}, f32 atomics: {}, kernel timing: {}",
@@ -1176,7 +1182,7 @@ impl Engine for WgpuEngine {
             } else {
                 "compare-exchange loop"
             },
-            self.timing_method()
+            self.timing_description()
         ))
     }
 }

@@ -31,8 +31,14 @@ pub struct WgpuContext {
     /// 64-bit scalars in shaders (SHADER_F64 and SHADER_INT64), for
     /// kernels that use `f64`, `i64` or `u64`.
     pub wide: bool,
-    /// GPU timestamps are available for timing kernels.
+    /// GPU timestamps are available for timing kernels (never on a
+    /// software adapter: see `software`).
     pub timestamps: bool,
+    /// A software adapter (lavapipe, SwiftShader: `DeviceType::Cpu`). Its
+    /// timestamp queries exist but do not measure its work (lavapipe gave
+    /// 0.02 ms per kernel in an 848 ms frame), so kernels are timed by
+    /// wall time from submit to completion instead.
+    pub software: bool,
     /// The device was opened with subgroup operations (`LaneMax`).
     pub subgroups: bool,
     pub(crate) errors: Arc<Mutex<Vec<String>>>,
@@ -108,7 +114,8 @@ impl WgpuContext {
         let float_atomics = adapter
             .features()
             .contains(wgpu::Features::SHADER_FLOAT32_ATOMIC);
-        let timestamps = adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
+        let software = info.device_type == wgpu::DeviceType::Cpu;
+        let timestamps = adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY) && !software;
         let wide_features = wgpu::Features::SHADER_F64 | wgpu::Features::SHADER_INT64;
         let wide = adapter.features().contains(wide_features);
         let mut required_features = wgpu::Features::empty();
@@ -157,6 +164,7 @@ impl WgpuContext {
             float_atomics,
             wide,
             timestamps,
+            software,
             subgroups,
             errors,
             pipelines: KernelCache::new(Keep::Always),
@@ -229,15 +237,18 @@ impl WgpuContext {
                 v.push(text);
             }
         }));
+        let info = adapter.get_info();
+        let software = info.device_type == wgpu::DeviceType::Cpu;
         WgpuContext {
             limits: device.limits(),
             float_atomics: features.contains(wgpu::Features::SHADER_FLOAT32_ATOMIC),
             wide: features.contains(wgpu::Features::SHADER_F64 | wgpu::Features::SHADER_INT64),
-            timestamps: features.contains(wgpu::Features::TIMESTAMP_QUERY),
+            timestamps: features.contains(wgpu::Features::TIMESTAMP_QUERY) && !software,
+            software,
             subgroups: features.contains(wgpu::Features::SUBGROUP),
             device,
             queue,
-            info: adapter.get_info(),
+            info,
             errors,
             pipelines: KernelCache::new(Keep::Always),
         }

@@ -28,6 +28,7 @@ pub mod library_folders;
 pub mod loss_plot;
 pub mod memory_readout;
 pub mod model;
+pub mod node_info;
 pub mod orbit;
 pub mod params;
 pub mod platform;
@@ -1035,7 +1036,10 @@ impl WeftApp {
                     .collect::<Vec<_>>()
                     .join("   "),
             )
-            .on_hover_text("median launch time per kernel");
+            .on_hover_text(format!(
+                "median launch time per kernel, measured by {}",
+                self.viewport.cook.timing
+            ));
         }
         if let Some(e) = &self.viewport.error {
             ui.colored_label(egui::Color32::from_rgb(255, 110, 110), e);
@@ -1191,6 +1195,7 @@ impl WeftApp {
                 self.memory.ui_for(ui, program, &id);
             }
         }
+        self.viewport.cook.ui_for(ui, &id);
         for p in self.model.problems_of(&id) {
             ui.colored_label(egui::Color32::from_rgb(255, 110, 110), p.to_string());
         }

@@ -489,6 +489,10 @@ impl Engine for CudaEngine {
         Some(format!("{}, CUDA through NVRTC", self.device))
     }
 
+    fn timing_method(&self) -> &'static str {
+        "CUDA events around each launch"
+    }
+
     fn frames_in_flight(&self) -> usize {
         FRAMES_IN_FLIGHT
     }

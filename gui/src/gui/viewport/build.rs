@@ -213,7 +213,7 @@ impl Viewport {
                 self.frames_run = 0;
                 self.frame_ms = 0.0;
                 self.slice = None;
-                self.kernel_ms.clear();
+                self.cook = Default::default();
                 self.probe.clear();
                 self.loss.clear();
                 self.orbit.forget_cameras();

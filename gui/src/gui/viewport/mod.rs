@@ -115,8 +115,9 @@ pub struct Viewport {
     /// while the simulation was away.
     deferred_scalars: Vec<(String, String, f64)>,
     deferred_reset: bool,
-    /// Per-kernel median times of the last frames, for the status line.
-    kernel_ms: Vec<(String, f64)>,
+    /// Per-kernel times and launches of the last frames, for the status
+    /// line and the inspector's Cook section.
+    pub cook: super::node_info::CookInfo,
     textures: Vec<ViewTexture>,
     gpu: Option<Arc<WgpuContext>>,
     /// Views' pictures on their way back (wgpu in a browser page).
@@ -250,7 +251,7 @@ impl Viewport {
             slice: None,
             deferred_scalars: vec![],
             deferred_reset: false,
-            kernel_ms: vec![],
+            cook: Default::default(),
             textures: vec![],
             egui_renderer,
             gpu,
@@ -297,7 +298,7 @@ impl Viewport {
         self.slice = None;
         self.deferred_scalars.clear();
         self.deferred_reset = false;
-        self.kernel_ms.clear();
+        self.cook = Default::default();
         self.clear_textures();
         self.pictures = None;
         self.pending = None;
@@ -345,23 +346,6 @@ pub fn slice_for(ms: f64, launches: usize) -> Option<usize> {
     }
     let per_launch = ms / launches as f64;
     Some(((SLICE_MS / per_launch) as usize).clamp(1, launches))
-}
-
-/// The median of each kernel's last 30 launch times (ms).
-fn kernel_medians(sim: &Simulation) -> Vec<(String, f64)> {
-    sim.kernel_times
-        .iter()
-        .map(|(k, v)| {
-            let mut ms: Vec<f64> = v
-                .iter()
-                .rev()
-                .take(30)
-                .map(|d| d.as_secs_f64() * 1e3)
-                .collect();
-            ms.sort_by(|a, b| a.total_cmp(b));
-            (k.clone(), ms.get(ms.len() / 2).copied().unwrap_or(0.0))
-        })
-        .collect()
 }
 
 /// A run-time error and the graph node it names (when it names one).

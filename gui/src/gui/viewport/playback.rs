@@ -393,7 +393,7 @@ impl Viewport {
                 self.seek_to = None;
             }
         }
-        self.kernel_ms = kernel_medians(&sim);
+        self.cook = super::super::node_info::CookInfo::of(&sim);
         let drawn = done.drawn;
         let deferred = std::mem::take(&mut self.deferred_scalars);
         if let Some(r) = &mut self.running {
@@ -456,6 +456,6 @@ impl Viewport {
 
     /// Per-kernel median launch times (ms), for the status line.
     pub fn kernel_times(&self) -> Vec<(String, f64)> {
-        self.kernel_ms.clone()
+        self.cook.medians()
     }
 }
