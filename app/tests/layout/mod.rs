@@ -2,7 +2,8 @@
 //! another and all are inside the window; Ctrl+Space maximises the
 //! viewport over the main area and restores it; the divider between the
 //! viewport and the node editor moves and is remembered; four panes show
-//! four views, each picked on its own.
+//! four views, each picked on its own; the viewport detaches into a window
+//! of its own and docks again.
 
 use super::*;
 use egui::{Event, Key, Modifiers, PointerButton, Pos2, Rect};
@@ -465,4 +466,72 @@ fn three_d_views_draw_at_their_pane_s_pixel_size() {
     assert_eq!(w2, (pane.width() * ppp).round() as u32);
     assert_eq!(h.state().viewport.frame(), frame, "the state carried over");
     assert!(!h.state().model.dirty);
+}
+
+/// View > Viewport in its own window: the viewport leaves the main area
+/// to the node editor and shows in a window of its own (in the test
+/// harness, with one OS window, egui draws it as a window inside the
+/// main one), its panes inside it and its views still drawn; Ctrl+Space
+/// does not maximise a detached viewport; the same menu item docks it
+/// again where it was.
+#[test]
+fn the_viewport_detaches_into_its_own_window_and_docks_again() {
+    if !gpu_ok() {
+        return;
+    }
+    let mut h = harness("heat_color.json");
+    wait_for_sim(&mut h);
+    h.run_steps(3);
+    let before = h.state().layout.rects;
+    let editor_before = before.node_editor.expect("the node editor shows");
+    h.get_by_label("View").click();
+    h.run_steps(2);
+    h.get_by_label("Viewport in its own window").click();
+    h.run_steps(4);
+    assert!(h.state().layout.detached);
+    let det = h.state().layout.rects;
+    let editor = det.node_editor.expect("the node editor shows");
+    assert!(
+        editor.width() > editor_before.width() + 100.0,
+        "the node editor takes the viewport's room: {:?} -> {:?}",
+        editor_before,
+        editor
+    );
+    assert!(
+        det.viewport.is_positive(),
+        "the viewport's window: {:?}",
+        det.viewport
+    );
+    let panes = h.state().viewport.panes.rects.clone();
+    assert!(!panes.is_empty(), "its panes are drawn");
+    for p in &panes {
+        assert!(
+            det.viewport.expand(1.0).contains_rect(*p),
+            "pane {:?} inside the window {:?}",
+            p,
+            det.viewport
+        );
+    }
+    assert!(!h.state().viewport.textures_empty(), "its views are drawn");
+    // Ctrl+Space has nothing to maximise.
+    h.event(Event::PointerMoved(editor.center()));
+    h.key_press_modifiers(Modifiers::COMMAND, Key::Space);
+    h.run_steps(2);
+    assert!(!h.state().layout.maximised);
+    // Docked again, where it was.
+    h.get_by_label("View").click();
+    h.run_steps(2);
+    h.get_by_label("Viewport in its own window").click();
+    h.run_steps(4);
+    let after = h.state().layout.rects;
+    assert!(!h.state().layout.detached);
+    assert!(
+        (after.viewport.width() - before.viewport.width()).abs() < 1.0,
+        "{:?} vs {:?}",
+        after.viewport,
+        before.viewport
+    );
+    assert!(after
+        .node_editor
+        .is_some_and(|e| (e.width() - editor_before.width()).abs() < 1.0));
 }

@@ -703,7 +703,10 @@ impl WeftApp {
             }
             // Ctrl+Space: the viewport over the whole main area, and back
             // (Blender's maximise area).
-            if !typing && i.consume_key(egui::Modifiers::COMMAND, egui::Key::Space) {
+            if !typing
+                && !self.layout.detached
+                && i.consume_key(egui::Modifiers::COMMAND, egui::Key::Space)
+            {
                 self.layout.maximised = !self.layout.maximised;
             }
             let viewer = plain(i, egui::Key::V);
@@ -963,6 +966,17 @@ impl WeftApp {
                 }
                 ui.separator();
                 if ui
+                    .checkbox(&mut self.layout.detached, "Viewport in its own window")
+                    .on_hover_text(
+                        "the viewport in a second window (on another screen, say); \
+                         close that window to dock it again",
+                    )
+                    .clicked()
+                {
+                    self.layout.maximised = false;
+                    ui.close();
+                }
+                if ui
                     .checkbox(&mut self.sheet.open, "Spreadsheet  (Alt+S)")
                     .on_hover_text("any field's values for the current frame")
                     .clicked()
@@ -977,6 +991,29 @@ impl WeftApp {
                 if self.model.dirty { " •" } else { "" }
             ));
         });
+    }
+
+    /// The viewport in a window of its own (`WindowLayout::detached`):
+    /// an immediate egui viewport, or an egui window in the main one where
+    /// the backend has a single window (the test harness). Closing it
+    /// docks the viewport again.
+    fn detached_viewport(&mut self, ctx: &egui::Context) {
+        let id = egui::ViewportId::from_hash_of("weft detached viewport");
+        let builder = egui::ViewportBuilder::default()
+            .with_title(format!("Viewport — {}", self.model.title()))
+            .with_inner_size([960.0, 640.0]);
+        let close = ctx.show_viewport_immediate(id, builder, |ui, class| {
+            let rect = ui.available_rect_before_wrap();
+            self.viewport_panel(ui);
+            self.layout.rects.viewport = rect;
+            // An embedded window has no close button of its own (and the
+            // input there is the main window's): View's checkbox docks it.
+            class == egui::ViewportClass::Immediate
+                && ui.ctx().input(|i| i.viewport().close_requested())
+        });
+        if close {
+            self.layout.detached = false;
+        }
     }
 
     fn viewport_panel(&mut self, ui: &mut egui::Ui) {
@@ -1893,6 +1930,11 @@ impl eframe::App for WeftApp {
         // in, not one render later (a render is ~80 ms on lavapipe).
         let selected_before = self.selected.clone();
         let main_w = self.layout.rects.main.width();
+        if self.layout.detached {
+            self.layout.maximised = false;
+            self.layout.rects.viewport = egui::Rect::NOTHING;
+            self.detached_viewport(&ctx);
+        }
         if self.layout.maximised {
             let vp = egui::CentralPanel::default().show(ui, |ui| self.viewport_panel(ui));
             self.layout.rects.viewport = vp.response.rect;
@@ -1918,38 +1960,42 @@ impl eframe::App for WeftApp {
                     ui.allocate_rect(rect, egui::Sense::hover());
                 });
             self.layout.rects.inspector = Some(side.response.rect);
-            // The divider between the viewport and the node editor is this
-            // panel's resize edge.
-            // Until the user moves the divider the viewport takes half the
-            // room beside the inspector: the largest area on screen, with
-            // the node editor still wide enough to show a graph legibly
-            // (its fit zooms out no further than `graph_nav::FIT_MIN_SCALE`).
-            let beside = ui.available_width();
-            let width = match self.session.prefs.viewport_width {
-                w if w > 0.0 => w,
-                _ => beside * 0.5,
-            };
-            let vp = egui::Panel::left("viewport")
-                .resizable(true)
-                .default_size(width)
-                .min_size(window_layout::MIN_VIEWPORT_W)
-                .max_size(window_layout::WindowLayout::viewport_max(
-                    ui.available_width(),
-                ))
-                .show(ui, |ui| self.viewport_panel(ui));
-            self.layout.rects.viewport = vp.response.rect;
-            // The split is the user's once they drag the divider: a width
-            // that changed while the window did not (a window resize or a
-            // restore from maximised is not a choice to remember).
-            let vp_w = vp.response.rect.width();
-            let dragged = last.viewport.is_positive()
-                && last.node_editor.is_some()
-                && (last.main.width() - main_w).abs() < 0.5
-                && (last.viewport.width() - vp_w).abs() > 0.5;
-            let split = if dragged {
-                vp_w
-            } else {
+            let split = if self.layout.detached {
                 self.session.prefs.viewport_width
+            } else {
+                // The divider between the viewport and the node editor is this
+                // panel's resize edge.
+                // Until the user moves the divider the viewport takes half the
+                // room beside the inspector: the largest area on screen, with
+                // the node editor still wide enough to show a graph legibly
+                // (its fit zooms out no further than `graph_nav::FIT_MIN_SCALE`).
+                let beside = ui.available_width();
+                let width = match self.session.prefs.viewport_width {
+                    w if w > 0.0 => w,
+                    _ => beside * 0.5,
+                };
+                let vp = egui::Panel::left("viewport")
+                    .resizable(true)
+                    .default_size(width)
+                    .min_size(window_layout::MIN_VIEWPORT_W)
+                    .max_size(window_layout::WindowLayout::viewport_max(
+                        ui.available_width(),
+                    ))
+                    .show(ui, |ui| self.viewport_panel(ui));
+                self.layout.rects.viewport = vp.response.rect;
+                // The split is the user's once they drag the divider: a width
+                // that changed while the window did not (a window resize or a
+                // restore from maximised is not a choice to remember).
+                let vp_w = vp.response.rect.width();
+                let dragged = last.viewport.is_positive()
+                    && last.node_editor.is_some()
+                    && (last.main.width() - main_w).abs() < 0.5
+                    && (last.viewport.width() - vp_w).abs() > 0.5;
+                if dragged {
+                    vp_w
+                } else {
+                    self.session.prefs.viewport_width
+                }
             };
             self.session
                 .prefs

@@ -4,7 +4,11 @@
 //! left of the node editor (a divider between them, its place remembered in
 //! the preferences) with the inspector on the right; Ctrl+Space maximises
 //! the viewport over the whole main area, as in Blender, and again
-//! restores it. Every area is an egui panel, which clips what it draws to
+//! restores it. View > Viewport in its own window detaches the viewport
+//! into a second OS window (an egui immediate viewport; inside a test
+//! harness or a backend without multiple windows, an egui window in the
+//! main one), leaving the main area to the node editor; closing that window
+//! docks it again. Every area is an egui panel, which clips what it draws to
 //! itself, and the bars' heights are bounded so the main area always keeps
 //! `MIN_MAIN_H`: no area draws over another at any window size.
 
@@ -48,6 +52,9 @@ impl Default for AreaRects {
 pub struct WindowLayout {
     /// The viewport covers the whole main area (Ctrl+Space).
     pub maximised: bool,
+    /// The viewport is in a window of its own (View > Viewport in its own
+    /// window); the main area is the node editor's and the inspector's.
+    pub detached: bool,
     pub rects: AreaRects,
 }
 

@@ -105,6 +105,11 @@ pub fn pane_rects(area: egui::Rect, count: PaneCount) -> Vec<egui::Rect> {
 }
 
 impl Viewport {
+    /// Whether no view has a picture yet.
+    pub fn textures_empty(&self) -> bool {
+        self.textures.is_empty()
+    }
+
     /// The view pane `i` shows (of the views drawn now).
     pub fn pane_view(&self, i: usize) -> Option<String> {
         let names: Vec<String> = self.textures.iter().map(|t| t.name.clone()).collect();
