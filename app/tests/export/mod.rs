@@ -181,3 +181,110 @@ fn a_surface_view_exports_the_mesh_the_cli_writes() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Recording USD while playing a range twice (a looping playback; here a
+/// Reset and the same frames again) keeps one time sample per frame: the
+/// second pass replaces the first's samples (issue 52 item 7: a `.usda`
+/// grew to 2.1 GB with `endTimeCode` short of its samples). Read back
+/// with usd-core.
+#[test]
+fn recording_a_looping_range_keeps_one_sample_per_frame() {
+    let dir = std::env::temp_dir().join(format!("weft-gui-record-loop-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut h = harness("particle_lists.json");
+    wait_for_sim(&mut h);
+    settle(&mut h);
+    let usda = dir.join("rec.usda");
+    open_export_window(&mut h, format!("pos=usd:{}", usda.display()));
+    h.get_by_label("Record while playing").click();
+    h.run_steps(2);
+    let mut last = 0;
+    for _ in 0..2 {
+        let start = h.state().viewport.frame();
+        h.state_mut().viewport.playing = true;
+        play_until(&mut h, start + 3);
+        h.state_mut().viewport.playing = false;
+        settle(&mut h);
+        last = last.max(h.state().viewport.frame());
+        h.get_by_label("Reset").click();
+        h.run_steps(2);
+        settle(&mut h);
+    }
+    h.get_by_label("Stop").click();
+    h.run_steps(2);
+    settle(&mut h);
+    assert!(usda.exists(), "{:?}", h.state().export.message);
+    let text = std::fs::read_to_string(&usda).unwrap();
+    assert!(
+        text.contains(&format!("endTimeCode = {}", last)),
+        "{}",
+        &text[..400.min(text.len())]
+    );
+    // One sample line per frame in every time-sampled attribute (a reader
+    // may keep one of two samples at a time; the file must not hold two).
+    let blocks = text.matches("timeSamples = {").count();
+    let samples = text
+        .lines()
+        .filter(|l| {
+            let t = l.trim_start();
+            l.starts_with("        ")
+                && t.split(':')
+                    .next()
+                    .is_some_and(|n| n.parse::<i32>().is_ok())
+        })
+        .count();
+    let first = text
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("startTimeCode = ")?
+                .parse::<i32>()
+                .ok()
+        })
+        .expect("startTimeCode");
+    assert!(blocks > 0);
+    assert_eq!(
+        samples,
+        blocks * (last - first + 1) as usize,
+        "{} attributes over frames {}..={}",
+        blocks,
+        first,
+        last
+    );
+    let py = ["python3", "/usr/bin/python3"].into_iter().find(|py| {
+        std::process::Command::new(py)
+            .args(["-c", "import pxr"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    let Some(py) = py else {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "CI=true but no usd-core"
+        );
+        return;
+    };
+    let script = "import sys\nfrom pxr import Usd, UsdGeom\ns = Usd.Stage.Open(sys.argv[1])\nfor p in s.Traverse():\n    if p.IsA(UsdGeom.Points):\n        t = UsdGeom.Points(p).GetPointsAttr().GetTimeSamples()\n        print(len(t), len(set(t)), int(min(t)), int(max(t)), int(s.GetEndTimeCode()))\n";
+    let o = std::process::Command::new(py)
+        .arg("-c")
+        .arg(script)
+        .arg(&usda)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        o.status.success(),
+        "{}{}",
+        out,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let n: Vec<i64> = out.split_whitespace().map(|x| x.parse().unwrap()).collect();
+    assert_eq!(n.len(), 5, "{}", out);
+    assert_eq!(n[0], n[1], "no frame has two samples: {}", out);
+    assert_eq!(n[0], n[3] - n[2] + 1, "one sample per frame: {}", out);
+    assert_eq!(n[3], n[4], "endTimeCode is the last sample: {}", out);
+    assert_eq!(n[3], last as i64);
+    let _ = std::fs::remove_dir_all(&dir);
+}

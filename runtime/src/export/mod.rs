@@ -501,11 +501,12 @@ impl Exporter {
                         write(&path, &ply::to_bytes(&points, &attributes, &comment))?;
                         written.push(path);
                     } else {
-                        job.points.push(usd::PointsFrame {
+                        let f = usd::PointsFrame {
                             frame,
                             points,
                             primvars: attributes,
-                        });
+                        };
+                        put_frame(&mut job.points, f, |f| f.frame);
                     }
                 }
                 What::Volume { field } => {
@@ -524,7 +525,7 @@ impl Exporter {
                             .file_name()
                             .map(|n| n.to_string_lossy().to_string())
                             .unwrap_or_default();
-                        job.vdbs.push((frame, format!("./{}", name)));
+                        put_frame(&mut job.vdbs, (frame, format!("./{}", name)), |v| v.0);
                         // A volume's stage is small: rewritten every frame,
                         // so a stopped run leaves one matching its VDBs.
                         write_stage(job, &sim.program, self.point_width, &self.label)?;
@@ -539,7 +540,8 @@ impl Exporter {
                         write(&path, &mesh::ply_bytes(&m, &comment))?;
                         written.push(path);
                     } else {
-                        job.meshes.push(usd::MeshFrame { frame, mesh: m });
+                        let f = usd::MeshFrame { frame, mesh: m };
+                        put_frame(&mut job.meshes, f, |f| f.frame);
                     }
                 }
             }
@@ -556,6 +558,18 @@ impl Exporter {
             }
         }
         Ok(written)
+    }
+}
+
+/// Puts a frame's samples in `frames` (kept in frame order): a frame met
+/// again (a looping playback, a step back) replaces its samples instead of
+/// adding a second set — one USD time sample per frame, and the stage's
+/// time range that of the frames it holds.
+fn put_frame<T>(frames: &mut Vec<T>, item: T, frame_of: impl Fn(&T) -> i32) {
+    let f = frame_of(&item);
+    match frames.binary_search_by_key(&f, &frame_of) {
+        Ok(i) => frames[i] = item,
+        Err(i) => frames.insert(i, item),
     }
 }
 
@@ -710,6 +724,15 @@ fn read_mesh(sim: &Simulation, b: &SurfaceBuffers) -> Result<mesh::Mesh, Runtime
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_frame_met_again_replaces_its_samples_and_frames_stay_in_order() {
+        let mut v: Vec<(i32, &str)> = Vec::new();
+        for (f, s) in [(1, "a"), (2, "b"), (3, "c"), (1, "a2"), (2, "b2"), (0, "z")] {
+            put_frame(&mut v, (f, s), |x| x.0);
+        }
+        assert_eq!(v, vec![(0, "z"), (1, "a2"), (2, "b2"), (3, "c")]);
+    }
 
     #[test]
     fn specs_parse() {
