@@ -288,3 +288,35 @@ fn recording_a_looping_range_keeps_one_sample_per_frame() {
     assert_eq!(n[3], last as i64);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A spec without a path writes into the graph's own folder,
+/// `GRAPH.export/` beside the graph file (issue 52 item 7: every graph
+/// wrote into one shared `export/`, and smoke3d's `field1.usda` replaced
+/// another graph's): two graphs in one folder keep their own files.
+#[test]
+fn each_graph_exports_into_a_folder_of_its_own() {
+    let dir = std::env::temp_dir().join(format!("weft-gui-export-own-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let graph = dir.join("lists_a.json");
+    std::fs::copy(root().join("graphs/particle_lists.json"), &graph).unwrap();
+    let mut h = support::harness_with(Some(graph), dir.join("cfg"));
+    wait_for_sim(&mut h);
+    settle(&mut h);
+    open_export_window(&mut h, "pos=ply".into());
+    h.get_by_label("Export this frame").click();
+    h.run_steps(2);
+    settle(&mut h);
+    let frame = h.state().viewport.frame();
+    let own = dir
+        .join("lists_a.export")
+        .join(format!("pos_{:04}.ply", frame));
+    assert!(
+        own.exists(),
+        "{} ({:?})",
+        own.display(),
+        h.state().export.message
+    );
+    assert!(!dir.join("export").exists(), "no shared export folder");
+    let _ = std::fs::remove_dir_all(&dir);
+}

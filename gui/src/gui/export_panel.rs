@@ -20,7 +20,12 @@ pub struct ExportPanel {
     /// `FIELDS=FORMAT[:PATH]` specs, one per line (as `--export` takes them).
     pub specs: String,
     /// Where default paths go (`--out`); relative to the graph's folder.
+    /// Empty: the graph's own folder, `default_folder`.
     pub out: String,
+    /// `GRAPH.export` for the graph open (`untitled.export` before it is
+    /// saved): every graph exports into a folder of its own, so two graphs
+    /// in one folder never write over each other's `field.usda`.
+    pub default_folder: String,
     /// The last outcome (files written, or the error), shown in the window.
     pub message: Option<Result<String, String>>,
     /// Asked for by a button, done in `after_panels` when the simulation is home.
@@ -39,7 +44,7 @@ struct Recording {
 impl ExportPanel {
     pub fn new() -> ExportPanel {
         ExportPanel {
-            out: "export".into(),
+            default_folder: "untitled.export".into(),
             ..Default::default()
         }
     }
@@ -70,7 +75,11 @@ impl ExportPanel {
                 }
             }
         }
-        let mut e = Exporter::new(p, &specs, &base.join(&self.out)).map_err(|e| e.to_string())?;
+        let out = match self.out.trim() {
+            "" => self.default_folder.as_str(),
+            o => o,
+        };
+        let mut e = Exporter::new(p, &specs, &base.join(out)).map_err(|e| e.to_string())?;
         e.label = label.to_string();
         Ok(e)
     }
@@ -138,7 +147,12 @@ impl ExportPanel {
                 }
                 ui.horizontal(|ui| {
                     ui.label("Folder");
-                    ui.add(egui::TextEdit::singleline(&mut self.out).id_salt("export_out"));
+                    ui.add(
+                        egui::TextEdit::singleline(&mut self.out)
+                            .hint_text(&self.default_folder)
+                            .id_salt("export_out"),
+                    )
+                    .on_hover_text("empty: the graph's own folder, GRAPH.export beside it");
                 });
                 ui.horizontal(|ui| {
                     if ui.button("Export this frame").clicked() {

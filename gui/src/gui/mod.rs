@@ -2194,6 +2194,14 @@ impl eframe::App for WeftApp {
             });
         }
         let base = self.base_dir().unwrap_or_default();
+        self.export.default_folder = format!(
+            "{}.export",
+            self.model
+                .path
+                .as_ref()
+                .and_then(|p| p.file_stem())
+                .map_or("untitled".into(), |s| s.to_string_lossy())
+        );
         let label = self
             .model
             .path
