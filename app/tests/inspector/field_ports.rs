@@ -162,3 +162,74 @@ fn a_field_with_grad_on_has_a_grad_pin_for_views_only() {
     let why = m.check_wire("u0.grad", "seed.u0", false).unwrap_err();
     assert!(why.contains("u0.grad[...]"), "{}", why);
 }
+
+/// The button labelled `label` in the inspector (the node in the editor
+/// shows its parameters too).
+fn inspector_button<'a>(
+    h: &'a Harness<'static, WeftApp>,
+    label: &'a str,
+) -> egui_kittest::Node<'a> {
+    let inspector = h
+        .state()
+        .layout
+        .rects
+        .inspector
+        .expect("the inspector shows");
+    h.get_all_by_label(label)
+        .find(|n| inspector.contains(n.rect().center()))
+        .unwrap_or_else(|| panic!("no '{}' in the inspector", label))
+}
+
+/// A 3-D particles view whose `domain` was left a 2-D rectangle (the graph
+/// does not build: "vec3 positions need a 3-D domain") is fixed from the
+/// inspector: the domain row's **3-D box** button turns the rectangle into
+/// a box, in one edit, and the graph builds and runs.
+#[test]
+fn a_two_d_domain_becomes_a_three_d_box_in_the_inspector() {
+    if !gpu_ok() {
+        return;
+    }
+    let dir = cfg("domain3d");
+    std::fs::create_dir_all(&dir).unwrap();
+    let graph = dir.join("points.json");
+    let doc = json!({"format": "weft-graph", "version": 1,
+        "nodes": [
+            {"id": "cells", "kind": "dense", "params": {"shape": [8]}, "pos": [0, 0]},
+            {"id": "x", "kind": "field", "params": {"type": "vec3"}, "pos": [0, 120]},
+            {"id": "start", "kind": "on_start", "pos": [0, 240]},
+            {"id": "seed", "kind": "kernel", "params": {"over": "x",
+                "code": "fn kernel(i: i32) {\n    x[i] = vec3(i as f32 / 8.0, 0.5, 0.5);\n}\n"}, "pos": [300, 0]},
+            {"id": "view", "kind": "particles", "params": {"domain": [0, 0, 1, 1]}, "pos": [600, 0]}
+        ],
+        "wires": [
+            {"from": "cells.cells", "to": "x.layout"},
+            {"from": "x.field", "to": "seed.x"},
+            {"from": "x.field", "to": "view.positions"}
+        ],
+        "exec": [{"from": "start.then", "to": "seed"}]});
+    std::fs::write(&graph, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    let mut h = harness_with(Some(graph), dir.join("cfg"));
+    h.run_steps(4);
+    assert!(
+        !h.state().model.problems_of("view").is_empty(),
+        "a 2-D domain for vec3 positions is a problem of the view"
+    );
+    h.state_mut().selected = Some("view".into());
+    h.run_steps(2);
+    inspector_button(&h, "3-D box").click();
+    h.run_steps(2);
+    let d = h.state().model.doc.node("view").unwrap().params["domain"].clone();
+    assert_eq!(d, json!([0.0, 0.0, 0.0, 1.0, 1.0, 1.0]));
+    wait_for_sim(&mut h);
+    assert!(
+        h.state().model.problems_of("view").is_empty(),
+        "{:?}",
+        h.state().model.problems_of("view")
+    );
+    // And back.
+    inspector_button(&h, "2-D rect").click();
+    h.run_steps(2);
+    let d = h.state().model.doc.node("view").unwrap().params["domain"].clone();
+    assert_eq!(d, json!([0.0, 0.0, 1.0, 1.0]));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -324,8 +324,45 @@ fn param_widget(
                 .map(|a| a.iter().filter_map(Value::as_f64).collect())
                 .unwrap_or_else(|| vec![0.0, 0.0, 1.0, 1.0]);
             let mut changed = false;
-            for x in r.iter_mut() {
-                changed |= ui.add(egui::DragValue::new(x).speed(0.01)).changed();
+            // A rectangle [min x, min y, max x, max y] or a box [min x,
+            // min y, min z, max x, max y, max z] (3-D views): the button
+            // turns one into the other, so a view of vec3 positions whose
+            // domain was left 2-D can be fixed here.
+            if compact {
+                // On the node: one row of numbers (the inspector has the rows
+                // and the 2-D / 3-D switch).
+                for x in r.iter_mut() {
+                    changed |= ui.add(egui::DragValue::new(x).speed(0.01)).changed();
+                }
+                return changed.then(|| Value::from(r));
+            }
+            let three = r.len() == 6;
+            let mut toggled = false;
+            ui.vertical(|ui| {
+                let half = r.len() / 2;
+                for (row, label) in ["min", "max"].into_iter().enumerate() {
+                    ui.horizontal(|ui| {
+                        ui.weak(label);
+                        for x in r.iter_mut().skip(row * half).take(half) {
+                            changed |= ui.add(egui::DragValue::new(x).speed(0.01)).changed();
+                        }
+                    });
+                }
+                let (text, hover) = if three {
+                    ("2-D rect", "make this a rectangle [min x, min y, max x, max y] (2-D positions)")
+                } else {
+                    ("3-D box", "make this a box [min x, min y, min z, max x, max y, max z] (vec3 positions)")
+                };
+                toggled = ui.small_button(text).on_hover_text(hover).clicked();
+            });
+            if toggled {
+                r = match (three, r.as_slice()) {
+                    (true, [x0, y0, _, x1, y1, _]) => vec![*x0, *y0, *x1, *y1],
+                    (false, [x0, y0, x1, y1]) => vec![*x0, *y0, 0.0, *x1, *y1, 1.0],
+                    _ if three => vec![0.0, 0.0, 1.0, 1.0],
+                    _ => vec![0.0, 0.0, 0.0, 1.0, 1.0, 1.0],
+                };
+                changed = true;
             }
             changed.then(|| Value::from(r))
         }
