@@ -598,7 +598,7 @@ fn the_editor_page_edits_heat_runs_it_like_the_cpu_backend_and_saves_it() {
     for p in [
         "menu",
         "side",
-        "inspector",
+        "viewport",
         "problems",
         "log",
         "status",

@@ -25,7 +25,7 @@ use crate::app::FieldResult;
 const PANELS: &[&str] = &[
     "menu",
     "side",
-    "inspector",
+    "viewport",
     "problems",
     "log",
     "status",
