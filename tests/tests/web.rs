@@ -596,13 +596,7 @@ fn the_editor_page_edits_heat_runs_it_like_the_cpu_backend_and_saves_it() {
     assert_eq!(opened["problems"], json!([]), "{}", opened);
     assert_eq!(opened["backend"], "wgpu", "{}", opened);
     for p in [
-        "menu",
-        "side",
-        "viewport",
-        "problems",
-        "log",
-        "status",
-        "timeline",
+        "menu", "side", "viewport", "problems", "log", "status", "timeline",
     ] {
         let drawn = opened["panels"].as_array().unwrap().iter().any(|x| {
             x["id"] == p

@@ -23,13 +23,7 @@ use crate::app::FieldResult;
 
 /// The panels the hook reports on, by their egui ids.
 const PANELS: &[&str] = &[
-    "menu",
-    "side",
-    "viewport",
-    "problems",
-    "log",
-    "status",
-    "timeline",
+    "menu", "side", "viewport", "problems", "log", "status", "timeline",
 ];
 
 /// A field read the hook asked for, on its way back.

@@ -82,6 +82,11 @@ fn fields_at_2(h: &mut Harness<'static, WeftApp>, t_next: &str) -> (Vec<u32>, Ve
 
 /// The "Promote" / "Un-promote" button on the row of parameter `param`.
 fn row_button(h: &Harness<'static, WeftApp>, button: &str, param: &str) -> Pos2 {
+    find_row_button(h, button, param)
+        .unwrap_or_else(|| panic!("no '{}' button on the row of '{}'", button, param))
+}
+
+fn find_row_button(h: &Harness<'static, WeftApp>, button: &str, param: &str) -> Option<Pos2> {
     let buttons: Vec<egui::Rect> = h.get_all_by_label(button).map(|n| n.rect()).collect();
     h.get_all_by_label(param)
         .map(|n| n.rect())
@@ -90,8 +95,7 @@ fn row_button(h: &Harness<'static, WeftApp>, button: &str, param: &str) -> Pos2 
                 .iter()
                 .find(|b| (b.center().y - l.center().y).abs() < 6.0 && b.left() > l.left())
         })
-        .unwrap_or_else(|| panic!("no '{}' button on the row of '{}'", button, param))
-        .center()
+        .map(|b| b.center())
 }
 
 #[test]
@@ -155,6 +159,15 @@ fn group_enter_promote_leave_and_ungroup() {
     // The inspector offers it (the button's own click is driven through
     // the command it sends: kittest's click on it is not delivered).
     row_button(&h, "Promote", "alpha");
+    // Only scalar parameters are offered: not the kernel's loop extent,
+    // its field port name or its code.
+    for structural in ["range", "over", "code"] {
+        assert!(
+            find_row_button(&h, "Promote", structural).is_none(),
+            "'{}' is offered for promotion",
+            structural
+        );
+    }
     let promote = |h: &mut Harness<'static, WeftApp>, on: bool| {
         h.state_mut().model.push(gui::model::Command::Promote {
             node: "diffuse".into(),

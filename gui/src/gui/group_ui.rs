@@ -126,14 +126,33 @@ pub fn promote_section(
     if super::group_edit::is_boundary(&node.id) {
         return;
     }
+    // Scalar parameters only (numbers, integers, booleans and a kernel's
+    // scalars): what a group's user turns, as Houdini's promoted parms are.
+    // Structure (types, shapes, storage, code, node references) stays
+    // inside the group; one promoted already is listed, to un-promote it.
+    use weft_ir::graph::catalog::ParamType;
+    let already = |name: &str| {
+        group
+            .group
+            .as_ref()
+            .and_then(|g| super::group_edit::promoted(g, &node.id, name))
+            .is_some()
+    };
     let mut names: Vec<String> = weft_ir::graph::catalog::kind(&node.kind)
-        .map(|k| k.params.iter().map(|p| p.name.to_string()).collect())
+        .map(|k| {
+            k.params
+                .iter()
+                .filter(|p| {
+                    matches!(p.ty, ParamType::Int | ParamType::Number | ParamType::Bool)
+                        || already(p.name)
+                })
+                .map(|p| p.name.to_string())
+                .collect()
+        })
         .unwrap_or_default();
     if let Some(s) = node.params.get("scalars").and_then(|v| v.as_object()) {
-        names.retain(|n| n != "scalars");
         names.extend(s.keys().cloned());
     }
-    names.retain(|n| n != "code");
     if names.is_empty() {
         return;
     }
