@@ -702,9 +702,23 @@ impl WgpuEngine {
         // yet (reads there go through `start_read`), which is "no answer".
         let answer = match rx.try_recv() {
             Err(std::sync::mpsc::TryRecvError::Empty) if !crate::platform::MUST_NOT_WAIT => {
+                // Keep polling while waiting, as `fault_words` does: the
+                // other thread's poll may have returned without running the
+                // callback (the window's surface timing out on a long
+                // lavapipe frame), and then only a poll of ours runs it.
                 self.ctx.wait()?;
-                rx.recv_timeout(std::time::Duration::from_secs(10))
-                    .map_err(|_| std::sync::mpsc::TryRecvError::Empty)
+                let t0 = Instant::now();
+                loop {
+                    match rx.try_recv() {
+                        Err(std::sync::mpsc::TryRecvError::Empty)
+                            if t0.elapsed() < std::time::Duration::from_secs(10) =>
+                        {
+                            let _ = self.ctx.device.poll(wgpu::PollType::Poll);
+                            std::thread::sleep(std::time::Duration::from_micros(200));
+                        }
+                        other => break other,
+                    }
+                }
             }
             other => other,
         };
