@@ -409,6 +409,22 @@ fn random_numbers_and_atomic_loops_are_defined_once() {
     assert!(hits.is_empty(), "{}", hits.join("\n"));
 }
 
+/// Instructions are created in one place: `lower/emit.rs` (the `Build`
+/// trait and `Function::detached` / `adopt`). A pass that grew the arena
+/// itself would be a ninth copy of the emitter; the IR text parser is the
+/// one reader that builds functions from outside.
+#[test]
+fn instructions_are_created_through_the_one_builder() {
+    let mut hits = Vec::new();
+    for dir in ["graph-ir/src", "codegen/src", "runtime/src", "open/src"] {
+        hits.extend(mentions(dir, &["insts.append("]).into_iter().filter(|h| {
+            !h.starts_with("graph-ir/src/lower/emit.rs:")
+                && !h.starts_with("graph-ir/src/ir/parse.rs:")
+        }));
+    }
+    assert!(hits.is_empty(), "{}", hits.join("\n"));
+}
+
 /// docs/architecture.md names every module of every crate (its file name
 /// without `.rs`, or its folder's name for a `mod.rs`), so the map a
 /// contributor reads first cannot silently fall behind the code.

@@ -9,6 +9,7 @@
 //! fails if a `File::create`, `fs::write` or `OpenOptions` appears anywhere
 //! else outside tests.
 
+pub mod mesh;
 pub mod npy;
 pub mod provided;
 

@@ -16,7 +16,11 @@
 //!   span of the syntax they come from (`emit_at`).
 //!
 //! A rewrite that writes into blocks it is handed rather than an open
-//! one uses `append` (`Build::emit_in` is the same for a builder).
+//! one uses `append` (`Build::emit_in` is the same for a builder); one
+//! that assembles a block itself, reserves a handle before the body it
+//! names exists (a loop's `Break` placeholder) or copies instructions
+//! between functions uses `Function::detached` / `Function::adopt`. No
+//! other code grows a function's instruction arena.
 //!
 //! Every instruction goes to the innermost open block.
 
@@ -46,7 +50,7 @@ pub trait Build {
     /// Appends an instruction carrying its own source span to the open
     /// block (the front end: each instruction comes from a syntax node).
     fn emit_at(&mut self, kind: InstKind, ty: Type, span: Span) -> InstId {
-        let h = self.func().insts.append(Inst { kind, ty, span });
+        let h = self.func().detached(kind, ty, span);
         self.push(h);
         h
     }
@@ -157,9 +161,28 @@ impl Build for Emit {
 /// rewrite of `passes::autodiff::exits` writes into the blocks it is
 /// handed, each instruction with the span of the one it replaces).
 pub fn append(f: &mut Function, b: &mut Block, kind: InstKind, ty: Type, span: Span) -> InstId {
-    let h = f.insts.append(Inst { kind, ty, span });
+    let h = f.detached(kind, ty, span);
     b.push(h);
     h
+}
+
+/// Creating an instruction that is in no block yet: the one place besides
+/// [`Build`] (which calls it) where the instruction arena grows, so that
+/// a rewrite that assembles a block by hand, reserves a handle before its
+/// body exists, or moves instructions between functions does not keep a
+/// copy of the emitter (`tests/architecture.rs` holds passes to it).
+impl Function {
+    /// A new instruction placed in no block: the caller puts its handle in
+    /// a block it assembles (an `if`'s arm, a loop body) or in place of
+    /// another.
+    pub fn detached(&mut self, kind: InstKind, ty: Type, span: Span) -> InstId {
+        self.insts.append(Inst { kind, ty, span })
+    }
+    /// An instruction taken whole from elsewhere (a copy from another
+    /// function, operands already renumbered), placed in no block.
+    pub fn adopt(&mut self, inst: Inst) -> InstId {
+        self.insts.append(inst)
+    }
 }
 
 /// Emits instructions into a function, block by block.

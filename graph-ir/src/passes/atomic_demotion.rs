@@ -282,20 +282,16 @@ fn plain_rmw(f: &mut Function, h: InstId, owned: &[LayoutId]) -> Option<(InstId,
     };
     let (ty, span) = (f.insts[h].ty, f.insts[h].span);
     f.insts[h].kind = InstKind::BufLoad { root, addr };
-    let new = f.insts.append(Inst {
-        kind: InstKind::Binary(bin, h, value),
-        ty,
-        span,
-    });
-    let store = f.insts.append(Inst {
-        kind: InstKind::BufStore {
+    let new = f.detached(InstKind::Binary(bin, h, value), ty, span);
+    let store = f.detached(
+        InstKind::BufStore {
             root,
             addr,
             value: new,
         },
-        ty: Type::Void,
+        Type::Void,
         span,
-    });
+    );
     Some((new, store))
 }
 

@@ -198,11 +198,7 @@ fn block_loops(kernel: &mut Kernel) {
             InstKind::Binary(BinaryOp::Ge, t, size_i),
             Type::BOOL,
         );
-        let brk = e.f.insts.append(Inst {
-            kind: InstKind::Break,
-            ty: Type::Void,
-            span,
-        });
+        let brk = e.f.detached(InstKind::Break, Type::Void, span);
         e.emit_in(
             &mut lb,
             InstKind::If {

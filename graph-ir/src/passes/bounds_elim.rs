@@ -192,32 +192,32 @@ fn widen(f: &mut Function, block: Block) -> Block {
             } else if k == 0 {
                 base
             } else {
-                let c = f.insts.append(Inst {
-                    kind: InstKind::Const(Const {
+                let c = f.detached(
+                    InstKind::Const(Const {
                         scalar: Scalar::I32,
                         bits: k as i32 as u32 as u64,
                     }),
-                    ty: Type::Scalar(Scalar::I32),
+                    Type::Scalar(Scalar::I32),
                     span,
-                });
-                let sum = f.insts.append(Inst {
-                    kind: InstKind::Binary(BinaryOp::Add, base, c),
-                    ty: Type::Scalar(Scalar::I32),
+                );
+                let sum = f.detached(
+                    InstKind::Binary(BinaryOp::Add, base, c),
+                    Type::Scalar(Scalar::I32),
                     span,
-                });
+                );
                 emitted.extend([c, sum]);
                 sum
             };
-            emitted.push(f.insts.append(Inst {
-                kind: InstKind::BoundsCheck {
+            emitted.push(f.detached(
+                InstKind::BoundsCheck {
                     field,
                     axis,
                     index,
                     extent,
                 },
-                ty: Type::Void,
+                Type::Void,
                 span,
-            }));
+            ));
         }
         drop.extend(checks.iter().map(|c| c.0));
         replace.insert(pos, emitted);

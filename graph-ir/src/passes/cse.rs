@@ -290,11 +290,7 @@ mod tests {
     use super::*;
 
     fn inst(f: &mut Function, kind: InstKind, ty: Type) -> InstId {
-        f.insts.append(Inst {
-            kind,
-            ty,
-            span: Span::default(),
-        })
+        f.detached(kind, ty, Span::default())
     }
 
     /// `a + b` computed twice at the top and again inside an `if`, plus a

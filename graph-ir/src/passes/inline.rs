@@ -205,15 +205,15 @@ fn copy_block(
             _ => {}
         }
         // Reserve the handle first so LoopCounter inside a RangeFor body can refer to it.
-        let new = f.insts.append(Inst {
-            kind: InstKind::Break,
-            ty: inst.ty,
-            span: if inst.span.line == 0 {
+        let new = f.detached(
+            InstKind::Break,
+            inst.ty,
+            if inst.span.line == 0 {
                 call_span
             } else {
                 inst.span
             },
-        });
+        );
         map.insert(h, new);
         let mut kind = inst.kind.clone();
         kind.map_operands(|o| map[&o]);

@@ -467,16 +467,9 @@ fn cas_loop(
     );
     let done = e.bin_ty(BinaryOp::Eq, prev, cur, Type::BOOL);
     let span = e.span;
-    let save = e.f.insts.append(Inst {
-        kind: InstKind::LocalStore(old, cur),
-        ty: Type::Void,
-        span,
-    });
-    let brk = e.f.insts.append(Inst {
-        kind: InstKind::Break,
-        ty: Type::Void,
-        span,
-    });
+    let save =
+        e.f.detached(InstKind::LocalStore(old, cur), Type::Void, span);
+    let brk = e.f.detached(InstKind::Break, Type::Void, span);
     e.emit(
         InstKind::If {
             cond: done,
@@ -562,11 +555,7 @@ fn range_loop(
     };
     let m = head.emit(InstKind::LocalLoad(more), Type::BOOL);
     let done = head.emit(InstKind::Unary(UnaryOp::Not, m), Type::BOOL);
-    let brk = head.f.insts.append(Inst {
-        kind: InstKind::Break,
-        ty: Type::Void,
-        span: head.span,
-    });
+    let brk = head.f.detached(InstKind::Break, Type::Void, head.span);
     head.emit(
         InstKind::If {
             cond: done,
@@ -612,11 +601,8 @@ fn push_site(sites: &mut Vec<FaultSite>, span: Span, kind: FaultKind, resume: bo
 
 /// Emits `if bad { trap site value }`.
 fn trap_if(e: &mut Emitter, bad: InstId, site: u32, value: InstId) {
-    let trap = e.f.insts.append(Inst {
-        kind: InstKind::Trap { site, value },
-        ty: Type::Void,
-        span: e.span,
-    });
+    let trap =
+        e.f.detached(InstKind::Trap { site, value }, Type::Void, e.span);
     e.emit(
         InstKind::If {
             cond: bad,
@@ -926,11 +912,7 @@ impl TripCounter<'_> {
                             self.f.insts[h].kind = kind;
                             h
                         } else {
-                            self.f.insts.append(Inst {
-                                kind,
-                                ty: Type::Void,
-                                span,
-                            })
+                            self.f.detached(kind, Type::Void, span)
                         };
                         out.push(g);
                         out.extend(self.sync(span));
@@ -949,15 +931,15 @@ impl TripCounter<'_> {
                         } else {
                             (Vec::new(), arm)
                         };
-                        let g = self.f.insts.append(Inst {
-                            kind: InstKind::If {
+                        let g = self.f.detached(
+                            InstKind::If {
                                 cond,
                                 accept,
                                 reject,
                             },
-                            ty: Type::Void,
+                            Type::Void,
                             span,
-                        });
+                        );
                         out.push(g);
                     }
                 }

@@ -73,11 +73,7 @@ mod tests {
     use crate::types::Type;
 
     fn inst(f: &mut Function, kind: InstKind, ty: Type) -> InstId {
-        f.insts.append(Inst {
-            kind,
-            ty,
-            span: Span::default(),
-        })
+        f.detached(kind, ty, Span::default())
     }
 
     /// loop { x = load l; k = a * 3; y = x + k; store l y; if c { z = a + 1 } break }:

@@ -54,27 +54,27 @@ fn rewrite_block(f: &mut Function, uses: &[u32], block: Block) -> Block {
             // in place of the norm (its only user is this comparison).
             let v = match f.insts[norm].kind.clone() {
                 InstKind::Builtin(Builtin::Distance, args) => {
-                    let d = f.insts.append(Inst {
-                        kind: InstKind::Binary(BinaryOp::Sub, args[0], args[1]),
-                        ty: f.insts[args[0]].ty,
+                    let d = f.detached(
+                        InstKind::Binary(BinaryOp::Sub, args[0], args[1]),
+                        f.insts[args[0]].ty,
                         span,
-                    });
+                    );
                     out.push(d);
                     d
                 }
                 InstKind::Builtin(_, args) => args[0],
                 _ => unreachable!("matched() only accepts length and distance"),
             };
-            let squared = f.insts.append(Inst {
-                kind: InstKind::Builtin(Builtin::Dot, vec![v, v]),
-                ty: Type::Scalar(Scalar::F32),
+            let squared = f.detached(
+                InstKind::Builtin(Builtin::Dot, vec![v, v]),
+                Type::Scalar(Scalar::F32),
                 span,
-            });
-            let bound = f.insts.append(Inst {
-                kind: InstKind::Const(Const::f32(threshold)),
-                ty: Type::Scalar(Scalar::F32),
+            );
+            let bound = f.detached(
+                InstKind::Const(Const::f32(threshold)),
+                Type::Scalar(Scalar::F32),
                 span,
-            });
+            );
             out.push(squared);
             out.push(bound);
             f.insts[h].kind = InstKind::Binary(op, squared, bound);

@@ -118,11 +118,11 @@ fn scalarize_extracts(f: &mut Function, block: Block) -> Block {
                 if let Some(p) = f.construct_part(v, i) {
                     return p;
                 }
-                let e = f.insts.append(Inst {
-                    kind: InstKind::Extract(v, i),
-                    ty: ty.unwrap_or(crate::types::Type::Void),
+                let e = f.detached(
+                    InstKind::Extract(v, i),
+                    ty.unwrap_or(crate::types::Type::Void),
                     span,
-                });
+                );
                 out.push(e);
                 e
             };

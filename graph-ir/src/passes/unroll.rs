@@ -76,11 +76,7 @@ fn block(f: &mut Function, b: Block, opts: UnrollOptions) -> Block {
                 };
                 let counter_ty = f.ty(begin);
                 for v in values {
-                    let c = f.insts.append(Inst {
-                        kind: InstKind::Const(v),
-                        ty: counter_ty,
-                        span: f.insts[h].span,
-                    });
+                    let c = f.detached(InstKind::Const(v), counter_ty, f.insts[h].span);
                     out.push(c);
                     let mut map = HashMap::new();
                     out.extend(copy_block(f, &body, h, c, &mut map));
@@ -186,7 +182,7 @@ fn copy_block(
         }
         // Reserve the copy's handle first: a nested loop's body reads its
         // counter through the loop's (new) handle.
-        let new = f.insts.append(inst.clone());
+        let new = f.adopt(inst.clone());
         map.insert(h, new);
         let mut kind = inst.kind;
         for nested in kind.blocks_mut() {
@@ -210,11 +206,7 @@ mod tests {
     use crate::types::Type;
 
     fn konst(f: &mut Function, c: Const, ty: Type) -> InstId {
-        f.insts.append(Inst {
-            kind: InstKind::Const(c),
-            ty,
-            span: Span::default(),
-        })
+        f.detached(InstKind::Const(c), ty, Span::default())
     }
 
     /// `for i in 0..3 { for j in 0..3 { store s = i * 3 + j } }` becomes
@@ -231,41 +223,21 @@ mod tests {
             konst(&mut f, Const::i32(3), Type::I32),
         );
         let one = konst(&mut f, Const::i32(1), Type::I32);
-        let outer = f.insts.append(Inst {
-            kind: InstKind::Break,
-            ty: Type::Void,
-            span: Span::default(),
-        });
-        let inner = f.insts.append(Inst {
-            kind: InstKind::Break,
-            ty: Type::Void,
-            span: Span::default(),
-        });
-        let i = f.insts.append(Inst {
-            kind: InstKind::LoopCounter(outer),
-            ty: Type::I32,
-            span: Span::default(),
-        });
-        let j = f.insts.append(Inst {
-            kind: InstKind::LoopCounter(inner),
-            ty: Type::I32,
-            span: Span::default(),
-        });
-        let i3 = f.insts.append(Inst {
-            kind: InstKind::Binary(BinaryOp::Mul, i, three),
-            ty: Type::I32,
-            span: Span::default(),
-        });
-        let sum = f.insts.append(Inst {
-            kind: InstKind::Binary(BinaryOp::Add, i3, j),
-            ty: Type::I32,
-            span: Span::default(),
-        });
-        let st = f.insts.append(Inst {
-            kind: InstKind::LocalStore(s, sum),
-            ty: Type::Void,
-            span: Span::default(),
-        });
+        let outer = f.detached(InstKind::Break, Type::Void, Span::default());
+        let inner = f.detached(InstKind::Break, Type::Void, Span::default());
+        let i = f.detached(InstKind::LoopCounter(outer), Type::I32, Span::default());
+        let j = f.detached(InstKind::LoopCounter(inner), Type::I32, Span::default());
+        let i3 = f.detached(
+            InstKind::Binary(BinaryOp::Mul, i, three),
+            Type::I32,
+            Span::default(),
+        );
+        let sum = f.detached(
+            InstKind::Binary(BinaryOp::Add, i3, j),
+            Type::I32,
+            Span::default(),
+        );
+        let st = f.detached(InstKind::LocalStore(s, sum), Type::Void, Span::default());
         f.insts[inner].kind = InstKind::RangeFor {
             begin: zero,
             end: three,
@@ -310,25 +282,21 @@ mod tests {
             let e = konst(&mut f, Const::i32(end), Type::I32);
             let one = konst(&mut f, Const::i32(1), Type::I32);
             let body = if brk {
-                vec![f.insts.append(Inst {
-                    kind: InstKind::Break,
-                    ty: Type::Void,
-                    span: Span::default(),
-                })]
+                vec![f.detached(InstKind::Break, Type::Void, Span::default())]
             } else {
                 vec![]
             };
-            let l = f.insts.append(Inst {
-                kind: InstKind::RangeFor {
+            let l = f.detached(
+                InstKind::RangeFor {
                     begin: zero,
                     end: e,
                     step: one,
                     inclusive: false,
                     body,
                 },
-                ty: Type::Void,
-                span: Span::default(),
-            });
+                Type::Void,
+                Span::default(),
+            );
             f.body = vec![zero, e, one, l];
             unroll_function(&mut f, UnrollOptions::default());
             assert!(f.body.contains(&l), "end {} break {}", end, brk);

@@ -157,25 +157,25 @@ fn looped(k: &Kernel, count: u32) -> Kernel {
     let mut out = k.clone();
     let f = &mut out.entry;
     let mut int = |v: u32| {
-        f.insts.append(Inst {
-            kind: InstKind::Const(Const::i32(v as i32)),
-            ty: Type::I32,
-            span: Span::default(),
-        })
+        f.detached(
+            InstKind::Const(Const::i32(v as i32)),
+            Type::I32,
+            Span::default(),
+        )
     };
     let (begin, end, step) = (int(0), int(count), int(1));
     let body = std::mem::take(&mut f.body);
-    let lp = f.insts.append(Inst {
-        kind: InstKind::RangeFor {
+    let lp = f.detached(
+        InstKind::RangeFor {
             begin,
             end,
             step,
             inclusive: false,
             body,
         },
-        ty: Type::Void,
-        span: Span::default(),
-    });
+        Type::Void,
+        Span::default(),
+    );
     f.body = vec![begin, end, step, lp];
     out
 }
@@ -417,7 +417,7 @@ fn fuse_into(k: &mut Kernel, b: &Kernel) {
         k.entry.locals.append(l.clone());
     }
     for (_, inst) in b.entry.insts.iter() {
-        k.entry.insts.append(shift.inst(inst.clone()));
+        k.entry.adopt(shift.inst(inst.clone()));
     }
     k.entry.body.extend(
         b.entry

@@ -605,11 +605,9 @@ impl<'a> FnLowerer<'a> {
             ty: Type::BOOL,
         });
         self.emit_at(InstKind::LocalStore(tmp, l.id), Type::Void, sp);
-        let store = self.func.insts.append(Inst {
-            kind: InstKind::LocalStore(tmp, r_id),
-            ty: Type::Void,
-            span: sp,
-        });
+        let store = self
+            .func
+            .detached(InstKind::LocalStore(tmp, r_id), Type::Void, sp);
         rhs.push(store);
         let (accept, reject) = if is_and { (rhs, vec![]) } else { (vec![], rhs) };
         self.emit_at(

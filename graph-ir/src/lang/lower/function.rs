@@ -517,11 +517,7 @@ impl<'a> FnLowerer<'a> {
     ) -> R<()> {
         let sp = span_of(f);
         let snap = self.enter_loop(f.label.as_ref(), sp)?;
-        let for_id = self.func.insts.append(Inst {
-            kind: InstKind::Break,
-            ty: Type::Void,
-            span: sp,
-        });
+        let for_id = self.func.detached(InstKind::Break, Type::Void, sp);
         let body = self.nested(|s| {
             s.scopes.push(HashMap::new());
             let counter = s.val(InstKind::LoopCounter(for_id), b.ty, span_of(&f.pat));

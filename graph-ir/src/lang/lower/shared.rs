@@ -389,11 +389,7 @@ impl<'a> FnLowerer<'a> {
         let zero = self.konst(Const::i32(0), sp);
         let end = self.konst(Const::i32(rounds as i32), sp);
         let one = self.konst(Const::i32(1), sp);
-        let for_id = self.func.insts.append(Inst {
-            kind: InstKind::Break,
-            ty: Type::Void,
-            span: sp,
-        });
+        let for_id = self.func.detached(InstKind::Break, Type::Void, sp);
         let body = self.nested(|s| {
             let r = s.val(InstKind::LoopCounter(for_id), Type::I32, sp);
             let b = s.konst(Const::i32(block as i32), sp);

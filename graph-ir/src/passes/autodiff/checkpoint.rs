@@ -216,11 +216,7 @@ fn copy_kernel(
     let mut entry = Function::new("kernel", vec![Type::I32; dims], Type::Void, Span::default());
     let mut body = Vec::new();
     let mut add = |entry: &mut Function, kind, ty| {
-        let h = entry.insts.append(Inst {
-            kind,
-            ty,
-            span: Span::default(),
-        });
+        let h = entry.detached(kind, ty, Span::default());
         body.push(h);
         h
     };

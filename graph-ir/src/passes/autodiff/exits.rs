@@ -308,11 +308,7 @@ impl Cx<'_> {
             Type::BOOL,
             span,
         );
-        let brk_inst = self.f.insts.append(Inst {
-            kind: InstKind::Break,
-            ty: Type::Void,
-            span,
-        });
+        let brk_inst = self.f.detached(InstKind::Break, Type::Void, span);
         self.emit(
             &mut cb,
             InstKind::If {
@@ -393,11 +389,7 @@ fn copy_block(f: &mut Function, b: &Block) -> Block {
         for &i in b {
             let mut inst = f.insts[i].clone();
             // Reserve the new handle first: loop counters inside refer to it.
-            let h = f.insts.append(Inst {
-                kind: InstKind::Break,
-                ty: Type::Void,
-                span: inst.span,
-            });
+            let h = f.detached(InstKind::Break, Type::Void, inst.span);
             map.insert(i, h);
             let mut blocks: Vec<Block> = Vec::new();
             for nb in inst.kind.blocks() {

@@ -98,6 +98,29 @@ pub(super) struct Target {
     pub background: [f32; 3],
 }
 
+/// The ground of a view whose own geometry casts shadows on it (the
+/// particle and surface views): the view's shadow mask field, the mask
+/// cleared, `shadows` (the view's casters marking it) and the plane, one
+/// launch each after the view's own; the mask joins its scratch fields.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn append_shadowed(
+    program: &mut Program,
+    node_id: &str,
+    mut t: Target,
+    domain: &[f32; 6],
+    shadows: impl FnOnce(&Target) -> Kernel,
+    launches: &mut Vec<KernelId>,
+    scratch: &mut Vec<FieldId>,
+) {
+    let mask = shadow_field(program, node_id, t.width, t.height);
+    scratch.push(mask);
+    t.shadow = Some(mask);
+    launches.push(add(program, node_id, clear(mask, t.width, t.height)));
+    let k = shadows(&t);
+    launches.push(add(program, node_id, k));
+    launches.push(add(program, node_id, ground(&t, domain)));
+}
+
 /// The shadow mask field of a view (`[height, width]` u32).
 pub(super) fn shadow_field(program: &mut Program, node_id: &str, w: u32, h: u32) -> FieldId {
     new_field(program, &format!("{}.shadow", node_id), vec![h, w], 0)

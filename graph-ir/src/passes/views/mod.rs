@@ -387,15 +387,7 @@ fn particle_rgb(
         }
         Some((c, ty)) => {
             let v = e.load(c, ty, vec![k]);
-            std::array::from_fn(|i| {
-                let sh = e.u32c(16 - 8 * i as u32);
-                let b = e.bin(BinaryOp::Shr, v, sh);
-                let m = e.u32c(255);
-                let b = e.bin(BinaryOp::BitAnd, b, m);
-                let f = e.cast(b, Type::F32);
-                let d = e.f32c(255.0);
-                e.bin(BinaryOp::Div, f, d)
-            })
+            std::array::from_fn(|i| e.unit(v, 16 - 8 * i as u32))
         }
         None => color.map(|c| e.f32c(c)),
     }
@@ -408,6 +400,9 @@ trait Rgba {
     fn byte(&mut self, x: InstId) -> InstId;
     /// Bytes (u32 each, 0..=255) packed as one RGBA8 word, red lowest.
     fn pack(&mut self, bytes: [InstId; 4]) -> InstId;
+    /// The byte at bit `shift` of the u32 `word`, as an f32 in 0..1
+    /// (byte / 255): the one decoding of a packed colour channel.
+    fn unit(&mut self, word: InstId, shift: u32) -> InstId;
 }
 
 impl Rgba for Emit {
@@ -429,6 +424,15 @@ impl Rgba for Emit {
             word = self.bin(BinaryOp::BitOr, word, s);
         }
         word
+    }
+    fn unit(&mut self, word: InstId, shift: u32) -> InstId {
+        let sh = self.u32c(shift);
+        let b = self.bin(BinaryOp::Shr, word, sh);
+        let m = self.u32c(255);
+        let b = self.bin(BinaryOp::BitAnd, b, m);
+        let f = self.cast(b, Type::F32);
+        let d = self.f32c(255.0);
+        self.bin(BinaryOp::Div, f, d)
     }
 }
 

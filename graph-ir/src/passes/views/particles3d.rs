@@ -108,21 +108,27 @@ pub(super) fn particles3d(
     ];
     let mut scratch = vec![depth, cam];
     if scene.show_ground {
-        let mask = ground::shadow_field(program, node_id, width, height);
-        scratch.push(mask);
         let t = ground::Target {
             image: img,
             depth,
             camera: cam,
-            shadow: Some(mask),
+            shadow: None,
             width,
             height,
             background,
         };
-        launches.push(add(program, node_id, ground::clear(mask, width, height)));
-        let k = ground::particle_shadows(&t, positions, n, radius, &scene.domain);
-        launches.push(add(program, node_id, k));
-        launches.push(add(program, node_id, ground::ground(&t, &scene.domain)));
+        let shadows =
+            |t: &ground::Target| ground::particle_shadows(t, positions, n, radius, &scene.domain);
+        let (launches, scratch) = (&mut launches, &mut scratch);
+        ground::append_shadowed(
+            program,
+            node_id,
+            t,
+            &scene.domain,
+            shadows,
+            launches,
+            scratch,
+        );
     }
     Ok(ViewKernels {
         node_id: node_id.to_string(),

@@ -309,21 +309,28 @@ pub(super) fn surface(
     ];
     let mut scratch = vec![depth, winner, tris, keys, count, cam];
     if scene.show_ground {
-        let mask = ground::shadow_field(program, node_id, width, height);
-        scratch.push(mask);
         let t = ground::Target {
             image: img,
             depth,
             camera: cam,
-            shadow: Some(mask),
+            shadow: None,
             width,
             height,
             background,
         };
-        launches.push(add(program, node_id, ground::clear(mask, width, height)));
-        let k = ground::surface_shadows(&t, tris, count, max_triangles, &scene.domain);
-        launches.push(add(program, node_id, k));
-        launches.push(add(program, node_id, ground::ground(&t, &scene.domain)));
+        let shadows = |t: &ground::Target| {
+            ground::surface_shadows(t, tris, count, max_triangles, &scene.domain)
+        };
+        let (launches, scratch) = (&mut launches, &mut scratch);
+        ground::append_shadowed(
+            program,
+            node_id,
+            t,
+            &scene.domain,
+            shadows,
+            launches,
+            scratch,
+        );
         launches.push(add(program, node_id, border(&s)));
     }
     Ok(ViewKernels {

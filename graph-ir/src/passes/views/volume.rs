@@ -630,15 +630,7 @@ fn march(s: &Spec) -> Kernel {
         Some(u) => {
             let w = e.load(u.depth, Type::U32, vec![y, x]);
             let c = e.load(u.image, Type::U32, vec![y, x]);
-            let bg: [InstId; 3] = std::array::from_fn(|i| {
-                let sh = e.u32c(8 * i as u32);
-                let b = e.bin(BinaryOp::Shr, c, sh);
-                let m = e.u32c(255);
-                let b = e.bin(BinaryOp::BitAnd, b, m);
-                let f = e.cast(b, Type::F32);
-                let k = e.f32c(255.0);
-                e.bin(BinaryOp::Div, f, k)
-            });
+            let bg: [InstId; 3] = std::array::from_fn(|i| e.unit(c, 8 * i as u32));
             (w, bg)
         }
         None => (
