@@ -1,4 +1,4 @@
-//! Embeds the shipped examples, their `.npy` files and the asset library
+//! Embeds the shipped examples, their `.npy` and mesh files and the asset library
 //! in the web build (a browser has no file system to read them from): a
 //! generated table of `(path, bytes)` that `app.rs` provides under
 //! `/weft/graphs` and `/weft/assets`. Examples whose `.npy` files are larger
@@ -30,11 +30,24 @@ fn main() {
             continue;
         }
         let text = std::fs::read_to_string(p).expect("graph");
-        let npys: Vec<String> = text
+        // `.npy` initial values and `mesh` nodes' files, beside the graph.
+        let mut npys: Vec<String> = text
             .split("\"npy\"")
             .skip(1)
             .filter_map(|t| t.split('"').nth(1).map(str::to_string))
             .collect();
+        npys.extend(
+            text.split("\"file\"")
+                .skip(1)
+                .filter_map(|t| t.split('"').nth(1).map(str::to_string))
+                .filter(|f| {
+                    f.ends_with(".obj")
+                        || f.ends_with(".ply")
+                        || f.ends_with(".stl")
+                        || f.ends_with(".glb")
+                        || f.ends_with(".gltf")
+                }),
+        );
         let fits = npys.iter().all(|n| {
             std::fs::metadata(root.join("graphs").join(n)).is_ok_and(|m| m.len() <= MAX_NPY)
         });

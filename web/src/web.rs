@@ -182,7 +182,7 @@ async fn request(search: &str) -> Result<Request, String> {
     Ok(r)
 }
 
-/// Fetches a graph and the `.npy` files it names (relative to it) and
+/// Fetches a graph and the `.npy` and mesh files it names (relative to it) and
 /// provides them under `/weft/url/`, so the builder reads them as files.
 async fn fetch_graph(url: &str) -> Result<PathBuf, String> {
     if url.contains("://") || url.starts_with('/') || url.split('/').any(|s| s == "..") {
@@ -221,6 +221,16 @@ fn collect_npy(v: &serde_json::Value, out: &mut Vec<String>) {
         serde_json::Value::Object(o) => {
             if let Some(serde_json::Value::String(s)) = o.get("npy") {
                 out.push(s.clone());
+            }
+            // A `mesh` node's file.
+            if o.get("kind").and_then(|k| k.as_str()) == Some("mesh") {
+                if let Some(f) = o
+                    .get("params")
+                    .and_then(|p| p.get("file"))
+                    .and_then(|f| f.as_str())
+                {
+                    out.push(f.to_string());
+                }
             }
             o.values().for_each(|x| collect_npy(x, out));
         }

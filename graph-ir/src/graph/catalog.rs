@@ -11,6 +11,9 @@ pub enum Family {
     Kernel,
     Execution,
     View,
+    /// Geometry read from other tools' files (`mesh`): it adds its own
+    /// layouts and fields, wired out by port name.
+    Geometry,
 }
 
 impl Family {
@@ -21,6 +24,7 @@ impl Family {
             Family::Kernel => "kernel",
             Family::Execution => "execution",
             Family::View => "view",
+            Family::Geometry => "geometry",
         }
     }
 }
@@ -64,6 +68,8 @@ pub enum ParamType {
     Enum(&'static [&'static str]),
     /// Three numbers in 0..1.
     Color,
+    /// Three numbers (a translation, Euler angles).
+    Vec3,
     /// Four numbers (a 2-D rectangle) or six (a 3-D box).
     Rect,
     /// A 3-D view's orbit camera: {"target": [x, y, z], "distance": d,
@@ -388,6 +394,27 @@ static KINDS: &[NodeKind] = &[
         exec_outs: &[],
     },
     NodeKind {
+        name: "mesh",
+        family: Family::Geometry,
+        doc: "A triangle mesh read from a file (OBJ): its points, triangles and normals as fields, and the mesh itself for the kernel language's queries (mesh_closest, mesh_ray) through a bounding volume hierarchy.",
+        inputs: &[],
+        outputs: &[
+            PortSpec { name: "mesh", ty: PortType::Field, optional: false, doc: "The mesh for queries: wire to a kernel port `m` and call mesh_closest(m, p, max_dist) or mesh_ray(m, origin, dir, t_max) in its code." },
+            PortSpec { name: "points", ty: PortType::Field, optional: true, doc: "Vertex positions after the transform: a vec3 field of one element per vertex (ID.points)." },
+            PortSpec { name: "triangles", ty: PortType::Field, optional: true, doc: "Vertex indices: an ivec3 field of one element per triangle (ID.triangles)." },
+            PortSpec { name: "normals", ty: PortType::Field, optional: true, doc: "Unit vertex normals (the area-weighted mean of the normals of the triangles around each vertex): a vec3 field per vertex (ID.normals)." },
+        ],
+        dynamic_field_inputs: false,
+        params: &[
+            ParamSpec { name: "file", ty: ParamType::String, default: Some("null"), doc: "The mesh file, relative to the graph file (or absolute): .obj.", range: None },
+            ParamSpec { name: "translate", ty: ParamType::Vec3, default: Some("[0.0, 0.0, 0.0]"), doc: "Moves the mesh by this vector (after scale and rotate).", range: None },
+            ParamSpec { name: "rotate", ty: ParamType::Vec3, default: Some("[0.0, 0.0, 0.0]"), doc: "Rotation in degrees about x, then y, then z (Blender's XYZ Euler), about the file's origin, after scale.", range: None },
+            ParamSpec { name: "scale", ty: ParamType::Number, default: Some("1.0"), doc: "Uniform scale about the file's origin, first.", range: Some((1e-6, 1e6)) },
+        ],
+        exec_in: false,
+        exec_outs: &[],
+    },
+    NodeKind {
         name: "kernel",
         family: Family::Kernel,
         doc: "A parallel loop whose body is Weft kernel code. Each field the code indexes (`x[i]`) is an input port of the same name.",
@@ -544,7 +571,7 @@ static KINDS: &[NodeKind] = &[
         name: "surface",
         family: Family::View,
         doc: "Draws the iso-surface of a 3-axis f32 field at `level` through an orbit camera: marching tetrahedra in a kernel fill the triangle buffer `NODE.triangles` (f32 [max_triangles, 9]: x, y, z of each vertex in turn; `NODE.triangle_count` triangles), which is rasterised with a depth test and lit with flat (face-normal) shading. Sample (i, j, k) sits at the centre of cell (i, j, k) of `domain` divided into the field's shape. When the surface has more than `max_triangles` triangles the extra ones are dropped and the view shows a red border.",
-        inputs: &[PortSpec { name: "field", ty: PortType::Field, optional: false, doc: "A 3-axis f32 field (dense or sparse), at least 2 samples per axis." }],
+        inputs: &[PortSpec { name: "field", ty: PortType::Field, optional: false, doc: "A 3-axis f32 field (dense or sparse), at least 2 samples per axis; or a mesh node's `mesh` output, whose triangles the view then draws (lit and depth-tested the same way)." }],
         outputs: &[],
         dynamic_field_inputs: false,
         params: &[
@@ -703,6 +730,9 @@ pub fn param_schema(p: &ParamSpec) -> Value {
         }
         ParamType::Enum(v) => json!({"enum": v}),
         ParamType::Color => {
+            json!({"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3})
+        }
+        ParamType::Vec3 => {
             json!({"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3})
         }
         ParamType::Rect => json!({"anyOf": [

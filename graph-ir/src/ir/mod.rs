@@ -1598,6 +1598,10 @@ pub enum View {
     Surface {
         node_id: String,
         field: FieldId,
+        /// A mesh node's (points, triangles) when the view draws that mesh
+        /// (its `field` is then the mesh's tree): its triangles fill the
+        /// buffer instead of an iso-surface of `field`.
+        mesh: Option<(FieldId, FieldId)>,
         level: f32,
         /// Capacity of the triangle buffer `NODE.triangles`.
         max_triangles: u32,

@@ -11,6 +11,7 @@ mod lower;
 mod ports;
 mod source;
 
+pub use lower::mesh_query;
 /// Functions the language provides besides the math built-ins (`random`, `frame`, `select`, `atomic_*`, ...).
 pub use lower::RESERVED as SPECIAL_FUNCTIONS;
 pub use lower::{lower_kernel, KernelEnv, LoweredKernel};

@@ -97,8 +97,11 @@ impl<'ast> Visit<'ast> for Collector {
         // `append(x, list, value)` and `length(x, list)` name a field port
         // without indexing it.
         if let syn::Expr::Path(f) = &*c.func {
+            // `mesh_closest(m, ..)` and `mesh_ray(m, ..)` name a mesh port.
             let is_list_op = f.path.get_ident().is_some_and(|i| {
-                (i == "append" && c.args.len() == 3) || (i == "length" && c.args.len() == 2)
+                (i == "append" && c.args.len() == 3)
+                    || (i == "length" && c.args.len() == 2)
+                    || super::mesh_query::QUERIES.iter().any(|(q, _)| i == q)
             });
             if let Some(n) = c.args.first().filter(|_| is_list_op).and_then(ident_of) {
                 if !self.declared(&n) && !self.ports.contains(&n) {

@@ -147,6 +147,7 @@ pub fn family_color(f: Family) -> Color32 {
         Family::Kernel => Color32::from_rgb(255, 180, 90),
         Family::Execution => Color32::from_rgb(220, 220, 220),
         Family::View => Color32::from_rgb(220, 140, 255),
+        Family::Geometry => Color32::from_rgb(240, 210, 110),
     }
 }
 
@@ -847,6 +848,7 @@ pub fn add_node_menu(ui: &mut Ui, search: &mut String) -> Option<String> {
             Family::Kernel,
             Family::Execution,
             Family::View,
+            Family::Geometry,
         ] {
             ui.label(
                 egui::RichText::new(fam.name())

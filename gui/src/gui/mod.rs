@@ -14,6 +14,7 @@ pub mod backup;
 pub mod bake;
 pub mod breadcrumb;
 pub mod code_editor;
+pub mod drop_files;
 pub mod export_panel;
 pub mod expr_view;
 pub mod files;
@@ -1285,6 +1286,30 @@ impl WeftApp {
         true
     }
 
+    /// Mesh files dropped on the window become `mesh` nodes under the
+    /// pointer (`drop_files`).
+    fn dropped_files(&mut self, ctx: &egui::Context, commands: &mut Vec<Command>) {
+        if ctx.input(|i| i.raw.dropped_files.is_empty()) {
+            return;
+        }
+        let at = ctx
+            .input(|i| i.pointer.latest_pos())
+            .unwrap_or_else(|| ctx.content_rect().center());
+        let p = graph_nav::free_spot(
+            self.canvas.graph_to_screen.inverse() * at,
+            self.canvas.node_rects.values(),
+        );
+        let (mut add, refused) = drop_files::dropped(ctx, self.model.path.as_deref(), [p.x, p.y]);
+        if !refused.is_empty() {
+            self.status = format!(
+                "dropped files that are not meshes ({}) were not added: {}",
+                weft_ir::io::mesh::Format::EXTENSIONS.join(", "),
+                refused.join(", ")
+            );
+        }
+        commands.append(&mut add);
+    }
+
     /// The add-node menu opened by Shift+A or Tab; the node lands under the pointer.
     fn add_menu_popup(&mut self, ctx: &egui::Context, commands: &mut Vec<Command>) {
         let Some(at) = self.canvas.add_menu else {
@@ -2129,6 +2154,7 @@ impl eframe::App for WeftApp {
             ctx.request_discard("the selection changed after the inspector was drawn");
         }
         self.add_menu_popup(&ctx, &mut commands);
+        self.dropped_files(&ctx, &mut commands);
         self.code_window(&ctx, &mut commands);
         self.expr_window(&ctx, &mut commands);
         self.dialogs(&ctx);

@@ -318,6 +318,21 @@ fn param_widget(
                 .changed()
                 .then(|| Value::from(rgb.iter().map(|x| *x as f64).collect::<Vec<_>>()))
         }
+        ParamType::Vec3 => {
+            let mut c: Vec<f64> = v
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_f64).collect())
+                .unwrap_or_default();
+            c.resize(3, 0.0);
+            let mut changed = false;
+            ui.horizontal(|ui| {
+                for (x, name) in c.iter_mut().zip(["x", "y", "z"]) {
+                    ui.label(name);
+                    changed |= ui.add(egui::DragValue::new(x).speed(0.01)).changed();
+                }
+            });
+            changed.then(|| Value::from(c))
+        }
         ParamType::Rect => {
             let mut r: Vec<f64> = v
                 .as_array()

@@ -10,7 +10,16 @@ use weft_ir::graph::{GraphDoc, NodeDoc};
 /// node's `type` (`f32` when unset); `None` for any other output (an
 /// optimize node's loss history, a layout's cells), which is not checked here.
 pub fn field_type(doc: &GraphDoc, endpoint: &str) -> Option<String> {
-    let node = doc.node(split_endpoint(endpoint).0)?;
+    let (id, port) = split_endpoint(endpoint);
+    let node = doc.node(id)?;
+    // A mesh node's outputs (`graph::build::meshes`).
+    if node.kind == "mesh" {
+        return match port {
+            "points" | "normals" => Some("vec3".into()),
+            "triangles" => Some("ivec3".into()),
+            _ => None,
+        };
+    }
     (node.kind == "field").then(|| {
         node.params
             .get("type")

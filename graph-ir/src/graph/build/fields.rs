@@ -340,6 +340,7 @@ impl Builder<'_> {
                 self.program.grads.push((h, gh));
             }
         }
+        self.meshes();
         self.word_views();
         if let Err(e) = layout::compute(&mut self.program) {
             self.errors.push(match e.what {

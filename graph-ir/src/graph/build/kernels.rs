@@ -38,11 +38,9 @@ impl Builder<'_> {
         let mut bindings = Vec::new();
         let mut env_fields = Vec::new();
         for port in &n.field_ports {
-            let src = self.inputs[i][port].0;
-            let fid = self
-                .program
-                .field_by_name(self.nodes[src].id())
-                .expect("field nodes were built");
+            let (src, out) = self.inputs[i][port];
+            let fid = super::meshes::wired_field(self.nodes, &self.program, src, out)
+                .expect("field and mesh nodes were built");
             let f = &self.program.fields[fid];
             env_fields.push((port.clone(), fid, f.ty, f.shape.len()));
             if let Some(g) = self.program.grad_of(fid) {
@@ -50,6 +48,19 @@ impl Builder<'_> {
                 env_fields.push((format!("{}.grad", port), g, f.ty, f.shape.len()));
             }
             bindings.push((port.clone(), fid));
+            // A port wired to a mesh's `mesh` output: the fields its
+            // queries read, under the names `lang::mesh_query` gives them.
+            if let Some(parts) = super::meshes::parts_of(&f.name) {
+                for (part, name) in lang::mesh_query::PARTS.iter().zip(parts) {
+                    let Some(h) = self.program.field_by_name(&name) else {
+                        continue;
+                    };
+                    let pf = &self.program.fields[h];
+                    let hidden = lang::mesh_query::part_name(port, part);
+                    env_fields.push((hidden.clone(), h, pf.ty, pf.shape.len()));
+                    bindings.push((hidden, h));
+                }
+            }
         }
         let iteration = match (n.p("range"), n.p("over")) {
             (Value::Array(a), Value::Null) => Iteration::Range(

@@ -23,8 +23,10 @@ use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
+mod bvh;
 mod fields;
 mod kernels;
+mod meshes;
 mod optimize;
 mod resolve;
 mod schedule;

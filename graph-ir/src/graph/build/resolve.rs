@@ -251,6 +251,10 @@ fn check_param(ty: ParamType, v: &Value) -> Result<(), String> {
             Some(a) if a.len() == 3 && a.iter().all(|x| num(x).is_some()) => Ok(()),
             _ => Err(format!("expected a list of 3 numbers, got {}", v)),
         },
+        ParamType::Vec3 => match v.as_array() {
+            Some(a) if a.len() == 3 && a.iter().all(|x| num(x).is_some()) => Ok(()),
+            _ => Err(format!("expected a list of 3 numbers like [0, 1, 0], got {}", v)),
+        },
         ParamType::Rect => match v.as_array() {
             Some(a) if (a.len() == 4 || a.len() == 6) && a.iter().all(|x| num(x).is_some()) => {
                 Ok(())

@@ -48,12 +48,9 @@ impl Builder<'_> {
                     let src = &self.nodes[s];
                     if src.kind.family == Family::Execution {
                         Some(ViewSource::Added(format!("{}.{}", src.id(), out)))
-                    } else if src.kind.family == Family::Field && out == "grad" {
-                        self.program
-                            .field_by_name(&format!("{}.grad", src.id()))
-                            .map(ViewSource::Field)
                     } else {
-                        self.program.field_by_name(src.id()).map(ViewSource::Field)
+                        super::meshes::wired_field(self.nodes, &self.program, s, out)
+                            .map(ViewSource::Field)
                     }
                 })
             };
@@ -230,7 +227,16 @@ impl Builder<'_> {
                 "surface" => {
                     let Some(f) = field_at("field") else { continue };
                     let fd = &self.program.fields[f];
-                    if fd.shape.len() != 3 || fd.ty != Type::F32 || fd.shape.iter().any(|&n| n < 2)
+                    // A mesh node's `mesh` output: the view draws the mesh.
+                    let mesh = super::meshes::parts_of(&fd.name).and_then(|[points, tris, ..]| {
+                        Some((
+                            self.program.field_by_name(&points)?,
+                            self.program.field_by_name(&tris)?,
+                        ))
+                    });
+                    if mesh.is_none() && fd.shape.len() != 3
+                        || fd.ty != Type::F32
+                        || fd.shape.iter().any(|&n| n < 2)
                     {
                         self.errors.push(GraphError::port(
                             &id,
@@ -290,6 +296,7 @@ impl Builder<'_> {
                     self.program.views.push(View::Surface {
                         node_id: id,
                         field: f,
+                        mesh,
                         level: level as f32,
                         max_triangles,
                         color: [c[0], c[1], c[2]],

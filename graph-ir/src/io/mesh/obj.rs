@@ -1,8 +1,10 @@
 //! Wavefront OBJ through `tobj`: every model in the file is one mesh
 //! (its vertices appended, its indices offset), polygons fanned into
-//! triangles by `tobj`'s `triangulate`. Positions only: one index per
-//! vertex (`single_index`), so a vertex that carries two normals or UVs
-//! stays one point for the queries.
+//! triangles by `tobj`'s `triangulate`. Positions only, indexed apart
+//! from normals and UVs (`single_index: false`), so a vertex that carries
+//! two normals or UVs stays one point for the queries. `tobj` numbers each
+//! model's vertices in the order its faces first use them (a vertex no
+//! face uses is dropped); faces keep the file's order.
 
 use super::Mesh;
 

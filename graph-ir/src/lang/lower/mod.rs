@@ -35,6 +35,7 @@ mod consts;
 mod expr;
 mod flow;
 mod function;
+pub mod mesh_query;
 mod places;
 mod shared;
 mod structs;
@@ -93,7 +94,8 @@ struct Decls<'a> {
 }
 
 pub fn lower_kernel(code: &str, env: &KernelEnv) -> R<LoweredKernel> {
-    let file = parse(code)?;
+    let mut file = parse(code)?;
+    mesh_query::expand(&mut file, env)?;
     let mut fns: Vec<&syn::ItemFn> = Vec::new();
     let mut const_items: Vec<&syn::ItemConst> = Vec::new();
     let mut struct_items: Vec<&syn::ItemStruct> = Vec::new();

@@ -194,6 +194,7 @@ pub fn run(program: &mut Program) -> Result<(), PassError> {
             View::Surface {
                 node_id,
                 field,
+                mesh,
                 level,
                 max_triangles,
                 color,
@@ -204,7 +205,10 @@ pub fn run(program: &mut Program) -> Result<(), PassError> {
             } => surface::surface(
                 program,
                 node_id,
-                *field,
+                surface::Source {
+                    field: *field,
+                    mesh: *mesh,
+                },
                 *level,
                 *max_triangles,
                 *color,

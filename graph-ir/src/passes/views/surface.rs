@@ -205,11 +205,19 @@ fn typed_field(program: &mut Program, name: &str, ty: Type, shape: Vec<u32>, ini
     h
 }
 
+/// What a surface view draws: the iso-surface of `field`, or, with
+/// `mesh`, a mesh node's triangles (`field` is then its tree).
+pub(super) struct Source {
+    pub field: FieldId,
+    /// (points, triangles) of the mesh.
+    pub mesh: Option<(FieldId, FieldId)>,
+}
+
 #[allow(clippy::too_many_arguments)]
 pub(super) fn surface(
     program: &mut Program,
     node_id: &str,
-    field: FieldId,
+    source: Source,
     level: f32,
     max_triangles: u32,
     color: [f32; 3],
@@ -224,14 +232,21 @@ pub(super) fn surface(
         message,
         user: Some(Span::default()),
     };
+    let field = source.field;
     let f = &program.fields[field];
-    if f.shape.len() != 3 || f.shape.iter().any(|&n| n < 2) || f.ty != Type::F32 {
+    let mesh_triangles = source.mesh.map(|(_, t)| program.fields[t].shape[0]);
+    if mesh_triangles.is_none()
+        && (f.shape.len() != 3 || f.shape.iter().any(|&n| n < 2) || f.ty != Type::F32)
+    {
         return Err(fail(format!(
             "a surface needs a 3-axis f32 field with at least 2 samples per axis; '{}' is {:?} {}",
             f.name, f.shape, f.ty
         )));
     }
-    let shape = [f.shape[0], f.shape[1], f.shape[2]];
+    let shape = match mesh_triangles {
+        Some(_) => [2, 2, 2],
+        None => [f.shape[0], f.shape[1], f.shape[2]],
+    };
     let cells: u64 = shape.iter().map(|&n| n as u64 - 1).product();
     if cells * 12 >= u32::MAX as u64 {
         return Err(fail(format!(
@@ -301,7 +316,14 @@ pub(super) fn surface(
         add(program, node_id, fill(img, height, pitch)),
         add(program, node_id, fill(depth, height, width)),
         add(program, node_id, fill(winner, height, width)),
-        add(program, node_id, extract(&s)),
+        add(
+            program,
+            node_id,
+            match (source.mesh, mesh_triangles) {
+                (Some(m), Some(n)) => gather(&s, m, n),
+                _ => extract(&s),
+            },
+        ),
         add(program, node_id, raster(&s, Pass::Depth)),
         add(program, node_id, raster(&s, Pass::Key)),
         add(program, node_id, raster(&s, Pass::Slot)),
@@ -360,6 +382,49 @@ fn fill(f: FieldId, h: u32, w: u32) -> Kernel {
     let v = e.u32c(u32::MAX);
     e.store(f, idx, v);
     e.range_kernel(vec![h, w], vec![("image", f)])
+}
+
+/// One invocation per triangle of a mesh: its vertices into slot `t` of
+/// the buffer (key `t`), when `t < max_triangles`; invocation 0 sets the
+/// count to the mesh's triangle count (above the capacity: the overflow
+/// border shows it).
+fn gather(s: &Spec, (points, triangles): (FieldId, FieldId), n: u32) -> Kernel {
+    let mut e = Emit::new("view", 1);
+    let idx = e.args(1);
+    let t = idx[0];
+    let zero = e.i32c(0);
+    let first = e.bin(BinaryOp::Eq, t, zero);
+    e.if_(first, |e| {
+        let total = e.u32c(n);
+        let z = e.i32c(0);
+        e.store(s.count, vec![z], total);
+    });
+    let max = e.i32c(s.max as i32);
+    let fits = e.bin(BinaryOp::Lt, t, max);
+    e.if_(fits, |e| {
+        let tri = e.load(triangles, Type::Vector(Scalar::I32, 3), vec![t]);
+        for v in 0..3 {
+            let vi = e.extract(tri, v as u32);
+            let p = e.load(points, Type::Vector(Scalar::F32, 3), vec![vi]);
+            for c in 0..3 {
+                let x = e.extract(p, c as u32);
+                let k = e.i32c(3 * v + c);
+                e.store(s.tris, vec![t, k], x);
+            }
+        }
+        let key = e.cast(t, Type::U32);
+        e.store(s.keys, vec![t], key);
+    });
+    e.range_kernel(
+        vec![n],
+        vec![
+            ("points", points),
+            ("triangles_in", triangles),
+            ("triangles", s.tris),
+            ("triangle_keys", s.keys),
+            ("triangle_count", s.count),
+        ],
+    )
 }
 
 /// One invocation per cell: its tets' triangles into the buffer.
