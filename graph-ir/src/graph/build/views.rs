@@ -234,9 +234,10 @@ impl Builder<'_> {
                             self.program.field_by_name(&tris)?,
                         ))
                     });
-                    if mesh.is_none() && fd.shape.len() != 3
-                        || fd.ty != Type::F32
-                        || fd.shape.iter().any(|&n| n < 2)
+                    if mesh.is_none()
+                        && (fd.shape.len() != 3
+                            || fd.ty != Type::F32
+                            || fd.shape.iter().any(|&n| n < 2))
                     {
                         self.errors.push(GraphError::port(
                             &id,
