@@ -213,7 +213,7 @@ fn add_primitive(
                 .collect()
         }
     };
-    if indices.len() % 3 != 0 {
+    if !indices.len().is_multiple_of(3) {
         return Err(format!("{} indices are not whole triangles", indices.len()));
     }
     if let Some(&i) = indices.iter().find(|&&i| i as usize >= count) {
@@ -389,11 +389,11 @@ mod tests {
 
     fn glb(doc: &Value, bin: &[u8]) -> Vec<u8> {
         let mut j = serde_json::to_vec(doc).unwrap();
-        while j.len() % 4 != 0 {
+        while !j.len().is_multiple_of(4) {
             j.push(b' ');
         }
         let mut bin = bin.to_vec();
-        while bin.len() % 4 != 0 {
+        while !bin.len().is_multiple_of(4) {
             bin.push(0);
         }
         let mut b = b"glTF".to_vec();
