@@ -6,9 +6,15 @@
 //! indices in range, at least one triangle), naming the file.
 //!
 //! Bytes come through [`super::provided`] first, so the web build reads a
-//! mesh it carries the same way as a file.
+//! mesh it carries the same way as a file (a glTF file's external buffers
+//! too). Coordinates are taken as the file has them: no unit or axis
+//! conversion (a Y-up glTF stays Y-up), except that glTF's node transforms
+//! are applied.
 
+mod gltf;
 mod obj;
+mod ply;
+mod stl;
 
 use std::path::Path;
 
@@ -28,6 +34,13 @@ pub struct Mesh {
 pub enum Format {
     /// Wavefront `.obj` (every object and group in the file, one mesh).
     Obj,
+    /// Stanford `.ply`, ASCII or binary (the `vertex` and `face` elements).
+    Ply,
+    /// `.stl`, ASCII or binary (exactly equal vertices welded).
+    Stl,
+    /// glTF 2.0: `.gltf` (JSON, buffers embedded or beside it) or `.glb`
+    /// (the scene's triangles in world space).
+    Gltf,
 }
 
 impl Format {
@@ -36,11 +49,23 @@ impl Format {
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
         Some(match ext.as_str() {
             "obj" => Format::Obj,
+            "ply" => Format::Ply,
+            "stl" => Format::Stl,
+            "gltf" | "glb" => Format::Gltf,
             _ => return None,
         })
     }
     /// The extensions read, for error messages and file dialogs.
-    pub const EXTENSIONS: &'static [&'static str] = &["obj"];
+    pub const EXTENSIONS: &'static [&'static str] = &["obj", "ply", "stl", "gltf", "glb"];
+    /// The format's name, as errors give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Obj => "OBJ",
+            Format::Ply => "PLY",
+            Format::Stl => "STL",
+            Format::Gltf => "glTF",
+        }
+    }
 }
 
 /// Why a mesh file was not read: every message names the file (the node
@@ -94,19 +119,36 @@ pub fn read(path: &Path) -> Result<Mesh, MeshError> {
         path: shown.clone(),
         message: e.to_string(),
     })?;
-    parse(&bytes, format, &shown)
+    parse_in(&bytes, format, &shown, path.parent())
 }
 
-/// Reads a mesh from a file's bytes; `path` only names it in errors.
+/// Reads a mesh from a file's bytes; `path` only names it in errors. A
+/// glTF file whose buffers are files beside it is refused here: read it
+/// with [`read`] or [`parse_in`], which know its folder.
 pub fn parse(bytes: &[u8], format: Format, path: &str) -> Result<Mesh, MeshError> {
-    let bad = |format: &'static str, message: String| MeshError::Format {
-        path: path.to_string(),
-        format,
-        message,
-    };
+    parse_in(bytes, format, path, None)
+}
+
+/// [`parse`] for a file in `folder`: a glTF file's external buffers (URIs
+/// relative to the file) are read from there, through
+/// [`super::provided::read`].
+pub fn parse_in(
+    bytes: &[u8],
+    format: Format,
+    path: &str,
+    folder: Option<&Path>,
+) -> Result<Mesh, MeshError> {
     let mesh = match format {
-        Format::Obj => obj::parse(bytes).map_err(|m| bad("OBJ", m))?,
-    };
+        Format::Obj => obj::parse(bytes),
+        Format::Ply => ply::parse(bytes),
+        Format::Stl => stl::parse(bytes),
+        Format::Gltf => gltf::parse(bytes, folder),
+    }
+    .map_err(|message| MeshError::Format {
+        path: path.to_string(),
+        format: format.name(),
+        message,
+    })?;
     check(mesh, path)
 }
 
@@ -155,6 +197,42 @@ fn check(mesh: Mesh, path: &str) -> Result<Mesh, MeshError> {
     Ok(mesh)
 }
 
+/// Feeds `parse` every truncation of a valid file (a few hundred, evenly
+/// spread) and copies with bytes overwritten at random: each must come
+/// back, as a mesh or a [`MeshError`], never a panic.
+#[cfg(test)]
+pub(crate) fn damaged_files_do_not_panic(valid: &[u8], format: Format) {
+    let step = (valid.len() / 300).max(1);
+    for n in (0..valid.len()).step_by(step) {
+        let _ = parse(&valid[..n], format, "damaged");
+    }
+    // A fixed xorshift: the same copies every run.
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for _ in 0..2000 {
+        let mut b = valid.to_vec();
+        for _ in 0..1 + next() % 4 {
+            let at = (next() as usize) % b.len().max(1);
+            if let Some(x) = b.get_mut(at) {
+                *x = match next() % 3 {
+                    0 => next() as u8,
+                    1 => 0xff,
+                    _ => {
+                        let text = b"0123456789-. \n";
+                        text[(next() as usize) % text.len()]
+                    }
+                };
+            }
+        }
+        let _ = parse(&b, format, "damaged");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,5 +270,28 @@ mod tests {
         assert!(e.to_string().contains("/nonexistent/x.obj"), "{}", e);
         let e = read(Path::new("x.fbx")).unwrap_err();
         assert!(e.to_string().contains("unknown format"), "{}", e);
+    }
+
+    #[test]
+    fn formats_are_known_by_their_extensions() {
+        for (name, f) in [
+            ("a.OBJ", Format::Obj),
+            ("a.ply", Format::Ply),
+            ("a.Stl", Format::Stl),
+            ("a.gltf", Format::Gltf),
+            ("a.glb", Format::Gltf),
+        ] {
+            assert_eq!(Format::of(Path::new(name)), Some(f), "{}", name);
+        }
+        for ext in Format::EXTENSIONS {
+            assert!(Format::of(Path::new(&format!("x.{}", ext))).is_some());
+        }
+        assert_eq!(Format::of(Path::new("a.usd")), None);
+    }
+
+    #[test]
+    fn damaged_obj_files_do_not_panic() {
+        let text = "o a\nv 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nf 1 2 3 4\nf 1/1/1 2/2/2 3/3/3\n";
+        damaged_files_do_not_panic(text.as_bytes(), Format::Obj);
     }
 }
