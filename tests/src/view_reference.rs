@@ -366,6 +366,7 @@ pub fn render_view(
         }
         View::Surface {
             field,
+            mesh: drawn,
             level,
             max_triangles,
             color,
@@ -375,10 +376,29 @@ pub fn render_view(
             scene,
             ..
         } => {
-            let f = &p.fields[*field];
-            let shape = [f.shape[0], f.shape[1], f.shape[2]];
-            let values: Vec<f32> = read(*field).into_iter().map(f32::from_bits).collect();
-            let mesh = surface_mesh(&values, shape, *level, &scene.domain);
+            let mesh = match drawn {
+                // A mesh node's triangles, key = triangle index.
+                Some((points, tris)) => {
+                    let pts: Vec<f32> = read(*points).into_iter().map(f32::from_bits).collect();
+                    read(*tris)
+                        .chunks(3)
+                        .enumerate()
+                        .map(|(t, v)| {
+                            let at = |k: usize| {
+                                let i = v[k] as usize * 3;
+                                [pts[i], pts[i + 1], pts[i + 2]]
+                            };
+                            ([at(0), at(1), at(2)], t as u32)
+                        })
+                        .collect()
+                }
+                None => {
+                    let f = &p.fields[*field];
+                    let shape = [f.shape[0], f.shape[1], f.shape[2]];
+                    let values: Vec<f32> = read(*field).into_iter().map(f32::from_bits).collect();
+                    surface_mesh(&values, shape, *level, &scene.domain)
+                }
+            };
             let (mut img, mut depth) = surface_depth(
                 &mesh,
                 *max_triangles,

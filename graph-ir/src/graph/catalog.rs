@@ -396,7 +396,7 @@ static KINDS: &[NodeKind] = &[
     NodeKind {
         name: "mesh",
         family: Family::Geometry,
-        doc: "A triangle mesh read from a file (OBJ): its points, triangles and normals as fields, and the mesh itself for the kernel language's queries (mesh_closest, mesh_ray) through a bounding volume hierarchy.",
+        doc: "A triangle mesh read from a file (OBJ, PLY, STL, glTF/GLB): its points, triangles and normals as fields, and the mesh itself for the kernel language's queries (mesh_closest, mesh_ray) through a bounding volume hierarchy.",
         inputs: &[],
         outputs: &[
             PortSpec { name: "mesh", ty: PortType::Field, optional: false, doc: "The mesh for queries: wire to a kernel port `m` and call mesh_closest(m, p, max_dist) or mesh_ray(m, origin, dir, t_max) in its code." },
@@ -406,7 +406,7 @@ static KINDS: &[NodeKind] = &[
         ],
         dynamic_field_inputs: false,
         params: &[
-            ParamSpec { name: "file", ty: ParamType::String, default: Some("null"), doc: "The mesh file, relative to the graph file (or absolute): .obj.", range: None },
+            ParamSpec { name: "file", ty: ParamType::String, default: Some("null"), doc: "The mesh file, relative to the graph file (or absolute): .obj, .ply, .stl, .gltf or .glb (see docs/graph-format.md, Mesh files).", range: None },
             ParamSpec { name: "translate", ty: ParamType::Vec3, default: Some("[0.0, 0.0, 0.0]"), doc: "Moves the mesh by this vector (after scale and rotate).", range: None },
             ParamSpec { name: "rotate", ty: ParamType::Vec3, default: Some("[0.0, 0.0, 0.0]"), doc: "Rotation in degrees about x, then y, then z (Blender's XYZ Euler), about the file's origin, after scale.", range: None },
             ParamSpec { name: "scale", ty: ParamType::Number, default: Some("1.0"), doc: "Uniform scale about the file's origin, first.", range: Some((1e-6, 1e6)) },
