@@ -333,11 +333,11 @@ impl VisitMut for Rewriter<'_, '_> {
         let args: Vec<syn::Expr> = c.args.iter().skip(1).cloned().collect();
         c.args = args.into_iter().collect();
         let name = syn::Ident::new(&helper_name(query, &port), ident.span());
-        c.func = Box::new(syn::Expr::Path(syn::ExprPath {
+        *c.func = syn::Expr::Path(syn::ExprPath {
             attrs: Vec::new(),
             qself: None,
             path: name.into(),
-        }));
+        });
         if !self.ports.contains(&port) {
             self.ports.push(port);
         }
